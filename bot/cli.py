@@ -1,0 +1,73 @@
+"""The ``kernel-review`` command line: one subcommand per job, errors as messages, not tracebacks.
+
+Each subcommand lives in the module that owns the work; that module exposes
+``register(subparsers)`` which adds its parser and sets ``handler`` to a function
+``(argparse.Namespace) -> int``. Imports here must stay cheap: no torch, no triton.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from bot import __version__
+from bot.errors import KernelReviewError
+
+
+def _command_modules() -> list:
+    # Explicit list, imported lazily so `kernel-review --help` stays fast.
+    from bot import demo
+
+    return [demo]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kernel-review",
+        description=(
+            "Review pull requests that rewrite GPU kernels: detect the kernel changes in a diff, "
+            "measure old against new on the shapes you serve, and write the review."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show a traceback for unexpected errors"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _command_modules():
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except KernelReviewError as exc:
+        print(f"kernel-review: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kernel-review: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `kernel-review ... | head` closes stdout early; that is not an error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # an internal bug: say so plainly, keep the traceback one flag away
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"kernel-review: internal error: {type(exc).__name__}: {exc}\n"
+            "  hint: rerun with --debug for the traceback and report it",
+            file=sys.stderr,
+        )
+        return 1

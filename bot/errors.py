@@ -1,0 +1,64 @@
+"""The errors a user can cause, in one tree.
+
+    KernelReviewError            anything the user can fix; the CLI prints it without a traceback
+    ├── PolicyError              the TOML policy is missing, malformed or refused (file:line:col)
+    ├── DiffError                a diff that cannot be read, or a git revision that does not exist
+    ├── GitError                 a git command failed (message names the command and its stderr)
+    ├── FixtureError             the bundled fixture repository could not be built
+    ├── LimitError               a request exceeds the policy's limits (says the cost and the limit)
+    ├── CommandError             a ``/bench`` comment that cannot be parsed or is not allowed
+    ├── ResultsError             a results JSON that fails its schema or its size cap
+    └── GitHubError              the GitHub API refused or failed after bounded retries
+
+Each error carries a message that says what is wrong and a ``hint`` that says what to do.
+"""
+
+from __future__ import annotations
+
+
+class KernelReviewError(Exception):
+    """Base for every error a user can cause. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}\n  hint: {self.hint}"
+        return self.message
+
+
+class PolicyError(KernelReviewError):
+    pass
+
+
+class DiffError(KernelReviewError):
+    pass
+
+
+class GitError(KernelReviewError):
+    pass
+
+
+class FixtureError(KernelReviewError):
+    pass
+
+
+class LimitError(KernelReviewError):
+    pass
+
+
+class CommandError(KernelReviewError):
+    pass
+
+
+class ResultsError(KernelReviewError):
+    pass
+
+
+class GitHubError(KernelReviewError):
+    exit_code = 3

@@ -1,0 +1,137 @@
+"""Thin, safe wrappers around the ``git`` command line (argument lists, never a shell)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.errors import GitError
+
+# A fixed identity and dates so that commits made by the bot (fixture repositories, tests)
+# are reproducible and never depend on the user's global git configuration.
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "kernel-review",
+    "GIT_AUTHOR_EMAIL": "kernel-review@localhost",
+    "GIT_COMMITTER_NAME": "kernel-review",
+    "GIT_COMMITTER_EMAIL": "kernel-review@localhost",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def git(
+    repo: str | os.PathLike[str],
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120.0,
+    check: bool = True,
+) -> str:
+    """Run ``git -C repo args...`` and return stdout as text.
+
+    Raises GitError naming the command and git's own message when it fails.
+    """
+    cmd = ["git", "-C", str(repo), *args]
+    full_env = {**os.environ, **_GIT_ENV, **(env or {})}
+    try:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+            check=False,
+            encoding="utf-8",
+            errors="replace",
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed", hint="install git and retry") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"`{' '.join(cmd[3:])}` took longer than {timeout:.0f}s") from exc
+    if check and proc.returncode != 0:
+        raise GitError(
+            f"`git {' '.join(args)}` failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}",
+            hint="check that the path is a git repository and the revisions exist",
+        )
+    return proc.stdout
+
+
+def init_repo(path: Path, *, branch: str = "main") -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", branch)
+    git(path, "config", "core.autocrlf", "false")
+    git(path, "config", "commit.gpgsign", "false")
+    return path
+
+
+def commit_all(repo: Path, message: str, *, date: str = "2026-01-01T00:00:00+00:00") -> str:
+    """Stage everything and commit with a fixed date; returns the new commit SHA."""
+    git(repo, "add", "-A")
+    git(
+        repo,
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        message,
+        env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
+    )
+    return rev_parse(repo, "HEAD")
+
+
+def rev_parse(repo: str | os.PathLike[str], rev: str) -> str:
+    try:
+        return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
+    except GitError as exc:
+        raise GitError(
+            f"revision {rev!r} does not exist in {repo}",
+            hint="pass a branch, tag or commit SHA that `git log` shows",
+        ) from exc
+
+
+def diff_text(repo: str | os.PathLike[str], base: str, head: str, *, paths: Sequence[str] = ()) -> str:
+    """The unified diff from base to head, with renames detected, as text."""
+    base_sha = rev_parse(repo, base)
+    head_sha = rev_parse(repo, head)
+    return git(
+        repo,
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "-M",
+        "--full-index",
+        base_sha,
+        head_sha,
+        "--",
+        *paths,
+        timeout=300,
+    )
+
+
+def merge_base(repo: str | os.PathLike[str], a: str, b: str) -> str:
+    return git(repo, "merge-base", rev_parse(repo, a), rev_parse(repo, b)).strip()
+
+
+def show_file(repo: str | os.PathLike[str], rev: str, path: str) -> str | None:
+    """The text of ``path`` at ``rev``, or None when it does not exist there."""
+    try:
+        git(repo, "cat-file", "-e", f"{rev}:{path}")
+    except GitError:
+        return None
+    return git(repo, "show", f"{rev}:{path}")
+
+
+def list_files(repo: str | os.PathLike[str], rev: str) -> list[str]:
+    return [p for p in git(repo, "ls-tree", "-r", "--name-only", rev).splitlines() if p]
+
+
+def add_worktree(repo: str | os.PathLike[str], path: Path, rev: str) -> Path:
+    """Check out ``rev`` (detached) into a new worktree at ``path``."""
+    git(repo, "worktree", "add", "--detach", "-f", str(path), rev_parse(repo, rev))
+    return path
+
+
+def remove_worktree(repo: str | os.PathLike[str], path: Path) -> None:
+    git(repo, "worktree", "remove", "--force", str(path), check=False)
+    git(repo, "worktree", "prune", check=False)
