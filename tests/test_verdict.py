@@ -1,0 +1,213 @@
+from __future__ import annotations
+
+from bot.evidence import (
+    CompilerEvidence,
+    CompilerFlag,
+    Evidence,
+    FirstCallEvidence,
+    NotRun,
+    ShapeLine,
+    SweepEvidence,
+)
+from bot.verdict import ChangeLine, Requirements, decide
+from checks.repo_conditions import OwnerFact, PerfGateFact, PinFact, RepoConditions
+
+REWRITE_KEPT = ChangeLine(
+    kernel="softmax",
+    kind="rewrite",
+    old_language="cuda+hip",
+    new_language="triton",
+    old_paths=("csrc/softmax.cu", "csrc/softmax.hip"),
+    new_paths=("ops/softmax.py",),
+    old_kernel_kept=True,
+    kept_how="behind OPS_SOFTMAX_IMPL=cuda",
+)
+REWRITE_DELETED = REWRITE_KEPT.model_copy(
+    update={"kernel": "vector_add", "old_kernel_kept": False, "kept_how": ""}
+)
+TUNING = ChangeLine(kernel="matmul", kind="tuning", old_language="triton", new_language="triton")
+
+GOOD_REPO = RepoConditions(
+    owners=(OwnerFact(path="ops/softmax.py", owners=("@gpu",), source="CODEOWNERS:1"),),
+    pins=(
+        PinFact(package="triton", spec=">=3.6,<3.7", source="pyproject.toml:5", kind="range"),
+        PinFact(package="torch", spec="==2.11.0", source="pyproject.toml:6", kind="exact"),
+    ),
+    perf_gate=PerfGateFact(workflow=".github/workflows/perf.yml", detail="perf.yml:9"),
+)
+
+
+def shape(verdict="SAME", ratio=1.01, **kw) -> ShapeLine:
+    base = dict(kernel="softmax", shape=(4096, 4096), dtype="float16", verdict=verdict, ratio=ratio)
+    if ratio is not None:
+        base.update(ci_low=ratio - 0.01, ci_high=ratio + 0.01, base_us=10.0, head_us=10.0 * ratio)
+    base.update(kw)
+    return ShapeLine(**base)
+
+
+def sweep(vendor="nvidia", *shapes: ShapeLine) -> SweepEvidence:
+    return SweepEvidence(
+        vendor=vendor,
+        gpu="GPU",
+        shapes=shapes or (shape(),),
+        geomean_ratio=1.01,
+        geomean_ci=(1.0, 1.02),
+    )
+
+
+def first_call(vendor="nvidia", cold=800.0) -> FirstCallEvidence:
+    return FirstCallEvidence(
+        vendor=vendor, kernel="softmax", cold_ms=cold, warm_ms=50.0, distinct_keys=3
+    )
+
+
+FULL = Evidence(
+    sweeps=(sweep("nvidia"), sweep("amd")),
+    first_calls=(first_call("nvidia"), first_call("amd")),
+    compiler=CompilerEvidence(configs_differ_per_vendor={"matmul": True}),
+    repo=GOOD_REPO,
+)
+CLI = Requirements(
+    vendors=("nvidia", "amd"), deployment="cli", first_call_budget_ms=2000, tolerance=0.03
+)
+
+
+def states(v):
+    return {c.key: c.state for c in v.conditions}
+
+
+def test_no_changes_is_a_plain_approve():
+    v = decide([], CLI, Evidence())
+    assert v.decision == "approve" and v.no_kernel_changes and v.conditions == ()
+
+
+def test_everything_met_approves():
+    v = decide([REWRITE_KEPT, TUNING], CLI, FULL)
+    assert set(states(v).values()) == {"met"}
+    assert v.decision == "approve"
+    assert len(v.not_asking_for) == 2
+
+
+def test_no_gpu_leaves_conditions_not_run_and_approves_with_conditions():
+    ev = Evidence(repo=GOOD_REPO, not_run=(NotRun(check="sweep", reason="needs a GPU runner"),))
+    v = decide([REWRITE_KEPT], CLI, ev)
+    assert v.decision == "approve_with_conditions"
+    assert states(v) == {
+        "sweep": "not_run",
+        "first_call": "not_run",
+        "vendors": "not_run",
+        "ownership": "met",
+        "rollback": "met",
+    }
+    assert "needs a GPU runner" in v.conditions[0].summary
+    assert "3 not run" in v.why
+
+
+def test_cpu_sweep_is_not_evidence():
+    cpu = SweepEvidence(vendor="nvidia", gpu="cpu", shapes=(shape(),), timing_kind="cpu")
+    v = decide([REWRITE_KEPT], CLI, Evidence(sweeps=(cpu,), repo=GOOD_REPO))
+    assert states(v)["sweep"] == "not_run"
+    assert any("not evidence" in e for e in v.conditions[0].evidence)
+
+
+def test_slower_shape_requests_changes_and_names_it():
+    slow = sweep("nvidia", shape(), shape("SLOWER", 1.09, shape=(1, 781), small_or_ragged=True))
+    ev = FULL.model_copy(update={"sweeps": (slow, sweep("amd"))})
+    v = decide([REWRITE_KEPT], CLI, ev)
+    assert v.decision == "request_changes"
+    sweep_c = v.conditions[0]
+    assert sweep_c.state == "open" and sweep_c.blocking
+    assert any("1x781" in e and "+9.0%" in e for e in sweep_c.evidence)
+
+
+def test_wrong_result_requests_changes():
+    bad = sweep("nvidia", shape("WRONG", None, detail="max abs err 3.2"))
+    v = decide([REWRITE_KEPT], CLI, FULL.model_copy(update={"sweeps": (bad, sweep("amd"))}))
+    assert v.decision == "request_changes"
+    assert any("WRONG" in e and "max abs err" in e for e in v.conditions[0].evidence)
+
+
+def test_inconclusive_is_open_but_not_blocking():
+    inc = sweep("nvidia", shape("INCONCLUSIVE", 1.02))
+    v = decide([REWRITE_KEPT], CLI, FULL.model_copy(update={"sweeps": (inc, sweep("amd"))}))
+    assert v.decision == "approve_with_conditions"
+    assert states(v)["sweep"] == "open" and not v.conditions[0].blocking
+
+
+def test_first_call_over_budget_for_cli_requests_changes_but_long_lived_reports_only():
+    ev = FULL.model_copy(update={"first_calls": (first_call("nvidia", cold=9000.0),)})
+    v = decide([REWRITE_KEPT], CLI, ev)
+    assert states(v)["first_call"] == "open" and v.decision == "request_changes"
+    long_lived = CLI.model_copy(update={"deployment": "long-lived", "first_call_budget_ms": None})
+    v2 = decide([REWRITE_KEPT], long_lived, ev)
+    assert states(v2)["first_call"] == "met" and v2.decision == "approve"
+
+
+def test_compile_only_first_call_does_not_count():
+    ev = FULL.model_copy(
+        update={"first_calls": (first_call().model_copy(update={"compile_only": True}),)}
+    )
+    assert states(decide([REWRITE_KEPT], CLI, ev))["first_call"] == "not_run"
+
+
+def test_one_vendor_measured_is_open():
+    ev = FULL.model_copy(
+        update={
+            "sweeps": (sweep("nvidia"),),
+            "not_run": (NotRun(check="sweep", vendor="amd", reason="no amd runner"),),
+        }
+    )
+    v = decide([REWRITE_KEPT], CLI, ev)
+    c = v.conditions[2]
+    assert c.state == "open" and "amd" in c.summary
+    assert "amd: not run (no amd runner)" in c.evidence
+
+
+def test_shared_config_list_and_compile_failure():
+    shared = FULL.model_copy(
+        update={"compiler": CompilerEvidence(configs_differ_per_vendor={"matmul": False})}
+    )
+    v = decide([TUNING], CLI, shared)
+    assert states(v)["vendors"] == "open" and v.decision == "approve_with_conditions"
+    failing = CompilerEvidence(
+        flags=(
+            CompilerFlag(
+                severity="error",
+                kernel="matmul",
+                vendor="amd",
+                target="gfx942",
+                message="out of LDS",
+            ),
+        )
+    )
+    v = decide([TUNING], CLI, FULL.model_copy(update={"compiler": failing}))
+    assert v.decision == "request_changes" and v.conditions[2].blocking
+
+
+def test_ownership_lists_what_is_missing():
+    repo = RepoConditions(
+        owners=(OwnerFact(path="ops/softmax.py", owners=(), source=""),),
+        pins=(
+            PinFact(package="triton", spec=">=3.0", source="pyproject.toml:3", kind="unbounded"),
+            PinFact(package="torch", spec=None, source=None, kind="absent"),
+        ),
+        perf_gate=PerfGateFact(workflow=None, detail="no workflow runs kernel-review"),
+    )
+    v = decide([REWRITE_KEPT], CLI, FULL.model_copy(update={"repo": repo}))
+    c = v.conditions[3]
+    assert c.state == "open"
+    assert c.summary == "missing an owner, a triton pin, a torch pin, a perf gate in CI"
+    assert any("no upper bound" in e for e in c.evidence)
+
+
+def test_deleted_kernel_leaves_rollback_open():
+    v = decide([REWRITE_KEPT, REWRITE_DELETED], CLI, FULL)
+    c = v.conditions[4]
+    assert c.state == "open" and "vector_add" in c.summary and "softmax" not in c.summary
+    assert v.decision == "approve_with_conditions"
+
+
+def test_unmapped_change_is_named_in_why():
+    unmapped = TUNING.model_copy(update={"kernel": "foo_kernel", "mapped": False})
+    v = decide([REWRITE_KEPT, unmapped], CLI, FULL)
+    assert "not covered by the policy" in v.why
