@@ -45,14 +45,25 @@ class ReviewContext(BaseModel):
     artifact_name: str | None = None
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\*_\[\]|~])")
 
 
 def esc(text: object) -> str:
-    """Escape text that came from users (paths, names, messages) for GitHub markdown."""
-    s = str(text).replace("\r", "")
-    s = html.escape(s, quote=False)  # <, >, & -> entities: no raw HTML, no comment markers
-    return _MD_SPECIAL.sub(r"\\\1", s).replace("@", "@\u200b")
+    """Escape text for GitHub markdown: no raw HTML, no comment markers, no links, no mentions.
+
+    Backtick spans are kept as code (the verdict uses them to quote names); inside them only
+    HTML is neutralised, since markdown is not interpreted there.
+    """
+    parts = str(text).replace("\r", "").split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick: treat it as a plain character
+        parts[-2:] = [parts[-2] + "'" + parts[-1]]
+    out = []
+    for i, part in enumerate(parts):
+        part = html.escape(part, quote=False)  # <, >, & -> entities
+        if i % 2 == 0:
+            part = _MD_SPECIAL.sub(r"\\\1", part)
+        out.append(part.replace("@", "@\u200b"))
+    return "`".join(out)
 
 
 def code(text: object) -> str:
@@ -262,12 +273,13 @@ def _fit(text: str, ctx: ReviewContext, max_chars: int) -> str:
     if ctx.artifact_name:
         targets.append(f"the results artifact {code(ctx.artifact_name)}")
     pointer += " and ".join(targets) + ".\n"
-    room = max_chars - len(pointer)
+    closer = "\n\n</details>"
+    room = max_chars - len(pointer) - len(closer)
     cut = text[:room]
     # Do not leave a half-open details block or code fence behind.
     cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
     if cut.count("```") % 2:
         cut = cut[: cut.rfind("```")]
     if cut.count("<details>") > cut.count("</details>"):
-        cut += "\n\n</details>"
+        cut += closer
     return cut + pointer

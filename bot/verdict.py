@@ -118,7 +118,7 @@ def _sweep_condition(req: Requirements, ev: Evidence, measured_kernels: bool) ->
             key="sweep",
             title=TITLES["sweep"],
             state="not_run",
-            summary=f"not run: {reasons[0]}",
+            summary=reasons[0],
             evidence=tuple(reasons[1:]) + extra,
         )
     lines: list[str] = []
@@ -218,7 +218,7 @@ def _first_call_condition(req: Requirements, ev: Evidence, measured_kernels: boo
             key="first_call",
             title=title,
             state="not_run",
-            summary=f"not run in the `{kind}` process: {reasons[0]}",
+            summary=f"{reasons[0]}; the deployment is `{kind}`",
             evidence=lines,
         )
     if kind == "long-lived":
@@ -308,7 +308,7 @@ def _vendors_condition(req: Requirements, ev: Evidence, measured_kernels: bool) 
             key="vendors",
             title=title,
             state="not_run",
-            summary=f"not run: {', '.join(missing)} not measured yet",
+            summary=f"{', '.join(missing)} not measured yet",
             evidence=tuple(lines),
         )
     if missing:
@@ -351,7 +351,7 @@ def _ownership_condition(ev: Evidence) -> Condition:
             key="ownership",
             title=title,
             state="not_run",
-            summary=f"not run: {reasons[0]}",
+            summary=reasons[0],
         )
     lines: list[str] = []
     missing: list[str] = []

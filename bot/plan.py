@@ -1,0 +1,169 @@
+"""What to measure: the kernel changes + the policy (+ a ``/bench`` request) -> a Plan.
+
+The Plan is the JSON contract between the gate job (which plans on a hosted runner and runs no
+pull-request code) and the measure jobs (one per vendor, on GPU runners). Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.errors import LimitError
+from bot.verdict import ChangeLine
+
+if TYPE_CHECKING:
+    from bot.policy_model import Policy
+
+Check = Literal["sweep", "first_call", "compiler", "repo"]
+PLAN_SCHEMA_VERSION = 1
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PlannedShape(_Frozen):
+    dims: tuple[int, ...]
+    weight: float = 1.0
+
+
+class PlannedKernel(_Frozen):
+    name: str
+    bench: str
+    baseline: str | None = None
+    paths: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    shapes: tuple[PlannedShape, ...]
+    tolerance: float
+    change_kinds: tuple[str, ...]
+
+    @property
+    def cases(self) -> int:
+        return len(self.shapes) * len(self.dtypes)
+
+
+class Plan(_Frozen):
+    schema_version: int = PLAN_SCHEMA_VERSION
+    repository: str = ""
+    pr_number: int | None = None
+    base_sha: str
+    head_sha: str
+    vendors: tuple[Literal["nvidia", "amd"], ...]
+    kernels: tuple[PlannedKernel, ...]
+    checks: tuple[Check, ...]
+    quick: bool = False
+    unmapped: tuple[str, ...] = ()  # changed kernels no policy entry covers: not measured
+    changes: tuple[ChangeLine, ...] = ()
+
+    @property
+    def cases(self) -> int:
+        return sum(k.cases for k in self.kernels)
+
+
+def make_plan(
+    changes: Sequence[ChangeLine],
+    policy: Policy,
+    *,
+    base_sha: str,
+    head_sha: str,
+    repository: str = "",
+    pr_number: int | None = None,
+    kernels: Sequence[str] | None = None,
+    vendors: Sequence[str] | None = None,
+    dtypes: Sequence[str] | None = None,
+    shapes: Sequence[Sequence[int]] | None = None,
+    quick: bool = False,
+) -> Plan:
+    """Plan the run. ``kernels``/``vendors``/``dtypes``/``shapes`` narrow it (a ``/bench``
+    request); anything they name must already be allowed by the policy."""
+    touched: dict[str, list[str]] = {}
+    unmapped: list[str] = []
+    for c in changes:
+        if c.mapped:
+            touched.setdefault(c.kernel, []).append(c.kind)
+        else:
+            unmapped.append(c.kernel)
+    if kernels:
+        unknown = [k for k in kernels if k not in {kp.name for kp in policy.kernels}]
+        if unknown:
+            raise LimitError(
+                f"unknown kernel(s) {', '.join(unknown)}",
+                hint="the policy's kernels are: " + ", ".join(kp.name for kp in policy.kernels),
+            )
+        # An explicit request measures the named kernels even when this diff did not touch them.
+        touched = {k: touched.get(k, ["requested"]) for k in kernels}
+    planned = []
+    for kp in policy.kernels:
+        if kp.name not in touched:
+            continue
+        kdtypes = tuple(d for d in kp.dtypes if not dtypes or d in dtypes)
+        kshapes = tuple(
+            PlannedShape(dims=tuple(s.dims), weight=s.weight)
+            for s in kp.shapes
+            if not shapes or tuple(s.dims) in {tuple(x) for x in shapes}
+        )
+        if shapes:
+            # Shapes named in the request but not served are allowed within the limits.
+            served = {p.dims for p in kshapes}
+            kshapes += tuple(PlannedShape(dims=tuple(s)) for s in shapes if tuple(s) not in served)
+        if quick:
+            kshapes = tuple(sorted(kshapes, key=lambda s: -s.weight)[:3])
+            kdtypes = kdtypes[:1]
+        planned.append(
+            PlannedKernel(
+                name=kp.name,
+                bench=kp.bench,
+                baseline=kp.baseline,
+                paths=tuple(kp.paths),
+                dtypes=kdtypes,
+                shapes=kshapes,
+                tolerance=kp.effective_tolerance(policy),
+                change_kinds=tuple(sorted(set(touched[kp.name]))),
+            )
+        )
+    for k in planned:
+        if k.cases > policy.limits.max_shapes:
+            raise LimitError(
+                f"kernel {k.name}: {len(k.shapes)} shapes x {len(k.dtypes)} dtypes = {k.cases} "
+                f"cases, over the policy's limit of {policy.limits.max_shapes}",
+                hint="name fewer shapes or dtypes, or raise limits.max_shapes in the policy",
+            )
+        for s in k.shapes:
+            n = 1
+            for d in s.dims:
+                n *= d
+            if n > policy.limits.max_elements_per_tensor:
+                raise LimitError(
+                    f"kernel {k.name}: shape {'x'.join(map(str, s.dims))} has {n} elements, over "
+                    f"the policy's limit of {policy.limits.max_elements_per_tensor}",
+                    hint="use a smaller shape, or raise limits.max_elements_per_tensor",
+                )
+    plan_vendors = tuple(v for v in policy.vendors if not vendors or v in vendors)
+    if vendors:
+        extra = [v for v in vendors if v not in policy.vendors]
+        if extra:
+            raise LimitError(
+                f"vendor(s) {', '.join(extra)} are not in the policy's vendors",
+                hint="allowed: " + ", ".join(policy.vendors),
+            )
+    checks: list[Check] = []
+    if planned:
+        checks += ["sweep", "first_call"]
+    if any(c.kind != "deleted" for c in changes):
+        checks.append("compiler")
+    checks.append("repo")
+    return Plan(
+        repository=repository,
+        pr_number=pr_number,
+        base_sha=base_sha,
+        head_sha=head_sha,
+        vendors=plan_vendors,
+        kernels=tuple(planned),
+        checks=tuple(checks),
+        quick=quick,
+        unmapped=tuple(unmapped),
+        changes=tuple(changes),
+    )

@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+from bot.evidence import (
+    CompilerEvidence,
+    CompilerFlag,
+    CompilerRow,
+    Evidence,
+    NotRun,
+    ShapeLine,
+    SweepEvidence,
+)
+from bot.render import MAX_COMMENT_CHARS, PartATable, ReviewContext, code, esc, render_comment
+from bot.verdict import ChangeLine, Requirements, decide
+from checks.repo_conditions import OwnerFact, PerfGateFact, PinFact, RepoConditions
+from tests.golden_util import check_golden
+
+CTX = ReviewContext(
+    repository="acme/ops",
+    base_sha="a" * 40,
+    head_sha="b" * 40,
+    policy_source=".github/kernel-review.toml",
+    deployment="cli",
+    first_call_budget_ms=3000,
+    vendors=("nvidia", "amd"),
+    artifact_name="kernel-review-results",
+)
+CHANGES = [
+    ChangeLine(
+        kernel="softmax",
+        kind="rewrite",
+        old_language="cuda+hip",
+        new_language="triton",
+        old_paths=("csrc/softmax.cu", "csrc/softmax.hip"),
+        new_paths=("ops/softmax.py",),
+        old_kernel_kept=True,
+        kept_how="behind OPS_SOFTMAX_IMPL=cuda",
+    ),
+    ChangeLine(
+        kernel="matmul",
+        kind="tuning",
+        old_language="triton",
+        new_language="triton",
+        old_paths=("ops/matmul.py",),
+        new_paths=("ops/matmul.py",),
+    ),
+]
+REPO = RepoConditions(
+    owners=(OwnerFact(path="ops/softmax.py", owners=("@gpu-team",), source="policy"),),
+    pins=(
+        PinFact(package="triton", spec=">=3.6,<3.7", source="pyproject.toml:7", kind="range"),
+        PinFact(package="torch", spec=None, source=None, kind="absent"),
+    ),
+    perf_gate=PerfGateFact(
+        workflow=None, detail="no workflow runs kernel-review (.github/workflows/ci.yml)"
+    ),
+)
+SWEEP = SweepEvidence(
+    vendor="nvidia",
+    gpu="NVIDIA H200",
+    shapes=(
+        ShapeLine(
+            kernel="softmax",
+            shape=(4096, 4096),
+            dtype="float16",
+            verdict="SAME",
+            ratio=1.012,
+            ci_low=1.004,
+            ci_high=1.02,
+            base_us=41.2,
+            head_us=41.7,
+        ),
+        ShapeLine(
+            kernel="softmax",
+            shape=(1, 781),
+            dtype="float16",
+            verdict="SLOWER",
+            ratio=1.31,
+            ci_low=1.25,
+            ci_high=1.37,
+            base_us=2.1,
+            head_us=2.75,
+            small_or_ragged=True,
+        ),
+    ),
+    geomean_ratio=1.02,
+    geomean_ci=(1.01, 1.03),
+    weighted=True,
+)
+COMPILER = CompilerEvidence(
+    rows=(
+        CompilerRow(
+            kernel="matmul",
+            side="new",
+            language="triton",
+            vendor="amd",
+            target="gfx942",
+            config="BLOCK_M=256 BLOCK_N=256 warps=4",
+            regs_per_thread=512,
+            spill_bytes=180,
+            shared_bytes=65536,
+            occupancy="1 wave/SIMD",
+            matrix_instr="v_mfma_f32_32x32x8_f16",
+            load_bits_max=128,
+        ),
+    ),
+    flags=(
+        CompilerFlag(
+            severity="warning",
+            kernel="matmul",
+            vendor="amd",
+            target="gfx942",
+            message="spills 45 VGPRs (180 bytes)",
+        ),
+    ),
+    configs_differ_per_vendor={"matmul": False},
+)
+PART_A = (
+    PartATable(
+        kernel="softmax",
+        old_label="CUDA + HIP",
+        new_label="Triton",
+        rows=(("Lines in the kernel body", "38", "12"), ("Explicit barriers", "4", "0")),
+    ),
+)
+
+
+def test_review_comment_golden():
+    ev = Evidence(
+        sweeps=(SWEEP,),
+        compiler=COMPILER,
+        repo=REPO,
+        not_run=(NotRun(check="sweep", vendor="amd", reason="no amd runner is registered"),),
+    )
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    text = render_comment(v, CTX, ev, PART_A)
+    check_golden("review_request_changes.md", text)
+    assert text.startswith("## ⛔ Kernel review: Request changes")
+    assert text.count("<details>") == text.count("</details>")
+    assert "xychart-beta" in text
+
+
+def test_no_kernel_changes_comment_is_short():
+    text = render_comment(decide([], Requirements(), Evidence()), CTX)
+    assert "No kernel changes" in text and "Before merge" not in text
+
+
+def test_user_text_is_escaped():
+    assert esc("<!-- x -->") == "&lt;!-- x --&gt;"
+    assert "@\u200b" in esc("@everyone")
+    assert esc("[link](javascript:x)").startswith("\\[link\\]")
+    assert code("a`b\nc") == "`a'b c`"
+    change = CHANGES[0].model_copy(
+        update={"kernel": "<img src=x onerror=alert(1)>", "kept_how": "<!--"}
+    )
+    text = render_comment(decide([change], Requirements(), Evidence(repo=REPO)), CTX)
+    assert "<img" not in text and "<!--" not in text
+
+
+def test_long_comment_is_truncated_with_a_pointer_and_balanced_blocks():
+    shapes = tuple(
+        ShapeLine(
+            kernel=f"k{i}",
+            shape=(i + 1, 3),
+            dtype="float32",
+            verdict="SAME",
+            ratio=1.0,
+            base_us=1.0,
+            head_us=1.0,
+        )
+        for i in range(3000)
+    )
+    ev = Evidence(sweeps=(SWEEP.model_copy(update={"shapes": shapes}),), repo=REPO)
+    v = decide(CHANGES, Requirements(), ev)
+    full = render_comment(v, CTX, ev, full=True)
+    assert len(full) > MAX_COMMENT_CHARS
+    text = render_comment(v, CTX, ev)
+    assert len(text) <= MAX_COMMENT_CHARS
+    assert "truncated" in text and "kernel-review-results" in text
+    assert text.count("<details>") == text.count("</details>")
+    assert text.count("```") % 2 == 0
