@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import pytest
+
+from bot.errors import LimitError
+from bot.plan import Plan, make_plan
+from bot.policy import parse_policy
+from bot.verdict import ChangeLine
+
+POLICY = parse_policy(
+    """
+tolerance = 0.03
+vendors = ["nvidia", "amd"]
+[deployment]
+kind = "long-lived"
+[limits]
+max_shapes = 6
+max_elements_per_tensor = 100000000
+[[kernels]]
+name = "softmax"
+bench = "ops.bench:softmax"
+paths = ["ops/softmax.py"]
+dtypes = ["float16", "float32"]
+tolerance = 0.05
+shapes = [[1823, 781], { shape = [4096, 4096], weight = 10 }, [1, 7]]
+[[kernels]]
+name = "matmul"
+bench = "ops.bench:matmul"
+paths = ["ops/matmul.py"]
+dtypes = ["bfloat16"]
+shapes = [[256, 256, 256]]
+""",
+    "kernel-review.toml",
+)
+SOFTMAX = ChangeLine(kernel="softmax", kind="rewrite")
+UNMAPPED = ChangeLine(kernel="my_kernel", kind="body", mapped=False)
+
+
+def plan(changes=(SOFTMAX, UNMAPPED), **kw) -> Plan:
+    return make_plan(changes, POLICY, base_sha="a" * 40, head_sha="b" * 40, **kw)
+
+
+def test_plan_measures_only_touched_kernels_with_their_tolerance():
+    p = plan()
+    assert [k.name for k in p.kernels] == ["softmax"]
+    k = p.kernels[0]
+    assert k.tolerance == 0.05 and k.cases == 6
+    assert k.shapes[1].dims == (4096, 4096) and k.shapes[1].weight == 10
+    assert p.unmapped == ("my_kernel",)
+    assert p.checks == ("sweep", "first_call", "compiler", "repo")
+    assert p.vendors == ("nvidia", "amd")
+    assert Plan.model_validate_json(p.model_dump_json()) == p
+
+
+def test_request_narrows_and_quick_keeps_heaviest_shapes():
+    p = plan(vendors=["amd"], dtypes=["float32"])
+    assert p.vendors == ("amd",) and p.kernels[0].dtypes == ("float32",)
+    q = plan(quick=True)
+    assert q.kernels[0].shapes[0].dims == (4096, 4096) and len(q.kernels[0].dtypes) == 1
+
+
+def test_request_can_name_an_untouched_kernel():
+    p = plan(changes=(), kernels=["matmul"])
+    assert [k.name for k in p.kernels] == ["matmul"]
+    assert p.kernels[0].change_kinds == ("requested",)
+
+
+def test_refusals_carry_the_numbers():
+    with pytest.raises(LimitError, match=r"unknown kernel.*nope") as e:
+        plan(kernels=["nope"])
+    assert "softmax, matmul" in e.value.hint
+    with pytest.raises(LimitError, match=r"vendor.*intel"):
+        plan(vendors=["intel"])
+    with pytest.raises(
+        LimitError, match=r"4 shapes x 2 dtypes = 8 cases, over the policy's limit of 6"
+    ):
+        plan(shapes=[[3, 3], [5, 5], [7, 7], [9, 9]])
+    with pytest.raises(LimitError, match="100000000"):
+        plan(shapes=[[100000, 100000]])
+
+
+def test_only_unmapped_changes_plan_no_sweep():
+    p = plan(changes=(UNMAPPED,))
+    assert p.kernels == () and p.checks == ("compiler", "repo")
