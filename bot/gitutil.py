@@ -90,7 +90,9 @@ def rev_parse(repo: str | os.PathLike[str], rev: str) -> str:
         ) from exc
 
 
-def diff_text(repo: str | os.PathLike[str], base: str, head: str, *, paths: Sequence[str] = ()) -> str:
+def diff_text(
+    repo: str | os.PathLike[str], base: str, head: str, *, paths: Sequence[str] = ()
+) -> str:
     """The unified diff from base to head, with renames detected, as text."""
     base_sha = rev_parse(repo, base)
     head_sha = rev_parse(repo, head)
