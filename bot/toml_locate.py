@@ -73,8 +73,12 @@ class _Scanner:
         self.offsets = offsets
         self.array_tables: dict[Path_, int] = {}
 
-    def mark(self, path: Path_, key_at: int, value_at: int | None = None) -> None:
+    def mark(self, path: Path_, key_at: int, value_at: int | None = None, dotted: int = 1) -> None:
+        """Record ``path``; with a dotted key (``a.b = 1`` defines table ``a`` too) also the
+        ``dotted - 1`` tables it implies."""
         self.offsets.setdefault(path, (key_at, key_at if value_at is None else value_at))
+        for n in range(len(path) - dotted + 1, len(path)):
+            self.offsets.setdefault(path[:n], (key_at, key_at))
 
     def skip(self, newlines: bool = True) -> None:
         text = self.text
@@ -121,7 +125,7 @@ class _Scanner:
                 self.expect("=")
                 self.skip(newlines=False)
                 path = table + keys
-                self.mark(path, start, self.pos)
+                self.mark(path, start, self.pos, dotted=len(keys))
                 self.value(path)
 
     def resolve(self, keys: tuple[str, ...]) -> Path_:
@@ -189,7 +193,7 @@ class _Scanner:
                 keys = self.key()
                 self.expect("=")
                 self.skip(newlines=False)
-                self.mark(path + keys, start, self.pos)
+                self.mark(path + keys, start, self.pos, dotted=len(keys))
                 self.value(path + keys)
                 self.skip()
                 if self.text.startswith(",", self.pos):
