@@ -19,9 +19,9 @@ from bot.errors import KernelReviewError
 
 def _command_modules() -> list:
     # Explicit list, imported lazily so `kernel-review --help` stays fast.
-    from bot import demo
+    from bot import demo, policy_cli
 
-    return [demo]
+    return [demo, policy_cli]
 
 
 def build_parser() -> argparse.ArgumentParser:
