@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,32 @@ def test_bad_path(
 def test_policy_without_subcommand_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["policy"]) == 2
     assert "check" in capsys.readouterr().out
+
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "policy.md"
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+
+
+def test_every_policy_in_the_docs_is_valid_except_the_wrong_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocks = _blocks("toml")
+    assert len(blocks) == 4
+    for index, block in enumerate(blocks):
+        name = "pyproject.toml" if block.startswith("[tool.kernel-review]") else "policy.toml"
+        path = write(tmp_path / str(index), name, block)
+        code, _, err = run(capsys, str(path))
+        assert code == (2 if block.startswith("# wrong on purpose") else 0), err
+
+
+def test_the_error_example_in_the_docs_is_what_the_command_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [wrong] = [b for b in _blocks("toml") if b.startswith("# wrong on purpose")]
+    [shown] = _blocks("text")
+    write(tmp_path, ".github/kernel-review.toml", wrong)
+    code, _, err = run(capsys, str(tmp_path))
+    assert code == 2 and err == shown
