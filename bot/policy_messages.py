@@ -272,6 +272,8 @@ def _message(error: dict[str, Any], loc: tuple[str | int, ...]) -> str:
         )
     if kind in _BOUNDS:
         bound = next(iter(ctx.values()))
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)
         return f"{_toml(value)} is out of range: must be {_BOUNDS[kind]} {bound}" + (
             f"; {allowed}" if allowed else ""
         )

@@ -374,7 +374,7 @@ def test_dtype_outside_the_allowlist_gets_the_usual_spelling() -> None:
         ("[[]]", "kernels[0].shapes[0]", "a shape has 1 to 8 dimensions, this one has 0"),
         ("[[1, 1, 1, 1, 1, 1, 1, 1, 1]]", "kernels[0].shapes[0]", "this one has 9"),
         ("[1823]", "kernels[0].shapes[0]", "a shape is a list of integers like [1823, 781]"),
-        ("[{ shape = [4], weight = 0 }]", "kernels[0].shapes[0].weight", "must be > 0"),
+        ("[{ shape = [4], weight = 0 }]", "kernels[0].shapes[0].weight", "must be > 0; how much"),
         ("[{ weight = 2 }]", "kernels[0].shapes[0].shape", "missing required key 'shape'"),
         ("[[4, 4], { shape = [4, 4] }]", "kernels[0].shapes[1]", "listed twice (also shapes[0])"),
     ],
