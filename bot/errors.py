@@ -8,6 +8,7 @@
     ├── LimitError               a request exceeds the policy's limits (says the cost and the limit)
     ├── CommandError             a ``/bench`` comment that cannot be parsed or is not allowed
     ├── ResultsError             a results JSON that fails its schema or its size cap
+    ├── CompilerError            a kernel toolchain (Triton, nvcc) is missing or unsupported
     └── GitHubError              the GitHub API refused or failed after bounded retries
 
 Each error carries a message that says what is wrong and a ``hint`` that says what to do.
@@ -57,6 +58,10 @@ class CommandError(KernelReviewError):
 
 
 class ResultsError(KernelReviewError):
+    pass
+
+
+class CompilerError(KernelReviewError):
     pass
 
 
