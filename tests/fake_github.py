@@ -1,0 +1,550 @@
+"""One fake GitHub REST server for every test: real HTTP on 127.0.0.1, driven by the real PyGithub.
+
+It serves what the bot uses (pull requests, their files and diff, issue comments with ``Link``
+pagination, reactions, collaborator permissions, contents, commit statuses, ``/user``) under a
+path prefix, as GitHub Enterprise does (``/api/v3``). Failures are injected per method and path:
+a 502 after the write really happened, 403 or 429 with ``Retry-After``, a 422 "body is too
+long", and anything else a test needs. Every request is logged so tests can count them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+BOT = "github-actions[bot]"
+
+
+@dataclass
+class Failure:
+    method: str
+    path: re.Pattern[str]
+    status: int
+    body: Any
+    headers: dict[str, str]
+    times: int
+    perform: bool  # carry out the request, then answer with the failure anyway
+
+
+@dataclass
+class Token:
+    login: str
+    can_write: bool = True
+    is_app: bool = True  # installation tokens cannot read /user
+    user_type: str = "Bot"
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeGitHub:
+    def __init__(
+        self,
+        repo: str = "octo/kernels",
+        *,
+        prefix: str = "/api/v3",
+        max_comment_chars: int = 65_536,
+        count_bytes: bool = False,
+        default_branch: str = "main",
+    ) -> None:
+        self.repo = repo
+        self.prefix = prefix.rstrip("/")
+        self.max_comment_chars = max_comment_chars
+        self.count_bytes = count_bytes  # measure comment bodies in UTF-8 bytes (a stricter server)
+        self.default_branch = default_branch
+        self.lock = threading.RLock()
+        self.tokens: dict[str, Token] = {
+            "bot-token": Token(BOT),
+            "read-token": Token(BOT, can_write=False),
+        }
+        self.pulls: dict[int, dict[str, Any]] = {}
+        self.diffs: dict[int, str] = {}
+        self.files: dict[int, list[dict[str, Any]]] = {}
+        self.comments: dict[int, dict[str, Any]] = {}
+        self.reactions: dict[int, list[dict[str, Any]]] = {}
+        self.permissions: dict[str, str] = {}
+        self.refs: dict[str, str] = {}
+        self.blobs: dict[str, dict[str, str]] = {}  # sha -> path -> text
+        self.statuses: dict[str, list[dict[str, Any]]] = {}
+        self.failures: list[Failure] = []
+        self.requests: list[tuple[str, str]] = []
+        self._ids = itertools.count(1001)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> FakeGitHub:
+        fake = self
+
+        class Handler(_Handler):
+            server_fake = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeGitHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def origin(self) -> str:
+        assert self._server is not None, "start() the fake first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def api_url(self) -> str:
+        return self.origin + self.prefix
+
+    # --- state set-up -------------------------------------------------------------------------
+
+    def put_file(self, ref: str, path: str, text: str) -> None:
+        """A file at a commit; ``ref`` is a SHA, or a branch name registered with set_ref."""
+        with self.lock:
+            self.blobs.setdefault(self.refs.get(ref, ref), {})[path] = text
+
+    def set_ref(self, name: str, sha: str) -> None:
+        with self.lock:
+            self.refs[name] = sha
+
+    def add_pull(
+        self,
+        number: int,
+        *,
+        base_sha: str,
+        head_sha: str,
+        author: str = "contributor",
+        base_ref: str = "main",
+        head_ref: str = "feature",
+        head_repo: str | None = None,
+        state: str = "open",
+        draft: bool = False,
+        title: str = "Rewrite kernels in Triton",
+        diff: str = "",
+        files: list[dict[str, Any]] | None = None,
+    ) -> None:
+        head_repo = head_repo or self.repo
+        with self.lock:
+            self.pulls[number] = {
+                "number": number,
+                "state": state,
+                "draft": draft,
+                "merged": False,
+                "title": title,
+                "user": _user(author),
+                "base": {"ref": base_ref, "sha": base_sha, "repo": {"full_name": self.repo}},
+                "head": {
+                    "ref": head_ref,
+                    "sha": head_sha,
+                    "label": f"{head_repo.split('/')[0]}:{head_ref}",
+                    "repo": {"full_name": head_repo},
+                },
+            }
+            self.diffs[number] = diff
+            self.files[number] = files or []
+
+    def push(self, number: int, head_sha: str, *, diff: str | None = None) -> None:
+        """A new head commit on an existing pull request."""
+        with self.lock:
+            self.pulls[number]["head"]["sha"] = head_sha
+            if diff is not None:
+                self.diffs[number] = diff
+
+    def add_comment(self, number: int, author: str, body: str, *, user_type: str = "User") -> int:
+        with self.lock:
+            cid = next(self._ids)
+            self.comments[cid] = {
+                "id": cid,
+                "issue_number": number,
+                "user": _user(author, user_type),
+                "body": body,
+                "created_at": f"2026-01-01T00:{(cid // 60) % 60:02d}:{cid % 60:02d}Z",
+            }
+            self.comments[cid]["updated_at"] = self.comments[cid]["created_at"]
+            return cid
+
+    def fail(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        *,
+        times: int = 1,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        perform: bool = False,
+    ) -> None:
+        """Answer the next ``times`` requests matching ``method`` and the ``path`` regex
+        (searched in the path after the prefix) with ``status``."""
+        with self.lock:
+            self.failures.append(
+                Failure(
+                    method.upper(),
+                    re.compile(path),
+                    status,
+                    body if body is not None else {"message": f"injected {status}"},
+                    headers or {},
+                    times,
+                    perform,
+                )
+            )
+
+    # --- queries for tests ----------------------------------------------------------------------
+
+    def comments_on(self, number: int) -> list[dict[str, Any]]:
+        with self.lock:
+            return [c for c in self.comments.values() if c["issue_number"] == number]
+
+    def count(self, method: str, path_regex: str) -> int:
+        with self.lock:
+            return sum(1 for m, p in self.requests if m == method and re.search(path_regex, p))
+
+    # --- request handling ---------------------------------------------------------------------
+
+    def handle(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: Any
+    ) -> Reply:
+        with self.lock:
+            self.requests.append((method, path))
+            token = self._token(headers)
+            if token is None:
+                return Reply(401, {"message": "Bad credentials"})
+            for failure in self.failures:
+                if failure.times > 0 and failure.method == method and failure.path.search(path):
+                    failure.times -= 1
+                    if failure.perform:
+                        self._route(method, path, query, headers, body, token)
+                    return Reply(failure.status, failure.body, dict(failure.headers))
+            return self._route(method, path, query, headers, body, token)
+
+    def _token(self, headers: dict[str, str]) -> Token | None:
+        auth = headers.get("authorization", "")
+        parts = auth.split()
+        return self.tokens.get(parts[-1]) if len(parts) == 2 else None
+
+    def _route(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        headers: dict[str, str],
+        body: Any,
+        token: Token,
+    ) -> Reply:
+        if method != "GET" and not token.can_write:
+            return Reply(403, {"message": "Resource not accessible by integration"})
+        if path == "/user":
+            if token.is_app:
+                return Reply(403, {"message": "Resource not accessible by integration"})
+            return Reply(200, _user(token.login, token.user_type))
+        repo = f"/repos/{self.repo}"
+        if not path.startswith(repo):
+            return Reply(404, {"message": "Not Found"})
+        rest = path[len(repo) :]
+        for pattern, handler in self._routes():
+            m = re.fullmatch(pattern, rest)
+            if m and handler[0] == method:
+                return handler[1](m, query, headers, body, token)
+        return Reply(404, {"message": "Not Found"})
+
+    def _routes(self) -> list[tuple[str, tuple[str, Any]]]:
+        return [
+            (r"", ("GET", self._get_repo)),
+            (r"/pulls/(\d+)", ("GET", self._get_pull)),
+            (r"/pulls", ("GET", self._list_pulls)),
+            (r"/pulls/(\d+)/files", ("GET", self._list_files)),
+            (r"/issues/(\d+)/comments", ("GET", self._list_comments)),
+            (r"/issues/(\d+)/comments", ("POST", self._create_comment)),
+            (r"/issues/comments/(\d+)", ("GET", self._get_comment)),
+            (r"/issues/comments/(\d+)", ("PATCH", self._edit_comment)),
+            (r"/issues/comments/(\d+)/reactions", ("GET", self._list_reactions)),
+            (r"/issues/comments/(\d+)/reactions", ("POST", self._create_reaction)),
+            (r"/collaborators/([^/]+)/permission", ("GET", self._permission)),
+            (r"/contents/(.+)", ("GET", self._contents)),
+            (r"/statuses/([0-9a-f]{40})", ("POST", self._create_status)),
+            (r"/commits/([0-9a-f]{40})/statuses", ("GET", self._list_statuses)),
+        ]
+
+    def _url(self, rest: str) -> str:
+        return f"{self.api_url}/repos/{self.repo}{rest}"
+
+    def _get_repo(self, m, query, headers, body, token) -> Reply:
+        owner = self.repo.split("/")[0]
+        return Reply(
+            200,
+            {
+                "id": 1,
+                "name": self.repo.split("/")[1],
+                "full_name": self.repo,
+                "owner": _user(owner, "Organization"),
+                "default_branch": self.default_branch,
+                "url": self._url(""),
+                "private": False,
+            },
+        )
+
+    def _pull_json(self, number: int) -> dict[str, Any]:
+        pr = json.loads(json.dumps(self.pulls[number]))
+        pr["url"] = self._url(f"/pulls/{number}")
+        pr["html_url"] = f"{self.origin}/{self.repo}/pull/{number}"
+        pr["issue_url"] = self._url(f"/issues/{number}")
+        return pr
+
+    def _get_pull(self, m, query, headers, body, token) -> Reply:
+        number = int(m.group(1))
+        if number not in self.pulls:
+            return Reply(404, {"message": "Not Found"})
+        if "diff" in headers.get("accept", ""):
+            return Reply(200, self.diffs[number], {"content-type": "text/plain; charset=utf-8"})
+        return Reply(200, self._pull_json(number))
+
+    def _list_pulls(self, m, query, headers, body, token) -> Reply:
+        state = query.get("state", "open")
+        head = query.get("head")
+        items = [
+            self._pull_json(n)
+            for n, pr in sorted(self.pulls.items())
+            if (state == "all" or pr["state"] == state)
+            and (head is None or pr["head"]["label"] == head)
+        ]
+        return self._page(items, query, "/pulls")
+
+    def _list_files(self, m, query, headers, body, token) -> Reply:
+        number = int(m.group(1))
+        if number not in self.pulls:
+            return Reply(404, {"message": "Not Found"})
+        return self._page(self.files[number], query, f"/pulls/{number}/files")
+
+    def _comment_json(self, c: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in c.items() if k != "issue_number"}
+        out["url"] = self._url(f"/issues/comments/{c['id']}")
+        out["html_url"] = (
+            f"{self.origin}/{self.repo}/pull/{c['issue_number']}#issuecomment-{c['id']}"
+        )
+        out["issue_url"] = self._url(f"/issues/{c['issue_number']}")
+        return out
+
+    def _list_comments(self, m, query, headers, body, token) -> Reply:
+        number = int(m.group(1))
+        items = [self._comment_json(c) for c in self.comments_on(number)]
+        return self._page(items, query, f"/issues/{number}/comments")
+
+    def _too_long(self, text: str) -> bool:
+        size = len(text.encode("utf-8")) if self.count_bytes else len(text)
+        return size > self.max_comment_chars
+
+    def _body_error(self, text: Any) -> Reply | None:
+        if not isinstance(text, str):
+            return Reply(
+                422,
+                {"message": "Invalid request.", "errors": [{"field": "body", "code": "missing"}]},
+            )
+        if self._too_long(text):
+            return Reply(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [
+                        {
+                            "resource": "IssueComment",
+                            "code": "custom",
+                            "field": "body",
+                            "message": f"body is too long (maximum is {self.max_comment_chars} characters)",
+                        }
+                    ],
+                },
+            )
+        return None
+
+    def _create_comment(self, m, query, headers, body, token) -> Reply:
+        number = int(m.group(1))
+        text = (body or {}).get("body")
+        error = self._body_error(text)
+        if error:
+            return error
+        cid = self.add_comment(number, token.login, text, user_type=token.user_type)
+        return Reply(201, self._comment_json(self.comments[cid]))
+
+    def _get_comment(self, m, query, headers, body, token) -> Reply:
+        c = self.comments.get(int(m.group(1)))
+        return Reply(200, self._comment_json(c)) if c else Reply(404, {"message": "Not Found"})
+
+    def _edit_comment(self, m, query, headers, body, token) -> Reply:
+        c = self.comments.get(int(m.group(1)))
+        if c is None:
+            return Reply(404, {"message": "Not Found"})
+        if c["user"]["login"] != token.login:
+            return Reply(403, {"message": "Resource not accessible by integration"})
+        text = (body or {}).get("body")
+        error = self._body_error(text)
+        if error:
+            return error
+        c["body"] = text
+        c["updated_at"] = "2026-01-02T00:00:00Z"
+        return Reply(200, self._comment_json(c))
+
+    def _list_reactions(self, m, query, headers, body, token) -> Reply:
+        return self._page(
+            self.reactions.get(int(m.group(1)), []),
+            query,
+            f"/issues/comments/{m.group(1)}/reactions",
+        )
+
+    def _create_reaction(self, m, query, headers, body, token) -> Reply:
+        cid = int(m.group(1))
+        if cid not in self.comments:
+            return Reply(404, {"message": "Not Found"})
+        content = (body or {}).get("content")
+        if content not in {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}:
+            return Reply(422, {"message": "Validation Failed"})
+        existing = self.reactions.setdefault(cid, [])
+        for r in existing:
+            if r["content"] == content and r["user"]["login"] == token.login:
+                return Reply(200, r)
+        reaction = {
+            "id": next(self._ids),
+            "content": content,
+            "user": _user(token.login, token.user_type),
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        existing.append(reaction)
+        return Reply(201, reaction)
+
+    def _permission(self, m, query, headers, body, token) -> Reply:
+        login = m.group(1)
+        role = self.permissions.get(login, "read")
+        legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+        return Reply(200, {"permission": legacy, "role_name": role, "user": _user(login)})
+
+    def _contents(self, m, query, headers, body, token) -> Reply:
+        path = m.group(1)
+        ref = query.get("ref", self.default_branch)
+        text = self.blobs.get(self.refs.get(ref, ref), {}).get(path)
+        if text is None:
+            return Reply(404, {"message": "Not Found"})
+        raw = text.encode("utf-8")
+        return Reply(
+            200,
+            {
+                "type": "file",
+                "encoding": "base64",
+                "size": len(raw),
+                "name": path.rsplit("/", 1)[-1],
+                "path": path,
+                "sha": hashlib.sha1(raw).hexdigest(),
+                "content": base64.encodebytes(raw).decode("ascii"),
+                "url": self._url(f"/contents/{path}"),
+            },
+        )
+
+    def _create_status(self, m, query, headers, body, token) -> Reply:
+        body = body or {}
+        if body.get("state") not in {"error", "failure", "pending", "success"}:
+            return Reply(422, {"message": "Validation Failed"})
+        if len(body.get("description") or "") > 140:
+            return Reply(
+                422, {"message": "Validation Failed", "errors": [{"field": "description"}]}
+            )
+        status = {
+            "id": next(self._ids),
+            "state": body["state"],
+            "context": body.get("context", "default"),
+            "description": body.get("description"),
+            "target_url": body.get("target_url"),
+            "creator": _user(token.login, token.user_type),
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        self.statuses.setdefault(m.group(1), []).insert(0, status)
+        return Reply(201, status)
+
+    def _list_statuses(self, m, query, headers, body, token) -> Reply:
+        return self._page(
+            self.statuses.get(m.group(1), []), query, f"/commits/{m.group(1)}/statuses"
+        )
+
+    def _page(self, items: list[Any], query: dict[str, str], rest: str) -> Reply:
+        per_page = max(1, min(100, int(query.get("per_page", "30"))))
+        page = max(1, int(query.get("page", "1")))
+        last = max(1, -(-len(items) // per_page))
+        chunk = items[(page - 1) * per_page : page * per_page]
+        links = []
+        keep = {k: v for k, v in query.items() if k not in {"page", "per_page"}}
+
+        def link(p: int, rel: str) -> str:
+            return f'<{self._url(rest)}?{urlencode({**keep, "per_page": per_page, "page": p})}>; rel="{rel}"'
+
+        if page < last:
+            links += [link(page + 1, "next"), link(last, "last")]
+        if page > 1:
+            links += [link(1, "first"), link(page - 1, "prev")]
+        return Reply(200, chunk, {"link": ", ".join(links)} if links else {})
+
+
+def _user(login: str, user_type: str = "User") -> dict[str, Any]:
+    return {
+        "login": login,
+        "id": abs(hash(login)) % 10_000_000,
+        "type": user_type,
+        "url": f"https://api.invalid/users/{login}",
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_fake: FakeGitHub
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        return
+
+    def _serve(self) -> None:
+        fake = self.server_fake
+        parts = urlsplit(self.path)
+        path = parts.path
+        if not path.startswith(fake.prefix + "/") and path != fake.prefix:
+            reply = Reply(404, {"message": "Not Found"})
+        else:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            reply = fake.handle(self.command, path[len(fake.prefix) :] or "/", query, headers, body)
+        payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+        data = payload.encode("utf-8") if reply.body is not None else b""
+        self.send_response(reply.status)
+        headers = {"content-type": "application/json; charset=utf-8", **reply.headers}
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
