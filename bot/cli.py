@@ -19,9 +19,9 @@ from bot.errors import KernelReviewError
 
 def _command_modules() -> list:
     # Explicit list, imported lazily so `kernel-review --help` stays fast.
-    from bot import demo, policy_cli
+    from bot import app, demo, policy_cli
 
-    return [demo, policy_cli]
+    return [demo, policy_cli, app]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -290,6 +290,20 @@ class GitHubClient:
             return diff_from_files(self.list_pull_files(number))
         return text
 
+    def get_compare_diff(self, base_sha: str, head_sha: str) -> str:
+        """The diff from the merge base of ``base_sha`` to ``head_sha`` (what a pull request at
+        that head shows), for a pinned head that is no longer the pull request's newest."""
+        url = f"/repos/{self.repo_name}/compare/{base_sha}...{head_sha}"
+
+        def run() -> str:
+            _, data = self._gh.requester.requestJsonAndCheck(
+                "GET", url, headers={"Accept": DIFF_MEDIA_TYPE}
+            )
+            text = data.get("data", "") if isinstance(data, dict) else ""
+            return text if isinstance(text, str) else ""
+
+        return self._call(f"comparing {base_sha[:12]}...{head_sha[:12]}", run)
+
     def list_pull_files(self, number: int, *, max_files: int = 3000) -> list[FileInfo]:
         def run() -> list[FileInfo]:
             out: list[FileInfo] = []
@@ -338,6 +352,21 @@ class GitHubClient:
         except GitHubRequestError as exc:
             if exc.status == 404:
                 return None
+            raise
+
+    def list_dir(self, path: str, ref: str) -> list[str]:
+        """Paths of the files directly inside a directory at a ref; [] when there is none."""
+
+        def run() -> list[str]:
+            content = self._repo.get_contents(path, ref=ref)
+            items = content if isinstance(content, list) else []
+            return sorted(c.path for c in items if c.type == "file")
+
+        try:
+            return self._call(f"listing {path} at {ref[:12]}", run)
+        except GitHubRequestError as exc:
+            if exc.status == 404:
+                return []
             raise
 
     # --- writes -------------------------------------------------------------------------------

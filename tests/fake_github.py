@@ -71,6 +71,7 @@ class FakeGitHub:
         }
         self.pulls: dict[int, dict[str, Any]] = {}
         self.diffs: dict[int, str] = {}
+        self.compares: dict[tuple[str, str], str] = {}  # (base, head) -> diff
         self.files: dict[int, list[dict[str, Any]]] = {}
         self.comments: dict[int, dict[str, Any]] = {}
         self.reactions: dict[int, list[dict[str, Any]]] = {}
@@ -166,6 +167,7 @@ class FakeGitHub:
                 },
             }
             self.diffs[number] = diff
+            self.compares[(base_sha, head_sha)] = diff
             self.files[number] = files or []
 
     def push(self, number: int, head_sha: str, *, diff: str | None = None) -> None:
@@ -174,6 +176,7 @@ class FakeGitHub:
             self.pulls[number]["head"]["sha"] = head_sha
             if diff is not None:
                 self.diffs[number] = diff
+                self.compares[(self.pulls[number]["base"]["sha"], head_sha)] = diff
 
     def add_comment(self, number: int, author: str, body: str, *, user_type: str = "User") -> int:
         with self.lock:
@@ -286,6 +289,7 @@ class FakeGitHub:
             (r"/issues/comments/(\d+)/reactions", ("POST", self._create_reaction)),
             (r"/collaborators/([^/]+)/permission", ("GET", self._permission)),
             (r"/contents/(.+)", ("GET", self._contents)),
+            (r"/compare/([0-9a-f]{40})\.\.\.([0-9a-f]{40})", ("GET", self._compare)),
             (r"/statuses/([0-9a-f]{40})", ("POST", self._create_status)),
             (r"/commits/([0-9a-f]{40})/statuses", ("GET", self._list_statuses)),
         ]
@@ -441,12 +445,37 @@ class FakeGitHub:
         legacy = {"maintain": "write", "triage": "read"}.get(role, role)
         return Reply(200, {"permission": legacy, "role_name": role, "user": _user(login)})
 
-    def _contents(self, m, query, headers, body, token) -> Reply:
-        path = m.group(1)
-        ref = query.get("ref", self.default_branch)
-        text = self.blobs.get(self.refs.get(ref, ref), {}).get(path)
-        if text is None:
+    def _compare(self, m, query, headers, body, token) -> Reply:
+        diff = self.compares.get((m.group(1), m.group(2)))
+        if diff is None:
             return Reply(404, {"message": "Not Found"})
+        return Reply(200, diff, {"content-type": "text/plain; charset=utf-8"})
+
+    def _contents(self, m, query, headers, body, token) -> Reply:
+        path = m.group(1).rstrip("/")
+        ref = query.get("ref", self.default_branch)
+        files = self.blobs.get(self.refs.get(ref, ref), {})
+        text = files.get(path)
+        if text is None:
+            inside = sorted(
+                p for p in files if p.startswith(path + "/") and "/" not in p[len(path) + 1 :]
+            )
+            if not inside:
+                return Reply(404, {"message": "Not Found"})
+            return Reply(
+                200,
+                [
+                    {
+                        "type": "file",
+                        "name": p.rsplit("/", 1)[-1],
+                        "path": p,
+                        "size": len(files[p]),
+                        "sha": hashlib.sha1(files[p].encode()).hexdigest(),
+                        "url": self._url(f"/contents/{p}"),
+                    }
+                    for p in inside
+                ],
+            )
         raw = text.encode("utf-8")
         return Reply(
             200,
@@ -517,6 +546,7 @@ def _user(login: str, user_type: str = "User") -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server_fake: FakeGitHub
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         return

@@ -1,0 +1,393 @@
+"""``kernel-review review --mode plan|ack|measure|report``: the GitHub Actions glue.
+
+The only module that reads the environment (GITHUB_* and the action's INPUT_*); it builds the
+pieces and passes them in, so everything below it can be tested with plain values.
+
+- plan (hosted runner, read-only token): decide what to measure at which pinned SHA, write
+  ``gate.json`` and the job outputs. Runs no pull-request code.
+- ack (write token, no checkout): react to a ``/bench`` comment (eyes, then rocket or confused)
+  and reply: the refusal with what is allowed, or the pinned SHA that will be measured.
+- measure (GPU runner, ``permissions: {}``, no token): run the plan for one vendor and shard.
+- report (write token): merge the results, decide, update the one sticky comment, set the
+  merge-gate status, write the job summary and annotations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.errors import GitHubError, KernelReviewError, ResultsError
+from bot.escape import log_safe, md_code, md_inline
+from bot.events import DEFAULT_BOT_LOGINS, ReviewRequest, parse_event
+from bot.gate import GateDecision, GateResult, decide_gate, describe
+
+MODES = ("plan", "ack", "measure", "report")
+MAX_EVENT_BYTES = 25 * 2**20  # GitHub caps webhook payloads at 25 MB
+MAX_SUMMARY_BYTES = 1_000_000  # GitHub refuses step summaries over 1 MiB
+GATE_FILE = "gate.json"
+_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+_SHARD_RE = re.compile(r"^([0-9]{1,3})/([0-9]{1,3})$")
+
+
+@dataclass(frozen=True)
+class ActionEnv:
+    """Everything the action reads from its environment, read once."""
+
+    event_name: str
+    event_path: Path | None
+    token: str
+    api_url: str
+    repository: str
+    step_summary: Path | None
+    output: Path | None
+    run_url: str | None
+    policy_path: str | None
+    bot_login: str | None
+    head_sha: str | None
+    results_path: Path
+    artifact_name: str
+    vendor: str | None
+    shard: str
+    request_spacing_s: tuple[float, float] | None = (0.25, 1.0)
+
+    @classmethod
+    def from_environ(cls, env: Mapping[str, str]) -> ActionEnv:
+        def get(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        server = get("GITHUB_SERVER_URL") or "https://github.com"
+        repo = get("GITHUB_REPOSITORY") or ""
+        run_id = get("GITHUB_RUN_ID")
+        head = get("INPUT_HEAD_SHA")
+        if head is not None and not _SHA_RE.fullmatch(head):
+            raise GitHubError(
+                f"head-sha {head[:60]!r} is not a 40-hex commit SHA",
+                hint="pass the gate job's head-sha output",
+            )
+        return cls(
+            event_name=get("GITHUB_EVENT_NAME") or "",
+            event_path=Path(p) if (p := get("GITHUB_EVENT_PATH")) else None,
+            token=get("INPUT_TOKEN") or get("GITHUB_TOKEN") or "",
+            api_url=get("GITHUB_API_URL") or "https://api.github.com",
+            repository=repo,
+            step_summary=Path(p) if (p := get("GITHUB_STEP_SUMMARY")) else None,
+            output=Path(p) if (p := get("GITHUB_OUTPUT")) else None,
+            run_url=f"{server}/{repo}/actions/runs/{run_id}" if repo and run_id else None,
+            policy_path=get("INPUT_POLICY_PATH"),
+            bot_login=get("INPUT_BOT_LOGIN"),
+            head_sha=head,
+            results_path=Path(get("INPUT_RESULTS_PATH") or "kernel-review-results"),
+            artifact_name=get("INPUT_ARTIFACT_NAME") or "kernel-review-results",
+            vendor=get("INPUT_VENDOR"),
+            shard=get("INPUT_SHARD") or "1/1",
+            request_spacing_s=_spacing(get("KERNEL_REVIEW_REQUEST_SPACING_S")),
+        )
+
+
+def _spacing(text: str | None) -> tuple[float, float] | None:
+    """``between,writes`` seconds between GitHub requests (PyGithub's throttle); default 0.25,1."""
+    if text is None:
+        return (0.25, 1.0)
+    try:
+        between, writes = (float(x) for x in text.split(","))
+    except ValueError:
+        raise GitHubError(
+            f"KERNEL_REVIEW_REQUEST_SPACING_S={text[:40]!r} is not two numbers",
+            hint="e.g. 0.25,1.0 (seconds between requests, and between writes)",
+        ) from None
+    return None if between <= 0 and writes <= 0 else (max(0.0, between), max(0.0, writes))
+
+
+# --- small edges ------------------------------------------------------------------------------
+
+
+def load_event(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        raise GitHubError(
+            "GITHUB_EVENT_PATH is not set", hint="run this inside a GitHub Actions workflow"
+        )
+    try:
+        raw = path.read_bytes()[: MAX_EVENT_BYTES + 1]
+    except OSError as exc:
+        raise GitHubError(
+            f"cannot read the event file {path}: {exc.strerror}", hint="check GITHUB_EVENT_PATH"
+        ) from None
+    if len(raw) > MAX_EVENT_BYTES:
+        raise GitHubError(
+            "the event payload is over 25 MB", hint="this is not a GitHub webhook payload"
+        )
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise GitHubError(
+            f"the event file is not JSON: {exc}", hint="check GITHUB_EVENT_PATH"
+        ) from None
+    if not isinstance(data, dict):
+        raise GitHubError("the event payload is not a JSON object", hint="check GITHUB_EVENT_PATH")
+    return data
+
+
+def set_outputs(path: Path | None, values: Mapping[str, str]) -> None:
+    """Append step outputs; a value with a newline goes in a heredoc with a random delimiter."""
+    if path is None:
+        return
+    with path.open("a", encoding="utf-8") as out:
+        for name, value in values.items():
+            if "\n" in value or "\r" in value:
+                delim = f"ghadelim_{secrets.token_hex(16)}"
+                out.write(f"{name}<<{delim}\n{value}\n{delim}\n")
+            else:
+                out.write(f"{name}={value}\n")
+
+
+def write_summary(path: Path | None, markdown: str) -> None:
+    if path is None:
+        return
+    data = markdown.encode("utf-8")
+    if len(data) > MAX_SUMMARY_BYTES:
+        data = (
+            data[: MAX_SUMMARY_BYTES - 200]
+            + b"\n\n... (summary cut at GitHub's 1 MiB limit; the artifact has everything)\n"
+        )
+    with path.open("ab") as out:
+        out.write(data + b"\n")
+
+
+def log(text: str) -> None:
+    print(log_safe(text), flush=True)
+
+
+def _client(env: ActionEnv, **kw: Any):
+    from bot.github_api import GitHubClient
+
+    return GitHubClient(
+        env.token, env.repository, api_url=env.api_url, spacing_s=env.request_spacing_s, **kw
+    )
+
+
+# --- modes ------------------------------------------------------------------------------------
+
+
+def _gate(env: ActionEnv, client_factory: Callable[[], Any], analyze) -> tuple[GateResult, Any]:
+    found = parse_event(env.event_name, load_event(env.event_path), bot_logins=_bot_logins(env))
+    if not isinstance(found, ReviewRequest):
+        return decide_gate(found, None), None  # type: ignore[arg-type]
+    client = client_factory()
+    return decide_gate(
+        found, client, analyze, policy_path=env.policy_path, pinned_head=env.head_sha
+    ), client
+
+
+def _bot_logins(env: ActionEnv) -> tuple[str, ...]:
+    return (*DEFAULT_BOT_LOGINS, env.bot_login) if env.bot_login else DEFAULT_BOT_LOGINS
+
+
+def _gate_outputs(d: GateDecision, results: Path) -> dict[str, str]:
+    return {
+        "run": "true" if d.run else "false",
+        "head-sha": d.head_sha or "",
+        "base-sha": d.base_sha or "",
+        "pr-number": str(d.pr_number or ""),
+        "vendors": json.dumps(list(d.vendors)),
+        "results-path": str(results),
+    }
+
+
+def run_plan(env: ActionEnv, client_factory, analyze=None) -> int:
+    result, _ = _gate(env, client_factory, analyze)
+    d = result.decision
+    env.results_path.mkdir(parents=True, exist_ok=True)
+    (env.results_path / GATE_FILE).write_text(d.model_dump_json(indent=2), encoding="utf-8")
+    log(describe(d))
+    set_outputs(env.output, _gate_outputs(d, env.results_path))
+    write_summary(
+        env.step_summary, "### kernel-review: plan\n\n" + md_inline(describe(d), max_chars=2000)
+    )
+    return 0
+
+
+def run_ack(env: ActionEnv, client_factory, analyze=None) -> int:
+    result, client = _gate(env, client_factory, analyze)
+    d = result.decision
+    if d.event != "issue_comment" or d.comment_id is None or d.ignored:
+        log(describe(d))
+        return 0
+    client.add_reaction(d.comment_id, "eyes")
+    if d.refusal:
+        client.add_reaction(d.comment_id, "confused")
+        body = f"@{d.actor} `/bench` was not run: {md_inline(d.refusal, max_chars=1500)}"
+    elif d.run:
+        client.add_reaction(d.comment_id, "rocket")
+        body = (
+            f"Measuring head {md_code((d.head_sha or '')[:12])} of this pull request for "
+            f"{md_code(d.command.canonical() if d.command else '/bench')}. "
+            "A push after this comment is not covered: comment /bench again to measure it."
+        )
+    else:
+        body = f"`/bench` has nothing to run: {md_inline(d.note or 'no kernels to measure', max_chars=500)}"
+    client.create_comment(d.pr_number, body)
+    log(describe(d))
+    return 0
+
+
+def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
+    from bot.report import (
+        annotations,
+        build_report,
+        merge_evidence,
+        read_results,
+        repo_facts,
+        status_for,
+    )
+    from bot.sticky import MAX_COMMENT_CHARS, upsert_sticky
+
+    result, client = _gate(env, client_factory, analyze)
+    d = result.decision
+    if d.ignored or d.refusal or d.plan is None or result.policy is None:
+        log(describe(d))
+        set_outputs(env.output, {"verdict": "none", "results-path": str(env.results_path)})
+        return 0
+    files = (
+        [p for p in env.results_path.rglob("*.json") if p.name != GATE_FILE]
+        if env.results_path.is_dir()
+        else []
+    )
+    kept, dropped = read_results(files, head_sha=d.head_sha or "")
+    for reason in dropped:
+        log(f"results dropped: {reason}")
+    evidence = merge_evidence(kept, d.plan.vendors if d.run else ())
+    kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
+    repo = repo_facts(client, d.head_sha or "", kernel_paths, result.policy)
+    verdict, evidence, comment, summary = build_report(
+        d,
+        result.policy,
+        evidence,
+        repo,
+        summary_url=env.run_url,
+        artifact_name=env.artifact_name,
+        comment_chars=MAX_COMMENT_CHARS - 200,
+    )
+    bot_login = env.bot_login or client.whoami() or DEFAULT_BOT_LOGINS[0]
+    sticky = upsert_sticky(
+        client,
+        d.pr_number,
+        comment,
+        head_sha=d.head_sha or "",
+        bot_login=bot_login,
+        current_head_sha=result.pull.head_sha if result.pull else None,
+        summary_url=env.run_url,
+        artifact_name=env.artifact_name,
+    )
+    log(f"review comment {sticky.action}: {sticky.html_url or sticky.comment_id} {sticky.detail}")
+    if result.policy.github.merge_gate == "status" and sticky.action != "skipped-stale":
+        state, description = status_for(verdict)
+        client.set_status(
+            d.head_sha or "", state, description, context="kernel-review", target_url=env.run_url
+        )
+    for line in annotations(evidence, d):
+        print(line, flush=True)  # already escaped by workflow_command
+    write_summary(env.step_summary, summary)
+    env.results_path.mkdir(parents=True, exist_ok=True)
+    (env.results_path / "review.md").write_text(summary, encoding="utf-8")
+    set_outputs(
+        env.output,
+        {
+            "verdict": verdict.decision,
+            "results-path": str(env.results_path),
+            "comment-url": sticky.html_url,
+        },
+    )
+    return 0
+
+
+def run_measure(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -> int:
+    """Run the gate's plan for one vendor and shard; writes ``results-<vendor>-<i>of<n>.json``."""
+    from bot.report import ResultsFile
+
+    if env.vendor not in ("nvidia", "amd"):
+        raise KernelReviewError(
+            f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
+            hint="set the action's vendor input",
+        )
+    m = _SHARD_RE.fullmatch(env.shard)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise KernelReviewError(
+            f"shard {env.shard[:40]!r} is not I/N with 1 <= I <= N", hint="e.g. shard: 1/2"
+        )
+    gate_path = env.results_path / GATE_FILE
+    try:
+        d = GateDecision.model_validate_json(gate_path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise ResultsError(
+            f"cannot read the gate's decision {gate_path}: {str(exc)[:300]}",
+            hint="download the gate job's artifact into results-path first",
+        ) from None
+    if not d.run or d.plan is None:
+        log(f"nothing to measure: {describe(d)}")
+        return 0
+    if env.vendor not in d.plan.vendors:
+        log(f"the plan does not measure {env.vendor}; nothing to do")
+        return 0
+    measure = measure_fn or _measurement_engine()
+    evidence = measure(
+        d.plan, vendor=env.vendor, shard=(int(m.group(1)), int(m.group(2))), repo_root=Path.cwd()
+    )
+    out = ResultsFile(
+        head_sha=d.plan.head_sha,
+        base_sha=d.plan.base_sha,
+        vendor=env.vendor,
+        shard=env.shard,
+        evidence=evidence,
+    )
+    path = env.results_path / f"results-{env.vendor}-{m.group(1)}of{m.group(2)}.json"
+    path.write_text(out.model_dump_json(), encoding="utf-8")
+    set_outputs(env.output, {"results-path": str(env.results_path)})
+    log(f"wrote {path}")
+    return 0
+
+
+def _measurement_engine() -> Callable[..., Any]:
+    """The measurement engine's entry point: (plan, *, vendor, shard, repo_root) -> Evidence."""
+    try:
+        from checks.run_plan import measure_plan  # type: ignore[import-not-found]
+    except ImportError:
+        raise KernelReviewError(
+            "this build of kernel-review has no measurement engine (checks.run_plan.measure_plan)",
+            hint="install kernel-review[gpu] on the GPU runner",
+        ) from None
+    return measure_plan
+
+
+# --- CLI --------------------------------------------------------------------------------------
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "review",
+        help="run one job of the GitHub workflow (plan, ack, measure, report)",
+        description="Run inside GitHub Actions: reads GITHUB_EVENT_PATH, GITHUB_TOKEN, "
+        "GITHUB_API_URL and the action's INPUT_* variables.",
+    )
+    p.add_argument("--mode", choices=MODES, required=True, help="which job this is")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    env = ActionEnv.from_environ(os.environ)
+    factory = lambda: _client(env)  # noqa: E731
+    if args.mode == "plan":
+        return run_plan(env, factory)
+    if args.mode == "ack":
+        return run_ack(env, factory)
+    if args.mode == "report":
+        return run_report(env, factory)
+    return run_measure(env)
