@@ -1,0 +1,101 @@
+"""The composite action and the example workflows keep the safe shape (SECURITY.md).
+
+zizmor and actionlint check them in CI (.ci/lint-workflows); these checks pin what is specific
+to kernel-review: inputs reach the CLI only through the environment, every action is pinned,
+the measure job holds no token, and the inputs the action declares are the ones the CLI reads.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bot.app import ActionEnv
+
+ROOT = Path(__file__).parent.parent
+ACTION = (ROOT / "action.yml").read_text()
+WORKFLOWS = {p.name: p.read_text() for p in (ROOT / "docs" / "workflows").glob("*.yml")}
+
+
+def _run_blocks(text: str) -> list[str]:
+    blocks, current = [], None
+    for line in text.splitlines():
+        m = re.match(r"^(\s*)(?:- )?run: \|", line)
+        if m:
+            current = (len(m.group(1)), [])
+            blocks.append(current[1])
+            continue
+        if current is not None:
+            indent = len(line) - len(line.lstrip())
+            if line.strip() and indent <= current[0]:
+                current = None
+            else:
+                current[1].append(line)
+    return ["\n".join(b) for b in blocks]
+
+
+def test_no_expression_is_pasted_into_a_shell_line():
+    blocks = _run_blocks(ACTION)
+    assert len(blocks) == 2
+    for text in [*blocks, *(b for w in WORKFLOWS.values() for b in _run_blocks(w))]:
+        assert "${{" not in text
+
+
+def test_every_input_reaches_the_cli_as_an_environment_variable():
+    inputs = re.findall(r"^  ([a-z-]+):\n    description:", ACTION.split("outputs:")[0], re.M)
+    assert {"mode", "token", "policy-path", "vendor", "shard"} <= set(inputs)
+    for name in inputs:
+        if name == "install":
+            continue
+        var = "INPUT_" + name.upper().replace("-", "_")
+        assert f"{var}: ${{{{ inputs.{name} }}}}" in ACTION, name
+    env = ActionEnv.from_environ(
+        {
+            "INPUT_POLICY_PATH": "p.toml",
+            "INPUT_VENDOR": "amd",
+            "INPUT_SHARD": "2/3",
+            "INPUT_BOT_LOGIN": "bot",
+            "INPUT_RESULTS_PATH": "r",
+            "INPUT_ARTIFACT_NAME": "a",
+            "INPUT_HEAD_SHA": "a" * 40,
+            "INPUT_TOKEN": "t",
+            "GITHUB_API_URL": "https://ghe/api/v3",
+        }
+    )
+    assert (env.policy_path, env.vendor, env.shard, env.bot_login, env.token) == (
+        "p.toml",
+        "amd",
+        "2/3",
+        "bot",
+        "t",
+    )
+    assert env.api_url == "https://ghe/api/v3" and env.head_sha == "a" * 40
+
+
+def test_every_action_is_pinned_to_a_full_sha():
+    for name, text in WORKFLOWS.items():
+        uses = re.findall(r"^\s*(?:- )?uses: (\S+)", text, re.M)
+        assert uses, name
+        for ref in uses:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), (name, ref)
+
+
+def test_measure_job_has_no_token_and_checks_out_the_pinned_sha():
+    wf = WORKFLOWS["kernel-review.yml"]
+    measure = wf.split("\n  measure:\n", 1)[1].split("\n  report:\n", 1)[0]
+    assert "permissions: {}" in measure and "secrets." not in measure
+    assert "ref: ${{ needs.gate.outputs.head-sha }}" in measure
+    assert "persist-credentials: false" in measure
+    assert "token:" not in measure
+    assert "unset INPUT_TOKEN GITHUB_TOKEN" in ACTION
+
+
+def test_workflows_are_read_only_by_default_and_cancel_stale_runs():
+    wf = WORKFLOWS["kernel-review.yml"]
+    assert re.search(r"^permissions: \{\}$", wf, re.M)
+    assert "cancel-in-progress: true" in wf
+    gate = wf.split("\n  gate:\n", 1)[1].split("\n  ack:\n", 1)[0]
+    assert "write" not in gate.split("outputs:")[0]
+    assert "pull_request_target" not in wf
+    fork = WORKFLOWS["kernel-review-fork-report.yml"]
+    assert "checkout" not in fork and "download-artifact" not in fork
