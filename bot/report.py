@@ -73,7 +73,7 @@ def read_results(paths: Sequence[Path], *, head_sha: str) -> tuple[list[ResultsF
         try:
             data = json.loads(path.read_bytes())
             results = ResultsFile.model_validate(data)
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, ValidationError, RecursionError) as exc:
             first = str(exc).splitlines()[0:3]
             dropped.append(f"{path.name}: not a results file ({' '.join(first)[:200]})")
             continue
