@@ -6,6 +6,7 @@ pull-request code) and the measure jobs (one per vendor, on GPU runners). Pure.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -32,6 +33,7 @@ class PlannedShape(_Frozen):
 
 class PlannedKernel(_Frozen):
     name: str
+    tensors: tuple[tuple[int, ...], ...] | None = None
     bench: str
     baseline: str | None = None
     paths: tuple[str, ...]
@@ -121,6 +123,7 @@ def make_plan(
                 dtypes=kdtypes,
                 shapes=kshapes,
                 tolerance=kp.effective_tolerance(policy),
+                tensors=tuple(tuple(t) for t in kp.tensors) if kp.tensors else None,
                 change_kinds=tuple(sorted(set(touched[kp.name]))),
             )
         )
@@ -132,9 +135,17 @@ def make_plan(
                 hint="name fewer shapes or dtypes, or raise limits.max_shapes in the policy",
             )
         for s in k.shapes:
-            n = 1
-            for d in s.dims:
-                n *= d
+            if any(d >= len(s.dims) for t in k.tensors or () for d in t):
+                raise LimitError(
+                    f"kernel {k.name}: shape {'x'.join(map(str, s.dims))} does not have the "
+                    f"dimensions the policy's tensors = {[list(t) for t in k.tensors or ()]} name",
+                    hint="give every shape of this kernel the same number of dimensions",
+                )
+            n = max(
+                (math.prod(s.dims[d] for d in t) for t in k.tensors)
+                if k.tensors
+                else [math.prod(s.dims)]
+            )
             if n > policy.limits.max_elements_per_tensor:
                 raise LimitError(
                     f"kernel {k.name}: shape {'x'.join(map(str, s.dims))} has {n} elements, over "

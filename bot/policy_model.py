@@ -272,6 +272,38 @@ class KernelPolicy(_Model):
         "{ shape = [dims...], weight = w }",
     )
 
+    tensors: list[list[Annotated[int, Field(strict=True, ge=0, lt=MAX_DIMS)]]] | None = Field(
+        default=None,
+        min_length=1,
+        description="which dimensions of a shape make up each tensor, for the "
+        "max_elements_per_tensor limit: e.g. a matmul shape [M, N, K] has "
+        "tensors = [[0, 2], [2, 1], [0, 1]] (A is M x K, B is K x N, C is M x N); "
+        "left out, the whole shape is one tensor",
+    )
+
+    @model_validator(mode="after")
+    def _tensor_dims_exist(self) -> KernelPolicy:
+        if self.tensors is None:
+            return self
+        for s, shape in enumerate(self.shapes):
+            for t, dims in enumerate(self.tensors):
+                bad = [d for d in dims if d >= len(shape.dims)]
+                if bad:
+                    raise _problem(
+                        f"names dimension {bad[0]}, but shapes[{s}] "
+                        f"{list(shape.dims)} has only {len(shape.dims)} dimensions "
+                        f"(numbered from 0)",
+                        "tensors",
+                        t,
+                    )
+        return self
+
+    def largest_tensor(self, dims: tuple[int, ...]) -> int:
+        """Elements of the largest tensor a shape implies (see ``tensors``)."""
+        if not self.tensors:
+            return math.prod(dims)
+        return max(math.prod(dims[d] for d in t) for t in self.tensors)
+
     @field_validator("paths")
     @classmethod
     def _relative_globs(cls, paths: list[str]) -> list[str]:
@@ -375,12 +407,14 @@ class Policy(_Model):
                     )
                 )
             for s, shape in enumerate(kernel.shapes):
-                if shape.elements > limits.max_elements_per_tensor:
+                largest = kernel.largest_tensor(shape.dims)
+                if largest > limits.max_elements_per_tensor:
                     dims = " x ".join(str(d) for d in shape.dims)
+                    what = "elements" if not kernel.tensors else "elements in its largest tensor"
                     found.append(
                         (
                             ("kernels", k, "shapes", s),
-                            f"{dims} = {shape.elements:,} elements, over "
+                            f"{dims}: {largest:,} {what}, over "
                             f"limits.max_elements_per_tensor = {limits.max_elements_per_tensor:,}",
                         )
                     )

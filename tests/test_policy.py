@@ -406,7 +406,7 @@ def test_shape_over_the_element_limit_says_the_count() -> None:
     text = MINIMAL.replace("[[98432]]", "[[98432], [65536, 32768]]")
     message = one_problem(text)
     assert f"p.toml:{line_of(text, 'shapes =')}:20: kernels[0].shapes[1]: " in message
-    assert "65536 x 32768 = 2,147,483,648 elements" in message
+    assert "65536 x 32768: 2,147,483,648 elements" in message
     assert "over limits.max_elements_per_tensor = 1,073,741,824" in message
 
 
@@ -636,3 +636,28 @@ def test_locator_handles_quoted_dotted_keys_and_comments() -> None:
     assert found[1].startswith(
         "p.toml:3:1: deployment.knd: unknown key 'knd'; did you mean 'kind'?"
     )
+
+
+def test_tensors_bound_the_largest_operand_not_the_problem_size():
+    text = """
+[deployment]
+kind = "long-lived"
+[[kernels]]
+name = "matmul"
+bench = "ops.bench:matmul"
+paths = ["ops/matmul.py"]
+dtypes = ["bfloat16"]
+tensors = [[0, 2], [2, 1], [0, 1]]
+shapes = [[4096, 4096, 4096], [8192, 1, 8192]]
+"""
+    policy = parse_policy(text, "p.toml")
+    assert policy.kernels[0].largest_tensor((8192, 1, 8192)) == 8192 * 8192
+    with pytest.raises(
+        PolicyError,
+        match=r"kernels\[0\]\.shapes\[0\]: 65536 x 65536 x 16: 4,294,967,296 elements in its largest tensor",
+    ):
+        parse_policy(text.replace("[4096, 4096, 4096]", "[65536, 65536, 16]"), "p.toml")
+    with pytest.raises(
+        PolicyError, match=r"kernels\[0\]\.tensors\[0\]: names dimension 2, but shapes\[1\] \[3, 3\]"
+    ):
+        parse_policy(text.replace("[8192, 1, 8192]", "[3, 3]"), "p.toml")
