@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.escape import md_code, strip_controls
 from bot.evidence import CompilerEvidence, Evidence, SweepEvidence
 from bot.verdict import Condition, Verdict
 
@@ -54,7 +55,7 @@ def esc(text: object) -> str:
     Backtick spans are kept as code (the verdict uses them to quote names); inside them only
     HTML is neutralised, since markdown is not interpreted there.
     """
-    parts = str(text).replace("\r", "").split("`")
+    parts = strip_controls(str(text)).replace("\r", "").split("`")
     if len(parts) % 2 == 0:  # an unmatched backtick: treat it as a plain character
         parts[-2:] = [parts[-2] + "'" + parts[-1]]
     out = []
@@ -67,9 +68,8 @@ def esc(text: object) -> str:
 
 
 def code(text: object) -> str:
-    """Inline code for user text: backticks inside are replaced, so the span cannot break."""
-    s = str(text).replace("`", "'").replace("\r", "").replace("\n", " ")
-    return f"`{s}`"
+    """Inline code for user text, delimited so that backticks inside cannot end it."""
+    return md_code(text, max_chars=200)
 
 
 def _short(sha: str) -> str:

@@ -148,7 +148,7 @@ def test_user_text_is_escaped():
     assert esc("<!-- x -->") == "&lt;!-- x --&gt;"
     assert "@\u200b" in esc("@everyone")
     assert esc("[link](javascript:x)").startswith("\\[link\\]")
-    assert code("a`b\nc") == "`a'b c`"
+    assert code("a`b\nc") == "``a`b c``"
     change = CHANGES[0].model_copy(
         update={"kernel": "<img src=x onerror=alert(1)>", "kept_how": "<!--"}
     )
