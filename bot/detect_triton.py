@@ -1,0 +1,588 @@
+"""Triton kernels in Python source: ``ast`` on whole files, patterns on diff lines.
+
+A kernel is a function decorated (directly, or stacked under ``@triton.autotune`` /
+``@triton.heuristics``) with ``triton.jit``, resolved through the file's imports (``import triton
+as tr``, ``from triton import jit``). ``@triton.autotune(configs=...)`` is followed through a
+module-level name, a ``+`` of lists or a no-argument helper that returns a list, and each
+``triton.Config`` becomes a :class:`TritonConfig`. Launches are ``kernel[grid](...)`` calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from collections.abc import Callable, Sequence
+
+from bot.detect import (
+    FileScan,
+    KernelDef,
+    LaunchSite,
+    TritonConfig,
+    collapse,
+    digest,
+    is_tuning_line,
+    is_tuning_name,
+)
+
+_DECOS = ("jit", "autotune", "heuristics")
+_CONFIG_KW = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+# ------------------------------------------------------------------------------ whole files
+
+
+def scan_python(path: str, text: str) -> FileScan:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        lines = [(i + 1, line.rstrip("\r")) for i, line in enumerate(text.split("\n"))]
+        sparse: list[str | None] = [t for _, t in lines]
+        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        scan = scan_python_lines(path, sparse, ())
+        note = f"{path} is not valid Python{where}; its kernels were found by patterns"
+        return scan.model_copy(update={"notes": (*scan.notes, note)})
+    lines = text.split("\n")
+    reader = _Reader(path, tree, lines)
+    reader.visit(tree)
+    kernels = tuple(reader.kernels)
+    return FileScan(
+        path=path,
+        kind="python",
+        language="triton" if kernels else None,
+        complete=True,
+        kernels=kernels,
+        launches=tuple(reader.launches),
+        tuning_constants=reader.tuning_constants(),
+        calls=tuple(sorted(reader.calls)),
+    )
+
+
+def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Call):
+        return _dotted(node.func, aliases)
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value, aliases)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _deco_kind(dotted: str | None) -> str | None:
+    if not dotted:
+        return None
+    parts = dotted.split(".")
+    if parts[0] == "triton" and parts[-1] in _DECOS:
+        return parts[-1]
+    return None
+
+
+def _literal(node: ast.AST) -> int | float | bool | str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str)):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, (int, float))
+    ):
+        return -node.operand.value
+    return ast.unparse(node)
+
+
+def _int_or_text(node: ast.AST) -> int | str:
+    value = _literal(node)
+    return value if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def parse_config(node: ast.AST) -> TritonConfig | None:
+    """``triton.Config({...}, num_warps=4, num_stages=3)`` -> TritonConfig; None if not one."""
+    if not isinstance(node, ast.Call):
+        return None
+    name = _dotted(node.func, {})
+    if not name or name.split(".")[-1] != "Config":
+        return None
+    kwargs_node = node.args[0] if node.args else None
+    fields: dict[str, int | str] = {}
+    extra: dict[str, str] = {}
+    for kw in node.keywords:
+        if kw.arg == "kwargs":
+            kwargs_node = kw.value
+        elif kw.arg in _CONFIG_KW:
+            fields[kw.arg] = _int_or_text(kw.value)
+        elif kw.arg:
+            extra[kw.arg] = ast.unparse(kw.value)
+    for key, value in zip(_CONFIG_KW, node.args[1:], strict=False):
+        fields[key] = _int_or_text(value)
+    kwargs: dict[str, int | float | bool | str] = {}
+    if isinstance(kwargs_node, ast.Dict):
+        for k, v in zip(kwargs_node.keys, kwargs_node.values, strict=True):
+            key = _literal(k) if k is not None else "**"
+            kwargs[str(key)] = _literal(v)
+    elif kwargs_node is not None:
+        extra["kwargs"] = ast.unparse(kwargs_node)
+    return TritonConfig(kwargs=kwargs, extra=extra, **fields)
+
+
+class _Reader(ast.NodeVisitor):
+    def __init__(self, path: str, tree: ast.Module, lines: list[str]) -> None:
+        self.path = path
+        self.lines = lines
+        self.aliases: dict[str, str] = {}
+        self.assigns: dict[str, ast.expr] = {}
+        self.funcs: dict[str, ast.FunctionDef] = {}
+        self.kernels: list[KernelDef] = []
+        self.launches: list[LaunchSite] = []
+        self.calls: set[str] = set()
+        self.stack: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.assigns[target.id] = node.value
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                if node.value is not None:
+                    self.assigns[node.target.id] = node.value
+            elif isinstance(node, ast.FunctionDef):
+                self.funcs[node.name] = node
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.aliases[a.asname] = a.name
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def tuning_constants(self) -> dict[str, str]:
+        return {
+            name: ast.unparse(value)
+            for name, value in self.assigns.items()
+            if is_tuning_name(name) or (name.isupper() and "CONFIG" in name)
+        }
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        kinds = [_deco_kind(_dotted(d, self.aliases)) for d in node.decorator_list]
+        if "jit" in kinds:
+            self.kernels.append(self._kernel(node, kinds))
+        self.stack.append(node)
+        self.generic_visit(node)
+        self.stack.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Subscript):
+            name = _dotted(node.func.value, {})
+            if name:
+                self.launches.append(self._launch(node, name.split(".")[-1]))
+        else:
+            name = _dotted(node.func, {})
+            if name:
+                self.calls.add(name.split(".")[-1])
+        self.generic_visit(node)
+
+    def _kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kinds: list) -> KernelDef:
+        configs = None
+        configs_source = None
+        key: tuple[str, ...] = ()
+        heuristics: dict[str, str] = {}
+        for deco, kind in zip(node.decorator_list, kinds, strict=True):
+            if kind == "autotune" and isinstance(deco, ast.Call):
+                expr = next((kw.value for kw in deco.keywords if kw.arg == "configs"), None)
+                if expr is None and deco.args:
+                    expr = deco.args[0]
+                if expr is not None:
+                    elements = self._resolve_list(expr, 0)
+                    if elements is not None:
+                        parsed = [parse_config(e) for e in elements]
+                        configs_source = ast.unparse(ast.List(elts=elements, ctx=ast.Load()))
+                        if all(p is not None for p in parsed):
+                            configs = tuple(p for p in parsed if p is not None)
+                    else:
+                        configs_source = ast.unparse(expr)
+                key_node = next((kw.value for kw in deco.keywords if kw.arg == "key"), None)
+                if isinstance(key_node, (ast.List, ast.Tuple)):
+                    key = tuple(str(_literal(e)) for e in key_node.elts)
+            elif kind == "heuristics" and isinstance(deco, ast.Call) and deco.args:
+                values = deco.args[0]
+                if isinstance(values, ast.Dict):
+                    for k, v in zip(values.keys, values.values, strict=True):
+                        if k is not None:
+                            heuristics[str(_literal(k))] = ast.unparse(v)
+        body = node.body
+        first = body[0]
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+            and len(body) > 1
+        ):
+            body = body[1:]
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        end = node.end_lineno or node.lineno
+        stripped = copy.copy(node)
+        stripped.decorator_list = []
+        stripped.body = body
+        return KernelDef(
+            language="triton",
+            name=node.name,
+            path=self.path,
+            line_start=start,
+            line_end=end,
+            body_start=body[0].lineno,
+            body_end=end,
+            digest=digest([ast.unparse(stripped)]),
+            decorators=tuple(
+                ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
+            ),
+            configs=configs,
+            configs_source=configs_source,
+            autotune_key=key,
+            heuristics=heuristics,
+            constexprs=_constexprs(node.args),
+        )
+
+    def _resolve_list(self, expr: ast.expr, depth: int) -> list[ast.expr] | None:
+        if depth > 8:
+            return None
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            out: list[ast.expr] = []
+            for element in expr.elts:
+                if isinstance(element, ast.Starred):
+                    inner = self._resolve_list(element.value, depth + 1)
+                    if inner is None:
+                        return None
+                    out += inner
+                else:
+                    out.append(element)
+            return out
+        if isinstance(expr, ast.Name) and expr.id in self.assigns:
+            return self._resolve_list(self.assigns[expr.id], depth + 1)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            left = self._resolve_list(expr.left, depth + 1)
+            right = self._resolve_list(expr.right, depth + 1)
+            return None if left is None or right is None else left + right
+        if isinstance(expr, ast.Call) and not expr.args and not expr.keywords:
+            func = self.funcs.get(expr.func.id) if isinstance(expr.func, ast.Name) else None
+            if func is not None:
+                returns = [s for s in ast.walk(func) if isinstance(s, ast.Return)]
+                if len(returns) == 1 and returns[0].value is not None:
+                    return self._resolve_list(returns[0].value, depth + 1)
+        return None
+
+    def _launch(self, node: ast.Call, kernel: str) -> LaunchSite:
+        assert isinstance(node.func, ast.Subscript)
+        tuning: dict[str, str] = {}
+        args = [ast.unparse(a) for a in node.args]
+        for kw in node.keywords:
+            text = ast.unparse(kw.value)
+            if kw.arg and is_tuning_name(kw.arg):
+                tuning[kw.arg] = text
+            else:
+                args.append(f"{kw.arg or '**'}={text}")
+        wrapper = self.stack[-1] if self.stack else None
+        w_start = w_end = None
+        w_digest = None
+        if wrapper is not None:
+            for stmt in ast.walk(wrapper):
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                    target = stmt.targets[0]
+                    if isinstance(target, ast.Name) and is_tuning_name(target.id):
+                        tuning[f"{target.id} (in {wrapper.name})"] = ast.unparse(stmt.value)
+            w_start = min([wrapper.lineno, *(d.lineno for d in wrapper.decorator_list)])
+            w_end = wrapper.end_lineno or wrapper.lineno
+            w_digest = digest(
+                [
+                    line
+                    for line in self.lines[w_start - 1 : w_end]
+                    if not is_tuning_line(line) and not line.strip().startswith("#")
+                ]
+            )
+        return LaunchSite(
+            kernel=kernel,
+            language="triton",
+            path=self.path,
+            line=node.lineno,
+            grid=collapse(ast.unparse(node.func.slice)),
+            args=collapse(", ".join(args)),
+            tuning=tuning,
+            wrapper=wrapper.name if wrapper is not None else None,
+            wrapper_start=w_start,
+            wrapper_end=w_end,
+            wrapper_digest=w_digest,
+        )
+
+
+def _constexprs(args: ast.arguments) -> dict[str, str | None]:
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    defaults: dict[str, str | None] = {}
+    positional = [*args.posonlyargs, *args.args]
+    for arg, default in zip(
+        positional[len(positional) - len(args.defaults) :], args.defaults, strict=True
+    ):
+        defaults[arg.arg] = ast.unparse(default)
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if default is not None:
+            defaults[arg.arg] = ast.unparse(default)
+    return {
+        a.arg: defaults.get(a.arg)
+        for a in every
+        if a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr")
+    }
+
+
+# ------------------------------------------------------------------------------ diff lines
+
+_DECO_LINE = re.compile(r"^(\s*)@\s*([\w.]+)")
+_DEF_LINE = re.compile(r"^(\s*)(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
+_SECTION_DEF = re.compile(r"(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\((.*)")
+_LAUNCH = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\s*\[(.+?)\]\s*\((.*)$")
+_CONSTEXPR = re.compile(r"(\w+)\s*:\s*(?:tl|triton\.language)\.constexpr(?:\s*=\s*([^,)]+))?")
+_KWARG = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*([^,()]+)")
+_MODULE_CONST = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=\s*(.+)$")
+_CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
+_KEY = re.compile(r"key\s*=\s*\[([^\]]*)\]")
+_QUOTED = re.compile(r"['\"](\w+)['\"]")
+_EMPTY_ARG = re.compile(r",\s*(?=,|$)")
+_CONFIG_CALL = re.compile(r"\b(?:triton\.)?Config\s*\(")
+
+
+def scan_python_lines(
+    path: str,
+    sparse: Sequence[str | None],
+    sections: Sequence[tuple[int, str]],
+    line_at: Callable[[int], int] | None = None,
+) -> FileScan:
+    """Scan Python lines (``None`` = unseen) with patterns. ``line_at`` maps list positions
+    (1-based) to file lines."""
+    at = line_at or (lambda n: n)
+    visible = "\n".join(line for line in sparse if line is not None)
+    has_triton = "triton" in visible
+    kernels: list[KernelDef] = []
+    covered: set[int] = set()
+    n = len(sparse)
+    i = 0
+    while i < n:
+        line = sparse[i]
+        m = _DEF_LINE.match(line) if line is not None else None
+        if m is None:
+            i += 1
+            continue
+        indent, name = len(m.group(1)), m.group(2)
+        decos, deco_start = _decorators_above(sparse, i, indent)
+        kinds = [d.split(".")[-1] for d in decos if d.startswith("triton.") or has_triton]
+        signature = _signature(sparse, i)
+        constexprs = {c.group(1): c.group(2) for c in _CONSTEXPR.finditer(signature)}
+        if "jit" in kinds or constexprs or (not decos and name.endswith("kernel") and has_triton):
+            end = _block_end(sparse, i, indent)
+            run = "\n".join(t for t in sparse[deco_start:i] if t is not None)
+            configs = configs_in(run) if "autotune" in kinds else None
+            key = _KEY.search(run)
+            kernels.append(
+                KernelDef(
+                    language="triton",
+                    name=name,
+                    path=path,
+                    line_start=at(deco_start + 1),
+                    line_end=at(end + 1),
+                    body_start=at(min(i + 2, end + 1)),
+                    body_end=at(end + 1),
+                    decorators=tuple(decos),
+                    configs=configs,
+                    configs_source=run or None,
+                    autotune_key=tuple(_QUOTED.findall(key.group(1))) if key else (),
+                    constexprs=constexprs,
+                    from_context=True,
+                )
+            )
+            covered.update(range(deco_start, end + 1))
+        i += 1
+    for first, header in sections:
+        s = _SECTION_DEF.search(header)
+        if not s or first - 1 in covered or any(k.name == s.group(1) for k in kernels):
+            continue
+        if s.group(1).endswith("kernel") or "constexpr" in s.group(2):
+            # The hunk sits inside this function until a line as little indented as its ``def``.
+            indent = len(header) - len(header.lstrip())
+            end = first - 2
+            while end + 1 < n and sparse[end + 1] is not None:
+                line = sparse[end + 1]
+                if line.strip() and len(line) - len(line.lstrip()) <= indent:
+                    break
+                end += 1
+            if end < first - 1:
+                continue
+            kernels.append(
+                KernelDef(
+                    language="triton",
+                    name=s.group(1),
+                    path=path,
+                    line_start=at(first),
+                    line_end=at(end + 1),
+                    body_start=at(first),
+                    body_end=at(end + 1),
+                    constexprs={c.group(1): c.group(2) for c in _CONSTEXPR.finditer(s.group(2))},
+                    from_context=True,
+                )
+            )
+    launches = []
+    constants: dict[str, str] = {}
+    calls: set[str] = set()
+    for number, line in enumerate(sparse, 1):
+        if line is None:
+            continue
+        code = line.split("#", 1)[0]
+        for c in _CALL.finditer(code):
+            calls.add(c.group(1))
+        lm = _LAUNCH.search(code) if "](" in code or "] (" in code else None
+        if lm and not code.lstrip().startswith(("def ", "@")):
+            inner = _until_close(lm.group(3))
+            tuning = {k: v.strip() for k, v in _KWARG.findall(inner) if is_tuning_name(k)}
+            launches.append(
+                LaunchSite(
+                    kernel=lm.group(1).split(".")[-1],
+                    language="triton",
+                    path=path,
+                    line=at(number),
+                    grid=collapse(lm.group(2)),
+                    args=_EMPTY_ARG.sub("", collapse(_KWARG.sub(_keep_non_tuning, inner))),
+                    tuning=tuning,
+                )
+            )
+        cm = _MODULE_CONST.match(code)
+        if cm and is_tuning_name(cm.group(1)):
+            constants[cm.group(1)] = cm.group(2).strip()
+    return FileScan(
+        path=path,
+        kind="python",
+        language="triton" if kernels else None,
+        complete=False,
+        kernels=tuple(kernels),
+        launches=tuple(launches),
+        tuning_constants=constants,
+        calls=tuple(sorted(calls)),
+    )
+
+
+def _until_close(text: str) -> str:
+    """The arguments of a call whose ``(`` came just before ``text``, as far as the line goes."""
+    depth = 0
+    for k, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                return text[:k]
+            depth -= 1
+    return text
+
+
+def _keep_non_tuning(m: re.Match[str]) -> str:
+    return "" if is_tuning_name(m.group(1)) else m.group(0)
+
+
+def _decorators_above(sparse: Sequence[str | None], i: int, indent: int) -> tuple[list[str], int]:
+    """Decorator names stacked above the ``def`` at index ``i`` (multi-line ones included)."""
+    decos: list[str] = []
+    start = i
+    j = i - 1
+    while j >= 0 and i - j < 400:
+        line = sparse[j]
+        if line is None:
+            break
+        m = _DECO_LINE.match(line)
+        if m and len(m.group(1)) == indent:
+            decos.insert(0, m.group(2))
+            start = j
+        elif (
+            line.strip()
+            and (len(line) - len(line.lstrip())) <= indent
+            and not line.lstrip().startswith((")", "]", "}", "#"))
+        ):
+            break
+        j -= 1
+    return decos, start
+
+
+def _signature(sparse: Sequence[str | None], i: int) -> str:
+    parts = []
+    for j in range(i, min(i + 40, len(sparse))):
+        line = sparse[j]
+        if line is None:
+            break
+        parts.append(line)
+        if line.rstrip().endswith(":"):
+            break
+    return " ".join(parts)
+
+
+def _block_end(sparse: Sequence[str | None], i: int, indent: int) -> int:
+    end = i
+    for j in range(i + 1, len(sparse)):
+        line = sparse[j]
+        if line is None:
+            break
+        if line.strip() and not line.lstrip().startswith("#"):
+            if len(line) - len(line.lstrip()) <= indent and not line.lstrip().startswith(")"):
+                break
+            end = j
+    return end
+
+
+def config_calls(lines: Sequence[tuple[int, str]]) -> list[tuple[int, int, TritonConfig]]:
+    """``(first_line, last_line, config)`` of each whole ``triton.Config(...)`` in the numbered
+    lines (runs of consecutive numbers are read as one text; a call cut by a gap is skipped)."""
+    out: list[tuple[int, int, TritonConfig]] = []
+    runs: list[list[tuple[int, str]]] = []
+    for number, text in sorted(lines):
+        if runs and runs[-1][-1][0] + 1 == number:
+            runs[-1].append((number, text))
+        elif not runs or runs[-1][-1][0] != number:
+            runs.append([(number, text)])
+    for run in runs:
+        text = "\n".join(t for _, t in run)
+        for m in _CONFIG_CALL.finditer(text):
+            expr = _balanced(text, m.start(), m.end() - 1)
+            if expr is None:
+                continue
+            try:
+                parsed = parse_config(ast.parse(expr, mode="eval").body)
+            except SyntaxError:
+                continue
+            if parsed is not None:
+                first = run[0][0] + text.count("\n", 0, m.start())
+                out.append((first, first + expr.count("\n"), parsed))
+    return out
+
+
+def configs_in(text: str) -> tuple[TritonConfig, ...] | None:
+    """Every ``triton.Config(...)`` written in ``text``; None if there is none or one is cut."""
+    configs = []
+    for m in _CONFIG_CALL.finditer(text):
+        expr = _balanced(text, m.start(), m.end() - 1)
+        if expr is None:
+            return None
+        try:
+            node = ast.parse(expr, mode="eval").body
+        except SyntaxError:
+            return None
+        parsed = parse_config(node)
+        if parsed is None:
+            return None
+        configs.append(parsed)
+    return tuple(configs) if configs else None
+
+
+def _balanced(text: str, start: int, open_at: int) -> str | None:
+    depth = 0
+    for k in range(open_at, len(text)):
+        ch = text[k]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return text[start : k + 1]
+    return None
