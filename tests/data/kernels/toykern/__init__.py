@@ -1,0 +1,1 @@
+"""Small Triton kernels the compiler-report tests compile for both vendors."""
