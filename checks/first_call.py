@@ -1,0 +1,259 @@
+"""First-call cost: what a process pays before a kernel's first result, cold and warm.
+
+Two fresh processes per kernel (``checks.first_call_probe``): the first with empty Triton cache
+directories (cold), the second with the same directories (warm). Each reports its imports, GPU
+context, and per served shape the first call's time with Triton's per-stage compile times, cache
+hits and autotuning time; then the cost of serving the whole distribution once.
+
+A shape's standalone cost is what a fresh process serving only that shape pays: the fixed costs
+(startup, imports, context) plus that shape's first call with nothing compiled or tuned in memory.
+The deployment kind decides the judgement: ``long-lived`` reports only; ``cli``, ``serverless``
+and ``latency-slo`` compare each shape's cold standalone cost with ``first_call_budget_ms`` (a
+warm on-disk cache does not remove autotuning, which Triton does not cache across processes by
+default, so warm shapes over budget are named too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from checks.compile_run import KernelSpec
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ShapeFirstCall(_Frozen):
+    shape: str  # "1823x781:float32"
+    first_call_ms: float | None = None  # time to the first result (GPU: synchronised)
+    second_call_ms: float | None = None
+    compiles: int = 0  # kernels compiled (Triton's cache missed)
+    cache_hits: int = 0  # kernels Triton's on-disk cache answered
+    compile_ms: float = 0.0  # Triton's listener: IR init + every lowering stage + store
+    stage_ms: dict[str, float] = Field(default_factory=dict)
+    autotune_ms: float | None = None
+    autotune_keys: tuple[str, ...] = ()
+    configs_picked: tuple[str, ...] = ()
+    standalone_ms: float | None = None  # fixed costs + first call (standalone pass only)
+    error: str | None = None
+
+
+class FirstCallRun(_Frozen):
+    """One fresh process."""
+
+    cache: Literal["cold", "warm"]
+    mode: Literal["gpu", "compile-only"]
+    device: str
+    startup_ms: float = 0.0  # interpreter + our own imports
+    import_torch_ms: float = 0.0
+    import_triton_ms: float = 0.0
+    import_entry_ms: float = 0.0
+    context_ms: float = 0.0  # GPU context creation (0 in compile-only mode)
+    standalone: tuple[ShapeFirstCall, ...] = ()
+    distribution: tuple[ShapeFirstCall, ...] = ()
+    error: str | None = None
+
+    @property
+    def fixed_ms(self) -> float:
+        return round(
+            self.startup_ms
+            + self.import_torch_ms
+            + self.import_triton_ms
+            + self.import_entry_ms
+            + self.context_ms,
+            3,
+        )
+
+    @property
+    def distribution_ms(self) -> float:
+        return round(self.fixed_ms + sum(s.first_call_ms or 0.0 for s in self.distribution), 3)
+
+
+class FirstCallReport(_Frozen):
+    kernel: str
+    mode: Literal["gpu", "compile-only"]
+    target: str | None = None  # compile-only: the target compiled for
+    deployment_kind: str
+    budget_ms: float | None = None
+    cold: FirstCallRun | None = None
+    warm: FirstCallRun | None = None
+    cold_first_call_ms: float | None = None  # the first shape's standalone cost, cold
+    warm_first_call_ms: float | None = None
+    distinct_autotune_keys: int = 0  # each new key pays autotuning again
+    distinct_compiles: int = 0  # kernels compiled while serving the distribution once
+    cold_total_ms: float | None = None  # serving the distribution once from a cold start
+    autotune_ms_total: float | None = None
+    over_budget_shapes: tuple[str, ...] = ()  # cold standalone cost above the budget
+    warm_over_budget_shapes: tuple[str, ...] = ()
+    verdict: Literal["report-only", "within-budget", "over-budget", "not-measured"]
+    notes: tuple[str, ...] = ()
+
+
+def _run(data: dict, cache: Literal["cold", "warm"], mode: str, device: str) -> FirstCallRun:
+    if "fatal" in data:
+        return FirstCallRun(cache=cache, mode=mode, device=device, error=data["fatal"])  # type: ignore[arg-type]
+    fixed = {k: data.get(k, 0.0) for k in ("startup_ms", "import_torch_ms", "import_triton_ms")}
+    fixed["import_entry_ms"] = data.get("import_entry_ms", 0.0)
+    fixed["context_ms"] = data.get("context_ms", 0.0)
+    base = sum(fixed.values())
+    standalone = []
+    for row in data.get("standalone", []):
+        s = ShapeFirstCall.model_validate(row)
+        if s.first_call_ms is not None:
+            s = s.model_copy(update={"standalone_ms": round(base + s.first_call_ms, 3)})
+        standalone.append(s)
+    return FirstCallRun(
+        cache=cache,
+        mode=mode,  # type: ignore[arg-type]
+        device=data.get("device", device),
+        **fixed,
+        standalone=tuple(standalone),
+        distribution=tuple(ShapeFirstCall.model_validate(r) for r in data.get("distribution", [])),
+    )
+
+
+def judge(
+    kernel: str,
+    cold: FirstCallRun | None,
+    warm: FirstCallRun | None,
+    *,
+    mode: Literal["gpu", "compile-only"],
+    deployment_kind: str,
+    budget_ms: float | None,
+    target: str | None = None,
+) -> FirstCallReport:
+    """The report for one kernel from its cold and warm runs and the policy's deployment."""
+    notes: list[str] = []
+    for run in (cold, warm):
+        if run is not None and run.error:
+            notes.append(f"{run.cache} run failed: {run.error}")
+        for s in run.standalone if run else ():
+            if s.error:
+                notes.append(f"{run.cache} {s.shape}: {s.error}")  # type: ignore[union-attr]
+    if cold is None or cold.error or not cold.standalone:
+        return FirstCallReport(
+            kernel=kernel,
+            mode=mode,
+            target=target,
+            deployment_kind=deployment_kind,
+            budget_ms=budget_ms,
+            cold=cold,
+            warm=warm,
+            verdict="not-measured",
+            notes=tuple(notes),
+        )
+    keys = {k for s in cold.distribution for k in s.autotune_keys}
+    tune = [s.autotune_ms for s in cold.distribution if s.autotune_ms is not None]
+
+    def over(run: FirstCallRun | None) -> tuple[str, ...]:
+        if run is None or budget_ms is None or deployment_kind == "long-lived":
+            return ()
+        return tuple(
+            s.shape for s in run.standalone if s.standalone_ms and s.standalone_ms > budget_ms
+        )
+
+    over_cold, over_warm = over(cold), over(warm)
+    if deployment_kind == "long-lived" or budget_ms is None:
+        verdict = "report-only"
+    else:
+        verdict = "over-budget" if over_cold else "within-budget"
+    if mode == "compile-only":
+        notes.append(
+            f"compile-only on a CPU for {target}: compile times are real, autotuning and "
+            "GPU context are not measured"
+        )
+    return FirstCallReport(
+        kernel=kernel,
+        mode=mode,
+        target=target,
+        deployment_kind=deployment_kind,
+        budget_ms=budget_ms,
+        cold=cold,
+        warm=warm,
+        cold_first_call_ms=cold.standalone[0].standalone_ms,
+        warm_first_call_ms=warm.standalone[0].standalone_ms if warm and warm.standalone else None,
+        distinct_autotune_keys=len(keys),
+        distinct_compiles=sum(s.compiles for s in cold.distribution),
+        cold_total_ms=cold.distribution_ms,
+        autotune_ms_total=round(sum(tune), 3) if tune else None,
+        over_budget_shapes=over_cold,
+        warm_over_budget_shapes=over_warm,
+        verdict=verdict,  # type: ignore[arg-type]
+        notes=tuple(notes),
+    )
+
+
+def _probe(job: dict, timeout_s: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="kr-first-call-") as tmp:
+        job = {**job, "out": str(Path(tmp) / "out.json")}
+        job_path = Path(tmp) / "job.json"
+        job_path.write_text(json.dumps(job))
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        env["TRITON_CACHE_DIR"] = str(Path(job["cache_root"]) / "default")
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "checks.first_call_probe", str(job_path)],
+                cwd=str(Path(__file__).resolve().parent.parent),
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            return {"fatal": f"the first-call probe took longer than {timeout_s:.0f} s"}
+        out = Path(job["out"])
+        if not out.is_file():
+            tail = (done.stderr or done.stdout)[-800:]
+            return {"fatal": f"the first-call probe exited with {done.returncode}: {tail}"}
+        return json.loads(out.read_text())
+
+
+def measure_first_call(
+    repo_root: Path,
+    spec: KernelSpec,
+    *,
+    mode: Literal["gpu", "compile-only"],
+    deployment_kind: str,
+    budget_ms: float | None,
+    target: str = "sm_90",
+    device: str = "cuda",
+    workdir: Path | None = None,
+    timeout_s: float = 600.0,
+) -> FirstCallReport:
+    """Cold then warm, each in a fresh process; the cache directories live under ``workdir``
+    (a fresh temporary directory when not given)."""
+    with tempfile.TemporaryDirectory(prefix="kr-first-call-caches-") as tmp:
+        root = Path(workdir) if workdir else Path(tmp)
+        job = {
+            "repo_root": str(Path(repo_root).resolve()),
+            "bench": spec.bench,
+            "shapes": [list(s) for s in spec.shapes],
+            "dtypes": list(spec.dtypes),
+            "mode": mode,
+            "target": target,
+            "device": device,
+            "cache_root": str(root / spec.name),
+        }
+        where = device if mode == "gpu" else f"cpu (compile-only {target})"
+        shutil.rmtree(job["cache_root"], ignore_errors=True)  # cold means empty
+        cold = _run(_probe(job, timeout_s), "cold", mode, where)
+        warm = _run(_probe(job, timeout_s), "warm", mode, where)
+    return judge(
+        spec.name,
+        cold,
+        warm,
+        mode=mode,
+        deployment_kind=deployment_kind,
+        budget_ms=budget_ms,
+        target=target if mode == "compile-only" else None,
+    )
