@@ -20,9 +20,9 @@ from bot.errors import KernelReviewError
 def _command_modules() -> list:
     # Explicit list, imported lazily so `kernel-review --help` stays fast.
     from bot import analyze_cli, app, demo, policy_cli
-    from checks import bench_cli
+    from checks import bench_cli, compile_cli
 
-    return [demo, policy_cli, analyze_cli, app, bench_cli]
+    return [demo, policy_cli, analyze_cli, app, bench_cli, compile_cli]
 
 
 def build_parser() -> argparse.ArgumentParser:
