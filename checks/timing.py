@@ -1,0 +1,259 @@
+"""Timers that run inside a worker: one block of calls in, the time of one call out.
+
+Three GPU modes, chosen by the parent for both sides of a case alike:
+- ``graph``: a CUDA graph of K calls cycling over input copies whose footprint exceeds L2,
+  replayed r times between two events; block value = elapsed / (r * K). Launch overhead and warm
+  caches do not decide the verdict of a short kernel.
+- ``eager``: each call preceded by zeroing a buffer twice the L2 size, an event pair around each
+  call; block value = median call time. For kernels above ~50 us.
+- ``eager-noflush``: as eager without the flush; the fallback when graph capture fails.
+
+``CpuTimer`` stands in on a machine without a GPU (labelled CPU timing in every result).
+Standard library only at import; the worker hands in torch.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+Fn = Callable[[], Any]
+MAX_GRAPH_CALLS = 1000
+MAX_EAGER_CALLS = 2000
+
+
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+class CpuTimer:
+    """Wall-clock timing of Python calls: ``time.perf_counter_ns`` around each call."""
+
+    kind = "cpu"
+
+    def __init__(self, fns: Sequence[Fn]) -> None:
+        self.fns = list(fns)
+        self.est_us = 0.0
+        self.calls = 1
+
+    def estimate_us(self) -> float:
+        times = []
+        deadline = time.perf_counter() + 0.05
+        for i in range(5):
+            t0 = time.perf_counter_ns()
+            self.fns[i % len(self.fns)]()
+            times.append((time.perf_counter_ns() - t0) / 1000.0)
+            if time.perf_counter() > deadline:
+                break
+        self.est_us = max(_median(times), 0.01)
+        return self.est_us
+
+    def configure(self, mode: str, block_ms: float) -> dict[str, Any]:
+        est = self.est_us or self.estimate_us()
+        self.calls = max(1, min(100_000, round(block_ms * 1000.0 / est)))
+        return {"mode": "cpu", "calls_per_block": self.calls, "est_us": est}
+
+    def block(self) -> dict[str, Any]:
+        fns, n = self.fns, len(self.fns)
+        times = [0.0] * self.calls
+        w0 = time.perf_counter()
+        for i in range(self.calls):
+            t0 = time.perf_counter_ns()
+            fns[i % n]()
+            times[i] = (time.perf_counter_ns() - t0) / 1000.0
+        wall_ms = (time.perf_counter() - w0) * 1000.0
+        return {"value_us": _median(times), "calls": self.calls, "wall_ms": wall_ms, "gpu_ms": None}
+
+    def release(self) -> None:
+        self.fns = []
+
+
+class CudaTimer:
+    """CUDA (or ROCm through torch.cuda) event timing, eager or in graphs."""
+
+    kind = "cuda"
+
+    def __init__(self, fns: Sequence[Fn], torch: Any, *, l2_bytes: int) -> None:
+        self.fns = list(fns)
+        self.torch = torch
+        self.flush_bytes = max(2 * int(l2_bytes or 0), 64 * 2**20)
+        self.est_us = 0.0
+        self.mode = "eager"
+        self._graph: Any = None
+        self._ring: list[Any] = []
+        self._graph_calls = 0
+        self._replays = 1
+        self._flush_buf: Any = None
+        self._flush_us = 0.0
+        self._calls = 1
+        self._events: list[tuple[Any, Any]] = []
+
+    def _event(self) -> Any:
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def estimate_us(self) -> float:
+        """Back-to-back eager calls; includes launch overhead for tiny kernels (it is only used
+        to size blocks and to pick the mode)."""
+        cuda = self.torch.cuda
+        cuda.synchronize()
+        s, e = self._event(), self._event()
+        s.record()
+        self.fns[0]()
+        e.record()
+        e.synchronize()
+        one_ms = s.elapsed_time(e)
+        if one_ms > 20.0:
+            self.est_us = one_ms * 1000.0
+            return self.est_us
+        n = max(1, min(20, int(5.0 / max(one_ms, 1e-3))))
+        s.record()
+        for i in range(n):
+            self.fns[i % len(self.fns)]()
+        e.record()
+        e.synchronize()
+        self.est_us = max(s.elapsed_time(e) * 1000.0 / n, 0.01)
+        return self.est_us
+
+    # ------------------------------------------------------------------------------ configure
+
+    def configure(self, mode: str, block_ms: float) -> dict[str, Any]:
+        est = self.est_us or self.estimate_us()
+        self.mode = mode
+        if mode == "graph":
+            return self._configure_graph(block_ms, est)
+        if mode in ("eager", "eager-noflush"):
+            return self._configure_eager(block_ms, est, flush=mode == "eager")
+        raise ValueError(f"unknown timing mode {mode!r}")
+
+    def _configure_graph(self, block_ms: float, est: float) -> dict[str, Any]:
+        torch = self.torch
+        c = len(self.fns)
+        k = max(c, min(MAX_GRAPH_CALLS, math.ceil(min(block_ms, 3.0) * 1000.0 / est)))
+        k = math.ceil(k / c) * c
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for i in range(min(3, c) or 1):
+                self.fns[i % c]()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        ring: list[Any] = [None] * c
+        with torch.cuda.graph(graph):
+            for i in range(k):
+                # Keep the last c outputs alive so outputs rotate through c buffers too.
+                ring[i % c] = self.fns[i % c]()
+        self._graph, self._ring, self._graph_calls = graph, ring, k
+        graph.replay()
+        torch.cuda.synchronize()
+        s, e = self._event(), self._event()
+        s.record()
+        for _ in range(3):
+            graph.replay()
+        e.record()
+        e.synchronize()
+        per_replay_ms = max(s.elapsed_time(e) / 3.0, 1e-3)
+        self._replays = max(1, min(10_000, round(block_ms / per_replay_ms)))
+        self._s, self._e = self._event(), self._event()
+        return {
+            "mode": "graph",
+            "calls_per_block": k * self._replays,
+            "graph_calls": k,
+            "replays": self._replays,
+            "est_us": est,
+            "graph_call_us": per_replay_ms * 1000.0 / k,
+        }
+
+    def _configure_eager(self, block_ms: float, est: float, *, flush: bool) -> dict[str, Any]:
+        torch = self.torch
+        if flush and self._flush_buf is None:
+            self._flush_buf = torch.empty(self.flush_bytes, dtype=torch.int8, device="cuda")
+            s, e = self._event(), self._event()
+            self._flush_buf.zero_()
+            s.record()
+            for _ in range(3):
+                self._flush_buf.zero_()
+            e.record()
+            e.synchronize()
+            self._flush_us = s.elapsed_time(e) * 1000.0 / 3.0
+        per_call = est + (self._flush_us if flush else 0.0)
+        self._calls = max(1, min(MAX_EAGER_CALLS, round(block_ms * 1000.0 / per_call)))
+        self._events = [(self._event(), self._event()) for _ in range(self._calls)]
+        return {
+            "mode": "eager" if flush else "eager-noflush",
+            "calls_per_block": self._calls,
+            "est_us": est,
+            "flush_us": self._flush_us if flush else 0.0,
+        }
+
+    # ---------------------------------------------------------------------------------- block
+
+    def block(self) -> dict[str, Any]:
+        if self.mode == "graph":
+            return self._graph_block()
+        return self._eager_block(flush=self.mode == "eager")
+
+    def _graph_block(self) -> dict[str, Any]:
+        g, s, e = self._graph, self._s, self._e
+        w0 = time.perf_counter()
+        s.record()
+        for _ in range(self._replays):
+            g.replay()
+        e.record()
+        e.synchronize()
+        wall_ms = (time.perf_counter() - w0) * 1000.0
+        gpu_ms = s.elapsed_time(e)
+        calls = self._replays * self._graph_calls
+        return {
+            "value_us": gpu_ms * 1000.0 / calls,
+            "calls": calls,
+            "wall_ms": wall_ms,
+            "gpu_ms": gpu_ms,
+        }
+
+    def _eager_block(self, *, flush: bool) -> dict[str, Any]:
+        fns, c = self.fns, len(self.fns)
+        buf = self._flush_buf
+        w0 = time.perf_counter()
+        first = last = None
+        for i, (s, e) in enumerate(self._events):
+            if flush:
+                buf.zero_()
+            s.record()
+            fns[i % c]()
+            e.record()
+            if first is None:
+                first = s
+            last = e
+        last.synchronize()
+        wall_ms = (time.perf_counter() - w0) * 1000.0
+        times = [s.elapsed_time(e) * 1000.0 for s, e in self._events]
+        return {
+            "value_us": _median(times),
+            "calls": len(times),
+            "wall_ms": wall_ms,
+            "gpu_ms": first.elapsed_time(last),
+        }
+
+    def release(self) -> None:
+        self._graph = None
+        self._ring = []
+        self._events = []
+        self.fns = []
+        self._flush_buf = None
+
+
+def burn(torch: Any, device: str, seconds: float) -> None:
+    """Keep the GPU busy for ``seconds`` (bf16 matmuls) so clocks come up before measuring."""
+    n = 4096
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(8):
+            a @ b
+        torch.cuda.synchronize()

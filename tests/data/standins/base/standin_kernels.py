@@ -1,0 +1,34 @@
+"""CPU stand-ins for kernels, base side: every entry point here is correct and quick.
+
+Entry-point contract: ``entry(shape, dtype, *, device, seed) -> dict`` with ``fn`` (runs the
+"kernel", returns its output), ``bytes_moved``, ``flops`` and a ``reference``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import side_marker
+
+
+def axpy(shape, dtype, *, device="cpu", seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(dtype)
+    y = rng.standard_normal(shape).astype(dtype)
+    return {
+        "fn": lambda: 2 * x + y,
+        "reference": lambda: 2 * x + y,
+        "bytes_moved": 3 * x.nbytes,
+        "flops": 2 * x.size,
+        "atol": 1e-5,
+        "rtol": 1e-5,
+    }
+
+
+# The same names as the head side's faulty stand-ins; here they all behave.
+crash = segfault = hang = oom = wrong = cuda_fault = out_of_resources = noisy = slow = axpy
+
+
+def which_side(shape, dtype, *, device="cpu", seed=0):
+    """Returns the value of a module that exists in both checkouts with different contents."""
+    value = np.full(shape, side_marker.VALUE, dtype=dtype)
+    return {"fn": lambda: value.copy(), "bytes_moved": value.nbytes, "flops": 0}

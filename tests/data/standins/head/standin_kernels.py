@@ -1,0 +1,133 @@
+"""CPU stand-ins for kernels, head side: the same entry-point names as base, each one broken in
+its own way (crash, segfault, hang, out of memory, wrong result, a CUDA-fault message, Triton's
+OutOfResources, chatter on stdout, a slowdown), so the sweep must report each and go on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+
+import numpy as np
+import side_marker
+
+
+def _inputs(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+
+
+def _entry(shape, dtype, seed, fn_factory):
+    x, y = _inputs(shape, dtype, seed)
+    return {
+        "fn": fn_factory(x, y),
+        "reference": lambda: 2 * x + y,
+        "bytes_moved": 3 * x.nbytes,
+        "flops": 2 * x.size,
+        "atol": 1e-5,
+        "rtol": 1e-5,
+    }
+
+
+def axpy(shape, dtype, *, device="cpu", seed=0):
+    return _entry(shape, dtype, seed, lambda x, y: lambda: 2 * x + y)
+
+
+def crash(shape, dtype, *, device="cpu", seed=0):
+    """Dies without a word, like a process whose driver aborted it."""
+    return _entry(shape, dtype, seed, lambda x, y: lambda: os._exit(7))
+
+
+def segfault(shape, dtype, *, device="cpu", seed=0):
+    """Reads address 0: SIGSEGV."""
+    return _entry(shape, dtype, seed, lambda x, y: lambda: ctypes.string_at(0))
+
+
+def hang(shape, dtype, *, device="cpu", seed=0):
+    def factory(x, y):
+        def fn():
+            while True:
+                time.sleep(0.05)
+
+        return fn
+
+    return _entry(shape, dtype, seed, factory)
+
+
+def oom(shape, dtype, *, device="cpu", seed=0):
+    """Asks for an allocation no machine has: a real MemoryError."""
+    return _entry(shape, dtype, seed, lambda x, y: lambda: bytearray(1 << 62))
+
+
+def wrong(shape, dtype, *, device="cpu", seed=0):
+    def factory(x, y):
+        def fn():
+            out = 2 * x + y
+            out.reshape(-1)[-1] += 1.0  # the last element is off, like a missing mask
+            return out
+
+        return fn
+
+    return _entry(shape, dtype, seed, factory)
+
+
+def cuda_fault(shape, dtype, *, device="cpu", seed=0):
+    """The error torch raises after an out-of-bounds access on the GPU; it poisons the context."""
+
+    def factory(x, y):
+        def fn():
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+        return fn
+
+    return _entry(shape, dtype, seed, factory)
+
+
+def out_of_resources(shape, dtype, *, device="cpu", seed=0):
+    from triton.runtime.errors import OutOfResources
+
+    def factory(x, y):
+        def fn():
+            raise OutOfResources(262144, 232448, "shared memory")
+
+        return fn
+
+    return _entry(shape, dtype, seed, factory)
+
+
+def noisy(shape, dtype, *, device="cpu", seed=0):
+    """Writes protocol-looking junk to stdout, stderr and straight to fds 1 and 2."""
+
+    def factory(x, y):
+        def fn():
+            print('{"ok": false, "kind": "crashed"}')
+            print("::set-output name=x::y", file=sys.stderr)
+            os.write(1, b'{"ok": true, "value_us": -1}\n')
+            os.write(2, b"garbage\n")
+            return 2 * x + y
+
+        return fn
+
+    print("environment:", " ".join(sorted(os.environ)))
+    return _entry(shape, dtype, seed, factory)
+
+
+def slow(shape, dtype, *, device="cpu", seed=0):
+    """Correct, but does the work three times."""
+
+    def factory(x, y):
+        def fn():
+            for _ in range(2):
+                2 * x + y
+            return 2 * x + y
+
+        return fn
+
+    return _entry(shape, dtype, seed, factory)
+
+
+def which_side(shape, dtype, *, device="cpu", seed=0):
+    value = np.full(shape, side_marker.VALUE, dtype=dtype)
+    return {"fn": lambda: value.copy(), "bytes_moved": value.nbytes, "flops": 0}
