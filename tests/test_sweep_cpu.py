@@ -1,0 +1,244 @@
+"""Whole sweeps on the CPU (CPU timing, labelled so): faults reported case by case, results that
+round-trip and recompute, and `kernel-review bench` on a real git repository with two worktrees."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bot import gitutil
+from bot.cli import main
+from checks.bench_cli import default_branch
+from checks.protocol import ProtocolConfig
+from checks.shapes import Case
+from checks.summary import merge, recompute
+from checks.sweep import SweepOptions, run_sweep
+from checks.sweep_models import dump_results, load_results, parse_results
+from checks.workers import Timeouts
+
+STANDINS = Path(__file__).parent / "data" / "standins"
+QUICK = ProtocolConfig(
+    block_ms=2.0, min_rounds=6, max_rounds=30, warmup_rounds=1, max_case_seconds=4.0
+)
+FAST = Timeouts(start_s=20, prepare_s=2.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
+
+
+@pytest.fixture(scope="module")
+def standin_sweep(tmp_path_factory: pytest.TempPathFactory):
+    work = tmp_path_factory.mktemp("sweep")
+    names = [
+        "axpy",
+        "crash",
+        "hang",
+        "oom",
+        "wrong",
+        "cuda_fault",
+        "out_of_resources",
+        "segfault",
+        "slow",
+    ]
+    cases = [
+        Case(
+            kernel=n, bench=f"standin_kernels:{n}", dims=(50_000,), dtype="float32", tolerance=0.25
+        )
+        for n in names
+    ]
+    lines: list[str] = []
+    result = run_sweep(
+        cases,
+        base_root=STANDINS / "base",
+        head_root=STANDINS / "head",
+        base_rev="b" * 40,
+        head_rev="h" * 40,
+        options=SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600),
+        work_dir=work,
+        progress=lines.append,
+        partial_path=work / "partial.jsonl",
+    )
+    return result, lines, work
+
+
+def test_every_fault_is_reported_and_the_sweep_goes_on(standin_sweep) -> None:
+    result, lines, _ = standin_sweep
+    status = {c.kernel: c.status for c in result.cases}
+    assert status == {
+        "axpy": "ok",
+        "crash": "crashed",
+        "hang": "timeout",
+        "oom": "oom",
+        "wrong": "wrong_result",
+        "cuda_fault": "cuda_error",
+        "out_of_resources": "out_of_resources",
+        "segfault": "crashed",
+        "slow": "ok",
+    }
+    by = {c.kernel: c for c in result.cases}
+    assert all(c.failed_side == "head" for c in result.cases if c.status != "ok")
+    assert by["slow"].verdict == "SLOWER" and by["slow"].ratio > 2.0
+    assert by["axpy"].verdict != "SLOWER"
+    assert by["wrong"].raw is None  # a wrong result is never timed
+    assert "reference" in by["wrong"].message
+    assert "SIGSEGV" in by["segfault"].message
+    # each case reported as it finished, in one line
+    assert len(lines) == 9 and lines[-1].startswith("[9/9] slow") and "SLOWER" in lines[-1]
+
+
+def test_results_are_labelled_and_carry_the_numbers(standin_sweep) -> None:
+    result, _, _ = standin_sweep
+    assert result.vendor == "cpu" and result.timing == "cpu"
+    assert result.timing_label.startswith("CPU timing")
+    assert result.envs and result.envs[0].vendor == "cpu"
+    assert result.ceilings and result.ceilings[0].copy_gbps > 0
+    slow = next(c for c in result.cases if c.kernel == "slow")
+    assert slow.base and slow.head and slow.head.bytes_moved == 3 * 4 * 50_000
+    assert slow.gbps is not None and slow.base_gbps is not None and slow.gbps < slow.base_gbps
+    assert slow.fraction_of_ceiling is not None and slow.mode == "cpu"
+    assert slow.ci_low is not None and slow.ci_low <= slow.ratio <= slow.ci_high
+    assert result.summary.worst is not None and result.summary.worst.kernel == "slow"
+    assert result.summary.statuses["crashed"] == 2
+    assert result.summary.served is not None and result.summary.served.cases == 2
+
+
+def test_results_are_appended_as_they_come(standin_sweep) -> None:
+    result, _, work = standin_sweep
+    rows = [json.loads(line) for line in (work / "partial.jsonl").read_text().splitlines()]
+    assert [r["kernel"] for r in rows] == [c.kernel for c in result.cases]
+
+
+def test_round_trip_recompute_and_merge(standin_sweep, tmp_path: Path) -> None:
+    result, _, _ = standin_sweep
+    path = tmp_path / "r.json"
+    dump_results(result, path)
+    loaded = load_results(path)
+    assert loaded == result
+    assert recompute(loaded) == result
+    half = len(result.cases) // 2
+    parts = [
+        result.model_copy(update={"cases": result.cases[:half], "family_size": half}),
+        result.model_copy(
+            update={"cases": result.cases[half:], "family_size": len(result.cases) - half}
+        ),
+    ]
+    merged = merge(parts)
+    assert merged.cases == result.cases and merged.summary == result.summary
+    with pytest.raises(Exception, match="is in results 0 and 1"):
+        merge([result, result])
+    with pytest.raises(Exception, match="different vendor"):
+        merge([result, result.model_copy(update={"vendor": "amd"})])
+    with pytest.raises(Exception, match="does not match the results schema"):
+        parse_results(json.dumps({"vendor": "cpu"}))
+
+
+# --------------------------------------------------------------------- a real repo, end to end
+
+BENCH_BASE = """
+import torch
+
+
+def _x(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(getattr(torch, dtype))
+
+
+def scale(shape, dtype, *, device="cpu", seed=0):
+    x = _x(shape, dtype, seed)
+    return {"fn": lambda: x * 2.0, "reference": lambda: x * 2.0, "inputs": [x],
+            "bytes_moved": 2 * x.numel() * x.element_size(), "flops": x.numel()}
+
+
+def shift(shape, dtype, *, device="cpu", seed=0):
+    x = _x(shape, dtype, seed)
+    return {"fn": lambda: x + 1.0, "reference": lambda: x + 1.0, "inputs": [x],
+            "bytes_moved": 2 * x.numel() * x.element_size(), "flops": x.numel()}
+"""
+
+SLOWER_SCALE = """
+
+def scale(shape, dtype, *, device="cpu", seed=0):
+    x = _x(shape, dtype, seed)
+
+    def fn():
+        y = x * 2.0
+        for _ in range(4):  # the "rewrite" does the work five times
+            y = y * 1.0
+        return y
+
+    return {"fn": fn, "reference": lambda: x * 2.0, "inputs": [x],
+            "bytes_moved": 2 * x.numel() * x.element_size(), "flops": x.numel()}
+"""
+
+POLICY = """
+tolerance = 0.5
+vendors = ["nvidia"]
+
+[deployment]
+kind = "long-lived"
+
+[limits]
+max_shapes = 3
+max_gpu_seconds = 600
+
+[[kernels]]
+name = "scale"
+bench = "toyops.bench:scale"
+paths = ["toyops/**"]
+dtypes = ["float32"]
+tolerance = 0.1
+shapes = [[200000]]
+
+[[kernels]]
+name = "shift"
+bench = "toyops.bench:shift"
+paths = ["toyops/**"]
+dtypes = ["float32"]
+shapes = [[200000]]
+"""
+
+
+def _toy_repo(root: Path) -> Path:
+    gitutil.init_repo(root)
+    (root / "toyops").mkdir()
+    (root / "toyops" / "__init__.py").write_text("")
+    (root / "toyops" / "bench.py").write_text(textwrap.dedent(BENCH_BASE))
+    (root / ".github").mkdir()
+    (root / ".github" / "kernel-review.toml").write_text(POLICY)
+    gitutil.commit_all(root, "base: fast scale")
+    gitutil.git(root, "checkout", "-q", "-b", "feature")
+    with open(root / "toyops" / "bench.py", "a") as f:
+        f.write(SLOWER_SCALE)
+    gitutil.commit_all(root, "head: rewrite scale")
+    return root
+
+
+def test_default_branch_and_merge_base(tmp_path: Path) -> None:
+    repo = _toy_repo(tmp_path / "repo")
+    assert default_branch(repo) == "main"
+    assert gitutil.merge_base(repo, "HEAD", "main") == gitutil.rev_parse(repo, "main")
+
+
+@pytest.mark.slow
+def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _toy_repo(tmp_path / "repo")
+    out = tmp_path / "results.json"
+    code = main(
+        ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out), "--max-rounds", "30"]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    result = load_results(out)
+    assert result.timing == "cpu" and "CPU timing" in captured.out and "CPU timing" in captured.err
+    assert result.base_rev == gitutil.rev_parse(repo, "main")
+    assert result.head_rev == gitutil.rev_parse(repo, "feature")
+    by = {(c.kernel, c.category): c for c in result.cases}
+    assert {k for k, _ in by} == {"scale", "shift"}
+    assert {cat for _, cat in by} == {"served", "small", "ragged"}
+    assert by[("scale", "served")].verdict == "SLOWER"
+    assert by[("scale", "served")].ratio > 2.0
+    assert all(c.verdict != "SLOWER" for c in result.cases if c.kernel == "shift")
+    assert result.summary.small is not None and result.summary.ragged is not None
+    assert "[6/6]" in captured.err
+    # the worktrees are gone again
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
