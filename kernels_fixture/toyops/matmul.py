@@ -152,19 +152,21 @@ matmul_kernel_amd = triton.autotune(configs=AMD_CONFIGS, key=["M", "N", "K"])(ma
 # matrix_instr_nonkdim, which only the AMD compiler understands.
 _META_PARAMETERS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")
 
-_BACKENDS: dict[int, str] = {}
+# The last driver asked and its backend. Holding the driver keeps its id from being reused by
+# another driver (a compile-only one for another vendor) while it is cached.
+_BACKEND: tuple[object, str] | None = None
 
 
 def active_backend() -> str:
     """``"cuda"`` or ``"hip"``: the backend of the active Triton driver (``"cuda"`` without one)."""
+    global _BACKEND
     try:
         driver = triton.runtime.driver.active
     except RuntimeError:  # no GPU driver at all: a CPU-only machine running the interpreter
         return "cuda"
-    backend = _BACKENDS.get(id(driver))
-    if backend is None:
-        backend = _BACKENDS[id(driver)] = driver.get_current_target().backend
-    return backend
+    if _BACKEND is None or _BACKEND[0] is not driver:
+        _BACKEND = (driver, driver.get_current_target().backend)
+    return _BACKEND[1]
 
 
 def autotune_configs(backend: str) -> list[triton.Config]:
@@ -184,9 +186,9 @@ def matmul(
 ) -> torch.Tensor:
     """``a @ b`` for 2-D ``a`` (M, K) and ``b`` (K, N) of one dtype on one device.
 
-    ``config`` pins one launch configuration instead of autotuning. On a tensor that is not on a
-    GPU (the interpreter, or compiling for another machine) there is nothing to time, so the
-    first config of the active backend's list is used.
+    ``config`` pins one launch configuration instead of autotuning. Under the interpreter
+    (``TRITON_INTERPRET=1``) there is nothing to time, so the first config of the active
+    backend's list is used.
     """
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(
@@ -222,7 +224,7 @@ def matmul(
         return (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)
 
     backend = active_backend()
-    if config is None and not a.is_cuda:
+    if config is None and triton.knobs.runtime.interpret:
         config = autotune_configs(backend)[0]
     if config is not None:
         matmul_kernel.fn[grid](*args, **_launch_kwargs(config))

@@ -74,6 +74,24 @@ def _num_warps(block_size: int) -> int:
     return 4
 
 
+def _num_stages(max_shared_mem: int) -> int:
+    # Deeper pipelining of the row loop where shared memory allows it (Hopper: 228 KiB).
+    return 4 if max_shared_mem > 200_000 else 2
+
+
+def _num_stages_off_gpu() -> int:
+    """The pipelining depth for the active driver's GPU, when the tensors are not on one.
+
+    That is a compile-only driver building for another machine (give it what that GPU gets) or
+    the interpreter (where it does not matter).
+    """
+    try:
+        props = triton.runtime.driver.active.utils.get_device_properties(0)
+        return _num_stages(int(props["max_shared_mem"]))
+    except Exception:  # no driver, or one without device properties
+        return 2
+
+
 # (device index, dtype, BLOCK_SIZE, num_warps) -> (num_stages, programs that fill the GPU once)
 _LAUNCH_CACHE: dict[tuple[int, torch.dtype, int, int], tuple[int, int]] = {}
 
@@ -97,7 +115,7 @@ def _persistent_launch(
     num_regs = props["max_num_regs"]
     size_smem = props["max_shared_mem"]
     warp_size = props["warpSize"]
-    num_stages = 4 if size_smem > 200_000 else 2
+    num_stages = _num_stages(size_smem)
     kernel = softmax_kernel.warmup(
         y,
         x,
@@ -153,8 +171,9 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         num_stages, programs = _persistent_launch(y, x, block_size, num_warps)
         programs = min(programs, n_rows)
     else:
-        # No GPU (the interpreter, or compiling for another machine): one program per row.
-        num_stages, programs = 2, n_rows
+        # No GPU to size a persistent grid for (the interpreter, or compiling for another
+        # machine): one program per row.
+        num_stages, programs = _num_stages_off_gpu(), n_rows
     softmax_kernel[(programs,)](
         y,
         x,
