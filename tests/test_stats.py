@@ -10,7 +10,6 @@ import pytest
 
 from checks.stats import (
     band_log,
-    betainc,
     bootstrap_geomean,
     evaluate_look,
     holm,
@@ -18,10 +17,9 @@ from checks.stats import (
     median,
     sequential_decision,
     stdev,
-    t_cdf,
-    t_ppf,
     weighted_geomean,
 )
+from checks.tdist import betainc, t_cdf, t_ppf
 
 LOOKS = look_schedule(8, 200, 1.5)
 
