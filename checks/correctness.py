@@ -79,12 +79,22 @@ def poison(reference_outputs: list[Any]) -> None:
     torch = sys.modules.get("torch")
     if torch is None:
         return
+    cuda = [r for r in reference_outputs if _is_torch(r) and r.is_cuda]
+    if not cuda:
+        return
+    # Hand unused cached memory back first, then allocate many blocks of each output's size:
+    # best fit hands out any stale free block of that size before fresh memory, so every free
+    # block the kernel's output can land on is now a poisoned one.
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
     blocks = []
-    for ref in reference_outputs:
-        if _is_torch(ref) and ref.is_cuda:
-            nbytes = max(1, ref.numel() * ref.element_size())
-            for _ in range(2):
-                blocks.append(torch.empty(nbytes, dtype=torch.uint8, device=ref.device).fill_(255))
+    for ref in cuda:
+        nbytes = max(1, ref.numel() * ref.element_size())
+        free, _ = torch.cuda.mem_get_info(ref.device)
+        count = max(1, min(64, max(2, (64 * 2**20) // nbytes), (free // 3) // nbytes))
+        for _ in range(count):
+            blocks.append(torch.empty(nbytes, dtype=torch.uint8, device=ref.device).fill_(255))
+    torch.cuda.synchronize()
     del blocks  # back to the caching allocator's free lists, NaN bytes and all
 
 

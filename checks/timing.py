@@ -248,12 +248,12 @@ class CudaTimer:
 
 
 def burn(torch: Any, device: str, seconds: float) -> None:
-    """Keep the GPU busy for ``seconds`` (bf16 matmuls) so clocks come up before measuring."""
-    n = 4096
-    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    """Keep the GPU busy for ``seconds`` so its clocks come up before measuring: large copies,
+    a load that raises the clock without running into the power limit as a matmul can."""
+    src = torch.empty(128 * 2**20, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        for _ in range(8):
-            a @ b
+        for _ in range(16):
+            dst.copy_(src)
         torch.cuda.synchronize()

@@ -43,34 +43,8 @@ telemetry = _sibling("telemetry")
 correctness = _sibling("correctness")
 fingerprint = _sibling("env_fingerprint")
 ceilings = _sibling("ceilings")
-
-CUDA_MARKERS = (
-    "cuda error",
-    "illegal memory access",
-    "triton error [cuda]",
-    "device-side assert",
-    "unspecified launch failure",
-    "misaligned address",
-    "hiperror",
-    "hip error",
-    "illegal instruction",
-    "an illegal",
-)
-
-
-def classify(exc: BaseException) -> str:
-    """A failure kind the parent maps to a case status (and to a restart where needed)."""
-    names = {c.__name__ for c in type(exc).__mro__}
-    text = str(exc).lower()
-    if "OutOfResources" in names:
-        return "out_of_resources"
-    if isinstance(exc, MemoryError) or "OutOfMemoryError" in names or "out of memory" in text:
-        return "oom"
-    if "AcceleratorError" in names or any(m in text for m in CUDA_MARKERS):
-        return "cuda_error"
-    if names & {"CompilationError", "PTXASError", "CompileTimeAssertionFailure"}:
-        return "compile_error"
-    return "error"
+failures = _sibling("failures")
+classify = failures.classify
 
 
 class EntryError(Exception):
@@ -267,7 +241,7 @@ class Worker:
         t0 = time.perf_counter()
         good, reading = 0, None
         min_s, max_s = float(msg.get("min_s", 0.5)), float(msg.get("max_s", 5.0))
-        frac = float(msg.get("clock_fraction", 0.9))
+        frac = float(msg.get("clock_fraction", 0.85))
         while time.perf_counter() - t0 < max_s:
             timing.burn(torch, "cuda", 0.05)
             reading = self.nvml.read() if self.nvml else None

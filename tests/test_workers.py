@@ -152,3 +152,19 @@ def test_private_triton_cache_and_scrubbed_environment(tmp_path: Path) -> None:
         }
     )
     assert kept == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "1", "HOME": "/h"}
+
+
+def test_failure_kinds_from_exceptions() -> None:
+    from triton.runtime.errors import OutOfResources
+
+    from checks.failures import classify
+
+    class OutOfMemoryError(RuntimeError):  # the name torch gives its CUDA OOM
+        pass
+
+    assert classify(MemoryError()) == "oom"
+    assert classify(OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")) == "oom"
+    assert classify(OutOfResources(1, 2, "shared memory")) == "out_of_resources"
+    assert classify(RuntimeError("Triton Error [CUDA]: an illegal memory access")) == "cuda_error"
+    assert classify(RuntimeError("HIP error: hipErrorIllegalAddress")) == "cuda_error"
+    assert classify(ValueError("bad shape")) == "error"
