@@ -276,7 +276,7 @@ class PairRunner:
         if self.options.device == "cpu":
             return
         if time.monotonic() - self._last_active > self.options.rewarm_after_idle_s:
-            self.base.warmup(min_s=0.2, max_s=2.0)
+            self.base.warmup(min_s=0.1, max_s=2.0)
             self._touch()
 
 

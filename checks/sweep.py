@@ -172,9 +172,14 @@ def run_sweep(
     progress: Progress | None = None,
     partial_path: Path | None = None,
     notes: Sequence[str] = (),
+    family_size: int | None = None,
 ) -> SweepResult:
-    """Measure every case; never raises for a kernel's fault (each case carries its status)."""
+    """Measure every case; never raises for a kernel's fault (each case carries its status).
+
+    ``family_size`` is the number of cases the false-alarm rate is shared over (Holm); a shard of
+    a larger plan passes the plan's total so its verdicts hold for the whole sweep."""
     started = _now()
+    family = max(family_size or 0, len(cases))
     protocol = fit_budget(options.protocol, len(cases), options.max_gpu_seconds)
     gpus: list[str | None] = (
         [None] if options.device == "cpu" else list(options.gpus or visible_gpus()) or [None]
@@ -213,7 +218,7 @@ def run_sweep(
             WorkerClient(specs["head"]),
             runner_opts,
             gpu_index=gpu_index,
-            family_size=len(cases),
+            family_size=family,
         )
         out: dict[str, object] = {}
         outs.append(out)
@@ -236,7 +241,7 @@ def run_sweep(
             f"per-case time cap lowered to {protocol.max_case_seconds:.1f} s so {len(cases)} cases fit "
             f"in limits.max_gpu_seconds = {options.max_gpu_seconds:g}"
         )
-    final, summary = finalize(ordered, protocol, len(cases), ceilings)
+    final, summary = finalize(ordered, protocol, family, ceilings)
     vendor = envs[0].vendor if envs else ("cpu" if options.device == "cpu" else "nvidia")
     return SweepResult(
         vendor=vendor,
@@ -246,7 +251,7 @@ def run_sweep(
         envs=envs,
         ceilings=ceilings,
         protocol=protocol,
-        family_size=len(cases),
+        family_size=family,
         cases=final,
         summary=summary,
         started_at=started,

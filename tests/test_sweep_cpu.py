@@ -11,11 +11,13 @@ import pytest
 
 from bot import gitutil
 from bot.cli import main
+from bot.plan import Plan, PlannedKernel, PlannedShape
 from checks.bench_cli import default_branch
 from checks.protocol import ProtocolConfig
 from checks.shapes import Case
 from checks.summary import merge, recompute
 from checks.sweep import SweepOptions, run_sweep
+from checks.sweep_evidence import sweep_for_plan, to_evidence
 from checks.sweep_models import dump_results, load_results, parse_results
 from checks.workers import Timeouts
 
@@ -241,4 +243,58 @@ def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixt
     assert result.summary.small is not None and result.summary.ragged is not None
     assert "[6/6]" in captured.err
     # the worktrees are gone again
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_evidence_for_the_review(standin_sweep) -> None:
+    result, _, _ = standin_sweep
+    with pytest.raises(Exception, match="has no GPU vendor"):
+        to_evidence(result)
+    ev = to_evidence(result, vendor="nvidia")
+    assert ev.timing_kind == "cpu" and ev.vendor == "nvidia"
+    verdicts = {s.kernel: s.verdict for s in ev.shapes}
+    assert verdicts["crash"] == "CRASHED" and verdicts["hang"] == "TIMEOUT"
+    assert verdicts["oom"] == "OOM" and verdicts["wrong"] == "WRONG"
+    assert verdicts["slow"] == "SLOWER" and verdicts["cuda_fault"] == "CRASHED"
+    assert ev.worst is not None and ev.worst.kernel == "slow"
+    assert "exited with code 7" in next(s.detail for s in ev.shapes if s.kernel == "crash")
+    assert ev.tolerance_note == "25%"
+
+
+NUMPY_BENCH = """
+import numpy as np
+
+
+def double(shape, dtype, *, device="cpu", seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    return {"fn": lambda: x * 2, "reference": lambda: x * 2, "bytes_moved": 2 * x.nbytes, "flops": x.size}
+"""
+
+
+def test_sweep_for_a_plan_shard(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    gitutil.init_repo(repo)
+    (repo / "ops.py").write_text(textwrap.dedent(NUMPY_BENCH))
+    (repo / ".github").mkdir()
+    policy = POLICY.replace("toyops.bench:scale", "ops:double").split(
+        '[[kernels]]\nname = "shift"'
+    )[0]
+    (repo / ".github" / "kernel-review.toml").write_text(
+        policy.replace("max_shapes = 3", "max_shapes = 4")
+    )
+    sha = gitutil.commit_all(repo, "ops")
+    plan = Plan(
+        base_sha=sha, head_sha=sha, vendors=("nvidia",), checks=("sweep",),
+        kernels=(PlannedKernel(name="double", bench="ops:double", paths=("ops.py",), dtypes=("float32",),
+                               shapes=(PlannedShape(dims=(20000,), weight=2.0),), tolerance=0.5,
+                               change_kinds=("body",)),),
+    )  # fmt: skip
+    opts = SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600)
+    result = sweep_for_plan(
+        plan, shard=(2, 2), repo_root=repo, options=opts, work_dir=tmp_path / "w"
+    )
+    # four cases planned (served + 3 added); shard 2 of 2 measures the 2nd and 4th
+    assert [c.category for c in result.cases] == ["small", "small"]
+    assert result.family_size == 4
+    assert all(c.status == "ok" and c.verdict != "SLOWER" for c in result.cases)
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
