@@ -167,12 +167,12 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         return y
     block_size = triton.next_power_of_2(n_cols)
     num_warps = _num_warps(block_size)
-    if x.is_cuda:
+    if x.is_cuda and not triton.knobs.runtime.interpret:
         num_stages, programs = _persistent_launch(y, x, block_size, num_warps)
         programs = min(programs, n_rows)
     else:
-        # No GPU to size a persistent grid for (the interpreter, or compiling for another
-        # machine): one program per row.
+        # No GPU to size a persistent grid for (the interpreter, or a compile-only driver
+        # building for another machine): one program per row.
         num_stages, programs = _num_stages_off_gpu(), n_rows
     softmax_kernel[(programs,)](
         y,
