@@ -3,7 +3,8 @@
 Triton runs in a subprocess with ``TRITON_INTERPRET=1`` so that this process keeps compiled
 Triton for the other tests. The interpreter does not do bf16 arithmetic in ``tl.dot``
 (triton-lang/triton#11584) and rounds fp32 to bf16 by truncation, so bf16 matmul is checked on
-the GPU only (bench/fixture_gpu_check.py) and bf16 elsewhere gets one ulp.
+the GPU only (bench/fixture_gpu_check.py) and bf16 elsewhere gets one ulp. The Triton kernels
+are also cross-compiled for sm_90 and gfx942, which needs no GPU.
 
 There is no ROCm compiler here: the HIP sources are checked as text (HIP headers and launches,
 64-lane wavefront shuffles, the same kernels and launcher as the CUDA twin) and type-checked by
