@@ -34,9 +34,6 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
         seen.add(key)
         old_lang = c.old_language or (c.old.language if c.old else None)
         new_lang = c.new.language if c.new else None
-        kept_how = ""
-        if c.kind == "rewrite" and c.old_kernel_kept:
-            kept_how = next((n for n in c.notes if "flag" in n or "kept" in n), "")
         detail = "; ".join(c.notes)
         lines.append(
             ChangeLine(
@@ -47,7 +44,6 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
                 old_paths=old_paths,
                 new_paths=new_paths,
                 old_kernel_kept=c.old_kernel_kept,
-                kept_how=kept_how,
                 mapped=bool(c.policy_kernels),
                 detail=detail,
             )

@@ -24,6 +24,7 @@ from bot.verdict import Requirements, Verdict, decide
 from checks.repo_conditions import collect_from_git
 
 Progress = Callable[[str], None]
+VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD"}
 
 
 class ReviewInputs(BaseModel):
