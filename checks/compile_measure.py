@@ -61,12 +61,17 @@ def measure(
 def _nvidia(
     sm: int, name: str, num_warps: int, dynamic_shared: int, log: str, cuobjdump_text: str
 ) -> dict[str, Any]:
-    usage = _pick_usage(isa_parse.parse_ptxas_log(log), name) or _pick_usage(
-        isa_parse.parse_cuobjdump_resource_usage(cuobjdump_text), name
-    )
+    usage = _pick_usage(isa_parse.parse_ptxas_log(log), name)
+    static = (usage.static_shared_bytes or 0) if usage else 0
     if usage is None:
-        return {"threads_per_block": num_warps * 32, "error": "no ptxas or cuobjdump output"}
-    shared = dynamic_shared + (usage.static_shared_bytes or 0)
+        usage = _pick_usage(isa_parse.parse_cuobjdump_resource_usage(cuobjdump_text), name)
+        if usage is None:
+            return {"threads_per_block": num_warps * 32, "error": "no ptxas or cuobjdump output"}
+        # cuobjdump's SHARED counts the 1 KiB the driver reserves on sm_90+; occupancy adds it
+        static = usage.static_shared_bytes or 0
+        if sm >= 90 and static >= 1024:
+            static -= 1024
+    shared = dynamic_shared + static
     occ = nvidia_occupancy(
         sm, regs_per_thread=usage.regs_per_thread, shared_bytes=shared, warps_per_block=num_warps
     )

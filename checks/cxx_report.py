@@ -54,7 +54,13 @@ def demangle(names: list[str]) -> dict[str, str]:
     out = done.stdout.splitlines()
     if len(out) != len(names):
         return {n: n for n in names}
-    return {n: _short(d) for n, d in zip(names, out, strict=True)}
+    return {n: _short(d) if d != n else _bare(n) for n, d in zip(names, out, strict=True)}
+
+
+def _bare(mangled: str) -> str:
+    """The function name inside an Itanium-mangled name a demangler did not know."""
+    m = re.match(r"_Z(\d+)", mangled)
+    return mangled[m.end() : m.end() + int(m.group(1))] if m else mangled
 
 
 def ptx_entries(ptx: str) -> dict[str, str]:
@@ -194,7 +200,8 @@ def nvcc_report(
                     )
                     continue
                 done = log
-        message = (done.stderr or done.stdout).strip().splitlines()
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        message = [ln.strip() for ln in lines if "error" in ln.lower()] or lines[-3:]
         records.append(
             KernelCompileRecord(
                 kernel=kernel,
@@ -203,7 +210,7 @@ def nvcc_report(
                 config_label="-",
                 vendor="nvidia",
                 target=target,
-                error=" | ".join(message[-3:])[:600] or f"nvcc exited with {done.returncode}",
+                error=" | ".join(message[:3])[:600] or f"nvcc exited with {done.returncode}",
                 error_stage="compile",
             )
         )

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,7 +55,8 @@ class FirstCallRun(_Frozen):
     cache: Literal["cold", "warm"]
     mode: Literal["gpu", "compile-only"]
     device: str
-    startup_ms: float = 0.0  # interpreter + our own imports
+    python_start_ms: float = 0.0  # spawning the interpreter
+    probe_overhead_ms: float = 0.0  # the probe's own imports; not counted in fixed_ms
     import_torch_ms: float = 0.0
     import_triton_ms: float = 0.0
     import_entry_ms: float = 0.0
@@ -66,7 +68,7 @@ class FirstCallRun(_Frozen):
     @property
     def fixed_ms(self) -> float:
         return round(
-            self.startup_ms
+            self.python_start_ms
             + self.import_torch_ms
             + self.import_triton_ms
             + self.import_entry_ms
@@ -102,9 +104,8 @@ class FirstCallReport(_Frozen):
 def _run(data: dict, cache: Literal["cold", "warm"], mode: str, device: str) -> FirstCallRun:
     if "fatal" in data:
         return FirstCallRun(cache=cache, mode=mode, device=device, error=data["fatal"])  # type: ignore[arg-type]
-    fixed = {k: data.get(k, 0.0) for k in ("startup_ms", "import_torch_ms", "import_triton_ms")}
-    fixed["import_entry_ms"] = data.get("import_entry_ms", 0.0)
-    fixed["context_ms"] = data.get("context_ms", 0.0)
+    keys = ("python_start_ms", "import_torch_ms", "import_triton_ms", "import_entry_ms")
+    fixed = {k: data.get(k, 0.0) for k in (*keys, "context_ms")}
     base = sum(fixed.values())
     standalone = []
     for row in data.get("standalone", []):
@@ -116,6 +117,7 @@ def _run(data: dict, cache: Literal["cold", "warm"], mode: str, device: str) -> 
         cache=cache,
         mode=mode,  # type: ignore[arg-type]
         device=data.get("device", device),
+        probe_overhead_ms=data.get("probe_overhead_ms", 0.0),
         **fixed,
         standalone=tuple(standalone),
         distribution=tuple(ShapeFirstCall.model_validate(r) for r in data.get("distribution", [])),
@@ -195,7 +197,7 @@ def judge(
 
 def _probe(job: dict, timeout_s: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kr-first-call-") as tmp:
-        job = {**job, "out": str(Path(tmp) / "out.json")}
+        job = {**job, "out": str(Path(tmp) / "out.json"), "spawned_at": time.time()}
         job_path = Path(tmp) / "job.json"
         job_path.write_text(json.dumps(job))
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -249,7 +249,8 @@ def _int(value: str | None) -> int | None:
 # --------------------------------------------------------------------- instructions in the text
 
 _PTX_MATRIX = re.compile(
-    r"(?<![\w.])(wgmma\.mma_async[\w.:]*|tcgen05\.mma[\w.:]*|mma\.sp[\w.:]*|mma\.sync[\w.:]*)"
+    r"(?<![\w.])(wgmma\.mma_async[\w.:]*|tcgen05\.mma[\w.:]*|wmma\.mma[\w.:]*|"
+    r"mma\.sp[\w.:]*|mma\.sync[\w.:]*)"
 )
 _AMD_MATRIX = re.compile(r"\b(v_mfma_\w+|v_smfmac_\w+|v_wmma_\w+|v_swmmac_\w+)")
 _NOISE = (".sync", ".aligned")

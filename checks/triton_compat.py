@@ -620,7 +620,12 @@ def observe_compiles_and_autotuning() -> Iterator[tuple[list[CompileEvent], list
                 target=name,
                 cache_hit=cache_hit,
                 total_us=int(times.total),
-                stage_us=[("ir", times.ir_initialization), *times.lowering_stages],
+                # a cache hit runs no stage: its whole time is the cache lookup and load
+                stage_us=(
+                    [("cache_lookup", int(times.total))]
+                    if cache_hit
+                    else [("ir", times.ir_initialization), *times.lowering_stages]
+                ),
             )
         )
 
