@@ -263,19 +263,23 @@ def record_size(
     setups, modes, ests = [], set(), {}
     t_start = time.monotonic()
     per_seg = max(1, max_rounds // segments)
+    for k, n in (("A1", n_a), ("A2", n_a), ("B", n_b)):
+        workers[k].check([ENTRY], (n,), "float32", seed=1)  # compile outside the set-up's cost
     for seg in range(segments):
         seg_deadline = t_start + (deadline - t_start) * (seg + 1) / segments
         sizes = {"A1": n_a, "A2": n_a, "B": n_b}
+        t0 = time.perf_counter()
+        for k, n in sizes.items():
+            c = workers[k].check([ENTRY], (n,), "float32", seed=100 * seg + 99)
+            if not c["correct"]:
+                raise RuntimeError(f"proof kernel wrong on {k}: {c['message']}")
+        checked_s = time.perf_counter() - t0
         preps = {
             k: workers[k].prepare([ENTRY], (n,), "float32", seed=100 * seg, copies=copies)
             for k, n in sizes.items()
         }
         ests = {k: p["est_us"] for k, p in preps.items()}
         t0 = time.perf_counter()
-        for k, n in sizes.items():
-            c = workers[k].check([ENTRY], (n,), "float32", seed=100 * seg + 99)
-            if not c["correct"]:
-                raise RuntimeError(f"proof kernel wrong on {k}: {c['message']}")
         mode = choose_mode(max(ests.values()), 0.0, device, cfg)
         modes.add(mode)
         for w in workers.values():
@@ -284,7 +288,8 @@ def record_size(
         for i in range(cfg.warmup_rounds):
             run_round(-1 - i, src["A1"], src["A2"], rng, cfg)
             run_round(-1 - i, src["A1"], src["B"], rng, cfg)
-        setups.append((time.perf_counter() - t0) * 2 / 3)  # one pair's share
+        # one pair's share of the checks, configure and warm-up (entry calls and compiles aside)
+        setups.append((checked_s + time.perf_counter() - t0) * 2 / 3)
         i = 0
         while i < per_seg and time.monotonic() < seg_deadline:
             kinds = [("AA", "A2"), ("AB", "B")]
@@ -363,9 +368,9 @@ def record_fixture(
                 "target": f">= {target:.0%} of {'copy GB/s' if judge == 'copy' else 'torch.matmul'}",
             }
             try:
+                ok = head.check([entry], shape, dtype, seed=5)["correct"]
                 pb = base.prepare([ref], shape, dtype, seed=0)
                 ph = head.prepare([entry], shape, dtype, seed=0)
-                ok = head.check([entry], shape, dtype, seed=5)["correct"]
                 mode = choose_mode(pb["est_us"], ph["est_us"], spec_kw["device"], cfg)
                 base.configure(mode, cfg.block_ms)
                 head.configure(mode, cfg.block_ms)

@@ -200,25 +200,23 @@ class PairRunner:
         o = self.options
         cfg = o.protocol
         kw = {"max_copies": o.max_copies, "max_copy_bytes": o.max_copy_bytes}
-        pb = self.base.prepare(case.base_entries, case.dims, case.dtype, seed=cfg.seed, **kw)
-        ph = self.head.prepare(case.head_entries, case.dims, case.dtype, seed=cfg.seed, **kw)
+        # Correctness first, on fresh inputs and before the timing copies take memory.
         cb = self.base.check(case.base_entries, case.dims, case.dtype, seed=o.check_seed)
         ch = self.head.check(case.head_entries, case.dims, case.dtype, seed=o.check_seed)
-        info["base"] = _side_info(pb, cb)
-        info["head"] = _side_info(ph, ch)
         problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
         if problem:
             side, message = problem
-            self._release(self.base)
-            self._release(self.head)
             return ShapeResult(
                 **common,
-                **info,
                 status="wrong_result",
                 failed_side=side,
                 message=message,
                 gpu_seconds=time.monotonic() - t0,
             )
+        pb = self.base.prepare(case.base_entries, case.dims, case.dtype, seed=cfg.seed, **kw)
+        ph = self.head.prepare(case.head_entries, case.dims, case.dtype, seed=cfg.seed, **kw)
+        info["base"] = _side_info(pb, cb)
+        info["head"] = _side_info(ph, ch)
         mode = choose_mode(pb["est_us"], ph["est_us"], o.device, cfg)
         notes: list[str] = []
         try:

@@ -181,8 +181,9 @@ def run_sweep(
     started = _now()
     family = max(family_size or 0, len(cases))
     protocol = fit_budget(options.protocol, len(cases), options.max_gpu_seconds)
-    gpus: list[str | None] = (
-        [None] if options.device == "cpu" else list(options.gpus or visible_gpus()) or [None]
+    # On the CPU, ``gpus`` only sets how many worker pairs share the cases.
+    gpus: list[str | None] = list(options.gpus or ()) or (
+        [None] if options.device == "cpu" else list(visible_gpus()) or [None]
     )
     runner_opts = RunnerOptions(
         device=options.device,
@@ -212,7 +213,7 @@ def run_sweep(
             )
             for side, root in (("base", base_root), ("head", head_root))
         }
-        gpu_index = index if options.device != "cpu" else None
+        gpu_index = index if gpu is not None else None
         runner = PairRunner(
             WorkerClient(specs["base"]),
             WorkerClient(specs["head"]),

@@ -76,7 +76,7 @@ class Timeouts(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     start_s: float = Field(default=120.0, gt=0)
     prepare_s: float = Field(default=600.0, gt=0, description="entry call, compile, autotune")
-    check_s: float = Field(default=300.0, gt=0)
+    check_s: float = Field(default=600.0, gt=0, description="first call: compile, autotune")
     configure_s: float = Field(default=120.0, gt=0)
     block_s: float = Field(default=60.0, gt=0)
     finish_s: float = Field(default=120.0, gt=0)

@@ -174,6 +174,8 @@ class Worker:
         }
 
     def op_check(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self._release()
+        self._torch()
         _, fn = self._resolve(msg["entries"])
         item = self._call_entry(fn, msg["shape"], msg["dtype"], int(msg["seed"]))
         ref_fn = item.get("reference")
@@ -198,7 +200,8 @@ class Worker:
             result.update({"ok": True, "bad_elements": 0, "max_abs_err": None, "message": ""})
         result["correct"] = result.pop("ok")
         result["digest"] = correctness.digest(out)
-        del out, ref
+        del out, ref, item
+        self._release()
         return result
 
     def op_configure(self, msg: dict[str, Any]) -> dict[str, Any]:

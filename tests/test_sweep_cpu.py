@@ -298,3 +298,26 @@ def test_sweep_for_a_plan_shard(tmp_path: Path) -> None:
     assert result.family_size == 4
     assert all(c.status == "ok" and c.verdict != "SLOWER" for c in result.cases)
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_cases_are_split_between_worker_pairs(tmp_path: Path) -> None:
+    cases = [
+        Case(kernel="axpy", bench="standin_kernels:axpy", dims=(n,), dtype="float32", tolerance=0.5)
+        for n in (1000, 2000, 3000, 4000, 5000)
+    ]
+    result = run_sweep(
+        cases,
+        base_root=STANDINS / "base",
+        head_root=STANDINS / "head",
+        base_rev="b" * 40,
+        head_rev="h" * 40,
+        options=SweepOptions(
+            device="cpu", protocol=QUICK, timeouts=FAST, gpus=("0", "1"), measure_ceilings=False
+        ),
+        work_dir=tmp_path,
+    )
+    assert [c.shape for c in result.cases] == [(1000,), (2000,), (3000,), (4000,), (5000,)]
+    assert [c.gpu_index for c in result.cases] == [0, 1, 0, 1, 0]
+    assert all(c.status == "ok" for c in result.cases) and len(result.envs) == 2
+    assert {p.name.split("-")[0] for p in (tmp_path / "logs").iterdir()} == {"base", "head"}
+    assert len(list((tmp_path / "logs").iterdir())) == 4  # one worker per side and pair
