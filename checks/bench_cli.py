@@ -13,9 +13,14 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot import gitutil
 from bot.errors import GitError, KernelReviewError, PolicyError
+
+if TYPE_CHECKING:
+    from bot.policy_model import Policy
+    from checks.sweep_models import SweepResult
 
 DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
 
@@ -66,7 +71,7 @@ def default_branch(repo: Path) -> str:
     )
 
 
-def _load_policy(base_root: Path, head_root: Path, notes: list[str]):  # -> Policy
+def _load_policy(base_root: Path, head_root: Path, notes: list[str]) -> Policy:
     from bot.policy import load_policy
 
     try:
@@ -82,7 +87,7 @@ def _load_policy(base_root: Path, head_root: Path, notes: list[str]):  # -> Poli
         return policy
 
 
-def _kernels(policy, names: list[str] | None, plan_path: str | None) -> list:
+def _kernels(policy: Policy, names: list[str] | None, plan_path: str | None) -> list:
     from bot.plan import Plan, PlannedKernel, PlannedShape
 
     if plan_path:
@@ -229,7 +234,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def format_table(result) -> str:  # result: SweepResult
+def format_table(result: SweepResult) -> str:
     """A plain-text table of the sweep, labelled with how it was timed."""
     lines = [
         f"# {result.timing_label}; vendor {result.vendor}; {result.gpu_seconds:.1f} GPU-seconds"

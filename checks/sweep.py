@@ -8,6 +8,7 @@ whose verdicts ``checks.summary.recompute`` reproduces from the raw blocks.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -99,8 +100,6 @@ def progress_line(done: int, total: int, r: ShapeResult) -> str:
     if r.raw is None:
         return f"{head}: {verdict}"
     logs = r.raw.kept_logs()
-    import math
-
     ratio = math.exp(sum(logs) / len(logs)) if logs else float("nan")
     dropped = sum(1 for x in r.raw.rounds if x.dropped)
     return (

@@ -321,3 +321,16 @@ def test_cases_are_split_between_worker_pairs(tmp_path: Path) -> None:
     assert all(c.status == "ok" for c in result.cases) and len(result.envs) == 2
     assert {p.name.split("-")[0] for p in (tmp_path / "logs").iterdir()} == {"base", "head"}
     assert len(list((tmp_path / "logs").iterdir())) == 4  # one worker per side and pair
+
+
+def test_bench_command_errors_are_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "--repo", str(tmp_path), "--device", "cpu"]) == 2
+    assert "does not exist" in capsys.readouterr().err  # not a git repository: no HEAD
+    repo = _toy_repo(tmp_path / "repo")
+    assert main(["bench", "--repo", str(repo), "--device", "cpu", "--kernels", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no kernel named nope" in err and "scale, shift" in err
+    assert "Traceback" not in err
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
