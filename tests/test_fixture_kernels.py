@@ -156,8 +156,13 @@ def test_triton_matmul_every_autotune_config_on_ragged_shapes() -> None:
             check(70, 130, 100, torch.float16, configs[0])
             check(150, 140, 130, torch.float32, configs[-1])
             checked += 3
-        # Without a GPU to autotune on, the first config of the list runs.
+        # Without a GPU to autotune on, the first config of the list runs. K, N and the strides
+        # multiples of 8 and of 2 (the kernel's DIVISOR), and a transposed a (DIVISOR 1).
         check(33, 29, 47, torch.float16)
+        check(40, 24, 1000, torch.float16)
+        check(20, 6, 130, torch.float32)
+        a, b = torch.randn(48, 30, generator=gen).half(), torch.randn(48, 64, generator=gen).half()
+        torch.testing.assert_close(matmul(a.t(), b), (a.float().t() @ b.float()).half(), atol=1e-2, rtol=1e-2)
         a = torch.randn(5, 0, generator=gen).half()
         assert torch.equal(matmul(a, torch.zeros(0, 3).half()), torch.zeros(5, 3).half())
         print("checked", checked, len(autotune_configs("cuda")), len(autotune_configs("hip")))
@@ -280,7 +285,7 @@ def test_triton_kernels_cross_compile_to_matrix_and_vector_instructions(
     asm = _cross_compile(
         matmul_kernel.fn,
         matmul_types,
-        {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, **meta},
+        {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "DIVISOR": 16, **meta},
         target,
         {"num_warps": config.num_warps, "num_stages": config.num_stages, **backend_options},
     )
@@ -309,6 +314,46 @@ def test_triton_kernels_cross_compile_to_matrix_and_vector_instructions(
         {"num_warps": 16},
     )
     assert asm[text]
+
+
+def test_matmul_divisor_gives_16_byte_copies_when_k_and_n_are_not_multiples_of_16(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernels_fixture.toyops.matmul import _divisor, matmul_kernel
+
+    # K = N = 1000 and contiguous rows: every value is a multiple of 8, not of 16.
+    assert _divisor(1000, 1000, 1000, 1000, 1000) == 8
+    assert _divisor(4096, 4096, 4096, 4096, 4096) == 16
+    assert _divisor(511, 4097, 511, 4097, 4097) == 1
+    assert _divisor(1022, 96, 1022, 96, 96) == 2
+    assert _divisor(0, 64, 64, 0, 64) == 16  # a zero stride (a broadcast row) divides anything
+
+    # Integers that are not multiples of 16 get no divisibility from Triton's specialisation.
+    matmul_types = {name: "*bf16" for name in ("a_ptr", "b_ptr", "c_ptr")}
+    matmul_types |= {name: "i32" for name in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")}
+    names = matmul_kernel.fn.arg_names
+    signature = {name: matmul_types.get(name, "constexpr") for name in names}
+    pointers = {(names.index(n),): [["tt.divisibility", 16]] for n in ("a_ptr", "b_ptr", "c_ptr")}
+    tile = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}
+    ptx = {}
+    for divisor in (1, 8):
+        constexprs = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, **tile, "DIVISOR": divisor}
+        source = ASTSource(matmul_kernel.fn, signature, constexprs, pointers)
+        compiled = triton.compile(
+            source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 3}
+        )
+        ptx[divisor] = compiled.asm["ptx"]
+    # Without the divisor: 2-byte loads and stores, no asynchronous copies to pipeline.
+    assert re.search(r"ld\.global(\.\w+)*\.b16 ", ptx[1]) and "cp.async" not in ptx[1]
+    # With it: 16-byte cp.async into shared memory (pipelined), 16-byte stores, still wgmma.
+    assert re.search(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 0x10", ptx[8])
+    assert re.search(r"st\.global(\.\w+)*\.v4", ptx[8])
+    assert "wgmma.mma_async" in ptx[8]
 
 
 # --- CUDA, compiled with nvcc -------------------------------------------------------------------

@@ -4,7 +4,9 @@ The kernel is the one from the Triton tutorial (03-matrix-multiplication): each 
 BLOCK_SIZE_M x BLOCK_SIZE_N tile of ``c``, walking K in BLOCK_SIZE_K steps with an fp32
 accumulator; ``tl.dot`` lowers to the matrix instructions (wgmma on Hopper, MFMA on CDNA). Programs
 are ordered in groups of GROUP_SIZE_M rows of tiles so that neighbouring programs reuse the same
-columns of ``b`` from L2. Ragged M, N and K are handled with masks.
+columns of ``b`` from L2. Ragged M, N and K are handled with masks, and the wrapper tells the
+kernel the largest power of two dividing K, N and the row strides (``DIVISOR``), so that shapes
+such as 1000x1000 still get 16-byte loads.
 
 Tiles, warps and pipelining depth are autotuned per (M, N, K): the list at the decorator is for
 NVIDIA; AMD gets its own list (``AMD_CONFIGS``), because ``num_warps`` counts 32-wide warps on
@@ -22,8 +24,8 @@ import triton.language as tl
 
 @triton.autotune(
     configs=[
-        # Hopper: 128x256 and 256x128 tiles keep two warpgroups of wgmma busy; 3 stages of
-        # 64-wide K slices fit in shared memory next to the epilogue.
+        # Hopper, large problems: 128x256 and 256x128 tiles keep two warpgroups of wgmma busy;
+        # 3 stages of 64-wide K slices (144 KiB) fit in shared memory next to the epilogue.
         triton.Config(
             {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
             num_stages=3,
@@ -34,6 +36,13 @@ import triton.language as tl
             num_stages=3,
             num_warps=8,
         ),
+        # 128x128 tiles: twice the programs of the above for mid-sized problems, and a
+        # 128-wide K slice that halves the loop's trips (3 stages: 192 KiB).
+        triton.Config(
+            {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8},
+            num_stages=3,
+            num_warps=8,
+        ),
         triton.Config(
             {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
             num_stages=4,
@@ -44,7 +53,13 @@ import triton.language as tl
             num_stages=4,
             num_warps=4,
         ),
-        # Smaller tiles for small or skinny problems, where big tiles leave SMs idle.
+        # Skinny and small problems: one warpgroup per 64-row wgmma, and enough tiles to
+        # cover the 132 SMs (1000x1000 makes 128 tiles of 128x64 or 64x128, 256 of 64x64).
+        triton.Config(
+            {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
+            num_stages=4,
+            num_warps=4,
+        ),
         triton.Config(
             {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
             num_stages=4,
@@ -52,17 +67,17 @@ import triton.language as tl
         ),
         triton.Config(
             {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
-            num_stages=4,
+            num_stages=3,
             num_warps=4,
         ),
         triton.Config(
             {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
-            num_stages=5,
+            num_stages=4,
             num_warps=4,
         ),
         triton.Config(
-            {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8},
-            num_stages=4,
+            {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8},
+            num_stages=3,
             num_warps=4,
         ),
     ],
@@ -78,7 +93,19 @@ def matmul_kernel(
     stride_cm, stride_cn,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
+    # A power of two (at most 16) that divides K, N and the row strides; see _divisor().
+    DIVISOR: tl.constexpr = 1,
 ):  # fmt: skip
+    # Triton only knows that an integer argument is a multiple of 16 when it is one. Rounding
+    # down to a multiple of DIVISOR changes nothing (the wrapper checked that DIVISOR divides
+    # these values) and shows the compiler the divisor: with K = N = 1000 (multiples of 8) it
+    # turns 2-byte loads without pipelining into 16-byte asynchronous copies to shared memory.
+    K = K // DIVISOR * DIVISOR
+    N = N // DIVISOR * DIVISOR
+    stride_am = stride_am // DIVISOR * DIVISOR
+    stride_bk = stride_bk // DIVISOR * DIVISOR
+    stride_cm = stride_cm // DIVISOR * DIVISOR
+
     # Map the program id to the tile of c it computes, in grouped order: GROUP_SIZE_M rows of
     # tiles are walked column by column, so the programs running together share tiles of b in L2.
     pid = tl.program_id(axis=0)
@@ -174,6 +201,14 @@ def autotune_configs(backend: str) -> list[triton.Config]:
     return list(AMD_CONFIGS if backend == "hip" else matmul_kernel.configs)
 
 
+def _divisor(*values: int) -> int:
+    """The largest power of two, up to 16, that divides every value (the kernel's DIVISOR)."""
+    divisor = 16
+    while divisor > 1 and any(v % divisor for v in values):
+        divisor //= 2
+    return divisor
+
+
 def _launch_kwargs(config: triton.Config) -> dict:
     if triton.knobs.runtime.interpret:
         # The interpreter runs the kernel as Python: only the kernel's own meta-parameters apply.
@@ -223,15 +258,16 @@ def matmul(
     def grid(meta: dict) -> tuple[int]:
         return (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)
 
+    divisor = _divisor(K, N, a.stride(0), b.stride(0), c.stride(0))
     backend = active_backend()
     if config is None and triton.knobs.runtime.interpret:
         config = autotune_configs(backend)[0]
     if config is not None:
-        matmul_kernel.fn[grid](*args, **_launch_kwargs(config))
+        matmul_kernel.fn[grid](*args, **_launch_kwargs(config), DIVISOR=divisor)
     elif backend == "hip":
-        matmul_kernel_amd[grid](*args)
+        matmul_kernel_amd[grid](*args, DIVISOR=divisor)
     else:
-        matmul_kernel[grid](*args)
+        matmul_kernel[grid](*args, DIVISOR=divisor)
     return c
 
 
