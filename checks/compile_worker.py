@@ -207,7 +207,7 @@ def run_job(job: dict) -> dict:
                 "kernel": kernel["name"],
                 "function": req.function,
                 "config_label": req.label,
-                "config": {k: triton_compat._plain(v) for k, v in req.config.items()},
+                "config": {k: triton_compat.plain(v) for k, v in req.config.items()},
                 "specialization": req.specialization,
                 "autotuned": req.autotuned,
                 "autotune_keys": slot["keys"],
