@@ -136,9 +136,11 @@ def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
         language=first.language,
         vendor=first.vendor,
         target=first.target,
-        config=first.config_label
-        if first.language == "triton"
-        else f"{first.function} {first.config_label}",
+        config=(
+            first.config_label
+            if first.language == "triton"
+            else f"{first.function.split('<')[0]} {first.config_label}"
+        ),
         regs_per_thread=worst("regs_per_thread"),
         spill_bytes=worst("spill_bytes"),
         shared_bytes=worst("shared_bytes"),

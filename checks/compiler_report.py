@@ -122,7 +122,8 @@ def record_flags(r: KernelCompileRecord) -> list[Flag]:
     """What a reviewer wants raised about one compiled variant."""
     where = f"{r.function} [{r.config_label}] on {r.target}"
     if r.shapes:
-        where += f" (serving {', '.join(r.shapes[:3])}{', ...' if len(r.shapes) > 3 else ''})"
+        more = f" and {len(r.shapes) - 3} more" if len(r.shapes) > 3 else ""
+        where += f" (serving {', '.join(r.shapes[:3])}{more})"
     if r.error is not None and r.error_stage == "entry":
         return [_flag(r, "warning", "entry_failed", f"{r.kernel} on {r.target}: {r.error}")]
     if r.error is not None:
@@ -172,13 +173,29 @@ def shared_config_lists(records: tuple[KernelCompileRecord, ...]) -> dict[str, b
     return {k: v["nvidia"] != v["amd"] for k, v in seen.items() if {"nvidia", "amd"} <= set(v)}
 
 
+def _variant_flags(records: tuple[KernelCompileRecord, ...]) -> list[Flag]:
+    """One flag per kind for each config on each target: the worst of its specializations
+    (dtypes, alignments) speaks, naming every served shape that hits it."""
+    groups: dict[tuple, list[KernelCompileRecord]] = {}
+    for r in records:
+        groups.setdefault((r.kernel, r.target, r.function, r.config_label), []).append(r)
+    flags: list[Flag] = []
+    for group in groups.values():
+        by_kind: dict[str, list[KernelCompileRecord]] = {}
+        for r in group:
+            for f in record_flags(r):
+                by_kind.setdefault(f.kind, []).append(r)
+        for kind, hit in by_kind.items():
+            worst = max(hit, key=lambda r: (r.spill_bytes or 0, r.regs_per_thread or 0))
+            shapes = tuple(dict.fromkeys(s for r in hit for s in r.shapes))
+            merged = record_flags(worst.model_copy(update={"shapes": shapes}))
+            flags += [f for f in merged if f.kind == kind and f not in flags]
+    return flags
+
+
 def report_flags(records: tuple[KernelCompileRecord, ...]) -> tuple[tuple[Flag, ...], dict]:
     """All flags of one report, and ``configs_differ_per_vendor`` per kernel."""
-    flags: list[Flag] = []
-    for r in records:
-        for f in record_flags(r):
-            if f not in flags:
-                flags.append(f)
+    flags = _variant_flags(records)
     differ = shared_config_lists(records)
     for kernel, differs in differ.items():
         if differs:

@@ -259,3 +259,33 @@ def measure_first_call(
         budget_ms=budget_ms,
         target=target if mode == "compile-only" else None,
     )
+
+
+def first_call_evidence(report: FirstCallReport, vendor: str) -> Any:
+    """The review's summary of one kernel's first-call report (``vendor``: nvidia, amd, cpu)."""
+    from bot.evidence import FirstCallEvidence
+
+    cold, warm = report.cold, report.warm
+    detail = []
+    if cold is not None and not cold.error:
+        detail.append(
+            f"imports {cold.import_torch_ms + cold.import_triton_ms + cold.import_entry_ms:.0f} ms"
+            f", context {cold.context_ms:.0f} ms"
+        )
+    if report.warm_over_budget_shapes:
+        detail.append("over budget even warm: " + ", ".join(report.warm_over_budget_shapes))
+    detail += list(report.notes)
+    first = cold.standalone[0] if cold is not None and cold.standalone else None
+    return FirstCallEvidence(
+        vendor=vendor,  # type: ignore[arg-type]
+        kernel=report.kernel,
+        cold_ms=report.cold_first_call_ms,
+        warm_ms=report.warm_first_call_ms if warm is not None else None,
+        compile_ms=first.compile_ms if first is not None else None,
+        autotune_ms=report.autotune_ms_total,
+        distinct_keys=report.distinct_autotune_keys,
+        cold_total_ms=report.cold_total_ms,
+        over_budget_shapes=report.over_budget_shapes,
+        compile_only=report.mode == "compile-only",
+        detail="; ".join(detail),
+    )

@@ -155,3 +155,15 @@ def test_gpu_first_call_autotunes_once_per_key(tmp_path: Path):
     assert [bool(s.autotune_ms) for s in cold.distribution] == [True, True, False]
     assert rep.distinct_autotune_keys == 2
     assert all(s.cache_hits > 0 and s.compiles == 0 for s in rep.warm.standalone)
+
+
+def test_evidence_for_the_review():
+    from checks.first_call import first_call_evidence
+
+    keys = {"a": ("k(1,)",)}
+    cold = _run("cold", {"a": 2500.0, "b": 100.0}, keys)
+    rep = judge("m", cold, cold, mode="gpu", deployment_kind="cli", budget_ms=3000.0)
+    ev = first_call_evidence(rep, "nvidia")
+    assert (ev.kernel, ev.vendor, ev.compile_only) == ("m", "nvidia", False)
+    assert (ev.cold_ms, ev.distinct_keys, ev.over_budget_shapes) == (3500.0, 1, ("a",))
+    assert "over budget even warm: a" in ev.detail
