@@ -416,3 +416,40 @@ def test_cli_compiler_report_json(tmp_path: Path, cache_dir: Path, capsys: pytes
 
     assert main(["compiler-report", "--repo", str(repo), "--kernel", "nope"]) == 2
     assert "no kernel named nope" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ on a real GPU
+
+
+@pytest.mark.gpu
+def test_real_registers_match_the_cross_compiled_ones(tmp_path: Path):
+    import importlib
+
+    import torch
+
+    if torch.version.hip:
+        pytest.skip("compares NVIDIA cubins")
+    major, minor = torch.cuda.get_device_capability()
+    target = f"sm_{major}{minor}"
+    spec = KernelSpec(
+        name="matmul", bench="toykern.bench:matmul", shapes=((512, 512, 512),), dtypes=("float16",)
+    )
+    report = build_compiler_report(KERNELS, [spec], [target], cache_dir=tmp_path)
+    sys.path.insert(0, str(KERNELS))
+    try:
+        bench = importlib.import_module("toykern.bench")
+        bench.matmul((512, 512, 512), "float16", device="cuda")["fn"]()
+        torch.cuda.synchronize()
+        kernels = triton_compat.find_kernels([importlib.import_module("toykern.kernels")])
+        real = triton_compat.compiled_variants(kernels)
+    finally:
+        sys.path.remove(str(KERNELS))
+    crossed = {(r.function, r.config_label, r.specialization): r for r in report.records}
+    matched = [
+        (v, crossed.get((v["function"], v["config_label"], v["specialization"]))) for v in real
+    ]
+    assert len(matched) == 2 and all(c is not None for _, c in matched)
+    for v, c in matched:
+        assert v["n_regs"] == c.regs_per_thread
+        assert v["n_spills"] * 4 == c.stack_bytes
+        assert v["shared_bytes"] == c.shared_bytes  # Triton allocates it all dynamically
