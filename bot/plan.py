@@ -65,6 +65,13 @@ class Plan(_Frozen):
         return sum(k.cases for k in self.kernels)
 
 
+def largest_tensor(dims: Sequence[int], tensors: Sequence[Sequence[int]] | None) -> int:
+    """Elements of the largest tensor of a shape: the whole shape, or the named dimensions."""
+    if not tensors:
+        return math.prod(dims)
+    return max(math.prod(dims[d] for d in t if d < len(dims)) for t in tensors)
+
+
 def make_plan(
     changes: Sequence[ChangeLine],
     policy: Policy,

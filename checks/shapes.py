@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from bot.errors import LimitError
+from bot.plan import largest_tensor
 from checks.protocol import ProtocolConfig
 
 Category = Literal["served", "small", "ragged"]
@@ -138,8 +139,9 @@ def plan_cases(
                 f"cases, over limits.max_shapes = {max_shapes}",
                 hint="serve fewer shapes or dtypes, or raise limits.max_shapes in the policy",
             )
+        tensors = getattr(k, "tensors", None)
         for s in k.shapes:
-            n = math.prod(s.dims)
+            n = largest_tensor(s.dims, tensors)
             if n > max_elements_per_tensor:
                 raise LimitError(
                     f"kernel {k.name}: shape {'x'.join(map(str, s.dims))} has {n:,} elements, over "
@@ -158,7 +160,11 @@ def plan_cases(
         if not add_small_and_ragged:
             continue
         room = max_shapes - n_served
-        extra = [(d, c) for d, c in added_shapes(served) if math.prod(d) <= max_elements_per_tensor]
+        extra = [
+            (d, c)
+            for d, c in added_shapes(served)
+            if largest_tensor(d, tensors) <= max_elements_per_tensor
+        ]
         fit = extra[: room // max(1, len(k.dtypes))]
         if len(fit) < len(extra):
             notes.append(

@@ -90,3 +90,26 @@ def test_budget_lowers_the_case_cap_or_refuses() -> None:
     assert math.isclose(tight.max_case_seconds, 9.0 - 2.0)
     with pytest.raises(LimitError, match=r"1000 cases need at least 2300 GPU-seconds"):
         fit_budget(cfg, 1000, 900.0)
+
+
+def test_operand_dimensions_bound_the_largest_tensor_not_the_problem_size():
+    from bot.plan import PlannedKernel, PlannedShape
+
+    matmul = PlannedKernel(
+        name="matmul",
+        bench="ops.bench:matmul",
+        paths=("ops/matmul.py",),
+        dtypes=("bfloat16",),
+        shapes=(PlannedShape(dims=(4096, 4096, 4096)),),
+        tolerance=0.03,
+        change_kinds=("tuning",),
+        tensors=((0, 2), (2, 1), (0, 1)),
+    )
+    plan = plan_cases([matmul], max_shapes=8, max_elements_per_tensor=2**24)
+    assert plan.cases[0].dims == (4096, 4096, 4096)
+    assert all(
+        max(c.dims[0] * c.dims[2], c.dims[2] * c.dims[1], c.dims[0] * c.dims[1]) <= 2**24
+        for c in plan.cases
+    )
+    with pytest.raises(LimitError, match="16,777,216 elements"):
+        plan_cases([matmul], max_shapes=8, max_elements_per_tensor=2**24 - 1)
