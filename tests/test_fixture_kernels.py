@@ -112,6 +112,12 @@ def test_triton_softmax_matches_torch_on_ragged_shapes() -> None:
         # Very negative and very positive values stay finite (the row max is subtracted).
         x = torch.tensor([[-1e4, 0.0, 1e4], [80.0, 90.0, 100.0]])
         torch.testing.assert_close(softmax(x), torch.softmax(x, dim=1))
+        # A persistent grid: 3 programs loop over 10 rows (4, 3 and 3 rows each).
+        from kernels_fixture.toyops.softmax import launch
+        x = torch.randn(10, 300, generator=gen)
+        y = torch.full_like(x, float("nan"))
+        launch(y, x, programs=3, block_size=512, num_warps=4, num_stages=2)
+        torch.testing.assert_close(y, torch.softmax(x, dim=1))
         print("checked", checked)
         """
     )
@@ -260,7 +266,8 @@ def _cross_compile(fn, types: dict, constexprs: dict, target: str, options: dict
     attrs = {
         (fn.arg_names.index(name),): [["tt.divisibility", 16]]
         for name, ty in types.items()
-        if ty.startswith("*") or name in ("M", "N", "K", "n_cols", "n_elements")
+        if ty.startswith("*")
+        or name in ("M", "N", "K", "n_cols", "n_elements", "in_row_stride", "out_row_stride")
     }
     source = ASTSource(fn, signature, constexprs, attrs)
     return triton.compile(source, target=GPUTarget(*_TARGETS[target]), options=options).asm
@@ -272,7 +279,7 @@ def test_triton_kernels_cross_compile_to_matrix_and_vector_instructions(
 ) -> None:
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     from kernels_fixture.toyops.matmul import autotune_configs, matmul_kernel
-    from kernels_fixture.toyops.softmax import softmax_kernel
+    from kernels_fixture.toyops.softmax import launch_plan, softmax_kernel
     from kernels_fixture.toyops.vector_add import BLOCK_SIZE, NUM_WARPS, vector_add_kernel
 
     text = "ptx" if target == "sm_90" else "amdgcn"
@@ -306,14 +313,38 @@ def test_triton_kernels_cross_compile_to_matrix_and_vector_instructions(
     softmax_types |= {
         name: "i32" for name in ("in_row_stride", "out_row_stride", "n_rows", "n_cols")
     }
+    backend = "cuda" if target == "sm_90" else "hip"
+    plan = launch_plan(4096, 4, backend, {"cuda": 232448, "hip": 65536}[backend])
     asm = _cross_compile(
         softmax_kernel,
         softmax_types,
-        {"BLOCK_SIZE": 4096, "NUM_STAGES": 2},
+        {"BLOCK_SIZE": 4096, "NUM_STAGES": plan.num_stages},
         target,
-        {"num_warps": 16},
+        {"num_warps": plan.num_warps},
     )
-    assert asm[text]
+    if target == "sm_90":
+        # One program per row, unpipelined: 16-byte loads straight into registers, no staging
+        # through shared memory, and one division per row.
+        assert re.search(r"ld\.global(\.\w+)*\.v4", asm[text]) and "cp.async" not in asm[text]
+        assert len(re.findall(r"div\.\w+\.f32", asm[text])) == 1
+    else:
+        assert asm[text]
+
+
+def test_softmax_launch_plan_per_vendor() -> None:
+    from kernels_fixture.toyops.softmax import launch_plan
+
+    # NVIDIA: one program per row, no pipelining; about 32 bytes of the row per lane.
+    assert launch_plan(1024, 4, "cuda") == (4, 1, False)  # 1823x781, 32768x1024 fp32
+    assert launch_plan(2048, 4, "cuda") == (8, 1, False)
+    assert launch_plan(4096, 4, "cuda") == (16, 1, False)
+    assert launch_plan(4096, 2, "cuda") == (8, 1, False)  # fp16 rows hold half the bytes
+    assert launch_plan(8192, 4, "cuda").num_warps == 16
+    assert launch_plan(16, 2, "cuda").num_warps == 4
+    # AMD: the persistent grid, pipelined as deep as shared memory allows.
+    assert launch_plan(4096, 4, "hip", 65536) == (16, 2, True)
+    assert launch_plan(4096, 4, "hip", 232448) == (16, 4, True)
+    assert launch_plan(4096, 4, "hip", None).num_stages == 2
 
 
 def test_matmul_divisor_gives_16_byte_copies_when_k_and_n_are_not_multiples_of_16(

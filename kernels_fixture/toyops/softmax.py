@@ -1,9 +1,11 @@
 """Fused row-wise softmax in Triton: ``y[i, :] = exp(x[i, :] - max(x[i, :])) / sum(...)``.
 
 The kernel is the one from the Triton tutorial (02-fused-softmax): one row per loop iteration held
-entirely in registers, so each element is read from DRAM once and written once, and a persistent
-grid sized from the kernel's occupancy loops over the rows. fp16 and bf16 rows are computed in
-fp32 and rounded on the store.
+entirely in registers, so each element is read from DRAM once and written once. fp16 and bf16 rows
+are computed in fp32 and rounded on the store. How it is launched (``launch_plan``): on NVIDIA one
+program per row, which the hardware scheduler balances over the SMs and which loads straight into
+registers; on AMD the tutorial's persistent grid, sized from the kernel's occupancy, with a
+software-pipelined loop over the rows.
 
 The hand-written kernel (csrc/softmax.cu on NVIDIA, csrc/softmax.hip on AMD) is still in the tree
 and still selectable: ``TOYOPS_SOFTMAX_IMPL=cuda``. It is our rollback for one release, in case the
@@ -16,12 +18,14 @@ Run ``python -m toyops.softmax`` for a correctness check on a 1823x781 matrix.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
 from . import _cext
+from .matmul import active_backend
 
 # Read once at import: "triton" (default) or "cuda" (the hand-written kernel, HIP on AMD).
 IMPL = os.environ.get("TOYOPS_SOFTMAX_IMPL", "triton").strip().lower() or "triton"
@@ -43,8 +47,9 @@ def softmax_kernel(
     BLOCK_SIZE: tl.constexpr,  # next power of two >= n_cols: a whole row per iteration
     NUM_STAGES: tl.constexpr,  # software-pipelining depth of the row loop
 ):
-    # Persistent grid: program p handles rows p, p + P, p + 2P, ... where P is the grid size,
-    # so a grid that exactly fills the GPU needs no second wave however many rows there are.
+    # Program p handles rows p, p + P, p + 2P, ... where P is the grid size: with one program per
+    # row that is one row; with a persistent grid that exactly fills the GPU, no second wave is
+    # needed however many rows there are.
     row_start = tl.program_id(0)
     row_step = tl.num_programs(0)
     for row_idx in tl.range(row_start, n_rows, row_step, num_stages=NUM_STAGES):
@@ -60,53 +65,92 @@ def softmax_kernel(
         row_minus_max = row - tl.max(row, axis=0)
         numerator = tl.exp(row_minus_max)
         denominator = tl.sum(numerator, axis=0)
-        out = numerator / denominator
+        # One division per row, then a multiply per element: a full fp32 division is a dozen
+        # instructions, and the product is within two roundings of the quotient.
+        out = numerator * (1.0 / denominator)
         out_ptrs = out_ptr + row_idx * out_row_stride + col_offsets
         tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def _num_warps(block_size: int) -> int:
-    # Wider rows get more warps so that each thread holds a bounded slice of the row.
-    if block_size >= 4096:
-        return 16
-    if block_size >= 2048:
-        return 8
-    return 4
+# Bytes of the row each lane (thread) holds: 32 is two 16-byte loads. Enough bytes in flight per
+# SM to cover DRAM latency (Hopper needs about 40 KiB per SM; 2048 lanes x 32 bytes is 64 KiB),
+# and few enough registers per lane for a full SM of lanes.
+BYTES_PER_LANE = 32
+
+
+class LaunchPlan(NamedTuple):
+    """How a row width is launched: warps per program, pipelining depth, and the grid kind."""
+
+    num_warps: int
+    num_stages: int
+    persistent: bool  # a grid that fills the GPU once, looping over rows; else one program per row
+
+
+def _num_warps(block_size: int, element_size: int) -> int:
+    """Warps so that each of 32 lanes holds about BYTES_PER_LANE bytes of the row.
+
+    4 to 16 warps: 4 for a 1024-column fp32 row, 8 for 2048 (or 4096 fp16), 16 for 4096 and up.
+    The same counts on AMD, where a warp is a 64-lane wavefront and each lane holds half as much.
+    """
+    lanes = block_size * element_size // BYTES_PER_LANE
+    return min(max(lanes // 32, 4), 16)
 
 
 def _num_stages(max_shared_mem: int) -> int:
-    # Deeper pipelining of the row loop where shared memory allows it (Hopper: 228 KiB).
+    # Deeper pipelining of the persistent row loop where shared memory allows it (228 KiB on
+    # Hopper, 64 KiB on CDNA).
     return 4 if max_shared_mem > 200_000 else 2
 
 
-def _num_stages_off_gpu() -> int:
-    """The pipelining depth for the active driver's GPU, when the tensors are not on one.
+def launch_plan(
+    block_size: int, element_size: int, backend: str, max_shared_mem: int | None = None
+) -> LaunchPlan:
+    """The launch for rows of ``block_size`` (padded) elements of ``element_size`` bytes.
 
-    That is a compile-only driver building for another machine (give it what that GPU gets) or
-    the interpreter (where it does not matter).
+    ``backend`` is ``"cuda"`` or ``"hip"``; ``max_shared_mem`` (bytes per SM or CU) sizes the
+    persistent loop's pipelining (``None``: unknown, 2 stages).
+
+    NVIDIA: one program per row and no pipelining. The hardware scheduler hands rows to SMs as
+    they free up (no tail of programs with one row more than the others), each program loads its
+    row straight into registers rather than through shared memory, and there is nothing to size
+    on the first call. On an H200 the hand-written one-block-per-row kernel beat the persistent
+    grid at every size measured (bench/results/h200/fixture_gpu_check.md).
+    AMD: the tutorial's persistent grid with a pipelined row loop.
     """
+    num_warps = _num_warps(block_size, element_size)
+    if backend == "hip":
+        return LaunchPlan(num_warps, _num_stages(max_shared_mem or 0), True)
+    return LaunchPlan(num_warps, 1, False)
+
+
+def _device_properties(index: int | None = None) -> dict | None:
+    """The active Triton driver's properties of a device (of the compile-only driver's target
+    when building for another machine); ``None`` without a driver."""
     try:
-        props = triton.runtime.driver.active.utils.get_device_properties(0)
-        return _num_stages(int(props["max_shared_mem"]))
-    except Exception:  # no driver, or one without device properties
-        return 2
+        driver = triton.runtime.driver.active
+        if index is None:
+            index = driver.get_current_device()
+        return driver.utils.get_device_properties(index)
+    except Exception:  # no driver (the interpreter on a CPU), or one without device properties
+        return None
 
 
-# (device index, dtype, BLOCK_SIZE, num_warps) -> (num_stages, programs that fill the GPU once)
-_LAUNCH_CACHE: dict[tuple[int, torch.dtype, int, int], tuple[int, int]] = {}
+# (device index, dtype, BLOCK_SIZE, num_warps, num_stages) -> programs that fill the GPU once
+_GRID_CACHE: dict[tuple[int, torch.dtype, int, int, int], int] = {}
 
 
-def _persistent_launch(
-    y: torch.Tensor, x: torch.Tensor, block_size: int, num_warps: int
-) -> tuple[int, int]:
-    """Pipelining depth and grid size from this GPU's limits and the compiled kernel's usage.
+def persistent_grid(
+    y: torch.Tensor, x: torch.Tensor, block_size: int, num_warps: int, num_stages: int
+) -> int:
+    """Programs that fill the GPU once: SMs x resident programs per SM, from this GPU's limits and
+    the compiled kernel's registers and shared memory.
 
-    Compiles the kernel ahead of the launch (``warmup``) to read its registers and shared memory,
-    as the tutorial does. Called at the first launch for a row width, never at import.
+    Compiles the kernel ahead of the launch (``warmup``) to read its usage, as the tutorial does.
+    Called at the first launch for a row width, never at import.
     """
     index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    key = (index, x.dtype, block_size, num_warps)
-    cached = _LAUNCH_CACHE.get(key)
+    key = (index, x.dtype, block_size, num_warps, num_stages)
+    cached = _GRID_CACHE.get(key)
     if cached is not None:
         return cached
     driver = triton.runtime.driver.active
@@ -115,7 +159,6 @@ def _persistent_launch(
     num_regs = props["max_num_regs"]
     size_smem = props["max_shared_mem"]
     warp_size = props["warpSize"]
-    num_stages = _num_stages(size_smem)
     kernel = softmax_kernel.warmup(
         y,
         x,
@@ -143,9 +186,32 @@ def _persistent_launch(
         occupancy = num_regs // (n_regs * warp_size * num_warps)
     if smem_per_program > 0:
         occupancy = min(occupancy, size_smem // smem_per_program)
-    result = (num_stages, num_sm * max(occupancy, 1))
-    _LAUNCH_CACHE[key] = result
-    return result
+    programs = num_sm * max(occupancy, 1)
+    _GRID_CACHE[key] = programs
+    return programs
+
+
+def launch(
+    y: torch.Tensor,
+    x: torch.Tensor,
+    *,
+    programs: int,
+    block_size: int,
+    num_warps: int,
+    num_stages: int,
+) -> None:
+    """Run the kernel on a grid of ``programs`` (at most one per row): ``y = softmax(x)``."""
+    softmax_kernel[(programs,)](
+        y,
+        x,
+        x.stride(0),
+        y.stride(0),
+        x.shape[0],
+        x.shape[1],
+        BLOCK_SIZE=block_size,
+        NUM_STAGES=num_stages,
+        num_warps=num_warps,
+    )
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
@@ -166,24 +232,26 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     if n_rows == 0 or n_cols == 0:
         return y
     block_size = triton.next_power_of_2(n_cols)
-    num_warps = _num_warps(block_size)
-    if x.is_cuda and not triton.knobs.runtime.interpret:
-        num_stages, programs = _persistent_launch(y, x, block_size, num_warps)
-        programs = min(programs, n_rows)
-    else:
-        # No GPU to size a persistent grid for (the interpreter, or a compile-only driver
-        # building for another machine): one program per row.
-        num_stages, programs = _num_stages_off_gpu(), n_rows
-    softmax_kernel[(programs,)](
+    on_gpu = x.is_cuda and not triton.knobs.runtime.interpret
+    backend = active_backend()
+    max_shared_mem = None
+    if backend == "hip":
+        # Off the GPU (a compile-only driver building for another machine) these are the
+        # target's; under the interpreter there are none, and the plan does not matter.
+        props = _device_properties(x.device.index if on_gpu else None)
+        max_shared_mem = props["max_shared_mem"] if props else None
+    plan = launch_plan(block_size, x.element_size(), backend, max_shared_mem)
+    programs = n_rows
+    if plan.persistent and on_gpu:
+        # Off the GPU there is no GPU to size the grid for; the grid does not change the code.
+        programs = min(persistent_grid(y, x, block_size, plan.num_warps, plan.num_stages), n_rows)
+    launch(
         y,
         x,
-        x.stride(0),
-        y.stride(0),
-        n_rows,
-        n_cols,
-        BLOCK_SIZE=block_size,
-        NUM_STAGES=num_stages,
-        num_warps=num_warps,
+        programs=programs,
+        block_size=block_size,
+        num_warps=plan.num_warps,
+        num_stages=plan.num_stages,
     )
     return y
 
