@@ -254,9 +254,9 @@ def worker_measure(
             for i in range(cfg.warmup_rounds):
                 run_round(-1 - i, a1, b, rng, cfg)
             got = [run_round(i, a1, b, rng, cfg) for i in range(rounds)]
-        finally:
             for w in (a1, b):
                 w.finish(recheck=False)
+        finally:  # a worker that failed is the caller's to restart
             info["last_s"] = time.monotonic() - t0
         logs = [r.log_ratio for r in got if not r.dropped]
         if len(logs) < max(2, rounds // 2):

@@ -6,7 +6,9 @@
 For kernel times near 5 us, 15 us, 130 us and 1.5 ms it records, on one GPU:
 - long interleaved streams of rounds through the real engine (worker processes, CUDA graphs over
   rotating inputs or eager calls after an L2 flush, NVML per block): A1 vs A2 (the same Triton
-  kernel compiled in two processes) and A1 vs B (B does about 3% more work), alternating;
+  kernel compiled in two processes) and A1 vs B (B does more work: extra elements, as many as
+  make it 3% +- 0.4% slower, found by measuring B/A through the same engine first, see
+  ``proof_calibrate.py``), alternating;
 - a sequence of default ``triton.testing.do_bench`` means, A, A', B, A, A', B, ...;
 then the fixture kernels (vector_add, softmax, matmul) against the copy and matmul ceilings.
 Everything raw goes to ``raw_streams.json``; ``protocol_replay.py`` turns it into rates
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import protocol_replay  # noqa: E402
+from proof_calibrate import UNIT, Calibration, search_knob, worker_measure  # noqa: E402
 from proof_fixture import FIXTURE, record_fixture  # noqa: E402
 
 from checks import ceilings as ceilings_mod  # noqa: E402
@@ -46,6 +49,9 @@ KERNELS = Path(__file__).resolve().parent / "proof_kernels"
 ENTRY = "proofk:scale_shift"
 SIZES = (("5us", 5.0), ("15us", 15.0), ("130us", 130.0), ("1.5ms", 1500.0))
 SLOWDOWN = 0.03
+SLOWDOWN_BAND = 0.004  # B/A must come out within 1 + SLOWDOWN +- this
+CALIBRATION_MAX_S = 20.0  # per size, and at most CALIBRATION_SHARE of the size's time
+CALIBRATION_SHARE = 0.3
 
 
 def log(msg: str) -> None:
@@ -98,29 +104,22 @@ class Local:
             self.torch.cuda.synchronize()
             self.torch.cuda.empty_cache()
 
-    def calibrate(self, target_us: float, graph_below_us: float) -> tuple[int, int, float]:
-        """n for ``target_us`` and n_b for ``target * (1 + SLOWDOWN)`` (slope of t(n) measured)."""
+    def calibrate(self, target_us: float, graph_below_us: float) -> tuple[int, float]:
+        """n (a multiple of ``UNIT``) for a kernel time near ``target_us``, and that time."""
         mode = "graph" if target_us < graph_below_us else "eager"
         n = (
             max(1 << 12, int(target_us * 1e-6 * 3.0e12 / 8))
             if self.device != "cpu"
             else max(256, int(target_us * 300))
         )
+        n = _whole(n)
         t = self.time_us(n, mode)
         for _ in range(6):
-            n = max(256, min(n * 4, max(n // 4, int(n * target_us / t))))
+            n = _whole(max(256, min(n * 4, max(n // 4, int(n * target_us / t)))))
             t = self.time_us(n, mode)
             if abs(t / target_us - 1) < 0.05:
                 break
-        ta, tb = [], []
-        for _ in range(3):
-            ta.append(self.time_us(n, mode))
-            tb.append(self.time_us(int(n * 1.2), mode))
-        ta_m, tb_m = sorted(ta)[1], sorted(tb)[1]
-        slope = (tb_m - ta_m) / (0.2 * n)
-        n_b = int(n + SLOWDOWN * ta_m / slope) if slope > 0 else int(n * (1 + SLOWDOWN))
-        n_b = max(int(n * 1.02), min(int(n * 1.15), n_b))
-        return n, n_b, ta_m
+        return n, t
 
     def do_bench(self, fn: Any) -> float:
         if self.device == "cpu":
@@ -138,6 +137,11 @@ class Local:
         for f in fns.values():
             f()
         return fns
+
+
+def _whole(n: int) -> int:
+    """``n`` rounded to a multiple of ``UNIT``, so A and B compile to the same specialization."""
+    return max(UNIT, round(n / UNIT) * UNIT)
 
 
 def cpu_do_bench(fn: Any, warmup: float = 25, rep: float = 100) -> float:
@@ -271,6 +275,79 @@ def record_size(
     }
 
 
+def calibrate_b(
+    workers: dict[str, WorkerClient],
+    label: str,
+    n_a: int,
+    copies: int,
+    cfg: ProtocolConfig,
+    device: str,
+    rng: random.Random,
+    *,
+    seconds: float,
+    rounds: int,
+    max_probes: int,
+) -> tuple[int, dict[str, Any]]:
+    """B's size for B/A = 1 + SLOWDOWN (+- SLOWDOWN_BAND), measured on the A1 and B workers the
+    way the streams will be (fresh set-up per probe, same mode and blocks), before recording;
+    ``seconds`` bounds the probes (the compile and check before them aside)."""
+    for k in ("A1", "B"):  # compile (and check) before the clock starts
+        c = workers[k].check([ENTRY], (n_a,), "float32", seed=1)
+        if not c["correct"]:
+            raise RuntimeError(f"proof kernel wrong on {k}: {c['message']}")
+    t0 = time.monotonic()
+    deadline = t0 + seconds
+    guess = max(1, round(SLOWDOWN * n_a / UNIT))  # 3% more elements: right if time ~ elements
+    measure, info = worker_measure(workers, ENTRY, n_a, copies, cfg, device, rng, rounds=rounds)
+    cal = search_knob(
+        measure,
+        guess=guess,
+        lo=1,
+        hi=max(2, math.ceil(0.25 * n_a / UNIT)),
+        target_ratio=1 + SLOWDOWN,
+        band=SLOWDOWN_BAND,
+        max_probes=max_probes,
+        out_of_time=lambda: time.monotonic() + info["last_s"] > deadline,
+    )
+    knob = cal.knob if cal.probes else guess
+    rec = calibration_record(cal, n_a, knob, time.monotonic() - t0, rounds, sorted(info["modes"]))
+    log(
+        f"{label}: B/A calibrated in {rec['seconds']:.1f} s, {len(cal.probes)} probes ({cal.stop}): "
+        f"+{100 * rec['extra_fraction']:.2f}% elements, predicted B/A "
+        f"{cal.predicted_ratio:.4f}{'' if cal.within else ' (OUTSIDE the band)'}"
+    )
+    return n_a + knob * UNIT, rec
+
+
+def calibration_record(
+    cal: Calibration, n_a: int, knob: int, seconds: float, rounds: int, modes: list[str]
+) -> dict[str, Any]:
+    """What raw_streams.json keeps of a calibration (JSON-safe: no NaN)."""
+
+    def num(x: float | None) -> float | None:
+        return x if x is not None and math.isfinite(x) else None
+
+    return {
+        "target_ratio": cal.target_ratio,
+        "band": cal.band,
+        "unit_elements": UNIT,
+        "knob": knob,
+        "extra_elements": knob * UNIT,
+        "extra_fraction": knob * UNIT / n_a,
+        "predicted_ratio": num(cal.predicted_ratio),
+        "predicted_se_log": num(cal.predicted_se_log),
+        "within": cal.within,
+        "stop": cal.stop,
+        "seconds": seconds,
+        "rounds_per_probe": rounds,
+        "modes": modes,
+        "probes": [
+            {"n_b": n_a + p.knob * UNIT, "ratio": math.exp(p.log_ratio), "se_log": p.se_log}
+            for p in cal.probes
+        ],
+    }
+
+
 def record_do_bench(
     local: Local, n_a: int, n_b: int, max_trials: int, segments: int, deadline: float
 ) -> list[dict[str, Any]]:
@@ -327,11 +404,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         cfg = ProtocolConfig(block_ms=2.0, max_rounds=20)
     rounds, trials = (40, 4) if args.quick else (args.rounds, args.dobench_trials)
+    cal_rounds, cal_probes = (6, 4) if args.quick else (30, 14)
     if args.quick:
         args.segments = 2
     sizes = SIZES[:2] if args.quick else SIZES
-    fixture_reserve = 0.0 if (args.no_fixture or args.device == "cpu") else 90.0
-    replay_reserve = 10.0 if args.quick else 40.0
+    # the fixture stage took ~35 s and the replay ~10 s on the H200 host (2026-11-29)
+    fixture_reserve = 0.0 if (args.no_fixture or args.device == "cpu") else 70.0
+    replay_reserve = 10.0 if args.quick else 25.0
     work = Path(tempfile.mkdtemp(prefix="kernel-review-proof-"))
     spec_kw = {
         "device": args.device,
@@ -344,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
             "protocol": cfg.model_dump(),
             "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "slowdown": SLOWDOWN,
+            "slowdown_band": SLOWDOWN_BAND,
             "notes": [],
         },
         "sizes": [],
@@ -388,17 +468,29 @@ def main(argv: list[str] | None = None) -> int:
             log(f"warm-up: {w}")
         plan = []
         for label, target in sizes:
-            n_a, n_b, t = local.calibrate(target, cfg.graph_below_us)
-            plan.append((label, target, n_a, n_b))
-            log(
-                f"{label}: n_a {n_a} ({t:.2f} us), n_b {n_b} (+{100 * (n_b / n_a - 1):.1f}% elements)"
-            )
+            n_a, t = local.calibrate(target, cfg.graph_below_us)
+            plan.append((label, target, n_a))
+            log(f"{label}: n_a {n_a} ({t:.2f} us)")
         raw["meta"]["setup_s"] = time.monotonic() - start
         left = args.budget_s - (time.monotonic() - start) - fixture_reserve - replay_reserve
         per_size = max(1.0, left / len(plan))
-        for label, target, n_a, n_b in plan:
+        cal_s = min(CALIBRATION_MAX_S, CALIBRATION_SHARE * per_size)
+        for label, target, n_a in plan:
             t_size = time.monotonic()
             try:
+                n_b, cal = calibrate_b(
+                    workers,
+                    label,
+                    n_a,
+                    local.copies(n_a),
+                    cfg,
+                    args.device,
+                    rng,
+                    seconds=cal_s,
+                    rounds=cal_rounds,
+                    max_probes=cal_probes,
+                )
+                rest = t_size + per_size - time.monotonic()
                 entry = record_size(
                     workers,
                     label,
@@ -410,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.device,
                     rounds,
                     args.segments,
-                    t_size + 0.6 * per_size,
+                    time.monotonic() + 0.6 * rest,
                     rng,
                 )
             except (WorkerFailure, RuntimeError) as exc:
@@ -419,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
                 for w in workers.values():
                     w.restart()
                 continue
+            entry["calibration"] = cal
             entry["do_bench"] = record_do_bench(
                 local, n_a, n_b, trials, args.segments, t_size + per_size
             )

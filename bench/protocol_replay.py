@@ -30,6 +30,7 @@ TOLERANCES = (0.015, 0.01, 0.02)  # the first is the one the targets are judged 
 DOBENCH_THRESHOLDS = (0.03, 0.015)
 TARGET_FALSE_ALARMS = 0.01
 TARGET_DETECTION = 0.90
+DEFAULT_SLOWDOWN_BAND = 0.004  # recordings from before the calibration did not write one
 
 
 def rounds_from(stream: list[dict[str, Any]]) -> list[Round]:
@@ -182,6 +183,19 @@ def _stats(xs: list[float]) -> dict[str, float]:
     return {"ratio": math.exp(m), "sd_log": sd, "n": len(xs)}
 
 
+def slowdown_check(meta: dict[str, Any], true_ab: dict[str, float]) -> dict[str, Any]:
+    """Is the realised B/A (whole A/B stream) the slowdown the proof claims to test?"""
+    target = 1.0 + float(meta.get("slowdown", 0.03))
+    band = float(meta.get("slowdown_band", DEFAULT_SLOWDOWN_BAND))
+    ratio = true_ab.get("ratio")
+    return {
+        "target_ratio": target,
+        "band": band,
+        "ratio": ratio,
+        "within": ratio is not None and abs(ratio - target) <= band,
+    }
+
+
 def replay(raw: dict[str, Any], *, n_boot: int = 2000) -> dict[str, Any]:
     cfg = ProtocolConfig(**raw["meta"]["protocol"])
     alpha = cfg.alpha  # one shape: the family is one case
@@ -202,6 +216,10 @@ def replay(raw: dict[str, Any], *, n_boot: int = 2000) -> dict[str, Any]:
             "ours": {},
             "do_bench": {},
         }
+        entry["slowdown"] = slowdown_check(raw["meta"], entry["true_ab"])
+        if size.get("calibration"):
+            entry["calibration"] = {k: v for k, v in size["calibration"].items() if k != "probes"}
+            entry["calibration"]["probes"] = len(size["calibration"].get("probes", []))
         setup_s = size.get("setup_s", 0.0)
         for tol in TOLERANCES:
             entry["ours"][f"tolerance {tol:g}"] = {
@@ -273,7 +291,13 @@ def markdown(summary: dict[str, Any]) -> str:
             if k in ("block_ms", "min_rounds", "max_rounds", "alpha", "warmup_rounds")
         ),
         "",
-        "A/A = the same kernel compiled in two processes; A/B = B does about 3% more work (measured ratio in the size column).",
+        "A/A = the same kernel compiled in two processes; A/B = "
+        + (
+            f"B does more work, as much as makes it {_slowdown_text(meta)} slower, calibrated on this GPU before "
+            "recording (realised ratio in the size column)."
+            if any(s.get("calibration") for s in summary["sizes"])
+            else "B does about 3% more work (measured ratio in the size column)."
+        ),
         "Ours: a verdict is SLOWER when the whole sequential interval lies above 1 + tolerance. do_bench: A then B, SLOWER",
         "when mean(B)/mean(A) > 1 + threshold. GPU-s per verdict: time the GPU was held per verdict; (timing) counts",
         "warm-up and rounds, (with check) adds the correctness check and configure that do_bench does not do.",
@@ -307,8 +331,15 @@ def markdown(summary: dict[str, Any]) -> str:
             and det["rate_slower"] >= TARGET_DETECTION
             and (db_cost is None or det["gpu_s_timing"] < db_cost)
         )
+        chk = s.get("slowdown") or {}
+        off = (
+            ""
+            if chk.get("within", True)
+            else f" (but B/A was {chk.get('ratio') or float('nan'):.4f}, outside {_slowdown_text(meta)}: "
+            "detection was of a different slowdown)"
+        )
         verdicts.append(
-            f"- {s['label']}: {'met' if ok else 'MISSED'}: false alarms {_pct(fa.get('rate_slower'))} of {fa.get('trials', 0)}, "
+            f"- {s['label']}: {'met' if ok else 'MISSED'}{off}: false alarms {_pct(fa.get('rate_slower'))} of {fa.get('trials', 0)}, "
             f"detection {_pct(det.get('rate_slower'))} of {det.get('trials', 0)}, {det.get('gpu_s_timing', float('nan')):.3f} "
             f"GPU-s per verdict timing ({det.get('gpu_s_per_verdict', float('nan')):.3f} with the check) vs do_bench "
             f"{'-' if db_cost is None else f'{db_cost:.3f}'}; do_bench A/A spread "
@@ -316,6 +347,8 @@ def markdown(summary: dict[str, Any]) -> str:
             f"ours {100 * aa_bias.get('sd_log', float('nan')):.2f}% per round; dropped rounds {s['dropped_rounds']} of {s['recorded_rounds']}"
         )
     lines += ["", "## Targets (ours at tolerance 1.5%, sliding windows)", "", *verdicts]
+    lines += ["", f"## The known slowdown: B/A realised against {_slowdown_text(meta)}", ""]
+    lines += [_slowdown_line(s) for s in summary["sizes"]]
     if summary.get("fixture"):
         lines += [
             "",
@@ -332,6 +365,29 @@ def markdown(summary: dict[str, Any]) -> str:
     for note in meta.get("notes", []):
         lines.append(f"\nNote: {note}")
     return "\n".join(lines) + "\n"
+
+
+def _slowdown_text(meta: dict[str, Any]) -> str:
+    band = float(meta.get("slowdown_band", DEFAULT_SLOWDOWN_BAND))
+    return f"{100 * float(meta.get('slowdown', 0.03)):g}% +- {100 * band:g}%"
+
+
+def _slowdown_line(s: dict[str, Any]) -> str:
+    chk = s.get("slowdown") or {}
+    ratio = chk.get("ratio")
+    text = f"- {s['label']}: B/A {'-' if ratio is None else f'{ratio:.4f}'} over the whole A/B stream: "
+    text += "within the band" if chk.get("within") else "OUTSIDE the band"
+    cal = s.get("calibration")
+    if not cal:
+        return text + " (B's size from a slope estimate; no calibration recorded)"
+    pred = cal.get("predicted_ratio")
+    se = cal.get("predicted_se_log")
+    return (
+        text + f"; calibrated in {cal.get('seconds', 0):.1f} s from {cal.get('probes')} probes "
+        f"({cal.get('stop')}): B has {100 * cal.get('extra_fraction', 0):.2f}% more elements, "
+        f"predicted B/A {'-' if pred is None else f'{pred:.4f}'}"
+        + ("" if se is None else f" +- {100 * se:.2f}% (se)")
+    )
 
 
 def write(summary: dict[str, Any], out: Path) -> None:

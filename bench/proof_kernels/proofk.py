@@ -1,8 +1,9 @@
 """The kernel the protocol proof measures: ``y = 2 * x + 0.5`` over ``n`` float32 elements.
 
 A memory-bound Triton kernel whose time is set by ``n``: the proof picks ``n`` for kernel times
-near 5 us, 15 us, 130 us and 1.5 ms, and a second ``n`` about 3% larger for "a kernel that does 3%
-more work". Two worker processes that load this file compile the kernel twice (each has its own
+near 5 us, 15 us, 130 us and 1.5 ms, and a larger ``n`` for "a kernel 3% slower", found by
+measuring (``bench/proof_calibrate.py``). Both are multiples of 16: Triton specializes ``n``
+divisible by 16, and only then are the masked loads and stores 128 bits wide. Two worker processes that load this file compile the kernel twice (each has its own
 Triton cache): that is the A/A pair. On the CPU the same arithmetic runs in torch.
 """
 
