@@ -339,7 +339,12 @@ def run_measure(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) ->
         return 0
     measure = measure_fn or _measurement_engine()
     evidence = measure(
-        d.plan, vendor=env.vendor, shard=(int(m.group(1)), int(m.group(2))), repo_root=Path.cwd()
+        d.plan,
+        vendor=env.vendor,
+        shard=(int(m.group(1)), int(m.group(2))),
+        repo_root=Path.cwd(),
+        details_dir=env.results_path,
+        progress=log,
     )
     out = ResultsFile(
         head_sha=d.plan.head_sha,
@@ -358,7 +363,7 @@ def run_measure(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) ->
 def _measurement_engine() -> Callable[..., Any]:
     """The measurement engine's entry point: (plan, *, vendor, shard, repo_root) -> Evidence."""
     try:
-        from checks.run_plan import measure_plan  # type: ignore[import-not-found]
+        from checks.run_plan import measure_plan
     except ImportError:
         raise KernelReviewError(
             "this build of kernel-review has no measurement engine (checks.run_plan.measure_plan)",

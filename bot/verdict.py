@@ -206,13 +206,19 @@ def _first_call_condition(req: Requirements, ev: Evidence, measured_kernels: boo
             state="met",
             summary="no changed kernel is covered by the policy",
         )
-    gpu = [f for f in ev.first_calls if not f.compile_only]
-    lines = tuple(_first_call_line(f) for f in ev.first_calls)
+    gpu = [f for f in ev.first_calls if not f.compile_only and f.cold_ms is not None]
+    failed = [f for f in ev.first_calls if not f.compile_only and f.cold_ms is None]
+    lines = tuple(
+        _first_call_line(f)
+        if f.cold_ms is not None or f.compile_only
+        else f"{f.kernel} on {f.vendor}: not measured ({f.detail or 'no time recorded'})"
+        for f in ev.first_calls
+    )
     kind = req.deployment
     if not gpu:
-        reasons = [n.reason for n in ev.not_run if n.check == "first_call"] or [
-            "needs a GPU runner"
-        ]
+        reasons = [n.reason for n in ev.not_run if n.check == "first_call"]
+        reasons += [f"{f.kernel}: the measurement failed" for f in failed]
+        reasons = reasons or ["needs a GPU runner"]
         return Condition(
             number=2,
             key="first_call",

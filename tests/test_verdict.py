@@ -211,3 +211,17 @@ def test_unmapped_change_is_named_in_why():
     unmapped = TUNING.model_copy(update={"kernel": "foo_kernel", "mapped": False})
     v = decide([REWRITE_KEPT, unmapped], CLI, FULL)
     assert "not covered by the policy" in v.why
+
+
+def test_a_failed_first_call_is_not_run_never_met():
+    failed = FirstCallEvidence(
+        vendor="nvidia",
+        kernel="softmax",
+        cold_ms=None,
+        warm_ms=None,
+        detail="cold run failed: CUDA error",
+    )
+    v = decide([REWRITE_KEPT], CLI, FULL.model_copy(update={"first_calls": (failed,)}))
+    c = v.conditions[1]
+    assert c.state == "not_run" and "failed" in c.summary
+    assert any("CUDA error" in e for e in c.evidence)
