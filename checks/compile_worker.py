@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from checks import triton_compat
+from checks.cheap_inputs import unfilled_random
 from checks.compile_measure import measure
 from checks.compiler_report import KernelCompileRecord, vendor_of
 
@@ -68,8 +69,6 @@ def record_kernel(
 
     Returns ``(request, shape text)`` pairs and error records for calls that failed.
     """
-    pairs: list[tuple[Any, str]] = []
-    errors: list[dict] = []
     module_name, _, attr = kernel["bench"].partition(":")
     with triton_compat.compile_only(target) as recorder:
         try:
@@ -78,18 +77,28 @@ def record_kernel(
             msg = f"cannot import the bench entry point {kernel['bench']}: {_short(exc)}"
             return [], [_error_record(kernel["name"], target, attr, "-", msg)]
         kernels = triton_compat.find_kernels(repo_modules(repo_root))
-        for dtype in kernel["dtypes"]:
-            for shape in kernel["shapes"]:
-                start = len(recorder.requests)
-                text = _shape_text(shape, dtype)
-                try:
-                    case = entry(tuple(shape), dtype, device="cpu", seed=0)
-                    case["fn"]()
-                    recorder.expand_autotuned(kernels, start)
-                except Exception as exc:
-                    msg = f"calling {kernel['bench']} at {text} failed: {_short(exc)}"
-                    errors.append(_error_record(kernel["name"], target, attr, text, msg))
-                pairs.extend((r, text) for r in recorder.requests[start:])
+        with unfilled_random():
+            return _call_entry(entry, kernel, target, recorder, kernels)
+
+
+def _call_entry(
+    entry: Any, kernel: dict, target: str, recorder: Any, kernels: list
+) -> tuple[list[tuple[Any, str]], list[dict]]:
+    pairs: list[tuple[Any, str]] = []
+    errors: list[dict] = []
+    attr = kernel["bench"].partition(":")[2]
+    for dtype in kernel["dtypes"]:
+        for shape in kernel["shapes"]:
+            start = len(recorder.requests)
+            text = _shape_text(shape, dtype)
+            try:
+                case = entry(tuple(shape), dtype, device="cpu", seed=0)
+                case["fn"]()
+                recorder.expand_autotuned(kernels, start)
+            except Exception as exc:
+                msg = f"calling {kernel['bench']} at {text} failed: {_short(exc)}"
+                errors.append(_error_record(kernel["name"], target, attr, text, msg))
+            pairs.extend((r, text) for r in recorder.requests[start:])
     return pairs, errors
 
 
@@ -219,6 +228,7 @@ def run_job(job: dict) -> dict:
                 records.append({**slot["base"], "error": req.error, "error_stage": "compile"})
             else:
                 slots.append(slot)
+    recorded = time.perf_counter()
     jobs = int(job.get("jobs") or os.cpu_count() or 1)
     results = compile_all([s["req"] for s in slots], target, Path(job["cache_dir"]), jobs)
     compiled = cached = 0
@@ -235,6 +245,7 @@ def run_job(job: dict) -> dict:
         "compiled": compiled,
         "cached": cached,
         "wall_s": round(time.perf_counter() - start, 3),
+        "record_s": round(recorded - start, 3),  # imports + calling the entry points
     }
 
 

@@ -453,3 +453,28 @@ def test_real_registers_match_the_cross_compiled_ones(tmp_path: Path):
         assert v["n_regs"] == c.regs_per_thread
         assert v["n_spills"] * 4 == c.stack_bytes
         assert v["shared_bytes"] == c.shared_bytes  # Triton allocates it all dynamically
+
+
+def test_recording_inputs_are_allocated_but_not_filled():
+    import torch
+
+    from checks.cheap_inputs import unfilled_random
+
+    randn = torch.randn
+    g = torch.Generator().manual_seed(0)
+    with unfilled_random():
+        a = torch.randn((64, 32), generator=g, dtype=torch.float16)
+        b = torch.rand(8, 4, device="cpu")
+        c = torch.randint(0, 10, (5,))
+        d = torch.randn_like(a)
+        assert a.normal_() is a
+    assert (a.shape, a.dtype, b.shape, c.dtype, d.dtype) == (
+        (64, 32),
+        torch.float16,
+        (8, 4),
+        torch.int64,
+        torch.float16,
+    )
+    assert int(c.sum()) == 0  # indices stay valid
+    assert torch.randn is randn
+    assert float(torch.randn(1000).std()) > 0.5  # restored: real random numbers again
