@@ -14,7 +14,8 @@ answer. The line is fitted to all probes, and each probe is a fresh set-up, so t
 set-up variation (about 0.4% at 130 us on the H200) averages out instead of deciding.
 
 ``worker_measure`` is the GPU part: one probe is a fresh set-up of the A1 and B workers (new inputs,
-configure, warm-up) and a short run of interleaved rounds, exactly as the recorded streams are made.
+configure, warm-up) and a short run of interleaved rounds, exactly as the recorded streams are made;
+``calibrate_b`` puts the two together for one size of the proof.
 """
 
 from __future__ import annotations
@@ -266,3 +267,75 @@ def worker_measure(
         return m, sd / math.sqrt(len(logs))
 
     return measure, info
+
+
+def calibrate_b(
+    workers: dict[str, Any],
+    entry: str,
+    n_a: int,
+    copies: int,
+    cfg: ProtocolConfig,
+    device: str,
+    rng: random.Random,
+    *,
+    target_ratio: float,
+    band: float,
+    seconds: float,
+    rounds: int,
+    max_probes: int,
+) -> tuple[int, dict[str, Any]]:
+    """B's size for B/A = ``target_ratio`` (+- ``band``), measured on the A1 and B workers the way
+    the streams will be (fresh set-up per probe, same mode and blocks), before recording;
+    ``seconds`` bounds the probes (the compile and check before them aside). Returns n_b and the
+    record kept in raw_streams.json."""
+    for k in ("A1", "B"):  # compile (and check) before the clock starts
+        c = workers[k].check([entry], (n_a,), "float32", seed=1)
+        if not c["correct"]:
+            raise RuntimeError(f"proof kernel wrong on {k}: {c['message']}")
+    t0 = time.monotonic()
+    deadline = t0 + seconds
+    # as many more elements as the slowdown asked for: right where time is proportional to them
+    guess = max(1, round((target_ratio - 1) * n_a / UNIT))
+    measure, info = worker_measure(workers, entry, n_a, copies, cfg, device, rng, rounds=rounds)
+    cal = search_knob(
+        measure,
+        guess=guess,
+        lo=1,
+        hi=max(2, math.ceil(0.25 * n_a / UNIT)),
+        target_ratio=target_ratio,
+        band=band,
+        max_probes=max_probes,
+        out_of_time=lambda: time.monotonic() + info["last_s"] > deadline,
+    )
+    knob = cal.knob if cal.probes else guess
+    rec = calibration_record(cal, n_a, knob, time.monotonic() - t0, rounds, sorted(info["modes"]))
+    return n_a + knob * UNIT, rec
+
+
+def calibration_record(
+    cal: Calibration, n_a: int, knob: int, seconds: float, rounds: int, modes: list[str]
+) -> dict[str, Any]:
+    """What raw_streams.json keeps of a calibration (JSON-safe: no NaN)."""
+
+    def num(x: float | None) -> float | None:
+        return x if x is not None and math.isfinite(x) else None
+
+    return {
+        "target_ratio": cal.target_ratio,
+        "band": cal.band,
+        "unit_elements": UNIT,
+        "knob": knob,
+        "extra_elements": knob * UNIT,
+        "extra_fraction": knob * UNIT / n_a,
+        "predicted_ratio": num(cal.predicted_ratio),
+        "predicted_se_log": num(cal.predicted_se_log),
+        "within": cal.within,
+        "stop": cal.stop,
+        "seconds": seconds,
+        "rounds_per_probe": rounds,
+        "modes": modes,
+        "probes": [
+            {"n_b": n_a + p.knob * UNIT, "ratio": math.exp(p.log_ratio), "se_log": p.se_log}
+            for p in cal.probes
+        ],
+    }

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import protocol_replay  # noqa: E402
-from proof_calibrate import UNIT, Calibration, search_knob, worker_measure  # noqa: E402
+from proof_calibrate import UNIT, calibrate_b  # noqa: E402
 from proof_fixture import FIXTURE, record_fixture  # noqa: E402
 
 from checks import ceilings as ceilings_mod  # noqa: E402
@@ -275,79 +275,6 @@ def record_size(
     }
 
 
-def calibrate_b(
-    workers: dict[str, WorkerClient],
-    label: str,
-    n_a: int,
-    copies: int,
-    cfg: ProtocolConfig,
-    device: str,
-    rng: random.Random,
-    *,
-    seconds: float,
-    rounds: int,
-    max_probes: int,
-) -> tuple[int, dict[str, Any]]:
-    """B's size for B/A = 1 + SLOWDOWN (+- SLOWDOWN_BAND), measured on the A1 and B workers the
-    way the streams will be (fresh set-up per probe, same mode and blocks), before recording;
-    ``seconds`` bounds the probes (the compile and check before them aside)."""
-    for k in ("A1", "B"):  # compile (and check) before the clock starts
-        c = workers[k].check([ENTRY], (n_a,), "float32", seed=1)
-        if not c["correct"]:
-            raise RuntimeError(f"proof kernel wrong on {k}: {c['message']}")
-    t0 = time.monotonic()
-    deadline = t0 + seconds
-    guess = max(1, round(SLOWDOWN * n_a / UNIT))  # 3% more elements: right if time ~ elements
-    measure, info = worker_measure(workers, ENTRY, n_a, copies, cfg, device, rng, rounds=rounds)
-    cal = search_knob(
-        measure,
-        guess=guess,
-        lo=1,
-        hi=max(2, math.ceil(0.25 * n_a / UNIT)),
-        target_ratio=1 + SLOWDOWN,
-        band=SLOWDOWN_BAND,
-        max_probes=max_probes,
-        out_of_time=lambda: time.monotonic() + info["last_s"] > deadline,
-    )
-    knob = cal.knob if cal.probes else guess
-    rec = calibration_record(cal, n_a, knob, time.monotonic() - t0, rounds, sorted(info["modes"]))
-    log(
-        f"{label}: B/A calibrated in {rec['seconds']:.1f} s, {len(cal.probes)} probes ({cal.stop}): "
-        f"+{100 * rec['extra_fraction']:.2f}% elements, predicted B/A "
-        f"{cal.predicted_ratio:.4f}{'' if cal.within else ' (OUTSIDE the band)'}"
-    )
-    return n_a + knob * UNIT, rec
-
-
-def calibration_record(
-    cal: Calibration, n_a: int, knob: int, seconds: float, rounds: int, modes: list[str]
-) -> dict[str, Any]:
-    """What raw_streams.json keeps of a calibration (JSON-safe: no NaN)."""
-
-    def num(x: float | None) -> float | None:
-        return x if x is not None and math.isfinite(x) else None
-
-    return {
-        "target_ratio": cal.target_ratio,
-        "band": cal.band,
-        "unit_elements": UNIT,
-        "knob": knob,
-        "extra_elements": knob * UNIT,
-        "extra_fraction": knob * UNIT / n_a,
-        "predicted_ratio": num(cal.predicted_ratio),
-        "predicted_se_log": num(cal.predicted_se_log),
-        "within": cal.within,
-        "stop": cal.stop,
-        "seconds": seconds,
-        "rounds_per_probe": rounds,
-        "modes": modes,
-        "probes": [
-            {"n_b": n_a + p.knob * UNIT, "ratio": math.exp(p.log_ratio), "se_log": p.se_log}
-            for p in cal.probes
-        ],
-    }
-
-
 def record_do_bench(
     local: Local, n_a: int, n_b: int, max_trials: int, segments: int, deadline: float
 ) -> list[dict[str, Any]]:
@@ -480,15 +407,23 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 n_b, cal = calibrate_b(
                     workers,
-                    label,
+                    ENTRY,
                     n_a,
                     local.copies(n_a),
                     cfg,
                     args.device,
                     rng,
+                    target_ratio=1 + SLOWDOWN,
+                    band=SLOWDOWN_BAND,
                     seconds=cal_s,
                     rounds=cal_rounds,
                     max_probes=cal_probes,
+                )
+                log(
+                    f"{label}: B/A calibrated in {cal['seconds']:.1f} s, {len(cal['probes'])} probes "
+                    f"({cal['stop']}): +{100 * cal['extra_fraction']:.2f}% elements, predicted B/A "
+                    f"{cal['predicted_ratio'] or float('nan'):.4f}"
+                    + ("" if cal["within"] else " (OUTSIDE the band)")
                 )
                 rest = t_size + per_size - time.monotonic()
                 entry = record_size(

@@ -293,7 +293,7 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
         "A/A = the same kernel compiled in two processes; A/B = "
         + (
-            f"B does more work, as much as makes it {_slowdown_text(meta)} slower, calibrated on this GPU before "
+            f"B does more work, as much as makes it {_slowdown_text(meta)} slower, calibrated on the device before "
             "recording (realised ratio in the size column)."
             if any(s.get("calibration") for s in summary["sizes"])
             else "B does about 3% more work (measured ratio in the size column)."
