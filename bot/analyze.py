@@ -32,6 +32,7 @@ _MARKERS = (
     r"triton|__global__|<<<|hipLaunchKernel|cudaLaunchKernel|PYBIND11_MODULE|TORCH_LIBRARY|\]\s*\("
 )
 _GREP_BATCH = 400
+MAX_READ_CHARS = 16 * 1024 * 1024
 
 
 def analyze_repo(
@@ -49,13 +50,24 @@ def analyze_repo(
         policy = policy_at(repo, base_sha)
     old_paths = [f.old_path for f in parsed.files if f.old_path and source_kind(f.old_path)]
     new_paths = [f.new_path for f in parsed.files if f.new_path and source_kind(f.new_path)]
-    return analyze_parsed(
+    budget = _Budget(MAX_READ_CHARS)
+    analysis = analyze_parsed(
         parsed,
         policy=policy,
-        old_source=_reader(repo, base_sha, set(old_paths), _marked(repo, base_sha, old_paths)),
-        new_source=_reader(repo, head_sha, set(new_paths), _marked(repo, head_sha, new_paths)),
+        old_source=_reader(repo, base_sha, old_paths, _marked(repo, base_sha, old_paths), budget),
+        new_source=_reader(repo, head_sha, new_paths, _marked(repo, head_sha, new_paths), budget),
         old_files=list_files(repo, base_sha),
+        thrifty=False,  # git grep already chose the files worth reading
     )
+    if budget.refused:
+        note = (
+            f"read {MAX_READ_CHARS >> 20} MiB of whole files, the most one analysis reads; "
+            f"{len(set(budget.refused))} more were read from their diff lines only"
+        )
+        analysis = analysis.model_copy(
+            update={"notes": [*analysis.notes, note], "from_context_only": True}
+        )
+    return analysis
 
 
 def policy_at(repo: str | os.PathLike[str], rev: str) -> Policy | None:
@@ -99,8 +111,21 @@ def _marked(repo: str | os.PathLike[str], sha: str, paths: Sequence[str]) -> set
     return found
 
 
+class _Budget:
+    """Whole files read for one analysis, in characters: past it, files are left to their diff
+    lines, so a pull request touching a thousand huge files costs bounded time."""
+
+    def __init__(self, chars: int) -> None:
+        self.left = chars
+        self.refused: list[str] = []
+
+
 def _reader(
-    repo: str | os.PathLike[str], sha: str, diff_paths: Iterable[str], marked: set[str]
+    repo: str | os.PathLike[str],
+    sha: str,
+    diff_paths: Iterable[str],
+    marked: set[str],
+    budget: _Budget,
 ) -> Callable[[str], str | None]:
     """path -> text at ``sha``. A file of the diff without markers is left to its diff lines."""
     in_diff = set(diff_paths)
@@ -110,7 +135,12 @@ def _reader(
         if path in in_diff and path not in marked:
             return None
         if path not in cache:
-            cache[path] = show_file(repo, sha, path)
+            if budget.left <= 0:
+                budget.refused.append(path)
+                return None
+            text = show_file(repo, sha, path)
+            budget.left -= len(text or "")
+            cache[path] = text
         return cache[path]
 
     return read

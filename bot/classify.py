@@ -134,15 +134,18 @@ def analyze_diff(
     old_source: SourceFn | None = None,
     new_source: SourceFn | None = None,
     old_files: Sequence[str] | None = None,
+    thrifty: bool = True,
 ) -> Analysis:
     """Analyze unified diff text. ``old_files``: every path at base, when known (for pairing a
-    new Triton kernel with a C++ kernel the diff leaves untouched)."""
+    new Triton kernel with a C++ kernel the diff leaves untouched). ``thrifty``: read a whole
+    file only when its diff lines could belong to a kernel (or the policy names it)."""
     return analyze_parsed(
         parse_diff(diff_text),
         policy=policy,
         old_source=old_source,
         new_source=new_source,
         old_files=old_files,
+        thrifty=thrifty,
     )
 
 
@@ -153,6 +156,7 @@ def analyze_parsed(
     old_source: SourceFn | None = None,
     new_source: SourceFn | None = None,
     old_files: Sequence[str] | None = None,
+    thrifty: bool = True,
 ) -> Analysis:
     from bot.pairing import pair_rewrites
 
@@ -172,7 +176,7 @@ def analyze_parsed(
             continue
         if source_kind(patch.path) is None and source_kind(patch.old_path or "") is None:
             continue
-        sides.append(_read_sides(patch, old_source, new_source))
+        sides.append(_read_sides(patch, old_source, new_source, policy, thrifty))
     ctx = Context(
         files=sides,
         old_source=old_source,
@@ -236,8 +240,40 @@ def whole_text_from_diff(patch: FilePatch, side: str) -> str | None:
     return None
 
 
-def _read_sides(patch: FilePatch, old_source: SourceFn | None, new_source: SourceFn | None):
+def _read_sides(
+    patch: FilePatch,
+    old_source: SourceFn | None,
+    new_source: SourceFn | None,
+    policy: Policy | None,
+    thrifty: bool,
+) -> FileSides:
     out = FileSides(patch=patch, old=None, new=None)
+    kind = source_kind(patch.path) or source_kind(patch.old_path or "") or "python"
+    sides = {
+        "old": (
+            [x for h in patch.hunks for x in h.old_lines()],
+            [(h.old_start, h.section) for h in patch.hunks],
+        ),
+        "new": (
+            [x for h in patch.hunks for x in h.new_lines()],
+            [(h.new_start, h.section) for h in patch.hunks],
+        ),
+    }
+    visible = "\n".join(
+        [t for lines, sections in sides.values() for _, t in lines]
+        + [head for _, head in sides["new"][1]]
+    )
+    covered = policy is not None and any(
+        policy.kernels_for_path(p) for p in (patch.old_path, patch.new_path) if p
+    )
+    if thrifty and not (covered or _MARKERS[kind].search(visible)):
+        # Nothing in the diff's lines a kernel, a launch or a tuning knob could be made of:
+        # not worth reading the whole file (a read may be a network call).
+        if patch.old_path:
+            out.old = FileScan(path=patch.old_path, kind=kind, language=None, complete=False)
+        if patch.new_path:
+            out.new = FileScan(path=patch.new_path, kind=kind, language=None, complete=False)
+        return out
     for side, path, source in (
         ("old", patch.old_path, old_source),
         ("new", patch.new_path, new_source),
@@ -249,24 +285,14 @@ def _read_sides(patch: FilePatch, old_source: SourceFn | None, new_source: Sourc
             text = whole_text_from_diff(patch, side)
         if text is not None and len(text) > MAX_SOURCE_CHARS:
             out.notes.append(
-                f"{path} ({side}) is over {MAX_SOURCE_CHARS >> 20} MiB: read from diff lines"
+                f"{path} ({side}) is over {MAX_SOURCE_CHARS // 1024} KiB: read from its diff lines"
             )
             text = None
         if text is not None:
             scan = scan_source(path, text)
         else:
-            if side == "old":
-                sections = [(h.old_start, h.section) for h in patch.hunks]
-                lines = [x for h in patch.hunks for x in h.old_lines()]
-            else:
-                sections = [(h.new_start, h.section) for h in patch.hunks]
-                lines = [x for h in patch.hunks for x in h.new_lines()]
-            kind = source_kind(path)
-            visible = "\n".join([t for _, t in lines] + [s for _, s in sections])
-            if kind is not None and _MARKERS[kind].search(visible):
-                scan = scan_lines(path, lines, sections)
-            else:  # nothing a kernel, a launch or a tuning knob could be made of
-                scan = FileScan(path=path, kind=kind or "python", language=None, complete=False)
+            lines, sections = sides[side]
+            scan = scan_lines(path, lines, sections)
         if side == "old":
             out.old, out.old_text = scan, text
         else:
@@ -403,7 +429,7 @@ def _constants_changed(f: FileSides, k: KernelDef) -> list[str]:
         for x in f.new.launches
         if x.kernel == k.name
     )
-    return [n for n in changed if n.rstrip("'") in used]
+    return [n for n in changed if n.split("'")[0] in used]
 
 
 def _single(kind: ChangeKind, k: KernelDef, f: FileSides) -> KernelChange:
@@ -481,9 +507,18 @@ def _compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelC
             None,
         )
         if existing is None:
+            old_k = _kernel_named(ctx, name, language, "old")
+            new_k = _kernel_named(ctx, name, language, "new")
             out.append(
                 KernelChange(
-                    kind=kind, name=name, language=language, path=b[0].path, notes=notes, **update
+                    kind=kind,
+                    name=name,
+                    language=language,
+                    path=new_k.path if new_k else b[0].path,
+                    old=old_k.ref() if old_k else None,
+                    new=new_k.ref() if new_k else None,
+                    notes=notes,
+                    **update,
                 )
             )
         elif existing.kind not in ("new", "deleted"):
@@ -502,6 +537,16 @@ def _compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelC
                 }
             )
     return out
+
+
+def _kernel_named(ctx: Context, name: str, language: str, side: str) -> KernelDef | None:
+    """The kernel called ``name`` (same language family) in the files read, if any."""
+    for f in ctx.files:
+        scan = f.old if side == "old" else f.new
+        for k in scan.kernels if scan else ():
+            if k.name == name and _family(k.language) == _family(language):
+                return k
+    return None
 
 
 def _loose_configs(ctx: Context, changes: list[KernelChange]) -> list[KernelChange]:

@@ -26,7 +26,8 @@ SourceKind = Literal["python", "cpp"]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 CPP_SUFFIXES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".inl")
-MAX_SOURCE_CHARS = 2 * 1024 * 1024
+MAX_SOURCE_CHARS = 512 * 1024  # a longer file is read from its diff lines only
+MAX_PER_FILE = 1_000  # kernels, and launches, read from one file
 
 # Names whose values are tuning knobs rather than algorithm: BLOCK_SIZE_M, XBLOCK, num_warps,
 # threads_per_block, kBlockSize. Lower-case ``block_start`` / ``block_id`` are algorithm.
@@ -147,7 +148,6 @@ class FileScan(_Frozen):
     launches: tuple[LaunchSite, ...] = ()
     tuning_constants: dict[str, str] = Field(default_factory=dict)  # BLOCK_SIZE = 1024 ...
     bindings: tuple[tuple[str, str], ...] = ()  # (name exported to Python, C++ function)
-    calls: tuple[str, ...] = ()  # names called (Python), for call-site switches
     notes: tuple[str, ...] = ()
 
     def kernel(self, name: str) -> KernelDef | None:

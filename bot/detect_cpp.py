@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from bot.detect import (
+    MAX_PER_FILE,
     FileScan,
     KernelDef,
     Language,
@@ -48,6 +49,7 @@ _TOP_LEVEL_SIGNATURE = re.compile(r"^[A-Za-z_][\w:<>,*& ]*\(")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 _NEWLINE = re.compile("\n")
 _BRACE = re.compile(r"[{}]")
+_PARENS = re.compile(r"[()]")
 _GLOBAL = re.compile(r"\b__global__\b")
 _TRIPLE = re.compile("<<<")
 _OPEN_PAREN = re.compile(r"\s*\(")
@@ -79,12 +81,13 @@ def mask(text: str) -> tuple[str, str]:
     return "".join(code), "".join(bare)
 
 
-def match_braces(bare: str) -> dict[int, int | None]:
-    """Offsets of every ``{`` -> offset of its ``}`` (None when unclosed)."""
+def match_braces(bare: str, pattern: re.Pattern[str] | None = None) -> dict[int, int | None]:
+    """Offsets of every ``{`` -> offset of its ``}`` (None when unclosed); with ``_PARENS``,
+    the same for ``(`` and ``)``. One pass, so a file of unclosed brackets stays linear."""
     pairs: dict[int, int | None] = {}
     stack: list[int] = []
-    for m in _BRACE.finditer(bare):
-        if m.group(0) == "{":
+    for m in (pattern or _BRACE).finditer(bare):
+        if m.group(0) in "{(":
             stack.append(m.start())
             pairs[m.start()] = None
         elif stack:
@@ -92,9 +95,10 @@ def match_braces(bare: str) -> dict[int, int | None]:
     return pairs
 
 
-def _balanced(bare: str, open_at: int, pair: str = "()") -> int | None:
+def _balanced(bare: str, open_at: int, pair: str = "()", limit: int = 2_000) -> int | None:
+    """The offset closing the bracket at ``open_at``, looking at most ``limit`` characters on."""
     depth = 0
-    for k in range(open_at, len(bare)):
+    for k in range(open_at, min(len(bare), open_at + limit)):
         ch = bare[k]
         if ch == pair[0]:
             depth += 1
@@ -129,6 +133,7 @@ class _Text:
         self.code, self.bare = mask(self.text)
         self.starts = [0] + [m.end() for m in _NEWLINE.finditer(self.text)]
         self.pairs = match_braces(self.bare)
+        self.parens = match_braces(self.bare, _PARENS)
         self.opens = sorted(self.pairs)
         self._code_lines: list[str] | None = None
 
@@ -165,14 +170,22 @@ def scan_cpp(
     launches = _launches(path, t, language)
     constants: dict[str, str] = {}
     seen: set[int] = set()
+    counts: dict[str, int] = {}
     for regex in (_DEFINE, _CONST, _DIM3, _VAR):
         for m in regex.finditer(t.code):
+            if len(constants) >= MAX_PER_FILE:
+                break
             if is_tuning_name(m.group(1)) and m.start(1) not in seen:
                 seen.add(m.start(1))
-                key = m.group(1)
-                while key in constants:  # the same name in two functions
-                    key += "'"
+                name = m.group(1)
+                counts[name] = counts.get(name, 0) + 1
+                key = name if counts[name] == 1 else f"{name}'{counts[name]}"  # same name twice
                 constants[key] = collapse(m.group(2))
+    notes = tuple(
+        f"{path}: only the first {MAX_PER_FILE} {what} were read"
+        for what, found in (("kernels", kernels), ("launches", launches))
+        if len(found) >= MAX_PER_FILE
+    )
     bindings = tuple((m.group(1), m.group(2).split("::")[-1]) for m in _BINDING.finditer(t.code))
     lower = path.lower()
     gpu_file = lower.endswith((".cu", ".cuh", ".hip"))
@@ -185,17 +198,20 @@ def scan_cpp(
         launches=tuple(launches),
         tuning_constants=constants,
         bindings=bindings,
+        notes=notes,
     )
 
 
 def _kernels(path: str, t: _Text, language: Language, complete: bool) -> list[KernelDef]:
-    out = []
+    out: list[KernelDef] = []
     for m in _GLOBAL.finditer(t.bare):
+        if len(out) >= MAX_PER_FILE:
+            break
         found = _kernel_name(t.bare, m.end())
         if found is None:
             continue
         name, params_open = found
-        params_close = _balanced(t.bare, params_open)
+        params_close = t.parens.get(params_open)
         if params_close is None:
             continue
         after = _BODY_OPEN.match(t.bare, params_close + 1)
@@ -309,9 +325,11 @@ def _kernel_name(bare: str, k: int) -> tuple[str, int] | None:
 
 
 def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
-    out = []
+    out: list[LaunchSite] = []
     for m in _TRIPLE.finditer(t.bare):
-        close = t.bare.find(">>>", m.end())
+        if len(out) >= MAX_PER_FILE:
+            return out
+        close = t.bare.find(">>>", m.end(), m.end() + 2_000)
         if close == -1:
             continue
         name = _name_before(t.bare, m.start())
@@ -320,13 +338,15 @@ def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
         paren = _OPEN_PAREN.match(t.bare, close + 3)
         args = ""
         if paren:
-            end = _balanced(t.bare, paren.end() - 1)
-            args = t.code[paren.end() : end] if end is not None else t.code[paren.end() :]
+            end = t.parens.get(paren.end() - 1)
+            args = t.code[paren.end() : end if end is not None else paren.end() + 2_000]
         grid = t.code[m.end() : close]
         out.append(_site(path, t, language, name, m.start(), grid, _split_args(args)))
     for m in _LAUNCH_FUNCS.finditer(t.bare):
-        end = _balanced(t.bare, m.end() - 1)
-        inner = t.code[m.end() : end] if end is not None else t.code[m.end() :]
+        if len(out) >= MAX_PER_FILE:
+            return out
+        end = t.parens.get(m.end() - 1)
+        inner = t.code[m.end() : end if end is not None else m.end() + 2_000]
         parts = _split_args(inner)
         if not parts:
             continue
@@ -342,12 +362,14 @@ def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
 
 
 def _name_before(bare: str, pos: int) -> str | None:
+    """The kernel name before ``<<<`` (template arguments skipped), within 2,000 characters."""
+    floor = max(0, pos - 2_000)
     k = pos - 1
-    while k >= 0 and bare[k].isspace():
+    while k >= floor and bare[k].isspace():
         k -= 1
-    if k >= 0 and bare[k] == ">":  # template arguments: kernel<float, 128><<<...>>>
+    if k >= floor and bare[k] == ">":  # template arguments: kernel<float, 128><<<...>>>
         depth = 0
-        while k >= 0:
+        while k >= floor:
             if bare[k] == ">":
                 depth += 1
             elif bare[k] == "<":
@@ -358,10 +380,10 @@ def _name_before(bare: str, pos: int) -> str | None:
                 return None
             k -= 1
         k -= 1
-        while k >= 0 and bare[k].isspace():
+        while k >= floor and bare[k].isspace():
             k -= 1
     end = k + 1
-    while k >= 0 and (bare[k].isalnum() or bare[k] == "_"):
+    while k >= floor and (bare[k].isalnum() or bare[k] == "_"):
         k -= 1
     name = bare[k + 1 : end]
     return name if name and not name[0].isdigit() else None

@@ -12,9 +12,11 @@ from __future__ import annotations
 import ast
 import copy
 import re
+import warnings
 from collections.abc import Callable, Sequence
 
 from bot.detect import (
+    MAX_PER_FILE,
     FileScan,
     KernelDef,
     LaunchSite,
@@ -26,6 +28,7 @@ from bot.detect import (
 )
 
 _DECOS = ("jit", "autotune", "heuristics")
+_LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without "triton" or this, no kernels
 _CONFIG_KW = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
@@ -33,18 +36,24 @@ _CONFIG_KW = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 def scan_python(path: str, text: str) -> FileScan:
+    if "triton" not in text and not _LAUNCH_HINT.search(text):
+        return FileScan(path=path, kind="python", language=None, complete=True)
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError) as exc:
-        lines = [(i + 1, line.rstrip("\r")) for i, line in enumerate(text.split("\n"))]
-        sparse: list[str | None] = [t for _, t in lines]
-        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
-        scan = scan_python_lines(path, sparse, ())
-        note = f"{path} is not valid Python{where}; its kernels were found by patterns"
+        with warnings.catch_warnings():  # invalid escapes in the user's strings are theirs
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+        reader = _Reader(path, tree, text.split("\n"))
+        reader.read(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if isinstance(exc, SyntaxError):
+            why = (
+                f"is not valid Python (line {exc.lineno})" if exc.lineno else "is not valid Python"
+            )
+        else:
+            why = "is nested too deeply to read as Python"
+        scan = scan_python_lines(path, [line.rstrip("\r") for line in text.split("\n")], ())
+        note = f"{path} {why}; its kernels were found by patterns"
         return scan.model_copy(update={"notes": (*scan.notes, note)})
-    lines = text.split("\n")
-    reader = _Reader(path, tree, lines)
-    reader.visit(tree)
     kernels = tuple(reader.kernels)
     return FileScan(
         path=path,
@@ -54,7 +63,6 @@ def scan_python(path: str, text: str) -> FileScan:
         kernels=kernels,
         launches=tuple(reader.launches),
         tuning_constants=reader.tuning_constants(),
-        calls=tuple(sorted(reader.calls)),
     )
 
 
@@ -125,7 +133,7 @@ def parse_config(node: ast.AST) -> TritonConfig | None:
     return TritonConfig(kwargs=kwargs, extra=extra, **fields)
 
 
-class _Reader(ast.NodeVisitor):
+class _Reader:
     def __init__(self, path: str, tree: ast.Module, lines: list[str]) -> None:
         self.path = path
         self.lines = lines
@@ -134,8 +142,6 @@ class _Reader(ast.NodeVisitor):
         self.funcs: dict[str, ast.FunctionDef] = {}
         self.kernels: list[KernelDef] = []
         self.launches: list[LaunchSite] = []
-        self.calls: set[str] = set()
-        self.stack: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for node in tree.body:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -162,26 +168,29 @@ class _Reader(ast.NodeVisitor):
             if is_tuning_name(name) or (name.isupper() and "CONFIG" in name)
         }
 
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        kinds = [_deco_kind(_dotted(d, self.aliases)) for d in node.decorator_list]
-        if "jit" in kinds:
-            self.kernels.append(self._kernel(node, kinds))
-        self.stack.append(node)
-        self.generic_visit(node)
-        self.stack.pop()
-
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
-
-    def visit_Call(self, node: ast.Call) -> None:
-        if isinstance(node.func, ast.Subscript):
-            name = _dotted(node.func.value, {})
-            if name:
-                self.launches.append(self._launch(node, name.split(".")[-1]))
-        else:
-            name = _dotted(node.func, {})
-            if name:
-                self.calls.add(name.split(".")[-1])
-        self.generic_visit(node)
+    def read(self, tree: ast.Module) -> None:
+        """One pass over the tree: kernels, and launches with the function around them."""
+        Func = ast.FunctionDef | ast.AsyncFunctionDef
+        todo: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(tree, None)]
+        while todo:
+            node, around = todo.pop()
+            if isinstance(node, Func):
+                if node.decorator_list and len(self.kernels) < MAX_PER_FILE:
+                    kinds = [_deco_kind(_dotted(d, self.aliases)) for d in node.decorator_list]
+                    if "jit" in kinds:
+                        self.kernels.append(self._kernel(node, kinds))
+                around = node
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Subscript)
+                and len(self.launches) < MAX_PER_FILE
+            ):
+                name = _dotted(node.func.value, {})
+                if name:
+                    self.launches.append(self._launch(node, name.split(".")[-1], around))
+            todo.extend((child, around) for child in ast.iter_child_nodes(node))
+        self.kernels.sort(key=lambda k: k.line_start)
+        self.launches.sort(key=lambda x: x.line)
 
     def _kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kinds: list) -> KernelDef:
         configs = None
@@ -272,7 +281,9 @@ class _Reader(ast.NodeVisitor):
                     return self._resolve_list(returns[0].value, depth + 1)
         return None
 
-    def _launch(self, node: ast.Call, kernel: str) -> LaunchSite:
+    def _launch(
+        self, node: ast.Call, kernel: str, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
+    ) -> LaunchSite:
         assert isinstance(node.func, ast.Subscript)
         tuning: dict[str, str] = {}
         args = [ast.unparse(a) for a in node.args]
@@ -282,7 +293,6 @@ class _Reader(ast.NodeVisitor):
                 tuning[kw.arg] = text
             else:
                 args.append(f"{kw.arg or '**'}={text}")
-        wrapper = self.stack[-1] if self.stack else None
         w_start = w_end = None
         w_digest = None
         if wrapper is not None:
@@ -342,7 +352,6 @@ _LAUNCH = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\s*\[(.+?)\]\s*\((.*)$")
 _CONSTEXPR = re.compile(r"(\w+)\s*:\s*(?:tl|triton\.language)\.constexpr(?:\s*=\s*([^,)]+))?")
 _KWARG = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*([^,()]+)")
 _MODULE_CONST = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=\s*(.+)$")
-_CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
 _KEY = re.compile(r"key\s*=\s*\[([^\]]*)\]")
 _QUOTED = re.compile(r"['\"](\w+)['\"]")
 _EMPTY_ARG = re.compile(r",\s*(?=,|$)")
@@ -364,7 +373,7 @@ def scan_python_lines(
     covered: set[int] = set()
     n = len(sparse)
     i = 0
-    while i < n:
+    while i < n and len(kernels) < MAX_PER_FILE:
         line = sparse[i]
         m = _DEF_LINE.match(line) if line is not None else None
         if m is None:
@@ -412,6 +421,8 @@ def scan_python_lines(
                 if line.strip() and len(line) - len(line.lstrip()) <= indent:
                     break
                 end += 1
+            while end >= first - 1 and not (sparse[end] or "").strip():
+                end -= 1  # trailing blank lines belong to no one
             if end < first - 1:
                 continue
             kernels.append(
@@ -427,17 +438,14 @@ def scan_python_lines(
                     from_context=True,
                 )
             )
-    launches = []
+    launches: list[LaunchSite] = []
     constants: dict[str, str] = {}
-    calls: set[str] = set()
     for number, line in enumerate(sparse, 1):
         if line is None:
             continue
         code = line.split("#", 1)[0]
-        for c in _CALL.finditer(code):
-            calls.add(c.group(1))
         lm = _LAUNCH.search(code) if "](" in code or "] (" in code else None
-        if lm and not code.lstrip().startswith(("def ", "@")):
+        if lm and not code.lstrip().startswith(("def ", "@")) and len(launches) < MAX_PER_FILE:
             inner = _until_close(lm.group(3))
             tuning = {k: v.strip() for k, v in _KWARG.findall(inner) if is_tuning_name(k)}
             launches.append(
@@ -462,7 +470,6 @@ def scan_python_lines(
         kernels=tuple(kernels),
         launches=tuple(launches),
         tuning_constants=constants,
-        calls=tuple(sorted(calls)),
     )
 
 
@@ -548,7 +555,9 @@ def config_calls(lines: Sequence[tuple[int, str]]) -> list[tuple[int, int, Trito
             if expr is None:
                 continue
             try:
-                parsed = parse_config(ast.parse(expr, mode="eval").body)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    parsed = parse_config(ast.parse(expr, mode="eval").body)
             except SyntaxError:
                 continue
             if parsed is not None:
@@ -565,7 +574,9 @@ def configs_in(text: str) -> tuple[TritonConfig, ...] | None:
         if expr is None:
             return None
         try:
-            node = ast.parse(expr, mode="eval").body
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                node = ast.parse(expr, mode="eval").body
         except SyntaxError:
             return None
         parsed = parse_config(node)
