@@ -178,6 +178,16 @@ def run_first_call(args: argparse.Namespace) -> int:
 
     policy, specs = _policy_and_specs(args)
     mode = "compile-only" if args.device == "cpu" else "gpu"
+    if mode == "gpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            from bot.errors import CompilerError
+
+            raise CompilerError(
+                "no GPU here, so the first call cannot run for real",
+                hint="measure the compile-only cost instead: kernel-review first-call --device cpu",
+            )
     target = (
         args.target or (list(policy.compiler.nvidia_targets) + list(policy.compiler.amd_targets))[0]
     )

@@ -183,9 +183,17 @@ def compiler_evidence(old: CompilerReport, new: CompilerReport) -> CompilerEvide
 
 
 def compiler_evidence_for_range(
-    repo: Path, base_sha: str, head_sha: str, plan: Any, policy: Any
+    repo: Path,
+    base_sha: str,
+    head_sha: str,
+    plan: Any,
+    policy: Any,
+    *,
+    details_dir: Path | None = None,
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
-    """Compile the planned kernels at base and at head and compare them."""
+    """Compile the planned kernels at base and at head and compare them; with ``details_dir``
+    the full reports (every variant) are written there as ``compiler-old.json`` and
+    ``compiler-new.json``."""
     not_run: list[NotRun] = []
     targets = _targets(policy, tuple(plan.vendors))
     if not plan.kernels or not targets:
@@ -199,4 +207,8 @@ def compiler_evidence_for_range(
         return None, [NotRun(check="compiler", reason=exc.message)]
     for note in (*old.notes, *new.notes):
         not_run.append(NotRun(check="compiler", reason=note))
+    if details_dir is not None:
+        Path(details_dir).mkdir(parents=True, exist_ok=True)
+        for name, report in (("old", old), ("new", new)):
+            (Path(details_dir) / f"compiler-{name}.json").write_text(report.model_dump_json())
     return compiler_evidence(old, new), not_run
