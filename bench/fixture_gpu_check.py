@@ -1,6 +1,7 @@
 """Check the fixture's kernels on a GPU: correct on both sides, and roughly how fast.
 
     python bench/fixture_gpu_check.py --out bench/results/h200/fixture_gpu_check
+    python bench/fixture_gpu_check.py --tune --out bench/results/h200/fixture_tune
 
 Builds the fixture repository, checks out base and head, and runs every operator of each side
 in its own subprocess (a crash loses one operator, not the run): base's hand-written vector_add
@@ -11,6 +12,10 @@ reference, then timed with ``triton.testing.do_bench`` (median; it flushes L2 be
 and reported as achieved GB/s against a measured device-to-device copy, or TFLOP/s against
 torch.matmul on the same shape. Rough numbers for the fixture's own sake, not the bot's verdict.
 Writes OUT.json and OUT.md.
+
+``--tune`` skips base and the C++ kernels (no builds; a few minutes in all): head's Triton
+operators as shipped and their torch references, then the launch-settings sweep of softmax and
+matmul (``fixture_tune.py``), with the fastest setting per shape and the goals it reaches.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fixture_tune  # noqa: E402
 
 TAG = "RESULT "
 WORKER_TIMEOUT_S = 300
@@ -119,28 +127,53 @@ def _probe_vector_add() -> None:
 
 
 def _probe_softmax() -> None:
-    """Warps of the persistent Triton softmax, float32."""
+    """Warps of the Triton softmax at float32: one program per row (unpipelined, as shipped on
+    NVIDIA) and the persistent grid (pipelined as deep as shared memory allows)."""
+    import importlib
+
     import torch
-    import toyops.softmax as sm
     import triton
 
+    # Not `import toyops.softmax as sm`: toyops/__init__.py binds the name `softmax` to the
+    # function, and that import form returns the package's attribute.
+    sm = importlib.import_module("toyops.softmax")
+    props = triton.runtime.driver.active.utils.get_device_properties(torch.cuda.current_device())
+    persistent_stages = sm._num_stages(props["max_shared_mem"])
     for rows, cols in ((4096, 4096), (32768, 1024), (1823, 781)):
         x = torch.randn(rows, cols, device="cuda")
         y = torch.empty_like(x)
+        expected = torch.softmax(x, dim=-1)
         block = triton.next_power_of_2(cols)
-        for warps in (4, 8, 16, 32):
-            rec: dict[str, Any] = {"probe": "softmax", "shape": [rows, cols], "num_warps": warps}
-            try:
-                stages, programs = sm._persistent_launch(y, x, block, warps)
-                rec["programs"] = min(programs, rows)
-                kernel = sm.softmax_kernel[(rec["programs"],)]
-                args = (y, x, x.stride(0), y.stride(0), rows, cols)
-                meta = {"BLOCK_SIZE": block, "NUM_STAGES": stages, "num_warps": warps}
-                launch = functools.partial(kernel, *args, **meta)
-                rec["gbps"] = 8 * rows * cols / (_time_ms(launch) * 1e-3) / 1e9
-            except Exception as exc:
-                rec["error"] = str(exc)[:500]
-            _emit(rec)
+        for grid in ("per_row", "persistent"):
+            for warps in (4, 8, 16, 32):
+                rec: dict[str, Any] = {
+                    "probe": "softmax",
+                    "shape": [rows, cols],
+                    "grid": grid,
+                    "num_warps": warps,
+                }
+                try:
+                    stages, programs = 1, rows
+                    if grid == "persistent":
+                        stages = persistent_stages
+                        programs = min(sm.persistent_grid(y, x, block, warps, stages), rows)
+                    rec.update(num_stages=stages, programs=programs)
+                    launch = functools.partial(
+                        sm.launch,
+                        y,
+                        x,
+                        programs=programs,
+                        block_size=block,
+                        num_warps=warps,
+                        num_stages=stages,
+                    )
+                    y.fill_(float("nan"))
+                    launch()
+                    rec["ok"] = bool(torch.allclose(y, expected, atol=1e-6, rtol=1e-4))
+                    rec["gbps"] = 8 * rows * cols / (_time_ms(launch) * 1e-3) / 1e9
+                except Exception as exc:
+                    rec["error"] = str(exc)[:500]
+                _emit(rec)
 
 
 def _ceilings() -> None:
@@ -166,6 +199,11 @@ def worker(spec: dict[str, Any]) -> int:
     )
     if spec.get("ceilings"):
         _ceilings()
+    if spec.get("tune"):
+        {"softmax": fixture_tune.tune_softmax, "matmul": fixture_tune.tune_matmul}[spec["tune"]](
+            _emit
+        )
+        return 0
     import importlib
 
     module_name, func = spec["entry"].split(":")
@@ -180,9 +218,23 @@ def worker(spec: dict[str, Any]) -> int:
 # --- parent side ---------------------------------------------------------------------------------
 
 
-def _plan() -> list[dict[str, Any]]:
-    """(side, label, entry, cases, env, needs C++) for every worker, Triton-only ones first."""
+def _plan(tune: bool = False) -> list[dict[str, Any]]:
+    """(side, label, entry, cases, env, needs C++) for every worker, Triton-only ones first.
+
+    ``tune``: head's torch and Triton workers and the two sweeps, which go before head's Triton
+    workers so that these find every config compiled (the sweeps compile in parallel)."""
     va, sm, mm = (list(map(list, cases)) for cases in (VECTOR_ADD, SOFTMAX, MATMUL))
+    if tune:
+        return [
+            {"side": "head", "impl": "torch", "op": "vector_add", "entry": "toyops.bench:vector_add_ref", "cases": va, "ceilings": True},
+            {"side": "head", "impl": "torch", "op": "softmax", "entry": "toyops.bench:softmax_ref", "cases": sm},
+            {"side": "head", "impl": "torch", "op": "matmul", "entry": "toyops.bench:matmul_ref", "cases": mm},
+            {"side": "head", "impl": "triton", "op": "softmax", "entry": "tune:softmax", "cases": [], "tune": "softmax"},
+            {"side": "head", "impl": "triton", "op": "matmul", "entry": "tune:matmul", "cases": [], "tune": "matmul"},
+            {"side": "head", "impl": "triton", "op": "vector_add", "entry": "toyops.bench:vector_add", "cases": va},
+            {"side": "head", "impl": "triton", "op": "softmax", "entry": "toyops.bench:softmax", "cases": sm},
+            {"side": "head", "impl": "triton", "op": "matmul", "entry": "toyops.bench:matmul", "cases": mm},
+        ]  # fmt: skip
     return [
         {"side": "head", "impl": "torch", "op": "vector_add", "entry": "toyops.bench:vector_add_ref", "cases": va, "ceilings": True},
         {"side": "head", "impl": "torch", "op": "softmax", "entry": "toyops.bench:softmax_ref", "cases": sm},
@@ -286,6 +338,10 @@ def _run_worker(job: dict[str, Any], tree: Path, env: dict[str, str]) -> list[di
             )
     if rc != 0:
         print(f"  worker exited {rc}\n{err[-3000:]}", flush=True)
+        if job.get("tune"):  # a sweep has no cases to mark: say that it stopped, and why
+            records.append(
+                {"tune": "worker_failed", "kind": job["tune"], "error": f"worker exited {rc}: {err[-1500:]}"}
+            )  # fmt: skip
     return records
 
 
@@ -365,7 +421,7 @@ def _short(error: Any) -> str:
 
 def _markdown(report: dict[str, Any]) -> str:
     lines = [
-        "# Fixture kernels on the GPU",
+        "# Fixture kernels on the GPU" + (" (--tune)" if report.get("tune") else ""),
         "",
         f"Device: {report.get('device')}; torch {report.get('torch')}, triton {report.get('triton')}; "
         f"copy ceiling {report['copy_gbps'] or 0:.0f} GB/s (do_bench median, reads + writes); "
@@ -399,27 +455,32 @@ def _markdown(report: dict[str, Any]) -> str:
         lines.append(
             f"| {g['op']} | {'x'.join(map(str, g['shape']))} | {g['dtype']} | {g['metric']} | {fmt(g['value'], '.3f')} | {g['threshold']} | {'yes' if g['met'] else 'NO'} |"
         )
-    lines += [
-        "",
-        "## Head against base (the review's pairs; base C++ for vector_add and softmax)",
-        "",
-        "| op | shape | dtype | base us | head us | head / base |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
+    if report["comparisons"]:
+        lines += [
+            "",
+            "## Head against base (the review's pairs; base C++ for vector_add and softmax)",
+            "",
+            "| op | shape | dtype | base us | head us | head / base |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
     for c in report["comparisons"]:
         lines.append(
             f"| {c['op']} | {'x'.join(map(str, c['shape']))} | {c['dtype']} | {c['base_us']:.1f} | "
             f"{c['head_us']:.1f} | {c['head_over_base']:.3f} |"
         )
-    lines += ["", "## Builds", ""] + [
-        f"- {b['op']}: {'ok' if b['ok'] else 'FAILED'} in {b['seconds']:.0f} s"
-        for b in report["builds"]
-    ]
-    lines += ["", "## Probes (Triton launch settings, GB/s)", ""]
+    if report["builds"]:
+        lines += ["", "## Builds", ""] + [
+            f"- {b['op']}: {'ok' if b['ok'] else 'FAILED'} in {b['seconds']:.0f} s"
+            for b in report["builds"]
+        ]
+    if report["probes"]:
+        lines += ["", "## Probes (Triton launch settings, GB/s)", ""]
     for p in report["probes"]:
         lines.append(
             f"- {json.dumps({k: v for k, v in p.items() if k not in ('side', 'impl', 'entry')})}"
         )
+    if report.get("tune"):
+        lines += fixture_tune.markdown(report["tune"])
     return "\n".join(lines) + "\n"
 
 
@@ -432,6 +493,11 @@ def main(argv: list[str] | None = None) -> int:
         "--workdir",
         type=Path,
         help="where to build the repository and caches (default: a temp dir)",
+    )
+    parser.add_argument(
+        "--tune",
+        action="store_true",
+        help="head only, no C++ builds: sweep softmax and matmul launch settings",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -463,10 +529,10 @@ def main(argv: list[str] | None = None) -> int:
         TOYOPS_BUILD_DIR=str(workdir / "toyops-build"),
     )
 
-    builds = _start_builds(trees, env)
+    builds = [] if args.tune else _start_builds(trees, env)
     records: list[dict[str, Any]] = []
     build_records: list[dict[str, Any]] | None = None
-    for job in _plan():
+    for job in _plan(args.tune):
         if job["impl"] == "cxx" and build_records is None:
             build_records = _finish_builds(builds)
         records += _run_worker(job, trees[job["side"]], env)
@@ -482,12 +548,17 @@ def main(argv: list[str] | None = None) -> int:
         wall_s=time.perf_counter() - started,
         base_sha=repo.base_sha,
         head_sha=repo.head_sha,
+        mode="tune" if args.tune else "check",
     )
+    if args.tune:
+        report["tune"] = fixture_tune.summarize(records, report["copy_gbps"], GOALS)
     out = args.out if args.out.suffix == ".json" else args.out.with_name(args.out.name + ".json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
     out.with_suffix(".md").write_text(_markdown(report))
     print(_markdown(report))
+    if args.tune:
+        print("\n".join(["Fastest settings:", *fixture_tune.best_lines(report["tune"])]))
     print(f"wrote {out} and {out.with_suffix('.md')}")
     failed = [r for r in report["rows"] if not r.get("ok")]
     return 1 if failed or not all(b["ok"] for b in build_records) else 0
