@@ -10,10 +10,21 @@ import re
 from typing import Any
 
 from checks import isa_parse
-from checks.occupancy import amd_arch, amd_occupancy, nvidia_arch, nvidia_occupancy, parse_target
+from checks.occupancy import (
+    Occupancy,
+    amd_arch,
+    amd_occupancy,
+    known_target,
+    nvidia_arch,
+    nvidia_occupancy,
+    parse_target,
+)
 
 
-def max_regs(target: str, options: dict[str, Any] | None = None) -> int:
+def max_regs(target: str, options: dict[str, Any] | None = None) -> int | None:
+    """The register cap per thread on ``target`` (None where its limits are not tabled)."""
+    if not known_target(target):
+        return None
     vendor, arch = parse_target(target)
     if vendor == "nvidia":
         cap = nvidia_arch(int(arch)).max_regs_per_thread
@@ -72,8 +83,15 @@ def _nvidia(
         if sm >= 90 and static >= 1024:
             static -= 1024
     shared = dynamic_shared + static
-    occ = nvidia_occupancy(
-        sm, regs_per_thread=usage.regs_per_thread, shared_bytes=shared, warps_per_block=num_warps
+    occ = (
+        nvidia_occupancy(
+            sm,
+            regs_per_thread=usage.regs_per_thread,
+            shared_bytes=shared,
+            warps_per_block=num_warps,
+        )
+        if known_target(f"sm_{sm}")
+        else None
     )
     spill = usage.spill_store_bytes
     return {
@@ -89,7 +107,16 @@ def _nvidia(
         ),
         "stack_bytes": usage.stack_bytes,
         "shared_bytes": shared,
+        **_occupancy_fields(occ),
+    }
+
+
+def _occupancy_fields(occ: Occupancy | None) -> dict[str, Any]:
+    if occ is None:
+        return {}
+    return {
         "occupancy_warps_per_sm": occ.warps_per_sm,
+        "occupancy_waves_per_simd": occ.waves_per_simd,
         "occupancy_fraction": occ.fraction,
         "occupancy_limiter": occ.limiter,
     }
@@ -106,10 +133,19 @@ def amd_fields(
     gfx: str, usage: isa_parse.AmdUsage, *, waves_per_block: int, dynamic_lds_bytes: int = 0
 ) -> dict[str, Any]:
     """Record fields from one AMD kernel's usage (shared with the HIP report)."""
-    wave = usage.wavefront_size or amd_arch(gfx).wave_size
+    known = known_target(gfx)
+    wave = usage.wavefront_size or (amd_arch(gfx).wave_size if known else 64)
     lds = dynamic_lds_bytes + usage.static_lds_bytes
-    occ = amd_occupancy(
-        gfx, vgprs=usage.vgprs, sgprs=usage.sgprs, lds_bytes=lds, waves_per_block=waves_per_block
+    occ = (
+        amd_occupancy(
+            gfx,
+            vgprs=usage.vgprs,
+            sgprs=usage.sgprs,
+            lds_bytes=lds,
+            waves_per_block=waves_per_block,
+        )
+        if known
+        else None
     )
     return {
         "threads_per_block": waves_per_block * wave,
@@ -122,9 +158,7 @@ def amd_fields(
         ),
         "stack_bytes": usage.scratch_bytes_per_lane,
         "shared_bytes": lds,
-        "occupancy_waves_per_simd": occ.waves_per_simd,
-        "occupancy_fraction": occ.fraction,
-        "occupancy_limiter": occ.limiter,
+        **_occupancy_fields(occ),
         "compiler_occupancy_waves_per_simd": usage.reported_occupancy_waves_per_simd,
     }
 

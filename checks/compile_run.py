@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.errors import CompilerError
 from checks.compiler_report import CompilerReport, KernelCompileRecord, make_report, vendor_of
+from checks.occupancy import AMD_ARCHS, NVIDIA_ARCHS, known_target
 
 JOB_CACHE_VERSION = "1"
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "build", "dist"}
@@ -212,6 +213,16 @@ def build_compiler_report(
             records.append(rec.model_copy(update={"cached": True}) if job_hit else rec)
         compiled += 0 if job_hit else result["compiled"]
         cached += result["cached"] + result["compiled"] if job_hit else result["cached"]
+    for target in targets:
+        if not known_target(target):
+            notes.append(
+                f"{target}: no occupancy table or register cap here, so neither is reported "
+                "(known: "
+                + ", ".join(f"sm_{k}" for k in NVIDIA_ARCHS)
+                + ", "
+                + ", ".join(AMD_ARCHS)
+                + ")"
+            )
     records.sort(key=lambda r: (r.kernel, r.target, r.function, r.config_label))
     return make_report(
         records,

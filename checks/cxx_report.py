@@ -23,7 +23,7 @@ from bot.errors import CompilerError
 from checks import isa_parse
 from checks.compile_measure import amd_fields, max_regs
 from checks.compiler_report import KernelCompileRecord
-from checks.occupancy import nvidia_occupancy, parse_target
+from checks.occupancy import known_target, nvidia_occupancy, parse_target
 
 _ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(")
 _NTID = re.compile(r"\.(?:maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
@@ -126,7 +126,7 @@ def nvidia_records(
                 stack_bytes=u.stack_bytes,
                 shared_bytes=u.static_shared_bytes or 0,
             )
-            if threads:
+            if threads and known_target(target):
                 occ = nvidia_occupancy(
                     sm,
                     regs_per_thread=u.regs_per_thread,

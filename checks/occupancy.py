@@ -158,6 +158,12 @@ def parse_target(name: str) -> tuple[Literal["nvidia", "amd"], int | str]:
     )
 
 
+def known_target(name: str) -> bool:
+    """Whether this module has the limits (occupancy, register cap) of target ``name``."""
+    vendor, arch = parse_target(name)
+    return int(arch) in NVIDIA_ARCHS if vendor == "nvidia" else str(arch) in AMD_ARCHS
+
+
 def nvidia_arch(sm: int) -> NvidiaArch:
     if sm not in NVIDIA_ARCHS:
         known = ", ".join(f"sm_{k}" for k in NVIDIA_ARCHS)

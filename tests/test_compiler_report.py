@@ -478,3 +478,24 @@ def test_recording_inputs_are_allocated_but_not_filled():
     assert int(c.sum()) == 0  # indices stay valid
     assert torch.randn is randn
     assert float(torch.randn(1000).std()) > 0.5  # restored: real random numbers again
+
+
+def test_a_target_without_tables_still_gets_registers():
+    from checks.compile_measure import measure
+
+    data = Path(__file__).parent / "data" / "compiler"
+    fields = measure(
+        target="sm_75",
+        texts={"ptx": (data / "resources_sm90.ptx").read_text(), "ttir": ""},
+        metadata={"name": "_Z12spill_kernelPKfPfi", "num_warps": 32, "shared": 0},
+        ptxas_log=(data / "resources_sm90.ptxas.txt").read_text(),
+    )
+    assert (fields["regs_per_thread"], fields["spill_bytes"]) == (32, 1132)
+    assert fields["max_regs_per_thread"] is None and "occupancy_fraction" not in fields
+    known = measure(
+        target="sm_90",
+        texts={"ptx": "", "ttir": ""},
+        metadata={"name": "_Z12spill_kernelPKfPfi", "num_warps": 32, "shared": 0},
+        ptxas_log=(data / "resources_sm90.ptxas.txt").read_text(),
+    )
+    assert known["max_regs_per_thread"] == 255 and known["occupancy_fraction"] == 1.0
