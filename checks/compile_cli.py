@@ -221,7 +221,7 @@ def render_first_call(reports: list) -> str:
             lines.append(
                 f"  {run.cache}: fixed {run.fixed_ms:.0f} ms (torch {run.import_torch_ms:.0f}, "
                 f"triton {run.import_triton_ms:.0f}, entry {run.import_entry_ms:.0f}, "
-                f"context {run.context_ms:.0f})"
+                f"context {run.context_ms:.0f}, Triton set-up {run.triton_setup_ms:.0f})"
             )
             for s in run.standalone:
                 tune = f", autotune {s.autotune_ms:.0f} ms" if s.autotune_ms else ""

@@ -61,6 +61,7 @@ class FirstCallRun(_Frozen):
     import_triton_ms: float = 0.0
     import_entry_ms: float = 0.0
     context_ms: float = 0.0  # GPU context creation (0 in compile-only mode)
+    triton_setup_ms: float = 0.0  # hashing Triton's sources, creating its driver: once a process
     standalone: tuple[ShapeFirstCall, ...] = ()
     distribution: tuple[ShapeFirstCall, ...] = ()
     error: str | None = None
@@ -72,7 +73,8 @@ class FirstCallRun(_Frozen):
             + self.import_torch_ms
             + self.import_triton_ms
             + self.import_entry_ms
-            + self.context_ms,
+            + self.context_ms
+            + self.triton_setup_ms,
             3,
         )
 
@@ -105,7 +107,7 @@ def _run(data: dict, cache: Literal["cold", "warm"], mode: str, device: str) -> 
     if "fatal" in data:
         return FirstCallRun(cache=cache, mode=mode, device=device, error=data["fatal"])  # type: ignore[arg-type]
     keys = ("python_start_ms", "import_torch_ms", "import_triton_ms", "import_entry_ms")
-    fixed = {k: data.get(k, 0.0) for k in (*keys, "context_ms")}
+    fixed = {k: data.get(k, 0.0) for k in (*keys, "context_ms", "triton_setup_ms")}
     base = sum(fixed.values())
     standalone = []
     for row in data.get("standalone", []):
@@ -270,7 +272,7 @@ def first_call_evidence(report: FirstCallReport, vendor: str) -> Any:
     if cold is not None and not cold.error:
         detail.append(
             f"imports {cold.import_torch_ms + cold.import_triton_ms + cold.import_entry_ms:.0f} ms"
-            f", context {cold.context_ms:.0f} ms"
+            f", context {cold.context_ms:.0f} ms, Triton set-up {cold.triton_setup_ms:.0f} ms"
         )
     if report.warm_over_budget_shapes:
         detail.append("over budget even warm: " + ", ".join(report.warm_over_budget_shapes))

@@ -56,11 +56,19 @@ def backend_hash(name: str) -> str:
     return str(make_backend(gpu_target(name)).hash())
 
 
-def warm_up() -> None:
-    """Pay Triton's one-off compile set-up (hashing its own sources) in this process."""
+def warm_up(*, gpu: bool = False) -> None:
+    """Pay Triton's one-off set-up in this process: hashing its own sources (every compile and
+    every cache lookup needs that key), importing the code generator and, on a GPU, creating the
+    driver (which builds its C utilities on first use when the cache is empty)."""
+    import triton.compiler.code_generator  # noqa: F401
     from triton.runtime.cache import triton_key
 
     triton_key()
+    if gpu:
+        from triton.runtime.driver import driver
+
+        driver.active.get_current_target()
+        _ = driver.active.utils
 
 
 def nvidia_tool(binary: str) -> str:
