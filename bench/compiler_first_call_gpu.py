@@ -61,6 +61,8 @@ def load_policy() -> dict[str, Any]:
         "specs": specs,
         "deployment": data.get("deployment", {"kind": "long-lived"}),
         "nvidia_target": data.get("compiler", {}).get("nvidia_targets", ["sm_90"])[0],
+        "targets": data.get("compiler", {}).get("nvidia_targets", ["sm_90"])
+        + data.get("compiler", {}).get("amd_targets", ["gfx942", "gfx90a"]),
     }
 
 
@@ -92,17 +94,17 @@ def environment() -> dict[str, Any]:
 
 def part_report(policy: dict, scratch: Path) -> dict[str, Any]:
     cache = scratch / "compile-cache"
-    target = policy["nvidia_target"]
+    targets = policy["targets"]
     timings = {}
     for run in ("cold", "warm"):
         start = time.perf_counter()
-        report = build_compiler_report(FIXTURE, policy["specs"], [target], cache_dir=cache)
+        report = build_compiler_report(FIXTURE, policy["specs"], targets, cache_dir=cache)
         timings[run] = {
             "wall_s": round(time.perf_counter() - start, 2),
             "compiled": report.compiled,
             "cached": report.cached,
         }
-    return {"target": target, "timings": timings, "report": report.model_dump(mode="json")}
+    return {"targets": targets, "timings": timings, "report": report.model_dump(mode="json")}
 
 
 def part_real(policy: dict, cross: dict[str, Any] | None) -> dict[str, Any]:
@@ -139,9 +141,12 @@ def part_real(policy: dict, cross: dict[str, Any] | None) -> dict[str, Any]:
                     }
                 )
     variants = triton_compat.compiled_variants(kernels)
+    major, minor = torch.cuda.get_device_capability()
+    here = f"sm_{major}{minor}"
     crossed = {}
     for r in (cross or {}).get("records", []):
-        crossed[(r["function"], r["config_label"], r["specialization"])] = r
+        if r["target"] == here:
+            crossed[(r["function"], r["config_label"], r["specialization"])] = r
     for v in variants:
         c = crossed.get((v["function"], v["config_label"], v["specialization"]))
         v["cross_regs_per_thread"] = c["regs_per_thread"] if c else None
@@ -225,10 +230,14 @@ def render(results: dict[str, Any]) -> str:
         t = results["report"]["timings"]
         lines += [
             "",
-            f"## Cross-compiled report ({results['report']['target']}, no GPU needed)",
+            f"## Cross-compiled report ({', '.join(results['report']['targets'])}, no GPU needed)",
             "",
             f"cold: {t['cold']['wall_s']} s for {t['cold']['compiled']} variants on "
             f"{results['env']['cpus']} cores; warm: {t['warm']['wall_s']} s",
+            "",
+        ]
+        lines += [
+            f"- {f['severity']}: {f['message']}" for f in results["report"]["report"]["flags"]
         ]
     if "real" in results:
         lines += ["", "## Real compiled kernels against the cross-compiled ones", ""]
