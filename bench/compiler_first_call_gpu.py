@@ -107,8 +107,10 @@ def part_report(policy: dict, scratch: Path) -> dict[str, Any]:
     return {"targets": targets, "timings": timings, "report": report.model_dump(mode="json")}
 
 
-def part_real(policy: dict, cross: dict[str, Any] | None) -> dict[str, Any]:
+def part_real(policy: dict, cross: dict[str, Any] | None, scratch: Path) -> dict[str, Any]:
     import torch
+
+    triton_compat.set_cache_dir(str(scratch / "real-triton-cache"))  # every variant compiles here
 
     sys.path.insert(0, str(FIXTURE))
     bench = importlib.import_module("toyops.bench")
@@ -323,7 +325,7 @@ def main() -> int:
         results["report"] = part_report(policy, scratch)
         save()
     if "real" in parts:
-        results["real"] = part_real(policy, (results.get("report") or {}).get("report"))
+        results["real"] = part_real(policy, (results.get("report") or {}).get("report"), scratch)
         save()
     if "first-call" in parts:
         rows = part_first_call(policy, scratch, args.with_compile_only)
