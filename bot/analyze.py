@@ -127,13 +127,14 @@ def _reader(
     marked: set[str],
     budget: _Budget,
 ) -> Callable[[str], str | None]:
-    """path -> text at ``sha``. A file of the diff without markers is left to its diff lines."""
+    """path -> text at ``sha``. A file of the diff that ``git grep`` found no kernel marker in
+    reads as empty: whatever else it holds, no kernel, launch or binding is made of it."""
     in_diff = set(diff_paths)
     cache: dict[str, str | None] = {}
 
     def read(path: str) -> str | None:
         if path in in_diff and path not in marked:
-            return None
+            return ""
         if path not in cache:
             if budget.left <= 0:
                 budget.refused.append(path)

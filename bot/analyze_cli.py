@@ -109,8 +109,11 @@ def _read_diff(name: str) -> str:
 # ------------------------------------------------------------------------------ the table
 
 
-def _where(ref: KernelRef | None) -> str:
-    return f"{ref.path}:{ref.line_start}-{ref.line_end}" if ref else "-"
+def _where(ref: KernelRef | None, *, named: bool = False) -> str:
+    if ref is None:
+        return "-"
+    where = f"{ref.path}:{ref.line_start}-{ref.line_end}"
+    return f"{where} ({ref.name})" if named else where
 
 
 def _languages(c: KernelChange) -> str:
@@ -135,8 +138,8 @@ def _details(c: KernelChange) -> list[str]:
     out = []
     if c.kind == "rewrite":
         olds = [c.old, *c.old_variants] if c.old else []
-        kept = "kept" if c.old_kernel_kept else "deleted"
-        out.append(f"old: {', '.join(_where(r) for r in olds)} ({kept})")
+        named = any(r.name != c.name for r in olds)
+        out.append("old: " + ", ".join(_where(r, named=named) for r in olds))
         out += [f"why: {w}" for w in c.evidence]
     elif c.old and c.new and (c.old.path != c.new.path):
         out.append(f"was: {_where(c.old)}")

@@ -32,6 +32,7 @@ from bot.detect import (
     KernelRef,
     LaunchSite,
     TritonConfig,
+    called_helpers,
     collapse,
     is_tuning_line,
     scan_lines,
@@ -51,7 +52,7 @@ _MARKERS = {
         r"(?i:block|tile|warps|stages|threads|group_size|split_k|maxnreg)"
     ),
     "cpp": re.compile(
-        r"__global__|<<<|LaunchKernel|PYBIND11|TORCH_LIBRARY|\.def\(|\.impl\(|"
+        r"__global__|__device__|__shared__|<<<|LaunchKernel|PYBIND11|TORCH_LIBRARY|\.def\(|\.impl\(|"
         r"(?i:block|tile|warps|stages|threads)"
     ),
 }
@@ -383,6 +384,11 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 changes.append(_single("new", k, f))
                 continue
             kind, notes, t_old, t_new = compare_kernels(old[name], k, f.patch)
+            if kind is None and k.language != "triton":
+                changed = _helpers_changed(f, old[name], k)
+                if changed:
+                    kind = "body"
+                    notes.append("the __device__ functions it calls changed: " + ", ".join(changed))
             constants = _constants_changed(f, k)
             if constants and kind in (None, "tuning"):
                 kind = "tuning"
@@ -408,6 +414,15 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 )
             )
     return changes
+
+
+def _helpers_changed(f: FileSides, old: KernelDef, new: KernelDef) -> list[str]:
+    """Names of the ``__device__`` helpers a C++ kernel calls whose code differs (whole files)."""
+    if f.old is None or f.new is None or f.old_text is None or f.new_text is None:
+        return []
+    before = {(h.name, h.digest) for h in called_helpers(f.old, old, f.old_text.split("\n"))}
+    after = {(h.name, h.digest) for h in called_helpers(f.new, new, f.new_text.split("\n"))}
+    return sorted({name for name, _ in before ^ after})
 
 
 def _constants_changed(f: FileSides, k: KernelDef) -> list[str]:

@@ -60,6 +60,9 @@ def is_tuning_line(line: str) -> bool:
     return bool(m and is_tuning_name(m.group(1)))
 
 
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*[(<]")
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -145,6 +148,7 @@ class FileScan(_Frozen):
     language: Language | None  # triton for Python with kernels; cuda or hip for C++
     complete: bool  # False: read from diff lines only
     kernels: tuple[KernelDef, ...] = ()
+    helpers: tuple[KernelDef, ...] = ()  # C++ __device__ functions (Triton helpers are kernels)
     launches: tuple[LaunchSite, ...] = ()
     tuning_constants: dict[str, str] = Field(default_factory=dict)  # BLOCK_SIZE = 1024 ...
     bindings: tuple[tuple[str, str], ...] = ()  # (name exported to Python, C++ function)
@@ -155,6 +159,24 @@ class FileScan(_Frozen):
             if k.name == name:
                 return k
         return None
+
+
+def called_helpers(scan: FileScan, kernel: KernelDef, lines: Sequence[str]) -> list[KernelDef]:
+    """The functions of the same file ``kernel`` calls, directly or through each other:
+    ``__device__`` helpers in C++, other ``@triton.jit`` functions in Python."""
+    pool = [*scan.helpers, *(k for k in scan.kernels if k.language == "triton")]
+    out: list[KernelDef] = []
+    seen = {(kernel.name, kernel.line_start)}
+    todo = [kernel]
+    while todo:
+        k = todo.pop()
+        called = set(_CALLED.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
+        for h in pool:
+            if h.name in called and (h.name, h.line_start) not in seen:
+                seen.add((h.name, h.line_start))
+                out.append(h)
+                todo.append(h)
+    return sorted(out, key=lambda h: h.line_start)
 
 
 def source_kind(path: str) -> SourceKind | None:

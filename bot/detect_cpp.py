@@ -51,6 +51,7 @@ _NEWLINE = re.compile("\n")
 _BRACE = re.compile(r"[{}]")
 _PARENS = re.compile(r"[()]")
 _GLOBAL = re.compile(r"\b__global__\b")
+_DEVICE = re.compile(r"\b__device__\b")
 _TRIPLE = re.compile("<<<")
 _OPEN_PAREN = re.compile(r"\s*\(")
 _BODY_OPEN = re.compile(r"\s*(?:__launch_bounds__\s*\([^)]*\)\s*)?\{")
@@ -167,6 +168,7 @@ def scan_cpp(
     language: Language = "hip" if hip else "cuda"
     kernels = _kernels(path, t, language, complete)
     kernels += _section_kernels(path, t, language, sections, kernels)
+    helpers = _kernels(path, t, language, complete, _DEVICE) if "__device__" in t.bare else []
     launches = _launches(path, t, language)
     constants: dict[str, str] = {}
     seen: set[int] = set()
@@ -195,6 +197,7 @@ def scan_cpp(
         language=language if (kernels or launches or gpu_file or hip) else None,
         complete=complete,
         kernels=tuple(kernels),
+        helpers=tuple(helpers),
         launches=tuple(launches),
         tuning_constants=constants,
         bindings=bindings,
@@ -202,9 +205,12 @@ def scan_cpp(
     )
 
 
-def _kernels(path: str, t: _Text, language: Language, complete: bool) -> list[KernelDef]:
+def _kernels(
+    path: str, t: _Text, language: Language, complete: bool, marker: re.Pattern[str] = _GLOBAL
+) -> list[KernelDef]:
+    """Function definitions after ``__global__`` (kernels), or ``__device__`` (helpers)."""
     out: list[KernelDef] = []
-    for m in _GLOBAL.finditer(t.bare):
+    for m in marker.finditer(t.bare):
         if len(out) >= MAX_PER_FILE:
             break
         found = _kernel_name(t.bare, m.end())

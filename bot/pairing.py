@@ -276,18 +276,30 @@ def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
     return out
 
 
+def _by_file(olds: list[_Old]) -> dict[str, list[_Old]]:
+    out: dict[str, list[_Old]] = {}
+    for o in olds:
+        out.setdefault(o.kernel.path, []).append(o)
+    return out
+
+
 def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) -> KernelChange:
-    primary = mine[0][0]
-    languages = sorted({o.kernel.language for o, _ in mine}, key=lambda x: x != "cuda")
-    evidence = [f"{o.kernel.path}: {'; '.join(why)}" for o, why in mine]
-    kept = [o for o, _ in mine if o.kept]
-    gone = [o for o, _ in mine if not o.kept]
+    olds = [o for o, _ in mine]
+    primary = olds[0]
+    languages = sorted({o.kernel.language for o in olds}, key=lambda x: x != "cuda")
+    evidence = []
+    for path, group in _by_file(olds).items():
+        why = next(w for o, w in mine if o.kernel.path == path)
+        names = ", ".join(o.kernel.name for o in group)
+        evidence.append(f"{path} ({names}): {'; '.join(why)}")
+    kept = list(_by_file([o for o in olds if o.kept]))
+    gone = list(_by_file([o for o in olds if not o.kept]))
     notes = list(t.notes)
     if kept:
-        notes.append("old kernel kept in " + ", ".join(o.kernel.path for o in kept))
+        notes.append("old kernel kept in " + ", ".join(kept))
     if gone:
-        notes.append("old kernel deleted from " + ", ".join(o.kernel.path for o in gone))
-    table, why_not = _part_a(t, [o for o, _ in mine], ctx)
+        notes.append("old kernel deleted from " + ", ".join(gone))
+    table, why_not = _part_a(t, olds, ctx)
     if why_not:
         notes.append(why_not)
     return KernelChange(
@@ -298,7 +310,7 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
         old=primary.kernel.ref(),
         new=t.new,
         old_language="+".join(languages),
-        old_variants=[o.kernel.ref() for o, _ in mine[1:]],
+        old_variants=[o.kernel.ref() for o in olds[1:]],
         old_kernel_kept=bool(kept),
         configs_new=t.configs_new,
         part_a=table,
@@ -308,23 +320,28 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
 
 
 def _part_a(t: KernelChange, olds: list[_Old], ctx: Context) -> tuple[PartA | None, str | None]:
-    """Counted on the first old kernel (CUDA when there is one) against the Triton one, as the
-    seed counts one pair; the other old kernels (a HIP twin) count as source files."""
-    primary = olds[0].kernel
-    old_paths = [primary.path] + [
-        x.path
-        for x in ctx.old_launches()
-        if x.kernel == primary.name and x.language == primary.language
+    """Counted on the old kernels of one vendor (CUDA when there are CUDA ones) against the
+    Triton one, as the seed counts one pair; the other vendor's files count as source files."""
+    language = olds[0].kernel.language
+    counted = [o.kernel for o in olds if o.kernel.language == language]
+    names = {k.name for k in counted}
+    old_paths = [k.path for k in counted] + [
+        x.path for x in ctx.old_launches() if x.kernel in names and x.language == language
     ]
     new_paths = [t.path] + [x.path for x in ctx.new_launches() if x.kernel == t.name]
     old_src = sources_for(list(dict.fromkeys(old_paths)), ctx.texts_old, ctx.old_source)
     new_src = sources_for(list(dict.fromkeys(new_paths)), ctx.texts_new, ctx.new_source)
-    missing = [] if primary.path in old_src else [primary.path]
+    missing = sorted({k.path for k in counted if k.path not in old_src})
     missing += [] if t.path in new_src else [t.path]
     if missing:
         return None, (
             "no Part A table: the whole source of " + ", ".join(missing) + " is not in the diff "
             "(analyze with --repo to read it)"
         )
-    twins = [(o.kernel.path, o.kernel.language) for o in olds[1:]]
-    return part_a(old_src, [(primary.path, primary.name)], new_src, [(t.path, t.name)], twins), None
+    twins = list(
+        dict.fromkeys(
+            (o.kernel.path, o.kernel.language) for o in olds if o.kernel.language != language
+        )
+    )
+    table = part_a(old_src, [(k.path, k.name) for k in counted], new_src, [(t.path, t.name)], twins)
+    return table, None

@@ -3,7 +3,8 @@
 A pure function from source texts to a table. For each side it counts, over the kernels and the
 host wrappers that launch them (blank and comment-only lines, and docstrings, never count):
 
-- ``kernel_body_lines``: lines inside the kernel function, signature excluded;
+- ``kernel_body_lines``: lines inside the kernel function, signature excluded, and inside the
+  helpers it calls from the same file (``__device__`` functions, other ``@triton.jit`` ones);
 - ``host_wrapper_lines``: lines of the function(s) that launch it (C++: the function holding the
   ``<<<>>>`` / ``hipLaunchKernelGGL``; Python: the function computing the grid and launching);
 - ``memory_lines``: lines that allocate, copy or free (``cudaMalloc/Free/Memcpy/Memset``, their
@@ -28,7 +29,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.detect import FileScan, scan_source, source_kind
+from bot.detect import FileScan, called_helpers, scan_source, source_kind
 from bot.detect_cpp import mask
 
 _MEMORY_CPP = re.compile(
@@ -58,6 +59,7 @@ class PartASide(BaseModel):
 
     language: str  # "cuda+hip", "triton"
     kernels: list[str]
+    helpers: list[str]  # functions the kernels call, counted as kernel body
     wrappers: list[str]
     files: list[str]
     kernel_body_lines: int
@@ -148,6 +150,7 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
     names = {name for _, name in kernels}
     kernel_ranges: list[tuple[str, int, int]] = []
     languages: list[str] = []
+    helpers: list[str] = []
     for path, name in kernels:
         k = scans[path].kernel(name) if path in scans else None
         if k is None:
@@ -155,6 +158,11 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
         kernel_ranges.append((path, k.body_start, k.body_end))
         if k.language not in languages:
             languages.append(k.language)
+        for h in called_helpers(scans[path], k, text_lines[path]):
+            span = (path, h.body_start, h.body_end)
+            if span not in kernel_ranges and h.name not in names:
+                kernel_ranges.append(span)
+                helpers.append(h.name)
     wrapper_ranges: list[tuple[str, int, int]] = []
     wrappers: list[str] = []
     for path, scan in scans.items():
@@ -193,6 +201,7 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
     return PartASide(
         language="+".join(languages) or "unknown",
         kernels=sorted(names),
+        helpers=list(dict.fromkeys(helpers)),
         wrappers=wrappers,
         files=files,
         kernel_body_lines=len(body),
@@ -233,11 +242,9 @@ def part_a(
                 "vendors_covered": sorted(vendors, reverse=True),
             }
         )
-        notes.append(
-            f"lines counted on {old_kernels[0][0]}; "
-            + ", ".join(p for p, _ in old_twins)
-            + " holds the same kernel for another vendor"
-        )
+        counted = ", ".join(dict.fromkeys(p for p, _ in old_kernels))
+        twins = ", ".join(dict.fromkeys(p for p, _ in old_twins))
+        notes.append(f"lines counted on {counted}; {twins}: the same kernel for another vendor")
     if not old.wrappers:
         notes.append("no launch of the old kernel was found in the files read: wrapper lines are 0")
     if not new.wrappers:
