@@ -29,7 +29,8 @@ def test_table_for_a_diff_file(capsys):
     assert "from diff context only" in out
     assert "rewrite  vector_add_kernel" in out
     assert "cuda -> triton" in out
-    assert "old: toyops/csrc/vector_add.cu:6-11 (deleted)" in out
+    assert "old: toyops/csrc/vector_add.cu:6-11\n" in out
+    assert "old kernel deleted from toyops/csrc/vector_add.cu" in out
     assert "Part A: vector_add_kernel (cuda -> triton)" in out
     assert "Lines that exist only to check errors   3" in out
     assert "Kernels to measure: matmul, softmax, vector_add" in out
@@ -56,7 +57,8 @@ def test_repo_uses_the_policy_at_base(tmp_path, capsys):
     code, out, err = run(capsys, "--repo", str(repo), "--base", base, "--head", head)
     assert (code, err) == (0, "")
     assert "from diff context only" not in out
-    assert "old: toyops/csrc/softmax.cu:7-33, toyops/csrc/softmax.hip:15-41 (kept)" in out
+    assert "old: toyops/csrc/softmax.cu:7-33, toyops/csrc/softmax.hip:15-41\n" in out
+    assert "old kernel kept in toyops/csrc/softmax.cu, toyops/csrc/softmax.hip" in out
     assert "Part A: softmax_kernel (cuda+hip -> triton)" in out
     assert "Kernels to measure: matmul, softmax, vector_add" in out
 

@@ -351,7 +351,8 @@ def test_call_site_switch_alone_pairs_a_rewrite(tmp_path):
         assert (c.kind, c.name, c.old.name) == ("rewrite", "_norm_fwd", "row_normalize_kernel")
         assert c.old_kernel_kept is False
         assert c.evidence == [
-            "csrc/rowops.cu: pkg/api.py switched from pkg.ext.row_normalize() to "
+            "csrc/rowops.cu (row_normalize_kernel): pkg/api.py switched from "
+            "pkg.ext.row_normalize() to "
             "kernels.norm_triton.normalize"
         ]
         assert c.part_a.old.kernel_body_lines == 4 and c.part_a.new.kernel_body_lines == 4
@@ -525,3 +526,44 @@ def test_thrifty_reads_only_files_whose_lines_could_hold_kernels():
     )
     analyze_diff(util, policy=policy, old_source=source, new_source=source)
     assert asked == ["pkg/util.py", "pkg/util.py"]  # the policy names it: read both sides
+
+
+def test_a_changed_device_helper_is_a_body_change_of_its_kernel():
+    from tests.test_part_a import HELPERS_CU
+
+    diff = (
+        "diff --git a/t.cu b/t.cu\nindex 1111111..2222222 100644\n--- a/t.cu\n+++ b/t.cu\n"
+        "@@ -1,4 +1,4 @@\n __device__ float warp_sum(float v) {\n"
+        "-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+        "+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+        "   return v;\n }\n"
+    )
+    new = HELPERS_CU.replace("o /= 2", "o >>= 1")
+    (c,) = analyze_diff(diff, old_source=lambda p: HELPERS_CU, new_source=lambda p: new).changes
+    assert (c.kind, c.name) == ("body", "total_kernel")
+    assert "the __device__ functions it calls changed: warp_sum" in c.notes
+
+
+def test_the_bundled_fixture_rewrite(tmp_path):
+    from kernels_fixture.build_repo import build_fixture_repo
+
+    fixture = build_fixture_repo(tmp_path / "fixture")
+    a = analyze_repo(fixture.path, fixture.base_sha, fixture.head_sha)
+    c = changes(a)
+    assert {name: ch.kind for name, ch in c.items()} == {
+        "softmax_kernel": "rewrite",
+        "vector_add_kernel": "rewrite",
+        "matmul_kernel": "tuning",
+    }
+    assert not a.from_context_only
+    assert (c["softmax_kernel"].old_kernel_kept, c["vector_add_kernel"].old_kernel_kept) == (
+        True,
+        False,
+    )
+    assert c["softmax_kernel"].old_language == c["vector_add_kernel"].old_language == "cuda+hip"
+    assert c["matmul_kernel"].configs_old != c["matmul_kernel"].configs_new
+    for name in ("softmax_kernel", "vector_add_kernel"):
+        table = c[name].part_a
+        assert table.old.source_files == 2 and table.new.source_files == 1
+        assert table.old.vendors_covered == table.new.vendors_covered == ["nvidia", "amd"]
+    assert a.policy_kernels == ["matmul", "softmax", "vector_add"]

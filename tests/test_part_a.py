@@ -113,3 +113,34 @@ def test_missing_launch_is_said_not_guessed():
     )
     assert table.old.host_wrapper_lines == 0
     assert any("no launch of the old kernel" in n for n in table.notes)
+
+
+HELPERS_CU = """\
+__device__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ float block_sum(float v, float* scratch) {
+  v = warp_sum(v);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  return scratch[0];
+}
+
+__device__ float unused(float v) { __syncthreads(); return v; }
+
+__global__ void total_kernel(const float* x, float* out) {
+  __shared__ float scratch[32];
+  float s = block_sum(x[threadIdx.x], scratch);
+  if (threadIdx.x == 0) *out = s;
+}
+"""
+
+
+def test_device_helpers_the_kernel_calls_count_as_its_body():
+    side = part_a_side({"t.cu": HELPERS_CU}, [("t.cu", "total_kernel")])
+    assert side.helpers == ["warp_sum", "block_sum"]
+    assert side.kernel_body_lines == 3 + 4 + 2  # kernel, block_sum, warp_sum bodies
+    assert side.barriers == 1  # the one in block_sum; `unused` is not called
+    assert side.shared_memory_declarations == 1
