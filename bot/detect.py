@@ -8,8 +8,9 @@ Two ways in, one result (:class:`FileScan`):
 - :func:`scan_lines` reads only the lines a diff shows (hunk context, added or removed lines) at
   their real line numbers; it uses patterns, and says so (``complete=False``).
 
-Pure: text in, frozen records out. The Triton and C++ readers live in ``detect_triton`` and
-``detect_cpp``; this module holds the records and picks the reader.
+Pure: text in, frozen records out. The readers live in ``detect_triton`` (ast),
+``detect_triton_lines`` (patterns) and ``detect_cpp``; this module holds the records and picks
+the reader.
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ def scan_lines(
         return before + 1  # an unseen run: the line after the last one seen
 
     if kind == "python":
-        from bot.detect_triton import scan_python_lines
+        from bot.detect_triton_lines import scan_python_lines
 
         return scan_python_lines(path, sparse, packed_sections, at)
     from bot.detect_cpp import scan_cpp
