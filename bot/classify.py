@@ -171,6 +171,11 @@ def analyze_parsed(
         if patch.binary:
             skipped.append(SkippedFile(path=patch.path, reason="binary file"))
             continue
+        special = {"120000": "symbolic link", "160000": "submodule"}
+        kind = special.get(patch.new_mode or "") or special.get(patch.old_mode or "")
+        if kind is not None:
+            skipped.append(SkippedFile(path=patch.path, reason=kind))
+            continue
         if patch.mode_only:
             skipped.append(
                 SkippedFile(

@@ -102,3 +102,19 @@ def test_console_entry_point_runs_it():
     )
     assert proc.returncode == 0, proc.stderr
     assert "body  softmax_kernel  hip" in proc.stdout
+
+
+def test_policy_from_a_repository_folder(capsys):
+    code, out, _ = run(
+        capsys, "--diff", str(DIFFS / "tuning_matmul_configs.diff"), "--policy", str(TOY / "base")
+    )
+    assert code == 0
+    assert "Kernels to measure: matmul" in out
+
+
+def test_a_bad_policy_is_reported_with_its_line(tmp_path, capsys):
+    bad = tmp_path / "kernel-review.toml"
+    bad.write_text('tolerance = "loose"\n')
+    code, _, err = run(capsys, "--diff", str(DIFFS / "rename.diff"), "--policy", str(bad))
+    assert code == 2
+    assert "kernel-review.toml:1" in err and "tolerance" in err

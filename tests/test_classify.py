@@ -567,3 +567,21 @@ def test_the_bundled_fixture_rewrite(tmp_path):
         assert table.old.source_files == 2 and table.new.source_files == 1
         assert table.old.vendors_covered == table.new.vendors_covered == ["nvidia", "amd"]
     assert a.policy_kernels == ["matmul", "softmax", "vector_add"]
+
+
+def test_links_submodules_and_added_or_deleted_binaries_are_skipped(tmp_path):
+    repo = init_repo(tmp_path / "r")
+    (repo / "old.bin").write_bytes(b"\x00\x01")
+    (repo / "k.cu").write_text("__global__ void k(float* x) { x[0] = 1.f; }\n")
+    base = commit_all(repo, "base")
+    (repo / "old.bin").unlink()
+    (repo / "new.bin").write_bytes(b"\x00\x02\x03")
+    (repo / "link.cu").symlink_to("k.cu")
+    head = commit_all(repo, "head")
+    a = analyze_repo(repo, base, head)
+    assert a.changes == []
+    assert sorted((s.path, s.reason) for s in a.skipped) == [
+        ("link.cu", "symbolic link"),
+        ("new.bin", "binary file"),
+        ("old.bin", "binary file"),
+    ]
