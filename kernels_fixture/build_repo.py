@@ -49,8 +49,9 @@ Rewrite vector_add and softmax in Triton; retune matmul for Hopper
 
 One Triton source per operator replaces each CUDA/HIP pair. The hand-written
 softmax stays for one release behind TOYOPS_SOFTMAX_IMPL=cuda as the rollback;
-vector_add's is deleted. matmul gets Hopper autotune configs (BLOCK_SIZE_K 64,
-3-5 stages), and triton is pinned to 3.6, the version the kernels were tuned on.
+vector_add's is deleted. matmul gets Hopper autotune configs (BLOCK_SIZE_K 64 and
+128, 3-4 stages, small tiles for small shapes), and triton is pinned to 3.6, the
+version the kernels were tuned on.
 """
 
 POLICY_PATH = ".github/kernel-review.toml"

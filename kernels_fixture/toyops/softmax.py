@@ -72,10 +72,10 @@ def softmax_kernel(
         tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-# Bytes of the row each lane (thread) holds: 32 is two 16-byte loads. Enough bytes in flight per
-# SM to cover DRAM latency (Hopper needs about 40 KiB per SM; 2048 lanes x 32 bytes is 64 KiB),
-# and few enough registers per lane for a full SM of lanes.
-BYTES_PER_LANE = 32
+# Bytes of the row each lane holds. NVIDIA: measured on an H200 (bench/results/h200/fixture_tune.md):
+# 4 warps were best for rows up to 16 KiB (1024 and 4096 fp32 columns, 4096 fp16) and 4 to 16
+# were within 1% at 32 KiB; 16 warps on a 1024-column row ran 1.7x slower. AMD: the tutorial's denser packing, not measured.
+BYTES_PER_LANE = {"cuda": 128, "hip": 32}
 
 
 class LaunchPlan(NamedTuple):
@@ -86,13 +86,9 @@ class LaunchPlan(NamedTuple):
     persistent: bool  # a grid that fills the GPU once, looping over rows; else one program per row
 
 
-def _num_warps(block_size: int, element_size: int) -> int:
-    """Warps so that each of 32 lanes holds about BYTES_PER_LANE bytes of the row.
-
-    4 to 16 warps: 4 for a 1024-column fp32 row, 8 for 2048 (or 4096 fp16), 16 for 4096 and up.
-    The same counts on AMD, where a warp is a 64-lane wavefront and each lane holds half as much.
-    """
-    lanes = block_size * element_size // BYTES_PER_LANE
+def _num_warps(block_size: int, element_size: int, backend: str) -> int:
+    """Warps so that each of 32 lanes holds about BYTES_PER_LANE[backend] bytes of the row, 4 to 16."""
+    lanes = block_size * element_size // BYTES_PER_LANE[backend]
     return min(max(lanes // 32, 4), 16)
 
 
@@ -117,7 +113,7 @@ def launch_plan(
     grid at every fp32 size we measured (1823x781, 4096x4096, 32768x1024).
     AMD: the tutorial's persistent grid with a pipelined row loop.
     """
-    num_warps = _num_warps(block_size, element_size)
+    num_warps = _num_warps(block_size, element_size, backend)
     if backend == "hip":
         return LaunchPlan(num_warps, _num_stages(max_shared_mem or 0), True)
     return LaunchPlan(num_warps, 1, False)
