@@ -230,9 +230,11 @@ def render(results: dict[str, Any]) -> str:
     )
     if "report" in results:
         t = results["report"]["timings"]
+        # results written by an earlier version of this script name a single target
+        targets = results["report"].get("targets") or [results["report"].get("target", "?")]
         lines += [
             "",
-            f"## Cross-compiled report ({', '.join(results['report']['targets'])}, no GPU needed)",
+            f"## Cross-compiled report ({', '.join(targets)}, no GPU needed)",
             "",
             f"cold: {t['cold']['wall_s']} s for {t['cold']['compiled']} variants on "
             f"{results['env']['cpus']} cores; warm: {t['warm']['wall_s']} s",
