@@ -115,12 +115,12 @@ def static_review(inputs: ReviewInputs, progress: Progress = lambda _m: None) ->
     for vendor in plan.vendors:
         if vendor in measured_vendors or not plan.kernels:
             continue
+        name = VENDOR_NAMES[vendor]
         if here == vendor:
-            reason = f"a {vendor} GPU is here, but no sweep was run: use `kernel-review bench`"
+            reason = f"an {name} GPU is here, but no sweep was run: use `kernel-review bench`"
         else:
-            reason = f"needs a {vendor} GPU runner; this machine has " + (
-                f"an {here} GPU" if here else "no GPU"
-            )
+            has = f"an {VENDOR_NAMES[here]} GPU" if here else "no GPU"
+            reason = f"needs an {name} GPU runner; this machine has {has}"
         not_run.append(NotRun(check="sweep", vendor=vendor, reason=reason))
         if not any(f.vendor == vendor and not f.compile_only for f in inputs.first_calls):
             not_run.append(NotRun(check="first_call", vendor=vendor, reason=reason))

@@ -281,15 +281,17 @@ def _vendors_condition(req: Requirements, ev: Evidence, measured_kernels: bool) 
         if v in measured:
             lines.append(f"{v}: measured")
         else:
-            why = [n.reason for n in ev.not_run if n.vendor == v] or ["needs a GPU runner"]
+            why = [n.reason for n in ev.not_run if n.vendor == v and n.check == "sweep"] or [
+                "needs a GPU runner"
+            ]
             lines.append(f"{v}: not run ({why[0]})")
     shared = []
     if ev.compiler is not None and len(req.vendors) > 1:
         shared = [k for k, differ in ev.compiler.configs_differ_per_vendor.items() if not differ]
         for k in shared:
             lines.append(
-                f"{k}: one config list serves both vendors; num_warps=4 is 128 threads on NVIDIA "
-                "and 256 on AMD"
+                f"{k}: one config list serves both vendors; the same num_warps is twice the "
+                "threads on AMD (64-lane wavefronts) as on NVIDIA (32-lane warps)"
             )
     failed_compiles = (
         [f for f in ev.compiler.flags if f.severity == "error" and f.vendor in req.vendors]

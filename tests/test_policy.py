@@ -658,6 +658,7 @@ shapes = [[4096, 4096, 4096], [8192, 1, 8192]]
     ):
         parse_policy(text.replace("[4096, 4096, 4096]", "[65536, 65536, 16]"), "p.toml")
     with pytest.raises(
-        PolicyError, match=r"kernels\[0\]\.tensors\[0\]: names dimension 2, but shapes\[1\] \[3, 3\]"
+        PolicyError,
+        match=r"kernels\[0\]\.tensors\[0\]: names dimension 2, but shapes\[1\] \[3, 3\]",
     ):
         parse_policy(text.replace("[8192, 1, 8192]", "[3, 3]"), "p.toml")
