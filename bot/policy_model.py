@@ -13,27 +13,12 @@ import difflib
 import math
 import re
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from bot.errors import PolicyError
-
-VENDORS = ("nvidia", "amd")
-DEPLOYMENT_KINDS = ("long-lived", "cli", "serverless", "latency-slo")
-DTYPES = (
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "int8",
-    "int32",
-    "int64",
-)
-MAX_DIMS = 8
 
 Vendor = Literal["nvidia", "amd"]
 DeploymentKind = Literal["long-lived", "cli", "serverless", "latency-slo"]
@@ -48,6 +33,11 @@ DType = Literal[
     "int32",
     "int64",
 ]
+VENDORS: tuple[str, ...] = get_args(Vendor)
+DEPLOYMENT_KINDS: tuple[str, ...] = get_args(DeploymentKind)
+DTYPES: tuple[str, ...] = get_args(DType)
+MAX_DIMS = 8
+
 Permission = Literal["admin", "maintain", "write", "triage", "read"]
 MergeGate = Literal["none", "status"]
 

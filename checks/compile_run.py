@@ -14,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.errors import CompilerError
 from checks.compiler_report import CompilerReport, KernelCompileRecord, make_report, vendor_of
+from checks.job_process import run_job
 from checks.occupancy import AMD_ARCHS, NVIDIA_ARCHS, known_target
 
 JOB_CACHE_VERSION = "1"
@@ -119,29 +118,16 @@ def _run_worker(
             "target": target,
             "cache_dir": str(cache_dir),
             "jobs": jobs,
-            "out": str(Path(tmp) / "out.json"),
             "kernels": [k.model_dump(mode="json") for k in kernels],
         }
-        job_path = Path(tmp) / "job.json"
-        job_path.write_text(json.dumps(job))
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        env["TRITON_CACHE_DIR"] = str(Path(tmp) / "triton-cache")
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "checks.compile_worker", str(job_path)],
-                cwd=str(Path(__file__).resolve().parent.parent),
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-            )
-        except subprocess.TimeoutExpired:
-            return {"fatal": f"compiling for {target} took longer than {timeout_s:.0f} s"}
-        out = Path(job["out"])
-        if not out.is_file():
-            tail = (done.stderr or done.stdout)[-800:]
-            return {"fatal": f"the {target} worker exited with {done.returncode}: {tail}"}
-        return json.loads(out.read_text())
+        return run_job(
+            "checks.compile_worker",
+            job,
+            workdir=Path(tmp),
+            triton_cache=Path(tmp) / "triton-cache",
+            timeout_s=timeout_s,
+            what=f"compiling for {target}",
+        )
 
 
 def _target_records(

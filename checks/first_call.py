@@ -15,11 +15,7 @@ default, so warm shapes over budget are named too).
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from checks.compile_run import KernelSpec
+from checks.job_process import run_job
 
 
 class _Frozen(BaseModel):
@@ -199,27 +196,14 @@ def judge(
 
 def _probe(job: dict, timeout_s: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kr-first-call-") as tmp:
-        job = {**job, "out": str(Path(tmp) / "out.json"), "spawned_at": time.time()}
-        job_path = Path(tmp) / "job.json"
-        job_path.write_text(json.dumps(job))
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        env["TRITON_CACHE_DIR"] = str(Path(job["cache_root"]) / "default")
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "checks.first_call_probe", str(job_path)],
-                cwd=str(Path(__file__).resolve().parent.parent),
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-            )
-        except subprocess.TimeoutExpired:
-            return {"fatal": f"the first-call probe took longer than {timeout_s:.0f} s"}
-        out = Path(job["out"])
-        if not out.is_file():
-            tail = (done.stderr or done.stdout)[-800:]
-            return {"fatal": f"the first-call probe exited with {done.returncode}: {tail}"}
-        return json.loads(out.read_text())
+        return run_job(
+            "checks.first_call_probe",
+            {**job, "spawned_at": time.time()},
+            workdir=Path(tmp),
+            triton_cache=Path(job["cache_root"]) / "default",
+            timeout_s=timeout_s,
+            what="the first-call probe",
+        )
 
 
 def measure_first_call(

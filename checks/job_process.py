@@ -1,0 +1,64 @@
+"""Run one of the bot's own helper programs on a job file, in a fresh process.
+
+The compile workers and the first-call probes import the pull request's code, so they get the
+same treatment as the sweep's workers: a scrubbed environment (no token, nothing that writes to
+GitHub), a Triton cache of their own, their own process group killed whole on a timeout, and a
+result read back from a file rather than from output the user's code could write to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from checks.worker_env import scrubbed_env
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_job(
+    module: str,
+    job: dict[str, Any],
+    *,
+    workdir: Path,
+    triton_cache: Path,
+    timeout_s: float,
+    what: str,
+) -> dict[str, Any]:
+    """Run ``python -m module JOB`` with ``job`` (plus ``out``) and return what it wrote to ``out``,
+    or ``{"fatal": message}`` when it timed out or died without writing it."""
+    job = {**job, "out": str(workdir / "out.json")}
+    job_path = workdir / "job.json"
+    job_path.write_text(json.dumps(job))
+    env = scrubbed_env()
+    env.pop("TRITON_INTERPRET", None)
+    if "PYTHONPATH" in os.environ:  # where the bot's own dependencies were installed
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    env["TRITON_CACHE_DIR"] = str(triton_cache)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, str(job_path)],
+        cwd=str(PACKAGE_ROOT),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return {"fatal": f"{what} took longer than {timeout_s:.0f} s"}
+    out = Path(job["out"])
+    if not out.is_file():
+        tail = (stderr or stdout)[-800:]
+        return {"fatal": f"{what} exited with {proc.returncode}: {tail}"}
+    return json.loads(out.read_text())

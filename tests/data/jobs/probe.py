@@ -1,0 +1,19 @@
+"""A stand-in helper program for checks.job_process: echo the environment, sleep, or die."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+with open(sys.argv[1]) as f:
+    job = json.load(f)
+if job["do"] == "sleep":
+    # a grandchild that would outlive a plain kill of the child
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    time.sleep(60)
+elif job["do"] == "die":
+    print("boom", file=sys.stderr)
+    sys.exit(3)
+with open(job["out"], "w") as f:
+    json.dump({"env": dict(os.environ)}, f)
