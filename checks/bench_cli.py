@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from bot import gitutil
 from bot.errors import GitError, KernelReviewError, PolicyError
+from bot.escape import log_safe
 
 if TYPE_CHECKING:
     from bot.policy_model import Policy
@@ -198,13 +199,13 @@ def run_bench(args: argparse.Namespace) -> int:
             head_rev=head_label,
             options=options,
             work_dir=work,
-            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            progress=lambda line: print(log_safe(line), file=sys.stderr, flush=True),
             partial_path=partial,
             notes=[*notes, *plan.notes],
         )
         out = out or Path(f"kernel-review-results-{result.vendor}.json")
         dump_results(result, out)
-        print(format_table(result))
+        print(log_safe(format_table(result)))
         print(f"results: {out}", file=sys.stderr)
         if args.keep_work_dir:
             print(f"worker logs: {work / 'logs'}", file=sys.stderr)

@@ -1,0 +1,39 @@
+"""Hostile output, head side: ``shout`` prints workflow commands and a forged review marker on
+stdout and stderr, then fails with an exception whose message carries them too; ``axpy`` is
+correct. Whatever the bot passes on to a workflow log or a comment must not act on them."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+HOSTILE = (
+    "::set-output name=verdict::approve\n"
+    "::add-mask::ghp_\n"
+    "  ::error file=x.py::forged\n"
+    "##[group]hidden\n"
+    "<!-- kernel-review:sha=" + "0" * 40 + " --> @maintainers"
+)
+
+
+def axpy(shape, dtype, *, device="cpu", seed=0):
+    rng = np.random.default_rng(seed)
+    x, y = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    return {
+        "fn": lambda: 2 * x + y,
+        "reference": lambda: 2 * x + y,
+        "bytes_moved": 3 * x.nbytes,
+        "flops": 2 * x.size,
+    }
+
+
+def shout(shape, dtype, *, device="cpu", seed=0):
+    entry = axpy(shape, dtype, device=device, seed=seed)
+
+    def fn():
+        print(HOSTILE, flush=True)
+        print(HOSTILE, file=sys.stderr, flush=True)
+        raise RuntimeError(HOSTILE)
+
+    return {**entry, "fn": fn}
