@@ -66,7 +66,13 @@ def init_repo(path: Path, *, branch: str = "main") -> Path:
 
 
 def commit_all(repo: Path, message: str, *, date: str = "2026-01-01T00:00:00+00:00") -> str:
-    """Stage everything and commit with a fixed date; returns the new commit SHA."""
+    """Stage everything and commit with a fixed date; returns the new commit SHA.
+
+    The index is emptied first so every file is hashed again: a file replaced by one of the
+    same size and modification time (``shutil.copy2`` keeps the source's) would otherwise be
+    taken as unchanged from git's stat cache.
+    """
+    git(repo, "rm", "-r", "-q", "--cached", "--ignore-unmatch", ".")
     git(repo, "add", "-A")
     git(
         repo,

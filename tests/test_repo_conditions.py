@@ -100,3 +100,17 @@ def test_collect_from_git(tmp_path: Path):
     facts = rc.collect_from_git(str(repo), sha, ["k.cu"])
     assert facts.all_owned and facts.all_pinned
     assert facts.perf_gate.workflow == ".github/workflows/perf.yml"
+
+
+def test_commit_all_sees_a_same_size_same_mtime_replacement(tmp_path: Path):
+    import os
+
+    repo = gitutil.init_repo(tmp_path / "r")
+    f = repo / "k.py"
+    f.write_text("BLOCK = 1024\n")
+    os.utime(f, (1_700_000_000, 1_700_000_000))
+    base = gitutil.commit_all(repo, "base")
+    f.write_text("BLOCK = 2048\n")  # same size
+    os.utime(f, (1_700_000_000, 1_700_000_000))  # same mtime, as shutil.copy2 would leave it
+    head = gitutil.commit_all(repo, "head")
+    assert "BLOCK = 2048" in gitutil.diff_text(str(repo), base, head)
