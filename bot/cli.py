@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 
 from bot import __version__
 from bot.errors import KernelReviewError
+from bot.escape import log_safe
 
 
 def _command_modules() -> list:
@@ -43,7 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # A cancelled Actions job gets SIGTERM: unwind normally so that every worker process group
+    # is killed and every temporary worktree removed by the code that started them.
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
@@ -53,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except KernelReviewError as exc:
-        print(f"kernel-review: error: {exc}", file=sys.stderr)
+        print(f"kernel-review: error: {log_safe(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("kernel-review: interrupted", file=sys.stderr)
@@ -67,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(
-            f"kernel-review: internal error: {type(exc).__name__}: {exc}\n"
+            f"kernel-review: internal error: {type(exc).__name__}: {log_safe(str(exc))}\n"
             "  hint: rerun with --debug for the traceback and report it",
             file=sys.stderr,
         )
