@@ -48,7 +48,8 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "kernel-review"
 
 
-def specs_from_policy(policy: Any) -> list[KernelSpec]:
+def specs_for(kernels: Any) -> list[KernelSpec]:
+    """Specs of policy kernels or planned kernels (both have name, bench, shapes, dtypes)."""
     return [
         KernelSpec(
             name=k.name,
@@ -56,8 +57,12 @@ def specs_from_policy(policy: Any) -> list[KernelSpec]:
             shapes=tuple(tuple(s.dims) for s in k.shapes),
             dtypes=tuple(k.dtypes),
         )
-        for k in policy.kernels
+        for k in kernels
     ]
+
+
+def specs_from_policy(policy: Any) -> list[KernelSpec]:
+    return specs_for(policy.kernels)
 
 
 def targets_from_policy(policy: Any) -> list[str]:

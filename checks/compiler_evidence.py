@@ -17,7 +17,7 @@ from typing import Any
 from bot.errors import KernelReviewError
 from bot.evidence import CompilerEvidence, CompilerFlag, CompilerRow, NotRun
 from bot.gitutil import add_worktree, remove_worktree
-from checks.compile_run import KernelSpec, build_compiler_report
+from checks.compile_run import KernelSpec, build_compiler_report, specs_for
 from checks.compiler_report import (
     CompilerReport,
     Flag,
@@ -26,18 +26,6 @@ from checks.compiler_report import (
     make_report,
     vendor_of,
 )
-
-
-def _specs(plan: Any) -> list[KernelSpec]:
-    return [
-        KernelSpec(
-            name=k.name,
-            bench=k.bench,
-            shapes=tuple(tuple(s.dims) for s in k.shapes),
-            dtypes=tuple(k.dtypes),
-        )
-        for k in plan.kernels
-    ]
 
 
 def _targets(policy: Any, vendors: tuple[str, ...]) -> list[str]:
@@ -198,7 +186,7 @@ def compiler_evidence_for_range(
     targets = _targets(policy, tuple(plan.vendors))
     if not plan.kernels or not targets:
         return None, not_run
-    specs = _specs(plan)
+    specs = specs_for(plan.kernels)
     paths = {k.name: tuple(k.paths) for k in plan.kernels}
     try:
         old = side_report(Path(repo), base_sha, specs, targets, cxx_paths=paths, not_run=not_run)

@@ -48,7 +48,7 @@ def _sweep(
 def _first_calls(
     plan: Plan, vendor: str, repo_root: Path, policy, progress: Progress
 ) -> tuple[list[FirstCallEvidence], list[NotRun]]:
-    from checks.compile_run import KernelSpec
+    from checks.compile_run import specs_for
     from checks.first_call import first_call_evidence, measure_first_call
 
     out: list[FirstCallEvidence] = []
@@ -56,14 +56,8 @@ def _first_calls(
     with tempfile.TemporaryDirectory(prefix="kernel-review-first-call-") as tmp:
         head = gitutil.add_worktree(repo_root, Path(tmp) / "head", plan.head_sha)
         try:
-            for k in plan.kernels:
-                progress(f"first call: {k.name} (cold, then warm) in fresh processes")
-                spec = KernelSpec(
-                    name=k.name,
-                    bench=k.bench,
-                    shapes=tuple(tuple(s.dims) for s in k.shapes),
-                    dtypes=tuple(k.dtypes),
-                )
+            for spec in specs_for(plan.kernels):
+                progress(f"first call: {spec.name} (cold, then warm) in fresh processes")
                 try:
                     report = measure_first_call(
                         head,
@@ -74,7 +68,9 @@ def _first_calls(
                     )
                 except KernelReviewError as exc:
                     not_run.append(
-                        NotRun(check="first_call", vendor=vendor, reason=f"{k.name}: {exc.message}")
+                        NotRun(
+                            check="first_call", vendor=vendor, reason=f"{spec.name}: {exc.message}"
+                        )
                     )  # type: ignore[arg-type]
                     continue
                 out.append(first_call_evidence(report, vendor))
