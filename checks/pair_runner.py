@@ -283,6 +283,7 @@ def _side_info(prep: dict[str, Any], check: dict[str, Any]) -> SideInfo:
     return SideInfo(
         entry=prep["entry"],
         est_us=float(prep["est_us"]),
+        host_us=float(prep["host_us"]) if prep.get("host_us") is not None else None,
         bytes_moved=int(prep["bytes_moved"]),
         flops=int(prep["flops"]),
         copies=int(prep["copies"]),

@@ -84,6 +84,7 @@ class SideInfo(_Frozen):
 
     entry: str
     est_us: float
+    host_us: float | None = None  # host time to enqueue one call (launch overhead), GPU only
     bytes_moved: int
     flops: int
     copies: int

@@ -5,7 +5,9 @@ Three GPU modes, chosen by the parent for both sides of a case alike:
   replayed r times between two events; block value = elapsed / (r * K). Launch overhead and warm
   caches do not decide the verdict of a short kernel.
 - ``eager``: each call preceded by zeroing a buffer twice the L2 size, an event pair around each
-  call; block value = median call time. For kernels above ~50 us.
+  call; block value = median call time. For kernels above ~50 us. When the host takes longer to
+  enqueue a call than the flush keeps the GPU busy, the stream is also held (``_sleep``) before
+  the start event, so the host's pace never shows as kernel time.
 - ``eager-noflush``: as eager without the flush; the fallback when graph capture fails.
 
 ``CpuTimer`` stands in on a machine without a GPU (labelled CPU timing in every result).
@@ -91,29 +93,62 @@ class CudaTimer:
         self._flush_us = 0.0
         self._calls = 1
         self._events: list[tuple[Any, Any]] = []
+        self.host_us = 0.0  # host time to enqueue one call
+        self._sleep_rate: float | None = None
+        self._cover_us = 0.0
 
     def _event(self) -> Any:
         return self.torch.cuda.Event(enable_timing=True)
 
+    def _cycles_per_us(self) -> float:
+        """Clock cycles of ``torch.cuda._sleep`` per microsecond, measured once (0 when the
+        build has no ``_sleep``)."""
+        if self._sleep_rate is None:
+            sleep = getattr(self.torch.cuda, "_sleep", None)
+            self._sleep_rate = 0.0
+            if sleep is not None:
+                s, e = self._event(), self._event()
+                sleep(1000)  # load the kernel before timing it
+                s.record()
+                sleep(2_000_000)
+                e.record()
+                e.synchronize()
+                self._sleep_rate = 2_000_000 / max(s.elapsed_time(e) * 1000.0, 1e-3)
+        return self._sleep_rate
+
+    def _hold(self, us: float) -> None:
+        """Keep the stream busy for about ``us`` so that the calls enqueued behind it run back to
+        back however slowly the host launches them (the blocking kernel of nvbench)."""
+        rate = self._cycles_per_us()
+        if rate > 0 and us > 0:
+            self.torch.cuda._sleep(int(us * rate))
+
     def estimate_us(self) -> float:
-        """Back-to-back eager calls; includes launch overhead for tiny kernels (it is only used
-        to size blocks and to pick the mode)."""
+        """GPU time of one call: eager calls queued behind a held stream, so a slow Python launch
+        (tens of us for some wrappers) is not taken for kernel time. The host's own time per call
+        is kept in ``host_us``. Both size blocks and pick the mode."""
         cuda = self.torch.cuda
         cuda.synchronize()
         s, e = self._event(), self._event()
+        h0 = time.perf_counter()
         s.record()
         self.fns[0]()
         e.record()
+        self.host_us = (time.perf_counter() - h0) * 1e6
         e.synchronize()
         one_ms = s.elapsed_time(e)
         if one_ms > 20.0:
             self.est_us = one_ms * 1000.0
             return self.est_us
         n = max(1, min(20, int(5.0 / max(one_ms, 1e-3))))
+        cuda.synchronize()
+        self._hold(min(50_000.0, 2.0 * n * self.host_us + 100.0))
+        h0 = time.perf_counter()
         s.record()
         for i in range(n):
             self.fns[i % len(self.fns)]()
         e.record()
+        self.host_us = (time.perf_counter() - h0) * 1e6 / n
         e.synchronize()
         self.est_us = max(s.elapsed_time(e) * 1000.0 / n, 0.01)
         return self.est_us
@@ -180,14 +215,22 @@ class CudaTimer:
             e.record()
             e.synchronize()
             self._flush_us = s.elapsed_time(e) * 1000.0 / 3.0
-        per_call = est + (self._flush_us if flush else 0.0)
+        # What keeps the GPU ahead of the host between calls: the flush, topped up by a held
+        # stream when enqueueing a call takes longer (else idle time would count as kernel time).
+        flush_us = self._flush_us if flush else 0.0
+        self._cover_us = max(0.0, 1.5 * self.host_us + 5.0 - flush_us) if self.host_us else 0.0
+        if self._cycles_per_us() <= 0:
+            self._cover_us = 0.0
+        per_call = est + flush_us + self._cover_us
         self._calls = max(1, min(MAX_EAGER_CALLS, round(block_ms * 1000.0 / per_call)))
         self._events = [(self._event(), self._event()) for _ in range(self._calls)]
         return {
             "mode": "eager" if flush else "eager-noflush",
             "calls_per_block": self._calls,
             "est_us": est,
-            "flush_us": self._flush_us if flush else 0.0,
+            "flush_us": flush_us,
+            "cover_us": self._cover_us,
+            "host_us": self.host_us,
         }
 
     # ---------------------------------------------------------------------------------- block
@@ -220,9 +263,12 @@ class CudaTimer:
         buf = self._flush_buf
         w0 = time.perf_counter()
         first = last = None
+        cover = self._cover_us
         for i, (s, e) in enumerate(self._events):
             if flush:
                 buf.zero_()
+            if cover:
+                self._hold(cover)
             s.record()
             fns[i % c]()
             e.record()

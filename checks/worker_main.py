@@ -166,6 +166,7 @@ class Worker:
         return {
             "entry": spec,
             "est_us": est,
+            "host_us": getattr(self.timer, "host_us", None),
             "bytes_moved": int(first.get("bytes_moved") or 0),
             "flops": int(first.get("flops") or 0),
             "copies": copies,

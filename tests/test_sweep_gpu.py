@@ -4,6 +4,7 @@ sweep that goes on, A/A and a 10% slowdown with their verdicts."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,47 @@ def test_timers_agree_and_graphs_remove_launch_overhead() -> None:
     assert info["flush_us"] > 0 and b["calls"] >= 1 and b["gpu_ms"] > 0
     bytes_per_s = 8 * 2**26 / (b["value_us"] * 1e-6)
     assert 0.2e12 < bytes_per_s < 20e12  # a memory-bound kernel at a plausible HBM speed
+
+
+def test_a_slow_host_launch_is_not_taken_for_kernel_time() -> None:
+    """A wrapper that spends 200 us in Python before launching a 4096-element kernel: the
+    estimate that picks the mode, and eager timing, see the kernel, not the host's pace."""
+    import sys
+
+    import torch
+
+    from checks.pair_runner import choose_mode
+    from checks.timing import CudaTimer
+
+    sys.path.insert(0, str(PROOF))
+    import proofk
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    fast = [proofk.scale_shift((4096,), seed=i)["fn"] for i in range(4)]
+
+    def slowly(fn):
+        def call():
+            t_end = time.perf_counter() + 200e-6
+            while time.perf_counter() < t_end:
+                pass
+            return fn()
+
+        return call
+
+    slow = [slowly(fn) for fn in fast]
+    timer = CudaTimer(slow, torch, l2_bytes=l2)
+    est = timer.estimate_us()
+    assert timer.host_us > 150  # the host really is slow
+    assert est < 30, est  # ...and the estimate is the kernel's
+    assert choose_mode(est, est, "cuda", ProtocolConfig()) == "graph"
+    reference = CudaTimer(fast, torch, l2_bytes=l2)
+    reference.estimate_us()
+    reference.configure("eager-noflush", 5.0)
+    info = timer.configure("eager-noflush", 5.0)
+    assert info["cover_us"] > 150
+    r = min(reference.block()["value_us"] for _ in range(5))
+    v = min(timer.block()["value_us"] for _ in range(5))
+    assert v < 2 * r + 5, (v, r)  # not 200 us of host time
 
 
 @pytest.fixture(scope="module")
