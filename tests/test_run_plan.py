@@ -52,7 +52,7 @@ def test_measure_plan_reports_what_ran_and_why_the_rest_did_not(tmp_path: Path) 
         device="cpu",
         protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=8, warmup_rounds=1),
         timeouts=Timeouts(
-            start_s=20, prepare_s=2.0, check_s=5, configure_s=5, block_s=5, finish_s=5
+            start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5
         ),
     )
     details = tmp_path / "details"

@@ -25,7 +25,8 @@ STANDINS = Path(__file__).parent / "data" / "standins"
 QUICK = ProtocolConfig(
     block_ms=2.0, min_rounds=6, max_rounds=30, warmup_rounds=1, max_case_seconds=4.0
 )
-FAST = Timeouts(start_s=20, prepare_s=2.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
+# prepare imports torch (seconds on a loaded 2-core machine); a hang in prepare costs this much
+FAST = Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
 
 
 @pytest.fixture(scope="module")
