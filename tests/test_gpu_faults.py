@@ -62,6 +62,9 @@ def test_every_gpu_fault_has_its_own_status_and_the_sweep_goes_on(tmp_path: Path
         work_dir=tmp_path / "work",
         partial_path=partial,
     )
+    # the recorded output (pytest -rA) shows what each case got and why
+    for case in result.cases:
+        print(f"{case.kernel:24} {case.shape!s:12} {case.status:16} {case.message[:150]!r}")
     assert len(result.cases) == len(cases)
     for case in result.cases:
         if case.kernel == "good":

@@ -170,3 +170,30 @@ def test_failure_kinds_from_exceptions() -> None:
     assert classify(RuntimeError("Triton Error [CUDA]: an illegal memory access")) == "cuda_error"
     assert classify(RuntimeError("HIP error: hipErrorIllegalAddress")) == "cuda_error"
     assert classify(ValueError("bad shape")) == "error"
+
+
+def test_a_kernel_triton_rejects_is_a_compile_error_with_its_line() -> None:
+    """The GPU fault fixture's ``try`` block, cross-compiled on the CPU: Triton's front end
+    refuses it, and the worker's classification calls that a compile error, not a crash."""
+    import sys
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from checks.failures import classify
+
+    sys.path.insert(0, str(Path(__file__).parent / "data" / "gpu_faults" / "head"))
+    try:
+        import fault_kernels
+    finally:
+        sys.path.pop(0)
+    source = ASTSource(
+        fn=fault_kernels.rejected_kernel,
+        signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        constexprs={"BLOCK": 1024},
+    )
+    with pytest.raises(Exception) as info:
+        triton.compile(source, target=GPUTarget("cuda", 90, 32))
+    assert classify(info.value) == "compile_error"
+    assert "try:" in str(info.value) and "unsupported AST node type: Try" in str(info.value)
