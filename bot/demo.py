@@ -5,6 +5,11 @@ with the Triton rewrite) in a temporary folder and runs the same pipeline as a p
 policy from the base commit, kernel changes in the diff, the repository conditions at head, the
 compiler report where Triton can cross-compile, and the verdict. Measurements that need a GPU
 are reported as not run, with the reason, never invented.
+
+``--results FILE`` adds what a GPU runner measured on the same fixture (the results file of the
+measure job; ``bench/fixture_review_gpu.py`` writes one, and one recorded on an NVIDIA H200 is in
+``bench/results/h200/fixture_review/``). The fixture's commits have fixed SHAs, so a file
+measured for its head on any machine applies; one for another head is refused.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bot.errors import ResultsError
+from bot.evidence import Evidence
 from bot.review import ReviewInputs, static_review
 
 
@@ -38,6 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the verdict as JSON instead of markdown"
     )
+    p.add_argument(
+        "--results",
+        metavar="FILE",
+        type=Path,
+        action="append",
+        default=[],
+        help="a GPU runner's results file for the fixture's head (repeat for more vendors)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -56,18 +71,54 @@ def run(args: argparse.Namespace) -> int:
         return _review(build_fixture_repo(Path(tmp) / "toyops"), args)
 
 
+def _measured(paths: list[Path], head_sha: str) -> Evidence | None:
+    """The evidence in the results files, all of which must be for the fixture's head."""
+    if not paths:
+        return None
+    from bot.report import merge_evidence, read_results
+
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise ResultsError(
+            f"no such results file: {', '.join(missing)}",
+            hint="give the path of a results-<vendor>.json written by a measure job "
+            "(bench/fixture_review_gpu.py writes one)",
+        )
+    kept, dropped = read_results(paths, head_sha=head_sha)
+    if dropped:
+        raise ResultsError(
+            "cannot use " + "; ".join(dropped),
+            hint=f"the demo needs results measured for the fixture's head {head_sha[:12]}: "
+            "run bench/fixture_review_gpu.py on a GPU machine",
+        )
+    return merge_evidence(kept, vendors=())
+
+
 def _review(fixture, args: argparse.Namespace) -> int:
     print(
         f"fixture repository: {fixture.path} (base {fixture.base_sha[:7]}, head {fixture.head_sha[:7]})",
         file=sys.stderr,
     )
+    measured = _measured(args.results, fixture.head_sha)
+    note = "Demo on the bundled fixture. Measurements that need a GPU runner are marked not run."
+    if measured is not None:
+        names = ", ".join(p.name for p in args.results)
+        note = (
+            f"Demo on the bundled fixture, with the measurements of {names} (recorded on a GPU "
+            "runner for this head). Vendors without a results file are marked not run."
+        )
+    measured = measured or Evidence()
     out = static_review(
         ReviewInputs(
             repo=Path(fixture.path),
             base_sha=fixture.base_sha,
             head_sha=fixture.head_sha,
-            compile_report=not args.no_compile,
-            note="Demo on the bundled fixture. Measurements that need a GPU runner are marked not run.",
+            compile_report=not args.no_compile and measured.compiler is None,
+            note=note,
+            sweeps=measured.sweeps,
+            first_calls=measured.first_calls,
+            compiler=measured.compiler,
+            not_run=measured.not_run,
         ),
         progress=lambda msg: print(msg, file=sys.stderr),
     )

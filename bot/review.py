@@ -37,6 +37,7 @@ class ReviewInputs(BaseModel):
     note: str = ""
     sweeps: tuple[SweepEvidence, ...] = ()
     first_calls: tuple[FirstCallEvidence, ...] = ()
+    compiler: CompilerEvidence | None = None  # measured elsewhere; used instead of compiling here
     not_run: tuple[NotRun, ...] = ()
 
 
@@ -106,8 +107,8 @@ def static_review(inputs: ReviewInputs, progress: Progress = lambda _m: None) ->
     )
 
     not_run = list(inputs.not_run)
-    compiler = None
-    if inputs.compile_report and "compiler" in plan.checks:
+    compiler = inputs.compiler
+    if compiler is None and inputs.compile_report and "compiler" in plan.checks:
         compiler, more = _compiler_evidence(inputs, plan, policy, progress)
         not_run += more
     measured_vendors = {s.vendor for s in inputs.sweeps if s.timing_kind == "gpu"}

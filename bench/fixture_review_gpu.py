@@ -1,0 +1,133 @@
+"""The measure job of the fixture pull request, run on this machine's GPU, as a results file.
+
+    python bench/fixture_review_gpu.py --out bench/results/h200/fixture_review
+    kernel-review demo --results bench/results/h200/fixture_review/results-nvidia.json
+
+It builds the fixture repository (``kernels_fixture.build_repo``, whose commits have fixed SHAs),
+plans the review as the gate job would (the policy from the base commit), and runs that plan
+through ``checks.run_plan.measure_plan``, the code behind ``kernel-review review --mode measure``:
+the shape sweep of base against head, the first call in fresh processes, and the compiler report.
+The checks run one at a time and the results file is rewritten after each, so a time limit keeps
+what finished. The results file is what a GPU runner hands the report job; ``kernel-review demo
+--results`` renders the review with it. The sweep's raw rounds go beside it (``sweep-*.json``),
+and ``run.md`` says when, where and how long.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bot.evidence import Evidence  # noqa: E402
+from bot.report import ResultsFile  # noqa: E402
+from bot.review import ReviewInputs, gpu_vendor, static_review  # noqa: E402
+from checks.run_plan import measure_plan  # noqa: E402
+from kernels_fixture.build_repo import build_fixture_repo  # noqa: E402
+
+STAGES = (("sweep",), ("first_call",), ("compiler",))
+
+
+def _merge(a: Evidence, b: Evidence) -> Evidence:
+    return Evidence(
+        sweeps=(*a.sweeps, *b.sweeps),
+        first_calls=(*a.first_calls, *b.first_calls),
+        compiler=b.compiler or a.compiler,
+        not_run=(*a.not_run, *b.not_run),
+    )
+
+
+def _environment() -> str:
+    import torch
+    import triton
+
+    name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    return f"{name}; torch {torch.__version__}, Triton {triton.__version__}, Python {sys.version.split()[0]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True, help="folder for the results file")
+    ap.add_argument(
+        "--checks",
+        default="sweep,first_call,compiler",
+        help="which of the plan's checks to run, in order (default: all three)",
+    )
+    args = ap.parse_args(argv)
+    vendor = gpu_vendor()
+    if vendor is None:
+        print("fixture_review_gpu: no usable GPU here; run it on a GPU runner", file=sys.stderr)
+        return 2
+    wanted = [c.strip() for c in args.checks.split(",") if c.strip()]
+    unknown = sorted(set(wanted) - {s[0] for s in STAGES})
+    if unknown:
+        print(
+            f"fixture_review_gpu: unknown checks {unknown}; choose from sweep, first_call, compiler",
+            file=sys.stderr,
+        )
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    results_path = args.out / f"results-{vendor}.json"
+    log = [
+        f"# The fixture pull request's measure job on {_environment()}",
+        "",
+        f"Started {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}.",
+        "",
+    ]
+
+    def progress(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="fixture-review-") as tmp:
+        fixture = build_fixture_repo(Path(tmp) / "toyops")
+        static = static_review(
+            ReviewInputs(
+                repo=Path(fixture.path),
+                base_sha=fixture.base_sha,
+                head_sha=fixture.head_sha,
+                compile_report=False,
+            )
+        )
+        plan = static.plan
+        log.append(
+            f"Plan: base {plan.base_sha[:12]}, head {plan.head_sha[:12]}, kernels "
+            f"{', '.join(k.name for k in plan.kernels)}, checks {', '.join(plan.checks)}."
+        )
+        log.append("")
+        evidence = Evidence()
+        for check in wanted:
+            if check not in plan.checks:
+                log.append(f"- {check}: not in the plan, skipped")
+                continue
+            t0 = time.perf_counter()
+            staged = plan.model_copy(update={"checks": (check,)})
+            got = measure_plan(
+                staged,
+                vendor=vendor,
+                repo_root=Path(fixture.path),
+                details_dir=args.out,
+                progress=progress,
+            )
+            evidence = _merge(evidence, got)
+            results = ResultsFile(
+                head_sha=plan.head_sha, base_sha=plan.base_sha, vendor=vendor, evidence=evidence
+            )
+            results_path.write_text(results.model_dump_json(indent=1), encoding="utf-8")
+            missed = [n.reason for n in got.not_run]
+            log.append(
+                f"- {check}: {time.perf_counter() - t0:.1f} s"
+                + (f"; not run: {'; '.join(missed)}" if missed else "")
+            )
+            (args.out / "run.md").write_text("\n".join(log) + "\n", encoding="utf-8")
+    print(f"results: {results_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
