@@ -8,13 +8,14 @@ and the details (what changed, Part A counts, compiler decisions, per-shape resu
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from bot.escape import md_code, strip_controls
-from bot.evidence import CompilerEvidence, Evidence, SweepEvidence
+from bot.evidence import CompilerEvidence, CompilerRow, Evidence, SweepEvidence
 from bot.verdict import Condition, Verdict
 
 MAX_COMMENT_CHARS = 65_536
@@ -116,7 +117,83 @@ def _part_a(tables: Sequence[PartATable]) -> list[str]:
     return out
 
 
-def _compiler(ce: CompilerEvidence) -> list[str]:
+def _cell(x: object) -> str:
+    return "—" if x is None else esc(x)
+
+
+def _span(values: Sequence[int]) -> str:
+    lo, hi = min(values), max(values)
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def _occupancy_pct(text: str) -> float:
+    m = re.search(r"\(([0-9.]+)%\)", text)
+    return float(m.group(1)) if m else -1.0
+
+
+def _compiler_rows(rows: Sequence[CompilerRow]) -> list[str]:
+    """One row per compiled variant (the job summary)."""
+    out = [
+        "| kernel | side | target | config | regs/thread | spill bytes | shared bytes | occupancy | matrix instr | widest load |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r.error:
+            out.append(
+                f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | failed: {esc(r.error)} ||||||"
+            )
+            continue
+        load = f"{r.load_bits_max} bit" if r.load_bits_max else "—"
+        out.append(
+            f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | {_cell(r.regs_per_thread)} | "
+            f"{_cell(r.spill_bytes)} | {_cell(r.shared_bytes)} | {_cell(r.occupancy)} | {_cell(r.matrix_instr)} | {load} |"
+        )
+    return out
+
+
+def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
+    """One row per kernel, side and target (the comment): how many variants, and the range of
+    each column over them. A spill or a failure anywhere shows."""
+    groups: dict[tuple[str, str, str], list[CompilerRow]] = {}
+    for r in rows:
+        groups.setdefault((r.kernel, r.side, r.target), []).append(r)
+    out = [
+        "| kernel | side | target | variants | regs/thread | spill bytes (max) | shared bytes | occupancy | matrix instr | widest load |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (kernel, side, target), rs in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], kv[0][1] != "old", kv[0][2])
+    ):
+        ok = [r for r in rs if not r.error]
+        errors = [r.error for r in rs if r.error]
+        variants = str(len(rs)) if len(rs) > 1 else f"1: {esc(rs[0].config)}"
+        if errors:
+            variants += f" ({len(errors)} failed: {esc(errors[0])})"
+        regs = [r.regs_per_thread for r in ok if r.regs_per_thread is not None]
+        spills = [r.spill_bytes for r in ok if r.spill_bytes is not None]
+        shared = [r.shared_bytes for r in ok if r.shared_bytes is not None]
+        occ = sorted({r.occupancy for r in ok if r.occupancy}, key=_occupancy_pct)
+        instrs = sorted({r.matrix_instr for r in ok if r.matrix_instr})
+        loads = [r.load_bits_max for r in ok if r.load_bits_max]
+        occupancy = (
+            "—" if not occ else esc(occ[0]) if len(occ) == 1 else f"{esc(occ[0])} … {esc(occ[-1])}"
+        )
+        instr = (
+            "—"
+            if not instrs
+            else ", ".join(esc(i) for i in instrs[:2])
+            + (f" (+{len(instrs) - 2})" if len(instrs) > 2 else "")
+        )
+        out.append(
+            f"| {esc(kernel)} | {side} | {esc(target)} | {variants} | "
+            f"{_span(regs) if regs else '—'} | {max(spills) if spills else '—'} | "
+            f"{_span(shared) if shared else '—'} | {occupancy} | {instr} | "
+            f"{str(max(loads)) + ' bit' if loads else '—'} |"
+        )
+    return out
+
+
+def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
     out: list[str] = []
     if ce.flags:
         for f in ce.flags:
@@ -126,25 +203,15 @@ def _compiler(ce: CompilerEvidence) -> list[str]:
             )
         out.append("")
     if ce.rows:
-        out += [
-            "| kernel | side | target | config | regs/thread | spill bytes | shared bytes | occupancy | matrix instr | widest load |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in ce.rows:
-
-            def cell(x: object) -> str:
-                return "—" if x is None else esc(x)
-
-            if r.error:
-                out.append(
-                    f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | failed: {esc(r.error)} ||||||"
-                )
-                continue
-            load = f"{r.load_bits_max} bit" if r.load_bits_max else "—"
-            out.append(
-                f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | {cell(r.regs_per_thread)} | "
-                f"{cell(r.spill_bytes)} | {cell(r.shared_bytes)} | {cell(r.occupancy)} | {cell(r.matrix_instr)} | {load} |"
-            )
+        if full:
+            out += _compiler_rows(ce.rows)
+        else:
+            out += _compiler_folded(ce.rows)
+            out += [
+                "",
+                "One row per kernel, side and target, with the range over its compiled "
+                "variants (configs and specializations); the job summary has one row per variant.",
+            ]
     return out
 
 
@@ -176,21 +243,34 @@ def _sweep_table(s: SweepEvidence) -> list[str]:
     return out
 
 
+DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
+
+
 def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
-    timed = [x for x in s.shapes if x.ratio is not None][:limit]
+    """A bar per timed case; over ``limit`` cases, the ones furthest from 1.0, in table order."""
+    timed = [x for x in s.shapes if x.ratio is not None and x.ratio > 0]
     if not timed:
         return []
-    labels = ", ".join(
-        f'"{re.sub(r"[^A-Za-z0-9_x.-]", "", x.kernel)[:16]} {"x".join(map(str, x.shape))}"'
-        for x in timed
-    )
+    total = len(timed)
+    if total > limit:
+        keep = set(sorted(range(len(timed)), key=lambda i: -abs(math.log(timed[i].ratio)))[:limit])
+        timed = [x for i, x in enumerate(timed) if i in keep]
+
+    def label(x) -> str:
+        kernel = re.sub(r"[^A-Za-z0-9_x.-]", "", x.kernel)[:16]
+        dtype = re.sub(r"[^A-Za-z0-9]", "", DTYPE_SHORT.get(x.dtype, x.dtype))[:8]
+        return f'"{kernel} {"x".join(map(str, x.shape))} {dtype}"'
+
+    labels = ", ".join(label(x) for x in timed)
     values = ", ".join(f"{x.ratio:.3f}" for x in timed)
     lo = min(0.9, *(x.ratio for x in timed if x.ratio)) - 0.02
     hi = max(1.1, *(x.ratio for x in timed if x.ratio)) + 0.02
     return [
         "```mermaid",
         "xychart-beta",
-        f'    title "head / base time, {s.vendor} (1.0 = same; lower is faster)"',
+        f'    title "head / base time, {s.vendor} (1.0 = same; lower is faster)'
+        + (f"; the {limit} of {total} furthest from 1.0" if total > limit else "")
+        + '"',
         f"    x-axis [{labels}]",
         f'    y-axis "ratio" {lo:.2f} --> {hi:.2f}',
         f"    bar [{values}]",
@@ -252,7 +332,9 @@ def render_comment(
     lines += _details("Per-shape results", per_shape)
     lines += _details("What the rewrite deleted (code counts, Part A)", _part_a(part_a))
     if evidence.compiler is not None:
-        lines += _details("What the compiler decided (Part C)", _compiler(evidence.compiler))
+        lines += _details(
+            "What the compiler decided (Part C)", _compiler(evidence.compiler, full=full)
+        )
     not_run = [
         f"- {n.check}{' on ' + n.vendor if n.vendor else ''}: {esc(n.reason)}"
         for n in evidence.not_run

@@ -178,3 +178,69 @@ def test_long_comment_is_truncated_with_a_pointer_and_balanced_blocks():
     assert "truncated" in text and "kernel-review-results" in text
     assert text.count("<details>") == text.count("</details>")
     assert text.count("```") % 2 == 0
+
+
+def test_the_comment_folds_compiler_variants_and_the_summary_lists_them():
+    def row(config: str, regs: int, spill: int, shared: int, occ: str, error: str | None = None):
+        return CompilerRow(
+            kernel="matmul",
+            side="new",
+            language="triton",
+            vendor="nvidia",
+            target="sm_90",
+            config=config,
+            regs_per_thread=None if error else regs,
+            spill_bytes=None if error else spill,
+            shared_bytes=None if error else shared,
+            occupancy=None if error else occ,
+            matrix_instr=None if error else "wgmma.mma_async.m64n128k16.f32.bf16.bf16",
+            load_bits_max=None if error else 128,
+            error=error,
+        )
+
+    rows = (
+        row("BM=128 DIVISOR=16", 146, 0, 196608, "8 warps/SM (12%)"),
+        row("BM=128 DIVISOR=8", 222, 24, 131072, "4 warps/SM (6%)"),
+        row("BM=64 DIVISOR=16", 71, 0, 65536, "12 warps/SM (19%)"),
+        row("BM=256 DIVISOR=16", 0, 0, 0, "", error="out of resource: shared memory"),
+    )
+    ev = Evidence(compiler=CompilerEvidence(rows=rows))
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    comment = render_comment(v, CTX, ev, PART_A)
+    summary = render_comment(v, CTX, ev, PART_A, full=True)
+    folded = [
+        line for line in comment.splitlines() if line.startswith("| matmul | new | sm\\_90 |")
+    ]
+    assert folded == [
+        "| matmul | new | sm\\_90 | 4 (1 failed: out of resource: shared memory) | 71–222 | 24 | "
+        "65536–196608 | 4 warps/SM (6%) … 12 warps/SM (19%) | "
+        "wgmma.mma\\_async.m64n128k16.f32.bf16.bf16 | 128 bit |"
+    ]
+    for config in ("BM=128 DIVISOR=16", "BM=128 DIVISOR=8", "BM=64 DIVISOR=16"):
+        assert config not in comment and config in summary
+    assert "failed: out of resource: shared memory" in summary
+
+
+def test_the_chart_keeps_the_cases_furthest_from_one_and_names_dtypes():
+    shapes = tuple(
+        ShapeLine(
+            kernel="vector_add",
+            shape=(1000 + i,),
+            dtype="bfloat16" if i % 2 else "float32",
+            verdict="SAME",
+            ratio=1.0 + (0.5 if i == 7 else 0.001 * i),
+            base_us=1.0,
+            head_us=1.0,
+        )
+        for i in range(50)
+    )
+    sweep = SWEEP.model_copy(update={"shapes": shapes})
+    ev = Evidence(sweeps=(sweep,))
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    text = render_comment(v, CTX, ev, PART_A)
+    chart = text[text.index("xychart-beta") :]
+    axis = next(line for line in chart.splitlines() if "x-axis" in line)
+    assert axis.count('"') == 2 * 40
+    assert '"vector_add 1007 bf16"' in axis  # the outlier is kept
+    assert '"vector_add 1000 f32"' not in axis  # the ten closest to 1.0 are left out
+    assert "the 40 of 50 furthest from 1.0" in chart
