@@ -197,6 +197,7 @@ name = "shift"
 bench = "toyops.bench:shift"
 paths = ["toyops/**"]
 dtypes = ["float32"]
+tolerance = 1.0  # A/A on CPU timing: two processes on a loaded 2-core machine differed by 1.9x
 shapes = [[200000]]
 """
 
