@@ -1,6 +1,7 @@
 """The measure job of the fixture pull request, run on this machine's GPU, as a results file.
 
     python bench/fixture_review_gpu.py --out bench/results/h200/fixture_review
+    python bench/fixture_review_gpu.py --out bench/results/h200/fixture_review --checks first_call --update
     kernel-review demo --results bench/results/h200/fixture_review/results-nvidia.json
 
 It builds the fixture repository (``kernels_fixture.build_repo``, whose commits have fixed SHAs),
@@ -10,7 +11,8 @@ the shape sweep of base against head, the first call in fresh processes, and the
 The checks run one at a time and the results file is rewritten after each, so a time limit keeps
 what finished. The results file is what a GPU runner hands the report job; ``kernel-review demo
 --results`` renders the review with it. The sweep's raw rounds go beside it (``sweep-*.json``),
-and ``run.md`` says when, where and how long.
+and ``run.md`` says when, where and how long. ``--update`` re-runs some checks and keeps the
+others' evidence from the results file already there (same head), appending to ``run.md``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,16 @@ def _merge(a: Evidence, b: Evidence) -> Evidence:
     )
 
 
+def _without(evidence: Evidence, checks: list[str]) -> Evidence:
+    """``evidence`` less what the given checks produced (their results and their not-runs)."""
+    return Evidence(
+        sweeps=() if "sweep" in checks else evidence.sweeps,
+        first_calls=() if "first_call" in checks else evidence.first_calls,
+        compiler=None if "compiler" in checks else evidence.compiler,
+        not_run=tuple(n for n in evidence.not_run if n.check not in checks),
+    )
+
+
 def _environment() -> str:
     import torch
     import triton
@@ -59,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         default="sweep,first_call,compiler",
         help="which of the plan's checks to run, in order (default: all three)",
     )
+    ap.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the evidence of the checks not run now from the results file in --out",
+    )
     args = ap.parse_args(argv)
     vendor = gpu_vendor()
     if vendor is None:
@@ -74,12 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     results_path = args.out / f"results-{vendor}.json"
-    log = [
-        f"# The fixture pull request's measure job on {_environment()}",
-        "",
-        f"Started {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}.",
-        "",
-    ]
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    run_md = args.out / "run.md"
+    if args.update and run_md.is_file():
+        log = [*run_md.read_text(encoding="utf-8").rstrip().splitlines(), ""]
+        log += [f"Updated {started} on {_environment()}: {', '.join(wanted)} re-run.", ""]
+    else:
+        log = [f"# The fixture pull request's measure job on {_environment()}", ""]
+        log += [f"Started {started}.", ""]
 
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -95,12 +114,23 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         plan = static.plan
-        log.append(
-            f"Plan: base {plan.base_sha[:12]}, head {plan.head_sha[:12]}, kernels "
-            f"{', '.join(k.name for k in plan.kernels)}, checks {', '.join(plan.checks)}."
-        )
-        log.append("")
         evidence = Evidence()
+        if args.update and results_path.is_file():
+            before = ResultsFile.model_validate_json(results_path.read_text(encoding="utf-8"))
+            if before.head_sha != plan.head_sha:
+                print(
+                    f"fixture_review_gpu: {results_path} is for head {before.head_sha[:12]}, "
+                    f"not the fixture's {plan.head_sha[:12]}; run without --update",
+                    file=sys.stderr,
+                )
+                return 2
+            evidence = _without(before.evidence, wanted)
+        else:
+            log.append(
+                f"Plan: base {plan.base_sha[:12]}, head {plan.head_sha[:12]}, kernels "
+                f"{', '.join(k.name for k in plan.kernels)}, checks {', '.join(plan.checks)}."
+            )
+            log.append("")
         for check in wanted:
             if check not in plan.checks:
                 log.append(f"- {check}: not in the plan, skipped")
@@ -124,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"- {check}: {time.perf_counter() - t0:.1f} s"
                 + (f"; not run: {'; '.join(missed)}" if missed else "")
             )
-            (args.out / "run.md").write_text("\n".join(log) + "\n", encoding="utf-8")
+            run_md.write_text("\n".join(log) + "\n", encoding="utf-8")
     print(f"results: {results_path}")
     return 0
 

@@ -193,7 +193,9 @@ def _first_call_line(f: FirstCallEvidence) -> str:
         parts.append(f"{f.cold_total_ms:.0f} ms to serve every shape once, cold")
     if f.compile_only:
         parts.append("(compile only, on a CPU)")
-    return ", ".join(parts)
+    line = ", ".join(parts)
+    # where the cold time went: imports and context are paid by any torch process, old kernel too
+    return f"{line} ({f.detail})" if f.detail else line
 
 
 def _first_call_condition(req: Requirements, ev: Evidence, measured_kernels: bool) -> Condition:

@@ -13,7 +13,8 @@ GPU context; then two passes over the served shapes:
 On a GPU (``mode = "gpu"``) the entry point's callable runs for real, so compiling, loading and
 autotuning happen as in production. In ``compile-only`` mode (a CPU, e.g. CI) the call is
 recorded for ``target`` and every variant it would compile is compiled through Triton's cache.
-Job: ``{"repo_root", "bench", "shapes", "dtypes", "mode", "target", "device", "cache_root", "out"}``.
+Job: ``{"repo_root", "bench", "shapes", "dtypes", "mode", "target", "device", "cache_root", "out"}``;
+with ``"prime": true`` the process only imports torch and Triton (and creates the GPU context).
 """
 
 from __future__ import annotations
@@ -109,6 +110,11 @@ def run_job(job: dict) -> dict[str, Any]:
     import triton  # noqa: F401
 
     out["import_triton_ms"] = _ms(time.perf_counter() - start)
+    if job.get("prime"):
+        # only bring torch's, Triton's and the driver's files into the OS file cache
+        if job["mode"] == "gpu":
+            torch.empty(1, device=job["device"])
+        return out
     compat.check_triton_version()
     repo_root = str(Path(job["repo_root"]).resolve())
     sys.path.insert(0, repo_root)

@@ -94,7 +94,8 @@ def test_compile_only_cold_then_warm(tmp_path: Path):
     assert rep.verdict == "within-budget", rep.notes
     cold, warm = rep.cold, rep.warm
     assert cold.import_torch_ms > 0 and cold.import_entry_ms > 0 and cold.context_ms == 0
-    # standalone: every shape compiles both autotune configs in an empty cache
+    # standalone: every shape compiles both autotune configs in an empty cache (the process that
+    # read torch's files first used a cache of its own, and left this one empty)
     assert [s.compiles for s in cold.standalone] == [2, 2, 2]
     assert all(s.cache_hits == 0 and "cubin" in s.stage_ms for s in cold.standalone)
     # warm: the same directories answer, nothing is compiled
@@ -116,6 +117,26 @@ def test_compile_only_cold_then_warm(tmp_path: Path):
 
 
 @pytest.mark.slow
+def test_a_priming_job_only_imports(tmp_path: Path):
+    from checks.first_call_probe import run_job
+
+    job = {
+        "repo_root": str(KERNELS),
+        "bench": "toykern.bench:no_such_entry",  # never imported: priming stops before it
+        "shapes": [[1]],
+        "dtypes": ["float16"],
+        "mode": "compile-only",
+        "target": "sm_90",
+        "device": "cpu",
+        "cache_root": str(tmp_path / "prime"),
+        "prime": True,
+    }
+    out = run_job(job)
+    assert "import_torch_ms" in out and "import_triton_ms" in out
+    assert "standalone" not in out and "import_entry_ms" not in out
+    assert not (tmp_path / "prime").exists()
+
+
 def test_broken_entry_point_is_reported(tmp_path: Path):
     spec = KernelSpec(name="x", bench="toykern.bench:missing", shapes=((8,),), dtypes=("float32",))
     rep = measure_first_call(
