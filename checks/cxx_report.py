@@ -30,9 +30,11 @@ _NTID = re.compile(r"\.(?:maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d
 
 
 def _short(name: str) -> str:
-    """``void (anonymous namespace)::k<float, 4>(float const*, int)`` -> ``k<float, 4>``."""
+    """A demangled kernel name without return type, namespaces or parameters:
+    ``void (anonymous namespace)::k<float, 4>(float const*, int)`` (GNU c++filt) and
+    ``void <unnamed>::k<float, 4>(const float *, int)`` (cu++filt) both give ``k<float, 4>``."""
     name = name.replace("(anonymous namespace)::", "")
-    depth, cut = 0, len(name)
+    depth, cut, last_scope = 0, len(name), 0
     for i, ch in enumerate(name):
         if ch == "<":
             depth += 1
@@ -41,8 +43,11 @@ def _short(name: str) -> str:
         elif ch == "(" and depth == 0:
             cut = i
             break
-    name = name[:cut]
-    return name[5:] if name.startswith("void ") else name
+        elif ch == " " and depth == 0:
+            last_scope = i + 1  # after the return type
+        elif name.startswith("::", i) and depth == 0:
+            last_scope = i + 2
+    return name[last_scope:cut]
 
 
 def demangle(names: list[str]) -> dict[str, str]:
@@ -54,7 +59,8 @@ def demangle(names: list[str]) -> dict[str, str]:
     out = done.stdout.splitlines()
     if len(out) != len(names):
         return {n: n for n in names}
-    return {n: _short(d) if d != n else _bare(n) for n, d in zip(names, out, strict=True)}
+    short = {n: _short(d) if d != n else "" for n, d in zip(names, out, strict=True)}
+    return {n: s if s and not s.startswith("<") else _bare(n) for n, s in short.items()}
 
 
 def _bare(mangled: str) -> str:

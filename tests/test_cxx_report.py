@@ -150,3 +150,26 @@ def test_missing_hipcc_is_a_clear_error(monkeypatch):
         hipcc_report("k", Path("k.hip"), ["gfx942"])
     with pytest.raises(CompilerError, match="nvcc is not on PATH"):
         nvcc_report("k", CUDA_SRC, ["sm_90"])
+
+
+@pytest.mark.parametrize(
+    "demangled",
+    [
+        # GNU c++filt
+        "void (anonymous namespace)::softmax_kernel<float, 256>(float const*, float*, int, int)",
+        # the EDG style of cu++filt, preferred where a CUDA toolkit is installed
+        "void <unnamed>::softmax_kernel<float, 256>(const float *, float *, int, int)",
+        "void toyops::detail::softmax_kernel<float, 256>(const float *, float *, int, int)",
+    ],
+)
+def test_kernel_names_lose_return_type_namespaces_and_parameters(demangled: str) -> None:
+    from checks.cxx_report import _short
+
+    assert _short(demangled) == "softmax_kernel<float, 256>"
+
+
+def test_names_keep_nested_template_arguments() -> None:
+    from checks.cxx_report import _short
+
+    assert _short("void k<std::pair<int, int> >(int)") == "k<std::pair<int, int> >"
+    assert _short("vector_add_kernel(float const*, int)") == "vector_add_kernel"
