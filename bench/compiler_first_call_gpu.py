@@ -38,9 +38,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from checks import triton_compat  # noqa: E402
-from checks.compile_run import KernelSpec, build_compiler_report  # noqa: E402
-from checks.first_call import measure_first_call  # noqa: E402
+from checks.compiler import triton_compat  # noqa: E402
+from checks.compiler.run import KernelSpec, build_compiler_report  # noqa: E402
+from checks.first_call.measure import measure_first_call  # noqa: E402
 
 FIXTURE = ROOT / "kernels_fixture"
 POLICY = FIXTURE / "repo_files" / "kernel-review.toml"

@@ -6,7 +6,7 @@
 
 It builds the fixture repository (``kernels_fixture.build_repo``, whose commits have fixed SHAs),
 plans the review as the gate job would (the policy from the base commit), and runs that plan
-through ``checks.run_plan.measure_plan``, the code behind ``kernel-review review --mode measure``:
+through ``checks.measure.measure_plan``, the code behind ``kernel-review review --mode measure``:
 the shape sweep of base against head, the first call in fresh processes, and the compiler report.
 The checks run one at a time and the results file is rewritten after each, so a time limit keeps
 what finished. The results file is what a GPU runner hands the report job; ``kernel-review demo
@@ -27,10 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.evidence import Evidence  # noqa: E402
-from bot.report import ResultsFile  # noqa: E402
-from bot.review import ReviewInputs, gpu_vendor, static_review  # noqa: E402
-from checks.run_plan import measure_plan  # noqa: E402
+from bot.contracts.evidence import Evidence  # noqa: E402
+from bot.contracts.results import ResultsFile  # noqa: E402
+from bot.review.conclude import ReviewInputs, gpu_vendor, static_review  # noqa: E402
+from checks.measure import measure_plan  # noqa: E402
 from kernels_fixture.build_repo import build_fixture_repo  # noqa: E402
 
 STAGES = (("sweep",), ("first_call",), ("compiler",))

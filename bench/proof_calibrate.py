@@ -26,11 +26,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from checks.pair_runner import choose_mode
-from checks.protocol import ProtocolConfig, run_round
-from checks.tdist import t_ppf
+from bot.contracts.base import Frozen
+from checks.sweep.pair_runner import choose_mode
+from checks.sweep.protocol import ProtocolConfig, run_round
+from checks.sweep.tdist import t_ppf
 
 UNIT = 16  # elements per knob step; keeps both sizes multiples of 16 (see the module docstring)
 SPREAD = 0.3  # probes go this far (relative) below and above the root estimate
@@ -38,11 +37,7 @@ Measure = Callable[[int], "tuple[float, float] | None"]
 Stop = Literal["converged", "unreachable", "probes", "time", "failed"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Probe(_Frozen):
+class Probe(Frozen):
     """One measurement of B/A at ``knob``: mean log-ratio and its standard error (within set-up)."""
 
     knob: int
@@ -50,7 +45,7 @@ class Probe(_Frozen):
     se_log: float
 
 
-class Line(_Frozen):
+class Line(Frozen):
     """``log(B/A) = intercept + slope * knob`` fitted to the probes; ``sd_log`` is the larger of the
     residual sd and the probes' own noise (None with fewer than three probes)."""
 
@@ -70,7 +65,7 @@ class Line(_Frozen):
         return self.sd_log * math.sqrt(1 / self.n + (knob - self.mean_knob) ** 2 / self.sxx)
 
 
-class Calibration(_Frozen):
+class Calibration(Frozen):
     """The chosen knob, the ratio predicted there, and every probe that led to it."""
 
     knob: int

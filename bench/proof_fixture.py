@@ -12,9 +12,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from checks.pair_runner import choose_mode  # noqa: E402
-from checks.protocol import ProtocolConfig, measure_case  # noqa: E402
-from checks.workers import WorkerClient, WorkerFailure, WorkerSpec  # noqa: E402
+from checks.sweep.pair_runner import choose_mode  # noqa: E402
+from checks.sweep.protocol import ProtocolConfig, measure_case  # noqa: E402
+from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec  # noqa: E402
 
 FIXTURE = ROOT / "kernels_fixture"
 FIXTURE_CASES = (

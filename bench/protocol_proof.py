@@ -39,11 +39,11 @@ import protocol_replay  # noqa: E402
 from proof_calibrate import UNIT, calibrate_b  # noqa: E402
 from proof_fixture import FIXTURE, record_fixture  # noqa: E402
 
-from checks import ceilings as ceilings_mod  # noqa: E402
-from checks.pair_runner import choose_mode  # noqa: E402
-from checks.protocol import ProtocolConfig, run_round  # noqa: E402
-from checks.timing import CpuTimer, CudaTimer  # noqa: E402
-from checks.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec  # noqa: E402
+from checks.sweep.pair_runner import choose_mode  # noqa: E402
+from checks.sweep.protocol import ProtocolConfig, run_round  # noqa: E402
+from checks.sweep.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec  # noqa: E402
+from checks.worker import ceilings as ceilings_mod  # noqa: E402
+from checks.worker.timing import CpuTimer, CudaTimer  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parent / "proof_kernels"
 ENTRY = "proofk:scale_shift"

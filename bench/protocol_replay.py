@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from checks.protocol import Block, CaseDecider, ProtocolConfig, Round
+from checks.sweep.protocol import Block, CaseDecider, ProtocolConfig, Round
 
 TOLERANCES = (0.015, 0.01, 0.02)  # the first is the one the targets are judged at
 DOBENCH_THRESHOLDS = (0.03, 0.015)

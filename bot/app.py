@@ -26,8 +26,8 @@ from typing import Any
 
 from bot.errors import GitHubError, KernelReviewError, ResultsError
 from bot.escape import log_safe, md_code, md_inline
-from bot.events import DEFAULT_BOT_LOGINS, ReviewRequest, parse_event
-from bot.gate import GateDecision, GateResult, decide_gate, describe
+from bot.github.events import DEFAULT_BOT_LOGINS, ReviewRequest, parse_event
+from bot.jobs.gate import GateDecision, GateResult, decide_gate, describe
 
 MODES = ("plan", "ack", "measure", "report")
 MAX_EVENT_BYTES = 25 * 2**20  # GitHub caps webhook payloads at 25 MB
@@ -167,7 +167,7 @@ def log(text: str) -> None:
 
 
 def _client(env: ActionEnv, **kw: Any):
-    from bot.github_api import GitHubClient
+    from bot.github.api import GitHubClient
 
     return GitHubClient(
         env.token, env.repository, api_url=env.api_url, spacing_s=env.request_spacing_s, **kw
@@ -240,7 +240,8 @@ def run_ack(env: ActionEnv, client_factory, analyze=None) -> int:
 
 
 def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
-    from bot.report import (
+    from bot.github.sticky import MAX_COMMENT_CHARS, upsert_sticky
+    from bot.jobs.report import (
         annotations,
         build_report,
         merge_evidence,
@@ -248,7 +249,6 @@ def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
         repo_facts,
         status_for,
     )
-    from bot.sticky import MAX_COMMENT_CHARS, upsert_sticky
 
     result, client = _gate(env, client_factory, analyze)
     d = result.decision
@@ -311,7 +311,7 @@ def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
 
 def run_measure(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -> int:
     """Run the gate's plan for one vendor and shard; writes ``results-<vendor>-<i>of<n>.json``."""
-    from bot.report import ResultsFile
+    from bot.contracts.results import ResultsFile
 
     if env.vendor not in ("nvidia", "amd"):
         raise KernelReviewError(
@@ -363,10 +363,10 @@ def run_measure(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) ->
 def _measurement_engine() -> Callable[..., Any]:
     """The measurement engine's entry point: (plan, *, vendor, shard, repo_root) -> Evidence."""
     try:
-        from checks.run_plan import measure_plan
+        from checks.measure import measure_plan
     except ImportError:
         raise KernelReviewError(
-            "this build of kernel-review has no measurement engine (checks.run_plan.measure_plan)",
+            "this build of kernel-review has no measurement engine (checks.measure.measure_plan)",
             hint="install kernel-review[gpu] on the GPU runner",
         ) from None
     return measure_plan

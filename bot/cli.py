@@ -22,8 +22,11 @@ from bot.escape import log_safe
 
 def _command_modules() -> list:
     # Explicit list, imported lazily so `kernel-review --help` stays fast.
-    from bot import analyze_cli, app, demo, policy_cli
-    from checks import bench_cli, compile_cli
+    from bot import app, demo
+    from bot.analysis import cli as analyze_cli
+    from bot.policy import cli as policy_cli
+    from checks.compiler import cli as compile_cli
+    from checks.sweep import cli as bench_cli
 
     return [demo, policy_cli, analyze_cli, app, bench_cli, compile_cli]
 

@@ -19,9 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bot.contracts.evidence import Evidence
 from bot.errors import ResultsError
-from bot.evidence import Evidence
-from bot.review import ReviewInputs, static_review
+from bot.review.conclude import ReviewInputs, static_review
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,7 +75,7 @@ def _measured(paths: list[Path], head_sha: str) -> Evidence | None:
     """The evidence in the results files, all of which must be for the fixture's head."""
     if not paths:
         return None
-    from bot.report import merge_evidence, read_results
+    from bot.jobs.report import merge_evidence, read_results
 
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:

@@ -8,61 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
+from bot.contracts.plan import Check, Plan, PlannedKernel, PlannedShape
+from bot.contracts.review import ChangeLine
 from bot.errors import LimitError
-from bot.verdict import ChangeLine
 
 if TYPE_CHECKING:
-    from bot.policy_model import Policy
-
-Check = Literal["sweep", "first_call", "compiler", "repo"]
-PLAN_SCHEMA_VERSION = 1
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PlannedShape(_Frozen):
-    dims: tuple[int, ...]
-    weight: float = 1.0
-
-
-class PlannedKernel(_Frozen):
-    name: str
-    tensors: tuple[tuple[int, ...], ...] | None = None
-    bench: str
-    baseline: str | None = None
-    paths: tuple[str, ...]
-    dtypes: tuple[str, ...]
-    shapes: tuple[PlannedShape, ...]
-    tolerance: float
-    change_kinds: tuple[str, ...]
-
-    @property
-    def cases(self) -> int:
-        return len(self.shapes) * len(self.dtypes)
-
-
-class Plan(_Frozen):
-    schema_version: int = PLAN_SCHEMA_VERSION
-    repository: str = ""
-    pr_number: int | None = None
-    base_sha: str
-    head_sha: str
-    vendors: tuple[Literal["nvidia", "amd"], ...]
-    kernels: tuple[PlannedKernel, ...]
-    checks: tuple[Check, ...]
-    quick: bool = False
-    unmapped: tuple[str, ...] = ()  # changed kernels no policy entry covers: not measured
-    changes: tuple[ChangeLine, ...] = ()
-
-    @property
-    def cases(self) -> int:
-        return sum(k.cases for k in self.kernels)
+    from bot.policy.model import Policy
 
 
 def largest_tensor(dims: Sequence[int], tensors: Sequence[Sequence[int]] | None) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.classify import Analysis
+from bot.analysis.model import Analysis
 from bot.cli import main
 from tests.test_classify import DIFFS, TOY, build_repo
 

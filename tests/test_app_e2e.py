@@ -15,9 +15,9 @@ from fake_github import BOT, FakeGitHub
 
 from bot import gitutil
 from bot.cli import main
-from bot.evidence import Evidence, ShapeLine, SweepEvidence
-from bot.report import ResultsFile
-from bot.sticky import marker_sha
+from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+from bot.contracts.results import ResultsFile
+from bot.github.sticky import marker_sha
 
 EVENTS = Path(__file__).parent / "data" / "events"
 FIXTURE = Path(__file__).parent.parent / "kernels_fixture"
@@ -32,7 +32,7 @@ def _official(dest: Path) -> tuple[Path, str, str] | None:
         return None
     fx = build_fixture_repo(dest)
     try:
-        from bot.policy import load_policy
+        from bot.policy.load import load_policy
 
         gitutil.git(fx.path, "checkout", "-q", fx.base_sha)
         load_policy(Path(fx.path))
@@ -242,7 +242,7 @@ def test_pull_request_plan_measure_report_then_push_updates_the_same_comment(
         pr_event("opened", base, head),
         vendor="nvidia",
     )
-    if importlib.util.find_spec("checks.run_plan") is None:
+    if importlib.util.find_spec("checks.measure") is None:
         assert measure("measure") == 2
         assert "no measurement engine" in capsys.readouterr().err
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.analyze import analyze_repo, policy_at
-from bot.classify import Analysis, KernelChange, analyze_diff
-from bot.detect import TritonConfig
+from bot.analysis.classify import analyze_diff
+from bot.analysis.model import Analysis, KernelChange, TritonConfig
+from bot.analysis.repo import analyze_repo, policy_at
 from bot.errors import KernelReviewError
 from bot.gitutil import commit_all, diff_text, init_repo
-from bot.policy import parse_policy
+from bot.policy.load import parse_policy
 
 DIFFS = Path(__file__).parent / "data" / "diffs"
 TOY = DIFFS / "toyrepo"
@@ -418,7 +418,7 @@ def test_mutilated_sources_never_crash_the_analysis():
 
 
 def test_a_source_over_the_cap_is_read_from_its_diff_lines():
-    from bot.detect import MAX_SOURCE_CHARS
+    from bot.analysis.model import MAX_SOURCE_CHARS
 
     huge = tree("head")("toyops/scale.py") + "#" * MAX_SOURCE_CHARS
     a = analyze_diff(read("toy_rewrite.diff"), old_source=tree("base"), new_source=lambda p: huge)
@@ -427,10 +427,10 @@ def test_a_source_over_the_cap_is_read_from_its_diff_lines():
 
 
 def test_repo_read_budget(tmp_path, monkeypatch):
-    import bot.analyze
+    import bot.analysis.repo
 
     repo, base, head = build_repo(tmp_path / "toy", TOY / "base", TOY / "head")
-    monkeypatch.setattr(bot.analyze, "MAX_READ_CHARS", 3000)
+    monkeypatch.setattr(bot.analysis.repo, "MAX_READ_CHARS", 3000)
     a = analyze_repo(repo, base, head)
     assert a.from_context_only
     assert any("more were read from their diff lines only" in n for n in a.notes)

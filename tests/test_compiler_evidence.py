@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
 from bot.gitutil import commit_all, init_repo
-from bot.plan import Plan, PlannedKernel, PlannedShape
-from bot.policy import parse_policy
-from checks.compiler_evidence import compiler_evidence, compiler_evidence_for_range
-from checks.compiler_report import KernelCompileRecord, make_report
+from bot.policy.load import parse_policy
+from checks.compiler.evidence import compiler_evidence, compiler_evidence_for_range
+from checks.compiler.report import KernelCompileRecord, make_report
 
 DATA = Path(__file__).parent / "data"
 POLICY = """

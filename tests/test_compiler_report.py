@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from bot.errors import CompilerError
-from checks import triton_compat
-from checks.compile_run import KernelSpec, build_compiler_report
-from checks.compiler_report import (
+from checks.compiler import triton_compat
+from checks.compiler.report import (
     CompilerReport,
     KernelCompileRecord,
     compare_reports,
     make_report,
     report_flags,
 )
+from checks.compiler.run import KernelSpec, build_compiler_report
 
 KERNELS = Path(__file__).parent / "data" / "kernels"
 FIXTURE = Path(__file__).parent.parent / "kernels_fixture"
@@ -458,7 +458,7 @@ def test_real_registers_match_the_cross_compiled_ones(tmp_path: Path):
 def test_recording_inputs_are_allocated_but_not_filled():
     import torch
 
-    from checks.cheap_inputs import unfilled_random
+    from checks.compiler.cheap_inputs import unfilled_random
 
     randn = torch.randn
     g = torch.Generator().manual_seed(0)
@@ -481,7 +481,7 @@ def test_recording_inputs_are_allocated_but_not_filled():
 
 
 def test_a_target_without_tables_still_gets_registers():
-    from checks.compile_measure import measure
+    from checks.compiler.measure import measure
 
     data = Path(__file__).parent / "data" / "compiler"
     fields = measure(

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from bot.errors import CompilerError
-from checks import isa_parse
-from checks.cxx_report import hip_records, hipcc_report, nvcc_report, nvidia_records
+from checks.compiler import isa_parse
+from checks.compiler.cxx_report import hip_records, hipcc_report, nvcc_report, nvidia_records
 
 DATA = Path(__file__).parent / "data" / "compiler"
 CUDA_SRC = Path(__file__).parent / "data" / "kernels" / "cuda" / "resources.cu"
@@ -163,13 +163,13 @@ def test_missing_hipcc_is_a_clear_error(monkeypatch):
     ],
 )
 def test_kernel_names_lose_return_type_namespaces_and_parameters(demangled: str) -> None:
-    from checks.cxx_report import _short
+    from checks.compiler.cxx_report import _short
 
     assert _short(demangled) == "softmax_kernel<float, 256>"
 
 
 def test_names_keep_nested_template_arguments() -> None:
-    from checks.cxx_report import _short
+    from checks.compiler.cxx_report import _short
 
     assert _short("void k<std::pair<int, int> >(int)") == "k<std::pair<int, int> >"
     assert _short("vector_add_kernel(float const*, int)") == "vector_add_kernel"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.detect import TritonConfig, is_tuning_line, is_tuning_name, scan_lines, scan_source
+from bot.analysis.model import TritonConfig
+from bot.analysis.scan import scan_lines, scan_source
+from bot.analysis.text import is_tuning_line, is_tuning_name
 
 TOY = Path(__file__).parent / "data" / "diffs" / "toyrepo"
 
@@ -216,7 +218,7 @@ def test_tuning_names_and_lines():
 def test_hostile_sources_stay_bounded():
     import time
 
-    from bot.detect import MAX_PER_FILE
+    from bot.analysis.model import MAX_PER_FILE
 
     cases = {
         "a.cu": "k<<<a>>>(" * 20_000,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.diff import FilePatch, parse_diff
+from bot.analysis.diff import FilePatch, parse_diff
 from bot.errors import DiffError, KernelReviewError
 from bot.gitutil import commit_all, diff_text, init_repo
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import GitHubError
-from bot.events import Ignored, ReviewRequest, bench_line, parse_event
+from bot.github.events import Ignored, ReviewRequest, bench_line, parse_event
 
 EVENTS = Path(__file__).parent / "data" / "events"
 

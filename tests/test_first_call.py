@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from checks.compile_run import KernelSpec
-from checks.first_call import FirstCallRun, ShapeFirstCall, judge, measure_first_call
+from checks.compiler.run import KernelSpec
+from checks.first_call.measure import FirstCallRun, ShapeFirstCall, judge, measure_first_call
 
 KERNELS = Path(__file__).parent / "data" / "kernels"
 
@@ -118,7 +118,7 @@ def test_compile_only_cold_then_warm(tmp_path: Path):
 
 @pytest.mark.slow
 def test_a_priming_job_only_imports(tmp_path: Path):
-    from checks.first_call_probe import run_job
+    from checks.first_call.probe import run_job
 
     job = {
         "repo_root": str(KERNELS),
@@ -166,7 +166,7 @@ def test_gpu_first_call_autotunes_once_per_key(tmp_path: Path):
 
 
 def test_evidence_for_the_review():
-    from checks.first_call import first_call_evidence
+    from checks.first_call.measure import first_call_evidence
 
     keys = {"a": ("k(1,)",)}
     cold = _run("cold", {"a": 2500.0, "b": 100.0}, keys)

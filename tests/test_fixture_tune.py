@@ -75,7 +75,7 @@ def test_precompiled_kernels_are_the_ones_the_sweep_launches() -> None:
         """
         import importlib
         import fixture_tune as ft
-        from checks.triton_compat import compile_only
+        from checks.compiler.triton_compat import compile_only
 
         ft.DEVICE = "cpu"
         mm = importlib.import_module("toyops.matmul")

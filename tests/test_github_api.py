@@ -6,14 +6,14 @@ import pytest
 from fake_github import BOT, FakeGitHub
 
 from bot.errors import GitHubError
-from bot.ghtypes import FileInfo, permission_allows
-from bot.github_api import (
+from bot.github.api import (
     GitHubClient,
     GitHubRequestError,
     RetryPolicy,
     diff_from_files,
     retry_delay,
 )
+from bot.github.types import FileInfo, permission_allows
 
 BASE, HEAD = "a" * 40, "b" * 40
 

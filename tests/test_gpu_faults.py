@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.protocol import ProtocolConfig
-from checks.shapes import Case
-from checks.sweep import SweepOptions, run_sweep
-from checks.workers import Timeouts
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.shapes import Case
+from checks.sweep.workers import Timeouts
 
 pytestmark = pytest.mark.gpu
 

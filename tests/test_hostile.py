@@ -24,16 +24,17 @@ from test_app_e2e import (  # noqa: F401  (fixtures)
 from bot import gitutil
 from bot.app import log
 from bot.cli import main
-from bot.evidence import Evidence
-from bot.render import ReviewContext, render_comment
-from bot.sticky import marker_sha
-from bot.verdict import Requirements, decide
-from checks.protocol import ProtocolConfig
-from checks.shapes import Case
-from checks.sweep import SweepOptions, run_sweep
-from checks.sweep_evidence import to_evidence
-from checks.sweep_models import load_results
-from checks.workers import Timeouts
+from bot.contracts.evidence import Evidence
+from bot.contracts.review import Requirements, ReviewContext
+from bot.github.sticky import marker_sha
+from bot.review.render import render_comment
+from bot.review.verdict import decide
+from checks.sweep.evidence import to_evidence
+from checks.sweep.models import load_results
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.shapes import Case
+from checks.sweep.workers import Timeouts
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 QUICK = ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=8, warmup_rounds=1)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from bot.errors import PolicyError
-from checks.occupancy import amd_occupancy, nvidia_occupancy, parse_target
+from checks.compiler.occupancy import amd_occupancy, nvidia_occupancy, parse_target
 
 
 def test_register_limited_on_hopper():

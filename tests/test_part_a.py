@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.part_a import code_lines, part_a, part_a_side
+from bot.analysis.code_counts import code_lines, part_a, part_a_side
 
 TOY = Path(__file__).parent / "data" / "diffs" / "toyrepo"
 VA_CU = "toyops/csrc/vector_add.cu"

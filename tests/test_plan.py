@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import pytest
 
+from bot.contracts.plan import Plan
+from bot.contracts.review import ChangeLine
 from bot.errors import LimitError
-from bot.plan import Plan, make_plan
-from bot.policy import parse_policy
-from bot.verdict import ChangeLine
+from bot.plan import make_plan
+from bot.policy.load import parse_policy
 
 POLICY = parse_policy(
     """

@@ -10,7 +10,7 @@ import pydantic
 import pytest
 
 from bot.errors import PolicyError
-from bot.policy import (
+from bot.policy.load import (
     MAX_POLICY_BYTES,
     MINIMAL_EXAMPLE,
     PolicyProblem,

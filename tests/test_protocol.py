@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from checks.protocol import (
+from checks.sweep.protocol import (
     Block,
     ProtocolConfig,
     Telemetry,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from bot.evidence import (
+from bot.contracts.evidence import (
     CompilerEvidence,
     CompilerFlag,
     CompilerRow,
@@ -9,9 +9,10 @@ from bot.evidence import (
     ShapeLine,
     SweepEvidence,
 )
-from bot.render import MAX_COMMENT_CHARS, PartATable, ReviewContext, code, esc, render_comment
-from bot.verdict import ChangeLine, Requirements, decide
-from checks.repo_conditions import OwnerFact, PerfGateFact, PinFact, RepoConditions
+from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
+from bot.contracts.review import ChangeLine, PartATable, Requirements, ReviewContext
+from bot.review.render import MAX_COMMENT_CHARS, code, esc, render_comment
+from bot.review.verdict import decide
 from tests.golden_util import check_golden
 
 CTX = ReviewContext(

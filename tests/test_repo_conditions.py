@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot import gitutil
-from checks import repo_conditions as rc
+from bot import repo_conditions as rc
 
 
 def reader(files: dict[str, str]):

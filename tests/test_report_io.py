@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import json
 
-from bot.evidence import Evidence, ShapeLine, SweepEvidence
-from bot.gate import GateDecision
-from bot.plan import Plan, PlannedKernel, PlannedShape
-from bot.report import (
-    MAX_RESULTS_BYTES,
-    ResultsFile,
-    annotations,
-    merge_evidence,
-    read_results,
-    status_for,
-)
-from bot.verdict import ChangeLine, Requirements, decide
+from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
+from bot.contracts.results import ResultsFile
+from bot.contracts.review import ChangeLine, Requirements
+from bot.jobs.gate import GateDecision
+from bot.jobs.report import MAX_RESULTS_BYTES, annotations, merge_evidence, read_results, status_for
+from bot.review.verdict import decide
 
 HEAD, OTHER, BASE = "a" * 40, "b" * 40, "c" * 40
 

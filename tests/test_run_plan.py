@@ -6,12 +6,12 @@ import textwrap
 from pathlib import Path
 
 from bot import gitutil
-from bot.plan import Plan, PlannedKernel, PlannedShape
-from checks.protocol import ProtocolConfig
-from checks.run_plan import measure_plan
-from checks.sweep import SweepOptions
-from checks.sweep_models import load_results
-from checks.workers import Timeouts
+from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
+from checks.measure import measure_plan
+from checks.sweep.models import load_results
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.run import SweepOptions
+from checks.sweep.workers import Timeouts
 
 BENCH = """
 import numpy as np

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
+from bot.contracts.plan import PlannedKernel, PlannedShape
 from bot.errors import LimitError
-from bot.plan import PlannedKernel, PlannedShape
-from checks.protocol import ProtocolConfig
-from checks.shapes import added_shapes, fit_budget, is_prime, plan_cases, prime_below
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.shapes import added_shapes, fit_budget, is_prime, plan_cases, prime_below
 
 
 def _kernel(shapes, dtypes=("float32",), name="softmax") -> PlannedKernel:
@@ -93,7 +93,7 @@ def test_budget_lowers_the_case_cap_or_refuses() -> None:
 
 
 def test_operand_dimensions_bound_the_largest_tensor_not_the_problem_size():
-    from bot.plan import PlannedKernel, PlannedShape
+    from bot.contracts.plan import PlannedKernel, PlannedShape
 
     matmul = PlannedKernel(
         name="matmul",

@@ -3,8 +3,15 @@ from __future__ import annotations
 import pytest
 
 from bot.errors import CommandError, LimitError
-from bot.policy import parse_policy
-from bot.slash import BenchCommand, check_permission, check_request, estimate, parse_bench, tokenize
+from bot.github.slash import (
+    BenchCommand,
+    check_permission,
+    check_request,
+    estimate,
+    parse_bench,
+    tokenize,
+)
+from bot.policy.load import parse_policy
 
 POLICY = parse_policy(
     """

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from checks.stats import (
+from checks.sweep.stats import (
     band_log,
     bootstrap_geomean,
     evaluate_look,
@@ -19,7 +19,7 @@ from checks.stats import (
     stdev,
     weighted_geomean,
 )
-from checks.tdist import betainc, t_cdf, t_ppf
+from checks.sweep.tdist import betainc, t_cdf, t_ppf
 
 LOOKS = look_schedule(8, 200, 1.5)
 

@@ -3,9 +3,8 @@ from __future__ import annotations
 import pytest
 from fake_github import BOT, FakeGitHub
 
-from bot.ghtypes import CommentInfo
-from bot.github_api import GitHubClient, GitHubRequestError
-from bot.sticky import (
+from bot.github.api import GitHubClient, GitHubRequestError
+from bot.github.sticky import (
     MAX_COMMENT_CHARS,
     find_sticky,
     fit_body,
@@ -13,6 +12,7 @@ from bot.sticky import (
     marker_sha,
     upsert_sticky,
 )
+from bot.github.types import CommentInfo
 
 SHA1, SHA2 = "1" * 40, "2" * 40
 

@@ -11,15 +11,15 @@ import pytest
 
 from bot import gitutil
 from bot.cli import main
-from bot.plan import Plan, PlannedKernel, PlannedShape
-from checks.bench_cli import default_branch
-from checks.protocol import ProtocolConfig
-from checks.shapes import Case
-from checks.summary import merge, recompute
-from checks.sweep import SweepOptions, run_sweep
-from checks.sweep_evidence import sweep_for_plan, to_evidence
-from checks.sweep_models import dump_results, load_results, parse_results
-from checks.workers import Timeouts
+from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
+from checks.sweep.cli import default_branch
+from checks.sweep.evidence import sweep_for_plan, to_evidence
+from checks.sweep.models import dump_results, load_results, parse_results
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.shapes import Case
+from checks.sweep.summary import merge, recompute
+from checks.sweep.workers import Timeouts
 
 STANDINS = Path(__file__).parent / "data" / "standins"
 QUICK = ProtocolConfig(

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.protocol import ProtocolConfig
-from checks.shapes import Case
-from checks.sweep import SweepOptions, run_sweep
-from checks.workers import Timeouts
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.shapes import Case
+from checks.sweep.workers import Timeouts
 
 pytestmark = pytest.mark.gpu
 
@@ -25,7 +25,7 @@ def test_timers_agree_and_graphs_remove_launch_overhead() -> None:
 
     import torch
 
-    from checks.timing import CudaTimer
+    from checks.worker.timing import CudaTimer
 
     sys.path.insert(0, str(PROOF))
     import proofk
@@ -55,8 +55,8 @@ def test_a_slow_host_launch_is_not_taken_for_kernel_time() -> None:
 
     import torch
 
-    from checks.pair_runner import choose_mode
-    from checks.timing import CudaTimer
+    from checks.sweep.pair_runner import choose_mode
+    from checks.worker.timing import CudaTimer
 
     sys.path.insert(0, str(PROOF))
     import proofk

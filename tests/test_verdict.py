@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from bot.evidence import (
+from bot.contracts.evidence import (
     CompilerEvidence,
     CompilerFlag,
     Evidence,
@@ -9,8 +9,9 @@ from bot.evidence import (
     ShapeLine,
     SweepEvidence,
 )
-from bot.verdict import ChangeLine, Requirements, decide
-from checks.repo_conditions import OwnerFact, PerfGateFact, PinFact, RepoConditions
+from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
+from bot.contracts.review import ChangeLine, Requirements
+from bot.review.verdict import decide
 
 REWRITE_KEPT = ChangeLine(
     kernel="softmax",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec, scrubbed_env
+from checks.sweep.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec, scrubbed_env
 
 STANDINS = Path(__file__).parent / "data" / "standins"
 # prepare imports torch (seconds on a loaded 2-core machine); a hang in prepare costs this much
@@ -159,7 +159,7 @@ def test_private_triton_cache_and_scrubbed_environment(tmp_path: Path) -> None:
 def test_failure_kinds_from_exceptions() -> None:
     from triton.runtime.errors import OutOfResources
 
-    from checks.failures import classify
+    from checks.worker.failures import classify
 
     class OutOfMemoryError(RuntimeError):  # the name torch gives its CUDA OOM
         pass
@@ -181,7 +181,7 @@ def test_a_kernel_triton_rejects_is_a_compile_error_with_its_line() -> None:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from checks.failures import classify
+    from checks.worker.failures import classify
 
     sys.path.insert(0, str(Path(__file__).parent / "data" / "gpu_faults" / "head"))
     try:

@@ -1,0 +1,1 @@
+"""Kernel changes in a diff: parse, scan each language, classify, pair rewrites, count code."""

@@ -1,0 +1,67 @@
+"""Adapters from the diff analysis to what the verdict and the renderer take. Pure."""
+
+from __future__ import annotations
+
+from bot.analysis.model import Analysis, KernelChange
+from bot.contracts.review import ChangeLine, PartATable
+
+_LANG_LABEL = {"cuda": "CUDA", "hip": "HIP", "triton": "Triton", "cuda+hip": "CUDA + HIP"}
+
+
+def _label(language: str | None) -> str | None:
+    if language is None:
+        return None
+    return "+".join(_LANG_LABEL.get(part, part) for part in language.split("+")).replace("+", " + ")
+
+
+def _paths(change: KernelChange) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    old = [r.path for r in ([change.old] if change.old else []) + list(change.old_variants)]
+    new = [change.new.path] if change.new else []
+    return tuple(dict.fromkeys(old)), tuple(dict.fromkeys(new))
+
+
+def change_lines(analysis: Analysis) -> list[ChangeLine]:
+    """One line per kernel change, named by the policy kernel that covers it when there is one."""
+    lines: list[ChangeLine] = []
+    seen: set[tuple[str, str, tuple[str, ...], tuple[str, ...]]] = set()
+    for c in analysis.changes:
+        old_paths, new_paths = _paths(c)
+        name = c.policy_kernels[0] if c.policy_kernels else c.name
+        key = (name, c.kind, old_paths, new_paths)
+        if key in seen:
+            continue
+        seen.add(key)
+        old_lang = c.old_language or (c.old.language if c.old else None)
+        new_lang = c.new.language if c.new else None
+        detail = "; ".join(c.notes)
+        lines.append(
+            ChangeLine(
+                kernel=name,
+                kind=c.kind,
+                old_language=_label(old_lang),
+                new_language=_label(new_lang),
+                old_paths=old_paths,
+                new_paths=new_paths,
+                old_kernel_kept=c.old_kernel_kept,
+                mapped=bool(c.policy_kernels),
+                detail=detail,
+            )
+        )
+    return lines
+
+
+def part_a_tables(analysis: Analysis) -> list[PartATable]:
+    tables = []
+    for c in analysis.changes:
+        if c.kind != "rewrite" or c.part_a is None:
+            continue
+        name = c.policy_kernels[0] if c.policy_kernels else c.name
+        tables.append(
+            PartATable(
+                kernel=name,
+                old_label=_label(c.part_a.old.language) or "old",
+                new_label=_label(c.part_a.new.language) or "new",
+                rows=tuple(c.part_a.rows()),
+            )
+        )
+    return tables

@@ -1,0 +1,252 @@
+"""Kernel changes in a diff: what changed in each kernel, and which Triton kernels replace C++ ones.
+
+    analyze_diff(diff_text, policy=..., old_source=..., new_source=...) -> Analysis
+    analyze_repo(repo, base, head, policy=...) -> Analysis        (in bot.analysis.repo)
+
+Each kernel the diff touches gets one :class:`KernelChange` of kind
+
+- ``rewrite``: a CUDA/HIP kernel replaced by a Triton kernel doing the same operation (paired by
+  the policy's kernel paths, by call sites switched in the same diff, by names and file names;
+  see ``bot.analysis.pairing``), with the seed's Part A table when both sides' sources are readable;
+- ``tuning``: autotune configs, ``num_warps`` / ``num_stages``, ``BLOCK_*`` values changed;
+- ``body``: the kernel's code changed; ``launch``: its grid / launch arguments / host wrapper;
+- ``new`` / ``deleted``.
+
+With ``old_source`` / ``new_source`` (path -> full text, None when unknown) kernels are read from
+whole files; without, from the lines the diff shows, and the Analysis says so.
+
+This module compares each file's kernels; ``bot.analysis.cross_file`` adds what is seen across files
+(launches, config lists outside kernels, moves) and ``bot.analysis.pairing`` the rewrites.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bot.analysis.compare import (
+    _compare_files,
+)
+from bot.analysis.diff import FilePatch, ParsedDiff, SkippedFile, parse_diff
+from bot.analysis.model import (
+    MAX_SOURCE_CHARS,
+    Analysis,
+    Context,
+    FileScan,
+    FileSides,
+    KernelChange,
+    SourceFn,
+)
+from bot.analysis.scan import scan_lines, scan_source
+from bot.analysis.text import source_kind
+
+if TYPE_CHECKING:
+    from bot.policy.model import Policy
+
+# What the diff lines of a file must contain for a scan of them to find anything at all.
+_MARKERS = {
+    "python": re.compile(
+        r"triton|tl\.|constexpr|kernel|\]\s*\(|Config|"
+        r"(?i:block|tile|warps|stages|threads|group_size|split_k|maxnreg)"
+    ),
+    "cpp": re.compile(
+        r"__global__|__device__|__shared__|<<<|LaunchKernel|PYBIND11|TORCH_LIBRARY|\.def\(|\.impl\(|"
+        r"(?i:block|tile|warps|stages|threads)"
+    ),
+}
+
+
+def analyze_diff(
+    diff_text: str,
+    *,
+    policy: Policy | None = None,
+    old_source: SourceFn | None = None,
+    new_source: SourceFn | None = None,
+    old_files: Sequence[str] | None = None,
+    thrifty: bool = True,
+) -> Analysis:
+    """Analyze unified diff text. ``old_files``: every path at base, when known (for pairing a
+    new Triton kernel with a C++ kernel the diff leaves untouched). ``thrifty``: read a whole
+    file only when its diff lines could belong to a kernel (or the policy names it)."""
+    return analyze_parsed(
+        parse_diff(diff_text),
+        policy=policy,
+        old_source=old_source,
+        new_source=new_source,
+        old_files=old_files,
+        thrifty=thrifty,
+    )
+
+
+def analyze_parsed(
+    parsed: ParsedDiff,
+    *,
+    policy: Policy | None = None,
+    old_source: SourceFn | None = None,
+    new_source: SourceFn | None = None,
+    old_files: Sequence[str] | None = None,
+    thrifty: bool = True,
+) -> Analysis:
+    from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
+    from bot.analysis.pairing import pair_rewrites
+
+    skipped = list(parsed.skipped)
+    sides: list[FileSides] = []
+    for patch in parsed.files:
+        if patch.binary:
+            skipped.append(SkippedFile(path=patch.path, reason="binary file"))
+            continue
+        special = {"120000": "symbolic link", "160000": "submodule"}
+        kind = special.get(patch.new_mode or "") or special.get(patch.old_mode or "")
+        if kind is not None:
+            skipped.append(SkippedFile(path=patch.path, reason=kind))
+            continue
+        if patch.mode_only:
+            skipped.append(
+                SkippedFile(
+                    path=patch.path,
+                    reason=f"mode change only ({patch.old_mode} -> {patch.new_mode})",
+                )
+            )
+            continue
+        if source_kind(patch.path) is None and source_kind(patch.old_path or "") is None:
+            continue
+        sides.append(_read_sides(patch, old_source, new_source, policy, thrifty))
+    ctx = Context(
+        files=sides,
+        old_source=old_source,
+        new_source=new_source,
+        old_files=old_files,
+        policy=policy,
+        diff_paths={p for f in parsed.files for p in (f.old_path, f.new_path) if p},
+    )
+    for f in sides:
+        if f.old_text is not None and f.patch.old_path:
+            ctx.texts_old[f.patch.old_path] = f.old_text
+        if f.new_text is not None and f.patch.new_path:
+            ctx.texts_new[f.patch.new_path] = f.new_text
+    changes = _compare_files(ctx)
+    changes += compare_launches(ctx, changes)
+    changes = loose_configs(ctx, changes)
+    changes = moved_kernels(changes, ctx)
+    changes = pair_rewrites(changes, ctx)
+    changes = [_with_policy(c, policy) for c in changes]
+    changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
+    partial = {
+        p
+        for f in sides
+        if any(s is not None and not s.complete for s in (f.old, f.new))
+        for p in (f.patch.old_path, f.patch.new_path)
+        if p
+    }
+    context_only = any(
+        (f.old is not None and not f.old.complete and (f.old.kernels or f.old.launches))
+        or (f.new is not None and not f.new.complete and (f.new.kernels or f.new.launches))
+        for f in sides
+    ) or any(c.path in partial for c in changes)
+    measure: list[str] = []
+    for c in changes:
+        measure += [k for k in c.policy_kernels if k not in measure]
+    notes = [n for f in sides for n in f.notes]
+    return Analysis(
+        changes=changes,
+        skipped=skipped,
+        files_seen=len(parsed.files) + len(parsed.skipped),
+        from_context_only=context_only,
+        policy_kernels=measure,
+        notes=notes,
+    )
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def whole_text_from_diff(patch: FilePatch, side: str) -> str | None:
+    """An added (new side) or deleted (old side) file is whole in its diff."""
+    if len(patch.hunks) != 1:
+        return None
+    h = patch.hunks[0]
+    if side == "new" and patch.status == "added" and h.old_count == 0:
+        lines = [t for _, t in h.added]
+        return "\n".join(lines) + "\n" if len(lines) == h.new_count else None
+    if side == "old" and patch.status == "deleted" and h.new_count == 0:
+        lines = [t for _, t in h.removed]
+        return "\n".join(lines) + "\n" if len(lines) == h.old_count else None
+    return None
+
+
+def _read_sides(
+    patch: FilePatch,
+    old_source: SourceFn | None,
+    new_source: SourceFn | None,
+    policy: Policy | None,
+    thrifty: bool,
+) -> FileSides:
+    out = FileSides(patch=patch, old=None, new=None)
+    kind = source_kind(patch.path) or source_kind(patch.old_path or "") or "python"
+    sides = {
+        "old": (
+            [x for h in patch.hunks for x in h.old_lines()],
+            [(h.old_start, h.section) for h in patch.hunks],
+        ),
+        "new": (
+            [x for h in patch.hunks for x in h.new_lines()],
+            [(h.new_start, h.section) for h in patch.hunks],
+        ),
+    }
+    visible = "\n".join(
+        [t for lines, sections in sides.values() for _, t in lines]
+        + [head for _, head in sides["new"][1]]
+    )
+    covered = policy is not None and any(
+        policy.kernels_for_path(p) for p in (patch.old_path, patch.new_path) if p
+    )
+    if thrifty and not (covered or _MARKERS[kind].search(visible)):
+        # Nothing in the diff's lines a kernel, a launch or a tuning knob could be made of:
+        # not worth reading the whole file (a read may be a network call).
+        if patch.old_path:
+            out.old = FileScan(path=patch.old_path, kind=kind, language=None, complete=False)
+        if patch.new_path:
+            out.new = FileScan(path=patch.new_path, kind=kind, language=None, complete=False)
+        return out
+    for side, path, source in (
+        ("old", patch.old_path, old_source),
+        ("new", patch.new_path, new_source),
+    ):
+        if path is None:
+            continue
+        text = source(path) if source is not None else None
+        if text is None:
+            text = whole_text_from_diff(patch, side)
+        if text is not None and len(text) > MAX_SOURCE_CHARS:
+            out.notes.append(
+                f"{path} ({side}) is over {MAX_SOURCE_CHARS // 1024} KiB: read from its diff lines"
+            )
+            text = None
+        if text is not None:
+            scan = scan_source(path, text)
+        else:
+            lines, sections = sides[side]
+            scan = scan_lines(path, lines, sections)
+        if side == "old":
+            out.old, out.old_text = scan, text
+        else:
+            out.new, out.new_text = scan, text
+    return out
+
+
+# --------------------------------------------------------------------------- per-file kernels
+
+
+def _with_policy(change: KernelChange, policy: Policy | None) -> KernelChange:
+    if policy is None:
+        return change
+    paths = [r.path for r in (change.old, change.new, *change.old_variants) if r is not None]
+    paths.append(change.path)
+    names: list[str] = []
+    for p in paths:
+        for kp in policy.kernels_for_path(p):
+            if kp.name not in names:
+                names.append(kp.name)
+    return change.model_copy(update={"policy_kernels": names})

@@ -1,0 +1,216 @@
+"""Part A of the review: count the code of the old C++ kernel against the new Triton one.
+
+A pure function from source texts to a table. For each side it counts, over the kernels and the
+host wrappers that launch them (blank and comment-only lines, and docstrings, never count):
+
+- ``kernel_body_lines``: lines inside the kernel function, signature excluded, and inside the
+  helpers it calls from the same file (``__device__`` functions, other ``@triton.jit`` ones);
+- ``host_wrapper_lines``: lines of the function(s) that launch it (C++: the function holding the
+  ``<<<>>>`` / ``hipLaunchKernelGGL``; Python: the function computing the grid and launching);
+- ``memory_lines``: lines that allocate, copy or free (``cudaMalloc/Free/Memcpy/Memset``, their
+  ``hip*`` twins, ``torch::empty*``, ``at::empty*``, and on the Python side ``torch.empty*``,
+  because an allocation is an allocation whichever language spells it);
+- ``error_check_lines``: lines that exist only to check (``TORCH_CHECK``, ``cudaGetLastError``,
+  ``C10_CUDA_KERNEL_LAUNCH_CHECK``, ``if (err != cudaSuccess)``, ``assert``);
+  ``error_checked_calls``: calls wrapped in a ``*_CHECK(...)`` macro; ``error_check_helper_lines``:
+  the lines defining such macros in the same files;
+- ``barriers``: ``__syncthreads``, ``__syncwarp``, ``__threadfence*``, ``tl.debug_barrier``;
+- ``shared_memory_declarations``: ``__shared__`` (``extern __shared__`` too),
+  ``HIP_DYNAMIC_SHARED``;
+- ``source_files``: the files holding the kernels and wrappers, with the vendors they cover.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Mapping, Sequence
+
+from bot.analysis.model import FileScan, PartA, PartASide
+from bot.analysis.scan import scan_source
+from bot.analysis.scan_cpp import mask
+from bot.analysis.text import called_helpers, source_kind
+
+_LANG_VENDORS = {"cuda": ("nvidia",), "hip": ("amd",), "triton": ("nvidia", "amd")}
+_MEMORY_CPP = re.compile(
+    r"\b(?:cuda|hip)(?:Malloc\w*|Free\w*|Memcpy\w*|Memset\w*|HostAlloc|HostMalloc|"
+    r"HostRegister|MemPrefetch\w*)\s*\(|\b(?:torch|at)::(?:empty\w*|zeros\w*|ones\w*)\s*\(|"
+    r"\.new_(?:empty|zeros)\s*\(|\bnew\s+[\w:]+\s*\[|\bdelete\s*\[\s*\]|\b(?:malloc|calloc|free)\s*\("
+)
+_MEMORY_PY = re.compile(r"\btorch\.(?:empty\w*|zeros\w*)\s*\(|\.new_(?:empty|zeros)\s*\(")
+_CHECK_CPP = re.compile(
+    r"^\s*(?:TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT\w*|AT_ASSERT\w*|C10_(?:CUDA|HIP)_KERNEL_LAUNCH_CHECK|"
+    r"assert|static_assert)\b|\b(?:cuda|hip)(?:GetLastError|PeekAtLastError)\s*\(|"
+    r"[!=]=\s*(?:cuda|hip)Success\b|\b(?:cuda|hip)Success\s*[!=]="
+)
+_CHECK_WRAPPED = re.compile(r"\b\w*(?:CUDA|HIP|C10_CUDA|C10_HIP)_CHECK\w*\s*\(\s*[\w:]+\s*\(")
+_CHECK_PY = re.compile(r"^\s*(?:assert\b|torch\._assert\s*\()")
+_CHECK_MACRO = re.compile(r"^\s*#\s*define\s+\w*CHECK\w*\b")
+_BARRIER = re.compile(
+    r"\b(?:__syncthreads(?:_count|_and|_or)?|__syncwarp|__threadfence(?:_block|_system)?|"
+    r"__builtin_amdgcn_s_barrier)\s*\(|\btl\.debug_barrier\s*\("
+)
+_SHARED = re.compile(r"\b__shared__\b|\bHIP_DYNAMIC_SHARED\s*\(")
+
+
+def code_lines(text: str, kind: str) -> list[bool]:
+    """Per line (index 0 = line 1): whether it holds code, not blank/comment/docstring."""
+    lines = text.split("\n")
+    if kind == "cpp":
+        code, _ = mask(text)
+        return [bool(line.strip()) for line in code.split("\n")]
+    flags = [bool(line.strip()) and not line.lstrip().startswith("#") for line in lines]
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return flags
+    skip = {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT}
+    first_of_line = True
+    for index, tok in enumerate(tokens):
+        if tok.type in skip:
+            first_of_line = first_of_line or tok.type in (tokenize.NEWLINE, tokenize.NL)
+            continue
+        if tok.type == tokenize.STRING and first_of_line:
+            nxt = next((t for t in tokens[index + 1 :] if t.type != tokenize.COMMENT), None)
+            if nxt is None or nxt.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                for number in range(tok.start[0], tok.end[0] + 1):
+                    flags[number - 1] = False  # a docstring or bare string statement
+        first_of_line = False
+    return flags
+
+
+def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) -> PartASide:
+    """Count one side. ``sources``: path -> text of every file involved (kernels and wrappers);
+    ``kernels``: ``(path, kernel_name)`` of the kernels this side is made of."""
+    scans: dict[str, FileScan] = {p: scan_source(p, t) for p, t in sources.items()}
+    is_code = {p: code_lines(t, source_kind(p) or "python") for p, t in sources.items()}
+    text_lines = {p: t.split("\n") for p, t in sources.items()}
+    names = {name for _, name in kernels}
+    kernel_ranges: list[tuple[str, int, int]] = []
+    languages: list[str] = []
+    helpers: list[str] = []
+    for path, name in kernels:
+        k = scans[path].kernel(name) if path in scans else None
+        if k is None:
+            continue
+        kernel_ranges.append((path, k.body_start, k.body_end))
+        if k.language not in languages:
+            languages.append(k.language)
+        for h in called_helpers(scans[path], k, text_lines[path]):
+            span = (path, h.body_start, h.body_end)
+            if span not in kernel_ranges and h.name not in names:
+                kernel_ranges.append(span)
+                helpers.append(h.name)
+    wrapper_ranges: list[tuple[str, int, int]] = []
+    wrappers: list[str] = []
+    for path, scan in scans.items():
+        for launch in scan.launches:
+            if launch.kernel in names and launch.wrapper and launch.wrapper_start:
+                span = (path, launch.wrapper_start + 1, launch.wrapper_end or launch.wrapper_start)
+                if span not in wrapper_ranges:
+                    wrapper_ranges.append(span)
+                    wrappers.append(launch.wrapper)
+
+    def lines_in(spans: list[tuple[str, int, int]]) -> list[tuple[str, str]]:
+        out = []
+        for path, first, last in spans:
+            flags, texts = is_code[path], text_lines[path]
+            for number in range(first, min(last, len(texts)) + 1):
+                if flags[number - 1] and texts[number - 1].strip() not in ("{", "}", "};"):
+                    out.append((path, texts[number - 1]))
+        return out
+
+    body = lines_in(kernel_ranges)
+    host = lines_in(wrapper_ranges)
+    counted = body + host
+    memory = sum(1 for p, t in counted if _memory(p).search(_code(p, t)))
+    checks = sum(
+        1
+        for p, t in counted
+        if _check(p).search(_code(p, t)) and not _memory(p).search(_code(p, t))
+    )
+    wrapped = sum(len(_CHECK_WRAPPED.findall(_code(p, t))) for p, t in counted)
+    helper = 0
+    for path, text in sources.items():
+        if source_kind(path) == "cpp":
+            helper += _macro_lines(mask(text)[0].split("\n"))
+    files = sorted({p for p, _, _ in kernel_ranges} | {p for p, _, _ in wrapper_ranges})
+    vendors = sorted({v for lang in languages for v in _LANG_VENDORS.get(lang, ())}, reverse=True)
+    return PartASide(
+        language="+".join(languages) or "unknown",
+        kernels=sorted(names),
+        helpers=list(dict.fromkeys(helpers)),
+        wrappers=wrappers,
+        files=files,
+        kernel_body_lines=len(body),
+        host_wrapper_lines=len(host),
+        memory_lines=memory,
+        error_check_lines=checks,
+        error_checked_calls=wrapped,
+        error_check_helper_lines=helper,
+        barriers=sum(len(_BARRIER.findall(_code(p, t))) for p, t in body),
+        shared_memory_declarations=sum(len(_SHARED.findall(_code(p, t))) for p, t in body),
+        source_files=len(files),
+        vendors_covered=vendors,
+    )
+
+
+def part_a(
+    old_sources: Mapping[str, str],
+    old_kernels: Sequence[tuple[str, str]],
+    new_sources: Mapping[str, str],
+    new_kernels: Sequence[tuple[str, str]],
+    old_twins: Sequence[tuple[str, str]] = (),
+) -> PartA:
+    """The Part A table, old (C++) against new (Triton). ``old_twins``: ``(path, language)`` of
+    more old sources of the same kernel (a HIP twin of a CUDA kernel): they count as source
+    files and vendors covered, not as lines (the seed counts one pair)."""
+    old = part_a_side(old_sources, old_kernels)
+    new = part_a_side(new_sources, new_kernels)
+    notes = []
+    if old_twins:
+        languages = old.language.split("+") + [lang for _, lang in old_twins]
+        files = sorted(set(old.files) | {p for p, _ in old_twins})
+        vendors = {v for lang in languages for v in _LANG_VENDORS.get(lang, ())}
+        old = old.model_copy(
+            update={
+                "language": "+".join(dict.fromkeys(languages)),
+                "files": files,
+                "source_files": len(files),
+                "vendors_covered": sorted(vendors, reverse=True),
+            }
+        )
+        counted = ", ".join(dict.fromkeys(p for p, _ in old_kernels))
+        twins = ", ".join(dict.fromkeys(p for p, _ in old_twins))
+        notes.append(f"lines counted on {counted}; {twins}: the same kernel for another vendor")
+    if not old.wrappers:
+        notes.append("no launch of the old kernel was found in the files read: wrapper lines are 0")
+    if not new.wrappers:
+        notes.append("no launch of the new kernel was found in the files read: wrapper lines are 0")
+    return PartA(old=old, new=new, notes=notes)
+
+
+def _code(path: str, line: str) -> str:
+    if source_kind(path) == "cpp":
+        return mask(line)[0]
+    return line.split("#", 1)[0] if "#" in line and "'" not in line and '"' not in line else line
+
+
+def _memory(path: str) -> re.Pattern[str]:
+    return _MEMORY_CPP if source_kind(path) == "cpp" else _MEMORY_PY
+
+
+def _check(path: str) -> re.Pattern[str]:
+    return _CHECK_CPP if source_kind(path) == "cpp" else _CHECK_PY
+
+
+def _macro_lines(lines: list[str]) -> int:
+    count = 0
+    inside = False
+    for line in lines:
+        if inside or _CHECK_MACRO.match(line):
+            if line.strip():
+                count += 1
+            inside = line.rstrip().endswith("\\")
+    return count

@@ -1,0 +1,189 @@
+"""Kernel against kernel, file by file: what changed in each kernel a diff touches (kind, notes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.analysis.diff import FilePatch
+from bot.analysis.model import (
+    MAX_SOURCE_CHARS,
+    ChangeKind,
+    Context,
+    FileSides,
+    KernelChange,
+    KernelDef,
+    SourceFn,
+)
+from bot.analysis.text import called_helpers, collapse, is_tuning_line
+
+
+def _changed_lines(patch: FilePatch, old: KernelDef | None, new: KernelDef | None) -> list[str]:
+    out = []
+    for h in patch.hunks:
+        if old is not None:
+            out += [t for n, t in h.removed if old.line_start <= n <= old.line_end]
+        if new is not None:
+            out += [t for n, t in h.added if new.line_start <= n <= new.line_end]
+    return out
+
+
+def _configs_changed(old: KernelDef, new: KernelDef) -> bool:
+    if old.configs is not None and new.configs is not None:
+        return old.configs != new.configs
+    return collapse(old.configs_source or "") != collapse(new.configs_source or "")
+
+
+def compare_kernels(
+    old: KernelDef, new: KernelDef, patch: FilePatch | None
+) -> tuple[ChangeKind | None, list[str], dict[str, str], dict[str, str]]:
+    """``(kind or None, notes, tuning_old, tuning_new)`` for two versions of one kernel."""
+    notes: list[str] = []
+    t_old: dict[str, str] = {}
+    t_new: dict[str, str] = {}
+    tuning = False
+    if _configs_changed(old, new):
+        tuning = True
+        notes.append("autotune configs changed")
+    if old.autotune_key != new.autotune_key:
+        tuning = True
+        t_old["autotune key"] = ", ".join(old.autotune_key)
+        t_new["autotune key"] = ", ".join(new.autotune_key)
+    for name in sorted(set(old.heuristics) | set(new.heuristics)):
+        if old.heuristics.get(name) != new.heuristics.get(name):
+            tuning = True
+            t_old[f"heuristic {name}"] = old.heuristics.get(name) or "-"
+            t_new[f"heuristic {name}"] = new.heuristics.get(name) or "-"
+    for name in sorted(set(old.constexprs) | set(new.constexprs)):
+        a, b = old.constexprs.get(name), new.constexprs.get(name)
+        if a != b and name in old.constexprs and name in new.constexprs:
+            t_old[name], t_new[name] = a or "-", b or "-"
+    changed = _changed_lines(patch, old, new) if patch is not None else []
+    if old.digest is not None and new.digest is not None:
+        differs = old.digest != new.digest
+    else:
+        differs = bool(changed)
+    body = False
+    if differs:
+        real = [t for t in changed if t.strip() and not t.strip().startswith(("#", "//"))]
+        inside = [t for t in real if not is_tuning_line(t)]
+        decorator_only = old.digest is not None and old.digest == new.digest
+        if inside and not decorator_only:
+            body = True
+        elif not real and old.digest is not None and not tuning and not t_old:
+            body = True  # the code differs though the diff's lines do not show where
+        elif real:
+            tuning = True
+    if t_old:
+        tuning = True
+    if body:
+        if tuning:
+            notes.append("tuning values changed too")
+        return "body", notes, t_old, t_new
+    if tuning:
+        return "tuning", notes, t_old, t_new
+    return None, notes, t_old, t_new
+
+
+def _compare_files(ctx: Context) -> list[KernelChange]:
+    changes: list[KernelChange] = []
+    for f in ctx.files:
+        old = {k.name: k for k in (f.old.kernels if f.old else ())}
+        new = {k.name: k for k in (f.new.kernels if f.new else ())}
+        for name, k in old.items():
+            if name not in new:
+                changes.append(_single("deleted", k, f))
+        for name, k in new.items():
+            if name not in old:
+                changes.append(_single("new", k, f))
+                continue
+            kind, notes, t_old, t_new = compare_kernels(old[name], k, f.patch)
+            if kind is None and k.language != "triton":
+                changed = _helpers_changed(f, old[name], k)
+                if changed:
+                    kind = "body"
+                    notes.append("the __device__ functions it calls changed: " + ", ".join(changed))
+            constants = _constants_changed(f, k)
+            if constants and kind in (None, "tuning"):
+                kind = "tuning"
+                t_old.update({c: (f.old.tuning_constants.get(c) or "-") for c in constants})
+                t_new.update({c: (f.new.tuning_constants.get(c) or "-") for c in constants})
+            if kind is None:
+                continue
+            if f.patch.status == "renamed":
+                notes.append(f"file renamed from {f.patch.old_path}")
+            changes.append(
+                KernelChange(
+                    kind=kind,
+                    name=name,
+                    language=k.language,
+                    path=k.path,
+                    old=old[name].ref(),
+                    new=k.ref(),
+                    configs_old=list(old[name].configs) if old[name].configs is not None else None,
+                    configs_new=list(k.configs) if k.configs is not None else None,
+                    tuning_old=t_old,
+                    tuning_new=t_new,
+                    notes=notes + ([] if not k.from_context else ["read from diff lines only"]),
+                )
+            )
+    return changes
+
+
+def _helpers_changed(f: FileSides, old: KernelDef, new: KernelDef) -> list[str]:
+    """Names of the ``__device__`` helpers a C++ kernel calls whose code differs (whole files)."""
+    if f.old is None or f.new is None or f.old_text is None or f.new_text is None:
+        return []
+    before = {(h.name, h.digest) for h in called_helpers(f.old, old, f.old_text.split("\n"))}
+    after = {(h.name, h.digest) for h in called_helpers(f.new, new, f.new_text.split("\n"))}
+    return sorted({name for name, _ in before ^ after})
+
+
+def _constants_changed(f: FileSides, k: KernelDef) -> list[str]:
+    """Module-level / file-level tuning constants (BLOCK_SIZE = 1024, #define THREADS 256) this
+    kernel's file changed and the kernel (or a launch in the file) uses."""
+    if f.old is None or f.new is None:
+        return []
+    names = set(f.old.tuning_constants) | set(f.new.tuning_constants)
+    changed = [
+        n for n in sorted(names) if f.old.tuning_constants.get(n) != f.new.tuning_constants.get(n)
+    ]
+    text = f.new_text
+    if text is None:
+        return changed
+    lines = text.split("\n")
+    used = "\n".join(lines[k.line_start - 1 : k.line_end])
+    used += "\n".join(
+        "\n".join(lines[(x.wrapper_start or x.line) - 1 : (x.wrapper_end or x.line)])
+        for x in f.new.launches
+        if x.kernel == k.name
+    )
+    return [n for n in changed if n.split("'")[0] in used]
+
+
+def _single(kind: ChangeKind, k: KernelDef, f: FileSides) -> KernelChange:
+    notes = ["read from diff lines only"] if k.from_context else []
+    return KernelChange(
+        kind=kind,
+        name=k.name,
+        language=k.language,
+        path=k.path,
+        old=k.ref() if kind == "deleted" else None,
+        new=k.ref() if kind == "new" else None,
+        configs_old=list(k.configs) if kind == "deleted" and k.configs is not None else None,
+        configs_new=list(k.configs) if kind == "new" and k.configs is not None else None,
+        notes=notes,
+    )
+
+
+def sources_for(paths: Sequence[str], texts: dict[str, str], source: SourceFn | None) -> dict:
+    """Texts for ``paths`` from what was read, else from ``source``; missing ones left out."""
+    out = {}
+    for p in paths:
+        if p in texts:
+            out[p] = texts[p]
+        elif source is not None:
+            text = source(p)
+            if text is not None and len(text) <= MAX_SOURCE_CHARS:
+                texts[p] = text
+                out[p] = text
+    return out

@@ -1,0 +1,216 @@
+"""Kernel changes seen across a diff's files, after each file's kernels were compared:
+
+- launches: a kernel's grid, arguments, launch-time ``num_warps`` / ``BLOCK_*`` or host wrapper
+  changed, wherever the launch is (``compare_launches``);
+- ``triton.Config`` entries changed outside any kernel the diff's lines show (``loose_configs``);
+- a kernel deleted from one file and added to another (``moved_kernels``).
+"""
+
+from __future__ import annotations
+
+from bot.analysis.compare import compare_kernels
+from bot.analysis.model import ChangeKind, Context, KernelChange, KernelDef, LaunchSite
+from bot.analysis.text import source_kind
+
+
+def _launch_text(site: LaunchSite) -> str:
+    return f"{site.path}:{site.line} [{site.grid}] ({site.args})"
+
+
+def _family(language: str) -> str:
+    return "triton" if language == "triton" else "cpp"
+
+
+def _relevant(site: LaunchSite, known: set[str]) -> bool:
+    """C++ launch syntax is unambiguous; ``x[i](...)`` in Python is a launch only when ``x``
+    is a kernel found somewhere in the diff, or is named like one."""
+    return site.language != "triton" or site.kernel in known or site.kernel.endswith("kernel")
+
+
+def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelChange]:
+    """Kernels whose launches changed: grid or arguments (``launch``), launch-time
+    ``num_warps`` / ``BLOCK_*`` values (``tuning``), or the host wrapper around them."""
+    known = {k.name for f in ctx.files for s in (f.old, f.new) if s for k in s.kernels}
+    olds: dict[tuple[str, str], list[LaunchSite]] = {}
+    news: dict[tuple[str, str], list[LaunchSite]] = {}
+    for site in ctx.old_launches():
+        if _relevant(site, known):
+            olds.setdefault((site.kernel, site.language), []).append(site)
+    for site in ctx.new_launches():
+        if _relevant(site, known):
+            news.setdefault((site.kernel, site.language), []).append(site)
+    out = []
+    for name, language in sorted(set(olds) & set(news)):
+        a, b = olds[(name, language)], news[(name, language)]
+        grid_changed = sorted((x.grid, x.args) for x in a) != sorted((x.grid, x.args) for x in b)
+        t_old: dict[str, str] = {}
+        t_new: dict[str, str] = {}
+        for x in a:
+            t_old.update(x.tuning)
+        for x in b:
+            t_new.update(x.tuning)
+        keys = sorted(k for k in set(t_old) | set(t_new) if t_old.get(k) != t_new.get(k))
+        wrapper_changed = all(x.wrapper_digest for x in a + b) and sorted(
+            x.wrapper_digest or "" for x in a
+        ) != sorted(x.wrapper_digest or "" for x in b)
+        if not (grid_changed or keys or wrapper_changed):
+            continue
+        kind: ChangeKind = "launch" if grid_changed or wrapper_changed else "tuning"
+        notes = []
+        if wrapper_changed and not grid_changed:
+            notes.append("host wrapper changed; grid and launch arguments did not")
+        update = {
+            "tuning_old": {k: t_old.get(k, "-") for k in keys},
+            "tuning_new": {k: t_new.get(k, "-") for k in keys},
+            "launches_old": [_launch_text(x) for x in a] if grid_changed else [],
+            "launches_new": [_launch_text(x) for x in b] if grid_changed else [],
+        }
+        existing = next(
+            (c for c in changes if c.name == name and _family(c.language) == _family(language)),
+            None,
+        )
+        if existing is None:
+            old_k = _kernel_named(ctx, name, language, "old")
+            new_k = _kernel_named(ctx, name, language, "new")
+            out.append(
+                KernelChange(
+                    kind=kind,
+                    name=name,
+                    language=language,
+                    path=new_k.path if new_k else b[0].path,
+                    old=old_k.ref() if old_k else None,
+                    new=new_k.ref() if new_k else None,
+                    notes=notes,
+                    **update,
+                )
+            )
+        elif existing.kind not in ("new", "deleted"):
+            merged_kind = existing.kind
+            if existing.kind == "tuning" and kind == "launch":
+                merged_kind = "launch"
+            elif existing.kind == "body":
+                notes.append("its launch changed too" if kind == "launch" else "")
+            update["tuning_old"] = {**existing.tuning_old, **update["tuning_old"]}
+            update["tuning_new"] = {**existing.tuning_new, **update["tuning_new"]}
+            changes[changes.index(existing)] = existing.model_copy(
+                update={
+                    "kind": merged_kind,
+                    "notes": existing.notes + [n for n in notes if n],
+                    **update,
+                }
+            )
+    return out
+
+
+def _kernel_named(ctx: Context, name: str, language: str, side: str) -> KernelDef | None:
+    """The kernel called ``name`` (same language family) in the files read, if any."""
+    for f in ctx.files:
+        scan = f.old if side == "old" else f.new
+        for k in scan.kernels if scan else ():
+            if k.name == name and _family(k.language) == _family(language):
+                return k
+    return None
+
+
+def loose_configs(ctx: Context, changes: list[KernelChange]) -> list[KernelChange]:
+    """``triton.Config`` entries changed outside any kernel the diff's lines show (a config list
+    in a helper or a module-level name, read without the whole file): still a tuning change."""
+    from bot.analysis.scan_triton_lines import config_calls
+
+    out = list(changes)
+    for f in ctx.files:
+        complete = all(s is None or s.complete for s in (f.old, f.new))
+        if complete or source_kind(f.patch.path) != "python":
+            continue
+        old_ks = f.old.kernels if f.old else ()
+        new_ks = f.new.kernels if f.new else ()
+        removed = {n for n, _ in f.patch.removed_lines()}
+        added = {n for n, _ in f.patch.added_lines()}
+
+        def touched(calls, changed, kernels):
+            return [
+                cfg
+                for first, last, cfg in calls
+                if any(first <= n <= last for n in changed)
+                and not any(k.line_start <= first <= k.line_end for k in kernels)
+            ]
+
+        before = touched(
+            config_calls([x for h in f.patch.hunks for x in h.old_lines()]), removed, old_ks
+        )
+        after = touched(
+            config_calls([x for h in f.patch.hunks for x in h.new_lines()]), added, new_ks
+        )
+        if before == after:
+            continue
+        names = sorted({k.name for k in (*old_ks, *new_ks)})
+        name = names[0] if len(names) == 1 else f"autotune configs in {f.patch.path}"
+        note = "only the changed triton.Config entries are in the diff: old/new list those"
+        existing = next((c for c in out if c.name == name and c.path == f.patch.path), None)
+        if existing is not None:
+            if existing.kind in ("new", "deleted"):
+                continue
+            out[out.index(existing)] = existing.model_copy(
+                update={
+                    "configs_old": before,
+                    "configs_new": after,
+                    "notes": [*existing.notes, note],
+                }
+            )
+            continue
+        if len(names) != 1:
+            note += "; the kernel they tune is outside the diff's lines"
+        out.append(
+            KernelChange(
+                kind="tuning",
+                name=name,
+                language="triton",
+                path=f.patch.path,
+                configs_old=before,
+                configs_new=after,
+                notes=[note],
+            )
+        )
+    return out
+
+
+def moved_kernels(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
+    """A kernel deleted from one file and added to another (same name and language) moved."""
+    deleted = {(c.name, c.language): c for c in changes if c.kind == "deleted"}
+    out = []
+    drop = set()
+    for c in changes:
+        key = (c.name, c.language)
+        if c.kind != "new" or key not in deleted or deleted[key].path == c.path:
+            continue
+        gone = deleted[key]
+        old_k = _find_kernel(ctx, gone.path, c.name, "old")
+        new_k = _find_kernel(ctx, c.path, c.name, "new")
+        if old_k is None or new_k is None:
+            continue
+        kind, notes, t_old, t_new = compare_kernels(old_k, new_k, None)
+        drop.add(id(gone))
+        drop.add(id(c))
+        if kind is None:
+            continue
+        out.append(
+            c.model_copy(
+                update={
+                    "kind": kind,
+                    "old": old_k.ref(),
+                    "configs_old": list(old_k.configs) if old_k.configs is not None else None,
+                    "tuning_old": t_old,
+                    "tuning_new": t_new,
+                    "notes": [*notes, f"moved from {gone.path}"],
+                }
+            )
+        )
+    return [c for c in changes if id(c) not in drop] + out
+
+
+def _find_kernel(ctx: Context, path: str, name: str, side: str) -> KernelDef | None:
+    for f in ctx.files:
+        scan = f.old if side == "old" else f.new
+        if scan is not None and scan.path == path:
+            return scan.kernel(name)
+    return None

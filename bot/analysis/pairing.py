@@ -1,0 +1,349 @@
+"""Pair a new Triton kernel with the CUDA/HIP kernel(s) it replaces: a ``rewrite``.
+
+Evidence, strongest first (a pair needs a score of 2 or more):
+
+- 4: one policy kernel's ``paths`` cover both files;
+- 3: a Python hunk in the same diff stops calling the C++ op (its kernel, the host function that
+  launches it, or the name a ``m.def("name", &fn)`` binding exports) and starts calling the
+  Triton kernel or its wrapper;
+- 2: the kernels' names mean the same once ``kernel``/``cuda``/``hip``/``triton``/``fwd``... are
+  dropped (``softmax_kernel`` in csrc/softmax.cu and ``softmax_kernel`` in softmax.py);
+- 1: the files' names do (``csrc/softmax.cu`` and ``softmax.py``); +0.5 for nearby directories.
+
+A C++ kernel untouched by the diff can still be the old side of a rewrite (a flag keeps it, say):
+the files the policy names for that kernel, and C++ files at base with the same name, are read
+when the caller can read base (``old_source``, and ``old_files`` for globs and names).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+from bot.analysis.code_counts import part_a
+from bot.analysis.compare import sources_for
+from bot.analysis.model import Context, KernelChange, KernelDef, PartA
+from bot.analysis.scan import scan_source
+from bot.analysis.text import source_kind
+
+_NOISE = {
+    "kernel", "kernels", "kern", "cuda", "hip", "triton", "tl", "fwd", "forward", "impl",
+    "launch", "launcher", "op", "ops", "fused", "naive", "gpu", "device", "dev", "global",
+    "func", "fn", "cu", "rocm", "custom", "legacy", "old", "new", "v1", "v2", "torch",
+}  # fmt: skip
+_CALL = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?\(")
+_DEF = re.compile(r"\s*(?:async\s+)?(?:def|class)\s")
+_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([^)]*)")
+_PY_KEYWORDS = {"if", "for", "while", "return", "print", "def", "with", "assert", "not", "and"}
+_MAX_EXTRA_FILES = 24
+_CPP_KERNEL_FILES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx")
+
+
+def stem(name: str) -> str:
+    """``vectorAdd`` / ``vector_add_kernel`` / ``_vector_add_cuda`` -> ``vector_add``."""
+    tokens = _TOKENS.findall(name)
+    kept = [t.lower() for t in tokens if t.lower() not in _NOISE]
+    return "_".join(kept)
+
+
+def _last(qualified: str) -> str:
+    return qualified.rsplit(".", 1)[-1]
+
+
+def _file_stem(path: str) -> str:
+    base = posixpath.basename(path)
+    return stem(base.split(".", 1)[0])
+
+
+@dataclass
+class _Old:
+    kernel: KernelDef
+    kept: bool
+    names: set[str]
+    change: KernelChange | None
+
+
+def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
+    return [_unseen_old_note(c, ctx) for c in _pair(changes, ctx)]
+
+
+def _unseen_old_note(c: KernelChange, ctx: Context) -> KernelChange:
+    """A new Triton kernel whose policy entry also names C++ files the diff does not show."""
+    if c.kind != "new" or c.language != "triton" or ctx.policy is None or ctx.old_source:
+        return c
+    cpp = [
+        p
+        for kp in ctx.policy.kernels_for_path(c.path)
+        for p in kp.paths
+        if not p.endswith((".py", "/**", "/*")) and p not in ctx.diff_paths
+    ]
+    if not cpp:
+        return c
+    note = (
+        f"the policy also lists {', '.join(cpp)} for this kernel, which the diff does not show: "
+        "if this replaces a C++ kernel, analyze with --repo to pair the rewrite"
+    )
+    return c.model_copy(update={"notes": [*c.notes, note]})
+
+
+def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
+    triton = [c for c in changes if c.kind == "new" and c.language == "triton" and c.new]
+    switches = _call_switches(ctx)
+    switched_in = {a.rsplit(".", 1)[-1] for _, _, added in switches for a in added}
+    for f in ctx.files:
+        for k in f.new.kernels if f.new else ():
+            if k.name in switched_in and not any(c.new and c.name == k.name for c in triton):
+                triton.append(KernelChange(kind="new", name=k.name, language="triton",
+                                           path=k.path, new=k.ref()))  # fmt: skip
+    if not triton:
+        return changes
+    _read_extra(ctx, triton)
+    olds = _old_candidates(changes, ctx)
+    if not olds:
+        return changes
+    new_wrappers: dict[str, set[str]] = {}
+    for launch in ctx.new_launches():
+        if launch.wrapper:
+            new_wrappers.setdefault(launch.kernel, set()).add(launch.wrapper)
+    best: dict[int, tuple[float, int, list[str]]] = {}
+    for ti, t in enumerate(triton):
+        t_names = {t.name} | new_wrappers.get(t.name, set())
+        for oi, old in enumerate(olds):
+            score, why = _score(t, t_names, old, ctx, switches)
+            if t.name in new_wrappers:
+                score += 0.25
+            if score >= 2 and (oi not in best or score > best[oi][0]):
+                best[oi] = (score, ti, why)
+    if not best:
+        return changes
+    drop: set[int] = set()
+    out = []
+    for ti, t in enumerate(triton):
+        mine = [(olds[oi], why) for oi, (_, tj, why) in sorted(best.items()) if tj == ti]
+        if not mine:
+            continue
+        mine.sort(key=lambda x: (x[0].kernel.language != "cuda", x[0].kernel.path))
+        for old, _ in mine:
+            if old.change is not None:
+                drop.add(id(old.change))
+        drop.add(id(t))
+        for c in changes:
+            if c.kind == "new" and c.name == t.name and c.path == t.path:
+                drop.add(id(c))
+        out.append(_rewrite(t, mine, ctx))
+    return [c for c in changes if id(c) not in drop] + out
+
+
+def _score(
+    t: KernelChange, t_names: set[str], old: _Old, ctx: Context, switches
+) -> tuple[float, list[str]]:
+    k = old.kernel
+    score = 0.0
+    why: list[str] = []
+    if ctx.policy is not None:
+        shared = [kp.name for kp in ctx.policy.kernels_for_path(t.path) if kp.covers(k.path)]
+        if shared:
+            score += 4
+            why.append(f"policy kernel {shared[0]!r} covers both files")
+    old_stems = {stem(n) for n in old.names} - {""}
+    for path, removed, added in switches:
+        r = sorted(n for n in removed if _last(n) in old.names or stem(_last(n)) in old_stems)
+        a = sorted(n for n in added if _last(n) in t_names)
+        if r and a:
+            score += 3
+            why.append(f"{path} switched from {r[0]}() to {a[0]}")
+            break
+    if stem(k.name) and stem(k.name) == stem(t.name):
+        score += 2
+        why.append("same kernel name" if k.name == t.name else f"same operation ({k.name})")
+    if _file_stem(k.path) and _file_stem(k.path) == _file_stem(t.path):
+        score += 1
+        why.append("same file name")
+        a, b = posixpath.dirname(k.path), posixpath.dirname(t.path)
+        if a == b or a.startswith(b + "/") or b.startswith(a + "/") or not b:
+            score += 0.5
+    return score, why
+
+
+def _from_imports(lines: list[str]) -> dict[str, str]:
+    """``from m import a as b`` -> {"b": "m.a"}; ``from m import a`` -> {"a": "m.a"}."""
+    out = {}
+    for line in lines:
+        m = _IMPORT.match(line.split("#")[0])
+        if m:
+            for part in m.group(2).split(","):
+                words = part.split()
+                if len(words) == 1:
+                    out[words[0]] = f"{m.group(1)}.{words[0]}"
+                elif len(words) == 3 and words[1] == "as":
+                    out[words[2]] = f"{m.group(1)}.{words[0]}"
+    return out
+
+
+def _called(lines: list[str], aliases: dict[str, str], with_imports: bool) -> set[str]:
+    """Qualified names called (or, with ``with_imports``, imported) on ``lines``."""
+    out: set[str] = set()
+    for line in lines:
+        code = line.split("#")[0]
+        m = _IMPORT.match(code)
+        if m:
+            if with_imports:
+                out.update(_from_imports([code]).values())
+            continue
+        if _DEF.match(code):
+            continue
+        for c in _CALL.finditer(code):
+            head, dot, rest = c.group(1).partition(".")
+            if head in _PY_KEYWORDS:
+                continue
+            out.add(aliases.get(head, head) + dot + rest)
+    return out
+
+
+def _call_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
+    """Per Python file: (path, names no longer called, names newly called or imported)."""
+    out = []
+    for f in ctx.files:
+        if source_kind(f.patch.path) != "python" or not f.patch.hunks:
+            continue
+        removed = [t for _, t in f.patch.removed_lines()]
+        added = [t for _, t in f.patch.added_lines()]
+        context = [t for h in f.patch.hunks for _, _, t in h.context]
+        old_aliases = _from_imports((f.old_text or "").split("\n") + removed + context)
+        new_aliases = _from_imports((f.new_text or "").split("\n") + added + context)
+        before = _called(removed, old_aliases, with_imports=False)
+        after = _called(added, new_aliases, with_imports=True)
+        gone, new = before - after, after - before
+        if gone and new:
+            out.append((f.patch.path, gone, new))
+    return out
+
+
+def _read_extra(ctx: Context, triton: list[KernelChange]) -> None:
+    """Read C++ files outside the diff that may hold the old kernel (policy paths, same name)."""
+    if ctx.old_source is None:
+        return
+    wanted: list[str] = []
+    for t in triton:
+        for kp in ctx.policy.kernels_for_path(t.path) if ctx.policy is not None else []:
+            for pattern in kp.paths:
+                if not any(ch in pattern for ch in "*?["):
+                    wanted.append(pattern)
+            for p in ctx.old_files or ():
+                if p.endswith(_CPP_KERNEL_FILES) and kp.covers(p):
+                    wanted.append(p)
+        stems = {_file_stem(t.path), stem(t.name)} - {""}
+        for p in ctx.old_files or ():
+            if p.endswith(_CPP_KERNEL_FILES) and _file_stem(p) in stems:
+                wanted.append(p)
+    seen = set(ctx.diff_paths)
+    for path in wanted:
+        if path in seen or source_kind(path) != "cpp" or len(ctx.extra_old) >= _MAX_EXTRA_FILES:
+            continue
+        seen.add(path)
+        texts = sources_for([path], ctx.texts_old, ctx.old_source)
+        if path in texts:
+            ctx.extra_old[path] = scan_source(path, texts[path])
+
+
+def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
+    wrappers: dict[str, set[str]] = {}
+    bindings: dict[str, set[str]] = {}
+    scans = [f.old for f in ctx.files if f.old] + list(ctx.extra_old.values())
+    for launch in ctx.old_launches():
+        if launch.wrapper and launch.language != "triton":
+            wrappers.setdefault(launch.kernel, set()).add(launch.wrapper)
+    for scan in scans:
+        for exported, fn in scan.bindings:
+            bindings.setdefault(fn, set()).add(exported)
+    out = []
+    for scan in scans:
+        for k in scan.kernels:
+            if k.language == "triton":
+                continue
+            change = next(
+                (
+                    c
+                    for c in changes
+                    if c.kind == "deleted" and c.name == k.name and c.path == k.path
+                ),
+                None,
+            )
+            names = {k.name} | wrappers.get(k.name, set())
+            for w in list(names):
+                names |= bindings.get(w, set())
+            out.append(_Old(kernel=k, kept=change is None, names=names, change=change))
+    return out
+
+
+def _by_file(olds: list[_Old]) -> dict[str, list[_Old]]:
+    out: dict[str, list[_Old]] = {}
+    for o in olds:
+        out.setdefault(o.kernel.path, []).append(o)
+    return out
+
+
+def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) -> KernelChange:
+    olds = [o for o, _ in mine]
+    primary = olds[0]
+    languages = sorted({o.kernel.language for o in olds}, key=lambda x: x != "cuda")
+    evidence = []
+    for path, group in _by_file(olds).items():
+        why = next(w for o, w in mine if o.kernel.path == path)
+        names = ", ".join(o.kernel.name for o in group)
+        evidence.append(f"{path} ({names}): {'; '.join(why)}")
+    kept = list(_by_file([o for o in olds if o.kept]))
+    gone = list(_by_file([o for o in olds if not o.kept]))
+    notes = list(t.notes)
+    if kept:
+        notes.append("old kernel kept in " + ", ".join(kept))
+    if gone:
+        notes.append("old kernel deleted from " + ", ".join(gone))
+    table, why_not = _part_a(t, olds, ctx)
+    if why_not:
+        notes.append(why_not)
+    return KernelChange(
+        kind="rewrite",
+        name=t.name,
+        language="triton",
+        path=t.path,
+        old=primary.kernel.ref(),
+        new=t.new,
+        old_language="+".join(languages),
+        old_variants=[o.kernel.ref() for o in olds[1:]],
+        old_kernel_kept=bool(kept),
+        configs_new=t.configs_new,
+        part_a=table,
+        evidence=evidence,
+        notes=notes,
+    )
+
+
+def _part_a(t: KernelChange, olds: list[_Old], ctx: Context) -> tuple[PartA | None, str | None]:
+    """Counted on the old kernels of one vendor (CUDA when there are CUDA ones) against the
+    Triton one, as the seed counts one pair; the other vendor's files count as source files."""
+    language = olds[0].kernel.language
+    counted = [o.kernel for o in olds if o.kernel.language == language]
+    names = {k.name for k in counted}
+    old_paths = [k.path for k in counted] + [
+        x.path for x in ctx.old_launches() if x.kernel in names and x.language == language
+    ]
+    new_paths = [t.path] + [x.path for x in ctx.new_launches() if x.kernel == t.name]
+    old_src = sources_for(list(dict.fromkeys(old_paths)), ctx.texts_old, ctx.old_source)
+    new_src = sources_for(list(dict.fromkeys(new_paths)), ctx.texts_new, ctx.new_source)
+    missing = sorted({k.path for k in counted if k.path not in old_src})
+    missing += [] if t.path in new_src else [t.path]
+    if missing:
+        return None, (
+            "no Part A table: the whole source of " + ", ".join(missing) + " is not in the diff "
+            "(analyze with --repo to read it)"
+        )
+    twins = list(
+        dict.fromkeys(
+            (o.kernel.path, o.kernel.language) for o in olds if o.kernel.language != language
+        )
+    )
+    table = part_a(old_src, [(k.path, k.name) for k in counted], new_src, [(t.path, t.name)], twins)
+    return table, None

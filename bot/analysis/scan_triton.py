@@ -1,0 +1,277 @@
+"""Triton kernels in Python source: ``ast`` on whole files, patterns on diff lines.
+
+A kernel is a function decorated (directly, or stacked under ``@triton.autotune`` /
+``@triton.heuristics``) with ``triton.jit``, resolved through the file's imports (``import triton
+as tr``, ``from triton import jit``). ``@triton.autotune(configs=...)`` is followed through a
+module-level name, a ``+`` of lists or a no-argument helper that returns a list, and each
+``triton.Config`` becomes a :class:`TritonConfig`. Launches are ``kernel[grid](...)`` calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+import warnings
+
+from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, LaunchSite
+from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
+from bot.analysis.triton_config import _dotted, _literal, parse_config
+
+_DECOS = ("jit", "autotune", "heuristics")
+_LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without "triton" or this, no kernels
+
+
+# ------------------------------------------------------------------------------ whole files
+
+
+def scan_python(path: str, text: str) -> FileScan:
+    if "triton" not in text and not _LAUNCH_HINT.search(text):
+        return FileScan(path=path, kind="python", language=None, complete=True)
+    try:
+        with warnings.catch_warnings():  # invalid escapes in the user's strings are theirs
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+        reader = _Reader(path, tree, text.split("\n"))
+        reader.read(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if isinstance(exc, SyntaxError):
+            why = (
+                f"is not valid Python (line {exc.lineno})" if exc.lineno else "is not valid Python"
+            )
+        else:
+            why = "is nested too deeply to read as Python"
+        from bot.analysis.scan_triton_lines import scan_python_lines
+
+        scan = scan_python_lines(path, [line.rstrip("\r") for line in text.split("\n")], ())
+        note = f"{path} {why}; its kernels were found by patterns"
+        return scan.model_copy(update={"notes": (*scan.notes, note)})
+    kernels = tuple(reader.kernels)
+    return FileScan(
+        path=path,
+        kind="python",
+        language="triton" if kernels else None,
+        complete=True,
+        kernels=kernels,
+        launches=tuple(reader.launches),
+        tuning_constants=reader.tuning_constants(),
+    )
+
+
+def _deco_kind(dotted: str | None) -> str | None:
+    if not dotted:
+        return None
+    parts = dotted.split(".")
+    if parts[0] == "triton" and parts[-1] in _DECOS:
+        return parts[-1]
+    return None
+
+
+class _Reader:
+    def __init__(self, path: str, tree: ast.Module, lines: list[str]) -> None:
+        self.path = path
+        self.lines = lines
+        self.aliases: dict[str, str] = {}
+        self.assigns: dict[str, ast.expr] = {}
+        self.funcs: dict[str, ast.FunctionDef] = {}
+        self.kernels: list[KernelDef] = []
+        self.launches: list[LaunchSite] = []
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.assigns[target.id] = node.value
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                if node.value is not None:
+                    self.assigns[node.target.id] = node.value
+            elif isinstance(node, ast.FunctionDef):
+                self.funcs[node.name] = node
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.aliases[a.asname] = a.name
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def tuning_constants(self) -> dict[str, str]:
+        return {
+            name: ast.unparse(value)
+            for name, value in self.assigns.items()
+            if is_tuning_name(name) or (name.isupper() and "CONFIG" in name)
+        }
+
+    def read(self, tree: ast.Module) -> None:
+        """One pass over the tree: kernels, and launches with the function around them."""
+        Func = ast.FunctionDef | ast.AsyncFunctionDef
+        todo: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(tree, None)]
+        while todo:
+            node, around = todo.pop()
+            if isinstance(node, Func):
+                if node.decorator_list and len(self.kernels) < MAX_PER_FILE:
+                    kinds = [_deco_kind(_dotted(d, self.aliases)) for d in node.decorator_list]
+                    if "jit" in kinds:
+                        self.kernels.append(self._kernel(node, kinds))
+                around = node
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Subscript)
+                and len(self.launches) < MAX_PER_FILE
+            ):
+                name = _dotted(node.func.value, {})
+                if name:
+                    self.launches.append(self._launch(node, name.split(".")[-1], around))
+            todo.extend((child, around) for child in ast.iter_child_nodes(node))
+        self.kernels.sort(key=lambda k: k.line_start)
+        self.launches.sort(key=lambda x: x.line)
+
+    def _kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kinds: list) -> KernelDef:
+        configs = None
+        configs_source = None
+        key: tuple[str, ...] = ()
+        heuristics: dict[str, str] = {}
+        for deco, kind in zip(node.decorator_list, kinds, strict=True):
+            if kind == "autotune" and isinstance(deco, ast.Call):
+                expr = next((kw.value for kw in deco.keywords if kw.arg == "configs"), None)
+                if expr is None and deco.args:
+                    expr = deco.args[0]
+                if expr is not None:
+                    elements = self._resolve_list(expr, 0)
+                    if elements is not None:
+                        parsed = [parse_config(e) for e in elements]
+                        configs_source = ast.unparse(ast.List(elts=elements, ctx=ast.Load()))
+                        if all(p is not None for p in parsed):
+                            configs = tuple(p for p in parsed if p is not None)
+                    else:
+                        configs_source = ast.unparse(expr)
+                key_node = next((kw.value for kw in deco.keywords if kw.arg == "key"), None)
+                if isinstance(key_node, (ast.List, ast.Tuple)):
+                    key = tuple(str(_literal(e)) for e in key_node.elts)
+            elif kind == "heuristics" and isinstance(deco, ast.Call) and deco.args:
+                values = deco.args[0]
+                if isinstance(values, ast.Dict):
+                    for k, v in zip(values.keys, values.values, strict=True):
+                        if k is not None:
+                            heuristics[str(_literal(k))] = ast.unparse(v)
+        body = node.body
+        first = body[0]
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+            and len(body) > 1
+        ):
+            body = body[1:]
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        end = node.end_lineno or node.lineno
+        stripped = copy.copy(node)
+        stripped.decorator_list = []
+        stripped.body = body
+        return KernelDef(
+            language="triton",
+            name=node.name,
+            path=self.path,
+            line_start=start,
+            line_end=end,
+            body_start=body[0].lineno,
+            body_end=end,
+            digest=digest([ast.unparse(stripped)]),
+            decorators=tuple(
+                ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
+            ),
+            configs=configs,
+            configs_source=configs_source,
+            autotune_key=key,
+            heuristics=heuristics,
+            constexprs=_constexprs(node.args),
+        )
+
+    def _resolve_list(self, expr: ast.expr, depth: int) -> list[ast.expr] | None:
+        if depth > 8:
+            return None
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            out: list[ast.expr] = []
+            for element in expr.elts:
+                if isinstance(element, ast.Starred):
+                    inner = self._resolve_list(element.value, depth + 1)
+                    if inner is None:
+                        return None
+                    out += inner
+                else:
+                    out.append(element)
+            return out
+        if isinstance(expr, ast.Name) and expr.id in self.assigns:
+            return self._resolve_list(self.assigns[expr.id], depth + 1)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            left = self._resolve_list(expr.left, depth + 1)
+            right = self._resolve_list(expr.right, depth + 1)
+            return None if left is None or right is None else left + right
+        if isinstance(expr, ast.Call) and not expr.args and not expr.keywords:
+            func = self.funcs.get(expr.func.id) if isinstance(expr.func, ast.Name) else None
+            if func is not None:
+                returns = [s for s in ast.walk(func) if isinstance(s, ast.Return)]
+                if len(returns) == 1 and returns[0].value is not None:
+                    return self._resolve_list(returns[0].value, depth + 1)
+        return None
+
+    def _launch(
+        self, node: ast.Call, kernel: str, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
+    ) -> LaunchSite:
+        assert isinstance(node.func, ast.Subscript)
+        tuning: dict[str, str] = {}
+        args = [ast.unparse(a) for a in node.args]
+        for kw in node.keywords:
+            text = ast.unparse(kw.value)
+            if kw.arg and is_tuning_name(kw.arg):
+                tuning[kw.arg] = text
+            else:
+                args.append(f"{kw.arg or '**'}={text}")
+        w_start = w_end = None
+        w_digest = None
+        if wrapper is not None:
+            for stmt in ast.walk(wrapper):
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                    target = stmt.targets[0]
+                    if isinstance(target, ast.Name) and is_tuning_name(target.id):
+                        tuning[f"{target.id} (in {wrapper.name})"] = ast.unparse(stmt.value)
+            w_start = min([wrapper.lineno, *(d.lineno for d in wrapper.decorator_list)])
+            w_end = wrapper.end_lineno or wrapper.lineno
+            w_digest = digest(
+                [
+                    line
+                    for line in self.lines[w_start - 1 : w_end]
+                    if not is_tuning_line(line) and not line.strip().startswith("#")
+                ]
+            )
+        return LaunchSite(
+            kernel=kernel,
+            language="triton",
+            path=self.path,
+            line=node.lineno,
+            grid=collapse(ast.unparse(node.func.slice)),
+            args=collapse(", ".join(args)),
+            tuning=tuning,
+            wrapper=wrapper.name if wrapper is not None else None,
+            wrapper_start=w_start,
+            wrapper_end=w_end,
+            wrapper_digest=w_digest,
+        )
+
+
+def _constexprs(args: ast.arguments) -> dict[str, str | None]:
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    defaults: dict[str, str | None] = {}
+    positional = [*args.posonlyargs, *args.args]
+    for arg, default in zip(
+        positional[len(positional) - len(args.defaults) :], args.defaults, strict=True
+    ):
+        defaults[arg.arg] = ast.unparse(default)
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if default is not None:
+            defaults[arg.arg] = ast.unparse(default)
+    return {
+        a.arg: defaults.get(a.arg)
+        for a in every
+        if a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr")
+    }

@@ -1,0 +1,93 @@
+"""Text rules the readers share: tuning names and lines, source kinds, digests, called helpers."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+from bot.analysis.model import (
+    CPP_SUFFIXES,
+    PYTHON_SUFFIXES,
+    FileScan,
+    KernelDef,
+    SourceKind,
+)
+
+# Names whose values are tuning knobs rather than algorithm: BLOCK_SIZE_M, XBLOCK, num_warps,
+# threads_per_block, kBlockSize. Lower-case ``block_start`` / ``block_id`` are algorithm.
+TUNING_NAME = re.compile(
+    r"^_*(?:[A-Z0-9]+_)*[XYZR]?(?:BLOCK|TILE|WARPS|STAGES|THREADS|GROUP_SIZE|SPLIT_K)(?:SIZE)?"
+    r"(?:_[A-Z0-9]+)*$"
+    r"|^(?:num_warps|num_stages|num_ctas|maxnreg|block_size|block_dim|threads|block|tile_size|"
+    r"threads_per_block|block_threads)$"
+    r"|^k(?=[A-Z])\w*?(?:Block|Tile|Threads|Warps)\w*$"
+)
+
+
+_TUNING_ASSIGN = re.compile(
+    r"^\s*(?:#\s*define\s+|(?:static\s+)?(?:constexpr|const)\s+(?:unsigned\s+)?[\w:]+\s+|"
+    r"(?:unsigned|int|size_t|dim3|auto)\s+)?([A-Za-z_]\w*)\s*(?::\s*[\w.]*constexpr\s*)?(?:=|\s\d|[({]\s*\d)"
+)
+
+
+_TUNING_MARK = re.compile(
+    r"\bConfig\s*\(|^\s*@?triton\.autotune\(|^\s*(?:configs|key)\s*=|"
+    r"\b(?:num_warps|num_stages|num_ctas|maxnreg)\s*="
+)
+
+
+def is_tuning_line(line: str) -> bool:
+    """Whether a changed line only touches tuning: a Config entry, a warps/stages value, a
+    ``BLOCK_*`` constant or constexpr default, or nothing but brackets and commas."""
+    stripped = line.strip()
+    if not stripped or not stripped.strip("[](){},"):
+        return True
+    if _TUNING_MARK.search(line):
+        return True
+    m = _TUNING_ASSIGN.match(line)
+    return bool(m and is_tuning_name(m.group(1)))
+
+
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*[(<]")
+
+
+def called_helpers(scan: FileScan, kernel: KernelDef, lines: Sequence[str]) -> list[KernelDef]:
+    """The functions of the same file ``kernel`` calls, directly or through each other:
+    ``__device__`` helpers in C++, other ``@triton.jit`` functions in Python."""
+    pool = [*scan.helpers, *(k for k in scan.kernels if k.language == "triton")]
+    out: list[KernelDef] = []
+    seen = {(kernel.name, kernel.line_start)}
+    todo = [kernel]
+    while todo:
+        k = todo.pop()
+        called = set(_CALLED.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
+        for h in pool:
+            if h.name in called and (h.name, h.line_start) not in seen:
+                seen.add((h.name, h.line_start))
+                out.append(h)
+                todo.append(h)
+    return sorted(out, key=lambda h: h.line_start)
+
+
+def source_kind(path: str) -> SourceKind | None:
+    lower = path.lower()
+    if lower.endswith(PYTHON_SUFFIXES):
+        return "python"
+    if lower.endswith(CPP_SUFFIXES):
+        return "cpp"
+    return None
+
+
+def digest(parts: Sequence[str]) -> str:
+    """A short fingerprint of normalised text: whitespace runs collapsed, blank parts dropped."""
+    joined = "\n".join(" ".join(p.split()) for p in parts if p and p.strip())
+    return hashlib.sha1(joined.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def is_tuning_name(name: str) -> bool:
+    return bool(TUNING_NAME.match(name))
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())

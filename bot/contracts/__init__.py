@@ -1,0 +1,1 @@
+"""Every type that crosses a boundary between jobs or packages: frozen, with one base."""

@@ -1,0 +1,17 @@
+"""The base of every boundary type, and the vendor names."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Vendor = Literal["nvidia", "amd"]
+VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
+VENDOR_NAMES: dict[str, str] = {"nvidia": "NVIDIA", "amd": "AMD"}
+
+
+class Frozen(BaseModel):
+    """Immutable, and strict about its keys: a typo in a JSON file is an error, not a default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")

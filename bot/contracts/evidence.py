@@ -1,0 +1,141 @@
+"""What the verdict is decided from: small, plain summaries of each check's results.
+
+Each check (sweep, first call, compiler report, repo conditions) has its own detailed results
+model in ``checks/``; an adapter reduces those to the evidence below. The verdict and the
+renderer only ever see these, so they stay pure and are tested on hand-made evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from bot.contracts.base import Frozen, Vendor
+from bot.contracts.repo import RepoConditions
+
+
+class ShapeLine(Frozen):
+    """One shape of the sweep, as the review quotes it."""
+
+    kernel: str
+    shape: tuple[int, ...]
+    dtype: str
+    verdict: Literal[
+        "SLOWER", "SAME", "FASTER", "INCONCLUSIVE", "WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR"
+    ]
+    ratio: float | None = None  # head time / base time
+    ci_low: float | None = None
+    ci_high: float | None = None
+    base_us: float | None = None
+    head_us: float | None = None
+    small_or_ragged: bool = False
+    weight: float = 1.0
+    detail: str = ""
+
+
+class SweepEvidence(Frozen):
+    vendor: Vendor
+    gpu: str  # e.g. "NVIDIA H200"
+    tolerance_note: str = ""  # e.g. "3% (softmax 5%)"
+    shapes: tuple[ShapeLine, ...]
+    geomean_ratio: float | None = None
+    geomean_ci: tuple[float, float] | None = None
+    weighted: bool = False
+    dropped_rounds: int = 0
+    gpu_seconds: float = 0.0
+    timing_kind: Literal["gpu", "cpu"] = "gpu"
+
+    @property
+    def failures(self) -> tuple[ShapeLine, ...]:
+        return tuple(
+            s for s in self.shapes if s.verdict in ("WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR")
+        )
+
+    @property
+    def slower(self) -> tuple[ShapeLine, ...]:
+        return tuple(s for s in self.shapes if s.verdict == "SLOWER")
+
+    @property
+    def inconclusive(self) -> tuple[ShapeLine, ...]:
+        return tuple(s for s in self.shapes if s.verdict == "INCONCLUSIVE")
+
+    @property
+    def worst(self) -> ShapeLine | None:
+        timed = [s for s in self.shapes if s.ratio is not None]
+        return max(timed, key=lambda s: s.ratio or 0.0) if timed else None
+
+
+class FirstCallEvidence(Frozen):
+    vendor: Vendor | Literal["cpu"]
+    kernel: str
+    cold_ms: float | None
+    warm_ms: float | None
+    compile_ms: float | None = None
+    autotune_ms: float | None = None
+    distinct_keys: int | None = None
+    cold_total_ms: float | None = None  # serving the policy's shape distribution once, cold
+    over_budget_shapes: tuple[str, ...] = ()
+    compile_only: bool = False  # measured on a CPU by compiling, not launching
+    detail: str = ""
+
+
+class CompilerFlag(Frozen):
+    severity: Literal["error", "warning", "info"]
+    kernel: str
+    vendor: Vendor
+    target: str
+    message: str
+    path: str | None = None
+    line: int | None = None
+
+
+class CompilerEvidence(Frozen):
+    """Per kernel and target: old against new registers/spills/occupancy, and the flags."""
+
+    rows: tuple[CompilerRow, ...] = ()
+    flags: tuple[CompilerFlag, ...] = ()
+    configs_differ_per_vendor: dict[str, bool] = Field(default_factory=dict)
+
+
+class CompilerRow(Frozen):
+    kernel: str
+    side: Literal["old", "new"]
+    language: Literal["triton", "cuda", "hip"]
+    vendor: Vendor
+    target: str
+    config: str
+    regs_per_thread: int | None = None
+    spill_bytes: int | None = None
+    shared_bytes: int | None = None
+    occupancy: str | None = None
+    matrix_instr: str | None = None
+    load_bits_max: int | None = None
+    error: str | None = None
+
+
+CompilerEvidence.model_rebuild()
+
+
+class RolloutFact(Frozen):
+    kernel: str
+    old_paths: tuple[str, ...]
+    kept: bool
+    how: str  # "behind TOYOPS_SOFTMAX_IMPL", "deleted; in history at abc1234"
+
+
+class NotRun(Frozen):
+    check: Literal["sweep", "first_call", "compiler", "repo"]
+    vendor: Vendor | None = None
+    reason: str
+
+
+class Evidence(Frozen):
+    """Everything known about one pull request at one head SHA."""
+
+    sweeps: tuple[SweepEvidence, ...] = ()
+    first_calls: tuple[FirstCallEvidence, ...] = ()
+    compiler: CompilerEvidence | None = None
+    repo: RepoConditions | None = None
+    rollbacks: tuple[RolloutFact, ...] = ()
+    not_run: tuple[NotRun, ...] = ()

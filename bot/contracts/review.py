@@ -1,0 +1,96 @@
+"""The review: the changes it lists, the policy's requirements, the conditions and the verdict,
+and the context the comment is rendered in."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.contracts.base import Frozen, Vendor
+
+Decision = Literal["approve", "approve_with_conditions", "request_changes"]
+
+
+State = Literal["met", "open", "not_run"]
+
+
+DeploymentKind = Literal["long-lived", "cli", "serverless", "latency-slo"]
+
+
+DECISION_TITLES: dict[str, str] = {
+    "approve": "Approve",
+    "approve_with_conditions": "Approve with conditions",
+    "request_changes": "Request changes",
+}
+
+
+class ChangeLine(Frozen):
+    """One kernel change as the review lists it."""
+
+    kernel: str  # policy kernel name when mapped, else the kernel's own name
+    kind: Literal["rewrite", "tuning", "body", "launch", "new", "deleted"]
+    old_language: str | None = None  # "cuda+hip", "triton", ...
+    new_language: str | None = None
+    old_paths: tuple[str, ...] = ()
+    new_paths: tuple[str, ...] = ()
+    old_kernel_kept: bool | None = None
+    kept_how: str = ""
+    mapped: bool = True  # False: no policy kernel covers these paths, so nothing is measured
+    detail: str = ""
+
+
+class Requirements(Frozen):
+    """The parts of the policy the verdict needs."""
+
+    vendors: tuple[Vendor, ...] = ("nvidia", "amd")
+    deployment: DeploymentKind = "long-lived"
+    first_call_budget_ms: float | None = None
+    tolerance: float = 0.03
+
+
+class Condition(Frozen):
+    number: int
+    key: Literal["sweep", "first_call", "vendors", "ownership", "rollback"]
+    title: str
+    state: State
+    summary: str  # one line: what we found
+    evidence: tuple[str, ...] = ()  # the lines behind it
+    blocking: bool = False  # a measured violation: requests changes
+
+
+class Verdict(Frozen):
+    decision: Decision
+    why: str
+    conditions: tuple[Condition, ...]
+    not_asking_for: tuple[str, ...]
+    changes: tuple[ChangeLine, ...]
+    no_kernel_changes: bool = False
+
+    @property
+    def title(self) -> str:
+        return DECISION_TITLES[self.decision]
+
+
+class PartATable(BaseModel):
+    """The seed's Part A table for one rewrite: (measure, old, new) rows."""
+
+    model_config = ConfigDict(frozen=True)
+    kernel: str
+    old_label: str
+    new_label: str
+    rows: tuple[tuple[str, str, str], ...]
+
+
+class ReviewContext(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    repository: str = ""
+    base_sha: str
+    head_sha: str
+    policy_source: str = ""
+    deployment: str = "long-lived"
+    first_call_budget_ms: float | None = None
+    vendors: tuple[str, ...] = ()
+    note: str = ""  # e.g. "demo on a machine without a GPU"
+    summary_url: str | None = None
+    artifact_name: str | None = None

@@ -1,0 +1,465 @@
+"""The GitHub REST edge: the only module that imports PyGithub.
+
+Every method returns plain data (``bot.github.types``), never a PyGithub object, because a PyGithub
+attribute can make a network call wherever it is read.
+
+Retries are ours, bounded and visible. PyGithub's own retry is switched off: its default retries a
+POST on a 5xx, which is how one review becomes two comments, and it may sleep until a primary
+rate limit resets (up to an hour). Here:
+
+- 403/429 with ``Retry-After``, an exhausted primary limit (``x-ratelimit-reset``) or a secondary
+  rate limit: wait as told, but never longer than ``RetryPolicy.max_wait_s``; a longer wait is an
+  error that says how long GitHub asked for.
+- 5xx and connection errors: exponential back-off for reads and idempotent writes; a comment POST
+  is never repeated here, because it may have succeeded. It raises ``GitHubRequestError`` with
+  ``outcome_unknown=True`` and the caller (``bot.github.sticky``) lists the comments again first.
+- Anything else (401, a plain 403, 404, 422) fails at once with a message and a hint.
+
+The sleep and the clock are injectable so tests never wait.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import requests
+from github import Auth, Github, GithubException
+
+from bot import __version__
+from bot.errors import GitHubError
+from bot.github.types import CommentInfo, FileInfo, PullInfo
+
+DEFAULT_API_URL = "https://api.github.com"
+DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
+MAX_DIFF_CHARS = 20_000_000
+REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 4
+    max_wait_s: float = 60.0  # never sleep longer than this for one retry
+    backoff_s: float = 1.0  # first back-off for 5xx and connection errors; doubles each time
+    secondary_wait_s: float = 60.0  # GitHub: wait at least a minute after a secondary limit
+
+
+class GitHubRequestError(GitHubError):
+    """A GitHub call that failed for good. ``outcome_unknown``: a write that may have happened."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        status: int | None = None,
+        api_message: str = "",
+        outcome_unknown: bool = False,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+        self.api_message = api_message
+        self.outcome_unknown = outcome_unknown
+
+    @property
+    def body_too_long(self) -> bool:
+        return self.status == 422 and "too long" in self.api_message.lower()
+
+
+def _is_secondary_limit(message: str) -> bool:
+    m = message.lower()
+    return "secondary rate limit" in m or "abuse detection" in m or m.endswith("try again later.")
+
+
+def retry_delay(
+    status: int | None,
+    headers: Mapping[str, str],
+    message: str,
+    attempt: int,
+    policy: RetryPolicy,
+    *,
+    now: float,
+    idempotent: bool = True,
+) -> float | None:
+    """Seconds to wait before attempt ``attempt + 1``, or None when retrying cannot help.
+
+    ``status`` None means the connection failed before an answer came.
+    """
+    h = {k.lower(): v for k, v in headers.items()}
+    if status in (403, 429):
+        if "retry-after" in h:
+            try:
+                return max(0.0, float(h["retry-after"]))
+            except ValueError:
+                return policy.secondary_wait_s
+        if h.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in h:
+            try:
+                return max(0.0, float(h["x-ratelimit-reset"]) - now) + 1.0
+            except ValueError:
+                return policy.secondary_wait_s
+        if status == 429 or _is_secondary_limit(message):
+            return policy.secondary_wait_s * 2 ** (attempt - 1)
+        return None  # a plain 403 is a permission problem
+    if status is None or status >= 500:
+        if not idempotent:
+            return None
+        backoff = policy.backoff_s * 2 ** (attempt - 1)
+        try:
+            return max(backoff, float(h.get("retry-after", 0)))
+        except ValueError:
+            return backoff
+    return None
+
+
+def _api_message(data: Any) -> str:
+    if not isinstance(data, dict):
+        return str(data or "")[:500]
+    message = str(data.get("message") or "")
+    details = [
+        str(e.get("message") or e.get("code") or "")
+        for e in data.get("errors") or []
+        if isinstance(e, dict)
+    ]
+    details = [d for d in details if d]
+    return f"{message}: {'; '.join(details)}" if details else message
+
+
+def _final_error(
+    what: str, status: int | None, message: str, *, outcome_unknown: bool
+) -> GitHubRequestError:
+    if status is None:
+        text = f"could not reach GitHub while {what}: {message}"
+        hint = "check GITHUB_API_URL and the runner's network; the run can be retried"
+    elif status == 401:
+        text = f"GitHub refused the token while {what} (401 {message or 'Bad credentials'})"
+        hint = "pass a valid token (the `token` input, or GITHUB_TOKEN)"
+    elif status == 403:
+        text = f"GitHub refused {what} (403 {message})"
+        hint = (
+            "give the job the permission it needs: `pull-requests: write` to comment and react, "
+            "`statuses: write` for the merge gate, `contents: read` to read the policy"
+        )
+    elif status == 404:
+        text = f"GitHub found nothing while {what} (404)"
+        hint = "check the repository name, the pull request number and that the token can see them"
+    elif status in (429,) or (status or 0) >= 500:
+        text = f"GitHub kept failing while {what} ({status} {message})"
+        hint = "GitHub is unavailable or rate-limiting this token; rerun the job later"
+    else:
+        text = f"GitHub rejected {what} ({status} {message})"
+        hint = "this is likely a bug in kernel-review; please report it with the job log"
+    if outcome_unknown:
+        hint = "the write may have happened; list again before repeating it"
+    return GitHubRequestError(
+        text, hint=hint, status=status, api_message=message, outcome_unknown=outcome_unknown
+    )
+
+
+class GitHubClient:
+    """A repository on github.com or GitHub Enterprise, seen as plain data."""
+
+    def __init__(
+        self,
+        token: str,
+        repo: str,
+        *,
+        api_url: str = DEFAULT_API_URL,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        timeout_s: int = 20,
+        spacing_s: tuple[float, float] | None = (0.25, 1.0),
+    ) -> None:
+        if not token:
+            raise GitHubError("no GitHub token", hint="pass the `token` input or set GITHUB_TOKEN")
+        if repo.count("/") != 1:
+            raise GitHubError(
+                f"not a repository name: {repo!r}", hint="use owner/name, e.g. octo/kernels"
+            )
+        self.repo_name = repo
+        self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._clock = clock
+        between, writes = spacing_s if spacing_s is not None else (None, None)
+        self._gh = Github(
+            auth=Auth.Token(token),
+            base_url=self.api_url,
+            retry=None,
+            timeout=timeout_s,
+            per_page=100,
+            user_agent=f"kernel-review/{__version__}",
+            seconds_between_requests=between,
+            seconds_between_writes=writes,
+            lazy=True,
+        )
+        self._repo = self._gh.get_repo(repo)
+        self.waits_s: list[float] = []  # every back-off taken, for logs and tests
+
+    # --- the retry loop -----------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T], *, idempotent: bool = True) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return fn()
+            except GithubException as exc:
+                status, headers, message = (
+                    exc.status,
+                    dict(exc.headers or {}),
+                    _api_message(exc.data),
+                )
+            except requests.exceptions.RequestException as exc:
+                status, headers, message = None, {}, type(exc).__name__
+            unknown = not idempotent and (status is None or status >= 500)
+            delay = retry_delay(
+                status,
+                headers,
+                message,
+                attempt,
+                self.retry,
+                now=self._clock(),
+                idempotent=idempotent,
+            )
+            if delay is None or attempt >= self.retry.max_attempts:
+                raise _final_error(what, status, message, outcome_unknown=unknown)
+            if delay > self.retry.max_wait_s:
+                raise GitHubRequestError(
+                    f"GitHub asked to wait {delay:.0f} s before {what} ({status} {message}); "
+                    f"the most this bot waits is {self.retry.max_wait_s:.0f} s",
+                    hint="the token is rate-limited; rerun the job after the limit resets",
+                    status=status,
+                    api_message=message,
+                )
+            self.waits_s.append(delay)
+            self._sleep(delay)
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def whoami(self) -> str | None:
+        """The token's own login, or None where the token cannot read ``/user`` (app tokens)."""
+        try:
+            return self._call("reading the token's user", lambda: self._gh.get_user().login)
+        except GitHubRequestError as exc:
+            if exc.status in (401, 403, 404):
+                return None
+            raise
+
+    def get_pull(self, number: int) -> PullInfo:
+        return self._call(
+            f"reading pull request #{number}", lambda: _pull(self._repo.get_pull(number))
+        )
+
+    def find_pull(self, head_label: str, head_sha: str) -> PullInfo | None:
+        """The open pull request whose head is ``owner:branch``; the one at ``head_sha`` first."""
+
+        def run() -> PullInfo | None:
+            found = [_pull(p) for p in self._repo.get_pulls(state="open", head=head_label)]
+            exact = [p for p in found if p.head_sha == head_sha]
+            return (exact or found or [None])[0]
+
+        return self._call(f"finding the pull request for {head_label}", run)
+
+    def get_pull_diff(self, number: int) -> str:
+        """The pull request's unified diff (``application/vnd.github.v3.diff``).
+
+        GitHub refuses very large diffs (406); then the diff is rebuilt from the files API,
+        whose patches GitHub itself truncates, and files without a patch are left out.
+        """
+        url = f"/repos/{self.repo_name}/pulls/{number}"
+
+        def run() -> str:
+            _, data = self._gh.requester.requestJsonAndCheck(
+                "GET", url, headers={"Accept": DIFF_MEDIA_TYPE}
+            )
+            text = data.get("data", "") if isinstance(data, dict) else ""
+            return text if isinstance(text, str) else ""
+
+        try:
+            text = self._call(f"reading the diff of #{number}", run)
+        except GitHubRequestError as exc:
+            if exc.status not in (406, 422):
+                raise
+            return diff_from_files(self.list_pull_files(number))
+        if len(text) > MAX_DIFF_CHARS:
+            return diff_from_files(self.list_pull_files(number))
+        return text
+
+    def get_compare_diff(self, base_sha: str, head_sha: str) -> str:
+        """The diff from the merge base of ``base_sha`` to ``head_sha`` (what a pull request at
+        that head shows), for a pinned head that is no longer the pull request's newest."""
+        url = f"/repos/{self.repo_name}/compare/{base_sha}...{head_sha}"
+
+        def run() -> str:
+            _, data = self._gh.requester.requestJsonAndCheck(
+                "GET", url, headers={"Accept": DIFF_MEDIA_TYPE}
+            )
+            text = data.get("data", "") if isinstance(data, dict) else ""
+            return text if isinstance(text, str) else ""
+
+        return self._call(f"comparing {base_sha[:12]}...{head_sha[:12]}", run)
+
+    def list_pull_files(self, number: int, *, max_files: int = 3000) -> list[FileInfo]:
+        def run() -> list[FileInfo]:
+            out: list[FileInfo] = []
+            for f in self._repo.get_pull(number).get_files():
+                out.append(
+                    FileInfo(
+                        filename=f.filename,
+                        status=f.status,
+                        previous_filename=f.previous_filename,
+                        additions=f.additions or 0,
+                        deletions=f.deletions or 0,
+                        patch=f.patch,
+                    )
+                )
+                if len(out) >= max_files:
+                    break
+            return out
+
+        return self._call(f"listing the files of #{number}", run)
+
+    def list_comments(self, number: int) -> list[CommentInfo]:
+        """Every comment on the pull request's conversation, all pages, oldest first."""
+        issue = self._repo.get_issue(number)
+        return self._call(
+            f"listing the comments of #{number}",
+            lambda: [_comment(c) for c in issue.get_comments()],
+        )
+
+    def permission(self, login: str) -> str:
+        """The user's role on the repository: admin, maintain, write, triage, read or none."""
+        return self._call(
+            f"reading {login}'s permission", lambda: self._repo.get_collaborator_role_name(login)
+        )
+
+    def read_file(self, path: str, ref: str) -> str | None:
+        """A text file at a ref (branch or SHA), or None when it does not exist there."""
+
+        def run() -> str | None:
+            content = self._repo.get_contents(path, ref=ref)
+            if isinstance(content, list):  # a directory
+                return None
+            return content.decoded_content.decode("utf-8", errors="replace")
+
+        try:
+            return self._call(f"reading {path} at {ref[:12]}", run)
+        except GitHubRequestError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list_dir(self, path: str, ref: str) -> list[str]:
+        """Paths of the files directly inside a directory at a ref; [] when there is none."""
+
+        def run() -> list[str]:
+            content = self._repo.get_contents(path, ref=ref)
+            items = content if isinstance(content, list) else []
+            return sorted(c.path for c in items if c.type == "file")
+
+        try:
+            return self._call(f"listing {path} at {ref[:12]}", run)
+        except GitHubRequestError as exc:
+            if exc.status == 404:
+                return []
+            raise
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def create_comment(self, number: int, body: str) -> CommentInfo:
+        """Post a comment. Never repeated on a 5xx: see GitHubRequestError.outcome_unknown."""
+        issue = self._repo.get_issue(number)
+        return self._call(
+            f"commenting on #{number}",
+            lambda: _comment(issue.create_comment(body)),
+            idempotent=False,
+        )
+
+    def _comment_ref(self, comment_id: int) -> Any:
+        # Issue comments live at /repos/{repo}/issues/comments/{id} whatever their issue; a lazy
+        # issue object builds that URL without fetching anything.
+        return self._repo.get_issue(0).get_comment(comment_id)
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        comment = self._comment_ref(comment_id)
+        self._call(f"editing comment {comment_id}", lambda: comment.edit(body))
+
+    def add_reaction(self, comment_id: int, content: str) -> None:
+        """React to an issue comment; adding the same reaction twice is harmless."""
+        if content not in REACTIONS:
+            raise ValueError(f"not a reaction: {content!r}")
+        comment = self._comment_ref(comment_id)
+        self._call(f"reacting to comment {comment_id}", lambda: comment.create_reaction(content))
+
+    def set_status(
+        self, sha: str, state: str, description: str, *, context: str, target_url: str | None = None
+    ) -> None:
+        """A commit status (the merge gate). GitHub caps the description at 140 characters."""
+        desc = description if len(description) <= 140 else description[:139] + "…"
+        kwargs: dict[str, Any] = {"description": desc, "context": context}
+        if target_url:
+            kwargs["target_url"] = target_url
+        commit = self._repo.get_commit(sha)
+        self._call(f"setting the {context} status", lambda: commit.create_status(state, **kwargs))
+
+
+def _login(user: Any) -> str:
+    return getattr(user, "login", None) or "ghost"
+
+
+def _pull(p: Any) -> PullInfo:
+    head_repo = p.head.repo.full_name if p.head.repo is not None else None
+    return PullInfo(
+        number=p.number,
+        state=p.state,
+        merged=bool(p.merged),
+        draft=bool(p.draft),
+        title=p.title or "",
+        author=_login(p.user),
+        base_ref=p.base.ref,
+        base_sha=p.base.sha,
+        base_repo=p.base.repo.full_name,
+        head_ref=p.head.ref,
+        head_sha=p.head.sha,
+        head_repo=head_repo,
+        html_url=p.html_url or "",
+    )
+
+
+def _comment(c: Any) -> CommentInfo:
+    user = c.user
+    return CommentInfo(
+        id=c.id,
+        author=_login(user),
+        author_type=getattr(user, "type", None) or "User",
+        body=c.body or "",
+        html_url=c.html_url or "",
+        created_at=c.created_at.isoformat() if c.created_at else "",
+        updated_at=c.updated_at.isoformat() if c.updated_at else "",
+    )
+
+
+def diff_from_files(files: list[FileInfo]) -> str:
+    """A unified diff rebuilt from the files API; files without a patch (binary, too large) are
+    left out, so the analysis says what it could not see instead of failing."""
+    parts: list[str] = []
+    for f in files:
+        if f.patch is None:
+            continue
+        old = f.previous_filename or f.filename
+        head = [f"diff --git a/{old} b/{f.filename}"]
+        if f.status == "added":
+            head += ["new file mode 100644", "--- /dev/null", f"+++ b/{f.filename}"]
+        elif f.status == "removed":
+            head += ["deleted file mode 100644", f"--- a/{old}", "+++ /dev/null"]
+        else:
+            if f.previous_filename:
+                head += [f"rename from {old}", f"rename to {f.filename}"]
+            head += [f"--- a/{old}", f"+++ b/{f.filename}"]
+        parts.append("\n".join(head) + "\n" + f.patch.rstrip("\n") + "\n")
+    return "".join(parts)

@@ -1,0 +1,234 @@
+"""The one sticky review comment: found again, updated in place, never duplicated.
+
+The comment starts with a hidden marker that carries the head SHA it describes::
+
+    <!-- kernel-review:sticky v1 head=<40 hex> -->
+
+Rules:
+- Only comments written by the bot's own login count; a stranger who pastes the marker into
+  their comment is ignored (the bot could not edit it anyway).
+- All pages of comments are read (``GitHubClient.list_comments`` pages through them).
+- A POST that failed with a 5xx or a dropped connection may have created the comment: before
+  posting again, the comments are listed again and the one found is edited instead.
+- Results for an older head never overwrite a comment that already describes the current head.
+- GitHub refuses bodies over 65,536 characters: the body is cut at a line, open code fences
+  and ``<details>`` are closed, and a note points to the job summary and the artifact. Should
+  GitHub still answer "body is too long", the body is cut again by UTF-8 bytes and sent once more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.errors import GitHubError
+from bot.github.api import GitHubRequestError
+from bot.github.types import CommentInfo
+
+MAX_COMMENT_CHARS = 65_536
+MARKER_PREFIX = "<!-- kernel-review:sticky v1"
+_MARKER_RE = re.compile(r"\A<!-- kernel-review:sticky v1 head=([0-9a-f]{7,40}) -->")
+_SHA_RE = re.compile(r"[0-9a-f]{7,40}")
+_CREATE_ATTEMPTS = 3
+
+
+class CommentsClient(Protocol):
+    """The part of ``bot.github.api.GitHubClient`` this module uses."""
+
+    def list_comments(self, number: int) -> list[CommentInfo]: ...
+
+    def create_comment(self, number: int, body: str) -> CommentInfo: ...
+
+    def edit_comment(self, comment_id: int, body: str) -> None: ...
+
+
+class StickyResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: Literal["created", "updated", "unchanged", "skipped-stale"]
+    comment_id: int | None
+    html_url: str = ""
+    truncated: bool = False
+    detail: str = ""
+
+
+def marker(head_sha: str) -> str:
+    sha = head_sha.lower()
+    if not _SHA_RE.fullmatch(sha):
+        raise ValueError(f"not a commit SHA: {head_sha!r}")
+    return f"{MARKER_PREFIX} head={sha} -->"
+
+
+def marker_sha(body: str) -> str | None:
+    """The head SHA in a body that starts with the marker, else None."""
+    m = _MARKER_RE.match(body)
+    return m.group(1) if m else None
+
+
+def find_sticky(comments: Sequence[CommentInfo], bot_login: str) -> CommentInfo | None:
+    """The oldest comment by ``bot_login`` that starts with the marker."""
+    for c in comments:
+        if c.author == bot_login and marker_sha(c.body) is not None:
+            return c
+    return None
+
+
+def overflow_note(*, omitted_chars: int, summary_url: str | None, artifact_name: str | None) -> str:
+    where = []
+    if summary_url:
+        where.append(f"the [job summary]({summary_url})")
+    else:
+        where.append("the job summary of this run")
+    if artifact_name:
+        where.append(f"the `{artifact_name}` artifact")
+    return (
+        f"\n\n---\n**This review was cut to fit GitHub's comment limit** "
+        f"({omitted_chars:,} characters left out). The full review is in {' and in '.join(where)}.\n"
+    )
+
+
+def _size(text: str, unit: Literal["chars", "bytes"]) -> int:
+    return len(text.encode("utf-8")) if unit == "bytes" else len(text)
+
+
+def _prefix_within(text: str, budget: int, unit: Literal["chars", "bytes"]) -> str:
+    if unit == "bytes":
+        return text.encode("utf-8")[: max(0, budget)].decode("utf-8", errors="ignore")
+    return text[: max(0, budget)]
+
+
+def _close_open_blocks(text: str) -> str:
+    fences = sum(1 for line in text.splitlines() if line.lstrip().startswith("```"))
+    if fences % 2:
+        text += "\n```"
+    open_details = len(re.findall(r"<details\b", text)) - len(re.findall(r"</details>", text))
+    text += "\n</details>" * max(0, open_details)
+    return text
+
+
+def fit_body(
+    body: str,
+    *,
+    limit: int = MAX_COMMENT_CHARS,
+    summary_url: str | None = None,
+    artifact_name: str | None = None,
+    unit: Literal["chars", "bytes"] = "chars",
+) -> tuple[str, bool]:
+    """``body`` cut to at most ``limit`` characters (or UTF-8 bytes); returns (text, truncated).
+
+    The cut falls at a line end, keeps the marker (it is the first line), closes open code
+    fences and ``<details>``, and ends with a note saying where the full review is.
+    """
+    if _size(body, unit) <= limit:
+        return body, False
+    reserve = 400  # room for the closing tags and the note
+    kept = _prefix_within(body, limit - reserve, unit)
+    if "\n" in kept:
+        kept = kept[: kept.rindex("\n")]
+    kept = _close_open_blocks(kept)
+    note = overflow_note(
+        omitted_chars=len(body) - len(kept), summary_url=summary_url, artifact_name=artifact_name
+    )
+    text = kept + note
+    while _size(text, unit) > limit and "\n" in kept:  # pathological: very long closing tags/URLs
+        kept = _close_open_blocks(kept[: kept.rindex("\n")])
+        text = kept + note
+    return _prefix_within(text, limit, unit), True
+
+
+def upsert_sticky(
+    client: CommentsClient,
+    number: int,
+    body: str,
+    *,
+    head_sha: str,
+    bot_login: str,
+    current_head_sha: str | None = None,
+    summary_url: str | None = None,
+    artifact_name: str | None = None,
+    limit: int = MAX_COMMENT_CHARS,
+) -> StickyResult:
+    """Create or update the bot's one review comment on pull request ``number``.
+
+    ``current_head_sha``: the pull request's head now; when given and different from
+    ``head_sha``, an existing comment that already describes it is left alone.
+    """
+    full = f"{marker(head_sha)}\n{body}"
+    text, truncated = fit_body(
+        full, limit=limit, summary_url=summary_url, artifact_name=artifact_name
+    )
+
+    def refit() -> str:
+        smaller, _ = fit_body(
+            full, limit=limit, summary_url=summary_url, artifact_name=artifact_name, unit="bytes"
+        )
+        return smaller
+
+    existing = find_sticky(client.list_comments(number), bot_login)
+    if existing is not None:
+        return _update(client, existing, text, refit, head_sha, current_head_sha, truncated)
+    for _ in range(_CREATE_ATTEMPTS):
+        try:
+            try:
+                created = client.create_comment(number, text)
+            except GitHubRequestError as exc:
+                if not exc.body_too_long:
+                    raise
+                text, truncated = refit(), True
+                created = client.create_comment(number, text)
+            return StickyResult(
+                action="created",
+                comment_id=created.id,
+                html_url=created.html_url,
+                truncated=truncated,
+            )
+        except GitHubRequestError as exc:
+            if not exc.outcome_unknown:
+                raise
+            # The POST may have gone through: look before posting again.
+            found = find_sticky(client.list_comments(number), bot_login)
+            if found is not None:
+                result = _update(client, found, text, refit, head_sha, current_head_sha, truncated)
+                return result.model_copy(update={"detail": "found after an uncertain POST"})
+    raise GitHubError(
+        f"could not post the review on #{number} after {_CREATE_ATTEMPTS} attempts",
+        hint="GitHub kept failing; rerun the report job (it will update, not duplicate, the comment)",
+    )
+
+
+def _update(
+    client: CommentsClient,
+    existing: CommentInfo,
+    text: str,
+    refit,
+    head_sha: str,
+    current_head_sha: str | None,
+    truncated: bool,
+) -> StickyResult:
+    shown = marker_sha(existing.body)
+    if (
+        current_head_sha is not None
+        and head_sha.lower() != current_head_sha.lower()
+        and shown == current_head_sha.lower()
+    ):
+        return StickyResult(
+            action="skipped-stale",
+            comment_id=existing.id,
+            html_url=existing.html_url,
+            detail=f"the comment already describes the current head {current_head_sha[:12]}",
+        )
+    if existing.body == text:
+        return StickyResult(action="unchanged", comment_id=existing.id, html_url=existing.html_url)
+    try:
+        client.edit_comment(existing.id, text)
+    except GitHubRequestError as exc:
+        if not exc.body_too_long:
+            raise
+        client.edit_comment(existing.id, refit())
+        truncated = True
+    return StickyResult(
+        action="updated", comment_id=existing.id, html_url=existing.html_url, truncated=truncated
+    )

@@ -1,0 +1,1 @@
+"""The workflow's jobs above the measure job: the gate (plan) and the report."""

@@ -1,0 +1,247 @@
+"""The gate: from an event to a decision (what to measure, at which SHA, or why not).
+
+Runs no pull-request code and needs only a read-only token. The policy comes from the BASE
+commit through the contents API, so a pull request cannot loosen its own rules. The head SHA
+is pinned here: a push after the decision is not covered by it. The report job calls the same
+function again with the pinned SHA rather than trusting a file produced by another job.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.contracts.plan import Plan
+from bot.contracts.review import ChangeLine, PartATable
+from bot.errors import CommandError, LimitError, PolicyError
+from bot.github.api import GitHubClient
+from bot.github.events import Ignored, ReviewRequest
+from bot.github.slash import BenchCommand, check_permission, check_request, parse_bench
+from bot.github.types import PullInfo
+from bot.plan import make_plan
+from bot.policy.load import MAX_POLICY_BYTES, POLICY_FILE, PYPROJECT_TABLE, Policy, parse_policy
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+GATE_SCHEMA_VERSION = 1
+AnalyzeFn = Callable[..., "tuple[list[ChangeLine], list[PartATable]]"]
+
+
+class GateDecision(BaseModel):
+    """What the gate decided; written as JSON for the other jobs and echoed to the user."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = GATE_SCHEMA_VERSION
+    repository: str
+    event: str
+    pr_number: int | None = None
+    actor: str = ""
+    comment_id: int | None = None
+    is_fork: bool = False
+    base_sha: str | None = None
+    head_sha: str | None = None
+    run: bool = False  # the measure jobs should run
+    ignored: str | None = None  # nothing to do, and why
+    refusal: str | None = None  # a /bench that was refused: what to tell the commenter
+    note: str | None = None  # e.g. a fork's pull request waits for a maintainer's /bench
+    command: BenchCommand | None = None
+    policy_source: str | None = None
+    plan: Plan | None = None
+
+    @property
+    def vendors(self) -> tuple[str, ...]:
+        return tuple(self.plan.vendors) if self.plan is not None and self.run else ()
+
+
+class GateResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    decision: GateDecision
+    policy: Policy | None = None
+    pull: PullInfo | None = None
+    part_a: tuple[PartATable, ...] = ()
+
+
+def read_base_policy(
+    client: GitHubClient, base_sha: str, path: str | None = None
+) -> tuple[Policy, str]:
+    """The policy at the base commit: ``path`` if given, else the default places. (policy, source)."""
+    candidates = [path] if path else [POLICY_FILE, "pyproject.toml"]
+    for candidate in candidates:
+        text = client.read_file(candidate, base_sha)
+        if text is None:
+            continue
+        source = f"{candidate}@{base_sha[:12]}"
+        if len(text.encode("utf-8")) > MAX_POLICY_BYTES:
+            raise PolicyError(
+                f"{source}: the policy is over {MAX_POLICY_BYTES:,} bytes", hint="shrink the file"
+            )
+        table: tuple[str, ...] = ()
+        if candidate.endswith("pyproject.toml"):
+            table = PYPROJECT_TABLE
+            try:
+                tool = tomllib.loads(text).get("tool", {})
+            except tomllib.TOMLDecodeError:
+                tool = {PYPROJECT_TABLE[1]: None}  # let validation report the syntax error
+            if not isinstance(tool, dict) or PYPROJECT_TABLE[1] not in tool:
+                continue
+        return parse_policy(text, source, table=table), source
+    raise PolicyError(
+        f"no policy on the base branch (commit {base_sha[:12]}): looked for "
+        + (path or f"{POLICY_FILE} and [tool.kernel-review] in pyproject.toml"),
+        hint="commit .github/kernel-review.toml to the base branch; the policy of a pull "
+        "request's own head is never used",
+    )
+
+
+def _pull_for(req: ReviewRequest, client: GitHubClient) -> PullInfo | None:
+    if req.pr_number is not None:
+        return client.get_pull(req.pr_number)
+    if req.head_label and req.head_sha:
+        return client.find_pull(req.head_label, req.head_sha)
+    return None
+
+
+def decide_gate(
+    found: ReviewRequest | Ignored,
+    client: GitHubClient,
+    analyze: AnalyzeFn | None = None,
+    *,
+    policy_path: str | None = None,
+    pinned_head: str | None = None,
+) -> GateResult:
+    """Decide for one event. ``pinned_head``: the SHA an earlier gate pinned (report mode)."""
+    if isinstance(found, Ignored):
+        return GateResult(
+            decision=GateDecision(repository="", event=found.event, ignored=found.reason)
+        )
+    req = found
+    base = GateDecision(
+        repository=req.repo,
+        event=req.event,
+        pr_number=req.pr_number,
+        actor=req.actor,
+        comment_id=req.comment_id,
+        is_fork=req.is_fork,
+    )
+    pull = _pull_for(req, client)
+    if pull is None:
+        return GateResult(
+            decision=base.model_copy(update={"ignored": "no open pull request for this run"})
+        )
+    if pull.state != "open":
+        return GateResult(
+            decision=base.model_copy(
+                update={"pr_number": pull.number, "ignored": "the pull request is closed"}
+            )
+        )
+    head = pinned_head or (req.head_sha if req.event != "issue_comment" else None) or pull.head_sha
+    fields = {
+        "pr_number": pull.number,
+        "is_fork": pull.is_fork,
+        "base_sha": pull.base_sha,
+        "head_sha": head,
+    }
+    policy, source = read_base_policy(client, pull.base_sha, policy_path)
+    fields["policy_source"] = source
+    command: BenchCommand | None = None
+    try:
+        if req.event == "issue_comment":
+            check_permission(req.actor, client.permission(req.actor), policy)
+            command = parse_bench(req.command or "/bench", policy)
+            fields["command"] = command
+        if head == pull.head_sha:
+            diff = client.get_pull_diff(pull.number)
+        else:  # the pull request moved on: review exactly the pinned head
+            diff = client.get_compare_diff(pull.base_sha, head)
+        changes, part_a = (analyze or analyze_changes)(
+            diff, policy, _bounded_reader(client, pull.base_sha), _bounded_reader(client, head)
+        )
+        plan = make_plan(
+            changes,
+            policy,
+            base_sha=pull.base_sha,
+            head_sha=head,
+            repository=req.repo,
+            pr_number=pull.number,
+            kernels=command.kernels if command else None,
+            vendors=command.vendors if command else None,
+            dtypes=command.dtypes if command else None,
+            shapes=command.shapes if command else None,
+            quick=command.quick if command else False,
+        )
+        if command is not None and not command.kernels:
+            check_request(command, policy, [k.name for k in plan.kernels])
+    except (CommandError, LimitError) as exc:
+        return GateResult(
+            decision=base.model_copy(update={**fields, "refusal": str(exc)}),
+            policy=policy,
+            pull=pull,
+        )
+    fields["plan"] = plan
+    note = None
+    run = bool(plan.kernels)
+    if pull.is_fork and req.event in ("pull_request", "workflow_run"):
+        run = False
+        note = (
+            "this pull request comes from a fork: its kernels run on the GPU runners only after "
+            "a maintainer comments /bench"
+        )
+    elif not plan.kernels:
+        note = "no kernel that the policy covers was changed; nothing to measure"
+    fields.update(run=run, note=note)
+    return GateResult(
+        decision=base.model_copy(update=fields), policy=policy, pull=pull, part_a=tuple(part_a)
+    )
+
+
+def describe(decision: GateDecision) -> str:
+    """One paragraph for the log and the job summary (plain text; escape before markdown)."""
+    if decision.ignored:
+        return f"Nothing to do: {decision.ignored}."
+    if decision.refusal:
+        return f"/bench refused: {decision.refusal}"
+    sha = (decision.head_sha or "")[:12]
+    if not decision.run:
+        return f"Not measuring #{decision.pr_number} at {sha}: {decision.note or 'nothing to run'}."
+    plan = decision.plan
+    assert plan is not None
+    kernels = ", ".join(f"{k.name} ({k.cases} cases)" for k in plan.kernels)
+    return (
+        f"Measuring #{decision.pr_number} at head {sha} (pinned; a later push is not covered) "
+        f"on {', '.join(plan.vendors)}: {kernels}{' (quick)' if plan.quick else ''}."
+    )
+
+
+MAX_SOURCE_READS = 200  # whole files fetched per side to classify changes; the rest from the diff
+
+
+def _bounded_reader(client: GitHubClient, ref: str) -> Callable[[str], str | None]:
+    count = 0
+
+    def read(path: str) -> str | None:
+        nonlocal count
+        count += 1
+        return client.read_file(path, ref) if count <= MAX_SOURCE_READS else None
+
+    return read
+
+
+def analyze_changes(
+    diff_text: str,
+    policy: Policy,
+    old_source: Callable[[str], str | None] | None = None,
+    new_source: Callable[[str], str | None] | None = None,
+) -> tuple[list[ChangeLine], list[PartATable]]:
+    """The kernel changes in a diff (classified), and the Part A tables of the rewrites."""
+    from bot.analysis.changes import change_lines, part_a_tables
+    from bot.analysis.classify import analyze_diff
+
+    analysis = analyze_diff(diff_text, policy=policy, old_source=old_source, new_source=new_source)
+    return change_lines(analysis), part_a_tables(analysis)

@@ -1,0 +1,219 @@
+"""The report: merge the measure jobs' results, decide, render, and say it on GitHub.
+
+The results files come from GPU runners that executed pull-request code, so they are untrusted
+data: size-capped, schema-validated (extra keys refused), and only accepted for the pinned head
+SHA. The pull request number and the SHAs come from the event and the API, never from them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from bot.contracts.evidence import CompilerEvidence, Evidence, NotRun
+from bot.contracts.repo import RepoConditions
+from bot.contracts.results import ResultsFile
+from bot.contracts.review import PartATable, Requirements, ReviewContext, Verdict
+from bot.errors import ResultsError
+from bot.escape import workflow_command
+from bot.github.api import GitHubClient
+from bot.jobs.gate import GateDecision
+from bot.policy.load import Policy
+from bot.repo_conditions import collect
+from bot.review.render import render_comment
+from bot.review.verdict import decide
+
+MAX_RESULTS_BYTES = 32 * 2**20
+MAX_RESULTS_FILES = 64
+MAX_ANNOTATIONS = 50  # GitHub shows at most 10 warnings per step; keep the log bounded too
+STATUS_CONTEXT = "kernel-review"
+
+
+class ReportOutput(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Verdict
+    evidence: Evidence
+    comment: str
+    summary: str
+    annotations: tuple[str, ...]
+    dropped: tuple[str, ...]  # results files not used, and why
+
+
+def read_results(paths: Sequence[Path], *, head_sha: str) -> tuple[list[ResultsFile], list[str]]:
+    """Load results files; those for another head, or malformed, are dropped with a reason."""
+    if len(paths) > MAX_RESULTS_FILES:
+        raise ResultsError(
+            f"{len(paths)} results files, more than {MAX_RESULTS_FILES}",
+            hint="one file per vendor and shard is expected; check the artifact download step",
+        )
+    kept: list[ResultsFile] = []
+    dropped: list[str] = []
+    for path in sorted(paths):
+        size = path.stat().st_size
+        if size > MAX_RESULTS_BYTES:
+            dropped.append(f"{path.name}: {size:,} bytes, over the {MAX_RESULTS_BYTES:,}-byte cap")
+            continue
+        try:
+            data = json.loads(path.read_bytes())
+            results = ResultsFile.model_validate(data)
+        except (ValueError, ValidationError, RecursionError) as exc:
+            first = str(exc).splitlines()[0:3]
+            dropped.append(f"{path.name}: not a results file ({' '.join(first)[:200]})")
+            continue
+        if results.head_sha != head_sha:
+            dropped.append(
+                f"{path.name}: measured head {results.head_sha[:12]}, not the pinned {head_sha[:12]}"
+            )
+            continue
+        kept.append(results)
+    return kept, dropped
+
+
+def merge_evidence(results: Sequence[ResultsFile], vendors: Sequence[str]) -> Evidence:
+    """All vendors' and shards' evidence in one; a required vendor with no results is not run."""
+    sweeps, firsts, not_run = [], [], []
+    rows, flags, differ = [], [], {}
+    for r in results:
+        ev = r.evidence
+        sweeps += ev.sweeps
+        firsts += ev.first_calls
+        not_run += ev.not_run
+        if ev.compiler is not None:
+            rows += ev.compiler.rows
+            flags += ev.compiler.flags
+            differ.update(ev.compiler.configs_differ_per_vendor)
+    seen = {r.vendor for r in results}
+    for vendor in vendors:
+        if vendor not in seen:
+            not_run.append(
+                NotRun(
+                    check="sweep",
+                    vendor=vendor,  # type: ignore[arg-type]
+                    reason=f"no results came back from the {vendor} runner (the job failed, "
+                    "was cancelled, or no runner with that label is online)",
+                )
+            )
+    compiler = (
+        CompilerEvidence(rows=tuple(rows), flags=tuple(flags), configs_differ_per_vendor=differ)
+        if rows or flags
+        else None
+    )
+    return Evidence(
+        sweeps=tuple(sweeps), first_calls=tuple(firsts), compiler=compiler, not_run=tuple(not_run)
+    )
+
+
+def repo_facts(
+    client: GitHubClient, head_sha: str, kernel_paths: Sequence[str], policy: Policy
+) -> RepoConditions:
+    """Owner, version pins and a perf gate, read as text from the head commit through the API."""
+
+    def read(path: str) -> str | None:
+        return client.read_file(path, head_sha)
+
+    workflows = [
+        p for p in client.list_dir(".github/workflows", head_sha) if p.endswith((".yml", ".yaml"))
+    ]
+    return collect(read, workflows, kernel_paths, policy.owners)
+
+
+def annotations(evidence: Evidence, decision: GateDecision) -> list[str]:
+    """``::warning`` lines for the kernels that regress or spill (escaped; bounded)."""
+    plan = decision.plan
+    paths = {k.name: k.paths for k in plan.kernels} if plan else {}
+    changes = {c.kernel: (c.new_paths or c.old_paths) for c in plan.changes} if plan else {}
+    out: list[str] = []
+    for sweep in evidence.sweeps:
+        for s in (*sweep.slower, *sweep.failures):
+            files = changes.get(s.kernel) or tuple(
+                p for p in paths.get(s.kernel, ()) if "*" not in p
+            )
+            what = (
+                f"{s.ratio:.3f}x the base time"
+                if s.verdict == "SLOWER" and s.ratio
+                else s.verdict.lower()
+            )
+            out.append(
+                workflow_command(
+                    "warning",
+                    f"{s.kernel} {'x'.join(map(str, s.shape))} {s.dtype} on {sweep.vendor}: {what}",
+                    file=files[0] if files else None,
+                    title="kernel-review: slower"
+                    if s.verdict == "SLOWER"
+                    else "kernel-review: failed",
+                )
+            )
+    if evidence.compiler is not None:
+        for f in evidence.compiler.flags:
+            if f.severity == "info":
+                continue
+            out.append(
+                workflow_command(
+                    "warning" if f.severity == "warning" else "error",
+                    f"{f.kernel} on {f.vendor} {f.target}: {f.message}",
+                    file=f.path,
+                    line=f.line,
+                    title="kernel-review: compiler",
+                )
+            )
+    return out[:MAX_ANNOTATIONS]
+
+
+def status_for(verdict: Verdict) -> tuple[str, str]:
+    """(state, description) of the merge-gate commit status."""
+    if verdict.decision == "approve":
+        return "success", "Approve: every condition met"
+    if verdict.decision == "request_changes":
+        blocking = [c.title for c in verdict.conditions if c.blocking]
+        return "failure", "Request changes: " + "; ".join(blocking)
+    unfinished = sum(1 for c in verdict.conditions if c.state != "met")
+    return (
+        "pending",
+        f"Approve with conditions: {unfinished} of {len(verdict.conditions)} not met yet",
+    )
+
+
+def build_report(
+    decision: GateDecision,
+    policy: Policy,
+    evidence: Evidence,
+    repo: RepoConditions | None,
+    *,
+    part_a: Sequence[PartATable] = (),
+    summary_url: str | None,
+    artifact_name: str | None,
+    comment_chars: int,
+) -> tuple[Verdict, Evidence, str, str]:
+    """Pure: the verdict, the evidence it used, the comment and the full job summary."""
+    assert decision.plan is not None and decision.head_sha and decision.base_sha
+    plan = decision.plan
+    if not decision.run and decision.note:
+        evidence = evidence.model_copy(
+            update={"not_run": (*evidence.not_run, NotRun(check="sweep", reason=decision.note))}
+        )
+    evidence = evidence.model_copy(update={"repo": repo})
+    req = Requirements(
+        vendors=tuple(policy.vendors),
+        deployment=policy.deployment.kind,
+        first_call_budget_ms=policy.deployment.first_call_budget_ms,
+        tolerance=policy.tolerance,
+    )
+    verdict = decide(plan.changes, req, evidence)
+    ctx = ReviewContext(
+        repository=decision.repository,
+        base_sha=decision.base_sha,
+        head_sha=decision.head_sha,
+        policy_source=decision.policy_source or "",
+        deployment=policy.deployment.kind,
+        first_call_budget_ms=policy.deployment.first_call_budget_ms,
+        vendors=tuple(policy.vendors),
+        summary_url=summary_url,
+        artifact_name=artifact_name,
+    )
+    comment = render_comment(verdict, ctx, evidence, part_a, max_chars=comment_chars)
+    summary = render_comment(verdict, ctx, evidence, part_a, full=True)
+    return verdict, evidence, comment, summary

@@ -1,0 +1,129 @@
+"""``kernel-review policy check [PATH] [--json]``: validate a policy and show it with defaults.
+
+PATH is a repository root (the policy is looked up as the bot would), a policy ``.toml`` file,
+or a ``pyproject.toml`` (its ``[tool.kernel-review]`` table). Exit 0 when valid, 2 when not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from bot.errors import PolicyError
+from bot.policy.load import (
+    POLICY_FILE,
+    Policy,
+    PolicySource,
+    find_policy,
+    problems_error,
+    read_policy_file,
+    validate_policy,
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "policy", help="work with the kernel-review policy", description=__doc__
+    )
+    sub = parser.add_subparsers(dest="policy_command", metavar="SUBCOMMAND")
+    check = sub.add_parser(
+        "check",
+        help="validate a policy and print it with the defaults filled in",
+        description="Validate the policy and print the effective policy. PATH is a repository "
+        f"root (reads {POLICY_FILE}, else [tool.kernel-review] in pyproject.toml), a policy "
+        ".toml file, or a pyproject.toml. Exits 0 when valid, 2 when not.",
+    )
+    check.add_argument("path", nargs="?", default=".", help="repository root or file (default .)")
+    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.set_defaults(handler=run_check)
+    parser.set_defaults(handler=lambda _args: _usage(parser))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _source(path: Path) -> PolicySource:
+    if path.is_dir():
+        return find_policy(path)
+    if not path.exists():
+        raise PolicyError(
+            f"{path} does not exist",
+            hint="give a repository root, a policy .toml file or a pyproject.toml",
+        )
+    if path.suffix != ".toml":
+        raise PolicyError(
+            f"{path} is not a .toml file",
+            hint="give a repository root, a policy .toml file or a pyproject.toml",
+        )
+    return read_policy_file(path)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    source = _source(Path(args.path))
+    policy, problems = validate_policy(source.text, source.display, table=source.table)
+    where = {"path": str(source.path), "table": ".".join(source.table) or None}
+    if args.json:
+        if policy is None:
+            doc = {"valid": False, **where, "problems": [p.model_dump() for p in problems]}
+        else:
+            doc = {"valid": True, **where, "policy": policy.model_dump(mode="json", by_alias=True)}
+        print(json.dumps(doc, indent=2))
+        return 0 if policy is not None else 2
+    if policy is None:
+        raise problems_error(problems, source.display)
+    table = f" [{'.'.join(source.table)}]" if source.table else ""
+    print(f"{source.display}{table}: valid\n")
+    print(render_policy(policy))
+    return 0
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
+
+
+def render_policy(policy: Policy) -> str:
+    """The effective policy (defaults filled in) as readable text."""
+    d, lim, comp, gh = policy.deployment, policy.limits, policy.compiler, policy.github
+    budget = (
+        f", first-call budget {d.first_call_budget_ms:g} ms"
+        if d.first_call_budget_ms is not None
+        else ", no first-call budget"
+    )
+    lines = [
+        f"tolerance    {_percent(policy.tolerance)} (head/base time up to "
+        f"{1 + policy.tolerance:g} counts as the same)",
+        f"vendors      {', '.join(policy.vendors)}",
+        f"owners       {', '.join(policy.owners) if policy.owners else '(none named)'}",
+        f"deployment   {d.kind}{budget}",
+        f"limits       {lim.max_shapes} shapes x dtypes per kernel, "
+        f"{lim.max_elements_per_tensor:,} elements per tensor, "
+        f"{lim.max_gpu_seconds} GPU-seconds per run",
+        f"compiler     nvidia {', '.join(comp.nvidia_targets)}; amd {', '.join(comp.amd_targets)}",
+        f"github       /bench needs {gh.bench_permission} permission; merge gate: {gh.merge_gate}",
+        "",
+        f"kernels ({len(policy.kernels)})",
+    ]
+    for kernel in policy.kernels:
+        tolerance = (
+            f"{_percent(kernel.tolerance)} (overrides the global {_percent(policy.tolerance)})"
+            if kernel.tolerance is not None
+            else f"{_percent(policy.tolerance)} (global)"
+        )
+        cases = len(kernel.shapes) * len(kernel.dtypes)
+        lines += [
+            f"  {kernel.name}",
+            f"    bench      {kernel.bench}",
+            f"    baseline   {kernel.baseline or '(none)'}",
+            f"    paths      {', '.join(kernel.paths)}",
+            f"    dtypes     {', '.join(kernel.dtypes)}",
+            f"    tolerance  {tolerance}",
+            f"    shapes     {len(kernel.shapes)} x {len(kernel.dtypes)} dtypes = {cases} "
+            f"measurements (limit {lim.max_shapes})",
+        ]
+        for shape in kernel.shapes:
+            dims = " x ".join(str(n) for n in shape.dims)
+            lines.append(f"      {dims:<24} weight {shape.weight:g}")
+    return "\n".join(lines)

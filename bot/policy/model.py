@@ -1,0 +1,430 @@
+"""The policy's data model: what a maintainer may write in ``kernel-review.toml``, validated.
+
+Every model is frozen and refuses unknown keys. Each field's ``description`` says what is
+allowed; the loader quotes it in error messages, so it is written for the maintainer.
+Checks that span several fields raise :func:`_problem` errors that carry the key path they are
+about, so the loader can point at the right line. Reading files and locating lines is in
+``bot.policy.load``; this module does no I/O.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from functools import lru_cache
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from bot.contracts.base import Vendor
+from bot.errors import PolicyError
+
+DeploymentKind = Literal["long-lived", "cli", "serverless", "latency-slo"]
+DType = Literal[
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "int8",
+    "int32",
+    "int64",
+]
+VENDORS: tuple[str, ...] = get_args(Vendor)
+DEPLOYMENT_KINDS: tuple[str, ...] = get_args(DeploymentKind)
+DTYPES: tuple[str, ...] = get_args(DType)
+MAX_DIMS = 8
+
+Permission = Literal["admin", "maintain", "write", "triage", "read"]
+MergeGate = Literal["none", "status"]
+
+PositiveInt = Annotated[int, Field(strict=True, gt=0)]
+PositiveFloat = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+Tolerance = Annotated[float, Field(strict=True, gt=0, le=1, allow_inf_nan=False)]
+
+ENTRY_POINT_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+KERNEL_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
+OWNER_RE = r"^(@[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9._-]+)?|[^@\s]+@[^@\s]+\.[^@\s]+)$"
+
+
+def _problem(message: str, *at: str | int) -> PydanticCustomError:
+    """An error about the key path ``at`` below the model that raises it."""
+    return PydanticCustomError("policy", message, {"at": tuple(at)})
+
+
+def _problems(found: list[tuple[tuple[str | int, ...], str]]) -> PydanticCustomError:
+    """Several errors at once, each with the key path (below the raising model) it is about."""
+    text = "; ".join(message for _, message in found)
+    return PydanticCustomError("policy_many", text, {"problems": tuple(found)})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+# ---------------------------------------------------------------------------------------- globs
+
+
+def _segment_regex(segment: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(segment):
+        ch = segment[i]
+        if ch == "*":
+            while i + 1 < len(segment) and segment[i + 1] == "*":
+                i += 1
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = segment.find("]", i + 2)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = segment[i + 1 : end]
+                negate = body[:1] in ("!", "^")
+                body = body[1:] if negate else body
+                body = body.replace("\\", "\\\\").replace("^", "\\^")
+                out.append(f"[^/{body}]" if negate else f"[{body}]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=1024)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    parts = normalize_path(pattern).split("/")
+    out: list[str] = []
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]+/)*")
+        else:
+            out.append(_segment_regex(part) + ("" if last else "/"))
+    return re.compile("".join(out))
+
+
+def normalize_path(path: str) -> str:
+    """``./a//b\\c`` -> ``a/b/c``: the form paths and globs are compared in."""
+    path = path.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return re.sub(r"/{2,}", "/", path).rstrip("/")
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Whether a repository-relative ``path`` is covered by ``pattern``.
+
+    ``*`` and ``?`` stay inside one directory, ``[abc]`` is a character class, ``**`` as a whole
+    segment spans any number of directories (``toyops/**/*.cu`` matches ``toyops/a.cu`` and
+    ``toyops/csrc/a.cu``). Patterns are anchored at the repository root, and a pattern that
+    names a directory covers everything inside it (``toyops/csrc`` matches ``toyops/csrc/a.cu``).
+    """
+    regex = _glob_regex(pattern)
+    path = normalize_path(path)
+    if regex.fullmatch(path):
+        return True
+    parts = path.split("/")
+    return any(regex.fullmatch("/".join(parts[:n])) for n in range(1, len(parts)))
+
+
+# --------------------------------------------------------------------------------------- models
+
+
+class Deployment(_Model):
+    kind: DeploymentKind = Field(
+        description="where the kernels run: long-lived | cli | serverless | latency-slo",
+    )
+    first_call_budget_ms: PositiveFloat | None = Field(
+        default=None,
+        description="the first-call cost (JIT + autotuning) you accept, in milliseconds, > 0; "
+        "required unless kind = long-lived",
+    )
+
+    @model_validator(mode="after")
+    def _budget_required(self) -> Deployment:
+        if self.kind != "long-lived" and self.first_call_budget_ms is None:
+            raise _problem(
+                f"kind = {self.kind!r} needs first_call_budget_ms (a number of milliseconds "
+                "> 0): a process that starts often pays JIT and autotuning each time; "
+                "only kind = 'long-lived' may leave it out",
+                "first_call_budget_ms",
+            )
+        return self
+
+
+class Limits(_Model):
+    max_shapes: PositiveInt = Field(
+        default=64, description="the most shapes x dtypes measured per kernel, an integer > 0"
+    )
+    max_elements_per_tensor: PositiveInt = Field(
+        default=2**30, description="the most elements one served shape may have, an integer > 0"
+    )
+    max_gpu_seconds: PositiveInt = Field(
+        default=900, description="the most GPU-seconds one run may use, an integer > 0"
+    )
+
+
+class CompilerTargets(_Model):
+    nvidia_targets: list[Annotated[str, Field(pattern=r"^sm_[0-9]{2,3}[af]?$")]] = Field(
+        default_factory=lambda: ["sm_90"],
+        min_length=1,
+        description="NVIDIA architectures to compile for, like 'sm_90' or 'sm_90a'",
+    )
+    amd_targets: list[Annotated[str, Field(pattern=r"^gfx[0-9a-f]{3,4}$")]] = Field(
+        default_factory=lambda: ["gfx942", "gfx90a"],
+        min_length=1,
+        description="AMD architectures to compile for, like 'gfx942' or 'gfx90a'",
+    )
+
+
+class GitHubSettings(_Model):
+    bench_permission: Permission = Field(
+        default="write",
+        description="the repository permission a commenter needs to run /bench: "
+        "admin | maintain | write | triage | read",
+    )
+    merge_gate: MergeGate = Field(
+        default="status",
+        description="'status' posts a commit status branch protection can require; 'none' does not",
+    )
+
+
+class ServedShape(_Model):
+    dims: tuple[PositiveInt, ...] = Field(
+        alias="shape",
+        description=f"a shape: a list of 1 to {MAX_DIMS} integers > 0 like [1823, 781], "
+        "or a table { shape = [4096, 4096], weight = 10 }",
+    )
+    weight: PositiveFloat = Field(
+        default=1.0, description="how much this shape counts against the others, a number > 0"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return {"shape": value}
+        if isinstance(value, (dict, ServedShape)):
+            return value
+        raise _problem(
+            "a shape is a list of integers like [1823, 781] or a table "
+            "{ shape = [4096, 4096], weight = 10 }"
+        )
+
+    @field_validator("dims")
+    @classmethod
+    def _dims_count(cls, dims: tuple[int, ...]) -> tuple[int, ...]:
+        if not 1 <= len(dims) <= MAX_DIMS:
+            raise _problem(f"a shape has 1 to {MAX_DIMS} dimensions, this one has {len(dims)}")
+        return dims
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.dims)
+
+
+class KernelPolicy(_Model):
+    name: str = Field(
+        pattern=KERNEL_NAME_RE,
+        description="a unique name of letters, digits, '_' and '-', starting with a letter or "
+        "'_', at most 64 characters",
+    )
+    bench: str = Field(
+        pattern=ENTRY_POINT_RE,
+        description="the bench entry point, 'module.path:function', importable from the "
+        "repository root",
+    )
+    baseline: str | None = Field(
+        default=None,
+        pattern=ENTRY_POINT_RE,
+        description="an optional reference entry point, 'module.path:function'",
+    )
+    paths: list[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1,
+        description="the files that belong to this kernel: a non-empty list of globs relative "
+        "to the repository root ('**' spans directories)",
+    )
+    dtypes: list[DType] = Field(
+        min_length=1, description="the dtypes to measure: " + ", ".join(DTYPES)
+    )
+    tolerance: Tolerance | None = Field(
+        default=None, description="this kernel's allowed slowdown, 0 < tolerance <= 1"
+    )
+    shapes: list[ServedShape] = Field(
+        min_length=1,
+        description="the served shapes: a non-empty list of [dims...] or "
+        "{ shape = [dims...], weight = w }",
+    )
+
+    tensors: list[list[Annotated[int, Field(strict=True, ge=0, lt=MAX_DIMS)]]] | None = Field(
+        default=None,
+        min_length=1,
+        description="which dimensions of a shape make up each tensor, for the "
+        "max_elements_per_tensor limit: e.g. a matmul shape [M, N, K] has "
+        "tensors = [[0, 2], [2, 1], [0, 1]] (A is M x K, B is K x N, C is M x N); "
+        "left out, the whole shape is one tensor",
+    )
+
+    @model_validator(mode="after")
+    def _tensor_dims_exist(self) -> KernelPolicy:
+        if self.tensors is None:
+            return self
+        for s, shape in enumerate(self.shapes):
+            for t, dims in enumerate(self.tensors):
+                bad = [d for d in dims if d >= len(shape.dims)]
+                if bad:
+                    raise _problem(
+                        f"names dimension {bad[0]}, but shapes[{s}] "
+                        f"{list(shape.dims)} has only {len(shape.dims)} dimensions "
+                        f"(numbered from 0)",
+                        "tensors",
+                        t,
+                    )
+        return self
+
+    def largest_tensor(self, dims: tuple[int, ...]) -> int:
+        """Elements of the largest tensor a shape implies (see ``tensors``)."""
+        if not self.tensors:
+            return math.prod(dims)
+        return max(math.prod(dims[d] for d in t) for t in self.tensors)
+
+    @field_validator("paths")
+    @classmethod
+    def _relative_globs(cls, paths: list[str]) -> list[str]:
+        for index, glob in enumerate(paths):
+            parts = glob.replace("\\", "/").split("/")
+            if glob.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", glob):
+                raise _problem(f"{glob!r} is absolute; paths are relative to the repo root", index)
+            if ".." in parts:
+                raise _problem(f"{glob!r} leaves the repository with '..'", index)
+        return paths
+
+    @field_validator("dtypes")
+    @classmethod
+    def _unique_dtypes(cls, dtypes: list[str]) -> list[str]:
+        for index, dtype in enumerate(dtypes):
+            if dtype in dtypes[:index]:
+                raise _problem(f"dtype {dtype!r} is listed twice", index)
+        return dtypes
+
+    @field_validator("shapes")
+    @classmethod
+    def _unique_shapes(cls, shapes: list[ServedShape]) -> list[ServedShape]:
+        seen: dict[tuple[int, ...], int] = {}
+        for index, shape in enumerate(shapes):
+            if shape.dims in seen:
+                raise _problem(
+                    f"shape {list(shape.dims)} is listed twice (also shapes[{seen[shape.dims]}]); "
+                    "give it one entry with a larger weight instead",
+                    index,
+                )
+            seen[shape.dims] = index
+        return shapes
+
+    def effective_tolerance(self, policy: Policy) -> float:
+        """This kernel's tolerance if it sets one, else the policy's."""
+        return policy.tolerance if self.tolerance is None else self.tolerance
+
+    def covers(self, path: str) -> bool:
+        return any(glob_match(glob, path) for glob in self.paths)
+
+
+class Policy(_Model):
+    tolerance: Tolerance = Field(
+        default=0.03,
+        description="the allowed slowdown: head/base time up to 1 + tolerance counts as the same; "
+        "0 < tolerance <= 1",
+    )
+    vendors: list[Vendor] = Field(
+        default_factory=lambda: ["nvidia", "amd"],
+        min_length=1,
+        description="the vendors that must be measured, a non-empty subset of nvidia, amd",
+    )
+    owners: list[Annotated[str, Field(pattern=OWNER_RE)]] = Field(
+        default_factory=list,
+        description="who owns these kernels: GitHub handles '@user' or '@org/team', or emails",
+    )
+    deployment: Deployment = Field(
+        description="a [deployment] table with kind (long-lived | cli | serverless | "
+        "latency-slo) and first_call_budget_ms",
+    )
+    limits: Limits = Field(default_factory=Limits, description="a [limits] table")
+    compiler: CompilerTargets = Field(
+        default_factory=CompilerTargets, description="a [compiler] table"
+    )
+    github: GitHubSettings = Field(default_factory=GitHubSettings, description="a [github] table")
+    kernels: list[KernelPolicy] = Field(
+        min_length=1, description="one [[kernels]] table per kernel to measure"
+    )
+
+    @field_validator("vendors")
+    @classmethod
+    def _unique_vendors(cls, vendors: list[str]) -> list[str]:
+        for index, vendor in enumerate(vendors):
+            if vendor in vendors[:index]:
+                raise _problem(f"vendor {vendor!r} is listed twice", index)
+        return vendors
+
+    @model_validator(mode="after")
+    def _within_limits(self) -> Policy:
+        found: list[tuple[tuple[str | int, ...], str]] = []
+        first_index: dict[str, int] = {}
+        limits = self.limits
+        for k, kernel in enumerate(self.kernels):
+            if kernel.name in first_index:
+                found.append(
+                    (
+                        ("kernels", k, "name"),
+                        f"kernel name {kernel.name!r} is already used by "
+                        f"kernels[{first_index[kernel.name]}]; names must be unique",
+                    )
+                )
+            first_index.setdefault(kernel.name, k)
+            count = len(kernel.shapes) * len(kernel.dtypes)
+            if count > limits.max_shapes:
+                found.append(
+                    (
+                        ("kernels", k, "shapes"),
+                        f"{len(kernel.shapes)} shapes x {len(kernel.dtypes)} dtypes = {count} "
+                        f"measurements, over limits.max_shapes = {limits.max_shapes}; "
+                        "drop shapes or dtypes, or raise limits.max_shapes",
+                    )
+                )
+            for s, shape in enumerate(kernel.shapes):
+                largest = kernel.largest_tensor(shape.dims)
+                if largest > limits.max_elements_per_tensor:
+                    dims = " x ".join(str(d) for d in shape.dims)
+                    what = "elements" if not kernel.tensors else "elements in its largest tensor"
+                    found.append(
+                        (
+                            ("kernels", k, "shapes", s),
+                            f"{dims}: {largest:,} {what}, over "
+                            f"limits.max_elements_per_tensor = {limits.max_elements_per_tensor:,}",
+                        )
+                    )
+        if found:
+            raise _problems(found)
+        return self
+
+    def kernels_for_path(self, path: str) -> list[KernelPolicy]:
+        """The kernels whose ``paths`` cover the repository-relative ``path``, in policy order."""
+        return [kernel for kernel in self.kernels if kernel.covers(path)]
+
+    def kernel(self, name: str) -> KernelPolicy:
+        """The kernel called ``name``; a PolicyError naming the known kernels if there is none."""
+        for kernel in self.kernels:
+            if kernel.name == name:
+                return kernel
+        known = [kernel.name for kernel in self.kernels]
+        close = difflib.get_close_matches(name, known, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
+        raise PolicyError(
+            f"no kernel named {name!r} in the policy",
+            hint=f"{guess}known kernels: {', '.join(known)}",
+        )

@@ -1,0 +1,229 @@
+"""Repository conditions a reviewer asks for, read from the files at the head revision.
+
+Pure: every function takes the file texts it needs (or a reader ``path -> text | None``) and
+returns plain data. Nothing here runs user code or touches the network.
+
+- a named owner for each changed kernel path (CODEOWNERS, else the policy's ``owners``);
+- a version pin for triton and torch (pyproject, requirements/constraints files, lock files);
+- a perf gate in CI (a workflow that runs this action or ``kernel-review bench``);
+- the old kernel kept for one release as rollback (from the diff analysis).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
+
+from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
+
+Reader = Callable[[str], "str | None"]
+
+CODEOWNERS_PATHS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
+PIN_FILES = (
+    "pyproject.toml",
+    "requirements.txt",
+    "requirements-gpu.txt",
+    "requirements/gpu.txt",
+    "requirements/base.txt",
+    "constraints.txt",
+    "setup.cfg",
+    "environment.yml",
+)
+LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "pixi.lock", "conda-lock.yml")
+PINNED_PACKAGES = ("triton", "torch")
+
+
+# --- CODEOWNERS -------------------------------------------------------------------------------
+
+
+def _codeowners_regex(pattern: str) -> re.Pattern[str]:
+    """Translate one CODEOWNERS (gitignore-style) pattern to a regex over repo-relative paths."""
+    anchored = pattern.startswith("/") or "/" in pattern.rstrip("/")
+    pat = pattern.lstrip("/")
+    directory = pat.endswith("/")
+    pat = pat.rstrip("/")
+    out = []
+    i = 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    body = "".join(out)
+    prefix = "" if anchored else "(?:.*/)?"
+    # A pattern naming a directory (or any path) also owns everything below it.
+    suffix = "/.*" if directory else "(?:/.*)?"
+    return re.compile(f"^{prefix}{body}{suffix}$")
+
+
+def parse_codeowners(text: str) -> list[tuple[int, re.Pattern[str], tuple[str, ...]]]:
+    rules = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        rules.append((lineno, _codeowners_regex(parts[0]), tuple(parts[1:])))
+    return rules
+
+
+def find_owners(
+    paths: Iterable[str], read: Reader, policy_owners: Sequence[str] = ()
+) -> tuple[OwnerFact, ...]:
+    """Owners per path: the last matching CODEOWNERS rule wins (GitHub's rule); else the policy."""
+    source_file, rules = None, []
+    for candidate in CODEOWNERS_PATHS:
+        text = read(candidate)
+        if text is not None:
+            source_file, rules = candidate, parse_codeowners(text)
+            break
+    facts = []
+    for path in sorted(set(paths)):
+        match = None
+        for lineno, regex, owners in rules:
+            if regex.match(path):
+                match = (lineno, owners)
+        if match and match[1]:
+            facts.append(OwnerFact(path=path, owners=match[1], source=f"{source_file}:{match[0]}"))
+        elif policy_owners:
+            facts.append(OwnerFact(path=path, owners=tuple(policy_owners), source="policy"))
+        else:
+            facts.append(OwnerFact(path=path, owners=(), source=""))
+    return tuple(facts)
+
+
+# --- version pins ------------------------------------------------------------------------------
+
+_REQ_RE = re.compile(
+    r"""^\s*["']?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#"']*)""",
+)
+
+
+def classify_spec(spec: str) -> Literal["exact", "range", "unbounded"]:
+    spec = spec.replace(" ", "")
+    if spec.startswith("===") or (spec.startswith("==") and "*" not in spec):
+        return "exact"
+    if "==" in spec and "*" in spec:  # ==3.6.* is a range
+        return "range"
+    if "~=" in spec or "<" in spec:
+        return "range"
+    return "unbounded"
+
+
+def _scan_requirement_lines(text: str, package: str) -> tuple[str, int] | None:
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip().lstrip("-").strip()
+        for candidate in re.findall(r"""["']([^"']+)["']""", line) or [stripped]:
+            m = _REQ_RE.match(candidate)
+            if m and m.group("name").lower().replace("_", "-") == package:
+                spec = m.group("spec").strip().rstrip(",")
+                return spec, lineno
+        # poetry style:  triton = "^3.6"  /  triton = { version = "3.6.0" }
+        m = re.match(rf"""^\s*{package}\s*=\s*(?:\{{[^}}]*version\s*=\s*)?["']([^"']+)["']""", line)
+        if m:
+            spec = m.group(1)
+            if spec.startswith("^") or spec.startswith("~"):
+                spec = f"~={spec[1:]}"
+            elif spec[0].isdigit():
+                spec = f"=={spec}"
+            return spec, lineno
+    return None
+
+
+def _locked_version(text: str, package: str) -> str | None:
+    m = re.search(
+        rf"""(?:name\s*=\s*"{package}"\s*\n\s*version\s*=\s*"([^"]+)")|(?:"{package}":\s*\{{[^}}]*"version":\s*"==([^"]+)")""",
+        text,
+    )
+    if m:
+        return m.group(1) or m.group(2)
+    return None
+
+
+def find_pins(read: Reader, packages: Sequence[str] = PINNED_PACKAGES) -> tuple[PinFact, ...]:
+    facts = []
+    for package in packages:
+        best: PinFact | None = None
+        for path in PIN_FILES:
+            text = read(path)
+            if text is None:
+                continue
+            found = _scan_requirement_lines(text, package)
+            if found is None:
+                continue
+            spec, lineno = found
+            kind = classify_spec(spec) if spec else "unbounded"
+            fact = PinFact(package=package, spec=spec or None, source=f"{path}:{lineno}", kind=kind)
+            if best is None or (not best.pinned and fact.pinned):
+                best = fact
+        if best is None or not best.pinned:
+            for path in LOCK_FILES:
+                text = read(path)
+                version = _locked_version(text, package) if text else None
+                if version:
+                    best = PinFact(
+                        package=package, spec=f"locked {version}", source=path, kind="lock"
+                    )
+                    break
+        facts.append(best or PinFact(package=package, spec=None, source=None, kind="absent"))
+    return tuple(facts)
+
+
+# --- perf gate in CI ---------------------------------------------------------------------------
+
+_GATE_RE = re.compile(r"kernel-review(?:@|\s+bench|\s+review|/)|uses:\s*\S*kernel-review", re.I)
+
+
+def find_perf_gate(workflow_texts: dict[str, str]) -> PerfGateFact:
+    """A workflow that runs this action (or ``kernel-review bench``) is a perf gate in CI."""
+    for path in sorted(workflow_texts):
+        text = workflow_texts[path]
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if _GATE_RE.search(line):
+                return PerfGateFact(workflow=path, detail=f"{path}:{lineno}: {line.strip()[:120]}")
+    looked = ", ".join(sorted(workflow_texts)) or "no workflow files"
+    return PerfGateFact(workflow=None, detail=f"no workflow runs kernel-review ({looked})")
+
+
+def collect(
+    read: Reader,
+    workflow_paths: Iterable[str],
+    kernel_paths: Iterable[str],
+    policy_owners: Sequence[str] = (),
+) -> RepoConditions:
+    workflows = {p: t for p in workflow_paths if (t := read(p)) is not None}
+    return RepoConditions(
+        owners=find_owners(kernel_paths, read, policy_owners),
+        pins=find_pins(read),
+        perf_gate=find_perf_gate(workflows),
+    )
+
+
+def collect_from_git(
+    repo: str, rev: str, kernel_paths: Iterable[str], policy_owners: Sequence[str] = ()
+) -> RepoConditions:
+    """The same, reading the files of ``rev`` in the git repository at ``repo``."""
+    from bot import gitutil
+
+    files = gitutil.list_files(repo, rev)
+    present = set(files)
+
+    def read(path: str) -> str | None:
+        return gitutil.show_file(repo, rev, path) if path in present else None
+
+    workflows = [
+        f for f in files if f.startswith(".github/workflows/") and f.endswith((".yml", ".yaml"))
+    ]
+    return collect(read, workflows, kernel_paths, policy_owners)

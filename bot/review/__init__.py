@@ -1,0 +1,1 @@
+"""The review: conditions and verdict from evidence, the markdown layout, and the one tail."""

@@ -1,0 +1,1 @@
+"""The compiler report: cross-compiled registers, spills, shared memory, occupancy, instructions."""

@@ -1,0 +1,202 @@
+"""Old against new for a pull request: compiler reports at base and head, reduced to evidence.
+
+Each side is checked out as a git worktree. Triton kernels are cross-compiled through the bench
+entry points (``checks.compiler.run``); on the old side of a rewrite the entry point calls the C++
+kernel, so its ``.cu`` files (the kernel's policy paths) are compiled with nvcc where nvcc exists,
+and its ``.hip`` files with hipcc where hipcc exists. The head's flags, plus occupancy that
+dropped from old to new, become the review's compiler evidence.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bot.contracts.evidence import CompilerEvidence, CompilerFlag, CompilerRow, NotRun
+from bot.errors import KernelReviewError
+from bot.gitutil import add_worktree, remove_worktree
+from checks.compiler.report import (
+    CompilerReport,
+    Flag,
+    KernelCompileRecord,
+    compare_reports,
+    make_report,
+    vendor_of,
+)
+from checks.compiler.run import KernelSpec, build_compiler_report, specs_for
+
+
+def _targets(policy: Any, vendors: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    if "nvidia" in vendors:
+        out += list(policy.compiler.nvidia_targets)
+    if "amd" in vendors:
+        out += list(policy.compiler.amd_targets)
+    return out
+
+
+def cxx_records(
+    root: Path, paths: dict[str, tuple[str, ...]], targets: list[str], not_run: list[NotRun]
+) -> list[KernelCompileRecord]:
+    """The C++ kernels among each kernel's policy ``paths`` at ``root``, compiled where a
+    compiler is present (``not_run`` says where it is not)."""
+    from checks.compiler.cxx_report import hipcc_report, nvcc_report
+
+    nvidia = [t for t in targets if vendor_of(t) == "nvidia"]
+    amd = [t for t in targets if vendor_of(t) == "amd"]
+    records: list[KernelCompileRecord] = []
+    for kernel, rels in paths.items():
+        for rel in rels:
+            path = root / rel
+            if not path.is_file():
+                continue
+            if path.suffix == ".cu" and nvidia:
+                if shutil.which("nvcc") is None:
+                    not_run.append(
+                        NotRun(check="compiler", vendor="nvidia", reason=f"{rel}: no nvcc here")
+                    )
+                    continue
+                records += nvcc_report(kernel, path, nvidia)
+            elif path.suffix == ".hip" and amd:
+                if shutil.which("hipcc") is None:
+                    reason = f"{rel}: no hipcc on this machine (the HIP side needs a ROCm runner)"
+                    not_run.append(NotRun(check="compiler", vendor="amd", reason=reason))
+                    continue
+                records += hipcc_report(kernel, path, amd)
+    return records
+
+
+def side_report(
+    repo: Path,
+    rev: str,
+    specs: list[KernelSpec],
+    targets: list[str],
+    *,
+    cxx_paths: dict[str, tuple[str, ...]] | None = None,
+    not_run: list[NotRun],
+) -> CompilerReport:
+    """The compiler report of one revision, from a temporary worktree; with ``cxx_paths``,
+    the C++ kernels among those paths too."""
+    with tempfile.TemporaryDirectory(prefix="kr-compile-side-") as tmp:
+        tree = add_worktree(repo, Path(tmp) / "tree", rev)
+        try:
+            report = build_compiler_report(tree, specs, targets)
+            extra = cxx_records(tree, cxx_paths, targets, not_run) if cxx_paths else []
+        finally:
+            remove_worktree(repo, tree)
+    if not extra:
+        return report
+    return make_report(
+        (*report.records, *extra),
+        triton_version=report.triton_version,
+        targets=report.targets,
+        wall_s=report.wall_s,
+        compiled=report.compiled,
+        cached=report.cached,
+        notes=report.notes,
+    )
+
+
+def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
+    """One row per kernel, side, target and config: the worst of its specializations."""
+    ok = [r for r in group if r.error is None]
+    first = group[0]
+
+    def worst(name: str) -> Any:
+        values = [getattr(r, name) for r in ok if getattr(r, name) is not None]
+        return max(values) if values else None
+
+    occupancy = None
+    occ = [r for r in ok if r.occupancy_fraction is not None]
+    if occ:
+        low = min(occ, key=lambda r: r.occupancy_fraction or 0.0)
+        unit = (
+            f"{low.occupancy_warps_per_sm} warps/SM"
+            if low.vendor == "nvidia"
+            else f"{low.occupancy_waves_per_simd} waves/SIMD"
+        )
+        occupancy = f"{unit} ({low.occupancy_fraction:.0%})"
+    return CompilerRow(
+        kernel=first.kernel,
+        side=side,  # type: ignore[arg-type]
+        language=first.language,
+        vendor=first.vendor,
+        target=first.target,
+        config=(
+            first.config_label
+            if first.language == "triton"
+            else f"{first.function.split('<')[0]} {first.config_label}"
+        ),
+        regs_per_thread=worst("regs_per_thread"),
+        spill_bytes=worst("spill_bytes"),
+        shared_bytes=worst("shared_bytes"),
+        occupancy=occupancy,
+        matrix_instr=next((r.matrix_instr for r in ok if r.matrix_instr), None),
+        load_bits_max=worst("global_load_bits_max"),
+        error=None if ok else first.error,
+    )
+
+
+def rows(side: str, report: CompilerReport) -> list[CompilerRow]:
+    groups: dict[tuple, list[KernelCompileRecord]] = {}
+    for r in report.records:
+        if side == "old" and r.error_stage == "entry":
+            continue  # the old entry point may call a C++ kernel: nothing to compile from it
+        name = r.function if r.language == "triton" else r.function.split("<")[0]
+        groups.setdefault((r.kernel, r.target, r.language, name, r.config_label), []).append(r)
+    return [_row(side, g) for _, g in sorted(groups.items())]
+
+
+def _evidence_flag(f: Flag) -> CompilerFlag:
+    return CompilerFlag(
+        severity=f.severity, kernel=f.kernel, vendor=f.vendor, target=f.target, message=f.message
+    )
+
+
+def compiler_evidence(old: CompilerReport, new: CompilerReport) -> CompilerEvidence:
+    """Rows for both sides, the new side's flags and the flags of old against new."""
+    old_ok = old.model_copy(
+        update={"records": tuple(r for r in old.records if r.error_stage != "entry")}
+    )
+    compared = compare_reports(old_ok, new)
+    flags = [_evidence_flag(f) for f in (*new.flags, *compared.flags)]
+    unique = list(dict.fromkeys(flags))
+    return CompilerEvidence(
+        rows=(*rows("old", old), *rows("new", new)),
+        flags=tuple(unique),
+        configs_differ_per_vendor=dict(new.configs_differ_per_vendor),
+    )
+
+
+def compiler_evidence_for_range(
+    repo: Path,
+    base_sha: str,
+    head_sha: str,
+    plan: Any,
+    policy: Any,
+    *,
+    details_dir: Path | None = None,
+) -> tuple[CompilerEvidence | None, list[NotRun]]:
+    """Compile the planned kernels at base and at head and compare them; with ``details_dir``
+    the full reports (every variant) are written there as ``compiler-old.json`` and
+    ``compiler-new.json``."""
+    not_run: list[NotRun] = []
+    targets = _targets(policy, tuple(plan.vendors))
+    if not plan.kernels or not targets:
+        return None, not_run
+    specs = specs_for(plan.kernels)
+    paths = {k.name: tuple(k.paths) for k in plan.kernels}
+    try:
+        old = side_report(Path(repo), base_sha, specs, targets, cxx_paths=paths, not_run=not_run)
+        new = side_report(Path(repo), head_sha, specs, targets, not_run=not_run)
+    except KernelReviewError as exc:
+        return None, [NotRun(check="compiler", reason=exc.message)]
+    for note in (*old.notes, *new.notes):
+        not_run.append(NotRun(check="compiler", reason=note))
+    if details_dir is not None:
+        Path(details_dir).mkdir(parents=True, exist_ok=True)
+        for name, report in (("old", old), ("new", new)):
+            (Path(details_dir) / f"compiler-{name}.json").write_text(report.model_dump_json())
+    return compiler_evidence(old, new), not_run

@@ -1,0 +1,332 @@
+"""The compiler report: per kernel, per config, per target, what the compiler produced.
+
+One record per compiled variant (kernel x config x target), in one unit across vendors:
+
+- ``regs_per_thread``: registers per thread (NVIDIA, from ptxas) or VGPRs per lane (AMD, arch +
+  acc VGPRs, which share one file of 512 on gfx90a/gfx942/gfx950).
+- ``spill_bytes``: bytes per thread written to local/scratch memory by register spills. NVIDIA:
+  ptxas' "bytes spill stores". AMD: ``.vgpr_spill_count`` x 4 (each spilled VGPR is a 4-byte
+  scratch slot per lane); SGPR spills go to VGPR lanes, not memory, so they add to the count only.
+- ``spill_count``: 32-bit registers spilled. NVIDIA: spill-store bytes / 4 (ptxas reports bytes
+  only). AMD: ``.vgpr_spill_count + .sgpr_spill_count``. (Triton's own ``n_spills`` is neither:
+  on both vendors it is the function's local-memory size / 4, read from the driver at load time.)
+- ``stack_bytes``: NVIDIA stack frame, AMD private segment (scratch) per lane.
+- ``shared_bytes``: shared memory / LDS per block: what Triton launches with plus static.
+- occupancy: warps per SM (NVIDIA, computed) or waves per SIMD (AMD, recomputed with the LDS;
+  what the AMD compiler printed is kept in ``compiler_occupancy_waves_per_simd``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from bot.contracts.base import Frozen, Vendor
+from checks.compiler.occupancy import parse_target
+
+Language = Literal["triton", "cuda", "hip"]
+
+
+class KernelCompileRecord(Frozen):
+    kernel: str  # the policy's kernel name
+    function: str  # the compiled function: the @triton.jit name, or the CUDA/HIP kernel
+    language: Language = "triton"
+    config_label: str
+    config: dict[str, Any] = Field(default_factory=dict)
+    specialization: str = ""  # argument types, /16 = 16-byte divisible, =1 = fixed to 1
+    autotuned: bool = False
+    autotune_keys: tuple[str, ...] = ()  # the autotuner keys (served shapes) this variant serves
+    shapes: tuple[str, ...] = ()  # served shapes and dtypes that compile to this variant
+    vendor: Vendor
+    target: str
+    threads_per_block: int | None = None
+    regs_per_thread: int | None = None
+    max_regs_per_thread: int | None = None  # the cap on this target
+    sgprs_per_wave: int | None = None  # AMD only
+    spill_bytes: int | None = None
+    spill_count: int | None = None
+    spill_detail: str = ""  # the vendor's own words, e.g. "vgpr_spill_count=45 sgpr_spill_count=0"
+    stack_bytes: int | None = None
+    shared_bytes: int | None = None
+    occupancy_warps_per_sm: int | None = None  # NVIDIA
+    occupancy_waves_per_simd: int | None = None  # AMD
+    occupancy_fraction: float | None = None
+    occupancy_limiter: str | None = None
+    compiler_occupancy_waves_per_simd: int | None = None  # AMD, as printed (blind to dynamic LDS)
+    uses_dot: bool = False
+    matrix_instr: str | None = None  # the most frequent matrix-core instruction
+    matrix_instr_count: int = 0
+    global_load_bits_max: int | None = None
+    load_width_hist: dict[int, int] = Field(default_factory=dict)  # bits per thread -> count
+    compile_s: float | None = None
+    cached: bool = False
+    error: str | None = None
+    error_stage: Literal["entry", "compile"] | None = None  # entry: the bench call itself failed
+
+
+class Flag(Frozen):
+    severity: Literal["error", "warning", "info"]
+    kind: Literal[
+        "compile_failed",
+        "entry_failed",
+        "spill",
+        "regs_at_cap",
+        "occupancy_lower",
+        "no_matrix_instr",
+        "shared_config_list",
+    ]
+    kernel: str
+    vendor: Vendor
+    target: str
+    config_label: str | None = None
+    message: str
+
+
+class CompilerReport(Frozen):
+    triton_version: str | None = None
+    targets: tuple[str, ...] = ()
+    records: tuple[KernelCompileRecord, ...] = ()
+    flags: tuple[Flag, ...] = ()
+    configs_differ_per_vendor: dict[str, bool] = Field(default_factory=dict)
+    wall_s: float | None = None
+    compiled: int = 0  # variants compiled in this run
+    cached: int = 0  # variants read from the cache
+    notes: tuple[str, ...] = ()
+
+
+def vendor_of(target: str) -> Vendor:
+    return parse_target(target)[0]
+
+
+# ----------------------------------------------------------------------------------------- flags
+
+
+def _flag(r: KernelCompileRecord, severity: str, kind: str, message: str) -> Flag:
+    return Flag(
+        severity=severity,  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]
+        kernel=r.kernel,
+        vendor=r.vendor,
+        target=r.target,
+        config_label=r.config_label,
+        message=message,
+    )
+
+
+def record_flags(r: KernelCompileRecord) -> list[Flag]:
+    """What a reviewer wants raised about one compiled variant."""
+    where = f"{r.function} [{r.config_label}] on {r.target}"
+    if r.shapes:
+        more = f" and {len(r.shapes) - 3} more" if len(r.shapes) > 3 else ""
+        where += f" (serving {', '.join(r.shapes[:3])}{more})"
+    if r.error is not None and r.error_stage == "entry":
+        return [_flag(r, "warning", "entry_failed", f"{r.kernel} on {r.target}: {r.error}")]
+    if r.error is not None:
+        return [_flag(r, "error", "compile_failed", f"{where} does not compile: {r.error}")]
+    flags: list[Flag] = []
+    if (r.spill_count or 0) > 0 or (r.spill_bytes or 0) > 0:
+        unit = "scratch per lane" if r.vendor == "amd" else "local memory per thread"
+        flags.append(
+            _flag(
+                r,
+                "warning",
+                "spill",
+                f"{where} spills {r.spill_count} registers ({r.spill_bytes} bytes of {unit}; "
+                f"{r.spill_detail})",
+            )
+        )
+    regs, cap = r.regs_per_thread, r.max_regs_per_thread
+    if regs is not None and cap is not None and regs >= cap:
+        what = "VGPRs" if r.vendor == "amd" else "registers"
+        message = f"{where} uses {regs} {what} per thread, the cap on this target"
+        flags.append(_flag(r, "warning", "regs_at_cap", message))
+    if r.uses_dot and r.matrix_instr is None:
+        wanted = "wgmma/mma" if r.vendor == "nvidia" else "mfma/wmma"
+        flags.append(
+            _flag(
+                r,
+                "warning",
+                "no_matrix_instr",
+                f"{where} calls tl.dot but the compiled code has no {wanted} instruction",
+            )
+        )
+    return flags
+
+
+def _tuning(r: KernelCompileRecord) -> tuple:
+    # num_stages defaults differ per back end (3 on NVIDIA, 2 on AMD): not a sign of tuning
+    return tuple(sorted((k, str(v)) for k, v in r.config.items() if k != "num_stages"))
+
+
+def shared_config_lists(records: tuple[KernelCompileRecord, ...]) -> dict[str, bool]:
+    """Per Triton kernel compiled for both vendors: do the two vendors pick from different
+    config lists? (``False`` means one list serves both.)"""
+    seen: dict[str, dict[str, set]] = {}
+    for r in records:
+        if r.language == "triton" and r.error is None:
+            seen.setdefault(r.kernel, {}).setdefault(r.vendor, set()).add(_tuning(r))
+    return {k: v["nvidia"] != v["amd"] for k, v in seen.items() if {"nvidia", "amd"} <= set(v)}
+
+
+def _variant_flags(records: tuple[KernelCompileRecord, ...]) -> list[Flag]:
+    """One flag per kind for each config on each target: the worst of its specializations
+    (dtypes, alignments) speaks, naming every served shape that hits it."""
+    groups: dict[tuple, list[KernelCompileRecord]] = {}
+    for r in records:
+        groups.setdefault((r.kernel, r.target, r.function, r.config_label), []).append(r)
+    flags: list[Flag] = []
+    for group in groups.values():
+        by_kind: dict[str, list[KernelCompileRecord]] = {}
+        for r in group:
+            for f in record_flags(r):
+                by_kind.setdefault(f.kind, []).append(r)
+        for kind, hit in by_kind.items():
+            worst = max(hit, key=lambda r: (r.spill_bytes or 0, r.regs_per_thread or 0))
+            shapes = tuple(dict.fromkeys(s for r in hit for s in r.shapes))
+            merged = record_flags(worst.model_copy(update={"shapes": shapes}))
+            flags += [f for f in merged if f.kind == kind and f not in flags]
+    return flags
+
+
+def report_flags(records: tuple[KernelCompileRecord, ...]) -> tuple[tuple[Flag, ...], dict]:
+    """All flags of one report, and ``configs_differ_per_vendor`` per kernel."""
+    flags = _variant_flags(records)
+    differ = shared_config_lists(records)
+    for kernel, differs in differ.items():
+        if differs:
+            continue
+        amd = next(r for r in records if r.kernel == kernel and r.vendor == "amd")
+        warps = sorted({r.config.get("num_warps") for r in records if r.kernel == kernel} - {None})
+        example = warps[0] if warps else 4
+        flags.append(
+            Flag(
+                severity="warning",
+                kind="shared_config_list",
+                kernel=kernel,
+                vendor="amd",
+                target=amd.target,
+                message=(
+                    f"{kernel}: one config list serves both vendors; num_warps={example} is "
+                    f"{example * 32} threads on NVIDIA and {example * 64} on AMD"
+                ),
+            )
+        )
+    return tuple(flags), differ
+
+
+def make_report(
+    records: list[KernelCompileRecord] | tuple[KernelCompileRecord, ...], **extra: Any
+) -> CompilerReport:
+    records = tuple(records)
+    flags, differ = report_flags(records)
+    return CompilerReport(records=records, flags=flags, configs_differ_per_vendor=differ, **extra)
+
+
+# -------------------------------------------------------------------------------- old vs new
+
+
+class CompareRow(Frozen):
+    """Old against new for one kernel on one target: a config present on both sides, or
+    (``config_label`` None) the kernel as a whole: the best and worst of its variants."""
+
+    kernel: str
+    vendor: Vendor
+    target: str
+    config_label: str | None = None
+    old_regs_per_thread: int | None = None
+    new_regs_per_thread: int | None = None
+    old_spill_bytes: int | None = None
+    new_spill_bytes: int | None = None
+    old_shared_bytes: int | None = None
+    new_shared_bytes: int | None = None
+    old_occupancy_fraction: float | None = None  # the best variant's
+    new_occupancy_fraction: float | None = None
+    old_occupancy_fraction_min: float | None = None  # the worst variant's
+    new_occupancy_fraction_min: float | None = None
+    old_matrix_instr: str | None = None
+    new_matrix_instr: str | None = None
+
+
+class ReportComparison(Frozen):
+    rows: tuple[CompareRow, ...] = ()
+    flags: tuple[Flag, ...] = ()
+
+
+def _summary(rs: list[KernelCompileRecord], prefix: str) -> dict[str, Any]:
+    ok = [r for r in rs if r.error is None]
+    occ = [r.occupancy_fraction for r in ok if r.occupancy_fraction is not None]
+
+    def top(name: str) -> Any:
+        values = [getattr(r, name) for r in ok if getattr(r, name) is not None]
+        return max(values) if values else None
+
+    return {
+        f"{prefix}_regs_per_thread": top("regs_per_thread"),
+        f"{prefix}_spill_bytes": top("spill_bytes"),
+        f"{prefix}_shared_bytes": top("shared_bytes"),
+        f"{prefix}_occupancy_fraction": max(occ) if occ else None,
+        f"{prefix}_occupancy_fraction_min": min(occ) if occ else None,
+        f"{prefix}_matrix_instr": next((r.matrix_instr for r in ok if r.matrix_instr), None),
+    }
+
+
+def compare_reports(old: CompilerReport, new: CompilerReport) -> ReportComparison:
+    """Old against new per kernel and target; flags occupancy that dropped."""
+    groups: dict[tuple[str, str], tuple[list, list]] = {}
+    for side, report in ((0, old), (1, new)):
+        for r in report.records:
+            groups.setdefault((r.kernel, r.target), ([], []))[side].append(r)
+    rows: list[CompareRow] = []
+    flags: list[Flag] = []
+    for (kernel, target), (before, after) in sorted(groups.items()):
+        if not before or not after:
+            continue
+        vendor = vendor_of(target)
+        base = {"kernel": kernel, "vendor": vendor, "target": target}
+        whole = CompareRow(**base, **_summary(before, "old"), **_summary(after, "new"))
+        rows.append(whole)
+        old_labels = {(r.config_label, r.specialization): r for r in before}
+        for r in after:
+            o = old_labels.get((r.config_label, r.specialization))
+            if o is not None:
+                rows.append(
+                    CompareRow(
+                        **base,
+                        config_label=r.config_label,
+                        **_summary([o], "old"),
+                        **_summary([r], "new"),
+                    )
+                )
+                if _lower(o.occupancy_fraction, r.occupancy_fraction):
+                    flags.append(_occupancy_flag(r, o.occupancy_fraction, r.occupancy_fraction))
+        if _lower(whole.old_occupancy_fraction, whole.new_occupancy_fraction):
+            flags.append(
+                Flag(
+                    severity="warning",
+                    kind="occupancy_lower",
+                    kernel=kernel,
+                    vendor=vendor,
+                    target=target,
+                    message=(
+                        f"{kernel} on {target}: occupancy lower than before even in its best "
+                        f"variant ({whole.old_occupancy_fraction:.0%} -> "
+                        f"{whole.new_occupancy_fraction:.0%})"
+                    ),
+                )
+            )
+    return ReportComparison(rows=tuple(rows), flags=tuple(flags))
+
+
+def _lower(old: float | None, new: float | None) -> bool:
+    return old is not None and new is not None and new < old - 1e-9
+
+
+def _occupancy_flag(r: KernelCompileRecord, old: float | None, new: float | None) -> Flag:
+    return _flag(
+        r,
+        "warning",
+        "occupancy_lower",
+        f"{r.function} [{r.config_label}] on {r.target}: occupancy lower than before "
+        f"({old:.0%} -> {new:.0%})",
+    )

@@ -1,0 +1,226 @@
+"""Build the compiler report: one worker process per target, run side by side, cached twice.
+
+- Per variant (source with dependencies + specialization + options + target + toolchain): the
+  measured fields, under ``<cache>/records``; a variant is compiled once.
+- Per target and job (every ``.py`` file of the repository + entry points + shapes + target +
+  Triton): the worker's whole answer, under ``<cache>/jobs``; an unchanged repository skips the
+  worker entirely, so a warm report costs file hashing only.
+
+The cache directory is ``$KERNEL_REVIEW_CACHE`` or ``~/.cache/kernel-review``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.errors import CompilerError
+from checks.compiler.occupancy import AMD_ARCHS, NVIDIA_ARCHS, known_target
+from checks.compiler.report import CompilerReport, KernelCompileRecord, make_report, vendor_of
+from checks.job_process import run_job
+
+JOB_CACHE_VERSION = "1"
+_SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "build", "dist"}
+_MAX_FILES = 20000
+
+
+class KernelSpec(BaseModel):
+    """One policy kernel, as far as the compiler report needs it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    bench: str  # "module:function", importable from the repository root
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[str, ...]
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("KERNEL_REVIEW_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "kernel-review"
+
+
+def specs_for(kernels: Any) -> list[KernelSpec]:
+    """Specs of policy kernels or planned kernels (both have name, bench, shapes, dtypes)."""
+    return [
+        KernelSpec(
+            name=k.name,
+            bench=k.bench,
+            shapes=tuple(tuple(s.dims) for s in k.shapes),
+            dtypes=tuple(k.dtypes),
+        )
+        for k in kernels
+    ]
+
+
+def specs_from_policy(policy: Any) -> list[KernelSpec]:
+    return specs_for(policy.kernels)
+
+
+def targets_from_policy(policy: Any) -> list[str]:
+    targets: list[str] = []
+    if "nvidia" in policy.vendors:
+        targets += list(policy.compiler.nvidia_targets)
+    if "amd" in policy.vendors:
+        targets += list(policy.compiler.amd_targets)
+    return targets
+
+
+def source_digest(repo_root: Path) -> str | None:
+    """Hash of every ``.py`` file under the repository (None when there are too many)."""
+    h = hashlib.sha256()
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(repo_root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in sorted(filenames):
+            if not name.endswith(".py"):
+                continue
+            count += 1
+            if count > _MAX_FILES:
+                return None
+            path = Path(dirpath) / name
+            h.update(str(path.relative_to(repo_root)).encode() + b"\0")
+            try:
+                h.update(path.read_bytes())
+            except OSError:
+                return None
+    return h.hexdigest()
+
+
+def _job_key(digest: str, target: str, kernels: list[KernelSpec]) -> str:
+    import triton
+
+    parts = [
+        JOB_CACHE_VERSION,
+        triton.__version__,
+        os.environ.get("TRITON_PTXAS_PATH", ""),
+        digest,
+        target,
+        json.dumps([k.model_dump(mode="json") for k in kernels], sort_keys=True),
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _run_worker(
+    repo_root: Path,
+    target: str,
+    kernels: list[KernelSpec],
+    cache_dir: Path,
+    timeout_s: float,
+    jobs: int,
+) -> dict:
+    with tempfile.TemporaryDirectory(prefix="kr-compile-") as tmp:
+        job = {
+            "repo_root": str(repo_root),
+            "target": target,
+            "cache_dir": str(cache_dir),
+            "jobs": jobs,
+            "kernels": [k.model_dump(mode="json") for k in kernels],
+        }
+        return run_job(
+            "checks.compiler.worker",
+            job,
+            workdir=Path(tmp),
+            triton_cache=Path(tmp) / "triton-cache",
+            timeout_s=timeout_s,
+            what=f"compiling for {target}",
+        )
+
+
+def _target_records(
+    repo_root: Path,
+    target: str,
+    kernels: list[KernelSpec],
+    cache_dir: Path,
+    digest: str | None,
+    timeout_s: float,
+    jobs: int,
+) -> tuple[dict, bool]:
+    path = cache_dir / "jobs" / f"{_job_key(digest, target, kernels)}.json" if digest else None
+    if path is not None and path.is_file():
+        try:
+            return json.loads(path.read_text()), True
+        except (OSError, ValueError):
+            pass
+    result = _run_worker(repo_root, target, kernels, cache_dir, timeout_s, jobs)
+    if path is not None and "fatal" not in result:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(result))
+        tmp.replace(path)
+    return result, False
+
+
+def build_compiler_report(
+    repo_root: Path,
+    kernels: list[KernelSpec],
+    targets: list[str],
+    *,
+    cache_dir: Path | None = None,
+    jobs: int | None = None,
+    timeout_s: float = 600.0,
+) -> CompilerReport:
+    """Compile every variant of every kernel for every target and report what came out."""
+    from checks.compiler.triton_compat import check_triton_version
+
+    version = check_triton_version()
+    for t in targets:
+        vendor_of(t)  # refuses an unknown target name up front
+    start = time.perf_counter()
+    cache_dir = cache_dir or default_cache_dir()
+    repo_root = repo_root.resolve()
+    digest = source_digest(repo_root)
+    # every target's worker runs at once and compiles with ``jobs`` forked processes: the
+    # operating system shares the cores, and no core idles while one target has a long tail
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        results = list(
+            pool.map(
+                lambda t: _target_records(
+                    repo_root, t, kernels, cache_dir, digest, timeout_s, jobs
+                ),
+                targets,
+            )
+        )
+    records: list[KernelCompileRecord] = []
+    notes: list[str] = []
+    compiled = cached = 0
+    for target, (result, job_hit) in zip(targets, results, strict=True):
+        if "fatal" in result:
+            if "not supported by the compiler report" in result["fatal"]:
+                raise CompilerError(result["fatal"])
+            notes.append(f"{target}: {result['fatal']}")
+            continue
+        for r in result["records"]:
+            rec = KernelCompileRecord.model_validate(r)
+            records.append(rec.model_copy(update={"cached": True}) if job_hit else rec)
+        compiled += 0 if job_hit else result["compiled"]
+        cached += result["cached"] + result["compiled"] if job_hit else result["cached"]
+    for target in targets:
+        if not known_target(target):
+            notes.append(
+                f"{target}: no occupancy table or register cap here, so neither is reported "
+                "(known: "
+                + ", ".join(f"sm_{k}" for k in NVIDIA_ARCHS)
+                + ", "
+                + ", ".join(AMD_ARCHS)
+                + ")"
+            )
+    records.sort(key=lambda r: (r.kernel, r.target, r.function, r.config_label))
+    return make_report(
+        records,
+        triton_version=version,
+        targets=tuple(targets),
+        wall_s=round(time.perf_counter() - start, 3),
+        compiled=compiled,
+        cached=cached,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,70 @@
+"""Compiling one recorded request for any target, with ptxas' log and the stage times."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from checks.compiler.triton_compat._targets import gpu_target
+from checks.compiler.triton_compat._variants import CompileRequest, _plain
+
+
+@dataclass
+class CompileOutput:
+    """What one ``triton.compile`` produced, with the times Triton's listener reported."""
+
+    texts: dict[str, str]  # "ttir", and "ptx" or "amdgcn"
+    binary: bytes  # cubin or hsaco
+    metadata: dict[str, Any]
+    ptxas_log: str
+    wall_s: float
+    stage_us: list[tuple[str, int]]
+    cache_hit: bool
+
+
+def compile_request(req: CompileRequest, target_name: str, *, fresh: bool = True) -> CompileOutput:
+    """Compile one recorded request for ``target_name`` (``fresh``: bypass Triton's cache, so
+    ptxas runs and its log is read)."""
+    import triton
+    from triton import knobs
+    from triton.compiler import ASTSource
+
+    target = gpu_target(target_name)
+    src = ASTSource(req.fn, req.signature, req.constexprs, req.attrs)
+    events: list[dict[str, Any]] = []
+    outer = knobs.compilation.listener
+
+    def listener(**kw: Any) -> None:
+        events.append(kw)
+        if outer is not None:
+            outer(**kw)
+
+    out = io.StringIO()
+    with (
+        knobs.nvidia.scope(),
+        knobs.compilation.scope(),
+        contextlib.redirect_stdout(out),
+    ):
+        knobs.nvidia.dump_ptxas_log = True
+        knobs.compilation.always_compile = fresh
+        knobs.compilation.listener = listener
+        start = time.perf_counter()
+        kernel = triton.compile(src, target=target, options=dict(req.options))
+        wall = time.perf_counter() - start
+    meta = kernel.metadata._asdict()
+    meta["target"] = target_name
+    texts = {k: v for k, v in kernel.asm.items() if isinstance(v, str)}
+    binary = kernel.asm.get("cubin") or kernel.asm.get("hsaco") or b""
+    times = events[-1]["times"] if events else None
+    return CompileOutput(
+        texts=texts,
+        binary=binary if isinstance(binary, bytes) else b"",
+        metadata={k: _plain(v) for k, v in meta.items()},
+        ptxas_log=out.getvalue(),
+        wall_s=wall,
+        stage_us=[("ir", times.ir_initialization), *times.lowering_stages] if times else [],
+        cache_hit=bool(events and events[-1]["cache_hit"]),
+    )

@@ -1,0 +1,263 @@
+"""One target's compiler report, in its own process: ``python -m checks.compiler.worker JOB.json``.
+
+The process makes the target the active (compile-only) GPU *before* importing the user's code,
+so a module that picks its config list by vendor at import time picks the right one. Then it
+calls each bench entry point on CPU tensors for every served shape and dtype, records what each
+Triton call asks the compiler for, compiles each distinct variant once (or reads it from the
+cache) and writes the records as JSON.
+
+Job: ``{"repo_root", "target", "cache_dir", "out", "kernels": [{"name", "bench", "shapes",
+"dtypes"}]}``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from checks.compiler import triton_compat
+from checks.compiler.cheap_inputs import unfilled_random
+from checks.compiler.measure import measure
+from checks.compiler.report import KernelCompileRecord, vendor_of
+
+RECORD_CACHE_VERSION = "1"
+
+
+def _shape_text(shape: list[int], dtype: str) -> str:
+    return "x".join(str(d) for d in shape) + f":{dtype}"
+
+
+def _error_record(kernel: str, target: str, function: str, label: str, error: str) -> dict:
+    return KernelCompileRecord(
+        kernel=kernel,
+        function=function,
+        config_label=label,
+        vendor=vendor_of(target),
+        target=target,
+        error=error,
+        error_stage="entry",
+    ).model_dump(mode="json")
+
+
+def _short(exc: BaseException) -> str:
+    lines = [ln for ln in f"{type(exc).__name__}: {exc}".splitlines() if ln.strip()]
+    return " | ".join(lines[:3])[:600]
+
+
+def repo_modules(repo_root: str) -> list[Any]:
+    """The imported modules whose files live under the repository root."""
+    root = str(Path(repo_root).resolve())
+    return [
+        m
+        for m in list(sys.modules.values())
+        if str(getattr(m, "__file__", "") or "").startswith(root + "/")
+    ]
+
+
+def record_kernel(
+    kernel: dict, target: str, repo_root: str
+) -> tuple[list[tuple[Any, str]], list[dict]]:
+    """Run one kernel's entry point for every shape and dtype under the compile-only driver.
+
+    Returns ``(request, shape text)`` pairs and error records for calls that failed.
+    """
+    module_name, _, attr = kernel["bench"].partition(":")
+    with triton_compat.compile_only(target) as recorder:
+        try:
+            entry = getattr(importlib.import_module(module_name), attr)
+        except Exception as exc:
+            msg = f"cannot import the bench entry point {kernel['bench']}: {_short(exc)}"
+            return [], [_error_record(kernel["name"], target, attr, "-", msg)]
+        kernels = triton_compat.find_kernels(repo_modules(repo_root))
+        with unfilled_random():
+            return _call_entry(entry, kernel, target, recorder, kernels)
+
+
+def _call_entry(
+    entry: Any, kernel: dict, target: str, recorder: Any, kernels: list
+) -> tuple[list[tuple[Any, str]], list[dict]]:
+    pairs: list[tuple[Any, str]] = []
+    errors: list[dict] = []
+    attr = kernel["bench"].partition(":")[2]
+    for dtype in kernel["dtypes"]:
+        for shape in kernel["shapes"]:
+            start = len(recorder.requests)
+            text = _shape_text(shape, dtype)
+            try:
+                case = entry(tuple(shape), dtype, device="cpu", seed=0)
+                case["fn"]()
+                recorder.expand_autotuned(kernels, start)
+            except Exception as exc:
+                msg = f"calling {kernel['bench']} at {text} failed: {_short(exc)}"
+                errors.append(_error_record(kernel["name"], target, attr, text, msg))
+            pairs.extend((r, text) for r in recorder.requests[start:])
+    return pairs, errors
+
+
+def _cache_path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / "records" / key[:2] / f"{key}.json"
+
+
+def _cached_fields(req: Any, target: str, cache_dir: Path) -> dict | None:
+    path = _cache_path(cache_dir, req.cache_key(target) + RECORD_CACHE_VERSION)
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _store(req: Any, target: str, cache_dir: Path, fields: dict) -> None:
+    path = _cache_path(cache_dir, req.cache_key(target) + RECORD_CACHE_VERSION)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(fields))
+        tmp.replace(path)
+    except OSError:
+        pass  # an unwritable cache costs time, not correctness
+
+
+def fresh_fields(req: Any, target: str) -> dict:
+    """Compile one variant (bypassing Triton's cache, so ptxas runs) and measure it."""
+    start = time.perf_counter()
+    try:
+        out = triton_compat.compile_request(req, target)
+        cuobjdump = ""
+        if vendor_of(target) == "nvidia" and "Used " not in out.ptxas_log:
+            cuobjdump = _cuobjdump(out.binary)
+        fields = measure(
+            target=target,
+            texts=out.texts,
+            metadata=out.metadata,
+            ptxas_log=out.ptxas_log,
+            cuobjdump_text=cuobjdump,
+            options=req.options,
+        )
+        fields["compile_s"] = round(out.wall_s, 4)
+    except Exception as exc:
+        fields = {"error": _short(exc), "compile_s": round(time.perf_counter() - start, 4)}
+    return fields
+
+
+# set in the parent before forking; read by the pool's children
+_POOL_STATE: dict[str, Any] = {}
+
+
+def _compile_index(index: int) -> tuple[int, dict]:
+    return index, fresh_fields(_POOL_STATE["requests"][index], _POOL_STATE["target"])
+
+
+def compile_all(requests: list[Any], target: str, cache_dir: Path, jobs: int) -> list[tuple]:
+    """``(fields, cached)`` per request: cache hits read here, misses compiled by ``jobs``
+    forked processes (the recorded requests are inherited, nothing is re-imported)."""
+    results: list[tuple | None] = [None] * len(requests)
+    todo = []
+    for i, req in enumerate(requests):
+        hit = _cached_fields(req, target, cache_dir)
+        if hit is not None:
+            results[i] = (hit, True)
+        else:
+            todo.append(i)
+    if jobs > 1 and len(todo) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        triton_compat.warm_up()  # once here, not once per forked process
+        _POOL_STATE.update(requests=requests, target=target)
+        with multiprocessing.get_context("fork").Pool(min(jobs, len(todo))) as pool:
+            done = dict(pool.imap_unordered(_compile_index, todo, chunksize=1))
+    else:
+        done = {i: fresh_fields(requests[i], target) for i in todo}
+    for i, fields in done.items():
+        _store(requests[i], target, cache_dir, fields)
+        results[i] = (fields, False)
+    return results  # type: ignore[return-value]
+
+
+def _cuobjdump(cubin: bytes) -> str:
+    import subprocess
+
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        tool = triton_compat.nvidia_tool("cuobjdump")
+        done = subprocess.run(
+            [tool, "--dump-resource-usage", f.name], capture_output=True, text=True, timeout=60
+        )
+    return done.stdout
+
+
+def run_job(job: dict) -> dict:
+    start = time.perf_counter()
+    version = triton_compat.check_triton_version()
+    target = job["target"]
+    sys.path.insert(0, job["repo_root"])
+    records: list[dict] = []
+    slots: list[dict[str, Any]] = []
+    for kernel in job["kernels"]:
+        pairs, errors = record_kernel(kernel, target, job["repo_root"])
+        records.extend(errors)
+        variants: dict[str, dict[str, Any]] = {}
+        for req, shape in pairs:
+            key = req.cache_key(target)
+            slot = variants.setdefault(key, {"req": req, "shapes": [], "keys": []})
+            if shape not in slot["shapes"]:
+                slot["shapes"].append(shape)
+            if req.autotune_key and req.autotune_key not in slot["keys"]:
+                slot["keys"].append(req.autotune_key)
+        for slot in variants.values():
+            req = slot["req"]
+            slot["base"] = {
+                "kernel": kernel["name"],
+                "function": req.function,
+                "config_label": req.label,
+                "config": {k: triton_compat.plain(v) for k, v in req.config.items()},
+                "specialization": req.specialization,
+                "autotuned": req.autotuned,
+                "autotune_keys": slot["keys"],
+                "shapes": slot["shapes"],
+                "vendor": vendor_of(target),
+                "target": target,
+            }
+            if req.error is not None:
+                records.append({**slot["base"], "error": req.error, "error_stage": "compile"})
+            else:
+                slots.append(slot)
+    recorded = time.perf_counter()
+    jobs = int(job.get("jobs") or os.cpu_count() or 1)
+    results = compile_all([s["req"] for s in slots], target, Path(job["cache_dir"]), jobs)
+    compiled = cached = 0
+    for slot, (fields, hit) in zip(slots, results, strict=True):
+        compiled += not hit
+        cached += hit
+        stage = {"error_stage": "compile"} if fields.get("error") else {}
+        records.append({**slot["base"], **fields, **stage, "cached": hit})
+    checked = [KernelCompileRecord.model_validate(r).model_dump(mode="json") for r in records]
+    return {
+        "triton_version": version,
+        "target": target,
+        "records": checked,
+        "compiled": compiled,
+        "cached": cached,
+        "wall_s": round(time.perf_counter() - start, 3),
+        "record_s": round(recorded - start, 3),  # imports + calling the entry points
+    }
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[0]).read_text())
+    try:
+        result = run_job(job)
+    except Exception as exc:
+        result = {"fatal": _short(exc), "traceback": traceback.format_exc()[-4000:]}
+    Path(job["out"]).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

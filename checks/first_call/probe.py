@@ -1,0 +1,193 @@
+"""One fresh process measuring a kernel's first call: ``python -m checks.first_call.probe JOB``.
+
+Timed in order: ``import torch``, ``import triton``, importing the bench entry point, creating the
+GPU context; then two passes over the served shapes:
+
+- ``standalone``: before each shape the in-process compiled kernels and autotuner choices are
+  dropped and Triton's on-disk cache points at that shape's own directory, so each shape pays
+  what a fresh process serving only that shape would pay (the fixed costs above are added by
+  the caller);
+- ``distribution``: one cache directory, shapes in order, nothing dropped between them: the cost
+  of serving the whole distribution once.
+
+On a GPU (``mode = "gpu"``) the entry point's callable runs for real, so compiling, loading and
+autotuning happen as in production. In ``compile-only`` mode (a CPU, e.g. CI) the call is
+recorded for ``target`` and every variant it would compile is compiled through Triton's cache.
+Job: ``{"repo_root", "bench", "shapes", "dtypes", "mode", "target", "device", "cache_root", "out"}``;
+with ``"prime": true`` the process only imports torch and Triton (and creates the GPU context).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+_T0 = time.perf_counter()
+_WALL0 = time.time()
+
+from checks.compiler import triton_compat as compat  # noqa: E402  (imports neither torch nor triton)
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
+def _shape_text(shape: list[int], dtype: str) -> str:
+    return "x".join(str(d) for d in shape) + f":{dtype}"
+
+
+def _one_call(case: dict, job: dict, torch: Any) -> dict[str, Any]:
+    """Time one first call; return its time, compile events and autotune events."""
+    try:
+        return _timed_call(case, job, torch)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:400]}
+
+
+def _timed_call(case: dict, job: dict, torch: Any) -> dict[str, Any]:
+    gpu = job["mode"] == "gpu"
+    keys: list[str] = []
+    with compat.observe_compiles_and_autotuning() as (compiles, tunes):
+        start = time.perf_counter()
+        if gpu:
+            case["fn"]()
+            torch.cuda.synchronize()
+        else:
+            with compat.compile_only(job["target"]) as recorder:
+                case["fn"]()
+                recorder.expand_autotuned(job["kernels"])
+            seen: set[str] = set()
+            for req in recorder.requests:
+                keys.append(f"{req.function}{req.autotune_key}" if req.autotune_key else "")
+                key = req.cache_key(job["target"])
+                if req.error is None and key not in seen:
+                    seen.add(key)
+                    compat.compile_request(req, job["target"], fresh=False)
+        first = time.perf_counter() - start
+    second = None
+    if gpu:
+        start = time.perf_counter()
+        case["fn"]()
+        torch.cuda.synchronize()
+        second = _ms(time.perf_counter() - start)
+    if gpu:
+        keys = [f"{t.function}{t.key}" for t in tunes]
+    stages: dict[str, float] = {}
+    for c in compiles:
+        for stage, us in c.stage_us:
+            stages[stage] = round(stages.get(stage, 0.0) + us / 1000.0, 3)
+    bench = [t.bench_s for t in tunes if t.bench_s is not None]
+    return {
+        "first_call_ms": _ms(first),
+        "second_call_ms": second,
+        "compiles": sum(not c.cache_hit for c in compiles),
+        "cache_hits": sum(c.cache_hit for c in compiles),
+        "compile_ms": round(sum(c.total_us for c in compiles) / 1000.0, 3),
+        "stage_ms": stages,
+        "autotune_ms": _ms(sum(bench)) if bench else None,
+        "autotune_keys": sorted({k for k in keys if k}),
+        "configs_picked": sorted({f"{t.function}: {t.config}" for t in tunes}),
+    }
+
+
+def run_job(job: dict) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        # from the parent's spawn to this module's first line: the interpreter starting
+        "python_start_ms": _ms(max(0.0, _WALL0 - float(job.get("spawned_at") or _WALL0))),
+        # our own imports (pydantic): not something a production process pays
+        "probe_overhead_ms": _ms(time.perf_counter() - _T0),
+    }
+    start = time.perf_counter()
+    import torch
+
+    out["import_torch_ms"] = _ms(time.perf_counter() - start)
+    start = time.perf_counter()
+    import triton  # noqa: F401
+
+    out["import_triton_ms"] = _ms(time.perf_counter() - start)
+    if job.get("prime"):
+        # only bring torch's, Triton's and the driver's files into the OS file cache
+        if job["mode"] == "gpu":
+            torch.empty(1, device=job["device"])
+        return out
+    compat.check_triton_version()
+    repo_root = str(Path(job["repo_root"]).resolve())
+    sys.path.insert(0, repo_root)
+    module_name, _, attr = job["bench"].partition(":")
+    start = time.perf_counter()
+    if job["mode"] == "gpu":
+        entry = getattr(importlib.import_module(module_name), attr)
+    else:
+        with compat.compile_only(job["target"]):
+            entry = getattr(importlib.import_module(module_name), attr)
+    out["import_entry_ms"] = _ms(time.perf_counter() - start)
+    out["context_ms"] = 0.0
+    if job["mode"] == "gpu":
+        start = time.perf_counter()
+        torch.cuda.init()
+        torch.empty(1, device=job["device"])
+        torch.cuda.synchronize()
+        out["context_ms"] = _ms(time.perf_counter() - start)
+        out["device"] = torch.cuda.get_device_name()
+    # Triton's one-off set-up, paid by a fresh process at its first compile or cache lookup
+    start = time.perf_counter()
+    compat.warm_up(gpu=job["mode"] == "gpu")
+    out["triton_setup_ms"] = _ms(time.perf_counter() - start)
+    modules = [
+        m
+        for m in list(sys.modules.values())
+        if str(getattr(m, "__file__", "") or "").startswith(repo_root + "/")
+    ]
+    kernels = compat.find_kernels(modules)
+    job["kernels"] = kernels
+    cache_root = Path(job["cache_root"])
+    device = job["device"] if job["mode"] == "gpu" else "cpu"
+    cases = [(s, d) for d in job["dtypes"] for s in job["shapes"]]
+    standalone = []
+    for i, (shape, dtype) in enumerate(cases):
+        compat.forget_compiled(kernels)
+        compat.set_cache_dir(str(cache_root / f"shape-{i}"))
+        case = _entry_case(entry, shape, dtype, device, job)
+        row = {"shape": _shape_text(shape, dtype)}
+        row.update(_one_call(case, job, torch) if "fn" in case else case)
+        standalone.append(row)
+    compat.forget_compiled(kernels)
+    compat.set_cache_dir(str(cache_root / "distribution"))
+    distribution = []
+    for shape, dtype in cases:
+        case = _entry_case(entry, shape, dtype, device, job)
+        row = {"shape": _shape_text(shape, dtype)}
+        row.update(_one_call(case, job, torch) if "fn" in case else case)
+        distribution.append(row)
+    out["standalone"] = standalone
+    out["distribution"] = distribution
+    return out
+
+
+def _entry_case(entry: Any, shape: list[int], dtype: str, device: str, job: dict) -> dict:
+    try:
+        return entry(tuple(shape), dtype, device=device, seed=0)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:400]}
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[0]).read_text())
+    try:
+        result = run_job(job)
+    except Exception as exc:
+        result = {
+            "fatal": f"{type(exc).__name__}: {exc}".splitlines()[0][:600],
+            "traceback": traceback.format_exc()[-4000:],
+        }
+    Path(job["out"]).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

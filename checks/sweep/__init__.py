@@ -1,0 +1,1 @@
+"""The shape sweep: cases, timing protocol, statistics, the worker pair, and its evidence."""

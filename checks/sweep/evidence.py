@@ -1,0 +1,142 @@
+"""The sweep for a plan, and its results reduced to the evidence the verdict reads.
+
+``sweep_for_plan`` is what a measure job runs for one vendor and shard: base and head of the plan
+checked out as worktrees, the policy's limits read from base, the plan's kernels expanded into
+cases (served, small, ragged), this shard's share measured with Holm spread over the whole plan.
+``to_evidence`` turns a ``SweepResult`` into ``bot.contracts.evidence.SweepEvidence``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from bot import gitutil
+from bot.contracts.evidence import ShapeLine, SweepEvidence
+from bot.contracts.plan import Plan
+from bot.errors import ResultsError
+from checks.sweep.models import ShapeResult, SweepResult
+from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.shapes import plan_cases
+
+SHAPE_VERDICT = {
+    "wrong_result": "WRONG",
+    "crashed": "CRASHED",
+    "cuda_error": "CRASHED",
+    "timeout": "TIMEOUT",
+    "oom": "OOM",
+    "out_of_resources": "OOM",
+}
+
+
+def _line(c: ShapeResult) -> ShapeLine:
+    verdict = c.verdict if c.status == "ok" else SHAPE_VERDICT.get(c.status, "ERROR")
+    details = []
+    if c.status != "ok":
+        side = f"{c.failed_side}: " if c.failed_side else ""
+        details.append(f"{c.status.replace('_', ' ')}: {side}{c.message}".strip())
+    if c.dropped_rounds:
+        details.append(f"{c.dropped_rounds} throttled rounds dropped")
+    if c.verdict == "INCONCLUSIVE" and c.stop_reason:
+        details.append(f"stopped: {c.stop_reason.replace('_', ' ')} after {c.rounds} rounds")
+    details.extend(c.notes)
+    return ShapeLine(
+        kernel=c.kernel,
+        shape=tuple(c.shape),
+        dtype=c.dtype,
+        verdict=verdict or "ERROR",
+        ratio=c.ratio if c.status == "ok" else None,
+        ci_low=c.ci_low if c.status == "ok" else None,
+        ci_high=c.ci_high if c.status == "ok" else None,
+        base_us=c.base_median_us,
+        head_us=c.head_median_us,
+        small_or_ragged=c.category != "served",
+        weight=c.weight if c.category == "served" else 0.0,
+        detail="; ".join(details)[:500],
+    )
+
+
+def _tolerance_note(result: SweepResult) -> str:
+    per_kernel: dict[str, float] = {}
+    for c in result.cases:
+        per_kernel.setdefault(c.kernel, c.tolerance)
+    values = sorted(set(per_kernel.values()))
+    if not values:
+        return ""
+    common = max(values, key=lambda v: sum(1 for t in per_kernel.values() if t == v))
+    others = [f"{k} {t:.0%}" for k, t in per_kernel.items() if t != common]
+    return f"{common:.0%}" + (f" ({', '.join(others)})" if others else "")
+
+
+def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvidence:
+    """The review's view of a sweep. A CPU-timed sweep needs ``vendor`` named explicitly and is
+    marked as CPU timing so the verdict never takes it for a GPU measurement."""
+    v = vendor or result.vendor
+    if v not in ("nvidia", "amd"):
+        raise ResultsError(
+            f"a {result.vendor} sweep has no GPU vendor", hint="pass vendor='nvidia' or 'amd'"
+        )
+    served = result.summary.served
+    return SweepEvidence(
+        vendor=v,  # type: ignore[arg-type]
+        gpu=result.envs[0].device_name if result.envs else result.vendor,
+        tolerance_note=_tolerance_note(result),
+        shapes=tuple(_line(c) for c in result.cases),
+        geomean_ratio=served.ratio if served else None,
+        geomean_ci=(served.ci_low, served.ci_high) if served else None,
+        weighted=bool(served and served.weighted),
+        dropped_rounds=result.summary.dropped_rounds,
+        gpu_seconds=result.gpu_seconds,
+        timing_kind="cpu" if result.timing == "cpu" else "gpu",
+    )
+
+
+def sweep_for_plan(
+    plan: Plan,
+    *,
+    shard: tuple[int, int] = (1, 1),
+    repo_root: Path,
+    options: SweepOptions | None = None,
+    work_dir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SweepResult:
+    """Measure shard ``i`` of ``n`` of the plan's cases (every n-th case, from the i-th)."""
+    from bot.policy.load import load_policy
+
+    i, n = shard
+    work = work_dir or Path(tempfile.mkdtemp(prefix="kernel-review-sweep-"))
+    trees: list[Path] = []
+    try:
+        base_root = gitutil.add_worktree(repo_root, work / "base", plan.base_sha)
+        trees.append(base_root)
+        head_root = gitutil.add_worktree(repo_root, work / "head", plan.head_sha)
+        trees.append(head_root)
+        limits = load_policy(base_root).policy.limits
+        cases = plan_cases(
+            plan.kernels,
+            max_shapes=limits.max_shapes,
+            max_elements_per_tensor=limits.max_elements_per_tensor,
+            add_small_and_ragged=not plan.quick,
+        )
+        mine = cases.cases[i - 1 :: n]
+        opts = options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))
+        return run_sweep(
+            mine,
+            base_root=base_root,
+            head_root=head_root,
+            base_rev=plan.base_sha,
+            head_rev=plan.head_sha,
+            options=opts,
+            work_dir=work,
+            progress=progress,
+            partial_path=work / "partial.jsonl",
+            notes=cases.notes,
+            family_size=len(cases.cases),
+        )
+    finally:
+        for tree in trees:
+            gitutil.remove_worktree(repo_root, tree)
+        if work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,249 @@
+"""The results of a sweep: one JSON file per vendor and run, raw blocks included.
+
+Everything a verdict is computed from travels in the file (each case's rounds of base and head
+blocks with their telemetry, the protocol settings, the ceilings), so ``checks.sweep.summary.recompute``
+reaches the same verdicts offline and ``checks.sweep.summary.merge`` can join files from several
+runners. Frozen pydantic models; they round-trip through JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from bot.contracts.base import Frozen
+from bot.errors import ResultsError
+from checks.sweep.protocol import CaseRun, ProtocolConfig
+from checks.sweep.shapes import Category
+from checks.sweep.stats import Verdict
+
+SCHEMA_VERSION = 1
+MAX_RESULTS_BYTES = 256 * 2**20
+
+Status = Literal[
+    "ok",  # measured: see verdict
+    "wrong_result",  # failed the correctness check (before or after timing); never timed
+    "crashed",  # the worker died (segfault, abort, os._exit)
+    "timeout",  # a command did not finish in time; the worker was killed
+    "oom",  # out of memory (torch.OutOfMemoryError, MemoryError)
+    "out_of_resources",  # Triton OutOfResources (shared memory, registers)
+    "cuda_error",  # a CUDA/HIP fault (illegal address, device assert): context lost
+    "compile_error",  # the kernel did not compile
+    "missing_entry",  # the entry point does not exist on that side
+    "error",  # any other exception from the entry point or the kernel
+    "skipped",  # not run (GPU-seconds budget spent, worker could not start)
+]
+Timing = Literal["cuda-events", "cpu"]
+
+
+class EnvFingerprint(Frozen):
+    vendor: Literal["nvidia", "amd", "cpu"]
+    device_name: str
+    device_uuid: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    hip_version: str | None = None
+    torch_version: str | None = None
+    triton_version: str | None = None
+    python_version: str | None = None
+    platform: str | None = None
+    cpu: str | None = None
+    warp_size: int | None = None
+    sm_count: int | None = None
+    l2_bytes: int | None = None
+    total_memory_bytes: int | None = None
+    arch: str | None = None
+    max_sm_clock_mhz: float | None = None
+    max_mem_clock_mhz: float | None = None
+    power_limit_w: float | None = None
+    timing: Timing = "cpu"
+    gpu_index: int | None = None
+
+
+class Ceilings(Frozen):
+    """What the device can do: a large copy (reads + writes) and a large matmul."""
+
+    device_uuid: str | None = None
+    copy_gbps: float
+    matmul_tflops: float
+    matmul_dtype: str
+    copy_bytes: int
+    matmul_n: int
+    timing: Timing
+    cached: bool = False
+
+
+class SideInfo(Frozen):
+    """How one side was set up for a case."""
+
+    entry: str
+    est_us: float
+    host_us: float | None = None  # host time to enqueue one call (launch overhead), GPU only
+    bytes_moved: int
+    flops: int
+    copies: int
+    footprint_bytes: int
+    prepare_s: float
+    max_abs_err: float | None = None
+    calls_per_block: int | None = None
+
+
+class ShapeResult(Frozen):
+    kernel: str
+    shape: tuple[int, ...]
+    dtype: str
+    category: Category = "served"
+    weight: float = 1.0
+    tolerance: float
+    status: Status
+    failed_side: Literal["base", "head", "both"] | None = None
+    message: str = ""
+    log_tail: str = ""
+    # the decision (status ok only); ratio = head time / base time
+    verdict: Verdict | None = None
+    case_verdict: Verdict | None = None  # before Holm across the sweep
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_level: float | None = None
+    p_slower: float | None = None
+    p_slower_holm: float | None = None
+    base_median_us: float | None = None
+    head_median_us: float | None = None
+    # head's throughput (base_* for base), from the entry point's bytes_moved and flops
+    gbps: float | None = None
+    tflops: float | None = None
+    fraction_of_ceiling: float | None = None
+    base_gbps: float | None = None
+    base_tflops: float | None = None
+    base_fraction_of_ceiling: float | None = None
+    rounds: int = 0
+    dropped_rounds: int = 0
+    stop_reason: str | None = None
+    mode: str | None = None  # graph | eager | eager-noflush | cpu
+    gpu_index: int | None = None
+    device_uuid: str | None = None
+    gpu_seconds: float = 0.0
+    base: SideInfo | None = None
+    head: SideInfo | None = None
+    notes: tuple[str, ...] = ()
+    raw: CaseRun | None = None
+
+    @property
+    def key(self) -> tuple[str, tuple[int, ...], str]:
+        return (self.kernel, tuple(self.shape), self.dtype)
+
+
+class GeomeanSummary(Frozen):
+    ratio: float
+    ci_low: float
+    ci_high: float
+    cases: int
+    weighted: bool
+
+
+class WorstCase(Frozen):
+    kernel: str
+    shape: tuple[int, ...]
+    dtype: str
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    verdict: Verdict | None
+
+
+class KernelSummary(Frozen):
+    kernel: str
+    served: GeomeanSummary | None = None
+    small: GeomeanSummary | None = None
+    ragged: GeomeanSummary | None = None
+    worst: WorstCase | None = None
+
+
+class Summary(Frozen):
+    served: GeomeanSummary | None = None  # weighted by the policy's served-shape weights
+    small: GeomeanSummary | None = None  # reported apart
+    ragged: GeomeanSummary | None = None  # reported apart
+    worst: WorstCase | None = None
+    kernels: tuple[KernelSummary, ...] = ()
+    verdicts: dict[str, int] = Field(default_factory=dict)
+    statuses: dict[str, int] = Field(default_factory=dict)
+    dropped_rounds: int = 0
+    alpha: float = 0.01
+    family_size: int = 0
+
+
+class SweepResult(Frozen):
+    schema_version: int = SCHEMA_VERSION
+    vendor: Literal["nvidia", "amd", "cpu"]
+    timing: Timing
+    base_rev: str
+    head_rev: str
+    envs: tuple[EnvFingerprint, ...] = ()
+    ceilings: tuple[Ceilings, ...] = ()
+    protocol: ProtocolConfig
+    family_size: int
+    cases: tuple[ShapeResult, ...] = ()
+    summary: Summary = Summary()
+    started_at: str = ""
+    finished_at: str = ""
+    gpu_seconds: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def timing_label(self) -> str:
+        return (
+            "CPU timing (not GPU numbers)" if self.timing == "cpu" else "GPU timing (CUDA events)"
+        )
+
+
+def dump_results(result: SweepResult, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(result.model_dump_json(indent=1), encoding="utf-8")
+    tmp.replace(path)
+
+
+def parse_results(text: str, *, source: str = "<string>") -> SweepResult:
+    if len(text.encode("utf-8", errors="replace")) > MAX_RESULTS_BYTES:
+        raise ResultsError(
+            f"{source} is over {MAX_RESULTS_BYTES // 2**20} MiB",
+            hint="results files hold raw blocks; split the sweep across runs",
+        )
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ResultsError(
+            f"{source} is not JSON: {exc}", hint="pass the file `kernel-review bench` wrote"
+        ) from exc
+    if isinstance(data, dict) and data.get("schema_version") not in (None, SCHEMA_VERSION):
+        raise ResultsError(
+            f"{source} has schema_version {data.get('schema_version')!r}; this version reads {SCHEMA_VERSION}",
+            hint="re-run the sweep with this version of kernel-review",
+        )
+    try:
+        return SweepResult.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise ResultsError(
+            f"{source} does not match the results schema at {where or 'top level'}: {first.get('msg')}",
+            hint="pass an unmodified file written by `kernel-review bench`",
+        ) from exc
+
+
+def load_results(path: Path) -> SweepResult:
+    try:
+        size = path.stat().st_size
+        if size > MAX_RESULTS_BYTES:
+            raise ResultsError(
+                f"{path} is {size // 2**20} MiB, over {MAX_RESULTS_BYTES // 2**20} MiB",
+                hint="results files hold raw blocks; split the sweep across runs",
+            )
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(f"cannot read {path}: {exc.strerror}", hint="check the path") from exc
+    return parse_results(text, source=str(path))

@@ -1,0 +1,314 @@
+"""One GPU, two workers (base and head): set up the device, then measure cases one by one.
+
+A case goes: prepare both sides (entry point, input copies, compile, autotune), check both against
+the reference on fresh inputs and base against head, pick the timing mode, interleave rounds until
+the sequential test decides, recheck, release. Any failure marks that case with its own status,
+restarts the worker that failed when its process or context cannot be trusted, and the next case
+runs on a clean worker.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from checks.sweep.models import Ceilings, EnvFingerprint, ShapeResult, SideInfo
+from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, measure_case
+from checks.sweep.shapes import Case
+from checks.sweep.workers import WorkerClient, WorkerFailure
+from checks.worker import ceilings as ceilings_cache
+from checks.worker.correctness import compare_digests
+
+STATUS_OF_KIND = {
+    "crashed": "crashed",
+    "timeout": "timeout",
+    "oom": "oom",
+    "out_of_resources": "out_of_resources",
+    "cuda_error": "cuda_error",
+    "compile_error": "compile_error",
+    "missing_entry": "missing_entry",
+    "wrong_result": "wrong_result",
+}
+
+
+class RunnerOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    device: str = "cuda"
+    protocol: ProtocolConfig = ProtocolConfig()
+    max_copies: int = 64
+    max_copy_bytes: int = 4 * 2**30
+    recheck: bool = True
+    compare_sides: bool = True
+    check_seed: int = 1_000_003
+    warmup_min_s: float = 1.0
+    warmup_max_s: float = 10.0
+    rewarm_after_idle_s: float = 2.0
+    measure_ceilings: bool = True
+    ceilings_cache_dir: str | None = None
+
+
+def choose_mode(est_base_us: float, est_head_us: float, device: str, cfg: ProtocolConfig) -> str:
+    """One mode for both sides of a case, from the slower side's estimate."""
+    if device == "cpu":
+        return "cpu"
+    if max(est_base_us, est_head_us) < cfg.graph_below_us:
+        return "graph"
+    return "eager" if cfg.flush_l2 else "eager-noflush"
+
+
+class _Source:
+    """A worker as a block source for the protocol."""
+
+    def __init__(self, client: WorkerClient, on_block: Callable[[], None]) -> None:
+        self.client = client
+        self.on_block = on_block
+
+    def block(self) -> Any:
+        b = self.client.block()
+        self.on_block()
+        return b
+
+
+class PairRunner:
+    def __init__(
+        self,
+        base: WorkerClient,
+        head: WorkerClient,
+        options: RunnerOptions,
+        *,
+        gpu_index: int | None = None,
+        family_size: int = 1,
+    ) -> None:
+        self.base, self.head = base, head
+        self.options = options
+        self.gpu_index = gpu_index
+        self.family_size = family_size  # cases in the sweep: each gets alpha / family_size
+        self.env: EnvFingerprint | None = None
+        self.ceilings: Ceilings | None = None
+        self.notes: list[str] = []
+        self._last_active = 0.0
+
+    # ---------------------------------------------------------------------------------- set-up
+
+    def start(self) -> None:
+        self.base.start()
+        self.head.start()
+        raw = self.base.env_info()
+        fields = EnvFingerprint.model_fields
+        self.env = EnvFingerprint(
+            **{k: v for k, v in raw.items() if k in fields}, gpu_index=self.gpu_index
+        )
+        if self.options.measure_ceilings:
+            self._ceilings(raw)
+        if self.options.device != "cpu":
+            w = self.base.warmup(min_s=self.options.warmup_min_s, max_s=self.options.warmup_max_s)
+            if not w.get("reached"):
+                self.notes.append(
+                    f"GPU {self.gpu_index}: clock did not settle during {w.get('seconds', 0):.1f} s of warm-up "
+                    f"(last {w.get('sm_clock_mhz')} MHz)"
+                )
+            self._last_active = time.monotonic()
+
+    def _ceilings(self, env: dict[str, Any]) -> None:
+        cache_dir = (
+            Path(self.options.ceilings_cache_dir)
+            if self.options.ceilings_cache_dir
+            else ceilings_cache.default_cache_dir()
+        )
+        cached = ceilings_cache.load_cached(cache_dir, env)
+        try:
+            data, was_cached = (cached, True) if cached else (self.base.ceilings(), False)
+        except WorkerFailure as f:
+            self.notes.append(f"ceilings not measured on GPU {self.gpu_index}: {f.message}")
+            if f.needs_restart:
+                self.base.restart()
+            return
+        if not was_cached:
+            ceilings_cache.store_cached(cache_dir, env, data)
+        fields = Ceilings.model_fields
+        self.ceilings = Ceilings(
+            **{k: v for k, v in data.items() if k in fields and k not in ("device_uuid", "cached")},
+            device_uuid=env.get("device_uuid"),
+            cached=was_cached,
+        )
+
+    def close(self) -> None:
+        self.base.close()
+        self.head.close()
+
+    # ------------------------------------------------------------------------------------ cases
+
+    def measure(self, case: Case) -> ShapeResult:
+        t0 = time.monotonic()
+        seen: list[Round] = []
+        info: dict[str, SideInfo] = {}
+        common: dict[str, Any] = {
+            "kernel": case.kernel,
+            "shape": case.dims,
+            "dtype": case.dtype,
+            "category": case.category,
+            "weight": case.weight,
+            "tolerance": case.tolerance,
+            "gpu_index": self.gpu_index,
+            "device_uuid": self.env.device_uuid if self.env else None,
+        }
+        try:
+            result = self._measure(case, seen, info, common, t0)
+        except WorkerFailure as f:
+            self._recover(f)
+            raw = CaseRun(rounds=tuple(seen), stop_reason="failed") if seen else None
+            result = ShapeResult(
+                **common,
+                **info,
+                status=STATUS_OF_KIND.get(f.kind, "error"),
+                failed_side=f.side or None,
+                message=f.message,
+                log_tail=f.log_tail,
+                raw=raw,
+                gpu_seconds=time.monotonic() - t0,
+            )
+        return result
+
+    def _recover(self, f: WorkerFailure) -> None:
+        failed = self.base if f.side == "base" else self.head
+        other = self.head if failed is self.base else self.base
+        if f.needs_restart or not failed.alive():
+            failed.restart()
+        else:
+            self._release(failed)
+        self._release(other)
+
+    @staticmethod
+    def _release(client: WorkerClient) -> None:
+        try:
+            client.finish(recheck=False)
+        except WorkerFailure:
+            client.restart()
+
+    def _measure(
+        self,
+        case: Case,
+        seen: list[Round],
+        info: dict[str, SideInfo],
+        common: dict[str, Any],
+        t0: float,
+    ) -> ShapeResult:
+        o = self.options
+        cfg = o.protocol
+        kw = {"max_copies": o.max_copies, "max_copy_bytes": o.max_copy_bytes}
+        # Correctness first, on fresh inputs and before the timing copies take memory.
+        cb = self.base.check(case.base_entries, case.dims, case.dtype, seed=o.check_seed)
+        ch = self.head.check(case.head_entries, case.dims, case.dtype, seed=o.check_seed)
+        problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
+        if problem:
+            side, message = problem
+            return ShapeResult(
+                **common,
+                status="wrong_result",
+                failed_side=side,
+                message=message,
+                gpu_seconds=time.monotonic() - t0,
+            )
+        pb = self.base.prepare(case.base_entries, case.dims, case.dtype, seed=cfg.seed, **kw)
+        ph = self.head.prepare(case.head_entries, case.dims, case.dtype, seed=cfg.seed, **kw)
+        info["base"] = _side_info(pb, cb)
+        info["head"] = _side_info(ph, ch)
+        mode = choose_mode(pb["est_us"], ph["est_us"], o.device, cfg)
+        notes: list[str] = []
+        try:
+            kb = self.base.configure(mode, cfg.block_ms)
+            kh = self.head.configure(mode, cfg.block_ms)
+        except WorkerFailure as f:
+            if f.kind != "graph_capture":
+                raise
+            notes.append(f"{f.side}: {f.message}; timed eagerly without L2 flush instead")
+            mode = "eager-noflush"
+            kb = self.base.configure(mode, cfg.block_ms)
+            kh = self.head.configure(mode, cfg.block_ms)
+        info["base"] = info["base"].model_copy(
+            update={"calls_per_block": kb.get("calls_per_block")}
+        )
+        info["head"] = info["head"].model_copy(
+            update={"calls_per_block": kh.get("calls_per_block")}
+        )
+        self._rewarm()
+        alpha = cfg.alpha / max(1, self.family_size)
+        run, decision = measure_case(
+            _Source(self.base, self._touch),
+            _Source(self.head, self._touch),
+            cfg,
+            tolerance=case.tolerance,
+            alpha=alpha,
+            on_round=seen.append,
+        )
+        fb = self.base.finish(recheck=o.recheck)
+        fh = self.head.finish(recheck=o.recheck)
+        status, side, message = "ok", None, ""
+        bad = [s for s, f in (("base", fb), ("head", fh)) if not f.get("correct", True)]
+        if bad:
+            status, side = "wrong_result", bad[0] if len(bad) == 1 else "both"
+            message = "output changed after timing: " + (fb if bad[0] == "base" else fh).get(
+                "message", ""
+            )
+        return ShapeResult(
+            **common,
+            **info,
+            status=status,
+            failed_side=side,
+            message=message,
+            mode=mode,
+            raw=run,
+            case_verdict=decision.verdict if status == "ok" else None,
+            notes=tuple(notes),
+            gpu_seconds=time.monotonic() - t0,
+        )
+
+    def _touch(self) -> None:
+        self._last_active = time.monotonic()
+
+    def _rewarm(self) -> None:
+        if self.options.device == "cpu":
+            return
+        if time.monotonic() - self._last_active > self.options.rewarm_after_idle_s:
+            self.base.warmup(min_s=0.1, max_s=2.0)
+            self._touch()
+
+
+def _side_info(prep: dict[str, Any], check: dict[str, Any]) -> SideInfo:
+    err = check.get("max_abs_err")
+    return SideInfo(
+        entry=prep["entry"],
+        est_us=float(prep["est_us"]),
+        host_us=float(prep["host_us"]) if prep.get("host_us") is not None else None,
+        bytes_moved=int(prep["bytes_moved"]),
+        flops=int(prep["flops"]),
+        copies=int(prep["copies"]),
+        footprint_bytes=int(prep["footprint_bytes"]),
+        prepare_s=float(prep["prepare_s"]),
+        max_abs_err=float(err) if err is not None else None,
+    )
+
+
+def _correctness_problem(
+    cb: dict[str, Any], ch: dict[str, Any], *, compare_sides: bool
+) -> tuple[str, str] | None:
+    wrong = [(s, c) for s, c in (("base", cb), ("head", ch)) if not c["correct"]]
+    if len(wrong) == 2:
+        return "both", f"base: {cb['message']}; head: {ch['message']}"
+    if wrong:
+        return wrong[0][0], f"{wrong[0][0]} differs from the reference: {wrong[0][1]['message']}"
+    if not compare_sides:
+        return None
+    both_ref = cb["has_reference"] and ch["has_reference"]
+    scale = 2.0 if both_ref else 1.0
+    diff = compare_digests(
+        cb["digest"],
+        ch["digest"],
+        atol=scale * max(cb["atol"], ch["atol"]),
+        rtol=scale * max(cb["rtol"], ch["rtol"]),
+    )
+    return ("head", f"head differs from base: {diff}") if diff else None

@@ -1,0 +1,265 @@
+"""The timing protocol: interleaved rounds of one base block and one head block, order randomised,
+throttled rounds dropped, a sequential decision after each scheduled look.
+
+``measure_case`` drives two block sources (worker clients on a GPU, or anything with a ``block()``
+method) and ``CaseDecider`` turns rounds into a decision. The decider is a pure state machine, so
+``recompute`` can replay the recorded rounds offline and reach the same verdict.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Literal, Protocol
+
+from pydantic import Field
+
+from bot.contracts.base import Frozen
+from checks.sweep.stats import Decision, Verdict, look_schedule, median, sequential_decision
+
+StopReason = Literal["decided", "max_rounds", "time_budget", "throttled", "failed"]
+
+
+class ProtocolConfig(Frozen):
+    """How a case is measured. Defaults are for a GPU; tests and ``--device cpu`` shrink them."""
+
+    block_ms: float = Field(default=5.0, gt=0, description="target time of one block")
+    min_rounds: int = Field(default=8, ge=3, description="first look of the sequential test")
+    max_rounds: int = Field(default=200, ge=3, description="last look: decide by then")
+    look_growth: float = Field(default=1.5, gt=1.0)
+    warmup_rounds: int = Field(default=1, ge=0, description="rounds run and discarded per case")
+    alpha: float = Field(
+        default=0.01, gt=0, lt=0.5, description="family-wise false-alarm rate over a sweep"
+    )
+    max_case_seconds: float = Field(default=30.0, gt=0, description="rounds stop after this")
+    max_drop_fraction: float = Field(default=0.5, ge=0, le=1)
+    graph_below_us: float = Field(
+        default=50.0, gt=0, description="kernels faster than this are timed in CUDA graphs"
+    )
+    flush_l2: bool = True
+    min_clock_fraction: float = Field(
+        default=0.8, gt=0, le=1, description="a block under this share of max SM clock is throttled"
+    )
+    seed: int = 0
+
+    def looks(self) -> tuple[int, ...]:
+        return look_schedule(self.min_rounds, self.max_rounds, self.look_growth)
+
+    def max_case_gpu_seconds(self) -> float:
+        """The most GPU time the rounds of one case can take (both sides, warm-up included)."""
+        rounds = self.max_rounds / max(1e-9, 1.0 - self.max_drop_fraction) + self.warmup_rounds
+        return min(self.max_case_seconds, 2.0 * rounds * self.block_ms / 1000.0)
+
+
+class Telemetry(Frozen):
+    """What the GPU said right after a block (NVML); None where the platform cannot tell."""
+
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    max_sm_clock_mhz: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
+    throttle_reasons: int | None = None
+    throttle_names: tuple[str, ...] = ()
+    throttled: bool = False
+
+
+class Block(Frozen):
+    """One side's block: ``value_us`` is the time of one kernel call inside it."""
+
+    value_us: float
+    calls: int
+    wall_ms: float
+    gpu_ms: float | None = None
+    telemetry: Telemetry | None = None
+
+
+class Round(Frozen):
+    index: int
+    head_first: bool
+    base: Block
+    head: Block
+    dropped: bool = False
+    drop_reason: str = ""
+
+    @property
+    def log_ratio(self) -> float:
+        return math.log(self.head.value_us / self.base.value_us)
+
+
+class BlockSource(Protocol):
+    def block(self) -> Block: ...
+
+
+def drop_reason(base: Block, head: Block, *, min_clock_fraction: float) -> str:
+    """Why a round must not count ('' when it counts)."""
+    for side, b in (("base", base), ("head", head)):
+        if not math.isfinite(b.value_us) or b.value_us <= 0:
+            return f"{side} block has no valid time ({b.value_us})"
+        t = b.telemetry
+        if t is None:
+            continue
+        if t.throttled:
+            names = ", ".join(t.throttle_names) or "throttle reason set"
+            return f"{side} block throttled ({names})"
+        mhz, top = t.sm_clock_mhz, t.max_sm_clock_mhz
+        if mhz and top and mhz < min_clock_fraction * top:
+            return f"{side} block at {mhz:.0f} MHz, under {min_clock_fraction:.0%} of {top:.0f} MHz"
+    return ""
+
+
+class CaseDecider:
+    """Rounds in, a decision out. Pure; the same object replays recorded rounds."""
+
+    def __init__(self, cfg: ProtocolConfig, *, tolerance: float, alpha: float) -> None:
+        self.cfg = cfg
+        self.tolerance = tolerance
+        self.alpha = alpha
+        self.looks = cfg.looks()
+        self._look_set = set(self.looks)
+        self.logs: list[float] = []
+        self.dropped = 0
+
+    @property
+    def attempted(self) -> int:
+        return len(self.logs) + self.dropped
+
+    def add(self, rnd: Round) -> Decision | None:
+        """Count a round; a final decision when the test or the drop rule says stop."""
+        if rnd.dropped:
+            self.dropped += 1
+            if self._too_many_drops():
+                return self.finish("throttled")
+            return None
+        self.logs.append(rnd.log_ratio)
+        if len(self.logs) in self._look_set:
+            d = self._decide(complete=False)
+            if d.final:
+                return d
+        return None
+
+    def _too_many_drops(self) -> bool:
+        n = self.attempted
+        return n >= self.cfg.min_rounds and self.dropped > self.cfg.max_drop_fraction * n
+
+    def _decide(self, *, complete: bool) -> Decision:
+        return sequential_decision(
+            self.logs,
+            tolerance=self.tolerance,
+            alpha=self.alpha,
+            looks=self.looks,
+            complete=complete,
+        )
+
+    def finish(self, reason: StopReason) -> Decision:
+        """The decision when the rounds stop for ``reason`` before the test decided."""
+        d = self._decide(complete=True)
+        if reason == "throttled" and d.verdict != "INCONCLUSIVE":
+            return _replace_verdict(d, "INCONCLUSIVE")
+        return d
+
+
+def _replace_verdict(d: Decision, verdict: Verdict) -> Decision:
+    return replace(d, verdict=verdict)
+
+
+def stop_reason_of(d: Decision, decider: CaseDecider) -> StopReason:
+    if d.n >= decider.looks[-1] and d.verdict == "INCONCLUSIVE":
+        return "max_rounds"
+    return "decided"
+
+
+class CaseRun(Frozen):
+    """Everything measured for one case: warm-up rounds, counted rounds, and why it stopped."""
+
+    warmup: tuple[Round, ...] = ()
+    rounds: tuple[Round, ...] = ()
+    stop_reason: StopReason = "decided"
+    seconds: float = 0.0
+
+    def kept_logs(self) -> list[float]:
+        return [r.log_ratio for r in self.rounds if not r.dropped]
+
+    def side_median_us(self, side: Literal["base", "head"]) -> float | None:
+        vals = [getattr(r, side).value_us for r in self.rounds if not r.dropped]
+        return median(vals) if vals else None
+
+
+def run_round(
+    index: int, base: BlockSource, head: BlockSource, rng: random.Random, cfg: ProtocolConfig
+) -> Round:
+    head_first = rng.random() < 0.5
+    if head_first:
+        hb = head.block()
+        bb = base.block()
+    else:
+        bb = base.block()
+        hb = head.block()
+    why = drop_reason(bb, hb, min_clock_fraction=cfg.min_clock_fraction)
+    return Round(
+        index=index, head_first=head_first, base=bb, head=hb, dropped=bool(why), drop_reason=why
+    )
+
+
+def measure_case(
+    base: BlockSource,
+    head: BlockSource,
+    cfg: ProtocolConfig,
+    *,
+    tolerance: float,
+    alpha: float,
+    rng: random.Random | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    on_round: Callable[[Round], None] | None = None,
+) -> tuple[CaseRun, Decision]:
+    """Interleave rounds until the sequential test decides, the rounds run out, the time budget is
+    spent or too many rounds were throttled. ``alpha`` is this case's share of the sweep's."""
+    rng = rng or random.Random(cfg.seed)
+    start = clock()
+    warm: list[Round] = []
+    for i in range(cfg.warmup_rounds):
+        warm.append(run_round(-1 - i, base, head, rng, cfg))
+    decider = CaseDecider(cfg, tolerance=tolerance, alpha=alpha)
+    rounds: list[Round] = []
+    decision: Decision | None = None
+    reason: StopReason = "decided"
+    max_attempts = math.ceil(cfg.max_rounds / max(1e-9, 1.0 - cfg.max_drop_fraction)) + 1
+    while decision is None:
+        rnd = run_round(len(rounds), base, head, rng, cfg)
+        rounds.append(rnd)
+        if on_round is not None:
+            on_round(rnd)
+        decision = decider.add(rnd)
+        if decision is not None:
+            reason = "throttled" if rnd.dropped else stop_reason_of(decision, decider)
+            break
+        if clock() - start > cfg.max_case_seconds:
+            reason = "time_budget"
+            decision = decider.finish(reason)
+        elif len(rounds) >= max_attempts:
+            reason = "throttled"
+            decision = decider.finish(reason)
+    run = CaseRun(
+        warmup=tuple(warm), rounds=tuple(rounds), stop_reason=reason, seconds=clock() - start
+    )
+    return run, decision
+
+
+def replay_case(
+    rounds: Sequence[Round],
+    stop_reason: StopReason,
+    cfg: ProtocolConfig,
+    *,
+    tolerance: float,
+    alpha: float,
+) -> Decision:
+    """The decision the live protocol would reach on these recorded rounds."""
+    decider = CaseDecider(cfg, tolerance=tolerance, alpha=alpha)
+    for rnd in rounds:
+        d = decider.add(rnd)
+        if d is not None:
+            return d
+    return decider.finish(stop_reason if stop_reason != "decided" else "max_rounds")

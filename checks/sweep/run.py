@@ -1,0 +1,274 @@
+"""A shape sweep: every case measured base against head, one worker pair per GPU, cases split
+between GPUs (base and head of a case always on the same GPU), results appended as they come.
+
+``run_sweep`` is the entry point; it returns a ``SweepResult`` (see ``checks.sweep.models``)
+whose verdicts ``checks.sweep.summary.recompute`` reproduces from the raw blocks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from checks.sweep.models import (
+    Ceilings,
+    EnvFingerprint,
+    ShapeResult,
+    SweepResult,
+)
+from checks.sweep.pair_runner import PairRunner, RunnerOptions
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.shapes import Case, fit_budget
+from checks.sweep.summary import finalize, merge, recompute
+from checks.sweep.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec
+
+Progress = Callable[[str], None]
+
+
+class SweepOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    device: Literal["cpu", "cuda"] = "cuda"
+    protocol: ProtocolConfig = ProtocolConfig()
+    timeouts: Timeouts = Timeouts()
+    gpus: tuple[str, ...] | None = None  # physical GPU ids; None: every visible GPU
+    max_gpu_seconds: float = 900.0
+    max_copies: int = 64
+    max_copy_bytes: int = 4 * 2**30
+    recheck: bool = True
+    measure_ceilings: bool = True
+    ceilings_cache_dir: str | None = None
+    warmup_min_s: float = 1.0
+    warmup_max_s: float = 10.0
+
+
+def visible_gpus() -> list[str]:
+    """Physical ids of the GPUs this process may use (from CUDA_VISIBLE_DEVICES, else all)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None and env.strip():
+        return [e.strip() for e in env.split(",") if e.strip()]
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except Exception:
+        return []
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _Recorder:
+    """Collects results from the runner threads; appends each to a JSON-lines file at once."""
+
+    def __init__(self, total: int, partial_path: Path | None, progress: Progress | None) -> None:
+        self.total = total
+        self.results: dict[tuple, ShapeResult] = {}
+        self.partial_path = partial_path
+        self.progress = progress
+        self.lock = threading.Lock()
+        self.gpu_seconds = 0.0
+        if partial_path is not None:
+            partial_path.parent.mkdir(parents=True, exist_ok=True)
+            partial_path.write_text("", encoding="utf-8")
+
+    def add(self, result: ShapeResult) -> None:
+        with self.lock:
+            self.results[result.key] = result
+            self.gpu_seconds += result.gpu_seconds
+            if self.partial_path is not None:
+                with open(self.partial_path, "a", encoding="utf-8") as f:
+                    f.write(result.model_dump_json() + "\n")
+            if self.progress is not None:
+                self.progress(progress_line(len(self.results), self.total, result))
+
+
+def progress_line(done: int, total: int, r: ShapeResult) -> str:
+    shape = "x".join(map(str, r.shape))
+    head = f"[{done:>{len(str(total))}}/{total}] {r.kernel} {r.dtype} {shape}"
+    if r.status != "ok":
+        side = f" ({r.failed_side})" if r.failed_side else ""
+        return f"{head}: {r.status.upper()}{side} {r.message[:160]}"
+    verdict = r.case_verdict or "?"
+    if r.raw is None:
+        return f"{head}: {verdict}"
+    logs = r.raw.kept_logs()
+    ratio = math.exp(sum(logs) / len(logs)) if logs else float("nan")
+    dropped = sum(1 for x in r.raw.rounds if x.dropped)
+    return (
+        f"{head}: {verdict} head/base {ratio:.3f} ({len(logs)} rounds"
+        f"{f', {dropped} dropped' if dropped else ''}, {r.mode}, {r.gpu_seconds:.1f} s)"
+    )
+
+
+def _skipped(case: Case, message: str, gpu_index: int | None) -> ShapeResult:
+    return ShapeResult(
+        kernel=case.kernel,
+        shape=case.dims,
+        dtype=case.dtype,
+        category=case.category,
+        weight=case.weight,
+        tolerance=case.tolerance,
+        status="skipped",
+        message=message,
+        gpu_index=gpu_index,
+    )
+
+
+def _run_pair(
+    runner: PairRunner,
+    cases: Sequence[Case],
+    recorder: _Recorder,
+    budget_s: float,
+    out: dict[str, object],
+) -> None:
+    try:
+        runner.start()
+    except WorkerFailure as f:
+        for case in cases:
+            recorder.add(_skipped(case, f"worker could not start: {f.message}", runner.gpu_index))
+        runner.close()
+        return
+    out["env"], out["ceilings"], out["notes"] = runner.env, runner.ceilings, runner.notes
+    try:
+        for i, case in enumerate(cases):
+            if recorder.gpu_seconds >= budget_s:
+                for rest in cases[i:]:
+                    recorder.add(
+                        _skipped(
+                            rest, f"GPU-seconds budget of {budget_s:g} s spent", runner.gpu_index
+                        )
+                    )
+                break
+            try:
+                result = runner.measure(case)
+            except WorkerFailure as f:  # even restarting failed: the rest cannot run here
+                recorder.add(_skipped(case, f"worker lost: {f.message}", runner.gpu_index))
+                for rest in cases[i + 1 :]:
+                    recorder.add(_skipped(rest, "worker lost on this GPU", runner.gpu_index))
+                break
+            recorder.add(result)
+    finally:
+        runner.close()
+
+
+def run_sweep(
+    cases: Sequence[Case],
+    *,
+    base_root: Path,
+    head_root: Path,
+    base_rev: str,
+    head_rev: str,
+    options: SweepOptions,
+    work_dir: Path,
+    progress: Progress | None = None,
+    partial_path: Path | None = None,
+    notes: Sequence[str] = (),
+    family_size: int | None = None,
+) -> SweepResult:
+    """Measure every case; never raises for a kernel's fault (each case carries its status).
+
+    ``family_size`` is the number of cases the false-alarm rate is shared over (Holm); a shard of
+    a larger plan passes the plan's total so its verdicts hold for the whole sweep."""
+    started = _now()
+    family = max(family_size or 0, len(cases))
+    protocol = fit_budget(options.protocol, len(cases), options.max_gpu_seconds)
+    # On the CPU, ``gpus`` only sets how many worker pairs share the cases.
+    gpus: list[str | None] = list(options.gpus or ()) or (
+        [None] if options.device == "cpu" else list(visible_gpus()) or [None]
+    )
+    runner_opts = RunnerOptions(
+        device=options.device,
+        protocol=protocol,
+        max_copies=options.max_copies,
+        max_copy_bytes=options.max_copy_bytes,
+        recheck=options.recheck,
+        measure_ceilings=options.measure_ceilings,
+        ceilings_cache_dir=options.ceilings_cache_dir,
+        warmup_min_s=options.warmup_min_s,
+        warmup_max_s=options.warmup_max_s,
+    )
+    recorder = _Recorder(len(cases), partial_path, progress)
+    threads, outs = [], []
+    for index, gpu in enumerate(gpus):
+        mine = list(cases[index :: len(gpus)])
+        if not mine:
+            continue
+        specs = {
+            side: WorkerSpec(
+                side=side,
+                root=root,
+                device=options.device,
+                work_dir=work_dir,
+                gpu=gpu,
+                timeouts=options.timeouts,
+            )
+            for side, root in (("base", base_root), ("head", head_root))
+        }
+        gpu_index = index if gpu is not None else None
+        runner = PairRunner(
+            WorkerClient(specs["base"]),
+            WorkerClient(specs["head"]),
+            runner_opts,
+            gpu_index=gpu_index,
+            family_size=family,
+        )
+        out: dict[str, object] = {}
+        outs.append(out)
+        t = threading.Thread(
+            target=_run_pair,
+            args=(runner, mine, recorder, options.max_gpu_seconds, out),
+            name=f"sweep-gpu{gpu}",
+            daemon=True,
+        )
+        threads.append(t)
+        t.start()
+    for t in threads:
+        t.join()
+    ordered = [recorder.results[c.key] for c in cases if c.key in recorder.results]
+    envs = tuple(o["env"] for o in outs if isinstance(o.get("env"), EnvFingerprint))
+    ceilings = tuple(o["ceilings"] for o in outs if isinstance(o.get("ceilings"), Ceilings))
+    all_notes = list(notes) + [n for o in outs for n in (o.get("notes") or [])]  # type: ignore[union-attr]
+    if protocol.max_case_seconds < options.protocol.max_case_seconds:
+        all_notes.append(
+            f"per-case time cap lowered to {protocol.max_case_seconds:.1f} s so {len(cases)} cases fit "
+            f"in limits.max_gpu_seconds = {options.max_gpu_seconds:g}"
+        )
+    final, summary = finalize(ordered, protocol, family, ceilings)
+    vendor = envs[0].vendor if envs else ("cpu" if options.device == "cpu" else "nvidia")
+    return SweepResult(
+        vendor=vendor,
+        timing="cpu" if options.device == "cpu" else "cuda-events",
+        base_rev=base_rev,
+        head_rev=head_rev,
+        envs=envs,
+        ceilings=ceilings,
+        protocol=protocol,
+        family_size=family,
+        cases=final,
+        summary=summary,
+        started_at=started,
+        finished_at=_now(),
+        gpu_seconds=recorder.gpu_seconds,
+        notes=tuple(all_notes),
+    )
+
+
+__all__ = [
+    "Case",
+    "ShapeResult",
+    "SweepOptions",
+    "SweepResult",
+    "merge",
+    "progress_line",
+    "recompute",
+    "run_sweep",
+    "visible_gpus",
+]

@@ -1,0 +1,203 @@
+"""From raw rounds to verdicts, per case and per sweep. Pure.
+
+``finalize`` is what a live sweep runs at its end and what ``recompute`` runs offline on a results
+file: replay each case's rounds through the sequential test (at the sweep's per-case error budget
+``alpha / family_size``), Holm across the cases' SLOWER p-values, then the geomeans (weighted by
+served-shape weights, with a bootstrap interval over rounds), the worst case, and the small and
+ragged shapes apart. ``merge`` joins results of several runners of one vendor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from bot.errors import ResultsError
+from checks.sweep.models import (
+    Ceilings,
+    GeomeanSummary,
+    KernelSummary,
+    ShapeResult,
+    Summary,
+    SweepResult,
+    WorstCase,
+)
+from checks.sweep.protocol import ProtocolConfig, replay_case
+from checks.sweep.stats import bootstrap_geomean, holm
+
+
+def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> ShapeResult:
+    """The case's own decision (before Holm) from its raw rounds."""
+    if case.status != "ok" or case.raw is None or not case.raw.rounds:
+        return case
+    alpha = protocol.alpha / max(1, family_size)
+    d = replay_case(
+        case.raw.rounds, case.raw.stop_reason, protocol, tolerance=case.tolerance, alpha=alpha
+    )
+    finite = math.isfinite(d.ci_low_log) and math.isfinite(d.ci_high_log)
+    return case.model_copy(
+        update={
+            "case_verdict": d.verdict,
+            "ratio": d.ratio if d.n else None,
+            "ci_low": d.ratio_low if finite else None,
+            "ci_high": d.ratio_high if finite else None,
+            "ci_level": d.confidence,
+            "p_slower": d.p_slower,
+            "base_median_us": case.raw.side_median_us("base"),
+            "head_median_us": case.raw.side_median_us("head"),
+            "rounds": len(case.raw.kept_logs()),
+            "dropped_rounds": sum(1 for r in case.raw.rounds if r.dropped),
+            "stop_reason": case.raw.stop_reason,
+        }
+    )
+
+
+def throughput(case: ShapeResult, ceilings: Sequence[Ceilings]) -> ShapeResult:
+    """Achieved GB/s and TFLOP/s per side, and the fraction of the device's ceilings."""
+    ceil = next((c for c in ceilings if c.device_uuid == case.device_uuid), None)
+    if ceil is None and len(ceilings) == 1:
+        ceil = ceilings[0]
+    update: dict[str, float | None] = {}
+    for prefix, info, us in (
+        ("", case.head, case.head_median_us),
+        ("base_", case.base, case.base_median_us),
+    ):
+        if info is None or not us:
+            continue
+        gbps = info.bytes_moved / (us * 1e-6) / 1e9 if info.bytes_moved else None
+        tflops = info.flops / (us * 1e-6) / 1e12 if info.flops else None
+        fractions = []
+        if ceil is not None and gbps is not None and ceil.copy_gbps > 0:
+            fractions.append(gbps / ceil.copy_gbps)
+        if ceil is not None and tflops is not None and ceil.matmul_tflops > 0:
+            fractions.append(tflops / ceil.matmul_tflops)
+        update[f"{prefix}gbps"] = gbps
+        update[f"{prefix}tflops"] = tflops
+        update[f"{prefix}fraction_of_ceiling"] = max(fractions) if fractions else None
+    return case.model_copy(update=update)
+
+
+def _geomean(cases: Sequence[ShapeResult], *, weighted: bool, seed: int) -> GeomeanSummary | None:
+    timed = [c for c in cases if c.raw is not None and c.raw.kept_logs()]
+    if weighted:
+        timed = [c for c in timed if c.weight > 0]
+    if not timed:
+        return None
+    groups = [c.raw.kept_logs() for c in timed if c.raw is not None]
+    weights = [c.weight if weighted else 1.0 for c in timed]
+    iv = bootstrap_geomean(groups, weights, seed=seed)
+    return GeomeanSummary(
+        ratio=iv.estimate, ci_low=iv.low, ci_high=iv.high, cases=len(timed), weighted=weighted
+    )
+
+
+def _worst(cases: Sequence[ShapeResult]) -> WorstCase | None:
+    timed = [c for c in cases if c.ratio is not None]
+    if not timed:
+        return None
+    w = max(timed, key=lambda c: c.ratio or 0.0)
+    return WorstCase(
+        kernel=w.kernel,
+        shape=w.shape,
+        dtype=w.dtype,
+        ratio=w.ratio or 0.0,
+        ci_low=w.ci_low,
+        ci_high=w.ci_high,
+        verdict=w.verdict,
+    )
+
+
+def _summaries(cases: Sequence[ShapeResult], seed: int) -> dict:
+    ok = [c for c in cases if c.status == "ok"]
+    return {
+        "served": _geomean([c for c in ok if c.category == "served"], weighted=True, seed=seed),
+        "small": _geomean([c for c in ok if c.category == "small"], weighted=False, seed=seed),
+        "ragged": _geomean([c for c in ok if c.category == "ragged"], weighted=False, seed=seed),
+        "worst": _worst(ok),
+    }
+
+
+def finalize(
+    cases: Sequence[ShapeResult],
+    protocol: ProtocolConfig,
+    family_size: int,
+    ceilings: Sequence[Ceilings] = (),
+) -> tuple[tuple[ShapeResult, ...], Summary]:
+    decided = [throughput(decide_case(c, protocol, family_size), ceilings) for c in cases]
+    tested = [i for i, c in enumerate(decided) if c.p_slower is not None]
+    # Holm over the whole family: cases planned but not measured count as p = 1.
+    m_extra = max(0, family_size - len(tested))
+    pvals = [float(decided[i].p_slower) for i in tested] + [1.0] * m_extra
+    adjusted = holm(pvals)[: len(tested)]
+    out = list(decided)
+    for i, p_adj in zip(tested, adjusted, strict=True):
+        c = decided[i]
+        if p_adj <= protocol.alpha and c.case_verdict in ("SLOWER", "INCONCLUSIVE"):
+            verdict = "SLOWER"
+        elif c.case_verdict == "SLOWER":
+            verdict = "INCONCLUSIVE"
+        else:
+            verdict = c.case_verdict
+        out[i] = c.model_copy(update={"p_slower_holm": p_adj, "verdict": verdict})
+    seed = protocol.seed
+    kernels = []
+    for name in dict.fromkeys(c.kernel for c in out):
+        mine = [c for c in out if c.kernel == name]
+        kernels.append(KernelSummary(kernel=name, **_summaries(mine, seed)))
+    summary = Summary(
+        **_summaries(out, seed),
+        kernels=tuple(kernels),
+        verdicts=dict(Counter(c.verdict for c in out if c.verdict)),
+        statuses=dict(Counter(c.status for c in out)),
+        dropped_rounds=sum(c.dropped_rounds for c in out),
+        alpha=protocol.alpha,
+        family_size=family_size,
+    )
+    return tuple(out), summary
+
+
+def recompute(result: SweepResult) -> SweepResult:
+    """Verdicts, intervals and summaries recomputed from the raw rounds in ``result``."""
+    cases, summary = finalize(result.cases, result.protocol, result.family_size, result.ceilings)
+    return result.model_copy(update={"cases": cases, "summary": summary})
+
+
+def merge(results: Sequence[SweepResult]) -> SweepResult:
+    """One result from several runners' results of the same vendor, revisions and protocol.
+    Verdicts are recomputed with the whole family (Holm across every runner's cases)."""
+    if not results:
+        raise ResultsError("nothing to merge", hint="pass at least one results file")
+    first = results[0]
+    for r in results[1:]:
+        for field in ("vendor", "timing", "base_rev", "head_rev", "protocol"):
+            if getattr(r, field) != getattr(first, field):
+                raise ResultsError(
+                    f"cannot merge results with different {field}: "
+                    f"{getattr(first, field)!r} vs {getattr(r, field)!r}",
+                    hint="merge only files of one vendor, measured on the same revisions",
+                )
+    seen: dict[tuple, int] = {}
+    cases: list[ShapeResult] = []
+    for n, r in enumerate(results):
+        for c in r.cases:
+            if c.key in seen:
+                raise ResultsError(
+                    f"case {c.kernel} {c.dtype} {list(c.shape)} is in results {seen[c.key]} and {n}",
+                    hint="split shapes between runners so each case is measured once",
+                )
+            seen[c.key] = n
+            cases.append(c)
+    merged = first.model_copy(
+        update={
+            "envs": tuple(e for r in results for e in r.envs),
+            "ceilings": tuple(dict.fromkeys(c for r in results for c in r.ceilings)),
+            "family_size": sum(r.family_size for r in results),
+            "cases": tuple(cases),
+            "gpu_seconds": sum(r.gpu_seconds for r in results),
+            "started_at": min(r.started_at for r in results),
+            "finished_at": max(r.finished_at for r in results),
+            "notes": tuple(dict.fromkeys(n for r in results for n in r.notes)),
+        }
+    )
+    return recompute(merged)

@@ -1,0 +1,302 @@
+"""The parent's side of a worker: spawn, talk JSON lines over private pipes, time out, restart.
+
+One ``WorkerClient`` per side (base, head) and device. Every command has a timeout; a worker that
+does not answer in time is killed with its whole process group. A worker that dies (segfault,
+``os._exit``) or answers with a CUDA fault, an out-of-memory error or a Triton OutOfResources is
+reported as a ``WorkerFailure`` whose ``kind`` becomes the case's status; the sweep restarts the
+worker and goes on with the next case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from checks.sweep.protocol import Block, Telemetry
+from checks.worker_env import Timeouts, WorkerFailure, scrubbed_env
+
+WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
+Side = Literal["base", "head"]
+
+
+@dataclass
+class WorkerSpec:
+    side: Side
+    root: Path
+    device: Literal["cpu", "cuda"]
+    work_dir: Path  # logs and the private Triton cache live here
+    gpu: str | None = None  # the physical id for CUDA_VISIBLE_DEVICES
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    python: str = sys.executable
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or (f"{self.side}-gpu{self.gpu}" if self.gpu is not None else self.side)
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(code).name
+    except ValueError:
+        return f"signal {code}"
+
+
+class WorkerClient:
+    """A worker process for one side. Not thread-safe: one thread drives one client."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.incarnation = 0
+        self.log_path: Path | None = None
+        self._w: int | None = None
+        self._r: int | None = None
+        self._buf = b""
+
+    # ------------------------------------------------------------------------------- lifecycle
+
+    def env(self) -> dict[str, str]:
+        s = self.spec
+        env = scrubbed_env()
+        cache = s.work_dir / "triton-cache" / s.name
+        home = s.work_dir / "triton-home" / s.name
+        cache.mkdir(parents=True, exist_ok=True)
+        home.mkdir(parents=True, exist_ok=True)
+        env["TRITON_CACHE_DIR"] = str(cache)
+        env["TRITON_HOME"] = str(home)
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(s.work_dir / "inductor-cache" / s.name)
+        if s.device == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            env["HIP_VISIBLE_DEVICES"] = ""
+            env["TRITON_INTERPRET"] = "1"
+            # One thread: a CPU "kernel" spread over threads times the scheduler, not the code.
+            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+                env[var] = "1"
+        elif s.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = s.gpu
+            env["HIP_VISIBLE_DEVICES"] = s.gpu
+        return env
+
+    def start(self) -> None:
+        s = self.spec
+        self.incarnation += 1
+        logs = s.work_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.log_path = logs / f"{s.name}-{self.incarnation}.log"
+        cmd_r, cmd_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        with open(self.log_path, "wb") as log:
+            try:
+                self.proc = subprocess.Popen(
+                    [
+                        s.python,
+                        "-I",
+                        "-B",
+                        "-u",
+                        str(WORKER_MAIN),
+                        "--cmd-fd",
+                        str(cmd_r),
+                        "--resp-fd",
+                        str(resp_w),
+                        "--root",
+                        str(Path(s.root).resolve()),
+                        "--device",
+                        s.device,
+                        "--side",
+                        s.side,
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(cmd_r, resp_w),
+                    env=self.env(),
+                    cwd=str(Path(s.root).resolve()),
+                    start_new_session=True,
+                )
+            finally:
+                os.close(cmd_r)
+                os.close(resp_w)
+        self._w, self._r, self._buf = cmd_w, resp_r, b""
+        self.call("hello", timeout=s.timeouts.start_s)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _kill(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+        self._close_fds()
+
+    def _close_fds(self) -> None:
+        for fd in (self._w, self._r):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._w = self._r = None
+
+    def restart(self) -> None:
+        self._kill()
+        self.start()
+
+    def close(self) -> None:
+        """Ask the worker to quit; kill it if it does not."""
+        if self.alive() and self._w is not None:
+            try:
+                self.call("quit", timeout=5.0)
+                assert self.proc is not None
+                self.proc.wait(timeout=5)
+            except (WorkerFailure, subprocess.TimeoutExpired):
+                pass
+        self._kill()
+
+    def log_tail(self, limit: int = 4000) -> str:
+        try:
+            data = self.log_path.read_bytes() if self.log_path else b""
+        except OSError:
+            return ""
+        return data[-limit:].decode("utf-8", errors="replace")
+
+    # -------------------------------------------------------------------------------- commands
+
+    def _fail(self, kind: str, message: str) -> WorkerFailure:
+        return WorkerFailure(kind, message, side=self.spec.side, log_tail=self.log_tail())
+
+    def call(self, op: str, *, timeout: float, **args: Any) -> dict[str, Any]:
+        """Send one command and wait for its answer; WorkerFailure when it does not come back
+        well. After a crash or a timeout the process is gone: ``restart`` before the next call."""
+        if self._w is None or self._r is None or not self.alive():
+            raise self._fail("crashed", f"worker {self.spec.name} is not running")
+        line = (json.dumps({"op": op, **args}) + "\n").encode()
+        try:
+            view = memoryview(line)
+            while view:
+                n = os.write(self._w, view)
+                view = view[n:]
+        except (BrokenPipeError, OSError):
+            raise self._died(op) from None
+        answer = self._read_line(op, timeout)
+        if not answer.get("ok"):
+            kind = str(answer.get("kind") or "error")
+            raise self._fail(kind, str(answer.get("error") or f"{op} failed"))
+        return answer
+
+    def _read_line(self, op: str, timeout: float) -> dict[str, Any]:
+        assert self._r is not None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._kill()
+                raise self._fail(
+                    "timeout", f"{op} did not finish within {timeout:g}s; killed the worker"
+                )
+            ready, _, _ = select.select([self._r], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(self._r, 1 << 20)
+            if not chunk:
+                raise self._died(op)
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        try:
+            return json.loads(line)
+        except ValueError:
+            self._kill()
+            raise self._fail("crashed", f"{op}: the worker sent an unreadable answer") from None
+
+    def _died(self, op: str) -> WorkerFailure:
+        code = None
+        if self.proc is not None:
+            try:
+                code = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = None
+        self._kill()
+        if code is None:
+            how = "stopped answering"
+        elif code < 0:
+            how = f"was killed by {_signal_name(-code)}"
+        else:
+            how = f"exited with code {code}"
+        return self._fail("crashed", f"the {self.spec.side} worker {how} during {op}")
+
+    # ------------------------------------------------------------------------ typed shortcuts
+
+    def prepare(
+        self, entries: list[str], shape: tuple[int, ...], dtype: str, *, seed: int, **kw: Any
+    ) -> dict[str, Any]:
+        return self.call(
+            "prepare",
+            timeout=self.spec.timeouts.prepare_s,
+            entries=entries,
+            shape=list(shape),
+            dtype=dtype,
+            seed=seed,
+            **kw,
+        )
+
+    def check(
+        self, entries: list[str], shape: tuple[int, ...], dtype: str, *, seed: int
+    ) -> dict[str, Any]:
+        return self.call(
+            "check",
+            timeout=self.spec.timeouts.check_s,
+            entries=entries,
+            shape=list(shape),
+            dtype=dtype,
+            seed=seed,
+        )
+
+    def configure(self, mode: str, block_ms: float) -> dict[str, Any]:
+        return self.call(
+            "configure", timeout=self.spec.timeouts.configure_s, mode=mode, block_ms=block_ms
+        )
+
+    def block(self) -> Block:
+        a = self.call("block", timeout=self.spec.timeouts.block_s)
+        tel = a.get("telemetry")
+        return Block(
+            value_us=float(a["value_us"]),
+            calls=int(a["calls"]),
+            wall_ms=float(a["wall_ms"]),
+            gpu_ms=a.get("gpu_ms"),
+            telemetry=Telemetry(**{**tel, "throttle_names": tuple(tel.get("throttle_names") or ())})
+            if tel
+            else None,
+        )
+
+    def finish(self, *, recheck: bool = True) -> dict[str, Any]:
+        return self.call("finish", timeout=self.spec.timeouts.finish_s, recheck=recheck)
+
+    def warmup(
+        self, *, min_s: float = 0.5, max_s: float = 5.0, clock_fraction: float = 0.85
+    ) -> dict[str, Any]:
+        return self.call(
+            "warmup",
+            timeout=self.spec.timeouts.warmup_s + max_s,
+            min_s=min_s,
+            max_s=max_s,
+            clock_fraction=clock_fraction,
+        )
+
+    def env_info(self) -> dict[str, Any]:
+        return self.call("env", timeout=self.spec.timeouts.env_s)["env"]
+
+    def ceilings(self) -> dict[str, Any]:
+        return self.call("ceilings", timeout=self.spec.timeouts.ceilings_s)["ceilings"]

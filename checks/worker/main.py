@@ -1,0 +1,349 @@
+"""The worker process: runs one side's bench entry points (base or head) on one device.
+
+Started by ``checks.sweep.workers`` as ``python -I -B -u worker_main.py --cmd-fd R --resp-fd W --root DIR
+--device cpu|cuda --side base|head``. Isolated mode keeps the current directory, PYTHONPATH and
+the user site out of ``sys.path``; the worker then puts its checkout (and nothing else) in front,
+so base and head never see each other's modules. Commands arrive as JSON lines on fd R and answers
+leave on fd W; the measured code's own stdout and stderr go to a log file and cannot corrupt the
+channel. The sibling modules this program uses are loaded by file path under private names, so a
+checkout that has its own ``checks`` package does not shadow them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import importlib
+import importlib.util
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+CPU_COPIES = 4
+
+
+def _sibling(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(
+        f"_kernel_review_worker_{name}", os.path.join(_HERE, f"{name}.py")
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+timing = _sibling("timing")
+telemetry = _sibling("telemetry")
+correctness = _sibling("correctness")
+fingerprint = _sibling("env_fingerprint")
+ceilings = _sibling("ceilings")
+failures = _sibling("failures")
+classify = failures.classify
+
+
+class EntryError(Exception):
+    """The entry point is missing or returned something the contract does not allow."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Worker:
+    def __init__(self, root: str, device: str, side: str) -> None:
+        self.root, self.device, self.side = root, device, side
+        self.torch: Any = None
+        self.nvml: Any = None
+        self.timer: Any = None
+        self.items: list[dict[str, Any]] = []
+        self.case: dict[str, Any] = {}
+
+    # ----------------------------------------------------------------------------- utilities
+
+    def _torch(self) -> Any:
+        if self.torch is None and (self.device != "cpu" or "torch" in sys.modules):
+            import torch
+
+            self.torch = torch
+            if self.device != "cpu":
+                torch.cuda.init()
+                if self.nvml is None:
+                    props = torch.cuda.get_device_properties(0)
+                    uuid = getattr(props, "uuid", None)
+                    self.nvml = telemetry.Nvml.open(str(uuid) if uuid else None, 0)
+        return self.torch
+
+    def _sync(self) -> None:
+        if self.device != "cpu":
+            self._torch().cuda.synchronize()
+
+    def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
+        missing = []
+        for spec in candidates:
+            module, _, name = spec.partition(":")
+            try:
+                mod = importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+                    missing.append(f"{spec} (no module {exc.name!r} in this checkout)")
+                    continue
+                raise
+            fn = getattr(mod, name, None)
+            if fn is None:
+                missing.append(f"{spec} (module has no {name!r})")
+                continue
+            return spec, fn
+        raise EntryError("missing_entry", "entry point not found: " + "; ".join(missing))
+
+    def _call_entry(self, fn: Any, shape: list[int], dtype: str, seed: int) -> dict[str, Any]:
+        item = fn(tuple(shape), dtype, device=self.device, seed=seed)
+        if not isinstance(item, dict) or not callable(item.get("fn")):
+            raise EntryError("error", "the entry point must return a dict with a callable 'fn'")
+        for key in ("bytes_moved", "flops"):
+            if not isinstance(item.get(key, 0), int) or item.get(key, 0) < 0:
+                raise EntryError("error", f"the entry point's {key!r} must be an int >= 0")
+        return item
+
+    def _l2_bytes(self) -> int:
+        if self.device == "cpu":
+            return 0
+        props = self._torch().cuda.get_device_properties(0)
+        return int(getattr(props, "L2_cache_size", 0) or 0)
+
+    # ------------------------------------------------------------------------------ commands
+
+    def op_hello(self, msg: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "side": self.side,
+            "root": self.root,
+        }
+
+    def op_env(self, msg: dict[str, Any]) -> dict[str, Any]:
+        torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
+        nv = self.nvml.static_info() if self.nvml else None
+        return {"env": fingerprint.collect(self.device, torch=torch, nvml_info=nv)}
+
+    def op_prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self._release()
+        t0 = time.perf_counter()
+        spec, fn = self._resolve(msg["entries"])
+        shape, dtype, seed = msg["shape"], msg["dtype"], int(msg.get("seed", 0))
+        self._torch()
+        first = self._call_entry(fn, shape, dtype, seed)
+        footprint = int(first.get("bytes_moved") or 0) or _nbytes(first.get("inputs"))
+        # Input copies to rotate through: enough to overflow L2 on a GPU (so no call finds its
+        # inputs cached), and a few on the CPU (so one lucky or unlucky allocation does not
+        # decide); bounded by count and bytes.
+        want = CPU_COPIES
+        if self.device != "cpu":
+            l2 = self._l2_bytes()
+            want = math.ceil(2 * l2 / footprint) if l2 and footprint else 1
+        cap = max(1, int(msg.get("max_copy_bytes", 2**31)) // max(1, footprint))
+        copies = max(1, min(want, int(msg.get("max_copies", 64)), cap))
+        if msg.get("copies"):
+            copies = int(msg["copies"])  # the caller keeps two sides' rotations alike
+        self.items = [first] + [
+            self._call_entry(fn, shape, dtype, seed + i) for i in range(1, copies)
+        ]
+        for item in self.items:
+            item["fn"]()  # compile / autotune / first-touch before any timing
+        self._sync()
+        fns = [item["fn"] for item in self.items]
+        if self.device == "cpu":
+            self.timer = timing.CpuTimer(fns)
+        else:
+            self.timer = timing.CudaTimer(fns, self._torch(), l2_bytes=self._l2_bytes())
+        est = self.timer.estimate_us()
+        self.case = {"entry": spec, "shape": shape, "dtype": dtype}
+        return {
+            "entry": spec,
+            "est_us": est,
+            "host_us": getattr(self.timer, "host_us", None),
+            "bytes_moved": int(first.get("bytes_moved") or 0),
+            "flops": int(first.get("flops") or 0),
+            "copies": copies,
+            "footprint_bytes": footprint,
+            "prepare_s": time.perf_counter() - t0,
+        }
+
+    def op_check(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self._release()
+        self._torch()
+        _, fn = self._resolve(msg["entries"])
+        item = self._call_entry(fn, msg["shape"], msg["dtype"], int(msg["seed"]))
+        ref_fn = item.get("reference")
+        ref = ref_fn() if callable(ref_fn) else None
+        self._sync()
+        if ref is None:
+            sizing = item["fn"]()
+            self._sync()
+            correctness.poison(correctness.flatten_outputs(sizing))
+            del sizing
+        else:
+            correctness.poison(correctness.flatten_outputs(ref))
+        out = item["fn"]()
+        self._sync()
+        first_out = correctness.flatten_outputs(out)
+        dtype = correctness.dtype_name(first_out[0]) if first_out else msg["dtype"]
+        atol, rtol = correctness.tolerance_for(dtype, item.get("atol"), item.get("rtol"))
+        result: dict[str, Any] = {"has_reference": ref is not None, "atol": atol, "rtol": rtol}
+        if ref is not None:
+            result.update(correctness.compare(out, ref, atol=atol, rtol=rtol))
+        else:
+            result.update({"ok": True, "bad_elements": 0, "max_abs_err": None, "message": ""})
+        result["correct"] = result.pop("ok")
+        result["digest"] = correctness.digest(out)
+        del out, ref, item
+        self._release()
+        return result
+
+    def op_configure(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.timer is None:
+            raise EntryError("error", "configure before prepare")
+        try:
+            return self.timer.configure(msg["mode"], float(msg["block_ms"]))
+        except Exception as exc:
+            if msg["mode"] == "graph" and classify(exc) == "error":
+                raise EntryError("graph_capture", f"CUDA graph capture failed: {exc}") from exc
+            raise
+
+    def op_block(self, msg: dict[str, Any]) -> dict[str, Any]:
+        out = self.timer.block()
+        out["telemetry"] = self.nvml.read() if self.nvml else None
+        return out
+
+    def op_finish(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Recheck the timed copy's output against its reference, then free everything."""
+        result: dict[str, Any] = {"rechecked": False, "correct": True, "message": ""}
+        if msg.get("recheck") and self.items and callable(self.items[0].get("reference")):
+            item = self.items[0]
+            out = item["fn"]()
+            ref = item["reference"]()
+            self._sync()
+            atol, rtol = correctness.tolerance_for(
+                correctness.dtype_name(correctness.flatten_outputs(out)[0]),
+                item.get("atol"),
+                item.get("rtol"),
+            )
+            cmp = correctness.compare(out, ref, atol=atol, rtol=rtol)
+            result = {"rechecked": True, "correct": cmp["ok"], "message": cmp["message"]}
+        self._release()
+        return result
+
+    def op_warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.device == "cpu":
+            return {"seconds": 0.0, "reached": True, "sm_clock_mhz": None}
+        torch = self._torch()
+        t0 = time.perf_counter()
+        good, reading = 0, None
+        min_s, max_s = float(msg.get("min_s", 0.5)), float(msg.get("max_s", 5.0))
+        frac = float(msg.get("clock_fraction", 0.85))
+        while time.perf_counter() - t0 < max_s:
+            timing.burn(torch, "cuda", 0.05)
+            reading = self.nvml.read() if self.nvml else None
+            mx = reading and reading.get("max_sm_clock_mhz")
+            up = reading is None or not mx or (reading.get("sm_clock_mhz") or 0) >= frac * mx
+            good = good + 1 if up else 0
+            if good >= 3 and time.perf_counter() - t0 >= min_s:
+                break
+        return {
+            "seconds": time.perf_counter() - t0,
+            "reached": good >= 3,
+            "sm_clock_mhz": reading and reading.get("sm_clock_mhz"),
+        }
+
+    def op_ceilings(self, msg: dict[str, Any]) -> dict[str, Any]:
+        torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
+        return {"ceilings": ceilings.measure(torch, self.device)}
+
+    def _release(self) -> None:
+        if self.timer is not None:
+            self.timer.release()
+        self.timer = None
+        self.items = []
+        self.case = {}
+        if self.torch is not None and self.device != "cpu":
+            self.torch.cuda.synchronize()
+            self.torch.cuda.empty_cache()
+
+
+def _nbytes(tensors: Any) -> int:
+    total = 0
+    for t in tensors or []:
+        try:
+            total += int(t.numel()) * int(t.element_size())
+        except Exception:
+            total += int(getattr(t, "nbytes", 0) or 0)
+    return total
+
+
+def _clean(value: Any) -> Any:
+    """JSON without NaN/Inf tokens (they are not JSON): non-finite floats become strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def serve(worker: Worker, cmd_fd: int, resp_fd: int) -> None:
+    cmds = os.fdopen(cmd_fd, "r", encoding="utf-8")
+    resp = os.fdopen(resp_fd, "w", encoding="utf-8")
+    for line in cmds:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        op = msg.get("op")
+        if op == "quit":
+            resp.write(json.dumps({"ok": True}) + "\n")
+            resp.flush()
+            return
+        handler = getattr(worker, f"op_{op}", None)
+        try:
+            if handler is None:
+                raise EntryError("error", f"unknown command {op!r}")
+            answer = {"ok": True, **handler(msg)}
+        except EntryError as exc:
+            answer = {"ok": False, "kind": exc.kind, "error": str(exc), "type": "EntryError"}
+        except BaseException as exc:  # user code can raise anything, even SystemExit
+            traceback.print_exc()
+            sys.stderr.flush()
+            answer = {
+                "ok": False,
+                "kind": classify(exc),
+                "error": f"{type(exc).__name__}: {exc}"[:4000],
+                "type": type(exc).__name__,
+                "traceback": traceback.format_exc()[-4000:],
+            }
+        resp.write(json.dumps(_clean(answer), allow_nan=False) + "\n")
+        resp.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernel-review-worker")
+    parser.add_argument("--cmd-fd", type=int, required=True)
+    parser.add_argument("--resp-fd", type=int, required=True)
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
+    parser.add_argument("--side", choices=["base", "head"], required=True)
+    args = parser.parse_args(argv)
+    faulthandler.enable()
+    root = os.path.abspath(args.root)
+    sys.path.insert(0, root)
+    os.chdir(root)
+    serve(Worker(root, args.device, args.side), args.cmd_fd, args.resp_fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
