@@ -1,0 +1,313 @@
+"""The five conditions of a review, one small function each. Pure.
+
+Each function reads the changes, the policy's requirements and the evidence (``Facts``) and
+returns a ``Finding``: the state (met, open or not run), a one-line summary, the evidence rows
+behind it, and whether it is a measured violation that requests changes. ``CONDITIONS`` lists
+them in the order the review shows them; a condition's number is its place there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from bot.contracts.evidence import Evidence, FirstCallEvidence
+from bot.contracts.review import ChangeLine, Condition, Requirements, State
+
+NOT_COVERED = "no changed kernel is covered by the policy"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What every condition is decided from."""
+
+    changes: tuple[ChangeLine, ...]
+    req: Requirements
+    ev: Evidence
+
+    @property
+    def measured_kernels(self) -> bool:
+        """Whether any changed kernel is covered by the policy (and so measured)."""
+        return any(c.mapped for c in self.changes)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One condition's outcome, as data: the renderer lays it out."""
+
+    state: State
+    summary: str
+    rows: tuple[str, ...] = ()
+    blocking: bool = False  # a measured violation: requests changes
+
+
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1.0) * 100:+.1f}%"
+
+
+def _shape(s: Sequence[int]) -> str:
+    return "x".join(str(d) for d in s)
+
+
+def sweep(f: Facts) -> Finding:
+    """A shape sweep on a GPU: every shape within tolerance, none failed."""
+    ev = f.ev
+    if not f.measured_kernels:
+        return Finding("met", f"{NOT_COVERED}, so there is nothing to sweep")
+    gpu_sweeps = [s for s in ev.sweeps if s.timing_kind == "gpu"]
+    if not gpu_sweeps:
+        reasons = [n.reason for n in ev.not_run if n.check == "sweep"] or ["needs a GPU runner"]
+        cpu = [s for s in ev.sweeps if s.timing_kind == "cpu"]
+        extra = (
+            ("a CPU-timed sweep ran the pipeline end to end; CPU timings are not evidence",)
+            if cpu
+            else ()
+        )
+        return Finding("not_run", reasons[0], tuple(reasons[1:]) + extra)
+    lines: list[str] = []
+    failures = [x for s in gpu_sweeps for x in s.failures]
+    slower = [x for s in gpu_sweeps for x in s.slower]
+    inconclusive = [x for s in gpu_sweeps for x in s.inconclusive]
+    for s in gpu_sweeps:
+        gm = ""
+        if s.geomean_ratio is not None:
+            ci = f" [{_pct(s.geomean_ci[0])}, {_pct(s.geomean_ci[1])}]" if s.geomean_ci else ""
+            gm = f"; {'weighted ' if s.weighted else ''}geomean {_pct(s.geomean_ratio)}{ci}"
+        worst = s.worst
+        w = (
+            f"; worst {worst.kernel} {_shape(worst.shape)} {worst.dtype} {_pct(worst.ratio or 1)}"
+            if worst
+            else ""
+        )
+        lines.append(f"{s.vendor} ({s.gpu}): {len(s.shapes)} shapes{gm}{w}")
+        if s.dropped_rounds:
+            lines.append(f"{s.vendor}: {s.dropped_rounds} throttled rounds dropped")
+    for x in failures:
+        lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip())
+    for x in slower:
+        lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: slower by {_pct(x.ratio or 1)}")
+    rows = tuple(lines)
+    if failures or slower:
+        what = []
+        if failures:
+            what.append(f"{len(failures)} shape(s) failed (wrong result, crash or timeout)")
+        if slower:
+            what.append(f"{len(slower)} shape(s) slower than tolerance")
+        return Finding("open", "; ".join(what), rows, blocking=True)
+    if inconclusive:
+        return Finding(
+            "open",
+            f"{len(inconclusive)} shape(s) inconclusive: the noise was larger than the "
+            "tolerance within the budget; rerun with `/bench full`",
+            rows,
+        )
+    return Finding("met", "within tolerance at every shape", rows)
+
+
+def _first_call_line(f: FirstCallEvidence) -> str:
+    parts = [f"{f.kernel} on {f.vendor}"]
+    if f.cold_ms is not None:
+        parts.append(f"cold {f.cold_ms:.0f} ms")
+    if f.warm_ms is not None:
+        parts.append(f"warm {f.warm_ms:.0f} ms")
+    if f.autotune_ms:
+        parts.append(f"autotune {f.autotune_ms:.0f} ms")
+    if f.distinct_keys is not None:
+        parts.append(f"{f.distinct_keys} autotune key(s) over the served shapes")
+    if f.cold_total_ms is not None:
+        parts.append(f"{f.cold_total_ms:.0f} ms to serve every shape once, cold")
+    if f.compile_only:
+        parts.append("(compile only, on a CPU)")
+    line = ", ".join(parts)
+    # where the cold time went: imports and context are paid by any torch process, old kernel too
+    return f"{line} ({f.detail})" if f.detail else line
+
+
+def first_call(f: Facts) -> Finding:
+    """The first call in a fresh process, judged against the deployment's budget."""
+    ev, req = f.ev, f.req
+    if not f.measured_kernels:
+        return Finding("met", NOT_COVERED)
+    gpu = [x for x in ev.first_calls if not x.compile_only and x.cold_ms is not None]
+    failed = [x for x in ev.first_calls if not x.compile_only and x.cold_ms is None]
+    lines = tuple(
+        _first_call_line(x)
+        if x.cold_ms is not None or x.compile_only
+        else f"{x.kernel} on {x.vendor}: not measured ({x.detail or 'no time recorded'})"
+        for x in ev.first_calls
+    )
+    kind = req.deployment
+    if not gpu:
+        reasons = [n.reason for n in ev.not_run if n.check == "first_call"]
+        reasons += [f"{x.kernel}: the measurement failed" for x in failed]
+        reasons = reasons or ["needs a GPU runner"]
+        return Finding("not_run", f"{reasons[0]}; the deployment is `{kind}`", lines)
+    if kind == "long-lived":
+        return Finding(
+            "met", "measured; for a long-lived process it is paid once and reported only", lines
+        )
+    budget = req.first_call_budget_ms
+    over = [
+        x for x in gpu if x.over_budget_shapes or (budget is not None and (x.cold_ms or 0) > budget)
+    ]
+    if over:
+        rows = lines + tuple(
+            f"{x.kernel}: over the {budget:.0f} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
+            for x in over
+        )
+        return Finding(
+            "open",
+            f"over the `{kind}` budget of {budget:.0f} ms for {len(over)} kernel(s)",
+            rows,
+            blocking=True,
+        )
+    return Finding("met", f"within the `{kind}` budget of {budget:.0f} ms", lines)
+
+
+def vendors(f: Facts) -> Finding:
+    """Every required vendor measured, each with its own configs, and every config compiles."""
+    ev, req = f.ev, f.req
+    if not f.measured_kernels:
+        return Finding("met", NOT_COVERED)
+    measured = {s.vendor for s in ev.sweeps if s.timing_kind == "gpu"}
+    missing = [v for v in req.vendors if v not in measured]
+    lines: list[str] = []
+    for v in req.vendors:
+        if v in measured:
+            lines.append(f"{v}: measured")
+        else:
+            why = [n.reason for n in ev.not_run if n.vendor == v and n.check == "sweep"] or [
+                "needs a GPU runner"
+            ]
+            lines.append(f"{v}: not run ({why[0]})")
+    shared = []
+    if ev.compiler is not None and len(req.vendors) > 1:
+        shared = [k for k, differ in ev.compiler.configs_differ_per_vendor.items() if not differ]
+        for k in shared:
+            lines.append(
+                f"{k}: one config list serves both vendors; the same num_warps is twice the "
+                "threads on AMD (64-lane wavefronts) as on NVIDIA (32-lane warps)"
+            )
+    failed_compiles = (
+        [x for x in ev.compiler.flags if x.severity == "error" and x.vendor in req.vendors]
+        if ev.compiler
+        else []
+    )
+    for x in failed_compiles:
+        lines.append(f"{x.kernel} on {x.vendor} {x.target}: {x.message}")
+    rows = tuple(lines)
+    if failed_compiles:
+        return Finding(
+            "open", "a config does not compile for a required vendor", rows, blocking=True
+        )
+    if missing and not measured:
+        return Finding("not_run", f"{', '.join(missing)} not measured yet", rows)
+    if missing:
+        return Finding(
+            "open",
+            f"{', '.join(missing)} not measured; a config tuned on one vendor is not tuned on the other",
+            rows,
+        )
+    if shared:
+        return Finding("open", "measured on both, but one config list serves both vendors", rows)
+    return Finding("met", f"measured separately on {', '.join(req.vendors)}", rows)
+
+
+def ownership(f: Facts) -> Finding:
+    """A named owner for every changed kernel, version pins, and a perf gate in CI."""
+    ev = f.ev
+    repo = ev.repo
+    if repo is None:
+        reasons = [n.reason for n in ev.not_run if n.check == "repo"] or [
+            "the repository was not read"
+        ]
+        return Finding("not_run", reasons[0])
+    lines: list[str] = []
+    missing: list[str] = []
+    unowned = [o.path for o in repo.owners if not o.owners]
+    owners = sorted({w for o in repo.owners for w in o.owners})
+    if unowned or not repo.owners:
+        missing.append("an owner")
+        lines.append(
+            "owner: none for "
+            + (", ".join(unowned) or "the changed kernels")
+            + " (add a CODEOWNERS rule or `owners` in the policy)"
+        )
+    else:
+        sources = sorted({o.source for o in repo.owners})
+        lines.append(f"owner: {', '.join(owners)} ({', '.join(sources)})")
+    for p in repo.pins:
+        if p.pinned:
+            lines.append(f"pin: {p.package} {p.spec} ({p.source})")
+        else:
+            missing.append(f"a {p.package} pin")
+            where = (
+                f" ({p.source}: `{p.package}{p.spec or ''}` has no upper bound)" if p.source else ""
+            )
+            lines.append(f"pin: {p.package} not pinned{where}")
+    if not repo.perf_gate.workflow:
+        missing.append("a perf gate in CI")
+    lines.append(f"perf gate: {repo.perf_gate.detail}")
+    if missing:
+        return Finding("open", "missing " + ", ".join(missing), tuple(lines))
+    return Finding("met", "owner, pins and perf gate are in place", tuple(lines))
+
+
+def rollback(f: Facts) -> Finding:
+    """Every replaced hand-written kernel kept in the tree for one release."""
+    rewrites = [c for c in f.changes if c.kind == "rewrite"]
+    if not rewrites:
+        return Finding(
+            "met", "no hand-written kernel is replaced; the previous version is in history"
+        )
+    lines = []
+    deleted = []
+    for c in rewrites:
+        where = ", ".join(c.old_paths)
+        if c.old_kernel_kept:
+            lines.append(f"{c.kernel}: kept ({where}){' ' + c.kept_how if c.kept_how else ''}")
+        else:
+            deleted.append(c.kernel)
+            lines.append(
+                f"{c.kernel}: deleted ({where}); only git history keeps it"
+                f"{' ' + c.kept_how if c.kept_how else ''}"
+            )
+    if deleted:
+        return Finding(
+            "open",
+            f"deleted for {', '.join(deleted)}: keep it behind a flag for one "
+            "release, with a comment saying why",
+            tuple(lines),
+        )
+    return Finding("met", "every replaced kernel is kept in the tree", tuple(lines))
+
+
+CONDITIONS: tuple[tuple[str, str, Callable[[Facts], Finding]], ...] = (
+    ("sweep", "A shape sweep, not a data point", sweep),
+    ("first_call", "The first-call cost, measured in the process that will run this", first_call),
+    ("vendors", "Both vendors, measured separately", vendors),
+    ("ownership", "A named owner, a version pin and a perf gate in CI", ownership),
+    ("rollback", "The old kernel kept for one release as rollback", rollback),
+)
+
+
+def evaluate(
+    changes: Sequence[ChangeLine], req: Requirements, ev: Evidence
+) -> tuple[Condition, ...]:
+    """Every condition in ``CONDITIONS`` order, numbered from 1 by that order."""
+    facts = Facts(changes=tuple(changes), req=req, ev=ev)
+    out = []
+    for number, (key, title, check) in enumerate(CONDITIONS, start=1):
+        found = check(facts)
+        out.append(
+            Condition(
+                number=number,
+                key=key,  # type: ignore[arg-type]
+                title=title,
+                state=found.state,
+                summary=found.summary,
+                evidence=found.rows,
+                blocking=found.blocking,
+            )
+        )
+    return tuple(out)
