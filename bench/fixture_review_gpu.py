@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from bot.contracts.evidence import Evidence  # noqa: E402
 from bot.contracts.results import ResultsFile  # noqa: E402
-from bot.review.conclude import ReviewInputs, gpu_vendor, static_review  # noqa: E402
+from bot.review.local import ReviewInputs, gpu_vendor, static_review  # noqa: E402
 from checks.measure import measure_plan  # noqa: E402
 from kernels_fixture.build_repo import build_fixture_repo  # noqa: E402
 
@@ -110,7 +110,6 @@ def main(argv: list[str] | None = None) -> int:
                 repo=Path(fixture.path),
                 base_sha=fixture.base_sha,
                 head_sha=fixture.head_sha,
-                compile_report=False,
             )
         )
         plan = static.plan

@@ -240,7 +240,7 @@ def run_ack(env: ActionEnv, client_factory, analyze=None) -> int:
 
 
 def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
-    from bot.github.sticky import MAX_COMMENT_CHARS, upsert_sticky
+    from bot.github.sticky import upsert_sticky
     from bot.jobs.report import (
         annotations,
         build_report,
@@ -267,20 +267,12 @@ def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
     evidence = merge_evidence(kept, d.plan.vendors if d.run else ())
     kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
     repo = repo_facts(client, d.head_sha or "", kernel_paths, result.policy)
-    verdict, evidence, comment, summary = build_report(
-        d,
-        result.policy,
-        evidence,
-        repo,
-        summary_url=env.run_url,
-        artifact_name=env.artifact_name,
-        comment_chars=MAX_COMMENT_CHARS - 200,
-    )
+    review = build_report(d, result.policy, evidence, repo)
     bot_login = env.bot_login or client.whoami() or DEFAULT_BOT_LOGINS[0]
     sticky = upsert_sticky(
         client,
         d.pr_number,
-        comment,
+        review.comment,
         head_sha=d.head_sha or "",
         bot_login=bot_login,
         current_head_sha=result.pull.head_sha if result.pull else None,
@@ -289,19 +281,19 @@ def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
     )
     log(f"review comment {sticky.action}: {sticky.html_url or sticky.comment_id} {sticky.detail}")
     if result.policy.github.merge_gate == "status" and sticky.action != "skipped-stale":
-        state, description = status_for(verdict)
+        state, description = status_for(review.verdict)
         client.set_status(
             d.head_sha or "", state, description, context="kernel-review", target_url=env.run_url
         )
-    for line in annotations(evidence, d):
+    for line in annotations(review.evidence, d):
         print(line, flush=True)  # already escaped by workflow_command
-    write_summary(env.step_summary, summary)
+    write_summary(env.step_summary, review.summary)
     env.results_path.mkdir(parents=True, exist_ok=True)
-    (env.results_path / "review.md").write_text(summary, encoding="utf-8")
+    (env.results_path / "review.md").write_text(review.summary, encoding="utf-8")
     set_outputs(
         env.output,
         {
-            "verdict": verdict.decision,
+            "verdict": review.verdict.decision,
             "results-path": str(env.results_path),
             "comment-url": sticky.html_url,
         },

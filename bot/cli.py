@@ -2,25 +2,48 @@
 
 Each subcommand lives in the module that owns the work; that module exposes
 ``register(subparsers)`` which adds its parser and sets ``handler`` to a function
-``(argparse.Namespace) -> int``. Imports here must stay cheap: no torch, no triton.
+``(argparse.Namespace) -> int``. What a command needs from ``checks/`` is passed to its
+``register`` from here (``bot/`` imports ``checks/`` only in the wiring). Imports here must stay
+cheap: no torch, no triton.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import sys
 import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot import __version__
 from bot.errors import KernelReviewError
 from bot.escape import log_safe
 
+if TYPE_CHECKING:
+    from bot.contracts.evidence import CompilerEvidence, NotRun
+    from bot.contracts.plan import Plan
+    from bot.policy.load import Policy
 
-def _command_modules() -> list:
+
+def _compiler_report(
+    repo: Path, base_sha: str, head_sha: str, plan: Plan, policy: Policy
+) -> tuple[CompilerEvidence | None, list[NotRun]]:
+    """``checks.compiler``'s report for a range, imported only when a review asks for it."""
+    try:
+        from checks.compiler.evidence import compiler_evidence_for_range
+    except ImportError as exc:  # triton is an optional extra
+        from bot.contracts.evidence import NotRun
+
+        return None, [NotRun(check="compiler", reason=f"triton is not installed here ({exc.name})")]
+    return compiler_evidence_for_range(repo, base_sha, head_sha, plan, policy)
+
+
+def _registrations() -> list[Callable[[argparse._SubParsersAction], None]]:
     # Explicit list, imported lazily so `kernel-review --help` stays fast.
     from bot import app, demo
     from bot.analysis import cli as analyze_cli
@@ -28,7 +51,14 @@ def _command_modules() -> list:
     from checks.compiler import cli as compile_cli
     from checks.sweep import cli as bench_cli
 
-    return [demo, policy_cli, analyze_cli, app, bench_cli, compile_cli]
+    return [
+        functools.partial(demo.register, compiler_report=_compiler_report),
+        policy_cli.register,
+        analyze_cli.register,
+        app.register,
+        bench_cli.register,
+        compile_cli.register,
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show a traceback for unexpected errors"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in _command_modules():
-        module.register(sub)
+    for register in _registrations():
+        register(sub)
     return parser
 
 

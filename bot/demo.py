@@ -21,10 +21,13 @@ from pathlib import Path
 
 from bot.contracts.evidence import Evidence
 from bot.errors import ResultsError
-from bot.review.conclude import ReviewInputs, static_review
+from bot.github.sticky import fit_body
+from bot.review.local import CompilerReport, ReviewInputs, static_review
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction, *, compiler_report: CompilerReport) -> None:
+    """Add ``demo``; ``compiler_report`` compiles the fixture's changed kernels (the command
+    line passes ``checks.compiler``'s, imported when it runs)."""
     p = sub.add_parser(
         "demo",
         help="review the bundled fixture's kernel rewrites and print the review",
@@ -53,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         help="a GPU runner's results file for the fixture's head (repeat for more vendors)",
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, compiler_report=compiler_report)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,24 +111,25 @@ def _review(fixture, args: argparse.Namespace) -> int:
             "runner for this head). Vendors without a results file are marked not run."
         )
     measured = measured or Evidence()
-    out = static_review(
+    review = static_review(
         ReviewInputs(
             repo=Path(fixture.path),
             base_sha=fixture.base_sha,
             head_sha=fixture.head_sha,
-            compile_report=not args.no_compile and measured.compiler is None,
             note=note,
             sweeps=measured.sweeps,
             first_calls=measured.first_calls,
             compiler=measured.compiler,
             not_run=measured.not_run,
         ),
+        compiler_report=None if args.no_compile else args.compiler_report,
         progress=lambda msg: print(msg, file=sys.stderr),
-    )
+    ).review
+    comment, _ = fit_body(review.comment)  # as it would be posted
     if args.json:
-        print(out.verdict.model_dump_json(indent=2))
+        print(review.verdict.model_dump_json(indent=2))
     else:
-        print(out.markdown)
+        print(comment)
     if args.out:
-        args.out.write_text(out.markdown, encoding="utf-8")
+        args.out.write_text(comment, encoding="utf-8")
     return 0

@@ -8,17 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.contracts.evidence import (
-    CompilerEvidence,
-    CompilerFlag,
-    Evidence,
-    FirstCallEvidence,
-    NotRun,
-    ShapeLine,
-    SweepEvidence,
-)
+from bot.contracts.evidence import Evidence, FirstCallEvidence, NotRun, ShapeLine, SweepEvidence
 from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
-from bot.contracts.review import ChangeLine, Requirements
+from bot.contracts.review import Requirements
 from bot.review.render import render_comment
 from bot.review.verdict import decide
 from tests.golden_util import check_golden
@@ -47,20 +39,20 @@ REPO_OPEN = REPO_OK.model_copy(
 COMPILER_OK = COMPILER.model_copy(
     update={"flags": (), "configs_differ_per_vendor": {"matmul": True}}
 )
-COMPILER_FAILS = CompilerEvidence(
-    rows=COMPILER.rows,
-    flags=(
-        CompilerFlag(
-            severity="error",
-            kernel="matmul",
-            vendor="amd",
-            target="gfx942",
-            message="BLOCK_M=256 BLOCK_N=256 warps=4 needs 131072 bytes of LDS; gfx942 has 65536",
-            path="ops/matmul.py",
-            line=31,
-        ),
-    ),
-    configs_differ_per_vendor={"matmul": True},
+COMPILER_FAILS = COMPILER_OK.model_copy(
+    update={
+        "flags": (
+            COMPILER.flags[0].model_copy(
+                update={
+                    "severity": "error",
+                    "message": "BLOCK_M=256 BLOCK_N=256 warps=4 needs 131072 bytes of LDS; "
+                    "gfx942 has 65536",
+                    "path": "ops/matmul.py",
+                    "line": 31,
+                }
+            ),
+        )
+    }
 )
 
 
@@ -122,14 +114,13 @@ NO_GPU = tuple(
     for check in ("sweep", "first_call")
 )
 UNMAPPED = (
-    ChangeLine(
-        kernel="layernorm",
-        kind="tuning",
-        old_language="triton",
-        new_language="triton",
-        old_paths=("ops/layernorm.py",),
-        new_paths=("ops/layernorm.py",),
-        mapped=False,
+    CHANGES[1].model_copy(
+        update={
+            "kernel": "layernorm",
+            "old_paths": ("ops/layernorm.py",),
+            "new_paths": ("ops/layernorm.py",),
+            "mapped": False,
+        }
     ),
 )
 

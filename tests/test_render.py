@@ -11,7 +11,8 @@ from bot.contracts.evidence import (
 )
 from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
 from bot.contracts.review import ChangeLine, PartATable, Requirements, ReviewContext
-from bot.review.render import MAX_COMMENT_CHARS, code, esc, render_comment
+from bot.github.sticky import MAX_COMMENT_CHARS, fit_body
+from bot.review.render import code, esc, render_comment
 from bot.review.verdict import decide
 from tests.golden_util import check_golden
 
@@ -23,7 +24,6 @@ CTX = ReviewContext(
     deployment="cli",
     first_call_budget_ms=3000,
     vendors=("nvidia", "amd"),
-    artifact_name="kernel-review-results",
 )
 CHANGES = [
     ChangeLine(
@@ -174,7 +174,7 @@ def test_long_comment_is_truncated_with_a_pointer_and_balanced_blocks():
     v = decide(CHANGES, Requirements(), ev)
     full = render_comment(v, CTX, ev, full=True)
     assert len(full) > MAX_COMMENT_CHARS
-    text = render_comment(v, CTX, ev)
+    text, _ = fit_body(render_comment(v, CTX, ev), artifact_name="kernel-review-results")
     assert len(text) <= MAX_COMMENT_CHARS
     assert "truncated" in text and "kernel-review-results" in text
     assert text.count("<details>") == text.count("</details>")

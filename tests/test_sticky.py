@@ -175,3 +175,18 @@ def test_find_sticky_takes_the_oldest_bot_comment():
     found = find_sticky(comments, BOT)
     assert found is not None and found.id == 3
     assert find_sticky(comments, "someone-else") is None
+
+
+def test_fit_body_drops_a_chart_it_would_cut_and_closes_details():
+    rows = "| row |\n" * 100
+    chart = "```mermaid\nxychart-beta\n" + "    bar [1.0]\n" * 500 + "```\n"
+    body = f"## Review\n<details>\n<summary>Per shape</summary>\n\n{rows}{chart}</details>\n"
+    text, cut = fit_body(
+        body, limit=3000, summary_url="https://gh.example/run/1", artifact_name="a"
+    )
+    assert cut and len(text) <= 3000
+    assert "```" not in text and "xychart" not in text and text.count("| row |") == 100
+    assert text.count("<details>") == text.count("</details>") == 1
+    assert text.endswith(
+        "the [job summary](https://gh.example/run/1) and the results artifact `a`.\n"
+    )

@@ -11,6 +11,7 @@ from bot.contracts.evidence import (
 )
 from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
 from bot.contracts.review import ChangeLine, Requirements
+from bot.review.conditions import CONDITIONS
 from bot.review.verdict import decide
 
 REWRITE_KEPT = ChangeLine(
@@ -226,3 +227,17 @@ def test_a_failed_first_call_is_not_run_never_met():
     c = v.conditions[1]
     assert c.state == "not_run" and "failed" in c.summary
     assert any("CUDA error" in e for e in c.evidence)
+
+
+def test_conditions_are_numbered_by_their_place_in_the_list():
+    v = decide([REWRITE_KEPT, TUNING], CLI, FULL)
+    assert [(c.number, c.key, c.title) for c in v.conditions] == [
+        (number, key, title) for number, (key, title, _) in enumerate(CONDITIONS, start=1)
+    ]
+    assert [c.key for c in v.conditions] == [
+        "sweep",
+        "first_call",
+        "vendors",
+        "ownership",
+        "rollback",
+    ]

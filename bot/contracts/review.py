@@ -92,5 +92,3 @@ class ReviewContext(BaseModel):
     first_call_budget_ms: float | None = None
     vendors: tuple[str, ...] = ()
     note: str = ""  # e.g. "demo on a machine without a GPU"
-    summary_url: str | None = None
-    artifact_name: str | None = None

@@ -11,9 +11,10 @@ Rules:
 - A POST that failed with a 5xx or a dropped connection may have created the comment: before
   posting again, the comments are listed again and the one found is edited instead.
 - Results for an older head never overwrite a comment that already describes the current head.
-- GitHub refuses bodies over 65,536 characters: the body is cut at a line, open code fences
-  and ``<details>`` are closed, and a note points to the job summary and the artifact. Should
-  GitHub still answer "body is too long", the body is cut again by UTF-8 bytes and sent once more.
+- GitHub refuses bodies over 65,536 characters: ``fit_body`` (the only place a review is cut)
+  cuts the body at a line, drops a code fence the cut would leave open, closes ``<details>``,
+  and adds a note pointing to the job summary and the artifact. Should GitHub still answer
+  "body is too long", the body is cut again by UTF-8 bytes and sent once more.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from bot.errors import GitHubError
+from bot.escape import md_code
 from bot.github.api import GitHubRequestError
 from bot.github.types import CommentInfo
 
@@ -33,6 +35,7 @@ MARKER_PREFIX = "<!-- kernel-review:sticky v1"
 _MARKER_RE = re.compile(r"\A<!-- kernel-review:sticky v1 head=([0-9a-f]{7,40}) -->")
 _SHA_RE = re.compile(r"[0-9a-f]{7,40}")
 _CREATE_ATTEMPTS = 3
+_DETAILS_CLOSER = "\n\n</details>"
 
 
 class CommentsClient(Protocol):
@@ -77,16 +80,13 @@ def find_sticky(comments: Sequence[CommentInfo], bot_login: str) -> CommentInfo 
 
 
 def overflow_note(*, omitted_chars: int, summary_url: str | None, artifact_name: str | None) -> str:
-    where = []
-    if summary_url:
-        where.append(f"the [job summary]({summary_url})")
-    else:
-        where.append("the job summary of this run")
+    """The note at the end of a cut review: how much was left out, and where the rest is."""
+    where = [f"the [job summary]({summary_url})" if summary_url else "the job summary"]
     if artifact_name:
-        where.append(f"the `{artifact_name}` artifact")
+        where.append(f"the results artifact {md_code(artifact_name, max_chars=200)}")
     return (
-        f"\n\n---\n**This review was cut to fit GitHub's comment limit** "
-        f"({omitted_chars:,} characters left out). The full review is in {' and in '.join(where)}.\n"
+        f"\n\n---\n**This review was truncated to fit a comment** ({omitted_chars:,} characters "
+        f"left out). The full tables are in {' and '.join(where)}.\n"
     )
 
 
@@ -100,13 +100,18 @@ def _prefix_within(text: str, budget: int, unit: Literal["chars", "bytes"]) -> s
     return text[: max(0, budget)]
 
 
-def _close_open_blocks(text: str) -> str:
-    fences = sum(1 for line in text.splitlines() if line.lstrip().startswith("```"))
-    if fences % 2:
-        text += "\n```"
-    open_details = len(re.findall(r"<details\b", text)) - len(re.findall(r"</details>", text))
-    text += "\n</details>" * max(0, open_details)
-    return text
+def _cut_at_line(text: str) -> str:
+    """``text`` up to its last line end, less a code fence the cut leaves open (half a mermaid
+    chart renders as an error, so the unfinished block goes)."""
+    kept = text[: text.rindex("\n")] if "\n" in text else text
+    if kept.count("```") % 2:
+        kept = kept[: kept.rindex("```")]
+    return kept
+
+
+def _close_details(text: str) -> str:
+    open_details = len(re.findall(r"<details\b", text)) - text.count("</details>")
+    return text + _DETAILS_CLOSER * max(0, open_details)
 
 
 def fit_body(
@@ -119,24 +124,28 @@ def fit_body(
 ) -> tuple[str, bool]:
     """``body`` cut to at most ``limit`` characters (or UTF-8 bytes); returns (text, truncated).
 
-    The cut falls at a line end, keeps the marker (it is the first line), closes open code
-    fences and ``<details>``, and ends with a note saying where the full review is.
+    The one place a review is cut. The cut falls at a line end, keeps the marker (it is the
+    first line), drops a code fence it would leave open, closes open ``<details>``, and ends
+    with a note pointing to the job summary and the results artifact.
     """
     if _size(body, unit) <= limit:
         return body, False
-    reserve = 400  # room for the closing tags and the note
-    kept = _prefix_within(body, limit - reserve, unit)
-    if "\n" in kept:
-        kept = kept[: kept.rindex("\n")]
-    kept = _close_open_blocks(kept)
-    note = overflow_note(
-        omitted_chars=len(body) - len(kept), summary_url=summary_url, artifact_name=artifact_name
-    )
-    text = kept + note
-    while _size(text, unit) > limit and "\n" in kept:  # pathological: very long closing tags/URLs
-        kept = _close_open_blocks(kept[: kept.rindex("\n")])
-        text = kept + note
-    return _prefix_within(text, limit, unit), True
+
+    def note(kept: str) -> str:
+        return overflow_note(
+            omitted_chars=len(body) - len(kept),
+            summary_url=summary_url,
+            artifact_name=artifact_name,
+        )
+
+    def fitted(kept: str) -> str:
+        return _close_details(kept) + note(kept)
+
+    room = limit - _size(note(""), unit) - _size(_DETAILS_CLOSER, unit)
+    kept = _cut_at_line(_prefix_within(body, room, unit))
+    while _size(fitted(kept), unit) > limit and "\n" in kept:  # nested or very long tags
+        kept = _cut_at_line(kept)
+    return _prefix_within(fitted(kept), limit, unit), True
 
 
 def upsert_sticky(

@@ -1,4 +1,4 @@
-"""The report: merge the measure jobs' results, decide, render, and say it on GitHub.
+"""The report: merge the measure jobs' results, conclude the review, and say it on GitHub.
 
 The results files come from GPU runners that executed pull-request code, so they are untrusted
 data: size-capped, schema-validated (extra keys refused), and only accepted for the pinned head
@@ -11,36 +11,23 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from bot.contracts.evidence import CompilerEvidence, Evidence, NotRun
 from bot.contracts.repo import RepoConditions
 from bot.contracts.results import ResultsFile
-from bot.contracts.review import PartATable, Requirements, ReviewContext, Verdict
+from bot.contracts.review import PartATable, Verdict
 from bot.errors import ResultsError
 from bot.escape import workflow_command
 from bot.github.api import GitHubClient
 from bot.jobs.gate import GateDecision
 from bot.policy.load import Policy
 from bot.repo_conditions import collect
-from bot.review.render import render_comment
-from bot.review.verdict import decide
+from bot.review.conclude import ReviewOutput, conclude, review_context
 
 MAX_RESULTS_BYTES = 32 * 2**20
 MAX_RESULTS_FILES = 64
 MAX_ANNOTATIONS = 50  # GitHub shows at most 10 warnings per step; keep the log bounded too
-STATUS_CONTEXT = "kernel-review"
-
-
-class ReportOutput(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    verdict: Verdict
-    evidence: Evidence
-    comment: str
-    summary: str
-    annotations: tuple[str, ...]
-    dropped: tuple[str, ...]  # results files not used, and why
 
 
 def read_results(paths: Sequence[Path], *, head_sha: str) -> tuple[list[ResultsFile], list[str]]:
@@ -184,36 +171,20 @@ def build_report(
     repo: RepoConditions | None,
     *,
     part_a: Sequence[PartATable] = (),
-    summary_url: str | None,
-    artifact_name: str | None,
-    comment_chars: int,
-) -> tuple[Verdict, Evidence, str, str]:
-    """Pure: the verdict, the evidence it used, the comment and the full job summary."""
+) -> ReviewOutput:
+    """Pure: the merged evidence, with the repository facts and why nothing was measured (when
+    nothing was), concluded into the verdict, the comment and the full job summary."""
     assert decision.plan is not None and decision.head_sha and decision.base_sha
-    plan = decision.plan
     if not decision.run and decision.note:
         evidence = evidence.model_copy(
             update={"not_run": (*evidence.not_run, NotRun(check="sweep", reason=decision.note))}
         )
     evidence = evidence.model_copy(update={"repo": repo})
-    req = Requirements(
-        vendors=tuple(policy.vendors),
-        deployment=policy.deployment.kind,
-        first_call_budget_ms=policy.deployment.first_call_budget_ms,
-        tolerance=policy.tolerance,
-    )
-    verdict = decide(plan.changes, req, evidence)
-    ctx = ReviewContext(
-        repository=decision.repository,
+    context = review_context(
+        policy,
         base_sha=decision.base_sha,
         head_sha=decision.head_sha,
+        repository=decision.repository,
         policy_source=decision.policy_source or "",
-        deployment=policy.deployment.kind,
-        first_call_budget_ms=policy.deployment.first_call_budget_ms,
-        vendors=tuple(policy.vendors),
-        summary_url=summary_url,
-        artifact_name=artifact_name,
     )
-    comment = render_comment(verdict, ctx, evidence, part_a, max_chars=comment_chars)
-    summary = render_comment(verdict, ctx, evidence, part_a, full=True)
-    return verdict, evidence, comment, summary
+    return conclude(decision.plan.changes, policy, evidence, context, part_a)

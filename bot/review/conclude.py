@@ -1,65 +1,39 @@
-"""One review of a base..head range in a local git repository, as far as this machine allows.
+"""The one tail of every review: changes, policy, evidence and context in; verdict, comment and
+job summary out. Pure.
 
-The static part needs no GPU: the policy from the base commit, the kernel changes, the plan,
-the repository conditions at head and (where Triton is installed) the compiler report. Results
-from GPU runners, when there are any, are merged in as evidence. Used by ``demo`` and by the
-report job.
+Report mode (``bot.jobs.report``), the demo and the local review (``bot.review.local``) all end
+here, so the requirements are read from the policy in one place and the context the comment is
+rendered in is built in one place. The comment is whole: ``bot.github.sticky.fit_body`` cuts
+it to GitHub's limit when it is posted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.analysis.changes import change_lines, part_a_tables
-from bot.analysis.repo import analyze_repo, policy_at
-from bot.contracts.evidence import (
-    CompilerEvidence,
-    Evidence,
-    FirstCallEvidence,
-    NotRun,
-    SweepEvidence,
-)
-from bot.contracts.plan import Plan
-from bot.contracts.review import PartATable, Requirements, ReviewContext, Verdict
-from bot.errors import PolicyError
-from bot.plan import make_plan
-from bot.policy.load import POLICY_FILE, Policy
-from bot.repo_conditions import collect_from_git
+from bot.contracts.evidence import Evidence
+from bot.contracts.review import ChangeLine, PartATable, Requirements, ReviewContext, Verdict
+from bot.policy.load import Policy
 from bot.review.render import render_comment
 from bot.review.verdict import decide
 
-Progress = Callable[[str], None]
-VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD"}
-
-
-class ReviewInputs(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-    repo: Path
-    base_sha: str
-    head_sha: str
-    repository: str = ""
-    compile_report: bool = True
-    note: str = ""
-    sweeps: tuple[SweepEvidence, ...] = ()
-    first_calls: tuple[FirstCallEvidence, ...] = ()
-    compiler: CompilerEvidence | None = None  # measured elsewhere; used instead of compiling here
-    not_run: tuple[NotRun, ...] = ()
-
 
 class ReviewOutput(BaseModel):
+    """A concluded review: the verdict, what it was decided from, and its two renderings."""
+
     model_config = ConfigDict(frozen=True)
     verdict: Verdict
+    comment: str  # the pull-request comment, whole
+    summary: str  # the job summary: the comment plus one compiler row per variant
     context: ReviewContext
     evidence: Evidence
     part_a: tuple[PartATable, ...]
-    plan: Plan
-    markdown: str
 
 
 def requirements(policy: Policy) -> Requirements:
+    """The parts of the policy the verdict needs."""
     return Requirements(
         vendors=tuple(policy.vendors),
         deployment=policy.deployment.kind,
@@ -68,94 +42,44 @@ def requirements(policy: Policy) -> Requirements:
     )
 
 
-def gpu_vendor() -> str | None:
-    """``nvidia`` or ``amd`` when this machine has a usable GPU, else None."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    return "amd" if getattr(torch.version, "hip", None) else "nvidia"
-
-
-def _compiler_evidence(
-    inputs: ReviewInputs, plan: Plan, policy: Policy, progress: Progress
-) -> tuple[CompilerEvidence | None, list[NotRun]]:
-    try:
-        from checks.compiler.evidence import compiler_evidence_for_range
-    except ImportError as exc:  # triton is an optional extra
-        return None, [NotRun(check="compiler", reason=f"triton is not installed here ({exc.name})")]
-    progress("compiler report: cross-compiling the changed Triton kernels for both vendors")
-    return compiler_evidence_for_range(inputs.repo, inputs.base_sha, inputs.head_sha, plan, policy)
-
-
-def static_review(inputs: ReviewInputs, progress: Progress = lambda _m: None) -> ReviewOutput:
-    progress("reading the policy from the base commit")
-    policy = policy_at(inputs.repo, inputs.base_sha)
-    if policy is None:
-        raise PolicyError(
-            f"no policy at the base commit {inputs.base_sha[:12]}",
-            hint=f"add {POLICY_FILE} (see docs/policy.md) to the default branch first",
-        )
-    progress("finding the kernel changes")
-    analysis = analyze_repo(inputs.repo, inputs.base_sha, inputs.head_sha, policy=policy)
-    changes = change_lines(analysis)
-    plan = make_plan(
-        changes,
-        policy,
-        base_sha=inputs.base_sha,
-        head_sha=inputs.head_sha,
-        repository=inputs.repository,
-    )
-    kernel_paths = sorted({p for c in changes for p in (*c.new_paths, *c.old_paths)})
-    progress("reading owners, version pins and CI workflows at head")
-    repo_facts = collect_from_git(
-        str(inputs.repo), inputs.head_sha, kernel_paths, tuple(policy.owners)
-    )
-
-    not_run = list(inputs.not_run)
-    compiler = inputs.compiler
-    if compiler is None and inputs.compile_report and "compiler" in plan.checks:
-        compiler, more = _compiler_evidence(inputs, plan, policy, progress)
-        not_run += more
-    measured_vendors = {s.vendor for s in inputs.sweeps if s.timing_kind == "gpu"}
-    here = gpu_vendor()
-    for vendor in plan.vendors:
-        if vendor in measured_vendors or not plan.kernels:
-            continue
-        name = VENDOR_NAMES[vendor]
-        if here == vendor:
-            reason = f"an {name} GPU is here, but no sweep was run: use `kernel-review bench`"
-        else:
-            has = f"an {VENDOR_NAMES[here]} GPU" if here else "no GPU"
-            reason = f"needs an {name} GPU runner; this machine has {has}"
-        not_run.append(NotRun(check="sweep", vendor=vendor, reason=reason))
-        if not any(f.vendor == vendor and not f.compile_only for f in inputs.first_calls):
-            not_run.append(NotRun(check="first_call", vendor=vendor, reason=reason))
-    evidence = Evidence(
-        sweeps=inputs.sweeps,
-        first_calls=inputs.first_calls,
-        compiler=compiler,
-        repo=repo_facts,
-        not_run=tuple(not_run),
-    )
-    verdict = decide(changes, requirements(policy), evidence)
-    ctx = ReviewContext(
-        repository=inputs.repository,
-        base_sha=inputs.base_sha,
-        head_sha=inputs.head_sha,
-        policy_source=POLICY_FILE,
+def review_context(
+    policy: Policy,
+    *,
+    base_sha: str,
+    head_sha: str,
+    repository: str,
+    policy_source: str,
+    note: str = "",
+) -> ReviewContext:
+    """What the comment says it reviewed: the range, the policy's source and its deployment."""
+    return ReviewContext(
+        repository=repository,
+        base_sha=base_sha,
+        head_sha=head_sha,
+        policy_source=policy_source,
         deployment=policy.deployment.kind,
         first_call_budget_ms=policy.deployment.first_call_budget_ms,
         vendors=tuple(policy.vendors),
-        note=inputs.note,
+        note=note,
     )
-    part_a = tuple(part_a_tables(analysis))
-    markdown = render_comment(verdict, ctx, evidence, part_a)
+
+
+def conclude(
+    changes: Sequence[ChangeLine],
+    policy: Policy,
+    evidence: Evidence,
+    context: ReviewContext,
+    part_a: Sequence[PartATable] = (),
+) -> ReviewOutput:
+    """Decide on ``changes`` under ``policy`` from ``evidence``, and render the comment and the
+    job summary in ``context`` (made by ``review_context``)."""
+    verdict = decide(changes, requirements(policy), evidence)
+    part_a = tuple(part_a)
     return ReviewOutput(
-        verdict=verdict, context=ctx, evidence=evidence, part_a=part_a, plan=plan, markdown=markdown
+        verdict=verdict,
+        comment=render_comment(verdict, context, evidence, part_a),
+        summary=render_comment(verdict, context, evidence, part_a, full=True),
+        context=context,
+        evidence=evidence,
+        part_a=part_a,
     )
-
-
-__all__: Sequence[str] = ("ReviewInputs", "ReviewOutput", "requirements", "static_review")

@@ -16,7 +16,6 @@ from bot.contracts.evidence import CompilerEvidence, CompilerRow, Evidence, Swee
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, strip_controls
 
-MAX_COMMENT_CHARS = 65_536
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
 DECISION_ICONS = {"approve": "✅", "approve_with_conditions": "🟡", "request_changes": "⛔"}
 
@@ -265,10 +264,9 @@ def render_comment(
     part_a: Sequence[PartATable] = (),
     *,
     full: bool = False,
-    max_chars: int = MAX_COMMENT_CHARS,
 ) -> str:
-    """The review as markdown. ``full`` adds everything (the job summary); the comment is
-    truncated under ``max_chars`` with a pointer to the job summary and the results artifact."""
+    """The review as markdown, whole. ``full`` adds everything (the job summary: one compiler
+    row per variant); cutting the comment to GitHub's limit is ``bot.github.sticky.fit_body``'s."""
     evidence = evidence or Evidence()
     lines = [f"## {DECISION_ICONS[verdict.decision]} Kernel review: {verdict.title}", ""]
     lines.append(f"**{verdict.title}.** {esc(verdict.why)}")
@@ -287,7 +285,7 @@ def render_comment(
         lines += ["", f"> {esc(ctx.note)}"]
     lines.append("")
     if verdict.no_kernel_changes:
-        return _fit("\n".join(lines), ctx, max_chars)
+        return "\n".join(lines)
 
     lines += ["### What changed", "", *_changes_table(verdict), ""]
     lines += ["### Before merge", ""]
@@ -314,28 +312,4 @@ def render_comment(
         for n in evidence.not_run
     ]
     lines += _details("Not run", not_run)
-    text = "\n".join(lines).rstrip() + "\n"
-    return text if full else _fit(text, ctx, max_chars)
-
-
-def _fit(text: str, ctx: ReviewContext, max_chars: int) -> str:
-    if len(text) <= max_chars:
-        return text
-    pointer = "\n\n---\n**This review was truncated to fit a comment.** The full tables are in "
-    targets = []
-    targets.append(
-        f"[the job summary]({ctx.summary_url})" if ctx.summary_url else "the job summary"
-    )
-    if ctx.artifact_name:
-        targets.append(f"the results artifact {code(ctx.artifact_name)}")
-    pointer += " and ".join(targets) + ".\n"
-    closer = "\n\n</details>"
-    room = max_chars - len(pointer) - len(closer)
-    cut = text[:room]
-    # Do not leave a half-open details block or code fence behind.
-    cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
-    if cut.count("```") % 2:
-        cut = cut[: cut.rfind("```")]
-    if cut.count("<details>") > cut.count("</details>"):
-        cut += closer
-    return cut + pointer
+    return "\n".join(lines).rstrip() + "\n"

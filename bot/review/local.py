@@ -1,0 +1,151 @@
+"""One review of a base..head range in a local git repository, as far as this machine allows.
+
+The static part needs no GPU: the policy from the base commit, the kernel changes, the plan and
+the repository conditions at head. The compiler report is the caller's to supply (a function,
+``CompilerReport``; the command line wires in ``checks.compiler``), and results from GPU runners,
+when there are any, come in as evidence. What needs a GPU and did not run is said, with the
+reason. Used by ``demo`` and by ``bench/fixture_review_gpu.py``; the review ends in ``conclude``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.analysis.changes import change_lines, part_a_tables
+from bot.analysis.repo import analyze_repo, policy_at
+from bot.contracts.base import VENDOR_NAMES
+from bot.contracts.evidence import (
+    CompilerEvidence,
+    Evidence,
+    FirstCallEvidence,
+    NotRun,
+    SweepEvidence,
+)
+from bot.contracts.plan import Plan
+from bot.errors import PolicyError
+from bot.plan import make_plan
+from bot.policy.load import POLICY_FILE, Policy
+from bot.repo_conditions import collect_from_git
+from bot.review.conclude import ReviewOutput, conclude, review_context
+
+Progress = Callable[[str], None]
+# (repo, base_sha, head_sha, plan, policy) -> (the compiler evidence or None, what did not run)
+CompilerReport = Callable[
+    [Path, str, str, Plan, Policy], tuple[CompilerEvidence | None, list[NotRun]]
+]
+
+
+class ReviewInputs(BaseModel):
+    """The range to review, and the evidence measured elsewhere for its head."""
+
+    model_config = ConfigDict(frozen=True)
+    repo: Path
+    base_sha: str
+    head_sha: str
+    repository: str = ""
+    note: str = ""
+    sweeps: tuple[SweepEvidence, ...] = ()
+    first_calls: tuple[FirstCallEvidence, ...] = ()
+    compiler: CompilerEvidence | None = None  # measured elsewhere; used instead of compiling here
+    not_run: tuple[NotRun, ...] = ()
+
+
+class LocalReview(BaseModel):
+    """The plan a pull request for this range would get, and the review."""
+
+    model_config = ConfigDict(frozen=True)
+    plan: Plan
+    review: ReviewOutput
+
+
+def gpu_vendor() -> str | None:
+    """``nvidia`` or ``amd`` when this machine has a usable GPU, else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return "amd" if getattr(torch.version, "hip", None) else "nvidia"
+
+
+def _not_measured_here(inputs: ReviewInputs, plan: Plan) -> list[NotRun]:
+    """A not-run for each planned vendor no GPU sweep came in for, saying what it needs."""
+    out: list[NotRun] = []
+    measured_vendors = {s.vendor for s in inputs.sweeps if s.timing_kind == "gpu"}
+    here = gpu_vendor()
+    for vendor in plan.vendors:
+        if vendor in measured_vendors or not plan.kernels:
+            continue
+        name = VENDOR_NAMES[vendor]
+        if here == vendor:
+            reason = f"an {name} GPU is here, but no sweep was run: use `kernel-review bench`"
+        else:
+            has = f"an {VENDOR_NAMES[here]} GPU" if here else "no GPU"
+            reason = f"needs an {name} GPU runner; this machine has {has}"
+        out.append(NotRun(check="sweep", vendor=vendor, reason=reason))
+        if not any(f.vendor == vendor and not f.compile_only for f in inputs.first_calls):
+            out.append(NotRun(check="first_call", vendor=vendor, reason=reason))
+    return out
+
+
+def static_review(
+    inputs: ReviewInputs,
+    *,
+    compiler_report: CompilerReport | None = None,
+    progress: Progress = lambda _m: None,
+) -> LocalReview:
+    """Review ``inputs``' range; ``compiler_report``, when given and the plan has the compiler
+    check and no compiler evidence came in, compiles the changed kernels here."""
+    progress("reading the policy from the base commit")
+    policy = policy_at(inputs.repo, inputs.base_sha)
+    if policy is None:
+        raise PolicyError(
+            f"no policy at the base commit {inputs.base_sha[:12]}",
+            hint=f"add {POLICY_FILE} (see docs/policy.md) to the default branch first",
+        )
+    progress("finding the kernel changes")
+    analysis = analyze_repo(inputs.repo, inputs.base_sha, inputs.head_sha, policy=policy)
+    changes = change_lines(analysis)
+    plan = make_plan(
+        changes,
+        policy,
+        base_sha=inputs.base_sha,
+        head_sha=inputs.head_sha,
+        repository=inputs.repository,
+    )
+    kernel_paths = sorted({p for c in changes for p in (*c.new_paths, *c.old_paths)})
+    progress("reading owners, version pins and CI workflows at head")
+    repo_facts = collect_from_git(
+        str(inputs.repo), inputs.head_sha, kernel_paths, tuple(policy.owners)
+    )
+
+    not_run = list(inputs.not_run)
+    compiler = inputs.compiler
+    if compiler is None and compiler_report is not None and "compiler" in plan.checks:
+        progress("compiler report: cross-compiling the changed Triton kernels for both vendors")
+        compiler, more = compiler_report(
+            inputs.repo, inputs.base_sha, inputs.head_sha, plan, policy
+        )
+        not_run += more
+    not_run += _not_measured_here(inputs, plan)
+    evidence = Evidence(
+        sweeps=inputs.sweeps,
+        first_calls=inputs.first_calls,
+        compiler=compiler,
+        repo=repo_facts,
+        not_run=tuple(not_run),
+    )
+    context = review_context(
+        policy,
+        base_sha=inputs.base_sha,
+        head_sha=inputs.head_sha,
+        repository=inputs.repository,
+        policy_source=POLICY_FILE,
+        note=inputs.note,
+    )
+    review = conclude(changes, policy, evidence, context, part_a_tables(analysis))
+    return LocalReview(plan=plan, review=review)
