@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from bot.analysis.changes import change_lines, part_a_tables
-from bot.analysis.repo import analyze_repo, policy_at
+from bot.analysis.repo import analyze_repo
 from bot.contracts.evidence import (
     CompilerEvidence,
     Evidence,
@@ -26,10 +26,11 @@ from bot.contracts.plan import Plan
 from bot.contracts.review import PartATable, Requirements, ReviewContext, Verdict
 from bot.errors import PolicyError
 from bot.plan import make_plan
-from bot.policy.load import POLICY_FILE, Policy
-from bot.repo_conditions import collect_from_git
+from bot.policy.load import POLICY_FILE, Policy, find_policy
+from bot.repo_conditions import collect
 from bot.review.render import render_comment
 from bot.review.verdict import decide
+from bot.revision import GitRevision
 
 Progress = Callable[[str], None]
 VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD"}
@@ -92,12 +93,13 @@ def _compiler_evidence(
 
 def static_review(inputs: ReviewInputs, progress: Progress = lambda _m: None) -> ReviewOutput:
     progress("reading the policy from the base commit")
-    policy = policy_at(inputs.repo, inputs.base_sha)
-    if policy is None:
+    found = find_policy(GitRevision(inputs.repo, inputs.base_sha))
+    if found is None:
         raise PolicyError(
             f"no policy at the base commit {inputs.base_sha[:12]}",
             hint=f"add {POLICY_FILE} (see docs/policy.md) to the default branch first",
         )
+    policy = found[0]
     progress("finding the kernel changes")
     analysis = analyze_repo(inputs.repo, inputs.base_sha, inputs.head_sha, policy=policy)
     changes = change_lines(analysis)
@@ -110,9 +112,7 @@ def static_review(inputs: ReviewInputs, progress: Progress = lambda _m: None) ->
     )
     kernel_paths = sorted({p for c in changes for p in (*c.new_paths, *c.old_paths)})
     progress("reading owners, version pins and CI workflows at head")
-    repo_facts = collect_from_git(
-        str(inputs.repo), inputs.head_sha, kernel_paths, tuple(policy.owners)
-    )
+    repo_facts = collect(GitRevision(inputs.repo, inputs.head_sha), kernel_paths, policy.owners)
 
     not_run = list(inputs.not_run)
     compiler = inputs.compiler
