@@ -117,9 +117,8 @@ class GitRevision:
 
     def list_dir(self, path: str) -> list[str]:
         """The files directly inside ``path`` (links and subfolders left out), sorted."""
-        out = gitutil.git(
-            self.repo, "ls-tree", self._sha, "--", path.rstrip("/") + "/", check=False
-        )
+        folder = _folder(path)
+        out = gitutil.git(self.repo, "ls-tree", self._sha, "--", *([folder] if folder else []))
         files = []
         for line in out.splitlines():
             meta, _, name = line.partition("\t")
@@ -190,10 +189,16 @@ class DirRevision:
         if not folder.is_dir():
             return []
         return sorted(
-            f"{path.rstrip('/')}/{entry.name}"
+            _folder(path) + entry.name
             for entry in folder.iterdir()
             if entry.is_file() and not entry.is_symlink()
         )
+
+
+def _folder(path: str) -> str:
+    """``path`` as a prefix of the paths inside it: "" for the root, else ending in "/"."""
+    path = path.strip("/")
+    return "" if path in ("", ".") else path + "/"
 
 
 def read_text_file(path: Path, where: str, *, max_bytes: int | None = None) -> str | None:
