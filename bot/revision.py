@@ -33,35 +33,37 @@ Refusal = Literal["not-regular", "too-large", "not-utf8", "unreadable"]
 
 
 class ReadRefused(KernelReviewError):
-    """A file that is there but is not read. ``why`` names the case (callers such as the policy
-    word it their own way); ``size`` is the byte count for ``too-large``, ``line`` and ``offset``
-    where decoding failed for ``not-utf8``, ``detail`` the system's reason for ``unreadable``."""
+    """A file that is there but is not read. ``why`` names the case, for callers (such as the
+    policy) that word it their own way; ``size`` is the byte count of a file too large,
+    ``detail`` the system's reason a file could not be read."""
 
     def __init__(
-        self,
-        where: str,
-        why: Refusal,
-        *,
-        size: int = 0,
-        limit: int = 0,
-        line: int = 0,
-        offset: int = 0,
-        detail: str = "",
+        self, message: str, *, hint: str, where: str, why: Refusal, size: int = 0, detail: str = ""
     ) -> None:
-        messages = {
-            "not-regular": (f"{where} is not a regular file", "read a plain file, not a link"),
-            "too-large": (f"{where} is {size:,} bytes, over the cap of {limit:,}", "shrink it"),
-            "not-utf8": (f"{where}:{line}: not UTF-8 (byte {offset})", "save the file as UTF-8"),
-            "unreadable": (f"cannot read {where}: {detail}", "check the path"),
-        }
-        message, hint = messages[why]
         super().__init__(message, hint=hint)
-        self.where = where
-        self.why = why
-        self.size = size
-        self.line = line
-        self.offset = offset
-        self.detail = detail
+        self.where, self.why = where, why
+        self.size, self.detail = size, detail
+
+
+def _too_large(where: str, size: int, limit: int) -> ReadRefused:
+    return ReadRefused(
+        f"{where} is {size:,} bytes, over the cap of {limit:,}",
+        hint="shrink the file",
+        where=where,
+        why="too-large",
+        size=size,
+    )
+
+
+def _unreadable(where: str, exc: OSError) -> ReadRefused:
+    detail = exc.strerror or str(exc)
+    return ReadRefused(
+        f"cannot read {where}: {detail}",
+        hint="check the path",
+        where=where,
+        why="unreadable",
+        detail=detail,
+    )
 
 
 class Revision(Protocol):
@@ -85,16 +87,14 @@ def _check_size(where: str, text: str, max_bytes: int | None) -> str:
     if max_bytes is not None:
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > max_bytes:
-            raise ReadRefused(where, "too-large", size=size, limit=max_bytes)
+            raise _too_large(where, size, max_bytes)
     return text
 
 
-class GitRevision:
-    """A commit of the git repository at ``repo``; ``rev`` is resolved to its SHA once."""
+class _Commit:
+    """The ``sha`` and ``label`` of a revision that is one commit."""
 
-    def __init__(self, repo: str | os.PathLike[str], rev: str) -> None:
-        self.repo = repo
-        self._sha = gitutil.rev_parse(repo, rev)
+    _sha: str
 
     @property
     def sha(self) -> str:
@@ -104,6 +104,14 @@ class GitRevision:
     def label(self) -> str:
         return f"commit {self._sha[:12]}"
 
+
+class GitRevision(_Commit):
+    """A commit of the git repository at ``repo``; ``rev`` is resolved to its SHA once."""
+
+    def __init__(self, repo: str | os.PathLike[str], rev: str) -> None:
+        self.repo = repo
+        self._sha = gitutil.rev_parse(repo, rev)
+
     def where(self, path: str) -> str:
         return f"{path} (at {self._sha[:12]})"
 
@@ -111,7 +119,7 @@ class GitRevision:
         if max_bytes is not None:
             size = gitutil.git(self.repo, "cat-file", "-s", f"{self._sha}:{path}", check=False)
             if size.strip().isdigit() and int(size) > max_bytes:
-                raise ReadRefused(self.where(path), "too-large", size=int(size), limit=max_bytes)
+                raise _too_large(self.where(path), int(size), max_bytes)
         text = gitutil.show_file(self.repo, self._sha, path)
         return None if text is None else _check_size(self.where(path), text, max_bytes)
 
@@ -128,40 +136,32 @@ class GitRevision:
         return sorted(files)
 
 
-class ApiRevision:
+class ApiRevision(_Commit):
     """A ref (branch or SHA) read through the GitHub contents API. ``max_reads`` bounds the
     files fetched (a read past it is None: that file is left to what the diff shows), so a
     pull request touching thousands of files costs a bounded number of API calls."""
 
     def __init__(self, client: GitHubClient, ref: str, *, max_reads: int | None = None) -> None:
         self.client = client
-        self.ref = ref
+        self._sha = ref
         self.max_reads = max_reads
         self.reads = 0
         self._cache: dict[str, str | None] = {}
 
-    @property
-    def sha(self) -> str:
-        return self.ref
-
-    @property
-    def label(self) -> str:
-        return f"commit {self.ref[:12]}"
-
     def where(self, path: str) -> str:
-        return f"{path}@{self.ref[:12]}"
+        return f"{path}@{self._sha[:12]}"
 
     def read(self, path: str, *, max_bytes: int | None = None) -> str | None:
         if path not in self._cache:
             if self.max_reads is not None and self.reads >= self.max_reads:
                 return None
             self.reads += 1
-            self._cache[path] = self.client.read_file(path, self.ref)
+            self._cache[path] = self.client.read_file(path, self._sha)
         text = self._cache[path]
         return None if text is None else _check_size(self.where(path), text, max_bytes)
 
     def list_dir(self, path: str) -> list[str]:
-        return self.client.list_dir(path, self.ref)
+        return self.client.list_dir(path, self._sha)
 
 
 class DirRevision:
@@ -209,20 +209,30 @@ def read_text_file(path: Path, where: str, *, max_bytes: int | None = None) -> s
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
-        raise ReadRefused(where, "unreadable", detail=exc.strerror or str(exc)) from None
+        raise _unreadable(where, exc) from None
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
-        raise ReadRefused(where, "not-regular")
+        raise ReadRefused(
+            f"{where} is not a regular file",
+            hint="read a plain file, not a link or a device",
+            where=where,
+            why="not-regular",
+        )
     if max_bytes is not None and info.st_size > max_bytes:
-        raise ReadRefused(where, "too-large", size=info.st_size, limit=max_bytes)
+        raise _too_large(where, info.st_size, max_bytes)
     try:
         with path.open("rb") as handle:
             raw = handle.read(-1 if max_bytes is None else max_bytes + 1)
     except OSError as exc:
-        raise ReadRefused(where, "unreadable", detail=exc.strerror or str(exc)) from None
+        raise _unreadable(where, exc) from None
     if max_bytes is not None and len(raw) > max_bytes:
-        raise ReadRefused(where, "too-large", size=len(raw), limit=max_bytes)
+        raise _too_large(where, len(raw), max_bytes)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise ReadRefused(where, "not-utf8", line=line, offset=exc.start) from None
+        raise ReadRefused(
+            f"{where}:{line}: not UTF-8 (byte {exc.start})",
+            hint="save the file as UTF-8",
+            where=where,
+            why="not-utf8",
+        ) from None

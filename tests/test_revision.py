@@ -24,6 +24,20 @@ from bot.revision import ApiRevision, DirRevision, GitRevision, ReadRefused
 from kernels_fixture.build_repo import POLICY_PATH, FixtureRepo, build_fixture_repo
 
 PR = 9
+PYPROJECT_POLICY = """\
+[tool.kernel-review]
+tolerance = 0.1
+
+[tool.kernel-review.deployment]
+kind = "long-lived"
+
+[[tool.kernel-review.kernels]]
+name = "add"
+bench = "ops:add"
+paths = ["ops.py"]
+dtypes = ["float32"]
+shapes = [[4096]]
+"""
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +153,28 @@ def test_a_broken_pyproject_is_reported_not_taken_as_no_policy(tmp_path: Path) -
     ):
         with pytest.raises(PolicyError, match=re.escape(f"{name}:2:")):
             find_policy(revision)
+
+
+def test_the_gate_says_where_it_looked_and_what_is_close(github) -> None:
+    fake, client = github
+    sha = "c" * 40
+    fake.put_file(sha, ".github/kernel_review.toml", "tolerance = 0.1\n")
+    with pytest.raises(PolicyError) as caught:
+        read_base_policy(ApiRevision(client, sha))
+    assert caught.value.message == (
+        "no policy on the base branch (commit cccccccccccc): looked for "
+        ".github/kernel-review.toml and for a [tool.kernel-review] table in pyproject.toml "
+        "(found .github/kernel_review.toml; the file must be named exactly "
+        ".github/kernel-review.toml)"
+    )
+    assert "commit .github/kernel-review.toml to the base branch" in (caught.value.hint or "")
+    with pytest.raises(PolicyError) as caught:
+        read_base_policy(ApiRevision(client, sha), "ci/policy.toml")
+    assert caught.value.message.endswith("(commit cccccccccccc): looked for ci/policy.toml")
+    fake.put_file(sha, "pyproject.toml", "[tool.kernel_review]\ntolerance = 0.1\n")
+    with pytest.raises(PolicyError) as caught:
+        read_base_policy(ApiRevision(client, sha))
+    assert caught.value.hint == "rename [tool.kernel_review] to [tool.kernel-review]"
+    fake.put_file(sha, "ci/pyproject.toml", PYPROJECT_POLICY)
+    policy, source = read_base_policy(ApiRevision(client, sha), "ci/pyproject.toml")
+    assert (policy.tolerance, source) == (0.1, "ci/pyproject.toml@cccccccccccc")

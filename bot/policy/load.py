@@ -320,7 +320,5 @@ def _refused(exc: ReadRefused) -> PolicyError:
     if exc.why == "too-large":
         return PolicyError(f"{name}: {_size_message(exc.size)}", hint="shrink the file")
     if exc.why == "not-utf8":
-        return PolicyError(
-            f"{name}:{exc.line}: not UTF-8 (byte {exc.offset})", hint="save the file as UTF-8"
-        )
+        return PolicyError(exc.message, hint=exc.hint)
     return PolicyError(f"cannot read policy {name}: {exc.detail}", hint="check the path")
