@@ -177,14 +177,12 @@ def _client(env: ActionEnv, **kw: Any):
 # --- modes ------------------------------------------------------------------------------------
 
 
-def _gate(env: ActionEnv, client_factory: Callable[[], Any], analyze) -> tuple[GateResult, Any]:
+def _gate(env: ActionEnv, client_factory: Callable[[], Any]) -> tuple[GateResult, Any]:
     found = parse_event(env.event_name, load_event(env.event_path), bot_logins=_bot_logins(env))
     if not isinstance(found, ReviewRequest):
         return decide_gate(found, None), None  # type: ignore[arg-type]
     client = client_factory()
-    return decide_gate(
-        found, client, analyze, policy_path=env.policy_path, pinned_head=env.head_sha
-    ), client
+    return decide_gate(found, client, policy_path=env.policy_path, pinned_head=env.head_sha), client
 
 
 def _bot_logins(env: ActionEnv) -> tuple[str, ...]:
@@ -202,8 +200,8 @@ def _gate_outputs(d: GateDecision, results: Path) -> dict[str, str]:
     }
 
 
-def run_plan(env: ActionEnv, client_factory, analyze=None) -> int:
-    result, _ = _gate(env, client_factory, analyze)
+def run_plan(env: ActionEnv, client_factory) -> int:
+    result, _ = _gate(env, client_factory)
     d = result.decision
     env.results_path.mkdir(parents=True, exist_ok=True)
     (env.results_path / GATE_FILE).write_text(d.model_dump_json(indent=2), encoding="utf-8")
@@ -215,8 +213,8 @@ def run_plan(env: ActionEnv, client_factory, analyze=None) -> int:
     return 0
 
 
-def run_ack(env: ActionEnv, client_factory, analyze=None) -> int:
-    result, client = _gate(env, client_factory, analyze)
+def run_ack(env: ActionEnv, client_factory) -> int:
+    result, client = _gate(env, client_factory)
     d = result.decision
     if d.event != "issue_comment" or d.comment_id is None or d.ignored:
         log(describe(d))
@@ -239,18 +237,19 @@ def run_ack(env: ActionEnv, client_factory, analyze=None) -> int:
     return 0
 
 
-def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
+def run_report(env: ActionEnv, client_factory) -> int:
     from bot.github.sticky import upsert_sticky
     from bot.jobs.report import (
         annotations,
         build_report,
         merge_evidence,
         read_results,
-        repo_facts,
         status_for,
     )
+    from bot.repo_conditions import collect
+    from bot.revision import ApiRevision
 
-    result, client = _gate(env, client_factory, analyze)
+    result, client = _gate(env, client_factory)
     d = result.decision
     if d.ignored or d.refusal or d.plan is None or result.policy is None:
         log(describe(d))
@@ -266,7 +265,7 @@ def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
         log(f"results dropped: {reason}")
     evidence = merge_evidence(kept, d.plan.vendors if d.run else ())
     kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
-    repo = repo_facts(client, d.head_sha or "", kernel_paths, result.policy)
+    repo = collect(ApiRevision(client, d.head_sha or ""), kernel_paths, result.policy.owners)
     review = build_report(d, result.policy, evidence, repo)
     bot_login = env.bot_login or client.whoami() or DEFAULT_BOT_LOGINS[0]
     sticky = upsert_sticky(

@@ -1,7 +1,9 @@
 """What to measure: the kernel changes + the policy (+ a ``/bench`` request) -> a Plan.
 
 The Plan is the JSON contract between the gate job (which plans on a hosted runner and runs no
-pull-request code) and the measure jobs (one per vendor, on GPU runners). Pure.
+pull-request code) and the measure jobs (one per vendor, on GPU runners). :func:`make_plan` is
+the only place a ``PlannedKernel`` is made (``kernel-review bench`` plans with it too, every
+kernel as "requested"), so every planned kernel carries the policy's ``tensors``. Pure.
 """
 
 from __future__ import annotations
@@ -101,11 +103,7 @@ def make_plan(
                     f"dimensions the policy's tensors = {[list(t) for t in k.tensors or ()]} name",
                     hint="give every shape of this kernel the same number of dimensions",
                 )
-            n = max(
-                (math.prod(s.dims[d] for d in t) for t in k.tensors)
-                if k.tensors
-                else [math.prod(s.dims)]
-            )
+            n = largest_tensor(s.dims, k.tensors)
             if n > policy.limits.max_elements_per_tensor:
                 raise LimitError(
                     f"kernel {k.name}: shape {'x'.join(map(str, s.dims))} has {n} elements, over "

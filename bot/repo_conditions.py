@@ -1,7 +1,9 @@
 """Repository conditions a reviewer asks for, read from the files at the head revision.
 
-Pure: every function takes the file texts it needs (or a reader ``path -> text | None``) and
-returns plain data. Nothing here runs user code or touches the network.
+Pure text reading: every function takes the file texts it needs (or a reader ``path -> text |
+None``) and returns plain data; :func:`collect` reads them through a ``bot.revision.Revision``,
+so a git commit and the GitHub contents API give the same conditions. Nothing here runs user
+code.
 
 - a named owner for each changed kernel path (CODEOWNERS, else the policy's ``owners``);
 - a version pin for triton and torch (pyproject, requirements/constraints files, lock files);
@@ -13,12 +15,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
 
+if TYPE_CHECKING:
+    from bot.revision import Revision
+
 Reader = Callable[[str], "str | None"]
 
+WORKFLOWS_DIR = ".github/workflows"  # GitHub runs the workflows directly inside it, no deeper
 CODEOWNERS_PATHS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 PIN_FILES = (
     "pyproject.toml",
@@ -198,32 +204,16 @@ def find_perf_gate(workflow_texts: dict[str, str]) -> PerfGateFact:
 
 
 def collect(
-    read: Reader,
-    workflow_paths: Iterable[str],
-    kernel_paths: Iterable[str],
-    policy_owners: Sequence[str] = (),
+    revision: Revision, kernel_paths: Iterable[str], policy_owners: Sequence[str] = ()
 ) -> RepoConditions:
-    workflows = {p: t for p in workflow_paths if (t := read(p)) is not None}
+    """Owners, version pins and a perf gate, read from the files of ``revision`` (the head)."""
+    workflows = {
+        path: text
+        for path in revision.list_dir(WORKFLOWS_DIR)
+        if path.endswith((".yml", ".yaml")) and (text := revision.read(path)) is not None
+    }
     return RepoConditions(
-        owners=find_owners(kernel_paths, read, policy_owners),
-        pins=find_pins(read),
+        owners=find_owners(kernel_paths, revision.read, policy_owners),
+        pins=find_pins(revision.read),
         perf_gate=find_perf_gate(workflows),
     )
-
-
-def collect_from_git(
-    repo: str, rev: str, kernel_paths: Iterable[str], policy_owners: Sequence[str] = ()
-) -> RepoConditions:
-    """The same, reading the files of ``rev`` in the git repository at ``repo``."""
-    from bot import gitutil
-
-    files = gitutil.list_files(repo, rev)
-    present = set(files)
-
-    def read(path: str) -> str | None:
-        return gitutil.show_file(repo, rev, path) if path in present else None
-
-    workflows = [
-        f for f in files if f.startswith(".github/workflows/") and f.endswith((".yml", ".yaml"))
-    ]
-    return collect(read, workflows, kernel_paths, policy_owners)

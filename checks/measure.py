@@ -90,11 +90,13 @@ def measure_plan(
     sweep_options=None,
 ) -> Evidence:
     """``sweep_options`` (a checks.sweep.run.SweepOptions) overrides the sweep's defaults."""
-    from bot.analysis.repo import policy_at
+    from bot.policy.load import find_policy
+    from bot.revision import GitRevision
     from checks.compiler.evidence import compiler_evidence_for_range
 
     repo_root = Path(repo_root)
-    policy = policy_at(repo_root, plan.base_sha)  # the base's rules, never the head's
+    found = find_policy(GitRevision(repo_root, plan.base_sha))  # the base's rules, never the head's
+    policy = found[0] if found is not None else None
     sweeps: list[SweepEvidence] = []
     first_calls: list[FirstCallEvidence] = []
     not_run: list[NotRun] = []

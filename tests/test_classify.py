@@ -11,10 +11,11 @@ import pytest
 
 from bot.analysis.classify import analyze_diff
 from bot.analysis.model import Analysis, KernelChange, TritonConfig
-from bot.analysis.repo import analyze_repo, policy_at
+from bot.analysis.repo import analyze_repo
 from bot.errors import KernelReviewError
 from bot.gitutil import commit_all, diff_text, init_repo
-from bot.policy.load import parse_policy
+from bot.policy.load import find_policy, parse_policy
+from bot.revision import GitRevision
 
 DIFFS = Path(__file__).parent / "data" / "diffs"
 TOY = DIFFS / "toyrepo"
@@ -153,8 +154,10 @@ def test_repo_policy_from_pyproject_at_base(tmp_path):
         + tail
     )
     repo, base, head = build_repo(tmp_path / "r", base_tree, TOY / "head")
-    policy = policy_at(repo, base)
-    assert policy is not None and [k.name for k in policy.kernels] == [
+    found = find_policy(GitRevision(repo, base))
+    assert found is not None and found[1] == f"pyproject.toml (at {base[:12]})"
+    policy = found[0]
+    assert [k.name for k in policy.kernels] == [
         "vector_add",
         "softmax",
         "matmul",
@@ -167,7 +170,7 @@ def test_repo_without_policy_still_pairs_by_names(tmp_path):
     shutil.copytree(TOY / "base", base_tree)
     (base_tree / ".github/kernel-review.toml").unlink()
     repo, base, head = build_repo(tmp_path / "r", base_tree, TOY / "head")
-    assert policy_at(repo, base) is None
+    assert find_policy(GitRevision(repo, base)) is None
     c = changes(analyze_repo(repo, base, head))
     assert c["softmax_kernel"].kind == "rewrite"
     assert c["softmax_kernel"].policy_kernels == []

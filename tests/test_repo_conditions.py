@@ -4,6 +4,7 @@ from pathlib import Path
 
 from bot import gitutil
 from bot import repo_conditions as rc
+from bot.revision import GitRevision
 
 
 def reader(files: dict[str, str]):
@@ -87,7 +88,7 @@ def test_perf_gate_found_only_when_a_workflow_runs_the_bot():
     assert ":4:" in gate.detail
 
 
-def test_collect_from_git(tmp_path: Path):
+def test_collect_through_a_git_revision(tmp_path: Path):
     repo = gitutil.init_repo(tmp_path / "r")
     (repo / ".github" / "workflows").mkdir(parents=True)
     (repo / ".github" / "workflows" / "perf.yml").write_text(
@@ -97,7 +98,7 @@ def test_collect_from_git(tmp_path: Path):
     (repo / "requirements.txt").write_text("triton==3.6.0\ntorch==2.11.0\n")
     (repo / "k.cu").write_text("__global__ void k() {}\n")
     sha = gitutil.commit_all(repo, "init")
-    facts = rc.collect_from_git(str(repo), sha, ["k.cu"])
+    facts = rc.collect(GitRevision(repo, sha), ["k.cu"])
     assert facts.all_owned and facts.all_pinned
     assert facts.perf_gate.workflow == ".github/workflows/perf.yml"
 

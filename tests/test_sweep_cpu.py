@@ -12,12 +12,13 @@ import pytest
 from bot import gitutil
 from bot.cli import main
 from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
-from checks.sweep.cli import default_branch
+from bot.policy.load import load_policy
+from checks.sweep.cli import default_branch, planned_kernels
 from checks.sweep.evidence import sweep_for_plan, to_evidence
 from checks.sweep.models import dump_results, load_results, parse_results
 from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions, run_sweep
-from checks.sweep.shapes import Case
+from checks.sweep.shapes import Case, plan_cases
 from checks.sweep.summary import merge, recompute
 from checks.sweep.workers import Timeouts
 
@@ -339,3 +340,29 @@ def test_bench_command_errors_are_messages(
     assert "no kernel named nope" in err and "scale, shift" in err
     assert "Traceback" not in err
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_bench_plans_the_fixture_policy_by_its_tensors(tmp_path: Path) -> None:
+    """matmul's served (M, N, K) = 4096^3 is three 4096x4096 tensors, not one of 4096^3
+    elements: bench must plan it with the policy's ``tensors``, as the gate does."""
+    from kernels_fixture.build_repo import build_fixture_repo
+
+    fx = build_fixture_repo(tmp_path / "toyops")
+    base = gitutil.add_worktree(fx.path, tmp_path / "base", fx.base_sha)
+    try:
+        policy = load_policy(base).policy
+    finally:
+        gitutil.remove_worktree(fx.path, base)
+    kernels = planned_kernels(policy, None, None, base_sha=fx.base_sha, head_sha=fx.head_sha)
+    assert [k.name for k in kernels] == ["vector_add", "softmax", "matmul"]
+    assert all(k.change_kinds == ("requested",) for k in kernels)
+    matmul = kernels[2]
+    assert matmul.tensors == ((0, 2), (2, 1), (0, 1))
+    plan = plan_cases(
+        kernels,
+        max_shapes=policy.limits.max_shapes,
+        max_elements_per_tensor=policy.limits.max_elements_per_tensor,
+    )
+    served = {(c.kernel, c.dims) for c in plan.cases if c.category == "served"}
+    assert ("matmul", (4096, 4096, 4096)) in served
+    assert {c.kernel for c in plan.cases} == {"vector_add", "softmax", "matmul"}

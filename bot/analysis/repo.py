@@ -1,32 +1,35 @@
-"""Kernel-change analysis of a git repository between two revisions (the I/O edge).
+"""Kernel-change analysis of a range between two revisions (the I/O edge).
 
-    analyze_repo(repo, base, head, policy=None) -> Analysis
+    analyze_range(base, head, diff_text, policy) -> Analysis    any two bot.revision readers
+    analyze_repo(repo, base, head, policy=None) -> Analysis     a local git repository
 
-Reads the diff with rename detection, then whole files at base and head for the files that can
-hold kernels (one ``git grep`` per side picks them, so a diff of thousands of files costs a few
-git calls, not thousands). The policy, unless given, is the one at ``base``: a pull request cannot
-change the rules it is judged by.
+``analyze_range`` is the one analysis of a range: the gate on GitHub runs it over the contents
+API, ``kernel-review analyze --repo`` and the local review over git. The diff's lines are
+classified with whole files read from ``base`` and ``head`` where a kernel may be.
+
+``analyze_repo`` adds what git does cheaply: the diff with rename detection, every path at base
+(for pairing a Triton kernel with a C++ kernel the diff leaves alone), one ``git grep`` per side
+to pick the files worth reading whole (a diff of thousands of files costs a few git calls, not
+thousands), and a budget of characters read. The policy, unless given, is the one at ``base``: a
+pull request cannot change the rules it is judged by.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 
 from bot.analysis.classify import analyze_diff, analyze_parsed
-from bot.analysis.diff import parse_diff
+from bot.analysis.diff import ParsedDiff, parse_diff
 from bot.analysis.model import Analysis
 from bot.analysis.text import source_kind
-from bot.gitutil import diff_text, git, list_files, rev_parse, show_file
-from bot.policy.load import POLICY_FILE, PYPROJECT_TABLE, parse_policy
+from bot.gitutil import diff_text as git_diff
+from bot.gitutil import git, list_files
+from bot.policy.load import find_policy
 from bot.policy.model import Policy
+from bot.revision import GitRevision, Revision
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
-__all__ = ["analyze_diff", "analyze_repo", "policy_at"]
+__all__ = ["analyze_diff", "analyze_range", "analyze_repo"]
 
 # Whatever a file needs to contain for a whole read to find more than its diff lines show.
 _MARKERS = (
@@ -34,6 +37,32 @@ _MARKERS = (
 )
 _GREP_BATCH = 400
 MAX_READ_CHARS = 16 * 1024 * 1024
+
+
+def analyze_range(
+    base: Revision,
+    head: Revision,
+    diff_text: str | ParsedDiff,
+    policy: Policy | None,
+    *,
+    old_files: Sequence[str] | None = None,
+    thrifty: bool = True,
+) -> Analysis:
+    """The kernel changes of ``diff_text`` (base to head), whole files read from the revisions.
+
+    ``old_files``: every path at base, where the reader can list them cheaply. ``thrifty``: read
+    a file whole only when its diff lines could belong to a kernel (or the policy names it);
+    False when the revisions already read only the files worth reading.
+    """
+    parsed = diff_text if isinstance(diff_text, ParsedDiff) else parse_diff(diff_text)
+    return analyze_parsed(
+        parsed,
+        policy=policy,
+        old_source=base.read,
+        new_source=head.read,
+        old_files=old_files,
+        thrifty=thrifty,
+    )
 
 
 def analyze_repo(
@@ -44,20 +73,21 @@ def analyze_repo(
     policy: Policy | None = None,
     use_base_policy: bool = True,
 ) -> Analysis:
-    base_sha = rev_parse(repo, base)
-    head_sha = rev_parse(repo, head)
-    parsed = parse_diff(diff_text(repo, base_sha, head_sha))
+    base_rev = GitRevision(repo, base)
+    head_rev = GitRevision(repo, head)
+    parsed = parse_diff(git_diff(repo, base_rev.sha, head_rev.sha))
     if policy is None and use_base_policy:
-        policy = policy_at(repo, base_sha)
+        found = find_policy(base_rev)
+        policy = found[0] if found is not None else None
     old_paths = [f.old_path for f in parsed.files if f.old_path and source_kind(f.old_path)]
     new_paths = [f.new_path for f in parsed.files if f.new_path and source_kind(f.new_path)]
     budget = _Budget(MAX_READ_CHARS)
-    analysis = analyze_parsed(
+    analysis = analyze_range(
+        _Grepped(base_rev, old_paths, budget),
+        _Grepped(head_rev, new_paths, budget),
         parsed,
-        policy=policy,
-        old_source=_reader(repo, base_sha, old_paths, _marked(repo, base_sha, old_paths), budget),
-        new_source=_reader(repo, head_sha, new_paths, _marked(repo, head_sha, new_paths), budget),
-        old_files=list_files(repo, base_sha),
+        policy,
+        old_files=list_files(repo, base_rev.sha),
         thrifty=False,  # git grep already chose the files worth reading
     )
     if budget.refused:
@@ -71,31 +101,13 @@ def analyze_repo(
     return analysis
 
 
-def policy_at(repo: str | os.PathLike[str], rev: str) -> Policy | None:
-    """The policy committed at ``rev`` (``.github/kernel-review.toml``, else
-    ``[tool.kernel-review]`` in ``pyproject.toml``), or None when there is none."""
-    sha = rev_parse(repo, rev)
-    text = show_file(repo, sha, POLICY_FILE)
-    if text is not None:
-        return parse_policy(text, f"{POLICY_FILE} (at {sha[:12]})")
-    pyproject = show_file(repo, sha, "pyproject.toml")
-    if pyproject is None:
-        return None
-    try:
-        tool = tomllib.loads(pyproject).get("tool", {})
-    except (tomllib.TOMLDecodeError, RecursionError):
-        return None
-    if isinstance(tool, dict) and PYPROJECT_TABLE[1] in tool:
-        return parse_policy(pyproject, f"pyproject.toml (at {sha[:12]})", table=PYPROJECT_TABLE)
-    return None
-
-
-def _marked(repo: str | os.PathLike[str], sha: str, paths: Sequence[str]) -> set[str]:
+def _marked(revision: GitRevision, paths: Sequence[str]) -> set[str]:
     found: set[str] = set()
+    sha = revision.sha
     for i in range(0, len(paths), _GREP_BATCH):
         batch = paths[i : i + _GREP_BATCH]
         out = git(
-            repo,
+            revision.repo,
             "--literal-pathspecs",
             "grep",
             "-l",
@@ -121,28 +133,40 @@ class _Budget:
         self.refused: list[str] = []
 
 
-def _reader(
-    repo: str | os.PathLike[str],
-    sha: str,
-    diff_paths: Iterable[str],
-    marked: set[str],
-    budget: _Budget,
-) -> Callable[[str], str | None]:
-    """path -> text at ``sha``. A file of the diff that ``git grep`` found no kernel marker in
-    reads as empty: whatever else it holds, no kernel, launch or binding is made of it."""
-    in_diff = set(diff_paths)
-    cache: dict[str, str | None] = {}
+class _Grepped:
+    """A git revision read within a budget. A file of the diff that ``git grep`` found no
+    kernel marker in reads as empty: whatever else it holds, no kernel, launch or binding is
+    made of it."""
 
-    def read(path: str) -> str | None:
-        if path in in_diff and path not in marked:
+    def __init__(self, revision: GitRevision, diff_paths: Sequence[str], budget: _Budget) -> None:
+        self.revision = revision
+        self.in_diff = set(diff_paths)
+        self.marked = _marked(revision, diff_paths)
+        self.budget = budget
+        self.cache: dict[str, str | None] = {}
+
+    @property
+    def sha(self) -> str:
+        return self.revision.sha
+
+    @property
+    def label(self) -> str:
+        return self.revision.label
+
+    def where(self, path: str) -> str:
+        return self.revision.where(path)
+
+    def list_dir(self, path: str) -> list[str]:
+        return self.revision.list_dir(path)
+
+    def read(self, path: str, *, max_bytes: int | None = None) -> str | None:
+        if path in self.in_diff and path not in self.marked:
             return ""
-        if path not in cache:
-            if budget.left <= 0:
-                budget.refused.append(path)
+        if path not in self.cache:
+            if self.budget.left <= 0:
+                self.budget.refused.append(path)
                 return None
-            text = show_file(repo, sha, path)
-            budget.left -= len(text or "")
-            cache[path] = text
-        return cache[path]
-
-    return read
+            text = self.revision.read(path, max_bytes=max_bytes)
+            self.budget.left -= len(text or "")
+            self.cache[path] = text
+        return self.cache[path]

@@ -1,35 +1,32 @@
 """The gate: from an event to a decision (what to measure, at which SHA, or why not).
 
 Runs no pull-request code and needs only a read-only token. The policy comes from the BASE
-commit through the contents API, so a pull request cannot loosen its own rules. The head SHA
-is pinned here: a push after the decision is not covered by it. The report job calls the same
+commit through the contents API, so a pull request cannot loosen its own rules. The changes are
+found by the same analysis as ``kernel-review analyze --repo`` (``analyze_range``), reading
+whole files through the contents API, at most ``MAX_SOURCE_READS`` per side. The head SHA is
+pinned here: a push after the decision is not covered by it. The report job calls the same
 function again with the pinned SHA rather than trusting a file produced by another job.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-
 from pydantic import BaseModel, ConfigDict
 
+from bot.analysis.changes import change_lines, part_a_tables
+from bot.analysis.repo import analyze_range
 from bot.contracts.plan import Plan
-from bot.contracts.review import ChangeLine, PartATable
-from bot.errors import CommandError, LimitError, PolicyError
+from bot.contracts.review import PartATable
+from bot.errors import CommandError, LimitError
 from bot.github.api import GitHubClient
 from bot.github.events import Ignored, ReviewRequest
 from bot.github.slash import BenchCommand, check_permission, check_request, parse_bench
 from bot.github.types import PullInfo
 from bot.plan import make_plan
-from bot.policy.load import MAX_POLICY_BYTES, POLICY_FILE, PYPROJECT_TABLE, Policy, parse_policy
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from bot.policy.load import Policy, find_policy, missing_policy
+from bot.revision import ApiRevision, Revision
 
 GATE_SCHEMA_VERSION = 1
-AnalyzeFn = Callable[..., "tuple[list[ChangeLine], list[PartATable]]"]
+MAX_SOURCE_READS = 200  # whole files fetched per side to classify changes; the rest from the diff
 
 
 class GateDecision(BaseModel):
@@ -68,36 +65,18 @@ class GateResult(BaseModel):
     part_a: tuple[PartATable, ...] = ()
 
 
-def read_base_policy(
-    client: GitHubClient, base_sha: str, path: str | None = None
-) -> tuple[Policy, str]:
+def read_base_policy(base: Revision, path: str | None = None) -> tuple[Policy, str]:
     """The policy at the base commit: ``path`` if given, else the default places. (policy, source)."""
-    candidates = [path] if path else [POLICY_FILE, "pyproject.toml"]
-    for candidate in candidates:
-        text = client.read_file(candidate, base_sha)
-        if text is None:
-            continue
-        source = f"{candidate}@{base_sha[:12]}"
-        if len(text.encode("utf-8")) > MAX_POLICY_BYTES:
-            raise PolicyError(
-                f"{source}: the policy is over {MAX_POLICY_BYTES:,} bytes", hint="shrink the file"
-            )
-        table: tuple[str, ...] = ()
-        if candidate.endswith("pyproject.toml"):
-            table = PYPROJECT_TABLE
-            try:
-                tool = tomllib.loads(text).get("tool", {})
-            except tomllib.TOMLDecodeError:
-                tool = {PYPROJECT_TABLE[1]: None}  # let validation report the syntax error
-            if not isinstance(tool, dict) or PYPROJECT_TABLE[1] not in tool:
-                continue
-        return parse_policy(text, source, table=table), source
-    raise PolicyError(
-        f"no policy on the base branch (commit {base_sha[:12]}): looked for "
-        + (path or f"{POLICY_FILE} and [tool.kernel-review] in pyproject.toml"),
-        hint="commit .github/kernel-review.toml to the base branch; the policy of a pull "
-        "request's own head is never used",
-    )
+    found = find_policy(base, path)
+    if found is None:
+        raise missing_policy(
+            base,
+            place=f"on the base branch ({base.label})",
+            hint="commit .github/kernel-review.toml to the base branch; the policy of a pull "
+            "request's own head is never used",
+            path=path,
+        )
+    return found
 
 
 def _pull_for(req: ReviewRequest, client: GitHubClient) -> PullInfo | None:
@@ -111,7 +90,6 @@ def _pull_for(req: ReviewRequest, client: GitHubClient) -> PullInfo | None:
 def decide_gate(
     found: ReviewRequest | Ignored,
     client: GitHubClient,
-    analyze: AnalyzeFn | None = None,
     *,
     policy_path: str | None = None,
     pinned_head: str | None = None,
@@ -148,7 +126,7 @@ def decide_gate(
         "base_sha": pull.base_sha,
         "head_sha": head,
     }
-    policy, source = read_base_policy(client, pull.base_sha, policy_path)
+    policy, source = read_base_policy(ApiRevision(client, pull.base_sha), policy_path)
     fields["policy_source"] = source
     command: BenchCommand | None = None
     try:
@@ -160,9 +138,13 @@ def decide_gate(
             diff = client.get_pull_diff(pull.number)
         else:  # the pull request moved on: review exactly the pinned head
             diff = client.get_compare_diff(pull.base_sha, head)
-        changes, part_a = (analyze or analyze_changes)(
-            diff, policy, _bounded_reader(client, pull.base_sha), _bounded_reader(client, head)
+        analysis = analyze_range(
+            ApiRevision(client, pull.base_sha, max_reads=MAX_SOURCE_READS),
+            ApiRevision(client, head, max_reads=MAX_SOURCE_READS),
+            diff,
+            policy,
         )
+        changes, part_a = change_lines(analysis), part_a_tables(analysis)
         plan = make_plan(
             changes,
             policy,
@@ -217,31 +199,3 @@ def describe(decision: GateDecision) -> str:
         f"Measuring #{decision.pr_number} at head {sha} (pinned; a later push is not covered) "
         f"on {', '.join(plan.vendors)}: {kernels}{' (quick)' if plan.quick else ''}."
     )
-
-
-MAX_SOURCE_READS = 200  # whole files fetched per side to classify changes; the rest from the diff
-
-
-def _bounded_reader(client: GitHubClient, ref: str) -> Callable[[str], str | None]:
-    count = 0
-
-    def read(path: str) -> str | None:
-        nonlocal count
-        count += 1
-        return client.read_file(path, ref) if count <= MAX_SOURCE_READS else None
-
-    return read
-
-
-def analyze_changes(
-    diff_text: str,
-    policy: Policy,
-    old_source: Callable[[str], str | None] | None = None,
-    new_source: Callable[[str], str | None] | None = None,
-) -> tuple[list[ChangeLine], list[PartATable]]:
-    """The kernel changes in a diff (classified), and the Part A tables of the rewrites."""
-    from bot.analysis.changes import change_lines, part_a_tables
-    from bot.analysis.classify import analyze_diff
-
-    analysis = analyze_diff(diff_text, policy=policy, old_source=old_source, new_source=new_source)
-    return change_lines(analysis), part_a_tables(analysis)

@@ -19,10 +19,8 @@ from bot.contracts.results import ResultsFile
 from bot.contracts.review import PartATable, Verdict
 from bot.errors import ResultsError
 from bot.escape import workflow_command
-from bot.github.api import GitHubClient
 from bot.jobs.gate import GateDecision
 from bot.policy.load import Policy
-from bot.repo_conditions import collect
 from bot.review.conclude import ReviewOutput, conclude, review_context
 
 MAX_RESULTS_BYTES = 32 * 2**20
@@ -92,20 +90,6 @@ def merge_evidence(results: Sequence[ResultsFile], vendors: Sequence[str]) -> Ev
     return Evidence(
         sweeps=tuple(sweeps), first_calls=tuple(firsts), compiler=compiler, not_run=tuple(not_run)
     )
-
-
-def repo_facts(
-    client: GitHubClient, head_sha: str, kernel_paths: Sequence[str], policy: Policy
-) -> RepoConditions:
-    """Owner, version pins and a perf gate, read as text from the head commit through the API."""
-
-    def read(path: str) -> str | None:
-        return client.read_file(path, head_sha)
-
-    workflows = [
-        p for p in client.list_dir(".github/workflows", head_sha) if p.endswith((".yml", ".yaml"))
-    ]
-    return collect(read, workflows, kernel_paths, policy.owners)
 
 
 def annotations(evidence: Evidence, decision: GateDecision) -> list[str]:

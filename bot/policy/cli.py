@@ -15,9 +15,9 @@ from bot.policy.load import (
     POLICY_FILE,
     Policy,
     PolicySource,
-    find_policy,
     problems_error,
     read_policy_file,
+    tree_policy,
     validate_policy,
 )
 
@@ -47,7 +47,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _source(path: Path) -> PolicySource:
     if path.is_dir():
-        return find_policy(path)
+        return tree_policy(path)
     if not path.exists():
         raise PolicyError(
             f"{path} does not exist",
@@ -64,7 +64,7 @@ def _source(path: Path) -> PolicySource:
 def run_check(args: argparse.Namespace) -> int:
     source = _source(Path(args.path))
     policy, problems = validate_policy(source.text, source.display, table=source.table)
-    where = {"path": str(source.path), "table": ".".join(source.table) or None}
+    where = {"path": source.path, "table": ".".join(source.table) or None}
     if args.json:
         if policy is None:
             doc = {"valid": False, **where, "problems": [p.model_dump() for p in problems]}

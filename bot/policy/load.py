@@ -3,17 +3,21 @@
 
 Every problem is reported as ``file:line:col: key.path: what is wrong; what is allowed``, all
 of them at once (up to :data:`MAX_REPORTED`), so a typo can be fixed from the message alone.
-Pure functions take text (:func:`parse_policy`, :func:`validate_policy`); the file edge is
-:func:`load_policy`, :func:`find_policy` and :func:`read_policy_file`. The models live in
+Pure functions take text (:func:`parse_policy`, :func:`validate_policy`). The file edge reads
+through a ``bot.revision.Revision``, so a folder, a git commit and the GitHub contents API find
+the policy the same way: :func:`find_policy` (and :func:`locate_policy` for the text),
+:func:`missing_policy` for the error when there is none; :func:`load_policy` for a folder on
+disk and :func:`read_policy_file` for one file. The models live in
 ``bot.policy.model`` and are re-exported here.
 """
 
 from __future__ import annotations
 
 import difflib
-import stat
+import errno
+import os
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -39,6 +43,7 @@ from bot.policy.model import (
     glob_match,
     normalize_path,
 )
+from bot.revision import DirRevision, ReadRefused, Revision, read_text_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -65,15 +70,19 @@ __all__ = [
     "find_policy",
     "glob_match",
     "load_policy",
+    "locate_policy",
+    "missing_policy",
     "normalize_path",
     "parse_policy",
     "problems_error",
     "read_policy_file",
+    "tree_policy",
     "validate_policy",
 ]
 
 POLICY_FILE = ".github/kernel-review.toml"
 PYPROJECT_TABLE = ("tool", "kernel-review")
+DEFAULT_PLACES = (POLICY_FILE, "pyproject.toml")
 MAX_POLICY_BYTES = 64 * 1024
 MAX_REPORTED = 10
 
@@ -92,11 +101,12 @@ shapes = [[1823, 781], [4096, 4096]]
 
 
 class PolicySource(BaseModel):
-    """Policy text as read from disk: ``table`` is the key path of the policy inside the file."""
+    """Policy text as read: ``path`` as the revision names the file (on disk for a folder),
+    ``table`` the key path of the policy inside the file."""
 
     model_config = ConfigDict(frozen=True)
 
-    path: Path
+    path: str
     display: str  # how messages name the file, e.g. ".github/kernel-review.toml"
     table: tuple[str, ...] = ()
     text: str
@@ -172,57 +182,118 @@ def _size_message(size: int) -> str:
 
 def read_policy_file(path: Path, *, display: str | None = None) -> PolicySource:
     """Read a policy file: the whole file, or ``[tool.kernel-review]`` of a pyproject.toml."""
-    table = PYPROJECT_TABLE if path.name == "pyproject.toml" else ()
-    return PolicySource(
-        path=path, display=display or str(path), table=table, text=_read_capped(path, display)
-    )
+    name = display or str(path)
+    try:
+        text = read_text_file(path, name, max_bytes=MAX_POLICY_BYTES)
+    except ReadRefused as exc:
+        raise _refused(exc) from None
+    if text is None:
+        raise PolicyError(
+            f"cannot read policy {name}: {os.strerror(errno.ENOENT)}", hint="check the path"
+        )
+    return PolicySource(path=str(path), display=name, table=_table_of(path.name), text=text)
 
 
-def find_policy(repo_root: Path) -> PolicySource:
-    """The repository's policy: ``.github/kernel-review.toml``, else ``[tool.kernel-review]`` in
-    ``pyproject.toml``; a PolicyError saying where it looked when there is neither."""
-    repo_root = Path(repo_root)
-    dedicated = repo_root / POLICY_FILE
-    if dedicated.exists() or dedicated.is_symlink():
-        return read_policy_file(dedicated, display=POLICY_FILE)
-    pyproject = repo_root / "pyproject.toml"
-    if pyproject.exists() or pyproject.is_symlink():
-        source = read_policy_file(pyproject, display="pyproject.toml")
-        try:
-            tool = tomllib.loads(source.text).get("tool", {})
-        except (tomllib.TOMLDecodeError, RecursionError):
-            return source  # validation reports the syntax error with its line
-        if isinstance(tool, dict) and PYPROJECT_TABLE[1] in tool:
-            return source
-        near = [key for key in tool if isinstance(tool, dict) and key != PYPROJECT_TABLE[1]]
-        close = difflib.get_close_matches(PYPROJECT_TABLE[1], near, n=1, cutoff=0.7)
+def locate_policy(revision: Revision, path: str | None = None) -> PolicySource | None:
+    """The policy's file in a revision: ``path`` when given, else ``.github/kernel-review.toml``,
+    else ``pyproject.toml`` when it has a ``[tool.kernel-review]`` table. A pyproject.toml that
+    is not valid TOML counts as holding one, so that validation reports the syntax error with
+    its line instead of the policy silently going missing. None when there is no policy."""
+    for candidate in [path] if path else DEFAULT_PLACES:
+        text = _read(revision, candidate)
+        if text is None:
+            continue
+        table = _table_of(candidate)
+        if table and not _may_hold_policy(text):
+            continue
+        return PolicySource(
+            path=candidate, display=revision.where(candidate), table=table, text=text
+        )
+    return None
+
+
+def find_policy(revision: Revision, path: str | None = None) -> tuple[Policy, str] | None:
+    """The validated policy of a revision and how messages name its file, or None when there is
+    none (each caller decides what a missing policy means); PolicyError with file:line:col when
+    the policy is there but wrong."""
+    source = locate_policy(revision, path)
+    if source is None:
+        return None
+    return parse_policy(source.text, source.display, table=source.table), source.display
+
+
+def missing_policy(
+    revision: Revision, *, place: str, hint: str, path: str | None = None
+) -> PolicyError:
+    """The error for a revision without a policy (``place``: "in /repo", "on the base branch
+    (commit ...)"): a pyproject table named almost ``[tool.kernel-review]`` gets a rename hint;
+    otherwise the message says where it looked and names a file close to the policy's name."""
+    for candidate in [path] if path else DEFAULT_PLACES:
+        text = _read(revision, candidate) if _table_of(candidate) else None
+        close = _near_table(text) if text is not None else None
         if close:
-            raise PolicyError(
-                f"pyproject.toml has [tool.{close[0]}] but the policy table is named "
+            return PolicyError(
+                f"{candidate} has [tool.{close}] but the policy table is named "
                 "[tool.kernel-review]",
-                hint=f"rename [tool.{close[0]}] to [tool.kernel-review]",
+                hint=f"rename [tool.{close}] to [tool.kernel-review]",
             )
-    raise PolicyError(
-        f"no policy in {repo_root}: looked for {POLICY_FILE} and for a [tool.kernel-review] "
-        "table in pyproject.toml" + _near_misses(repo_root),
-        hint="create .github/kernel-review.toml; a minimal one to paste:\n\n" + MINIMAL_EXAMPLE,
-    )
+    looked = path or f"{POLICY_FILE} and for a [tool.kernel-review] table in pyproject.toml"
+    near = "" if path else _near_misses(revision)
+    return PolicyError(f"no policy {place}: looked for {looked}{near}", hint=hint)
+
+
+def tree_policy(repo_root: Path) -> PolicySource:
+    """The policy of a folder on disk (``path`` is where it is on disk); a PolicyError saying
+    where it looked, with a minimal policy to paste, when there is none."""
+    revision = DirRevision(repo_root)
+    source = locate_policy(revision)
+    if source is None:
+        raise missing_policy(
+            revision,
+            place=f"in {revision.label}",
+            hint="create .github/kernel-review.toml; a minimal one to paste:\n\n" + MINIMAL_EXAMPLE,
+        )
+    return source.model_copy(update={"path": str(revision.root / source.path)})
 
 
 def load_policy(repo_root: Path) -> LoadedPolicy:
     """Find, read and validate the repository's policy (PolicyError with file:line:col if bad)."""
-    source = find_policy(repo_root)
+    source = tree_policy(Path(repo_root))
     policy = parse_policy(source.text, source.display, table=source.table)
     return LoadedPolicy(
-        policy=policy, path=source.path, table=".".join(source.table) if source.table else None
+        policy=policy,
+        path=Path(source.path),
+        table=".".join(source.table) if source.table else None,
     )
 
 
-def _near_misses(repo_root: Path) -> str:
-    github = repo_root / ".github"
-    if not github.is_dir():
-        return ""
-    names = sorted(entry.name for entry in github.iterdir() if entry.is_file())
+def _table_of(path: str) -> tuple[str, ...]:
+    return PYPROJECT_TABLE if PurePosixPath(path).name == "pyproject.toml" else ()
+
+
+def _tool_table(text: str) -> dict[str, Any] | None:
+    """The ``[tool]`` table of a pyproject.toml; None when the text is not valid TOML."""
+    try:
+        tool = tomllib.loads(text).get("tool", {})
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return None
+    return tool if isinstance(tool, dict) else {}
+
+
+def _may_hold_policy(text: str) -> bool:
+    tool = _tool_table(text)
+    return tool is None or PYPROJECT_TABLE[1] in tool
+
+
+def _near_table(text: str) -> str | None:
+    tool = _tool_table(text) or {}
+    near = [key for key in tool if key != PYPROJECT_TABLE[1]]
+    close = difflib.get_close_matches(PYPROJECT_TABLE[1], near, n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
+def _near_misses(revision: Revision) -> str:
+    names = sorted(path.rsplit("/", 1)[-1] for path in revision.list_dir(".github"))
     close = difflib.get_close_matches("kernel-review.toml", names, n=1, cutoff=0.7)
     return (
         f" (found .github/{close[0]}; the file must be named exactly {POLICY_FILE})"
@@ -231,29 +302,23 @@ def _near_misses(repo_root: Path) -> str:
     )
 
 
-def _read_capped(path: Path, display: str | None) -> str:
-    name = display or str(path)
+def _read(revision: Revision, path: str) -> str | None:
     try:
-        info = path.lstat()
-    except OSError as exc:
-        raise PolicyError(
-            f"cannot read policy {name}: {exc.strerror}", hint="check the path"
-        ) from None
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
-        raise PolicyError(
+        return revision.read(path, max_bytes=MAX_POLICY_BYTES)
+    except ReadRefused as exc:
+        raise _refused(exc) from None
+
+
+def _refused(exc: ReadRefused) -> PolicyError:
+    """A file the reader refused, in the words a maintainer fixing a policy needs."""
+    name = exc.where
+    if exc.why == "not-regular":
+        return PolicyError(
             f"policy {name} is not a regular file",
             hint="the policy must be a plain file in the repository, not a link or a device",
         )
-    if info.st_size > MAX_POLICY_BYTES:
-        raise PolicyError(f"{name}: {_size_message(info.st_size)}", hint="shrink the file")
-    with path.open("rb") as handle:
-        raw = handle.read(MAX_POLICY_BYTES + 1)
-    if len(raw) > MAX_POLICY_BYTES:
-        raise PolicyError(f"{name}: {_size_message(len(raw))}", hint="shrink the file")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise PolicyError(
-            f"{name}:{line}: not UTF-8 (byte {exc.start})", hint="save the file as UTF-8"
-        ) from None
+    if exc.why == "too-large":
+        return PolicyError(f"{name}: {_size_message(exc.size)}", hint="shrink the file")
+    if exc.why == "not-utf8":
+        return PolicyError(exc.message, hint=exc.hint)
+    return PolicyError(f"cannot read policy {name}: {exc.detail}", hint="check the path")

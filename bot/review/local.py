@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from bot.analysis.changes import change_lines, part_a_tables
-from bot.analysis.repo import analyze_repo, policy_at
+from bot.analysis.repo import analyze_repo
 from bot.contracts.base import VENDOR_NAMES
 from bot.contracts.evidence import (
     CompilerEvidence,
@@ -27,9 +27,10 @@ from bot.contracts.evidence import (
 from bot.contracts.plan import Plan
 from bot.errors import PolicyError
 from bot.plan import make_plan
-from bot.policy.load import POLICY_FILE, Policy
-from bot.repo_conditions import collect_from_git
+from bot.policy.load import POLICY_FILE, Policy, find_policy
+from bot.repo_conditions import collect
 from bot.review.conclude import ReviewOutput, conclude, review_context
+from bot.revision import GitRevision
 
 Progress = Callable[[str], None]
 # (repo, base_sha, head_sha, plan, policy) -> (the compiler evidence or None, what did not run)
@@ -101,12 +102,13 @@ def static_review(
     """Review ``inputs``' range; ``compiler_report``, when given and the plan has the compiler
     check and no compiler evidence came in, compiles the changed kernels here."""
     progress("reading the policy from the base commit")
-    policy = policy_at(inputs.repo, inputs.base_sha)
-    if policy is None:
+    found = find_policy(GitRevision(inputs.repo, inputs.base_sha))
+    if found is None:
         raise PolicyError(
             f"no policy at the base commit {inputs.base_sha[:12]}",
             hint=f"add {POLICY_FILE} (see docs/policy.md) to the default branch first",
         )
+    policy = found[0]
     progress("finding the kernel changes")
     analysis = analyze_repo(inputs.repo, inputs.base_sha, inputs.head_sha, policy=policy)
     changes = change_lines(analysis)
@@ -119,9 +121,7 @@ def static_review(
     )
     kernel_paths = sorted({p for c in changes for p in (*c.new_paths, *c.old_paths)})
     progress("reading owners, version pins and CI workflows at head")
-    repo_facts = collect_from_git(
-        str(inputs.repo), inputs.head_sha, kernel_paths, tuple(policy.owners)
-    )
+    repo_facts = collect(GitRevision(inputs.repo, inputs.head_sha), kernel_paths, policy.owners)
 
     not_run = list(inputs.not_run)
     compiler = inputs.compiler

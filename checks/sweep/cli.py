@@ -20,6 +20,7 @@ from bot.errors import GitError, KernelReviewError, PolicyError
 from bot.escape import log_safe
 
 if TYPE_CHECKING:
+    from bot.contracts.plan import PlannedKernel
     from bot.policy.model import Policy
     from checks.sweep.models import SweepResult
 
@@ -88,26 +89,20 @@ def _load_policy(base_root: Path, head_root: Path, notes: list[str]) -> Policy:
         return policy
 
 
-def _kernels(policy: Policy, names: list[str] | None, plan_path: str | None) -> list:
-    from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
+def planned_kernels(
+    policy: Policy, names: list[str] | None, plan_path: str | None, *, base_sha: str, head_sha: str
+) -> list[PlannedKernel]:
+    """The kernels to measure: those of the gate's plan file, else every kernel of the policy
+    (planned by ``make_plan`` as requested), narrowed to ``names`` when given."""
+    from bot.contracts.plan import Plan
+    from bot.plan import make_plan
 
     if plan_path:
         plan = Plan.model_validate_json(Path(plan_path).read_text(encoding="utf-8"))
-        kernels = list(plan.kernels)
     else:
-        kernels = [
-            PlannedKernel(
-                name=k.name,
-                bench=k.bench,
-                baseline=k.baseline,
-                paths=tuple(k.paths),
-                dtypes=tuple(k.dtypes),
-                shapes=tuple(PlannedShape(dims=tuple(s.dims), weight=s.weight) for s in k.shapes),
-                tolerance=k.effective_tolerance(policy),
-                change_kinds=("requested",),
-            )
-            for k in policy.kernels
-        ]
+        every = [k.name for k in policy.kernels]
+        plan = make_plan((), policy, base_sha=base_sha, head_sha=head_sha, kernels=every)
+    kernels = list(plan.kernels)
     if names:
         known = {k.name for k in kernels}
         unknown = [n for n in names if n not in known]
@@ -165,7 +160,7 @@ def run_bench(args: argparse.Namespace) -> int:
             head_label = gitutil.rev_parse(repo, "HEAD") + ("+working-tree" if dirty else "")
         policy = _load_policy(base_root, head_root, notes)
         names = [n.strip() for n in args.kernels.split(",") if n.strip()] if args.kernels else None
-        kernels = _kernels(policy, names, args.plan)
+        kernels = planned_kernels(policy, names, args.plan, base_sha=base_sha, head_sha=head_label)
         plan = plan_cases(
             kernels,
             max_shapes=policy.limits.max_shapes,
