@@ -29,6 +29,7 @@ import requests
 from github import Auth, Github, GithubException
 
 from bot import __version__
+from bot.contracts.base import Frozen
 from bot.errors import GitHubError
 from bot.github.types import CommentInfo, FileInfo, PullInfo
 
@@ -37,7 +38,22 @@ DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
 MAX_DIFF_CHARS = 20_000_000
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
+MAX_TIMELINE_PAGES = 30  # 3,000 events; a longer timeline is reported as incomplete
+
 T = TypeVar("T")
+
+
+class TimelineEvent(Frozen):
+    """One event of a pull request's timeline, as plain data.
+
+    ``at`` is the server's time for comments and force pushes, but the git committer date (which
+    whoever made the commit chose) for ``committed`` events.
+    """
+
+    event: str
+    at: str = ""
+    sha: str | None = None  # committed: the commit
+    comment_id: int | None = None  # commented: the comment
 
 
 @dataclass(frozen=True)
@@ -332,6 +348,24 @@ class GitHubClient:
             lambda: [_comment(c) for c in issue.get_comments()],
         )
 
+    def timeline(self, number: int) -> tuple[list[TimelineEvent], bool]:
+        """The pull request's timeline in GitHub's order, and whether it was read to the end."""
+        url = f"/repos/{self.repo_name}/issues/{number}/timeline"
+
+        def page(n: int) -> list[Any]:
+            _, data = self._gh.requester.requestJsonAndCheck(
+                "GET", url, parameters={"per_page": 100, "page": n}
+            )
+            return data if isinstance(data, list) else []
+
+        events: list[TimelineEvent] = []
+        for n in range(1, MAX_TIMELINE_PAGES + 1):
+            items = self._call(f"reading the timeline of #{number}", lambda n=n: page(n))
+            events += [_timeline_event(item) for item in items if isinstance(item, dict)]
+            if len(items) < 100:
+                return events, True
+        return events, False
+
     def permission(self, login: str) -> str:
         """The user's role on the repository: admin, maintain, write, triage, read or none."""
         return self._call(
@@ -428,6 +462,21 @@ def _pull(p: Any) -> PullInfo:
         head_sha=p.head.sha,
         head_repo=head_repo,
         html_url=p.html_url or "",
+    )
+
+
+def _timeline_event(item: dict[str, Any]) -> TimelineEvent:
+    event = str(item.get("event") or "")
+    if event == "committed":
+        committer = item.get("committer") if isinstance(item.get("committer"), dict) else {}
+        return TimelineEvent(
+            event=event, at=str(committer.get("date") or ""), sha=str(item.get("sha") or "")
+        )
+    cid = item.get("id") if event == "commented" else None
+    return TimelineEvent(
+        event=event,
+        at=str(item.get("created_at") or ""),
+        comment_id=cid if isinstance(cid, int) else None,
     )
 
 
