@@ -24,11 +24,12 @@ def _command_modules() -> list:
     # Explicit list, imported lazily so `kernel-review --help` stays fast.
     from bot import app, demo
     from bot.analysis import cli as analyze_cli
+    from bot.github import doctor
     from bot.policy import cli as policy_cli
     from checks.compiler import cli as compile_cli
     from checks.sweep import cli as bench_cli
 
-    return [demo, policy_cli, analyze_cli, app, bench_cli, compile_cli]
+    return [demo, policy_cli, analyze_cli, app, bench_cli, compile_cli, doctor]
 
 
 def build_parser() -> argparse.ArgumentParser:

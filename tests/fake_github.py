@@ -80,6 +80,11 @@ class FakeGitHub:
         self.blobs: dict[str, dict[str, str]] = {}  # sha -> path -> text
         self.statuses: dict[str, list[dict[str, Any]]] = {}
         self.timelines: dict[int, list[dict[str, Any]]] = {}  # number -> events, oldest first
+        # Actions settings by path ("/actions/permissions", "/orgs/octo/actions/runner-groups");
+        # a path not set answers 403, as GitHub does for a token without admin rights.
+        self.settings: dict[str, Any] = {}
+        self.private = False
+        self.repo_owner_type = "Organization"
         self.failures: list[Failure] = []
         self.requests: list[tuple[str, str]] = []
         self._ids = itertools.count(1001)
@@ -298,6 +303,11 @@ class FakeGitHub:
                 return Reply(403, {"message": "Resource not accessible by integration"})
             return Reply(200, _user(token.login, token.user_type))
         repo = f"/repos/{self.repo}"
+        settings = path[len(repo) :] if path.startswith(repo + "/actions/") else path
+        if method == "GET" and (settings.startswith("/actions/") or path.startswith("/orgs/")):
+            if settings in self.settings:
+                return Reply(200, self.settings[settings])
+            return Reply(403, {"message": "Resource not accessible by integration"})
         if not path.startswith(repo):
             return Reply(404, {"message": "Not Found"})
         rest = path[len(repo) :]
@@ -338,10 +348,10 @@ class FakeGitHub:
                 "id": 1,
                 "name": self.repo.split("/")[1],
                 "full_name": self.repo,
-                "owner": _user(owner, "Organization"),
+                "owner": _user(owner, self.repo_owner_type),
                 "default_branch": self.default_branch,
                 "url": self._url(""),
-                "private": False,
+                "private": self.private,
             },
         )
 

@@ -403,6 +403,51 @@ class GitHubClient:
                 return []
             raise
 
+    # --- settings (read by ``kernel-review doctor``) ------------------------------------------
+
+    def _settings(self, what: str, path: str) -> Any | None:
+        """A settings document, or None where this token may not read it (403, 404)."""
+        url = path if path.startswith("/orgs/") else f"/repos/{self.repo_name}{path}"
+
+        def run() -> Any:
+            return self._gh.requester.requestJsonAndCheck("GET", url)[1]
+
+        try:
+            return self._call(f"reading {what}", run)
+        except GitHubRequestError as exc:
+            if exc.status in (403, 404):
+                return None
+            raise
+
+    def repository(self) -> dict[str, Any] | None:
+        """The repository: ``private``, ``owner.type`` (User or Organization), default branch."""
+        return self._settings("the repository", "")
+
+    def actions_permissions(self) -> dict[str, Any] | None:
+        """``enabled`` and ``allowed_actions`` of GitHub Actions on this repository."""
+        return self._settings("the Actions permissions", "/actions/permissions")
+
+    def workflow_permissions(self) -> dict[str, Any] | None:
+        """``default_workflow_permissions`` (read or write) of the workflows' GITHUB_TOKEN."""
+        return self._settings("the workflow permissions", "/actions/permissions/workflow")
+
+    def fork_pr_approval(self) -> dict[str, Any] | None:
+        """``approval_policy``: which outside contributors' workflow runs wait for approval."""
+        return self._settings(
+            "the fork pull request approval policy",
+            "/actions/permissions/fork-pr-contributor-approval",
+        )
+
+    def repo_runners(self) -> dict[str, Any] | None:
+        """The repository's own self-hosted runners (``runners``: name, labels, ephemeral)."""
+        return self._settings("the repository's runners", "/actions/runners?per_page=100")
+
+    def runner_groups(self, org: str) -> dict[str, Any] | None:
+        """The organisation's runner groups and which workflows each is restricted to."""
+        return self._settings(
+            f"the runner groups of {org}", f"/orgs/{org}/actions/runner-groups?per_page=100"
+        )
+
     # --- writes -------------------------------------------------------------------------------
 
     def create_comment(self, number: int, body: str) -> CommentInfo:
