@@ -261,7 +261,7 @@ def run_report(env: ActionEnv, client_factory, analyze=None) -> int:
         if env.results_path.is_dir()
         else []
     )
-    kept, dropped = read_results(files, head_sha=d.head_sha or "")
+    kept, dropped = read_results(files, head_sha=d.head_sha or "", vendors=d.plan.vendors)
     for reason in dropped:
         log(f"results dropped: {reason}")
     evidence = merge_evidence(kept, d.plan.vendors if d.run else ())

@@ -131,3 +131,9 @@ def slow(shape, dtype, *, device="cpu", seed=0):
 def which_side(shape, dtype, *, device="cpu", seed=0):
     value = np.full(shape, side_marker.VALUE, dtype=dtype)
     return {"fn": lambda: value.copy(), "bytes_moved": value.nbytes, "flops": 0}
+
+
+def huge_bytes(shape, dtype, *, device="cpu", seed=0):
+    """Claims to move 10**30 bytes, which would make its throughput absurd."""
+    item = axpy(shape, dtype, device=device, seed=seed)
+    return {**item, "bytes_moved": 10**30}
