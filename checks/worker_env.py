@@ -1,12 +1,25 @@
 """What a worker may see and how long it may take: the scrubbed environment, the per-command
-timeouts, and the failure a command ends in."""
+timeouts, and the failure a command ends in; and the digest of the trees it runs in, taken
+again afterwards, so that measured code which rewrote a tree voids the run it took part in."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import stat
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from bot.errors import ResultsError
+
+T = TypeVar("T")
+MAX_TREE_BYTES = 2**31  # a tree larger than this is not checked (and the log says so)
+MAX_TREE_FILES = 200_000
+_CHUNK = 1 << 20
 
 # Failures after which the process (or its CUDA context) cannot be trusted any more.
 RESTART_KINDS = frozenset({"crashed", "timeout", "cuda_error", "oom", "out_of_resources"})
@@ -96,3 +109,79 @@ class WorkerFailure(Exception):
     @property
     def needs_restart(self) -> bool:
         return self.kind in RESTART_KINDS
+
+
+def tree_digest(
+    root: Path,
+    *,
+    suffix: str | None = None,
+    skip_dir: Callable[[str], bool] = lambda name: name in ("__pycache__", ".git"),
+    max_files: int = MAX_TREE_FILES,
+    max_bytes: int = MAX_TREE_BYTES,
+) -> str | None:
+    """SHA-256 over the paths and contents of the files under ``root`` (only those ending in
+    ``suffix``, when given), or None past ``max_files`` or ``max_bytes``. Symbolic links are
+    hashed as their target's name, never followed; anything but a file or a link (a device, a
+    pipe) as its kind. Reads at most ``max_bytes`` however large a file claims or turns out to be.
+    """
+    h = hashlib.sha256()
+    files = 0
+    budget = max_bytes
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not skip_dir(d))
+        for name in sorted(filenames):
+            if suffix is not None and not name.endswith(suffix):
+                continue
+            files += 1
+            if files > max_files:
+                return None
+            path = os.path.join(dirpath, name)
+            h.update(os.path.relpath(path, root).encode("utf-8", "surrogateescape") + b"\0")
+            try:
+                budget = _hash_entry(h, path, budget)
+            except OSError:
+                return None
+            if budget < 0:
+                return None
+    return h.hexdigest()
+
+
+def _hash_entry(h: Any, path: str, budget: int) -> int:
+    """Hash one directory entry without following it; returns the byte budget left (< 0: over)."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        h.update(b"link\0" + os.fsencode(os.readlink(path)))
+        return budget
+    if not stat.S_ISREG(info.st_mode):
+        h.update(b"kind\0" + str(stat.S_IFMT(info.st_mode)).encode())
+        return budget
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        while chunk := f.read(min(_CHUNK, budget + 1)):
+            budget -= len(chunk)
+            if budget < 0:
+                return budget
+            h.update(chunk)
+    return budget
+
+
+def run_sealed(
+    trees: Sequence[Path], run: Callable[[], T], *, progress: Callable[[str], None] | None = None
+) -> T:
+    """``run()``, then ResultsError if any of ``trees`` changed meanwhile: measured code that
+    rewrote a worktree (its own, to measure other code than the commit, or the other side's, to
+    slow it down) voids the run. A change undone before the run ends is not seen."""
+    before = [tree_digest(t) for t in trees]
+    for tree, digest in zip(trees, before, strict=True):
+        if digest is None and progress is not None:
+            progress(f"{tree} is over {MAX_TREE_BYTES:,} bytes; not checked for changes")
+    result = run()
+    for tree, digest in zip(trees, before, strict=True):
+        if digest is not None and tree_digest(tree) != digest:
+            raise ResultsError(
+                f"the worktree {Path(tree).name} changed while the measured code ran; the "
+                "measurements are void",
+                hint="the pull request's code wrote into a checked-out tree: read what it does "
+                "before running /bench again",
+            )
+    return result
