@@ -8,16 +8,14 @@ result read back from a file rather than from output the user's code could write
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from checks.worker_env import scrubbed_env
+from checks.worker_env import kill_session, make_undumpable, scrubbed_env
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,6 +39,7 @@ def run_job(
     if "PYTHONPATH" in os.environ:  # where the bot's own dependencies were installed
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     env["TRITON_CACHE_DIR"] = str(triton_cache)
+    make_undumpable()
     proc = subprocess.Popen(
         [sys.executable, "-m", module, str(job_path)],
         cwd=str(PACKAGE_ROOT),
@@ -53,10 +52,11 @@ def run_job(
     try:
         stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_session(proc.pid)
         proc.communicate()
         return {"fatal": f"{what} took longer than {timeout_s:.0f} s"}
+    finally:
+        kill_session(proc.pid)  # what the job left running goes with it
     out = Path(job["out"])
     if not out.is_file():
         tail = (stderr or stdout)[-800:]

@@ -4,10 +4,14 @@ again afterwards, so that measured code which rewrote a tree voids the run it to
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 import os
 import re
+import signal
 import stat
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,6 +49,7 @@ KEEP_NAMES = frozenset(
         "CXX",
         "SYSTEMROOT",
         "COMSPEC",
+        "RUNNER_TRACKING_ID",  # the runner finds and kills a job's leftover processes by it
     }
 )
 KEEP_PREFIXES = (
@@ -78,9 +83,50 @@ def scrubbed_env(base: dict[str, str] | None = None) -> dict[str, str]:
     src = dict(os.environ if base is None else base)
     out = {}
     for k, v in src.items():
-        if (k in KEEP_NAMES or k.startswith(KEEP_PREFIXES)) and not SECRET_RE.search(k):
+        if k == "RUNNER_TRACKING_ID" or (
+            (k in KEEP_NAMES or k.startswith(KEEP_PREFIXES)) and not SECRET_RE.search(k)
+        ):
             out[k] = v
     return out
+
+
+PR_SET_DUMPABLE = 4
+
+
+def make_undumpable() -> bool:
+    """Mark this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``): a process of the
+    same user, such as the measured code, can then no longer read its ``/proc/<pid>/environ``,
+    open its ``/proc/<pid>/fd/*`` (the step's log among them) or attach to it. The children it
+    starts get the default back when they exec. False where the system does not offer it; it
+    does not stop root."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILL every process of session ``sid`` (a worker started with ``start_new_session``):
+    its process group, and children that left the group or outlived the worker. A process that
+    started a session of its own escapes this; the runner reaps it by ``RUNNER_TRACKING_ID``."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(sid, signal.SIGKILL)
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 3 and int(fields[3]) == sid and pid != os.getpid():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 class Timeouts(BaseModel):

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from checks.sweep.protocol import Block, Telemetry
-from checks.worker_env import Timeouts, WorkerFailure, scrubbed_env
+from checks.worker_env import (
+    Timeouts,
+    WorkerFailure,
+    kill_session,
+    make_undumpable,
+    scrubbed_env,
+)
 
 WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
 Side = Literal["base", "head"]
@@ -89,6 +95,7 @@ class WorkerClient:
 
     def start(self) -> None:
         s = self.spec
+        make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
         self.incarnation += 1
         logs = s.work_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -133,11 +140,12 @@ class WorkerClient:
         return self.proc is not None and self.proc.poll() is None
 
     def _kill(self) -> None:
+        """Kill the worker's whole session, also after the worker itself has exited: what it
+        left running (a double-forked daemon) goes with it."""
         proc = self.proc
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+        if proc is not None:
+            kill_session(proc.pid)
+            if proc.poll() is None:
                 proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
