@@ -90,6 +90,19 @@ def scrubbed_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return out
 
 
+MIN_WORKER_MEMORY = 4 * 2**30
+
+
+def default_memory_bytes() -> int:
+    """A worker's memory cap: a quarter of the machine's memory (base and head run side by side,
+    and the bot beside them), at least 4 GiB; 0 (no cap) where the size cannot be read."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
+    return max(MIN_WORKER_MEMORY, total // 4)
+
+
 PR_SET_DUMPABLE = 4
 
 

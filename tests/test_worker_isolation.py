@@ -15,8 +15,8 @@ import pytest
 from test_action_workflows import ACTION, _run_blocks
 from test_workers import FAST, SHAPE, STANDINS
 
-from checks.sweep.workers import WorkerClient, WorkerSpec
-from checks.worker_env import scrubbed_env
+from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
+from checks.worker_env import default_memory_bytes, scrubbed_env
 
 SECRET = "ghs_secret_value_0123456789"
 RUNNER_FILES = ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STEP_SUMMARY")
@@ -160,3 +160,27 @@ def test_a_daemon_left_by_the_measured_code_dies_with_its_worker(tmp_path: Path)
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(pid)
+
+
+def test_a_worker_that_allocates_past_its_cap_fails_as_oom(tmp_path: Path) -> None:
+    spec = WorkerSpec(
+        side="head", root=STANDINS / "head", device="cpu", work_dir=tmp_path, timeouts=FAST,
+        memory_bytes=2 * 2**30,
+    )  # fmt: skip
+    client = WorkerClient(spec)
+    client.start()
+    try:
+        with pytest.raises(WorkerFailure) as failure:
+            client.prepare(["standin_kernels:hog"], SHAPE, "float32", seed=0)
+        assert failure.value.kind == "oom"
+        client.restart()  # and the next case runs on a fresh worker
+        assert client.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["entry"]
+    finally:
+        client.close()
+
+
+def test_the_default_cap_comes_from_the_machines_memory() -> None:
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert default_memory_bytes() == max(4 * 2**30, total // 4)
+    spec = WorkerSpec(side="base", root=STANDINS / "base", device="cpu", work_dir=Path("/tmp"))
+    assert spec.memory_bytes == default_memory_bytes()

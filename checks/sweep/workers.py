@@ -25,6 +25,7 @@ from checks.sweep.protocol import Block, Telemetry
 from checks.worker_env import (
     Timeouts,
     WorkerFailure,
+    default_memory_bytes,
     kill_session,
     make_undumpable,
     scrubbed_env,
@@ -44,6 +45,7 @@ class WorkerSpec:
     timeouts: Timeouts = field(default_factory=Timeouts)
     python: str = sys.executable
     label: str = ""
+    memory_bytes: int = field(default_factory=default_memory_bytes)  # 0: no cap
 
     @property
     def name(self) -> str:
@@ -121,6 +123,8 @@ class WorkerClient:
                         s.device,
                         "--side",
                         s.side,
+                        "--memory-bytes",
+                        str(s.memory_bytes),
                     ],
                     stdin=subprocess.DEVNULL,
                     stdout=log,

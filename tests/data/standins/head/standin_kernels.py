@@ -150,3 +150,14 @@ def daemon(shape, dtype, *, device="cpu", seed=0):
         os._exit(0)
     os.wait()
     return axpy(shape, dtype, device=device, seed=seed)
+
+
+def hog(shape, dtype, *, device="cpu", seed=0):
+    """Allocates 4 GiB (and touches it) when called, as a runaway kernel would."""
+
+    def fn():
+        buf = bytearray(4 * 2**30)
+        return len(buf)
+
+    item = axpy(shape, dtype, device=device, seed=seed)
+    return {**item, "fn": fn}
