@@ -13,11 +13,14 @@ from test_app_e2e import (  # noqa: F401  (fixtures)
     comment_event,
     fixture_repo,
     gh,
+    pr_event,
+    results_for,
 )
 
 from bot.github.api import TimelineEvent
 from bot.github.sticky import marker_sha
-from bot.jobs.approval import head_at_comment
+from bot.github.types import PullInfo
+from bot.jobs.approval import advisory_status, head_at_comment
 
 NEW_HEAD = "c" * 40
 
@@ -97,3 +100,58 @@ def test_the_head_at_comment_time_comes_from_the_timeline():
     ]
     assert head_at_comment(forced, 7, b) is None  # which commit the force push left: unknown
     assert head_at_comment([committed(a, "2026-01-01T00:00:01Z")], 7, a) is None  # not found
+
+
+def test_a_stranger_spamming_bench_gets_one_reply_then_reactions(gh, tmp_path, monkeypatch):
+    comments = [comment_event(gh, "stranger", "/bench softmax") for _ in range(3)]
+    for i, payload in enumerate(comments):
+        run = Run(gh, tmp_path / str(i), monkeypatch, "issue_comment", payload)
+        assert run("plan") == 0 and run("ack") == 0
+    [reply] = bot_comments(gh)
+    assert (
+        reply["body"].startswith("@stranger `/bench` was not run")
+        and "needs write" in reply["body"]
+    )
+    for payload in comments:
+        reactions = [r["content"] for r in gh.reactions[payload["comment"]["id"]]]
+        assert reactions == ["eyes", "confused"]
+
+
+def test_a_maintainers_refused_bench_is_answered_every_time(gh, tmp_path, monkeypatch):
+    for i in range(2):
+        payload = comment_event(gh, "maintainer", "/bench nope")
+        run = Run(gh, tmp_path / str(i), monkeypatch, "issue_comment", payload)
+        assert run("plan") == 0 and run("ack") == 0
+    assert len(bot_comments(gh)) == 2  # a typo deserves its answer each time
+
+
+def test_the_merge_gate_is_advisory_for_an_author_without_write_permission(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    _, base, head = fixture_repo
+    gh.permissions["alice"] = "read"  # the pull request's author
+    report = Run(gh, tmp_path, monkeypatch, "pull_request", pr_event("opened", base, head))
+    results_for(report.results, base, head, "nvidia", 1.0)
+    assert report("report") == 0
+    [status] = gh.statuses[head]
+    assert status["description"].startswith("Advisory (@alice has read permission): ")
+    assert status["state"] != "success"
+
+
+class _Permissions:
+    def __init__(self, role: str) -> None:
+        self.role = role
+
+    def permission(self, login: str) -> str:
+        return self.role
+
+
+def test_an_advisory_verdict_never_turns_the_gate_green():
+    pull = PullInfo(number=1, state="open", author="mallory", base_ref="main", base_sha="a" * 40,
+                    base_repo="o/r", head_ref="x", head_sha="b" * 40, head_repo="m/r")  # fmt: skip
+    ok = ("success", "Approve: every condition met")
+    state, text = advisory_status(_Permissions("read"), pull, *ok)
+    assert state == "pending" and text.startswith("Advisory (@mallory has read permission)")
+    assert advisory_status(_Permissions("read"), pull, "failure", "x")[0] == "failure"
+    assert advisory_status(_Permissions("write"), pull, *ok) == ok
+    assert advisory_status(_Permissions("maintain"), pull, *ok) == ok

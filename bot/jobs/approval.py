@@ -1,4 +1,6 @@
-"""A ``/bench`` approval covers the commit that was the head when the maintainer commented.
+"""What an approval covers: the commit ``/bench`` saw, and whose numbers can turn the gate green.
+
+A ``/bench`` approval covers the commit that was the head when the maintainer commented.
 
 The gate runs after the comment, and the pull request's author can push in between: taking
 whatever the head is when the gate starts would measure a commit nobody approved. Two bindings:
@@ -11,6 +13,11 @@ whatever the head is when the gate starts would measure a commit nobody approved
 
 A ``committed`` event is dated by git, not by GitHub, so a backdated commit is caught only by its
 place on the timeline after the comment; ``sha=`` is the binding that does not depend on it.
+
+The measured code shares its process with the timer, so its author can make the numbers say
+anything: a verdict on code by an author without write permission is advisory, and the merge
+gate says so and never turns green on it (``advisory_status``). Someone below the bar for
+``/bench`` gets one reply saying so per pull request, then only reactions (``told_before``).
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from bot.errors import CommandError
+from bot.escape import clip
 from bot.github.api import GitHubClient, TimelineEvent
 from bot.github.events import ReviewRequest
 from bot.github.slash import BenchCommand
-from bot.github.types import PullInfo
+from bot.github.types import PullInfo, permission_allows
+from bot.policy.model import Policy
 
 HEAD_CHANGES = frozenset({"committed", "head_ref_force_pushed", "head_ref_restored"})
 
@@ -82,3 +91,28 @@ def bind_approval(
         raise _fresh(
             f"the head moved after the /bench comment (it was {at_comment[:12]})", pull.head_sha
         )
+
+
+def advisory_status(
+    client: GitHubClient, pull: PullInfo | None, state: str, description: str
+) -> tuple[str, str]:
+    """The merge-gate status for ``pull``: as given when its author may write to the repository;
+    otherwise marked advisory, and pending instead of success."""
+    if pull is None:
+        return state, description
+    role = client.permission(pull.author)
+    if permission_allows(role, "write"):
+        return state, description
+    state = "pending" if state == "success" else state
+    return state, clip(f"Advisory (@{pull.author} has {role} permission): {description}", 140)
+
+
+def told_before(client: GitHubClient, pr_number: int, actor: str, policy: Policy) -> bool:
+    """Whether ``actor``, below the policy's bar for ``/bench``, already got the bot's reply on
+    this pull request: the next refusals are reactions only, so spamming /bench makes no noise."""
+    if permission_allows(client.permission(actor), policy.github.bench_permission):
+        return False
+    return any(
+        c.author_type == "Bot" and c.body.startswith(f"@{actor} `/bench` was not run")
+        for c in client.list_comments(pr_number)
+    )
