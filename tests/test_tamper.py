@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_run_plan import BENCH, POLICY
 from test_sweep_cpu import FAST, QUICK
 
 from bot import gitutil
@@ -18,29 +19,9 @@ from checks.sweep.evidence import sweep_for_plan
 from checks.sweep.run import SweepOptions
 from checks.worker_env import run_sealed, tree_digest
 
-BENCH = """
-import numpy as np
-
-
-def double(shape, dtype, *, device="cpu", seed=0):
-    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-    {tamper}
-    return {{"fn": lambda: x * 2, "reference": lambda: x * 2, "bytes_moved": 2 * x.nbytes}}
-"""
 # the head's entry point slows the base side down by rewriting the base worktree next to it
-TAMPER = 'open("../base/ops.py", "a").write("\\nimport time; time.sleep(0.001)\\n")'
-POLICY = """
-tolerance = 0.5
-vendors = ["nvidia"]
-[deployment]
-kind = "long-lived"
-[[kernels]]
-name = "double"
-bench = "ops:double"
-paths = ["ops.py"]
-dtypes = ["float32"]
-shapes = [[20000]]
-"""
+TAMPER = '    open("../base/ops.py", "a").write("\\nimport time; time.sleep(0.001)\\n")\n'
+HEAD_BENCH = BENCH.replace("    return {", TAMPER + "    return {")
 
 
 def test_a_head_that_rewrites_the_base_worktree_voids_the_sweep(tmp_path: Path) -> None:
@@ -48,9 +29,10 @@ def test_a_head_that_rewrites_the_base_worktree_voids_the_sweep(tmp_path: Path) 
     gitutil.init_repo(repo)
     (repo / ".github").mkdir()
     (repo / ".github" / "kernel-review.toml").write_text(POLICY)
-    (repo / "ops.py").write_text(textwrap.dedent(BENCH.format(tamper="")))
+    (repo / "ops.py").write_text(textwrap.dedent(BENCH))
     base = gitutil.commit_all(repo, "base")
-    (repo / "ops.py").write_text(textwrap.dedent(BENCH.format(tamper=TAMPER)))
+    assert HEAD_BENCH != BENCH
+    (repo / "ops.py").write_text(textwrap.dedent(HEAD_BENCH))
     head = gitutil.commit_all(repo, "head")
     plan = Plan(
         base_sha=base, head_sha=head, vendors=("nvidia",), checks=("sweep",), quick=True,

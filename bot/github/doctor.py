@@ -60,35 +60,37 @@ def read_settings(client: GitHubClient) -> Settings:
     )
 
 
-def _fork_approval(s: Settings) -> Finding:
-    name = "approval for outside contributors' workflow runs"
-    if s.fork_approval is None:
+def _one(name: str, doc: dict[str, Any] | None, key: str, safe: str, ok: str, fix: str) -> Finding:
+    """A setting that is one value: ``safe`` is ok, anything else unsafe with ``fix``."""
+    if doc is None:
         return Finding(status="unknown", setting=name, detail=f"not readable; needs {ADMIN}")
-    policy = s.fork_approval.get("approval_policy")
-    if policy == "all_external_contributors":
-        return Finding(status="ok", setting=name, detail="required for all outside contributors")
-    return Finding(
-        status="unsafe",
-        setting=name,
-        detail=f"{policy!r}: a returning contributor's pull request runs its own workflow "
-        "without approval; set Settings > Actions > General > 'Require approval for all "
-        "external contributors'",
-    )
+    value = doc.get(key)
+    if value == safe:
+        return Finding(status="ok", setting=name, detail=ok)
+    return Finding(status="unsafe", setting=name, detail=f"{value!r}: {fix}")
 
 
-def _token(s: Settings) -> Finding:
-    name = "default GITHUB_TOKEN permissions"
-    if s.workflow is None:
-        return Finding(status="unknown", setting=name, detail=f"not readable; needs {ADMIN}")
-    default = s.workflow.get("default_workflow_permissions")
-    if default == "read":
-        return Finding(status="ok", setting=name, detail="read-only unless a job asks for more")
-    return Finding(
-        status="unsafe",
-        setting=name,
-        detail=f"{default!r}: every job gets a write token by default; choose 'Read repository "
-        "contents and packages permissions'",
-    )
+# (setting, Settings field, key, the safe value, what ok means, what to change)
+SINGLE_VALUES = (
+    (
+        "approval for outside contributors' workflow runs",
+        "fork_approval",
+        "approval_policy",
+        "all_external_contributors",
+        "required for all outside contributors",
+        "a returning contributor's pull request runs its own workflow without approval; set "
+        "Settings > Actions > General > 'Require approval for all external contributors'",
+    ),
+    (
+        "default GITHUB_TOKEN permissions",
+        "workflow",
+        "default_workflow_permissions",
+        "read",
+        "read-only unless a job asks for more",
+        "every job gets a write token by default; choose 'Read repository contents and "
+        "packages permissions'",
+    ),
+)
 
 
 def _runners(s: Settings, public: bool) -> list[Finding]:
@@ -177,8 +179,10 @@ def assess(s: Settings) -> list[Finding]:
         return [Finding(status="ok", setting="GitHub Actions", detail="disabled on the repository")]
     public = s.repo is None or not s.repo.get("private")
     branch = str((s.repo or {}).get("default_branch") or "main")
-    out.append(_fork_approval(s))
-    out.append(_token(s))
+    out += [
+        _one(name, getattr(s, field), key, safe, ok, fix)
+        for name, field, key, safe, ok, fix in SINGLE_VALUES
+    ]
     out += _runners(s, public)
     out += _groups(s, public, branch)
     return out
