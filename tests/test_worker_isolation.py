@@ -104,7 +104,7 @@ sys.path.insert(0, sys.argv[1])
 if sys.argv[2] == "1":
     from checks.worker_env import make_undumpable
     assert make_undumpable()
-child = "import os; p = os.getppid(); open(f'/proc/{p}/environ').read(); print('read')"
+child = f"import os; p = os.getppid(); open(f'/proc/{{p}}/{sys.argv[3]}', '{sys.argv[4]}'); print('read')"
 r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
                    env={"PATH": os.environ["PATH"], "PROBE_SECRET": "x"})
 print(r.stdout.strip() or r.stderr.strip().splitlines()[-1])
@@ -121,14 +121,16 @@ AS_RUNNER = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"] if os.geteuid(
 def test_a_worker_cannot_read_the_environment_of_the_process_that_started_it() -> None:
     root = str(Path(__file__).parent.parent)
 
-    def probe(undumpable: str) -> str:
+    def probe(undumpable: str, what: str, mode: str) -> str:
         return subprocess.run(
-            [*AS_RUNNER, sys.executable, "-c", UNDUMPABLE_PROBE, root, undumpable],
+            [*AS_RUNNER, sys.executable, "-c", UNDUMPABLE_PROBE, root, undumpable, what, mode],
             capture_output=True, text=True, timeout=60, cwd="/",
         ).stdout.strip()  # fmt: skip
 
-    assert probe("0") == "read"  # without it, the child reads its parent's environment
-    assert "PermissionError" in probe("1")
+    # the parent's environment, and its stdout (the step log, where ::warning:: would act)
+    for what, mode in (("environ", "r"), ("fd/1", "w")):
+        assert probe("0", what, mode) == "read"  # without it, the child gets at both
+        assert "PermissionError" in probe("1", what, mode)
 
 
 def test_runner_tracking_id_reaches_the_worker_and_nothing_else_of_the_runner() -> None:
