@@ -15,6 +15,7 @@ from bot import gitutil
 from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
 from bot.errors import ResultsError
 from checks.compiler.run import source_digest
+from checks.measure import measure_plan
 from checks.sweep.evidence import sweep_for_plan
 from checks.sweep.run import SweepOptions
 from checks.worker_env import run_sealed, tree_digest
@@ -44,6 +45,11 @@ def test_a_head_that_rewrites_the_base_worktree_voids_the_sweep(tmp_path: Path) 
     with pytest.raises(ResultsError, match="worktree base changed while the measured code ran"):
         sweep_for_plan(plan, repo_root=repo, options=opts, work_dir=tmp_path / "w")
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1  # still cleaned up
+    # the measure job: no sweep evidence, and the review's "not run" says why
+    ev = measure_plan(plan, vendor="nvidia", repo_root=repo, sweep_options=opts)
+    assert ev.sweeps == ()
+    [void] = [n for n in ev.not_run if n.check == "sweep"]
+    assert "changed while the measured code ran" in void.reason
 
 
 def test_a_tree_changed_and_left_so_is_caught(tmp_path: Path) -> None:
