@@ -2,8 +2,9 @@
 
 The compile workers and the first-call probes import the pull request's code, so they get the
 same treatment as the sweep's workers: a scrubbed environment (no token, nothing that writes to
-GitHub), a Triton cache of their own, their own process group killed whole on a timeout, and a
-result read back from a file rather than from output the user's code could write to.
+GitHub), a memory cap, a Triton cache of their own, their own session killed whole on a timeout
+and when they end, and a result read back from a file rather than from output the user's code
+could write to.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from checks.worker_env import kill_session, make_undumpable, scrubbed_env
+from checks.worker_env import (
+    capped,
+    default_memory_bytes,
+    kill_session,
+    make_undumpable,
+    scrubbed_env,
+)
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +48,7 @@ def run_job(
     env["TRITON_CACHE_DIR"] = str(triton_cache)
     make_undumpable()
     proc = subprocess.Popen(
-        [sys.executable, "-m", module, str(job_path)],
+        capped([sys.executable, "-m", module, str(job_path)], default_memory_bytes()),
         cwd=str(PACKAGE_ROOT),
         env=env,
         stdout=subprocess.PIPE,

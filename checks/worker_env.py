@@ -103,6 +103,25 @@ def default_memory_bytes() -> int:
     return max(MIN_WORKER_MEMORY, total // 4)
 
 
+# Run in an isolated interpreter (-I: a resource.py in the checkout cannot shadow the module),
+# it sets the cap and becomes the real command, same pid, same descriptors.
+_CAPPED = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_DATA, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def capped(argv: list[str], max_bytes: int) -> list[str]:
+    """``argv`` started with its heap and private mappings capped at ``max_bytes``
+    (``RLIMIT_DATA``, soft and hard, so the measured code cannot raise it again): an allocation
+    past it fails with MemoryError, reported as ``oom``, instead of taking the machine's memory.
+    ``RLIMIT_AS`` would also count the address space CUDA reserves, so it is not used. ``argv``
+    as it is where the system has no such limit, or ``max_bytes`` is 0."""
+    if max_bytes <= 0 or not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-I", "-c", _CAPPED, str(max_bytes), *argv]
+
+
 PR_SET_DUMPABLE = 4
 
 

@@ -15,6 +15,7 @@ import pytest
 from test_action_workflows import ACTION, _run_blocks
 from test_workers import FAST, SHAPE, STANDINS
 
+from checks.job_process import run_job
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
 from checks.worker_env import default_memory_bytes, scrubbed_env
 
@@ -186,3 +187,9 @@ def test_the_default_cap_comes_from_the_machines_memory() -> None:
     assert default_memory_bytes() == max(4 * 2**30, total // 4)
     spec = WorkerSpec(side="base", root=STANDINS / "base", device="cpu", work_dir=Path("/tmp"))
     assert spec.memory_bytes == default_memory_bytes()
+
+
+def test_the_helper_programs_get_the_same_cap(tmp_path: Path) -> None:
+    out = run_job("tests.data.jobs.probe", {"do": "env"}, workdir=tmp_path,
+                  triton_cache=tmp_path / "tc", timeout_s=60, what="the probe")  # fmt: skip
+    assert out["data_limit"] == [default_memory_bytes(), default_memory_bytes()]

@@ -333,21 +333,6 @@ def serve(worker: Worker, cmd_fd: int, resp_fd: int) -> None:
         resp.flush()
 
 
-def limit_memory(max_bytes: int) -> None:
-    """Cap this process's heap and private mappings (``RLIMIT_DATA``, soft and hard, so the
-    measured code cannot raise it again): an allocation past it fails with MemoryError, which
-    the case reports as ``oom``, instead of taking the machine's memory. ``RLIMIT_AS`` would
-    also count the address space CUDA reserves, so it is not used."""
-    if max_bytes <= 0:
-        return
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_DATA, (max_bytes, max_bytes))
-    except (ImportError, AttributeError, ValueError, OSError):
-        pass  # not on this system: the job's own limits are all there is
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernel-review-worker")
     parser.add_argument("--cmd-fd", type=int, required=True)
@@ -355,9 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", required=True)
     parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
     parser.add_argument("--side", choices=["base", "head"], required=True)
-    parser.add_argument("--memory-bytes", type=int, default=0, help="0: no limit")
     args = parser.parse_args(argv)
-    limit_memory(args.memory_bytes)
     faulthandler.enable()
     root = os.path.abspath(args.root)
     sys.path.insert(0, root)
