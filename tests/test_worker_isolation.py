@@ -61,6 +61,8 @@ def test_the_measure_step_execs_the_bot_with_a_clean_environment(tmp_path: Path)
         "ACTIONS_CACHE_URL": "https://cache.example/" + SECRET,
         "RUNNER_TRACKING_ID": "github_1234",
         "CUDA_VISIBLE_DEVICES": "0",
+        "TRITON_PTXAS_PATH": "/opt/ptxas",
+        "TRITON_API_KEY": SECRET,
         **{name: str(path) for name, path in runner_files.items()},
     }
     proc = subprocess.run(
@@ -73,7 +75,7 @@ def test_the_measure_step_execs_the_bot_with_a_clean_environment(tmp_path: Path)
     for path in runner_files.values():
         assert str(path) not in seen
     assert "RUNNER_TRACKING_ID=github_1234" in own and "INPUT_VENDOR=nvidia" in own
-    assert "CUDA_VISIBLE_DEVICES=0" in own
+    assert "CUDA_VISIBLE_DEVICES=0" in own and "TRITON_PTXAS_PATH=/opt/ptxas" in own
     assert runner_files["GITHUB_OUTPUT"].read_text() == "results-path=kernel-review-results\n"
 
 
