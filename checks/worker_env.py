@@ -1,6 +1,12 @@
-"""What a worker may see and how long it may take: the scrubbed environment, the per-command
-timeouts, and the failure a command ends in; and the digest of the trees it runs in, taken
-again afterwards, so that measured code which rewrote a tree voids the run it took part in."""
+"""What a process running pull-request code may see, take and leave behind.
+
+- what it sees: the scrubbed environment; the parent made non-dumpable, so its ``/proc``
+  entries (environment, descriptors) are closed to processes of the same user;
+- what it takes: the per-command timeouts, a memory cap set before it starts;
+- what it leaves: its session, killed whole; the trees it ran in, hashed before and after, so
+  measured code that rewrote one voids the run it took part in;
+- and the failure a command ends in.
+"""
 
 from __future__ import annotations
 
