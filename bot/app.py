@@ -27,6 +27,7 @@ from typing import Any
 from bot.errors import GitHubError, KernelReviewError, ResultsError
 from bot.escape import log_safe, md_code, md_inline
 from bot.github.events import DEFAULT_BOT_LOGINS, ReviewRequest, parse_event
+from bot.jobs.approval import advisory_status, told_before
 from bot.jobs.gate import GateDecision, GateResult, decide_gate, describe
 
 MODES = ("plan", "ack", "measure", "report")
@@ -232,7 +233,9 @@ def run_ack(env: ActionEnv, client_factory) -> int:
         )
     else:
         body = f"`/bench` has nothing to run: {md_inline(d.note or 'no kernels to measure', max_chars=500)}"
-    client.create_comment(d.pr_number, body)
+    policy = result.policy
+    if not (d.refusal and policy and told_before(client, d.pr_number, d.actor, policy)):
+        client.create_comment(d.pr_number, body)
     log(describe(d))
     return 0
 
@@ -260,7 +263,7 @@ def run_report(env: ActionEnv, client_factory) -> int:
         if env.results_path.is_dir()
         else []
     )
-    kept, dropped = read_results(files, head_sha=d.head_sha or "")
+    kept, dropped = read_results(files, head_sha=d.head_sha or "", vendors=d.plan.vendors)
     for reason in dropped:
         log(f"results dropped: {reason}")
     evidence = merge_evidence(kept, d.plan.vendors if d.run else ())
@@ -280,7 +283,7 @@ def run_report(env: ActionEnv, client_factory) -> int:
     )
     log(f"review comment {sticky.action}: {sticky.html_url or sticky.comment_id} {sticky.detail}")
     if result.policy.github.merge_gate == "status" and sticky.action != "skipped-stale":
-        state, description = status_for(review.verdict)
+        state, description = advisory_status(client, result.pull, *status_for(review.verdict))
         client.set_status(
             d.head_sha or "", state, description, context="kernel-review", target_url=env.run_url
         )

@@ -47,6 +47,7 @@ def _registrations() -> list[Callable[[argparse._SubParsersAction], None]]:
     # Explicit list, imported lazily so `kernel-review --help` stays fast.
     from bot import app, demo
     from bot.analysis import cli as analyze_cli
+    from bot.github import doctor
     from bot.policy import cli as policy_cli
     from checks.compiler import cli as compile_cli
     from checks.sweep import cli as bench_cli
@@ -58,6 +59,7 @@ def _registrations() -> list[Callable[[argparse._SubParsersAction], None]]:
         app.register,
         bench_cli.register,
         compile_cli.register,
+        doctor.register,
     ]
 
 

@@ -15,6 +15,7 @@ Pure functions, no I/O.
 
 from __future__ import annotations
 
+import html
 import re
 
 # U+2060 WORD JOINER: invisible in a rendered log, but it breaks the ``::`` and ``##[``
@@ -23,13 +24,60 @@ _JOINER = "\u2060"
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+# Control characters, bidirectional overrides and marks, and the invisible characters that can
+# hide text or split a word a reader would see whole (U+200B-U+200F, U+2060-U+2064, U+FEFF...).
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+_TEXT_SPECIAL = re.compile(r"([\\*_\[\]|~])")  # in text that keeps its `code` spans
+# What starts a block when it opens a line: a heading, a list item, a rule or setext underline.
+_BLOCK_START = re.compile(r"#{1,6}(?:\s|$)|[-+*](?:\s|$)|[-=_*](?:[ \t]*[-=_*])*[ \t]*$")
+_ORDERED_START = re.compile(r"\d{1,9}(?=[.)](?:\s|$))")
+_WWW = re.compile(r"(?i)\b(www)\.")
 _COMMAND_LINE = re.compile(r"^(\s*):(:?)", re.MULTILINE)
 
 
 def strip_controls(text: str) -> str:
     """Drop control characters and bidirectional overrides (they can disguise text)."""
     return _CONTROL.sub("", text)
+
+
+def _inert_links(s: str) -> str:
+    """Markdown-escaped text that GitHub cannot autolink (``https://``, ``www.``)."""
+    return _WWW.sub(r"\1\\.", s.replace("://", "\\://"))
+
+
+def _inert_start(s: str) -> str:
+    """Markdown-escaped text that cannot open a block (``#``, ``-``, ``+``, ``=``, ``1.``, a
+    rule) when it starts a line."""
+    m = _ORDERED_START.match(s)
+    if m:
+        return s[: m.end()] + "\\" + s[m.end() :]
+    return "\\" + s if _BLOCK_START.match(s) else s
+
+
+def md_text(text: object) -> str:
+    """User text for a line of the review comment, keeping its backtick spans as code.
+
+    One line (line breaks become spaces), no raw HTML or comment markers, no links or autolinks,
+    no mentions, no table cell split (``|`` escaped inside code spans too), and nothing that
+    starts a block. Inside code spans only HTML and ``|`` are touched, since markdown is not
+    interpreted there.
+    """
+    parts = strip_controls(str(text)).replace("\r", "").replace("\n", " ").split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick: treat it as a plain character
+        parts[-2:] = [parts[-2] + "'" + parts[-1]]
+    out = []
+    for i, part in enumerate(parts):
+        part = html.escape(part, quote=False)  # <, >, & -> entities
+        if i % 2 == 0:
+            part = _inert_links(_TEXT_SPECIAL.sub(r"\\\1", part))
+            part = _inert_start(part) if i == 0 else part
+        else:
+            part = part.replace("|", "\\|")
+        out.append(part.replace("@", "@\u200b"))
+    return "`".join(out)
 
 
 def clip(text: str, max_chars: int) -> str:
@@ -52,14 +100,15 @@ def md_inline(text: object, *, max_chars: int = 200) -> str:
     s = " ".join(s.split())  # newlines and tabs to single spaces
     s = clip(s, max_chars)
     s = "".join(_HTML.get(ch, ch) for ch in s)
-    s = _MD_SPECIAL.sub(r"\\\1", s)
+    s = _inert_start(_inert_links(_MD_SPECIAL.sub(r"\\\1", s)))
     # after the entity pass, so the "&" of "&#64;" is not escaped again
     return s.replace("@", "&#64;")
 
 
 def md_code(text: object, *, max_chars: int = 80) -> str:
-    """User text as inline code: one line, bounded, delimited by enough backticks."""
-    s = clip(" ".join(strip_controls(str(text)).split()), max_chars)
+    """User text as inline code: one line, bounded, delimited by enough backticks; ``|`` is
+    escaped, since GitHub splits a table cell at it even inside code."""
+    s = clip(" ".join(strip_controls(str(text)).split()), max_chars).replace("|", "\\|")
     longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if s.startswith("`") or s.endswith("`") or not s else ""

@@ -2,22 +2,27 @@
 
 The compile workers and the first-call probes import the pull request's code, so they get the
 same treatment as the sweep's workers: a scrubbed environment (no token, nothing that writes to
-GitHub), a Triton cache of their own, their own process group killed whole on a timeout, and a
-result read back from a file rather than from output the user's code could write to.
+GitHub), a memory cap, a Triton cache of their own, their own session killed whole on a timeout
+and when they end, and a result read back from a file rather than from output the user's code
+could write to.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from checks.worker_env import scrubbed_env
+from checks.worker_env import (
+    capped,
+    default_memory_bytes,
+    kill_session,
+    make_undumpable,
+    scrubbed_env,
+)
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,8 +46,9 @@ def run_job(
     if "PYTHONPATH" in os.environ:  # where the bot's own dependencies were installed
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     env["TRITON_CACHE_DIR"] = str(triton_cache)
+    make_undumpable()
     proc = subprocess.Popen(
-        [sys.executable, "-m", module, str(job_path)],
+        capped([sys.executable, "-m", module, str(job_path)], default_memory_bytes()),
         cwd=str(PACKAGE_ROOT),
         env=env,
         stdout=subprocess.PIPE,
@@ -53,10 +59,11 @@ def run_job(
     try:
         stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_session(proc.pid)
         proc.communicate()
         return {"fatal": f"{what} took longer than {timeout_s:.0f} s"}
+    finally:
+        kill_session(proc.pid)  # what the job left running goes with it
     out = Path(job["out"])
     if not out.is_file():
         tail = (stderr or stdout)[-800:]

@@ -1,12 +1,35 @@
-"""What a worker may see and how long it may take: the scrubbed environment, the per-command
-timeouts, and the failure a command ends in."""
+"""What a process running pull-request code may see, take and leave behind.
+
+- what it sees: the scrubbed environment; the parent made non-dumpable, so its ``/proc``
+  entries (environment, descriptors) are closed to processes of the same user;
+- what it takes: the per-command timeouts, a memory cap set before it starts;
+- what it leaves: its session, killed whole; the trees it ran in, hashed before and after, so
+  measured code that rewrote one voids the run it took part in;
+- and the failure a command ends in.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import hashlib
 import os
 import re
+import signal
+import stat
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from bot.errors import ResultsError
+
+T = TypeVar("T")
+MAX_TREE_BYTES = 2**31  # a tree larger than this is not checked (and the log says so)
+MAX_TREE_FILES = 200_000
+_CHUNK = 1 << 20
 
 # Failures after which the process (or its CUDA context) cannot be trusted any more.
 RESTART_KINDS = frozenset({"crashed", "timeout", "cuda_error", "oom", "out_of_resources"})
@@ -32,6 +55,7 @@ KEEP_NAMES = frozenset(
         "CXX",
         "SYSTEMROOT",
         "COMSPEC",
+        "RUNNER_TRACKING_ID",  # the runner finds and kills a job's leftover processes by it
     }
 )
 KEEP_PREFIXES = (
@@ -65,9 +89,82 @@ def scrubbed_env(base: dict[str, str] | None = None) -> dict[str, str]:
     src = dict(os.environ if base is None else base)
     out = {}
     for k, v in src.items():
-        if (k in KEEP_NAMES or k.startswith(KEEP_PREFIXES)) and not SECRET_RE.search(k):
+        if k == "RUNNER_TRACKING_ID" or (
+            (k in KEEP_NAMES or k.startswith(KEEP_PREFIXES)) and not SECRET_RE.search(k)
+        ):
             out[k] = v
     return out
+
+
+MIN_WORKER_MEMORY = 4 * 2**30
+
+
+def default_memory_bytes() -> int:
+    """A worker's memory cap: a quarter of the machine's memory (base and head run side by side,
+    and the bot beside them), at least 4 GiB; 0 (no cap) where the size cannot be read."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
+    return max(MIN_WORKER_MEMORY, total // 4)
+
+
+# Run in an isolated interpreter (-I: a resource.py in the checkout cannot shadow the module),
+# it sets the cap and becomes the real command, same pid, same descriptors.
+_CAPPED = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_DATA, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def capped(argv: list[str], max_bytes: int) -> list[str]:
+    """``argv`` started with its heap and private mappings capped at ``max_bytes``
+    (``RLIMIT_DATA``, soft and hard, so the measured code cannot raise it again): an allocation
+    past it fails with MemoryError, reported as ``oom``, instead of taking the machine's memory.
+    ``RLIMIT_AS`` would also count the address space CUDA reserves, so it is not used. ``argv``
+    as it is where the system has no such limit, or ``max_bytes`` is 0."""
+    if max_bytes <= 0 or not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-I", "-c", _CAPPED, str(max_bytes), *argv]
+
+
+PR_SET_DUMPABLE = 4
+
+
+def make_undumpable() -> bool:
+    """Mark this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``): a process of the
+    same user, such as the measured code, can then no longer read its ``/proc/<pid>/environ``,
+    open its ``/proc/<pid>/fd/*`` (the step's log among them) or attach to it. The children it
+    starts get the default back when they exec. False where the system does not offer it; it
+    does not stop root."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILL every process of session ``sid`` (a worker started with ``start_new_session``):
+    its process group, and children that left the group or outlived the worker. A process that
+    started a session of its own escapes this; the runner reaps it by ``RUNNER_TRACKING_ID``."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(sid, signal.SIGKILL)
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 3 and int(fields[3]) == sid and pid != os.getpid():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 class Timeouts(BaseModel):
@@ -96,3 +193,79 @@ class WorkerFailure(Exception):
     @property
     def needs_restart(self) -> bool:
         return self.kind in RESTART_KINDS
+
+
+def tree_digest(
+    root: Path,
+    *,
+    suffix: str | None = None,
+    skip_dir: Callable[[str], bool] = lambda name: name in ("__pycache__", ".git"),
+    max_files: int = MAX_TREE_FILES,
+    max_bytes: int = MAX_TREE_BYTES,
+) -> str | None:
+    """SHA-256 over the paths and contents of the files under ``root`` (only those ending in
+    ``suffix``, when given), or None past ``max_files`` or ``max_bytes``. Symbolic links are
+    hashed as their target's name, never followed; anything but a file or a link (a device, a
+    pipe) as its kind. Reads at most ``max_bytes`` however large a file claims or turns out to be.
+    """
+    h = hashlib.sha256()
+    files = 0
+    budget = max_bytes
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not skip_dir(d))
+        for name in sorted(filenames):
+            if suffix is not None and not name.endswith(suffix):
+                continue
+            files += 1
+            if files > max_files:
+                return None
+            path = os.path.join(dirpath, name)
+            h.update(os.path.relpath(path, root).encode("utf-8", "surrogateescape") + b"\0")
+            try:
+                budget = _hash_entry(h, path, budget)
+            except OSError:
+                return None
+            if budget < 0:
+                return None
+    return h.hexdigest()
+
+
+def _hash_entry(h: Any, path: str, budget: int) -> int:
+    """Hash one directory entry without following it; returns the byte budget left (< 0: over)."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        h.update(b"link\0" + os.fsencode(os.readlink(path)))
+        return budget
+    if not stat.S_ISREG(info.st_mode):
+        h.update(b"kind\0" + str(stat.S_IFMT(info.st_mode)).encode())
+        return budget
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        while chunk := f.read(min(_CHUNK, budget + 1)):
+            budget -= len(chunk)
+            if budget < 0:
+                return budget
+            h.update(chunk)
+    return budget
+
+
+def run_sealed(
+    trees: Sequence[Path], run: Callable[[], T], *, progress: Callable[[str], None] | None = None
+) -> T:
+    """``run()``, then ResultsError if any of ``trees`` changed meanwhile: measured code that
+    rewrote a worktree (its own, to measure other code than the commit, or the other side's, to
+    slow it down) voids the run. A change undone before the run ends is not seen."""
+    before = [tree_digest(t) for t in trees]
+    for tree, digest in zip(trees, before, strict=True):
+        if digest is None and progress is not None:
+            progress(f"{tree} is over {MAX_TREE_BYTES:,} bytes; not checked for changes")
+    result = run()
+    for tree, digest in zip(trees, before, strict=True):
+        if digest is not None and tree_digest(tree) != digest:
+            raise ResultsError(
+                f"the worktree {Path(tree).name} changed while the measured code ran; the "
+                "measurements are void",
+                hint="the pull request's code wrote into a checked-out tree: read what it does "
+                "before running /bench again",
+            )
+    return result

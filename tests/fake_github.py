@@ -79,6 +79,12 @@ class FakeGitHub:
         self.refs: dict[str, str] = {}
         self.blobs: dict[str, dict[str, str]] = {}  # sha -> path -> text
         self.statuses: dict[str, list[dict[str, Any]]] = {}
+        self.timelines: dict[int, list[dict[str, Any]]] = {}  # number -> events, oldest first
+        # Actions settings by path ("/actions/permissions", "/orgs/octo/actions/runner-groups");
+        # a path not set answers 403, as GitHub does for a token without admin rights.
+        self.settings: dict[str, Any] = {}
+        self.private = False
+        self.repo_owner_type = "Organization"
         self.failures: list[Failure] = []
         self.requests: list[tuple[str, str]] = []
         self._ids = itertools.count(1001)
@@ -169,11 +175,28 @@ class FakeGitHub:
             self.diffs[number] = diff
             self.compares[(base_sha, head_sha)] = diff
             self.files[number] = files or []
+            self._committed(number, head_sha)
 
-    def push(self, number: int, head_sha: str, *, diff: str | None = None) -> None:
-        """A new head commit on an existing pull request."""
+    def push(
+        self,
+        number: int,
+        head_sha: str,
+        *,
+        diff: str | None = None,
+        force: bool = False,
+        commit_date: str | None = None,
+    ) -> None:
+        """A new head commit on an existing pull request, recorded on its timeline as GitHub
+        does: a ``committed`` event dated by git (``commit_date`` backdates it), and for a
+        force push a ``head_ref_force_pushed`` event dated by the server."""
         with self.lock:
             self.pulls[number]["head"]["sha"] = head_sha
+            if force:
+                stamp = _stamp(next(self._ids))
+                self.timelines.setdefault(number, []).append(
+                    {"event": "head_ref_force_pushed", "created_at": stamp, "commit_id": None}
+                )
+            self._committed(number, head_sha, commit_date)
             if diff is not None:
                 self.diffs[number] = diff
                 self.compares[(self.pulls[number]["base"]["sha"], head_sha)] = diff
@@ -186,10 +209,24 @@ class FakeGitHub:
                 "issue_number": number,
                 "user": _user(author, user_type),
                 "body": body,
-                "created_at": f"2026-01-01T00:{(cid // 60) % 60:02d}:{cid % 60:02d}Z",
+                "created_at": _stamp(cid),
             }
             self.comments[cid]["updated_at"] = self.comments[cid]["created_at"]
+            self.timelines.setdefault(number, []).append(
+                {"event": "commented", "id": cid, "created_at": _stamp(cid)}
+            )
             return cid
+
+    def _committed(self, number: int, sha: str, date: str | None = None) -> None:
+        stamp = date or _stamp(next(self._ids))
+        self.timelines.setdefault(number, []).append(
+            {
+                "event": "committed",
+                "sha": sha,
+                "author": {"name": "dev", "date": stamp},
+                "committer": {"name": "dev", "date": stamp},
+            }
+        )
 
     def fail(
         self,
@@ -266,6 +303,11 @@ class FakeGitHub:
                 return Reply(403, {"message": "Resource not accessible by integration"})
             return Reply(200, _user(token.login, token.user_type))
         repo = f"/repos/{self.repo}"
+        settings = path[len(repo) :] if path.startswith(repo + "/actions/") else path
+        if method == "GET" and (settings.startswith("/actions/") or path.startswith("/orgs/")):
+            if settings in self.settings:
+                return Reply(200, self.settings[settings])
+            return Reply(403, {"message": "Resource not accessible by integration"})
         if not path.startswith(repo):
             return Reply(404, {"message": "Not Found"})
         rest = path[len(repo) :]
@@ -283,6 +325,7 @@ class FakeGitHub:
             (r"/pulls/(\d+)/files", ("GET", self._list_files)),
             (r"/issues/(\d+)/comments", ("GET", self._list_comments)),
             (r"/issues/(\d+)/comments", ("POST", self._create_comment)),
+            (r"/issues/(\d+)/timeline", ("GET", self._list_timeline)),
             (r"/issues/comments/(\d+)", ("GET", self._get_comment)),
             (r"/issues/comments/(\d+)", ("PATCH", self._edit_comment)),
             (r"/issues/comments/(\d+)/reactions", ("GET", self._list_reactions)),
@@ -305,10 +348,10 @@ class FakeGitHub:
                 "id": 1,
                 "name": self.repo.split("/")[1],
                 "full_name": self.repo,
-                "owner": _user(owner, "Organization"),
+                "owner": _user(owner, self.repo_owner_type),
                 "default_branch": self.default_branch,
                 "url": self._url(""),
-                "private": False,
+                "private": self.private,
             },
         )
 
@@ -357,6 +400,12 @@ class FakeGitHub:
         number = int(m.group(1))
         items = [self._comment_json(c) for c in self.comments_on(number)]
         return self._page(items, query, f"/issues/{number}/comments")
+
+    def _list_timeline(self, m, query, headers, body, token) -> Reply:
+        number = int(m.group(1))
+        if number not in self.pulls:
+            return Reply(404, {"message": "Not Found"})
+        return self._page(self.timelines.get(number, []), query, f"/issues/{number}/timeline")
 
     def _too_long(self, text: str) -> bool:
         size = len(text.encode("utf-8")) if self.count_bytes else len(text)
@@ -532,6 +581,11 @@ class FakeGitHub:
         if page > 1:
             links += [link(1, "first"), link(page - 1, "prev")]
         return Reply(200, chunk, {"link": ", ".join(links)} if links else {})
+
+
+def _stamp(n: int) -> str:
+    """The fake's clock: event ``n`` (ids only grow) happened ``n`` seconds into the day."""
+    return f"2026-01-01T{n // 3600:02d}:{(n // 60) % 60:02d}:{n % 60:02d}Z"
 
 
 def _user(login: str, user_type: str = "User") -> dict[str, Any]:

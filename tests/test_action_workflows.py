@@ -99,3 +99,63 @@ def test_workflows_are_read_only_by_default_and_cancel_stale_runs():
     assert "pull_request_target" not in wf
     fork = WORKFLOWS["kernel-review-fork-report.yml"]
     assert "checkout" not in fork and "download-artifact" not in fork
+
+
+class _Context(dict):
+    """``github.event.x.y`` for the expression evaluator; a missing key is null, as in Actions."""
+
+    def __getattr__(self, name: str):
+        value = self.get(name)
+        return _Context(value or {}) if value is None or isinstance(value, dict) else value
+
+
+def _contains(haystack, needle) -> bool:
+    if isinstance(haystack, list):
+        return any(str(x).lower() == str(needle).lower() for x in haystack)
+    return str(needle).lower() in str(haystack or "").lower()
+
+
+def _evaluate(template: str, github: dict) -> str:
+    """The ``${{ }}`` parts of a workflow string, evaluated as Actions does: ``&&`` and ``||``
+    return an operand (as Python's ``and``/``or``), ``!`` negates, ``contains`` ignores case."""
+    import json
+
+    def one(m: re.Match) -> str:
+        expr = m.group(1).replace("&&", " and ").replace("||", " or ")
+        expr = re.sub(r"!(?!=)", " not ", expr)
+        names = {"github": _Context(github), "contains": _contains, "fromJSON": json.loads}
+        value = eval(expr, {"__builtins__": {}}, names)  # our own workflow file
+        return "" if value is None or value == {} else str(value)
+
+    return re.sub(r"\$\{\{(.*?)\}\}", one, template, flags=re.S)
+
+
+def _concurrency_group(event_name: str, event: dict) -> str:
+    wf = WORKFLOWS["kernel-review.yml"]
+    block = wf.split("\nconcurrency:\n", 1)[1].split("\n  cancel-in-progress", 1)[0]
+    template = " ".join(block.split("group: >-", 1)[1].split())
+    return _evaluate(template, {"event_name": event_name, "event": event})
+
+
+def _comment(association: str, body: str = "/bench softmax") -> dict:
+    return {
+        "issue": {"number": 42, "pull_request": {}},
+        "comment": {
+            "id": 777,
+            "body": body,
+            "user": {"type": "User"},
+            "author_association": association,
+        },
+    }
+
+
+def test_only_a_maintainers_bench_shares_the_review_runs_group():
+    running = _concurrency_group("pull_request", {"pull_request": {"number": 42}})
+    assert running == "kernel-review-42-review"
+    for association in ("OWNER", "MEMBER", "COLLABORATOR"):
+        assert _concurrency_group("issue_comment", _comment(association)) == running
+    # strangers' /bench and anyone's chatter get a group of their own: they cancel nothing
+    for association in ("NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER"):
+        assert _concurrency_group("issue_comment", _comment(association)) == "kernel-review-42-777"
+    chatter = _comment("MEMBER", "looks good")
+    assert _concurrency_group("issue_comment", chatter) == "kernel-review-42-777"

@@ -11,6 +11,7 @@ from bot.escape import (
     md_code,
     md_code_block,
     md_inline,
+    md_text,
     workflow_command,
 )
 
@@ -86,3 +87,47 @@ def test_workflow_command_escapes_message_and_properties():
     assert "\n" not in line and "%0A::error::x 100%25" in line
     with pytest.raises(ValueError):
         workflow_command("set-output", "x")
+
+
+INJECTED = (
+    "boom\n## Approved by the maintainers\n---\nhttps://evil.example/x and www.evil.example\n"
+    "\u200bhidden\u200e\u200f\u061c\ufeff"
+)
+
+
+@pytest.mark.parametrize("escape", [md_inline, md_text], ids=["md_inline", "md_text"])
+def test_newlines_cannot_start_blocks_or_links(escape):
+    out = escape(INJECTED, **({"max_chars": 500} if escape is md_inline else {}))
+    assert "\n" not in out and "\r" not in out
+    assert "https://" not in out and "https\\://evil" in out
+    assert "www." not in out and "www\\.evil" in out
+    for ch in "\u200b\u200e\u200f\u061c\ufeff":
+        assert ch not in out.replace("@\u200b", "")
+
+
+@pytest.mark.parametrize("escape", [md_inline, md_text], ids=["md_inline", "md_text"])
+@pytest.mark.parametrize(
+    ("text", "start"),
+    [
+        ("## Approved", "\\#"),
+        ("- item", "\\-"),
+        ("+ item", "\\+"),
+        ("---", "\\-"),
+        ("===", "\\="),
+        ("1. step", "1\\."),
+        ("12) step", "12\\)"),
+        ("> quote", "&gt;"),
+    ],
+)
+def test_text_at_the_start_of_a_line_opens_no_block(escape, text, start):
+    assert escape(text).startswith(start)
+
+
+@pytest.mark.parametrize("text", ["-3%", "1.6x slower", "2026-01-01", "a - b", "x = 1"])
+def test_ordinary_text_is_left_as_it_reads(text):
+    assert md_text(text) == text
+
+
+def test_pipes_inside_code_spans_cannot_split_a_table_cell():
+    assert md_text("path `a|b` here |x") == "path `a\\|b` here \\|x"
+    assert md_code("a|b") == "`a\\|b`"

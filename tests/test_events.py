@@ -110,3 +110,40 @@ def test_bench_line_skips_code_blocks_and_quotes():
     assert bench_line("/benchmark a") is None
     assert bench_line("/bench") == "/bench"
     assert len(bench_line("/bench " + "a" * 5000) or "") == 1000
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<!-- /bench softmax -->",
+        "<!--\n/bench softmax\n-->",
+        "<!-- unterminated\n/bench softmax",
+        "~~~\n/bench softmax\n~~~",
+        "````\n```\n/bench softmax\n````",
+        "    /bench softmax",
+        "\t/bench softmax",
+        "> /bench softmax",
+        ">/bench softmax",
+    ],
+    ids=[
+        "html",
+        "html-lines",
+        "html-open",
+        "tilde",
+        "long-fence",
+        "indented",
+        "tab",
+        "quote",
+        "quote-tight",
+    ],
+)
+def test_bench_in_a_comment_a_code_block_or_a_quote_is_not_a_command(body):
+    assert bench_line(body) is None
+    assert bench_line(body + "\n\nthen\n/bench vector_add") == (
+        None if body.endswith(("unterminated\n/bench softmax",)) else "/bench vector_add"
+    )
+
+
+def test_bench_after_a_closed_block_still_counts():
+    assert bench_line("```\ncode\n```\n   /bench softmax") == "/bench softmax"
+    assert bench_line("<!-- note --> \n/bench softmax") == "/bench softmax"

@@ -25,7 +25,7 @@ from bot import gitutil
 from bot.app import log
 from bot.cli import main
 from bot.contracts.evidence import Evidence
-from bot.contracts.review import Requirements, ReviewContext
+from bot.contracts.review import ChangeLine, Requirements, ReviewContext
 from bot.github.sticky import marker_sha
 from bot.review.render import render_comment
 from bot.review.verdict import decide
@@ -83,18 +83,33 @@ def test_measured_code_output_cannot_issue_workflow_commands(hostile_sweep, caps
     _assert_log_is_inert(out)
 
 
+HOSTILE_CHANGES = [
+    ChangeLine(kernel=name, kind="body", old_language="triton", new_language="triton",
+               old_paths=("hostile_kernels.py",), new_paths=("hostile_kernels.py",))
+    for name in ("shout", "axpy")
+]  # fmt: skip
+
+
 def test_measured_code_output_cannot_forge_the_review(hostile_sweep) -> None:
     result, _ = hostile_sweep
-    ev = to_evidence(result, vendor="nvidia")
-    verdict = decide([], Requirements(vendors=("nvidia",)), ev)
+    # as GPU timing, since the review quotes a CPU sweep's failures only as "not evidence"
+    ev = to_evidence(result, vendor="nvidia").model_copy(update={"timing_kind": "gpu"})
+    evidence = Evidence(sweeps=(ev,))
+    verdict = decide(HOSTILE_CHANGES, Requirements(vendors=("nvidia",)), evidence)
     comment = render_comment(
-        verdict,
-        ReviewContext(head_sha="a" * 40, base_sha="b" * 40),
-        Evidence(sweeps=(ev,)),
-        full=True,
+        verdict, ReviewContext(head_sha="a" * 40, base_sha="b" * 40), evidence, full=True
     )
+    # the evidence is rendered, the hostile message with it ...
+    assert verdict.decision == "request_changes" and "shout 4096 float32: ERROR" in comment
+    assert "set-output name=verdict" in comment
+    assert "Approved by the maintainers" in comment
+    # ... as text: no marker, mention, heading, rule, list, link or autolink of its own
     assert "<!--" not in comment and "@maintainers" not in comment
     assert marker_sha(comment) is None
+    assert not re.search(r"^\s*(?:[-*] )?#+ Approved", comment, re.M)
+    assert not re.search(r"^\s*(?:[-*] )?---\s*$", comment, re.M)
+    assert not re.search(r"(?<!\\)\]\(https", comment) and "https://evil" not in comment
+    assert "www.evil" not in comment
 
 
 BENCH_POLICY = """\

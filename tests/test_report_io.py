@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
 from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
 from bot.contracts.results import ResultsFile
@@ -112,3 +114,101 @@ def test_status_follows_the_decision():
     partial = decide(changes, req, Evidence())
     assert status_for(partial)[0] == "pending" and "not met yet" in status_for(partial)[1]
     assert status_for(decide([], req, Evidence()))[0] == "success"
+
+
+def _sweep_line(**fields) -> Evidence:
+    line = {
+        "kernel": "softmax",
+        "shape": (4096, 4096),
+        "dtype": "float16",
+        "verdict": "SAME",
+        "ratio": 1.0,
+        "base_us": 100.0,
+        "head_us": 100.0,
+        **fields,
+    }
+    return Evidence(
+        sweeps=(SweepEvidence(vendor="nvidia", gpu="gpu", shapes=(ShapeLine(**line),)),)
+    )
+
+
+def _results(vendor: str, shard: str, ev: Evidence | None = None) -> str:
+    ev = ev or Evidence(sweeps=(sweep(vendor),))
+    return ResultsFile(
+        head_sha=HEAD, base_sha=BASE, vendor=vendor, shard=shard, evidence=ev
+    ).model_dump_json()
+
+
+def test_exactly_one_file_per_planned_vendor_and_shard(tmp_path):
+    (tmp_path / "results-nvidia-1of2.json").write_text(_results("nvidia", "1/2"))
+    (tmp_path / "results-nvidia-2of2.json").write_text(_results("nvidia", "2/2"))
+    # measured code left a second file for shard 1/2, with numbers of its choosing
+    (tmp_path / "results-nvidia-1of2-extra.json").write_text(_results("nvidia", "1/2"))
+    (tmp_path / "results-amd-1of1.json").write_text(_results("amd", "1/1"))
+    (tmp_path / "results-amd-1of3.json").write_text(_results("amd", "1/3"))
+    kept, dropped = read_results(
+        sorted(tmp_path.glob("*.json")), head_sha=HEAD, vendors=("nvidia", "amd")
+    )
+    assert [(r.vendor, r.shard) for r in kept] == [("nvidia", "2/2")]
+    reasons = " | ".join(dropped)
+    assert "nvidia: more than one results file for shard 1/2; none of them used" in reasons
+    assert "amd: results split 1 and 3 ways; none used" in reasons
+
+    kept, dropped = read_results(
+        [tmp_path / "results-nvidia-2of2.json", tmp_path / "results-amd-1of1.json"],
+        head_sha=HEAD,
+        vendors=("nvidia",),
+    )
+    assert [r.vendor for r in kept] == ["nvidia"]
+    assert dropped == ["results-amd-1of1.json: the plan does not measure amd"]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (_results("nvidia", "1/1").replace('"ratio":1.0', '"ratio":NaN'), "NaN is not a finite"),
+        (
+            _results("nvidia", "1/1").replace('"ratio":1.0', '"ratio":Infinity'),
+            "Infinity is not a finite",
+        ),
+        (
+            _results("nvidia", "1/1", _sweep_line(base_us=1.0)).replace(
+                '"base_us":1.0', '"base_us":-1.0'
+            ),
+            "greater than 0",
+        ),
+        (_results("nvidia", "1/1", _sweep_line(ratio=0.05, verdict="FASTER")), "the times give 1"),
+        (_results("nvidia", "1/1", _sweep_line(ratio=0.9, head_us=90.0)), None),
+        (
+            _results("nvidia", "1/1", _sweep_line(ratio=1.2, head_us=120.0, verdict="FASTER")),
+            "FASTER with a ratio of 1.2",
+        ),
+        (_results("nvidia", "1/1", _sweep_line(ci_low=1.1, ci_high=0.9)), "confidence interval"),
+        (
+            _results("nvidia", "1/1").replace(
+                '"shape":[4096,4096]', '"shape":[' + "1" + "0" * 30 + "]"
+            ),
+            "less than or equal to 9007199254740992",
+        ),
+        (_results("nvidia", "2/1"), "is not I/N"),
+    ],
+    ids=[
+        "nan",
+        "infinity",
+        "negative-time",
+        "ratio-vs-times",
+        "consistent",
+        "verdict-vs-ratio",
+        "ci",
+        "huge-int",
+        "shard",
+    ],
+)
+def test_numbers_are_validated(tmp_path, text, reason):
+    path = tmp_path / "results-nvidia-1of1.json"
+    path.write_text(text)
+    kept, dropped = read_results([path], head_sha=HEAD, vendors=("nvidia",))
+    if reason is None:
+        assert len(kept) == 1 and dropped == []
+    else:
+        assert kept == [] and len(dropped) == 1 and reason in dropped[0], dropped

@@ -198,3 +198,12 @@ def test_default_bar_is_write():
     check_permission("bob", "write", policy)
     with pytest.raises(CommandError, match="needs write"):
         check_permission("bob", "triage", policy)
+
+
+def test_sha_names_the_approved_commit():
+    cmd = parse_bench("/bench softmax sha=1A2B3C4D5E", POLICY)
+    assert cmd.sha == "1a2b3c4d5e" and cmd.canonical().endswith("full sha=1a2b3c4d5e")
+    assert parse_bench("/bench softmax", POLICY).sha is None
+    for bad in ("sha=12345", "sha=xyz1234", "sha=" + "a" * 41):
+        with pytest.raises(CommandError, match="7 to 40 hex digits"):
+            parse_bench(f"/bench softmax {bad}", POLICY)

@@ -197,3 +197,9 @@ def test_a_kernel_triton_rejects_is_a_compile_error_with_its_line() -> None:
         triton.compile(source, target=GPUTarget("cuda", 90, 32))
     assert classify(info.value) == "compile_error"
     assert "try:" in str(info.value) and "unsupported AST node type: Try" in str(info.value)
+
+
+def test_huge_byte_and_flop_counts_are_refused(make_worker) -> None:
+    w = make_worker("head")
+    with pytest.raises(WorkerFailure, match="must be an int from 0 to 2\\*\\*53"):
+        _prepare(w, "huge_bytes")

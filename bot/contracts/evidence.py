@@ -7,30 +7,39 @@ renderer only ever see these, so they stay pure and are tested on hand-made evid
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from bot.contracts.base import Frozen, Vendor
 from bot.contracts.repo import RepoConditions
 
+# Bounds on what a results file from a runner may carry; NaN fails every one of them.
+MAX_COUNT = 2**53  # larger integers lose precision as JSON numbers; no real count comes near
+MAX_SECONDS = 1e9
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Dim = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Positive = Annotated[float, Field(gt=0)]  # times and ratios; infinity is a lost CI bound
+NonNegative = Annotated[float, Field(ge=0)]
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+
 
 class ShapeLine(Frozen):
     """One shape of the sweep, as the review quotes it."""
 
     kernel: str
-    shape: tuple[int, ...]
+    shape: tuple[Dim, ...]
     dtype: str
     verdict: Literal[
         "SLOWER", "SAME", "FASTER", "INCONCLUSIVE", "WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR"
     ]
-    ratio: float | None = None  # head time / base time
-    ci_low: float | None = None
-    ci_high: float | None = None
-    base_us: float | None = None
-    head_us: float | None = None
+    ratio: Positive | None = None  # head time / base time
+    ci_low: NonNegative | None = None
+    ci_high: NonNegative | None = None
+    base_us: Positive | None = None
+    head_us: Positive | None = None
     small_or_ragged: bool = False
-    weight: float = 1.0
+    weight: NonNegative = 1.0
     detail: str = ""
 
 
@@ -39,11 +48,11 @@ class SweepEvidence(Frozen):
     gpu: str  # e.g. "NVIDIA H200"
     tolerance_note: str = ""  # e.g. "3% (softmax 5%)"
     shapes: tuple[ShapeLine, ...]
-    geomean_ratio: float | None = None
-    geomean_ci: tuple[float, float] | None = None
+    geomean_ratio: Positive | None = None
+    geomean_ci: tuple[NonNegative, NonNegative] | None = None
     weighted: bool = False
-    dropped_rounds: int = 0
-    gpu_seconds: float = 0.0
+    dropped_rounds: Count = 0
+    gpu_seconds: Seconds = 0.0
     timing_kind: Literal["gpu", "cpu"] = "gpu"
 
     @property
@@ -69,12 +78,12 @@ class SweepEvidence(Frozen):
 class FirstCallEvidence(Frozen):
     vendor: Vendor | Literal["cpu"]
     kernel: str
-    cold_ms: float | None
-    warm_ms: float | None
-    compile_ms: float | None = None
-    autotune_ms: float | None = None
-    distinct_keys: int | None = None
-    cold_total_ms: float | None = None  # serving the policy's shape distribution once, cold
+    cold_ms: NonNegative | None
+    warm_ms: NonNegative | None
+    compile_ms: NonNegative | None = None
+    autotune_ms: NonNegative | None = None
+    distinct_keys: Count | None = None
+    cold_total_ms: NonNegative | None = None  # serving the policy's shape distribution once, cold
     over_budget_shapes: tuple[str, ...] = ()
     compile_only: bool = False  # measured on a CPU by compiling, not launching
     detail: str = ""
@@ -87,7 +96,7 @@ class CompilerFlag(Frozen):
     target: str
     message: str
     path: str | None = None
-    line: int | None = None
+    line: Count | None = None
 
 
 class CompilerEvidence(Frozen):
@@ -105,12 +114,12 @@ class CompilerRow(Frozen):
     vendor: Vendor
     target: str
     config: str
-    regs_per_thread: int | None = None
-    spill_bytes: int | None = None
-    shared_bytes: int | None = None
+    regs_per_thread: Count | None = None
+    spill_bytes: Count | None = None
+    shared_bytes: Count | None = None
     occupancy: str | None = None
     matrix_instr: str | None = None
-    load_bits_max: int | None = None
+    load_bits_max: Count | None = None
     error: str | None = None
 
 

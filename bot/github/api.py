@@ -29,6 +29,7 @@ import requests
 from github import Auth, Github, GithubException
 
 from bot import __version__
+from bot.contracts.base import Frozen
 from bot.errors import GitHubError
 from bot.github.types import CommentInfo, FileInfo, PullInfo
 
@@ -37,7 +38,22 @@ DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
 MAX_DIFF_CHARS = 20_000_000
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
+MAX_TIMELINE_PAGES = 30  # 3,000 events; a longer timeline is reported as incomplete
+
 T = TypeVar("T")
+
+
+class TimelineEvent(Frozen):
+    """One event of a pull request's timeline, as plain data.
+
+    ``at`` is the server's time for comments and force pushes, but the git committer date (which
+    whoever made the commit chose) for ``committed`` events.
+    """
+
+    event: str
+    at: str = ""
+    sha: str | None = None  # committed: the commit
+    comment_id: int | None = None  # commented: the comment
 
 
 @dataclass(frozen=True)
@@ -332,6 +348,24 @@ class GitHubClient:
             lambda: [_comment(c) for c in issue.get_comments()],
         )
 
+    def timeline(self, number: int) -> tuple[list[TimelineEvent], bool]:
+        """The pull request's timeline in GitHub's order, and whether it was read to the end."""
+        url = f"/repos/{self.repo_name}/issues/{number}/timeline"
+
+        def page(n: int) -> list[Any]:
+            _, data = self._gh.requester.requestJsonAndCheck(
+                "GET", url, parameters={"per_page": 100, "page": n}
+            )
+            return data if isinstance(data, list) else []
+
+        events: list[TimelineEvent] = []
+        for n in range(1, MAX_TIMELINE_PAGES + 1):
+            items = self._call(f"reading the timeline of #{number}", lambda n=n: page(n))
+            events += [_timeline_event(item) for item in items if isinstance(item, dict)]
+            if len(items) < 100:
+                return events, True
+        return events, False
+
     def permission(self, login: str) -> str:
         """The user's role on the repository: admin, maintain, write, triage, read or none."""
         return self._call(
@@ -368,6 +402,51 @@ class GitHubClient:
             if exc.status == 404:
                 return []
             raise
+
+    # --- settings (read by ``kernel-review doctor``) ------------------------------------------
+
+    def _settings(self, what: str, path: str) -> Any | None:
+        """A settings document, or None where this token may not read it (403, 404)."""
+        url = path if path.startswith("/orgs/") else f"/repos/{self.repo_name}{path}"
+
+        def run() -> Any:
+            return self._gh.requester.requestJsonAndCheck("GET", url)[1]
+
+        try:
+            return self._call(f"reading {what}", run)
+        except GitHubRequestError as exc:
+            if exc.status in (403, 404):
+                return None
+            raise
+
+    def repository(self) -> dict[str, Any] | None:
+        """The repository: ``private``, ``owner.type`` (User or Organization), default branch."""
+        return self._settings("the repository", "")
+
+    def actions_permissions(self) -> dict[str, Any] | None:
+        """``enabled`` and ``allowed_actions`` of GitHub Actions on this repository."""
+        return self._settings("the Actions permissions", "/actions/permissions")
+
+    def workflow_permissions(self) -> dict[str, Any] | None:
+        """``default_workflow_permissions`` (read or write) of the workflows' GITHUB_TOKEN."""
+        return self._settings("the workflow permissions", "/actions/permissions/workflow")
+
+    def fork_pr_approval(self) -> dict[str, Any] | None:
+        """``approval_policy``: which outside contributors' workflow runs wait for approval."""
+        return self._settings(
+            "the fork pull request approval policy",
+            "/actions/permissions/fork-pr-contributor-approval",
+        )
+
+    def repo_runners(self) -> dict[str, Any] | None:
+        """The repository's own self-hosted runners (``runners``: name, labels, ephemeral)."""
+        return self._settings("the repository's runners", "/actions/runners?per_page=100")
+
+    def runner_groups(self, org: str) -> dict[str, Any] | None:
+        """The organisation's runner groups and which workflows each is restricted to."""
+        return self._settings(
+            f"the runner groups of {org}", f"/orgs/{org}/actions/runner-groups?per_page=100"
+        )
 
     # --- writes -------------------------------------------------------------------------------
 
@@ -428,6 +507,21 @@ def _pull(p: Any) -> PullInfo:
         head_sha=p.head.sha,
         head_repo=head_repo,
         html_url=p.html_url or "",
+    )
+
+
+def _timeline_event(item: dict[str, Any]) -> TimelineEvent:
+    event = str(item.get("event") or "")
+    if event == "committed":
+        committer = item.get("committer") if isinstance(item.get("committer"), dict) else {}
+        return TimelineEvent(
+            event=event, at=str(committer.get("date") or ""), sha=str(item.get("sha") or "")
+        )
+    cid = item.get("id") if event == "commented" else None
+    return TimelineEvent(
+        event=event,
+        at=str(item.get("created_at") or ""),
+        comment_id=cid if isinstance(cid, int) else None,
     )
 
 

@@ -21,7 +21,9 @@ from bot.errors import GitHubError
 
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
 DEFAULT_BOT_LOGINS = ("github-actions[bot]",)
-_BENCH_LINE = re.compile(r"^[ \t]*/bench(?:[ \t]|$)")
+_BENCH_LINE = re.compile(r"^ {0,3}/bench(?:[ \t]|$)")  # 4 spaces or a tab: indented code
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 MAX_COMMAND_CHARS = 1_000
 
 
@@ -61,14 +63,18 @@ class Ignored(Frozen):
 def bench_line(body: str) -> str | None:
     """The first line of a comment that starts with ``/bench``, stripped; None if there is none.
 
-    Quoted replies (``> /bench``) and code blocks do not count.
+    Only a line of the comment's own text counts: not one in an HTML comment, a fenced or
+    indented code block, or a quote (``> /bench``).
     """
-    in_fence = False
-    for line in body.splitlines():
-        if line.lstrip().startswith("```"):
-            in_fence = not in_fence
-            continue
-        if not in_fence and _BENCH_LINE.match(line):
+    fence: str | None = None
+    for line in _HTML_COMMENT.sub("", body).splitlines():
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None if not line.strip().strip(fence[0]) else fence
+        elif _BENCH_LINE.match(line):
             return line.strip()[:MAX_COMMAND_CHARS]
     return None
 

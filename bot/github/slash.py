@@ -3,9 +3,10 @@
 Grammar (whitespace-separated words, read as data)::
 
     /bench [KERNEL ...] [--kernel K[,K...]] [--vendor V[,V...]] [--shape AxB[,CxD...]]
-           [--dtype D[,D...]] [quick | full]
+           [--dtype D[,D...]] [quick | full] [sha=COMMIT]
 
-``--opt=value`` works too. Every word is checked against a small character set before it is
+``--opt=value`` works too. ``sha=COMMIT`` (7 to 40 hex digits) binds the approval to that commit:
+the gate measures it only while it is still the pull request's head. Every word is checked against a small character set before it is
 read; ``$(...)``, backticks, ``;``, pipes, quotes and ``@file`` are refused with the list of
 what is allowed. Kernels, vendors and dtypes must be ones the policy names; shapes are bounded
 by the policy's limits, and a request over a limit is refused with its computed cost.
@@ -42,6 +43,7 @@ GPU_SECONDS_PER_KERNEL = 30.0
 OPTIONS = ("--kernel", "--vendor", "--shape", "--dtype")
 MODES = ("quick", "full")
 _WORD = re.compile(r"[A-Za-z0-9_.,=-]+")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 _SHAPE = re.compile(r"[0-9]{1,12}(?:x[0-9]{1,12}){0,7}")
 _FORBIDDEN = (
     ("$(", "command substitution `$(...)`"),
@@ -59,6 +61,7 @@ _FORBIDDEN = (
 
 USAGE = (
     "usage: /bench [KERNEL ...] [--vendor V[,V]] [--shape AxB[,CxD]] [--dtype D[,D]] [quick|full]"
+    " [sha=COMMIT]"
 )
 
 
@@ -70,6 +73,7 @@ class BenchCommand(BaseModel):
     shapes: tuple[tuple[int, ...], ...] = ()  # empty: the policy's served shapes
     dtypes: tuple[str, ...] = ()  # empty: each kernel's dtypes
     mode: Literal["quick", "full"] = "full"
+    sha: str | None = None  # the commit the commenter approved, when named (a SHA prefix)
 
     @property
     def quick(self) -> bool:
@@ -85,6 +89,8 @@ class BenchCommand(BaseModel):
         if self.dtypes:
             words.append("--dtype " + ",".join(self.dtypes))
         words.append(self.mode)
+        if self.sha:
+            words.append(f"sha={self.sha}")
         return " ".join(words)
 
 
@@ -163,6 +169,15 @@ def _shape(text: str, policy: Policy) -> tuple[int, ...]:
     return dims
 
 
+def _commit(text: str, policy: Policy) -> str:
+    sha = text.lower()
+    if not _COMMIT.fullmatch(sha):
+        raise _refuse(
+            f"sha={text[:40]!r}: name the commit by 7 to 40 hex digits (e.g. sha=1a2b3c4d)", policy
+        )
+    return sha
+
+
 def tokenize(line: str) -> list[str]:
     """The words of a ``/bench`` line after the ``/bench`` itself; bounded."""
     line = line.strip()
@@ -182,11 +197,14 @@ def parse_bench(line: str, policy: Policy) -> BenchCommand:
     kernel_names = [k.name for k in policy.kernels]
     picked: dict[str, list[str]] = {o: [] for o in OPTIONS}
     mode: str | None = None
+    sha: str | None = None
     i = 0
     while i < len(words):
         word = words[i]
         _check_word(word, policy)
-        if word.startswith("-"):
+        if word.startswith("sha="):
+            sha = _commit(word[len("sha=") :], policy)
+        elif word.startswith("-"):
             option, eq, value = word.partition("=")
             if option in ("--quick", "--full"):
                 option, value, eq = "--mode", option[2:], "="
@@ -234,6 +252,7 @@ def parse_bench(line: str, policy: Policy) -> BenchCommand:
         shapes=tuple(shapes),
         dtypes=tuple(dtypes),
         mode=mode or "full",  # type: ignore[arg-type]
+        sha=sha,
     )
     if kernels:
         check_request(command, policy, kernels)

@@ -21,6 +21,7 @@ from bot.github.api import GitHubClient
 from bot.github.events import Ignored, ReviewRequest
 from bot.github.slash import BenchCommand, check_permission, check_request, parse_bench
 from bot.github.types import PullInfo
+from bot.jobs.approval import bind_approval
 from bot.plan import make_plan
 from bot.policy.load import Policy, find_policy, missing_policy
 from bot.revision import ApiRevision, Revision
@@ -134,6 +135,7 @@ def decide_gate(
             check_permission(req.actor, client.permission(req.actor), policy)
             command = parse_bench(req.command or "/bench", policy)
             fields["command"] = command
+            bind_approval(client, req, pull, head, command)
         if head == pull.head_sha:
             diff = client.get_pull_diff(pull.number)
         else:  # the pull request moved on: review exactly the pinned head

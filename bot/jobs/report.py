@@ -28,33 +28,96 @@ MAX_RESULTS_FILES = 64
 MAX_ANNOTATIONS = 50  # GitHub shows at most 10 warnings per step; keep the log bounded too
 
 
-def read_results(paths: Sequence[Path], *, head_sha: str) -> tuple[list[ResultsFile], list[str]]:
-    """Load results files; those for another head, or malformed, are dropped with a reason."""
+RATIO_SLACK = 1.25  # the paired ratio against the ratio of the median times, either way
+
+
+def _finite_only(constant: str) -> float:
+    raise ValueError(f"{constant} is not a finite number")
+
+
+def _inconsistent(results: ResultsFile) -> str | None:
+    """Why the numbers contradict each other, or None. A check on a forged or corrupted file;
+    numbers the measured code made up consistently are not caught here."""
+    for sweep in results.evidence.sweeps:
+        for s in sweep.shapes:
+            where = f"{s.kernel} {'x'.join(map(str, s.shape))} {s.dtype}"
+            if s.ci_low is not None and s.ci_high is not None and s.ci_low > s.ci_high:
+                return f"{where}: confidence interval {s.ci_low:g} > {s.ci_high:g}"
+            if s.ratio is None:
+                continue
+            if (s.verdict == "SLOWER" and s.ratio <= 1) or (s.verdict == "FASTER" and s.ratio >= 1):
+                return f"{where}: {s.verdict} with a ratio of {s.ratio:g}"
+            if s.base_us and s.head_us:
+                times = s.head_us / s.base_us
+                if not 1 / RATIO_SLACK <= s.ratio / times <= RATIO_SLACK:
+                    return (
+                        f"{where}: ratio {s.ratio:g}, but the times give {times:g} "
+                        f"({s.head_us:g} us / {s.base_us:g} us)"
+                    )
+    return None
+
+
+def _load(path: Path, head_sha: str, vendors: Sequence[str] | None) -> ResultsFile | str:
+    """One results file, or why it is not used."""
+    size = path.stat().st_size
+    if size > MAX_RESULTS_BYTES:
+        return f"{path.name}: {size:,} bytes, over the {MAX_RESULTS_BYTES:,}-byte cap"
+    try:
+        data = json.loads(path.read_bytes(), parse_constant=_finite_only)
+        results = ResultsFile.model_validate(data)
+    except (ValueError, ValidationError, RecursionError) as exc:
+        first = str(exc).splitlines()[0:3]
+        return f"{path.name}: not a results file ({' '.join(first)[:200]})"
+    if results.head_sha != head_sha:
+        return f"{path.name}: measured head {results.head_sha[:12]}, not the pinned {head_sha[:12]}"
+    i, _, n = results.shard.partition("/")
+    if not 1 <= int(i) <= int(n):
+        return f"{path.name}: shard {results.shard} is not I/N with 1 <= I <= N"
+    if vendors is not None and results.vendor not in vendors:
+        return f"{path.name}: the plan does not measure {results.vendor}"
+    why = _inconsistent(results)
+    return f"{path.name}: numbers that contradict each other ({why})" if why else results
+
+
+def read_results(
+    paths: Sequence[Path], *, head_sha: str, vendors: Sequence[str] | None = None
+) -> tuple[list[ResultsFile], list[str]]:
+    """The results files of the plan's vendors (``vendors``; None: any) at the pinned head, one
+    per vendor and shard of one split; anything else is dropped with a reason. Two files for one
+    vendor and shard are both dropped (which is genuine cannot be told), and so are all of a
+    vendor's files when they disagree on the number of shards."""
     if len(paths) > MAX_RESULTS_FILES:
         raise ResultsError(
             f"{len(paths)} results files, more than {MAX_RESULTS_FILES}",
             hint="one file per vendor and shard is expected; check the artifact download step",
         )
-    kept: list[ResultsFile] = []
+    loaded: list[tuple[ResultsFile, tuple[int, int]]] = []
     dropped: list[str] = []
     for path in sorted(paths):
-        size = path.stat().st_size
-        if size > MAX_RESULTS_BYTES:
-            dropped.append(f"{path.name}: {size:,} bytes, over the {MAX_RESULTS_BYTES:,}-byte cap")
-            continue
-        try:
-            data = json.loads(path.read_bytes())
-            results = ResultsFile.model_validate(data)
-        except (ValueError, ValidationError, RecursionError) as exc:
-            first = str(exc).splitlines()[0:3]
-            dropped.append(f"{path.name}: not a results file ({' '.join(first)[:200]})")
-            continue
-        if results.head_sha != head_sha:
+        got = _load(path, head_sha, vendors)
+        if isinstance(got, str):
+            dropped.append(got)
+        else:
+            i, _, n = got.shard.partition("/")
+            loaded.append((got, (int(i), int(n))))
+    refused: set[tuple[str, int, int]] = set()
+    for vendor in sorted({r.vendor for r, _ in loaded}):
+        shards = [shard for r, shard in loaded if r.vendor == vendor]
+        splits = sorted({n for _, n in shards})
+        twice = sorted({s for s in shards if shards.count(s) > 1})
+        if len(splits) > 1:
             dropped.append(
-                f"{path.name}: measured head {results.head_sha[:12]}, not the pinned {head_sha[:12]}"
+                f"{vendor}: results split {' and '.join(map(str, splits))} ways; none used"
             )
-            continue
-        kept.append(results)
+            refused |= {(vendor, *s) for s in shards}
+        elif twice:
+            dropped.append(
+                f"{vendor}: more than one results file for shard "
+                + ", ".join(f"{i}/{n}" for i, n in twice)
+                + "; none of them used"
+            )
+            refused |= {(vendor, *s) for s in twice}
+    kept = [r for r, shard in loaded if (r.vendor, *shard) not in refused]
     return kept, dropped
 
 

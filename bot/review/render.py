@@ -7,38 +7,19 @@ and the details (what changed, Part A counts, compiler decisions, per-shape resu
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from collections.abc import Sequence
 
 from bot.contracts.evidence import CompilerEvidence, CompilerRow, Evidence, SweepEvidence
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
-from bot.escape import md_code, strip_controls
+from bot.escape import md_code, md_text
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
 DECISION_ICONS = {"approve": "✅", "approve_with_conditions": "🟡", "request_changes": "⛔"}
 
 
-_MD_SPECIAL = re.compile(r"([\\*_\[\]|~])")
-
-
-def esc(text: object) -> str:
-    """Escape text for GitHub markdown: no raw HTML, no comment markers, no links, no mentions.
-
-    Backtick spans are kept as code (the verdict uses them to quote names); inside them only
-    HTML is neutralised, since markdown is not interpreted there.
-    """
-    parts = strip_controls(str(text)).replace("\r", "").split("`")
-    if len(parts) % 2 == 0:  # an unmatched backtick: treat it as a plain character
-        parts[-2:] = [parts[-2] + "'" + parts[-1]]
-    out = []
-    for i, part in enumerate(parts):
-        part = html.escape(part, quote=False)  # <, >, & -> entities
-        if i % 2 == 0:
-            part = _MD_SPECIAL.sub(r"\\\1", part)
-        out.append(part.replace("@", "@\u200b"))
-    return "`".join(out)
+esc = md_text  # user text on a line of the comment: escaped, one line, code spans kept
 
 
 def code(text: object) -> str:

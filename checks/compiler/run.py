@@ -26,10 +26,12 @@ from bot.errors import CompilerError
 from checks.compiler.occupancy import AMD_ARCHS, NVIDIA_ARCHS, known_target
 from checks.compiler.report import CompilerReport, KernelCompileRecord, make_report, vendor_of
 from checks.job_process import run_job
+from checks.worker_env import tree_digest
 
 JOB_CACHE_VERSION = "1"
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "build", "dist"}
 _MAX_FILES = 20000
+_MAX_SOURCE_BYTES = 256 * 2**20
 
 
 class KernelSpec(BaseModel):
@@ -75,24 +77,15 @@ def targets_from_policy(policy: Any) -> list[str]:
 
 
 def source_digest(repo_root: Path) -> str | None:
-    """Hash of every ``.py`` file under the repository (None when there are too many)."""
-    h = hashlib.sha256()
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(repo_root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
-        for name in sorted(filenames):
-            if not name.endswith(".py"):
-                continue
-            count += 1
-            if count > _MAX_FILES:
-                return None
-            path = Path(dirpath) / name
-            h.update(str(path.relative_to(repo_root)).encode() + b"\0")
-            try:
-                h.update(path.read_bytes())
-            except OSError:
-                return None
-    return h.hexdigest()
+    """Hash of every ``.py`` file under the repository (None when there are too many, or too
+    many bytes). Symbolic links are hashed as links, never followed."""
+    return tree_digest(
+        repo_root,
+        suffix=".py",
+        skip_dir=lambda d: d.startswith(".") or d in _SKIP_DIRS,
+        max_files=_MAX_FILES,
+        max_bytes=_MAX_SOURCE_BYTES,
+    )
 
 
 def _job_key(digest: str, target: str, kernels: list[KernelSpec]) -> str:

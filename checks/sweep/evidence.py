@@ -20,6 +20,7 @@ from bot.errors import ResultsError
 from checks.sweep.models import ShapeResult, SweepResult
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import plan_cases
+from checks.worker_env import run_sealed
 
 SHAPE_VERDICT = {
     "wrong_result": "WRONG",
@@ -122,18 +123,22 @@ def sweep_for_plan(
         )
         mine = cases.cases[i - 1 :: n]
         opts = options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))
-        return run_sweep(
-            mine,
-            base_root=base_root,
-            head_root=head_root,
-            base_rev=plan.base_sha,
-            head_rev=plan.head_sha,
-            options=opts,
-            work_dir=work,
+        return run_sealed(
+            (base_root, head_root),
+            lambda: run_sweep(
+                mine,
+                base_root=base_root,
+                head_root=head_root,
+                base_rev=plan.base_sha,
+                head_rev=plan.head_sha,
+                options=opts,
+                work_dir=work,
+                progress=progress,
+                partial_path=work / "partial.jsonl",
+                notes=cases.notes,
+                family_size=len(cases.cases),
+            ),
             progress=progress,
-            partial_path=work / "partial.jsonl",
-            notes=cases.notes,
-            family_size=len(cases.cases),
         )
     finally:
         for tree in trees:

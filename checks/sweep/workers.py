@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from checks.sweep.protocol import Block, Telemetry
-from checks.worker_env import Timeouts, WorkerFailure, scrubbed_env
+from checks.worker_env import (
+    Timeouts,
+    WorkerFailure,
+    capped,
+    default_memory_bytes,
+    kill_session,
+    make_undumpable,
+    scrubbed_env,
+)
 
 WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
 Side = Literal["base", "head"]
@@ -38,6 +46,7 @@ class WorkerSpec:
     timeouts: Timeouts = field(default_factory=Timeouts)
     python: str = sys.executable
     label: str = ""
+    memory_bytes: int = field(default_factory=default_memory_bytes)  # 0: no cap
 
     @property
     def name(self) -> str:
@@ -89,6 +98,7 @@ class WorkerClient:
 
     def start(self) -> None:
         s = self.spec
+        make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
         self.incarnation += 1
         logs = s.work_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -98,23 +108,26 @@ class WorkerClient:
         with open(self.log_path, "wb") as log:
             try:
                 self.proc = subprocess.Popen(
-                    [
-                        s.python,
-                        "-I",
-                        "-B",
-                        "-u",
-                        str(WORKER_MAIN),
-                        "--cmd-fd",
-                        str(cmd_r),
-                        "--resp-fd",
-                        str(resp_w),
-                        "--root",
-                        str(Path(s.root).resolve()),
-                        "--device",
-                        s.device,
-                        "--side",
-                        s.side,
-                    ],
+                    capped(
+                        [
+                            s.python,
+                            "-I",
+                            "-B",
+                            "-u",
+                            str(WORKER_MAIN),
+                            "--cmd-fd",
+                            str(cmd_r),
+                            "--resp-fd",
+                            str(resp_w),
+                            "--root",
+                            str(Path(s.root).resolve()),
+                            "--device",
+                            s.device,
+                            "--side",
+                            s.side,
+                        ],
+                        s.memory_bytes,
+                    ),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -133,11 +146,12 @@ class WorkerClient:
         return self.proc is not None and self.proc.poll() is None
 
     def _kill(self) -> None:
+        """Kill the worker's whole session, also after the worker itself has exited: what it
+        left running (a double-forked daemon) goes with it."""
         proc = self.proc
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+        if proc is not None:
+            kill_session(proc.pid)
+            if proc.poll() is None:
                 proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)

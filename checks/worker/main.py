@@ -25,6 +25,7 @@ from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 CPU_COPIES = 4
+MAX_COUNT = 2**53  # bytes and flops of one call: larger is no real kernel (and no JSON number)
 
 
 def _sibling(name: str) -> Any:
@@ -106,8 +107,11 @@ class Worker:
         if not isinstance(item, dict) or not callable(item.get("fn")):
             raise EntryError("error", "the entry point must return a dict with a callable 'fn'")
         for key in ("bytes_moved", "flops"):
-            if not isinstance(item.get(key, 0), int) or item.get(key, 0) < 0:
-                raise EntryError("error", f"the entry point's {key!r} must be an int >= 0")
+            value = item.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+                raise EntryError(
+                    "error", f"the entry point's {key!r} must be an int from 0 to 2**53"
+                )
         return item
 
     def _l2_bytes(self) -> int:

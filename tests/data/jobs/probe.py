@@ -1,7 +1,9 @@
-"""A stand-in helper program for checks.job_process: echo the environment, sleep, or die."""
+"""A stand-in helper program for checks.job_process: echo the environment and the memory cap,
+sleep, or die."""
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -16,4 +18,4 @@ elif job["do"] == "die":
     print("boom", file=sys.stderr)
     sys.exit(3)
 with open(job["out"], "w") as f:
-    json.dump({"env": dict(os.environ)}, f)
+    json.dump({"env": dict(os.environ), "data_limit": resource.getrlimit(resource.RLIMIT_DATA)}, f)

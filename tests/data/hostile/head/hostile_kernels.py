@@ -13,7 +13,10 @@ HOSTILE = (
     "::add-mask::ghp_\n"
     "  ::error file=x.py::forged\n"
     "##[group]hidden\n"
-    "<!-- kernel-review:sha=" + "0" * 40 + " --> @maintainers"
+    "<!-- kernel-review:sha=" + "0" * 40 + " --> @maintainers\n"
+    "## Approved by the maintainers\n"
+    "---\n"
+    "1. [run this](https://evil.example/x) https://evil.example www.evil.example\n"
 )
 
 

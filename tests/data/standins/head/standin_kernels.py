@@ -131,3 +131,33 @@ def slow(shape, dtype, *, device="cpu", seed=0):
 def which_side(shape, dtype, *, device="cpu", seed=0):
     value = np.full(shape, side_marker.VALUE, dtype=dtype)
     return {"fn": lambda: value.copy(), "bytes_moved": value.nbytes, "flops": 0}
+
+
+def huge_bytes(shape, dtype, *, device="cpu", seed=0):
+    """Claims to move 10**30 bytes, which would make its throughput absurd."""
+    item = axpy(shape, dtype, device=device, seed=seed)
+    return {**item, "bytes_moved": 10**30}
+
+
+def daemon(shape, dtype, *, device="cpu", seed=0):
+    """Leaves a double-forked process behind that would outlive the job; its pid is written to
+    the worker's private Triton cache folder so the test can look for it."""
+    if os.fork() == 0:
+        if os.fork() == 0:
+            with open(os.path.join(os.environ["TRITON_CACHE_DIR"], "daemon.pid"), "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(120)
+        os._exit(0)
+    os.wait()
+    return axpy(shape, dtype, device=device, seed=seed)
+
+
+def hog(shape, dtype, *, device="cpu", seed=0):
+    """Allocates 4 GiB (and touches it) when called, as a runaway kernel would."""
+
+    def fn():
+        buf = bytearray(4 * 2**30)
+        return len(buf)
+
+    item = axpy(shape, dtype, device=device, seed=seed)
+    return {**item, "fn": fn}

@@ -1,0 +1,118 @@
+"""What an approval covers: the commit ``/bench`` saw, and whose numbers can turn the gate green.
+
+A ``/bench`` approval covers the commit that was the head when the maintainer commented.
+
+The gate runs after the comment, and the pull request's author can push in between: taking
+whatever the head is when the gate starts would measure a commit nobody approved. Two bindings:
+
+- ``/bench sha=COMMIT`` names the commit: it runs only while that commit is the head it measures.
+- Otherwise the pull request's timeline decides. The comment is found on it; the head at comment
+  time is the pull request's head when no head change follows the comment, else the last commit
+  before it. A head change after the comment, a timeline read only in part, or a comment not on
+  it: refused, with a request for a fresh ``/bench``.
+
+A ``committed`` event is dated by git, not by GitHub, so a backdated commit is caught only by its
+place on the timeline after the comment; ``sha=`` is the binding that does not depend on it.
+
+The measured code shares its process with the timer, so its author can make the numbers say
+anything: a verdict on code by an author without write permission is advisory, and the merge
+gate says so and never turns green on it (``advisory_status``). Someone below the bar for
+``/bench`` gets one reply saying so per pull request, then only reactions (``told_before``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bot.errors import CommandError
+from bot.escape import clip
+from bot.github.api import GitHubClient, TimelineEvent
+from bot.github.events import ReviewRequest
+from bot.github.slash import BenchCommand
+from bot.github.types import PullInfo, permission_allows
+from bot.policy.model import Policy
+
+HEAD_CHANGES = frozenset({"committed", "head_ref_force_pushed", "head_ref_restored"})
+
+
+def _time(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _fresh(what: str, head: str) -> CommandError:
+    return CommandError(
+        f"{what}; this approval does not cover the head {head[:12]}",
+        hint=f"review the new commits, then comment /bench again (or /bench sha={head[:12]})",
+    )
+
+
+def head_at_comment(events: list[TimelineEvent], comment_id: int, head_now: str) -> str | None:
+    """The pull request's head when comment ``comment_id`` was made, or None when the timeline
+    cannot say (the comment is not on it, or a force push is the last change before it)."""
+    found = [i for i, e in enumerate(events) if e.comment_id == comment_id]
+    if not found:
+        return None
+    index = found[0]
+    said = _time(events[index].at)
+
+    def after(i: int, e: TimelineEvent) -> bool:
+        when = _time(e.at)
+        return i > index or said is None or when is None or when > said
+
+    changes = [(i, e) for i, e in enumerate(events) if e.event in HEAD_CHANGES]
+    if not any(after(i, e) for i, e in changes):
+        return head_now
+    before = [e for i, e in changes if not after(i, e)]
+    return before[-1].sha if before and before[-1].event == "committed" else None
+
+
+def bind_approval(
+    client: GitHubClient, req: ReviewRequest, pull: PullInfo, head: str, command: BenchCommand
+) -> None:
+    """Refuse (CommandError) a ``/bench`` whose approval does not cover ``head``."""
+    if command.sha is not None:
+        if not head.startswith(command.sha):
+            raise _fresh(f"/bench named commit {command.sha}, but the head is {head[:12]}", head)
+        return
+    if req.comment_id is None:
+        raise _fresh("the /bench comment has no id to find on the timeline", head)
+    events, complete = client.timeline(pull.number)
+    if not complete:
+        raise _fresh(
+            "the pull request's timeline is too long to check that no push followed /bench", head
+        )
+    at_comment = head_at_comment(events, req.comment_id, pull.head_sha)
+    if at_comment is None:
+        raise _fresh("the timeline does not show which commit the /bench comment saw", head)
+    if at_comment != head:
+        raise _fresh(
+            f"the head moved after the /bench comment (it was {at_comment[:12]})", pull.head_sha
+        )
+
+
+def advisory_status(
+    client: GitHubClient, pull: PullInfo | None, state: str, description: str
+) -> tuple[str, str]:
+    """The merge-gate status for ``pull``: as given when its author may write to the repository;
+    otherwise marked advisory, and pending instead of success."""
+    if pull is None:
+        return state, description
+    role = client.permission(pull.author)
+    if permission_allows(role, "write"):
+        return state, description
+    state = "pending" if state == "success" else state
+    return state, clip(f"Advisory (@{pull.author} has {role} permission): {description}", 140)
+
+
+def told_before(client: GitHubClient, pr_number: int, actor: str, policy: Policy) -> bool:
+    """Whether ``actor``, below the policy's bar for ``/bench``, already got the bot's reply on
+    this pull request: the next refusals are reactions only, so spamming /bench makes no noise."""
+    if permission_allows(client.permission(actor), policy.github.bench_permission):
+        return False
+    return any(
+        c.author_type == "Bot" and c.body.startswith(f"@{actor} `/bench` was not run")
+        for c in client.list_comments(pr_number)
+    )
