@@ -24,11 +24,12 @@ def _command_modules() -> list:
     # Explicit list, imported lazily so `kernel-review --help` stays fast.
     from bot import app, demo
     from bot.analysis import cli as analyze_cli
+    from bot.onboard import cli as init_cli
     from bot.policy import cli as policy_cli
     from checks.compiler import cli as compile_cli
     from checks.sweep import cli as bench_cli
 
-    return [demo, policy_cli, analyze_cli, app, bench_cli, compile_cli]
+    return [demo, init_cli, policy_cli, analyze_cli, app, bench_cli, compile_cli]
 
 
 def build_parser() -> argparse.ArgumentParser:

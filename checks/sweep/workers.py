@@ -38,6 +38,7 @@ class WorkerSpec:
     timeouts: Timeouts = field(default_factory=Timeouts)
     python: str = sys.executable
     label: str = ""
+    python_path: tuple[str, ...] = ()  # folders of root put before it on sys.path (src/ layouts)
 
     @property
     def name(self) -> str:
@@ -114,6 +115,7 @@ class WorkerClient:
                         s.device,
                         "--side",
                         s.side,
+                        *(f"--python-path={folder}" for folder in s.python_path),
                     ],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
