@@ -11,7 +11,8 @@ docs/bench-entry.md), a benchmark the repository already keeps:
   ``triton.testing.do_bench``.
 
 In both, a ``dtype`` parameter of the benchmark function receives the case's dtype (a
-``torch.dtype``, or the name where the benchmark's own ``args`` give it as a string), and a
+``torch.dtype``, or the name where the benchmark's ``args`` or the parameter's default give it
+as a string), and a
 ``device`` parameter the worker's device. The function is run with ``do_bench`` (and
 ``do_bench_cudagraph``) swapped for a capture: the first callable it would time is the case's
 ``fn``, and the benchmark stops there, so nothing after the timing runs. The tensors that
@@ -214,7 +215,7 @@ def _case(
     params = inspect.signature(fn).parameters
     torch = sys.modules.get("torch")
     if "dtype" in params:
-        given = kwargs.get("dtype")
+        given = kwargs.get("dtype", params["dtype"].default)
         kwargs["dtype"] = (
             dtype if isinstance(given, str) or torch is None else getattr(torch, dtype)
         )
