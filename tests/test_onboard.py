@@ -48,10 +48,10 @@ import triton.language as tl
 
 @triton.jit
 def row_sum_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
-    tl.store(out_ptr + row, tl.sum(x, axis=0))
+    start = x_ptr + tl.program_id(0) * n_cols
+    total = tl.sum(tl.load(start + cols, mask=cols < n_cols, other=0.0), axis=0)
+    tl.store(out_ptr + tl.program_id(0), total)
 
 
 def row_sum(x: torch.Tensor) -> torch.Tensor:

@@ -174,28 +174,13 @@ def _perf_report(
                     dtypes += _dtype_names(value)
     else:
         notes.append("the perf_report argument is not a Benchmark(...) this reader can follow")
-    _, every = _parameters(fn)
-    if not dtypes:
-        dtypes = _body_dtypes(fn)
-    return FoundBenchmark(
-        form="perf_report",
-        path=path,
-        name=fn.name,
-        line=fn.lineno,
-        dims=dims,
-        shapes=shapes,
-        lines=lines,
-        dtypes=tuple(dict.fromkeys(dtypes)),
-        calls=_called_names(fn),
-        takes_dtype="dtype" in every,
-        notes=tuple(notes),
-    )
+    return _found("perf_report", path, fn, dims, shapes, dtypes, notes, lines=lines)
 
 
 def _do_bench(
     path: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module, env: dict[str, Any]
 ) -> FoundBenchmark:
-    required, every = _parameters(fn)
+    required, _ = _parameters(fn)
     dims = tuple(a for a in required if a not in NOT_DIMENSIONS)
     notes: list[str] = []
     shapes: tuple[tuple[int, ...], ...] = ()
@@ -207,16 +192,32 @@ def _do_bench(
             shapes = read
             notes.append(f"shapes from the registry {name}")
             break
+    return _found("do_bench", path, fn, dims, shapes, [], notes)
+
+
+def _found(
+    form: Form,
+    path: str,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    dims: tuple[str, ...],
+    shapes: tuple[tuple[int, ...], ...],
+    dtypes: list[str],
+    notes: list[str],
+    *,
+    lines: tuple[str, ...] = (),
+) -> FoundBenchmark:
+    """The record for benchmark function ``fn``; dtypes from its body when none were given."""
     return FoundBenchmark(
-        form="do_bench",
-        path=path,
-        name=fn.name,
-        line=fn.lineno,
-        dims=dims,
-        shapes=shapes,
-        dtypes=tuple(dict.fromkeys(_body_dtypes(fn))),
+        form,
+        path,
+        fn.name,
+        fn.lineno,
+        dims,
+        shapes,
+        lines=lines,
+        dtypes=tuple(dict.fromkeys(dtypes or _body_dtypes(fn))),
         calls=_called_names(fn),
-        takes_dtype="dtype" in every,
+        takes_dtype="dtype" in _parameters(fn)[1],
         notes=tuple(notes),
     )
 

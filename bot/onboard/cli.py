@@ -18,14 +18,12 @@ from bot.onboard.scan import read_repository
 from bot.onboard.write import render_policy
 from bot.policy.load import POLICY_FILE, validate_policy
 
+HELP = "scan a repository and write a policy for its kernels and benchmarks"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "init",
-        help="scan a repository and write a policy for its kernels and benchmarks",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = subparsers.add_parser("init", help=HELP, description=__doc__, formatter_class=raw)
     parser.add_argument("--repo", default=".", help="the repository root (default .)")
     parser.add_argument("--out", help=f"where to write the policy (default REPO/{POLICY_FILE})")
     parser.add_argument("--force", action="store_true", help="replace an existing file")

@@ -165,6 +165,16 @@ def _relative_path_problem(path: str) -> str | None:
     return None
 
 
+def inside_repository(paths: list[str]) -> list[str]:
+    """``paths`` if each is relative and stays inside the repository; a policy error at the
+    first one that does not."""
+    for index, path in enumerate(paths):
+        where = _relative_path_problem(path)
+        if where:
+            raise _problem(where, index)
+    return paths
+
+
 def check_entry(spec: str) -> str:
     """``spec`` if it names a bench entry point in one of the forms :data:`ENTRY_DESCRIPTION`
     lists; a policy error saying what is wrong otherwise."""
@@ -416,11 +426,7 @@ class KernelPolicy(_Model):
     @field_validator("paths")
     @classmethod
     def _relative_globs(cls, paths: list[str]) -> list[str]:
-        for index, glob in enumerate(paths):
-            where = _relative_path_problem(glob)
-            if where:
-                raise _problem(where, index)
-        return paths
+        return inside_repository(paths)
 
     @field_validator("dtypes")
     @classmethod
@@ -491,11 +497,7 @@ class Policy(_Model):
     @field_validator("python_path")
     @classmethod
     def _python_path_inside(cls, folders: list[str]) -> list[str]:
-        for index, folder in enumerate(folders):
-            where = _relative_path_problem(folder)
-            if where:
-                raise _problem(where, index)
-        return folders
+        return inside_repository(folders)
 
     @field_validator("vendors")
     @classmethod
