@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from bot.onboard.benchmarks import find_benchmarks
-from bot.onboard.scan import scan_files
+from bot.onboard.scan import module_name, scan_files
 from bot.onboard.values import Unknown, evaluate
 from bot.onboard.write import MAX_SERVED, render_policy
 from bot.policy.load import validate_policy
@@ -164,3 +164,30 @@ def test_every_gap_is_listed_with_its_line() -> None:
         assert lines[gap.line - 1].startswith(f'{gap.key} = "FILL-IN"  # ')
     _, problems = validate_policy(written.text, "p.toml")
     assert [p.line for p in problems] == [g.line for g in written.gaps]
+
+
+def test_an_entry_point_named_like_the_op_is_its_bench_and_leaves_shapes_to_fill() -> None:
+    entries = """\
+    def _case(shape, dtype, device, seed, op):
+        return {"fn": op}
+
+    def softmax(shape, dtype, *, device="cuda", seed=0):
+        return _case(shape, dtype, device, seed, None)
+    """
+    scan = scan_files(
+        {"src/pkg/softmax.py": TRITON_OP, "src/pkg/bench.py": textwrap.dedent(entries)},
+        src_layout=True,
+    )
+    [op] = scan.ops
+    assert op.benchmark is not None and op.benchmark.spec() == "pkg.bench:softmax"
+    assert scan.unmatched == ()  # the private helper is not an entry point
+    written = render_policy(scan)
+    assert 'bench = "pkg.bench:softmax"' in written.text
+    assert [g.key for g in written.gaps] == ["dtypes", "shapes"]
+    assert written.benches == (("softmax", "pkg.bench:softmax"),)
+
+
+def test_module_names_follow_the_import_roots() -> None:
+    assert module_name("src/pkg/bench.py", ("src/",)) == "pkg.bench"
+    assert module_name("pkg/__init__.py") == "pkg"
+    assert module_name("bench-scripts/run.py") == ""

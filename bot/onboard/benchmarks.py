@@ -1,6 +1,8 @@
 """Find the benchmarks a repository already has, from source text.
 
-Two forms, the ones ``checks/worker/bench_capture.py`` runs:
+Bench entry points written for kernel-review (``def op(shape, dtype, *, device, seed)``, see
+docs/bench-entry.md) are found by their signature; they say nothing about shapes or dtypes.
+Two forms of benchmark are read further, the ones ``checks/worker/bench_capture.py`` runs:
 
 - a ``@triton.testing.perf_report(Benchmark(...))`` function: its ``x_names`` are the shape's
   dimensions, its ``x_vals`` the shapes, its ``line_vals`` the lines one may pick, its ``args``
@@ -17,13 +19,14 @@ reported in ``notes`` and left for the maintainer. Pure: text in, records out.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.onboard.values import Unknown, dotted, evaluate, module_constants
 
-Form = Literal["perf_report", "do_bench"]
+Form = Literal["entry", "perf_report", "do_bench"]
 
 TIMERS = ("do_bench", "do_bench_cudagraph")
 REGISTRY_RE = re.compile(r"SHAPE|SIZE|CASE|CONFIG", re.IGNORECASE)
@@ -50,7 +53,7 @@ TORCH_DTYPES = {
 class FoundBenchmark:
     form: Form
     path: str
-    name: str  # the perf_report object, or the do_bench function
+    name: str  # the entry point, the perf_report object, or the do_bench function
     line: int
     dims: tuple[str, ...]  # what each dimension of a shape is called
     shapes: tuple[tuple[int, ...], ...]  # empty: none could be read
@@ -59,14 +62,18 @@ class FoundBenchmark:
     calls: frozenset[str] = frozenset()  # every name the function calls
     takes_dtype: bool = False
     notes: tuple[str, ...] = ()
+    module: str = ""  # the module an entry point is imported from
 
     def spec(self, line: str | None = None) -> str:
         """The policy's ``bench`` value for this benchmark (and one of its lines)."""
+        if self.form == "entry":
+            return f"{self.module}:{self.name}"
         return f"{self.form}:{self.path}:{self.name}" + (f"@{line}" if line else "")
 
 
-def find_benchmarks(path: str, text: str) -> list[FoundBenchmark]:
-    """Every benchmark in one Python file; an unreadable file has none."""
+def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenchmark]:
+    """Every benchmark in one Python file (``module`` is its import name); an unreadable file
+    has none."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
@@ -79,9 +86,19 @@ def find_benchmarks(path: str, text: str) -> list[FoundBenchmark]:
         report = next((d for d in node.decorator_list if _is_perf_report(d)), None)
         if report is not None:
             found.append(_perf_report(path, node, report, tree, env))
+        elif module and not node.name.startswith("_") and _is_entry_point(node):
+            entry = _found("entry", path, node, (), (), [], [])
+            found.append(dataclasses.replace(entry, module=module, dtypes=()))
         elif _calls_timer(node):
             found.append(_do_bench(path, node, tree, env))
     return found
+
+
+def _is_entry_point(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``def name(shape, dtype, *, device=..., seed=...)``: the bench entry-point signature."""
+    positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    named = set(positional[2:]) | {a.arg for a in fn.args.kwonlyargs}
+    return positional[:2] == ["shape", "dtype"] and {"device", "seed"} <= named
 
 
 def _is_perf_report(decorator: ast.expr) -> bool:

@@ -54,9 +54,9 @@ def run_init(args: argparse.Namespace) -> int:
     policy, problems = validate_policy(written.text, shown)
     _write(out, written.text)
     print(f"wrote {out}: {len(scan.ops)} ops from {scan.files_scanned} source files")
-    for op in scan.ops:
-        bench = op.benchmark.spec() if op.benchmark else "no benchmark found"
-        print(f"  {op.name:<24} {'+'.join(op.languages):<16} {bench}")
+    languages = {op.name: "+".join(op.languages) for op in scan.ops}
+    for name, bench in written.benches:
+        print(f"  {name:<24} {languages[name]:<16} {bench or 'no benchmark found'}")
     for guess in written.guesses:
         print(f"check: {guess}")
     if policy is not None:

@@ -104,11 +104,12 @@ def _source_files(root: Path) -> Iterable[str]:
 def scan_files(texts: Mapping[str, str], *, src_layout: bool = False) -> RepoScan:
     """The repository's ops and benchmarks from ``{path: text}``."""
     scans = {path: scan_source(path, text) for path, text in sorted(texts.items())}
+    roots = ("src/",) if src_layout else ()
     benchmarks = [
         b
         for path, text in sorted(texts.items())
         if source_kind(path) == "python"
-        for b in find_benchmarks(path, text)
+        for b in find_benchmarks(path, text, module=module_name(path, roots))
     ]
     ops = _merge(_triton_ops(scans, texts) + _cxx_ops(scans))
     matched, unmatched = _match(ops, benchmarks)
@@ -126,6 +127,20 @@ def scan_files(texts: Mapping[str, str], *, src_layout: bool = False) -> RepoSca
         setup=setup,
         files_scanned=len(scans),
     )
+
+
+def module_name(path: str, roots: tuple[str, ...] = ()) -> str:
+    """The import name of a repository file (``src/pkg/bench.py`` -> ``pkg.bench`` with the
+    root ``src/``); ``""`` when the path is not a valid module name."""
+    for root in roots:
+        if path.startswith(root):
+            path = path[len(root) :]
+            break
+    parts = path.removesuffix(".py").split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    valid = parts and all(p.isidentifier() for p in parts)
+    return ".".join(parts) if valid else ""
 
 
 def _kernel_files(scans: Mapping[str, FileScan]) -> dict[str, list[str]]:
@@ -259,13 +274,15 @@ def _merge(ops: list[Op]) -> list[Op]:
 def _match(
     ops: list[Op], benchmarks: list[FoundBenchmark]
 ) -> tuple[list[Op], list[FoundBenchmark]]:
-    """Give each op the first benchmark that calls it (by the op's entry function)."""
+    """Give each op a benchmark: an entry point named like the op first (it is written for
+    kernel-review), else the first benchmark that calls the op's entry function."""
     used: set[int] = set()
     out = []
     for op in ops:
-        index = next(
-            (i for i, b in enumerate(benchmarks) if i not in used and op.entry in b.calls), None
-        )
+        free = [i for i in range(len(benchmarks)) if i not in used]
+        named = [i for i in free if benchmarks[i].form == "entry" and benchmarks[i].name == op.name]
+        calling = [i for i in free if op.entry in benchmarks[i].calls]
+        index = (named + calling + [None])[0]
         if index is None:
             out.append(op)
             continue

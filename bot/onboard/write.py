@@ -37,6 +37,7 @@ class Written:
     text: str
     gaps: tuple[Gap, ...]
     guesses: tuple[str, ...]  # values written that the maintainer should confirm
+    benches: tuple[tuple[str, str], ...] = ()  # (op, the bench written for it, or "")
 
 
 def _toml(value: object) -> str:
@@ -92,7 +93,18 @@ def render_policy(scan: RepoScan) -> Written:
         out.add("# Benchmarks found that call none of the ops above:")
         for b in scan.unmatched:
             out.add(f"#   {b.spec()}  ({b.path}:{b.line})")
-    return Written(text="\n".join(out.lines) + "\n", gaps=tuple(out.gaps), guesses=tuple(guesses))
+    return Written(
+        text="\n".join(out.lines) + "\n",
+        gaps=tuple(out.gaps),
+        guesses=tuple(guesses),
+        benches=tuple((op.name, bench_for(op)) for op in scan.ops),
+    )
+
+
+def bench_for(op: Op) -> str:
+    """The ``bench`` value written for ``op``; ``""`` when it has no benchmark."""
+    b = op.benchmark
+    return b.spec(_line(b, op.name)) if b else ""
 
 
 def _kernel(out: _Lines, op: Op, unmatched: tuple[FoundBenchmark, ...]) -> None:
@@ -113,7 +125,7 @@ def _kernel(out: _Lines, op: Op, unmatched: tuple[FoundBenchmark, ...]) -> None:
         line = _line(b, op.name)
         rest = [v for v in b.lines if v != line]
         comment = f"{b.path}:{b.line}" + (f"; its other lines: {', '.join(rest)}" if rest else "")
-        out.key("bench", b.spec(line), comment)
+        out.key("bench", bench_for(op), comment)
         for note in b.notes:
             out.add(f"# {b.name}: {note}")
     out.key("paths", list(op.paths))
@@ -133,6 +145,9 @@ def _line(b: FoundBenchmark, name: str) -> str | None:
 
 def _dtypes(out: _Lines, op: Op, b: FoundBenchmark | None) -> None:
     dtypes = [d for d in (b.dtypes if b else ()) if d in DTYPES]
+    if b is not None and b.form == "entry":
+        out.gap("dtypes", f"{b.spec()} takes any dtype: fill in the dtypes {op.name} runs in")
+        return
     if b is not None and not b.takes_dtype:
         dtypes = dtypes[:1]  # the benchmark picks its dtype itself: only that one can be measured
     if dtypes:
@@ -147,6 +162,9 @@ def _dtypes(out: _Lines, op: Op, b: FoundBenchmark | None) -> None:
 
 def _shapes(out: _Lines, op: Op, b: FoundBenchmark | None) -> None:
     shapes = [list(s) for s in (b.shapes if b else ()) if 1 <= len(s) <= MAX_DIMS]
+    if b is not None and b.form == "entry":
+        out.gap("shapes", f"{b.spec()} takes any shape: fill in the shapes {op.name} serves")
+        return
     if not shapes:
         why = "no benchmark" if b is None else f"could not read the shapes {b.name} sweeps"
         out.gap("shapes", f"{why}: fill in the shapes {op.name} serves, like [[4096], [1823, 781]]")
