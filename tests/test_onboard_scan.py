@@ -191,3 +191,61 @@ def test_module_names_follow_the_import_roots() -> None:
     assert module_name("src/pkg/bench.py", ("src/",)) == "pkg.bench"
     assert module_name("pkg/__init__.py") == "pkg"
     assert module_name("bench-scripts/run.py") == ""
+
+
+AUTOGRAD_OP = """\
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def _rms_norm_fwd(x_ptr, BLOCK: tl.constexpr):
+    pass
+
+@triton.jit
+def _rms_norm_bwd(x_ptr, BLOCK: tl.constexpr):
+    pass
+
+class _RMSNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        _rms_norm_fwd[(1,)](x, BLOCK=128)
+        return x
+
+    @staticmethod
+    def backward(ctx, dy):
+        _rms_norm_bwd[(1,)](dy, BLOCK=128)
+        return dy
+
+rms_norm = _RMSNorm.apply
+"""
+
+RMS_BENCH = """\
+import torch
+import triton
+
+@triton.testing.perf_report(
+    triton.testing.Benchmark(["seq_len"], [256, 512], "provider", ["triton"], ["t"], "p", {})
+)
+def bench_rms_norm(seq_len, provider, device="cuda"):
+    x = torch.randn([4, seq_len, 128], device=device)
+    return triton.testing.do_bench(lambda: rms_norm(x))
+
+def bench_linear(rows, cols):
+    dtype = torch.bfloat16
+    x = torch.randn([rows, cols], dtype=dtype)
+    return triton.testing.do_bench(lambda: x)
+"""
+
+
+def test_an_autograd_function_is_one_op_named_by_its_public_alias() -> None:
+    scan = scan_files({"pkg/norm.py": AUTOGRAD_OP, "bench/rms.py": RMS_BENCH})
+    [op] = scan.ops
+    assert op.name == "rms_norm" and op.kernels == ("_rms_norm_fwd", "_rms_norm_bwd")
+    assert op.benchmark is not None and op.benchmark.name == "bench_rms_norm"
+
+
+def test_dtypes_are_read_through_a_local_name_or_default_to_torchs() -> None:
+    rms, linear = find_benchmarks("bench/rms.py", RMS_BENCH)
+    assert rms.dtypes == ("float32",) and "torch's default, float32" in rms.notes[0]
+    assert linear.dtypes == ("bfloat16",) and linear.notes == ()

@@ -32,6 +32,10 @@ TIMERS = ("do_bench", "do_bench_cudagraph")
 REGISTRY_RE = re.compile(r"SHAPE|SIZE|CASE|CONFIG", re.IGNORECASE)
 NOT_DIMENSIONS = ("dtype", "device", "provider")
 
+TORCH_FACTORIES = frozenset(
+    f"torch.{name}" for name in ("randn", "rand", "randint", "zeros", "ones", "empty", "full")
+)
+
 # torch dtype attribute -> the policy's dtype name
 TORCH_DTYPES = {
     "float16": "float16",
@@ -223,7 +227,12 @@ def _found(
     *,
     lines: tuple[str, ...] = (),
 ) -> FoundBenchmark:
-    """The record for benchmark function ``fn``; dtypes from its body when none were given."""
+    """The record for benchmark function ``fn``; dtypes from its body when none were given,
+    torch's default (float32) when it makes tensors without naming one."""
+    dtypes = dtypes or _body_dtypes(fn)
+    if not dtypes and _makes_tensors(fn):
+        dtypes = ["float32"]
+        notes = [*notes, "its tensors are made without a dtype: torch's default, float32"]
     return FoundBenchmark(
         form,
         path,
@@ -232,7 +241,7 @@ def _found(
         dims,
         shapes,
         lines=lines,
-        dtypes=tuple(dict.fromkeys(dtypes or _body_dtypes(fn))),
+        dtypes=tuple(dict.fromkeys(dtypes)),
         calls=_called_names(fn),
         takes_dtype="dtype" in _parameters(fn)[1],
         notes=tuple(notes),
@@ -284,11 +293,22 @@ def _dtype_names(node: ast.expr) -> list[str]:
 
 
 def _body_dtypes(fn: ast.AST) -> list[str]:
-    """The dtypes the function's tensors are made in: ``dtype=torch.X`` keywords, in order."""
-    found = [
-        (node.value.lineno, node.value.col_offset, name)
-        for node in ast.walk(fn)
-        if isinstance(node, ast.keyword) and node.arg == "dtype"
-        for name in _dtype_names(node.value)
-    ]
+    """The dtypes the function's tensors are made in, in source order: ``dtype=torch.X``, or
+    ``dtype=name`` after ``name = torch.X``."""
+    bound: dict[str, list[str]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and _dtype_names(node.value):
+                bound[target.id] = _dtype_names(node.value)
+    found = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.keyword) and node.arg == "dtype":
+            value = node.value
+            names = bound.get(value.id, []) if isinstance(value, ast.Name) else _dtype_names(value)
+            found += [(value.lineno, value.col_offset, name) for name in names]
     return [name for *_, name in sorted(found)]
+
+
+def _makes_tensors(fn: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and dotted(n.func) in TORCH_FACTORIES for n in ast.walk(fn))

@@ -182,22 +182,36 @@ def _triton_ops(scans: Mapping[str, FileScan], texts: Mapping[str, str]) -> list
 
 
 def _top_level_callers(text: str) -> dict[str, set[str]]:
-    """For each function of the file (nested ones included): the top-level functions calling it."""
+    """Who reaches whom in one file: for each function (nested ones and methods included), the
+    top-level names that call or contain it. A class contains its methods, and a module-level
+    alias (``rms_norm = _RMSNorm.apply``, the autograd.Function pattern) reaches its class."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return {}
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
     callers: dict[str, set[str]] = {}
+
+    def reach(callee: str, caller: str) -> None:
+        if callee != caller:
+            callers.setdefault(callee, set()).add(caller)
+
     for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            alias, head = node.targets[0], dotted(node.value).split(".", 1)[0]
+            if isinstance(alias, ast.Name) and head in classes:
+                reach(head, alias.id)
+            continue
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         for inner in ast.walk(node):
             if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner is not node:
-                callers.setdefault(inner.name, set()).add(node.name)
+                reach(inner.name, node.name)
             if isinstance(inner, ast.Call) and dotted(inner.func):
-                callee = dotted(inner.func).rsplit(".", 1)[-1]
-                if callee != node.name:
-                    callers.setdefault(callee, set()).add(node.name)
+                name = dotted(inner.func)
+                reach(name.rsplit(".", 1)[-1], node.name)
+                if name.split(".", 1)[0] in classes:  # _RMSNorm.apply(...)
+                    reach(name.split(".", 1)[0], node.name)
     return callers
 
 
