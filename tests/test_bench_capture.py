@@ -131,6 +131,8 @@ def test_a_do_bench_function_gets_the_dimensions_in_order(capture, root: Path) -
 def test_a_benchmark_missing_from_a_checkout_is_not_found(capture, root: Path) -> None:
     with pytest.raises(capture.NotFound, match=r"no file bench/none\.py"):
         capture.entry_for("do_bench:bench/none.py:plain", str(root))
+    with pytest.raises(capture.NotFound, match="outside the checkout"):
+        capture.entry_for("do_bench:../b.py:plain", str(root / "bench"))
     with pytest.raises(capture.NotFound, match="has no 'gone'"):
         capture.entry_for("do_bench:bench/b.py:gone", str(root))
     assert capture.is_file_spec("perf_report:a.py:b") and not capture.is_file_spec("a.b:c")

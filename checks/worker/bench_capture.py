@@ -68,6 +68,8 @@ def load_file(root: str, path: str) -> Any:
     ``if __name__ == "__main__":`` block does not run). Its folder is importable after the
     checkout, for benchmarks that import their neighbours."""
     full = os.path.normpath(os.path.join(root, path))
+    if not full.startswith(os.path.join(os.path.normpath(root), "")):
+        raise NotFound(f"{path} is outside the checkout")
     if not os.path.isfile(full):
         raise NotFound(f"no file {path} in this checkout")
     name = "_kernel_review_bench_" + re.sub(r"\W", "_", os.path.relpath(full, root))
