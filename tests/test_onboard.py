@@ -225,6 +225,12 @@ def test_init_never_replaces_a_file_without_force(
     assert "already exists" in capsys.readouterr().err and policy.read_text() == "# mine\n"
     assert main(["init", "--repo", str(minirepo), "--force"]) == 0
     assert policy.read_text().startswith("# kernel-review policy")
+    policy.unlink()
+    (minirepo / "pyproject.toml").write_text("[tool.kernel-review]\ntolerance = 0.05\n")
+    assert main(["init", "--repo", str(minirepo)]) == 2
+    assert "already has the policy ([tool.kernel-review])" in capsys.readouterr().err
+    assert not policy.exists()
+    assert main(["init", "--repo", str(minirepo), "--force"]) == 0
     other = minirepo / "elsewhere.toml"
     assert main(["init", "--repo", str(minirepo), "--out", str(other)]) == 0
     assert other.read_text() == policy.read_text()

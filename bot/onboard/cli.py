@@ -3,7 +3,8 @@
 Scans the repository's source (no import, no build), writes ``.github/kernel-review.toml`` (or
 ``--out``) with one ``[[kernels]]`` per op found, then validates what it wrote: every value it
 could not infer is listed with its line, and ``kernel-review policy check`` refuses those lines
-until they are filled. An existing file is never replaced without ``--force``.
+until they are filled. Without ``--force`` it replaces no file and does not shadow a
+``[tool.kernel-review]`` table in ``pyproject.toml``.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from bot.errors import KernelReviewError
+from bot.errors import KernelReviewError, PolicyError
 from bot.onboard.scan import read_repository
 from bot.onboard.write import render_policy
-from bot.policy.load import POLICY_FILE, validate_policy
+from bot.policy.load import POLICY_FILE, PYPROJECT_TABLE, find_policy, validate_policy
 
 HELP = "scan a repository and write a policy for its kernels and benchmarks"
 
@@ -42,6 +43,13 @@ def run_init(args: argparse.Namespace) -> int:
             f"{out} already exists; init does not replace it",
             hint="check it with `kernel-review policy check`, or pass --force to replace it",
         )
+    if args.out is None and not args.force and _has_pyproject_policy(repo):
+        raise KernelReviewError(
+            f"{repo / 'pyproject.toml'} already has the policy ([tool.kernel-review]); a new "
+            f"{POLICY_FILE} would take its place",
+            hint="check it with `kernel-review policy check`, or pass --force to write "
+            f"{POLICY_FILE} anyway",
+        )
     scan = read_repository(repo.resolve())
     if not scan.ops:
         raise KernelReviewError(
@@ -66,6 +74,13 @@ def run_init(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"  {problem}")
     return 0
+
+
+def _has_pyproject_policy(repo: Path) -> bool:
+    try:
+        return find_policy(repo).table == PYPROJECT_TABLE
+    except PolicyError:
+        return False
 
 
 def _write(out: Path, text: str) -> None:
