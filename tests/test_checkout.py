@@ -65,3 +65,58 @@ def test_the_checkout_comes_from_the_policy() -> None:
     assert checkout_for(policy) == Checkout(
         python_path=("src",), setup_command="make", setup_timeout_s=60.0
     )
+
+
+ENTRY = """\
+import numpy as np
+
+from built import SCALE  # written by the build step
+
+
+def scale(shape, dtype, *, device="cpu", seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    return {"fn": lambda: SCALE * x, "reference": lambda: SCALE * x, "bytes_moved": 2 * x.nbytes}
+"""
+
+
+def test_a_sweep_builds_each_side_and_imports_from_its_python_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from checks.sweep.protocol import ProtocolConfig
+    from checks.sweep.run import SweepOptions, run_sweep
+    from checks.sweep.shapes import Case
+    from checks.sweep.workers import Timeouts
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = gitutil.init_repo(tmp_path / "srcrepo")
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "pkg" / "__init__.py").write_text("")
+    (root / "src" / "pkg" / "bench.py").write_text(ENTRY)
+    (root / ".gitignore").write_text("src/built.py\n")
+    gitutil.commit_all(root, "a src/ layout whose module is built")
+    trees = [gitutil.add_worktree(root, tmp_path / side, "HEAD") for side in ("base", "head")]
+    checkout = Checkout(python_path=("src",), setup_command="echo 'SCALE = 3.0' > src/built.py")
+    options = SweepOptions(
+        device="cpu",
+        protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=6, max_case_seconds=4.0),
+        timeouts=Timeouts(start_s=20, prepare_s=20, check_s=20),
+        max_gpu_seconds=60,
+        measure_ceilings=False,
+        checkout=checkout,
+    )
+    case = Case(
+        kernel="scale", bench="pkg.bench:scale", dims=(1000,), dtype="float32", tolerance=0.5
+    )
+    result = run_sweep(
+        [case],
+        base_root=trees[0],
+        head_root=trees[1],
+        base_rev="b" * 40,
+        head_rev="h" * 40,
+        options=options,
+        work_dir=tmp_path / "work",
+    )
+    assert [c.status for c in result.cases] == ["ok"], result.cases[0].message
+    assert any("setup (base)" in n and "took" in n for n in result.notes)
+    assert any("setup (head)" in n and "from the cache" in n for n in result.notes)
+    assert (trees[1] / "src" / "built.py").read_text() == "SCALE = 3.0\n"
