@@ -48,12 +48,14 @@ def _registrations() -> list[Callable[[argparse._SubParsersAction], None]]:
     from bot import app, demo
     from bot.analysis import cli as analyze_cli
     from bot.github import doctor
+    from bot.onboard import cli as init_cli
     from bot.policy import cli as policy_cli
     from checks.compiler import cli as compile_cli
     from checks.sweep import cli as bench_cli
 
     return [
         functools.partial(demo.register, compiler_report=_compiler_report),
+        init_cli.register,
         policy_cli.register,
         analyze_cli.register,
         app.register,

@@ -15,7 +15,14 @@ import re
 from functools import lru_cache
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from bot.contracts.base import Vendor
@@ -46,6 +53,21 @@ PositiveFloat = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 Tolerance = Annotated[float, Field(strict=True, gt=0, le=1, allow_inf_nan=False)]
 
 ENTRY_POINT_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+# A benchmark the repository already has, named by file: ``perf_report:bench/x.py:name[@provider]``
+# (a ``triton.testing.perf_report`` benchmark) or ``do_bench:bench/x.py:function`` (a function
+# of the shape's dimensions that times its kernel with ``triton.testing.do_bench``).
+BENCH_FILE_RE = (
+    r"^(?P<form>perf_report|do_bench):(?P<path>[^:@\s]+):(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"(@(?P<provider>[^:@\s]+))?$"
+)
+BENCH_FORMS = ("perf_report", "do_bench")
+ENTRY_DESCRIPTION = (
+    "'module.path:function' (a bench entry point, docs/bench-entry.md), "
+    "'perf_report:path/to/bench.py:name[@provider]' (a triton.testing.perf_report benchmark) or "
+    "'do_bench:path/to/bench.py:function' (a function of the shape that calls do_bench)"
+)
+# What ``kernel-review init`` writes where it could not infer a value; refused until replaced.
+PLACEHOLDER = "FILL-IN"
 KERNEL_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 OWNER_RE = r"^(@[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9._-]+)?|[^@\s]+@[^@\s]+\.[^@\s]+)$"
 
@@ -133,6 +155,99 @@ def glob_match(pattern: str, path: str) -> bool:
     return any(regex.fullmatch("/".join(parts[:n])) for n in range(1, len(parts)))
 
 
+def _relative_path_problem(path: str) -> str | None:
+    """Why ``path`` is not a path inside the repository, or None when it is one."""
+    parts = path.replace("\\", "/").split("/")
+    if path.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", path):
+        return f"{path!r} is absolute; paths are relative to the repo root"
+    if ".." in parts:
+        return f"{path!r} leaves the repository with '..'"
+    return None
+
+
+def inside_repository(paths: list[str]) -> list[str]:
+    """``paths`` if each is relative and stays inside the repository; a policy error at the
+    first one that does not."""
+    for index, path in enumerate(paths):
+        where = _relative_path_problem(path)
+        if where:
+            raise _problem(where, index)
+    return paths
+
+
+def check_entry(spec: str) -> str:
+    """``spec`` if it names a bench entry point in one of the forms :data:`ENTRY_DESCRIPTION`
+    lists; a policy error saying what is wrong otherwise."""
+    if re.match(ENTRY_POINT_RE, spec):
+        return spec
+    form, sep, _ = spec.partition(":")
+    if sep and form in BENCH_FORMS:
+        match = re.match(BENCH_FILE_RE, spec)
+        if match is None:
+            raise _problem(
+                f"{spec!r} is not a {form} benchmark; write "
+                + (
+                    "'perf_report:path/to/bench.py:name' or 'perf_report:path/to/bench.py:name@provider'"
+                    if form == "perf_report"
+                    else "'do_bench:path/to/bench.py:function'"
+                )
+            )
+        path = match["path"]
+        if not path.endswith(".py"):
+            raise _problem(f"{path!r} is not a Python file; name the benchmark's .py file")
+        where = _relative_path_problem(path)
+        if where:
+            raise _problem(where)
+        if form == "do_bench" and match["provider"]:
+            raise _problem(
+                f"'@{match['provider']}' picks a perf_report line; a do_bench function has none"
+            )
+        return spec
+    close = difflib.get_close_matches(form, BENCH_FORMS, n=1, cutoff=0.7) if sep else []
+    guess = f" (did you mean {close[0]!r}?)" if close else ""
+    raise _problem(f"{spec!r} is not a bench entry point{guess}; write {ENTRY_DESCRIPTION}")
+
+
+EntryPoint = Annotated[str, AfterValidator(check_entry)]
+
+
+def _placeholders(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().upper().startswith(PLACEHOLDER)
+    if isinstance(value, (list, tuple)):
+        return any(_placeholders(v) for v in value)
+    if isinstance(value, dict):
+        return any(_placeholders(v) for v in value.values())
+    return False
+
+
+FILL_IN = {
+    "shapes": "fill in the shapes this op serves: a list like [[1823, 781], [4096, 4096]], "
+    "one entry per input size you run in production",
+    "dtypes": 'fill in the dtypes this op runs in, like ["float16", "bfloat16"]',
+    "bench": "fill in the bench entry point: " + ENTRY_DESCRIPTION,
+    "baseline": "fill in the reference entry point, or delete the line",
+    "paths": 'fill in the files of this op, like ["mypkg/softmax.py", "mypkg/csrc/**"]',
+    "tensors": "fill in which dimensions of a shape make up each tensor, like "
+    "[[0, 2], [2, 1], [0, 1]] for a matmul shape [M, N, K], or delete the line",
+}
+
+
+def refuse_placeholders(data: Any, fields: dict[str, str]) -> Any:
+    """Refuse every value ``kernel-review init`` left for the maintainer to fill in, each at its
+    own key, with what to write there."""
+    if not isinstance(data, dict):
+        return data
+    found: list[tuple[tuple[str | int, ...], str]] = [
+        ((key,), fields.get(key, f"fill in {key} (kernel-review init could not infer it)"))
+        for key, value in data.items()
+        if _placeholders(value)
+    ]
+    if found:
+        raise _problems(found)
+    return data
+
+
 # --------------------------------------------------------------------------------------- models
 
 
@@ -195,6 +310,17 @@ class GitHubSettings(_Model):
     )
 
 
+class Setup(_Model):
+    command: str = Field(
+        min_length=1,
+        description="a shell command run in each checkout (base and head) before its workers "
+        "start, like 'python setup.py build_ext --inplace' or 'pip install -e .'",
+    )
+    timeout_s: PositiveInt = Field(
+        default=1800, le=4 * 3600, description="how long it may run, in seconds, 1 to 14400"
+    )
+
+
 class ServedShape(_Model):
     dims: tuple[PositiveInt, ...] = Field(
         alias="shape",
@@ -235,15 +361,13 @@ class KernelPolicy(_Model):
         description="a unique name of letters, digits, '_' and '-', starting with a letter or "
         "'_', at most 64 characters",
     )
-    bench: str = Field(
-        pattern=ENTRY_POINT_RE,
-        description="the bench entry point, 'module.path:function', importable from the "
-        "repository root",
+    bench: EntryPoint = Field(
+        description="the bench entry point: " + ENTRY_DESCRIPTION + "; modules and files are "
+        "found from the repository root (and python_path)",
     )
-    baseline: str | None = Field(
+    baseline: EntryPoint | None = Field(
         default=None,
-        pattern=ENTRY_POINT_RE,
-        description="an optional reference entry point, 'module.path:function'",
+        description="an optional reference entry point, in the same forms as bench",
     )
     paths: list[Annotated[str, Field(min_length=1)]] = Field(
         min_length=1,
@@ -271,6 +395,11 @@ class KernelPolicy(_Model):
         "left out, the whole shape is one tensor",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _filled_in(cls, data: Any) -> Any:
+        return refuse_placeholders(data, FILL_IN)
+
     @model_validator(mode="after")
     def _tensor_dims_exist(self) -> KernelPolicy:
         if self.tensors is None:
@@ -297,13 +426,7 @@ class KernelPolicy(_Model):
     @field_validator("paths")
     @classmethod
     def _relative_globs(cls, paths: list[str]) -> list[str]:
-        for index, glob in enumerate(paths):
-            parts = glob.replace("\\", "/").split("/")
-            if glob.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", glob):
-                raise _problem(f"{glob!r} is absolute; paths are relative to the repo root", index)
-            if ".." in parts:
-                raise _problem(f"{glob!r} leaves the repository with '..'", index)
-        return paths
+        return inside_repository(paths)
 
     @field_validator("dtypes")
     @classmethod
@@ -359,9 +482,22 @@ class Policy(_Model):
         default_factory=CompilerTargets, description="a [compiler] table"
     )
     github: GitHubSettings = Field(default_factory=GitHubSettings, description="a [github] table")
+    python_path: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list,
+        description="folders, relative to the repository root, put on the import path before "
+        'the root itself, like ["src"] for a src/ layout',
+    )
+    setup: Setup | None = Field(
+        default=None, description="a [setup] table: the build step run in each checkout"
+    )
     kernels: list[KernelPolicy] = Field(
         min_length=1, description="one [[kernels]] table per kernel to measure"
     )
+
+    @field_validator("python_path")
+    @classmethod
+    def _python_path_inside(cls, folders: list[str]) -> list[str]:
+        return inside_repository(folders)
 
     @field_validator("vendors")
     @classmethod

@@ -116,6 +116,7 @@ def planned_kernels(
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    from checks.checkout import checkout_for
     from checks.sweep.models import dump_results
     from checks.sweep.protocol import ProtocolConfig
     from checks.sweep.run import SweepOptions, run_sweep, visible_gpus
@@ -178,6 +179,7 @@ def run_bench(args: argparse.Namespace) -> int:
             protocol=protocol,
             gpus=gpus,
             max_gpu_seconds=float(policy.limits.max_gpu_seconds),
+            checkout=checkout_for(policy),
         )
         label = "CPU timing (not GPU numbers)" if cpu else f"GPU timing on {len(gpus or ())} GPU(s)"
         print(

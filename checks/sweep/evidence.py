@@ -17,6 +17,7 @@ from bot import gitutil
 from bot.contracts.evidence import ShapeLine, SweepEvidence
 from bot.contracts.plan import Plan
 from bot.errors import ResultsError
+from checks.checkout import checkout_for
 from checks.sweep.models import ShapeResult, SweepResult
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import plan_cases
@@ -114,7 +115,8 @@ def sweep_for_plan(
         trees.append(base_root)
         head_root = gitutil.add_worktree(repo_root, work / "head", plan.head_sha)
         trees.append(head_root)
-        limits = load_policy(base_root).policy.limits
+        policy = load_policy(base_root).policy
+        limits = policy.limits
         cases = plan_cases(
             plan.kernels,
             max_shapes=limits.max_shapes,
@@ -122,7 +124,9 @@ def sweep_for_plan(
             add_small_and_ragged=not plan.quick,
         )
         mine = cases.cases[i - 1 :: n]
-        opts = options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))
+        opts = (options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))).model_copy(
+            update={"checkout": checkout_for(policy)}
+        )
         return run_sealed(
             (base_root, head_root),
             lambda: run_sweep(

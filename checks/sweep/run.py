@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from checks.checkout import Checkout, prepare
 from checks.sweep.models import (
     Ceilings,
     EnvFingerprint,
@@ -46,6 +47,7 @@ class SweepOptions(BaseModel):
     ceilings_cache_dir: str | None = None
     warmup_min_s: float = 1.0
     warmup_max_s: float = 10.0
+    checkout: Checkout = Checkout()  # python_path and the [setup] build step, from the policy
 
 
 def visible_gpus() -> list[str]:
@@ -174,6 +176,8 @@ def run_sweep(
     family_size: int | None = None,
 ) -> SweepResult:
     """Measure every case; never raises for a kernel's fault (each case carries its status).
+    The policy's build step (``options.checkout``) runs in both checkouts first; a failed build
+    raises ``checks.checkout.SetupError``.
 
     ``family_size`` is the number of cases the false-alarm rate is shared over (Holm); a shard of
     a larger plan passes the plan's total so its verdicts hold for the whole sweep."""
@@ -196,6 +200,11 @@ def run_sweep(
         warmup_max_s=options.warmup_max_s,
     )
     recorder = _Recorder(len(cases), partial_path, progress)
+    setup_notes = [
+        prepare(root, options.checkout, log_dir=work_dir / "logs")
+        for root in (base_root, head_root)
+    ]
+    notes = [*notes, *(n for n in setup_notes if n)]
     threads, outs = [], []
     for index, gpu in enumerate(gpus):
         mine = list(cases[index :: len(gpus)])
@@ -209,6 +218,7 @@ def run_sweep(
                 work_dir=work_dir,
                 gpu=gpu,
                 timeouts=options.timeouts,
+                python_path=options.checkout.python_path,
             )
             for side, root in (("base", base_root), ("head", head_root))
         }

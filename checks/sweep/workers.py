@@ -47,6 +47,7 @@ class WorkerSpec:
     python: str = sys.executable
     label: str = ""
     memory_bytes: int = field(default_factory=default_memory_bytes)  # 0: no cap
+    python_path: tuple[str, ...] = ()  # folders of root put before it on sys.path (src/ layouts)
 
     @property
     def name(self) -> str:
@@ -125,6 +126,7 @@ class WorkerClient:
                             s.device,
                             "--side",
                             s.side,
+                            *(f"--python-path={folder}" for folder in s.python_path),
                         ],
                         s.memory_bytes,
                     ),

@@ -1,9 +1,12 @@
 """The worker process: runs one side's bench entry points (base or head) on one device.
 
 Started by ``checks.sweep.workers`` as ``python -I -B -u worker_main.py --cmd-fd R --resp-fd W --root DIR
---device cpu|cuda --side base|head``. Isolated mode keeps the current directory, PYTHONPATH and
-the user site out of ``sys.path``; the worker then puts its checkout (and nothing else) in front,
-so base and head never see each other's modules. Commands arrive as JSON lines on fd R and answers
+--device cpu|cuda --side base|head [--python-path SUB ...]``. Isolated mode keeps the current
+directory, PYTHONPATH and the user site out of ``sys.path``; the worker then puts its checkout (its
+``--python-path`` folders, then its root, and nothing else) in front, so base and head never see
+each other's modules. An entry point is ``module:function``, or a benchmark the checkout already
+has, named by file (``perf_report:PATH:NAME``, ``do_bench:PATH:FUNCTION``; see
+``bench_capture.py``). Commands arrive as JSON lines on fd R and answers
 leave on fd W; the measured code's own stdout and stderr go to a log file and cannot corrupt the
 channel. The sibling modules this program uses are loaded by file path under private names, so a
 checkout that has its own ``checks`` package does not shadow them.
@@ -45,6 +48,7 @@ correctness = _sibling("correctness")
 fingerprint = _sibling("env_fingerprint")
 ceilings = _sibling("ceilings")
 failures = _sibling("failures")
+bench_capture = _sibling("bench_capture")
 classify = failures.classify
 
 
@@ -87,6 +91,14 @@ class Worker:
     def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
         missing = []
         for spec in candidates:
+            if bench_capture.is_file_spec(spec):
+                try:
+                    return spec, bench_capture.entry_for(spec, self.root)
+                except bench_capture.NotFound as exc:
+                    missing.append(f"{spec} ({exc})")
+                    continue
+                except bench_capture.BadBenchmark as exc:
+                    raise EntryError("error", f"{spec}: {exc}") from None
             module, _, name = spec.partition(":")
             try:
                 mod = importlib.import_module(module)
@@ -340,10 +352,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", required=True)
     parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
     parser.add_argument("--side", choices=["base", "head"], required=True)
+    parser.add_argument(
+        "--python-path",
+        action="append",
+        default=[],
+        help="a folder of the checkout put on sys.path before the checkout itself (src/ layouts)",
+    )
     args = parser.parse_args(argv)
     faulthandler.enable()
     root = os.path.abspath(args.root)
-    sys.path.insert(0, root)
+    sys.path[:0] = [os.path.join(root, p) for p in args.python_path] + [root]
     os.chdir(root)
     serve(Worker(root, args.device, args.side), args.cmd_fd, args.resp_fd)
     return 0

@@ -1,0 +1,170 @@
+"""A side's checkout made ready for its workers: the import path, and the policy's build step.
+
+``[setup] command`` (for example ``python setup.py build_ext --inplace``: the base side of a
+rewrite is usually a compiled C++ extension) runs in each worktree before its workers start,
+under ``/bin/sh``, in the scrubbed environment the workers get (``checks.worker_env``), with the
+measuring interpreter's folder first on ``PATH`` so ``python`` and ``pip`` are the ones that will
+import the result, and killed with its process group after ``timeout_s``.
+
+It is cached by the tree it built: after a build of a clean worktree, the files it left that git
+does not track are copied to the cache under a key made of the tree's hash, the command and the
+interpreter; the next checkout of the same tree gets those files back instead of a rebuild. A
+worktree with local changes is always built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from bot import gitutil
+from bot.errors import GitError, KernelReviewError
+from checks.worker_env import scrubbed_env
+
+MAX_CACHED_BYTES = 4 * 2**30
+LOG_TAIL = 2000
+
+
+class Checkout(BaseModel):
+    """What a checkout needs before its workers start (from the policy's python_path, [setup])."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    python_path: tuple[str, ...] = ()
+    setup_command: str | None = None
+    setup_timeout_s: float = 1800.0
+
+
+class SetupError(KernelReviewError):
+    """The build step failed or ran out of time; the message carries the end of its output."""
+
+
+def checkout_for(policy: object) -> Checkout:
+    """The checkout needs a ``bot.policy.model.Policy`` states."""
+    setup = getattr(policy, "setup", None)
+    return Checkout(
+        python_path=tuple(getattr(policy, "python_path", ()) or ()),
+        setup_command=setup.command if setup else None,
+        setup_timeout_s=float(setup.timeout_s) if setup else 1800.0,
+    )
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernel-review" / "setup"
+
+
+def prepare(root: Path, checkout: Checkout, *, log_dir: Path, cache_dir: Path | None = None) -> str:
+    """Run the build step in ``root`` (or restore its cached output); a line for the results'
+    notes saying which, or ``""`` when there is no build step. SetupError when it fails."""
+    command = checkout.setup_command
+    if not command:
+        return ""
+    cache = cache_dir or default_cache_dir()
+    key = _cache_key(root, command)
+    if key is not None and _restore(cache / key, root):
+        return f"setup ({root.name}): restored the build of this tree from the cache"
+    before = set(_untracked(root))
+    seconds = _run(root, command, checkout.setup_timeout_s, log_dir / f"setup-{root.name}.log")
+    if key is not None:
+        _store(cache / key, root, sorted(set(_untracked(root)) - before))
+    return f"setup ({root.name}): `{command}` took {seconds:.0f} s"
+
+
+def _cache_key(root: Path, command: str) -> str | None:
+    try:
+        tree = gitutil.git(root, "rev-parse", "--verify", "HEAD^{tree}").strip()
+        dirty = gitutil.git(root, "status", "--porcelain", "--untracked-files=no").strip()
+    except GitError:
+        return None
+    if dirty:
+        return None
+    text = "\n".join((tree, command, sys.executable, sys.version))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _untracked(root: Path) -> list[str]:
+    try:
+        out = gitutil.git(root, "ls-files", "--others", "-z")
+    except GitError:
+        return []
+    return [p for p in out.split("\0") if p]
+
+
+def _run(root: Path, command: str, timeout_s: float, log: Path) -> float:
+    env = scrubbed_env()
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    log.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(log, "wb") as handle:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise SetupError(
+                f"the setup command `{command}` ran past {timeout_s:g} s in {root.name}; killed it"
+                + _tail(log),
+                hint="raise [setup] timeout_s in the policy, or make the build faster",
+            ) from None
+    if code != 0:
+        raise SetupError(
+            f"the setup command `{command}` exited with code {code} in {root.name}" + _tail(log),
+            hint="run the command in a fresh clone to see why; [setup] in docs/policy.md",
+        )
+    return time.monotonic() - started
+
+
+def _tail(log: Path) -> str:
+    try:
+        text = log.read_bytes()[-LOG_TAIL:].decode("utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+    return f"; its output ends:\n{text}" if text else ""
+
+
+def _store(entry: Path, root: Path, files: list[str]) -> None:
+    """Copy the build's new files into the cache (nothing when they are over the cap)."""
+    sizes = {f: (root / f).stat().st_size for f in files if (root / f).is_file()}
+    if not sizes or sum(sizes.values()) > MAX_CACHED_BYTES:
+        return
+    partial = entry.with_name(entry.name + f".partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    for name in sizes:
+        target = partial / "files" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, target)
+    (partial / "manifest.json").write_text(json.dumps(sorted(sizes)))
+    try:
+        partial.rename(entry)
+    except OSError:  # another process stored the same tree first
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _restore(entry: Path, root: Path) -> bool:
+    try:
+        names = json.loads((entry / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    for name in names:
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(entry / "files" / name, target)
+    return True

@@ -1,0 +1,296 @@
+"""Benchmarks a repository already has, run as bench entry points inside the worker.
+
+A policy may name, instead of a hand-written entry point (``module:function``, see
+docs/bench-entry.md), a benchmark the repository already keeps:
+
+- ``perf_report:PATH:NAME[@PROVIDER]``: ``NAME`` in the file ``PATH`` is a
+  ``triton.testing.perf_report`` benchmark. A shape gives its ``x_names`` their values (a
+  one-dimensional shape gives every x name the same value, as ``x_vals`` of scalars do),
+  ``PROVIDER`` is the ``line_vals`` entry passed as ``line_arg``, and ``args`` are kept.
+- ``do_bench:PATH:FUNCTION``: ``FUNCTION(*shape)`` builds its inputs and times its kernel with
+  ``triton.testing.do_bench``.
+
+In both, a ``dtype`` parameter of the benchmark function receives the case's dtype (a
+``torch.dtype``, or the name where the benchmark's ``args`` or the parameter's default give it
+as a string), and a
+``device`` parameter the worker's device. The function is run with ``do_bench`` (and
+``do_bench_cudagraph``) swapped for a capture: the first callable it would time is the case's
+``fn``, and the benchmark stops there, so nothing after the timing runs. The tensors that
+callable closes over are the case's ``inputs``. The file is loaded under a private name (its
+``__main__`` block does not run) with ``perf_report(...).run`` made a no-op, so a script that
+runs its sweep at import times nothing.
+
+Standard library only, loaded by file path by ``main.py``; triton and torch are the measured
+repository's own imports, looked up when a case is built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import inspect
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+FORMS = ("perf_report", "do_bench")
+SPEC_RE = re.compile(
+    r"^(?P<form>perf_report|do_bench):(?P<path>[^:@\s]+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"(@(?P<provider>[^:@\s]+))?$"
+)
+TIMERS = ("do_bench", "do_bench_cudagraph")
+
+
+class NotFound(Exception):
+    """The benchmark named by a spec is not in this checkout."""
+
+
+class BadBenchmark(Exception):
+    """The benchmark exists but cannot be run as a bench entry point; the message says why."""
+
+
+class _Captured(BaseException):
+    # BaseException: a benchmark's own ``except Exception`` around do_bench must not swallow it.
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        super().__init__("captured")
+        self.fn = fn
+
+
+def is_file_spec(spec: str) -> bool:
+    """Whether ``spec`` names a benchmark by file (``perf_report:...`` or ``do_bench:...``)."""
+    return spec.partition(":")[0] in FORMS
+
+
+def load_file(root: str, path: str) -> Any:
+    """The module in ``root/path``, loaded once under a private name (not as ``__main__``, so its
+    ``if __name__ == "__main__":`` block does not run). Its folder is importable after the
+    checkout, for benchmarks that import their neighbours."""
+    full = os.path.normpath(os.path.join(root, path))
+    if not full.startswith(os.path.join(os.path.normpath(root), "")):
+        raise NotFound(f"{path} is outside the checkout")
+    if not os.path.isfile(full):
+        raise NotFound(f"no file {path} in this checkout")
+    name = "_kernel_review_bench_" + re.sub(r"\W", "_", os.path.relpath(full, root))
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = os.path.dirname(full)
+    if folder not in sys.path:
+        sys.path.append(folder)
+    spec = importlib.util.spec_from_file_location(name, full)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        with _no_report_runs():
+            spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+@contextlib.contextmanager
+def _no_report_runs() -> Iterator[None]:
+    """``perf_report(...).run(...)`` does nothing while a benchmark file is loaded: a script
+    that runs its sweep at import (no ``__main__`` guard) must not time anything here."""
+    try:
+        import triton.testing as testing
+    except ImportError:
+        yield
+        return
+    mark = getattr(testing, "Mark", None)
+    original = getattr(mark, "run", None)
+    if mark is None or original is None:
+        yield
+        return
+    mark.run = lambda self, *args, **kwargs: None
+    try:
+        yield
+    finally:
+        mark.run = original
+
+
+def entry_for(spec: str, root: str) -> Callable[..., dict[str, Any]]:
+    """A bench entry point ``(shape, dtype, *, device, seed) -> dict`` for a file spec."""
+    match = SPEC_RE.match(spec)
+    if match is None:
+        raise BadBenchmark(
+            f"{spec!r} is not 'perf_report:PATH.py:NAME[@PROVIDER]' or 'do_bench:PATH.py:FUNCTION'"
+        )
+    module = load_file(root, match["path"])
+    target = getattr(module, match["name"], None)
+    if target is None:
+        raise NotFound(f"{match['path']} has no {match['name']!r}")
+    if match["form"] == "perf_report":
+        return _perf_report_entry(target, match["name"], match["provider"])
+    if not callable(target):
+        raise BadBenchmark(f"{match['name']!r} in {match['path']} is not a function")
+    return _do_bench_entry(target)
+
+
+def _perf_report_entry(mark: Any, name: str, provider: str | None) -> Callable[..., dict[str, Any]]:
+    fn = getattr(mark, "fn", None)
+    benchmarks = getattr(mark, "benchmarks", None)
+    if not callable(fn) or benchmarks is None:
+        raise BadBenchmark(
+            f"{name!r} is not a triton.testing.perf_report benchmark (no .fn and .benchmarks); "
+            "name the object @triton.testing.perf_report(...) decorates"
+        )
+    benchmarks = list(benchmarks) if isinstance(benchmarks, (list, tuple)) else [benchmarks]
+
+    def entry(shape: Any, dtype: str, *, device: str = "cuda", seed: int = 0) -> dict[str, Any]:
+        bench = _pick(benchmarks, len(tuple(shape)), provider, dtype, name)
+        kwargs = dict(getattr(bench, "args", None) or {})
+        kwargs.update(_x_values(bench.x_names, tuple(shape), name))
+        kwargs[bench.line_arg] = _line_value(bench, provider, name)
+        return _case(fn, kwargs, dtype, device, seed)
+
+    return entry
+
+
+def _do_bench_entry(fn: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
+    def entry(shape: Any, dtype: str, *, device: str = "cuda", seed: int = 0) -> dict[str, Any]:
+        names = dimension_parameters(fn)
+        dims = tuple(int(d) for d in shape)
+        if len(dims) != len(names) and not _takes_varargs(fn):
+            raise BadBenchmark(
+                f"{fn.__name__} takes {len(names)} dimension argument(s) ({', '.join(names)}), "
+                f"the shape {list(dims)} has {len(dims)}"
+            )
+        return _case(fn, {}, dtype, device, seed, args=dims)
+
+    return entry
+
+
+def dimension_parameters(fn: Callable[..., Any]) -> list[str]:
+    """The parameters a shape's dimensions fill: positional, without a default, not ``dtype`` or
+    ``device``."""
+    return [
+        p.name
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.default is p.empty
+        and p.name not in ("dtype", "device")
+    ]
+
+
+def _takes_varargs(fn: Callable[..., Any]) -> bool:
+    return any(p.kind == p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values())
+
+
+def _pick(benchmarks: list[Any], ndims: int, provider: str | None, dtype: str, name: str) -> Any:
+    """The benchmark of a perf_report list that serves this case: ``provider`` among its lines,
+    ``ndims`` fits its x names; one whose ``args`` give the case's dtype first."""
+    fits = [
+        b
+        for b in benchmarks
+        if ndims in (1, len(b.x_names))
+        and (provider is None or provider in [str(v) for v in b.line_vals])
+    ]
+    if not fits:
+        sweeps = " or ".join(sorted({", ".join(b.x_names) for b in benchmarks}))
+        lines = ", ".join(sorted({str(v) for b in benchmarks for v in b.line_vals}))
+        raise BadBenchmark(
+            f"no benchmark of {name!r} takes a {ndims}-dimensional shape"
+            + (f" with line {provider!r}" if provider else "")
+            + f"; it sweeps {sweeps} and its lines are {lines}"
+        )
+    same_dtype = [
+        b for b in fits if str((getattr(b, "args", None) or {}).get("dtype", "")).endswith(dtype)
+    ]
+    return (same_dtype or fits)[0]
+
+
+def _x_values(x_names: list[str], shape: tuple[int, ...], name: str) -> dict[str, int]:
+    if len(shape) == len(x_names):
+        return {x: int(v) for x, v in zip(x_names, shape, strict=True)}
+    if len(shape) == 1:
+        return {x: int(shape[0]) for x in x_names}
+    raise BadBenchmark(
+        f"{name!r} sweeps {', '.join(x_names)}; give shapes of {len(x_names)} dimensions (or one)"
+    )
+
+
+def _line_value(bench: Any, provider: str | None, name: str) -> Any:
+    values = list(bench.line_vals)
+    if provider is None:
+        if len(values) == 1:
+            return values[0]
+        raise BadBenchmark(
+            f"{name!r} compares {len(values)} lines ({', '.join(map(str, values))}); "
+            f"name the one to measure: '...:{name}@{values[0]}'"
+        )
+    for value in values:
+        if str(value) == provider:
+            return value
+    raise BadBenchmark(
+        f"{name!r} has no line {provider!r}; its lines: {', '.join(map(str, values))}"
+    )
+
+
+def _case(
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    dtype: str,
+    device: str,
+    seed: int,
+    *,
+    args: tuple[int, ...] = (),
+) -> dict[str, Any]:
+    params = inspect.signature(fn).parameters
+    torch = sys.modules.get("torch")
+    if "dtype" in params:
+        given = kwargs.get("dtype", params["dtype"].default)
+        kwargs["dtype"] = (
+            dtype if isinstance(given, str) or torch is None else getattr(torch, dtype)
+        )
+    if "device" in params:
+        kwargs["device"] = device
+    if torch is not None:
+        torch.manual_seed(seed)
+    timed = capture(fn, args, kwargs)
+    return {"fn": timed, "bytes_moved": 0, "flops": 0, "inputs": closed_over_tensors(timed)}
+
+
+def capture(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Callable[[], Any]:
+    """Run ``fn(*args, **kwargs)`` with triton's timers replaced; the callable it asked to time."""
+    import triton.testing as testing
+
+    def timer(timed: Callable[[], Any], *_a: Any, **_k: Any) -> Any:
+        raise _Captured(timed)
+
+    originals = {t: getattr(testing, t) for t in TIMERS if hasattr(testing, t)}
+    namespace = getattr(fn, "__globals__", {})
+    rebound = {k: v for k, v in namespace.items() if any(v is o for o in originals.values())}
+    try:
+        for t in originals:
+            setattr(testing, t, timer)
+        for k in rebound:
+            namespace[k] = timer
+        fn(*args, **kwargs)
+    except _Captured as captured:
+        return captured.fn
+    finally:
+        for t, original in originals.items():
+            setattr(testing, t, original)
+        namespace.update(rebound)
+    name = getattr(fn, "__name__", "the benchmark")
+    raise BadBenchmark(f"{name} returned without calling triton.testing.do_bench; nothing to time")
+
+
+def closed_over_tensors(fn: Callable[[], Any]) -> list[Any]:
+    """The tensors (anything with ``numel`` and ``element_size``) a lambda closes over."""
+    cells = getattr(fn, "__closure__", None) or ()
+    out = []
+    for cell in cells:
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if hasattr(value, "numel") and hasattr(value, "element_size"):
+            out.append(value)
+    return out

@@ -1,0 +1,274 @@
+"""``kernel-review init`` on small generated repositories: the policy it writes validates (or
+names each line still to fill in), and the benchmarks it names run as bench entry points in a
+real worker, under the Triton interpreter on CPU tensors."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.onboard.scan import read_repository
+from bot.policy.load import POLICY_FILE, tree_policy, validate_policy
+from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
+
+KERNEL = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_add_kernel(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+
+
+def _launch(x, y, out, alpha):
+    n = out.numel()
+    scale_add_kernel[(triton.cdiv(n, 256),)](x, y, out, n, alpha, BLOCK=256)
+
+
+def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float = 2.0) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _launch(x, y, out, alpha)
+    return out
+"""
+
+ROWSUM = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    start = x_ptr + tl.program_id(0) * n_cols
+    total = tl.sum(tl.load(start + cols, mask=cols < n_cols, other=0.0), axis=0)
+    tl.store(out_ptr + tl.program_id(0), total)
+
+
+def row_sum(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
+    row_sum_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+"""
+
+PERF_REPORT = """\
+import torch
+import triton
+
+from minilib.scale_add import scale_add
+
+
+@triton.testing.perf_report(
+    triton.testing.Benchmark(
+        x_names=["size"],
+        x_vals=[2**i for i in range(10, 13)],
+        line_arg="provider",
+        line_vals=["torch", "triton"],
+        line_names=["Torch", "Triton"],
+        ylabel="GB/s",
+        plot_name="scale-add",
+        args={"dtype": torch.float32},
+    )
+)
+def bench_scale_add(size, provider, dtype, device="cuda"):
+    x = torch.rand(size, device=device, dtype=dtype)
+    y = torch.rand(size, device=device, dtype=dtype)
+    if provider == "torch":
+        ms = triton.testing.do_bench(lambda: 2.0 * x + y)
+    else:
+        ms = triton.testing.do_bench(lambda: scale_add(x, y))
+    return 3 * x.numel() * x.element_size() * 1e-6 / ms
+
+
+if __name__ == "__main__":
+    bench_scale_add.run(print_data=True)
+"""
+
+DO_BENCH = """\
+import torch
+from triton.testing import do_bench
+
+from minilib.row_sum import row_sum
+
+SHAPES = [(4, 100), (16, 300)]
+
+
+def time_row_sum(rows, cols, device="cuda"):
+    x = torch.randn(rows, cols, device=device, dtype=torch.float32)
+    return do_bench(lambda: row_sum(x))
+
+
+if __name__ == "__main__":
+    for rows, cols in SHAPES:
+        print(rows, cols, time_row_sum(rows, cols))
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture
+def minirepo(tmp_path: Path) -> Path:
+    """A src/ layout with two Triton ops, a perf_report benchmark and a do_bench script."""
+    return write(
+        tmp_path / "minirepo",
+        {
+            "src/minilib/__init__.py": "",
+            "src/minilib/scale_add.py": KERNEL,
+            "src/minilib/row_sum.py": ROWSUM,
+            "benchmarks/bench_scale_add.py": PERF_REPORT,
+            "benchmarks/time_row_sum.py": DO_BENCH,
+        },
+    )
+
+
+def test_init_writes_a_valid_policy_for_a_repository_with_benchmarks(
+    minirepo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init", "--repo", str(minirepo)]) == 0
+    out = capsys.readouterr().out
+    assert "2 ops" in out and "the policy is valid" in out
+    source = tree_policy(minirepo)
+    policy, problems = validate_policy(source.text, source.display)
+    assert problems == [] and policy is not None
+    assert policy.python_path == ["src"]
+    scale_add = policy.kernel("scale_add")
+    assert scale_add.bench == "perf_report:benchmarks/bench_scale_add.py:bench_scale_add@triton"
+    assert scale_add.paths == ["src/minilib/scale_add.py"]
+    assert scale_add.dtypes == ["float32"]
+    assert [s.dims for s in scale_add.shapes] == [(1024,), (2048,), (4096,)]
+    row_sum = policy.kernel("row_sum")
+    assert row_sum.bench == "do_bench:benchmarks/time_row_sum.py:time_row_sum"
+    assert [s.dims for s in row_sum.shapes] == [(4, 100), (16, 300)]
+    assert main(["policy", "check", str(minirepo)]) == 0
+
+
+def test_the_entry_points_init_names_run_in_a_worker_under_the_interpreter(
+    minirepo: Path, tmp_path: Path
+) -> None:
+    assert main(["init", "--repo", str(minirepo)]) == 0
+    source = tree_policy(minirepo)
+    policy, _ = validate_policy(source.text, source.display)
+    assert policy is not None
+    client = WorkerClient(
+        WorkerSpec(
+            side="head",
+            root=minirepo,
+            device="cpu",  # TRITON_INTERPRET=1 in the worker's environment
+            work_dir=tmp_path / "work",
+            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
+            python_path=tuple(policy.python_path),
+        )
+    )
+    client.start()
+    try:
+        for kernel in policy.kernels:
+            dims = kernel.shapes[0].dims
+            checked = client.check([kernel.bench], dims, kernel.dtypes[0], seed=1)
+            assert checked["correct"], (kernel.name, checked)
+            prepared = client.prepare([kernel.bench], dims, kernel.dtypes[0], seed=0)
+            assert prepared["entry"] == kernel.bench and prepared["est_us"] > 0
+            assert prepared["footprint_bytes"] > 0  # the captured lambda's tensors
+            assert client.finish()["correct"]
+    finally:
+        client.close()
+
+
+def test_what_init_cannot_infer_is_refused_at_its_line_until_filled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write(tmp_path / "nobench", {"ops/scale_add.py": KERNEL})
+    assert main(["init", "--repo", str(repo)]) == 0
+    out = capsys.readouterr().out
+    text = (repo / POLICY_FILE).read_text()
+    lines = text.splitlines()
+    shapes_line = next(i for i, line in enumerate(lines, 1) if line.startswith("shapes = "))
+    assert "FILL-IN" in lines[shapes_line - 1] and "fill in the shapes" in lines[shapes_line - 1]
+    assert f"{POLICY_FILE}:{shapes_line}:" in out and "to fill in (3)" in out
+    assert main(["policy", "check", str(repo)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"{POLICY_FILE}:{shapes_line}:10: kernels[0].shapes: fill in the shapes this op serves"
+        in err
+    )
+    assert "kernels[0].dtypes: fill in the dtypes" in err and "kernels[0].bench: fill in" in err
+    filled = (
+        text.replace('bench = "FILL-IN"', 'bench = "ops.bench:scale_add"')
+        .replace('dtypes = "FILL-IN"', 'dtypes = ["float16"]')
+        .replace('shapes = "FILL-IN"', "shapes = [[4096]]")
+    )
+    (repo / POLICY_FILE).write_text(filled)
+    assert main(["policy", "check", str(repo)]) == 0
+
+
+def test_init_never_replaces_a_file_without_force(
+    minirepo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = minirepo / POLICY_FILE
+    policy.parent.mkdir(parents=True)
+    policy.write_text("# mine\n")
+    assert main(["init", "--repo", str(minirepo)]) == 2
+    assert "already exists" in capsys.readouterr().err and policy.read_text() == "# mine\n"
+    assert main(["init", "--repo", str(minirepo), "--force"]) == 0
+    assert policy.read_text().startswith("# kernel-review policy")
+    policy.unlink()
+    (minirepo / "pyproject.toml").write_text("[tool.kernel-review]\ntolerance = 0.05\n")
+    assert main(["init", "--repo", str(minirepo)]) == 2
+    assert "already has the policy ([tool.kernel-review])" in capsys.readouterr().err
+    assert not policy.exists()
+    assert main(["init", "--repo", str(minirepo), "--force"]) == 0
+    other = minirepo / "elsewhere.toml"
+    assert main(["init", "--repo", str(minirepo), "--out", str(other)]) == 0
+    assert other.read_text() == policy.read_text()
+
+
+def test_init_says_so_when_there_is_nothing_to_measure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write(tmp_path / "plain", {"pkg/util.py": "def f():\n    return 1\n"})
+    assert main(["init", "--repo", str(repo)]) == 2
+    assert "found no Triton, CUDA or HIP kernels" in capsys.readouterr().err
+    assert not (repo / POLICY_FILE).exists()
+    assert main(["init", "--repo", str(tmp_path / "missing")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_a_rewrite_is_one_op_and_a_cpp_extension_gets_a_build_step(tmp_path: Path) -> None:
+    cuda = """\
+    __global__ void scale_add_kernel(const float* x, const float* y, float* out, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) out[i] = 2.0f * x[i] + y[i];
+    }
+    void scale_add_launch(const float* x, const float* y, float* out, int n) {
+      scale_add_kernel<<<(n + 255) / 256, 256>>>(x, y, out, n);
+    }
+    """
+    setup_py = """\
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+    setup(name="ops", ext_modules=[CUDAExtension("ops._C", ["csrc/scale_add.cu"])],
+          cmdclass={"build_ext": BuildExtension})
+    """
+    repo = write(
+        tmp_path / "rewrite",
+        {"ops/scale_add.py": KERNEL, "csrc/scale_add.cu": cuda, "setup.py": setup_py},
+    )
+    scan = read_repository(repo)
+    [op] = scan.ops
+    assert op.name == "scale_add" and op.languages == ("triton", "cuda")
+    assert op.paths == ("csrc/scale_add.cu", "ops/scale_add.py")
+    assert scan.setup == "python setup.py build_ext --inplace" and scan.python_path == ()

@@ -1,0 +1,251 @@
+"""The pieces of ``init``: reading benchmarks from source, the value evaluator, op grouping and
+the policy text for what could not be read."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from bot.onboard.benchmarks import find_benchmarks
+from bot.onboard.scan import module_name, scan_files
+from bot.onboard.values import Unknown, evaluate
+from bot.onboard.write import MAX_SERVED, render_policy
+from bot.policy.load import validate_policy
+
+
+def value(text: str, env: dict | None = None):
+    return evaluate(ast.parse(text, mode="eval").body, env or {})
+
+
+def test_the_evaluator_reads_sweeps_as_benchmarks_write_them() -> None:
+    assert value("[2**i for i in range(12, 15)]") == [4096, 8192, 16384]
+    assert value("[128 * i for i in range(2, 5)]") == [256, 384, 512]
+    assert value("[(M, 4096) for M in (1, 16)]") == [(1, 4096), (16, 4096)]
+    assert value("[(a, b) for a in [1, 2] for b in [3]]") == [(1, 3), (2, 3)]
+    assert value("list(range(N))", {"N": 3}) == [0, 1, 2]
+    assert value("-(1 << 4)") == -16
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["open('x')", "x.shape", "2 ** 1000", "list(range(10**9))", "[i for i in y]", "lambda: 1"],
+)
+def test_the_evaluator_refuses_what_it_cannot_read_safely(text: str) -> None:
+    with pytest.raises(Unknown):
+        value(text)
+
+
+PERF_REPORTS = """\
+import torch
+import triton
+
+SIZES = [512, 1024]
+configs = []
+for mode in ["fwd"]:
+    configs.append(
+        triton.testing.Benchmark(
+            x_names=["M", "N", "K"],
+            x_vals=[128 * i for i in range(2, 40)],
+            line_arg="provider",
+            line_vals=["cublas", "triton"],
+            line_names=["cuBLAS", "Triton"],
+            plot_name="matmul",
+            args={"dtype": torch.float16},
+        )
+    )
+
+
+@triton.testing.perf_report(configs)
+def bench_matmul(M, N, K, provider, dtype):
+    a = torch.randn((M, K), device="cuda", dtype=dtype)
+    return triton.testing.do_bench(lambda: matmul(a, a))
+
+
+@triton.testing.perf_report(
+    triton.testing.Benchmark(["N"], SIZES, "provider", ["triton"], ["Triton"], "softmax", {})
+)
+def bench_softmax(N, provider):
+    x = torch.randn(64, N, device="cuda", dtype=torch.bfloat16)
+    return triton.testing.do_bench(lambda: softmax(x))
+
+
+def helper(n):
+    return n
+"""
+
+
+def test_perf_report_benchmarks_are_read_with_their_sweep_lines_and_dtype() -> None:
+    matmul, softmax = find_benchmarks("bench/b.py", PERF_REPORTS)
+    assert matmul.form == "perf_report" and matmul.name == "bench_matmul" and matmul.line == 21
+    assert matmul.dims == ("M", "N", "K") and matmul.lines == ("cublas", "triton")
+    assert matmul.shapes[0] == (256, 256, 256) and len(matmul.shapes) == 38
+    assert matmul.dtypes == ("float16",) and matmul.takes_dtype and "matmul" in matmul.calls
+    assert softmax.dims == ("N",) and softmax.shapes == ((512,), (1024,))
+    assert softmax.dtypes == ("bfloat16",) and not softmax.takes_dtype
+    assert softmax.spec("triton") == "perf_report:bench/b.py:bench_softmax@triton"
+
+
+def test_a_do_bench_function_takes_its_shapes_from_the_registry_that_fits() -> None:
+    text = """\
+    from triton.testing import do_bench
+    CONFIGS = [(1, 2, 3)]
+    SHAPES = [(4096, 4096), (1823, 781)]
+
+    def bench(rows, cols, dtype=None, device="cuda"):
+        return do_bench(lambda: rows + cols)
+
+    def not_a_benchmark(rows, cols):
+        return rows
+    """
+    [found] = find_benchmarks("b.py", textwrap.dedent(text))
+    assert found.form == "do_bench" and found.dims == ("rows", "cols")
+    assert found.shapes == ((4096, 4096), (1823, 781)) and found.takes_dtype
+    assert found.spec() == "do_bench:b.py:bench"
+
+
+def test_a_file_that_does_not_parse_has_no_benchmarks() -> None:
+    assert find_benchmarks("b.py", "def (:\n") == []
+
+
+TRITON_OP = """\
+import triton
+import triton.language as tl
+
+@triton.jit
+def _softmax_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+def _grid(n):
+    return (n,)
+
+def launch(x):
+    _softmax_kernel[_grid(x.numel())](x, x.numel(), BLOCK=128)
+
+def softmax(x):
+    launch(x)
+    return x
+
+def _selftest():
+    softmax(None)
+"""
+
+
+def test_an_op_is_named_by_the_public_function_users_call() -> None:
+    scan = scan_files({"pkg/softmax.py": TRITON_OP})
+    [op] = scan.ops
+    assert op.name == "softmax" and op.entry == "softmax" and op.kernels == ("_softmax_kernel",)
+
+
+def test_many_shapes_are_thinned_and_an_mnk_sweep_gets_its_tensors() -> None:
+    bench = PERF_REPORTS.replace("def helper", "def uses(x):\n    return matmul(x)\n\ndef helper")
+    kernel = TRITON_OP.replace("softmax", "matmul")
+    scan = scan_files({"pkg/matmul.py": kernel, "bench/b.py": bench})
+    [op] = scan.ops
+    assert op.benchmark is not None and op.benchmark.name == "bench_matmul"
+    written = render_policy(scan)
+    policy, problems = validate_policy(written.text)
+    assert problems == [] and policy is not None
+    kernel_policy = policy.kernel("matmul")
+    assert len(kernel_policy.shapes) == MAX_SERVED
+    assert kernel_policy.shapes[0].dims == (256, 256, 256)
+    assert kernel_policy.shapes[-1].dims == (4992, 4992, 4992)
+    assert kernel_policy.tensors == [[0, 2], [2, 1], [0, 1]]
+    assert kernel_policy.bench.endswith("@triton")
+    assert "#   perf_report:bench/b.py:bench_softmax" in written.text  # calls none of the ops
+
+
+def test_every_gap_is_listed_with_its_line() -> None:
+    written = render_policy(scan_files({"pkg/softmax.py": TRITON_OP}))
+    lines = written.text.splitlines()
+    assert [g.key for g in written.gaps] == ["bench", "dtypes", "shapes"]
+    for gap in written.gaps:
+        assert lines[gap.line - 1].startswith(f'{gap.key} = "FILL-IN"  # ')
+    _, problems = validate_policy(written.text, "p.toml")
+    assert [p.line for p in problems] == [g.line for g in written.gaps]
+
+
+def test_an_entry_point_named_like_the_op_is_its_bench_and_leaves_shapes_to_fill() -> None:
+    entries = """\
+    def _case(shape, dtype, device, seed, op):
+        return {"fn": op}
+
+    def softmax(shape, dtype, *, device="cuda", seed=0):
+        return _case(shape, dtype, device, seed, None)
+    """
+    scan = scan_files(
+        {"src/pkg/softmax.py": TRITON_OP, "src/pkg/bench.py": textwrap.dedent(entries)},
+        src_layout=True,
+    )
+    [op] = scan.ops
+    assert op.benchmark is not None and op.benchmark.spec() == "pkg.bench:softmax"
+    assert scan.unmatched == ()  # the private helper is not an entry point
+    written = render_policy(scan)
+    assert 'bench = "pkg.bench:softmax"' in written.text
+    assert [g.key for g in written.gaps] == ["dtypes", "shapes"]
+    assert written.benches == (("softmax", "pkg.bench:softmax"),)
+
+
+def test_module_names_follow_the_import_roots() -> None:
+    assert module_name("src/pkg/bench.py", ("src/",)) == "pkg.bench"
+    assert module_name("pkg/__init__.py") == "pkg"
+    assert module_name("bench-scripts/run.py") == ""
+
+
+AUTOGRAD_OP = """\
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def _rms_norm_fwd(x_ptr, BLOCK: tl.constexpr):
+    pass
+
+@triton.jit
+def _rms_norm_bwd(x_ptr, BLOCK: tl.constexpr):
+    pass
+
+class _RMSNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        _rms_norm_fwd[(1,)](x, BLOCK=128)
+        return x
+
+    @staticmethod
+    def backward(ctx, dy):
+        _rms_norm_bwd[(1,)](dy, BLOCK=128)
+        return dy
+
+rms_norm = _RMSNorm.apply
+"""
+
+RMS_BENCH = """\
+import torch
+import triton
+
+@triton.testing.perf_report(
+    triton.testing.Benchmark(["seq_len"], [256, 512], "provider", ["triton"], ["t"], "p", {})
+)
+def bench_rms_norm(seq_len, provider, device="cuda"):
+    x = torch.randn([4, seq_len, 128], device=device)
+    return triton.testing.do_bench(lambda: rms_norm(x))
+
+def bench_linear(rows, cols):
+    dtype = torch.bfloat16
+    x = torch.randn([rows, cols], dtype=dtype)
+    return triton.testing.do_bench(lambda: x)
+"""
+
+
+def test_an_autograd_function_is_one_op_named_by_its_public_alias() -> None:
+    scan = scan_files({"pkg/norm.py": AUTOGRAD_OP, "bench/rms.py": RMS_BENCH})
+    [op] = scan.ops
+    assert op.name == "rms_norm" and op.kernels == ("_rms_norm_fwd", "_rms_norm_bwd")
+    assert op.benchmark is not None and op.benchmark.name == "bench_rms_norm"
+
+
+def test_dtypes_are_read_through_a_local_name_or_default_to_torchs() -> None:
+    rms, linear = find_benchmarks("bench/rms.py", RMS_BENCH)
+    assert rms.dtypes == ("float32",) and "torch's default, float32" in rms.notes[0]
+    assert linear.dtypes == ("bfloat16",) and linear.notes == ()
