@@ -1,21 +1,18 @@
 """The sweep for a plan, and its results reduced to the evidence the verdict reads.
 
-``sweep_for_plan`` is what a measure job runs for one vendor and shard: base and head of the plan
-checked out as worktrees, the policy's limits read from base, the plan's kernels expanded into
-cases (served, small, ragged), this shard's share measured with Holm spread over the whole plan.
+``sweep_for_plan`` is what a measure job runs for one vendor and shard, in the job's worktrees of
+base and head and under the base policy's limits: the plan's kernels expanded into cases (served,
+small, ragged), this shard's share measured with Holm spread over the whole plan.
 ``to_evidence`` turns a ``SweepResult`` into ``bot.contracts.evidence.SweepEvidence``.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from bot import gitutil
 from bot.contracts.evidence import ShapeLine, SweepEvidence
-from bot.contracts.plan import Plan
+from bot.contracts.plan import Plan, PlanLimits
 from bot.errors import ResultsError
 from checks.sweep.models import ShapeResult, SweepResult
 from checks.sweep.run import SweepOptions, run_sweep
@@ -96,47 +93,35 @@ def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvide
 def sweep_for_plan(
     plan: Plan,
     *,
+    base_root: Path,
+    head_root: Path,
+    limits: PlanLimits,
     shard: tuple[int, int] = (1, 1),
-    repo_root: Path,
     options: SweepOptions | None = None,
-    work_dir: Path | None = None,
+    work_dir: Path,
     progress: Callable[[str], None] | None = None,
 ) -> SweepResult:
-    """Measure shard ``i`` of ``n`` of the plan's cases (every n-th case, from the i-th)."""
-    from bot.policy.load import load_policy
-
+    """Measure shard ``i`` of ``n`` of the plan's cases (every n-th case, from the i-th), base
+    and head checked out at ``base_root`` and ``head_root``; logs go under ``work_dir``."""
     i, n = shard
-    work = work_dir or Path(tempfile.mkdtemp(prefix="kernel-review-sweep-"))
-    trees: list[Path] = []
-    try:
-        base_root = gitutil.add_worktree(repo_root, work / "base", plan.base_sha)
-        trees.append(base_root)
-        head_root = gitutil.add_worktree(repo_root, work / "head", plan.head_sha)
-        trees.append(head_root)
-        limits = load_policy(base_root).policy.limits
-        cases = plan_cases(
-            plan.kernels,
-            max_shapes=limits.max_shapes,
-            max_elements_per_tensor=limits.max_elements_per_tensor,
-            add_small_and_ragged=not plan.quick,
-        )
-        mine = cases.cases[i - 1 :: n]
-        opts = options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))
-        return run_sweep(
-            mine,
-            base_root=base_root,
-            head_root=head_root,
-            base_rev=plan.base_sha,
-            head_rev=plan.head_sha,
-            options=opts,
-            work_dir=work,
-            progress=progress,
-            partial_path=work / "partial.jsonl",
-            notes=cases.notes,
-            family_size=len(cases.cases),
-        )
-    finally:
-        for tree in trees:
-            gitutil.remove_worktree(repo_root, tree)
-        if work_dir is None:
-            shutil.rmtree(work, ignore_errors=True)
+    cases = plan_cases(
+        plan.kernels,
+        max_shapes=limits.max_shapes,
+        max_elements_per_tensor=limits.max_elements_per_tensor,
+        add_small_and_ragged=not plan.quick,
+    )
+    mine = cases.cases[i - 1 :: n]
+    opts = options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))
+    return run_sweep(
+        mine,
+        base_root=base_root,
+        head_root=head_root,
+        base_rev=plan.base_sha,
+        head_rev=plan.head_sha,
+        options=opts,
+        work_dir=work_dir,
+        progress=progress,
+        partial_path=work_dir / "partial.jsonl",
+        notes=cases.notes,
+        family_size=len(cases.cases),
+    )
