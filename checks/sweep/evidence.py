@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from bot.contracts.base import VENDORS
 from bot.contracts.evidence import ShapeLine, SweepEvidence
 from bot.contracts.plan import Plan, PlanLimits
 from bot.errors import ResultsError
@@ -71,9 +72,10 @@ def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvide
     """The review's view of a sweep. A CPU-timed sweep needs ``vendor`` named explicitly and is
     marked as CPU timing so the verdict never takes it for a GPU measurement."""
     v = vendor or result.vendor
-    if v not in ("nvidia", "amd"):
+    if v not in VENDORS:
         raise ResultsError(
-            f"a {result.vendor} sweep has no GPU vendor", hint="pass vendor='nvidia' or 'amd'"
+            f"a {result.vendor} sweep has no GPU vendor",
+            hint="pass vendor= one of " + ", ".join(repr(name) for name in VENDORS),
         )
     served = result.summary.served
     return SweepEvidence(
