@@ -34,11 +34,11 @@ Side = Literal["base", "head"]
 class MeasureContext:
     plan: Plan
     target: VendorTarget  # the vendor this runner measures
-    shard: tuple[int, int]
     repo_root: Path
     policy: Policy | None  # the base commit's, None when it has none
     work: Path  # scratch space, removed with the context
-    details_dir: Path | None = None
+    shard: tuple[int, int] = (1, 1)  # i of n: this runner measures every n-th case from the i-th
+    details_dir: Path | None = None  # where detailed results are written, if anywhere
     progress: Progress = lambda _m: None
     sweep_options: Any = None  # a checks.sweep.run.SweepOptions overriding the sweep's defaults
     _trees: dict[Side, Path] = field(default_factory=dict)
@@ -46,35 +46,18 @@ class MeasureContext:
     @classmethod
     @contextlib.contextmanager
     def open(
-        cls,
-        plan: Plan,
-        *,
-        vendor: str,
-        shard: tuple[int, int] = (1, 1),
-        repo_root: Path,
-        details_dir: Path | None = None,
-        progress: Progress = lambda _m: None,
-        sweep_options: Any = None,
+        cls, plan: Plan, *, vendor: str, repo_root: Path, **options: Any
     ) -> Iterator[MeasureContext]:
         """The context of one job; its worktrees and scratch space are gone when it closes.
-        An unknown ``vendor`` is a PolicyError."""
+        ``options`` are the fields of the same names (shard, details_dir, progress,
+        sweep_options). An unknown ``vendor`` is a PolicyError."""
         from bot.analysis.repo import policy_at
 
         target = target_for(vendor)
         repo_root = Path(repo_root)
         policy = policy_at(repo_root, plan.base_sha)  # the base's rules, never the head's
         with tempfile.TemporaryDirectory(prefix="kernel-review-measure-") as tmp:
-            ctx = cls(
-                plan=plan,
-                target=target,
-                shard=shard,
-                repo_root=repo_root,
-                policy=policy,
-                work=Path(tmp),
-                details_dir=details_dir,
-                progress=progress,
-                sweep_options=sweep_options,
-            )
+            ctx = cls(plan, target, repo_root, policy, Path(tmp), **options)
             try:
                 yield ctx
             finally:

@@ -10,37 +10,21 @@ sweep results (raw blocks, for offline recomputation) are written to ``details_d
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from bot.contracts.evidence import Evidence
 from bot.contracts.plan import Plan
 from checks import registry
-from checks.context import MeasureContext, Progress
+from checks.context import MeasureContext
 
 
-def measure_plan(
-    plan: Plan,
-    *,
-    vendor: str,
-    shard: tuple[int, int] = (1, 1),
-    repo_root: Path,
-    details_dir: Path | None = None,
-    progress: Progress = lambda _m: None,
-    sweep_options: Any = None,
-) -> Evidence:
-    """``sweep_options`` (a checks.sweep.run.SweepOptions) overrides the sweep's defaults. An
-    unknown ``vendor`` is a PolicyError."""
+def measure_plan(plan: Plan, **job: Any) -> Evidence:
+    """The evidence of every check that applies. ``job``: ``vendor`` and ``repo_root``, and
+    optionally ``shard`` (i, n), ``details_dir``, ``progress`` (a callable taking one line) and
+    ``sweep_options`` (a checks.sweep.run.SweepOptions overriding the sweep's defaults), as
+    ``MeasureContext`` takes them. An unknown ``vendor`` is a PolicyError."""
     evidence = Evidence()
-    with MeasureContext.open(
-        plan,
-        vendor=vendor,
-        shard=shard,
-        repo_root=repo_root,
-        details_dir=details_dir,
-        progress=progress,
-        sweep_options=sweep_options,
-    ) as ctx:
+    with MeasureContext.open(plan, **job) as ctx:
         for check in registry.CHECKS:
             if check.applies(ctx):
                 evidence = evidence.merge(check.run(ctx))

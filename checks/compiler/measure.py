@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checks.compiler.targets import parse_target
+from checks.compiler.targets import Compiled, parse_target
 
 _DOT = re.compile(r"\btt\.dot(?:_scaled)?\b")
 
@@ -36,15 +36,13 @@ def measure(
     fields["load_width_hist"] = dict(sorted(loads.items()))
     fields["global_load_bits_max"] = max(loads) if loads else None
     fields["max_regs_per_thread"] = vendor.max_regs(arch, options)
-    fields.update(
-        vendor.usage_fields(
-            arch,
-            name=str(metadata.get("name", "")),
-            num_warps=int(metadata.get("num_warps") or 4),
-            dynamic_shared=int(metadata.get("shared") or 0),
-            asm=asm,
-            compile_log=ptxas_log,
-            resource_dump=cuobjdump_text,
-        )
+    compiled = Compiled(
+        function=str(metadata.get("name", "")),
+        num_warps=int(metadata.get("num_warps") or 4),
+        dynamic_shared=int(metadata.get("shared") or 0),
+        asm=asm,
+        compile_log=ptxas_log,
+        resource_dump=cuobjdump_text,
     )
+    fields.update(vendor.usage_fields(arch, compiled))
     return fields

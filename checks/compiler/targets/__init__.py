@@ -13,7 +13,7 @@ from typing import Any
 from bot.contracts.base import Vendor
 from bot.errors import PolicyError
 from checks.compiler.targets.amd import Amd
-from checks.compiler.targets.base import Arch, VendorTarget
+from checks.compiler.targets.base import Arch, Compiled, VendorTarget
 from checks.compiler.targets.nvidia import Nvidia
 
 VENDOR_TARGETS: tuple[VendorTarget, ...] = (Nvidia(), Amd())
@@ -21,6 +21,7 @@ VENDOR_TARGETS: tuple[VendorTarget, ...] = (Nvidia(), Amd())
 __all__ = [
     "VENDOR_TARGETS",
     "Arch",
+    "Compiled",
     "VendorTarget",
     "compile_targets",
     "known_target",

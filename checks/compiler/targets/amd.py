@@ -11,7 +11,7 @@ from checks.compiler.cxx_report import hipcc_report
 from checks.compiler.occupancy import AMD_ARCHS, gfx_name
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.resources import amd_asm_fields, amd_max_regs
-from checks.compiler.targets.base import Arch, VendorTarget
+from checks.compiler.targets.base import Arch, Compiled, VendorTarget
 
 
 class Amd(VendorTarget):
@@ -46,17 +46,9 @@ class Amd(VendorTarget):
         major = int(gfx[3:-2]) if gfx[3:-2].isdigit() else 9
         return "hip", gfx, 32 if major >= 10 else 64
 
-    def device_properties(self, arch: Arch, warp_size: int) -> dict[str, int]:
+    def device_limits(self, arch: Arch) -> tuple[int, int, int]:
         b = AMD_ARCHS.get(str(arch)) or AMD_ARCHS["gfx942"]
-        return {
-            "max_shared_mem": b.lds_per_cu_bytes,
-            "max_num_regs": b.vgprs_per_simd_lane * b.wave_size * b.simds_per_cu,
-            "multiprocessor_count": b.cu_count,
-            "warpSize": warp_size,
-            "sm_clock_rate": 0,
-            "mem_clock_rate": 0,
-            "mem_bus_width": 0,
-        }
+        return b.lds_per_cu_bytes, b.vgprs_per_simd_lane * b.wave_size * b.simds_per_cu, b.cu_count
 
     def device_capability(self, arch: Arch) -> tuple[int, int]:
         return (9, 4)
@@ -70,18 +62,9 @@ class Amd(VendorTarget):
     def global_load_widths(self, text: str) -> Counter[int]:
         return isa_parse.amdgcn_load_widths(text)
 
-    def usage_fields(
-        self,
-        arch: Arch,
-        *,
-        name: str,
-        num_warps: int,
-        dynamic_shared: int,
-        asm: str,
-        compile_log: str,
-        resource_dump: str,
-    ) -> dict[str, Any]:
-        return amd_asm_fields(str(arch), name, num_warps, dynamic_shared, asm)
+    def usage_fields(self, arch: Arch, compiled: Compiled) -> dict[str, Any]:
+        c = compiled
+        return amd_asm_fields(str(arch), c.function, c.num_warps, c.dynamic_shared, c.asm)
 
     def occupancy_text(self, record: KernelCompileRecord) -> str:
         return f"{record.occupancy_waves_per_simd} waves/SIMD"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +20,18 @@ from bot.errors import PolicyError
 from checks.compiler.records import KernelCompileRecord
 
 Arch = int | str  # an NVIDIA SM number (90), an AMD gfx name ("gfx942")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One Triton compile, as far as its resource usage is read from it."""
+
+    function: str  # the compiled function's name
+    num_warps: int
+    dynamic_shared: int  # bytes of shared memory / LDS it is launched with
+    asm: str  # the instruction text (the target's ``asm_stage``)
+    compile_log: str = ""  # what the assembler printed (ptxas -v)
+    resource_dump: str = ""  # a resource dump of the binary, where ``wants_resource_dump``
 
 
 class VendorTarget(ABC):
@@ -69,8 +82,22 @@ class VendorTarget(ABC):
         """Triton's ``GPUTarget(backend, arch, warp_size)`` arguments for ``arch``."""
 
     @abstractmethod
+    def device_limits(self, arch: Arch) -> tuple[int, int, int]:
+        """(shared memory per block in bytes, registers per SM or CU, SMs or CUs) of one
+        representative device of ``arch``."""
+
     def device_properties(self, arch: Arch, warp_size: int) -> dict[str, int]:
         """What the driver would report for a device of ``arch`` (a compile-only run)."""
+        shared, regs, units = self.device_limits(arch)
+        return {
+            "max_shared_mem": shared,
+            "max_num_regs": regs,
+            "multiprocessor_count": units,
+            "warpSize": warp_size,
+            "sm_clock_rate": 0,
+            "mem_clock_rate": 0,
+            "mem_bus_width": 0,
+        }
 
     @abstractmethod
     def device_capability(self, arch: Arch) -> tuple[int, int]:
@@ -89,19 +116,8 @@ class VendorTarget(ABC):
         """Histogram of global-load widths in bits per thread in the instruction text."""
 
     @abstractmethod
-    def usage_fields(
-        self,
-        arch: Arch,
-        *,
-        name: str,
-        num_warps: int,
-        dynamic_shared: int,
-        asm: str,
-        compile_log: str,
-        resource_dump: str,
-    ) -> dict[str, Any]:
-        """Record fields (registers, spills, shared memory, occupancy) of Triton function
-        ``name``, compiled with ``num_warps`` and ``dynamic_shared`` bytes of shared memory."""
+    def usage_fields(self, arch: Arch, compiled: Compiled) -> dict[str, Any]:
+        """Record fields (registers, spills, shared memory, occupancy) of one compile."""
 
     def wants_resource_dump(self, compile_log: str) -> bool:
         """Whether a compile's log lacks the usage, so the binary's resource dump is needed."""

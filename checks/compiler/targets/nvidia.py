@@ -11,7 +11,7 @@ from checks.compiler.cxx_report import nvcc_report
 from checks.compiler.occupancy import NVIDIA_ARCHS, sm_number
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.resources import nvidia_fields, nvidia_max_regs
-from checks.compiler.targets.base import Arch, VendorTarget
+from checks.compiler.targets.base import Arch, Compiled, VendorTarget
 
 
 class Nvidia(VendorTarget):
@@ -43,17 +43,9 @@ class Nvidia(VendorTarget):
     def triton_target(self, arch: Arch) -> tuple[str, Arch, int]:
         return "cuda", arch, 32
 
-    def device_properties(self, arch: Arch, warp_size: int) -> dict[str, int]:
+    def device_limits(self, arch: Arch) -> tuple[int, int, int]:
         a = NVIDIA_ARCHS.get(int(arch)) or NVIDIA_ARCHS[90]
-        return {
-            "max_shared_mem": a.shared_per_block_bytes,
-            "max_num_regs": a.regs_per_sm,
-            "multiprocessor_count": a.sm_count,
-            "warpSize": 32,
-            "sm_clock_rate": 0,
-            "mem_clock_rate": 0,
-            "mem_bus_width": 0,
-        }
+        return a.shared_per_block_bytes, a.regs_per_sm, a.sm_count
 
     def device_capability(self, arch: Arch) -> tuple[int, int]:
         return divmod(int(arch), 10)
@@ -67,18 +59,11 @@ class Nvidia(VendorTarget):
     def global_load_widths(self, text: str) -> Counter[int]:
         return isa_parse.ptx_load_widths(text)
 
-    def usage_fields(
-        self,
-        arch: Arch,
-        *,
-        name: str,
-        num_warps: int,
-        dynamic_shared: int,
-        asm: str,
-        compile_log: str,
-        resource_dump: str,
-    ) -> dict[str, Any]:
-        return nvidia_fields(int(arch), name, num_warps, dynamic_shared, compile_log, resource_dump)
+    def usage_fields(self, arch: Arch, compiled: Compiled) -> dict[str, Any]:
+        c = compiled
+        return nvidia_fields(
+            int(arch), c.function, c.num_warps, c.dynamic_shared, c.compile_log, c.resource_dump
+        )
 
     def wants_resource_dump(self, compile_log: str) -> bool:
         """ptxas printed no ``Used N registers`` line: read the cubin with cuobjdump instead."""
