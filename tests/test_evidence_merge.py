@@ -36,17 +36,23 @@ def row(vendor: str, target: str) -> CompilerRow:
 def test_every_field_is_merged_in_order():
     first = Evidence(
         sweeps=(sweep("nvidia"),),
-        compiler=CompilerEvidence(rows=(row("nvidia", "sm_90"),), configs_differ_per_vendor={"a": True}),
+        compiler=CompilerEvidence(
+            rows=(row("nvidia", "sm_90"),), configs_differ_per_vendor={"a": True}
+        ),
         not_run=(NotRun(check="sweep", vendor="amd", reason="one"),),
-    )  # fmt: skip
+    )
     flag = CompilerFlag(
         severity="warning", kernel="softmax", vendor="amd", target="gfx942", message="m"
     )
     second = Evidence(
-        first_calls=(FirstCallEvidence(vendor="nvidia", kernel="softmax", cold_ms=1.0, warm_ms=0.5),),
-        compiler=CompilerEvidence(rows=(row("amd", "gfx942"),), flags=(flag,), configs_differ_per_vendor={"a": False}),
+        first_calls=(
+            FirstCallEvidence(vendor="nvidia", kernel="softmax", cold_ms=1.0, warm_ms=0.5),
+        ),
+        compiler=CompilerEvidence(
+            rows=(row("amd", "gfx942"),), flags=(flag,), configs_differ_per_vendor={"a": False}
+        ),
         not_run=(NotRun(check="compiler", reason="two"),),
-    )  # fmt: skip
+    )
     ev = first.merge(second)
     assert [s.vendor for s in ev.sweeps] == ["nvidia"] and len(ev.first_calls) == 1
     assert ev.compiler is not None
@@ -71,9 +77,14 @@ def test_two_different_single_values_are_refused():
 
 def test_the_report_takes_what_runners_measure_and_no_empty_compiler_part():
     files = [
-        ResultsFile(head_sha=HEAD, base_sha=BASE, vendor=v, evidence=Evidence(sweeps=(sweep(v),), compiler=CompilerEvidence()))
+        ResultsFile(
+            head_sha=HEAD,
+            base_sha=BASE,
+            vendor=v,
+            evidence=Evidence(sweeps=(sweep(v),), compiler=CompilerEvidence()),
+        )
         for v in ("nvidia", "amd")
-    ]  # fmt: skip
+    ]
     ev = merge_evidence(files, ["nvidia", "amd"])
     assert [s.vendor for s in ev.sweeps] == ["nvidia", "amd"]
     assert ev.compiler is None and ev.not_run == ()

@@ -18,7 +18,7 @@ def test_a_vendor_its_backend_and_its_targets_find_the_same_implementation():
         assert {target_for(n).vendor for n in names} == {vendor}
     assert target_for("gfx942").triton_target("gfx942") == ("hip", "gfx942", 64)
     assert target_for("gfx1100").triton_target("gfx1100") == ("hip", "gfx1100", 32)
-    assert target_for("sm_90").triton_target(90) == ("cuda", 90, 32)  # fmt: skip
+    assert target_for("sm_90").triton_target(90) == ("cuda", 90, 32)
 
 
 @pytest.mark.parametrize("name", ["intel", "xe_2", "hopper", ""])

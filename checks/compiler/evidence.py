@@ -1,12 +1,12 @@
 """Old against new for a pull request: compiler reports at base and head, reduced to evidence.
 
-Each side is a git worktree: the measure job's (``compiler_evidence_for_trees``), or one made
-for the occasion (``compiler_evidence_for_range``). Triton kernels are cross-compiled through the bench
-entry points (``checks.compiler.run``); on the old side of a rewrite the entry point calls the C++
-kernel, so its ``.cu`` files (the kernel's policy paths) are compiled with nvcc where nvcc exists,
-and its ``.hip`` files with hipcc where hipcc exists (each vendor's C++ compiler is its
-``checks.compiler.targets`` implementation's). The head's flags, plus occupancy that
-dropped from old to new, become the review's compiler evidence.
+Each side is a git worktree: the measure job's (``compiler_evidence_for_trees``), or one made for
+the occasion (``compiler_evidence_for_range``). Triton kernels are cross-compiled through the
+bench entry points (``checks.compiler.run``); on the old side of a rewrite the entry point calls
+the C++ kernel, so its C++ files (the kernel's policy paths) are compiled by each vendor's C++
+compiler where it exists (nvcc for ``.cu``, hipcc for ``.hip``: the ``checks.compiler.targets``
+implementation says which). The head's flags, plus occupancy that dropped from old to new,
+become the review's compiler evidence.
 """
 
 from __future__ import annotations
