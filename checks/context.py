@@ -22,8 +22,9 @@ from bot import gitutil
 from bot.contracts.base import Vendor
 from bot.contracts.plan import Plan, PlanDeployment, PlanLimits
 from bot.errors import PolicyError
-from bot.policy.load import POLICY_FILE
+from bot.policy.load import find_policy, missing_policy
 from bot.policy.model import Policy
+from bot.revision import GitRevision
 from checks.compiler.targets import VendorTarget, compile_targets, target_for
 
 Progress = Callable[[str], None]
@@ -36,6 +37,7 @@ class MeasureContext:
     target: VendorTarget  # the vendor this runner measures
     repo_root: Path
     policy: Policy | None  # the base commit's, None when it has none
+    no_policy: PolicyError | None  # why there is none, when there is none
     work: Path  # scratch space, removed with the context
     shard: tuple[int, int] = (1, 1)  # i of n: this runner measures every n-th case from the i-th
     details_dir: Path | None = None  # where detailed results are written, if anywhere
@@ -51,13 +53,20 @@ class MeasureContext:
         """The context of one job; its worktrees and scratch space are gone when it closes.
         ``options`` are the fields of the same names (shard, details_dir, progress,
         sweep_options). An unknown ``vendor`` is a PolicyError."""
-        from bot.analysis.repo import policy_at
-
         target = target_for(vendor)
         repo_root = Path(repo_root)
-        policy = policy_at(repo_root, plan.base_sha)  # the base's rules, never the head's
+        base = GitRevision(repo_root, plan.base_sha)
+        found = find_policy(base)  # the base's rules, never the head's
+        no_policy = None
+        if found is None:
+            no_policy = missing_policy(
+                base,
+                place=f"at the base commit ({base.label})",
+                hint="commit .github/kernel-review.toml to the base branch (see docs/policy.md)",
+            )
         with tempfile.TemporaryDirectory(prefix="kernel-review-measure-") as tmp:
-            ctx = cls(plan, target, repo_root, policy, Path(tmp), **options)
+            policy = found[0] if found else None
+            ctx = cls(plan, target, repo_root, policy, no_policy, Path(tmp), **options)
             try:
                 yield ctx
             finally:
@@ -98,11 +107,8 @@ class MeasureContext:
         if self.plan.limits is not None:
             return self.plan.limits
         if self.policy is None:
-            raise PolicyError(
-                f"no policy at the base commit {self.plan.base_sha[:12]}: looked for "
-                f"{POLICY_FILE} and for a [tool.kernel-review] table in pyproject.toml",
-                hint=f"add {POLICY_FILE} (see docs/policy.md) to the default branch first",
-            )
+            assert self.no_policy is not None
+            raise self.no_policy
         return PlanLimits.model_validate(self.policy.limits.model_dump())
 
     @property
