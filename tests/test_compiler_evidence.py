@@ -13,7 +13,8 @@ from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
 from bot.gitutil import commit_all, init_repo
 from bot.policy.load import parse_policy
 from checks.compiler.evidence import compiler_evidence, compiler_evidence_for_range
-from checks.compiler.report import KernelCompileRecord, make_report
+from checks.compiler.records import KernelCompileRecord
+from checks.compiler.report import make_report
 
 DATA = Path(__file__).parent / "data"
 POLICY = """

@@ -11,13 +11,8 @@ import pytest
 
 from bot.errors import CompilerError
 from checks.compiler import triton_compat
-from checks.compiler.report import (
-    CompilerReport,
-    KernelCompileRecord,
-    compare_reports,
-    make_report,
-    report_flags,
-)
+from checks.compiler.records import CompilerReport, KernelCompileRecord
+from checks.compiler.report import compare_reports, make_report, report_flags
 from checks.compiler.run import KernelSpec, build_compiler_report
 
 KERNELS = Path(__file__).parent / "data" / "kernels"

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from bot.errors import PolicyError
-from checks.compiler.occupancy import amd_occupancy, nvidia_occupancy, parse_target
+from checks.compiler.occupancy import amd_occupancy, nvidia_occupancy
+from checks.compiler.targets import parse_target
 
 
 def test_register_limited_on_hopper():
@@ -93,10 +94,15 @@ def test_amd_workgroup_spreads_over_four_simds():
     assert (occ.blocks_per_unit, occ.waves_per_simd) == (2, 4)
 
 
+def _vendor_and_arch(name: str) -> tuple[str, int | str]:
+    vendor, arch = parse_target(name)
+    return vendor.vendor, arch
+
+
 def test_targets_are_parsed_and_unknown_ones_refused():
-    assert parse_target("sm_90") == ("nvidia", 90)
-    assert parse_target("sm_90a") == ("nvidia", 90)
-    assert parse_target("gfx942") == ("amd", "gfx942")
+    assert _vendor_and_arch("sm_90") == ("nvidia", 90)
+    assert _vendor_and_arch("sm_90a") == ("nvidia", 90)
+    assert _vendor_and_arch("gfx942") == ("amd", "gfx942")
     with pytest.raises(PolicyError, match="unknown compile target"):
         parse_target("hopper")
     with pytest.raises(PolicyError, match="no occupancy table for sm_75"):

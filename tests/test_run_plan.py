@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from bot import gitutil
-from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
+from bot.contracts.evidence import Evidence, FirstCallEvidence, NotRun
+from bot.contracts.plan import Plan, PlanDeployment, PlanLimits, PlannedKernel, PlannedShape
+from bot.errors import PolicyError
+from checks import registry
+from checks.context import MeasureContext
 from checks.measure import measure_plan
 from checks.sweep.models import load_results
 from checks.sweep.protocol import ProtocolConfig
@@ -37,12 +45,16 @@ shapes = [[20000]]
 """
 
 
-def test_measure_plan_reports_what_ran_and_why_the_rest_did_not(tmp_path: Path) -> None:
+def _repo(tmp_path: Path) -> tuple[Path, str]:
     repo = gitutil.init_repo(tmp_path / "repo")
     (repo / "ops.py").write_text(textwrap.dedent(BENCH))
     (repo / ".github").mkdir()
     (repo / ".github" / "kernel-review.toml").write_text(POLICY)
-    sha = gitutil.commit_all(repo, "ops")
+    return repo, gitutil.commit_all(repo, "ops")
+
+
+def test_measure_plan_reports_what_ran_and_why_the_rest_did_not(tmp_path: Path) -> None:
+    repo, sha = _repo(tmp_path)
     plan = Plan(
         base_sha=sha, head_sha=sha, vendors=("nvidia",), checks=("sweep", "first_call", "compiler", "repo"),
         kernels=(PlannedKernel(name="double", bench="ops:double", paths=("ops.py",), dtypes=("float32",),
@@ -72,3 +84,87 @@ def test_measure_plan_reports_what_ran_and_why_the_rest_did_not(tmp_path: Path) 
     )
     # Nothing left behind.
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+class _Accuracy:
+    """A check the registry did not know: its evidence must reach the result unedited."""
+
+    name = "accuracy"
+
+    def __init__(self) -> None:
+        self.trees: list[Path] = []
+
+    def applies(self, ctx: MeasureContext) -> bool:
+        return True
+
+    def run(self, ctx: MeasureContext) -> Evidence:
+        self.trees += [ctx.tree("head"), ctx.tree("head")]
+        assert gitutil.git(ctx.repo_root, "worktree", "list").count("\n") == 2
+        return Evidence(
+            first_calls=(FirstCallEvidence(vendor=ctx.vendor, kernel="double", cold_ms=2.0, warm_ms=1.0),),
+            not_run=(NotRun(check="repo", vendor=ctx.vendor, reason="accuracy: float16 not run"),),
+        )  # fmt: skip
+
+
+def _plan(sha: str, checks: tuple = ()) -> Plan:
+    return Plan(
+        base_sha=sha, head_sha=sha, vendors=("nvidia",), checks=checks,
+        kernels=(PlannedKernel(name="double", bench="ops:double", paths=("ops.py",), dtypes=("float32",),
+                               shapes=(PlannedShape(dims=(20000,)),), tolerance=0.5, change_kinds=("body",)),),
+    )  # fmt: skip
+
+
+def test_a_check_added_to_the_registry_has_its_evidence_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, sha = _repo(tmp_path)
+    accuracy = _Accuracy()
+    monkeypatch.setattr(registry, "CHECKS", (*registry.CHECKS, accuracy))
+    ev = measure_plan(_plan(sha), vendor="nvidia", repo_root=repo)
+    assert [(f.kernel, f.cold_ms) for f in ev.first_calls] == [("double", 2.0)]
+    assert [n.reason for n in ev.not_run] == ["accuracy: float16 not run"]
+    # the context made the head worktree once for the job, and removed it at the end
+    assert accuracy.trees[0] == accuracy.trees[1]
+    assert not accuracy.trees[0].exists()
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_an_unknown_vendor_is_refused_with_a_message(tmp_path: Path) -> None:
+    repo, sha = _repo(tmp_path)
+    with pytest.raises(
+        PolicyError, match=r"'intel'.*not a vendor this version knows \(nvidia, amd\)"
+    ):
+        measure_plan(_plan(sha, ("sweep",)), vendor="intel", repo_root=repo)
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_the_plan_carries_what_the_job_would_read_from_the_policy(tmp_path: Path) -> None:
+    repo, sha = _repo(tmp_path)
+    old = _plan(sha)
+    # a plan written before these fields existed still loads, and the base policy answers
+    assert (
+        Plan.model_validate_json(
+            old.model_dump_json(exclude={"limits", "deployment", "compiler_targets"})
+        )
+        == old
+    )
+    with MeasureContext.open(old, vendor="nvidia", repo_root=repo) as ctx:
+        assert ctx.limits.max_shapes == 1
+        assert ctx.deployment == PlanDeployment(kind="long-lived")
+        assert ctx.compiler_targets == ["sm_90"]
+    carried = old.model_copy(
+        update={
+            "limits": PlanLimits(max_shapes=3, max_elements_per_tensor=10, max_gpu_seconds=5),
+            "deployment": PlanDeployment(kind="cli", first_call_budget_ms=3000),
+            "compiler_targets": ("gfx942",),
+        }
+    )
+    with MeasureContext.open(carried, vendor="amd", repo_root=repo) as ctx:
+        assert (ctx.vendor, ctx.limits.max_shapes, ctx.compiler_targets) == ("amd", 3, ["gfx942"])
+        assert ctx.deployment is not None and ctx.deployment.first_call_budget_ms == 3000
+
+
+def test_the_registry_imports_neither_torch_nor_triton() -> None:
+    code = "import sys, checks.registry, checks.measure; print(sorted({'torch', 'triton'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

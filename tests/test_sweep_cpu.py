@@ -13,6 +13,7 @@ from bot import gitutil
 from bot.cli import main
 from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
 from bot.policy.load import load_policy
+from checks.context import MeasureContext
 from checks.sweep.cli import default_branch, planned_kernels
 from checks.sweep.evidence import sweep_for_plan, to_evidence
 from checks.sweep.models import dump_results, load_results, parse_results
@@ -296,9 +297,16 @@ def test_sweep_for_a_plan_shard(tmp_path: Path) -> None:
                                change_kinds=("body",)),),
     )  # fmt: skip
     opts = SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600)
-    result = sweep_for_plan(
-        plan, shard=(2, 2), repo_root=repo, options=opts, work_dir=tmp_path / "w"
-    )
+    with MeasureContext.open(plan, vendor="nvidia", shard=(2, 2), repo_root=repo) as ctx:
+        result = sweep_for_plan(
+            plan,
+            base_root=ctx.tree("base"),
+            head_root=ctx.tree("head"),
+            limits=ctx.limits,  # the policy's, read from the base commit
+            shard=ctx.shard,
+            options=opts,
+            work_dir=tmp_path / "w",
+        )
     # four cases planned (served + 3 added); shard 2 of 2 measures the 2nd and 4th
     assert [c.category for c in result.cases] == ["small", "small"]
     assert result.family_size == 4

@@ -15,6 +15,7 @@ from bot import gitutil
 from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
 from bot.errors import ResultsError
 from checks.compiler.run import source_digest
+from checks.context import MeasureContext
 from checks.measure import measure_plan
 from checks.sweep.evidence import sweep_for_plan
 from checks.sweep.run import SweepOptions
@@ -42,8 +43,18 @@ def test_a_head_that_rewrites_the_base_worktree_voids_the_sweep(tmp_path: Path) 
                                tolerance=0.5, change_kinds=("body",)),),
     )  # fmt: skip
     opts = SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600)
-    with pytest.raises(ResultsError, match="worktree base changed while the measured code ran"):
-        sweep_for_plan(plan, repo_root=repo, options=opts, work_dir=tmp_path / "w")
+    with (
+        MeasureContext.open(plan, vendor="nvidia", repo_root=repo) as ctx,
+        pytest.raises(ResultsError, match="worktree base changed while the measured code ran"),
+    ):
+        sweep_for_plan(
+            plan,
+            base_root=ctx.tree("base"),
+            head_root=ctx.tree("head"),
+            limits=ctx.limits,
+            options=opts,
+            work_dir=tmp_path / "w",
+        )
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1  # still cleaned up
     # the measure job: no sweep evidence, and the review's "not run" says why
     ev = measure_plan(plan, vendor="nvidia", repo_root=repo, sweep_options=opts)

@@ -7,7 +7,8 @@ renderer only ever see these, so they stay pure and are tested on hand-made evid
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -22,6 +23,30 @@ Dim = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 Positive = Annotated[float, Field(gt=0)]  # times and ratios; infinity is a lost CI bound
 NonNegative = Annotated[float, Field(ge=0)]
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+
+_Part = TypeVar("_Part", bound=Frozen)
+
+
+def _merged(a: _Part, b: _Part) -> _Part:
+    """``a`` and ``b`` field by field: tuples concatenated, dicts joined (``b`` wins a key),
+    parts with a ``merge`` of their own merged, a value set on one side only kept; two different
+    values of any other field cannot be merged."""
+    out: dict[str, Any] = {}
+    for name in type(a).model_fields:
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, tuple):
+            out[name] = (*x, *y)
+        elif isinstance(x, dict):
+            out[name] = {**x, **y}
+        elif x is None or y is None:
+            out[name] = y if x is None else x
+        elif hasattr(x, "merge"):
+            out[name] = x.merge(y)
+        elif x == y:
+            out[name] = x
+        else:
+            raise ValueError(f"cannot merge two different {type(a).__name__}.{name} values")
+    return type(a)(**out)
 
 
 class ShapeLine(Frozen):
@@ -106,6 +131,10 @@ class CompilerEvidence(Frozen):
     flags: tuple[CompilerFlag, ...] = ()
     configs_differ_per_vendor: dict[str, bool] = Field(default_factory=dict)
 
+    def merge(self, other: CompilerEvidence) -> CompilerEvidence:
+        """Both parts' rows and flags; ``other`` wins a kernel both say something about."""
+        return _merged(self, other)
+
 
 class CompilerRow(Frozen):
     kernel: str
@@ -148,3 +177,17 @@ class Evidence(Frozen):
     repo: RepoConditions | None = None
     rollbacks: tuple[RolloutFact, ...] = ()
     not_run: tuple[NotRun, ...] = ()
+
+    def merge(self, other: Evidence) -> Evidence:
+        """This evidence and ``other`` in one, field by field (a new field merges without an
+        edit here): tuples concatenated in order, the compiler parts merged, ``repo`` kept from
+        the side that has it."""
+        return _merged(self, other)
+
+
+def merge_all(parts: Iterable[Evidence]) -> Evidence:
+    """Every part merged in order into one Evidence (empty when there are none)."""
+    out = Evidence()
+    for part in parts:
+        out = out.merge(part)
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from bot.contracts.base import Frozen, Vendor
-from bot.contracts.review import ChangeLine
+from bot.contracts.review import ChangeLine, DeploymentKind
 
 Check = Literal["sweep", "first_call", "compiler", "repo"]
 
@@ -34,6 +34,21 @@ class PlannedKernel(Frozen):
         return len(self.shapes) * len(self.dtypes)
 
 
+class PlanLimits(Frozen):
+    """The base policy's limits on a run, as the measure job applies them."""
+
+    max_shapes: int
+    max_elements_per_tensor: int
+    max_gpu_seconds: float
+
+
+class PlanDeployment(Frozen):
+    """How the base policy says the kernels are deployed: what the first call is judged by."""
+
+    kind: DeploymentKind
+    first_call_budget_ms: float | None = None
+
+
 class Plan(Frozen):
     schema_version: int = PLAN_SCHEMA_VERSION
     repository: str = ""
@@ -46,6 +61,10 @@ class Plan(Frozen):
     quick: bool = False
     unmapped: tuple[str, ...] = ()  # changed kernels no policy entry covers: not measured
     changes: tuple[ChangeLine, ...] = ()
+    # what the measure job needs from the base policy; None: it reads the base policy itself
+    limits: PlanLimits | None = None
+    deployment: PlanDeployment | None = None
+    compiler_targets: tuple[str, ...] | None = None  # for the plan's vendors, e.g. sm_90, gfx942
 
     @property
     def cases(self) -> int:

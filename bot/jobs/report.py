@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from bot.contracts.evidence import CompilerEvidence, Evidence, NotRun
+from bot.contracts.evidence import Evidence, NotRun, merge_all
 from bot.contracts.repo import RepoConditions
 from bot.contracts.results import ResultsFile
 from bot.contracts.review import PartATable, Verdict
@@ -122,37 +122,29 @@ def read_results(
 
 
 def merge_evidence(results: Sequence[ResultsFile], vendors: Sequence[str]) -> Evidence:
-    """All vendors' and shards' evidence in one; a required vendor with no results is not run."""
-    sweeps, firsts, not_run = [], [], []
-    rows, flags, differ = [], [], {}
-    for r in results:
-        ev = r.evidence
-        sweeps += ev.sweeps
-        firsts += ev.first_calls
-        not_run += ev.not_run
-        if ev.compiler is not None:
-            rows += ev.compiler.rows
-            flags += ev.compiler.flags
-            differ.update(ev.compiler.configs_differ_per_vendor)
+    """All vendors' and shards' evidence in one; a required vendor with no results is not run.
+
+    A runner's file contributes what runners measure: the repository facts are read by the
+    report job itself, never taken from a runner. A compiler part with no rows and no flags
+    counts as no compiler part."""
+    merged = merge_all(
+        r.evidence.model_copy(update={"repo": None, "rollbacks": ()}) for r in results
+    )
     seen = {r.vendor for r in results}
-    for vendor in vendors:
-        if vendor not in seen:
-            not_run.append(
-                NotRun(
-                    check="sweep",
-                    vendor=vendor,  # type: ignore[arg-type]
-                    reason=f"no results came back from the {vendor} runner (the job failed, "
-                    "was cancelled, or no runner with that label is online)",
-                )
-            )
-    compiler = (
-        CompilerEvidence(rows=tuple(rows), flags=tuple(flags), configs_differ_per_vendor=differ)
-        if rows or flags
-        else None
+    missing = tuple(
+        NotRun(
+            check="sweep",
+            vendor=vendor,  # type: ignore[arg-type]
+            reason=f"no results came back from the {vendor} runner (the job failed, "
+            "was cancelled, or no runner with that label is online)",
+        )
+        for vendor in vendors
+        if vendor not in seen
     )
-    return Evidence(
-        sweeps=tuple(sweeps), first_calls=tuple(firsts), compiler=compiler, not_run=tuple(not_run)
-    )
+    compiler = merged.compiler
+    if compiler is not None and not (compiler.rows or compiler.flags):
+        compiler = None
+    return merged.merge(Evidence(not_run=missing)).model_copy(update={"compiler": compiler})
 
 
 def annotations(evidence: Evidence, decision: GateDecision) -> list[str]:

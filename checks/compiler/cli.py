@@ -174,6 +174,7 @@ def render_comparison(comparison: Any) -> str:
 
 
 def run_first_call(args: argparse.Namespace) -> int:
+    from checks.compiler.targets import VENDOR_TARGETS, compile_targets
     from checks.first_call.measure import measure_first_call
 
     policy, specs = _policy_and_specs(args)
@@ -188,9 +189,7 @@ def run_first_call(args: argparse.Namespace) -> int:
                 "no GPU here, so the first call cannot run for real",
                 hint="measure the compile-only cost instead: kernel-review first-call --device cpu",
             )
-    target = (
-        args.target or (list(policy.compiler.nvidia_targets) + list(policy.compiler.amd_targets))[0]
-    )
+    target = args.target or compile_targets(policy.compiler, [t.vendor for t in VENDOR_TARGETS])[0]
     reports = [
         measure_first_call(
             args.repo,

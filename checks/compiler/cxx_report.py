@@ -21,9 +21,9 @@ from pathlib import Path
 
 from bot.errors import CompilerError
 from checks.compiler import isa_parse
-from checks.compiler.measure import amd_fields, max_regs
-from checks.compiler.occupancy import known_target, nvidia_occupancy, parse_target
-from checks.compiler.report import KernelCompileRecord
+from checks.compiler.occupancy import NVIDIA_ARCHS, gfx_name, nvidia_occupancy, sm_number
+from checks.compiler.records import KernelCompileRecord
+from checks.compiler.resources import amd_fields, amd_max_regs, nvidia_max_regs
 
 _ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(")
 _NTID = re.compile(r"\.(?:maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
@@ -93,7 +93,7 @@ def nvidia_records(
     kernel: str, target: str, ptx: str, ptxas_log: str, *, source: str = ""
 ) -> list[KernelCompileRecord]:
     """Records for every kernel in one PTX file and the ``ptxas -v`` log of assembling it."""
-    sm = int(parse_target(target)[1])
+    sm = sm_number(target) or 0
     usage = {u.function: u for u in isa_parse.parse_ptxas_log(ptxas_log)}
     entries = ptx_entries(ptx)
     names = demangle(list(entries))
@@ -101,8 +101,8 @@ def nvidia_records(
     for mangled, text in entries.items():
         u = usage.get(mangled)
         threads = threads_per_block(text)
-        matrix = isa_parse.matrix_instructions(text, "nvidia")
-        loads = isa_parse.global_load_widths(text, "nvidia")
+        matrix = isa_parse.ptx_matrix_instructions(text)
+        loads = isa_parse.ptx_load_widths(text)
         fields: dict = {
             "kernel": kernel,
             "function": names.get(mangled, mangled),
@@ -112,7 +112,7 @@ def nvidia_records(
             "vendor": "nvidia",
             "target": target,
             "threads_per_block": threads,
-            "max_regs_per_thread": max_regs(target),
+            "max_regs_per_thread": nvidia_max_regs(sm),
             "matrix_instr": matrix.most_common(1)[0][0] if matrix else None,
             "matrix_instr_count": sum(matrix.values()),
             "load_width_hist": dict(sorted(loads.items())),
@@ -132,7 +132,7 @@ def nvidia_records(
                 stack_bytes=u.stack_bytes,
                 shared_bytes=u.static_shared_bytes or 0,
             )
-            if threads and known_target(target):
+            if threads and sm in NVIDIA_ARCHS:
                 occ = nvidia_occupancy(
                     sm,
                     regs_per_thread=u.regs_per_thread,
@@ -226,10 +226,10 @@ def nvcc_report(
 def hip_records(kernel: str, target: str, text: str, *, source: str = "") -> list:
     """Records from hipcc output for one AMD target: AMDGCN assembly or resource remarks."""
     usages = isa_parse.parse_amdgcn(text) or isa_parse.parse_amdgpu_remarks(text)
-    gfx = str(parse_target(target)[1])
+    gfx = gfx_name(target) or target
     names = demangle([u.function for u in usages])
-    matrix = isa_parse.matrix_instructions(text, "amd")
-    loads = isa_parse.global_load_widths(text, "amd")
+    matrix = isa_parse.amdgcn_matrix_instructions(text)
+    loads = isa_parse.amdgcn_load_widths(text)
     records = []
     for u in usages:
         wave = u.wavefront_size or 64
@@ -245,7 +245,7 @@ def hip_records(kernel: str, target: str, text: str, *, source: str = "") -> lis
                 config={"threads_per_block": threads, "source": source},
                 vendor="amd",
                 target=target,
-                max_regs_per_thread=max_regs(target),
+                max_regs_per_thread=amd_max_regs(gfx),
                 **fields,
                 # one text may hold several kernels: instructions are per file, not per kernel
                 matrix_instr=matrix.most_common(1)[0][0] if matrix else None,

@@ -1,10 +1,12 @@
 """Old against new for a pull request: compiler reports at base and head, reduced to evidence.
 
-Each side is checked out as a git worktree. Triton kernels are cross-compiled through the bench
-entry points (``checks.compiler.run``); on the old side of a rewrite the entry point calls the C++
-kernel, so its ``.cu`` files (the kernel's policy paths) are compiled with nvcc where nvcc exists,
-and its ``.hip`` files with hipcc where hipcc exists. The head's flags, plus occupancy that
-dropped from old to new, become the review's compiler evidence.
+Each side is a git worktree: the measure job's (``compiler_evidence_for_trees``), or one made for
+the occasion (``compiler_evidence_for_range``). Triton kernels are cross-compiled through the
+bench entry points (``checks.compiler.run``); on the old side of a rewrite the entry point calls
+the C++ kernel, so its C++ files (the kernel's policy paths) are compiled by each vendor's C++
+compiler where it exists (nvcc for ``.cu``, hipcc for ``.hip``: the ``checks.compiler.targets``
+implementation says which). The head's flags, plus occupancy that dropped from old to new,
+become the review's compiler evidence.
 """
 
 from __future__ import annotations
@@ -17,24 +19,10 @@ from typing import Any
 from bot.contracts.evidence import CompilerEvidence, CompilerFlag, CompilerRow, NotRun
 from bot.errors import KernelReviewError
 from bot.gitutil import add_worktree, remove_worktree
-from checks.compiler.report import (
-    CompilerReport,
-    Flag,
-    KernelCompileRecord,
-    compare_reports,
-    make_report,
-    vendor_of,
-)
+from checks.compiler.records import CompilerReport, Flag, KernelCompileRecord
+from checks.compiler.report import compare_reports, make_report
 from checks.compiler.run import KernelSpec, build_compiler_report, specs_for
-
-
-def _targets(policy: Any, vendors: tuple[str, ...]) -> list[str]:
-    out: list[str] = []
-    if "nvidia" in vendors:
-        out += list(policy.compiler.nvidia_targets)
-    if "amd" in vendors:
-        out += list(policy.compiler.amd_targets)
-    return out
+from checks.compiler.targets import VENDOR_TARGETS, compile_targets, target_for
 
 
 def cxx_records(
@@ -42,29 +30,21 @@ def cxx_records(
 ) -> list[KernelCompileRecord]:
     """The C++ kernels among each kernel's policy ``paths`` at ``root``, compiled where a
     compiler is present (``not_run`` says where it is not)."""
-    from checks.compiler.cxx_report import hipcc_report, nvcc_report
-
-    nvidia = [t for t in targets if vendor_of(t) == "nvidia"]
-    amd = [t for t in targets if vendor_of(t) == "amd"]
+    per_vendor = [(v, [t for t in targets if target_for(t) is v]) for v in VENDOR_TARGETS]
     records: list[KernelCompileRecord] = []
     for kernel, rels in paths.items():
         for rel in rels:
             path = root / rel
             if not path.is_file():
                 continue
-            if path.suffix == ".cu" and nvidia:
-                if shutil.which("nvcc") is None:
-                    not_run.append(
-                        NotRun(check="compiler", vendor="nvidia", reason=f"{rel}: no nvcc here")
-                    )
+            for vendor, mine in per_vendor:
+                if path.suffix != vendor.cxx_suffix or not mine:
                     continue
-                records += nvcc_report(kernel, path, nvidia)
-            elif path.suffix == ".hip" and amd:
-                if shutil.which("hipcc") is None:
-                    reason = f"{rel}: no hipcc on this machine (the HIP side needs a ROCm runner)"
-                    not_run.append(NotRun(check="compiler", vendor="amd", reason=reason))
+                if shutil.which(vendor.cxx_compiler) is None:
+                    reason = f"{rel}: {vendor.cxx_missing}"
+                    not_run.append(NotRun(check="compiler", vendor=vendor.vendor, reason=reason))
                     continue
-                records += hipcc_report(kernel, path, amd)
+                records += vendor.cxx_report(kernel, path, mine)
     return records
 
 
@@ -82,10 +62,23 @@ def side_report(
     with tempfile.TemporaryDirectory(prefix="kr-compile-side-") as tmp:
         tree = add_worktree(repo, Path(tmp) / "tree", rev)
         try:
-            report = build_compiler_report(tree, specs, targets)
-            extra = cxx_records(tree, cxx_paths, targets, not_run) if cxx_paths else []
+            return tree_report(tree, specs, targets, cxx_paths=cxx_paths, not_run=not_run)
         finally:
             remove_worktree(repo, tree)
+
+
+def tree_report(
+    tree: Path,
+    specs: list[KernelSpec],
+    targets: list[str],
+    *,
+    cxx_paths: dict[str, tuple[str, ...]] | None = None,
+    not_run: list[NotRun],
+) -> CompilerReport:
+    """The compiler report of the checkout at ``tree``; with ``cxx_paths``, the C++ kernels
+    among those paths too."""
+    report = build_compiler_report(tree, specs, targets)
+    extra = cxx_records(tree, cxx_paths, targets, not_run) if cxx_paths else []
     if not extra:
         return report
     return make_report(
@@ -112,11 +105,7 @@ def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
     occ = [r for r in ok if r.occupancy_fraction is not None]
     if occ:
         low = min(occ, key=lambda r: r.occupancy_fraction or 0.0)
-        unit = (
-            f"{low.occupancy_warps_per_sm} warps/SM"
-            if low.vendor == "nvidia"
-            else f"{low.occupancy_waves_per_simd} waves/SIMD"
-        )
+        unit = target_for(low.vendor).occupancy_text(low)
         occupancy = f"{unit} ({low.occupancy_fraction:.0%})"
     return CompilerRow(
         kernel=first.kernel,
@@ -179,18 +168,43 @@ def compiler_evidence_for_range(
     *,
     details_dir: Path | None = None,
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
-    """Compile the planned kernels at base and at head and compare them; with ``details_dir``
-    the full reports (every variant) are written there as ``compiler-old.json`` and
-    ``compiler-new.json``."""
-    not_run: list[NotRun] = []
-    targets = _targets(policy, tuple(plan.vendors))
+    """Compile the planned kernels at base and at head, each in a worktree made for it, and
+    compare them; ``details_dir`` as for ``compiler_evidence_for_trees``."""
+    targets = compile_targets(policy.compiler, plan.vendors)
     if not plan.kernels or not targets:
-        return None, not_run
+        return None, []
+    with tempfile.TemporaryDirectory(prefix="kr-compile-side-") as tmp:
+        trees: list[Path] = []
+        try:
+            trees.append(add_worktree(Path(repo), Path(tmp) / "base", base_sha))
+            trees.append(add_worktree(Path(repo), Path(tmp) / "head", head_sha))
+            return compiler_evidence_for_trees(
+                trees[0], trees[1], plan, targets, details_dir=details_dir
+            )
+        except KernelReviewError as exc:
+            return None, [NotRun(check="compiler", reason=exc.message)]
+        finally:
+            for tree in trees:
+                remove_worktree(Path(repo), tree)
+
+
+def compiler_evidence_for_trees(
+    base_tree: Path,
+    head_tree: Path,
+    plan: Any,
+    targets: list[str],
+    *,
+    details_dir: Path | None = None,
+) -> tuple[CompilerEvidence | None, list[NotRun]]:
+    """Compile the planned kernels in the base and head checkouts for ``targets`` and compare
+    them; with ``details_dir`` the full reports (every variant) are written there as
+    ``compiler-old.json`` and ``compiler-new.json``."""
+    not_run: list[NotRun] = []
     specs = specs_for(plan.kernels)
     paths = {k.name: tuple(k.paths) for k in plan.kernels}
     try:
-        old = side_report(Path(repo), base_sha, specs, targets, cxx_paths=paths, not_run=not_run)
-        new = side_report(Path(repo), head_sha, specs, targets, not_run=not_run)
+        old = tree_report(base_tree, specs, targets, cxx_paths=paths, not_run=not_run)
+        new = tree_report(head_tree, specs, targets, not_run=not_run)
     except KernelReviewError as exc:
         return None, [NotRun(check="compiler", reason=exc.message)]
     for note in (*old.notes, *new.notes):

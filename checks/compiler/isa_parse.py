@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Any
 
 from bot.contracts.base import Frozen
 
@@ -252,23 +253,32 @@ _AMD_MATRIX = re.compile(r"\b(v_mfma_\w+|v_smfmac_\w+|v_wmma_\w+|v_swmmac_\w+)")
 _NOISE = (".sync", ".aligned")
 
 
-def _strip_comments(text: str, vendor: str) -> str:
-    if vendor == "nvidia":
-        return re.sub(r"//[^\n]*", "", text)
-    return re.sub(r";[^\n]*", "", text)
-
-
-def matrix_instructions(text: str, vendor: str) -> Counter[str]:
-    """Matrix-core instructions in PTX (``nvidia``) or AMDGCN (``amd``) text, by mnemonic."""
-    body = _strip_comments(text, vendor)
+def _count_matrix(pattern: re.Pattern[str], body: str) -> Counter[str]:
     found: Counter[str] = Counter()
-    pattern = _PTX_MATRIX if vendor == "nvidia" else _AMD_MATRIX
     for m in pattern.finditer(body):
         name = m.group(1).rstrip(".;")
         for noise in _NOISE:
             name = name.replace(noise, "")
         found[name] += 1
     return found
+
+
+def _ptx_body(text: str) -> str:
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def _amdgcn_body(text: str) -> str:
+    return re.sub(r";[^\n]*", "", text)
+
+
+def ptx_matrix_instructions(text: str) -> Counter[str]:
+    """Matrix-core instructions (``wgmma``, ``tcgen05.mma``, ``mma``, ``wmma``) in PTX text."""
+    return _count_matrix(_PTX_MATRIX, _ptx_body(text))
+
+
+def amdgcn_matrix_instructions(text: str) -> Counter[str]:
+    """Matrix-core instructions (``v_mfma``, ``v_wmma`` and their sparse forms) in AMDGCN."""
+    return _count_matrix(_AMD_MATRIX, _amdgcn_body(text))
 
 
 _PTX_TYPE_BITS = {"8": 8, "16": 16, "32": 32, "64": 64, "128": 128}
@@ -294,28 +304,40 @@ _AMD_LOAD_BITS = {
 }
 
 
-def global_load_widths(text: str, vendor: str) -> Counter[int]:
-    """Histogram of global-load widths in bits per thread (``ld.global``/``cp.async`` in PTX;
-    ``global_load``/``buffer_load``/``flat_load`` in AMDGCN), counted in the instruction text."""
-    body = _strip_comments(text, vendor)
+def ptx_load_widths(text: str) -> Counter[int]:
+    """Histogram of global-load widths in bits per thread (``ld.global``/``cp.async``) in PTX."""
+    body = _ptx_body(text)
     hist: Counter[int] = Counter()
-    if vendor == "nvidia":
-        for m in _PTX_LD.finditer(body):
-            mods = m.group(1).split(".")
-            vec = next((int(x[1:]) for x in mods if re.fullmatch(r"v\d", x)), 1)
-            size = next(
-                (_PTX_TYPE_BITS[x[1:]] for x in mods if re.fullmatch(r"[bsuf](8|16|32|64|128)", x)),
-                None,
-            )
-            if size is not None:
-                hist[vec * size] += 1
-        for m in _PTX_CP_ASYNC.finditer(body):
-            hist[int(m.group(1), 0) * 8] += 1
-    else:
-        for m in _AMD_LOAD.finditer(body):
-            kind = m.group(1)
-            bits = _AMD_LOAD_BITS.get(kind)
-            if bits is None:
-                bits = 8 if ("byte" in kind or kind in ("u8", "i8")) else 16
-            hist[bits] += 1
+    for m in _PTX_LD.finditer(body):
+        mods = m.group(1).split(".")
+        vec = next((int(x[1:]) for x in mods if re.fullmatch(r"v\d", x)), 1)
+        size = next(
+            (_PTX_TYPE_BITS[x[1:]] for x in mods if re.fullmatch(r"[bsuf](8|16|32|64|128)", x)),
+            None,
+        )
+        if size is not None:
+            hist[vec * size] += 1
+    for m in _PTX_CP_ASYNC.finditer(body):
+        hist[int(m.group(1), 0) * 8] += 1
     return hist
+
+
+def amdgcn_load_widths(text: str) -> Counter[int]:
+    """Histogram of global-load widths in bits per lane (``global_load``/``buffer_load``/
+    ``flat_load``) in AMDGCN."""
+    hist: Counter[int] = Counter()
+    for m in _AMD_LOAD.finditer(_amdgcn_body(text)):
+        kind = m.group(1)
+        bits = _AMD_LOAD_BITS.get(kind)
+        if bits is None:
+            bits = 8 if ("byte" in kind or kind in ("u8", "i8")) else 16
+        hist[bits] += 1
+    return hist
+
+
+def pick_usage(found: list, name: str) -> Any:
+    """The parsed usage of function ``name``, or the only one there is (else None)."""
+    for usage in found:
+        if usage.function == name:
+            return usage
+    return found[0] if len(found) == 1 else None

@@ -138,25 +138,17 @@ class Occupancy(Frozen):
     limiter: Literal["registers", "sgprs", "shared", "warps", "blocks", "none"]
 
 
-def parse_target(name: str) -> tuple[Vendor, int | str]:
-    """``sm_90``/``sm_90a`` -> ("nvidia", 90); ``gfx942`` -> ("amd", "gfx942")."""
+def sm_number(name: str) -> int | None:
+    """``sm_90``, ``sm_90a``, ``sm_100f`` -> 90, 90, 100; None for a name that is not one."""
     text = name.strip().lower()
-    if text.startswith("sm_"):
-        digits = text[3:].rstrip("af")
-        if digits.isdigit():
-            return "nvidia", int(digits)
-    elif text.startswith("gfx") and len(text) > 3:
-        return "amd", text
-    raise PolicyError(
-        f"unknown compile target {name!r}",
-        hint="name NVIDIA targets like 'sm_90' and AMD targets like 'gfx942'",
-    )
+    digits = text[3:].rstrip("af")
+    return int(digits) if text.startswith("sm_") and digits.isdigit() else None
 
 
-def known_target(name: str) -> bool:
-    """Whether this module has the limits (occupancy, register cap) of target ``name``."""
-    vendor, arch = parse_target(name)
-    return int(arch) in NVIDIA_ARCHS if vendor == "nvidia" else str(arch) in AMD_ARCHS
+def gfx_name(name: str) -> str | None:
+    """``gfx942`` -> "gfx942" (lower case); None for a name that is not one."""
+    text = name.strip().lower()
+    return text if text.startswith("gfx") and len(text) > 3 else None
 
 
 def nvidia_arch(sm: int) -> NvidiaArch:
@@ -198,7 +190,15 @@ def nvidia_occupancy(
         limits["shared"] = 0
     elif per_block > 0:
         limits["shared"] = arch.shared_per_sm_bytes // per_block
-    return _pick(limits, "nvidia", f"sm_{sm}", warps_per_block, arch.max_warps_per_sm, None)
+    blocks, resident, fraction, limiter = _pick(limits, warps_per_block, arch.max_warps_per_sm)
+    return Occupancy(
+        vendor="nvidia",
+        target=f"sm_{sm}",
+        blocks_per_unit=blocks,
+        warps_per_sm=resident,
+        fraction=fraction,
+        limiter=limiter,  # type: ignore[arg-type]
+    )
 
 
 def amd_occupancy(
@@ -225,7 +225,18 @@ def amd_occupancy(
         limits["shared"] = 0
     elif lds_bytes > 0:
         limits["shared"] = arch.lds_per_cu_bytes // lds_bytes
-    return _pick(limits, "amd", gfx, waves_per_block, arch.max_waves_per_simd, simds)
+    # a workgroup's waves are spread over the CU's SIMDs
+    blocks, resident, fraction, limiter = _pick(
+        limits, waves_per_block, arch.max_waves_per_simd, units=simds
+    )
+    return Occupancy(
+        vendor="amd",
+        target=gfx,
+        blocks_per_unit=blocks,
+        waves_per_simd=resident,
+        fraction=fraction,
+        limiter=limiter,  # type: ignore[arg-type]
+    )
 
 
 def _groups_from_waves_per_simd(waves_per_simd: int, waves_per_block: int, simds: int) -> int:
@@ -237,27 +248,13 @@ _PREFERENCE = ("registers", "sgprs", "shared", "warps", "blocks")
 
 
 def _pick(
-    limits: dict[str, int],
-    vendor: Vendor,
-    target: str,
-    warps_per_block: int,
-    max_per_unit: int,
-    simds: int | None,
-) -> Occupancy:
-    """The tightest limit wins; on a tie, a resource (registers, shared memory) is named."""
+    limits: dict[str, int], warps_per_block: int, max_per_unit: int, *, units: int = 1
+) -> tuple[int, int, float, str]:
+    """(blocks, resident warps per unit, fraction of ``max_per_unit``, limiter), the resident
+    warps of a block spread over ``units`` (an AMD CU's SIMDs). The tightest limit wins; on a
+    tie, a resource (registers, shared memory) is named."""
     limiter = min(limits, key=lambda k: (limits[k], _PREFERENCE.index(k)))
     blocks = max(limits[limiter], 0)
-    resident = blocks * warps_per_block
-    if vendor == "amd":
-        assert simds is not None
-        resident //= simds
+    resident = blocks * warps_per_block // units
     fraction = round(resident / max_per_unit, 4)
-    return Occupancy(
-        vendor=vendor,
-        target=target,
-        blocks_per_unit=blocks,
-        warps_per_sm=resident if vendor == "nvidia" else None,
-        waves_per_simd=resident if vendor == "amd" else None,
-        fraction=fraction,
-        limiter="none" if fraction >= 1.0 else limiter,  # type: ignore[arg-type]
-    )
+    return blocks, resident, fraction, "none" if fraction >= 1.0 else limiter

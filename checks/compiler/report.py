@@ -1,103 +1,16 @@
-"""The compiler report: per kernel, per config, per target, what the compiler produced.
+"""The compiler report: the flags raised about compiled variants, and old against new.
 
-One record per compiled variant (kernel x config x target), in one unit across vendors:
-
-- ``regs_per_thread``: registers per thread (NVIDIA, from ptxas) or VGPRs per lane (AMD, arch +
-  acc VGPRs, which share one file of 512 on gfx90a/gfx942/gfx950).
-- ``spill_bytes``: bytes per thread written to local/scratch memory by register spills. NVIDIA:
-  ptxas' "bytes spill stores". AMD: ``.vgpr_spill_count`` x 4 (each spilled VGPR is a 4-byte
-  scratch slot per lane); SGPR spills go to VGPR lanes, not memory, so they add to the count only.
-- ``spill_count``: 32-bit registers spilled. NVIDIA: spill-store bytes / 4 (ptxas reports bytes
-  only). AMD: ``.vgpr_spill_count + .sgpr_spill_count``. (Triton's own ``n_spills`` is neither:
-  on both vendors it is the function's local-memory size / 4, read from the driver at load time.)
-- ``stack_bytes``: NVIDIA stack frame, AMD private segment (scratch) per lane.
-- ``shared_bytes``: shared memory / LDS per block: what Triton launches with plus static.
-- occupancy: warps per SM (NVIDIA, computed) or waves per SIMD (AMD, recomputed with the LDS;
-  what the AMD compiler printed is kept in ``compiler_occupancy_waves_per_simd``).
+The records and their units are in ``checks.compiler.records``; every vendor-specific word or
+number comes from the variant's ``checks.compiler.targets`` implementation.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import Field
+from typing import Any
 
 from bot.contracts.base import Frozen, Vendor
-from checks.compiler.occupancy import parse_target
-
-Language = Literal["triton", "cuda", "hip"]
-
-
-class KernelCompileRecord(Frozen):
-    kernel: str  # the policy's kernel name
-    function: str  # the compiled function: the @triton.jit name, or the CUDA/HIP kernel
-    language: Language = "triton"
-    config_label: str
-    config: dict[str, Any] = Field(default_factory=dict)
-    specialization: str = ""  # argument types, /16 = 16-byte divisible, =1 = fixed to 1
-    autotuned: bool = False
-    autotune_keys: tuple[str, ...] = ()  # the autotuner keys (served shapes) this variant serves
-    shapes: tuple[str, ...] = ()  # served shapes and dtypes that compile to this variant
-    vendor: Vendor
-    target: str
-    threads_per_block: int | None = None
-    regs_per_thread: int | None = None
-    max_regs_per_thread: int | None = None  # the cap on this target
-    sgprs_per_wave: int | None = None  # AMD only
-    spill_bytes: int | None = None
-    spill_count: int | None = None
-    spill_detail: str = ""  # the vendor's own words, e.g. "vgpr_spill_count=45 sgpr_spill_count=0"
-    stack_bytes: int | None = None
-    shared_bytes: int | None = None
-    occupancy_warps_per_sm: int | None = None  # NVIDIA
-    occupancy_waves_per_simd: int | None = None  # AMD
-    occupancy_fraction: float | None = None
-    occupancy_limiter: str | None = None
-    compiler_occupancy_waves_per_simd: int | None = None  # AMD, as printed (blind to dynamic LDS)
-    uses_dot: bool = False
-    matrix_instr: str | None = None  # the most frequent matrix-core instruction
-    matrix_instr_count: int = 0
-    global_load_bits_max: int | None = None
-    load_width_hist: dict[int, int] = Field(default_factory=dict)  # bits per thread -> count
-    compile_s: float | None = None
-    cached: bool = False
-    error: str | None = None
-    error_stage: Literal["entry", "compile"] | None = None  # entry: the bench call itself failed
-
-
-class Flag(Frozen):
-    severity: Literal["error", "warning", "info"]
-    kind: Literal[
-        "compile_failed",
-        "entry_failed",
-        "spill",
-        "regs_at_cap",
-        "occupancy_lower",
-        "no_matrix_instr",
-        "shared_config_list",
-    ]
-    kernel: str
-    vendor: Vendor
-    target: str
-    config_label: str | None = None
-    message: str
-
-
-class CompilerReport(Frozen):
-    triton_version: str | None = None
-    targets: tuple[str, ...] = ()
-    records: tuple[KernelCompileRecord, ...] = ()
-    flags: tuple[Flag, ...] = ()
-    configs_differ_per_vendor: dict[str, bool] = Field(default_factory=dict)
-    wall_s: float | None = None
-    compiled: int = 0  # variants compiled in this run
-    cached: int = 0  # variants read from the cache
-    notes: tuple[str, ...] = ()
-
-
-def vendor_of(target: str) -> Vendor:
-    return parse_target(target)[0]
-
+from checks.compiler.records import CompilerReport, Flag, KernelCompileRecord
+from checks.compiler.targets import VENDOR_TARGETS, target_for, vendor_of
 
 # ----------------------------------------------------------------------------------------- flags
 
@@ -126,7 +39,7 @@ def record_flags(r: KernelCompileRecord) -> list[Flag]:
         return [_flag(r, "error", "compile_failed", f"{where} does not compile: {r.error}")]
     flags: list[Flag] = []
     if (r.spill_count or 0) > 0 or (r.spill_bytes or 0) > 0:
-        unit = "scratch per lane" if r.vendor == "amd" else "local memory per thread"
+        unit = target_for(r.vendor).spill_unit
         flags.append(
             _flag(
                 r,
@@ -138,11 +51,11 @@ def record_flags(r: KernelCompileRecord) -> list[Flag]:
         )
     regs, cap = r.regs_per_thread, r.max_regs_per_thread
     if regs is not None and cap is not None and regs >= cap:
-        what = "VGPRs" if r.vendor == "amd" else "registers"
+        what = target_for(r.vendor).register_word
         message = f"{where} uses {regs} {what} per thread, the cap on this target"
         flags.append(_flag(r, "warning", "regs_at_cap", message))
     if r.uses_dot and r.matrix_instr is None:
-        wanted = "wgmma/mma" if r.vendor == "nvidia" else "mfma/wmma"
+        wanted = target_for(r.vendor).matrix_words
         flags.append(
             _flag(
                 r,
@@ -160,13 +73,17 @@ def _tuning(r: KernelCompileRecord) -> tuple:
 
 
 def shared_config_lists(records: tuple[KernelCompileRecord, ...]) -> dict[str, bool]:
-    """Per Triton kernel compiled for both vendors: do the two vendors pick from different
-    config lists? (``False`` means one list serves both.)"""
+    """Per Triton kernel compiled for more than one vendor: do the vendors pick from different
+    config lists? (``False`` means one list serves them all.)"""
     seen: dict[str, dict[str, set]] = {}
     for r in records:
         if r.language == "triton" and r.error is None:
             seen.setdefault(r.kernel, {}).setdefault(r.vendor, set()).add(_tuning(r))
-    return {k: v["nvidia"] != v["amd"] for k, v in seen.items() if {"nvidia", "amd"} <= set(v)}
+    return {
+        k: any(tuning != next(iter(v.values())) for tuning in v.values())
+        for k, v in seen.items()
+        if len(v) > 1
+    }
 
 
 def _variant_flags(records: tuple[KernelCompileRecord, ...]) -> list[Flag]:
@@ -189,29 +106,38 @@ def _variant_flags(records: tuple[KernelCompileRecord, ...]) -> list[Flag]:
     return flags
 
 
+def _shared_list_flag(kernel: str, records: tuple[KernelCompileRecord, ...]) -> Flag:
+    """One config list for several vendors: its warps are different thread counts on each.
+    Raised on the vendor with the widest lanes, the one a shared list is least often tuned for."""
+    mine = [r for r in records if r.kernel == kernel]
+    vendors = [t for t in VENDOR_TARGETS if any(r.vendor == t.vendor for r in mine)]
+    widest = max(vendors, key=lambda t: t.lane_width)
+    flagged = next(r for r in mine if r.vendor == widest.vendor)
+    warps = sorted({r.config.get("num_warps") for r in mine} - {None})
+    example = warps[0] if warps else 4
+    threads = [
+        f"{example * t.lane_width}{' threads' if i == 0 else ''} on {t.display}"
+        for i, t in enumerate(vendors)
+    ]
+    which = "both" if len(vendors) == 2 else f"all {len(vendors)}"
+    return Flag(
+        severity="warning",
+        kind="shared_config_list",
+        kernel=kernel,
+        vendor=widest.vendor,
+        target=flagged.target,
+        message=(
+            f"{kernel}: one config list serves {which} vendors; num_warps={example} is "
+            f"{' and '.join(threads)}"
+        ),
+    )
+
+
 def report_flags(records: tuple[KernelCompileRecord, ...]) -> tuple[tuple[Flag, ...], dict]:
     """All flags of one report, and ``configs_differ_per_vendor`` per kernel."""
     flags = _variant_flags(records)
     differ = shared_config_lists(records)
-    for kernel, differs in differ.items():
-        if differs:
-            continue
-        amd = next(r for r in records if r.kernel == kernel and r.vendor == "amd")
-        warps = sorted({r.config.get("num_warps") for r in records if r.kernel == kernel} - {None})
-        example = warps[0] if warps else 4
-        flags.append(
-            Flag(
-                severity="warning",
-                kind="shared_config_list",
-                kernel=kernel,
-                vendor="amd",
-                target=amd.target,
-                message=(
-                    f"{kernel}: one config list serves both vendors; num_warps={example} is "
-                    f"{example * 32} threads on NVIDIA and {example * 64} on AMD"
-                ),
-            )
-        )
+    flags += [_shared_list_flag(kernel, records) for kernel, d in differ.items() if not d]
     return tuple(flags), differ
 
 

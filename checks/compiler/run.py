@@ -23,8 +23,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bot.errors import CompilerError
-from checks.compiler.occupancy import AMD_ARCHS, NVIDIA_ARCHS, known_target
-from checks.compiler.report import CompilerReport, KernelCompileRecord, make_report, vendor_of
+from checks.compiler.records import CompilerReport, KernelCompileRecord
+from checks.compiler.report import make_report
+from checks.compiler.targets import compile_targets, known_target, known_target_names, vendor_of
 from checks.job_process import run_job
 from checks.worker_env import tree_digest
 
@@ -68,12 +69,7 @@ def specs_from_policy(policy: Any) -> list[KernelSpec]:
 
 
 def targets_from_policy(policy: Any) -> list[str]:
-    targets: list[str] = []
-    if "nvidia" in policy.vendors:
-        targets += list(policy.compiler.nvidia_targets)
-    if "amd" in policy.vendors:
-        targets += list(policy.compiler.amd_targets)
-    return targets
+    return compile_targets(policy.compiler, policy.vendors)
 
 
 def source_digest(repo_root: Path) -> str | None:
@@ -201,11 +197,7 @@ def build_compiler_report(
         if not known_target(target):
             notes.append(
                 f"{target}: no occupancy table or register cap here, so neither is reported "
-                "(known: "
-                + ", ".join(f"sm_{k}" for k in NVIDIA_ARCHS)
-                + ", "
-                + ", ".join(AMD_ARCHS)
-                + ")"
+                f"(known: {', '.join(known_target_names())})"
             )
     records.sort(key=lambda r: (r.kernel, r.target, r.function, r.config_label))
     return make_report(

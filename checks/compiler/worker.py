@@ -26,7 +26,8 @@ from typing import Any
 from checks.compiler import triton_compat
 from checks.compiler.cheap_inputs import unfilled_random
 from checks.compiler.measure import measure
-from checks.compiler.report import KernelCompileRecord, vendor_of
+from checks.compiler.records import KernelCompileRecord
+from checks.compiler.targets import target_for, vendor_of
 
 RECORD_CACHE_VERSION = "1"
 
@@ -131,7 +132,7 @@ def fresh_fields(req: Any, target: str) -> dict:
     try:
         out = triton_compat.compile_request(req, target)
         cuobjdump = ""
-        if vendor_of(target) == "nvidia" and "Used " not in out.ptxas_log:
+        if target_for(target).wants_resource_dump(out.ptxas_log):
             cuobjdump = _cuobjdump(out.binary)
         fields = measure(
             target=target,

@@ -1,27 +1,29 @@
 """The sweep for a plan, and its results reduced to the evidence the verdict reads.
 
-``sweep_for_plan`` is what a measure job runs for one vendor and shard: base and head of the plan
-checked out as worktrees, the policy's limits read from base, the plan's kernels expanded into
-cases (served, small, ragged), this shard's share measured with Holm spread over the whole plan.
+``sweep_for_plan`` is what a measure job runs for one vendor and shard, in the job's worktrees of
+base and head and under the base policy's limits: the plan's kernels expanded into cases (served,
+small, ragged), this shard's share measured with Holm spread over the whole plan.
 ``to_evidence`` turns a ``SweepResult`` into ``bot.contracts.evidence.SweepEvidence``.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bot import gitutil
+from bot.contracts.base import VENDORS
 from bot.contracts.evidence import ShapeLine, SweepEvidence
-from bot.contracts.plan import Plan
+from bot.contracts.plan import Plan, PlanLimits
 from bot.errors import ResultsError
 from checks.checkout import checkout_for
 from checks.sweep.models import ShapeResult, SweepResult
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import plan_cases
 from checks.worker_env import run_sealed
+
+if TYPE_CHECKING:
+    from bot.policy.model import Policy
 
 SHAPE_VERDICT = {
     "wrong_result": "WRONG",
@@ -76,9 +78,10 @@ def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvide
     """The review's view of a sweep. A CPU-timed sweep needs ``vendor`` named explicitly and is
     marked as CPU timing so the verdict never takes it for a GPU measurement."""
     v = vendor or result.vendor
-    if v not in ("nvidia", "amd"):
+    if v not in VENDORS:
         raise ResultsError(
-            f"a {result.vendor} sweep has no GPU vendor", hint="pass vendor='nvidia' or 'amd'"
+            f"a {result.vendor} sweep has no GPU vendor",
+            hint="pass vendor= one of " + ", ".join(repr(name) for name in VENDORS),
         )
     served = result.summary.served
     return SweepEvidence(
@@ -98,54 +101,43 @@ def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvide
 def sweep_for_plan(
     plan: Plan,
     *,
+    base_root: Path,
+    head_root: Path,
+    limits: PlanLimits,
+    policy: Policy | None = None,
     shard: tuple[int, int] = (1, 1),
-    repo_root: Path,
     options: SweepOptions | None = None,
-    work_dir: Path | None = None,
+    work_dir: Path,
     progress: Callable[[str], None] | None = None,
 ) -> SweepResult:
-    """Measure shard ``i`` of ``n`` of the plan's cases (every n-th case, from the i-th)."""
-    from bot.policy.load import load_policy
-
+    """Measure shard ``i`` of ``n`` of the plan's cases (every n-th case, from the i-th), base
+    and head checked out at ``base_root`` and ``head_root``; logs go under ``work_dir``. The base
+    ``policy``'s import path and build step, when given, set up each checkout."""
     i, n = shard
-    work = work_dir or Path(tempfile.mkdtemp(prefix="kernel-review-sweep-"))
-    trees: list[Path] = []
-    try:
-        base_root = gitutil.add_worktree(repo_root, work / "base", plan.base_sha)
-        trees.append(base_root)
-        head_root = gitutil.add_worktree(repo_root, work / "head", plan.head_sha)
-        trees.append(head_root)
-        policy = load_policy(base_root).policy
-        limits = policy.limits
-        cases = plan_cases(
-            plan.kernels,
-            max_shapes=limits.max_shapes,
-            max_elements_per_tensor=limits.max_elements_per_tensor,
-            add_small_and_ragged=not plan.quick,
-        )
-        mine = cases.cases[i - 1 :: n]
-        opts = (options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))).model_copy(
-            update={"checkout": checkout_for(policy)}
-        )
-        return run_sealed(
-            (base_root, head_root),
-            lambda: run_sweep(
-                mine,
-                base_root=base_root,
-                head_root=head_root,
-                base_rev=plan.base_sha,
-                head_rev=plan.head_sha,
-                options=opts,
-                work_dir=work,
-                progress=progress,
-                partial_path=work / "partial.jsonl",
-                notes=cases.notes,
-                family_size=len(cases.cases),
-            ),
+    cases = plan_cases(
+        plan.kernels,
+        max_shapes=limits.max_shapes,
+        max_elements_per_tensor=limits.max_elements_per_tensor,
+        add_small_and_ragged=not plan.quick,
+    )
+    mine = cases.cases[i - 1 :: n]
+    opts = (options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))).model_copy(
+        update={"checkout": checkout_for(policy)}
+    )
+    return run_sealed(
+        (base_root, head_root),
+        lambda: run_sweep(
+            mine,
+            base_root=base_root,
+            head_root=head_root,
+            base_rev=plan.base_sha,
+            head_rev=plan.head_sha,
+            options=opts,
+            work_dir=work_dir,
             progress=progress,
-        )
-    finally:
-        for tree in trees:
-            gitutil.remove_worktree(repo_root, tree)
-        if work_dir is None:
-            shutil.rmtree(work, ignore_errors=True)
+            partial_path=work_dir / "partial.jsonl",
+            notes=cases.notes,
+            family_size=len(cases.cases),
+        ),
+        progress=progress,
+    )

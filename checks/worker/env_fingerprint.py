@@ -83,7 +83,3 @@ def comparable(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """What differs between two fingerprints in a way that makes their numbers not comparable
     (an empty list when they are comparable)."""
     return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in COMPARABLE_KEYS if a.get(k) != b.get(k)]
-
-
-def python_executable() -> str:
-    return sys.executable

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.errors import CompilerError
-from checks.compiler.occupancy import AMD_ARCHS, NVIDIA_ARCHS, parse_target
+from checks.compiler.targets import target_for
 from checks.compiler.triton_compat._targets import gpu_target
 from checks.compiler.triton_compat._variants import (
     CompileRequest,
@@ -43,28 +43,8 @@ class _Properties:
         self._target = target
 
     def get_device_properties(self, device: Any = None) -> dict[str, int]:
-        vendor, arch = parse_target(_target_name(self._target))
-        if vendor == "nvidia":
-            a = NVIDIA_ARCHS.get(int(arch)) or NVIDIA_ARCHS[90]
-            return {
-                "max_shared_mem": a.shared_per_block_bytes,
-                "max_num_regs": a.regs_per_sm,
-                "multiprocessor_count": a.sm_count,
-                "warpSize": 32,
-                "sm_clock_rate": 0,
-                "mem_clock_rate": 0,
-                "mem_bus_width": 0,
-            }
-        b = AMD_ARCHS.get(str(arch)) or AMD_ARCHS["gfx942"]
-        return {
-            "max_shared_mem": b.lds_per_cu_bytes,
-            "max_num_regs": b.vgprs_per_simd_lane * b.wave_size * b.simds_per_cu,
-            "multiprocessor_count": b.cu_count,
-            "warpSize": self._target.warp_size,
-            "sm_clock_rate": 0,
-            "mem_clock_rate": 0,
-            "mem_bus_width": 0,
-        }
+        vendor = target_for(self._target.backend)
+        return vendor.device_properties(self._target.arch, self._target.warp_size)
 
 
 class _CompileOnlyDriver:
@@ -92,9 +72,7 @@ class _CompileOnlyDriver:
         return 0
 
     def get_device_capability(self, device: Any = None) -> tuple[int, int]:
-        if self.target.backend == "cuda":
-            return divmod(int(self.target.arch), 10)
-        return (9, 4)
+        return target_for(self.target.backend).device_capability(self.target.arch)
 
     def get_active_torch_device(self) -> Any:
         import torch
@@ -108,8 +86,9 @@ class _CompileOnlyDriver:
         return ty
 
 
-def _target_name(target: Any) -> str:
-    return f"sm_{target.arch}" if target.backend == "cuda" else str(target.arch)
+def _target_name(backend: str, arch: Any) -> str:
+    """The target name of a Triton back end's architecture: ("cuda", 90) -> "sm_90"."""
+    return target_for(backend).target_name(arch)
 
 
 class Recorder:

@@ -46,9 +46,9 @@ def observe_compiles_and_autotuning() -> Iterator[tuple[list[CompileEvent], list
     def listener(*, src: Any, metadata: dict, times: Any, cache_hit: bool, **_: Any) -> None:
         target = metadata.get("target")
         name = (
-            _target_name(target)
+            _target_name(target.backend, target.arch)
             if hasattr(target, "backend")
-            else (f"sm_{target['arch']}" if target.get("backend") == "cuda" else target["arch"])
+            else _target_name(target["backend"], target["arch"])
         )
         compiles.append(
             CompileEvent(

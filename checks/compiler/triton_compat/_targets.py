@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from bot.errors import CompilerError
-from checks.compiler.occupancy import parse_target
+from checks.compiler.targets import parse_target
 
 SUPPORTED_SERIES = ((3, 6),)
 
@@ -42,11 +42,7 @@ def gpu_target(name: str) -> Any:
     from triton.backends.compiler import GPUTarget
 
     vendor, arch = parse_target(name)
-    if vendor == "nvidia":
-        return GPUTarget("cuda", arch, 32)
-    gfx = str(arch)
-    major = int(gfx[3:-2]) if gfx[3:-2].isdigit() else 9
-    return GPUTarget("hip", gfx, 32 if major >= 10 else 64)
+    return GPUTarget(*vendor.triton_target(arch))
 
 
 def backend_hash(name: str) -> str:

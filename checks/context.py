@@ -1,0 +1,128 @@
+"""What every check of one measure job shares, made once per job: ``MeasureContext``.
+
+The plan, the vendor and shard this runner measures, the base policy (read once, from the
+base commit: a pull request cannot loosen its own rules), the worktrees of base and head (each
+made the first time a check asks for it, and all removed when the job ends), a scratch folder,
+the folder detailed results are written to, and the progress callback.
+
+What the plan carries (limits, deployment, compiler targets) is taken from the plan; the base
+policy answers what an older plan does not carry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from bot import gitutil
+from bot.contracts.base import Vendor
+from bot.contracts.plan import Plan, PlanDeployment, PlanLimits
+from bot.errors import PolicyError
+from bot.policy.load import find_policy, missing_policy
+from bot.policy.model import Policy
+from bot.revision import GitRevision
+from checks.compiler.targets import VendorTarget, compile_targets, target_for
+
+Progress = Callable[[str], None]
+Side = Literal["base", "head"]
+
+
+@dataclass
+class MeasureContext:
+    plan: Plan
+    target: VendorTarget  # the vendor this runner measures
+    repo_root: Path
+    policy: Policy | None  # the base commit's, None when it has none
+    no_policy: PolicyError | None  # why there is none, when there is none
+    work: Path  # scratch space, removed with the context
+    shard: tuple[int, int] = (1, 1)  # i of n: this runner measures every n-th case from the i-th
+    details_dir: Path | None = None  # where detailed results are written, if anywhere
+    progress: Progress = lambda _m: None
+    sweep_options: Any = None  # a checks.sweep.run.SweepOptions overriding the sweep's defaults
+    _trees: dict[Side, Path] = field(default_factory=dict)
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(
+        cls, plan: Plan, *, vendor: str, repo_root: Path, **options: Any
+    ) -> Iterator[MeasureContext]:
+        """The context of one job; its worktrees and scratch space are gone when it closes.
+        ``options`` are the fields of the same names (shard, details_dir, progress,
+        sweep_options). An unknown ``vendor`` is a PolicyError."""
+        target = target_for(vendor)
+        repo_root = Path(repo_root)
+        base = GitRevision(repo_root, plan.base_sha)
+        found = find_policy(base)  # the base's rules, never the head's
+        no_policy = None
+        if found is None:
+            no_policy = missing_policy(
+                base,
+                place=f"at the base commit ({base.label})",
+                hint="commit .github/kernel-review.toml to the base branch (see docs/policy.md)",
+            )
+        with tempfile.TemporaryDirectory(prefix="kernel-review-measure-") as tmp:
+            policy = found[0] if found else None
+            ctx = cls(plan, target, repo_root, policy, no_policy, Path(tmp), **options)
+            try:
+                yield ctx
+            finally:
+                ctx._remove_trees()
+
+    @property
+    def vendor(self) -> Vendor:
+        return self.target.vendor
+
+    @property
+    def first_shard(self) -> bool:
+        """Whether this is shard 1: what does not split by shape is measured there only."""
+        return self.shard[0] == 1
+
+    def tree(self, side: Side) -> Path:
+        """The worktree of base or head: made on the first call, the same path after."""
+        if side not in self._trees:
+            sha = self.plan.base_sha if side == "base" else self.plan.head_sha
+            self._trees[side] = gitutil.add_worktree(self.repo_root, self.work / side, sha)
+        return self._trees[side]
+
+    def scratch(self, name: str) -> Path:
+        """A folder of its own for one check (logs, partial results)."""
+        path = self.work / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _remove_trees(self) -> None:
+        for tree in self._trees.values():
+            gitutil.remove_worktree(self.repo_root, tree)
+        self._trees.clear()
+
+    # --- what the plan carries, else the base policy ------------------------------------------
+
+    @property
+    def limits(self) -> PlanLimits:
+        """The limits on this run; a PolicyError when neither the plan nor the base has any."""
+        if self.plan.limits is not None:
+            return self.plan.limits
+        if self.policy is None:
+            assert self.no_policy is not None
+            raise self.no_policy
+        return PlanLimits.model_validate(self.policy.limits.model_dump())
+
+    @property
+    def deployment(self) -> PlanDeployment | None:
+        """How the kernels are deployed (None: neither the plan nor the base says)."""
+        if self.plan.deployment is not None or self.policy is None:
+            return self.plan.deployment
+        return PlanDeployment.model_validate(self.policy.deployment.model_dump())
+
+    @property
+    def compiler_targets(self) -> list[str] | None:
+        """The targets to compile for, for the plan's vendors (None: no one says)."""
+        if self.plan.compiler_targets is not None:
+            return list(self.plan.compiler_targets)
+        if self.policy is None:
+            return None
+        return compile_targets(self.policy.compiler, self.plan.vendors)

@@ -1,0 +1,124 @@
+"""The checks a measure job runs, in order: ``CHECKS``, an explicit tuple.
+
+A check has a ``name``, ``applies(ctx)`` (does the plan ask for it, and is this runner and shard
+the one that measures it) and ``run(ctx)``, which returns its part of the evidence, with a
+NotRun row for whatever it could not do. ``checks.measure.measure_plan`` merges the parts; a new
+check is one class here and its entry in ``CHECKS``, nothing else.
+
+Nothing here imports torch or triton: each check imports what it measures with inside ``run``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.contracts.evidence import Evidence, NotRun
+from bot.errors import KernelReviewError
+from checks.context import MeasureContext
+
+
+class Check(Protocol):
+    name: str
+
+    def applies(self, ctx: MeasureContext) -> bool: ...
+
+    def run(self, ctx: MeasureContext) -> Evidence: ...
+
+
+class Sweep:
+    """Base against head over this shard's share of the plan's shapes."""
+
+    name = "sweep"
+
+    def applies(self, ctx: MeasureContext) -> bool:
+        return "sweep" in ctx.plan.checks
+
+    def run(self, ctx: MeasureContext) -> Evidence:
+        from checks.sweep.evidence import sweep_for_plan, to_evidence
+        from checks.sweep.models import dump_results
+
+        try:
+            limits = ctx.limits
+            result = sweep_for_plan(
+                ctx.plan,
+                base_root=ctx.tree("base"),
+                head_root=ctx.tree("head"),
+                limits=limits,
+                policy=ctx.policy,
+                shard=ctx.shard,
+                options=ctx.sweep_options,
+                work_dir=ctx.scratch("sweep"),
+                progress=ctx.progress,
+            )
+        except KernelReviewError as exc:
+            return Evidence(not_run=(NotRun(check="sweep", vendor=ctx.vendor, reason=exc.message),))
+        if ctx.details_dir is not None:
+            i, n = ctx.shard
+            dump_results(result, ctx.details_dir / f"sweep-{ctx.vendor}-{i}of{n}.json")
+        return Evidence(sweeps=(to_evidence(result, vendor=ctx.vendor),))
+
+
+class FirstCall:
+    """What a fresh process of the deployment pays before each kernel's first result, cold and
+    warm; measured once per vendor (on shard 1), since it does not split by shape."""
+
+    name = "first_call"
+
+    def applies(self, ctx: MeasureContext) -> bool:
+        return "first_call" in ctx.plan.checks and ctx.first_shard and ctx.deployment is not None
+
+    def run(self, ctx: MeasureContext) -> Evidence:
+        from checks.compiler.run import specs_for
+        from checks.first_call.measure import first_call_evidence, measure_first_call
+
+        deployment = ctx.deployment
+        assert deployment is not None  # applies() says so
+        head = ctx.tree("head")
+        found, not_run = [], []
+        for spec in specs_for(ctx.plan.kernels):
+            ctx.progress(f"first call: {spec.name} (cold, then warm) in fresh processes")
+            try:
+                report = measure_first_call(
+                    head,
+                    spec,
+                    mode="gpu",
+                    deployment_kind=deployment.kind,
+                    budget_ms=deployment.first_call_budget_ms,
+                )
+            except KernelReviewError as exc:
+                reason = f"{spec.name}: {exc.message}"
+                not_run.append(NotRun(check="first_call", vendor=ctx.vendor, reason=reason))
+                continue
+            found.append(first_call_evidence(report, ctx.vendor))
+        return Evidence(first_calls=tuple(found), not_run=tuple(not_run))
+
+
+class Compiler:
+    """Old against new compiler output for every target of every vendor; measured by the first
+    vendor's runner on shard 1 (it cross-compiles, so one runner covers all vendors)."""
+
+    name = "compiler"
+
+    def applies(self, ctx: MeasureContext) -> bool:
+        return (
+            "compiler" in ctx.plan.checks
+            and ctx.first_shard
+            and ctx.vendor == ctx.plan.vendors[0]
+            and bool(ctx.plan.kernels)
+            and bool(ctx.compiler_targets)
+        )
+
+    def run(self, ctx: MeasureContext) -> Evidence:
+        from checks.compiler.evidence import compiler_evidence_for_trees
+
+        ctx.progress("compiler report: old and new, every config, both vendors")
+        try:
+            compiler, not_run = compiler_evidence_for_trees(
+                ctx.tree("base"), ctx.tree("head"), ctx.plan, ctx.compiler_targets or []
+            )
+        except KernelReviewError as exc:
+            return Evidence(not_run=(NotRun(check="compiler", reason=exc.message),))
+        return Evidence(compiler=compiler, not_run=tuple(not_run))
+
+
+CHECKS: tuple[Check, ...] = (Sweep(), FirstCall(), Compiler())
