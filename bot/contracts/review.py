@@ -51,7 +51,7 @@ class Requirements(Frozen):
 
 class Condition(Frozen):
     number: int
-    key: Literal["sweep", "first_call", "vendors", "ownership", "rollback"]
+    key: str  # its key in bot.review.conditions.CONDITIONS
     title: str
     state: State
     summary: str  # one line: what we found
