@@ -201,7 +201,7 @@ def _gate_outputs(d: GateDecision, results: Path) -> dict[str, str]:
     }
 
 
-def run_plan(env: ActionEnv, client_factory) -> int:
+def plan_mode(env: ActionEnv, client_factory) -> int:
     result, _ = _gate(env, client_factory)
     d = result.decision
     env.results_path.mkdir(parents=True, exist_ok=True)
@@ -214,7 +214,7 @@ def run_plan(env: ActionEnv, client_factory) -> int:
     return 0
 
 
-def run_ack(env: ActionEnv, client_factory) -> int:
+def ack_mode(env: ActionEnv, client_factory) -> int:
     result, client = _gate(env, client_factory)
     d = result.decision
     if d.event != "issue_comment" or d.comment_id is None or d.ignored:
@@ -240,7 +240,7 @@ def run_ack(env: ActionEnv, client_factory) -> int:
     return 0
 
 
-def run_report(env: ActionEnv, client_factory) -> int:
+def report_mode(env: ActionEnv, client_factory) -> int:
     from bot.github.sticky import upsert_sticky
     from bot.jobs.report import (
         annotations,
@@ -303,7 +303,7 @@ def run_report(env: ActionEnv, client_factory) -> int:
     return 0
 
 
-def run_measure(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -> int:
+def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -> int:
     """Run the gate's plan for one vendor and shard; writes ``results-<vendor>-<i>of<n>.json``."""
     from bot.contracts.results import ResultsFile
 
@@ -384,9 +384,9 @@ def handle(args: argparse.Namespace) -> int:
     env = ActionEnv.from_environ(os.environ)
     factory = lambda: _client(env)  # noqa: E731
     if args.mode == "plan":
-        return run_plan(env, factory)
+        return plan_mode(env, factory)
     if args.mode == "ack":
-        return run_ack(env, factory)
+        return ack_mode(env, factory)
     if args.mode == "report":
-        return run_report(env, factory)
-    return run_measure(env)
+        return report_mode(env, factory)
+    return measure_mode(env)
