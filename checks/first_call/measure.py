@@ -138,18 +138,17 @@ def judge(
         for s in run.standalone if run else ():
             if s.error:
                 notes.append(f"{run.cache} {s.shape}: {s.error}")  # type: ignore[union-attr]
+    common: dict[str, Any] = {
+        "kernel": kernel,
+        "mode": mode,
+        "target": target,
+        "deployment_kind": deployment_kind,
+        "budget_ms": budget_ms,
+        "cold": cold,
+        "warm": warm,
+    }
     if cold is None or cold.error or not cold.standalone:
-        return FirstCallReport(
-            kernel=kernel,
-            mode=mode,
-            target=target,
-            deployment_kind=deployment_kind,
-            budget_ms=budget_ms,
-            cold=cold,
-            warm=warm,
-            verdict="not-measured",
-            notes=tuple(notes),
-        )
+        return FirstCallReport(**common, verdict="not-measured", notes=tuple(notes))
     keys = {k for s in cold.distribution for k in s.autotune_keys}
     tune = [s.autotune_ms for s in cold.distribution if s.autotune_ms is not None]
 
@@ -171,13 +170,7 @@ def judge(
             "GPU context are not measured"
         )
     return FirstCallReport(
-        kernel=kernel,
-        mode=mode,
-        target=target,
-        deployment_kind=deployment_kind,
-        budget_ms=budget_ms,
-        cold=cold,
-        warm=warm,
+        **common,
         cold_first_call_ms=cold.standalone[0].standalone_ms,
         warm_first_call_ms=warm.standalone[0].standalone_ms if warm and warm.standalone else None,
         distinct_autotune_keys=len(keys),
