@@ -128,6 +128,7 @@ def test_minimal_policy_gets_the_defaults() -> None:
         "max_shapes": 64,
         "max_elements_per_tensor": 2**30,
         "max_gpu_seconds": 900,
+        "worker_memory_gib": None,
     }
     assert policy.compiler.nvidia_targets == ["sm_90"]
     assert policy.compiler.amd_targets == ["gfx942", "gfx90a"]

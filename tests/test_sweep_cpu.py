@@ -374,3 +374,39 @@ def test_bench_plans_the_fixture_policy_by_its_tensors(tmp_path: Path) -> None:
     served = {(c.kernel, c.dims) for c in plan.cases if c.category == "served"}
     assert ("matmul", (4096, 4096, 4096)) in served
     assert {c.kernel for c in plan.cases} == {"vector_add", "softmax", "matmul"}
+
+
+def test_the_policys_worker_memory_cap_reaches_the_workers(tmp_path: Path) -> None:
+    from checks.worker_env import default_memory_bytes
+
+    if default_memory_bytes() <= 4 * 2**30:
+        pytest.skip("the default cap is already under the 4 GiB the stand-in allocates")
+    repo = tmp_path / "repo"
+    gitutil.init_repo(repo)
+    for module in ("standin_kernels.py", "side_marker.py"):
+        (repo / module).write_text((STANDINS / "head" / module).read_text())
+    (repo / ".github").mkdir()
+    (repo / ".github" / "kernel-review.toml").write_text(
+        POLICY.replace("max_gpu_seconds = 600", "max_gpu_seconds = 600\nworker_memory_gib = 2")
+    )
+    sha = gitutil.commit_all(repo, "hog")
+    plan = Plan(
+        base_sha=sha, head_sha=sha, vendors=("nvidia",), checks=("sweep",), quick=True,
+        kernels=(PlannedKernel(name="hog", bench="standin_kernels:hog", paths=("standin_kernels.py",),
+                               dtypes=("float32",), shapes=(PlannedShape(dims=(1000,)),),
+                               tolerance=0.5, change_kinds=("body",)),),
+    )  # fmt: skip
+    opts = SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600)
+    with MeasureContext.open(plan, vendor="nvidia", repo_root=repo) as ctx:
+        assert ctx.limits.worker_memory_gib == 2
+        result = sweep_for_plan(
+            plan,
+            base_root=ctx.tree("base"),
+            head_root=ctx.tree("head"),
+            limits=ctx.limits,
+            policy=ctx.policy,
+            options=opts,
+            work_dir=tmp_path / "w",
+        )
+    # 4 GiB under a 2 GiB cap: out of memory, where the machine's default cap would allow it
+    assert [c.status for c in result.cases] == ["oom"], [c.message for c in result.cases]

@@ -40,6 +40,7 @@ class PlanLimits(Frozen):
     max_shapes: int
     max_elements_per_tensor: int
     max_gpu_seconds: float
+    worker_memory_gib: int | None = None  # None: a quarter of the runner's memory, at least 4 GiB
 
 
 class PlanDeployment(Frozen):

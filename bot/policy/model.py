@@ -283,6 +283,11 @@ class Limits(_Model):
     max_gpu_seconds: PositiveInt = Field(
         default=900, description="the most GPU-seconds one run may use, an integer > 0"
     )
+    worker_memory_gib: PositiveInt | None = Field(
+        default=None,
+        description="the most memory one measured process may allocate, in GiB, an integer > 0 "
+        "(default: a quarter of the runner's memory, at least 4)",
+    )
 
 
 class CompilerTargets(_Model):

@@ -122,7 +122,10 @@ def sweep_for_plan(
     )
     mine = cases.cases[i - 1 :: n]
     opts = (options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))).model_copy(
-        update={"checkout": checkout_for(policy)}
+        update={
+            "checkout": checkout_for(policy),
+            "worker_memory_bytes": (limits.worker_memory_gib or 0) * 2**30 or None,
+        }
     )
     return run_sealed(
         (base_root, head_root),

@@ -29,6 +29,7 @@ from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.shapes import Case, fit_budget
 from checks.sweep.summary import finalize, merge, recompute
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec
+from checks.worker_env import default_memory_bytes
 
 Progress = Callable[[str], None]
 
@@ -48,6 +49,7 @@ class SweepOptions(BaseModel):
     warmup_min_s: float = 1.0
     warmup_max_s: float = 10.0
     checkout: Checkout = Checkout()  # python_path and the [setup] build step, from the policy
+    worker_memory_bytes: int | None = None  # each worker's cap; None: default_memory_bytes()
 
 
 def visible_gpus() -> list[str]:
@@ -219,6 +221,7 @@ def run_sweep(
                 gpu=gpu,
                 timeouts=options.timeouts,
                 python_path=options.checkout.python_path,
+                memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
             )
             for side, root in (("base", base_root), ("head", head_root))
         }
