@@ -138,3 +138,42 @@ def test_results_files_bound_the_lists():
         "old",
         "new",
     ]
+
+
+@pytest.mark.slow
+def test_the_fixture_matmul_retune_shows_its_real_lists(tmp_path: Path) -> None:
+    from bot.cli import main
+
+    out = tmp_path / "review.md"
+    assert main(["demo", "--out", str(out)]) == 0
+    review = out.read_text()
+    # the Hopper retune: BLOCK_SIZE_K 32 -> 64 on NVIDIA, the AMD list untouched
+    assert (
+        "- matmul on sm\\_90: autotune configs, read on the runner: old 8 → new 10; added: "
+        "`BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, num_warps=8, "
+        "num_stages=3`"
+    ) in review
+    assert "removed: `BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=32" in review
+    assert (
+        "- matmul on gfx90a, gfx942: autotune configs, read on the runner: 6, the same old and new"
+    ) in review
+
+
+def test_the_report_job_keeps_the_lists_of_a_results_file():
+    from bot.contracts.evidence import CompilerRow
+    from bot.contracts.results import ResultsFile
+    from bot.jobs.report import merge_evidence
+
+    row = CompilerRow(
+        kernel="mm", side="new", language="triton", vendor="nvidia", target="sm_90", config="A=1"
+    )
+    compiler = CompilerEvidence(rows=(row,), autotune=(_live("new", ("A=1",)),))
+    results = ResultsFile(
+        head_sha="a" * 40, base_sha="b" * 40, vendor="nvidia", evidence=Evidence(compiler=compiler)
+    )
+    text = results.model_dump_json()
+    merged = merge_evidence([ResultsFile.model_validate_json(text)], vendors=("nvidia",))
+    assert merged.compiler is not None and merged.compiler.autotune == compiler.autotune
+    hostile = text.replace('"configs":["A=1"]', '"configs":["' + "A" * (MAX_LABEL + 1) + '"]')
+    with pytest.raises(ValidationError):
+        ResultsFile.model_validate_json(hostile)

@@ -153,7 +153,7 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
     return out
 
 
-AUTOTUNE_LISTED = 3  # added / removed configs quoted per line; the rest are counted
+AUTOTUNE_LISTED = 2  # added / removed configs quoted per line; the rest are counted
 
 
 def _count(a: AutotuneEvidence) -> int:
