@@ -166,13 +166,24 @@ def _quoted(labels: Sequence[str]) -> str:
     return shown + (f" (+{rest} more)" if rest > 0 else "")
 
 
-def _autotune_change(old: AutotuneEvidence | None, new: AutotuneEvidence | None) -> str:
-    """Old against new for one autotune list: the counts, then what was added and removed."""
+def _autotune_extras(a: AutotuneEvidence) -> str:
+    text = "; pruned at run time (`prune_configs_by`)" if a.pruned else ""
+    if a.heuristics:
+        text += f"; `@triton.heuristics` sets {esc(', '.join(a.heuristics))}"
+    best = list(a.best.items())
+    if best:
+        text += "; best: " + ", ".join(f"{code(k)} → {code(v)}" for k, v in best[:2])
+        text += f" (+{len(best) - 2} more keys)" if len(best) > 2 else ""
+    return text
+
+
+def _autotune_change(pair: dict[str, AutotuneEvidence]) -> str:
+    """Old against new for one autotune list (``pair`` has one side or both): the counts, then
+    what was added and removed, then what the new side (else the old) says besides."""
+    old, new = pair.get("old"), pair.get("new")
     if old is None or new is None:
-        only = new or old
-        assert only is not None  # a line has at least one side
-        side = "old" if new is None else "new"
-        return f"{side} {_count(only)} (no autotuner on the {'new' if new is None else 'old'} side)"
+        (side, only), other = next(iter(pair.items())), "new" if new is None else "old"
+        return f"{side} {_count(only)} (no autotuner on the {other} side)" + _autotune_extras(only)
     if (old.configs, old.more_configs) == (new.configs, new.more_configs):
         text = f"{_count(new)}, the same old and new"
     else:
@@ -183,18 +194,7 @@ def _autotune_change(old: AutotuneEvidence | None, new: AutotuneEvidence | None)
         text += f"; removed: {_quoted(removed)}" if removed else ""
     if old.key != new.key:
         text += f"; key ({esc(', '.join(old.key))}) → ({esc(', '.join(new.key))})"
-    return text
-
-
-def _autotune_extras(a: AutotuneEvidence) -> str:
-    text = "; pruned at run time (`prune_configs_by`)" if a.pruned else ""
-    if a.heuristics:
-        text += f"; `@triton.heuristics` sets {esc(', '.join(a.heuristics))}"
-    best = list(a.best.items())
-    if best:
-        text += "; best: " + ", ".join(f"{code(k)} → {code(v)}" for k, v in best[:2])
-        text += f" (+{len(best) - 2} more keys)" if len(best) > 2 else ""
-    return text
+    return text + _autotune_extras(new)
 
 
 def _autotune(items: Sequence[AutotuneEvidence]) -> list[str]:
@@ -220,8 +220,7 @@ def _autotune(items: Sequence[AutotuneEvidence]) -> list[str]:
         name = esc(kernel) + (f" {code(function)}" if function else "")
         for pair, targets in groups.values():
             where = f" on {esc(', '.join(targets))}" if len(groups) > 1 else ""
-            old, new = pair.get("old"), pair.get("new")
-            change = _autotune_change(old, new) + _autotune_extras(new or old)  # type: ignore[arg-type]
+            change = _autotune_change(pair)
             out.append(f"- {name}{where}: autotune configs, read on the runner: {change}")
     return out
 
