@@ -23,6 +23,10 @@ Dim = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 Positive = Annotated[float, Field(gt=0)]  # times and ratios; infinity is a lost CI bound
 NonNegative = Annotated[float, Field(ge=0)]
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+# Bounds on a live autotune list (results are untrusted): configs per list, characters per label.
+MAX_CONFIGS = 300
+MAX_LABEL = 300
+Label = Annotated[str, Field(max_length=MAX_LABEL)]
 
 _Part = TypeVar("_Part", bound=Frozen)
 
@@ -124,11 +128,34 @@ class CompilerFlag(Frozen):
     line: Count | None = None
 
 
+class AutotuneList(Frozen):
+    """One ``triton.autotune`` list as the compile worker saw it after importing the code for
+    ``targets`` (a list built at import time is read here, where static analysis cannot)."""
+
+    kernel: Label  # the policy kernel whose entry point launched it
+    function: Label  # the JIT function it tunes
+    targets: tuple[Label, ...] = Field(min_length=1, max_length=64)
+    configs: tuple[Label, ...] = Field(default=(), max_length=MAX_CONFIGS)
+    more_configs: Count = 0  # configs past MAX_CONFIGS, not listed
+    key: tuple[Label, ...] = Field(default=(), max_length=64)
+    pruned: bool = False  # prune_configs_by / early_config_prune: fewer may be compiled or run
+    heuristics: tuple[Label, ...] = Field(default=(), max_length=64)  # @triton.heuristics values
+    best: dict[Label, Label] = Field(default_factory=dict, max_length=MAX_CONFIGS)  # key -> config
+
+
+class AutotuneEvidence(AutotuneList):
+    """An autotune list of the old or the new side."""
+
+    side: Literal["old", "new"]
+
+
 class CompilerEvidence(Frozen):
-    """Per kernel and target: old against new registers/spills/occupancy, and the flags."""
+    """Per kernel and target: old against new registers/spills/occupancy, the flags, and the
+    live autotune lists of both sides."""
 
     rows: tuple[CompilerRow, ...] = ()
     flags: tuple[CompilerFlag, ...] = ()
+    autotune: tuple[AutotuneEvidence, ...] = Field(default=(), max_length=1000)
     configs_differ_per_vendor: dict[str, bool] = Field(default_factory=dict)
 
     def merge(self, other: CompilerEvidence) -> CompilerEvidence:

@@ -11,7 +11,13 @@ import math
 import re
 from collections.abc import Sequence
 
-from bot.contracts.evidence import CompilerEvidence, CompilerRow, Evidence, SweepEvidence
+from bot.contracts.evidence import (
+    AutotuneEvidence,
+    CompilerEvidence,
+    CompilerRow,
+    Evidence,
+    SweepEvidence,
+)
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
 
@@ -147,6 +153,78 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
     return out
 
 
+AUTOTUNE_LISTED = 2  # added / removed configs quoted per line; the rest are counted
+
+
+def _count(a: AutotuneEvidence) -> int:
+    return len(a.configs) + a.more_configs
+
+
+def _quoted(labels: Sequence[str]) -> str:
+    shown = ", ".join(code(x) for x in labels[:AUTOTUNE_LISTED])
+    rest = len(labels) - AUTOTUNE_LISTED
+    return shown + (f" (+{rest} more)" if rest > 0 else "")
+
+
+def _autotune_extras(a: AutotuneEvidence) -> str:
+    text = "; pruned at run time (`prune_configs_by`)" if a.pruned else ""
+    if a.heuristics:
+        text += f"; `@triton.heuristics` sets {esc(', '.join(a.heuristics))}"
+    best = list(a.best.items())
+    if best:
+        text += "; best: " + ", ".join(f"{code(k)} → {code(v)}" for k, v in best[:2])
+        text += f" (+{len(best) - 2} more keys)" if len(best) > 2 else ""
+    return text
+
+
+def _autotune_change(pair: dict[str, AutotuneEvidence]) -> str:
+    """Old against new for one autotune list (``pair`` has one side or both): the counts, then
+    what was added and removed, then what the new side (else the old) says besides."""
+    old, new = pair.get("old"), pair.get("new")
+    if old is None or new is None:
+        (side, only), other = next(iter(pair.items())), "new" if new is None else "old"
+        return f"{side} {_count(only)} (no autotuner on the {other} side)" + _autotune_extras(only)
+    if (old.configs, old.more_configs) == (new.configs, new.more_configs):
+        text = f"{_count(new)}, the same old and new"
+    else:
+        text = f"old {_count(old)} → new {_count(new)}"
+        added = [c for c in new.configs if c not in old.configs]
+        removed = [c for c in old.configs if c not in new.configs]
+        text += f"; added: {_quoted(added)}" if added else ""
+        text += f"; removed: {_quoted(removed)}" if removed else ""
+    if old.key != new.key:
+        text += f"; key ({esc(', '.join(old.key))}) → ({esc(', '.join(new.key))})"
+    return text + _autotune_extras(new)
+
+
+def _autotune(items: Sequence[AutotuneEvidence]) -> list[str]:
+    """One line per kernel (per autotuned function where it has several): the live config
+    lists of old and new, per group of targets that saw the same pair."""
+    functions: dict[str, set[str]] = {}
+    for a in items:
+        functions.setdefault(a.kernel, set()).add(a.function)
+    sides: dict[tuple[str, str], dict[str, dict[str, AutotuneEvidence]]] = {}
+    for a in items:
+        name = a.function if len(functions[a.kernel]) > 1 else ""
+        for target in a.targets:
+            sides.setdefault((a.kernel, name), {}).setdefault(target, {})[a.side] = a
+    out = []
+    for (kernel, function), per_target in sorted(sides.items()):
+        groups: dict[str, tuple[dict[str, AutotuneEvidence], list[str]]] = {}
+        for target, pair in sorted(per_target.items()):
+            same = "|".join(
+                pair[s].model_dump_json(exclude={"targets"}) if s in pair else ""
+                for s in ("old", "new")
+            )
+            groups.setdefault(same, (pair, []))[1].append(target)
+        name = esc(kernel) + (f" {code(function)}" if function else "")
+        for pair, targets in groups.values():
+            where = f" on {esc(', '.join(targets))}" if len(groups) > 1 else ""
+            change = _autotune_change(pair)
+            out.append(f"- {name}{where}: autotune configs, read on the runner: {change}")
+    return out
+
+
 def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
     out: list[str] = []
     if ce.flags:
@@ -156,6 +234,8 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
                 f"- **{f.severity}** {esc(f.kernel)} on {f.vendor} {esc(f.target)}: {esc(f.message)}{where}"
             )
         out.append("")
+    if ce.autotune:
+        out += [*_autotune(ce.autotune), ""]
     if ce.rows:
         if full:
             out += _compiler_rows(ce.rows)

@@ -6,7 +6,8 @@ bench entry points (``checks.compiler.run``); on the old side of a rewrite the e
 the C++ kernel, so its C++ files (the kernel's policy paths) are compiled by each vendor's C++
 compiler where it exists (nvcc for ``.cu``, hipcc for ``.hip``: the ``checks.compiler.targets``
 implementation says which). The head's flags, plus occupancy that dropped from old to new,
-become the review's compiler evidence.
+become the review's compiler evidence, with each side's live autotune lists (one entry per list,
+naming every target that imported the same list).
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bot.contracts.evidence import CompilerEvidence, CompilerFlag, CompilerRow, NotRun
+from bot.contracts.evidence import (
+    AutotuneEvidence,
+    AutotuneList,
+    CompilerEvidence,
+    CompilerFlag,
+    CompilerRow,
+    NotRun,
+)
 from bot.errors import KernelReviewError
 from bot.gitutil import add_worktree, remove_worktree
 from checks.compiler.records import CompilerReport, Flag, KernelCompileRecord
@@ -89,6 +97,7 @@ def tree_report(
         compiled=report.compiled,
         cached=report.cached,
         notes=report.notes,
+        autotune=report.autotune,
     )
 
 
@@ -138,6 +147,19 @@ def rows(side: str, report: CompilerReport) -> list[CompilerRow]:
     return [_row(side, g) for _, g in sorted(groups.items())]
 
 
+def autotune_evidence(side: str, lists: tuple[AutotuneList, ...]) -> list[AutotuneEvidence]:
+    """One side's live autotune lists, the targets that imported the same list joined."""
+    joined: dict[str, AutotuneEvidence] = {}
+    for a in lists:
+        same = a.model_dump_json(exclude={"targets"})
+        seen = joined.get(same)
+        targets = (*seen.targets, *a.targets) if seen else a.targets
+        joined[same] = AutotuneEvidence(
+            **a.model_dump(exclude={"targets"}), targets=tuple(dict.fromkeys(targets)), side=side
+        )
+    return list(joined.values())
+
+
 def _evidence_flag(f: Flag) -> CompilerFlag:
     return CompilerFlag(
         severity=f.severity, kernel=f.kernel, vendor=f.vendor, target=f.target, message=f.message
@@ -155,6 +177,7 @@ def compiler_evidence(old: CompilerReport, new: CompilerReport) -> CompilerEvide
     return CompilerEvidence(
         rows=(*rows("old", old), *rows("new", new)),
         flags=tuple(unique),
+        autotune=(*autotune_evidence("old", old.autotune), *autotune_evidence("new", new.autotune)),
         configs_differ_per_vendor=dict(new.configs_differ_per_vendor),
     )
 

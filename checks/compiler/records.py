@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bot.contracts.base import Frozen, Vendor
+from bot.contracts.evidence import AutotuneList
 
 Language = Literal["triton", "cuda", "hip"]
 
@@ -92,3 +93,4 @@ class CompilerReport(Frozen):
     compiled: int = 0  # variants compiled in this run
     cached: int = 0  # variants read from the cache
     notes: tuple[str, ...] = ()
+    autotune: tuple[AutotuneList, ...] = ()  # the live autotune lists, per kernel and target

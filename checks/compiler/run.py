@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.contracts.evidence import AutotuneList
 from bot.errors import CompilerError
 from checks.compiler.records import CompilerReport, KernelCompileRecord
 from checks.compiler.report import make_report
@@ -29,7 +30,7 @@ from checks.compiler.targets import compile_targets, known_target, known_target_
 from checks.job_process import run_job
 from checks.worker_env import tree_digest
 
-JOB_CACHE_VERSION = "1"
+JOB_CACHE_VERSION = "2"  # 2: the answer carries the live autotune lists
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "build", "dist"}
 _MAX_FILES = 20000
 _MAX_SOURCE_BYTES = 256 * 2**20
@@ -180,6 +181,7 @@ def build_compiler_report(
             )
         )
     records: list[KernelCompileRecord] = []
+    autotune: list[AutotuneList] = []
     notes: list[str] = []
     compiled = cached = 0
     for target, (result, job_hit) in zip(targets, results, strict=True):
@@ -191,6 +193,7 @@ def build_compiler_report(
         for r in result["records"]:
             rec = KernelCompileRecord.model_validate(r)
             records.append(rec.model_copy(update={"cached": True}) if job_hit else rec)
+        autotune += [AutotuneList.model_validate(t) for t in result.get("autotune", ())]
         compiled += 0 if job_hit else result["compiled"]
         cached += result["cached"] + result["compiled"] if job_hit else result["cached"]
     for target in targets:
@@ -208,4 +211,5 @@ def build_compiler_report(
         compiled=compiled,
         cached=cached,
         notes=tuple(notes),
+        autotune=tuple(autotune),
     )

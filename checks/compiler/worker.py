@@ -7,7 +7,8 @@ Triton call asks the compiler for, compiles each distinct variant once (or reads
 cache) and writes the records as JSON.
 
 Job: ``{"repo_root", "target", "cache_dir", "out", "kernels": [{"name", "bench", "shapes",
-"dtypes"}]}``.
+"dtypes"}]}``. The answer carries the records and, per kernel, the live autotune lists of the
+autotuners its calls went through (``autotune``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from bot.contracts.evidence import AutotuneList
 from checks.compiler import triton_compat
 from checks.compiler.cheap_inputs import unfilled_random
 from checks.compiler.measure import measure
@@ -65,10 +67,11 @@ def repo_modules(repo_root: str) -> list[Any]:
 
 def record_kernel(
     kernel: dict, target: str, repo_root: str
-) -> tuple[list[tuple[Any, str]], list[dict]]:
+) -> tuple[list[tuple[Any, str]], list[dict], list[dict]]:
     """Run one kernel's entry point for every shape and dtype under the compile-only driver.
 
-    Returns ``(request, shape text)`` pairs and error records for calls that failed.
+    Returns ``(request, shape text)`` pairs, error records for calls that failed, and the live
+    autotune lists of the autotuners the calls went through.
     """
     module_name, _, attr = kernel["bench"].partition(":")
     with triton_compat.compile_only(target) as recorder:
@@ -76,10 +79,12 @@ def record_kernel(
             entry = getattr(importlib.import_module(module_name), attr)
         except Exception as exc:
             msg = f"cannot import the bench entry point {kernel['bench']}: {_short(exc)}"
-            return [], [_error_record(kernel["name"], target, attr, "-", msg)]
+            return [], [_error_record(kernel["name"], target, attr, "-", msg)], []
         kernels = triton_compat.find_kernels(repo_modules(repo_root))
         with unfilled_random():
-            return _call_entry(entry, kernel, target, recorder, kernels)
+            pairs, errors = _call_entry(entry, kernel, target, recorder, kernels)
+        live = triton_compat.live_autotune(recorder.tuners, kernels)
+    return pairs, errors, [{"kernel": kernel["name"], "targets": [target], **t} for t in live]
 
 
 def _call_entry(
@@ -200,9 +205,11 @@ def run_job(job: dict) -> dict:
     sys.path.insert(0, job["repo_root"])
     records: list[dict] = []
     slots: list[dict[str, Any]] = []
+    autotune: list[dict] = []
     for kernel in job["kernels"]:
-        pairs, errors = record_kernel(kernel, target, job["repo_root"])
+        pairs, errors, live = record_kernel(kernel, target, job["repo_root"])
         records.extend(errors)
+        autotune.extend(live)
         variants: dict[str, dict[str, Any]] = {}
         for req, shape in pairs:
             key = req.cache_key(target)
@@ -243,6 +250,7 @@ def run_job(job: dict) -> dict:
         "triton_version": version,
         "target": target,
         "records": checked,
+        "autotune": [AutotuneList.model_validate(t).model_dump(mode="json") for t in autotune],
         "compiled": compiled,
         "cached": cached,
         "wall_s": round(time.perf_counter() - start, 3),

@@ -13,6 +13,9 @@ What it relies on (``triton/runtime/jit.py``, ``runtime/autotuner.py``, ``compil
 - ``Autotuner.run`` would benchmark; while recording it is replaced by a loop that sends each
   config (after ``early_config_prune``) to the kernel once. ``Heuristics.run`` is wrapped to note
   the values it sets.
+- After the imports, each ``Autotuner`` the calls went through holds its live ``configs``,
+  ``keys``, ``early_config_prune`` / ``perf_model`` and ``cache`` (the best config per key); a
+  ``Heuristics`` wrapping it or wrapped by it holds ``values``.
 - ``triton.compile(ASTSource(...), target=GPUTarget(...), options=...)`` compiles for any target
   on a CPU. ``knobs.nvidia.dump_ptxas_log`` prints ptxas' ``-v`` log; ``knobs.compilation.listener``
   reports per-stage times and whether Triton's cache answered.
@@ -21,6 +24,7 @@ What it relies on (``triton/runtime/jit.py``, ``runtime/autotuner.py``, ``compil
 from __future__ import annotations
 
 from checks.compiler.triton_compat._compiling import CompileOutput, compile_request
+from checks.compiler.triton_compat._live import live_autotune, live_config_label
 from checks.compiler.triton_compat._recording import Recorder, autotune_key, compile_only
 from checks.compiler.triton_compat._runtime import (
     AutotuneEvent,
@@ -59,6 +63,8 @@ __all__ = [
     "find_kernels",
     "forget_compiled",
     "gpu_target",
+    "live_autotune",
+    "live_config_label",
     "nvidia_tool",
     "observe_compiles_and_autotuning",
     "plain",

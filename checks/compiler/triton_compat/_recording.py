@@ -98,6 +98,11 @@ class Recorder:
         self.target_name = target_name
         self.requests: list[CompileRequest] = []
         self.functions: list[Any] = []
+        self.tuners: list[Any] = []  # the autotuners the calls went through, in order
+
+    def tuned_by(self, tuner: Any) -> None:
+        if tuner not in self.tuners:
+            self.tuners.append(tuner)
 
     def hook(self, *, key: Any, repr: str, fn: Any, compile: dict, **_: Any) -> bool:
         jit = fn.jit_function
@@ -163,6 +168,7 @@ class Recorder:
                 rest = {k: v for k, v in kwargs.items() if k not in used}
                 key = autotune_key(tuner, args, rest)
                 req.autotuned, req.autotune_key = True, key
+                self.tuned_by(tuner)
                 req.config = _config(req.fn, req.constexprs, req.options, used)
                 for cfg in tuner.configs:
                     if cfg is match:
@@ -227,6 +233,7 @@ def _base_name(kernel: Any) -> str:
 
 def _recording_autotuner_run(recorder: Recorder) -> Callable[..., Any]:
     def run(self: Any, *args: Any, **kwargs: Any) -> None:
+        recorder.tuned_by(self)
         self.nargs = dict(zip(self.arg_names, args, strict=False))
         key = autotune_key(self, args, kwargs)
         configs = list(self.configs)
