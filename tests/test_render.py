@@ -15,6 +15,7 @@ from bot.github.sticky import MAX_COMMENT_CHARS, fit_body
 from bot.review.render import code, esc, render_comment
 from bot.review.verdict import decide
 from tests.golden_util import check_golden
+from tests.test_verdict import REWRITE_KEPT
 
 CTX = ReviewContext(
     repository="acme/ops",
@@ -26,16 +27,7 @@ CTX = ReviewContext(
     vendors=("nvidia", "amd"),
 )
 CHANGES = [
-    ChangeLine(
-        kernel="softmax",
-        kind="rewrite",
-        old_language="cuda+hip",
-        new_language="triton",
-        old_paths=("csrc/softmax.cu", "csrc/softmax.hip"),
-        new_paths=("ops/softmax.py",),
-        old_kernel_kept=True,
-        kept_how="behind OPS_SOFTMAX_IMPL=cuda",
-    ),
+    REWRITE_KEPT,
     ChangeLine(
         kernel="matmul",
         kind="tuning",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +32,20 @@ QUICK = ProtocolConfig(
 FAST = Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
 
 
+def _standin_sweep(cases: list[Case], options: SweepOptions, work: Path, **kw: Any):
+    """A sweep of the CPU stand-in kernels, base against head."""
+    return run_sweep(
+        cases,
+        base_root=STANDINS / "base",
+        head_root=STANDINS / "head",
+        base_rev="b" * 40,
+        head_rev="h" * 40,
+        options=options,
+        work_dir=work,
+        **kw,
+    )
+
+
 @pytest.fixture(scope="module")
 def standin_sweep(tmp_path_factory: pytest.TempPathFactory):
     work = tmp_path_factory.mktemp("sweep")
@@ -52,14 +67,10 @@ def standin_sweep(tmp_path_factory: pytest.TempPathFactory):
         for n in names
     ]
     lines: list[str] = []
-    result = run_sweep(
+    result = _standin_sweep(
         cases,
-        base_root=STANDINS / "base",
-        head_root=STANDINS / "head",
-        base_rev="b" * 40,
-        head_rev="h" * 40,
-        options=SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600),
-        work_dir=work,
+        SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600),
+        work,
         progress=lines.append,
         partial_path=work / "partial.jsonl",
     )
@@ -319,16 +330,12 @@ def test_cases_are_split_between_worker_pairs(tmp_path: Path) -> None:
         Case(kernel="axpy", bench="standin_kernels:axpy", dims=(n,), dtype="float32", tolerance=0.5)
         for n in (1000, 2000, 3000, 4000, 5000)
     ]
-    result = run_sweep(
+    result = _standin_sweep(
         cases,
-        base_root=STANDINS / "base",
-        head_root=STANDINS / "head",
-        base_rev="b" * 40,
-        head_rev="h" * 40,
-        options=SweepOptions(
+        SweepOptions(
             device="cpu", protocol=QUICK, timeouts=FAST, gpus=("0", "1"), measure_ceilings=False
         ),
-        work_dir=tmp_path,
+        tmp_path,
     )
     assert [c.shape for c in result.cases] == [(1000,), (2000,), (3000,), (4000,), (5000,)]
     assert [c.gpu_index for c in result.cases] == [0, 1, 0, 1, 0]
