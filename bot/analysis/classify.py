@@ -89,6 +89,7 @@ def analyze_parsed(
     thrifty: bool = True,
 ) -> Analysis:
     from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
+    from bot.analysis.helpers import fold_helpers
     from bot.analysis.pairing import pair_rewrites
 
     skipped = list(parsed.skipped)
@@ -130,9 +131,12 @@ def analyze_parsed(
     changes += compare_launches(ctx, changes)
     changes = loose_configs(ctx, changes)
     changes = moved_kernels(changes, ctx)
+    changes = fold_helpers(changes, ctx)
     changes = pair_rewrites(changes, ctx)
     changes = [_with_policy(c, policy) for c in changes]
     changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
+    moved = [c for c in changes if c.kind == "moved"]
+    changes = [c for c in changes if c.kind != "moved"]
     partial = {
         p
         for f in sides
@@ -156,6 +160,7 @@ def analyze_parsed(
         from_context_only=context_only,
         policy_kernels=measure,
         notes=notes,
+        moved=moved,
     )
 
 

@@ -97,23 +97,25 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 changes.append(_single("new", k, f))
                 continue
             kind, notes, t_old, t_new = compare_kernels(old[name], k, f.patch)
-            if kind is None and k.language != "triton":
-                changed = _helpers_changed(f, old[name], k)
-                if changed:
+            helpers: list[str] = []
+            if kind is None and k.language in ("cuda", "hip"):
+                helpers = _helpers_changed(f, old[name], k)
+                if helpers:
                     kind = "body"
-                    notes.append("the __device__ functions it calls changed: " + ", ".join(changed))
+                    notes.append("the __device__ functions it calls changed: " + ", ".join(helpers))
             constants = _constants_changed(f, k)
             if constants and kind in (None, "tuning"):
                 kind = "tuning"
                 t_old.update({c: (f.old.tuning_constants.get(c) or "-") for c in constants})
                 t_new.update({c: (f.new.tuning_constants.get(c) or "-") for c in constants})
-            if kind is None:
+            renamed = f.patch.status == "renamed"
+            if kind is None and not renamed:
                 continue
-            if f.patch.status == "renamed":
+            if renamed:
                 notes.append(f"file renamed from {f.patch.old_path}")
             changes.append(
                 KernelChange(
-                    kind=kind,
+                    kind=kind or "moved",
                     name=name,
                     language=k.language,
                     path=k.path,
@@ -121,6 +123,10 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                     new=k.ref(),
                     configs_old=list(old[name].configs) if old[name].configs is not None else None,
                     configs_new=list(k.configs) if k.configs is not None else None,
+                    configs_old_computed=old[name].configs_computed,
+                    configs_new_computed=k.configs_computed,
+                    moved_from=f.patch.old_path if renamed else None,
+                    via_helpers=helpers,
                     tuning_old=t_old,
                     tuning_new=t_new,
                     notes=notes + ([] if not k.from_context else ["read from diff lines only"]),
@@ -171,6 +177,8 @@ def _single(kind: ChangeKind, k: KernelDef, f: FileSides) -> KernelChange:
         new=k.ref() if kind == "new" else None,
         configs_old=list(k.configs) if kind == "deleted" and k.configs is not None else None,
         configs_new=list(k.configs) if kind == "new" and k.configs is not None else None,
+        configs_old_computed=kind == "deleted" and k.configs_computed,
+        configs_new_computed=kind == "new" and k.configs_computed,
         notes=notes,
     )
 

@@ -3,7 +3,8 @@
 - launches: a kernel's grid, arguments, launch-time ``num_warps`` / ``BLOCK_*`` or host wrapper
   changed, wherever the launch is (``compare_launches``);
 - ``triton.Config`` entries changed outside any kernel the diff's lines show (``loose_configs``);
-- a kernel deleted from one file and added to another (``moved_kernels``).
+- a kernel deleted from one file and added to another (``moved_kernels``): kind ``moved`` when
+  its code is the same.
 """
 
 from __future__ import annotations
@@ -191,16 +192,16 @@ def moved_kernels(changes: list[KernelChange], ctx: Context) -> list[KernelChang
         kind, notes, t_old, t_new = compare_kernels(old_k, new_k, None)
         drop.add(id(gone))
         drop.add(id(c))
-        if kind is None:
-            continue
         out.append(
             c.model_copy(
                 update={
-                    "kind": kind,
+                    "kind": kind or "moved",
                     "old": old_k.ref(),
                     "configs_old": list(old_k.configs) if old_k.configs is not None else None,
+                    "configs_old_computed": old_k.configs_computed,
                     "tuning_old": t_old,
                     "tuning_new": t_new,
+                    "moved_from": gone.path,
                     "notes": [*notes, f"moved from {gone.path}"],
                 }
             )

@@ -14,19 +14,20 @@ import copy
 import re
 import warnings
 
-from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, LaunchSite
+from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, Language, LaunchSite
 from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
 from bot.analysis.triton_config import _dotted, _literal, parse_config
 
 _DECOS = ("jit", "autotune", "heuristics")
-_LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without "triton" or this, no kernels
+_LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without a DSL's name or this, no kernels
+_DSL_HINT = re.compile(r"triton|tilelang|cute|gluon")
 
 
 # ------------------------------------------------------------------------------ whole files
 
 
 def scan_python(path: str, text: str) -> FileScan:
-    if "triton" not in text and not _LAUNCH_HINT.search(text):
+    if not _DSL_HINT.search(text) and not _LAUNCH_HINT.search(text):
         return FileScan(path=path, kind="python", language=None, complete=True)
     try:
         with warnings.catch_warnings():  # invalid escapes in the user's strings are theirs
@@ -59,12 +60,37 @@ def scan_python(path: str, text: str) -> FileScan:
 
 
 def _deco_kind(dotted: str | None) -> str | None:
+    """``jit`` (a kernel), ``autotune``, ``heuristics`` or ``factory`` (``@tilelang.jit``)."""
     if not dotted:
         return None
     parts = dotted.split(".")
     if parts[0] == "triton" and parts[-1] in _DECOS:
         return parts[-1]
+    if "autotune" in parts[-1].lower():
+        return "autotune"  # a repository's own autotuner (``@fla_cache_autotune``)
+    if dotted in _DSL_KERNELS:
+        return "jit"
+    if parts[0] == "tilelang" and parts[-1] == "jit":
+        return "factory"
     return None
+
+
+# Decorators that make a function a kernel in a Python DSL other than Triton's.
+_DSL_KERNELS = {
+    "cutlass.cute.kernel": "cute",
+    "cute.kernel": "cute",
+    "tilelang.language.prim_func": "tilelang",
+    "T.prim_func": "tilelang",
+}
+
+
+def _language(dotted: list[str | None]) -> Language:
+    for d in dotted:
+        if d and d in _DSL_KERNELS:
+            return _DSL_KERNELS[d]  # type: ignore[return-value]
+        if d and "gluon" in d.split("."):
+            return "gluon"
+    return "triton"
 
 
 class _Reader:
@@ -110,9 +136,13 @@ class _Reader:
             node, around = todo.pop()
             if isinstance(node, Func):
                 if node.decorator_list and len(self.kernels) < MAX_PER_FILE:
-                    kinds = [_deco_kind(_dotted(d, self.aliases)) for d in node.decorator_list]
+                    dotted = [_dotted(d, self.aliases) for d in node.decorator_list]
+                    kinds = [_deco_kind(d) for d in dotted]
                     if "jit" in kinds:
-                        self.kernels.append(self._kernel(node, kinds))
+                        self.kernels.append(self._kernel(node, kinds, _language(dotted), around))
+                    elif "factory" in kinds and not _has_prim_func(node, self.aliases):
+                        # ``@tilelang.jit`` over a body that opens ``T.Kernel``: the kernel itself
+                        self.kernels.append(self._kernel(node, kinds, "tilelang", around))
                 around = node
             elif (
                 isinstance(node, ast.Call)
@@ -125,10 +155,51 @@ class _Reader:
             todo.extend((child, around) for child in ast.iter_child_nodes(node))
         self.kernels.sort(key=lambda k: k.line_start)
         self.launches.sort(key=lambda x: x.line)
+        self._mark_helpers(tree)
 
-    def _kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kinds: list) -> KernelDef:
+    def _mark_helpers(self, tree: ast.Module) -> None:
+        """A jit function another jit function of the file calls, and that nothing launches
+        (``k[grid](...)``, ``k.run``, ``k.warmup``, passed as a value), is a helper."""
+        jit_names = {k.name for k in self.kernels}
+        called: set[str] = set()
+        used: set[str] = {x.kernel for x in self.launches}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            inside = node.name in jit_names
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    if isinstance(sub.func, ast.Name) and inside:
+                        called.add(sub.func.id)
+                    for arg in [*sub.args, *(kw.value for kw in sub.keywords)]:
+                        if isinstance(arg, ast.Name) and arg.id in jit_names:
+                            used.add(arg.id)  # handed on: autotune(...)(k), a launcher table
+                elif (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.value, ast.Name)
+                    and sub.attr in ("run", "warmup", "fn", "__getitem__")
+                ):
+                    used.add(sub.value.id)
+        for node in tree.body:  # module-level aliases and tables: ``KERNELS = {..: k}``
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                used.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
+        self.kernels = [
+            k.model_copy(update={"launched": False})
+            if k.name in called and k.name not in used and k.language in ("triton", "gluon")
+            else k
+            for k in self.kernels
+        ]
+
+    def _kernel(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        kinds: list,
+        language: Language,
+        around: ast.FunctionDef | ast.AsyncFunctionDef | None,
+    ) -> KernelDef:
         configs = None
         configs_source = None
+        computed = False
         key: tuple[str, ...] = ()
         heuristics: dict[str, str] = {}
         for deco, kind in zip(node.decorator_list, kinds, strict=True):
@@ -143,8 +214,13 @@ class _Reader:
                         configs_source = ast.unparse(ast.List(elts=elements, ctx=ast.Load()))
                         if all(p is not None for p in parsed):
                             configs = tuple(p for p in parsed if p is not None)
+                        else:
+                            computed = True
                     else:
                         configs_source = ast.unparse(expr)
+                        computed = True
+                else:
+                    computed = True  # the autotuner's own default list
                 key_node = next((kw.value for kw in deco.keywords if kw.arg == "key"), None)
                 if isinstance(key_node, (ast.List, ast.Tuple)):
                     key = tuple(str(_literal(e)) for e in key_node.elts)
@@ -168,8 +244,10 @@ class _Reader:
         stripped = copy.copy(node)
         stripped.decorator_list = []
         stripped.body = body
+        if language == "tilelang" and around is not None:
+            stripped = around  # a prim_func is made by its factory: the factory is its code
         return KernelDef(
-            language="triton",
+            language=language,
             name=node.name,
             path=self.path,
             line_start=start,
@@ -185,6 +263,7 @@ class _Reader:
             autotune_key=key,
             heuristics=heuristics,
             constexprs=_constexprs(node.args),
+            configs_computed=computed,
         )
 
     def _resolve_list(self, expr: ast.expr, depth: int) -> list[ast.expr] | None:
@@ -257,6 +336,15 @@ class _Reader:
             wrapper_end=w_end,
             wrapper_digest=w_digest,
         )
+
+
+def _has_prim_func(node: ast.AST, aliases: dict[str, str]) -> bool:
+    return any(
+        isinstance(sub, ast.FunctionDef)
+        and any(_DSL_KERNELS.get(_dotted(d, aliases) or "") for d in sub.decorator_list)
+        for sub in ast.walk(node)
+        if sub is not node
+    )
 
 
 def _constexprs(args: ast.arguments) -> dict[str, str | None]:

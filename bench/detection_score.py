@@ -1,0 +1,320 @@
+"""How right the kernel-change analysis is on real pull requests: the labelled corpus, scored.
+
+    python bench/detection_score.py            # writes bench/results/detection/{table.md,totals.json}
+    REAL_PRS=/path/to/raw/cases python bench/detection_score.py --out /tmp/x
+
+Every case of ``tests/data/real_prs/`` (see ``bench/real_prs.py``) is analysed twice: in repo
+mode (``analyze_repo`` on a git repository made of the case's base and head files) and in diff mode
+(``analyze_diff`` on ``diff.patch`` alone, no sources). Each label becomes one or more checks:
+
+- per ``[[expect]]`` row: the kernel is reported, with the labelled ``kind`` and ``language``,
+  and where labelled: ``replaces`` (the old kernels of a rewrite), ``old_kept``, ``via_helper``
+  (the changed helper it is reported through), ``vendor_branch`` / ``arch_branch`` (a launch choice
+  by vendor or architecture), ``configs_old`` / ``configs_new`` (a count, or ``"computed"``: built at
+  import, so unknown statically), ``host_change``;
+- per ``[[not_kernel]]`` row: the name is not reported as a changed kernel;
+- per case: no change the labels do not name (on a negative control: an invented kernel);
+- diff mode only: every file of the diff that holds a kernel is mentioned, as a change or as a
+  file that could not be classified from the diff (never silence).
+
+``KNOWN_MISSES`` lists the checks still wrong in repo mode, each with its reason; the table says
+the same, and ``tests/test_real_prs.py`` fails on any other wrong check. ``DISPUTED`` lists labels
+judged wrong after careful reading (never edited): they are scored as written and explained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from real_prs import Case, load_cases, materialise
+
+from bot.analysis.classify import analyze_diff
+from bot.analysis.model import Analysis, KernelChange
+from bot.analysis.repo import analyze_repo
+
+RESULTS = Path(__file__).resolve().parent / "results" / "detection"
+MODES = ("repo", "diff")
+_KERNEL_MARK = re.compile(
+    rb"@\s*(?:triton|tl|gluon|cute|tilelang|T)\.(?:jit|kernel|prim_func)\b|\b__global__\b"
+)
+
+# (case, check) -> why it is still wrong in repo mode.
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
+
+# (case, check) -> why the label is believed wrong (the label is scored as written).
+DISPUTED: dict[tuple[str, str], str] = {}
+
+
+@dataclass(frozen=True)
+class Check:
+    case: str
+    mode: str
+    check: str  # e.g. "softmax_kernel: kind"
+    expected: str
+    got: str
+    right: bool
+    classes: tuple[str, ...]
+
+
+def _short(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def _paths(c: KernelChange) -> set[str]:
+    out = {c.path}
+    out.update(r.path for r in (c.old, c.new) if r is not None)
+    return out
+
+
+def _configs(c: KernelChange, side: str) -> str:
+    computed = c.configs_old_computed if side == "old" else c.configs_new_computed
+    if computed:
+        return "computed"
+    configs = c.configs_old if side == "old" else c.configs_new
+    return str(len(configs or []))
+
+
+def _reported(analysis: Analysis) -> list[KernelChange]:
+    return [*analysis.changes, *analysis.moved]
+
+
+def _assign(case: Case, analysis: Analysis) -> list[KernelChange | None]:
+    """The reported change for each expect row: same name and path, in line order for twins."""
+    taken: set[int] = set()
+    out: list[KernelChange | None] = []
+    pool = sorted(
+        _reported(analysis), key=lambda c: (c.new or c.old).line_start if (c.new or c.old) else 0
+    )
+    for row in case.expect:
+        hit = None
+        for strict in (True, False):
+            for c in pool:
+                if id(c) in taken or _short(c.name) != row["kernel"]:
+                    continue
+                if strict and row["path"] not in _paths(c):
+                    continue
+                hit = c
+                break
+            if hit is not None:
+                break
+        if hit is not None:
+            taken.add(id(hit))
+        out.append(hit)
+    return out
+
+
+def _expect_checks(row: dict[str, Any], c: KernelChange | None) -> list[tuple[str, str, str]]:
+    """``(check, expected, got)`` for one expect row."""
+    name = row["kernel"]
+    out = [(f"{name}: reported", "yes", "yes" if c is not None else "no")]
+    if c is None:
+        return out
+    out.append((f"{name}: kind", row["kind"], c.kind))
+    out.append((f"{name}: language", row["language"], c.language))
+    if "replaces" in row:
+        olds = sorted({r.name for r in ([c.old] if c.old else []) + list(c.old_variants)})
+        got = ", ".join(olds) if c.kind == "rewrite" else "-"
+        out.append((f"{name}: replaces", ", ".join(sorted(row["replaces"])), got))
+    if "old_kept" in row:
+        out.append((f"{name}: old_kept", str(row["old_kept"]), str(c.old_kernel_kept)))
+    if "via_helper" in row:
+        out.append((f"{name}: via_helper", row["via_helper"], ", ".join(c.via_helpers) or "-"))
+    for key in ("vendor_branch", "arch_branch"):
+        if key in row:
+            kind = key.split("_")[0]
+            got = any(b.kind == kind for b in c.branches)
+            out.append((f"{name}: {key}", str(row[key]), str(got)))
+    for side in ("old", "new"):
+        if f"configs_{side}" in row:
+            out.append((f"{name}: configs_{side}", str(row[f"configs_{side}"]), _configs(c, side)))
+    if "host_change" in row:
+        out.append((f"{name}: host_change", str(row["host_change"]), str(bool(c.host_changes))))
+    return out
+
+
+def _right(check: str, expected: str, got: str) -> bool:
+    if check.endswith(": replaces") or check.endswith(": via_helper"):
+        return set(expected.split(", ")) <= set(got.split(", "))
+    return expected == got
+
+
+def score_case(case: Case, analysis: Analysis, mode: str) -> list[Check]:
+    """Every labelled check of one case against one analysis."""
+    rows: list[tuple[str, str, str]] = []
+    assigned = _assign(case, analysis)
+    for row, c in zip(case.expect, assigned, strict=True):
+        rows += _expect_checks(row, c)
+    changed = {_short(c.name) for c in analysis.changes}
+    for row in case.not_kernel:
+        got = "reported" if row["name"] in changed else "not reported"
+        rows.append((f"{row['name']}: not a changed kernel", "not reported", got))
+    matched = {id(c) for c in assigned if c is not None}
+    extra = sorted(f"{c.kind} {c.name}" for c in analysis.changes if id(c) not in matched)
+    label = "invented kernels" if case.negative else "unlabelled changes"
+    rows.append((label, "none", ", ".join(extra) or "none"))
+    if mode == "diff":
+        silent = silent_files(case, analysis)
+        rows.append(("kernel-bearing files mentioned", "all", ", ".join(silent) or "all"))
+    return [
+        Check(
+            case.name, mode, check, expected, got, _right(check, expected, got), tuple(case.classes)
+        )
+        for check, expected, got in rows
+    ]
+
+
+def kernel_files(case: Case) -> list[str]:
+    """Files of the diff that hold a kernel at base or at head."""
+    from bot.analysis.diff import parse_diff
+
+    files = case.files()
+    out = []
+    for patch in parse_diff(case.diff).files:
+        for side, path in (("base", patch.old_path), ("head", patch.new_path)):
+            data = files[side].get(path or "")
+            if data is not None and _KERNEL_MARK.search(data):
+                out.append(patch.path)
+                break
+    return out
+
+
+def silent_files(case: Case, analysis: Analysis) -> list[str]:
+    """Kernel-bearing files the analysis says nothing about."""
+    said = {p for c in _reported(analysis) for p in _paths(c)}
+    said |= {u.path for u in analysis.unclassified}
+    return [p for p in kernel_files(case) if p not in said]
+
+
+def analyse(case: Case, mode: str) -> Analysis:
+    if mode == "diff":
+        return analyze_diff(case.diff)
+    with materialise(case) as repo:
+        return analyze_repo(repo.path, repo.base, repo.head, use_base_policy=False)
+
+
+def run(cases: list[Case], progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    checks: list[Check] = []
+    seconds = {mode: 0.0 for mode in MODES}
+    started = time.perf_counter()
+    for case in cases:
+        for mode in MODES:
+            t0 = time.perf_counter()
+            analysis = analyse(case, mode)
+            seconds[mode] += time.perf_counter() - t0
+            checks += score_case(case, analysis, mode)
+        if progress:
+            progress(case.name)
+    return {"checks": checks, "seconds": seconds, "wall": time.perf_counter() - started}
+
+
+def totals(cases: list[Case], result: dict[str, Any]) -> dict[str, Any]:
+    checks: list[Check] = result["checks"]
+    out: dict[str, Any] = {"cases": len(cases), "modes": {}}
+    for mode in MODES:
+        mine = [c for c in checks if c.mode == mode]
+        per_class: dict[str, list[int]] = {}
+        for c in mine:
+            for cls in c.classes or ("(none)",):
+                tally = per_class.setdefault(cls, [0, 0])
+                tally[0] += c.right
+                tally[1] += 1
+        right = sum(c.right for c in mine)
+        invented = sorted(c.case for c in mine if c.check == "invented kernels" and not c.right)
+        silences = [
+            f"{c.case}: {c.got}"
+            for c in mine
+            if c.check == "kernel-bearing files mentioned" and not c.right
+        ]
+        out["modes"][mode] = {
+            "right": right,
+            "total": len(mine),
+            "share": round(right / len(mine), 4) if mine else None,
+            "per_class": {k: {"right": v[0], "total": v[1]} for k, v in sorted(per_class.items())},
+            "negatives_with_invented_kernels": invented,
+            "silent_on_kernel_files": silences,
+            "seconds": round(result["seconds"][mode], 2),
+        }
+    out["seconds_whole_corpus"] = round(result["wall"], 2)
+    return out
+
+
+def _cell(text: str) -> str:
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return text if len(text) < 160 else text[:157] + "..."
+
+
+def table(cases: list[Case], result: dict[str, Any], summary: dict[str, Any]) -> str:
+    checks: list[Check] = result["checks"]
+    by_key = {(c.case, c.mode, c.check): c for c in checks}
+    lines = ["# Detection on real pull requests", ""]
+    for mode in MODES:
+        m = summary["modes"][mode]
+        lines.append(
+            f"- {mode} mode: {m['right']}/{m['total']} checks right ({m['share']:.1%}); "
+            f"negatives with invented kernels: {len(m['negatives_with_invented_kernels'])}; "
+            f"{m['seconds']} s"
+        )
+    silent = summary["modes"]["diff"]["silent_on_kernel_files"]
+    lines.append(f"- diff mode silent on kernel-bearing files: {len(silent)}")
+    lines.append(f"- {summary['cases']} cases, {summary['seconds_whole_corpus']} s in all")
+    lines += ["", "Wrong checks are in bold; repo-mode misses carry their reason.", ""]
+    for case in cases:
+        lines += [f"## {case.name}", "", f"{case.meta.get('title', '')}", ""]
+        lines += ["| check | expected | repo | diff | note |", "|---|---|---|---|---|"]
+        names = list(dict.fromkeys(c.check for c in checks if c.case == case.name))
+        for name in names:
+            repo = by_key.get((case.name, "repo", name))
+            diff = by_key.get((case.name, "diff", name))
+            expected = (repo or diff).expected  # type: ignore[union-attr]
+
+            def show(c: Check | None) -> str:
+                if c is None:
+                    return "-"
+                return _cell(c.got) if c.right else f"**{_cell(c.got)}**"
+
+            note = KNOWN_MISSES.get((case.name, name), "")
+            if (case.name, name) in DISPUTED:
+                note = f"disputed label: {DISPUTED[(case.name, name)]}" + (
+                    f"; {note}" if note else ""
+                )
+            lines.append(
+                f"| {_cell(name)} | {_cell(expected)} | {show(repo)} | {show(diff)} | {_cell(note)} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="folder for table.md, totals.json"
+    )
+    parser.add_argument("--case", action="append", help="only these cases (folder names)")
+    args = parser.parse_args(argv)
+    cases = load_cases()
+    if args.case:
+        cases = [c for c in cases if c.name in args.case]
+    result = run(cases)
+    summary = totals(cases, result)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "table.md").write_text(table(cases, result, summary) + "\n", encoding="utf-8")
+    (args.out / "totals.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    for mode in MODES:
+        m = summary["modes"][mode]
+        print(f"{mode}: {m['right']}/{m['total']} ({m['share']:.1%}) in {m['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
