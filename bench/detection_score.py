@@ -174,8 +174,8 @@ def score_case(case: Case, analysis: Analysis, mode: str) -> list[Check]:
     ]
 
 
-def kernel_files(case: Case) -> list[str]:
-    """Files of the diff that hold a kernel at base or at head."""
+def kernel_files(case: Case) -> list[tuple[str, ...]]:
+    """Files of the diff that hold a kernel at base or at head, as (path, old path)."""
     from bot.analysis.diff import parse_diff
 
     files = case.files()
@@ -184,16 +184,16 @@ def kernel_files(case: Case) -> list[str]:
         for side, path in (("base", patch.old_path), ("head", patch.new_path)):
             data = files[side].get(path or "")
             if data is not None and _KERNEL_MARK.search(data):
-                out.append(patch.path)
+                out.append(tuple(p for p in (patch.path, patch.old_path) if p))
                 break
     return out
 
 
 def silent_files(case: Case, analysis: Analysis) -> list[str]:
-    """Kernel-bearing files the analysis says nothing about."""
+    """Kernel-bearing files the analysis says nothing about (under either name)."""
     said = {p for c in _reported(analysis) for p in _paths(c)}
     said |= {u.path for u in analysis.unclassified}
-    return [p for p in kernel_files(case) if p not in said]
+    return [names[0] for names in kernel_files(case) if not said & set(names)]
 
 
 def analyse(case: Case, mode: str) -> Analysis:

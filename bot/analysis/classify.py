@@ -153,6 +153,7 @@ def analyze_parsed(
     for c in changes:
         measure += [k for k in c.policy_kernels if k not in measure]
     notes = [n for f in sides for n in f.notes]
+    unclassified = unclassified_files(sides, [*changes, *moved])
     return Analysis(
         changes=changes,
         skipped=skipped,
@@ -161,6 +162,7 @@ def analyze_parsed(
         policy_kernels=measure,
         notes=notes,
         moved=moved,
+        unclassified=unclassified,
     )
 
 
@@ -238,6 +240,52 @@ def _read_sides(
             out.old, out.old_text = scan, text
         else:
             out.new, out.new_text = scan, text
+    return out
+
+
+# What makes a file hold GPU kernels, when only its diff lines are seen.
+_KERNEL_FILE = re.compile(
+    r"@\s*[\w.]*(?:jit|kernel|prim_func)\b|\btl\.|\btriton\b|__global__|__device__|<<<|"
+    r"LaunchKernel|\bT\.Kernel\b|(?i:kernel|cuda|hip)"
+)
+
+
+def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChange]) -> list:
+    """Files read from their diff lines only that hold kernels (as far as those lines show) but
+    that no change names: the diff alone does not say what their changed lines do."""
+    from bot.analysis.model import UnclassifiedFile
+
+    named = {r.path for c in changes for r in (c.old, c.new) if r is not None}
+    named |= {c.path for c in changes}
+    out = []
+    for f in sides:
+        scans = [s for s in (f.old, f.new) if s is not None]
+        path = f.patch.path
+        if path in named or (f.patch.old_path or path) in named:
+            continue
+        if not f.patch.hunks and f.patch.status == "renamed" and scans:
+            why = f"renamed from {f.patch.old_path}; its contents are not in the diff"
+            out.append(UnclassifiedFile(path=path, why=why))
+            continue
+        if not f.patch.hunks or all(s.complete for s in scans):
+            continue
+        visible = "\n".join(
+            [t for h in f.patch.hunks for _, t in (*h.old_lines(), *h.new_lines())]
+            + [h.section for h in f.patch.hunks]
+        )
+        has_kernels = any(s.kernels or s.launches for s in scans)
+        gpu_suffix = path.lower().endswith((".cu", ".cuh", ".hip"))
+        kind = source_kind(path) or "python"
+        marked = _KERNEL_FILE.search(visible) or _MARKERS[kind].search(visible)
+        if not (has_kernels or gpu_suffix or marked):
+            continue
+        out.append(
+            UnclassifiedFile(
+                path=path,
+                why="holds GPU kernels, but its changed lines cannot be classified from the diff "
+                "alone (analyze with --repo to read the whole files)",
+            )
+        )
     return out
 
 

@@ -332,6 +332,7 @@ def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
         name = _name_before(t.bare, m.start())
         if name is None:
             continue
+        name = _pointed_kernel(t.bare, m.start(), name)
         paren = _OPEN_PAREN.match(t.bare, close + 3)
         args = ""
         if paren:
@@ -356,6 +357,16 @@ def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
         grid = ", ".join(parts[1 : 1 + n_cfg])
         out.append(_site(path, t, kernel_lang, idents[-1], m.start(), grid, parts[1 + n_cfg :]))
     return out
+
+
+def _pointed_kernel(bare: str, pos: int, name: str) -> str:
+    """``auto kernel = &selective_scan_fwd_kernel<...>; kernel<<<...>>>``: the kernel a local
+    function pointer launched at ``pos`` points to (the last assignment within 3,000 characters)."""
+    found = None
+    pattern = re.compile(rf"\b{re.escape(name)}\s*=\s*&?\s*([A-Za-z_][\w:]*)\s*[<;]")
+    for m in pattern.finditer(bare, max(0, pos - 3_000), pos):
+        found = m.group(1).split("::")[-1]
+    return found or name
 
 
 def _name_before(bare: str, pos: int) -> str | None:

@@ -151,7 +151,9 @@ class _Reader:
             ):
                 name = _dotted(node.func.value, {})
                 if name:
-                    self.launches.append(self._launch(node, name.split(".")[-1], around))
+                    name = _bound_kernel(name.split(".")[-1], around)
+                if name:
+                    self.launches.append(self._launch(node, name, around))
             todo.extend((child, around) for child in ast.iter_child_nodes(node))
         self.kernels.sort(key=lambda k: k.line_start)
         self.launches.sort(key=lambda x: x.line)
@@ -313,7 +315,9 @@ class _Reader:
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                     target = stmt.targets[0]
                     if isinstance(target, ast.Name) and is_tuning_name(target.id):
-                        tuning[f"{target.id} (in {wrapper.name})"] = ast.unparse(stmt.value)
+                        key = f"{target.id} (in {wrapper.name})"
+                        value = ast.unparse(stmt.value)
+                        tuning[key] = f"{tuning[key]}; {value}" if key in tuning else value
             w_start = min([wrapper.lineno, *(d.lineno for d in wrapper.decorator_list)])
             w_end = wrapper.end_lineno or wrapper.lineno
             w_digest = digest(
@@ -336,6 +340,27 @@ class _Reader:
             wrapper_end=w_end,
             wrapper_digest=w_digest,
         )
+
+
+def _bound_kernel(name: str, around: ast.FunctionDef | ast.AsyncFunctionDef | None) -> str | None:
+    """The kernel a launch ``name[grid](...)`` runs: a local ``kernel = _fwd_kernel`` is followed
+    to ``_fwd_kernel``; a parameter, or a local bound to anything else, is no kernel's name."""
+    if around is None:
+        return name
+    params = {a.arg for a in (*around.args.posonlyargs, *around.args.args, *around.args.kwonlyargs)}
+    if name in params:
+        return None
+    for stmt in ast.walk(around):
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+        ):
+            value = stmt.value
+            if isinstance(value, ast.Attribute):
+                return value.attr
+            if isinstance(value, ast.Name):
+                return value.id
+            return None
+    return name
 
 
 def _has_prim_func(node: ast.AST, aliases: dict[str, str]) -> bool:
