@@ -88,6 +88,7 @@ def analyze_parsed(
     old_files: Sequence[str] | None = None,
     thrifty: bool = True,
 ) -> Analysis:
+    from bot.analysis.branches import add_branches
     from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
     from bot.analysis.helpers import fold_helpers
     from bot.analysis.pairing import pair_rewrites
@@ -133,7 +134,7 @@ def analyze_parsed(
     changes = moved_kernels(changes, ctx)
     changes = fold_helpers(changes, ctx)
     changes = pair_rewrites(changes, ctx)
-    changes = [_with_policy(c, policy) for c in changes]
+    changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
     changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
     moved = [c for c in changes if c.kind == "moved"]
     changes = [c for c in changes if c.kind != "moved"]

@@ -129,9 +129,13 @@ class _Reader:
         }
 
     def read(self, tree: ast.Module) -> None:
-        """One pass over the tree: kernels, and launches with the function around them."""
+        """One pass over the tree: kernels, launches with the function around them, and what
+        tells a jit helper from a kernel (see ``_mark_helpers``)."""
         Func = ast.FunctionDef | ast.AsyncFunctionDef
         todo: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(tree, None)]
+        jit_nodes: set[int] = set()
+        called: set[str] = set()  # called by name inside a jit function
+        used: set[str] = set()  # launched, handed on, or aliased
         while todo:
             node, around = todo.pop()
             if isinstance(node, Func):
@@ -140,51 +144,43 @@ class _Reader:
                     kinds = [_deco_kind(d) for d in dotted]
                     if "jit" in kinds:
                         self.kernels.append(self._kernel(node, kinds, _language(dotted), around))
+                        jit_nodes.add(id(node))
                     elif "factory" in kinds and not _has_prim_func(node, self.aliases):
                         # ``@tilelang.jit`` over a body that opens ``T.Kernel``: the kernel itself
                         self.kernels.append(self._kernel(node, kinds, "tilelang", around))
                 around = node
+            elif isinstance(node, ast.Call):
+                in_jit = around is not None and id(around) in jit_nodes
+                if in_jit and isinstance(node.func, ast.Name):
+                    called.add(node.func.id)
+                if not in_jit:  # inside a kernel, a function handed on is a combine function
+                    for value in (*node.args, *(kw.value for kw in node.keywords)):
+                        if isinstance(value, ast.Name):
+                            used.add(value.id)  # handed on: autotune(...)(k), a launcher table
+                if isinstance(node.func, ast.Subscript) and len(self.launches) < MAX_PER_FILE:
+                    name = _dotted(node.func.value, {})
+                    if name:
+                        name = _bound_kernel(name.split(".")[-1], around)
+                    if name:
+                        self.launches.append(self._launch(node, name, around))
             elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Subscript)
-                and len(self.launches) < MAX_PER_FILE
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.attr in ("run", "warmup", "fn", "__getitem__")
             ):
-                name = _dotted(node.func.value, {})
-                if name:
-                    name = _bound_kernel(name.split(".")[-1], around)
-                if name:
-                    self.launches.append(self._launch(node, name, around))
+                used.add(node.value.id)
+            elif around is None and isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value:
+                # module-level aliases and tables: ``KERNELS = {..: k}``
+                used.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
             todo.extend((child, around) for child in ast.iter_child_nodes(node))
         self.kernels.sort(key=lambda k: k.line_start)
         self.launches.sort(key=lambda x: x.line)
-        self._mark_helpers(tree)
+        used.update(x.kernel for x in self.launches)
+        self._mark_helpers(called, used)
 
-    def _mark_helpers(self, tree: ast.Module) -> None:
+    def _mark_helpers(self, called: set[str], used: set[str]) -> None:
         """A jit function another jit function of the file calls, and that nothing launches
         (``k[grid](...)``, ``k.run``, ``k.warmup``, passed as a value), is a helper."""
-        jit_names = {k.name for k in self.kernels}
-        called: set[str] = set()
-        used: set[str] = {x.kernel for x in self.launches}
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            inside = node.name in jit_names
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Call):
-                    if isinstance(sub.func, ast.Name) and inside:
-                        called.add(sub.func.id)
-                    for arg in [*sub.args, *(kw.value for kw in sub.keywords)]:
-                        if isinstance(arg, ast.Name) and arg.id in jit_names:
-                            used.add(arg.id)  # handed on: autotune(...)(k), a launcher table
-                elif (
-                    isinstance(sub, ast.Attribute)
-                    and isinstance(sub.value, ast.Name)
-                    and sub.attr in ("run", "warmup", "fn", "__getitem__")
-                ):
-                    used.add(sub.value.id)
-        for node in tree.body:  # module-level aliases and tables: ``KERNELS = {..: k}``
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                used.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
         self.kernels = [
             k.model_copy(update={"launched": False})
             if k.name in called and k.name not in used and k.language in ("triton", "gluon")
