@@ -91,6 +91,7 @@ def analyze_parsed(
     from bot.analysis.branches import add_branches
     from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
     from bot.analysis.helpers import fold_helpers
+    from bot.analysis.host_cpp import host_changes
     from bot.analysis.pairing import pair_rewrites
 
     skipped = list(parsed.skipped)
@@ -133,6 +134,7 @@ def analyze_parsed(
     changes = loose_configs(ctx, changes)
     changes = moved_kernels(changes, ctx)
     changes = fold_helpers(changes, ctx)
+    changes = host_changes(changes, ctx)
     changes = pair_rewrites(changes, ctx)
     changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
     changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
