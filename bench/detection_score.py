@@ -108,10 +108,31 @@ def _assign(case: Case, analysis: Analysis) -> list[KernelChange | None]:
                 break
             if hit is not None:
                 break
+        if hit is None and row["kind"] == "deleted":
+            hit = _replaced_in(pool, row)
         if hit is not None:
             taken.add(id(hit))
         out.append(hit)
     return out
+
+
+def _replaced_in(pool: list[KernelChange], row: dict[str, Any]) -> KernelChange | None:
+    """A deleted C++ kernel the analysis reports as the old side of a rewrite (not kept): as
+    a ``deleted`` change of that kernel."""
+    for c in pool:
+        if c.kind != "rewrite" or c.old_kernel_kept:
+            continue
+        for ref in [c.old, *c.old_variants]:
+            if ref is not None and ref.name == row["kernel"] and ref.path == row["path"]:
+                return KernelChange(
+                    kind="deleted",
+                    name=ref.name,
+                    language=ref.language,
+                    path=ref.path,
+                    old=ref,
+                    notes=[f"replaced by {c.name}"],
+                )
+    return None
 
 
 def _expect_checks(row: dict[str, Any], c: KernelChange | None) -> list[tuple[str, str, str]]:

@@ -108,20 +108,28 @@ def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
         if launch.wrapper:
             new_wrappers.setdefault(launch.kernel, set()).add(launch.wrapper)
     best: dict[int, tuple[float, int, list[str]]] = {}
+    by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
     for ti, t in enumerate(triton):
         t_names = {t.name} | new_wrappers.get(t.name, set())
         for oi, old in enumerate(olds):
-            score, why = _score(t, t_names, old, ctx, switches)
+            score, why, role = _score(t, t_names, old, ctx, switches)
+            if role:
+                by_role[(oi, ti)] = why
             if t.name in new_wrappers:
                 score += 0.25
             if score >= 2 and (oi not in best or score > best[oi][0]):
                 best[oi] = (score, ti, why)
     if not best:
         return changes
+    # An old kernel whose op a function switched is paired by role with every new kernel a
+    # switching function now calls (N:M); any other old kernel with its best match.
+    roles = {oi for oi, _ in by_role}
+    pairs = {(oi, ti): why for oi, (_, ti, why) in best.items() if oi not in roles}
+    pairs.update(by_role)
     drop: set[int] = set()
     out = []
     for ti, t in enumerate(triton):
-        mine = [(olds[oi], why) for oi, (_, tj, why) in sorted(best.items()) if tj == ti]
+        mine = [(olds[oi], why) for (oi, tj), why in sorted(pairs.items()) if tj == ti]
         if not mine:
             continue
         mine.sort(key=lambda x: (x[0].kernel.language != "cuda", x[0].kernel.path))
@@ -138,22 +146,41 @@ def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
 
 def _score(
     t: KernelChange, t_names: set[str], old: _Old, ctx: Context, switches
-) -> tuple[float, list[str]]:
+) -> tuple[float, list[str], bool]:
+    """``(score, why, by_role)``: by_role when one function's call site switched."""
     k = old.kernel
     score = 0.0
     why: list[str] = []
+    by_role = False
     if ctx.policy is not None:
         shared = [kp.name for kp in ctx.policy.kernels_for_path(t.path) if kp.covers(k.path)]
         if shared:
             score += 4
             why.append(f"policy kernel {shared[0]!r} covers both files")
     old_stems = {stem(n) for n in old.names} - {""}
-    for path, removed, added in switches:
-        r = sorted(n for n in removed if _last(n) in old.names or stem(_last(n)) in old_stems)
+    for where, removed, added in switches:
         a = sorted(n for n in added if _last(n) in t_names)
-        if r and a:
+        if not a:
+            continue
+        hits = sorted(
+            n
+            for n in removed
+            if _last(n.lstrip("~")) in old.names or stem(_last(n.lstrip("~"))) in old_stems
+        )
+        path, _, role = where.partition("::")
+        role = role.split("#", 1)[0]
+        gone = [n for n in hits if not n.startswith("~")]
+        kept = [n[1:] for n in hits if n.startswith("~")]
+        in_role = f" (in {role})" if role else ""
+        if gone:
             score += 3
-            why.append(f"{path} switched from {r[0]}() to {a[0]}")
+            why.append(f"{path} switched from {gone[0]}() to {a[0]}{in_role}")
+            by_role = by_role or bool(role)
+            break
+        if kept:
+            score += 2
+            why.append(f"{path} calls {a[0]} beside {kept[0]}(){in_role}")
+            by_role = by_role or bool(role)
             break
     if stem(k.name) and stem(k.name) == stem(t.name):
         score += 2
@@ -164,7 +191,7 @@ def _score(
         a, b = posixpath.dirname(k.path), posixpath.dirname(t.path)
         if a == b or a.startswith(b + "/") or b.startswith(a + "/") or not b:
             score += 0.5
-    return score, why
+    return score, why, by_role
 
 
 def _from_imports(lines: list[str]) -> dict[str, str]:
@@ -203,10 +230,16 @@ def _called(lines: list[str], aliases: dict[str, str], with_imports: bool) -> se
 
 
 def _call_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
-    """Per Python file: (path, names no longer called, names newly called or imported)."""
-    out = []
+    """Per Python function read whole (see ``call_sites``), else per Python file read from its
+    diff lines: (where, names no longer called, names newly called or imported)."""
+    from bot.analysis.call_sites import hunk_switches, role_switches
+
+    out = role_switches(ctx)
+    whole = {f.patch.path for f in ctx.files if f.old_text and f.new_text}
+    out += hunk_switches(ctx, whole)
+    whole |= {where.split("::", 1)[0] for where, _, _ in out}
     for f in ctx.files:
-        if source_kind(f.patch.path) != "python" or not f.patch.hunks:
+        if source_kind(f.patch.path) != "python" or not f.patch.hunks or f.patch.path in whole:
             continue
         removed = [t for _, t in f.patch.removed_lines()]
         added = [t for _, t in f.patch.added_lines()]
