@@ -151,8 +151,8 @@ def _roots(ctx: Context) -> _Roots:
     roots = _Roots()
     for f in ctx.files:
         path = f.patch.path
-        if source_kind(path) != "cpp":
-            continue
+        if source_kind(path) != "cpp" or f.patch.status == "deleted":
+            continue  # a deleted file's kernels are deleted; its callers change elsewhere
         for text, changed in (
             (f.new_text, f.patch.added_lines()),
             (f.old_text, f.patch.removed_lines()),
