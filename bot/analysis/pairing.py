@@ -99,7 +99,7 @@ def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
                                            path=k.path, new=k.ref()))  # fmt: skip
     if not triton:
         return changes
-    _read_extra(ctx, triton)
+    _read_extra(ctx, triton, switches)
     olds = _old_candidates(changes, ctx)
     if not olds:
         return changes
@@ -158,8 +158,9 @@ def _score(
             score += 4
             why.append(f"policy kernel {shared[0]!r} covers both files")
     old_stems = {stem(n) for n in old.names} - {""}
+    t_stems = {stem(n) for n in t_names} - {""}
     for where, removed, added in switches:
-        a = sorted(n for n in added if _last(n) in t_names)
+        a = sorted(n for n in added if _last(n) in t_names or stem(_last(n)) in t_stems)
         if not a:
             continue
         hits = sorted(
@@ -171,6 +172,9 @@ def _score(
         role = role.split("#", 1)[0]
         gone = [n for n in hits if not n.startswith("~")]
         kept = [n[1:] for n in hits if n.startswith("~")]
+        kept += sorted(  # a new dispatcher that picks the Triton or the compiled op
+            n for n in added if _last(n) in old.names or stem(_last(n)) in old_stems
+        )
         in_role = f" (in {role})" if role else ""
         if gone:
             score += 3
@@ -254,11 +258,35 @@ def _call_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
     return out
 
 
-def _read_extra(ctx: Context, triton: list[KernelChange]) -> None:
-    """Read C++ files outside the diff that may hold the old kernel (policy paths, same name)."""
+def _module_files(ctx: Context, switches: list[tuple[str, set[str], set[str]]]) -> list[str]:
+    """C++ files at base that may build an extension module a switched call site stopped
+    calling (``semiring_cal_A.forward`` -> ``.../semiring/cal_A/*.cpp``, ``*.cu``): those whose
+    path holds every word of the module's name, and the files beside them."""
+    modules = {n.lstrip("~").split(".")[0] for _, gone, _ in switches for n in gone if "." in n}
+    words = [set(_TOKENS.findall(m.lower())) for m in modules if "_" in m or m[:1].isupper()]
+    words = [w for w in words if len(w) >= 2]
+    if not words:
+        return []
+    cpp = [p for p in ctx.old_files or () if p.endswith(_CPP_KERNEL_FILES)]
+    hits = [p for p in cpp if any(w <= set(_TOKENS.findall(p.lower())) for w in words)]
+    folders = {posixpath.dirname(p) for p in hits}
+    return hits + [p for p in cpp if posixpath.dirname(p) in folders and p not in hits]
+
+
+def _read_extra(
+    ctx: Context, triton: list[KernelChange], switches: list[tuple[str, set[str], set[str]]]
+) -> None:
+    """Read C++ files outside the diff that may hold the old kernel (policy paths, same name,
+    the extension module a switched call site used)."""
     if ctx.old_source is None:
         return
-    wanted: list[str] = []
+    wanted: list[str] = _module_files(ctx, switches)
+    ops = {  # the compiled ops switched call sites name: ``quantize_mx_cuda`` -> quantize_mx.cu
+        stem(n.lstrip("~"))
+        for _, gone, new in switches
+        for n in gone | new
+        if "." not in n and "_" in n.strip("_~")
+    }
     for t in triton:
         for kp in ctx.policy.kernels_for_path(t.path) if ctx.policy is not None else []:
             for pattern in kp.paths:
@@ -267,7 +295,8 @@ def _read_extra(ctx: Context, triton: list[KernelChange]) -> None:
             for p in ctx.old_files or ():
                 if p.endswith(_CPP_KERNEL_FILES) and kp.covers(p):
                     wanted.append(p)
-        stems = {_file_stem(t.path), stem(t.name)} - {""}
+        stems = {_file_stem(t.path), stem(t.name)} | ops
+        stems -= {""}
         for p in ctx.old_files or ():
             if p.endswith(_CPP_KERNEL_FILES) and _file_stem(p) in stems:
                 wanted.append(p)

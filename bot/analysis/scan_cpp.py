@@ -18,6 +18,7 @@ from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
 
 _MASK = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_TEMPLATED = re.compile(r"([A-Za-z_][\w:]*)\s*<")
 _HIP_MARK = re.compile(r"#\s*include\s*[<\"]hip/|\bhipLaunchKernelGGL\b|\bHIP_DYNAMIC_SHARED\b")
 _TEMPLATE_BEFORE = re.compile(r"template\s*<[^;{}]*>\s*(?:(?:static|inline|extern\s+\"C\")\s+)*$")
 _FUNC_HEADER_END = re.compile(
@@ -363,9 +364,12 @@ def _pointed_kernel(bare: str, pos: int, name: str) -> str:
     """``auto kernel = &selective_scan_fwd_kernel<...>; kernel<<<...>>>``: the kernel a local
     function pointer launched at ``pos`` points to (the last assignment within 3,000 characters)."""
     found = None
-    pattern = re.compile(rf"\b{re.escape(name)}\s*=\s*&?\s*([A-Za-z_][\w:]*)\s*[<;]")
+    pattern = re.compile(rf"\b{re.escape(name)}\s*=(?!=)([^;]{{1,400}});")
     for m in pattern.finditer(bare, max(0, pos - 3_000), pos):
-        found = m.group(1).split("::")[-1]
+        value = m.group(1)  # ``&k<T>``, ``k``, ``cond ? k<T, true> : k<T, false>``
+        target = _TEMPLATED.search(value) or _IDENT.search(value.replace("&", " "))
+        if target is not None:
+            found = target.group(1 if target.re is _TEMPLATED else 0).split("::")[-1]
     return found or name
 
 
