@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.analysis.model import Context, KernelChange, LaunchBranch
+from bot.analysis.model import Context, FileSides, KernelChange, LaunchBranch
 from bot.analysis.text import collapse, source_kind
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def add_branches(
 ) -> list[KernelChange]:
     """Each change with the vendor and architecture branches on its kernel's launch path."""
     trees: dict[str, _Module | None] = {}
+    cpp_files = {f.patch.path: f for f in ctx.files if source_kind(f.patch.path) == "cpp"}
     out = []
     for c in changes:
         ref = c.new or c.old
@@ -66,7 +67,7 @@ def add_branches(
             if module is not None:
                 found = module.branches(c.name, path)
         elif source_kind(path) == "cpp":
-            found = _cpp_branches(c, ctx)
+            found = _cpp_branches(c, cpp_files)
         if not found:
             out.append(c)
             continue
@@ -245,16 +246,15 @@ def _last(node: ast.AST) -> str | None:
     return None
 
 
-def _cpp_branches(c: KernelChange, ctx: Context) -> list[LaunchBranch]:
+def _cpp_branches(c: KernelChange, files: dict[str, FileSides]) -> list[LaunchBranch]:
     """Vendor / arch tests on the changed lines (and the ``#if`` around them) of the files the
     change came from: the kernel's own file and the files its host changes name."""
     paths = {r.path for r in (c.old, c.new) if r is not None}
     paths |= {h.split(":", 1)[0] for h in c.host_changes}
     out: list[LaunchBranch] = []
     seen: set[tuple[str, str]] = set()
-    for f in ctx.files:
-        if f.patch.path not in paths or source_kind(f.patch.path) != "cpp":
-            continue
+    for path in sorted(paths & files.keys()):
+        f = files[path]
         for text, changed in (
             (f.new_text, f.patch.added_lines()),
             (f.old_text, f.patch.removed_lines()),

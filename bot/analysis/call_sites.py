@@ -62,6 +62,15 @@ class _Names:
 
     def __init__(self, tree: ast.Module) -> None:
         self.ops: dict[str, str] = {}
+        self.imports: dict[str, str] = {}  # local name -> module.name
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.imports[a.asname] = a.name
         for node in tree.body:
             self._bind(node, "")
             if isinstance(node, ast.ClassDef):
@@ -93,7 +102,8 @@ def _refs(func: Func, names: _Names) -> set[str]:
                 target = target.value
             name = _dotted(target)
             if name:
-                out.add(name)
+                head, dot, rest = name.partition(".")
+                out.add(names.imports.get(head, head) + dot + rest)
                 if name in names.ops:
                     out.add(names.ops[name])
                 op = _torch_op(target)
@@ -146,6 +156,13 @@ def role_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
             continue
         old_names, new_names = _Names(old_tree), _Names(new_tree)
         old_funcs, new_funcs = _functions(old_tree), _functions(new_tree)
+        gone_funcs = [f for n, f in old_funcs.items() if n not in new_funcs]
+        new_only = [f for n, f in new_funcs.items() if n not in old_funcs]
+        gone = set().union(*(_refs(f, old_names) for f in gone_funcs)) if gone_funcs else set()
+        new = set(new_names.imports.values()) - set(old_names.imports.values())
+        new |= set().union(*(_refs(f, new_names) for f in new_only)) if new_only else set()
+        if gone and new:  # functions removed, others imported or added in their place
+            out.append((f.patch.path, gone - new, new - gone))
         for name, new_func in new_funcs.items():
             old_func = old_funcs.get(name)
             if old_func is None:
@@ -167,7 +184,23 @@ _LINE_CLASS = re.compile(r"^(\s*)class\s+([A-Za-z_]\w*)")
 _LINE_ALIAS = re.compile(
     r"^(\s*)([A-Za-z_]\w*)\s*=\s*[A-Za-z_][\w.]*\(\s*[\"']([A-Za-z_]\w*)[\"']\s*\)"
 )
+IMPORT_LINE = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([^)]*)")
 _NOT_CALLS = {"if", "for", "while", "return", "print", "def", "with", "assert", "not", "and", "or"}
+
+
+def from_imports(lines: list[str]) -> dict[str, str]:
+    """``from m import a as b`` -> {"b": "m.a"}; ``from m import a`` -> {"a": "m.a"}."""
+    out = {}
+    for line in lines:
+        m = IMPORT_LINE.match(line.split("#")[0])
+        if m:
+            for part in m.group(2).split(","):
+                words = part.split()
+                if len(words) == 1:
+                    out[words[0]] = f"{m.group(1)}.{words[0]}"
+                elif len(words) == 3 and words[1] == "as":
+                    out[words[2]] = f"{m.group(1)}.{words[0]}"
+    return out
 
 
 def _line_aliases(lines: list[str]) -> dict[str, str]:
@@ -191,7 +224,7 @@ def _line_aliases(lines: list[str]) -> dict[str, str]:
     return out
 
 
-def _line_refs(lines: list[str], aliases: dict[str, str]) -> set[str]:
+def _line_refs(lines: list[str], aliases: dict[str, str], imports: dict[str, str]) -> set[str]:
     out: set[str] = set()
     for line in lines:
         code = line.split("#", 1)[0]
@@ -199,9 +232,10 @@ def _line_refs(lines: list[str], aliases: dict[str, str]) -> set[str]:
             continue
         for m in _LINE_CALL.finditer(code):
             name = m.group(1)
-            if name.split(".")[0] in _NOT_CALLS:
+            head, dot, rest = name.partition(".")
+            if head in _NOT_CALLS:
                 continue
-            out.add(name)
+            out.add(imports.get(head, head) + dot + rest)
             if name in aliases:
                 out.add(aliases[name])
             if name.startswith("torch.ops.") and name.count(".") >= 3:
@@ -223,6 +257,11 @@ def hunk_switches(ctx: Context, skip: set[str]) -> list[tuple[str, set[str], set
             continue
         visible = [t for h in f.patch.hunks for _, t in h.old_lines()]
         aliases = _line_aliases((f.old_text or "").split("\n") + visible)
+        shown_new = [t for h in f.patch.hunks for _, t in h.new_lines()]
+        imports = (
+            from_imports((f.old_text or "").split("\n") + visible),
+            from_imports((f.new_text or "").split("\n") + shown_new),
+        )
         for index, h in enumerate(f.patch.hunks):
             units: dict[str, tuple[list[str], list[str]]] = {}
             for side, lines, changed in (
@@ -237,8 +276,8 @@ def hunk_switches(ctx: Context, skip: set[str]) -> list[tuple[str, set[str], set
                     if number in changed:
                         units.setdefault(current, ([], []))[side].append(line)
             for name, (removed, added) in units.items():
-                before = _line_refs(removed, aliases)
-                after = _line_refs(added, aliases)
+                before = _line_refs(removed, aliases, imports[0])
+                after = _line_refs(added, aliases, imports[1])
                 if after - before:
                     where = f"{f.patch.path}::{name}#{index}" if name else f.patch.path
                     out.append((where, before - after, after - before))

@@ -58,8 +58,10 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
             continue
         kind: ChangeKind = "launch" if grid_changed or wrapper_changed else "tuning"
         notes = []
-        if wrapper_changed and not grid_changed:
+        if wrapper_changed and not grid_changed and not keys:
             notes.append("host wrapper changed; grid and launch arguments did not")
+        elif wrapper_changed and not grid_changed:
+            notes.append("host wrapper changed, and launch-time tuning values with it")
         update = {
             "tuning_old": {k: t_old.get(k, "-") for k in keys},
             "tuning_new": {k: t_new.get(k, "-") for k in keys},

@@ -16,12 +16,18 @@ from bot.analysis.model import Context, FileScan, KernelChange, KernelDef
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 
 
-def _scan(ctx: Context, path: str, side: str) -> tuple[FileScan | None, str | None]:
+_Index = dict[tuple[str, str], tuple[FileScan, str | None]]
+
+
+def _index(ctx: Context) -> _Index:
+    """``(side, path) -> (scan, text)`` of every file read."""
+    out: _Index = {}
     for f in ctx.files:
-        scan = f.new if side == "new" else f.old
-        if scan is not None and scan.path == path:
-            return scan, f.new_text if side == "new" else f.old_text
-    return None, None
+        if f.new is not None:
+            out[("new", f.new.path)] = (f.new, f.new_text)
+        if f.old is not None:
+            out[("old", f.old.path)] = (f.old, f.old_text)
+    return out
 
 
 def _callers(scan: FileScan, text: str, helper: str) -> list[KernelDef]:
@@ -42,12 +48,12 @@ def _callers(scan: FileScan, text: str, helper: str) -> list[KernelDef]:
     return [k for k in scan.kernels if k.launched and k.name in reach and k.name != helper]
 
 
-def _helper(ctx: Context, c: KernelChange) -> tuple[FileScan, str, KernelDef] | None:
+def _helper(index: _Index, c: KernelChange) -> tuple[FileScan, str, KernelDef] | None:
     """The scan, text and definition of ``c``'s kernel when it is a jit helper."""
     for side, ref in (("new", c.new), ("old", c.old)):
         if ref is None:
             continue
-        scan, text = _scan(ctx, ref.path, side)
+        scan, text = index.get((side, ref.path), (None, None))
         k = next((k for k in scan.kernels if k.name == ref.name), None) if scan else None
         if k is not None and scan is not None and text is not None and not k.launched:
             return scan, text, k
@@ -57,8 +63,11 @@ def _helper(ctx: Context, c: KernelChange) -> tuple[FileScan, str, KernelDef] | 
 def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     """Replace each helper's change by ``body`` changes of the kernels that reach it."""
     out = [c for c in changes]
+    index = _index(ctx)
     for c in changes:
-        found = _helper(ctx, c)
+        if c.language not in ("triton", "gluon"):
+            continue
+        found = _helper(index, c)
         if found is None:
             continue
         scan, text, helper = found

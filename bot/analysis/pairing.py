@@ -21,6 +21,8 @@ import posixpath
 import re
 from dataclasses import dataclass
 
+from bot.analysis.call_sites import IMPORT_LINE as _IMPORT
+from bot.analysis.call_sites import from_imports as _from_imports
 from bot.analysis.code_counts import part_a
 from bot.analysis.compare import sources_for
 from bot.analysis.model import Context, KernelChange, KernelDef, PartA
@@ -35,7 +37,6 @@ _NOISE = {
 _CALL = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?\(")
 _DEF = re.compile(r"\s*(?:async\s+)?(?:def|class)\s")
 _TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([^)]*)")
 _PY_KEYWORDS = {"if", "for", "while", "return", "print", "def", "with", "assert", "not", "and"}
 _MAX_EXTRA_FILES = 24
 _CPP_KERNEL_FILES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx")
@@ -173,17 +174,20 @@ def _score(
         gone = [n for n in hits if not n.startswith("~")]
         kept = [n[1:] for n in hits if n.startswith("~")]
         kept += sorted(  # a new dispatcher that picks the Triton or the compiled op
-            n for n in added if _last(n) in old.names or stem(_last(n)) in old_stems
+            n
+            for n in added
+            if stem(_last(n))
+            and _last(n) not in t_names
+            and (_last(n) in old.names or stem(_last(n)) in old_stems)
         )
-        in_role = f" (in {role})" if role else ""
         if gone:
             score += 3
-            why.append(f"{path} switched from {gone[0]}() to {a[0]}{in_role}")
+            why.append(f"{path} switched from {gone[0]}() to {a[0]}")
             by_role = by_role or bool(role)
             break
         if kept:
             score += 2
-            why.append(f"{path} calls {a[0]} beside {kept[0]}(){in_role}")
+            why.append(f"{path} calls {a[0]} beside {kept[0]}() (in {role or path})")
             by_role = by_role or bool(role)
             break
     if stem(k.name) and stem(k.name) == stem(t.name):
@@ -196,21 +200,6 @@ def _score(
         if a == b or a.startswith(b + "/") or b.startswith(a + "/") or not b:
             score += 0.5
     return score, why, by_role
-
-
-def _from_imports(lines: list[str]) -> dict[str, str]:
-    """``from m import a as b`` -> {"b": "m.a"}; ``from m import a`` -> {"a": "m.a"}."""
-    out = {}
-    for line in lines:
-        m = _IMPORT.match(line.split("#")[0])
-        if m:
-            for part in m.group(2).split(","):
-                words = part.split()
-                if len(words) == 1:
-                    out[words[0]] = f"{m.group(1)}.{words[0]}"
-                elif len(words) == 3 and words[1] == "as":
-                    out[words[2]] = f"{m.group(1)}.{words[0]}"
-    return out
 
 
 def _called(lines: list[str], aliases: dict[str, str], with_imports: bool) -> set[str]:

@@ -407,10 +407,14 @@ def decide(changes: Sequence[ChangeLine], req: Requirements, ev: Evidence) -> Ve
             no_kernel_changes=True,
         )
     measured_kernels = any(c.mapped for c in changes)
+    vendors = _vendors_condition(req, ev, measured_kernels)
+    branch_lines = tuple(f"{c.kernel}: {b}" for c in changes for b in c.branches)
+    if branch_lines:  # a side of a vendor / arch branch is measured on one runner only
+        vendors = vendors.model_copy(update={"evidence": (*vendors.evidence, *branch_lines)})
     conditions = (
         _sweep_condition(req, ev, measured_kernels),
         _first_call_condition(req, ev, measured_kernels),
-        _vendors_condition(req, ev, measured_kernels),
+        vendors,
         _ownership_condition(ev),
         _rollback_condition(changes),
     )
