@@ -44,6 +44,11 @@ def compare_kernels(
     if _configs_changed(old, new):
         tuning = True
         notes.append("autotune configs changed")
+    tuners = [[d for d in k.decorators if "autotune" in d or "heuristics" in d] for k in (old, new)]
+    if tuners[0] != tuners[1]:
+        tuning = True
+        t_old["autotuner"] = ", ".join(tuners[0]) or "-"
+        t_new["autotuner"] = ", ".join(tuners[1]) or "-"
     if old.autotune_key != new.autotune_key:
         tuning = True
         t_old["autotune key"] = ", ".join(old.autotune_key)

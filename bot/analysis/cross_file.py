@@ -208,6 +208,53 @@ def moved_kernels(changes: list[KernelChange], ctx: Context) -> list[KernelChang
                 }
             )
         )
+    kept = [c for c in changes if id(c) not in drop]
+    return _renamed(kept, ctx) + out
+
+
+def _body_text(ctx: Context, c: KernelChange, side: str) -> str | None:
+    ref = c.old if side == "old" else c.new
+    texts = ctx.texts_old if side == "old" else ctx.texts_new
+    text = texts.get(ref.path) if ref is not None else None
+    if text is None or ref is None:
+        return None
+    k = _find_kernel(ctx, ref.path, ref.name, side)
+    if k is None or k.from_context:
+        return None
+    return " ".join("\n".join(text.split("\n")[k.body_start - 1 : k.body_end]).split())
+
+
+def _renamed(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
+    """A kernel deleted and another added with the same body, once each: renamed (``moved``)."""
+    gone: dict[tuple[str, str], list[KernelChange]] = {}
+    for c in changes:
+        body = _body_text(ctx, c, "old") if c.kind == "deleted" else None
+        if body:
+            gone.setdefault((c.language, body), []).append(c)
+    if not gone:
+        return changes
+    drop: set[int] = set()
+    out = []
+    for c in changes:
+        body = _body_text(ctx, c, "new") if c.kind == "new" else None
+        match = gone.get((c.language, body or ""), [])
+        if len(match) != 1 or id(match[0]) in drop:
+            continue
+        old = match[0]
+        drop |= {id(old), id(c)}
+        where = "" if old.path == c.path else f" in {old.path}"
+        out.append(
+            c.model_copy(
+                update={
+                    "kind": "moved",
+                    "old": old.old,
+                    "configs_old": old.configs_old,
+                    "configs_old_computed": old.configs_old_computed,
+                    "moved_from": old.path,
+                    "notes": [*c.notes, f"renamed from {old.name}{where}; same body"],
+                }
+            )
+        )
     return [c for c in changes if id(c) not in drop] + out
 
 

@@ -75,8 +75,9 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         if not callers:
             continue
         out.remove(c)
-        if c.kind in ("new", "deleted"):
-            # A helper added or removed changes its callers' text, which their own comparison saw.
+        if c.kind in ("new", "deleted", "moved"):
+            # A helper added or removed changes its callers' text, which their own comparison
+            # saw; one moved with its callers changes nothing.
             continue
         for k in callers:
             existing = next(

@@ -364,12 +364,19 @@ def _pointed_kernel(bare: str, pos: int, name: str) -> str:
     """``auto kernel = &selective_scan_fwd_kernel<...>; kernel<<<...>>>``: the kernel a local
     function pointer launched at ``pos`` points to (the last assignment within 3,000 characters)."""
     found = None
-    pattern = re.compile(rf"\b{re.escape(name)}\s*=(?!=)([^;]{{1,400}});")
-    for m in pattern.finditer(bare, max(0, pos - 3_000), pos):
-        value = m.group(1)  # ``&k<T>``, ``k``, ``cond ? k<T, true> : k<T, false>``
-        target = _TEMPLATED.search(value) or _IDENT.search(value.replace("&", " "))
-        if target is not None:
-            found = target.group(1 if target.re is _TEMPLATED else 0).split("::")[-1]
+    at = bare.find(name, max(0, pos - 3_000), pos)
+    while at != -1:
+        end = at + len(name)
+        rest = bare[end : end + 400].lstrip()
+        whole = (at == 0 or not (bare[at - 1].isalnum() or bare[at - 1] == "_")) and (
+            end < len(bare) and not (bare[end].isalnum() or bare[end] == "_")
+        )
+        if whole and rest.startswith("=") and not rest.startswith("=="):
+            value = rest[1:].split(";", 1)[0]  # ``&k<T>``, ``c ? k<T, true> : k<T, false>``
+            target = _TEMPLATED.search(value) or _IDENT.search(value.replace("&", " "))
+            if target is not None:
+                found = target.group(1 if target.re is _TEMPLATED else 0).split("::")[-1]
+        at = bare.find(name, end, pos)
     return found or name
 
 

@@ -14,7 +14,14 @@ import copy
 import re
 import warnings
 
-from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, Language, LaunchSite
+from bot.analysis.model import (
+    MAX_PER_FILE,
+    FileScan,
+    KernelDef,
+    Language,
+    LaunchSite,
+    TritonConfig,
+)
 from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
 from bot.analysis.triton_config import _dotted, _literal, parse_config
 
@@ -134,6 +141,8 @@ class _Reader:
         Func = ast.FunctionDef | ast.AsyncFunctionDef
         todo: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(tree, None)]
         jit_nodes: set[int] = set()
+        applied: list[tuple[str, ast.Call, ast.AST | None]] = []  # k = triton.autotune(...)(k)
+        self.handed_to: list[tuple[str, str]] = []  # f(k): (function, name)
         called: set[str] = set()  # called by name inside a jit function
         used: set[str] = set()  # launched, handed on, or aliased
         while todo:
@@ -151,6 +160,18 @@ class _Reader:
                 around = node
             elif isinstance(node, ast.Call):
                 in_jit = around is not None and id(around) in jit_nodes
+                inner = node.func
+                if (
+                    isinstance(inner, ast.Call)
+                    and _deco_kind(_dotted(inner.func, self.aliases)) == "autotune"
+                    and node.args
+                    and isinstance(node.args[0], ast.Name)
+                ):
+                    applied.append((node.args[0].id, inner, around))
+                if isinstance(node.func, ast.Name):
+                    for value in node.args:
+                        if isinstance(value, ast.Name):
+                            self.handed_to.append((node.func.id, value.id))
                 if in_jit and isinstance(node.func, ast.Name):
                     called.add(node.func.id)
                 if not in_jit:  # inside a kernel, a function handed on is a combine function
@@ -176,6 +197,7 @@ class _Reader:
         self.kernels.sort(key=lambda k: k.line_start)
         self.launches.sort(key=lambda x: x.line)
         used.update(x.kernel for x in self.launches)
+        self._applied_autotune(applied)
         self._mark_helpers(called, used)
 
     def _mark_helpers(self, called: set[str], used: set[str]) -> None:
@@ -202,26 +224,7 @@ class _Reader:
         heuristics: dict[str, str] = {}
         for deco, kind in zip(node.decorator_list, kinds, strict=True):
             if kind == "autotune" and isinstance(deco, ast.Call):
-                expr = next((kw.value for kw in deco.keywords if kw.arg == "configs"), None)
-                if expr is None and deco.args:
-                    expr = deco.args[0]
-                if expr is not None:
-                    elements = self._resolve_list(expr, 0)
-                    if elements is not None:
-                        parsed = [parse_config(e) for e in elements]
-                        configs_source = ast.unparse(ast.List(elts=elements, ctx=ast.Load()))
-                        if all(p is not None for p in parsed):
-                            configs = tuple(p for p in parsed if p is not None)
-                        else:
-                            computed = True
-                    else:
-                        configs_source = ast.unparse(expr)
-                        computed = True
-                else:
-                    computed = True  # the autotuner's own default list
-                key_node = next((kw.value for kw in deco.keywords if kw.arg == "key"), None)
-                if isinstance(key_node, (ast.List, ast.Tuple)):
-                    key = tuple(str(_literal(e)) for e in key_node.elts)
+                configs, configs_source, computed, key = self._autotune(deco)
             elif kind == "heuristics" and isinstance(deco, ast.Call) and deco.args:
                 values = deco.args[0]
                 if isinstance(values, ast.Dict):
@@ -263,6 +266,63 @@ class _Reader:
             constexprs=_constexprs(node.args),
             configs_computed=computed,
         )
+
+    def _autotune(
+        self, call: ast.Call
+    ) -> tuple[tuple[TritonConfig, ...] | None, str | None, bool, tuple[str, ...]]:
+        """``(configs, configs_source, computed, key)`` of one ``triton.autotune(...)`` call.
+        A list that is not written out (a comprehension, a function's result) is computed."""
+        configs = None
+        source = None
+        computed = False
+        key: tuple[str, ...] = ()
+        expr = next((kw.value for kw in call.keywords if kw.arg == "configs"), None)
+        if expr is None and call.args:
+            expr = call.args[0]
+        if expr is not None:
+            elements = self._resolve_list(expr, 0)
+            if elements is not None:
+                parsed = [parse_config(e) for e in elements]
+                source = ast.unparse(ast.List(elts=elements, ctx=ast.Load()))
+                if all(p is not None for p in parsed):
+                    configs = tuple(p for p in parsed if p is not None)
+                else:
+                    computed = True
+            else:
+                source = ast.unparse(expr)
+                computed = True
+        else:
+            computed = True  # the autotuner's own default list
+        key_node = next((kw.value for kw in call.keywords if kw.arg == "key"), None)
+        if isinstance(key_node, (ast.List, ast.Tuple)):
+            key = tuple(str(_literal(e)) for e in key_node.elts)
+        return configs, source, computed, key
+
+    def _applied_autotune(self, applied: list[tuple[str, ast.Call, ast.AST | None]]) -> None:
+        """``k = triton.autotune(...)(k)``, also inside a function handed the kernel
+        (``def autotune_kernel(kernel): return triton.autotune(...)(kernel)``)."""
+        handed: dict[str, set[str]] = {}  # function -> kernels it is called with
+        for func, name in self.handed_to:
+            handed.setdefault(func, set()).add(name)
+        by_name = {k.name: i for i, k in enumerate(self.kernels)}
+        for name, call, around in applied:
+            targets = {name}
+            if isinstance(around, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = {a.arg for a in (*around.args.posonlyargs, *around.args.args)}
+                if name in params:
+                    targets = handed.get(around.name, set())
+            configs, source, computed, key = self._autotune(call)
+            for target in targets & by_name.keys():
+                k = self.kernels[by_name[target]]
+                self.kernels[by_name[target]] = k.model_copy(
+                    update={
+                        "decorators": (*k.decorators, "triton.autotune (applied by a call)"),
+                        "configs": configs,
+                        "configs_source": source,
+                        "configs_computed": computed,
+                        "autotune_key": key,
+                    }
+                )
 
     def _resolve_list(self, expr: ast.expr, depth: int) -> list[ast.expr] | None:
         if depth > 8:
