@@ -180,7 +180,9 @@ class _Module:
         for k in self.funcs.get(kernel, []):
             for deco in k.decorator_list:
                 add(f"the decorators of {kernel}", deco)
-        for fid in sorted(self.launches.get(kernel, set()) | self.handed.get(kernel, set())):
+        named = {fid for fid, refs in self.refs.items() if kernel in refs}  # ``k = kernel``
+        found = self.launches.get(kernel, set()) | self.handed.get(kernel, set()) | named
+        for fid in sorted(found):
             if fid not in own:
                 f = self.by_id[fid]
                 add(getattr(f, "name", "?"), f)

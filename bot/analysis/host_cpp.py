@@ -70,7 +70,8 @@ def _scopes(path: str, text: str) -> list[_Scope]:
         found = _function_header(t, open_at)
         if found is not None:
             name, header_at = found
-            header = t.bare[max(0, header_at - 300) : open_at]
+            begin = max(t.bare.rfind(c, max(0, header_at - 2_000), header_at) for c in ";{}")
+            header = t.bare[begin + 1 : open_at]
             kind = (
                 "kernel"
                 if "__global__" in header
@@ -189,6 +190,12 @@ def _roots(ctx: Context) -> _Roots:
                     else roots.device
                 )
                 target.setdefault(scope.name, path)
+                for outer in scopes:  # ``WarpScan::scan`` changed: so did ``WarpScan``
+                    if (
+                        outer.kind == "type"
+                        and outer.first < scope.first <= scope.last < outer.last
+                    ):
+                        target.setdefault(outer.name, path)
     return roots
 
 

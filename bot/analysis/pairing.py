@@ -39,6 +39,7 @@ _DEF = re.compile(r"\s*(?:async\s+)?(?:def|class)\s")
 _TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _PY_KEYWORDS = {"if", "for", "while", "return", "print", "def", "with", "assert", "not", "and"}
 _MAX_EXTRA_FILES = 24
+_FILES_PER_OP = 4
 _CPP_KERNEL_FILES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx")
 
 
@@ -262,6 +263,19 @@ def _module_files(ctx: Context, switches: list[tuple[str, set[str], set[str]]]) 
     return hits + [p for p in cpp if posixpath.dirname(p) in folders and p not in hits]
 
 
+def _op_files(ctx: Context, switches: list[tuple[str, set[str], set[str]]]) -> list[str]:
+    """C++ files at base whose names share the most words with an op a function stopped
+    calling (``torch.ops.mylib.index_select`` -> ``csrc/index.cu``), a few per op."""
+    ops = {_last(n.lstrip("~")) for _, gone, _ in switches for n in gone if "_" in _last(n)}
+    cpp = [p for p in ctx.old_files or () if p.endswith(_CPP_KERNEL_FILES)]
+    out: list[str] = []
+    for op in sorted(ops):
+        words = set(stem(op).split("_")) - {""}
+        scored = [(len(words & set(_file_stem(p).split("_"))), p) for p in cpp]
+        out += [p for n, p in sorted(scored, key=lambda x: (-x[0], x[1])) if n][:_FILES_PER_OP]
+    return out
+
+
 def _read_extra(
     ctx: Context, triton: list[KernelChange], switches: list[tuple[str, set[str], set[str]]]
 ) -> None:
@@ -269,7 +283,7 @@ def _read_extra(
     the extension module a switched call site used)."""
     if ctx.old_source is None:
         return
-    wanted: list[str] = _module_files(ctx, switches)
+    wanted: list[str] = _module_files(ctx, switches) + _op_files(ctx, switches)
     ops = {  # the compiled ops switched call sites name: ``quantize_mx_cuda`` -> quantize_mx.cu
         stem(n.lstrip("~"))
         for _, gone, new in switches

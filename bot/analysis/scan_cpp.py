@@ -373,6 +373,7 @@ def _pointed_kernel(bare: str, pos: int, name: str) -> str:
         )
         if whole and rest.startswith("=") and not rest.startswith("=="):
             value = rest[1:].split(";", 1)[0]  # ``&k<T>``, ``c ? k<T, true> : k<T, false>``
+            value = value.split("?", 1)[-1]
             target = _TEMPLATED.search(value) or _IDENT.search(value.replace("&", " "))
             if target is not None:
                 found = target.group(1 if target.re is _TEMPLATED else 0).split("::")[-1]
