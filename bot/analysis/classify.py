@@ -92,6 +92,7 @@ def analyze_parsed(
     from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
     from bot.analysis.helpers import fold_helpers
     from bot.analysis.host_cpp import host_changes
+    from bot.analysis.loader_calls import loader_launches
     from bot.analysis.pairing import pair_rewrites
 
     skipped = list(parsed.skipped)
@@ -135,6 +136,7 @@ def analyze_parsed(
     changes = moved_kernels(changes, ctx)
     changes = fold_helpers(changes, ctx)
     changes = host_changes(changes, ctx)
+    changes = loader_launches(changes, ctx)
     changes = pair_rewrites(changes, ctx)
     changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
     changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))

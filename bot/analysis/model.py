@@ -87,6 +87,7 @@ class KernelDef(Frozen):
     configs_computed: bool = False  # autotuned over a list built at import time (not readable)
     from_context: bool = False  # found in diff lines only: the range may be cut short
     launched: bool = True  # False: a jit function no launch reaches (a helper of kernels)
+    built_by: str | None = None  # CUDA in a Python string: the function that compiles it
 
     def ref(self) -> KernelRef:
         return KernelRef(

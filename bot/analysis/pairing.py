@@ -161,7 +161,7 @@ def _score(
             why.append(f"policy kernel {shared[0]!r} covers both files")
     old_stems = {stem(n) for n in old.names} - {""}
     t_stems = {stem(n) for n in t_names} - {""}
-    for where, removed, added in switches:
+    for where, removed, added in sorted(switches, key=lambda x: "::" not in x[0]):  # roles first
         a = sorted(n for n in added if _last(n) in t_names or stem(_last(n)) in t_stems)
         if not a:
             continue
@@ -336,7 +336,7 @@ def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
                 ),
                 None,
             )
-            names = {k.name} | wrappers.get(k.name, set())
+            names = {k.name} | wrappers.get(k.name, set()) | ({k.built_by} if k.built_by else set())
             for w in list(names):
                 names |= bindings.get(w, set())
             out.append(_Old(kernel=k, kept=change is None, names=names, change=change))

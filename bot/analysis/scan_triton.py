@@ -27,7 +27,7 @@ from bot.analysis.triton_config import _dotted, _literal, parse_config
 
 _DECOS = ("jit", "autotune", "heuristics")
 _LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without a DSL's name or this, no kernels
-_DSL_HINT = re.compile(r"triton|tilelang|cute|gluon")
+_DSL_HINT = re.compile(r"triton|tilelang|cute|gluon|__global__")
 
 
 # ------------------------------------------------------------------------------ whole files
@@ -184,6 +184,13 @@ class _Reader:
                         name = _bound_kernel(name.split(".")[-1], around)
                     if name:
                         self.launches.append(self._launch(node, name, around))
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and "__global__" in node.value
+                and len(self.kernels) < MAX_PER_FILE
+            ):
+                self.kernels += _kernels_in_string(self.path, node, around)
             elif (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
@@ -396,6 +403,20 @@ class _Reader:
             wrapper_end=w_end,
             wrapper_digest=w_digest,
         )
+
+
+def _kernels_in_string(
+    path: str, node: ast.Constant, around: ast.FunctionDef | ast.AsyncFunctionDef | None
+) -> list[KernelDef]:
+    """CUDA kernels written in a Python string (compiled at run time: ``cupy.RawKernel``,
+    ``load_inline``), at their lines in the Python file."""
+    from bot.analysis.scan_cpp import scan_cpp
+
+    first = node.lineno
+    lines: list[str | None] = [line.rstrip("\r") for line in str(node.value).split("\n")]
+    scan = scan_cpp(path, lines, complete=True, line_at=lambda n: first + n - 1)
+    host = around.name if around is not None else None
+    return [k.model_copy(update={"built_by": host}) for k in scan.kernels]
 
 
 def _bound_kernel(name: str, around: ast.FunctionDef | ast.AsyncFunctionDef | None) -> str | None:
