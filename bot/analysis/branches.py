@@ -50,7 +50,7 @@ def add_branches(
     changes: list[KernelChange], ctx: Context, policy: Policy | None
 ) -> list[KernelChange]:
     """Each change with the vendor and architecture branches on its kernel's launch path."""
-    trees: dict[str, _Module | None] = {}
+    trees: dict[str, LaunchPath | None] = {}
     cpp_files = {f.patch.path: f for f in ctx.files if source_kind(f.patch.path) == "cpp"}
     out = []
     for c in changes:
@@ -62,7 +62,7 @@ def add_branches(
             text = (ctx.texts_new if side_new else ctx.texts_old).get(path)
             key = f"{'new' if side_new else 'old'}:{path}"
             if key not in trees:
-                trees[key] = _Module.parse(text) if text is not None else None
+                trees[key] = LaunchPath.parse(text) if text is not None else None
             module = trees[key]
             if module is not None:
                 found = module.branches(c.name, path)
@@ -86,7 +86,7 @@ def _kinds(text: str, flags: dict[str, set[str]]) -> list[str]:
     return kinds
 
 
-class _Module:
+class LaunchPath:
     """One Python file's functions, module-level names, and vendor / arch flags."""
 
     def __init__(self, tree: ast.Module) -> None:
@@ -109,11 +109,11 @@ class _Module:
         self._index()
 
     @staticmethod
-    def parse(text: str) -> _Module | None:
+    def parse(text: str) -> LaunchPath | None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return _Module(ast.parse(text))
+                return LaunchPath(ast.parse(text))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
 
@@ -166,7 +166,7 @@ class _Module:
                         if isinstance(a, ast.Name):
                             self.module_handed.setdefault(a.id, set()).add(sub.func.id)
 
-    def _regions(self, kernel: str) -> list[tuple[str, ast.AST]]:
+    def regions(self, kernel: str) -> list[tuple[str, ast.AST]]:
         """``(where, node)`` of the code that decides how ``kernel`` is launched."""
         regions: list[tuple[str, ast.AST]] = []
         seen: set[int] = set()
@@ -208,7 +208,7 @@ class _Module:
     def branches(self, kernel: str, path: str) -> list[LaunchBranch]:
         out: list[LaunchBranch] = []
         seen: set[tuple[str, str]] = set()
-        for where, region in self._regions(kernel):
+        for where, region in self.regions(kernel):
             tests: list[ast.expr] = []
             if isinstance(region, ast.expr) and not isinstance(region, ast.Call):
                 tests.append(region)  # a module-level if test

@@ -174,6 +174,9 @@ class _Reader:
                             self.handed_to.append((node.func.id, value.id))
                 if in_jit and isinstance(node.func, ast.Name):
                     called.add(node.func.id)
+                if in_jit:  # ``tl.reduce(x, 0, combine)``: a combine function is a helper too
+                    handed = [*node.args, *(kw.value for kw in node.keywords)]
+                    called.update(a.id for a in handed if isinstance(a, ast.Name))
                 if not in_jit:  # inside a kernel, a function handed on is a combine function
                     for value in (*node.args, *(kw.value for kw in node.keywords)):
                         if isinstance(value, ast.Name):
