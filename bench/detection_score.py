@@ -227,16 +227,28 @@ def analyse(case: Case, mode: str) -> Analysis:
 def run(cases: list[Case], progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     checks: list[Check] = []
     seconds = {mode: 0.0 for mode in MODES}
+    setup = 0.0  # making the git repositories, not analysis
     started = time.perf_counter()
     for case in cases:
-        for mode in MODES:
-            t0 = time.perf_counter()
-            analysis = analyse(case, mode)
-            seconds[mode] += time.perf_counter() - t0
-            checks += score_case(case, analysis, mode)
+        t0 = time.perf_counter()
+        with materialise(case) as repo:
+            t1 = time.perf_counter()
+            analysis = analyze_repo(repo.path, repo.base, repo.head, use_base_policy=False)
+            seconds["repo"] += time.perf_counter() - t1
+            setup += t1 - t0
+        checks += score_case(case, analysis, "repo")
+        t0 = time.perf_counter()
+        analysis = analyze_diff(case.diff)
+        seconds["diff"] += time.perf_counter() - t0
+        checks += score_case(case, analysis, "diff")
         if progress:
             progress(case.name)
-    return {"checks": checks, "seconds": seconds, "wall": time.perf_counter() - started}
+    return {
+        "checks": checks,
+        "seconds": seconds,
+        "setup": setup,
+        "wall": time.perf_counter() - started,
+    }
 
 
 def totals(cases: list[Case], result: dict[str, Any]) -> dict[str, Any]:
@@ -266,7 +278,9 @@ def totals(cases: list[Case], result: dict[str, Any]) -> dict[str, Any]:
             "silent_on_kernel_files": silences,
             "seconds": round(result["seconds"][mode], 2),
         }
-    out["seconds_whole_corpus"] = round(result["wall"], 2)
+    out["seconds_analysis_whole_corpus"] = round(sum(result["seconds"].values()), 2)
+    out["seconds_making_repositories"] = round(result["setup"], 2)
+    out["seconds_wall"] = round(result["wall"], 2)
     return out
 
 
@@ -288,7 +302,11 @@ def table(cases: list[Case], result: dict[str, Any], summary: dict[str, Any]) ->
         )
     silent = summary["modes"]["diff"]["silent_on_kernel_files"]
     lines.append(f"- diff mode silent on kernel-bearing files: {len(silent)}")
-    lines.append(f"- {summary['cases']} cases, {summary['seconds_whole_corpus']} s in all")
+    lines.append(
+        f"- {summary['cases']} cases analysed in {summary['seconds_analysis_whole_corpus']} s "
+        f"(both modes; making the git repositories took {summary['seconds_making_repositories']} s "
+        f"more; {summary['seconds_wall']} s wall in all)"
+    )
     lines += ["", "Wrong checks are in bold; repo-mode misses carry their reason.", ""]
     for case in cases:
         lines += [f"## {case.name}", "", f"{case.meta.get('title', '')}", ""]

@@ -16,6 +16,7 @@ Used by ``bench/detection_score.py`` and ``tests/test_real_prs.py``. ``pack`` wr
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import io
 import os
@@ -66,24 +67,29 @@ class Case:
         return list(self.meta.get("classes") or [])
 
     def files(self) -> dict[str, dict[str, bytes]]:
-        """``{"base": {path: bytes}, "head": {path: bytes}}``."""
-        out: dict[str, dict[str, bytes]] = {side: {} for side in SIDES}
-        archive = self.folder / "sides.tar.gz"
-        if archive.is_file():
-            with tarfile.open(archive, "r:gz") as tar:
-                for member in tar.getmembers():
-                    side, _, path = member.name.partition("/")
-                    if member.isfile() and side in out and path:
-                        handle = tar.extractfile(member)
-                        if handle is not None:
-                            out[side][path] = handle.read()
-            return out
-        for side in SIDES:
-            root = self.folder / side
-            for p in sorted(root.rglob("*")) if root.is_dir() else ():
-                if p.is_file():
-                    out[side][p.relative_to(root).as_posix()] = p.read_bytes()
+        """``{"base": {path: bytes}, "head": {path: bytes}}`` (read once)."""
+        return _files(self.folder)
+
+
+@functools.cache
+def _files(folder: Path) -> dict[str, dict[str, bytes]]:
+    out: dict[str, dict[str, bytes]] = {side: {} for side in SIDES}
+    archive = folder / "sides.tar.gz"
+    if archive.is_file():
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar.getmembers():
+                side, _, path = member.name.partition("/")
+                if member.isfile() and side in out and path:
+                    handle = tar.extractfile(member)
+                    if handle is not None:
+                        out[side][path] = handle.read()
         return out
+    for side in SIDES:
+        root = folder / side
+        for p in sorted(root.rglob("*")) if root.is_dir() else ():
+            if p.is_file():
+                out[side][p.relative_to(root).as_posix()] = p.read_bytes()
+    return out
 
 
 def corpus_root() -> Path:
@@ -117,43 +123,39 @@ class CaseRepo:
     head: str
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        env={**os.environ, **_GIT_ENV},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
-def _write_tree(repo: Path, files: dict[str, bytes]) -> None:
-    for path, data in files.items():
-        target = repo / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+def _stream(files: dict[str, dict[str, bytes]]) -> bytes:
+    """A ``git fast-import`` stream: branch ``base`` with the base files, ``head`` with the head
+    files (one commit each, fixed author and date)."""
+    out = io.BytesIO()
+    for side in SIDES:
+        message = side.encode()
+        out.write(f"commit refs/heads/{side}\n".encode())
+        out.write(b"committer corpus <corpus@example.invalid> 946684800 +0000\n")
+        out.write(b"data %d\n%s\n" % (len(message), message))
+        if side == "head":
+            out.write(b"from refs/heads/base\ndeleteall\n")
+        for path, data in sorted(files[side].items()):
+            out.write(b"M 100644 inline %s\ndata %d\n" % (path.encode(), len(data)))
+            out.write(data + b"\n")
+    return out.getvalue()
 
 
 @contextlib.contextmanager
 def materialise(case: Case) -> Iterator[CaseRepo]:
-    """A temporary git repository: one commit with the base files, then one with the head files."""
-    files = case.files()
+    """A temporary git repository: branch ``base`` (one commit with the base files) and ``head``
+    (a child commit with the head files), so repo mode runs on real git."""
     with tempfile.TemporaryDirectory(prefix=f"real-pr-{case.name[:40]}-") as tmp:
         repo = Path(tmp)
-        _git(repo, "init", "-q", "-b", "main")
-        _write_tree(repo, files["base"])
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "--allow-empty", "-m", "base")
-        base = _git(repo, "rev-parse", "HEAD")
-        _git(repo, "rm", "-r", "-q", "--cached", "--ignore-unmatch", ".")
-        for path in files["base"]:
-            (repo / path).unlink()
-        _write_tree(repo, files["head"])
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "--allow-empty", "-m", "head")
-        head = _git(repo, "rev-parse", "HEAD")
-        yield CaseRepo(path=repo, base=base, head=head)
+        env = {**os.environ, **_GIT_ENV}
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], env=env, check=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "fast-import", "--quiet"],
+            input=_stream(case.files()),
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        yield CaseRepo(path=repo, base="base", head="head")
 
 
 def pack(folder: Path, out: Path) -> None:
@@ -179,3 +181,75 @@ def pack(folder: Path, out: Path) -> None:
         gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0, compresslevel=9) as gz,
     ):
         gz.write(raw.getvalue())
+
+
+def pack_corpus(source: Path, dest: Path) -> list[str]:
+    """Copy every case of ``source`` (raw ``base/`` and ``head/`` folders) into ``dest`` as
+    ``case.toml``, ``diff.patch`` and ``sides.tar.gz``; returns the case names."""
+    names = []
+    for folder in sorted(p for p in source.iterdir() if (p / "case.toml").is_file()):
+        out = dest / folder.name
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("case.toml", "diff.patch"):
+            (out / name).write_bytes((folder / name).read_bytes())
+        pack(folder, out / "sides.tar.gz")
+        names.append(folder.name)
+    return names
+
+
+def readme(cases: list[Case]) -> str:
+    """``tests/data/real_prs/README.md``: one row per case, from its ``case.toml``."""
+    lines = [
+        "# Real kernel pull requests, labelled",
+        "",
+        "Each folder is one commit of a public repository that ships GPU kernels, with the labels",
+        "written by hand before any tool ran (`case.toml`: `[[expect]]` rows, `[[not_kernel]]`",
+        "rows, `negative = true` for controls, `classes`, and notes on every judgement call). The",
+        "folder holds `diff.patch` (the commit against its parent) and `sides.tar.gz`: `base/` and",
+        "`head/`, the full files the analysis reads at the parent and at the commit (the files of",
+        "the diff that can hold kernels, and the `context_files` the labels rely on). Files a case",
+        "drops (data, unrelated scripts) are listed in its `dropped`. The archive is deterministic",
+        "(sorted names, mtime 0, owner 0); `bench/real_prs.py` reads it, and",
+        "`bench/detection_score.py` scores the analysis against the labels",
+        "(`bench/results/detection/`). The code in each folder keeps its repository's licence.",
+        "",
+        "| case | repository | commit | licence | holds |",
+        "|---|---|---|---|---|",
+    ]
+    for case in cases:
+        files = case.files()
+        meta = case.meta
+        kinds = sorted({e["kind"] for e in case.expect})
+        what = "negative control" if case.negative else ", ".join(kinds) or "-"
+        holds = (
+            f"{len(files['base'])} base / {len(files['head'])} head files; {what}; "
+            f"classes: {', '.join(case.classes) or '-'}"
+        )
+        commit = str(meta.get("commit", ""))
+        url = f"https://github.com/{meta.get('repo')}/commit/{commit}"
+        lines.append(
+            f"| `{case.name}` | {meta.get('repo')} | [{commit[:12]}]({url}) | "
+            f"{meta.get('license', '?')} | {holds} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="pack the corpus, or write its README")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("pack", help="copy raw cases from SOURCE into the corpus, archived")
+    p.add_argument("source", type=Path)
+    sub.add_parser("readme", help="write tests/data/real_prs/README.md")
+    args = parser.parse_args(argv)
+    if args.command == "pack":
+        names = pack_corpus(args.source, CORPUS)
+        print(f"{len(names)} cases packed into {CORPUS}")
+    cases = load_cases(CORPUS)
+    (CORPUS / "README.md").write_text(readme(cases), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot.analysis.model import Context, FileSides, KernelChange, LaunchBranch
-from bot.analysis.text import collapse, source_kind
+from bot.analysis.text import collapse, parse_python, source_kind
 
 if TYPE_CHECKING:
     from bot.policy.model import Policy
@@ -111,9 +110,7 @@ class LaunchPath:
     @staticmethod
     def parse(text: str) -> LaunchPath | None:
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return LaunchPath(ast.parse(text))
+            return LaunchPath(parse_python(text))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
 

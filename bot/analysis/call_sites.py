@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 
 from bot.analysis.model import Context
-from bot.analysis.text import source_kind
+from bot.analysis.text import parse_python, source_kind
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -33,9 +32,7 @@ def _parse(text: str | None) -> ast.Module | None:
     if not text:
         return None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
+        return parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
@@ -143,6 +140,12 @@ def _functions(tree: ast.Module) -> dict[str, Func]:
     return out
 
 
+def _touched(func: Func, lines: list[int]) -> bool:
+    first = min([func.lineno, *(d.lineno for d in func.decorator_list)])
+    last = func.end_lineno or func.lineno
+    return any(first <= n <= last for n in lines)
+
+
 def role_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
     """Per Python function whose references changed: ``(path::function, gone, new)``; a function
     that keeps calling a compiled op beside a new Triton call has that op in both sets' place as
@@ -163,10 +166,14 @@ def role_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
         new |= set().union(*(_refs(f, new_names) for f in new_only)) if new_only else set()
         if gone and new:  # functions removed, others imported or added in their place
             out.append((f.patch.path, gone - new, new - gone))
+        added = [n for n, _ in f.patch.added_lines()]
+        removed = [n for n, _ in f.patch.removed_lines()]
         for name, new_func in new_funcs.items():
             old_func = old_funcs.get(name)
             if old_func is None:
                 continue
+            if not (_touched(new_func, added) or _touched(old_func, removed)):
+                continue  # unchanged: the same references on both sides
             before = _refs(old_func, old_names)
             after = _refs(new_func, new_names)
             gone, new = before - after, after - before

@@ -13,7 +13,7 @@ import re
 
 from bot.analysis.model import Context, FileScan, KernelChange, KernelDef
 
-_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_NAME = re.compile(r"\b([A-Za-z_]\w*)\b")  # called, or handed on (``combine_fn=helper``)
 
 
 _Index = dict[tuple[str, str], tuple[FileScan, str | None]]
@@ -34,7 +34,7 @@ def _callers(scan: FileScan, text: str, helper: str) -> list[KernelDef]:
     """The launched kernels of ``scan`` that reach ``helper`` through calls."""
     lines = text.split("\n")
     calls = {
-        k.name: set(_CALL.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
+        k.name: set(_NAME.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
         for k in scan.kernels
     }
     reach = {helper}

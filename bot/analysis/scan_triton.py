@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import copy
 import re
-import warnings
 
 from bot.analysis.model import (
     MAX_PER_FILE,
@@ -22,7 +21,7 @@ from bot.analysis.model import (
     LaunchSite,
     TritonConfig,
 )
-from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
+from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name, parse_python
 from bot.analysis.triton_config import _dotted, _literal, parse_config
 
 _DECOS = ("jit", "autotune", "heuristics")
@@ -37,9 +36,7 @@ def scan_python(path: str, text: str) -> FileScan:
     if not _DSL_HINT.search(text) and not _LAUNCH_HINT.search(text):
         return FileScan(path=path, kind="python", language=None, complete=True)
     try:
-        with warnings.catch_warnings():  # invalid escapes in the user's strings are theirs
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
+        tree = parse_python(text)
         reader = _Reader(path, tree, text.split("\n"))
         reader.read(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -200,9 +197,8 @@ class _Reader:
                 and node.attr in ("run", "warmup", "fn", "__getitem__")
             ):
                 used.add(node.value.id)
-            elif around is None and isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value:
-                # module-level aliases and tables: ``KERNELS = {..: k}``
-                used.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
+            elif around is None and isinstance(node, ast.Name):
+                used.add(node.id)  # module-level aliases and tables: ``KERNELS = {..: k}``
             todo.extend((child, around) for child in ast.iter_child_nodes(node))
         self.kernels.sort(key=lambda k: k.line_start)
         self.launches.sort(key=lambda x: x.line)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import re
+import warnings
 from collections.abc import Sequence
 
 from bot.analysis.model import (
@@ -91,3 +94,12 @@ def is_tuning_name(name: str) -> bool:
 
 def collapse(text: str) -> str:
     return " ".join(text.split())
+
+
+@functools.lru_cache(maxsize=64)
+def parse_python(text: str) -> ast.Module:
+    """``ast.parse`` once per text for every reader of the analysis (the tree is not changed by
+    any of them). Raises what ``ast.parse`` raises."""
+    with warnings.catch_warnings():  # invalid escapes in the user's strings are theirs
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
