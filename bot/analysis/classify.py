@@ -229,6 +229,9 @@ def _read_sides(
         if path is None:
             continue
         text = source(path) if source is not None else None
+        lines, sections = sides[side]
+        if text == "" and any(t.strip() for _, t in lines):
+            text = None  # a reader's "nothing worth reading" for a file the diff shows lines of
         if text is None:
             text = whole_text_from_diff(patch, side)
         if text is not None and len(text) > MAX_SOURCE_CHARS:
@@ -236,11 +239,7 @@ def _read_sides(
                 f"{path} ({side}) is over {MAX_SOURCE_CHARS // 1024} KiB: read from its diff lines"
             )
             text = None
-        if text is not None:
-            scan = scan_source(path, text)
-        else:
-            lines, sections = sides[side]
-            scan = scan_lines(path, lines, sections)
+        scan = scan_source(path, text) if text is not None else scan_lines(path, lines, sections)
         if side == "old":
             out.old, out.old_text = scan, text
         else:

@@ -10,7 +10,14 @@
 from __future__ import annotations
 
 from bot.analysis.compare import compare_kernels
-from bot.analysis.model import ChangeKind, Context, KernelChange, KernelDef, LaunchSite
+from bot.analysis.model import (
+    PYTHON_LANGUAGES,
+    ChangeKind,
+    Context,
+    KernelChange,
+    KernelDef,
+    LaunchSite,
+)
 from bot.analysis.text import source_kind
 
 
@@ -19,7 +26,7 @@ def _launch_text(site: LaunchSite) -> str:
 
 
 def _family(language: str) -> str:
-    return "triton" if language == "triton" else "cpp"
+    return "triton" if language in PYTHON_LANGUAGES else "cpp"
 
 
 def _relevant(site: LaunchSite, known: set[str]) -> bool:

@@ -25,7 +25,7 @@ from bot.analysis.call_sites import IMPORT_LINE as _IMPORT
 from bot.analysis.call_sites import from_imports as _from_imports
 from bot.analysis.code_counts import part_a
 from bot.analysis.compare import sources_for
-from bot.analysis.model import Context, KernelChange, KernelDef, PartA
+from bot.analysis.model import PYTHON_LANGUAGES, Context, KernelChange, KernelDef, PartA
 from bot.analysis.scan import scan_source
 from bot.analysis.text import source_kind
 
@@ -91,13 +91,13 @@ def _unseen_old_note(c: KernelChange, ctx: Context) -> KernelChange:
 
 
 def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
-    triton = [c for c in changes if c.kind == "new" and c.language == "triton" and c.new]
+    triton = [c for c in changes if c.kind == "new" and c.language in PYTHON_LANGUAGES and c.new]
     switches = _call_switches(ctx)
     switched_in = {a.rsplit(".", 1)[-1] for _, _, added in switches for a in added}
     for f in ctx.files:
         for k in f.new.kernels if f.new else ():
             if k.name in switched_in and not any(c.new and c.name == k.name for c in triton):
-                triton.append(KernelChange(kind="new", name=k.name, language="triton",
+                triton.append(KernelChange(kind="new", name=k.name, language=k.language,
                                            path=k.path, new=k.ref()))  # fmt: skip
     if not triton:
         return changes
@@ -326,7 +326,7 @@ def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
     out = []
     for scan in scans:
         for k in scan.kernels:
-            if k.language == "triton":
+            if k.language in PYTHON_LANGUAGES:
                 continue
             change = next(
                 (
@@ -372,7 +372,7 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
     return KernelChange(
         kind="rewrite",
         name=t.name,
-        language="triton",
+        language=t.language,
         path=t.path,
         old=primary.kernel.ref(),
         new=t.new,

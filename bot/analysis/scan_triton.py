@@ -72,7 +72,7 @@ def _deco_kind(dotted: str | None) -> str | None:
         return parts[-1]
     if "autotune" in parts[-1].lower():
         return "autotune"  # a repository's own autotuner (``@fla_cache_autotune``)
-    if dotted in _DSL_KERNELS:
+    if dotted in DSL_KERNELS:
         return "jit"
     if parts[0] == "tilelang" and parts[-1] == "jit":
         return "factory"
@@ -80,7 +80,7 @@ def _deco_kind(dotted: str | None) -> str | None:
 
 
 # Decorators that make a function a kernel in a Python DSL other than Triton's.
-_DSL_KERNELS = {
+DSL_KERNELS = {
     "cutlass.cute.kernel": "cute",
     "cute.kernel": "cute",
     "tilelang.language.prim_func": "tilelang",
@@ -88,10 +88,10 @@ _DSL_KERNELS = {
 }
 
 
-def _language(dotted: list[str | None]) -> Language:
+def decorated_language(dotted: list[str | None]) -> Language:
     for d in dotted:
-        if d and d in _DSL_KERNELS:
-            return _DSL_KERNELS[d]  # type: ignore[return-value]
+        if d and d in DSL_KERNELS:
+            return DSL_KERNELS[d]  # type: ignore[return-value]
         if d and "gluon" in d.split("."):
             return "gluon"
     return "triton"
@@ -149,7 +149,9 @@ class _Reader:
                     dotted = [_dotted(d, self.aliases) for d in node.decorator_list]
                     kinds = [_deco_kind(d) for d in dotted]
                     if "jit" in kinds:
-                        self.kernels.append(self._kernel(node, kinds, _language(dotted), around))
+                        self.kernels.append(
+                            self._kernel(node, kinds, decorated_language(dotted), around)
+                        )
                         jit_nodes.add(id(node))
                     elif "factory" in kinds and not _has_prim_func(node, self.aliases):
                         # ``@tilelang.jit`` over a body that opens ``T.Kernel``: the kernel itself
@@ -442,7 +444,7 @@ def _bound_kernel(name: str, around: ast.FunctionDef | ast.AsyncFunctionDef | No
 def _has_prim_func(node: ast.AST, aliases: dict[str, str]) -> bool:
     return any(
         isinstance(sub, ast.FunctionDef)
-        and any(_DSL_KERNELS.get(_dotted(d, aliases) or "") for d in sub.decorator_list)
+        and any(DSL_KERNELS.get(_dotted(d, aliases) or "") for d in sub.decorator_list)
         for sub in ast.walk(node)
         if sub is not node
     )
