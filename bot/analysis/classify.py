@@ -230,8 +230,8 @@ def _read_sides(
             continue
         text = source(path) if source is not None else None
         lines, sections = sides[side]
-        if text == "" and any(t.strip() for _, t in lines):
-            text = None  # a reader's "nothing worth reading" for a file the diff shows lines of
+        if text == "" and _DEFINES_KERNELS.search("\n".join(t for _, t in lines)):
+            text = None  # a reader that found nothing worth reading, where the diff shows kernels
         if text is None:
             text = whole_text_from_diff(patch, side)
         if text is not None and len(text) > MAX_SOURCE_CHARS:
@@ -246,6 +246,11 @@ def _read_sides(
             out.new, out.new_text = scan, text
     return out
 
+
+# Diff lines that define kernels (a DSL's decorator, a CUDA qualifier).
+_DEFINES_KERNELS = re.compile(
+    r"@\s*[\w.]*(?:jit|kernel|prim_func)\b|__global__|__device__|\bT\.Kernel\b|tilelang|gluon|cute\."
+)
 
 # What makes a file hold GPU kernels, when only its diff lines are seen.
 _KERNEL_FILE = re.compile(
