@@ -154,10 +154,10 @@ def _roots(ctx: Context) -> _Roots:
         path = f.patch.path
         if source_kind(path) != "cpp" or f.patch.status == "deleted":
             continue  # a deleted file's kernels are deleted; its callers change elsewhere
-        for text, changed in (
-            (f.new_text, f.patch.added_lines()),
-            (f.old_text, f.patch.removed_lines()),
-        ):
+        added, removed = f.patch.added_lines(), f.patch.removed_lines()
+        both = {"".join(t.split()) for _, t in added} & {"".join(t.split()) for _, t in removed}
+        for text, changed in ((f.new_text, added), (f.old_text, removed)):
+            changed = [(n, t) for n, t in changed if "".join(t.split()) not in both]  # re-indented
             if not text and f.patch.status == "added" and changed is not None:
                 text = _added_text(ctx, path)
             if not text:

@@ -83,8 +83,9 @@ def source_kind(path: str) -> SourceKind | None:
 
 
 def digest(parts: Sequence[str]) -> str:
-    """A short fingerprint of normalised text: whitespace runs collapsed, blank parts dropped."""
-    joined = "\n".join(" ".join(p.split()) for p in parts if p and p.strip())
+    """A short fingerprint of normalised text: blank parts dropped, and whitespace between
+    tokens too, so re-indenting or re-wrapping a statement leaves it unchanged."""
+    joined = "".join("".join(p.split()) for p in parts if p and p.strip())
     return hashlib.sha1(joined.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
