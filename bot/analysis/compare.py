@@ -30,7 +30,9 @@ def _changed_lines(patch: FilePatch, old: KernelDef | None, new: KernelDef | Non
 def _configs_changed(old: KernelDef, new: KernelDef) -> bool:
     if old.configs is not None and new.configs is not None:
         return old.configs != new.configs
-    return collapse(old.configs_source or "") != collapse(new.configs_source or "")
+    if collapse(old.configs_source or "") != collapse(new.configs_source or ""):
+        return True
+    return collapse(old.configs_built_by or "") != collapse(new.configs_built_by or "")
 
 
 def compare_kernels(

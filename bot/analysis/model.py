@@ -85,6 +85,7 @@ class KernelDef(Frozen):
     heuristics: dict[str, str] = Field(default_factory=dict)
     constexprs: dict[str, str | None] = Field(default_factory=dict)  # name -> default
     configs_computed: bool = False  # autotuned over a list built at import time (not readable)
+    configs_built_by: str | None = None  # then: the module-level code that builds it
     from_context: bool = False  # found in diff lines only: the range may be cut short
     launched: bool = True  # False: a jit function no launch reaches (a helper of kernels)
     built_by: str | None = None  # CUDA in a Python string: the function that compiles it

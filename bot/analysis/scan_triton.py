@@ -258,12 +258,13 @@ class _Reader:
     ) -> KernelDef:
         configs = None
         configs_source = None
+        built_by = None
         computed = False
         key: tuple[str, ...] = ()
         heuristics: dict[str, str] = {}
         for deco, kind in zip(node.decorator_list, kinds, strict=True):
             if kind == "autotune" and isinstance(deco, ast.Call):
-                configs, configs_source, computed, key = self._autotune(deco)
+                configs, configs_source, computed, key, built_by = self._autotune(deco)
             elif kind == "heuristics" and isinstance(deco, ast.Call) and deco.args:
                 values = deco.args[0]
                 if isinstance(values, ast.Dict):
@@ -304,15 +305,18 @@ class _Reader:
             heuristics=heuristics,
             constexprs=_constexprs(node.args),
             configs_computed=computed,
+            configs_built_by=built_by,
         )
 
     def _autotune(
         self, call: ast.Call
-    ) -> tuple[tuple[TritonConfig, ...] | None, str | None, bool, tuple[str, ...]]:
-        """``(configs, configs_source, computed, key)`` of one ``triton.autotune(...)`` call.
-        A list that is not written out (a comprehension, a function's result) is computed."""
+    ) -> tuple[tuple[TritonConfig, ...] | None, str | None, bool, tuple[str, ...], str | None]:
+        """``(configs, configs_source, computed, key, built_by)`` of one ``triton.autotune(...)``
+        call. A list that is not written out (a comprehension, a function's result) is
+        computed; ``built_by`` is then the module-level code it is made of."""
         configs = None
         source = None
+        built_by = None
         computed = False
         key: tuple[str, ...] = ()
         expr = next((kw.value for kw in call.keywords if kw.arg == "configs"), None)
@@ -328,14 +332,15 @@ class _Reader:
                 else:
                     computed = True
             else:
-                source = self._definition(expr)
+                source = ast.unparse(expr)
+                built_by = self._definition(expr)
                 computed = True
         else:
             computed = True  # the autotuner's own default list
         key_node = next((kw.value for kw in call.keywords if kw.arg == "key"), None)
         if isinstance(key_node, (ast.List, ast.Tuple)):
             key = tuple(str(_literal(e)) for e in key_node.elts)
-        return configs, source, computed, key
+        return configs, source, computed, key, built_by
 
     def _applied_autotune(self, applied: list[tuple[str, ast.Call, ast.AST | None]]) -> None:
         """``k = triton.autotune(...)(k)``, also inside a function handed the kernel
@@ -350,7 +355,7 @@ class _Reader:
                 params = {a.arg for a in (*around.args.posonlyargs, *around.args.args)}
                 if name in params:
                     targets = handed.get(around.name, set())
-            configs, source, computed, key = self._autotune(call)
+            configs, source, computed, key, built_by = self._autotune(call)
             for target in targets & by_name.keys():
                 k = self.kernels[by_name[target]]
                 self.kernels[by_name[target]] = k.model_copy(
@@ -359,6 +364,7 @@ class _Reader:
                         "configs": configs,
                         "configs_source": source,
                         "configs_computed": computed,
+                        "configs_built_by": built_by,
                         "autotune_key": key,
                     }
                 )
