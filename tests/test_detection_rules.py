@@ -461,3 +461,77 @@ def test_python_dsl_kernels_are_kernels():
     a = scan_source("t.py", tile).kernels[0]
     b = scan_source("t.py", tile.replace("block_M=128", "block_M=64")).kernels[0]
     assert a.digest != b.digest
+
+
+def test_a_config_list_changed_where_it_is_built_is_a_tuning_change(tmp_path):
+    base = COMPUTED.replace("CONFIGS = [", "if True:\n    pass\nCONFIGS = [")
+    head = COMPUTED.replace(
+        "CONFIGS = [",
+        "if torch.version.hip is not None:\n    CONFIGS = [triton.Config({'BLOCK': 256})]\n"
+        "else:\n    CONFIGS = [",
+    ).replace('    triton.Config({"BLOCK": b}', '        triton.Config({"BLOCK": b}')
+    head = head.replace("import itertools\n", "import itertools\nimport torch\n")
+    c = by_name(run(tmp_path, {"k.py": base}, {"k.py": head}))["scale_kernel"]
+    assert c.kind == "tuning" and c.configs_new_computed
+    assert [b.kind for b in c.branches] == ["vendor"]
+
+
+LOADER_CPP = """\
+#include "triton_jit_function.h"
+
+at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices) {
+  const TritonJITFunction& f =
+      TritonJITFunction::getInstance(std::string(src_path() / "embedding.py"),
+                                     "embedding_kernel");
+  return f(weight, indices);
+}
+"""
+
+EMBEDDING_PY = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def embedding_kernel(out_ptr, in_ptr, weight_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, tl.load(weight_ptr + tl.load(in_ptr + pid)))
+"""
+
+
+def test_a_triton_kernel_loaded_by_name_from_cpp(tmp_path):
+    base = {"lib/embedding.cpp": LOADER_CPP, "src/pkg/ops/embedding.py": EMBEDDING_PY}
+    head = dict(base)
+    head["lib/embedding.cpp"] = LOADER_CPP.replace(
+        'src_path() / "embedding.py"', 'src_path() / "ops" / "embedding.py"'
+    )
+    c = by_name(run(tmp_path, base, head))["embedding_kernel"]
+    assert (c.kind, c.path) == ("launch", "src/pkg/ops/embedding.py")
+    assert "through a loader in lib/embedding.cpp" in c.host_changes[0]
+
+
+CUPY_PY = '''\
+import cupy as cp
+
+
+def make_forward_kernel(n):
+    return cp.RawKernel(
+        r"""
+extern "C" __global__
+void slice_forward(const float* x, float* y) {
+    y[threadIdx.x] = x[threadIdx.x];
+}
+""",
+        "slice_forward",
+    )
+'''
+
+
+def test_cuda_in_a_python_string_is_a_kernel():
+    (k,) = scan_source("ft.py", CUPY_PY).kernels
+    assert (k.name, k.language, k.line_start, k.built_by) == (
+        "slice_forward",
+        "cuda",
+        7,
+        "make_forward_kernel",
+    )
