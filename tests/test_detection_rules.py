@@ -217,7 +217,7 @@ def test_a_module_level_flag_counts_as_its_test():
     text = LAUNCHER.replace(
         "def ce(x):", "TESLA = 'Tesla' in torch.cuda.get_device_name(0)\n\n\ndef ce(x):"
     ).replace("num_warps = 32", "num_warps = 4 if TESLA else 8")
-    from bot.analysis.branches import LaunchPath
+    from bot.analysis.reach.branches import LaunchPath
 
     module = LaunchPath.parse(text)
     assert module is not None

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from bot.analysis.compare import (
     _compare_files,
 )
-from bot.analysis.diff import FilePatch, ParsedDiff, SkippedFile, parse_diff
+from bot.analysis.diff import FilePatch, ParsedDiff, SkippedFile, parse_diff, whole_text_from_diff
 from bot.analysis.model import (
     MAX_SOURCE_CHARS,
     Analysis,
@@ -88,12 +88,12 @@ def analyze_parsed(
     old_files: Sequence[str] | None = None,
     thrifty: bool = True,
 ) -> Analysis:
-    from bot.analysis.branches import add_branches
     from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
-    from bot.analysis.helpers import fold_helpers
-    from bot.analysis.host_cpp import host_changes
-    from bot.analysis.loader_calls import loader_launches
     from bot.analysis.pairing import pair_rewrites
+    from bot.analysis.reach.branches import add_branches
+    from bot.analysis.reach.helpers import fold_helpers
+    from bot.analysis.reach.host_cpp import host_changes
+    from bot.analysis.reach.loader_calls import loader_launches
 
     skipped = list(parsed.skipped)
     sides: list[FileSides] = []
@@ -172,20 +172,6 @@ def analyze_parsed(
 
 
 # ------------------------------------------------------------------------------ reading
-
-
-def whole_text_from_diff(patch: FilePatch, side: str) -> str | None:
-    """An added (new side) or deleted (old side) file is whole in its diff."""
-    if len(patch.hunks) != 1:
-        return None
-    h = patch.hunks[0]
-    if side == "new" and patch.status == "added" and h.old_count == 0:
-        lines = [t for _, t in h.added]
-        return "\n".join(lines) + "\n" if len(lines) == h.new_count else None
-    if side == "old" and patch.status == "deleted" and h.new_count == 0:
-        lines = [t for _, t in h.removed]
-        return "\n".join(lines) + "\n" if len(lines) == h.old_count else None
-    return None
 
 
 def _read_sides(

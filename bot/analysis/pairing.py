@@ -21,11 +21,11 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from bot.analysis.call_sites import IMPORT_LINE as _IMPORT
-from bot.analysis.call_sites import from_imports as _from_imports
 from bot.analysis.code_counts import part_a
 from bot.analysis.compare import sources_for
 from bot.analysis.model import PYTHON_LANGUAGES, Context, KernelChange, KernelDef, PartA
+from bot.analysis.reach.call_sites import IMPORT_LINE as _IMPORT
+from bot.analysis.reach.call_sites import from_imports as _from_imports
 from bot.analysis.scan import scan_source
 from bot.analysis.text import source_kind
 
@@ -226,7 +226,7 @@ def _called(lines: list[str], aliases: dict[str, str], with_imports: bool) -> se
 def _call_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
     """Per Python function read whole (see ``call_sites``), else per Python file read from its
     diff lines: (where, names no longer called, names newly called or imported)."""
-    from bot.analysis.call_sites import hunk_switches, role_switches
+    from bot.analysis.reach.call_sites import hunk_switches, role_switches
 
     out = role_switches(ctx)
     whole = {f.patch.path for f in ctx.files if f.old_text and f.new_text}

@@ -21,7 +21,15 @@ from bot.analysis.model import (
     LaunchSite,
     TritonConfig,
 )
-from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name, parse_python
+from bot.analysis.text import (
+    DSL_KERNELS,
+    collapse,
+    decorated_language,
+    digest,
+    is_tuning_line,
+    is_tuning_name,
+    parse_python,
+)
 from bot.analysis.triton_config import _dotted, _literal, parse_config
 
 _DECOS = ("jit", "autotune", "heuristics")
@@ -77,24 +85,6 @@ def _deco_kind(dotted: str | None) -> str | None:
     if parts[0] == "tilelang" and parts[-1] == "jit":
         return "factory"
     return None
-
-
-# Decorators that make a function a kernel in a Python DSL other than Triton's.
-DSL_KERNELS = {
-    "cutlass.cute.kernel": "cute",
-    "cute.kernel": "cute",
-    "tilelang.language.prim_func": "tilelang",
-    "T.prim_func": "tilelang",
-}
-
-
-def decorated_language(dotted: list[str | None]) -> Language:
-    for d in dotted:
-        if d and d in DSL_KERNELS:
-            return DSL_KERNELS[d]  # type: ignore[return-value]
-        if d and "gluon" in d.split("."):
-            return "gluon"
-    return "triton"
 
 
 class _Reader:

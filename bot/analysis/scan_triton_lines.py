@@ -14,9 +14,9 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, LaunchSite, TritonConfig
-from bot.analysis.scan_triton import DSL_KERNELS as _DSL_KERNELS
-from bot.analysis.scan_triton import decorated_language as _language
+from bot.analysis.text import DSL_KERNELS as _DSL_KERNELS
 from bot.analysis.text import collapse, is_tuning_name
+from bot.analysis.text import decorated_language as _language
 from bot.analysis.triton_config import parse_config
 
 _DECO_LINE = re.compile(r"^(\s*)@\s*([\w.]+)")

@@ -14,6 +14,7 @@ from bot.analysis.model import (
     PYTHON_SUFFIXES,
     FileScan,
     KernelDef,
+    Language,
     SourceKind,
 )
 
@@ -104,3 +105,21 @@ def parse_python(text: str) -> ast.Module:
     with warnings.catch_warnings():  # invalid escapes in the user's strings are theirs
         warnings.simplefilter("ignore")
         return ast.parse(text)
+
+
+# Decorators that make a function a kernel in a Python DSL other than Triton's.
+DSL_KERNELS = {
+    "cutlass.cute.kernel": "cute",
+    "cute.kernel": "cute",
+    "tilelang.language.prim_func": "tilelang",
+    "T.prim_func": "tilelang",
+}
+
+
+def decorated_language(dotted: list[str | None]) -> Language:
+    for d in dotted:
+        if d and d in DSL_KERNELS:
+            return DSL_KERNELS[d]  # type: ignore[return-value]
+        if d and "gluon" in d.split("."):
+            return "gluon"
+    return "triton"

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bot.analysis.compare import sources_for
-from bot.analysis.diff import FilePatch
+from bot.analysis.diff import FilePatch, whole_text_from_diff
 from bot.analysis.model import MAX_SOURCE_CHARS, Context, KernelChange, KernelDef
 from bot.analysis.scan import scan_source
 from bot.analysis.scan_cpp import _function_header, _Text, mask
@@ -337,8 +337,6 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
 
 def _added_text(ctx: Context, path: str) -> str:
     """The whole text of a file the diff adds (all of it is in the diff)."""
-    from bot.analysis.classify import whole_text_from_diff
-
     for f in ctx.files:
         if f.patch.path == path and f.patch.status == "added":
             return whole_text_from_diff(f.patch, "new") or ""
