@@ -396,26 +396,25 @@ void copy(const float* x, float* y, int n) {
 """
 
 
+def _scan_change(tmp_path: Path, header: str, source: str) -> KernelChange:
+    """The one change of csrc/scan.cu's kernels when its header and it become these."""
+    base = {"csrc/common.cuh": COMMON_CUH, "csrc/scan.cu": SCAN_CU}
+    c = by_name(run(tmp_path, base, {"csrc/common.cuh": header, "csrc/scan.cu": source}))
+    assert set(c) == {"scan_kernel"}
+    assert c["scan_kernel"].host_changes
+    return c["scan_kernel"]
+
+
 def test_a_local_header_change_reaches_the_kernels_that_use_it(tmp_path):
     head = COMMON_CUH.replace("#pragma once", "#pragma once\n#ifdef USE_ROCM\n#define W 64\n#endif")
-    head = head.replace("x += __shfl", "x = x + __shfl")
-    base = {"csrc/common.cuh": COMMON_CUH, "csrc/scan.cu": SCAN_CU}
-    a = run(tmp_path, base, {"csrc/common.cuh": head, "csrc/scan.cu": SCAN_CU})
-    c = by_name(a)
-    assert set(c) == {"scan_kernel"}
-    assert c["scan_kernel"].kind == "body"
-    assert "WarpScan" in c["scan_kernel"].via_helpers
-    assert c["scan_kernel"].host_changes
+    c = _scan_change(tmp_path, head.replace("x += __shfl", "x = x + __shfl"), SCAN_CU)
+    assert c.kind == "body"
+    assert "WarpScan" in c.via_helpers
 
 
 def test_a_host_function_change_is_a_launch_change(tmp_path):
     head = SCAN_CU.replace('TORCH_CHECK(n > 0, "empty");', 'TORCH_CHECK(n >= 0, "negative");')
-    base = {"csrc/common.cuh": COMMON_CUH, "csrc/scan.cu": SCAN_CU}
-    a = run(tmp_path, base, {"csrc/common.cuh": COMMON_CUH, "csrc/scan.cu": head})
-    c = by_name(a)
-    assert set(c) == {"scan_kernel"}
-    assert c["scan_kernel"].kind == "launch"
-    assert c["scan_kernel"].host_changes
+    assert _scan_change(tmp_path, COMMON_CUH, head).kind == "launch"
 
 
 def test_a_c_plus_plus_launch_through_a_pointer_is_the_kernel():

@@ -28,6 +28,7 @@ from bot.analysis.text import (
     digest,
     is_tuning_line,
     is_tuning_name,
+    module_bindings,
     parse_python,
 )
 from bot.analysis.triton_config import _dotted, _literal, parse_config
@@ -106,8 +107,7 @@ class _Reader:
                     self.assigns[node.target.id] = node.value
             elif isinstance(node, ast.FunctionDef):
                 self.funcs[node.name] = node
-        self.defs: dict[str, list[ast.stmt]] = {}  # module-level bindings, in ifs and trys too
-        self._module_defs(tree.body, [])
+        self.defs = module_bindings(tree.body)  # in ifs and trys too
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -117,20 +117,6 @@ class _Reader:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
 
-    def _module_defs(self, body: list[ast.stmt], tests: list[ast.expr]) -> None:
-        for stmt in body:
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for t in targets:
-                    if isinstance(t, ast.Name):
-                        found = self.defs.setdefault(t.id, [])
-                        found += [ast.Expr(value=test) for test in tests] + [stmt]
-            elif isinstance(stmt, ast.If):
-                self._module_defs(stmt.body, [*tests, stmt.test])
-                self._module_defs(stmt.orelse, [*tests, stmt.test])
-            elif isinstance(stmt, (ast.Try, ast.With)):
-                self._module_defs(stmt.body, tests)
-
     def _definition(self, expr: ast.expr) -> str:
         """A config list built at import, as the code that builds it: the module-level
         statements binding the names it is made of (and the tests they sit under)."""
@@ -138,12 +124,12 @@ class _Reader:
         names += [n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id not in names]
         parts = [ast.unparse(expr)]
         for name in names[:8]:
-            for stmt in self.defs.get(name, [])[:8]:
-                parts.append(ast.unparse(stmt))
+            for stmt, tests in self.defs.get(name, [])[:8]:
+                parts += [ast.unparse(t) for t in tests] + [ast.unparse(stmt)]
                 value = getattr(stmt, "value", None)
                 for sub in ast.walk(value) if value is not None else ():
                     if isinstance(sub, ast.Name) and sub.id not in names and sub.id in self.defs:
-                        parts += [ast.unparse(d) for d in self.defs[sub.id][:4]]
+                        parts += [ast.unparse(d) for d, _ in self.defs[sub.id][:4]]
         return "\n".join(dict.fromkeys(parts))
 
     def tuning_constants(self) -> dict[str, str]:

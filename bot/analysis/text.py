@@ -123,3 +123,28 @@ def decorated_language(dotted: list[str | None]) -> Language:
         if d and "gluon" in d.split("."):
             return "gluon"
     return "triton"
+
+
+Bindings = dict[str, list[tuple[ast.stmt, list[ast.expr]]]]
+
+
+def module_bindings(body: Sequence[ast.stmt], tests: Sequence[ast.expr] = ()) -> Bindings:
+    """Module-level assignments by name, those inside ``if`` / ``try`` / ``with`` blocks too,
+    each with the ``if`` tests it sits under."""
+    out: Bindings = {}
+    for stmt in body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    out.setdefault(t.id, []).append((stmt, list(tests)))
+            continue
+        inner: list[tuple[Sequence[ast.stmt], Sequence[ast.expr]]] = []
+        if isinstance(stmt, ast.If):
+            inner = [(stmt.body, [*tests, stmt.test]), (stmt.orelse, [*tests, stmt.test])]
+        elif isinstance(stmt, (ast.Try, ast.With)):
+            inner = [(stmt.body, tests)]
+        for block, above in inner:
+            for name, found in module_bindings(block, above).items():
+                out.setdefault(name, []).extend(found)
+    return out

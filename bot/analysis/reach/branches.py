@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot.analysis.model import Context, FileSides, KernelChange, LaunchBranch
-from bot.analysis.text import collapse, parse_python, source_kind
+from bot.analysis.text import collapse, module_bindings, parse_python, source_kind
 
 if TYPE_CHECKING:
     from bot.policy.model import Policy
@@ -90,11 +89,10 @@ class LaunchPath:
 
     def __init__(self, tree: ast.Module) -> None:
         self.funcs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-        self.assigns: dict[str, list[tuple[ast.stmt, list[ast.expr]]]] = {}
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.funcs.setdefault(node.name, []).append(node)
-        self._module_assigns(tree.body, [])
+        self.assigns = module_bindings(tree.body)
         self.flags: dict[str, set[str]] = {"vendor": set(), "arch": set()}
         for _ in range(2):  # a flag made of a flag
             for name, found in self.assigns.items():
@@ -113,19 +111,6 @@ class LaunchPath:
             return LaunchPath(parse_python(text))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-
-    def _module_assigns(self, body: Sequence[ast.stmt], tests: list[ast.expr]) -> None:
-        for stmt in body:
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for t in targets:
-                    if isinstance(t, ast.Name):
-                        self.assigns.setdefault(t.id, []).append((stmt, list(tests)))
-            elif isinstance(stmt, ast.If):
-                self._module_assigns(stmt.body, [*tests, stmt.test])
-                self._module_assigns(stmt.orelse, [*tests, stmt.test])
-            elif isinstance(stmt, ast.Try):
-                self._module_assigns(stmt.body, tests)
 
     def _index(self) -> None:
         """Per function, one walk: the names it launches (``k[...]``), hands on (``f(k)``) and
