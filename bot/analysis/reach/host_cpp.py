@@ -30,12 +30,11 @@ from bot.analysis.compare import sources_for
 from bot.analysis.diff import FilePatch, whole_text_from_diff
 from bot.analysis.model import MAX_SOURCE_CHARS, Context, KernelChange, KernelDef
 from bot.analysis.scan import scan_source
-from bot.analysis.scan_cpp import _function_header, _Text, mask
+from bot.analysis.scan_cpp import _IDENT, _function_header, _Text, mask
 from bot.analysis.text import source_kind
 
 _TYPE_HEADER = re.compile(r"\b(?:struct|class|union)\s+([A-Za-z_]\w*)[^;{}()]*$")
 _DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)")
-_IDENT = re.compile(r"[A-Za-z_]\w*")
 _ALIAS = re.compile(
     r"\busing\s+([A-Za-z_]\w*)\s*=([^;]{1,400});|\btypedef\b([^;]{1,400}?)\b([A-Za-z_]\w*)\s*;"
 )
