@@ -145,6 +145,15 @@ class _Reader:
         Func = ast.FunctionDef | ast.AsyncFunctionDef
         todo: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(tree, None)]
         jit_nodes: set[int] = set()
+        jitted = {  # module level: ``k = triton.jit(k)``
+            stmt.value.args[0].id
+            for stmt in tree.body
+            if isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Call)
+            and _deco_kind(_dotted(stmt.value.func, self.aliases)) == "jit"
+            and stmt.value.args
+            and isinstance(stmt.value.args[0], ast.Name)
+        }
         applied: list[tuple[str, ast.Call, ast.AST | None]] = []  # k = triton.autotune(...)(k)
         self.handed_to: list[tuple[str, str]] = []  # f(k): (function, name)
         called: set[str] = set()  # called by name inside a jit function
@@ -152,7 +161,12 @@ class _Reader:
         while todo:
             node, around = todo.pop()
             if isinstance(node, Func):
-                if node.decorator_list and len(self.kernels) < MAX_PER_FILE:
+                if around is None and node.name in jitted and len(self.kernels) < MAX_PER_FILE:
+                    # ``k = triton.jit(k)`` after an undecorated ``def k``
+                    self.kernels.append(self._kernel(node, [None] * len(node.decorator_list),
+                                                     "triton", around))  # fmt: skip
+                    jit_nodes.add(id(node))
+                elif node.decorator_list and len(self.kernels) < MAX_PER_FILE:
                     dotted = [_dotted(d, self.aliases) for d in node.decorator_list]
                     kinds = [_deco_kind(d) for d in dotted]
                     if "jit" in kinds:
