@@ -373,6 +373,8 @@ class _Reader:
                 else:
                     out.append(element)
             return out
+        if isinstance(expr, ast.Name) and len(self.defs.get(expr.id, [])) > 1:
+            return None  # bound more than once (``+=`` under a platform test): computed
         if isinstance(expr, ast.Name) and expr.id in self.assigns:
             return self._resolve_list(self.assigns[expr.id], depth + 1)
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):

@@ -129,11 +129,11 @@ Bindings = dict[str, list[tuple[ast.stmt, list[ast.expr]]]]
 
 
 def module_bindings(body: Sequence[ast.stmt], tests: Sequence[ast.expr] = ()) -> Bindings:
-    """Module-level assignments by name, those inside ``if`` / ``try`` / ``with`` blocks too,
-    each with the ``if`` tests it sits under."""
+    """Module-level assignments by name (``x += ...`` too), those inside ``if`` / ``try`` /
+    ``with`` blocks too, each with the ``if`` tests it sits under."""
     out: Bindings = {}
     for stmt in body:
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for t in targets:
                 if isinstance(t, ast.Name):
