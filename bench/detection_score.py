@@ -82,7 +82,7 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "launched in Python, so nothing in the file marks them as its callers"
     ),
     ("FlagOpen-FlagGems-fd2a461a9441", "unlabelled changes"): "the same helper, _get_iinfo_val",
-    ("ModelTC-lightllm-8837ecb1f5d0", "_fwd_kernel: reported"): (
+    ("ModelTC-lightllm-8837ecb1f5d0", "_fwd_kernel (2): reported"): (
         "the file defines _fwd_kernel twice (one per Triton version); kernels of one file are "
         "compared by name, so the second is folded into the first"
     ),
@@ -237,9 +237,10 @@ def _replaced_in(pool: list[KernelChange], row: dict[str, Any]) -> KernelChange 
     return None
 
 
-def _expect_checks(row: dict[str, Any], c: KernelChange | None) -> list[tuple[str, str, str]]:
-    """``(check, expected, got)`` for one expect row."""
-    name = row["kernel"]
+def _expect_checks(
+    row: dict[str, Any], c: KernelChange | None, name: str
+) -> list[tuple[str, str, str]]:
+    """``(check, expected, got)`` for one expect row; ``name`` tells twins apart."""
     out = [(f"{name}: reported", "yes", "yes" if c is not None else "no")]
     if c is None:
         return out
@@ -276,8 +277,11 @@ def score_case(case: Case, analysis: Analysis, mode: str) -> list[Check]:
     """Every labelled check of one case against one analysis."""
     rows: list[tuple[str, str, str]] = []
     assigned = _assign(case, analysis)
+    seen: dict[str, int] = {}
     for row, c in zip(case.expect, assigned, strict=True):
-        rows += _expect_checks(row, c)
+        seen[row["kernel"]] = seen.get(row["kernel"], 0) + 1
+        twin = f" ({seen[row['kernel']]})" if seen[row["kernel"]] > 1 else ""
+        rows += _expect_checks(row, c, row["kernel"] + twin)
     changed = {_short(c.name) for c in analysis.changes}
     for row in case.not_kernel:
         got = "reported" if row["name"] in changed else "not reported"

@@ -258,11 +258,14 @@ def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChang
         path = f.patch.path
         if path in named or (f.patch.old_path or path) in named:
             continue
-        if not f.patch.hunks and f.patch.status == "renamed" and scans:
-            why = f"renamed from {f.patch.old_path}; its contents are not in the diff"
-            out.append(UnclassifiedFile(path=path, why=why))
-            continue
         if not f.patch.hunks or all(s.complete for s in scans):
+            if f.patch.status == "renamed" and scans and not all(s.complete for s in scans):
+                why = f"renamed from {f.patch.old_path}; its contents are not in the diff"
+                out.append(UnclassifiedFile(path=path, why=why))
+            continue
+        if f.patch.status == "renamed":
+            why = f"renamed from {f.patch.old_path}; the diff shows only its changed lines"
+            out.append(UnclassifiedFile(path=path, why=why))
             continue
         visible = "\n".join(
             [t for h in f.patch.hunks for _, t in (*h.old_lines(), *h.new_lines())]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from bot.analysis.diff import FilePatch
@@ -18,12 +19,25 @@ from bot.analysis.text import called_helpers, collapse, is_tuning_line
 
 
 def _changed_lines(patch: FilePatch, old: KernelDef | None, new: KernelDef | None) -> list[str]:
-    out = []
+    """The removed and added lines inside the kernel, less those that only changed whitespace
+    (a line removed and added again with other spacing)."""
+    gone: list[str] = []
+    came: list[str] = []
     for h in patch.hunks:
         if old is not None:
-            out += [t for n, t in h.removed if old.line_start <= n <= old.line_end]
+            gone += [t for n, t in h.removed if old.line_start <= n <= old.line_end]
         if new is not None:
-            out += [t for n, t in h.added if new.line_start <= n <= new.line_end]
+            came += [t for n, t in h.added if new.line_start <= n <= new.line_end]
+    spaced = Counter("".join(t.split()) for t in gone) & Counter("".join(t.split()) for t in came)
+    out = []
+    for side in (gone, came):
+        left = Counter(spaced)
+        for t in side:
+            key = "".join(t.split())
+            if left[key] > 0:
+                left[key] -= 1
+                continue
+            out.append(t)
     return out
 
 
