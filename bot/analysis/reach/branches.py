@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from bot.policy.model import Policy
 
 VENDOR = re.compile(
-    r"\b(?:is_hip|is_cuda|is_amd|is_rocm|is_cdna|is_rdna|is_intel|is_xpu|is_npu|"
+    r"\b(?:is_hip|is_amd|is_rocm|is_cdna|is_rdna|is_intel|is_xpu|is_npu|"
     r"torch\.version\.(?:hip|cuda)|IS_(?:AMD|ROCM|HIP|INTEL|XPU|NPU|CUDA|NVIDIA)|"
     r"USE_ROCM|BNB_HIP|__HIP_PLATFORM_AMD__|__HIPCC__|__HIP__|__AMDGCN_WAVEFRONT_SIZE|__GFX\w*|"
     r"warp_size|WARP_SIZE|WARP_THREADS|hipDeviceAttributeWarpSize)\b"
