@@ -534,3 +534,21 @@ def test_cuda_in_a_python_string_is_a_kernel():
         7,
         "make_forward_kernel",
     )
+
+
+def test_part_a_counts_the_helpers_of_a_local_header_and_c10_checks():
+    header = (
+        "#pragma once\n__device__ float block_sum(float v) {\n  __shared__ float s[32];\n"
+        "  s[threadIdx.x] = v;\n  __syncthreads();\n  return s[0];\n}\n"
+    )
+    cu = (
+        '#include "reduce.cuh"\n\n__global__ void sum_kernel(const float* x, float* y) {\n'
+        "  y[0] = block_sum(x[threadIdx.x]);\n}\n\nvoid sum(const float* x, float* y) {\n"
+        "  sum_kernel<<<1, 32>>>(x, y);\n  C10_CUDA_CHECK(cudaGetLastError());\n}\n"
+    )
+    side = part_a_side(
+        {"csrc/sum.cu": cu, "csrc/reduce.cuh": header}, [("csrc/sum.cu", "sum_kernel")]
+    )
+    assert side.helpers == ["block_sum"]
+    assert (side.barriers, side.shared_memory_declarations) == (1, 1)
+    assert side.error_check_lines == 1

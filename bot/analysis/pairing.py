@@ -386,6 +386,17 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
     )
 
 
+_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def _local_headers(text: str, path: str) -> list[str]:
+    """The local headers (``#include "..."``) a C++ file includes, as repository paths."""
+    folder = posixpath.dirname(path)
+    return [
+        posixpath.normpath(posixpath.join(folder, name)) for name in _LOCAL_INCLUDE.findall(text)
+    ][:_MAX_EXTRA_FILES]
+
+
 def _part_a(t: KernelChange, olds: list[_Old], ctx: Context) -> tuple[PartA | None, str | None]:
     """Counted on the old kernels of one vendor (CUDA when there are CUDA ones) against the
     Triton one, as the seed counts one pair; the other vendor's files count as source files."""
@@ -397,6 +408,8 @@ def _part_a(t: KernelChange, olds: list[_Old], ctx: Context) -> tuple[PartA | No
     ]
     new_paths = [t.path] + [x.path for x in ctx.new_launches() if x.kernel == t.name]
     old_src = sources_for(list(dict.fromkeys(old_paths)), ctx.texts_old, ctx.old_source)
+    headers = [h for k in counted for h in _local_headers(old_src.get(k.path, ""), k.path)]
+    old_src.update(sources_for(list(dict.fromkeys(headers)), ctx.texts_old, ctx.old_source))
     new_src = sources_for(list(dict.fromkeys(new_paths)), ctx.texts_new, ctx.new_source)
     missing = sorted({k.path for k in counted if k.path not in old_src})
     missing += [] if t.path in new_src else [t.path]

@@ -53,7 +53,7 @@ def is_tuning_line(line: str) -> bool:
     return bool(m and is_tuning_name(m.group(1)))
 
 
-_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*[(<]")
+CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*[(<]")  # a call, or a template's arguments
 
 
 def called_helpers(scan: FileScan, kernel: KernelDef, lines: Sequence[str]) -> list[KernelDef]:
@@ -65,7 +65,7 @@ def called_helpers(scan: FileScan, kernel: KernelDef, lines: Sequence[str]) -> l
     todo = [kernel]
     while todo:
         k = todo.pop()
-        called = set(_CALLED.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
+        called = set(CALLED.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
         for h in pool:
             if h.name in called and (h.name, h.line_start) not in seen:
                 seen.add((h.name, h.line_start))
