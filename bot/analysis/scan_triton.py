@@ -19,7 +19,6 @@ from bot.analysis.model import (
     KernelDef,
     Language,
     LaunchSite,
-    TritonConfig,
 )
 from bot.analysis.text import (
     DSL_KERNELS,
@@ -31,7 +30,7 @@ from bot.analysis.text import (
     module_bindings,
     parse_python,
 )
-from bot.analysis.triton_config import _dotted, _literal, parse_config
+from bot.analysis.triton_config import Autotune, _dotted, _literal
 
 _DECOS = ("jit", "autotune", "heuristics")
 _LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without a DSL's name or this, no kernels
@@ -108,6 +107,7 @@ class _Reader:
             elif isinstance(node, ast.FunctionDef):
                 self.funcs[node.name] = node
         self.defs = module_bindings(tree.body)  # in ifs and trys too
+        self.autotune = Autotune(self.assigns, self.defs, self.funcs)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -116,21 +116,6 @@ class _Reader:
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-
-    def _definition(self, expr: ast.expr) -> str:
-        """A config list built at import, as the code that builds it: the module-level
-        statements binding the names it is made of (and the tests they sit under)."""
-        names = [expr.id] if isinstance(expr, ast.Name) else []
-        names += [n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id not in names]
-        parts = [ast.unparse(expr)]
-        for name in names[:8]:
-            for stmt, tests in self.defs.get(name, [])[:8]:
-                parts += [ast.unparse(t) for t in tests] + [ast.unparse(stmt)]
-                value = getattr(stmt, "value", None)
-                for sub in ast.walk(value) if value is not None else ():
-                    if isinstance(sub, ast.Name) and sub.id not in names and sub.id in self.defs:
-                        parts += [ast.unparse(d) for d, _ in self.defs[sub.id][:4]]
-        return "\n".join(dict.fromkeys(parts))
 
     def tuning_constants(self) -> dict[str, str]:
         return {
@@ -254,7 +239,7 @@ class _Reader:
         heuristics: dict[str, str] = {}
         for deco, kind in zip(node.decorator_list, kinds, strict=True):
             if kind == "autotune" and isinstance(deco, ast.Call):
-                configs, configs_source, computed, key, built_by = self._autotune(deco)
+                configs, configs_source, computed, key, built_by = self.autotune.read(deco)
             elif kind == "heuristics" and isinstance(deco, ast.Call) and deco.args:
                 values = deco.args[0]
                 if isinstance(values, ast.Dict):
@@ -298,40 +283,6 @@ class _Reader:
             configs_built_by=built_by,
         )
 
-    def _autotune(
-        self, call: ast.Call
-    ) -> tuple[tuple[TritonConfig, ...] | None, str | None, bool, tuple[str, ...], str | None]:
-        """``(configs, configs_source, computed, key, built_by)`` of one ``triton.autotune(...)``
-        call. A list that is not written out (a comprehension, a function's result) is
-        computed; ``built_by`` is then the module-level code it is made of."""
-        configs = None
-        source = None
-        built_by = None
-        computed = False
-        key: tuple[str, ...] = ()
-        expr = next((kw.value for kw in call.keywords if kw.arg == "configs"), None)
-        if expr is None and call.args:
-            expr = call.args[0]
-        if expr is not None:
-            elements = self._resolve_list(expr, 0)
-            if elements is not None:
-                parsed = [parse_config(e) for e in elements]
-                source = ast.unparse(ast.List(elts=elements, ctx=ast.Load()))
-                if all(p is not None for p in parsed):
-                    configs = tuple(p for p in parsed if p is not None)
-                else:
-                    computed = True
-            else:
-                source = ast.unparse(expr)
-                built_by = self._definition(expr)
-                computed = True
-        else:
-            computed = True  # the autotuner's own default list
-        key_node = next((kw.value for kw in call.keywords if kw.arg == "key"), None)
-        if isinstance(key_node, (ast.List, ast.Tuple)):
-            key = tuple(str(_literal(e)) for e in key_node.elts)
-        return configs, source, computed, key, built_by
-
     def _applied_autotune(self, applied: list[tuple[str, ast.Call, ast.AST | None]]) -> None:
         """``k = triton.autotune(...)(k)``, also inside a function handed the kernel
         (``def autotune_kernel(kernel): return triton.autotune(...)(kernel)``)."""
@@ -345,7 +296,7 @@ class _Reader:
                 params = {a.arg for a in (*around.args.posonlyargs, *around.args.args)}
                 if name in params:
                     targets = handed.get(around.name, set())
-            configs, source, computed, key, built_by = self._autotune(call)
+            configs, source, computed, key, built_by = self.autotune.read(call)
             for target in targets & by_name.keys():
                 k = self.kernels[by_name[target]]
                 self.kernels[by_name[target]] = k.model_copy(
@@ -358,36 +309,6 @@ class _Reader:
                         "autotune_key": key,
                     }
                 )
-
-    def _resolve_list(self, expr: ast.expr, depth: int) -> list[ast.expr] | None:
-        if depth > 8:
-            return None
-        if isinstance(expr, (ast.List, ast.Tuple)):
-            out: list[ast.expr] = []
-            for element in expr.elts:
-                if isinstance(element, ast.Starred):
-                    inner = self._resolve_list(element.value, depth + 1)
-                    if inner is None:
-                        return None
-                    out += inner
-                else:
-                    out.append(element)
-            return out
-        if isinstance(expr, ast.Name) and len(self.defs.get(expr.id, [])) > 1:
-            return None  # bound more than once (``+=`` under a platform test): computed
-        if isinstance(expr, ast.Name) and expr.id in self.assigns:
-            return self._resolve_list(self.assigns[expr.id], depth + 1)
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-            left = self._resolve_list(expr.left, depth + 1)
-            right = self._resolve_list(expr.right, depth + 1)
-            return None if left is None or right is None else left + right
-        if isinstance(expr, ast.Call) and not expr.args and not expr.keywords:
-            func = self.funcs.get(expr.func.id) if isinstance(expr.func, ast.Name) else None
-            if func is not None:
-                returns = [s for s in ast.walk(func) if isinstance(s, ast.Return)]
-                if len(returns) == 1 and returns[0].value is not None:
-                    return self._resolve_list(returns[0].value, depth + 1)
-        return None
 
     def _launch(
         self, node: ast.Call, kernel: str, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
