@@ -45,6 +45,7 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
                 old_kernel_kept=c.old_kernel_kept,
                 mapped=bool(c.policy_kernels),
                 detail=detail,
+                branches=tuple(f"{b.path}:{b.line} ({b.where}): {b.note}" for b in c.branches),
             )
         )
     return lines

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from bot.analysis.compare import (
     _compare_files,
 )
-from bot.analysis.diff import FilePatch, ParsedDiff, SkippedFile, parse_diff
+from bot.analysis.diff import FilePatch, ParsedDiff, SkippedFile, parse_diff, whole_text_from_diff
 from bot.analysis.model import (
     MAX_SOURCE_CHARS,
     Analysis,
@@ -90,6 +90,10 @@ def analyze_parsed(
 ) -> Analysis:
     from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
     from bot.analysis.pairing import pair_rewrites
+    from bot.analysis.reach.branches import add_branches
+    from bot.analysis.reach.helpers import fold_helpers
+    from bot.analysis.reach.host_cpp import host_changes
+    from bot.analysis.reach.loader_calls import loader_launches
 
     skipped = list(parsed.skipped)
     sides: list[FileSides] = []
@@ -130,9 +134,14 @@ def analyze_parsed(
     changes += compare_launches(ctx, changes)
     changes = loose_configs(ctx, changes)
     changes = moved_kernels(changes, ctx)
+    changes = fold_helpers(changes, ctx)
+    changes = host_changes(changes, ctx)
+    changes = loader_launches(changes, ctx)
     changes = pair_rewrites(changes, ctx)
-    changes = [_with_policy(c, policy) for c in changes]
+    changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
     changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
+    moved = [c for c in changes if c.kind == "moved"]
+    changes = [c for c in changes if c.kind != "moved"]
     partial = {
         p
         for f in sides
@@ -149,6 +158,7 @@ def analyze_parsed(
     for c in changes:
         measure += [k for k in c.policy_kernels if k not in measure]
     notes = [n for f in sides for n in f.notes]
+    unclassified = unclassified_files(sides, [*changes, *moved])
     return Analysis(
         changes=changes,
         skipped=skipped,
@@ -156,24 +166,12 @@ def analyze_parsed(
         from_context_only=context_only,
         policy_kernels=measure,
         notes=notes,
+        moved=moved,
+        unclassified=unclassified,
     )
 
 
 # ------------------------------------------------------------------------------ reading
-
-
-def whole_text_from_diff(patch: FilePatch, side: str) -> str | None:
-    """An added (new side) or deleted (old side) file is whole in its diff."""
-    if len(patch.hunks) != 1:
-        return None
-    h = patch.hunks[0]
-    if side == "new" and patch.status == "added" and h.old_count == 0:
-        lines = [t for _, t in h.added]
-        return "\n".join(lines) + "\n" if len(lines) == h.new_count else None
-    if side == "old" and patch.status == "deleted" and h.new_count == 0:
-        lines = [t for _, t in h.removed]
-        return "\n".join(lines) + "\n" if len(lines) == h.old_count else None
-    return None
 
 
 def _read_sides(
@@ -217,6 +215,9 @@ def _read_sides(
         if path is None:
             continue
         text = source(path) if source is not None else None
+        lines, sections = sides[side]
+        if text == "" and _DEFINES_KERNELS.search("\n".join(t for _, t in lines)):
+            text = None  # a reader that found nothing worth reading, where the diff shows kernels
         if text is None:
             text = whole_text_from_diff(patch, side)
         if text is not None and len(text) > MAX_SOURCE_CHARS:
@@ -224,15 +225,65 @@ def _read_sides(
                 f"{path} ({side}) is over {MAX_SOURCE_CHARS // 1024} KiB: read from its diff lines"
             )
             text = None
-        if text is not None:
-            scan = scan_source(path, text)
-        else:
-            lines, sections = sides[side]
-            scan = scan_lines(path, lines, sections)
+        scan = scan_source(path, text) if text is not None else scan_lines(path, lines, sections)
         if side == "old":
             out.old, out.old_text = scan, text
         else:
             out.new, out.new_text = scan, text
+    return out
+
+
+# Diff lines that define kernels (a DSL's decorator, a CUDA qualifier).
+_DEFINES_KERNELS = re.compile(
+    r"@\s*[\w.]*(?:jit|kernel|prim_func)\b|__global__|__device__|\bT\.Kernel\b|tilelang|gluon|cute\."
+)
+
+# What makes a file hold GPU kernels, when only its diff lines are seen.
+_KERNEL_FILE = re.compile(
+    r"@\s*[\w.]*(?:jit|kernel|prim_func)\b|\btl\.|\btriton\b|__global__|__device__|<<<|"
+    r"LaunchKernel|\bT\.Kernel\b|(?i:kernel|cuda|hip)"
+)
+
+
+def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChange]) -> list:
+    """Files read from their diff lines only that hold kernels (as far as those lines show) but
+    that no change names: the diff alone does not say what their changed lines do."""
+    from bot.analysis.model import UnclassifiedFile
+
+    named = {r.path for c in changes for r in (c.old, c.new) if r is not None}
+    named |= {c.path for c in changes}
+    out = []
+    for f in sides:
+        scans = [s for s in (f.old, f.new) if s is not None]
+        path = f.patch.path
+        if path in named or (f.patch.old_path or path) in named:
+            continue
+        if not f.patch.hunks or all(s.complete for s in scans):
+            if f.patch.status == "renamed" and scans and not all(s.complete for s in scans):
+                why = f"renamed from {f.patch.old_path}; its contents are not in the diff"
+                out.append(UnclassifiedFile(path=path, why=why))
+            continue
+        if f.patch.status == "renamed":
+            why = f"renamed from {f.patch.old_path}; the diff shows only its changed lines"
+            out.append(UnclassifiedFile(path=path, why=why))
+            continue
+        visible = "\n".join(
+            [t for h in f.patch.hunks for _, t in (*h.old_lines(), *h.new_lines())]
+            + [h.section for h in f.patch.hunks]
+        )
+        has_kernels = any(s.kernels or s.launches for s in scans)
+        gpu_suffix = path.lower().endswith((".cu", ".cuh", ".hip"))
+        kind = source_kind(path) or "python"
+        marked = _KERNEL_FILE.search(visible) or _MARKERS[kind].search(visible)
+        if not (has_kernels or gpu_suffix or marked):
+            continue
+        out.append(
+            UnclassifiedFile(
+                path=path,
+                why="holds GPU kernels, but its changed lines cannot be classified from the diff "
+                "alone (analyze with --repo to read the whole files)",
+            )
+        )
     return out
 
 

@@ -133,6 +133,16 @@ def _config_lines(old: list[TritonConfig] | None, new: list[TritonConfig] | None
     return lines
 
 
+_COMPUTED = "computed at import; read on the GPU runner"
+
+
+def _side(c: KernelChange, side: str) -> str:
+    """One side of a config list: its length, or that it is built at import time."""
+    if c.configs_old_computed if side == "old" else c.configs_new_computed:
+        return _COMPUTED
+    return str(len((c.configs_old if side == "old" else c.configs_new) or []))
+
+
 def _details(c: KernelChange) -> list[str]:
     out = []
     if c.kind == "rewrite":
@@ -143,8 +153,15 @@ def _details(c: KernelChange) -> list[str]:
     elif c.old and c.new and (c.old.path != c.new.path):
         out.append(f"was: {_where(c.old)}")
     shows_configs = c.kind not in ("new", "rewrite", "deleted")
-    if shows_configs and (c.configs_old or c.configs_new) and c.configs_old != c.configs_new:
+    computed = c.configs_old_computed or c.configs_new_computed
+    if computed:
+        out.append(f"configs: {_side(c, 'old')} -> {_side(c, 'new')}")
+    elif shows_configs and (c.configs_old or c.configs_new) and c.configs_old != c.configs_new:
         out += _config_lines(c.configs_old, c.configs_new)
+    if c.via_helpers:
+        out.append("through changed helpers: " + ", ".join(c.via_helpers))
+    out += [f"host: {h}" for h in c.host_changes]
+    out += [f"{b.kind} branch: {b.path}:{b.line} in {b.where}: {b.note}" for b in c.branches]
     for key in sorted(set(c.tuning_old) | set(c.tuning_new)):
         out.append(f"{key}: {c.tuning_old.get(key, '-')} -> {c.tuning_new.get(key, '-')}")
     out += [f"launch was: {x}" for x in c.launches_old]
@@ -193,6 +210,14 @@ def render_table(analysis: Analysis) -> str:
         for row in rows:
             lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
         lines += ["  " + note for note in table.notes]
+    if analysis.moved:
+        lines += ["", f"Moved, code unchanged ({len(analysis.moved)}):"]
+        for c in analysis.moved:
+            lines.append(f"  {c.name}: {c.moved_from or '-'} -> {c.path}")
+            lines += ["    " + d for d in _details(c) if not d.startswith(("was: ", "moved from"))]
+    if analysis.unclassified:
+        lines += ["", "Kernel files the diff alone does not classify:"]
+        lines += [f"  {u.path}: {u.why}" for u in analysis.unclassified]
     if analysis.skipped:
         lines += ["", f"Skipped ({len(analysis.skipped)}):"]
         lines += [f"  {s.path}: {s.reason}" for s in analysis.skipped[:50]]

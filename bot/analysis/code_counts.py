@@ -4,14 +4,16 @@ A pure function from source texts to a table. For each side it counts, over the 
 host wrappers that launch them (blank and comment-only lines, and docstrings, never count):
 
 - ``kernel_body_lines``: lines inside the kernel function, signature excluded, and inside the
-  helpers it calls from the same file (``__device__`` functions, other ``@triton.jit`` ones);
+  helpers it calls (``__device__`` functions of its file and of the local headers it includes,
+  other ``@triton.jit`` ones);
 - ``host_wrapper_lines``: lines of the function(s) that launch it (C++: the function holding the
   ``<<<>>>`` / ``hipLaunchKernelGGL``; Python: the function computing the grid and launching);
 - ``memory_lines``: lines that allocate, copy or free (``cudaMalloc/Free/Memcpy/Memset``, their
   ``hip*`` twins, ``torch::empty*``, ``at::empty*``, and on the Python side ``torch.empty*``,
   because an allocation is an allocation whichever language spells it);
 - ``error_check_lines``: lines that exist only to check (``TORCH_CHECK``, ``cudaGetLastError``,
-  ``C10_CUDA_KERNEL_LAUNCH_CHECK``, ``if (err != cudaSuccess)``, ``assert``);
+  ``C10_CUDA_KERNEL_LAUNCH_CHECK``, ``C10_CUDA_CHECK``, ``AT_ASSERT``, ``if (err != cudaSuccess)``,
+  ``assert``);
   ``error_checked_calls``: calls wrapped in a ``*_CHECK(...)`` macro; ``error_check_helper_lines``:
   the lines defining such macros in the same files;
 - ``barriers``: ``__syncthreads``, ``__syncwarp``, ``__threadfence*``, ``tl.debug_barrier``;
@@ -27,10 +29,10 @@ import re
 import tokenize
 from collections.abc import Mapping, Sequence
 
-from bot.analysis.model import FileScan, PartA, PartASide
+from bot.analysis.model import FileScan, KernelDef, PartA, PartASide
 from bot.analysis.scan import scan_source
 from bot.analysis.scan_cpp import mask
-from bot.analysis.text import called_helpers, source_kind
+from bot.analysis.text import CALLED, called_helpers, source_kind
 
 _LANG_VENDORS = {"cuda": ("nvidia",), "hip": ("amd",), "triton": ("nvidia", "amd")}
 _MEMORY_CPP = re.compile(
@@ -41,6 +43,7 @@ _MEMORY_CPP = re.compile(
 _MEMORY_PY = re.compile(r"\btorch\.(?:empty\w*|zeros\w*)\s*\(|\.new_(?:empty|zeros)\s*\(")
 _CHECK_CPP = re.compile(
     r"^\s*(?:TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT\w*|AT_ASSERT\w*|C10_(?:CUDA|HIP)_KERNEL_LAUNCH_CHECK|"
+    r"C10_(?:CUDA|HIP)_CHECK\w*|"
     r"assert|static_assert)\b|\b(?:cuda|hip)(?:GetLastError|PeekAtLastError)\s*\(|"
     r"[!=]=\s*(?:cuda|hip)Success\b|\b(?:cuda|hip)Success\s*[!=]="
 )
@@ -97,8 +100,11 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
         kernel_ranges.append((path, k.body_start, k.body_end))
         if k.language not in languages:
             languages.append(k.language)
-        for h in called_helpers(scans[path], k, text_lines[path]):
-            span = (path, h.body_start, h.body_end)
+        for h_path, h in [
+            *((path, h) for h in called_helpers(scans[path], k, text_lines[path])),
+            *_header_helpers(scans, text_lines, path, k),
+        ]:
+            span = (h_path, h.body_start, h.body_end)
             if span not in kernel_ranges and h.name not in names:
                 kernel_ranges.append(span)
                 helpers.append(h.name)
@@ -154,6 +160,29 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
         source_files=len(files),
         vendors_covered=vendors,
     )
+
+
+def _header_helpers(
+    scans: Mapping[str, FileScan], text_lines: Mapping[str, list[str]], path: str, k: KernelDef
+) -> list[tuple[str, KernelDef]]:
+    """``__device__`` helpers of the other C++ sources (the local headers the kernel's file
+    includes) that the kernel calls, directly or through each other."""
+    pool = [(p, h) for p, scan in scans.items() if p != path for h in scan.helpers]
+    if not pool:
+        return []
+    lines = text_lines[path]
+    called = set(CALLED.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
+    out: list[tuple[str, KernelDef]] = []
+    grew = True
+    while grew:
+        grew = False
+        for p, h in pool:
+            if h.name in called and (p, h) not in out:
+                out.append((p, h))
+                body = "\n".join(text_lines[p][h.body_start - 1 : h.body_end])
+                called |= set(CALLED.findall(body))
+                grew = True
+    return out
 
 
 def part_a(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from bot.analysis.diff import FilePatch
@@ -18,19 +19,34 @@ from bot.analysis.text import called_helpers, collapse, is_tuning_line
 
 
 def _changed_lines(patch: FilePatch, old: KernelDef | None, new: KernelDef | None) -> list[str]:
-    out = []
+    """The removed and added lines inside the kernel, less those that only changed whitespace
+    (a line removed and added again with other spacing)."""
+    gone: list[str] = []
+    came: list[str] = []
     for h in patch.hunks:
         if old is not None:
-            out += [t for n, t in h.removed if old.line_start <= n <= old.line_end]
+            gone += [t for n, t in h.removed if old.line_start <= n <= old.line_end]
         if new is not None:
-            out += [t for n, t in h.added if new.line_start <= n <= new.line_end]
+            came += [t for n, t in h.added if new.line_start <= n <= new.line_end]
+    spaced = Counter("".join(t.split()) for t in gone) & Counter("".join(t.split()) for t in came)
+    out = []
+    for side in (gone, came):
+        left = Counter(spaced)
+        for t in side:
+            key = "".join(t.split())
+            if left[key] > 0:
+                left[key] -= 1
+                continue
+            out.append(t)
     return out
 
 
 def _configs_changed(old: KernelDef, new: KernelDef) -> bool:
     if old.configs is not None and new.configs is not None:
         return old.configs != new.configs
-    return collapse(old.configs_source or "") != collapse(new.configs_source or "")
+    if collapse(old.configs_source or "") != collapse(new.configs_source or ""):
+        return True
+    return collapse(old.configs_built_by or "") != collapse(new.configs_built_by or "")
 
 
 def compare_kernels(
@@ -44,6 +60,11 @@ def compare_kernels(
     if _configs_changed(old, new):
         tuning = True
         notes.append("autotune configs changed")
+    tuners = [[d for d in k.decorators if "autotune" in d or "heuristics" in d] for k in (old, new)]
+    if tuners[0] != tuners[1]:
+        tuning = True
+        t_old["autotuner"] = ", ".join(tuners[0]) or "-"
+        t_new["autotuner"] = ", ".join(tuners[1]) or "-"
     if old.autotune_key != new.autotune_key:
         tuning = True
         t_old["autotune key"] = ", ".join(old.autotune_key)
@@ -97,23 +118,25 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 changes.append(_single("new", k, f))
                 continue
             kind, notes, t_old, t_new = compare_kernels(old[name], k, f.patch)
-            if kind is None and k.language != "triton":
-                changed = _helpers_changed(f, old[name], k)
-                if changed:
+            helpers: list[str] = []
+            if kind is None and k.language in ("cuda", "hip"):
+                helpers = _helpers_changed(f, old[name], k)
+                if helpers:
                     kind = "body"
-                    notes.append("the __device__ functions it calls changed: " + ", ".join(changed))
+                    notes.append("the __device__ functions it calls changed: " + ", ".join(helpers))
             constants = _constants_changed(f, k)
             if constants and kind in (None, "tuning"):
                 kind = "tuning"
                 t_old.update({c: (f.old.tuning_constants.get(c) or "-") for c in constants})
                 t_new.update({c: (f.new.tuning_constants.get(c) or "-") for c in constants})
-            if kind is None:
+            renamed = f.patch.status == "renamed"
+            if kind is None and not renamed:
                 continue
-            if f.patch.status == "renamed":
+            if renamed:
                 notes.append(f"file renamed from {f.patch.old_path}")
             changes.append(
                 KernelChange(
-                    kind=kind,
+                    kind=kind or "moved",
                     name=name,
                     language=k.language,
                     path=k.path,
@@ -121,6 +144,10 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                     new=k.ref(),
                     configs_old=list(old[name].configs) if old[name].configs is not None else None,
                     configs_new=list(k.configs) if k.configs is not None else None,
+                    configs_old_computed=old[name].configs_computed,
+                    configs_new_computed=k.configs_computed,
+                    moved_from=f.patch.old_path if renamed else None,
+                    via_helpers=helpers,
                     tuning_old=t_old,
                     tuning_new=t_new,
                     notes=notes + ([] if not k.from_context else ["read from diff lines only"]),
@@ -171,6 +198,8 @@ def _single(kind: ChangeKind, k: KernelDef, f: FileSides) -> KernelChange:
         new=k.ref() if kind == "new" else None,
         configs_old=list(k.configs) if kind == "deleted" and k.configs is not None else None,
         configs_new=list(k.configs) if kind == "new" and k.configs is not None else None,
+        configs_old_computed=kind == "deleted" and k.configs_computed,
+        configs_new_computed=kind == "new" and k.configs_computed,
         notes=notes,
     )
 

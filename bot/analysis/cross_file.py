@@ -3,13 +3,21 @@
 - launches: a kernel's grid, arguments, launch-time ``num_warps`` / ``BLOCK_*`` or host wrapper
   changed, wherever the launch is (``compare_launches``);
 - ``triton.Config`` entries changed outside any kernel the diff's lines show (``loose_configs``);
-- a kernel deleted from one file and added to another (``moved_kernels``).
+- a kernel deleted from one file and added to another (``moved_kernels``): kind ``moved`` when
+  its code is the same.
 """
 
 from __future__ import annotations
 
 from bot.analysis.compare import compare_kernels
-from bot.analysis.model import ChangeKind, Context, KernelChange, KernelDef, LaunchSite
+from bot.analysis.model import (
+    PYTHON_LANGUAGES,
+    ChangeKind,
+    Context,
+    KernelChange,
+    KernelDef,
+    LaunchSite,
+)
 from bot.analysis.text import source_kind
 
 
@@ -18,7 +26,7 @@ def _launch_text(site: LaunchSite) -> str:
 
 
 def _family(language: str) -> str:
-    return "triton" if language == "triton" else "cpp"
+    return "triton" if language in PYTHON_LANGUAGES else "cpp"
 
 
 def _relevant(site: LaunchSite, known: set[str]) -> bool:
@@ -57,8 +65,10 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
             continue
         kind: ChangeKind = "launch" if grid_changed or wrapper_changed else "tuning"
         notes = []
-        if wrapper_changed and not grid_changed:
+        if wrapper_changed and not grid_changed and not keys:
             notes.append("host wrapper changed; grid and launch arguments did not")
+        elif wrapper_changed and not grid_changed:
+            notes.append("host wrapper changed, and launch-time tuning values with it")
         update = {
             "tuning_old": {k: t_old.get(k, "-") for k in keys},
             "tuning_new": {k: t_new.get(k, "-") for k in keys},
@@ -191,17 +201,64 @@ def moved_kernels(changes: list[KernelChange], ctx: Context) -> list[KernelChang
         kind, notes, t_old, t_new = compare_kernels(old_k, new_k, None)
         drop.add(id(gone))
         drop.add(id(c))
-        if kind is None:
-            continue
         out.append(
             c.model_copy(
                 update={
-                    "kind": kind,
+                    "kind": kind or "moved",
                     "old": old_k.ref(),
                     "configs_old": list(old_k.configs) if old_k.configs is not None else None,
+                    "configs_old_computed": old_k.configs_computed,
                     "tuning_old": t_old,
                     "tuning_new": t_new,
+                    "moved_from": gone.path,
                     "notes": [*notes, f"moved from {gone.path}"],
+                }
+            )
+        )
+    kept = [c for c in changes if id(c) not in drop]
+    return _renamed(kept, ctx) + out
+
+
+def _body_text(ctx: Context, c: KernelChange, side: str) -> str | None:
+    ref = c.old if side == "old" else c.new
+    texts = ctx.texts_old if side == "old" else ctx.texts_new
+    text = texts.get(ref.path) if ref is not None else None
+    if text is None or ref is None:
+        return None
+    k = _find_kernel(ctx, ref.path, ref.name, side)
+    if k is None or k.from_context:
+        return None
+    return " ".join("\n".join(text.split("\n")[k.body_start - 1 : k.body_end]).split())
+
+
+def _renamed(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
+    """A kernel deleted and another added with the same body, once each: renamed (``moved``)."""
+    gone: dict[tuple[str, str], list[KernelChange]] = {}
+    for c in changes:
+        body = _body_text(ctx, c, "old") if c.kind == "deleted" else None
+        if body:
+            gone.setdefault((c.language, body), []).append(c)
+    if not gone:
+        return changes
+    drop: set[int] = set()
+    out = []
+    for c in changes:
+        body = _body_text(ctx, c, "new") if c.kind == "new" else None
+        match = gone.get((c.language, body or ""), [])
+        if len(match) != 1 or id(match[0]) in drop:
+            continue
+        old = match[0]
+        drop |= {id(old), id(c)}
+        where = "" if old.path == c.path else f" in {old.path}"
+        out.append(
+            c.model_copy(
+                update={
+                    "kind": "moved",
+                    "old": old.old,
+                    "configs_old": old.configs_old,
+                    "configs_old_computed": old.configs_old_computed,
+                    "moved_from": old.path,
+                    "notes": [*c.notes, f"renamed from {old.name}{where}; same body"],
                 }
             )
         )

@@ -346,3 +346,17 @@ def _convert(patched, git_style: bool, diff_line: int) -> FilePatch:
         crlf=crlf,
         diff_line=diff_line,
     )
+
+
+def whole_text_from_diff(patch: FilePatch, side: str) -> str | None:
+    """An added (new side) or deleted (old side) file is whole in its diff."""
+    if len(patch.hunks) != 1:
+        return None
+    h = patch.hunks[0]
+    if side == "new" and patch.status == "added" and h.old_count == 0:
+        lines = [t for _, t in h.added]
+        return "\n".join(lines) + "\n" if len(lines) == h.new_count else None
+    if side == "old" and patch.status == "deleted" and h.new_count == 0:
+        lines = [t for _, t in h.removed]
+        return "\n".join(lines) + "\n" if len(lines) == h.old_count else None
+    return None

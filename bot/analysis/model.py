@@ -17,7 +17,9 @@ from bot.contracts.base import Frozen
 if TYPE_CHECKING:
     from bot.policy.model import Policy
 
-Language = Literal["triton", "cuda", "hip"]
+Language = Literal["triton", "cuda", "hip", "gluon", "cute", "tilelang"]
+
+PYTHON_LANGUAGES = ("triton", "gluon", "cute", "tilelang")  # kernels written in Python
 
 
 SourceKind = Literal["python", "cpp"]
@@ -82,7 +84,11 @@ class KernelDef(Frozen):
     autotune_key: tuple[str, ...] = ()
     heuristics: dict[str, str] = Field(default_factory=dict)
     constexprs: dict[str, str | None] = Field(default_factory=dict)  # name -> default
+    configs_computed: bool = False  # autotuned over a list built at import time (not readable)
+    configs_built_by: str | None = None  # then: the module-level code that builds it
     from_context: bool = False  # found in diff lines only: the range may be cut short
+    launched: bool = True  # False: a jit function no launch reaches (a helper of kernels)
+    built_by: str | None = None  # CUDA in a Python string: the function that compiles it
 
     def ref(self) -> KernelRef:
         return KernelRef(
@@ -129,7 +135,26 @@ class FileScan(Frozen):
         return None
 
 
-ChangeKind = Literal["rewrite", "tuning", "body", "launch", "new", "deleted"]
+ChangeKind = Literal["rewrite", "tuning", "body", "launch", "new", "deleted", "moved"]
+
+
+class LaunchBranch(Frozen):
+    """A launch parameter chosen by vendor (``is_hip()``, ``torch.version.hip``, warp size) or by
+    architecture (``get_device_capability() >= (10, 0)``, the device's name)."""
+
+    kind: Literal["vendor", "arch"]
+    path: str
+    line: int
+    condition: str  # the test as written, whitespace collapsed
+    where: str  # the function (or "module level") the test sits in
+    note: str  # what the measured runners will and will not take
+
+
+class UnclassifiedFile(Frozen):
+    """A file holding kernels whose changed lines the analysis could not attribute."""
+
+    path: str
+    why: str
 
 
 SourceFn = Callable[[str], "str | None"]
@@ -155,6 +180,12 @@ class KernelChange(Frozen):
     part_a: PartA | None = None
     evidence: list[str] = Field(default_factory=list)  # why a rewrite was paired
     notes: list[str] = Field(default_factory=list)
+    configs_old_computed: bool = False  # the list is built at import: read on the GPU runner
+    configs_new_computed: bool = False
+    via_helpers: list[str] = Field(default_factory=list)  # changed helpers it calls
+    host_changes: list[str] = Field(default_factory=list)  # C++ host code / headers changed
+    branches: list[LaunchBranch] = Field(default_factory=list)  # vendor / arch launch choices
+    moved_from: str | None = None  # the file the kernel was in at base, when it moved
 
 
 class Analysis(Frozen):
@@ -164,6 +195,8 @@ class Analysis(Frozen):
     from_context_only: bool = False  # some kernels were read from diff lines, not whole files
     policy_kernels: list[str] = Field(default_factory=list)  # what to measure
     notes: list[str] = Field(default_factory=list)
+    moved: list[KernelChange] = Field(default_factory=list)  # kind "moved": same code, new file
+    unclassified: list[UnclassifiedFile] = Field(default_factory=list)
 
 
 @dataclass

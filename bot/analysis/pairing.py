@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 from bot.analysis.code_counts import part_a
 from bot.analysis.compare import sources_for
-from bot.analysis.model import Context, KernelChange, KernelDef, PartA
+from bot.analysis.model import PYTHON_LANGUAGES, Context, KernelChange, KernelDef, PartA
+from bot.analysis.reach.call_sites import IMPORT_LINE as _IMPORT
+from bot.analysis.reach.call_sites import from_imports as _from_imports
 from bot.analysis.scan import scan_source
 from bot.analysis.text import source_kind
 
@@ -35,9 +37,9 @@ _NOISE = {
 _CALL = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?\(")
 _DEF = re.compile(r"\s*(?:async\s+)?(?:def|class)\s")
 _TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([^)]*)")
 _PY_KEYWORDS = {"if", "for", "while", "return", "print", "def", "with", "assert", "not", "and"}
 _MAX_EXTRA_FILES = 24
+_FILES_PER_OP = 4
 _CPP_KERNEL_FILES = (".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx")
 
 
@@ -89,17 +91,17 @@ def _unseen_old_note(c: KernelChange, ctx: Context) -> KernelChange:
 
 
 def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
-    triton = [c for c in changes if c.kind == "new" and c.language == "triton" and c.new]
+    triton = [c for c in changes if c.kind == "new" and c.language in PYTHON_LANGUAGES and c.new]
     switches = _call_switches(ctx)
     switched_in = {a.rsplit(".", 1)[-1] for _, _, added in switches for a in added}
     for f in ctx.files:
         for k in f.new.kernels if f.new else ():
             if k.name in switched_in and not any(c.new and c.name == k.name for c in triton):
-                triton.append(KernelChange(kind="new", name=k.name, language="triton",
+                triton.append(KernelChange(kind="new", name=k.name, language=k.language,
                                            path=k.path, new=k.ref()))  # fmt: skip
     if not triton:
         return changes
-    _read_extra(ctx, triton)
+    _read_extra(ctx, triton, switches)
     olds = _old_candidates(changes, ctx)
     if not olds:
         return changes
@@ -108,20 +110,28 @@ def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
         if launch.wrapper:
             new_wrappers.setdefault(launch.kernel, set()).add(launch.wrapper)
     best: dict[int, tuple[float, int, list[str]]] = {}
+    by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
     for ti, t in enumerate(triton):
         t_names = {t.name} | new_wrappers.get(t.name, set())
         for oi, old in enumerate(olds):
-            score, why = _score(t, t_names, old, ctx, switches)
+            score, why, role = _score(t, t_names, old, ctx, switches)
+            if role:
+                by_role[(oi, ti)] = why
             if t.name in new_wrappers:
                 score += 0.25
             if score >= 2 and (oi not in best or score > best[oi][0]):
                 best[oi] = (score, ti, why)
     if not best:
         return changes
+    # An old kernel whose op a function switched is paired by role with every new kernel a
+    # switching function now calls (N:M); any other old kernel with its best match.
+    roles = {oi for oi, _ in by_role}
+    pairs = {(oi, ti): why for oi, (_, ti, why) in best.items() if oi not in roles}
+    pairs.update(by_role)
     drop: set[int] = set()
     out = []
     for ti, t in enumerate(triton):
-        mine = [(olds[oi], why) for oi, (_, tj, why) in sorted(best.items()) if tj == ti]
+        mine = [(olds[oi], why) for (oi, tj), why in sorted(pairs.items()) if tj == ti]
         if not mine:
             continue
         mine.sort(key=lambda x: (x[0].kernel.language != "cuda", x[0].kernel.path))
@@ -138,22 +148,48 @@ def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
 
 def _score(
     t: KernelChange, t_names: set[str], old: _Old, ctx: Context, switches
-) -> tuple[float, list[str]]:
+) -> tuple[float, list[str], bool]:
+    """``(score, why, by_role)``: by_role when one function's call site switched."""
     k = old.kernel
     score = 0.0
     why: list[str] = []
+    by_role = False
     if ctx.policy is not None:
         shared = [kp.name for kp in ctx.policy.kernels_for_path(t.path) if kp.covers(k.path)]
         if shared:
             score += 4
             why.append(f"policy kernel {shared[0]!r} covers both files")
     old_stems = {stem(n) for n in old.names} - {""}
-    for path, removed, added in switches:
-        r = sorted(n for n in removed if _last(n) in old.names or stem(_last(n)) in old_stems)
-        a = sorted(n for n in added if _last(n) in t_names)
-        if r and a:
+    t_stems = {stem(n) for n in t_names} - {""}
+    for where, removed, added in sorted(switches, key=lambda x: "::" not in x[0]):  # roles first
+        a = sorted(n for n in added if _last(n) in t_names or stem(_last(n)) in t_stems)
+        if not a:
+            continue
+        hits = sorted(
+            n
+            for n in removed
+            if _last(n.lstrip("~")) in old.names or stem(_last(n.lstrip("~"))) in old_stems
+        )
+        path, _, role = where.partition("::")
+        role = role.split("#", 1)[0]
+        gone = [n for n in hits if not n.startswith("~")]
+        kept = [n[1:] for n in hits if n.startswith("~")]
+        kept += sorted(  # a new dispatcher that picks the Triton or the compiled op
+            n
+            for n in added
+            if stem(_last(n))
+            and _last(n) not in t_names
+            and (_last(n) in old.names or stem(_last(n)) in old_stems)
+        )
+        if gone:
             score += 3
-            why.append(f"{path} switched from {r[0]}() to {a[0]}")
+            why.append(f"{path} switched from {gone[0]}() to {a[0]}")
+            by_role = by_role or bool(role)
+            break
+        if kept:
+            score += 2
+            why.append(f"{path} calls {a[0]} beside {kept[0]}() (in {role or path})")
+            by_role = by_role or bool(role)
             break
     if stem(k.name) and stem(k.name) == stem(t.name):
         score += 2
@@ -164,22 +200,7 @@ def _score(
         a, b = posixpath.dirname(k.path), posixpath.dirname(t.path)
         if a == b or a.startswith(b + "/") or b.startswith(a + "/") or not b:
             score += 0.5
-    return score, why
-
-
-def _from_imports(lines: list[str]) -> dict[str, str]:
-    """``from m import a as b`` -> {"b": "m.a"}; ``from m import a`` -> {"a": "m.a"}."""
-    out = {}
-    for line in lines:
-        m = _IMPORT.match(line.split("#")[0])
-        if m:
-            for part in m.group(2).split(","):
-                words = part.split()
-                if len(words) == 1:
-                    out[words[0]] = f"{m.group(1)}.{words[0]}"
-                elif len(words) == 3 and words[1] == "as":
-                    out[words[2]] = f"{m.group(1)}.{words[0]}"
-    return out
+    return score, why, by_role
 
 
 def _called(lines: list[str], aliases: dict[str, str], with_imports: bool) -> set[str]:
@@ -203,10 +224,16 @@ def _called(lines: list[str], aliases: dict[str, str], with_imports: bool) -> se
 
 
 def _call_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
-    """Per Python file: (path, names no longer called, names newly called or imported)."""
-    out = []
+    """Per Python function read whole (see ``call_sites``), else per Python file read from its
+    diff lines: (where, names no longer called, names newly called or imported)."""
+    from bot.analysis.reach.call_sites import hunk_switches, role_switches
+
+    out = role_switches(ctx)
+    whole = {f.patch.path for f in ctx.files if f.old_text and f.new_text}
+    out += hunk_switches(ctx, whole)
+    whole |= {where.split("::", 1)[0] for where, _, _ in out}
     for f in ctx.files:
-        if source_kind(f.patch.path) != "python" or not f.patch.hunks:
+        if source_kind(f.patch.path) != "python" or not f.patch.hunks or f.patch.path in whole:
             continue
         removed = [t for _, t in f.patch.removed_lines()]
         added = [t for _, t in f.patch.added_lines()]
@@ -221,11 +248,48 @@ def _call_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
     return out
 
 
-def _read_extra(ctx: Context, triton: list[KernelChange]) -> None:
-    """Read C++ files outside the diff that may hold the old kernel (policy paths, same name)."""
+def _module_files(ctx: Context, switches: list[tuple[str, set[str], set[str]]]) -> list[str]:
+    """C++ files at base that may build an extension module a switched call site stopped
+    calling (``semiring_cal_A.forward`` -> ``.../semiring/cal_A/*.cpp``, ``*.cu``): those whose
+    path holds every word of the module's name, and the files beside them."""
+    modules = {n.lstrip("~").split(".")[0] for _, gone, _ in switches for n in gone if "." in n}
+    words = [set(_TOKENS.findall(m.lower())) for m in modules if "_" in m or m[:1].isupper()]
+    words = [w for w in words if len(w) >= 2]
+    if not words:
+        return []
+    cpp = [p for p in ctx.old_files or () if p.endswith(_CPP_KERNEL_FILES)]
+    hits = [p for p in cpp if any(w <= set(_TOKENS.findall(p.lower())) for w in words)]
+    folders = {posixpath.dirname(p) for p in hits}
+    return hits + [p for p in cpp if posixpath.dirname(p) in folders and p not in hits]
+
+
+def _op_files(ctx: Context, switches: list[tuple[str, set[str], set[str]]]) -> list[str]:
+    """C++ files at base whose names share the most words with an op a function stopped
+    calling (``torch.ops.mylib.index_select`` -> ``csrc/index.cu``), a few per op."""
+    ops = {_last(n.lstrip("~")) for _, gone, _ in switches for n in gone if "_" in _last(n)}
+    cpp = [p for p in ctx.old_files or () if p.endswith(_CPP_KERNEL_FILES)]
+    out: list[str] = []
+    for op in sorted(ops):
+        words = set(stem(op).split("_")) - {""}
+        scored = [(len(words & set(_file_stem(p).split("_"))), p) for p in cpp]
+        out += [p for n, p in sorted(scored, key=lambda x: (-x[0], x[1])) if n][:_FILES_PER_OP]
+    return out
+
+
+def _read_extra(
+    ctx: Context, triton: list[KernelChange], switches: list[tuple[str, set[str], set[str]]]
+) -> None:
+    """Read C++ files outside the diff that may hold the old kernel (policy paths, same name,
+    the extension module a switched call site used)."""
     if ctx.old_source is None:
         return
-    wanted: list[str] = []
+    wanted: list[str] = _module_files(ctx, switches) + _op_files(ctx, switches)
+    ops = {  # the compiled ops switched call sites name: ``quantize_mx_cuda`` -> quantize_mx.cu
+        stem(n.lstrip("~"))
+        for _, gone, new in switches
+        for n in gone | new
+        if "." not in n and "_" in n.strip("_~")
+    }
     for t in triton:
         for kp in ctx.policy.kernels_for_path(t.path) if ctx.policy is not None else []:
             for pattern in kp.paths:
@@ -234,7 +298,8 @@ def _read_extra(ctx: Context, triton: list[KernelChange]) -> None:
             for p in ctx.old_files or ():
                 if p.endswith(_CPP_KERNEL_FILES) and kp.covers(p):
                     wanted.append(p)
-        stems = {_file_stem(t.path), stem(t.name)} - {""}
+        stems = {_file_stem(t.path), stem(t.name)} | ops
+        stems -= {""}
         for p in ctx.old_files or ():
             if p.endswith(_CPP_KERNEL_FILES) and _file_stem(p) in stems:
                 wanted.append(p)
@@ -261,7 +326,7 @@ def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
     out = []
     for scan in scans:
         for k in scan.kernels:
-            if k.language == "triton":
+            if k.language in PYTHON_LANGUAGES:
                 continue
             change = next(
                 (
@@ -271,7 +336,7 @@ def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
                 ),
                 None,
             )
-            names = {k.name} | wrappers.get(k.name, set())
+            names = {k.name} | wrappers.get(k.name, set()) | ({k.built_by} if k.built_by else set())
             for w in list(names):
                 names |= bindings.get(w, set())
             out.append(_Old(kernel=k, kept=change is None, names=names, change=change))
@@ -307,7 +372,7 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
     return KernelChange(
         kind="rewrite",
         name=t.name,
-        language="triton",
+        language=t.language,
         path=t.path,
         old=primary.kernel.ref(),
         new=t.new,
@@ -321,6 +386,17 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
     )
 
 
+_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def _local_headers(text: str, path: str) -> list[str]:
+    """The local headers (``#include "..."``) a C++ file includes, as repository paths."""
+    folder = posixpath.dirname(path)
+    return [
+        posixpath.normpath(posixpath.join(folder, name)) for name in _LOCAL_INCLUDE.findall(text)
+    ][:_MAX_EXTRA_FILES]
+
+
 def _part_a(t: KernelChange, olds: list[_Old], ctx: Context) -> tuple[PartA | None, str | None]:
     """Counted on the old kernels of one vendor (CUDA when there are CUDA ones) against the
     Triton one, as the seed counts one pair; the other vendor's files count as source files."""
@@ -332,6 +408,8 @@ def _part_a(t: KernelChange, olds: list[_Old], ctx: Context) -> tuple[PartA | No
     ]
     new_paths = [t.path] + [x.path for x in ctx.new_launches() if x.kernel == t.name]
     old_src = sources_for(list(dict.fromkeys(old_paths)), ctx.texts_old, ctx.old_source)
+    headers = [h for k in counted for h in _local_headers(old_src.get(k.path, ""), k.path)]
+    old_src.update(sources_for(list(dict.fromkeys(headers)), ctx.texts_old, ctx.old_source))
     new_src = sources_for(list(dict.fromkeys(new_paths)), ctx.texts_new, ctx.new_source)
     missing = sorted({k.path for k in counted if k.path not in old_src})
     missing += [] if t.path in new_src else [t.path]

@@ -17,7 +17,8 @@ pull request cannot change the rules it is judged by.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 from bot.analysis.classify import analyze_diff, analyze_parsed
 from bot.analysis.diff import ParsedDiff, parse_diff
@@ -35,6 +36,7 @@ __all__ = ["analyze_diff", "analyze_range", "analyze_repo"]
 _MARKERS = (
     r"triton|__global__|<<<|hipLaunchKernel|cudaLaunchKernel|PYBIND11_MODULE|TORCH_LIBRARY|\]\s*\("
 )
+_MARKED = re.compile(_MARKERS)
 _GREP_BATCH = 400
 MAX_READ_CHARS = 16 * 1024 * 1024
 
@@ -55,14 +57,29 @@ def analyze_range(
     False when the revisions already read only the files worth reading.
     """
     parsed = diff_text if isinstance(diff_text, ParsedDiff) else parse_diff(diff_text)
+    in_diff = {p for f in parsed.files for p in (f.old_path, f.new_path) if p}
     return analyze_parsed(
         parsed,
         policy=policy,
-        old_source=base.read,
-        new_source=head.read,
+        old_source=_kernel_files(base, in_diff),
+        new_source=_kernel_files(head, in_diff),
         old_files=old_files,
         thrifty=thrifty,
     )
+
+
+def _kernel_files(revision: Revision, in_diff: set[str]) -> Callable[[str], str | None]:
+    """``revision.read``, except that a file of the diff with no kernel marker reads as empty
+    (its diff lines are all it is judged by): every reader applies the rule ``analyze_repo``'s
+    ``git grep`` applies, so the gate and ``analyze --repo`` see the same texts."""
+
+    def read(path: str) -> str | None:
+        text = revision.read(path)
+        if text and path in in_diff and not _MARKED.search(text):
+            return ""
+        return text
+
+    return read
 
 
 def analyze_repo(

@@ -18,6 +18,7 @@ from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
 
 _MASK = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_TEMPLATED = re.compile(r"([A-Za-z_][\w:]*)\s*<")
 _HIP_MARK = re.compile(r"#\s*include\s*[<\"]hip/|\bhipLaunchKernelGGL\b|\bHIP_DYNAMIC_SHARED\b")
 _TEMPLATE_BEFORE = re.compile(r"template\s*<[^;{}]*>\s*(?:(?:static|inline|extern\s+\"C\")\s+)*$")
 _FUNC_HEADER_END = re.compile(
@@ -332,6 +333,7 @@ def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
         name = _name_before(t.bare, m.start())
         if name is None:
             continue
+        name = _pointed_kernel(t.bare, m.start(), name)
         paren = _OPEN_PAREN.match(t.bare, close + 3)
         args = ""
         if paren:
@@ -356,6 +358,27 @@ def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
         grid = ", ".join(parts[1 : 1 + n_cfg])
         out.append(_site(path, t, kernel_lang, idents[-1], m.start(), grid, parts[1 + n_cfg :]))
     return out
+
+
+def _pointed_kernel(bare: str, pos: int, name: str) -> str:
+    """``auto kernel = &selective_scan_fwd_kernel<...>; kernel<<<...>>>``: the kernel a local
+    function pointer launched at ``pos`` points to (the last assignment within 3,000 characters)."""
+    found = None
+    at = bare.find(name, max(0, pos - 3_000), pos)
+    while at != -1:
+        end = at + len(name)
+        rest = bare[end : end + 400].lstrip()
+        whole = (at == 0 or not (bare[at - 1].isalnum() or bare[at - 1] == "_")) and (
+            end < len(bare) and not (bare[end].isalnum() or bare[end] == "_")
+        )
+        if whole and rest.startswith("=") and not rest.startswith("=="):
+            value = rest[1:].split(";", 1)[0]  # ``&k<T>``, ``c ? k<T, true> : k<T, false>``
+            value = value.split("?", 1)[-1]
+            target = _TEMPLATED.search(value) or _IDENT.search(value.replace("&", " "))
+            if target is not None:
+                found = target.group(1 if target.re is _TEMPLATED else 0).split("::")[-1]
+        at = bare.find(name, end, pos)
+    return found or name
 
 
 def _name_before(bare: str, pos: int) -> str | None:

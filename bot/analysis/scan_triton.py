@@ -12,26 +12,39 @@ from __future__ import annotations
 import ast
 import copy
 import re
-import warnings
 
-from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, LaunchSite
-from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
-from bot.analysis.triton_config import _dotted, _literal, parse_config
+from bot.analysis.model import (
+    MAX_PER_FILE,
+    FileScan,
+    KernelDef,
+    Language,
+    LaunchSite,
+)
+from bot.analysis.text import (
+    DSL_KERNELS,
+    collapse,
+    decorated_language,
+    digest,
+    is_tuning_line,
+    is_tuning_name,
+    module_bindings,
+    parse_python,
+)
+from bot.analysis.triton_config import Autotune, _dotted, _literal
 
 _DECOS = ("jit", "autotune", "heuristics")
-_LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without "triton" or this, no kernels
+_LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without a DSL's name or this, no kernels
+_DSL_HINT = re.compile(r"triton|tilelang|cute|gluon|__global__")
 
 
 # ------------------------------------------------------------------------------ whole files
 
 
 def scan_python(path: str, text: str) -> FileScan:
-    if "triton" not in text and not _LAUNCH_HINT.search(text):
+    if not _DSL_HINT.search(text) and not _LAUNCH_HINT.search(text):
         return FileScan(path=path, kind="python", language=None, complete=True)
     try:
-        with warnings.catch_warnings():  # invalid escapes in the user's strings are theirs
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
+        tree = parse_python(text)
         reader = _Reader(path, tree, text.split("\n"))
         reader.read(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -59,11 +72,18 @@ def scan_python(path: str, text: str) -> FileScan:
 
 
 def _deco_kind(dotted: str | None) -> str | None:
+    """``jit`` (a kernel), ``autotune``, ``heuristics`` or ``factory`` (``@tilelang.jit``)."""
     if not dotted:
         return None
     parts = dotted.split(".")
     if parts[0] == "triton" and parts[-1] in _DECOS:
         return parts[-1]
+    if "autotune" in parts[-1].lower():
+        return "autotune"  # a repository's own autotuner (``@fla_cache_autotune``)
+    if dotted in DSL_KERNELS:
+        return "jit"
+    if parts[0] == "tilelang" and parts[-1] == "jit":
+        return "factory"
     return None
 
 
@@ -86,6 +106,8 @@ class _Reader:
                     self.assigns[node.target.id] = node.value
             elif isinstance(node, ast.FunctionDef):
                 self.funcs[node.name] = node
+        self.defs = module_bindings(tree.body)  # in ifs and trys too
+        self.autotune = Autotune(self.assigns, self.defs, self.funcs)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -103,51 +125,121 @@ class _Reader:
         }
 
     def read(self, tree: ast.Module) -> None:
-        """One pass over the tree: kernels, and launches with the function around them."""
+        """One pass over the tree: kernels, launches with the function around them, and what
+        tells a jit helper from a kernel (see ``_mark_helpers``)."""
         Func = ast.FunctionDef | ast.AsyncFunctionDef
         todo: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(tree, None)]
+        jit_nodes: set[int] = set()
+        jitted = {  # module level: ``k = triton.jit(k)``
+            stmt.value.args[0].id
+            for stmt in tree.body
+            if isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Call)
+            and _deco_kind(_dotted(stmt.value.func, self.aliases)) == "jit"
+            and stmt.value.args
+            and isinstance(stmt.value.args[0], ast.Name)
+        }
+        applied: list[tuple[str, ast.Call, ast.AST | None]] = []  # k = triton.autotune(...)(k)
+        self.handed_to: list[tuple[str, str]] = []  # f(k): (function, name)
+        called: set[str] = set()  # called by name inside a jit function
+        used: set[str] = set()  # launched, handed on, or aliased
         while todo:
             node, around = todo.pop()
             if isinstance(node, Func):
-                if node.decorator_list and len(self.kernels) < MAX_PER_FILE:
-                    kinds = [_deco_kind(_dotted(d, self.aliases)) for d in node.decorator_list]
+                if around is None and node.name in jitted and len(self.kernels) < MAX_PER_FILE:
+                    # ``k = triton.jit(k)`` after an undecorated ``def k``
+                    self.kernels.append(self._kernel(node, [None] * len(node.decorator_list),
+                                                     "triton", around))  # fmt: skip
+                    jit_nodes.add(id(node))
+                elif node.decorator_list and len(self.kernels) < MAX_PER_FILE:
+                    dotted = [_dotted(d, self.aliases) for d in node.decorator_list]
+                    kinds = [_deco_kind(d) for d in dotted]
                     if "jit" in kinds:
-                        self.kernels.append(self._kernel(node, kinds))
+                        self.kernels.append(
+                            self._kernel(node, kinds, decorated_language(dotted), around)
+                        )
+                        jit_nodes.add(id(node))
+                    elif "factory" in kinds and not _has_prim_func(node, self.aliases):
+                        # ``@tilelang.jit`` over a body that opens ``T.Kernel``: the kernel itself
+                        self.kernels.append(self._kernel(node, kinds, "tilelang", around))
                 around = node
+            elif isinstance(node, ast.Call):
+                in_jit = around is not None and id(around) in jit_nodes
+                inner = node.func
+                if (
+                    isinstance(inner, ast.Call)
+                    and _deco_kind(_dotted(inner.func, self.aliases)) == "autotune"
+                    and node.args
+                    and isinstance(node.args[0], ast.Name)
+                ):
+                    applied.append((node.args[0].id, inner, around))
+                if isinstance(node.func, ast.Name):
+                    for value in node.args:
+                        if isinstance(value, ast.Name):
+                            self.handed_to.append((node.func.id, value.id))
+                if in_jit and isinstance(node.func, ast.Name):
+                    called.add(node.func.id)
+                if in_jit:  # ``tl.reduce(x, 0, combine)``: a combine function is a helper too
+                    handed = [*node.args, *(kw.value for kw in node.keywords)]
+                    called.update(a.id for a in handed if isinstance(a, ast.Name))
+                if not in_jit:  # inside a kernel, a function handed on is a combine function
+                    for value in (*node.args, *(kw.value for kw in node.keywords)):
+                        if isinstance(value, ast.Name):
+                            used.add(value.id)  # handed on: autotune(...)(k), a launcher table
+                if isinstance(node.func, ast.Subscript) and len(self.launches) < MAX_PER_FILE:
+                    name = _dotted(node.func.value, {})
+                    if name:
+                        name = _bound_kernel(name.split(".")[-1], around)
+                    if name:
+                        self.launches.append(self._launch(node, name, around))
             elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Subscript)
-                and len(self.launches) < MAX_PER_FILE
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and "__global__" in node.value
+                and len(self.kernels) < MAX_PER_FILE
             ):
-                name = _dotted(node.func.value, {})
-                if name:
-                    self.launches.append(self._launch(node, name.split(".")[-1], around))
+                self.kernels += _kernels_in_string(self.path, node, around)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.attr in ("run", "warmup", "fn", "__getitem__")
+            ):
+                used.add(node.value.id)
+            elif around is None and isinstance(node, ast.Name):
+                used.add(node.id)  # module-level aliases and tables: ``KERNELS = {..: k}``
             todo.extend((child, around) for child in ast.iter_child_nodes(node))
         self.kernels.sort(key=lambda k: k.line_start)
         self.launches.sort(key=lambda x: x.line)
+        used.update(x.kernel for x in self.launches)
+        self._applied_autotune(applied)
+        self._mark_helpers(called, used)
 
-    def _kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef, kinds: list) -> KernelDef:
+    def _mark_helpers(self, called: set[str], used: set[str]) -> None:
+        """A jit function another jit function of the file calls, and that nothing launches
+        (``k[grid](...)``, ``k.run``, ``k.warmup``, passed as a value), is a helper."""
+        self.kernels = [
+            k.model_copy(update={"launched": False})
+            if k.name in called and k.name not in used and k.language in ("triton", "gluon")
+            else k
+            for k in self.kernels
+        ]
+
+    def _kernel(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        kinds: list,
+        language: Language,
+        around: ast.FunctionDef | ast.AsyncFunctionDef | None,
+    ) -> KernelDef:
         configs = None
         configs_source = None
+        built_by = None
+        computed = False
         key: tuple[str, ...] = ()
         heuristics: dict[str, str] = {}
         for deco, kind in zip(node.decorator_list, kinds, strict=True):
             if kind == "autotune" and isinstance(deco, ast.Call):
-                expr = next((kw.value for kw in deco.keywords if kw.arg == "configs"), None)
-                if expr is None and deco.args:
-                    expr = deco.args[0]
-                if expr is not None:
-                    elements = self._resolve_list(expr, 0)
-                    if elements is not None:
-                        parsed = [parse_config(e) for e in elements]
-                        configs_source = ast.unparse(ast.List(elts=elements, ctx=ast.Load()))
-                        if all(p is not None for p in parsed):
-                            configs = tuple(p for p in parsed if p is not None)
-                    else:
-                        configs_source = ast.unparse(expr)
-                key_node = next((kw.value for kw in deco.keywords if kw.arg == "key"), None)
-                if isinstance(key_node, (ast.List, ast.Tuple)):
-                    key = tuple(str(_literal(e)) for e in key_node.elts)
+                configs, configs_source, computed, key, built_by = self.autotune.read(deco)
             elif kind == "heuristics" and isinstance(deco, ast.Call) and deco.args:
                 values = deco.args[0]
                 if isinstance(values, ast.Dict):
@@ -168,8 +260,10 @@ class _Reader:
         stripped = copy.copy(node)
         stripped.decorator_list = []
         stripped.body = body
+        if language == "tilelang" and around is not None:
+            stripped = around  # a prim_func is made by its factory: the factory is its code
         return KernelDef(
-            language="triton",
+            language=language,
             name=node.name,
             path=self.path,
             line_start=start,
@@ -185,35 +279,36 @@ class _Reader:
             autotune_key=key,
             heuristics=heuristics,
             constexprs=_constexprs(node.args),
+            configs_computed=computed,
+            configs_built_by=built_by,
         )
 
-    def _resolve_list(self, expr: ast.expr, depth: int) -> list[ast.expr] | None:
-        if depth > 8:
-            return None
-        if isinstance(expr, (ast.List, ast.Tuple)):
-            out: list[ast.expr] = []
-            for element in expr.elts:
-                if isinstance(element, ast.Starred):
-                    inner = self._resolve_list(element.value, depth + 1)
-                    if inner is None:
-                        return None
-                    out += inner
-                else:
-                    out.append(element)
-            return out
-        if isinstance(expr, ast.Name) and expr.id in self.assigns:
-            return self._resolve_list(self.assigns[expr.id], depth + 1)
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-            left = self._resolve_list(expr.left, depth + 1)
-            right = self._resolve_list(expr.right, depth + 1)
-            return None if left is None or right is None else left + right
-        if isinstance(expr, ast.Call) and not expr.args and not expr.keywords:
-            func = self.funcs.get(expr.func.id) if isinstance(expr.func, ast.Name) else None
-            if func is not None:
-                returns = [s for s in ast.walk(func) if isinstance(s, ast.Return)]
-                if len(returns) == 1 and returns[0].value is not None:
-                    return self._resolve_list(returns[0].value, depth + 1)
-        return None
+    def _applied_autotune(self, applied: list[tuple[str, ast.Call, ast.AST | None]]) -> None:
+        """``k = triton.autotune(...)(k)``, also inside a function handed the kernel
+        (``def autotune_kernel(kernel): return triton.autotune(...)(kernel)``)."""
+        handed: dict[str, set[str]] = {}  # function -> kernels it is called with
+        for func, name in self.handed_to:
+            handed.setdefault(func, set()).add(name)
+        by_name = {k.name: i for i, k in enumerate(self.kernels)}
+        for name, call, around in applied:
+            targets = {name}
+            if isinstance(around, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = {a.arg for a in (*around.args.posonlyargs, *around.args.args)}
+                if name in params:
+                    targets = handed.get(around.name, set())
+            configs, source, computed, key, built_by = self.autotune.read(call)
+            for target in targets & by_name.keys():
+                k = self.kernels[by_name[target]]
+                self.kernels[by_name[target]] = k.model_copy(
+                    update={
+                        "decorators": (*k.decorators, "triton.autotune (applied by a call)"),
+                        "configs": configs,
+                        "configs_source": source,
+                        "configs_computed": computed,
+                        "configs_built_by": built_by,
+                        "autotune_key": key,
+                    }
+                )
 
     def _launch(
         self, node: ast.Call, kernel: str, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
@@ -234,7 +329,9 @@ class _Reader:
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                     target = stmt.targets[0]
                     if isinstance(target, ast.Name) and is_tuning_name(target.id):
-                        tuning[f"{target.id} (in {wrapper.name})"] = ast.unparse(stmt.value)
+                        key = f"{target.id} (in {wrapper.name})"
+                        value = ast.unparse(stmt.value)
+                        tuning[key] = f"{tuning[key]}; {value}" if key in tuning else value
             w_start = min([wrapper.lineno, *(d.lineno for d in wrapper.decorator_list)])
             w_end = wrapper.end_lineno or wrapper.lineno
             w_digest = digest(
@@ -257,6 +354,50 @@ class _Reader:
             wrapper_end=w_end,
             wrapper_digest=w_digest,
         )
+
+
+def _kernels_in_string(
+    path: str, node: ast.Constant, around: ast.FunctionDef | ast.AsyncFunctionDef | None
+) -> list[KernelDef]:
+    """CUDA kernels written in a Python string (compiled at run time: ``cupy.RawKernel``,
+    ``load_inline``), at their lines in the Python file."""
+    from bot.analysis.scan_cpp import scan_cpp
+
+    first = node.lineno
+    lines: list[str | None] = [line.rstrip("\r") for line in str(node.value).split("\n")]
+    scan = scan_cpp(path, lines, complete=True, line_at=lambda n: first + n - 1)
+    host = around.name if around is not None else None
+    return [k.model_copy(update={"built_by": host}) for k in scan.kernels]
+
+
+def _bound_kernel(name: str, around: ast.FunctionDef | ast.AsyncFunctionDef | None) -> str | None:
+    """The kernel a launch ``name[grid](...)`` runs: a local ``kernel = _fwd_kernel`` is followed
+    to ``_fwd_kernel``; a parameter, or a local bound to anything else, is no kernel's name."""
+    if around is None:
+        return name
+    params = {a.arg for a in (*around.args.posonlyargs, *around.args.args, *around.args.kwonlyargs)}
+    if name in params:
+        return None
+    for stmt in ast.walk(around):
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+        ):
+            value = stmt.value
+            if isinstance(value, ast.Attribute):
+                return value.attr
+            if isinstance(value, ast.Name):
+                return value.id
+            return None
+    return name
+
+
+def _has_prim_func(node: ast.AST, aliases: dict[str, str]) -> bool:
+    return any(
+        isinstance(sub, ast.FunctionDef)
+        and any(DSL_KERNELS.get(_dotted(d, aliases) or "") for d in sub.decorator_list)
+        for sub in ast.walk(node)
+        if sub is not node
+    )
 
 
 def _constexprs(args: ast.arguments) -> dict[str, str | None]:

@@ -14,7 +14,9 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, LaunchSite, TritonConfig
+from bot.analysis.text import DSL_KERNELS as _DSL_KERNELS
 from bot.analysis.text import collapse, is_tuning_name
+from bot.analysis.text import decorated_language as _language
 from bot.analysis.triton_config import parse_config
 
 _DECO_LINE = re.compile(r"^(\s*)@\s*([\w.]+)")
@@ -27,6 +29,7 @@ _MODULE_CONST = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=\s*(.+)$")
 _KEY = re.compile(r"key\s*=\s*\[([^\]]*)\]")
 _QUOTED = re.compile(r"['\"](\w+)['\"]")
 _EMPTY_ARG = re.compile(r",\s*(?=,|$)")
+_DSL_PREFIXES = ("triton.", "gluon.", "tilelang.", "cute.", "T.")
 _CONFIG_CALL = re.compile(r"\b(?:triton\.)?Config\s*\(")
 
 
@@ -53,7 +56,8 @@ def scan_python_lines(
             continue
         indent, name = len(m.group(1)), m.group(2)
         decos, deco_start = _decorators_above(sparse, i, indent)
-        kinds = [d.split(".")[-1] for d in decos if d.startswith("triton.") or has_triton]
+        kinds = [d.split(".")[-1] for d in decos if d.startswith(_DSL_PREFIXES) or has_triton]
+        kinds += ["jit" for d in decos if d in _DSL_KERNELS]
         signature = _signature(sparse, i)
         constexprs = {c.group(1): c.group(2) for c in _CONSTEXPR.finditer(signature)}
         if "jit" in kinds or constexprs or (not decos and name.endswith("kernel") and has_triton):
@@ -63,7 +67,7 @@ def scan_python_lines(
             key = _KEY.search(run)
             kernels.append(
                 KernelDef(
-                    language="triton",
+                    language=_language(decos),
                     name=name,
                     path=path,
                     line_start=at(deco_start + 1),

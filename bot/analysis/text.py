@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import re
+import warnings
 from collections.abc import Sequence
 
 from bot.analysis.model import (
@@ -11,6 +14,7 @@ from bot.analysis.model import (
     PYTHON_SUFFIXES,
     FileScan,
     KernelDef,
+    Language,
     SourceKind,
 )
 
@@ -49,19 +53,19 @@ def is_tuning_line(line: str) -> bool:
     return bool(m and is_tuning_name(m.group(1)))
 
 
-_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*[(<]")
+CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*[(<]")  # a call, or a template's arguments
 
 
 def called_helpers(scan: FileScan, kernel: KernelDef, lines: Sequence[str]) -> list[KernelDef]:
     """The functions of the same file ``kernel`` calls, directly or through each other:
     ``__device__`` helpers in C++, other ``@triton.jit`` functions in Python."""
-    pool = [*scan.helpers, *(k for k in scan.kernels if k.language == "triton")]
+    pool = [*scan.helpers, *(k for k in scan.kernels if k.language in ("triton", "gluon"))]
     out: list[KernelDef] = []
     seen = {(kernel.name, kernel.line_start)}
     todo = [kernel]
     while todo:
         k = todo.pop()
-        called = set(_CALLED.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
+        called = set(CALLED.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
         for h in pool:
             if h.name in called and (h.name, h.line_start) not in seen:
                 seen.add((h.name, h.line_start))
@@ -80,8 +84,9 @@ def source_kind(path: str) -> SourceKind | None:
 
 
 def digest(parts: Sequence[str]) -> str:
-    """A short fingerprint of normalised text: whitespace runs collapsed, blank parts dropped."""
-    joined = "\n".join(" ".join(p.split()) for p in parts if p and p.strip())
+    """A short fingerprint of normalised text: blank parts dropped, and whitespace between
+    tokens too, so re-indenting or re-wrapping a statement leaves it unchanged."""
+    joined = "".join("".join(p.split()) for p in parts if p and p.strip())
     return hashlib.sha1(joined.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -91,3 +96,55 @@ def is_tuning_name(name: str) -> bool:
 
 def collapse(text: str) -> str:
     return " ".join(text.split())
+
+
+@functools.lru_cache(maxsize=64)
+def parse_python(text: str) -> ast.Module:
+    """``ast.parse`` once per text for every reader of the analysis (the tree is not changed by
+    any of them). Raises what ``ast.parse`` raises."""
+    with warnings.catch_warnings():  # invalid escapes in the user's strings are theirs
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
+
+
+# Decorators that make a function a kernel in a Python DSL other than Triton's.
+DSL_KERNELS = {
+    "cutlass.cute.kernel": "cute",
+    "cute.kernel": "cute",
+    "tilelang.language.prim_func": "tilelang",
+    "T.prim_func": "tilelang",
+}
+
+
+def decorated_language(dotted: list[str | None]) -> Language:
+    for d in dotted:
+        if d and d in DSL_KERNELS:
+            return DSL_KERNELS[d]  # type: ignore[return-value]
+        if d and "gluon" in d.split("."):
+            return "gluon"
+    return "triton"
+
+
+Bindings = dict[str, list[tuple[ast.stmt, list[ast.expr]]]]
+
+
+def module_bindings(body: Sequence[ast.stmt], tests: Sequence[ast.expr] = ()) -> Bindings:
+    """Module-level assignments by name (``x += ...`` too), those inside ``if`` / ``try`` /
+    ``with`` blocks too, each with the ``if`` tests it sits under."""
+    out: Bindings = {}
+    for stmt in body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    out.setdefault(t.id, []).append((stmt, list(tests)))
+            continue
+        inner: list[tuple[Sequence[ast.stmt], Sequence[ast.expr]]] = []
+        if isinstance(stmt, ast.If):
+            inner = [(stmt.body, [*tests, stmt.test]), (stmt.orelse, [*tests, stmt.test])]
+        elif isinstance(stmt, (ast.Try, ast.With)):
+            inner = [(stmt.body, tests)]
+        for block, above in inner:
+            for name, found in module_bindings(block, above).items():
+                out.setdefault(name, []).extend(found)
+    return out

@@ -38,6 +38,7 @@ class ChangeLine(Frozen):
     kept_how: str = ""
     mapped: bool = True  # False: no policy kernel covers these paths, so nothing is measured
     detail: str = ""
+    branches: tuple[str, ...] = ()  # launch settings chosen by vendor or architecture
 
 
 class Requirements(Frozen):

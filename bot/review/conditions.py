@@ -9,7 +9,7 @@ them in the order the review shows them; a condition's number is its place there
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.contracts.evidence import Evidence, FirstCallEvidence
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
@@ -165,7 +165,17 @@ def first_call(f: Facts) -> Finding:
 
 
 def vendors(f: Facts) -> Finding:
-    """Every required vendor measured, each with its own configs, and every config compiles."""
+    """Every required vendor measured, each with its own configs, and every config compiles;
+    with a row for each launch setting chosen by vendor or architecture, since a runner of one
+    vendor measures only its own side of such a branch."""
+    finding = _vendors_measured(f)
+    branch_rows = tuple(f"{c.kernel}: {b}" for c in f.changes for b in c.branches)
+    if not branch_rows:
+        return finding
+    return replace(finding, rows=(*finding.rows, *branch_rows))
+
+
+def _vendors_measured(f: Facts) -> Finding:
     ev, req = f.ev, f.req
     if not f.measured_kernels:
         return Finding("met", NOT_COVERED)

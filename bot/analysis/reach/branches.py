@@ -1,0 +1,326 @@
+"""Launch parameters chosen by vendor or by GPU architecture, on each changed kernel's launch path.
+
+``num_warps = 16 if is_hip() else 32``, ``if torch.version.hip: ...``, a warp-size test,
+``torch.cuda.get_device_capability() >= (10, 0)``, ``'Tesla' in get_device_name()``: a measured
+runner takes one side of such a branch only, so the other is never measured on it. For a Python
+kernel the launch path is its autotune decorator (the config list and the module-level names and
+functions it uses), the host functions that launch it and the functions they call, and the
+functions it is handed to (``autotune_kernel(k)``); a module-level flag (``TESLA = 'Tesla' in
+torch.cuda.get_device_name(0)``) counts as the test it is made of. For a C++ kernel it is the
+changed lines of the files its change came from, with the ``#if`` around them.
+
+Each branch becomes a :class:`LaunchBranch` naming what the measured runners (the policy's
+vendors, its compiler targets) will and will not take.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from bot.analysis.model import Context, FileSides, KernelChange, LaunchBranch
+from bot.analysis.text import collapse, module_bindings, parse_python, source_kind
+
+if TYPE_CHECKING:
+    from bot.policy.model import Policy
+
+VENDOR = re.compile(
+    r"\b(?:is_hip|is_amd|is_rocm|is_cdna|is_rdna|is_intel|is_xpu|is_npu|"
+    r"torch\.version\.(?:hip|cuda)|IS_(?:AMD|ROCM|HIP|INTEL|XPU|NPU|CUDA|NVIDIA)|"
+    r"USE_ROCM|BNB_HIP|__HIP_PLATFORM_AMD__|__HIPCC__|__HIP__|__AMDGCN_WAVEFRONT_SIZE|__GFX\w*|"
+    r"warp_size|WARP_SIZE|WARP_THREADS|hipDeviceAttributeWarpSize)\b"
+)
+ARCH = re.compile(
+    r"\b(?:get_device_capability|device_capability|compute_capability|"
+    r"cudaDevAttrComputeCapability\w*|__CUDA_ARCH__|IS_NVIDIA_(?:HOPPER|BLACKWELL|AMPERE)|"
+    r"is_(?:hopper|blackwell|ampere|volta|sm\d+)|get_device_name|isSM\d+\w*|sm_?\d{2,3}[af]?|"
+    r"SM\d{2,3}|gfx\d{3,4}\w*)\b|(?:dprops|props|prop)\s*(?:->|\.)\s*major"
+)
+_OTHER_VENDORS = re.compile(r"\b(?:is_intel|is_xpu|is_npu|IS_INTEL|IS_XPU|IS_NPU)\b")
+_CAPABILITY = re.compile(r"\(\s*(\d{1,2})\s*,\s*(\d)\s*\)|\bsm_?(\d{2,3})|major\s*[=!<>]=?\s*(\d+)")
+_PP_IF = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif)\b(.*)$")
+_PP_END = re.compile(r"^\s*#\s*endif\b")
+MAX_BRANCHES = 8  # per change
+
+
+def add_branches(
+    changes: list[KernelChange], ctx: Context, policy: Policy | None
+) -> list[KernelChange]:
+    """Each change with the vendor and architecture branches on its kernel's launch path."""
+    trees: dict[str, LaunchPath | None] = {}
+    cpp_files = {f.patch.path: f for f in ctx.files if source_kind(f.patch.path) == "cpp"}
+    out = []
+    for c in changes:
+        ref = c.new or c.old
+        path = ref.path if ref else c.path
+        found: list[LaunchBranch] = []
+        if source_kind(path) == "python":
+            side_new = c.new is not None
+            text = (ctx.texts_new if side_new else ctx.texts_old).get(path)
+            key = f"{'new' if side_new else 'old'}:{path}"
+            if key not in trees:
+                trees[key] = LaunchPath.parse(text) if text is not None else None
+            module = trees[key]
+            if module is not None:
+                found = module.branches(c.name, path)
+        elif source_kind(path) == "cpp":
+            found = _cpp_branches(c, cpp_files)
+        if not found:
+            out.append(c)
+            continue
+        found = [b.model_copy(update={"note": _note(b, policy)}) for b in found[:MAX_BRANCHES]]
+        out.append(c.model_copy(update={"branches": found}))
+    return out
+
+
+def _kinds(text: str, flags: dict[str, set[str]]) -> list[str]:
+    words = set(re.findall(r"[A-Za-z_]\w*", text))
+    kinds = []
+    if VENDOR.search(text) or words & flags["vendor"]:
+        kinds.append("vendor")
+    if ARCH.search(text) or words & flags["arch"]:
+        kinds.append("arch")
+    return kinds
+
+
+class LaunchPath:
+    """One Python file's functions, module-level names, and vendor / arch flags."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.funcs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.funcs.setdefault(node.name, []).append(node)
+        self.assigns = module_bindings(tree.body)
+        self.flags: dict[str, set[str]] = {"vendor": set(), "arch": set()}
+        for _ in range(2):  # a flag made of a flag
+            for name, found in self.assigns.items():
+                for stmt, _tests in found:
+                    value = getattr(stmt, "value", None)
+                    if value is None or isinstance(stmt, ast.If):
+                        continue
+                    for kind in _kinds(ast.unparse(value), self.flags):
+                        self.flags[kind].add(name)
+        self.tree = tree
+        self._index()
+
+    @staticmethod
+    def parse(text: str) -> LaunchPath | None:
+        try:
+            return LaunchPath(parse_python(text))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+    def _index(self) -> None:
+        """Per function, one walk: the names it launches (``k[...]``), hands on (``f(k)``) and
+        refers to (calls and reads)."""
+        self.launches: dict[str, set[int]] = {}
+        self.handed: dict[str, set[int]] = {}
+        self.refs: dict[int, set[str]] = {}
+        self.by_id: dict[int, ast.AST] = {}
+        for defs in self.funcs.values():
+            for f in defs:
+                self.by_id[id(f)] = f
+                refs: set[str] = set()
+                for sub in ast.walk(f):
+                    if isinstance(sub, ast.Subscript):
+                        name = _last(sub.value)
+                        if name:
+                            self.launches.setdefault(name, set()).add(id(f))
+                    elif isinstance(sub, ast.Call):
+                        name = _last(sub.func)
+                        if name:
+                            refs.add(name)
+                        for a in sub.args:
+                            if isinstance(a, ast.Name):
+                                self.handed.setdefault(a.id, set()).add(id(f))
+                    elif isinstance(sub, ast.Name):
+                        refs.add(sub.id)
+                self.refs[id(f)] = refs
+        self.module_handed: dict[str, set[str]] = {}
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+                    for a in sub.args:
+                        if isinstance(a, ast.Name):
+                            self.module_handed.setdefault(a.id, set()).add(sub.func.id)
+
+    def regions(self, kernel: str) -> list[tuple[str, ast.AST]]:
+        """``(where, node)`` of the code that decides how ``kernel`` is launched."""
+        regions: list[tuple[str, ast.AST]] = []
+        seen: set[int] = set()
+
+        def add(where: str, node: ast.AST) -> None:
+            if id(node) not in seen:
+                seen.add(id(node))
+                regions.append((where, node))
+
+        own = {id(k) for k in self.funcs.get(kernel, [])}
+        for k in self.funcs.get(kernel, []):
+            for deco in k.decorator_list:
+                add(f"the decorators of {kernel}", deco)
+        named = {fid for fid, refs in self.refs.items() if kernel in refs}  # ``k = kernel``
+        found = self.launches.get(kernel, set()) | self.handed.get(kernel, set()) | named
+        for fid in sorted(found):
+            if fid not in own:
+                f = self.by_id[fid]
+                add(getattr(f, "name", "?"), f)
+        for name in sorted(self.module_handed.get(kernel, set())):
+            for f in self.funcs.get(name, []):
+                add(name, f)
+        # one level down: what those regions call or read from the module
+        for _where, node in list(regions):
+            refs = self.refs.get(id(node))
+            if refs is None:
+                refs = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                refs |= {_last(n.func) or "" for n in ast.walk(node) if isinstance(n, ast.Call)}
+            for name in sorted(refs - {kernel}):
+                for f in self.funcs.get(name, []):
+                    if id(f) not in own:
+                        add(name, f)
+                for stmt, tests in self.assigns.get(name, []):
+                    add("module level", stmt)
+                    for t in tests:
+                        add("module level", t)
+        return regions
+
+    def branches(self, kernel: str, path: str) -> list[LaunchBranch]:
+        out: list[LaunchBranch] = []
+        seen: set[tuple[str, str]] = set()
+        for where, region in self.regions(kernel):
+            tests: list[ast.expr] = []
+            if isinstance(region, ast.expr) and not isinstance(region, ast.Call):
+                tests.append(region)  # a module-level if test
+            for sub in ast.walk(region):
+                if isinstance(sub, (ast.If, ast.IfExp, ast.While)):
+                    tests.append(sub.test)
+                elif isinstance(sub, ast.comprehension):
+                    tests.extend(sub.ifs)
+                elif isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
+                    value_kinds = _kinds(ast.unparse(sub.value), self.flags)
+                    if value_kinds and isinstance(sub.value, ast.Call):
+                        tests.append(sub.value)  # ``warps = 32 * get_warp_size()``
+            for test in tests:
+                text = collapse(ast.unparse(test))
+                for kind in _kinds(text, self.flags):
+                    if (kind, text) in seen:
+                        continue
+                    seen.add((kind, text))
+                    out.append(
+                        LaunchBranch(
+                            kind=kind,  # type: ignore[arg-type]
+                            path=path,
+                            line=getattr(test, "lineno", 0),
+                            condition=text,
+                            where=where,
+                            note="",
+                        )
+                    )
+        return out
+
+
+def _last(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _cpp_branches(c: KernelChange, files: dict[str, FileSides]) -> list[LaunchBranch]:
+    """Vendor / arch tests on the changed lines (and the ``#if`` around them) of the files the
+    change came from: the kernel's own file and the files its host changes name."""
+    paths = {r.path for r in (c.old, c.new) if r is not None}
+    paths |= {h.split(":", 1)[0] for h in c.host_changes}
+    out: list[LaunchBranch] = []
+    seen: set[tuple[str, str]] = set()
+    for path in sorted(paths & files.keys()):
+        f = files[path]
+        for text, changed in (
+            (f.new_text, f.patch.added_lines()),
+            (f.old_text, f.patch.removed_lines()),
+        ):
+            lines = (text or "").split("\n")
+            for number, line in changed:
+                candidates = [(number, line)]
+                if text:
+                    candidates += _enclosing_ifs(lines, number)
+                for at, cond in candidates:
+                    for kind in _kinds(cond, {"vendor": set(), "arch": set()}):
+                        key = (kind, collapse(cond))
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                        out.append(
+                            LaunchBranch(
+                                kind=kind,  # type: ignore[arg-type]
+                                path=f.patch.path,
+                                line=at,
+                                condition=collapse(cond),
+                                where=f.patch.path,
+                                note="",
+                            )
+                        )
+    return out
+
+
+def _enclosing_ifs(lines: list[str], number: int) -> list[tuple[int, str]]:
+    """The ``#if`` / ``#elif`` lines whose region holds line ``number`` (1-based)."""
+    out = []
+    depth = 0
+    for index in range(min(number, len(lines)) - 2, -1, -1):
+        line = lines[index]
+        if _PP_END.match(line):
+            depth += 1
+            continue
+        m = _PP_IF.match(line)
+        if m:
+            if depth == 0:
+                out.append((index + 1, line.strip()))
+            elif m.group(1) != "elif":
+                depth -= 1
+    return out[:4]
+
+
+def _note(b: LaunchBranch, policy: Policy | None) -> str:
+    vendors = list(policy.vendors) if policy is not None else ["nvidia", "amd"]
+    targets = (
+        [*policy.compiler.nvidia_targets, *policy.compiler.amd_targets]
+        if policy is not None
+        else ["sm_90", "gfx942", "gfx90a"]
+    )
+    if b.kind == "vendor":
+        if _OTHER_VENDORS.search(b.condition):
+            return (
+                f"the measured runners ({', '.join(vendors)}) never take the side of "
+                f"`{b.condition}` meant for another vendor"
+            )
+        if len(vendors) < 2:
+            return (
+                f"only {vendors[0]} is measured: the other vendor's side of `{b.condition}` "
+                "is never measured"
+            )
+        return (
+            f"`{b.condition}` picks a launch setting per vendor: each side runs only on its own "
+            f"vendor's runner, so {' and '.join(vendors)} must be measured separately"
+        )
+    wanted = set()
+    for m in _CAPABILITY.finditer(b.condition):
+        if m.group(1):
+            wanted.add(f"sm_{m.group(1)}{m.group(2)}")
+        elif m.group(3):
+            wanted.add(f"sm_{m.group(3)}")
+    have = {t.rstrip("af") for t in targets if t.startswith("sm_")}
+    outside = sorted(w for w in wanted if w not in have)
+    if outside:
+        return (
+            f"`{b.condition}` selects {', '.join(outside)}, outside the compiler targets "
+            f"({', '.join(targets)}): the measured runners never take that side"
+        )
+    return (
+        f"`{b.condition}` picks a launch setting by GPU architecture: only the side of the "
+        f"measured runners' architecture is measured (compiler targets: {', '.join(targets)})"
+    )

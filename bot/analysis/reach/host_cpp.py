@@ -1,0 +1,352 @@
+"""C++ changes outside any ``__global__`` body that still change how kernels run.
+
+Host code that picks a tile config, fills a launch table or instantiates a template, a check in
+the entry point that feeds a launch, a local header whose ``__device__`` helpers, types or macros
+the kernels use: no kernel body changed, yet the kernels run differently. Each changed line is
+placed in the scope around it (function, ``struct``/``class``, multi-line ``#define``) or, at file
+level, read for the macros it invokes. Then, over the C++ files of the diff and their neighbours
+(same folder):
+
+- device side: the kernels whose code (signature included) uses a changed ``__device__``
+  function, type or macro, directly or through others, change ``body`` through it
+  (``via_helpers`` names the changed scopes);
+- host side: the kernels launched or named in a changed host function, in its callers, in what
+  those call, or in a changed launch macro, change ``launch`` (``host_changes`` says where). A
+  launch macro that builds kernel names by token pasting affects the kernels of the headers the
+  changed file includes.
+
+A kernel whose body text is unchanged but whose launch path changed is ``launch`` even when a
+header it uses changed too (the helper is still named).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from bot.analysis.compare import sources_for
+from bot.analysis.diff import FilePatch, whole_text_from_diff
+from bot.analysis.model import MAX_SOURCE_CHARS, Context, KernelChange, KernelDef
+from bot.analysis.scan import scan_source
+from bot.analysis.scan_cpp import _IDENT, _function_header, _Text, mask
+from bot.analysis.text import source_kind
+
+_TYPE_HEADER = re.compile(r"\b(?:struct|class|union)\s+([A-Za-z_]\w*)[^;{}()]*$")
+_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)")
+_ALIAS = re.compile(
+    r"\busing\s+([A-Za-z_]\w*)\s*=([^;]{1,400});|\btypedef\b([^;]{1,400}?)\b([A-Za-z_]\w*)\s*;"
+)
+_INVOKE = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(")
+_INSTANTIATE = re.compile(r"^\s*(?:extern\s+)?template\s+(?!<)")
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+_LAUNCH = re.compile(r"<<<|LaunchKernel|hipLaunchKernelGGL")
+_MAX_NEIGHBOURS = 40
+_ROUNDS = 4
+
+
+@dataclass
+class _Scope:
+    name: str
+    kind: str  # kernel | device | host | type | macro
+    path: str
+    first: int
+    last: int
+    text: str
+    refs: set[str] = field(default_factory=set)
+
+
+def _scopes(path: str, text: str) -> list[_Scope]:
+    """Functions, types and multi-line macros of one C++ file, with the names they use."""
+    t = _Text([line.rstrip("\r") for line in text.split("\n")], None)
+    code_lines = t.code.split("\n")
+    out: list[_Scope] = []
+    for open_at in t.opens:
+        close_at = t.pairs.get(open_at)
+        if close_at is None:
+            continue
+        found = _function_header(t, open_at)
+        if found is not None:
+            name, header_at = found
+            begin = max(t.bare.rfind(c, max(0, header_at - 2_000), header_at) for c in ";{}")
+            header = t.bare[begin + 1 : open_at]
+            kind = (
+                "kernel"
+                if "__global__" in header
+                else "device"
+                if "__device__" in header
+                else "host"
+            )
+            first = t.line(header_at)
+        else:
+            begin = max(t.bare.rfind(c, 0, open_at) for c in ";{}")
+            m = _TYPE_HEADER.search(t.bare[begin + 1 : open_at])
+            if m is None:
+                continue
+            name, kind, first = m.group(1), "type", t.line(begin + 1 + m.start())
+        last = t.line(close_at)
+        body = "\n".join(code_lines[first - 1 : last])
+        out.append(_Scope(name, kind, path, first, last, body, set(_IDENT.findall(body))))
+    for m in _ALIAS.finditer(t.code):  # ``using BlockScanT = BlockScan<...>;``: a type too
+        name = m.group(1) or m.group(4)
+        words = set(_IDENT.findall(m.group(0))) - {name, "using", "typedef", "typename"}
+        line = t.line(m.start())
+        out.append(_Scope(name, "type", path, line, t.line(m.end()), m.group(0), words))
+    index = 0
+    while index < len(code_lines):
+        m = _DEFINE.match(code_lines[index])
+        first = index
+        while code_lines[index].rstrip().endswith("\\") and index + 1 < len(code_lines):
+            index += 1
+        if m:
+            body = "\n".join(code_lines[first : index + 1])
+            out.append(_Scope(m.group(1), "macro", path, first + 1, index + 1, body,
+                              set(_IDENT.findall(body)) - {m.group(1)}))  # fmt: skip
+        index += 1
+    return out
+
+
+def _innermost(scopes: list[_Scope], line: int) -> _Scope | None:
+    inside = [s for s in scopes if s.first <= line <= s.last]
+    return min(inside, key=lambda s: s.last - s.first) if inside else None
+
+
+@dataclass
+class _Pool:
+    texts: dict[str, str]
+    scopes: dict[str, list[_Scope]]
+
+    def all(self) -> Iterable[_Scope]:
+        for found in self.scopes.values():
+            yield from found
+
+
+def _pool(ctx: Context, roots_paths: list[str]) -> _Pool:
+    texts: dict[str, str] = {}
+    for f in ctx.files:
+        text = f.new_text if f.new_text else f.old_text
+        if source_kind(f.patch.path) == "cpp" and text:
+            texts[f.patch.path] = text
+    folders = {posixpath.dirname(p) for p in roots_paths}
+    wanted = [
+        p
+        for p in ctx.old_files or ()
+        if source_kind(p) == "cpp" and posixpath.dirname(p) in folders and p not in texts
+    ][:_MAX_NEIGHBOURS]
+    texts.update(sources_for(wanted, ctx.texts_new, ctx.new_source))
+    texts = {p: t for p, t in texts.items() if t and len(t) <= MAX_SOURCE_CHARS}
+    return _Pool(texts, {p: _scopes(p, t) for p, t in texts.items()})
+
+
+@dataclass
+class _Roots:
+    device: dict[str, str] = field(default_factory=dict)  # name -> the file it changed in
+    host: dict[str, str] = field(default_factory=dict)
+    named: dict[str, str] = field(default_factory=dict)  # kernel names on changed file-level lines
+    instantiating: set[str] = field(default_factory=set)  # files that invoke or instantiate
+
+
+def _roots(ctx: Context) -> _Roots:
+    roots = _Roots()
+    for f in ctx.files:
+        path = f.patch.path
+        if source_kind(path) != "cpp" or f.patch.status == "deleted":
+            continue  # a deleted file's kernels are deleted; its callers change elsewhere
+        added, removed = f.patch.added_lines(), f.patch.removed_lines()
+        both = {"".join(t.split()) for _, t in added} & {"".join(t.split()) for _, t in removed}
+        for text, changed in ((f.new_text, added), (f.old_text, removed)):
+            changed = [(n, t) for n, t in changed if "".join(t.split()) not in both]  # re-indented
+            if not text and f.patch.status == "added" and changed is not None:
+                text = _added_text(ctx, path)
+            if not text:
+                _hunk_roots(f.patch, roots)
+                continue
+            scopes = _scopes(path, text)
+            for number, line in changed:
+                code = mask(line)[0].strip()
+                if not code:
+                    continue
+                scope = _innermost(scopes, number)
+                if scope is None:
+                    defined = _DEFINE.match(code)
+                    invoked = _INVOKE.match(code)
+                    if defined:
+                        roots.device[defined.group(1)] = path
+                    elif invoked or _INSTANTIATE.match(code):
+                        if invoked:
+                            roots.host[invoked.group(1)] = path
+                        roots.instantiating.add(path)
+                    for word in _IDENT.findall(code):
+                        roots.named.setdefault(word, path)
+                    continue
+                if scope.kind == "kernel":
+                    continue  # its own comparison saw it
+                target = (
+                    roots.host
+                    if scope.kind == "host"
+                    or (scope.kind == "macro" and _LAUNCH.search(scope.text))
+                    else roots.device
+                )
+                target.setdefault(scope.name, path)
+                for outer in scopes:  # ``WarpScan::scan`` changed: so did ``WarpScan``
+                    if (
+                        outer.kind == "type"
+                        and outer.first < scope.first <= scope.last < outer.last
+                    ):
+                        target.setdefault(outer.name, path)
+    return roots
+
+
+_SCOPE_LINE = re.compile(
+    r"^(?:template\s*<.*>\s*)?(?:struct|class|union)\s+([A-Za-z_]\w*)"
+    r"|^(?:[A-Za-z_].*?\b)?([A-Za-z_]\w*)\s*\("
+)
+
+
+def _hunk_roots(patch: FilePatch, roots: _Roots) -> None:
+    """Roots of a file known from its diff only: each changed line belongs to the last scope
+    opened at column 0 above it in the hunk (its header line, else git's section header)."""
+    for h in patch.hunks:
+        for lines, changed in (
+            (h.new_lines(), {n for n, _ in h.added}),
+            (h.old_lines(), {n for n, _ in h.removed}),
+        ):
+            current = h.section
+            for number, line in lines:
+                if number not in changed:
+                    if _SCOPE_LINE.match(line):
+                        current = line
+                    continue
+                code = mask(line)[0].strip()
+                defined = _DEFINE.match(code)
+                if defined:
+                    roots.device.setdefault(defined.group(1), patch.path)
+                    continue
+                invoked = _INVOKE.match(line)
+                if invoked and not line[:1].isspace():  # a macro run at file level
+                    roots.host.setdefault(invoked.group(1), patch.path)
+                    roots.instantiating.add(patch.path)
+                    continue
+                m = _SCOPE_LINE.match(current or "")
+                if not code or m is None or "__global__" in current:
+                    continue
+                name = m.group(1) or m.group(2)
+                device = bool(m.group(1)) or "__device__" in current
+                (roots.device if device else roots.host).setdefault(name, patch.path)
+
+
+def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
+    """``changes`` with the kernels C++ host code, launch macros and local headers changed."""
+    if ctx.new_source is None and ctx.old_source is None:
+        return changes  # whole files only; from diff lines, the file is reported unclassified
+    if not any(source_kind(f.patch.path) == "cpp" for f in ctx.files):
+        return changes
+    roots = _roots(ctx)
+    if not (roots.device or roots.host):
+        return changes
+    pool = _pool(ctx, sorted({*roots.device.values(), *roots.host.values()}))
+    scopes = list(pool.all())
+    # device side: what uses a changed device function, type or macro
+    device: dict[str, set[str]] = {name: {name} for name in roots.device}
+    for _ in range(_ROUNDS):
+        grew = False
+        for s in scopes:
+            if s.kind in ("device", "type", "macro") and s.name not in device:
+                hit = s.refs & device.keys()
+                if hit:
+                    device[s.name] = set().union(*(device[h] for h in hit))
+                    grew = True
+        if not grew:
+            break
+    # host side: callers of a changed host function, then what they call
+    host = set(roots.host)
+    by_name: dict[str, list[_Scope]] = {}
+    for s in scopes:
+        by_name.setdefault(s.name, []).append(s)
+    for _ in range(_ROUNDS):
+        more = {s.name for s in scopes if s.kind == "host" and s.refs & host} - host
+        if not more:
+            break
+        host |= more
+    for _ in range(_ROUNDS):
+        more = {
+            r
+            for name in host
+            for s in by_name.get(name, [])
+            for r in s.refs
+            if any(x.kind in ("host", "macro") for x in by_name.get(r, []))
+        } - host
+        if not more:
+            break
+        host |= more
+    host_text = "\n".join(s.text for name in host for s in by_name.get(name, []))
+    host_words = set(_IDENT.findall(host_text)) | set(roots.named)
+    included: set[str] = set()
+    for path in roots.instantiating:
+        for inc in _INCLUDE.findall(pool.texts.get(path, "") or _added_text(ctx, path)):
+            included.add(posixpath.normpath(posixpath.join(posixpath.dirname(path), inc)))
+    out = list(changes)
+    kernels = _kernel_defs(pool)
+    for path, k in kernels:
+        scope = next(
+            (s for s in pool.scopes[path] if s.kind == "kernel" and s.name == k.name), None
+        )
+        used = (scope.refs if scope else set()) & device.keys()
+        via = sorted({r for u in used for r in device[u]})
+        launched = k.name in host_words or path in included
+        if not (via or launched):
+            continue
+        where = sorted(
+            {roots.device[v] for v in via if roots.device.get(v) != path}
+            | ({p for p in roots.host.values()} if launched else set())
+        )
+        notes = [f"{p}: host code or a header it uses changed" for p in where]
+        kind = "launch" if launched else "body"
+        existing = next(
+            (c for c in out if c.name == k.name and c.language in ("cuda", "hip")
+             and (c.path == path or (c.new and c.new.path == path))),
+            None,
+        )  # fmt: skip
+        if existing is None:
+            out.append(
+                KernelChange(
+                    kind=kind,
+                    name=k.name,
+                    language=k.language,
+                    path=path,
+                    old=k.ref(),
+                    new=k.ref(),
+                    via_helpers=via,
+                    host_changes=notes,
+                    notes=[f"through {', '.join(via)}" if via else "its launch path changed"],
+                )
+            )
+            continue
+        if existing.kind in ("new", "deleted", "rewrite"):
+            continue
+        out[out.index(existing)] = existing.model_copy(
+            update={
+                "via_helpers": list(dict.fromkeys([*existing.via_helpers, *via])),
+                "host_changes": list(dict.fromkeys([*existing.host_changes, *notes])),
+            }
+        )
+    return out
+
+
+def _added_text(ctx: Context, path: str) -> str:
+    """The whole text of a file the diff adds (all of it is in the diff)."""
+    for f in ctx.files:
+        if f.patch.path == path and f.patch.status == "added":
+            return whole_text_from_diff(f.patch, "new") or ""
+    return ""
+
+
+def _kernel_defs(pool: _Pool) -> list[tuple[str, KernelDef]]:
+    out = []
+    for path, text in pool.texts.items():
+        if "__global__" not in text:
+            continue
+        for k in scan_source(path, text).kernels:
+            out.append((path, k))
+    return out
