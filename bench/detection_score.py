@@ -18,7 +18,7 @@ mode (``analyze_repo`` on a git repository made of the case's base and head file
   file that could not be classified from the diff (never silence).
 
 ``KNOWN_MISSES`` lists the checks still wrong in repo mode, each with its reason; the table says
-the same, and ``tests/test_real_prs.py`` fails on any other wrong check. ``DISPUTED`` lists labels
+the same, and ``tests/integration/test_real_prs.py`` fails on any other wrong check. ``DISPUTED`` lists labels
 judged wrong after careful reading (never edited): they are scored as written and explained.
 """
 

@@ -10,7 +10,7 @@ before they are packed); both read the same.
             analyze_repo(repo.path, repo.base, repo.head)
         analyze_diff(case.diff)                  # diff mode, no sources
 
-Used by ``bench/detection_score.py`` and ``tests/test_real_prs.py``. ``pack`` writes the archive.
+Used by ``bench/detection_score.py`` and ``tests/integration/test_real_prs.py``. ``pack`` writes the archive.
 """
 
 from __future__ import annotations

@@ -1,0 +1,151 @@
+"""The measurement engine on a real GPU (skipped without one): CUDA-graph and eager timers, NVML
+telemetry, poisoning that catches an unwritten output, a CUDA fault that ends a context and a
+sweep that goes on, A/A and a 10% slowdown with their verdicts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.shapes import Case
+from checks.sweep.workers import Timeouts
+from tests.paths import DATA, ROOT
+
+pytestmark = pytest.mark.gpu
+
+GPU = DATA / "gpu_standins"
+PROOF = ROOT / "bench" / "proof_kernels"
+
+
+def test_timers_agree_and_graphs_remove_launch_overhead() -> None:
+    import sys
+
+    import torch
+
+    from checks.worker.timing import CudaTimer
+
+    sys.path.insert(0, str(PROOF))
+    import proofk
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    small = [proofk.scale_shift((4096,), seed=i)["fn"] for i in range(4)]
+    graph = CudaTimer(small, torch, l2_bytes=l2)
+    eager = CudaTimer(small, torch, l2_bytes=l2)
+    assert graph.configure("graph", 5.0)["mode"] == "graph"
+    assert eager.configure("eager-noflush", 5.0)["calls_per_block"] > 1
+    g = min(graph.block()["value_us"] for _ in range(5))
+    e = min(eager.block()["value_us"] for _ in range(5))
+    assert 0 < g < e  # a replayed graph has no Python launch in between
+    big = [proofk.scale_shift((2**26,), seed=0)["fn"]]
+    flushed = CudaTimer(big, torch, l2_bytes=l2)
+    info = flushed.configure("eager", 5.0)
+    b = flushed.block()
+    assert info["flush_us"] > 0 and b["calls"] >= 1 and b["gpu_ms"] > 0
+    bytes_per_s = 8 * 2**26 / (b["value_us"] * 1e-6)
+    assert 0.2e12 < bytes_per_s < 20e12  # a memory-bound kernel at a plausible HBM speed
+
+
+def test_a_slow_host_launch_is_not_taken_for_kernel_time() -> None:
+    """A wrapper that spends 200 us in Python before launching a 4096-element kernel: the
+    estimate that picks the mode, and eager timing, see the kernel, not the host's pace."""
+    import sys
+
+    import torch
+
+    from checks.sweep.pair_runner import choose_mode
+    from checks.worker.timing import CudaTimer
+
+    sys.path.insert(0, str(PROOF))
+    import proofk
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    fast = [proofk.scale_shift((4096,), seed=i)["fn"] for i in range(4)]
+
+    def slowly(fn):
+        def call():
+            t_end = time.perf_counter() + 200e-6
+            while time.perf_counter() < t_end:
+                pass
+            return fn()
+
+        return call
+
+    slow = [slowly(fn) for fn in fast]
+    timer = CudaTimer(slow, torch, l2_bytes=l2)
+    est = timer.estimate_us()
+    assert timer.host_us > 150  # the host really is slow
+    assert est < 30, est  # ...and the estimate is the kernel's
+    assert choose_mode(est, est, "cuda", ProtocolConfig()) == "graph"
+    reference = CudaTimer(fast, torch, l2_bytes=l2)
+    reference.estimate_us()
+    reference.configure("eager-noflush", 5.0)
+    info = timer.configure("eager-noflush", 5.0)
+    assert info["cover_us"] > 150
+    r = min(reference.block()["value_us"] for _ in range(5))
+    v = min(timer.block()["value_us"] for _ in range(5))
+    assert v < 2 * r + 5, (v, r)  # not 200 us of host time
+
+
+@pytest.fixture(scope="module")
+def gpu_sweep(tmp_path_factory: pytest.TempPathFactory):
+    names_shapes = [
+        ("same", (2**20,)),
+        ("padded", (2**24,)),
+        ("padded", (2**26,)),
+        ("unwritten", (2**20,)),
+        ("out_of_bounds", (2**20,)),
+        ("same", (2**26,)),
+    ]
+    cases = [
+        Case(kernel=n, bench=f"gpu_kernels:{n}", dims=dims, dtype="float32", tolerance=0.03)
+        for n, dims in names_shapes
+    ]
+    opts = SweepOptions(
+        device="cuda",
+        protocol=ProtocolConfig(max_rounds=100),
+        timeouts=Timeouts(prepare_s=120, block_s=30),
+        max_gpu_seconds=600,
+        gpus=None,
+        ceilings_cache_dir=str(tmp_path_factory.mktemp("cache")),
+    )
+    return run_sweep(
+        cases,
+        base_root=GPU / "base",
+        head_root=GPU / "head",
+        base_rev="b" * 40,
+        head_rev="h" * 40,
+        options=opts,
+        work_dir=tmp_path_factory.mktemp("work"),
+    )
+
+
+def test_gpu_sweep_verdicts_and_faults(gpu_sweep) -> None:
+    by = {(c.kernel, c.shape): c for c in gpu_sweep.cases}
+    assert by[("same", (2**20,))].verdict in ("SAME", "INCONCLUSIVE")
+    assert by[("same", (2**26,))].verdict in ("SAME", "INCONCLUSIVE")
+    assert by[("padded", (2**26,))].verdict == "SLOWER"
+    assert by[("padded", (2**26,))].ratio > 1.05
+    unwritten = by[("unwritten", (2**20,))]
+    assert unwritten.status == "wrong_result" and unwritten.failed_side == "head"
+    oob = by[("out_of_bounds", (2**20,))]
+    assert oob.status in ("cuda_error", "crashed") and oob.failed_side == "head"
+    # the case after the fault ran on a restarted worker
+    assert by[("same", (2**26,))].status == "ok"
+
+
+def test_gpu_sweep_modes_telemetry_and_fingerprint(gpu_sweep) -> None:
+    by = {(c.kernel, c.shape): c for c in gpu_sweep.cases}
+    assert by[("same", (2**20,))].mode == "graph"
+    assert by[("same", (2**26,))].mode == "eager"
+    env = gpu_sweep.envs[0]
+    assert env.vendor in ("nvidia", "amd") and env.warp_size in (32, 64)
+    assert env.device_name and env.torch_version and env.triton_version
+    assert gpu_sweep.ceilings and gpu_sweep.ceilings[0].copy_gbps > 100
+    case = by[("same", (2**26,))]
+    assert case.gbps and case.fraction_of_ceiling and 0.2 < case.fraction_of_ceiling < 1.5
+    if env.vendor == "nvidia":
+        tel = case.raw.rounds[0].base.telemetry
+        assert tel is not None and tel.sm_clock_mhz and tel.max_sm_clock_mhz

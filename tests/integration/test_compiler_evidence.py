@@ -1,0 +1,137 @@
+"""Old against new for a pull request, on a real git repository: base and head worktrees,
+Triton cross-compiled on both sides, the base's CUDA file through nvcc."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
+from bot.gitutil import commit_all, init_repo
+from bot.policy.load import parse_policy
+from checks.compiler.evidence import compiler_evidence, compiler_evidence_for_range
+from checks.compiler.records import KernelCompileRecord
+from checks.compiler.report import make_report
+from tests.paths import DATA
+
+POLICY = """
+vendors = ["nvidia", "amd"]
+owners = ["@gpu-team"]
+[deployment]
+kind = "long-lived"
+[compiler]
+nvidia_targets = ["sm_90"]
+amd_targets = ["gfx942"]
+[[kernels]]
+name = "vector_add"
+bench = "toykern.bench:vector_add"
+paths = ["toykern/kernels.py", "toykern/csrc/add.cu", "toykern/csrc/add.hip"]
+dtypes = ["float32"]
+shapes = [[1048576]]
+"""
+
+
+def _plan(base: str, head: str) -> Plan:
+    kernel = PlannedKernel(
+        name="vector_add",
+        bench="toykern.bench:vector_add",
+        paths=("toykern/kernels.py", "toykern/csrc/add.cu", "toykern/csrc/add.hip"),
+        dtypes=("float32",),
+        shapes=(PlannedShape(dims=(1048576,)),),
+        tolerance=0.03,
+        change_kinds=("tuning",),
+    )
+    return Plan(
+        base_sha=base,
+        head_sha=head,
+        vendors=("nvidia", "amd"),
+        kernels=(kernel,),
+        checks=("compiler",),
+    )
+
+
+@pytest.mark.slow
+def test_old_against_new_in_worktrees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("KERNEL_REVIEW_CACHE", str(tmp_path / "cache"))
+    repo = init_repo(tmp_path / "repo")
+    shutil.copytree(DATA / "kernels" / "toykern", repo / "toykern")
+    (repo / "toykern" / "csrc").mkdir()
+    shutil.copy(DATA / "kernels" / "cuda" / "resources.cu", repo / "toykern" / "csrc" / "add.cu")
+    (repo / "toykern" / "csrc" / "add.hip").write_text("// the HIP twin\n")
+    base = commit_all(repo, "base")
+    bench = repo / "toykern" / "bench.py"
+    # head: twice the block size, twice the warps
+    bench.write_text(bench.read_text().replace("BLOCK=1024)", "BLOCK=2048, num_warps=8)"))
+    head = commit_all(repo, "head")
+    details = tmp_path / "details"
+    evidence, not_run = compiler_evidence_for_range(
+        repo, base, head, _plan(base, head), parse_policy(POLICY), details_dir=details
+    )
+    assert evidence is not None
+    new = [r for r in evidence.rows if r.side == "new"]
+    old = [r for r in evidence.rows if r.side == "old"]
+    assert {(r.target, r.config) for r in new} == {
+        ("sm_90", "BLOCK=2048, num_warps=8, num_stages=3"),
+        ("gfx942", "BLOCK=2048, num_warps=8, num_stages=2"),
+    }
+    assert ("sm_90", "BLOCK=1024, num_warps=4, num_stages=3") in {(r.target, r.config) for r in old}
+    if shutil.which("nvcc"):
+        assert any(r.language == "cuda" and r.config.startswith("add_kernel") for r in old)
+    assert any("add.hip" in n.reason and "hipcc" in n.reason for n in not_run)
+    assert evidence.configs_differ_per_vendor == {"vector_add": False}
+    assert any("one config list serves both vendors" in f.message for f in evidence.flags)
+    saved = json.loads((details / "compiler-new.json").read_text())
+    assert {r["target"] for r in saved["records"]} == {"sm_90", "gfx942"}
+
+
+def _rec(**kw) -> KernelCompileRecord:
+    base = dict(
+        kernel="k",
+        function="k_kernel",
+        config_label="BLOCK=128, num_warps=4, num_stages=3",
+        vendor="nvidia",
+        target="sm_90",
+        regs_per_thread=64,
+        spill_bytes=0,
+        shared_bytes=0,
+        occupancy_fraction=0.5,
+        occupancy_warps_per_sm=32,
+    )
+    base.update(kw)
+    return KernelCompileRecord(**base)
+
+
+def test_rows_take_the_worst_specialization_and_skip_old_entry_failures():
+    old = make_report(
+        [
+            _rec(language="cuda", function="k_kernel<float, 4>", config_label="threads=256"),
+            _rec(
+                language="cuda",
+                function="k_kernel<half, 4>",
+                config_label="threads=256",
+                regs_per_thread=80,
+            ),
+            _rec(config_label="-", error="calling k failed", error_stage="entry"),
+        ]
+    )
+    new = make_report(
+        [
+            _rec(shapes=("1x4096:float32",), occupancy_fraction=0.375, occupancy_warps_per_sm=24),
+            _rec(
+                shapes=("17x4096:float32",),
+                regs_per_thread=90,
+                occupancy_fraction=0.25,
+                occupancy_warps_per_sm=16,
+            ),
+        ]
+    )
+    ev = compiler_evidence(old, new)
+    [old_row] = [r for r in ev.rows if r.side == "old"]
+    [new_row] = [r for r in ev.rows if r.side == "new"]
+    assert (old_row.config, old_row.regs_per_thread) == ("k_kernel threads=256", 80)
+    assert (new_row.regs_per_thread, new_row.occupancy) == (90, "16 warps/SM (25%)")
+    assert [f.message for f in ev.flags if "occupancy lower" in f.message]
+    assert all("calling k failed" not in f.message for f in ev.flags)

@@ -1,0 +1,74 @@
+"""``kernel-review demo``: the review of the bundled fixture, without a GPU and with the results a
+GPU runner recorded for the fixture's head (an H200, committed under bench/results)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from tests.paths import ROOT
+
+RECORDED = ROOT / "bench" / "results" / "h200" / "fixture_review" / "results-nvidia.json"
+FIXTURE_HEAD = "22f060722b31a5bbe964c21108763935f51ddc1c"
+
+
+def test_without_a_gpu_every_measurement_is_not_run_with_its_reason(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "review.md"
+    assert main(["demo", "--no-compile", "--out", str(out)]) == 0
+    review = capsys.readouterr().out
+    assert review.strip() == out.read_text().strip()
+    assert "| vector\\_add | rewrite CUDA + HIP → Triton |" in review
+    assert "sweep on nvidia: needs an NVIDIA GPU runner; this machine has no GPU" in review
+    assert "sweep on amd: needs an AMD GPU runner" in review
+    assert "Per-shape results" not in review  # nothing measured, nothing invented
+
+
+def test_recorded_results_become_the_evidence(capsys) -> None:
+    assert main(["demo", "--no-compile", "--results", str(RECORDED)]) == 0
+    review = capsys.readouterr().out
+    assert review.startswith("## ⛔ Kernel review: Request changes")
+    # the H200's sweep, with the bf16 ragged vector_add regression it found
+    assert "nvidia (NVIDIA H200): 52 shapes" in review
+    assert "| vector\\_add | 67108859 (small/ragged) | bfloat16 |" in review
+    assert "worst vector\\_add 67108859 bfloat16" in review
+    # first call measured in fresh processes on the GPU, judged against the cli budget
+    assert "matmul on nvidia, cold" in review and "10 autotune key(s)" in review
+    # ...with where the cold time went: most of vector_add's is fixed process cost, not compiling
+    assert "vector\\_add on nvidia, cold 4080 ms" in review
+    assert "(imports 1928 ms, context 179 ms, Triton set-up 1551 ms)" in review
+    # the compiler report came with the results (no local compile was asked for)
+    assert "| matmul | new | sm\\_90 |" in review
+    # AMD has no results: not run, and the condition stays open
+    assert "sweep on amd: needs an AMD GPU runner" in review
+    assert "sweep on nvidia" not in review
+
+
+def test_results_for_another_head_are_refused(tmp_path: Path, capsys) -> None:
+    data = json.loads(RECORDED.read_text())
+    assert data["head_sha"] == FIXTURE_HEAD
+    data["head_sha"] = "0" * 40
+    other = tmp_path / "results-nvidia.json"
+    other.write_text(json.dumps(data))
+    assert main(["demo", "--no-compile", "--results", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "measured head 000000000000, not the pinned 22f060722b31" in err
+    assert "hint:" in err and "fixture_review_gpu.py" in err
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"schema_version": 1}'])
+def test_a_missing_or_malformed_results_file_is_an_error(tmp_path: Path, capsys, content) -> None:
+    path = tmp_path / "results.json"
+    if content is not None:
+        path.write_text(content)
+    assert main(["demo", "--no-compile", "--results", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert ("no such results file" if content is None else "not a results file") in err
+
+
+def test_keep_refuses_a_folder_with_files(tmp_path: Path, capsys) -> None:
+    (tmp_path / "something").write_text("x")
+    assert main(["demo", "--no-compile", "--keep", str(tmp_path)]) == 2
+    assert "is not empty" in capsys.readouterr().err

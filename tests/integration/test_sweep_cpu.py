@@ -1,0 +1,420 @@
+"""Whole sweeps on the CPU (CPU timing, labelled so): faults reported case by case, results that
+round-trip and recompute, and `kernel-review bench` on a real git repository with two worktrees."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot import gitutil
+from bot.cli import main
+from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
+from bot.policy.load import load_policy
+from checks.context import MeasureContext
+from checks.sweep.cli import default_branch, planned_kernels
+from checks.sweep.evidence import sweep_for_plan, to_evidence
+from checks.sweep.models import dump_results, load_results, parse_results
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.shapes import Case, plan_cases
+from checks.sweep.summary import merge, recompute
+from checks.sweep.workers import Timeouts
+from tests.paths import DATA
+
+STANDINS = DATA / "standins"
+QUICK = ProtocolConfig(
+    block_ms=2.0, min_rounds=6, max_rounds=30, warmup_rounds=1, max_case_seconds=4.0
+)
+# prepare imports torch (seconds on a loaded 2-core machine); a hang in prepare costs this much
+FAST = Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
+
+
+def _standin_sweep(cases: list[Case], options: SweepOptions, work: Path, **kw: Any):
+    """A sweep of the CPU stand-in kernels, base against head."""
+    return run_sweep(
+        cases,
+        base_root=STANDINS / "base",
+        head_root=STANDINS / "head",
+        base_rev="b" * 40,
+        head_rev="h" * 40,
+        options=options,
+        work_dir=work,
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def standin_sweep(tmp_path_factory: pytest.TempPathFactory):
+    work = tmp_path_factory.mktemp("sweep")
+    names = [
+        "axpy",
+        "crash",
+        "hang",
+        "oom",
+        "wrong",
+        "cuda_fault",
+        "out_of_resources",
+        "segfault",
+        "slow",
+    ]
+    cases = [
+        Case(
+            kernel=n, bench=f"standin_kernels:{n}", dims=(50_000,), dtype="float32", tolerance=0.25
+        )
+        for n in names
+    ]
+    lines: list[str] = []
+    result = _standin_sweep(
+        cases,
+        SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600),
+        work,
+        progress=lines.append,
+        partial_path=work / "partial.jsonl",
+    )
+    return result, lines, work
+
+
+def test_every_fault_is_reported_and_the_sweep_goes_on(standin_sweep) -> None:
+    result, lines, _ = standin_sweep
+    status = {c.kernel: c.status for c in result.cases}
+    assert status == {
+        "axpy": "ok",
+        "crash": "crashed",
+        "hang": "timeout",
+        "oom": "oom",
+        "wrong": "wrong_result",
+        "cuda_fault": "cuda_error",
+        "out_of_resources": "out_of_resources",
+        "segfault": "crashed",
+        "slow": "ok",
+    }
+    by = {c.kernel: c for c in result.cases}
+    assert all(c.failed_side == "head" for c in result.cases if c.status != "ok")
+    assert by["slow"].verdict == "SLOWER" and by["slow"].ratio > 2.0
+    assert by["axpy"].verdict != "SLOWER"
+    assert by["wrong"].raw is None  # a wrong result is never timed
+    assert "reference" in by["wrong"].message
+    assert "SIGSEGV" in by["segfault"].message
+    # each case reported as it finished, in one line
+    assert len(lines) == 9 and lines[-1].startswith("[9/9] slow") and "SLOWER" in lines[-1]
+
+
+def test_results_are_labelled_and_carry_the_numbers(standin_sweep) -> None:
+    result, _, _ = standin_sweep
+    assert result.vendor == "cpu" and result.timing == "cpu"
+    assert result.timing_label.startswith("CPU timing")
+    assert result.envs and result.envs[0].vendor == "cpu"
+    assert result.ceilings and result.ceilings[0].copy_gbps > 0
+    slow = next(c for c in result.cases if c.kernel == "slow")
+    assert slow.base and slow.head and slow.head.bytes_moved == 3 * 4 * 50_000
+    assert slow.gbps is not None and slow.base_gbps is not None and slow.gbps < slow.base_gbps
+    assert slow.fraction_of_ceiling is not None and slow.mode == "cpu"
+    assert slow.ci_low is not None and slow.ci_low <= slow.ratio <= slow.ci_high
+    assert result.summary.worst is not None and result.summary.worst.kernel == "slow"
+    assert result.summary.statuses["crashed"] == 2
+    assert result.summary.served is not None and result.summary.served.cases == 2
+
+
+def test_results_are_appended_as_they_come(standin_sweep) -> None:
+    result, _, work = standin_sweep
+    rows = [json.loads(line) for line in (work / "partial.jsonl").read_text().splitlines()]
+    assert [r["kernel"] for r in rows] == [c.kernel for c in result.cases]
+
+
+def test_round_trip_recompute_and_merge(standin_sweep, tmp_path: Path) -> None:
+    result, _, _ = standin_sweep
+    path = tmp_path / "r.json"
+    dump_results(result, path)
+    loaded = load_results(path)
+    assert loaded == result
+    assert recompute(loaded) == result
+    half = len(result.cases) // 2
+    parts = [
+        result.model_copy(update={"cases": result.cases[:half], "family_size": half}),
+        result.model_copy(
+            update={"cases": result.cases[half:], "family_size": len(result.cases) - half}
+        ),
+    ]
+    merged = merge(parts)
+    assert merged.cases == result.cases and merged.summary == result.summary
+    with pytest.raises(Exception, match="is in results 0 and 1"):
+        merge([result, result])
+    with pytest.raises(Exception, match="different vendor"):
+        merge([result, result.model_copy(update={"vendor": "amd"})])
+    with pytest.raises(Exception, match="does not match the results schema"):
+        parse_results(json.dumps({"vendor": "cpu"}))
+
+
+# --------------------------------------------------------------------- a real repo, end to end
+
+BENCH_BASE = """
+import torch
+
+
+def _x(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(getattr(torch, dtype))
+
+
+def scale(shape, dtype, *, device="cpu", seed=0):
+    x = _x(shape, dtype, seed)
+    return {"fn": lambda: x * 2.0, "reference": lambda: x * 2.0, "inputs": [x],
+            "bytes_moved": 2 * x.numel() * x.element_size(), "flops": x.numel()}
+
+
+def shift(shape, dtype, *, device="cpu", seed=0):
+    x = _x(shape, dtype, seed)
+    return {"fn": lambda: x + 1.0, "reference": lambda: x + 1.0, "inputs": [x],
+            "bytes_moved": 2 * x.numel() * x.element_size(), "flops": x.numel()}
+"""
+
+SLOWER_SCALE = """
+
+def scale(shape, dtype, *, device="cpu", seed=0):
+    x = _x(shape, dtype, seed)
+
+    def fn():
+        y = x * 2.0
+        for _ in range(4):  # the "rewrite" does the work five times
+            y = y * 1.0
+        return y
+
+    return {"fn": fn, "reference": lambda: x * 2.0, "inputs": [x],
+            "bytes_moved": 2 * x.numel() * x.element_size(), "flops": x.numel()}
+"""
+
+POLICY = """
+tolerance = 0.5
+vendors = ["nvidia"]
+
+[deployment]
+kind = "long-lived"
+
+[limits]
+max_shapes = 3
+max_gpu_seconds = 600
+
+[[kernels]]
+name = "scale"
+bench = "toyops.bench:scale"
+paths = ["toyops/**"]
+dtypes = ["float32"]
+tolerance = 0.1
+shapes = [[200000]]
+
+[[kernels]]
+name = "shift"
+bench = "toyops.bench:shift"
+paths = ["toyops/**"]
+dtypes = ["float32"]
+tolerance = 1.0  # A/A on CPU timing: two processes on a loaded 2-core machine differed by 1.9x
+shapes = [[200000]]
+"""
+
+
+def _toy_repo(root: Path) -> Path:
+    gitutil.init_repo(root)
+    (root / "toyops").mkdir()
+    (root / "toyops" / "__init__.py").write_text("")
+    (root / "toyops" / "bench.py").write_text(textwrap.dedent(BENCH_BASE))
+    (root / ".github").mkdir()
+    (root / ".github" / "kernel-review.toml").write_text(POLICY)
+    gitutil.commit_all(root, "base: fast scale")
+    gitutil.git(root, "checkout", "-q", "-b", "feature")
+    with open(root / "toyops" / "bench.py", "a") as f:
+        f.write(SLOWER_SCALE)
+    gitutil.commit_all(root, "head: rewrite scale")
+    return root
+
+
+def test_default_branch_and_merge_base(tmp_path: Path) -> None:
+    repo = _toy_repo(tmp_path / "repo")
+    assert default_branch(repo) == "main"
+    assert gitutil.merge_base(repo, "HEAD", "main") == gitutil.rev_parse(repo, "main")
+
+
+@pytest.mark.slow
+def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _toy_repo(tmp_path / "repo")
+    out = tmp_path / "results.json"
+    code = main(
+        ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out), "--max-rounds", "30"]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    result = load_results(out)
+    assert result.timing == "cpu" and "CPU timing" in captured.out and "CPU timing" in captured.err
+    assert result.base_rev == gitutil.rev_parse(repo, "main")
+    assert result.head_rev == gitutil.rev_parse(repo, "feature")
+    by = {(c.kernel, c.category): c for c in result.cases}
+    assert {k for k, _ in by} == {"scale", "shift"}
+    assert {cat for _, cat in by} == {"served", "small", "ragged"}
+    assert by[("scale", "served")].verdict == "SLOWER"
+    assert by[("scale", "served")].ratio > 2.0
+    # Same code on both sides. Only the served shape is asserted: on CPU timing the small and
+    # ragged ones take a few microseconds of Python, where two processes can differ by half.
+    shift = by[("shift", "served")]
+    assert shift.verdict != "SLOWER", (shift.ratio, shift.ci_low, shift.ci_high)
+    assert result.summary.small is not None and result.summary.ragged is not None
+    assert "[6/6]" in captured.err
+    # the worktrees are gone again
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_evidence_for_the_review(standin_sweep) -> None:
+    result, _, _ = standin_sweep
+    with pytest.raises(Exception, match="has no GPU vendor"):
+        to_evidence(result)
+    ev = to_evidence(result, vendor="nvidia")
+    assert ev.timing_kind == "cpu" and ev.vendor == "nvidia"
+    verdicts = {s.kernel: s.verdict for s in ev.shapes}
+    assert verdicts["crash"] == "CRASHED" and verdicts["hang"] == "TIMEOUT"
+    assert verdicts["oom"] == "OOM" and verdicts["wrong"] == "WRONG"
+    assert verdicts["slow"] == "SLOWER" and verdicts["cuda_fault"] == "CRASHED"
+    assert ev.worst is not None and ev.worst.kernel == "slow"
+    assert "exited with code 7" in next(s.detail for s in ev.shapes if s.kernel == "crash")
+    assert ev.tolerance_note == "25%"
+
+
+NUMPY_BENCH = """
+import numpy as np
+
+
+def double(shape, dtype, *, device="cpu", seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    return {"fn": lambda: x * 2, "reference": lambda: x * 2, "bytes_moved": 2 * x.nbytes, "flops": x.size}
+"""
+
+
+def test_sweep_for_a_plan_shard(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    gitutil.init_repo(repo)
+    (repo / "ops.py").write_text(textwrap.dedent(NUMPY_BENCH))
+    (repo / ".github").mkdir()
+    policy = POLICY.replace("toyops.bench:scale", "ops:double").split(
+        '[[kernels]]\nname = "shift"'
+    )[0]
+    (repo / ".github" / "kernel-review.toml").write_text(
+        policy.replace("max_shapes = 3", "max_shapes = 4")
+    )
+    sha = gitutil.commit_all(repo, "ops")
+    plan = Plan(
+        base_sha=sha, head_sha=sha, vendors=("nvidia",), checks=("sweep",),
+        kernels=(PlannedKernel(name="double", bench="ops:double", paths=("ops.py",), dtypes=("float32",),
+                               shapes=(PlannedShape(dims=(20000,), weight=2.0),), tolerance=0.5,
+                               change_kinds=("body",)),),
+    )  # fmt: skip
+    opts = SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600)
+    with MeasureContext.open(plan, vendor="nvidia", shard=(2, 2), repo_root=repo) as ctx:
+        result = sweep_for_plan(
+            plan,
+            base_root=ctx.tree("base"),
+            head_root=ctx.tree("head"),
+            limits=ctx.limits,  # the policy's, read from the base commit
+            shard=ctx.shard,
+            options=opts,
+            work_dir=tmp_path / "w",
+        )
+    # four cases planned (served + 3 added); shard 2 of 2 measures the 2nd and 4th
+    assert [c.category for c in result.cases] == ["small", "small"]
+    assert result.family_size == 4
+    assert all(c.status == "ok" and c.verdict != "SLOWER" for c in result.cases)
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_cases_are_split_between_worker_pairs(tmp_path: Path) -> None:
+    cases = [
+        Case(kernel="axpy", bench="standin_kernels:axpy", dims=(n,), dtype="float32", tolerance=0.5)
+        for n in (1000, 2000, 3000, 4000, 5000)
+    ]
+    result = _standin_sweep(
+        cases,
+        SweepOptions(
+            device="cpu", protocol=QUICK, timeouts=FAST, gpus=("0", "1"), measure_ceilings=False
+        ),
+        tmp_path,
+    )
+    assert [c.shape for c in result.cases] == [(1000,), (2000,), (3000,), (4000,), (5000,)]
+    assert [c.gpu_index for c in result.cases] == [0, 1, 0, 1, 0]
+    assert all(c.status == "ok" for c in result.cases) and len(result.envs) == 2
+    assert {p.name.split("-")[0] for p in (tmp_path / "logs").iterdir()} == {"base", "head"}
+    assert len(list((tmp_path / "logs").iterdir())) == 4  # one worker per side and pair
+
+
+def test_bench_command_errors_are_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "--repo", str(tmp_path), "--device", "cpu"]) == 2
+    assert "does not exist" in capsys.readouterr().err  # not a git repository: no HEAD
+    repo = _toy_repo(tmp_path / "repo")
+    assert main(["bench", "--repo", str(repo), "--device", "cpu", "--kernels", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no kernel named nope" in err and "scale, shift" in err
+    assert "Traceback" not in err
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_bench_plans_the_fixture_policy_by_its_tensors(tmp_path: Path) -> None:
+    """matmul's served (M, N, K) = 4096^3 is three 4096x4096 tensors, not one of 4096^3
+    elements: bench must plan it with the policy's ``tensors``, as the gate does."""
+    from kernels_fixture.build_repo import build_fixture_repo
+
+    fx = build_fixture_repo(tmp_path / "toyops")
+    base = gitutil.add_worktree(fx.path, tmp_path / "base", fx.base_sha)
+    try:
+        policy = load_policy(base).policy
+    finally:
+        gitutil.remove_worktree(fx.path, base)
+    kernels = planned_kernels(policy, None, None, base_sha=fx.base_sha, head_sha=fx.head_sha)
+    assert [k.name for k in kernels] == ["vector_add", "softmax", "matmul"]
+    assert all(k.change_kinds == ("requested",) for k in kernels)
+    matmul = kernels[2]
+    assert matmul.tensors == ((0, 2), (2, 1), (0, 1))
+    plan = plan_cases(
+        kernels,
+        max_shapes=policy.limits.max_shapes,
+        max_elements_per_tensor=policy.limits.max_elements_per_tensor,
+    )
+    served = {(c.kernel, c.dims) for c in plan.cases if c.category == "served"}
+    assert ("matmul", (4096, 4096, 4096)) in served
+    assert {c.kernel for c in plan.cases} == {"vector_add", "softmax", "matmul"}
+
+
+def test_the_policys_worker_memory_cap_reaches_the_workers(tmp_path: Path) -> None:
+    from checks.worker_env import default_memory_bytes
+
+    if default_memory_bytes() <= 4 * 2**30:
+        pytest.skip("the default cap is already under the 4 GiB the stand-in allocates")
+    repo = tmp_path / "repo"
+    gitutil.init_repo(repo)
+    for module in ("standin_kernels.py", "side_marker.py"):
+        (repo / module).write_text((STANDINS / "head" / module).read_text())
+    (repo / ".github").mkdir()
+    (repo / ".github" / "kernel-review.toml").write_text(
+        POLICY.replace("max_gpu_seconds = 600", "max_gpu_seconds = 600\nworker_memory_gib = 2")
+    )
+    sha = gitutil.commit_all(repo, "hog")
+    plan = Plan(
+        base_sha=sha, head_sha=sha, vendors=("nvidia",), checks=("sweep",), quick=True,
+        kernels=(PlannedKernel(name="hog", bench="standin_kernels:hog", paths=("standin_kernels.py",),
+                               dtypes=("float32",), shapes=(PlannedShape(dims=(1000,)),),
+                               tolerance=0.5, change_kinds=("body",)),),
+    )  # fmt: skip
+    opts = SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, max_gpu_seconds=600)
+    with MeasureContext.open(plan, vendor="nvidia", repo_root=repo) as ctx:
+        assert ctx.limits.worker_memory_gib == 2
+        result = sweep_for_plan(
+            plan,
+            base_root=ctx.tree("base"),
+            head_root=ctx.tree("head"),
+            limits=ctx.limits,
+            policy=ctx.policy,
+            options=opts,
+            work_dir=tmp_path / "w",
+        )
+    # 4 GiB under a 2 GiB cap: out of memory, where the machine's default cap would allow it
+    assert [c.status for c in result.cases] == ["oom"], [c.message for c in result.cases]

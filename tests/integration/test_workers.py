@@ -1,0 +1,206 @@
+"""Real worker subprocesses running CPU stand-ins that crash, hang, run out of memory, return
+wrong results or scribble on stdout: each failure is reported with its own kind, and a restarted
+worker carries on."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from checks.sweep.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec, scrubbed_env
+from tests.paths import DATA
+
+STANDINS = DATA / "standins"
+# prepare imports torch (seconds on a loaded 2-core machine); a hang in prepare costs this much
+FAST = Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
+SHAPE = (1000,)
+
+
+@pytest.fixture
+def make_worker(tmp_path: Path):
+    made: list[WorkerClient] = []
+
+    def make(side: str = "head") -> WorkerClient:
+        client = WorkerClient(
+            WorkerSpec(
+                side=side, root=STANDINS / side, device="cpu", work_dir=tmp_path, timeouts=FAST
+            )  # type: ignore[arg-type]
+        )
+        client.start()
+        made.append(client)
+        return client
+
+    yield make
+    for c in made:
+        c.close()
+
+
+def _prepare(client: WorkerClient, name: str) -> dict:
+    return client.prepare([f"standin_kernels:{name}"], SHAPE, "float32", seed=0)
+
+
+def _alive_after_restart(client: WorkerClient) -> None:
+    client.restart()
+    assert _prepare(client, "axpy")["entry"] == "standin_kernels:axpy"
+
+
+def test_a_good_kernel_runs_the_whole_command_set(make_worker) -> None:
+    w = make_worker("base")
+    c = w.check(["standin_kernels:axpy"], SHAPE, "float32", seed=7)
+    assert c["correct"] and c["has_reference"] and c["digest"][0]["shape"] == [1000]
+    p = _prepare(w, "axpy")
+    assert p["bytes_moved"] == 3 * 4 * 1000 and p["flops"] == 2000 and p["est_us"] > 0
+    assert p["copies"] == 4  # a few input copies to rotate through, even on the CPU
+    assert w.configure("cpu", 1.0)["calls_per_block"] >= 1
+    b = w.block()
+    assert b.value_us > 0 and b.calls >= 1 and b.telemetry is None
+    assert w.finish()["correct"]
+    assert w.env_info()["vendor"] == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "words"),
+    [
+        ("crash", "crashed", "exited with code 7"),
+        ("segfault", "crashed", "SIGSEGV"),
+        ("hang", "timeout", "did not finish within 8s"),
+        ("oom", "oom", "MemoryError"),
+        ("cuda_fault", "cuda_error", "illegal memory access"),
+        ("out_of_resources", "out_of_resources", "shared memory"),
+    ],
+)
+def test_each_fault_has_its_kind_and_a_restart_recovers(
+    make_worker, name: str, kind: str, words: str
+) -> None:
+    w = make_worker("head")
+    first_pid = w.proc.pid if w.proc else None
+    with pytest.raises(WorkerFailure) as info:
+        _prepare(w, name)
+    failure = info.value
+    assert failure.kind == kind and words in failure.message
+    assert failure.side == "head" and failure.needs_restart
+    if kind in ("crashed", "timeout"):
+        assert not w.alive()
+        with pytest.raises(ProcessLookupError):
+            os.killpg(first_pid, 0)  # the whole process group is gone
+    _alive_after_restart(w)
+    assert w.incarnation == 2
+
+
+def test_a_wrong_result_is_caught_by_the_check(make_worker) -> None:
+    w = make_worker("head")
+    _prepare(w, "wrong")
+    c = w.check(["standin_kernels:wrong"], SHAPE, "float32", seed=7)
+    assert not c["correct"] and c["bad_elements"] == 1
+    assert "index 999" in c["message"]
+
+
+def test_output_on_stdout_cannot_corrupt_the_channel_and_is_logged(
+    make_worker, monkeypatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    monkeypatch.setenv("ACTIONS_RUNTIME_TOKEN", "x")
+    monkeypatch.setenv("MY_API_KEY", "y")
+    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda")
+    w = make_worker("head")
+    _prepare(w, "noisy")
+    w.configure("cpu", 1.0)
+    for _ in range(3):
+        assert w.block().value_us > 0
+    w.finish()
+    log = w.log_tail(100_000)
+    assert '{"ok": true, "value_us": -1}' in log and "garbage" in log
+    env_line = next(line for line in log.splitlines() if line.startswith("environment:"))
+    names = set(env_line.split()[1:])
+    assert {"PATH", "CUDA_HOME", "TRITON_CACHE_DIR"} <= names
+    assert not names & {"GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "MY_API_KEY"}
+
+
+def test_each_side_imports_only_its_own_checkout(make_worker) -> None:
+    base, head = make_worker("base"), make_worker("head")
+    values = []
+    for w in (base, head):
+        w.prepare(["standin_kernels:which_side"], (4,), "float32", seed=0)
+        values.append(
+            w.check(["standin_kernels:which_side"], (4,), "float32", seed=0)["digest"][0]["samples"]
+        )
+    assert values == [[1.0] * 4, [2.0] * 4]
+    assert head.prepare(["head_only:entry"], (4,), "float32", seed=0)["entry"] == "head_only:entry"
+    with pytest.raises(WorkerFailure) as info:
+        base.prepare(["head_only:entry"], (4,), "float32", seed=0)
+    assert info.value.kind == "missing_entry" and not info.value.needs_restart
+
+
+def test_a_missing_entry_falls_back_to_the_baseline(make_worker) -> None:
+    w = make_worker("base")
+    p = w.prepare(["standin_kernels:not_there", "standin_kernels:axpy"], SHAPE, "float32", seed=0)
+    assert p["entry"] == "standin_kernels:axpy"
+
+
+def test_private_triton_cache_and_scrubbed_environment(tmp_path: Path) -> None:
+    spec = WorkerSpec(side="base", root=STANDINS / "base", device="cpu", work_dir=tmp_path)
+    env = WorkerClient(spec).env()
+    assert env["TRITON_CACHE_DIR"].startswith(str(tmp_path)) and env["TRITON_INTERPRET"] == "1"
+    assert env["CUDA_VISIBLE_DEVICES"] == ""
+    kept = scrubbed_env(
+        {
+            "PATH": "/bin",
+            "GITHUB_TOKEN": "t",
+            "CUDA_VISIBLE_DEVICES": "1",
+            "TRITON_SECRET_TOKEN": "x",
+            "RUNNER_TEMP": "/r",
+            "HOME": "/h",
+        }
+    )
+    assert kept == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "1", "HOME": "/h"}
+
+
+def test_failure_kinds_from_exceptions() -> None:
+    from triton.runtime.errors import OutOfResources
+
+    from checks.worker.failures import classify
+
+    class OutOfMemoryError(RuntimeError):  # the name torch gives its CUDA OOM
+        pass
+
+    assert classify(MemoryError()) == "oom"
+    assert classify(OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")) == "oom"
+    assert classify(OutOfResources(1, 2, "shared memory")) == "out_of_resources"
+    assert classify(RuntimeError("Triton Error [CUDA]: an illegal memory access")) == "cuda_error"
+    assert classify(RuntimeError("HIP error: hipErrorIllegalAddress")) == "cuda_error"
+    assert classify(ValueError("bad shape")) == "error"
+
+
+def test_a_kernel_triton_rejects_is_a_compile_error_with_its_line() -> None:
+    """The GPU fault fixture's ``try`` block, cross-compiled on the CPU: Triton's front end
+    refuses it, and the worker's classification calls that a compile error, not a crash."""
+    import sys
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from checks.worker.failures import classify
+
+    sys.path.insert(0, str(DATA / "gpu_faults" / "head"))
+    try:
+        import fault_kernels
+    finally:
+        sys.path.pop(0)
+    source = ASTSource(
+        fn=fault_kernels.rejected_kernel,
+        signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        constexprs={"BLOCK": 1024},
+    )
+    with pytest.raises(Exception) as info:
+        triton.compile(source, target=GPUTarget("cuda", 90, 32))
+    assert classify(info.value) == "compile_error"
+    assert "try:" in str(info.value) and "unsupported AST node type: Try" in str(info.value)
+
+
+def test_huge_byte_and_flop_counts_are_refused(make_worker) -> None:
+    w = make_worker("head")
+    with pytest.raises(WorkerFailure, match="must be an int from 0 to 2\\*\\*53"):
+        _prepare(w, "huge_bytes")

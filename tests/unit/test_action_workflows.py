@@ -1,0 +1,160 @@
+"""The composite action and the example workflows keep the safe shape (SECURITY.md).
+
+zizmor and actionlint check them in CI (.ci/lint-workflows); these checks pin what is specific
+to kernel-review: inputs reach the CLI only through the environment, every action is pinned,
+the measure job holds no token, and the inputs the action declares are the ones the CLI reads.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.app import ActionEnv
+from tests.paths import ROOT
+
+ACTION = (ROOT / "action.yml").read_text()
+WORKFLOWS = {p.name: p.read_text() for p in (ROOT / "docs" / "workflows").glob("*.yml")}
+
+
+def _run_blocks(text: str) -> list[str]:
+    blocks, current = [], None
+    for line in text.splitlines():
+        m = re.match(r"^(\s*)(?:- )?run: \|", line)
+        if m:
+            current = (len(m.group(1)), [])
+            blocks.append(current[1])
+            continue
+        if current is not None:
+            indent = len(line) - len(line.lstrip())
+            if line.strip() and indent <= current[0]:
+                current = None
+            else:
+                current[1].append(line)
+    return ["\n".join(b) for b in blocks]
+
+
+def test_no_expression_is_pasted_into_a_shell_line():
+    blocks = _run_blocks(ACTION)
+    assert len(blocks) == 2
+    for text in [*blocks, *(b for w in WORKFLOWS.values() for b in _run_blocks(w))]:
+        assert "${{" not in text
+
+
+def test_every_input_reaches_the_cli_as_an_environment_variable():
+    inputs = re.findall(r"^  ([a-z-]+):\n    description:", ACTION.split("outputs:")[0], re.M)
+    assert {"mode", "token", "policy-path", "vendor", "shard"} <= set(inputs)
+    for name in inputs:
+        if name == "install":
+            continue
+        var = "INPUT_" + name.upper().replace("-", "_")
+        assert f"{var}: ${{{{ inputs.{name} }}}}" in ACTION, name
+    env = ActionEnv.from_environ(
+        {
+            "INPUT_POLICY_PATH": "p.toml",
+            "INPUT_VENDOR": "amd",
+            "INPUT_SHARD": "2/3",
+            "INPUT_BOT_LOGIN": "bot",
+            "INPUT_RESULTS_PATH": "r",
+            "INPUT_ARTIFACT_NAME": "a",
+            "INPUT_HEAD_SHA": "a" * 40,
+            "INPUT_TOKEN": "t",
+            "GITHUB_API_URL": "https://ghe/api/v3",
+        }
+    )
+    assert (env.policy_path, env.vendor, env.shard, env.bot_login, env.token) == (
+        "p.toml",
+        "amd",
+        "2/3",
+        "bot",
+        "t",
+    )
+    assert env.api_url == "https://ghe/api/v3" and env.head_sha == "a" * 40
+
+
+def test_every_action_is_pinned_to_a_full_sha():
+    for name, text in WORKFLOWS.items():
+        uses = re.findall(r"^\s*(?:- )?uses: (\S+)", text, re.M)
+        assert uses, name
+        for ref in uses:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), (name, ref)
+
+
+def test_measure_job_has_no_token_and_checks_out_the_pinned_sha():
+    wf = WORKFLOWS["kernel-review.yml"]
+    measure = wf.split("\n  measure:\n", 1)[1].split("\n  report:\n", 1)[0]
+    assert "permissions: {}" in measure and "secrets." not in measure
+    assert "ref: ${{ needs.gate.outputs.head-sha }}" in measure
+    assert "persist-credentials: false" in measure
+    assert "token:" not in measure
+    assert "unset INPUT_TOKEN GITHUB_TOKEN" in ACTION
+
+
+def test_workflows_are_read_only_by_default_and_cancel_stale_runs():
+    wf = WORKFLOWS["kernel-review.yml"]
+    assert re.search(r"^permissions: \{\}$", wf, re.M)
+    assert "cancel-in-progress: true" in wf
+    gate = wf.split("\n  gate:\n", 1)[1].split("\n  ack:\n", 1)[0]
+    assert "write" not in gate.split("outputs:")[0]
+    assert "pull_request_target" not in wf
+    fork = WORKFLOWS["kernel-review-fork-report.yml"]
+    assert "checkout" not in fork and "download-artifact" not in fork
+
+
+class _Context(dict):
+    """``github.event.x.y`` for the expression evaluator; a missing key is null, as in Actions."""
+
+    def __getattr__(self, name: str):
+        value = self.get(name)
+        return _Context(value or {}) if value is None or isinstance(value, dict) else value
+
+
+def _contains(haystack, needle) -> bool:
+    if isinstance(haystack, list):
+        return any(str(x).lower() == str(needle).lower() for x in haystack)
+    return str(needle).lower() in str(haystack or "").lower()
+
+
+def _evaluate(template: str, github: dict) -> str:
+    """The ``${{ }}`` parts of a workflow string, evaluated as Actions does: ``&&`` and ``||``
+    return an operand (as Python's ``and``/``or``), ``!`` negates, ``contains`` ignores case."""
+    import json
+
+    def one(m: re.Match) -> str:
+        expr = m.group(1).replace("&&", " and ").replace("||", " or ")
+        expr = re.sub(r"!(?!=)", " not ", expr)
+        names = {"github": _Context(github), "contains": _contains, "fromJSON": json.loads}
+        value = eval(expr, {"__builtins__": {}}, names)  # our own workflow file
+        return "" if value is None or value == {} else str(value)
+
+    return re.sub(r"\$\{\{(.*?)\}\}", one, template, flags=re.S)
+
+
+def _concurrency_group(event_name: str, event: dict) -> str:
+    wf = WORKFLOWS["kernel-review.yml"]
+    block = wf.split("\nconcurrency:\n", 1)[1].split("\n  cancel-in-progress", 1)[0]
+    template = " ".join(block.split("group: >-", 1)[1].split())
+    return _evaluate(template, {"event_name": event_name, "event": event})
+
+
+def _comment(association: str, body: str = "/bench softmax") -> dict:
+    return {
+        "issue": {"number": 42, "pull_request": {}},
+        "comment": {
+            "id": 777,
+            "body": body,
+            "user": {"type": "User"},
+            "author_association": association,
+        },
+    }
+
+
+def test_only_a_maintainers_bench_shares_the_review_runs_group():
+    running = _concurrency_group("pull_request", {"pull_request": {"number": 42}})
+    assert running == "kernel-review-42-review"
+    for association in ("OWNER", "MEMBER", "COLLABORATOR"):
+        assert _concurrency_group("issue_comment", _comment(association)) == running
+    # strangers' /bench and anyone's chatter get a group of their own: they cancel nothing
+    for association in ("NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER"):
+        assert _concurrency_group("issue_comment", _comment(association)) == "kernel-review-42-777"
+    chatter = _comment("MEMBER", "looks good")
+    assert _concurrency_group("issue_comment", chatter) == "kernel-review-42-777"

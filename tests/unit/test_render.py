@@ -1,0 +1,239 @@
+from __future__ import annotations
+
+from bot.contracts.evidence import (
+    CompilerEvidence,
+    CompilerFlag,
+    CompilerRow,
+    Evidence,
+    NotRun,
+    ShapeLine,
+    SweepEvidence,
+)
+from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
+from bot.contracts.review import ChangeLine, PartATable, Requirements, ReviewContext
+from bot.github.sticky import MAX_COMMENT_CHARS, fit_body
+from bot.review.render import code, esc, render_comment
+from bot.review.verdict import decide
+from tests.golden_util import check_golden
+from tests.unit.test_verdict import REWRITE_KEPT
+
+CTX = ReviewContext(
+    repository="acme/ops",
+    base_sha="a" * 40,
+    head_sha="b" * 40,
+    policy_source=".github/kernel-review.toml",
+    deployment="cli",
+    first_call_budget_ms=3000,
+    vendors=("nvidia", "amd"),
+)
+CHANGES = [
+    REWRITE_KEPT,
+    ChangeLine(
+        kernel="matmul",
+        kind="tuning",
+        old_language="triton",
+        new_language="triton",
+        old_paths=("ops/matmul.py",),
+        new_paths=("ops/matmul.py",),
+    ),
+]
+REPO = RepoConditions(
+    owners=(OwnerFact(path="ops/softmax.py", owners=("@gpu-team",), source="policy"),),
+    pins=(
+        PinFact(package="triton", spec=">=3.6,<3.7", source="pyproject.toml:7", kind="range"),
+        PinFact(package="torch", spec=None, source=None, kind="absent"),
+    ),
+    perf_gate=PerfGateFact(
+        workflow=None, detail="no workflow runs kernel-review (.github/workflows/ci.yml)"
+    ),
+)
+SWEEP = SweepEvidence(
+    vendor="nvidia",
+    gpu="NVIDIA H200",
+    shapes=(
+        ShapeLine(
+            kernel="softmax",
+            shape=(4096, 4096),
+            dtype="float16",
+            verdict="SAME",
+            ratio=1.012,
+            ci_low=1.004,
+            ci_high=1.02,
+            base_us=41.2,
+            head_us=41.7,
+        ),
+        ShapeLine(
+            kernel="softmax",
+            shape=(1, 781),
+            dtype="float16",
+            verdict="SLOWER",
+            ratio=1.31,
+            ci_low=1.25,
+            ci_high=1.37,
+            base_us=2.1,
+            head_us=2.75,
+            small_or_ragged=True,
+        ),
+    ),
+    geomean_ratio=1.02,
+    geomean_ci=(1.01, 1.03),
+    weighted=True,
+)
+COMPILER = CompilerEvidence(
+    rows=(
+        CompilerRow(
+            kernel="matmul",
+            side="new",
+            language="triton",
+            vendor="amd",
+            target="gfx942",
+            config="BLOCK_M=256 BLOCK_N=256 warps=4",
+            regs_per_thread=512,
+            spill_bytes=180,
+            shared_bytes=65536,
+            occupancy="1 wave/SIMD",
+            matrix_instr="v_mfma_f32_32x32x8_f16",
+            load_bits_max=128,
+        ),
+    ),
+    flags=(
+        CompilerFlag(
+            severity="warning",
+            kernel="matmul",
+            vendor="amd",
+            target="gfx942",
+            message="spills 45 VGPRs (180 bytes)",
+        ),
+    ),
+    configs_differ_per_vendor={"matmul": False},
+)
+PART_A = (
+    PartATable(
+        kernel="softmax",
+        old_label="CUDA + HIP",
+        new_label="Triton",
+        rows=(("Lines in the kernel body", "38", "12"), ("Explicit barriers", "4", "0")),
+    ),
+)
+
+
+def test_review_comment_golden():
+    ev = Evidence(
+        sweeps=(SWEEP,),
+        compiler=COMPILER,
+        repo=REPO,
+        not_run=(NotRun(check="sweep", vendor="amd", reason="no amd runner is registered"),),
+    )
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    text = render_comment(v, CTX, ev, PART_A)
+    check_golden("review_request_changes.md", text)
+    assert text.startswith("## ⛔ Kernel review: Request changes")
+    assert text.count("<details>") == text.count("</details>")
+    assert "xychart-beta" in text
+
+
+def test_no_kernel_changes_comment_is_short():
+    text = render_comment(decide([], Requirements(), Evidence()), CTX)
+    assert "No kernel changes" in text and "Before merge" not in text
+
+
+def test_user_text_is_escaped():
+    assert esc("<!-- x -->") == "&lt;!-- x --&gt;"
+    assert "@\u200b" in esc("@everyone")
+    assert esc("[link](javascript:x)").startswith("\\[link\\]")
+    assert code("a`b\nc") == "``a`b c``"
+    change = CHANGES[0].model_copy(
+        update={"kernel": "<img src=x onerror=alert(1)>", "kept_how": "<!--"}
+    )
+    text = render_comment(decide([change], Requirements(), Evidence(repo=REPO)), CTX)
+    assert "<img" not in text and "<!--" not in text
+
+
+def test_long_comment_is_truncated_with_a_pointer_and_balanced_blocks():
+    shapes = tuple(
+        ShapeLine(
+            kernel=f"k{i}",
+            shape=(i + 1, 3),
+            dtype="float32",
+            verdict="SAME",
+            ratio=1.0,
+            base_us=1.0,
+            head_us=1.0,
+        )
+        for i in range(3000)
+    )
+    ev = Evidence(sweeps=(SWEEP.model_copy(update={"shapes": shapes}),), repo=REPO)
+    v = decide(CHANGES, Requirements(), ev)
+    full = render_comment(v, CTX, ev, full=True)
+    assert len(full) > MAX_COMMENT_CHARS
+    text, _ = fit_body(render_comment(v, CTX, ev), artifact_name="kernel-review-results")
+    assert len(text) <= MAX_COMMENT_CHARS
+    assert "truncated" in text and "kernel-review-results" in text
+    assert text.count("<details>") == text.count("</details>")
+    assert text.count("```") % 2 == 0
+
+
+def test_the_comment_folds_compiler_variants_and_the_summary_lists_them():
+    def row(config: str, regs: int, spill: int, shared: int, occ: str, error: str | None = None):
+        return CompilerRow(
+            kernel="matmul",
+            side="new",
+            language="triton",
+            vendor="nvidia",
+            target="sm_90",
+            config=config,
+            regs_per_thread=None if error else regs,
+            spill_bytes=None if error else spill,
+            shared_bytes=None if error else shared,
+            occupancy=None if error else occ,
+            matrix_instr=None if error else "wgmma.mma_async.m64n128k16.f32.bf16.bf16",
+            load_bits_max=None if error else 128,
+            error=error,
+        )
+
+    rows = (
+        row("BM=128 DIVISOR=16", 146, 0, 196608, "8 warps/SM (12%)"),
+        row("BM=128 DIVISOR=8", 222, 24, 131072, "4 warps/SM (6%)"),
+        row("BM=64 DIVISOR=16", 71, 0, 65536, "12 warps/SM (19%)"),
+        row("BM=256 DIVISOR=16", 0, 0, 0, "", error="out of resource: shared memory"),
+    )
+    ev = Evidence(compiler=CompilerEvidence(rows=rows))
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    comment = render_comment(v, CTX, ev, PART_A)
+    summary = render_comment(v, CTX, ev, PART_A, full=True)
+    folded = [
+        line for line in comment.splitlines() if line.startswith("| matmul | new | sm\\_90 |")
+    ]
+    assert folded == [
+        "| matmul | new | sm\\_90 | 4 (1 failed: out of resource: shared memory) | 71–222 | 24 | "
+        "65536–196608 | 4 warps/SM (6%) … 12 warps/SM (19%) | "
+        "wgmma.mma\\_async.m64n128k16.f32.bf16.bf16 | 128 bit |"
+    ]
+    for config in ("BM=128 DIVISOR=16", "BM=128 DIVISOR=8", "BM=64 DIVISOR=16"):
+        assert config not in comment and config in summary
+    assert "failed: out of resource: shared memory" in summary
+
+
+def test_the_chart_keeps_the_cases_furthest_from_one_and_names_dtypes():
+    shapes = tuple(
+        ShapeLine(
+            kernel="vector_add",
+            shape=(1000 + i,),
+            dtype="bfloat16" if i % 2 else "float32",
+            verdict="SAME",
+            ratio=1.0 + (0.5 if i == 7 else 0.001 * i),
+            base_us=1.0,
+            head_us=1.0,
+        )
+        for i in range(50)
+    )
+    sweep = SWEEP.model_copy(update={"shapes": shapes})
+    ev = Evidence(sweeps=(sweep,))
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    text = render_comment(v, CTX, ev, PART_A)
+    chart = text[text.index("xychart-beta") :]
+    axis = next(line for line in chart.splitlines() if "x-axis" in line)
+    assert axis.count('"') == 2 * 40
+    assert '"vector_add 1007 bf16"' in axis  # the outlier is kept
+    assert '"vector_add 1000 f32"' not in axis  # the ten closest to 1.0 are left out
+    assert "the 40 of 50 furthest from 1.0" in chart
