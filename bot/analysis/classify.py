@@ -58,7 +58,7 @@ _MARKERS = {
 
 
 def analyze_diff(
-    diff_text: str,
+    diff: str | ParsedDiff,
     *,
     policy: Policy | None = None,
     old_source: SourceFn | None = None,
@@ -66,30 +66,14 @@ def analyze_diff(
     old_files: Sequence[str] | None = None,
     thrifty: bool = True,
 ) -> Analysis:
-    """Analyze unified diff text. ``old_files``: every path at base, when known (for pairing a
-    new Triton kernel with a C++ kernel the diff leaves untouched). ``thrifty``: read a whole
-    file only when its diff lines could belong to a kernel (or the policy names it)."""
-    return analyze_parsed(
-        parse_diff(diff_text),
-        policy=policy,
-        old_source=old_source,
-        new_source=new_source,
-        old_files=old_files,
-        thrifty=thrifty,
-    )
-
-
-def analyze_parsed(
-    parsed: ParsedDiff,
-    *,
-    policy: Policy | None = None,
-    old_source: SourceFn | None = None,
-    new_source: SourceFn | None = None,
-    old_files: Sequence[str] | None = None,
-    thrifty: bool = True,
-) -> Analysis:
+    """Analyze a unified diff (text, or already parsed). ``old_files``: every path at base, when
+    known (for pairing a new Triton kernel with a C++ kernel the diff leaves untouched).
+    ``thrifty``: read a whole file only when its diff lines could belong to a kernel (or the
+    policy names it)."""
     from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
     from bot.analysis.pairing import pair_rewrites
+
+    parsed = diff if isinstance(diff, ParsedDiff) else parse_diff(diff)
     from bot.analysis.reach.branches import add_branches
     from bot.analysis.reach.helpers import fold_helpers
     from bot.analysis.reach.host_cpp import host_changes

@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
-from bot.analysis.classify import analyze_diff, analyze_parsed
+from bot.analysis.classify import analyze_diff
 from bot.analysis.diff import ParsedDiff, parse_diff
 from bot.analysis.model import Analysis
 from bot.analysis.text import source_kind
@@ -58,7 +58,7 @@ def analyze_range(
     """
     parsed = diff_text if isinstance(diff_text, ParsedDiff) else parse_diff(diff_text)
     in_diff = {p for f in parsed.files for p in (f.old_path, f.new_path) if p}
-    return analyze_parsed(
+    return analyze_diff(
         parsed,
         policy=policy,
         old_source=_kernel_files(base, in_diff),

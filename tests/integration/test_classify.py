@@ -23,6 +23,15 @@ TOY = DIFFS / "toyrepo"
 POLICY = parse_policy((TOY / "base/.github/kernel-review.toml").read_text())
 
 
+# the toy repository's rewrite: what each kernel's change is
+TOY_KINDS = {
+    "vector_add_kernel": "rewrite",
+    "softmax_kernel": "rewrite",
+    "matmul_kernel": "tuning",
+    "scale_kernel": "launch",
+}
+
+
 def read(name: str) -> str:
     return (DIFFS / name).read_bytes().decode("utf-8")
 
@@ -62,12 +71,7 @@ def test_rewrite_with_whole_sources():
         old_files=[str(p.relative_to(TOY / "base")) for p in (TOY / "base").rglob("*.*")],
     )
     c = changes(a)
-    assert {k: v.kind for k, v in c.items()} == {
-        "vector_add_kernel": "rewrite",
-        "softmax_kernel": "rewrite",
-        "matmul_kernel": "tuning",
-        "scale_kernel": "launch",
-    }
+    assert {k: v.kind for k, v in c.items()} == TOY_KINDS
     assert not a.from_context_only
 
     va = c["vector_add_kernel"]
@@ -127,12 +131,7 @@ def test_repo_reads_whole_files_and_the_policy_at_base(tmp_path):
     repo, base, head = build_repo(tmp_path / "toy", TOY / "base", TOY / "head")
     a = analyze_repo(repo, base, head)
     c = changes(a)
-    assert {k: v.kind for k, v in c.items()} == {
-        "vector_add_kernel": "rewrite",
-        "softmax_kernel": "rewrite",
-        "matmul_kernel": "tuning",
-        "scale_kernel": "launch",
-    }
+    assert {k: v.kind for k, v in c.items()} == TOY_KINDS
     assert c["softmax_kernel"].old_kernel_kept is True
     assert c["softmax_kernel"].policy_kernels == ["softmax"]
     assert c["softmax_kernel"].part_a.old.kernel_body_lines == 21
