@@ -7,7 +7,6 @@ kernel-review analyze --repo PATH --base REV --head REV [--policy PATH] [--json]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -228,6 +227,3 @@ def render_table(analysis: Analysis) -> str:
         lines += ["", "Kernels to measure: " + ", ".join(analysis.policy_kernels)]
     return "\n".join(lines)
 
-
-def to_json(analysis: Analysis) -> str:
-    return json.dumps(analysis.model_dump(mode="json"), indent=2)
