@@ -226,4 +226,3 @@ def render_table(analysis: Analysis) -> str:
     if analysis.policy_kernels:
         lines += ["", "Kernels to measure: " + ", ".join(analysis.policy_kernels)]
     return "\n".join(lines)
-
