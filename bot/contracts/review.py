@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.contracts.accept import AcceptedLine
 from bot.contracts.base import Frozen, Vendor
 
 Decision = Literal["approve", "approve_with_conditions", "request_changes"]
@@ -39,6 +40,7 @@ class ChangeLine(Frozen):
     mapped: bool = True  # False: no policy kernel covers these paths, so nothing is measured
     detail: str = ""
     branches: tuple[str, ...] = ()  # launch settings chosen by vendor or architecture
+    new_lines: tuple[int, int] | None = None  # first and last line of the new kernel in head
 
 
 class Requirements(Frozen):
@@ -67,6 +69,7 @@ class Verdict(Frozen):
     not_asking_for: tuple[str, ...]
     changes: tuple[ChangeLine, ...]
     no_kernel_changes: bool = False
+    accepted: tuple[AcceptedLine, ...] = ()  # slower shapes an acceptance names, judged
 
     @property
     def title(self) -> str:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from bot.contracts.evidence import Evidence, FirstCallEvidence
+from bot.contracts.accept import AcceptedLine
+from bot.contracts.evidence import Evidence, FirstCallEvidence, ShapeLine
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
 
 NOT_COVERED = "no changed kernel is covered by the policy"
@@ -24,6 +25,7 @@ class Facts:
     changes: tuple[ChangeLine, ...]
     req: Requirements
     ev: Evidence
+    accepted: tuple[AcceptedLine, ...] = ()  # slower shapes an acceptance names, judged
 
     @property
     def measured_kernels(self) -> bool:
@@ -66,7 +68,6 @@ def sweep(f: Facts) -> Finding:
         return Finding("not_run", reasons[0], tuple(reasons[1:]) + extra)
     lines: list[str] = []
     failures = [x for s in gpu_sweeps for x in s.failures]
-    slower = [x for s in gpu_sweeps for x in s.slower]
     inconclusive = [x for s in gpu_sweeps for x in s.inconclusive]
     for s in gpu_sweeps:
         gm = ""
@@ -84,8 +85,18 @@ def sweep(f: Facts) -> Finding:
             lines.append(f"{s.vendor}: {s.dropped_rounds} throttled rounds dropped")
     for x in failures:
         lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip())
-    for x in slower:
-        lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: slower by {_pct(x.ratio or 1)}")
+    judged = {_case(a.kernel, a.shape, a.dtype, a.vendor): a.state for a in f.accepted}
+    slower: list[ShapeLine] = []  # the slower shapes no acceptance covers
+    for s in gpu_sweeps:
+        for x in s.slower:
+            state = judged.get(_case(x.kernel, x.shape, x.dtype, s.vendor))
+            note = f" ({_ACCEPT_NOTES[state]})" if state else ""
+            lines.append(
+                f"{x.kernel} {_shape(x.shape)} {x.dtype}: slower by {_pct(x.ratio or 1)}{note}"
+            )
+            if state != "accepted":
+                slower.append(x)
+    n_accepted = sum(1 for a in f.accepted if a.state == "accepted")
     rows = tuple(lines)
     if failures or slower:
         what = []
@@ -93,6 +104,8 @@ def sweep(f: Facts) -> Finding:
             what.append(f"{len(failures)} shape(s) failed (wrong result, crash or timeout)")
         if slower:
             what.append(f"{len(slower)} shape(s) slower than tolerance")
+        if n_accepted:
+            what.append(f"{n_accepted} accepted")
         return Finding("open", "; ".join(what), rows, blocking=True)
     if inconclusive:
         return Finding(
@@ -101,7 +114,24 @@ def sweep(f: Facts) -> Finding:
             "tolerance within the budget; rerun with `/bench full`",
             rows,
         )
+    if n_accepted:
+        return Finding(
+            "met",
+            f"within tolerance at every shape but {n_accepted} accepted slower shape(s)",
+            rows,
+        )
     return Finding("met", "within tolerance at every shape", rows)
+
+
+_ACCEPT_NOTES = {
+    "accepted": "accepted",
+    "exceeded": "slower than accepted: flagged again",
+    "expired": "its acceptance expired",
+}
+
+
+def _case(kernel: str, shape: Sequence[int], dtype: str, vendor: str) -> tuple:
+    return (kernel, tuple(shape), dtype, vendor)
 
 
 def _first_call_line(f: FirstCallEvidence) -> str:
@@ -302,10 +332,14 @@ CONDITIONS: tuple[tuple[str, str, Callable[[Facts], Finding]], ...] = (
 
 
 def evaluate(
-    changes: Sequence[ChangeLine], req: Requirements, ev: Evidence
+    changes: Sequence[ChangeLine],
+    req: Requirements,
+    ev: Evidence,
+    accepted: Sequence[AcceptedLine] = (),
 ) -> tuple[Condition, ...]:
-    """Every condition in ``CONDITIONS`` order, numbered from 1 by that order."""
-    facts = Facts(changes=tuple(changes), req=req, ev=ev)
+    """Every condition in ``CONDITIONS`` order, numbered from 1 by that order. ``accepted``:
+    the slower shapes an acceptance names (``bot.review.accept.judge``)."""
+    facts = Facts(changes=tuple(changes), req=req, ev=ev, accepted=tuple(accepted))
     out = []
     for number, (key, title, check) in enumerate(CONDITIONS, start=1):
         found = check(facts)

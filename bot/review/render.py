@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import (
     AutotuneEvidence,
     CompilerEvidence,
@@ -312,6 +313,39 @@ def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
     ]
 
 
+def _slowdown(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:.1f}% slower"
+
+
+def accepted_line(a: AcceptedLine) -> str:
+    """One accepted regression in words (the comment's section, and the check's annotation)."""
+    acc = a.acceptance
+    case = f"{a.kernel} {'x'.join(map(str, a.shape))} {a.dtype} on {a.vendor}"
+    where = " in the policy" if acc.source == "policy" else ""
+    until = f", until {acc.expires.isoformat()}" if acc.expires else ""
+    if a.state == "accepted":
+        return (
+            f"{case}: {_slowdown(a.ratio)}, accepted{where} by {acc.by}: {acc.reason} "
+            f"(up to {_slowdown(acc.max_ratio)}{until})"
+        )
+    if a.state == "exceeded":
+        return (
+            f"{case}: {_slowdown(a.ratio)}, more than the {_slowdown(acc.max_ratio)} accepted"
+            f"{where} by {acc.by} ({acc.reason}): flagged again"
+        )
+    return (
+        f"{case}: {_slowdown(a.ratio)}; the acceptance{where} by {acc.by} ({acc.reason}) expired "
+        f"on {acc.expires.isoformat() if acc.expires else '?'}: flagged again"
+    )
+
+
+def _accepted(lines: Sequence[AcceptedLine]) -> list[str]:
+    """The "Accepted regressions" section: each slower shape an acceptance names."""
+    if not lines:
+        return []
+    return ["### Accepted regressions", "", *(f"- {esc(accepted_line(a))}" for a in lines), ""]
+
+
 def _details(summary: str, body: list[str]) -> list[str]:
     if not body:
         return []
@@ -353,6 +387,7 @@ def render_comment(
     for c in verdict.conditions:
         lines += _condition_block(c)
     lines.append("")
+    lines += _accepted(verdict.accepted)
     if verdict.not_asking_for:
         lines += ["### Not asking for", ""]
         lines += [f"- {esc(x)}" for x in verdict.not_asking_for]
