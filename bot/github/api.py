@@ -514,7 +514,17 @@ class GitHubClient:
             return {
                 "title": title[:200],
                 "summary": summary,
-                "annotations": [a.model_dump() for a in batch],
+                "annotations": [
+                    {
+                        "path": a.path,
+                        "start_line": a.start_line,
+                        "end_line": a.end_line,
+                        "annotation_level": a.level,
+                        "title": a.title,
+                        "message": a.message,
+                    }
+                    for a in batch
+                ],
             }
 
         body: dict[str, Any] = {

@@ -313,8 +313,12 @@ def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
     ]
 
 
+def _percent(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:.1f}%"
+
+
 def _slowdown(ratio: float) -> str:
-    return f"{(ratio - 1) * 100:.1f}% slower"
+    return f"{_percent(ratio)} slower"
 
 
 def accepted_line(a: AcceptedLine) -> str:
@@ -330,7 +334,7 @@ def accepted_line(a: AcceptedLine) -> str:
         )
     if a.state == "exceeded":
         return (
-            f"{case}: {_slowdown(a.ratio)}, more than the {_slowdown(acc.max_ratio)} accepted"
+            f"{case}: {_slowdown(a.ratio)}, more than the {_percent(acc.max_ratio)} accepted"
             f"{where} by {acc.by} ({acc.reason}): flagged again"
         )
     return (
