@@ -14,7 +14,6 @@ import pytest
 
 from bot import gitutil
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
-from bot.contracts.results import ResultsFile
 from bot.github.sticky import marker_sha
 from tests.fake_github import BOT, FakeGitHub, Token
 from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)
@@ -27,6 +26,7 @@ from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)
     load_commit,
     pr_event,
     results_for,
+    write_results,
 )
 
 POLICY = ".github/kernel-review.toml"
@@ -206,9 +206,7 @@ def _many_slower(results: Path, base: str, head: str, n: int) -> None:
         for i in range(n)
     )
     ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
-    results.mkdir(parents=True, exist_ok=True)
-    out = ResultsFile(head_sha=head, base_sha=base, vendor="nvidia", evidence=ev)
-    (results / "results-nvidia-1of1.json").write_text(out.model_dump_json())
+    write_results(results, base, head, "nvidia", ev)
 
 
 def test_check_run_carries_the_verdict_summary_and_annotations_in_batches_of_50(
