@@ -388,30 +388,21 @@ def part2(ctx: dict[str, Any]) -> dict[str, Any]:
             check=True,
             capture_output=True,
         )
-        got = run_cli(
-            [
-                "-m",
-                "bot",
-                "bench",
-                "--repo",
-                str(fx),
-                "--base",
-                "main",
-                "--head",
-                "triton-rewrite",
-                "--kernels",
-                "vector_add,softmax",
-                "--device",
-                device,
-                "--out",
-                str(ctx["work"] / "fixture-bench.json"),
-            ],
-            timeout_s=min(120.0, deadline - time.monotonic()),
-            stop_after_first=True,
-        )
-        fixture["time_to_first_verdict_s"] = got["first_verdict_s"]
-        fixture["first_lines"] = got["stderr_tail"][:5]
-        log(f"fixture: first verdict at {got['first_verdict_s']} s")
+        # Twice: the first run may build the fixture's C++ kernels (cached in ~/.cache/toyops
+        # by source hash), the second finds them built, as a runner that built them before.
+        for key in ("time_to_first_verdict_s", "time_to_first_verdict_warm_s"):
+            if key.endswith("warm_s") and not fits(deadline, 60, skipped, "fixture, warm"):
+                break
+            got = run_cli(
+                ["-m", "bot", "bench", "--repo", str(fx), "--base", "main",
+                 "--head", "triton-rewrite", "--kernels", "vector_add,softmax",
+                 "--device", device, "--out", str(ctx["work"] / "fixture-bench.json")],
+                timeout_s=min(120.0, deadline - time.monotonic()),
+                stop_after_first=True,
+            )  # fmt: skip
+            fixture[key] = got["first_verdict_s"]
+            fixture.setdefault("first_lines", got["stderr_tail"][:5])
+            log(f"fixture: first verdict at {got['first_verdict_s']} s ({key})")
     left = deadline - time.monotonic() - 10
     if device != "cpu" and fits(deadline, 120, skipped, "fixture measure job"):
         got = run_cli(
@@ -523,6 +514,7 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         "dobench_gpu_s_per_pair": statistics.median(p["wall_s"] for p in db) if db else None,
         "dobench_aa": db_fa,
         "time_to_first_verdict_s": fixture.get("time_to_first_verdict_s"),
+        "time_to_first_verdict_warm_s": fixture.get("time_to_first_verdict_warm_s"),
         "time_to_first_verdict_own_repo_median_s": statistics.median(firsts) if firsts else None,
         "fixture_measure_job_s": fixture.get("measure_job_s"),
         "skipped": [*p1.get("skipped", []), *p2.get("skipped", [])],
@@ -554,7 +546,8 @@ def markdown(s: dict[str, Any]) -> str:
         f"| 10% slower at one shape: SLOWER there only | {s['one_shape_exact']} |",
         f"| all-in GPU-s per verdict (command wall / verdicts), median over runs | {_num(s['gpu_s_per_verdict_all_in_median'])} |",
         f"| do_bench at defaults, GPU-s per pair | {_num(s['dobench_gpu_s_per_pair'])} |",
-        f"| fixture: first verdict after the command started | {_num(s['time_to_first_verdict_s'])} s |",
+        f"| fixture: first verdict after the command started (C++ build cache cold, warm) | "
+        f"{_num(s['time_to_first_verdict_s'])} s, {_num(s.get('time_to_first_verdict_warm_s'))} s |",
         f"| own repository: first verdict, median | {_num(s['time_to_first_verdict_own_repo_median_s'])} s |",
         f"| fixture measure job (sweep, first call, compiler) | {_num(s['fixture_measure_job_s'])} s |",
         "",
