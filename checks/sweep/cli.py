@@ -12,6 +12,7 @@ import argparse
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,8 +49,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--device", choices=["cuda", "cpu"], default="cuda", help="cuda (GPU) or cpu timing"
     )
     p.add_argument("--gpus", help="comma-separated GPU ids to use (default: every visible GPU)")
-    p.add_argument("--block-ms", type=float, help="GPU time per block in ms (default 5; cpu 2)")
+    p.add_argument(
+        "--block-ms",
+        type=float,
+        help="GPU time per block in ms (default 2.5; 5 without crossover; cpu 2)",
+    )
     p.add_argument("--max-rounds", type=int, help="rounds per case at most (default 200; cpu 40)")
+    p.add_argument(
+        "--crossover",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="time each side in both worker slots, cancelling a per-process bias (default: on "
+        "for cuda, off for cpu)",
+    )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     p.add_argument("--work-dir", help="where worktrees, logs and caches go (default: a temp dir)")
     p.add_argument("--keep-work-dir", action="store_true", help="keep worktrees and worker logs")
@@ -116,9 +128,10 @@ def planned_kernels(
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     from checks.checkout import checkout_for
     from checks.sweep.models import dump_results
-    from checks.sweep.protocol import ProtocolConfig
+    from checks.sweep.protocol import default_protocol
     from checks.sweep.run import SweepOptions, run_sweep, visible_gpus
     from checks.sweep.shapes import plan_cases
 
@@ -169,10 +182,11 @@ def run_bench(args: argparse.Namespace) -> int:
             add_small_and_ragged=not args.no_added_shapes,
         )
         cpu = args.device == "cpu"
-        protocol = ProtocolConfig(
-            block_ms=args.block_ms or (2.0 if cpu else 5.0),
-            max_rounds=args.max_rounds or (40 if cpu else 200),
-            max_case_seconds=10.0 if cpu else 30.0,
+        protocol = default_protocol(
+            args.device,
+            crossover=args.crossover,
+            block_ms=args.block_ms,
+            max_rounds=args.max_rounds,
         )
         options = SweepOptions(
             device=args.device,
@@ -199,6 +213,7 @@ def run_bench(args: argparse.Namespace) -> int:
             progress=lambda line: print(log_safe(line), file=sys.stderr, flush=True),
             partial_path=partial,
             notes=[*notes, *plan.notes],
+            started=started,
         )
         out = out or Path(f"kernel-review-results-{result.vendor}.json")
         dump_results(result, out)
@@ -263,6 +278,21 @@ def format_table(result: SweepResult) -> str:
         lines.append(
             f"worst: {w.kernel} {w.dtype} {'x'.join(map(str, w.shape))} {w.ratio:.3f} [{_pct(w.ci_low)}, {_pct(w.ci_high)}]"
         )
+    lines.append(cost_line(result))
     for note in result.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def cost_line(result: SweepResult) -> str:
+    """What the sweep cost all in: the GPU held from the command's start, per verdict."""
+    verdicts = sum(1 for c in result.cases if c.status == "ok")
+    held, per = result.held_gpu_seconds, result.gpu_s_per_verdict_all_in
+    if held is None:
+        return f"cost: {result.gpu_seconds:.1f} GPU-s in cases, {verdicts} verdicts"
+    first = f"; first verdict at {result.first_verdict_s:.1f} s" if result.first_verdict_s else ""
+    each = f" = {per:.3f} GPU-s per verdict all in" if per is not None else ""
+    return (
+        f"cost: {held:.1f} GPU-s held from the start for {verdicts} verdicts{each} "
+        f"({result.gpu_seconds:.1f} s in the cases themselves){first}"
+    )
