@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from bot.contracts.evidence import Evidence, FirstCallEvidence
+from bot.contracts.evidence import Evidence, FirstCallEvidence, SweepEvidence
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
+from bot.review.explain import kernel_lines
+from bot.review.words import speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -41,16 +43,28 @@ class Finding:
     blocking: bool = False  # a measured violation: requests changes
 
 
-def _pct(ratio: float) -> str:
-    return f"{(ratio - 1.0) * 100:+.1f}%"
-
-
 def _shape(s: Sequence[int]) -> str:
     return "x".join(str(d) for d in s)
 
 
+def _sweep_line(s: SweepEvidence) -> str:
+    """One vendor's sweep in a line: how many shapes, the served shapes overall, the worst."""
+    line = f"{s.vendor} ({s.gpu}): {len(s.shapes)} shapes"
+    if s.geomean_ratio is not None:
+        notes = [speed_range(*s.geomean_ci)] if s.geomean_ci else []
+        notes += ["weighted by how often each is served"] if s.weighted else []
+        more = f" ({'; '.join(notes)})" if notes else ""
+        line += f"; the served shapes together {speed(s.geomean_ratio)}{more}"
+    worst = s.worst
+    if worst is not None and worst.ratio is not None:
+        line += f"; worst {worst.kernel} {_shape(worst.shape)} {worst.dtype}, {speed(worst.ratio)}"
+    return line
+
+
 def sweep(f: Facts) -> Finding:
-    """A shape sweep on a GPU: every shape within tolerance, none failed."""
+    """A shape sweep on a GPU: every shape within tolerance, none failed. The rows say each
+    vendor's sweep in a line, each failure, and one line per kernel with slower shapes (the
+    shapes themselves are in the per-shape table)."""
     ev = f.ev
     if not f.measured_kernels:
         return Finding("met", f"{NOT_COVERED}, so there is nothing to sweep")
@@ -68,31 +82,27 @@ def sweep(f: Facts) -> Finding:
     failures = [x for s in gpu_sweeps for x in s.failures]
     slower = [x for s in gpu_sweeps for x in s.slower]
     inconclusive = [x for s in gpu_sweeps for x in s.inconclusive]
+    total = sum(len(s.shapes) for s in gpu_sweeps)
     for s in gpu_sweeps:
-        gm = ""
-        if s.geomean_ratio is not None:
-            ci = f" [{_pct(s.geomean_ci[0])}, {_pct(s.geomean_ci[1])}]" if s.geomean_ci else ""
-            gm = f"; {'weighted ' if s.weighted else ''}geomean {_pct(s.geomean_ratio)}{ci}"
-        worst = s.worst
-        w = (
-            f"; worst {worst.kernel} {_shape(worst.shape)} {worst.dtype} {_pct(worst.ratio or 1)}"
-            if worst
-            else ""
-        )
-        lines.append(f"{s.vendor} ({s.gpu}): {len(s.shapes)} shapes{gm}{w}")
+        lines.append(_sweep_line(s))
         if s.dropped_rounds:
             lines.append(f"{s.vendor}: {s.dropped_rounds} throttled rounds dropped")
     for x in failures:
         lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip())
-    for x in slower:
-        lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: slower by {_pct(x.ratio or 1)}")
+    for s in gpu_sweeps:
+        where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
+        lines += [where + line for line in kernel_lines(s, ev.compiler)]
     rows = tuple(lines)
     if failures or slower:
         what = []
         if failures:
             what.append(f"{len(failures)} shape(s) failed (wrong result, crash or timeout)")
         if slower:
-            what.append(f"{len(slower)} shape(s) slower than tolerance")
+            worst = max(slower, key=lambda x: x.ratio or 1.0)
+            what.append(
+                f"{len(slower)} of {total} shapes slower than tolerance, worst {worst.kernel} "
+                f"{_shape(worst.shape)} {worst.dtype} {speed(worst.ratio or 1.0)}"
+            )
         return Finding("open", "; ".join(what), rows, blocking=True)
     if inconclusive:
         return Finding(
@@ -101,7 +111,7 @@ def sweep(f: Facts) -> Finding:
             "tolerance within the budget; rerun with `/bench full`",
             rows,
         )
-    return Finding("met", "within tolerance at every shape", rows)
+    return Finding("met", f"within tolerance at all {total} shapes", rows)
 
 
 def _first_call_line(f: FirstCallEvidence) -> str:
