@@ -26,14 +26,14 @@ def speed(ratio: float) -> str:
 
 
 def speed_range(low: float, high: float) -> str:
-    """An interval of ratios in words: "8.0–10.0% faster", "3.1–5.2% slower", and one that
-    spans 1 or reaches twice the time end by end: "2.0% faster to 1.0% slower"."""
+    """An interval of ratios in words: "8.0–10.0% faster", "3.1–5.2% slower", "4.4% to 2.4x
+    slower", and one that spans 1 end by end: "2.0% faster to 1.0% slower"."""
     low, high = min(low, high), max(low, high)
-    if high < 1.0 - SAME_WITHIN and low > 0:
-        # both faster: the smaller speed-up first
-        return f"{abs(high - 1.0) * 100:.1f}–{abs(low - 1.0) * 100:.1f}% faster"
-    if low > 1.0 + SAME_WITHIN and high < MULTIPLE_FROM:
-        return f"{(low - 1.0) * 100:.1f}–{(high - 1.0) * 100:.1f}% slower"
+    if high < 1.0 - SAME_WITHIN:
+        a, b = _amount(high), _amount(low)  # the smaller speed-up first
+        return f"{a} faster" if a == b else f"{a[:-1]}–{b} faster"
+    if low > 1.0 + SAME_WITHIN:
+        return slower_by(low, high).removeprefix("by ") + " slower"
     return f"{speed(low)} to {speed(high)}"
 
 

@@ -177,3 +177,5 @@ def test_speed_in_words():
     assert slower_by(1.044, 2.41) == "by 4.4% to 2.4x"
     assert slower_by(2.2, 2.41) == "by 2.2–2.4x"
     assert slower_by(1.05, 1.05) == "by 5.0%"
+    assert speed_range(2.41, 2.42) == "2.4x slower"
+    assert speed_range(1.044, 2.41) == "4.4% to 2.4x slower"
