@@ -284,7 +284,7 @@ def _vs_base(x: ShapeLine) -> str:
 
 def _roofline(x: ShapeLine) -> str:
     def pct(v: float | None) -> str:
-        return "—" if v is None else f"{v:.0%}"
+        return "—" if v is None else "<1%" if v < 0.005 else f"{v:.0%}"
 
     if x.base_of_roofline is None and x.head_of_roofline is None:
         return "—"
