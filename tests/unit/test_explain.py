@@ -179,3 +179,23 @@ def test_speed_in_words():
     assert slower_by(1.05, 1.05) == "by 5.0%"
     assert speed_range(2.41, 2.42) == "2.4x slower"
     assert speed_range(1.044, 2.41) == "4.4% to 2.4x slower"
+
+
+def test_the_recorded_h200_fixture_review_explains_vector_add_and_matmul():
+    """The fixture's measure job on an H200 (bench/results/h200/fixture_review)."""
+    from bot.contracts.results import ResultsFile
+    from tests.paths import ROOT
+
+    path = ROOT / "bench/results/h200/fixture_review/results-nvidia.json"
+    ev = ResultsFile.model_validate_json(path.read_text(encoding="utf-8")).evidence
+    lines = {line.split(":")[0]: line for line in kernel_lines(ev.sweeps[0], ev.compiler)}
+    assert lines["vector_add"] == (
+        "vector_add: 8 of 16 shapes slower by 3.7% to 2.4x; bfloat16 is slower only at sizes "
+        "not divisible by 16 (5 shapes, by 4.4% to 2.4x): head's specialization for "
+        "n_elements % 16 != 0 uses 16-bit loads (128-bit when n_elements % 16 == 0); "
+        "3 other shapes slower by 3.7–5.7%, with no common pattern"
+    )
+    assert lines["matmul"] == (
+        "matmul: 4 of 18 shapes slower by 11.5–18.8%; slower at 4 of the 8 added small and "
+        "ragged shapes and at no served shape, alike in bfloat16 and float16"
+    )
