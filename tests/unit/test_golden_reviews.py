@@ -95,21 +95,11 @@ def _sweep(vendor: str, gpu: str, *shapes: ShapeLine) -> SweepEvidence:
 
 
 def _softmax_variant(spec: str, shapes: tuple[str, ...], load_bits: int) -> CompilerRow:
-    return CompilerRow(
-        kernel="softmax",
-        side="new",
-        language="triton",
-        vendor="nvidia",
-        target="sm_90",
-        config="BLOCK_SIZE=1024, num_warps=4",
-        regs_per_thread=32,
-        spill_bytes=0,
-        shared_bytes=16,
-        occupancy="64 warps/SM (100%)",
-        load_bits_max=load_bits,
-        specialization=f"out_ptr:*fp16/16, in_ptr:*fp16/16, {spec}",
-        shapes=shapes,
-    )
+    fields = {"kernel": "softmax", "vendor": "nvidia", "target": "sm_90", "matrix_instr": None}
+    fields |= {"config": "BLOCK_SIZE=1024, num_warps=4", "spill_bytes": 0, "shapes": shapes}
+    fields |= {"regs_per_thread": 32, "shared_bytes": 16, "occupancy": "64 warps/SM (100%)"}
+    fields |= {"specialization": f"out_ptr:*fp16/16, in_ptr:*fp16/16, {spec}"}
+    return COMPILER.rows[0].model_copy(update={**fields, "load_bits_max": load_bits})
 
 
 # softmax in float16 on NVIDIA: the ragged rows compile to a specialization with 16-bit loads
