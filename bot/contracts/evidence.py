@@ -70,6 +70,11 @@ class ShapeLine(Frozen):
     small_or_ragged: bool = False
     weight: NonNegative = 1.0
     detail: str = ""
+    tolerance: NonNegative | None = None  # this kernel's: head/base up to 1 + tolerance is SAME
+    # achieved throughput as a fraction of the device's measured ceiling (copy bandwidth or
+    # matmul TFLOP/s, whichever the case comes closer to), per side
+    base_of_roofline: NonNegative | None = None
+    head_of_roofline: NonNegative | None = None
 
 
 class SweepEvidence(Frozen):
@@ -164,6 +169,9 @@ class CompilerEvidence(Frozen):
 
 
 class CompilerRow(Frozen):
+    """One compiled variant: a kernel's config on one side and target, in one specialization
+    (C++ kernels have none)."""
+
     kernel: str
     side: Literal["old", "new"]
     language: Literal["triton", "cuda", "hip"]
@@ -177,6 +185,10 @@ class CompilerRow(Frozen):
     matrix_instr: str | None = None
     load_bits_max: Count | None = None
     error: str | None = None
+    # how Triton specialised the arguments: types, /16 = 16-byte divisible, =1 = fixed to 1
+    specialization: Label = ""
+    # served shapes and dtypes that compile to this variant, e.g. "1000003:bfloat16"
+    shapes: tuple[Label, ...] = Field(default=(), max_length=MAX_CONFIGS)
 
 
 CompilerEvidence.model_rebuild()

@@ -17,12 +17,15 @@ from bot.contracts.evidence import (
     CompilerEvidence,
     CompilerRow,
     Evidence,
+    ShapeLine,
     SweepEvidence,
 )
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
+from bot.review.words import speed, speed_range
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
+STATE_MARKS = {"met": "✅", "open": "❌", "not_run": "⏸️"}
 DECISION_ICONS = {"approve": "✅", "approve_with_conditions": "🟡", "request_changes": "⛔"}
 
 
@@ -92,22 +95,33 @@ def _occupancy_pct(text: str) -> float:
     return float(m.group(1)) if m else -1.0
 
 
+SHAPES_LISTED = 3  # served shapes named per compiled variant; the rest are counted
+
+
+def _variant_shapes(r: CompilerRow) -> str:
+    shown = ", ".join(esc(x) for x in r.shapes[:SHAPES_LISTED])
+    rest = len(r.shapes) - SHAPES_LISTED
+    return (shown + (f" (+{rest} more)" if rest > 0 else "")) or "—"
+
+
 def _compiler_rows(rows: Sequence[CompilerRow]) -> list[str]:
-    """One row per compiled variant (the job summary)."""
+    """One row per compiled variant, config and specialization (the job summary)."""
     out = [
-        "| kernel | side | target | config | regs/thread | spill bytes | shared bytes | occupancy | matrix instr | widest load |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| kernel | side | target | config | specialization | served shapes | regs/thread | spill bytes | shared bytes | occupancy | matrix instr | widest load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        head = (
+            f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | "
+            f"{_cell(r.specialization or None)} | {_variant_shapes(r)} |"
+        )
         if r.error:
-            out.append(
-                f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | failed: {esc(r.error)} ||||||"
-            )
+            out.append(f"{head} failed: {esc(r.error)} ||||||")
             continue
         load = f"{r.load_bits_max} bit" if r.load_bits_max else "—"
         out.append(
-            f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | {_cell(r.regs_per_thread)} | "
-            f"{_cell(r.spill_bytes)} | {_cell(r.shared_bytes)} | {_cell(r.occupancy)} | {_cell(r.matrix_instr)} | {load} |"
+            f"{head} {_cell(r.regs_per_thread)} | {_cell(r.spill_bytes)} | {_cell(r.shared_bytes)} | "
+            f"{_cell(r.occupancy)} | {_cell(r.matrix_instr)} | {load} |"
         )
     return out
 
@@ -119,7 +133,7 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
     for r in rows:
         groups.setdefault((r.kernel, r.side, r.target), []).append(r)
     out = [
-        "| kernel | side | target | variants | regs/thread | spill bytes (max) | shared bytes | occupancy | matrix instr | widest load |",
+        "| kernel | side | target | variants | regs/thread | spill bytes (max) | shared bytes | occupancy | matrix instr | widest load (bits) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (kernel, side, target), rs in sorted(
@@ -128,6 +142,9 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
         ok = [r for r in rs if not r.error]
         errors = [r.error for r in rs if r.error]
         variants = str(len(rs)) if len(rs) > 1 else f"1: {esc(rs[0].config)}"
+        specs = {r.specialization for r in rs if r.specialization}
+        if len(specs) > 1:
+            variants += f" ({len(specs)} specializations)"
         if errors:
             variants += f" ({len(errors)} failed: {esc(errors[0])})"
         regs = [r.regs_per_thread for r in ok if r.regs_per_thread is not None]
@@ -149,7 +166,7 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
             f"| {esc(kernel)} | {side} | {esc(target)} | {variants} | "
             f"{_span(regs) if regs else '—'} | {max(spills) if spills else '—'} | "
             f"{_span(shared) if shared else '—'} | {occupancy} | {instr} | "
-            f"{str(max(loads)) + ' bit' if loads else '—'} |"
+            f"{_span(loads) if loads else '—'} |"
         )
     return out
 
@@ -250,8 +267,29 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
     return out
 
 
-def _ratio(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
+def _size_order(shapes: Sequence[ShapeLine]) -> list[ShapeLine]:
+    """By kernel (in the order the sweep has them), then size, then dtype."""
+    kernels = {k: i for i, k in enumerate(dict.fromkeys(x.kernel for x in shapes))}
+    return sorted(
+        shapes, key=lambda x: (kernels[x.kernel], math.prod(x.shape), tuple(x.shape), x.dtype)
+    )
+
+
+def _vs_base(x: ShapeLine) -> str:
+    if x.ratio is None:
+        return "—"
+    if x.ci_low is None or x.ci_high is None:
+        return speed(x.ratio)
+    return f"{speed(x.ratio)} ({speed_range(x.ci_low, x.ci_high)})"
+
+
+def _roofline(x: ShapeLine) -> str:
+    def pct(v: float | None) -> str:
+        return "—" if v is None else "<1%" if v < 0.005 else f"{v:.0%}"
+
+    if x.base_of_roofline is None and x.head_of_roofline is None:
+        return "—"
+    return f"{pct(x.base_of_roofline)} → {pct(x.head_of_roofline)}"
 
 
 def _sweep_table(s: SweepEvidence) -> list[str]:
@@ -259,21 +297,16 @@ def _sweep_table(s: SweepEvidence) -> list[str]:
         f"**{s.vendor}** on {esc(s.gpu)}"
         + (" (CPU timing: pipeline check only, not evidence)" if s.timing_kind == "cpu" else ""),
         "",
-        "| kernel | shape | dtype | base µs | head µs | head/base [95% CI] | verdict |",
-        "|---|---|---|---|---|---|---|",
+        "| kernel | shape | dtype | base µs | head µs | head against base (95% CI) | of roofline, base → head | verdict |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for x in sorted(s.shapes, key=lambda x: (x.kernel, x.small_or_ragged, x.shape)):
-        ci = (
-            f" [{x.ci_low:.3f}, {x.ci_high:.3f}]"
-            if x.ci_low is not None and x.ci_high is not None
-            else ""
-        )
+    for x in _size_order(s.shapes):
         tag = " (small/ragged)" if x.small_or_ragged else ""
         b = "—" if x.base_us is None else f"{x.base_us:.2f}"
         h = "—" if x.head_us is None else f"{x.head_us:.2f}"
         out.append(
             f"| {esc(x.kernel)} | {'x'.join(map(str, x.shape))}{tag} | {esc(x.dtype)} | {b} | {h} | "
-            f"{_ratio(x.ratio)}{ci} | {x.verdict} |"
+            f"{_vs_base(x)} | {_roofline(x)} | {x.verdict} |"
         )
     return out
 
@@ -282,43 +315,45 @@ DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64"
 
 
 def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
-    """A bar per timed case; over ``limit`` cases, the ones furthest from 1.0, in table order."""
+    """A bar per timed case, by kernel and size, with the tolerance band as two lines where the
+    cases carry their tolerance; over ``limit`` cases, the ones furthest from 1.0."""
     timed = [x for x in s.shapes if x.ratio is not None and x.ratio > 0]
     if not timed:
         return []
     total = len(timed)
     if total > limit:
-        keep = set(sorted(range(len(timed)), key=lambda i: -abs(math.log(timed[i].ratio)))[:limit])
-        timed = [x for i, x in enumerate(timed) if i in keep]
+        timed = sorted(timed, key=lambda x: -abs(math.log(x.ratio or 1.0)))[:limit]
+    timed = _size_order(timed)
 
-    def label(x) -> str:
+    def label(x: ShapeLine) -> str:
         kernel = re.sub(r"[^A-Za-z0-9_x.-]", "", x.kernel)[:16]
         dtype = re.sub(r"[^A-Za-z0-9]", "", DTYPE_SHORT.get(x.dtype, x.dtype))[:8]
         return f'"{kernel} {"x".join(map(str, x.shape))} {dtype}"'
 
-    labels = ", ".join(label(x) for x in timed)
-    values = ", ".join(f"{x.ratio:.3f}" for x in timed)
-    lo = min(0.9, *(x.ratio for x in timed if x.ratio)) - 0.02
-    hi = max(1.1, *(x.ratio for x in timed if x.ratio)) + 0.02
-    return [
+    ratios = [x.ratio or 1.0 for x in timed]
+    band = all(x.tolerance is not None for x in timed)
+    upper = [1.0 + (x.tolerance or 0.0) for x in timed]
+    lower = [1.0 / u for u in upper]
+    lo = min(0.9, *ratios, *(lower if band else ())) - 0.02
+    hi = max(1.1, *ratios, *(upper if band else ())) + 0.02
+
+    def series(values: Sequence[float]) -> str:
+        return ", ".join(f"{v:.3f}" for v in values)
+
+    out = [
         "```mermaid",
         "xychart-beta",
-        f'    title "head / base time, {s.vendor} (1.0 = same; lower is faster)'
+        f'    title "head / base time, {s.vendor}: above 1 is slower'
+        + ("; the lines are the tolerance band" if band else "")
         + (f"; the {limit} of {total} furthest from 1.0" if total > limit else "")
         + '"',
-        f"    x-axis [{labels}]",
+        f"    x-axis [{', '.join(label(x) for x in timed)}]",
         f'    y-axis "ratio" {lo:.2f} --> {hi:.2f}',
-        f"    bar [{values}]",
-        "```",
+        f"    bar [{series(ratios)}]",
     ]
-
-
-def _percent(ratio: float) -> str:
-    return f"{(ratio - 1) * 100:.1f}%"
-
-
-def _slowdown(ratio: float) -> str:
-    return f"{_percent(ratio)} slower"
+    if band:
+        out += [f"    line [{series(upper)}]", f"    line [{series(lower)}]"]
+    return [*out, "```"]
 
 
 def accepted_line(a: AcceptedLine) -> str:
@@ -329,16 +364,16 @@ def accepted_line(a: AcceptedLine) -> str:
     until = f", until {acc.expires.isoformat()}" if acc.expires else ""
     if a.state == "accepted":
         return (
-            f"{case}: {_slowdown(a.ratio)}, accepted{where} by {acc.by}: {acc.reason} "
-            f"(up to {_slowdown(acc.max_ratio)}{until})"
+            f"{case}: {speed(a.ratio)}, accepted{where} by {acc.by}: {acc.reason} "
+            f"(up to {speed(acc.max_ratio)}{until})"
         )
     if a.state == "exceeded":
         return (
-            f"{case}: {_slowdown(a.ratio)}, more than the {_percent(acc.max_ratio)} accepted"
+            f"{case}: {speed(a.ratio)}, more than the {speed(acc.max_ratio)} accepted"
             f"{where} by {acc.by} ({acc.reason}): flagged again"
         )
     return (
-        f"{case}: {_slowdown(a.ratio)}; the acceptance{where} by {acc.by} ({acc.reason}) expired "
+        f"{case}: {speed(a.ratio)}; the acceptance{where} by {acc.by} ({acc.reason}) expired "
         f"on {acc.expires.isoformat() if acc.expires else '?'}: flagged again"
     )
 
@@ -350,10 +385,44 @@ def _accepted(lines: Sequence[AcceptedLine]) -> list[str]:
     return ["### Accepted regressions", "", *(f"- {esc(accepted_line(a))}" for a in lines), ""]
 
 
-def _details(summary: str, body: list[str]) -> list[str]:
+SHORT_TITLES = {
+    "sweep": "Shape sweep",
+    "first_call": "First call",
+    "vendors": "Both vendors",
+    "ownership": "Owner, pin and perf gate",
+    "rollback": "Rollback",
+}
+FACTS = 3  # conditions in the comment's first lines: the ones that decide the verdict
+_URGENCY = {"open": 1, "not_run": 2, "met": 3}
+
+
+def deciding(conditions: Sequence[Condition]) -> list[Condition]:
+    """The ``FACTS`` conditions that decide the verdict: measured violations, then the other
+    open ones, then those not run, then met ones, each in their order."""
+    ranked = sorted(conditions, key=lambda c: (0 if c.blocking else _URGENCY[c.state], c.number))
+    return ranked[:FACTS]
+
+
+def _section(title: str, body: list[str], *, full: bool) -> list[str]:
+    """A folded ``<details>`` in the comment; a heading with everything open in the summary."""
     if not body:
         return []
-    return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
+    if full:
+        return [f"### {title}", "", *body, ""]
+    return ["<details>", f"<summary>{title}</summary>", "", *body, "", "</details>", ""]
+
+
+def _meta(ctx: ReviewContext) -> str:
+    meta = [f"head {code(_short(ctx.head_sha))} against base {code(_short(ctx.base_sha))}"]
+    if ctx.policy_source:
+        meta.append(f"policy {code(ctx.policy_source)}")
+    dep = f"deployment {code(ctx.deployment)}"
+    if ctx.first_call_budget_ms:
+        dep += f" (first-call budget {ctx.first_call_budget_ms:.0f} ms)"
+    meta.append(dep)
+    if ctx.vendors:
+        meta.append("vendors " + ", ".join(ctx.vendors))
+    return "<sub>Reviewed " + " · ".join(meta) + "</sub>"
 
 
 def render_comment(
@@ -364,52 +433,46 @@ def render_comment(
     *,
     full: bool = False,
 ) -> str:
-    """The review as markdown, whole. ``full`` adds everything (the job summary: one compiler
-    row per variant); cutting the comment to GitHub's limit is ``bot.github.sticky.fit_body``'s."""
+    """The review as markdown, whole. The first five lines are the verdict, the three facts
+    that decide it and a blank line; the rest folds. ``full`` (the job summary) opens every
+    section and lists every compiler variant; cutting the comment to GitHub's limit is
+    ``bot.github.sticky.fit_body``'s."""
     evidence = evidence or Evidence()
-    lines = [f"## {DECISION_ICONS[verdict.decision]} Kernel review: {verdict.title}", ""]
-    lines.append(f"**{verdict.title}.** {esc(verdict.why)}")
-    lines.append("")
-    meta = [f"head {code(_short(ctx.head_sha))} against base {code(_short(ctx.base_sha))}"]
-    if ctx.policy_source:
-        meta.append(f"policy {code(ctx.policy_source)}")
-    dep = f"deployment {code(ctx.deployment)}"
-    if ctx.first_call_budget_ms:
-        dep += f" (first-call budget {ctx.first_call_budget_ms:.0f} ms)"
-    meta.append(dep)
-    if ctx.vendors:
-        meta.append("vendors " + ", ".join(ctx.vendors))
-    lines.append("<sub>Reviewed " + " · ".join(meta) + "</sub>")
+    lines = [f"## {DECISION_ICONS[verdict.decision]} Kernel review: {verdict.title}"]
+    if verdict.no_kernel_changes:
+        lines += [esc(verdict.why), "", _meta(ctx)]
+        return "\n".join(lines).rstrip() + "\n"
+    for c in deciding(verdict.conditions):
+        title = SHORT_TITLES.get(c.key, c.title)
+        lines.append(f"- {STATE_MARKS[c.state]} **{title}**: {esc(c.summary)}")
+    lines += ["", _meta(ctx)]
     if ctx.note:
         lines += ["", f"> {esc(ctx.note)}"]
     lines.append("")
-    if verdict.no_kernel_changes:
-        return "\n".join(lines)
 
-    lines += ["### What changed", "", *_changes_table(verdict), ""]
-    lines += ["### Before merge", ""]
+    why = [esc(verdict.why), ""]
     for c in verdict.conditions:
-        lines += _condition_block(c)
-    lines.append("")
-    lines += _accepted(verdict.accepted)
+        why += _condition_block(c)
     if verdict.not_asking_for:
-        lines += ["### Not asking for", ""]
-        lines += [f"- {esc(x)}" for x in verdict.not_asking_for]
-        lines.append("")
+        why += ["", "Not asking for:", ""]
+        why += [f"- {esc(x)}" for x in verdict.not_asking_for]
+    lines += _section("Why, and the five conditions before merge", why, full=full)
+    lines += _accepted(verdict.accepted)
+    lines += _section("What changed", _changes_table(verdict), full=full)
 
     per_shape: list[str] = []
     for s in evidence.sweeps:
         per_shape += [*_sweep_table(s), ""]
         per_shape += _mermaid(s)
-    lines += _details("Per-shape results", per_shape)
-    lines += _details("What the rewrite deleted (code counts, Part A)", _part_a(part_a))
+    lines += _section("Per-shape results", per_shape, full=full)
+    lines += _section("What the rewrite deleted (code counts, Part A)", _part_a(part_a), full=full)
     if evidence.compiler is not None:
-        lines += _details(
-            "What the compiler decided (Part C)", _compiler(evidence.compiler, full=full)
+        lines += _section(
+            "What the compiler decided (Part C)", _compiler(evidence.compiler, full=full), full=full
         )
     not_run = [
         f"- {n.check}{' on ' + n.vendor if n.vendor else ''}: {esc(n.reason)}"
         for n in evidence.not_run
     ]
-    lines += _details("Not run", not_run)
+    lines += _section("Not run", not_run, full=full)
     return "\n".join(lines).rstrip() + "\n"

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.contracts.evidence import (
+    MAX_CONFIGS,
+    MAX_LABEL,
     AutotuneEvidence,
     AutotuneList,
     CompilerEvidence,
@@ -102,7 +104,8 @@ def tree_report(
 
 
 def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
-    """One row per kernel, side, target and config: the worst of its specializations."""
+    """One row per kernel, side, target, config and specialization: the worst of its records
+    (one, unless the same variant was recorded twice)."""
     ok = [r for r in group if r.error is None]
     first = group[0]
 
@@ -134,6 +137,8 @@ def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
         matrix_instr=next((r.matrix_instr for r in ok if r.matrix_instr), None),
         load_bits_max=worst("global_load_bits_max"),
         error=None if ok else first.error,
+        specialization=first.specialization[:MAX_LABEL],
+        shapes=tuple(dict.fromkeys(s[:MAX_LABEL] for r in group for s in r.shapes))[:MAX_CONFIGS],
     )
 
 
@@ -143,7 +148,8 @@ def rows(side: str, report: CompilerReport) -> list[CompilerRow]:
         if side == "old" and r.error_stage == "entry":
             continue  # the old entry point may call a C++ kernel: nothing to compile from it
         name = r.function if r.language == "triton" else r.function.split("<")[0]
-        groups.setdefault((r.kernel, r.target, r.language, name, r.config_label), []).append(r)
+        key = (r.kernel, r.target, r.language, name, r.config_label, r.specialization)
+        groups.setdefault(key, []).append(r)
     return [_row(side, g) for _, g in sorted(groups.items())]
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from bot import gitutil
 from bot.errors import GitError, KernelReviewError, PolicyError
 from bot.escape import log_safe
+from bot.review.words import speed, speed_range
 
 if TYPE_CHECKING:
     from bot.contracts.plan import PlannedKernel
@@ -243,40 +244,41 @@ def _plan_revs(plan_path: str | None) -> tuple[str | None, str | None]:
     return plan.base_sha, plan.head_sha
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f}"
+def _interval(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else speed_range(low, high)
 
 
 def format_table(result: SweepResult) -> str:
-    """A plain-text table of the sweep, labelled with how it was timed."""
+    """A plain-text table of the sweep, labelled with how it was timed; head against base is
+    said in words ("5.7% slower"), as in the review."""
     lines = [
         f"# {result.timing_label}; vendor {result.vendor}; {result.gpu_seconds:.1f} GPU-seconds"
     ]
-    header = f"{'kernel':<16} {'dtype':<9} {'shape':<18} {'cat':<7} {'verdict':<13} {'head/base':>9} {'interval':>17} {'base us':>10} {'head us':>10} {'GB/s':>8} {'of ceil':>7} rounds"
+    header = f"{'kernel':<16} {'dtype':<9} {'shape':<18} {'cat':<7} {'verdict':<13} {'head vs base':>12} {'interval':>26} {'base us':>10} {'head us':>10} {'GB/s':>8} {'of ceil':>7} rounds"
     lines.append(header)
     for c in result.cases:
         shape = "x".join(map(str, c.shape))
         verdict = c.verdict if c.status == "ok" else c.status.upper()
-        iv = f"[{_pct(c.ci_low)}, {_pct(c.ci_high)}]" if c.ci_low is not None else "-"
+        vs = speed(c.ratio) if c.ratio is not None else "-"
         frac = f"{c.fraction_of_ceiling:.0%}" if c.fraction_of_ceiling is not None else "-"
         gbps = f"{c.gbps:.0f}" if c.gbps is not None else "-"
         bus = f"{c.base_median_us:.2f}" if c.base_median_us else "-"
         hus = f"{c.head_median_us:.2f}" if c.head_median_us else "-"
         lines.append(
             f"{c.kernel[:16]:<16} {c.dtype:<9} {shape[:18]:<18} {c.category:<7} {verdict or '-':<13} "
-            f"{_pct(c.ratio):>9} {iv:>17} {bus:>10} {hus:>10} {gbps:>8} {frac:>7} {c.rounds}"
+            f"{vs:>12} {_interval(c.ci_low, c.ci_high):>26} {bus:>10} {hus:>10} {gbps:>8} {frac:>7} {c.rounds}"
             + (f" ({c.dropped_rounds} dropped)" if c.dropped_rounds else "")
         )
     s = result.summary
     for name, g in (("served (weighted)", s.served), ("small", s.small), ("ragged", s.ragged)):
         if g is not None:
             lines.append(
-                f"geomean {name}: {g.ratio:.3f} [{g.ci_low:.3f}, {g.ci_high:.3f}] over {g.cases} cases"
+                f"geomean {name}: {speed(g.ratio)} ({speed_range(g.ci_low, g.ci_high)}) over {g.cases} cases"
             )
     if s.worst is not None:
         w = s.worst
         lines.append(
-            f"worst: {w.kernel} {w.dtype} {'x'.join(map(str, w.shape))} {w.ratio:.3f} [{_pct(w.ci_low)}, {_pct(w.ci_high)}]"
+            f"worst: {w.kernel} {w.dtype} {'x'.join(map(str, w.shape))} {speed(w.ratio)} ({_interval(w.ci_low, w.ci_high)})"
         )
     lines.append(cost_line(result))
     for note in result.notes:

@@ -59,6 +59,9 @@ def _line(c: ShapeResult) -> ShapeLine:
         small_or_ragged=c.category != "served",
         weight=c.weight if c.category == "served" else 0.0,
         detail="; ".join(details)[:500],
+        tolerance=c.tolerance,
+        base_of_roofline=c.base_fraction_of_ceiling,
+        head_of_roofline=c.fraction_of_ceiling,
     )
 
 

@@ -112,7 +112,7 @@ def test_bench_accept_by_a_maintainer_holds_across_pushes_until_slower_still(
     worse = _report(gh, tmp_path / "third", monkeypatch, base, third, 1.20)
     assert worse.outputs()["verdict"] == "request_changes"
     body = _sticky(gh)["body"]
-    assert f"20.0% slower, more than the 9.0% accepted by {BOSS}" in body
+    assert f"20.0% slower, more than the 9.0% slower accepted by {BOSS}" in body
     assert "flagged again" in body
     assert _check(gh, third)["conclusion"] == "failure"
 
