@@ -118,6 +118,41 @@ class FirstCallEvidence(Frozen):
     detail: str = ""
 
 
+class TritonLayout(Frozen):
+    """A layout the compiler chose for one of a kernel's main operations (Part C-1), read from
+    the Triton GPU IR: how a tensor is spread over lanes and warps (wavefronts on AMD)."""
+
+    role: Literal["load", "store", "reduce", "dot"]
+    kind: Label  # "blocked", "nvidia_mma", "amd_mfma", "amd_wmma", "linear", ...
+    shape: tuple[Dim, ...] = Field(default=(), max_length=8)  # the tensor's
+    axis: Count | None = None  # a reduction's axis
+    size_per_thread: tuple[Dim, ...] = Field(default=(), max_length=8)
+    threads_per_warp: tuple[Dim, ...] = Field(default=(), max_length=8)
+    warps_per_cta: tuple[Dim, ...] = Field(default=(), max_length=8)
+    order: tuple[Dim, ...] = Field(default=(), max_length=8)
+    instr_shape: tuple[Dim, ...] = Field(default=(), max_length=8)  # matrix layouts
+    version: Label = ""  # matrix layouts: the MMA / MFMA generation
+
+    def text(self) -> str:
+        """``blocked sizePerThread [1] threadsPerWarp [32] warpsPerCTA [4] order [0]``, in the
+        IR's own attribute names."""
+
+        def dims(v: tuple[int, ...]) -> str:
+            return "[" + ", ".join(map(str, v)) + "]"
+
+        parts = [self.kind + (f" v{self.version}" if self.version else "")]
+        for name, value in (
+            ("sizePerThread", self.size_per_thread),
+            ("threadsPerWarp", self.threads_per_warp),
+            ("warpsPerCTA", self.warps_per_cta),
+            ("order", self.order),
+            ("instrShape", self.instr_shape),
+        ):
+            if value:
+                parts.append(f"{name} {dims(value)}")
+        return " ".join(parts)
+
+
 class CompilerFlag(Frozen):
     severity: Literal["error", "warning", "info"]
     kernel: str
@@ -176,6 +211,7 @@ class CompilerRow(Frozen):
     occupancy: str | None = None
     matrix_instr: str | None = None
     load_bits_max: Count | None = None
+    layouts: tuple[TritonLayout, ...] = Field(default=(), max_length=32)  # Triton only (C-1)
     error: str | None = None
 
 

@@ -133,6 +133,7 @@ def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
         occupancy=occupancy,
         matrix_instr=next((r.matrix_instr for r in ok if r.matrix_instr), None),
         load_bits_max=worst("global_load_bits_max"),
+        layouts=tuple(dict.fromkeys(x for r in ok for x in r.layouts))[:32],
         error=None if ok else first.error,
     )
 

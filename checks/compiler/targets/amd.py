@@ -27,6 +27,8 @@ class Amd(VendorTarget):
     cxx_suffix = ".hip"
     cxx_compiler = "hipcc"
     cxx_missing = "no hipcc on this machine (the HIP side needs a ROCm runner)"
+    warp_word = "wavefronts"
+    honours_maxnreg = False  # HIPOptions has no maxnreg: parse_options drops it
 
     def parse(self, name: str) -> Arch | None:
         return gfx_name(name)

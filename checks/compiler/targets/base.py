@@ -47,6 +47,8 @@ class VendorTarget(ABC):
     cxx_suffix: ClassVar[str]  # the C++ kernels this vendor compiles: ".cu"
     cxx_compiler: ClassVar[str]  # the program that compiles them: "nvcc"
     cxx_missing: ClassVar[str]  # why a C++ kernel is not compiled where that program is missing
+    warp_word: ClassVar[str]  # what a num_warps counts: "warps", "wavefronts"
+    honours_maxnreg: ClassVar[bool]  # whether a triton.Config's maxnreg reaches the compiler
 
     @abstractmethod
     def parse(self, name: str) -> Arch | None:

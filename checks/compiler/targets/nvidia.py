@@ -27,6 +27,8 @@ class Nvidia(VendorTarget):
     cxx_suffix = ".cu"
     cxx_compiler = "nvcc"
     cxx_missing = "no nvcc here"
+    warp_word = "warps"
+    honours_maxnreg = True
 
     def parse(self, name: str) -> Arch | None:
         return sm_number(name)
