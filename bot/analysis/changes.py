@@ -46,6 +46,7 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
                 mapped=bool(c.policy_kernels),
                 detail=detail,
                 branches=tuple(f"{b.path}:{b.line} ({b.where}): {b.note}" for b in c.branches),
+                findings=tuple(c.findings),
             )
         )
     return lines

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.analysis.diff import FilePatch, SkippedFile
 from bot.contracts.base import Frozen
+from bot.contracts.review import ChangeFinding
 
 if TYPE_CHECKING:
     from bot.policy.model import Policy
@@ -186,6 +187,7 @@ class KernelChange(Frozen):
     host_changes: list[str] = Field(default_factory=list)  # C++ host code / headers changed
     branches: list[LaunchBranch] = Field(default_factory=list)  # vendor / arch launch choices
     moved_from: str | None = None  # the file the kernel was in at base, when it moved
+    findings: list[ChangeFinding] = Field(default_factory=list)  # lane primitives, async timing
 
 
 class Analysis(Frozen):

@@ -389,7 +389,7 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
-def _local_headers(text: str, path: str) -> list[str]:
+def local_headers(text: str, path: str) -> list[str]:
     """The local headers (``#include "..."``) a C++ file includes, as repository paths."""
     folder = posixpath.dirname(path)
     return [
@@ -408,7 +408,7 @@ def _part_a(t: KernelChange, olds: list[_Old], ctx: Context) -> tuple[PartA | No
     ]
     new_paths = [t.path] + [x.path for x in ctx.new_launches() if x.kernel == t.name]
     old_src = sources_for(list(dict.fromkeys(old_paths)), ctx.texts_old, ctx.old_source)
-    headers = [h for k in counted for h in _local_headers(old_src.get(k.path, ""), k.path)]
+    headers = [h for k in counted for h in local_headers(old_src.get(k.path, ""), k.path)]
     old_src.update(sources_for(list(dict.fromkeys(headers)), ctx.texts_old, ctx.old_source))
     new_src = sources_for(list(dict.fromkeys(new_paths)), ctx.texts_new, ctx.new_source)
     missing = sorted({k.path for k in counted if k.path not in old_src})

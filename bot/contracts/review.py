@@ -25,6 +25,17 @@ DECISION_TITLES: dict[str, str] = {
 }
 
 
+class ChangeFinding(Frozen):
+    """Something the changed code does that a reviewer should hear about, at its line: C++
+    lane-level primitives a rewrite replaces (B-6), wall-clock timing of an asynchronous launch
+    in the head's benchmark or test code (Part A)."""
+
+    kind: Literal["lane_primitives", "async_timing"]
+    path: str
+    line: int
+    message: str
+
+
 class ChangeLine(Frozen):
     """One kernel change as the review lists it."""
 
@@ -39,6 +50,7 @@ class ChangeLine(Frozen):
     mapped: bool = True  # False: no policy kernel covers these paths, so nothing is measured
     detail: str = ""
     branches: tuple[str, ...] = ()  # launch settings chosen by vendor or architecture
+    findings: tuple[ChangeFinding, ...] = ()
 
 
 class Requirements(Frozen):

@@ -64,6 +64,16 @@ def _changes_table(v: Verdict) -> list[str]:
     return out
 
 
+def _findings(v: Verdict) -> list[str]:
+    """What the changed code does that a reviewer should hear about (its own section)."""
+    rows = [
+        f"- **{esc(c.kernel)}** ({code(f'{f.path}:{f.line}')}): {esc(f.message)}"
+        for c in v.changes
+        for f in c.findings
+    ]
+    return ["### In the changed code", "", *rows, ""] if rows else []
+
+
 def _part_a(tables: Sequence[PartATable]) -> list[str]:
     out: list[str] = []
     for t in tables:
@@ -461,6 +471,7 @@ def render_comment(
         return "\n".join(lines)
 
     lines += ["### What changed", "", *_changes_table(verdict), ""]
+    lines += _findings(verdict)
     lines += ["### Before merge", ""]
     for c in verdict.conditions:
         lines += _condition_block(c)
