@@ -218,6 +218,25 @@ class CompilerRow(Frozen):
 CompilerEvidence.model_rebuild()
 
 
+class SmemTraffic(Frozen):
+    """Shared-memory (LDS) traffic of one GPU kernel in one call of a bench case, from the
+    vendor's profiler (Part C-3). The units are the profiler's, named in ``*_unit``."""
+
+    kernel: Label  # the policy kernel
+    side: Literal["old", "new"]
+    vendor: Vendor
+    gpu: Label = ""
+    shape: tuple[Dim, ...] = Field(max_length=8)
+    dtype: Label
+    function: Label  # the GPU kernel's name as the profiler reports it
+    launches: Count = 0
+    accesses: Count | None = None  # shared-memory load + store wavefronts, or LDS instructions
+    accesses_unit: Label = ""
+    conflicts: Count | None = None  # bank conflicts, or cycles lost to them
+    conflicts_unit: Label = ""
+    profiler: Label = ""  # "ncu", "rocprofv3"
+
+
 class RolloutFact(Frozen):
     kernel: str
     old_paths: tuple[str, ...]
@@ -226,7 +245,7 @@ class RolloutFact(Frozen):
 
 
 class NotRun(Frozen):
-    check: Literal["sweep", "first_call", "compiler", "repo"]
+    check: Literal["sweep", "first_call", "compiler", "repo", "smem"]
     vendor: Vendor | None = None
     reason: str
 
@@ -239,6 +258,7 @@ class Evidence(Frozen):
     compiler: CompilerEvidence | None = None
     repo: RepoConditions | None = None
     rollbacks: tuple[RolloutFact, ...] = ()
+    smem: tuple[SmemTraffic, ...] = Field(default=(), max_length=2000)  # C-3, opt-in
     not_run: tuple[NotRun, ...] = ()
 
     def merge(self, other: Evidence) -> Evidence:

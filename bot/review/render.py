@@ -16,6 +16,7 @@ from bot.contracts.evidence import (
     CompilerEvidence,
     CompilerRow,
     Evidence,
+    SmemTraffic,
     SweepEvidence,
     TritonLayout,
 )
@@ -371,6 +372,33 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
     return out
 
 
+def _smem(rows: Sequence[SmemTraffic]) -> list[str]:
+    """Old against new shared-memory traffic per profiled case and GPU kernel (C-3)."""
+    out = []
+    units = sorted({(r.vendor, r.profiler, r.accesses_unit, r.conflicts_unit) for r in rows})
+    for vendor, profiler, accesses, conflicts in units:
+        out.append(
+            f"{esc(vendor)} ({esc(profiler)}): accesses are {esc(accesses)}; conflicts are {esc(conflicts)}."
+        )
+    out += [
+        "",
+        "| kernel | shape | dtype | vendor | side | GPU kernel | launches | accesses | bank conflicts |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = sorted(rows, key=lambda r: (r.kernel, r.shape, r.dtype, r.vendor, r.side != "old"))
+    for r in order:
+        out.append(
+            f"| {esc(r.kernel)} | {'x'.join(map(str, r.shape))} | {esc(r.dtype)} | {r.vendor} | "
+            f"{r.side} | {code(r.function)} | {r.launches} | {_cell(r.accesses)} | {_cell(r.conflicts)} |"
+        )
+    return [
+        *out,
+        "",
+        "Shared memory on the Triton side is the compiler's (reductions across warps, layout "
+        "conversions, pipelined loads): traffic there was not written by the author.",
+    ]
+
+
 def _ratio(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
@@ -491,6 +519,8 @@ def render_comment(
         lines += _details(
             "What the compiler decided (Part C)", _compiler(evidence.compiler, full=full)
         )
+    if evidence.smem:
+        lines += _details("Shared-memory traffic, old and new (Part C-3)", _smem(evidence.smem))
     not_run = [
         f"- {n.check}{' on ' + n.vendor if n.vendor else ''}: {esc(n.reason)}"
         for n in evidence.not_run
