@@ -233,6 +233,14 @@ class Context:
     def new_launches(self) -> list[LaunchSite]:
         return [x for f in self.files if f.new for x in f.new.launches]
 
+    def new_wrappers(self) -> dict[str, set[str]]:
+        """Per kernel, the host functions that launch it at head."""
+        out: dict[str, set[str]] = {}
+        for x in self.new_launches():
+            if x.wrapper:
+                out.setdefault(x.kernel, set()).add(x.wrapper)
+        return out
+
 
 class PartASide(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

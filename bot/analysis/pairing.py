@@ -105,10 +105,7 @@ def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     olds = _old_candidates(changes, ctx)
     if not olds:
         return changes
-    new_wrappers: dict[str, set[str]] = {}
-    for launch in ctx.new_launches():
-        if launch.wrapper:
-            new_wrappers.setdefault(launch.kernel, set()).add(launch.wrapper)
+    new_wrappers = ctx.new_wrappers()
     best: dict[int, tuple[float, int, list[str]]] = {}
     by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
     for ti, t in enumerate(triton):

@@ -133,10 +133,7 @@ def add_async_timing(changes: list[KernelChange], ctx: Context) -> list[KernelCh
     sites = [(path, *site) for path, found in regions.items() for site in found]
     if not sites:
         return changes
-    wrappers: dict[str, set[str]] = {}
-    for x in ctx.new_launches():
-        if x.wrapper:
-            wrappers.setdefault(x.kernel, set()).add(x.wrapper)
+    wrappers = ctx.new_wrappers()
     out = []
     for c in changes:
         if c.new is None or source_kind(c.new.path) != "python" or c.kind == "deleted":
