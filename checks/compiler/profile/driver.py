@@ -20,8 +20,14 @@ from typing import Any
 def _region(kind: str) -> tuple[Any, Any]:
     """(start, stop) of the profiled region: the CUDA profiler API, or ROCTx's pause/resume."""
     if kind == "roctx":
-        lib = ctypes.CDLL("libroctx64.so")
-        return (lambda: lib.roctxProfilerResume(0)), (lambda: lib.roctxProfilerPause(0))
+        # rocprofv3's ROCTx (rocprofiler-sdk), else roctracer's: both export pause and resume
+        for name in ("librocprofiler-sdk-roctx.so", "libroctx64.so"):
+            try:
+                lib = ctypes.CDLL(name)
+            except OSError:
+                continue
+            return lib.roctxProfilerResume, lib.roctxProfilerPause
+        raise OSError("no ROCTx library (librocprofiler-sdk-roctx.so) to mark the profiled call")
     import torch
 
     cudart = torch.cuda.cudart()
@@ -38,10 +44,11 @@ def run(job: dict) -> dict:
     case["fn"]()
     torch.cuda.synchronize()
     start, stop = _region(job["region"])
-    start()
+    args = (0,) if job["region"] == "roctx" else ()  # ROCTx takes a thread id: 0, this one
+    start(*args)
     case["fn"]()
     torch.cuda.synchronize()
-    stop()
+    stop(*args)
     return {"ok": True}
 
 

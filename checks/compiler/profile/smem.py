@@ -66,7 +66,7 @@ def profile_case(
         triton_cache=work / "triton-cache",
         timeout_s=timeout_s,
         what=f"profiling {case.kernel} with {vendor.profiler}",
-        prefix=vendor.profile_prefix(out_dir),
+        prefix=_resolved(vendor.profile_prefix(out_dir)),
     )
     counters, refused = vendor.read_profile(out_dir)
     if refused:
@@ -76,6 +76,12 @@ def profile_case(
     if not counters:
         return [], f"{vendor.profiler} reported no kernel launch in the profiled call"
     return counters, None
+
+
+def _resolved(prefix: list[str]) -> list[str]:
+    """The profiler by its full path: the memory cap starts the command with ``os.execv``,
+    which does not search ``PATH``."""
+    return [shutil.which(prefix[0]) or prefix[0], *prefix[1:]]
 
 
 def smem_evidence(
