@@ -47,6 +47,7 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
                 detail=detail,
                 branches=tuple(f"{b.path}:{b.line} ({b.where}): {b.note}" for b in c.branches),
                 new_lines=(c.new.line_start, c.new.line_end) if c.new else None,
+                findings=tuple(c.findings),
             )
         )
     return lines

@@ -74,6 +74,8 @@ def analyze_diff(
     from bot.analysis.pairing import pair_rewrites
 
     parsed = diff if isinstance(diff, ParsedDiff) else parse_diff(diff)
+    from bot.analysis.controls.async_timing import add_async_timing
+    from bot.analysis.controls.lane_primitives import add_lane_primitives
     from bot.analysis.reach.branches import add_branches
     from bot.analysis.reach.helpers import fold_helpers
     from bot.analysis.reach.host_cpp import host_changes
@@ -122,6 +124,8 @@ def analyze_diff(
     changes = host_changes(changes, ctx)
     changes = loader_launches(changes, ctx)
     changes = pair_rewrites(changes, ctx)
+    changes = add_lane_primitives(changes, ctx)
+    changes = add_async_timing(changes, ctx)
     changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
     changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
     moved = [c for c in changes if c.kind == "moved"]

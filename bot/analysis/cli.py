@@ -166,6 +166,7 @@ def _details(c: KernelChange) -> list[str]:
     out += [f"launch was: {x}" for x in c.launches_old]
     out += [f"launch now: {x}" for x in c.launches_new]
     out += c.notes
+    out += [f"finding ({f.kind}) {f.path}:{f.line}: {f.message}" for f in c.findings]
     if c.part_a is not None:
         out.append("part A: see below")
     return out

@@ -83,14 +83,19 @@ def code_lines(text: str, kind: str) -> list[bool]:
     return flags
 
 
-def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) -> PartASide:
-    """Count one side. ``sources``: path -> text of every file involved (kernels and wrappers);
-    ``kernels``: ``(path, kernel_name)`` of the kernels this side is made of."""
-    scans: dict[str, FileScan] = {p: scan_source(p, t) for p, t in sources.items()}
-    is_code = {p: code_lines(t, source_kind(p) or "python") for p, t in sources.items()}
-    text_lines = {p: t.split("\n") for p, t in sources.items()}
+Span = tuple[str, int, int]  # (path, first line, last line) of a body
+
+
+def kernel_spans(
+    scans: Mapping[str, FileScan],
+    text_lines: Mapping[str, list[str]],
+    kernels: Sequence[tuple[str, str]],
+) -> tuple[list[Span], list[str], list[str]]:
+    """The bodies one side is made of: its kernels' and those of the ``__device__`` / jit
+    helpers they call (in their own file or a local header). Returns the spans, the kernels'
+    languages and the helpers' names."""
     names = {name for _, name in kernels}
-    kernel_ranges: list[tuple[str, int, int]] = []
+    kernel_ranges: list[Span] = []
     languages: list[str] = []
     helpers: list[str] = []
     for path, name in kernels:
@@ -108,6 +113,17 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
             if span not in kernel_ranges and h.name not in names:
                 kernel_ranges.append(span)
                 helpers.append(h.name)
+    return kernel_ranges, languages, helpers
+
+
+def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) -> PartASide:
+    """Count one side. ``sources``: path -> text of every file involved (kernels and wrappers);
+    ``kernels``: ``(path, kernel_name)`` of the kernels this side is made of."""
+    scans: dict[str, FileScan] = {p: scan_source(p, t) for p, t in sources.items()}
+    is_code = {p: code_lines(t, source_kind(p) or "python") for p, t in sources.items()}
+    text_lines = {p: t.split("\n") for p, t in sources.items()}
+    names = {name for _, name in kernels}
+    kernel_ranges, languages, helpers = kernel_spans(scans, text_lines, kernels)
     wrapper_ranges: list[tuple[str, int, int]] = []
     wrappers: list[str] = []
     for path, scan in scans.items():

@@ -105,10 +105,7 @@ def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     olds = _old_candidates(changes, ctx)
     if not olds:
         return changes
-    new_wrappers: dict[str, set[str]] = {}
-    for launch in ctx.new_launches():
-        if launch.wrapper:
-            new_wrappers.setdefault(launch.kernel, set()).add(launch.wrapper)
+    new_wrappers = ctx.new_wrappers()
     best: dict[int, tuple[float, int, list[str]]] = {}
     by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
     for ti, t in enumerate(triton):
@@ -389,7 +386,7 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
-def _local_headers(text: str, path: str) -> list[str]:
+def local_headers(text: str, path: str) -> list[str]:
     """The local headers (``#include "..."``) a C++ file includes, as repository paths."""
     folder = posixpath.dirname(path)
     return [
@@ -408,7 +405,7 @@ def _part_a(t: KernelChange, olds: list[_Old], ctx: Context) -> tuple[PartA | No
     ]
     new_paths = [t.path] + [x.path for x in ctx.new_launches() if x.kernel == t.name]
     old_src = sources_for(list(dict.fromkeys(old_paths)), ctx.texts_old, ctx.old_source)
-    headers = [h for k in counted for h in _local_headers(old_src.get(k.path, ""), k.path)]
+    headers = [h for k in counted for h in local_headers(old_src.get(k.path, ""), k.path)]
     old_src.update(sources_for(list(dict.fromkeys(headers)), ctx.texts_old, ctx.old_source))
     new_src = sources_for(list(dict.fromkeys(new_paths)), ctx.texts_new, ctx.new_source)
     missing = sorted({k.path for k in counted if k.path not in old_src})

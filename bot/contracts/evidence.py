@@ -123,6 +123,41 @@ class FirstCallEvidence(Frozen):
     detail: str = ""
 
 
+class TritonLayout(Frozen):
+    """A layout the compiler chose for one of a kernel's main operations (Part C-1), read from
+    the Triton GPU IR: how a tensor is spread over lanes and warps (wavefronts on AMD)."""
+
+    role: Literal["load", "store", "reduce", "dot"]
+    kind: Label  # "blocked", "nvidia_mma", "amd_mfma", "amd_wmma", "linear", ...
+    shape: tuple[Dim, ...] = Field(default=(), max_length=8)  # the tensor's
+    axis: Count | None = None  # a reduction's axis
+    size_per_thread: tuple[Dim, ...] = Field(default=(), max_length=8)
+    threads_per_warp: tuple[Dim, ...] = Field(default=(), max_length=8)
+    warps_per_cta: tuple[Dim, ...] = Field(default=(), max_length=8)
+    order: tuple[Dim, ...] = Field(default=(), max_length=8)
+    instr_shape: tuple[Dim, ...] = Field(default=(), max_length=8)  # matrix layouts
+    version: Label = ""  # matrix layouts: the MMA / MFMA generation
+
+    def text(self) -> str:
+        """``blocked sizePerThread [1] threadsPerWarp [32] warpsPerCTA [4] order [0]``, in the
+        IR's own attribute names."""
+
+        def dims(v: tuple[int, ...]) -> str:
+            return "[" + ", ".join(map(str, v)) + "]"
+
+        parts = [self.kind + (f" v{self.version}" if self.version else "")]
+        for name, value in (
+            ("sizePerThread", self.size_per_thread),
+            ("threadsPerWarp", self.threads_per_warp),
+            ("warpsPerCTA", self.warps_per_cta),
+            ("order", self.order),
+            ("instrShape", self.instr_shape),
+        ):
+            if value:
+                parts.append(f"{name} {dims(value)}")
+        return " ".join(parts)
+
+
 class CompilerFlag(Frozen):
     severity: Literal["error", "warning", "info"]
     kernel: str
@@ -184,6 +219,7 @@ class CompilerRow(Frozen):
     occupancy: str | None = None
     matrix_instr: str | None = None
     load_bits_max: Count | None = None
+    layouts: tuple[TritonLayout, ...] = Field(default=(), max_length=32)  # Triton only (C-1)
     error: str | None = None
     # how Triton specialised the arguments: types, /16 = 16-byte divisible, =1 = fixed to 1
     specialization: Label = ""
@@ -194,6 +230,25 @@ class CompilerRow(Frozen):
 CompilerEvidence.model_rebuild()
 
 
+class SmemTraffic(Frozen):
+    """Shared-memory (LDS) traffic of one GPU kernel in one call of a bench case, from the
+    vendor's profiler (Part C-3). The units are the profiler's, named in ``*_unit``."""
+
+    kernel: Label  # the policy kernel
+    side: Literal["old", "new"]
+    vendor: Vendor
+    gpu: Label = ""
+    shape: tuple[Dim, ...] = Field(max_length=8)
+    dtype: Label
+    function: Label  # the GPU kernel's name as the profiler reports it
+    launches: Count = 0
+    accesses: Count | None = None  # shared-memory load + store wavefronts, or LDS instructions
+    accesses_unit: Label = ""
+    conflicts: Count | None = None  # bank conflicts, or cycles lost to them
+    conflicts_unit: Label = ""
+    profiler: Label = ""  # "ncu", "rocprofv3"
+
+
 class RolloutFact(Frozen):
     kernel: str
     old_paths: tuple[str, ...]
@@ -202,7 +257,7 @@ class RolloutFact(Frozen):
 
 
 class NotRun(Frozen):
-    check: Literal["sweep", "first_call", "compiler", "repo"]
+    check: Literal["sweep", "first_call", "compiler", "repo", "smem"]
     vendor: Vendor | None = None
     reason: str
 
@@ -215,6 +270,7 @@ class Evidence(Frozen):
     compiler: CompilerEvidence | None = None
     repo: RepoConditions | None = None
     rollbacks: tuple[RolloutFact, ...] = ()
+    smem: tuple[SmemTraffic, ...] = Field(default=(), max_length=2000)  # C-3, opt-in
     not_run: tuple[NotRun, ...] = ()
 
     def merge(self, other: Evidence) -> Evidence:

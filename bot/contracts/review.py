@@ -26,6 +26,17 @@ DECISION_TITLES: dict[str, str] = {
 }
 
 
+class ChangeFinding(Frozen):
+    """Something the changed code does that a reviewer should hear about, at its line: C++
+    lane-level primitives a rewrite replaces (B-6), wall-clock timing of an asynchronous launch
+    in the head's benchmark or test code (Part A)."""
+
+    kind: Literal["lane_primitives", "async_timing"]
+    path: str
+    line: int
+    message: str
+
+
 class ChangeLine(Frozen):
     """One kernel change as the review lists it."""
 
@@ -41,6 +52,7 @@ class ChangeLine(Frozen):
     detail: str = ""
     branches: tuple[str, ...] = ()  # launch settings chosen by vendor or architecture
     new_lines: tuple[int, int] | None = None  # first and last line of the new kernel in head
+    findings: tuple[ChangeFinding, ...] = ()
 
 
 class Requirements(Frozen):

@@ -304,6 +304,23 @@ class CompilerTargets(_Model):
     )
 
 
+class Profiling(_Model):
+    shared_memory: bool = Field(
+        default=False,
+        description="profile each planned kernel's shared-memory (LDS) traffic and bank conflicts, "
+        "old and new, on the GPU runners (Nsight Compute / rocprofv3): true or false",
+    )
+    shapes: PositiveInt = Field(
+        default=2,
+        description="served shapes profiled per kernel, the most-served first, an integer > 0",
+    )
+    max_seconds: PositiveInt = Field(
+        default=120,
+        description="the most seconds of profiled processes per runner, an integer > 0; never more "
+        "than limits.max_gpu_seconds",
+    )
+
+
 class GitHubSettings(_Model):
     bench_permission: Permission = Field(
         default="write",
@@ -532,6 +549,7 @@ class Policy(_Model):
     compiler: CompilerTargets = Field(
         default_factory=CompilerTargets, description="a [compiler] table"
     )
+    profile: Profiling = Field(default_factory=Profiling, description="a [profile] table")
     github: GitHubSettings = Field(default_factory=GitHubSettings, description="a [github] table")
     python_path: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list,

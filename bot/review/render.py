@@ -18,7 +18,9 @@ from bot.contracts.evidence import (
     CompilerRow,
     Evidence,
     ShapeLine,
+    SmemTraffic,
     SweepEvidence,
+    TritonLayout,
 )
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
@@ -65,6 +67,16 @@ def _changes_table(v: Verdict) -> list[str]:
         name = esc(c.kernel) + ("" if c.mapped else " (not in policy)")
         out.append(f"| {name} | {kind} | {old} | {new} | {kept} |")
     return out
+
+
+def _findings(v: Verdict) -> list[str]:
+    """What the changed code does that a reviewer should hear about (its own section)."""
+    rows = [
+        f"- **{esc(c.kernel)}** ({code(f'{f.path}:{f.line}')}): {esc(f.message)}"
+        for c in v.changes
+        for f in c.findings
+    ]
+    return ["### In the changed code", "", *rows, ""] if rows else []
 
 
 def _part_a(tables: Sequence[PartATable]) -> list[str]:
@@ -171,6 +183,116 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
     return out
 
 
+# ---- layouts the compiler chose (Part C-1): their own section of the compiler details
+
+_ROLE_ORDER = {"dot": 0, "reduce": 1, "load": 2, "store": 3}
+_ATTRS = (
+    ("sizePerThread", "size_per_thread"),
+    ("threadsPerWarp", "threads_per_warp"),
+    ("warpsPerCTA", "warps_per_cta"),
+    ("order", "order"),
+    ("instrShape", "instr_shape"),
+)
+
+
+def _dims(v: Sequence[int]) -> str:
+    return "[" + ", ".join(map(str, v)) + "]"
+
+
+def _reduce_warps(x: TritonLayout) -> int:
+    """Warps one reduction along the layout's axis spans (1 for anything else)."""
+    if x.role != "reduce" or x.axis is None or x.axis >= len(x.warps_per_cta):
+        return 1
+    return x.warps_per_cta[x.axis]
+
+
+def _folded_layouts(rows: Sequence[CompilerRow], keys: set[str] | None = None) -> str:
+    """The layouts of ``rows`` (those whose role-free text is in ``keys``, when given), one
+    entry per layout kind and role set: an attribute that is the same in all of them is written
+    once, one that varies over configs lists its values."""
+    kinds: dict[tuple[str, str], tuple[set[str], list[TritonLayout], set[str]]] = {}
+    for r in rows:
+        for x in r.layouts:
+            if keys is not None and _layout_key(x) not in keys:
+                continue
+            roles, found, configs = kinds.setdefault((x.kind, x.version), (set(), [], set()))
+            roles.add(x.role)
+            found.append(x)
+            configs.add(r.config)
+    total = len({r.config for r in rows})
+    parts = []
+    for (kind, version), (roles, found, configs) in sorted(
+        kinds.items(), key=lambda kv: min(_ROLE_ORDER[r] for r in kv[1][0])
+    ):
+        text = kind + (f" v{version}" if version else "")
+        for name, attr in _ATTRS:
+            values = sorted({getattr(x, attr) for x in found if getattr(x, attr)})
+            if values:
+                text += f" {name} " + " | ".join(_dims(v) for v in values)
+        role = "/".join(sorted(roles, key=_ROLE_ORDER.__getitem__))
+        used = f"{len(configs)} of {total} variants" if total > 1 else "its one variant"
+        spans = max(_reduce_warps(x) for x in found)
+        extra = (
+            f"; a reduction spans up to {spans} warps, so it meets in shared memory"
+            if spans > 1
+            else ""
+        )
+        parts.append(f"{role} `{text}` ({used}{extra})")
+    return "; ".join(parts)
+
+
+def _layout_key(x: TritonLayout) -> str:
+    return x.model_copy(update={"role": "load", "shape": (), "axis": None}).text()
+
+
+def _layouts(rows: Sequence[CompilerRow]) -> list[str]:
+    """One line per Triton kernel and target: the layouts of the new side, or, where the old
+    side is Triton too, what changed (the same layouts get one short line)."""
+    groups: dict[tuple[str, str], dict[str, list[CompilerRow]]] = {}
+    for r in rows:
+        if r.layouts:
+            groups.setdefault((r.kernel, r.target), {}).setdefault(r.side, []).append(r)
+    out = []
+    for (kernel, target), sides in sorted(groups.items()):
+        old, new = sides.get("old", []), sides.get("new", [])
+        old_keys = {_layout_key(x) for r in old for x in r.layouts}
+        new_keys = {_layout_key(x) for r in new for x in r.layouts}
+        where = f"- {esc(kernel)} on {esc(target)}"
+        if not old:
+            out.append(f"{where}, new: {_folded_layouts(new)}")
+        elif not new:
+            out.append(f"{where}, old only: {_folded_layouts(old)}")
+        elif old_keys == new_keys:
+            out.append(f"{where}: the same layouts old and new ({len(new_keys)} distinct)")
+        else:
+            text = f"{where}: distinct layouts {len(old_keys)} old → {len(new_keys)} new"
+            if new_keys - old_keys:
+                text += f"; new: {_folded_layouts(new, new_keys - old_keys)}"
+            if old_keys - new_keys:
+                text += f"; gone: {_folded_layouts(old, old_keys - new_keys)}"
+            out.append(text)
+    if not out:
+        return []
+    head = "**Layouts the compiler chose** (Triton GPU IR; a warp is a wavefront on AMD; C-1):"
+    return [head, "", *out, ""]
+
+
+def _layout_rows(rows: Sequence[CompilerRow]) -> list[str]:
+    """Every Triton variant's layouts (the job summary)."""
+    out = ["| kernel | side | target | config | layouts |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r.layouts:
+            cells = "<br>".join(
+                f"{x.role} {'x'.join(map(str, x.shape))}: {code(x.text())}"
+                + (f" (reduction over {_reduce_warps(x)} warps)" if _reduce_warps(x) > 1 else "")
+                for x in r.layouts
+            )
+            out.append(
+                f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | {cells} |"
+            )
+    return [*out, ""] if len(out) > 2 else []
+
+
 AUTOTUNE_LISTED = 2  # added / removed configs quoted per line; the rest are counted
 
 
@@ -254,6 +376,7 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
         out.append("")
     if ce.autotune:
         out += [*_autotune(ce.autotune), ""]
+    out += _layout_rows(ce.rows) if full else _layouts(ce.rows)
     if ce.rows:
         if full:
             out += _compiler_rows(ce.rows)
@@ -290,6 +413,33 @@ def _roofline(x: ShapeLine) -> str:
     if x.base_of_roofline is None and x.head_of_roofline is None:
         return "—"
     return f"{pct(x.base_of_roofline)} → {pct(x.head_of_roofline)}"
+
+
+def _smem(rows: Sequence[SmemTraffic]) -> list[str]:
+    """Old against new shared-memory traffic per profiled case and GPU kernel (C-3)."""
+    out = []
+    units = sorted({(r.vendor, r.profiler, r.accesses_unit, r.conflicts_unit) for r in rows})
+    for vendor, profiler, accesses, conflicts in units:
+        out.append(
+            f"{esc(vendor)} ({esc(profiler)}): accesses are {esc(accesses)}; conflicts are {esc(conflicts)}."
+        )
+    out += [
+        "",
+        "| kernel | shape | dtype | vendor | side | GPU kernel | launches | accesses | bank conflicts |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = sorted(rows, key=lambda r: (r.kernel, r.shape, r.dtype, r.vendor, r.side != "old"))
+    for r in order:
+        out.append(
+            f"| {esc(r.kernel)} | {'x'.join(map(str, r.shape))} | {esc(r.dtype)} | {r.vendor} | "
+            f"{r.side} | {code(r.function)} | {r.launches} | {_cell(r.accesses)} | {_cell(r.conflicts)} |"
+        )
+    return [
+        *out,
+        "",
+        "Shared memory on the Triton side is the compiler's (reductions across warps, layout "
+        "conversions, pipelined loads): traffic there was not written by the author.",
+    ]
 
 
 def _sweep_table(s: SweepEvidence) -> list[str]:
@@ -459,6 +609,7 @@ def render_comment(
     lines += _section("Why, and the five conditions before merge", why, full=full)
     lines += _accepted(verdict.accepted)
     lines += _section("What changed", _changes_table(verdict), full=full)
+    lines += _findings(verdict)
 
     per_shape: list[str] = []
     for s in evidence.sweeps:
@@ -469,6 +620,10 @@ def render_comment(
     if evidence.compiler is not None:
         lines += _section(
             "What the compiler decided (Part C)", _compiler(evidence.compiler, full=full), full=full
+        )
+    if evidence.smem:
+        lines += _section(
+            "Shared-memory traffic, old and new (Part C-3)", _smem(evidence.smem), full=full
         )
     not_run = [
         f"- {n.check}{' on ' + n.vendor if n.vendor else ''}: {esc(n.reason)}"

@@ -2,7 +2,8 @@
 
 ``compiler-report`` cross-compiles the policy's Triton kernels, every config they can pick, for
 every target the policy names (no GPU needed) and prints registers, spills, shared memory,
-occupancy, matrix instructions and load widths per variant, then the flags. With ``--base REV``
+occupancy, matrix instructions, load widths and the layouts of the Triton GPU IR (how each load,
+reduction and dot is spread over lanes and warps) per variant, then the flags. With ``--base REV``
 it also compiles the kernels at REV (and their ``.cu`` files with nvcc) and prints old against
 new.
 
@@ -146,6 +147,12 @@ def render_report(report: Any) -> str:
             f"{(r.matrix_instr or '-')[:28]:<28} {_fmt(r.global_load_bits_max):>9}  "
             f"{', '.join(r.shapes[:3])}{' ...' if len(r.shapes) > 3 else ''}"
         )
+        lines += [
+            f"    {x.role} {'x'.join(map(str, x.shape))}"
+            + (f" axis {x.axis}" if x.axis is not None else "")
+            + f": {x.text()}"
+            for x in r.layouts
+        ]
     if report.flags:
         lines.append("flags:")
         lines += [f"  {f.severity}: {f.message}" for f in report.flags]
@@ -169,6 +176,9 @@ def render_comparison(comparison: Any) -> str:
             f"{pct(row.new_occupancy_fraction)}, matrix {row.old_matrix_instr or '-'} -> "
             f"{row.new_matrix_instr or '-'}"
         )
+        if row.old_layouts and row.old_layouts != row.new_layouts:
+            lines += [f"    layout gone: {x}" for x in row.old_layouts if x not in row.new_layouts]
+            lines += [f"    layout new:  {x}" for x in row.new_layouts if x not in row.old_layouts]
     lines += [f"  {f.severity}: {f.message}" for f in comparison.flags]
     return "\n".join(lines)
 

@@ -136,6 +136,7 @@ def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
         occupancy=occupancy,
         matrix_instr=next((r.matrix_instr for r in ok if r.matrix_instr), None),
         load_bits_max=worst("global_load_bits_max"),
+        layouts=tuple(dict.fromkeys(x for r in ok for x in r.layouts))[:32],
         error=None if ok else first.error,
         specialization=first.specialization[:MAX_LABEL],
         shapes=tuple(dict.fromkeys(s[:MAX_LABEL] for r in group for s in r.shapes))[:MAX_CONFIGS],

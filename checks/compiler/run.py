@@ -30,7 +30,7 @@ from checks.compiler.targets import compile_targets, known_target, known_target_
 from checks.job_process import run_job
 from checks.worker_env import tree_digest
 
-JOB_CACHE_VERSION = "2"  # 2: the answer carries the live autotune lists
+JOB_CACHE_VERSION = "3"  # 2: the live autotune lists; 3: the layouts of each variant
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "build", "dist"}
 _MAX_FILES = 20000
 _MAX_SOURCE_BYTES = 256 * 2**20

@@ -31,7 +31,7 @@ from checks.compiler.measure import measure
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.targets import target_for, vendor_of
 
-RECORD_CACHE_VERSION = "1"
+RECORD_CACHE_VERSION = "2"  # 2: the layouts of the Triton GPU IR
 
 
 def _shape_text(shape: list[int], dtype: str) -> str:
@@ -231,6 +231,7 @@ def run_job(job: dict) -> dict:
                 "shapes": slot["shapes"],
                 "vendor": vendor_of(target),
                 "target": target,
+                "launch_refused": req.refused,
             }
             if req.error is not None:
                 records.append({**slot["base"], "error": req.error, "error_stage": "compile"})

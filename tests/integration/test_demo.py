@@ -72,3 +72,21 @@ def test_keep_refuses_a_folder_with_files(tmp_path: Path, capsys) -> None:
     (tmp_path / "something").write_text("x")
     assert main(["demo", "--no-compile", "--keep", str(tmp_path)]) == 2
     assert "is not empty" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_review_shows_the_layouts_the_compiler_chose(tmp_path: Path) -> None:
+    """C-1 on real cross-compiles of the fixture (cached after the first run)."""
+    out = tmp_path / "review.md"
+    assert main(["demo", "--out", str(out)]) == 0
+    review = out.read_text()
+    assert "**Layouts the compiler chose** (Triton GPU IR" in review
+    for target, lanes in (("sm\\_90", 32), ("gfx942", 64), ("gfx90a", 64)):
+        # the softmax row: one blocked layout over 4 to 16 warps, its reductions across them
+        line = next(x for x in review.splitlines() if x.startswith(f"- softmax on {target}, new:"))
+        assert f"threadsPerWarp [{lanes}] warpsPerCTA [4] | [8] | [16] order [0]`" in line
+        assert "a reduction spans up to 16 warps, so it meets in shared memory" in line
+    # the matmul retune changed the Hopper tiles, and with them the wgmma layouts; AMD kept its
+    assert "- matmul on sm\\_90: distinct layouts" in review
+    assert "dot `nvidia_mma v3 warpsPerCTA [8, 1] instrShape [16, 128, 16]`" in review
+    assert "- matmul on gfx942: the same layouts old and new" in review
