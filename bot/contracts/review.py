@@ -39,6 +39,7 @@ class ChangeLine(Frozen):
     mapped: bool = True  # False: no policy kernel covers these paths, so nothing is measured
     detail: str = ""
     branches: tuple[str, ...] = ()  # launch settings chosen by vendor or architecture
+    not_compiled: str = ""  # why the compiler report cannot cover the new kernel's language
 
 
 class Requirements(Frozen):
