@@ -139,7 +139,8 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
     for path, scan in scans.items():
         for launch in scan.launches:
             if launch.kernel in names and launch.wrapper and launch.wrapper_start:
-                span = (path, launch.wrapper_start + 1, launch.wrapper_end or launch.wrapper_start)
+                first = _after_signature(text_lines[path], launch.wrapper_start)
+                span = (path, first, launch.wrapper_end or launch.wrapper_start)
                 if span not in wrapper_ranges:
                     wrapper_ranges.append(span)
                     wrappers.append(launch.wrapper)
@@ -196,6 +197,22 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
         source_files=len(files),
         vendors_covered=vendors,
     )
+
+
+_DEF_LINE = re.compile(r"^\s*(?:async\s+)?def\b")
+
+
+def _after_signature(lines: list[str], start: int) -> int:
+    """The first line after a Python function's decorators and signature (``start``: its first
+    line); C++ and undecorated one-line signatures: the line after ``start``."""
+    n = start
+    while n <= len(lines) and n < start + 40 and lines[n - 1].lstrip().startswith("@"):
+        n += 1
+    if n > len(lines) or not _DEF_LINE.match(lines[n - 1]):
+        return start + 1
+    while n <= len(lines) and not lines[n - 1].split("#", 1)[0].rstrip().endswith(":"):
+        n += 1
+    return n + 1
 
 
 def _device_loops(

@@ -142,6 +142,16 @@ class _Reader:
             deco_kind(_dotted(d, self.aliases), self.markers, _dotted(d, {})) for d in decorators
         ]
 
+    def _launch_language(
+        self, node: ast.Call, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
+    ) -> Language:
+        """``k[grid](...)`` is Triton's (Gluon's too); ``k(...).launch(...)`` is CuTe's when a
+        ``@cute.jit`` function launches it, else an unrecognised language's."""
+        if isinstance(node.func, ast.Subscript):
+            return "triton"
+        found = self._kinds(wrapper.decorator_list) if wrapper is not None else []
+        return "cute" if any(f and f[1] == "cute" for f in found) else "unrecognised"
+
     def _has_prim_func(self, node: ast.AST) -> bool:
         return any(
             isinstance(sub, ast.FunctionDef)
@@ -199,12 +209,17 @@ class _Reader:
                         helper = self._kernel(node, kinds, language, around)
                         self.kernels.append(helper.model_copy(update={"launched": False}))
                         jit_nodes.add(id(node))
-                    elif self.gpu_file and any(
-                        kind is None and kernel_like(_dotted(d, self.aliases))
-                        for d, kind in zip(node.decorator_list, kinds, strict=True)
+                    elif (
+                        self.gpu_file
+                        and not _launches_in(node)
+                        and any(
+                            kind is None and kernel_like(_dotted(d, self.aliases))
+                            for d, kind in zip(node.decorator_list, kinds, strict=True)
+                        )
                     ):
                         # A kernel-like decorator no language claims, in a file importing a
-                        # GPU module: a kernel in a language the analysis cannot read.
+                        # GPU module: a kernel in a language the analysis cannot read (one
+                        # that launches ``k(...).launch(grid=...)`` is its host launcher).
                         self.kernels.append(self._kernel(node, kinds, UNRECOGNISED.name, around))
                 around = node
             elif isinstance(node, ast.Call):
@@ -399,7 +414,7 @@ class _Reader:
             )
         return LaunchSite(
             kernel=kernel,
-            language="triton" if isinstance(node.func, ast.Subscript) else "cute",
+            language=self._launch_language(node, wrapper),
             path=self.path,
             line=node.lineno,
             grid=collapse(grid),

@@ -68,7 +68,7 @@ CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*[(<]")  # a call, or a template's argum
 def called_helpers(scan: FileScan, kernel: KernelDef, lines: Sequence[str]) -> list[KernelDef]:
     """The functions of the same file ``kernel`` calls, directly or through each other:
     ``__device__`` helpers in C++, other ``@triton.jit`` functions in Python."""
-    pool = [*scan.helpers, *(k for k in scan.kernels if k.language in ("triton", "gluon"))]
+    pool = [*scan.helpers, *(k for k in scan.kernels if k.language in ("triton", "gluon", "cute"))]
     out: list[KernelDef] = []
     seen = {(kernel.name, kernel.line_start)}
     todo = [kernel]
