@@ -136,6 +136,12 @@ class _Reader:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
         self.gpu_file = imports_gpu_module(imported)
+        self.kernel_names = {
+            f.name
+            for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(k and k[0] == "jit" for k in self._kinds(f.decorator_list))
+        }
 
     def _kinds(self, decorators: list[ast.expr]) -> list[tuple[str, str] | None]:
         return [
@@ -151,6 +157,14 @@ class _Reader:
             return "triton"
         found = self._kinds(wrapper.decorator_list) if wrapper is not None else []
         return "cute" if any(f and f[1] == "cute" for f in found) else "unrecognised"
+
+    def _hosts(self, node: ast.AST) -> bool:
+        """Whether a ``@cute.jit`` function is host code: it launches a kernel
+        (``k(...).launch(grid=...)``) or calls one of the file's kernels by name."""
+        if _launches_in(node):
+            return True
+        called = {_dotted(c.func, {}) for c in ast.walk(node) if isinstance(c, ast.Call)}
+        return any(c and c.rsplit(".", 1)[-1] in self.kernel_names for c in called)
 
     def _has_prim_func(self, node: ast.AST) -> bool:
         return any(
@@ -204,7 +218,7 @@ class _Reader:
                     elif "factory" in kinds and not self._has_prim_func(node):
                         # ``@tilelang.jit`` over a body that opens ``T.Kernel``: the kernel itself
                         self.kernels.append(self._kernel(node, kinds, language, around))
-                    elif "host" in kinds and not _launches_in(node):
+                    elif "host" in kinds and not self._hosts(node):
                         # ``@cute.jit`` that launches nothing: a device function kernels call
                         helper = self._kernel(node, kinds, language, around)
                         self.kernels.append(helper.model_copy(update={"launched": False}))

@@ -52,7 +52,7 @@ def _changes_table(v: Verdict) -> list[str]:
         else:
             language = c.new_language or c.old_language
             # Triton, CUDA and HIP go without saying; any other language is named
-            named = language and language not in ("Triton", "CUDA", "HIP", "CUDA + HIP")
+            named = language and language.lower() not in ("triton", "cuda", "hip", "cuda + hip")
             kind = f"{c.kind} ({esc(language)})" if named else c.kind
         kept = "—"
         if c.old_kernel_kept is True:
