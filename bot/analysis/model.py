@@ -18,9 +18,13 @@ from bot.contracts.review import ChangeFinding
 if TYPE_CHECKING:
     from bot.policy.model import Policy
 
-Language = Literal["triton", "cuda", "hip", "gluon", "cute", "tilelang"]
+Language = Literal[
+    "triton", "cuda", "hip", "gluon", "helion", "cute", "tilelang", "custom", "unrecognised"
+]
 
-PYTHON_LANGUAGES = ("triton", "gluon", "cute", "tilelang")  # kernels written in Python
+# Kernels written in Python (``bot.analysis.languages`` says how each is read); ``custom``: the
+# policy's ``kernel_decorators``; ``unrecognised``: a kernel-like decorator no language claims.
+PYTHON_LANGUAGES = ("triton", "gluon", "helion", "cute", "tilelang", "custom", "unrecognised")
 
 
 SourceKind = Literal["python", "cpp"]

@@ -53,6 +53,7 @@ class ChangeLine(Frozen):
     branches: tuple[str, ...] = ()  # launch settings chosen by vendor or architecture
     new_lines: tuple[int, int] | None = None  # first and last line of the new kernel in head
     findings: tuple[ChangeFinding, ...] = ()
+    not_compiled: str = ""  # why the compiler report cannot cover the new kernel's language
 
 
 class Requirements(Frozen):

@@ -70,6 +70,7 @@ ENTRY_DESCRIPTION = (
 # What ``kernel-review init`` writes where it could not infer a value; refused until replaced.
 PLACEHOLDER = "FILL-IN"
 KERNEL_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
+DOTTED_RE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 OWNER_RE = r"^(@[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9._-]+)?|[^@\s]+@[^@\s]+\.[^@\s]+)$"
 
 
@@ -559,6 +560,11 @@ class Policy(_Model):
     setup: Setup | None = Field(
         default=None, description="a [setup] table: the build step run in each checkout"
     )
+    kernel_decorators: list[str] = Field(
+        default_factory=list,
+        description="decorators (or functions called as k = name(k)) that mark a kernel in this "
+        'repository, as dotted names written or imported: ["cuda.tile.kernel", "ct.kernel"]',
+    )
     kernels: list[KernelPolicy] = Field(
         min_length=1, description="one [[kernels]] table per kernel to measure"
     )
@@ -572,6 +578,18 @@ class Policy(_Model):
     @classmethod
     def _python_path_inside(cls, folders: list[str]) -> list[str]:
         return inside_repository(folders)
+
+    @field_validator("kernel_decorators")
+    @classmethod
+    def _dotted_names(cls, names: list[str]) -> list[str]:
+        for index, name in enumerate(names):
+            if not DOTTED_RE.match(name):
+                raise _problem(
+                    f"{name!r} is not a dotted name: write the decorator without '@' or "
+                    'arguments, like "mylib.kernel" for @mylib.kernel(...)',
+                    index,
+                )
+        return names
 
     @field_validator("vendors")
     @classmethod

@@ -56,7 +56,10 @@ def _changes_table(v: Verdict) -> list[str]:
         if c.kind == "rewrite":
             kind = f"rewrite {c.old_language or '?'} → {c.new_language or '?'}"
         else:
-            kind = c.kind
+            language = c.new_language or c.old_language
+            # Triton, CUDA and HIP go without saying; any other language is named
+            named = language and language.lower() not in ("triton", "cuda", "hip", "cuda + hip")
+            kind = f"{c.kind} ({esc(language)})" if named else c.kind
         kept = "—"
         if c.old_kernel_kept is True:
             kept = "kept" + (f" ({esc(c.kept_how)})" if c.kept_how else "")
@@ -628,6 +631,11 @@ def render_comment(
     not_run = [
         f"- {n.check}{' on ' + n.vendor if n.vendor else ''}: {esc(n.reason)}"
         for n in evidence.not_run
+    ]
+    not_run += [
+        f"- compiler report for {esc(c.kernel)}: {esc(c.not_compiled)}"
+        for c in verdict.changes
+        if c.not_compiled
     ]
     lines += _section("Not run", not_run, full=full)
     return "\n".join(lines).rstrip() + "\n"

@@ -75,7 +75,7 @@ def lane_sites(sources: dict[str, str], kernels: list[tuple[str, str]]) -> list[
     ``kernels`` (``(path, name)``) and of the helpers they call; comments and strings skipped."""
     scans = {p: scan_source(p, t) for p, t in sources.items()}
     code = {p: mask(t)[1].split("\n") for p, t in sources.items()}
-    spans, _, _ = kernel_spans(scans, code, kernels)
+    spans, _, _, _ = kernel_spans(scans, code, kernels)
     found: list[Site] = []
     seen: set[tuple[str, int, str]] = set()
     for path, first, last in sorted(set(spans)):
