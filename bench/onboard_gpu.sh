@@ -44,7 +44,7 @@ log() { printf '%s\n' "$*" >>"$OUT/run.md"; }
   echo
 } >"$OUT/run.md"
 
-git clone -q "$ROOT/bench/onboard_src/torchmd-net.bundle" "$WORK/repo" \
+git clone -q "$ROOT/bench/onboard_src/torchmd-net.bundle" "$WORK/repo" 2>/dev/null \
   && git -C "$WORK/repo" checkout -q -b kr-head origin/kr-head \
   && git -C "$WORK/repo" branch -q kr-base origin/kr-base || {
   log "cannot clone the bundle"
@@ -59,14 +59,14 @@ log
 set -- "$PY" -m bot bench --repo "$WORK/repo" --base kr-base --head kr-head \
   --out "$OUT/results.json" --work-dir "$WORK/bench" --keep-work-dir --max-rounds 60 $EXTRA
 log "\`\`\`console"
-log "\$ ${*#"$PY" -m bot }"
+log "\$ kernel-review bench --repo repo --base kr-base --head kr-head --max-rounds 60 $EXTRA"
 cd "$WORK/repo" || exit 2
 timeout -k 10 "$((LIMIT_S - ($(date +%s) - START)))" "$@" >"$OUT/bench.txt" 2>"$OUT/bench-progress.txt"
 rc=$?
 log "exit code $rc after $(($(date +%s) - START)) s (124: stopped at the limit)"
 log "\`\`\`"
 for side in base head; do
-  [ -f "$WORK/bench/setup-$side.log" ] && cp "$WORK/bench/setup-$side.log" "$OUT/setup-$side.log"
+  [ -f "$WORK/bench/logs/setup-$side.log" ] && cp "$WORK/bench/logs/setup-$side.log" "$OUT/setup-$side.log"
 done
 log
 log "bench.txt holds the table, bench-progress.txt the case lines, results.json the sweep"
