@@ -58,9 +58,10 @@ def run(args: argparse.Namespace) -> int:
                 "--repo needs both --base and --head",
                 hint="for example: --repo . --base origin/main --head HEAD",
             )
-        if not Path(args.repo).is_dir():
-            raise DiffError(f"--repo {args.repo}: no such folder", hint="pass a git checkout")
         from bot.analysis.repo import analyze_repo
+        from bot.gitutil import require_repo
+
+        require_repo(args.repo)
 
         analysis = analyze_repo(args.repo, args.base, args.head, policy=policy)
     if args.json:
