@@ -72,3 +72,11 @@ class UsageError(KernelReviewError):
 
 class GitHubError(KernelReviewError):
     exit_code = 3
+
+
+# What the measuring commands (``bench``, ``first-call``) exit with, for a CI gate. Errors above
+# exit 2 (3 for GitHub); an internal error exits 1.
+EXIT_OK = 0  # everything was measured and nothing is worse
+EXIT_WORSE = 4  # slower than the tolerance (bench), over the first-call budget (first-call)
+EXIT_NOTHING_MEASURED = 5  # not one case could be measured: the first error of each kind is shown
+EXIT_SOME_FAILED = 6  # measured, nothing worse, but some cases failed (crashed, wrong, errors)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.contracts.evidence import AutotuneList
 from bot.errors import CompilerError
+from bot.outputs import cache_root
 from checks.compiler.records import CompilerReport, KernelCompileRecord
 from checks.compiler.report import make_report
 from checks.compiler.targets import compile_targets, known_target, known_target_names, vendor_of
@@ -48,8 +49,7 @@ class KernelSpec(BaseModel):
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("KERNEL_REVIEW_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "kernel-review"
+    return cache_root()
 
 
 def specs_for(kernels: Any) -> list[KernelSpec]:

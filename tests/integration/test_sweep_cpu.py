@@ -349,7 +349,7 @@ def test_bench_command_errors_are_messages(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["bench", "--repo", str(tmp_path), "--device", "cpu"]) == 2
-    assert "does not exist" in capsys.readouterr().err  # not a git repository: no HEAD
+    assert "is not a git repository" in capsys.readouterr().err
     repo = _toy_repo(tmp_path / "repo")
     assert main(["bench", "--repo", str(repo), "--device", "cpu", "--kernels", "nope"]) == 2
     err = capsys.readouterr().err
