@@ -70,17 +70,24 @@ def _cells(row: str) -> list[str]:
     return [inline_text(c.strip()) for c in re.split(r"(?<!\\)\|", row)]
 
 
-def _table(rows: list[str]) -> list[str]:
-    cells = [_cells(r) for r in rows if not _RULE.match(r)]
-    ncol = max(len(r) for r in cells)
-    cells = [r + [""] * (ncol - len(r)) for r in cells]
-    widths = [max(_width(r[i]) for r in cells) for i in range(ncol)]
+def columns(rows: list[list[str]], *, right: frozenset[int] = frozenset()) -> list[str]:
+    """Rows of cells as aligned text columns, the first row a header underlined; no cell is
+    cut. Columns in ``right`` are right-aligned (numbers)."""
+    ncol = max(len(r) for r in rows)
+    rows = [r + [""] * (ncol - len(r)) for r in rows]
+    widths = [max(_width(r[i]) for r in rows) for i in range(ncol)]
 
     def line(r: list[str]) -> str:
-        return "  ".join(c + " " * (w - _width(c)) for c, w in zip(r, widths, strict=True))
+        pads = [" " * (w - _width(c)) for c, w in zip(r, widths, strict=True)]
+        return "  ".join(
+            p + c if i in right else c + p for i, (c, p) in enumerate(zip(r, pads, strict=True))
+        ).rstrip()
 
-    out = [line(cells[0]).rstrip(), "  ".join("-" * w for w in widths)]
-    return out + [line(r).rstrip() for r in cells[1:]]
+    return [line(rows[0]), "  ".join("-" * w for w in widths)] + [line(r) for r in rows[1:]]
+
+
+def _table(rows: list[str]) -> list[str]:
+    return columns([_cells(r) for r in rows if not _RULE.match(r)])
 
 
 def terminal_text(markdown: str) -> str:

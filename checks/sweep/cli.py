@@ -85,7 +85,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--kernels", help="comma-separated kernel names from the policy (default: all)")
     p.add_argument("--plan", help="a plan JSON from the gate job: its kernels, base and head SHAs")
-    p.add_argument("--out", help="results JSON (default: under the cache folder, ~/.cache/kernel-review/bench/REPO/)")
+    p.add_argument(
+        "--out",
+        help="results JSON (default: under the cache folder, ~/.cache/kernel-review/bench/REPO/)",
+    )
     p.add_argument(
         "--device", choices=["cuda", "cpu"], default="cuda", help="cuda (GPU) or cpu timing"
     )
