@@ -15,58 +15,8 @@ from pathlib import Path
 import pytest
 
 from bot import gitutil
+from tests.integration.test_onboard import KERNEL, PERF_REPORT  # the same small repository
 from tests.paths import ROOT
-
-KERNEL = """\
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def scale_add_kernel(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
-
-
-def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float = 2.0) -> torch.Tensor:
-    out = torch.empty_like(x)
-    n = out.numel()
-    scale_add_kernel[(triton.cdiv(n, 256),)](x, y, out, n, alpha, BLOCK=256)
-    return out
-"""
-
-PERF_REPORT = """\
-import torch
-import triton
-
-from minilib.scale_add import scale_add
-
-
-@triton.testing.perf_report(
-    triton.testing.Benchmark(
-        x_names=["size"],
-        x_vals=[2**i for i in range(10, 13)],
-        line_arg="provider",
-        line_vals=["torch", "triton"],
-        line_names=["Torch", "Triton"],
-        ylabel="GB/s",
-        plot_name="scale-add",
-        args={"dtype": torch.float32},
-    )
-)
-def bench_scale_add(size, provider, dtype, device="cuda"):
-    x = torch.rand(size, device=device, dtype=dtype)
-    y = torch.rand(size, device=device, dtype=dtype)
-    if provider == "torch":
-        ms = triton.testing.do_bench(lambda: 2.0 * x + y)
-    else:
-        ms = triton.testing.do_bench(lambda: scale_add(x, y))
-    return 3 * x.numel() * x.element_size() * 1e-6 / ms
-"""
 
 POLICY = """\
 vendors = ["nvidia"]
