@@ -13,6 +13,7 @@ from pathlib import Path
 from bot.analysis.diff import MAX_DIFF_BYTES
 from bot.analysis.model import Analysis, KernelChange, KernelRef, TritonConfig
 from bot.errors import DiffError
+from bot.outputs import plural
 
 _TABLE_WIDTH = 100
 
@@ -175,7 +176,7 @@ def _details(c: KernelChange) -> list[str]:
 def render_table(analysis: Analysis) -> str:
     """The analysis as plain text for a terminal."""
     n = len(analysis.changes)
-    head = f"{n} kernel change{'s' if n != 1 else ''} in {analysis.files_seen} changed files"
+    head = f"{plural(n, 'kernel change')} in {plural(analysis.files_seen, 'changed file')}"
     lines = [head]
     if analysis.from_context_only:
         lines.append(

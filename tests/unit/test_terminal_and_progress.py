@@ -73,3 +73,14 @@ def test_progress_in_a_terminal_is_a_bar(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "first call:  33%" in shown and "1/3" in shown and "softmax: cold run done" in shown
     assert "kept line\n" in shown
     assert "first call [1/3]" not in shown  # no log lines in a terminal
+
+
+def test_counted_words_agree_with_their_count() -> None:
+    from bot.outputs import plural
+
+    assert [plural(n, "changed file") for n in (0, 1, 2)] == [
+        "0 changed files",
+        "1 changed file",
+        "2 changed files",
+    ]
+    assert plural(1, "round") == "1 round" and plural(3, "process", "processes") == "3 processes"
