@@ -336,7 +336,7 @@ def failure_lines(result: SweepResult) -> list[str]:
         shape = "x".join(map(str, first.shape))
         lines.append(
             f"  {status}{where}: {plural(count, 'case')}; first, {first.kernel} {first.dtype} "
-            f"{shape}: {first.message[:300] or first.log_tail[-300:]}"
+            f"{shape}: {' '.join((first.message or first.log_tail[-300:]).split())[:300]}"
         )
     return lines
 
