@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.contracts.accept import ReviewState
-from bot.errors import GitHubError, KernelReviewError, ResultsError
+from bot.errors import GitHubError, KernelReviewError, ResultsError, UsageError
 from bot.escape import log_safe, md_code, md_inline
 from bot.github.events import DEFAULT_BOT_LOGINS, ReviewRequest, parse_event
 from bot.jobs.accepting import record_comment
@@ -116,7 +116,9 @@ def _spacing(text: str | None) -> tuple[float, float] | None:
 def load_event(path: Path | None) -> dict[str, Any]:
     if path is None:
         raise GitHubError(
-            "GITHUB_EVENT_PATH is not set", hint="run this inside a GitHub Actions workflow"
+            "GITHUB_EVENT_PATH is not set: --mode runs one job of the GitHub workflow",
+            hint="run it inside GitHub Actions; to review on this machine: "
+            "kernel-review review --repo . --base REV",
         )
     try:
         raw = path.read_bytes()[: MAX_EVENT_BYTES + 1]
@@ -366,6 +368,13 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
     """Run the gate's plan for one vendor and shard; writes ``results-<vendor>-<i>of<n>.json``."""
     from bot.contracts.results import ResultsFile
 
+    if env.vendor is None:
+        raise UsageError(
+            "--mode measure is the workflow's measure job: the action's vendor input "
+            "(INPUT_VENDOR) is not set",
+            hint="run it from docs/workflows/kernel-review.yml on a GPU runner; on this machine "
+            "use kernel-review bench, or kernel-review review --repo . --base REV",
+        )
     if env.vendor not in ("nvidia", "amd"):
         raise KernelReviewError(
             f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
@@ -428,18 +437,60 @@ def _measurement_engine() -> Callable[..., Any]:
 # --- CLI --------------------------------------------------------------------------------------
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+REVIEW_USAGE = """\
+kernel-review review --repo PATH --base REV [--head REV] [--results FILE ...] [--out FILE]
+       kernel-review review --mode {plan,ack,measure,report}"""
+REVIEW_DESCRIPTION = """\
+Two forms.
+
+On this machine, for any repository: --repo PATH --base REV [--head REV] prints the review a
+pull request from --base to --head (default HEAD) would get as its comment, as plain text;
+--out FILE writes the comment's markdown. No GitHub access, nothing posted.
+
+Inside GitHub Actions: --mode plan|ack|measure|report runs one job of the workflow
+(docs/workflows/kernel-review.yml). It reads GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL
+and the action's INPUT_* variables, and refuses to run without them."""
+
+
+def register(subparsers: argparse._SubParsersAction, *, compiler_report: Any = None) -> None:
+    """Add ``review``: a local review (``--repo``; ``compiler_report`` is ``checks.compiler``'s,
+    passed in by the command line) or one job of the workflow (``--mode``)."""
+    from bot.local_review import add_arguments
+
     p = subparsers.add_parser(
         "review",
-        help="run one job of the GitHub workflow (plan, ack, measure, report)",
-        description="Run inside GitHub Actions: reads GITHUB_EVENT_PATH, GITHUB_TOKEN, "
-        "GITHUB_API_URL and the action's INPUT_* variables.",
+        help="review a local range (--repo . --base REV), or run one GitHub workflow job (--mode)",
+        usage=REVIEW_USAGE,
+        description=REVIEW_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--mode", choices=MODES, required=True, help="which job this is")
-    p.set_defaults(handler=handle)
+    add_arguments(p.add_argument_group("review a local repository (any machine)"))
+    actions = p.add_argument_group("one job of the GitHub workflow (inside Actions only)")
+    actions.add_argument("--mode", choices=MODES, help="which job this is")
+    p.set_defaults(handler=handle, compiler_report=compiler_report)
 
 
 def handle(args: argparse.Namespace) -> int:
+    local = args.repo is not None or args.base is not None or args.head is not None
+    if args.mode and local:
+        raise UsageError(
+            "--mode runs a GitHub workflow job; --repo/--base/--head review a local range",
+            hint="use one form: kernel-review review --repo . --base REV, or review --mode MODE",
+        )
+    if local:
+        if args.repo is None or args.base is None:
+            raise UsageError(
+                "a local review needs --repo and --base",
+                hint="for example: kernel-review review --repo . --base origin/main --head HEAD",
+            )
+        from bot.local_review import run_local
+
+        return run_local(args, args.compiler_report)
+    if args.mode is None:
+        raise UsageError(
+            "say what to review: --repo PATH --base REV (a local range) or --mode MODE (Actions)",
+            hint="kernel-review review --help shows both forms",
+        )
     env = ActionEnv.from_environ(os.environ)
     factory = lambda: _client(env)  # noqa: E731
     if args.mode == "plan":

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot import gitutil
 from bot.errors import GitError, KernelReviewError
+from bot.outputs import cache_root
 from checks.worker_env import scrubbed_env
 
 MAX_CACHED_BYTES = 4 * 2**30
@@ -58,8 +59,7 @@ def checkout_for(policy: object) -> Checkout:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kernel-review" / "setup"
+    return cache_root() / "setup"
 
 
 def prepare(root: Path, checkout: Checkout, *, log_dir: Path, cache_dir: Path | None = None) -> str:

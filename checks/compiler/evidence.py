@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +67,16 @@ def side_report(
     *,
     cxx_paths: dict[str, tuple[str, ...]] | None = None,
     not_run: list[NotRun],
+    progress: Callable[[str], None] | None = None,
 ) -> CompilerReport:
     """The compiler report of one revision, from a temporary worktree; with ``cxx_paths``,
     the C++ kernels among those paths too."""
     with tempfile.TemporaryDirectory(prefix="kr-compile-side-") as tmp:
         tree = add_worktree(repo, Path(tmp) / "tree", rev)
         try:
-            return tree_report(tree, specs, targets, cxx_paths=cxx_paths, not_run=not_run)
+            return tree_report(
+                tree, specs, targets, cxx_paths=cxx_paths, not_run=not_run, progress=progress
+            )
         finally:
             remove_worktree(repo, tree)
 
@@ -84,10 +88,11 @@ def tree_report(
     *,
     cxx_paths: dict[str, tuple[str, ...]] | None = None,
     not_run: list[NotRun],
+    progress: Callable[[str], None] | None = None,
 ) -> CompilerReport:
     """The compiler report of the checkout at ``tree``; with ``cxx_paths``, the C++ kernels
     among those paths too."""
-    report = build_compiler_report(tree, specs, targets)
+    report = build_compiler_report(tree, specs, targets, progress=progress)
     extra = cxx_records(tree, cxx_paths, targets, not_run) if cxx_paths else []
     if not extra:
         return report

@@ -16,6 +16,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.contracts.evidence import AutotuneList
 from bot.errors import CompilerError
+from bot.outputs import cache_root, plural
 from checks.compiler.records import CompilerReport, KernelCompileRecord
 from checks.compiler.report import make_report
 from checks.compiler.targets import compile_targets, known_target, known_target_names, vendor_of
@@ -48,8 +50,7 @@ class KernelSpec(BaseModel):
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("KERNEL_REVIEW_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "kernel-review"
+    return cache_root()
 
 
 def specs_for(kernels: Any) -> list[KernelSpec]:
@@ -157,8 +158,10 @@ def build_compiler_report(
     cache_dir: Path | None = None,
     jobs: int | None = None,
     timeout_s: float = 600.0,
+    progress: Callable[[str], None] | None = None,
 ) -> CompilerReport:
-    """Compile every variant of every kernel for every target and report what came out."""
+    """Compile every variant of every kernel for every target and report what came out;
+    ``progress`` hears of each target as it finishes."""
     from checks.compiler.triton_compat import check_triton_version
 
     version = check_triton_version()
@@ -171,15 +174,18 @@ def build_compiler_report(
     # every target's worker runs at once and compiles with ``jobs`` forked processes: the
     # operating system shares the cores, and no core idles while one target has a long tail
     jobs = max(1, jobs or os.cpu_count() or 1)
+
+    def one(target: str) -> tuple[dict, bool]:
+        done = _target_records(repo_root, target, kernels, cache_dir, digest, timeout_s, jobs)
+        if progress is not None:
+            result, hit = done
+            how = "failed" if "fatal" in result else "cached" if hit else "compiled"
+            count = len(result.get("records", ()))
+            progress(f"{target}: {how}, {plural(count, 'variant')}")
+        return done
+
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-        results = list(
-            pool.map(
-                lambda t: _target_records(
-                    repo_root, t, kernels, cache_dir, digest, timeout_s, jobs
-                ),
-                targets,
-            )
-        )
+        results = list(pool.map(one, targets))
     records: list[KernelCompileRecord] = []
     autotune: list[AutotuneList] = []
     notes: list[str] = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -207,9 +208,12 @@ def measure_first_call(
     device: str = "cuda",
     workdir: Path | None = None,
     timeout_s: float = 600.0,
+    progress: Callable[[str], None] | None = None,
 ) -> FirstCallReport:
     """Cold then warm, each in a fresh process; the cache directories live under ``workdir``
-    (a fresh temporary directory when not given)."""
+    (a fresh temporary directory when not given). ``progress`` hears of each of the three
+    processes (priming, cold, warm) as it ends."""
+    step = progress or (lambda _text: None)
     with tempfile.TemporaryDirectory(prefix="kr-first-call-caches-") as tmp:
         root = Path(workdir) if workdir else Path(tmp)
         job = {
@@ -231,8 +235,11 @@ def measure_first_call(
         # What it returns does not matter: a failure here shows again, measured, in the cold run.
         prime = {**job, "prime": True, "cache_root": str(root / f"{spec.name}-prime")}
         _probe(prime, min(timeout_s, 300.0))
+        step(f"{spec.name}: imports primed")
         cold = _run(_probe(job, timeout_s), "cold", mode, where)
+        step(f"{spec.name}: cold run {'failed' if cold.error else 'done'}")
         warm = _run(_probe(job, timeout_s), "warm", mode, where)
+        step(f"{spec.name}: warm run {'failed' if warm.error else 'done'}")
     return judge(
         spec.name,
         cold,

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.outputs import plural
 from checks.checkout import Checkout, prepare
 from checks.sweep.models import (
     Ceilings,
@@ -119,7 +120,7 @@ def progress_line(done: int, total: int, r: ShapeResult) -> str:
     ratio = math.exp(sum(logs) / len(logs)) if logs else float("nan")
     dropped = sum(1 for x in r.raw.rounds if x.dropped)
     return (
-        f"{head}: {verdict} head/base {ratio:.3f} ({len(logs)} rounds"
+        f"{head}: {verdict} head/base {ratio:.3f} ({plural(len(logs), 'round')}"
         f"{f', {dropped} dropped' if dropped else ''}, {r.mode}, {r.gpu_seconds:.1f} s)"
     )
 

@@ -92,27 +92,17 @@ class Worker:
     def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
         missing = []
         for spec in candidates:
-            if bench_capture.is_file_spec(spec):
-                try:
-                    return spec, bench_capture.entry_for(spec, self.root)
-                except bench_capture.NotFound as exc:
-                    missing.append(f"{spec} ({exc})")
-                    continue
-                except bench_capture.BadBenchmark as exc:
-                    raise EntryError("error", f"{spec}: {exc}") from None
-            module, _, name = spec.partition(":")
             try:
-                mod = importlib.import_module(module)
+                return spec, bench_capture.load_entry(spec, self.root)
+            except bench_capture.NotFound as exc:
+                missing.append(f"{spec} ({exc})")
+            except bench_capture.BadBenchmark as exc:
+                raise EntryError("error", f"{spec}: {exc}") from None
             except ModuleNotFoundError as exc:
-                if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-                    missing.append(f"{spec} (no module {exc.name!r} in this checkout)")
-                    continue
-                raise
-            fn = getattr(mod, name, None)
-            if fn is None:
-                missing.append(f"{spec} (module has no {name!r})")
-                continue
-            return spec, fn
+                module = spec.partition(":")[0]
+                if not (exc.name and (module == exc.name or module.startswith(exc.name + "."))):
+                    raise
+                missing.append(f"{spec} (no module {exc.name!r} in this checkout)")
         raise EntryError("missing_entry", "entry point not found: " + "; ".join(missing))
 
     def _call_entry(self, fn: Any, shape: list[int], dtype: str, seed: int) -> dict[str, Any]:

@@ -436,7 +436,8 @@ def test_cli_compiler_report_json(tmp_path: Path, cache_dir: Path, capsys: pytes
     )
     assert code == 0
     text = capsys.readouterr().out
-    assert "vector_add  sm_90" in text and "vector_add  gfx942" in text
+    rows = [line.split() for line in text.splitlines() if line.startswith("vector_add ")]
+    assert {(r[1], r[2]) for r in rows} == {("add_kernel", "sm_90"), ("add_kernel", "gfx942")}
     assert "one config list serves both vendors" in text
     data = json.loads(out.read_text())
     report = CompilerReport.model_validate(data["report"])
