@@ -39,9 +39,7 @@ def test_gluon_kernel_cross_compiles_for_both_vendors(tmp_path: Path) -> None:
 def test_sweep_runs_a_triton_to_gluon_port_unchanged(tmp_path: Path) -> None:
     """The bench entry point is language-neutral: base Triton against head Gluon is one sweep."""
     cases = [
-        Case(
-            kernel="scale", bench="gluon_kernels:scale", dims=dims, dtype="float32", tolerance=0.03
-        )
+        Case(kernel="scale", bench="gpu_kernels:scale", dims=dims, dtype="float32", tolerance=0.03)
         for dims in ((5000,), (2**20,))
     ]
     result = run_sweep(
