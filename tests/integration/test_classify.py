@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -494,19 +493,13 @@ def test_generated_small_diff_is_exact():
     assert a.files_seen == 8
 
 
-def test_five_thousand_files_in_bounded_time(capsys):
-    text = generated_diff(5000)
-    start = time.perf_counter()
-    analysis = analyze_diff(text)
-    elapsed = time.perf_counter() - start
-    with capsys.disabled():
-        print(
-            f"\n5,000-file diff ({len(text) / 2**20:.1f} MiB) parsed and analyzed in {elapsed:.2f} s"
-        )
+def test_five_thousand_files_are_all_analyzed():
+    """Every file of a 5,000-file diff is seen and every changed kernel found (how long it takes
+    is recorded by bench/analysis_scale.py, not asserted here)."""
+    analysis = analyze_diff(generated_diff(5000))
     assert len(analysis.changes) == 2500
     assert {c.kind for c in analysis.changes} == {"body"}
     assert analysis.files_seen == 5000
-    assert elapsed < 4.0
 
 
 def test_thrifty_reads_only_files_whose_lines_could_hold_kernels():
