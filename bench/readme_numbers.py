@@ -24,16 +24,18 @@ def _n(x: Any, fmt: str = "{:.2f}") -> str:
 
 def sentence(s: dict[str, Any]) -> str:
     fa = s["aa_false_alarms"]
-    slower = sum(v["slower"] for v in fa.values())
+    one, three = fa["0.01"], fa["0.03"]
+    job = s["fixture_measure_job_s"]
     return (
         f"  - `bench/results/h200/cli_decision/`: `kernel-review bench` itself, through the command line, on\n"
-        f"    kernels it never saw: {s['aa_verdicts'] - slower} of {s['aa_verdicts']} verdicts on identical code "
-        f"not SLOWER (tolerances 1% and 3%), 10% slower caught at {s['detect_10pct']} served shapes, 3% at "
+        f"    kernels it never saw, A/A: {one['slower']} of {one['verdicts']} verdicts SLOWER and "
+        f"{one['not_same']} not SAME at tolerance 1%, {three['slower']} and {three['not_same']} of "
+        f"{three['verdicts']} at 3%; 10% slower caught at {s['detect_10pct']} served shapes, 3% at "
         f"{s['detect_3pct_at_0p015']} (tolerance 1.5%), one slower shape found exactly: {s['one_shape_exact']}.\n"
         f"    All in (the GPU held from the command's start, per verdict): {_n(s['gpu_s_per_verdict_all_in_median'])} "
         f"GPU-s, against {_n(s['dobench_gpu_s_per_pair'])} GPU-s per do_bench pair; first verdict on the\n"
         f"    fixture {_n(s['time_to_first_verdict_s'], '{:.1f}')} s after the start; the fixture's measure job "
-        f"{_n(s['fixture_measure_job_s'], '{:.0f}')} s."
+        + ("did not finish within its limit." if job is None else f"{job:.0f} s.")
     )
 
 
