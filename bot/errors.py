@@ -9,6 +9,7 @@
     ├── CommandError             a ``/bench`` comment that cannot be parsed or is not allowed
     ├── ResultsError             a results JSON that fails its schema or its size cap
     ├── CompilerError            a kernel toolchain (Triton, nvcc) is missing or unsupported
+    ├── ToolchainError           a side's own toolchain environment could not be made
     └── GitHubError              the GitHub API refused or failed after bounded retries
 
 Each error carries a message that says what is wrong and a ``hint`` that says what to do.
@@ -62,6 +63,10 @@ class ResultsError(KernelReviewError):
 
 
 class CompilerError(KernelReviewError):
+    pass
+
+
+class ToolchainError(KernelReviewError):
     pass
 
 

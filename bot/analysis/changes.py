@@ -48,7 +48,7 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
                 branches=tuple(f"{b.path}:{b.line} ({b.where}): {b.note}" for b in c.branches),
             )
         )
-    return lines
+    return lines + list(analysis.toolchain)
 
 
 def part_a_tables(analysis: Analysis) -> list[PartATable]:

@@ -65,6 +65,7 @@ def analyze_range(
         new_source=_kernel_files(head, in_diff),
         old_files=old_files,
         thrifty=thrifty,
+        toolchain_source=(base.read, head.read),
     )
 
 

@@ -26,10 +26,11 @@ DECISION_TITLES: dict[str, str] = {
 
 
 class ChangeLine(Frozen):
-    """One kernel change as the review lists it."""
+    """One kernel change as the review lists it, or one toolchain pin that moved (kind
+    "toolchain": ``kernel`` is the package, every policy kernel is affected)."""
 
-    kernel: str  # policy kernel name when mapped, else the kernel's own name
-    kind: Literal["rewrite", "tuning", "body", "launch", "new", "deleted"]
+    kernel: str  # policy kernel name when mapped, else the kernel's own name; the package
+    kind: Literal["rewrite", "tuning", "body", "launch", "new", "deleted", "toolchain"]
     old_language: str | None = None  # "cuda+hip", "triton", ...
     new_language: str | None = None
     old_paths: tuple[str, ...] = ()
@@ -39,6 +40,8 @@ class ChangeLine(Frozen):
     mapped: bool = True  # False: no policy kernel covers these paths, so nothing is measured
     detail: str = ""
     branches: tuple[str, ...] = ()  # launch settings chosen by vendor or architecture
+    old_version: str | None = None  # toolchain: the pin before ("==3.5.1"); None: not pinned
+    new_version: str | None = None  # toolchain: the pin after; None: no longer pinned
 
 
 class Requirements(Frozen):

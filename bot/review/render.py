@@ -49,6 +49,9 @@ def _changes_table(v: Verdict) -> list[str]:
     for c in v.changes:
         if c.kind == "rewrite":
             kind = f"rewrite {c.old_language or '?'} → {c.new_language or '?'}"
+        elif c.kind == "toolchain":
+            before, after = c.old_version or "not pinned", c.new_version or "not pinned"
+            kind = f"toolchain {code(before)} → {code(after)}"
         else:
             kind = c.kind
         kept = "—"
@@ -59,6 +62,8 @@ def _changes_table(v: Verdict) -> list[str]:
         old = "<br>".join(code(p) for p in c.old_paths) or "—"
         new = "<br>".join(code(p) for p in c.new_paths) or "—"
         name = esc(c.kernel) + ("" if c.mapped else " (not in policy)")
+        if c.kind == "toolchain":
+            name = f"{esc(c.kernel)} (every kernel)"
         out.append(f"| {name} | {kind} | {old} | {new} | {kept} |")
     return out
 
