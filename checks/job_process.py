@@ -35,9 +35,11 @@ def run_job(
     triton_cache: Path,
     timeout_s: float,
     what: str,
+    python: str | None = None,
 ) -> dict[str, Any]:
     """Run ``python -m module JOB`` with ``job`` (plus ``out``) and return what it wrote to ``out``,
-    or ``{"fatal": message}`` when it timed out or died without writing it."""
+    or ``{"fatal": message}`` when it timed out or died without writing it. ``python``: the
+    interpreter (a side's own toolchain, ``checks.toolchain_env``); the bot's by default."""
     job = {**job, "out": str(workdir / "out.json")}
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job))
@@ -48,7 +50,7 @@ def run_job(
     env["TRITON_CACHE_DIR"] = str(triton_cache)
     make_undumpable()
     proc = subprocess.Popen(
-        capped([sys.executable, "-m", module, str(job_path)], default_memory_bytes()),
+        capped([python or sys.executable, "-m", module, str(job_path)], default_memory_bytes()),
         cwd=str(PACKAGE_ROOT),
         env=env,
         stdout=subprocess.PIPE,

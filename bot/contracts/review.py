@@ -96,3 +96,4 @@ class ReviewContext(BaseModel):
     first_call_budget_ms: float | None = None
     vendors: tuple[str, ...] = ()
     note: str = ""  # e.g. "demo on a machine without a GPU"
+    owners: tuple[str, ...] = ()  # the policy's: who re-tunes after a toolchain change

@@ -20,6 +20,7 @@ from bot.contracts.evidence import (
 )
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
+from bot.review.toolchain import history_lines, toolchain_lines
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
 DECISION_ICONS = {"approve": "✅", "approve_with_conditions": "🟡", "request_changes": "⛔"}
@@ -354,6 +355,12 @@ def render_comment(
         return "\n".join(lines)
 
     lines += ["### What changed", "", *_changes_table(verdict), ""]
+    moved = toolchain_lines(verdict.changes, evidence, ctx.owners)
+    if moved:
+        lines += ["### What the toolchain change moved", "", *(f"- {esc(x)}" for x in moved), ""]
+    history = history_lines(evidence)
+    if history:
+        lines += ["### On the default branch", "", *(f"- {esc(x)}" for x in history), ""]
     lines += ["### Before merge", ""]
     for c in verdict.conditions:
         lines += _condition_block(c)

@@ -85,12 +85,10 @@ def source_digest(repo_root: Path) -> str | None:
     )
 
 
-def _job_key(digest: str, target: str, kernels: list[KernelSpec]) -> str:
-    import triton
-
+def _job_key(digest: str, target: str, kernels: list[KernelSpec], triton_version: str) -> str:
     parts = [
         JOB_CACHE_VERSION,
-        triton.__version__,
+        triton_version,
         os.environ.get("TRITON_PTXAS_PATH", ""),
         digest,
         target,
@@ -106,6 +104,7 @@ def _run_worker(
     cache_dir: Path,
     timeout_s: float,
     jobs: int,
+    python: str | None,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix="kr-compile-") as tmp:
         job = {
@@ -122,6 +121,7 @@ def _run_worker(
             triton_cache=Path(tmp) / "triton-cache",
             timeout_s=timeout_s,
             what=f"compiling for {target}",
+            python=python,
         )
 
 
@@ -133,14 +133,17 @@ def _target_records(
     digest: str | None,
     timeout_s: float,
     jobs: int,
+    toolchain: tuple[str | None, str],
 ) -> tuple[dict, bool]:
-    path = cache_dir / "jobs" / f"{_job_key(digest, target, kernels)}.json" if digest else None
+    python, version = toolchain
+    key = _job_key(digest, target, kernels, version) if digest else ""
+    path = cache_dir / "jobs" / f"{key}.json" if digest else None
     if path is not None and path.is_file():
         try:
             return json.loads(path.read_text()), True
         except (OSError, ValueError):
             pass
-    result = _run_worker(repo_root, target, kernels, cache_dir, timeout_s, jobs)
+    result = _run_worker(repo_root, target, kernels, cache_dir, timeout_s, jobs, python)
     if path is not None and "fatal" not in result:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -157,11 +160,15 @@ def build_compiler_report(
     cache_dir: Path | None = None,
     jobs: int | None = None,
     timeout_s: float = 600.0,
+    python: str | None = None,
+    triton_version: str | None = None,
 ) -> CompilerReport:
-    """Compile every variant of every kernel for every target and report what came out."""
+    """Compile every variant of every kernel for every target and report what came out.
+    ``python`` and ``triton_version``: a side's own toolchain (``checks.toolchain_env``); the
+    bot's own interpreter and Triton by default."""
     from checks.compiler.triton_compat import check_triton_version
 
-    version = check_triton_version()
+    version = check_triton_version(triton_version)
     for t in targets:
         vendor_of(t)  # refuses an unknown target name up front
     start = time.perf_counter()
@@ -175,7 +182,7 @@ def build_compiler_report(
         results = list(
             pool.map(
                 lambda t: _target_records(
-                    repo_root, t, kernels, cache_dir, digest, timeout_s, jobs
+                    repo_root, t, kernels, cache_dir, digest, timeout_s, jobs, (python, version)
                 ),
                 targets,
             )

@@ -184,7 +184,7 @@ def judge(
     )
 
 
-def _probe(job: dict, timeout_s: float) -> dict[str, Any]:
+def _probe(job: dict, timeout_s: float, python: str | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kr-first-call-") as tmp:
         return run_job(
             "checks.first_call.probe",
@@ -193,6 +193,7 @@ def _probe(job: dict, timeout_s: float) -> dict[str, Any]:
             triton_cache=Path(job["cache_root"]) / "default",
             timeout_s=timeout_s,
             what="the first-call probe",
+            python=python,
         )
 
 
@@ -207,9 +208,11 @@ def measure_first_call(
     device: str = "cuda",
     workdir: Path | None = None,
     timeout_s: float = 600.0,
+    python: str | None = None,
 ) -> FirstCallReport:
     """Cold then warm, each in a fresh process; the cache directories live under ``workdir``
-    (a fresh temporary directory when not given)."""
+    (a fresh temporary directory when not given). ``python``: the interpreter (a side's own
+    toolchain), the bot's own by default."""
     with tempfile.TemporaryDirectory(prefix="kr-first-call-caches-") as tmp:
         root = Path(workdir) if workdir else Path(tmp)
         job = {
@@ -230,9 +233,9 @@ def measure_first_call(
         # A throwaway process with its own cache directory reads them first.
         # What it returns does not matter: a failure here shows again, measured, in the cold run.
         prime = {**job, "prime": True, "cache_root": str(root / f"{spec.name}-prime")}
-        _probe(prime, min(timeout_s, 300.0))
-        cold = _run(_probe(job, timeout_s), "cold", mode, where)
-        warm = _run(_probe(job, timeout_s), "warm", mode, where)
+        _probe(prime, min(timeout_s, 300.0), python)
+        cold = _run(_probe(job, timeout_s, python), "cold", mode, where)
+        warm = _run(_probe(job, timeout_s, python), "warm", mode, where)
     return judge(
         spec.name,
         cold,
@@ -244,8 +247,9 @@ def measure_first_call(
     )
 
 
-def first_call_evidence(report: FirstCallReport, vendor: str) -> Any:
-    """The review's summary of one kernel's first-call report (``vendor``: nvidia, amd, cpu)."""
+def first_call_evidence(report: FirstCallReport, vendor: str, side: str = "head") -> Any:
+    """The review's summary of one kernel's first-call report (``vendor``: nvidia, amd, cpu;
+    ``side``: base or head, both measured when the change moves the toolchain)."""
     from bot.contracts.evidence import FirstCallEvidence
 
     cold, warm = report.cold, report.warm
@@ -271,4 +275,5 @@ def first_call_evidence(report: FirstCallReport, vendor: str) -> Any:
         over_budget_shapes=report.over_budget_shapes,
         compile_only=report.mode == "compile-only",
         detail="; ".join(detail),
+        side=side,  # type: ignore[arg-type]
     )
