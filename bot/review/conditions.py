@@ -135,7 +135,8 @@ def first_call(f: Facts) -> Finding:
     lines = tuple(
         _first_call_line(x)
         if x.cold_ms is not None or x.compile_only
-        else f"{x.kernel} on {x.vendor}: not measured ({x.detail or 'no time recorded'})"
+        else f"{x.kernel} on {x.vendor}{' (base)' if x.side == 'base' else ''}: not measured "
+        f"({x.detail or 'no time recorded'})"
         for x in ev.first_calls
     )
     kind = req.deployment

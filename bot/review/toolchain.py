@@ -87,6 +87,7 @@ def _sweep_moves(kernel: str, ev: Evidence) -> list[str]:
             continue
         label = " (CPU timing, not evidence)" if s.timing_kind == "cpu" else f" on {s.gpu}"
         slower = [x for x in mine if x.verdict == "SLOWER" and x.ratio]
+        failed = [x for x in mine if x in s.failures]
         if slower:
             w = max(slower, key=lambda x: x.ratio or 0.0)
             shape = "x".join(str(d) for d in w.shape)
@@ -94,8 +95,15 @@ def _sweep_moves(kernel: str, ev: Evidence) -> list[str]:
                 f"{w.ratio:.2f}x slower at {shape} {w.dtype}{label}"
                 + (f", {len(slower)} of {len(mine)} shapes slower" if len(slower) > 1 else "")
             )
-        else:
-            out.append(f"no shape of {len(mine)} slower{label}")
+        elif len(failed) < len(mine):
+            out.append(f"no shape of {len(mine) - len(failed)} timed slower{label}")
+        if failed:
+            first = failed[0]
+            out.append(
+                f"{len(failed)} of {len(mine)} shapes failed ({first.verdict}"
+                + (f": {first.detail}" if first.detail else "")
+                + ")"
+            )
     return out
 
 

@@ -229,7 +229,9 @@ def compiler_evidence_for_trees(
     (base, head), the bot's own where None."""
     not_run: list[NotRun] = []
     specs = specs_for(plan.kernels)
-    paths = {k.name: tuple(k.paths) for k in plan.kernels}
+    # the old side's C++ kernels, for a rewrite; a kernel planned for a toolchain change only
+    # has the same source on both sides, so only its Triton configs are compared
+    paths = {k.name: tuple(k.paths) for k in plan.kernels if k.change_kinds != ("toolchain",)}
     try:
         old = tree_report(base_tree, specs, targets, cxx_paths=paths, not_run=not_run, env=envs[0])
         new = tree_report(head_tree, specs, targets, not_run=not_run, env=envs[1])

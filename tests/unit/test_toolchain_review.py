@@ -76,7 +76,7 @@ def test_each_kernel_says_what_moved_and_the_owner_is_named() -> None:
     assert "8 of 20 take fewer registers on sm_90" in matmul
     assert "2.10x slower at 8192x1024x8192 bfloat16 on NVIDIA H200" in matmul
     assert "first call cold 2100 → 2900 ms (nvidia)" in matmul
-    assert lines[2] == "softmax: no shape of 1 slower on NVIDIA H200"
+    assert lines[2] == "softmax: no shape of 1 timed slower on NVIDIA H200"
     assert lines[-1] == "re-tuning for triton 3.6.0 is for @gpu-team (policy `owners`)"
 
 
