@@ -47,6 +47,7 @@ class MeasureContext:
     progress: Progress = lambda _m: None
     sweep_options: Any = None  # a checks.sweep.run.SweepOptions overriding the sweep's defaults
     env_cache_dir: Path | None = None  # where side environments are kept (default: ~/.cache)
+    env_override: dict[str, tuple[str, ...]] = field(default_factory=dict)  # side -> requirements
     _trees: dict[Side, Path] = field(default_factory=dict)
     _envs: dict[Side, SideEnv] = field(default_factory=dict)
 
@@ -57,7 +58,7 @@ class MeasureContext:
     ) -> Iterator[MeasureContext]:
         """The context of one job; its worktrees and scratch space are gone when it closes.
         ``options`` are the fields of the same names (shard, details_dir, progress,
-        sweep_options, env_cache_dir). An unknown ``vendor`` is a PolicyError."""
+        sweep_options, env_cache_dir, env_override). An unknown ``vendor`` is a PolicyError."""
         target = target_for(vendor)
         repo_root = Path(repo_root)
         base = GitRevision(repo_root, plan.base_sha)
@@ -111,7 +112,10 @@ class MeasureContext:
                 urls = self.policy.toolchain.index_urls if self.policy is not None else []
                 self.progress(f"toolchain: the {side}'s own environment")
                 self._envs[side] = side_environment(
-                    self.tree(side), cache_dir=self.env_cache_dir, index_urls=urls
+                    self.tree(side),
+                    cache_dir=self.env_cache_dir,
+                    index_urls=urls,
+                    override=self.env_override.get(side, ()),
                 )
         return self._envs[side]
 

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.contracts.evidence import SideToolchain
 from bot.errors import ToolchainError
-from bot.toolchain.pins import Pin, file_kind, pins
+from bot.toolchain.pins import Pin, canonical, file_kind, pins
 from checks.worker_env import SECRET_RE, scrubbed_env
 
 # What a side's environment installs when its pins ask for another version.
@@ -307,12 +307,26 @@ def make_environment(resolved: list[str], cache_dir: Path, index_urls: Iterable[
     return env
 
 
+def _package(requirement: str) -> str:
+    from packaging.requirements import Requirement
+
+    return canonical(Requirement(requirement).name)
+
+
 def side_environment(
-    tree: Path, *, cache_dir: Path | None = None, index_urls: Iterable[str] = ()
+    tree: Path,
+    *,
+    cache_dir: Path | None = None,
+    index_urls: Iterable[str] = (),
+    override: Iterable[str] = (),
 ) -> SideEnv:
     """The interpreter for the checkout at ``tree``: the runner's where it satisfies the side's
-    pins, else an environment made for them. ToolchainError when one cannot be made."""
-    requirements = side_requirements(tree)
+    pins, else an environment made for them. ``override``: requirements that replace the
+    side's own pins of the same packages (a scheduled run's candidate release). ToolchainError
+    when one cannot be made."""
+    extra = list(override)
+    replaced = {_package(r) for r in extra}
+    requirements = [r for r in side_requirements(tree) if _package(r) not in replaced] + extra
     installed = installed_versions()
     missing = unsatisfied(requirements, installed)
     if not missing:

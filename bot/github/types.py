@@ -44,6 +44,14 @@ class CommentInfo(Frozen):
     updated_at: str = ""
 
 
+class IssueInfo(Frozen):
+    number: int
+    title: str
+    body: str = ""
+    author: str = ""
+    html_url: str = ""
+
+
 class FileInfo(Frozen):
     filename: str
     status: str  # added | removed | modified | renamed | copied | changed | unchanged
