@@ -40,7 +40,7 @@ from bot.analysis.model import (
 )
 from bot.analysis.scan import scan_lines, scan_source
 from bot.analysis.text import source_kind
-from bot.toolchain.detect import diff_toolchain
+from bot.toolchain.detect import diff_toolchain, file_kind
 
 if TYPE_CHECKING:
     from bot.policy.model import Policy
@@ -164,7 +164,7 @@ def analyze_diff(
                     "\n".join(t for h in f.hunks for _, t in h.new_lines()),
                 )
                 for f in parsed.files
-                if not f.binary
+                if not f.binary and (file_kind(f.old_path or "") or file_kind(f.new_path or ""))
             ),
             *toolchain_source,
         ),

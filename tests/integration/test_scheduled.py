@@ -17,6 +17,7 @@ from bot.gitutil import commit_all, git
 from bot.jobs.scheduled import ISSUE_MARKER, history_record, read_history
 from tests.integration import test_app_e2e as e2e
 from tests.integration.test_app_e2e import Run, bot_comments, pr_event, results_for
+from tests.integration.test_toolchain_envs import CPU_SWEEP
 
 fixture_repo = e2e.fixture_repo  # the fixture rewrite in a real repository, as there
 gh = e2e.gh  # the fake GitHub serving it
@@ -116,9 +117,6 @@ shapes = [[4096]]
 @pytest.mark.slow
 def test_the_scheduled_measure_runs_the_pin_and_the_newest_release(tmp_path, monkeypatch):
     from checks.measure import measure_plan
-    from checks.sweep.protocol import ProtocolConfig
-    from checks.sweep.run import SweepOptions
-    from checks.sweep.workers import Timeouts
     from kernels_fixture.build_repo import build_fixture_repo
     from kernels_fixture.toolchain_bump import add_toolchain_bump
 
@@ -126,16 +124,10 @@ def test_the_scheduled_measure_runs_the_pin_and_the_newest_release(tmp_path, mon
     git(bump.path, "checkout", "-q", bump.base_sha)  # the default branch pins triton==3.5.1
     (bump.path / ".github" / "kernel-review.toml").write_text(SMALL_POLICY)
     commit_all(bump.path, "policy: try triton 3.6.0 nightly\n")
-    opts = SweepOptions(
-        device="cpu",
-        protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=6, warmup_rounds=1),
-        timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120, configure_s=30, block_s=30, finish_s=30),
-        measure_ceilings=False,
-    )  # fmt: skip
 
     def measure(plan, **job):  # a CPU cannot run the deployment's first call: sweep and compiler
         plan = plan.model_copy(update={"checks": ("sweep", "compiler")})
-        return measure_plan(plan, sweep_options=opts, env_cache_dir=tmp_path / "envs", **job)
+        return measure_plan(plan, sweep_options=CPU_SWEEP, env_cache_dir=tmp_path / "envs", **job)
 
     monkeypatch.chdir(bump.path)
     for key, value in {

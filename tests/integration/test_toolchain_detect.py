@@ -85,3 +85,13 @@ def test_a_bump_plans_every_policy_kernel(tmp_path: Path) -> None:
     assert [k.name for k in plan.kernels] == ["chunk_gla", "fused_recurrent"]
     assert {c.kernel for c in plan.toolchain} == {"pytorch-triton-xpu", "triton-xpu"}
     assert "compiler" in plan.checks and "sweep" in plan.checks
+
+
+def test_analyze_prints_the_toolchain_changes(tmp_path: Path, capsys) -> None:
+    from bot.cli import main
+
+    repo, base, head = _repo("fla_c1ac8d0c", tmp_path / "fla")
+    assert main(["analyze", "--repo", str(repo), "--base", base, "--head", head]) == 0
+    out = capsys.readouterr().out
+    assert "Toolchain changes (11): every policy kernel is affected" in out
+    assert "  torch: not pinned -> ~=2.7.0  (.github/workflows/nvidia-h100.yml: PyTorch)" in out

@@ -40,6 +40,17 @@ SMALL = {
 }
 
 
+# CPU timing, briefly: the pipeline with both toolchains, not a measurement
+CPU_SWEEP = SweepOptions(
+    device="cpu",
+    protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=6, warmup_rounds=1),
+    timeouts=Timeouts(
+        start_s=60, prepare_s=120, check_s=120, configure_s=30, block_s=30, finish_s=30
+    ),
+    measure_ceilings=False,
+)
+
+
 @pytest.fixture(scope="module")
 def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("envs")
@@ -151,16 +162,8 @@ def test_the_bump_commit_reviewed_end_to_end_on_the_cpu(
     )
 
     # measure: CPU timing (labelled so), each side under its own Triton
-    opts = SweepOptions(
-        device="cpu",
-        protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=6, warmup_rounds=1),
-        timeouts=Timeouts(
-            start_s=60, prepare_s=120, check_s=120, configure_s=30, block_s=30, finish_s=30
-        ),
-        measure_ceilings=False,
-    )
     evidence = measure_plan(
-        plan, vendor="nvidia", repo_root=bump.path, sweep_options=opts, env_cache_dir=env_cache
+        plan, vendor="nvidia", repo_root=bump.path, sweep_options=CPU_SWEEP, env_cache_dir=env_cache
     )
     sides = {t.side: t for t in evidence.toolchains}
     assert (
