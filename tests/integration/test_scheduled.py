@@ -155,3 +155,26 @@ def test_the_scheduled_measure_runs_the_pin_and_the_newest_release(tmp_path, mon
     record = history_record(results)
     assert record.timing == "cpu" and record.pinned["triton"] == "3.5.1"
     assert record.candidate["triton"] == "3.6.0" and set(record.kernels) == {"vector_add"}
+
+
+def test_the_gate_plans_every_kernel_for_a_pull_request_that_bumps_the_pin(tmp_path, monkeypatch):
+    from bot.gitutil import diff_text
+    from kernels_fixture.build_repo import build_fixture_repo
+    from kernels_fixture.toolchain_bump import add_toolchain_bump
+    from tests.fake_github import FakeGitHub
+
+    bump = add_toolchain_bump(build_fixture_repo(tmp_path / "repo"))
+    with FakeGitHub() as fake:
+        e2e.load_commit(fake, bump.path, bump.base_sha)
+        e2e.load_commit(fake, bump.path, bump.head_sha)
+        fake.add_pull(e2e.PR, base_sha=bump.base_sha, head_sha=bump.head_sha, author="alice",
+                      head_ref="triton-bump", diff=diff_text(bump.path, bump.base_sha, bump.head_sha))  # fmt: skip
+        event = pr_event("opened", bump.base_sha, bump.head_sha)
+        run = Run(fake, tmp_path / "plan", monkeypatch, "pull_request", event)
+        assert run("plan") == 0
+        plan = run.gate()["plan"]
+    assert [k["name"] for k in plan["kernels"]] == ["vector_add", "softmax", "matmul"]
+    assert [
+        (c["kernel"], c["kind"], c["old_version"], c["new_version"]) for c in plan["changes"]
+    ] == [("triton", "toolchain", "==3.5.1", "==3.6.0")]
+    assert run.outputs()["run"] == "true"
