@@ -2,6 +2,8 @@
 
     python bench/fixture_review_gpu.py --out bench/results/h200/fixture_review
     python bench/fixture_review_gpu.py --out bench/results/h200/fixture_review --checks first_call --update
+    python bench/fixture_review_gpu.py --out bench/results/h200/fixture_review --checks compiler \
+        --update --vendor nvidia --resweep
     kernel-review demo --results bench/results/h200/fixture_review/results-nvidia.json
 
 It builds the fixture repository (``kernels_fixture.build_repo``, whose commits have fixed SHAs),
@@ -13,6 +15,10 @@ what finished. The results file is what a GPU runner hands the report job; ``ker
 --results`` renders the review with it. The sweep's raw rounds go beside it (``sweep-*.json``),
 and ``run.md`` says when, where and how long. ``--update`` re-runs some checks and keeps the
 others' evidence from the results file already there (same head), appending to ``run.md``.
+The compiler report cross-compiles and needs no GPU: ``--vendor`` names the runner's vendor on a
+machine without one (only ``compiler`` can run there). ``--resweep`` rebuilds the sweep's
+evidence from the raw rounds beside the results (``sweep-<vendor>-*.json``) with the current
+reduction, measuring nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from bot.contracts.evidence import Evidence  # noqa: E402
 from bot.contracts.results import ResultsFile  # noqa: E402
 from bot.review.local import ReviewInputs, gpu_vendor, static_review  # noqa: E402
 from checks.measure import measure_plan  # noqa: E402
+from checks.sweep.evidence import to_evidence  # noqa: E402
+from checks.sweep.models import SweepResult  # noqa: E402
 from kernels_fixture.build_repo import build_fixture_repo  # noqa: E402
 
 STAGES = (("sweep",), ("first_call",), ("compiler",))
@@ -76,12 +84,27 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep the evidence of the checks not run now from the results file in --out",
     )
+    ap.add_argument(
+        "--vendor",
+        choices=("nvidia", "amd"),
+        help="the results file's vendor where this machine has no GPU (compiler check only)",
+    )
+    ap.add_argument(
+        "--resweep",
+        action="store_true",
+        help="with --update: rebuild the sweep evidence from the raw sweep-<vendor>-*.json in --out",
+    )
     args = ap.parse_args(argv)
-    vendor = gpu_vendor()
-    if vendor is None:
-        print("fixture_review_gpu: no usable GPU here; run it on a GPU runner", file=sys.stderr)
-        return 2
     wanted = [c.strip() for c in args.checks.split(",") if c.strip()]
+    here = gpu_vendor()
+    vendor = here or args.vendor
+    if vendor is None or (here is None and set(wanted) - {"compiler"}):
+        print(
+            "fixture_review_gpu: no usable GPU here; run it on a GPU runner "
+            "(or only --checks compiler with --vendor, which cross-compiles)",
+            file=sys.stderr,
+        )
+        return 2
     unknown = sorted(set(wanted) - {s[0] for s in STAGES})
     if unknown:
         print(
@@ -124,6 +147,14 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 return 2
             evidence = _without(before.evidence, wanted)
+            raw = sorted(args.out.glob(f"sweep-{vendor}-*.json"))
+            if args.resweep and raw:
+                sweeps = tuple(
+                    to_evidence(SweepResult.model_validate_json(f.read_text()), vendor=vendor)
+                    for f in raw
+                )
+                evidence = evidence.model_copy(update={"sweeps": sweeps})
+                log.append(f"- sweep evidence rebuilt from {', '.join(f.name for f in raw)}")
         else:
             log.append(
                 f"Plan: base {plan.base_sha[:12]}, head {plan.head_sha[:12]}, kernels "

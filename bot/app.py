@@ -31,10 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.errors import GitHubError, KernelReviewError, ResultsError
+from bot.contracts.accept import ReviewState
+from bot.errors import GitHubError, KernelReviewError, ResultsError, UsageError
 from bot.escape import log_safe, md_code, md_inline
 from bot.github.events import DEFAULT_BOT_LOGINS, ReviewRequest, parse_event
-from bot.jobs.approval import advisory_status, told_before
+from bot.jobs.accepting import record_comment
+from bot.jobs.approval import advisory_reason, advisory_status, told_before
 from bot.jobs.gate import GateDecision, GateResult, decide_gate, describe
 
 MODES = ("plan", "ack", "measure", "report", "scheduled", "scheduled-report")
@@ -125,7 +127,9 @@ def _spacing(text: str | None) -> tuple[float, float] | None:
 def load_event(path: Path | None) -> dict[str, Any]:
     if path is None:
         raise GitHubError(
-            "GITHUB_EVENT_PATH is not set", hint="run this inside a GitHub Actions workflow"
+            "GITHUB_EVENT_PATH is not set: --mode runs one job of the GitHub workflow",
+            hint="run it inside GitHub Actions; to review on this machine: "
+            "kernel-review review --repo . --base REV",
         )
     try:
         raw = path.read_bytes()[: MAX_EVENT_BYTES + 1]
@@ -194,7 +198,14 @@ def _gate(env: ActionEnv, client_factory: Callable[[], Any]) -> tuple[GateResult
     if not isinstance(found, ReviewRequest):
         return decide_gate(found, None), None  # type: ignore[arg-type]
     client = client_factory()
-    return decide_gate(found, client, policy_path=env.policy_path, pinned_head=env.head_sha), client
+    decided = decide_gate(
+        found,
+        client,
+        policy_path=env.policy_path,
+        pinned_head=env.head_sha,
+        bot_login=env.bot_login,
+    )
+    return decided, client
 
 
 def _bot_logins(env: ActionEnv) -> tuple[str, ...]:
@@ -234,7 +245,11 @@ def ack_mode(env: ActionEnv, client_factory) -> int:
     client.add_reaction(d.comment_id, "eyes")
     if d.refusal:
         client.add_reaction(d.comment_id, "confused")
-        body = f"@{d.actor} `/bench` was not run: {md_inline(d.refusal, max_chars=1500)}"
+        what = "`/bench accept` was not recorded" if d.accepting else "`/bench` was not run"
+        body = f"@{d.actor} {what}: {md_inline(d.refusal, max_chars=1500)}"
+    elif d.accept is not None:
+        client.add_reaction(d.comment_id, "+1")
+        body = record_comment(d.accept)
     elif d.run:
         client.add_reaction(d.comment_id, "rocket")
         body = (
@@ -251,16 +266,61 @@ def ack_mode(env: ActionEnv, client_factory) -> int:
     return 0
 
 
+def _merge_gate(
+    env: ActionEnv, client: Any, result: GateResult, review: Any, advisory: str | None
+) -> None:
+    """The merge gate: a check run with the verdict, the summary and annotations on the kernel
+    lines; a commit status where the token may not write checks (or the policy asks for one)."""
+    from bot.github.api import MAX_CHECK_TEXT, GitHubRequestError
+    from bot.github.sticky import fit_body
+    from bot.jobs.report import check_annotations, check_for, status_for
+
+    d, policy = result.decision, result.policy
+    assert policy is not None
+    if policy.github.merge_gate == "check":
+        conclusion, title = check_for(review.verdict, advisory)
+        notes = check_annotations(review.evidence, d, review.verdict.accepted)
+        summary, _ = fit_body(
+            review.summary,
+            limit=MAX_CHECK_TEXT,
+            summary_url=env.run_url,
+            artifact_name=env.artifact_name,
+        )
+        try:
+            run_id = client.publish_check_run(
+                d.head_sha or "",
+                name="kernel-review",
+                conclusion=conclusion,
+                title=title,
+                summary=summary,
+                annotations=notes,
+                details_url=env.run_url,
+            )
+        except GitHubRequestError as exc:
+            if exc.status not in (403, 404):
+                raise
+            log(
+                f"the check run was refused ({exc.status} {exc.api_message}): give the report job "
+                "`checks: write` for a check run with annotations; setting the kernel-review "
+                "commit status instead"
+            )
+        else:
+            log(f"check run {run_id}: {conclusion}, {len(notes)} annotation(s)")
+            return
+    state, description = advisory_status(*status_for(review.verdict), advisory)
+    client.set_status(
+        d.head_sha or "", state, description, context="kernel-review", target_url=env.run_url
+    )
+    log(f"commit status kernel-review: {state}")
+
+
 def report_mode(env: ActionEnv, client_factory) -> int:
     from bot.github.sticky import upsert_sticky
-    from bot.jobs.report import (
-        annotations,
-        build_report,
-        merge_evidence,
-        read_results,
-        status_for,
-    )
+    from bot.jobs.accepting import bot_login as resolve_bot_login
+    from bot.jobs.accepting import recorded_acceptances
+    from bot.jobs.report import annotations, build_report, merge_evidence, read_results
     from bot.repo_conditions import collect
+    from bot.review.accept import measured_ratios
     from bot.revision import ApiRevision
 
     result, client = _gate(env, client_factory)
@@ -281,8 +341,9 @@ def report_mode(env: ActionEnv, client_factory) -> int:
     evidence = evidence.merge(_history(client, env.history_branch, d.plan.vendors))
     kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
     repo = collect(ApiRevision(client, d.head_sha or ""), kernel_paths, result.policy.owners)
-    review = build_report(d, result.policy, evidence, repo)
-    bot_login = env.bot_login or client.whoami() or DEFAULT_BOT_LOGINS[0]
+    bot_login = resolve_bot_login(client, env.bot_login)
+    accepted = recorded_acceptances(client.list_comments(d.pr_number), bot_login)
+    review = build_report(d, result.policy, evidence, repo, acceptances=accepted)
     sticky = upsert_sticky(
         client,
         d.pr_number,
@@ -292,14 +353,14 @@ def report_mode(env: ActionEnv, client_factory) -> int:
         current_head_sha=result.pull.head_sha if result.pull else None,
         summary_url=env.run_url,
         artifact_name=env.artifact_name,
+        state=ReviewState(
+            head_sha=d.head_sha or "", slower=measured_ratios(review.evidence.sweeps)
+        ),
     )
     log(f"review comment {sticky.action}: {sticky.html_url or sticky.comment_id} {sticky.detail}")
-    if result.policy.github.merge_gate == "status" and sticky.action != "skipped-stale":
-        state, description = advisory_status(client, result.pull, *status_for(review.verdict))
-        client.set_status(
-            d.head_sha or "", state, description, context="kernel-review", target_url=env.run_url
-        )
-    for line in annotations(review.evidence, d):
+    if result.policy.github.merge_gate != "none" and sticky.action != "skipped-stale":
+        _merge_gate(env, client, result, review, advisory_reason(client, result.pull))
+    for line in annotations(review.evidence, d, review.verdict.accepted):
         print(line, flush=True)  # already escaped by workflow_command
     write_summary(env.step_summary, review.summary)
     env.results_path.mkdir(parents=True, exist_ok=True)
@@ -319,6 +380,13 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
     """Run the gate's plan for one vendor and shard; writes ``results-<vendor>-<i>of<n>.json``."""
     from bot.contracts.results import ResultsFile
 
+    if env.vendor is None:
+        raise UsageError(
+            "--mode measure is the workflow's measure job: the action's vendor input "
+            "(INPUT_VENDOR) is not set",
+            hint="run it from docs/workflows/kernel-review.yml on a GPU runner; on this machine "
+            "use kernel-review bench, or kernel-review review --repo . --base REV",
+        )
     if env.vendor not in ("nvidia", "amd"):
         raise KernelReviewError(
             f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
@@ -532,18 +600,60 @@ def _measurement_engine() -> Callable[..., Any]:
 # --- CLI --------------------------------------------------------------------------------------
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+REVIEW_USAGE = """\
+kernel-review review --repo PATH --base REV [--head REV] [--results FILE ...] [--out FILE]
+       kernel-review review --mode {plan,ack,measure,report}"""
+REVIEW_DESCRIPTION = """\
+Two forms.
+
+On this machine, for any repository: --repo PATH --base REV [--head REV] prints the review a
+pull request from --base to --head (default HEAD) would get as its comment, as plain text;
+--out FILE writes the comment's markdown. No GitHub access, nothing posted.
+
+Inside GitHub Actions: --mode plan|ack|measure|report runs one job of the workflow
+(docs/workflows/kernel-review.yml). It reads GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL
+and the action's INPUT_* variables, and refuses to run without them."""
+
+
+def register(subparsers: argparse._SubParsersAction, *, compiler_report: Any = None) -> None:
+    """Add ``review``: a local review (``--repo``; ``compiler_report`` is ``checks.compiler``'s,
+    passed in by the command line) or one job of the workflow (``--mode``)."""
+    from bot.local_review import add_arguments
+
     p = subparsers.add_parser(
         "review",
-        help="run one job of the GitHub workflow (plan, ack, measure, report)",
-        description="Run inside GitHub Actions: reads GITHUB_EVENT_PATH, GITHUB_TOKEN, "
-        "GITHUB_API_URL and the action's INPUT_* variables.",
+        help="review a local range (--repo . --base REV), or run one GitHub workflow job (--mode)",
+        usage=REVIEW_USAGE,
+        description=REVIEW_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--mode", choices=MODES, required=True, help="which job this is")
-    p.set_defaults(handler=handle)
+    add_arguments(p.add_argument_group("review a local repository (any machine)"))
+    actions = p.add_argument_group("one job of the GitHub workflow (inside Actions only)")
+    actions.add_argument("--mode", choices=MODES, help="which job this is")
+    p.set_defaults(handler=handle, compiler_report=compiler_report)
 
 
 def handle(args: argparse.Namespace) -> int:
+    local = args.repo is not None or args.base is not None or args.head is not None
+    if args.mode and local:
+        raise UsageError(
+            "--mode runs a GitHub workflow job; --repo/--base/--head review a local range",
+            hint="use one form: kernel-review review --repo . --base REV, or review --mode MODE",
+        )
+    if local:
+        if args.repo is None or args.base is None:
+            raise UsageError(
+                "a local review needs --repo and --base",
+                hint="for example: kernel-review review --repo . --base origin/main --head HEAD",
+            )
+        from bot.local_review import run_local
+
+        return run_local(args, args.compiler_report)
+    if args.mode is None:
+        raise UsageError(
+            "say what to review: --repo PATH --base REV (a local range) or --mode MODE (Actions)",
+            hint="kernel-review review --help shows both forms",
+        )
     env = ActionEnv.from_environ(os.environ)
     factory = lambda: _client(env)  # noqa: E731
     if args.mode == "plan":

@@ -58,7 +58,7 @@ def _registrations() -> list[Callable[[argparse._SubParsersAction], None]]:
         init_cli.register,
         policy_cli.register,
         analyze_cli.register,
-        app.register,
+        functools.partial(app.register, compiler_report=_compiler_report),
         bench_cli.register,
         compile_cli.register,
         doctor.register,

@@ -20,8 +20,7 @@ import tempfile
 from pathlib import Path
 
 from bot.contracts.evidence import Evidence
-from bot.errors import ResultsError
-from bot.github.sticky import fit_body
+from bot.local_review import add_output_arguments, measured_evidence, show
 from bot.review.local import CompilerReport, ReviewInputs, static_review
 
 
@@ -37,25 +36,7 @@ def register(sub: argparse._SubParsersAction, *, compiler_report: CompilerReport
     p.add_argument(
         "--keep", metavar="DIR", type=Path, help="build the fixture repository in DIR and keep it"
     )
-    p.add_argument(
-        "--out", metavar="FILE", type=Path, help="also write the review markdown to FILE"
-    )
-    p.add_argument(
-        "--no-compile",
-        action="store_true",
-        help="skip the compiler report (cross-compiling every config takes a while on a cold cache)",
-    )
-    p.add_argument(
-        "--json", action="store_true", help="print the verdict as JSON instead of markdown"
-    )
-    p.add_argument(
-        "--results",
-        metavar="FILE",
-        type=Path,
-        action="append",
-        default=[],
-        help="a GPU runner's results file for the fixture's head (repeat for more vendors)",
-    )
+    add_output_arguments(p)
     p.set_defaults(handler=run, compiler_report=compiler_report)
 
 
@@ -69,40 +50,25 @@ def run(args: argparse.Namespace) -> int:
             raise FixtureError(
                 f"{args.keep} exists and is not empty", hint="name a new or empty folder for --keep"
             )
-        return _review(build_fixture_repo(args.keep), args)
+        fixture = build_fixture_repo(args.keep)
+        print(f"fixture repository: {fixture.path} (kept)", file=sys.stderr)
+        return _review(fixture, args)
     with tempfile.TemporaryDirectory(prefix="kernel-review-demo-") as tmp:
+        print(
+            "fixture repository: built in a temporary folder, removed at the end "
+            "(--keep DIR keeps it)",
+            file=sys.stderr,
+        )
         return _review(build_fixture_repo(Path(tmp) / "toyops"), args)
 
 
-def _measured(paths: list[Path], head_sha: str) -> Evidence | None:
-    """The evidence in the results files, all of which must be for the fixture's head."""
-    if not paths:
-        return None
-    from bot.jobs.report import merge_evidence, read_results
-
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise ResultsError(
-            f"no such results file: {', '.join(missing)}",
-            hint="give the path of a results-<vendor>.json written by a measure job "
-            "(bench/fixture_review_gpu.py writes one)",
-        )
-    kept, dropped = read_results(paths, head_sha=head_sha)
-    if dropped:
-        raise ResultsError(
-            "cannot use " + "; ".join(dropped),
-            hint=f"the demo needs results measured for the fixture's head {head_sha[:12]}: "
-            "run bench/fixture_review_gpu.py on a GPU machine",
-        )
-    return merge_evidence(kept, vendors=())
-
-
 def _review(fixture, args: argparse.Namespace) -> int:
-    print(
-        f"fixture repository: {fixture.path} (base {fixture.base_sha[:7]}, head {fixture.head_sha[:7]})",
-        file=sys.stderr,
+    print(f"reviewing base {fixture.base_sha[:7]} -> head {fixture.head_sha[:7]}", file=sys.stderr)
+    measured = measured_evidence(
+        args.results,
+        fixture.head_sha,
+        how="run bench/fixture_review_gpu.py on a GPU machine",
     )
-    measured = _measured(args.results, fixture.head_sha)
     note = "Demo on the bundled fixture. Measurements that need a GPU runner are marked not run."
     if measured is not None:
         names = ", ".join(p.name for p in args.results)
@@ -125,11 +91,5 @@ def _review(fixture, args: argparse.Namespace) -> int:
         compiler_report=None if args.no_compile else args.compiler_report,
         progress=lambda msg: print(msg, file=sys.stderr),
     ).review
-    comment, _ = fit_body(review.comment)  # as it would be posted
-    if args.json:
-        print(review.verdict.model_dump_json(indent=2))
-    else:
-        print(comment)
-    if args.out:
-        args.out.write_text(comment, encoding="utf-8")
+    show(review, args)
     return 0

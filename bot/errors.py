@@ -10,6 +10,7 @@
     ├── ResultsError             a results JSON that fails its schema or its size cap
     ├── CompilerError            a kernel toolchain (Triton, nvcc) is missing or unsupported
     ├── ToolchainError           a side's own toolchain environment could not be made
+    ├── UsageError               a command-line value out of range, or a file that cannot be written
     └── GitHubError              the GitHub API refused or failed after bounded retries
 
 Each error carries a message that says what is wrong and a ``hint`` that says what to do.
@@ -70,5 +71,17 @@ class ToolchainError(KernelReviewError):
     pass
 
 
+class UsageError(KernelReviewError):
+    pass
+
+
 class GitHubError(KernelReviewError):
     exit_code = 3
+
+
+# What the measuring commands (``bench``, ``first-call``) exit with, for a CI gate. Errors above
+# exit 2 (3 for GitHub); an internal error exits 1.
+EXIT_OK = 0  # everything was measured and nothing is worse
+EXIT_WORSE = 4  # slower than the tolerance (bench), over the first-call budget (first-call)
+EXIT_NOTHING_MEASURED = 5  # not one case could be measured: the first error of each kind is shown
+EXIT_SOME_FAILED = 6  # measured, nothing worse, but some cases failed (crashed, wrong, errors)

@@ -86,6 +86,23 @@ def commit_all(repo: Path, message: str, *, date: str = "2026-01-01T00:00:00+00:
     return rev_parse(repo, "HEAD")
 
 
+def require_repo(path: str | os.PathLike[str], *, option: str = "--repo") -> Path:
+    """``path`` resolved, when it is a git checkout; else an error saying which it is not."""
+    where = Path(path).expanduser()
+    if not where.is_dir():
+        raise GitError(
+            f"{option} {path}: no such folder",
+            hint=f"pass {option} with the path of a git checkout",
+        )
+    inside = git(where, "rev-parse", "--is-inside-work-tree", check=False).strip()
+    if inside != "true":
+        raise GitError(
+            f"{option} {path} is not a git repository",
+            hint=f"pass {option} with the path of a git checkout (where `git status` works)",
+        )
+    return where.resolve()
+
+
 def rev_parse(repo: str | os.PathLike[str], rev: str) -> str:
     try:
         return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()

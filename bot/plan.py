@@ -127,6 +127,8 @@ def make_plan(
     checks: list[Check] = []
     if planned:
         checks += ["sweep", "first_call"]
+        if policy.profile.shared_memory:
+            checks.append("smem")
     if any(c.kind != "deleted" for c in changes):
         checks.append("compiler")
     checks.append("repo")

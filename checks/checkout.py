@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot import gitutil
 from bot.errors import GitError, KernelReviewError
+from bot.outputs import cache_root
 from checks.worker_env import scrubbed_env
 
 MAX_CACHED_BYTES = 4 * 2**30
@@ -59,8 +60,7 @@ def checkout_for(policy: object) -> Checkout:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kernel-review" / "setup"
+    return cache_root() / "setup"
 
 
 def prepare(

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,12 @@ def run_job(
     timeout_s: float,
     what: str,
     python: str | None = None,
+    prefix: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run ``python -m module JOB`` with ``job`` (plus ``out``) and return what it wrote to ``out``,
     or ``{"fatal": message}`` when it timed out or died without writing it. ``python``: the
-    interpreter (a side's own toolchain, ``checks.toolchain_env``); the bot's by default."""
+    interpreter (a side's own toolchain, ``checks.toolchain_env``); the bot's by default.
+    ``prefix``: a program that runs the process (a profiler), put before the interpreter."""
     job = {**job, "out": str(workdir / "out.json")}
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job))
@@ -50,7 +53,10 @@ def run_job(
     env["TRITON_CACHE_DIR"] = str(triton_cache)
     make_undumpable()
     proc = subprocess.Popen(
-        capped([python or sys.executable, "-m", module, str(job_path)], default_memory_bytes()),
+        capped(
+            [*prefix, python or sys.executable, "-m", module, str(job_path)],
+            default_memory_bytes(),
+        ),
         cwd=str(PACKAGE_ROOT),
         env=env,
         stdout=subprocess.PIPE,

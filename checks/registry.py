@@ -136,4 +136,44 @@ class Compiler:
         return Evidence(compiler=compiler, not_run=tuple(not_run))
 
 
-CHECKS: tuple[Check, ...] = (Sweep(), FirstCall(), Compiler())
+class SharedMemory:
+    """Old against new shared-memory (LDS) traffic under the vendor's profiler, opt-in by the
+    policy's ``[profile] shared_memory``; measured on shard 1 of each vendor's runner."""
+
+    name = "smem"
+
+    def applies(self, ctx: MeasureContext) -> bool:
+        return "smem" in ctx.plan.checks and ctx.first_shard and bool(ctx.plan.kernels)
+
+    def run(self, ctx: MeasureContext) -> Evidence:
+        from checks.compiler.profile.smem import smem_evidence
+
+        profile = ctx.policy.profile if ctx.policy is not None else None
+        try:
+            limit = ctx.limits.max_gpu_seconds
+            base_python, head_python = ctx.pythons()
+        except KernelReviewError as exc:
+            return Evidence(not_run=(NotRun(check="smem", vendor=ctx.vendor, reason=exc.message),))
+        budget = min(profile.max_seconds, limit) if profile is not None else min(120, limit)
+        return smem_evidence(
+            ctx.plan,
+            {"base": ctx.tree("base"), "head": ctx.tree("head")},
+            ctx.target,
+            shapes_per_kernel=profile.shapes if profile is not None else 2,
+            budget_s=budget,
+            gpu=_gpu_name(),
+            progress=ctx.progress,
+            pythons={"base": base_python, "head": head_python},
+        )
+
+
+def _gpu_name() -> str:
+    try:
+        import torch
+
+        return str(torch.cuda.get_device_name()) if torch.cuda.is_available() else ""
+    except Exception:
+        return ""
+
+
+CHECKS: tuple[Check, ...] = (Sweep(), FirstCall(), Compiler(), SharedMemory())

@@ -183,12 +183,15 @@ class Timeouts(BaseModel):
 
 
 class WorkerFailure(Exception):
-    def __init__(self, kind: str, message: str, *, side: str = "", log_tail: str = "") -> None:
+    def __init__(
+        self, kind: str, message: str, *, side: str = "", log_tail: str = "", worker: str = ""
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.side = side
         self.log_tail = log_tail
+        self.worker = worker  # the failing worker's name, where several run one side
 
     @property
     def needs_restart(self) -> bool:

@@ -1,7 +1,8 @@
 """One fake GitHub REST server for every test: real HTTP on 127.0.0.1, driven by the real PyGithub.
 
 It serves what the bot uses (pull requests, their files and diff, issue comments with ``Link``
-pagination, reactions, collaborator permissions, contents, commit statuses, ``/user``) under a
+pagination, reactions, collaborator permissions, contents, commit statuses, check runs with
+their annotations (at most 50 per request, as GitHub takes them), ``/user``) under a
 path prefix, as GitHub Enterprise does (``/api/v3``). Failures are injected per method and path:
 a 502 after the write really happened, 403 or 429 with ``Retry-After``, a 422 "body is too
 long", and anything else a test needs. Every request is logged so tests can count them.
@@ -40,6 +41,7 @@ class Token:
     can_write: bool = True
     is_app: bool = True  # installation tokens cannot read /user
     user_type: str = "Bot"
+    can_check: bool = True  # a job without `checks: write` is refused check runs (403)
 
 
 @dataclass
@@ -79,6 +81,7 @@ class FakeGitHub:
         self.refs: dict[str, str] = {}
         self.blobs: dict[str, dict[str, str]] = {}  # sha -> path -> text
         self.statuses: dict[str, list[dict[str, Any]]] = {}
+        self.check_runs: dict[int, dict[str, Any]] = {}  # id -> run, annotations accumulated
         self.timelines: dict[int, list[dict[str, Any]]] = {}  # number -> events, oldest first
         self.issues: dict[int, dict[str, Any]] = {}  # issues (not pull requests) by number
         # Actions settings by path ("/actions/permissions", "/orgs/octo/actions/runner-groups");
@@ -261,6 +264,10 @@ class FakeGitHub:
         with self.lock:
             return [c for c in self.comments.values() if c["issue_number"] == number]
 
+    def checks_on(self, sha: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [r for r in self.check_runs.values() if r["head_sha"] == sha]
+
     def count(self, method: str, path_regex: str) -> int:
         with self.lock:
             return sum(1 for m, p in self.requests if m == method and re.search(path_regex, p))
@@ -339,6 +346,9 @@ class FakeGitHub:
             (r"/compare/([0-9a-f]{40})\.\.\.([0-9a-f]{40})", ("GET", self._compare)),
             (r"/statuses/([0-9a-f]{40})", ("POST", self._create_status)),
             (r"/commits/([0-9a-f]{40})/statuses", ("GET", self._list_statuses)),
+            (r"/check-runs", ("POST", self._create_check_run)),
+            (r"/check-runs/(\d+)", ("PATCH", self._update_check_run)),
+            (r"/check-runs/(\d+)", ("GET", self._get_check_run)),
         ]
 
     def _url(self, rest: str) -> str:
@@ -606,6 +616,103 @@ class FakeGitHub:
         }
         self.statuses.setdefault(m.group(1), []).insert(0, status)
         return Reply(201, status)
+
+    CHECK_CONCLUSIONS = frozenset(
+        {"success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"}
+    )
+    ANNOTATION_LEVELS = frozenset({"notice", "warning", "failure"})
+
+    def _check_output_error(self, output: Any) -> Reply | None:
+        """What GitHub answers for an output it does not take, or None."""
+        if output is None:
+            return None
+        if not isinstance(output, dict) or not output.get("title") or "summary" not in output:
+            return Reply(
+                422, {"message": "Invalid request.", "errors": ["output needs title and summary"]}
+            )
+        if len(output["summary"]) > 65_535:
+            return Reply(422, {"message": "Invalid request.", "errors": ["summary is too long"]})
+        notes = output.get("annotations") or []
+        if len(notes) > 50:
+            return Reply(
+                422, {"message": "Invalid request.", "errors": ["more than 50 annotations"]}
+            )
+        for a in notes:
+            if (
+                not isinstance(a.get("path"), str)
+                or not isinstance(a.get("start_line"), int)
+                or not isinstance(a.get("end_line"), int)
+                or a.get("annotation_level") not in self.ANNOTATION_LEVELS
+                or not a.get("message")
+            ):
+                return Reply(422, {"message": "Invalid request.", "errors": [f"annotation {a}"]})
+        return None
+
+    def _create_check_run(self, m, query, headers, body, token) -> Reply:
+        if not token.can_check:
+            return Reply(403, {"message": "Resource not accessible by integration"})
+        body = body or {}
+        if not body.get("name") or not re.fullmatch(r"[0-9a-f]{40}", str(body.get("head_sha"))):
+            return Reply(422, {"message": "Invalid request.", "errors": ["name and head_sha"]})
+        if (
+            body.get("status") == "completed"
+            and body.get("conclusion") not in self.CHECK_CONCLUSIONS
+        ):
+            return Reply(422, {"message": "Invalid request.", "errors": ["conclusion"]})
+        if body.get("conclusion") == "action_required" and not body.get("details_url"):
+            return Reply(422, {"message": "Invalid request.", "errors": ["details_url"]})
+        error = self._check_output_error(body.get("output"))
+        if error:
+            return error
+        rid = next(self._ids)
+        output = dict(body.get("output") or {})
+        run = {
+            "id": rid,
+            "name": body["name"],
+            "head_sha": body["head_sha"],
+            "status": body.get("status", "queued"),
+            "conclusion": body.get("conclusion"),
+            "details_url": body.get("details_url"),
+            "output": {**output, "annotations": list(output.get("annotations") or [])},
+            "requests": 1,
+        }
+        self.check_runs[rid] = run
+        return Reply(201, self._check_json(run))
+
+    def _update_check_run(self, m, query, headers, body, token) -> Reply:
+        if not token.can_check:
+            return Reply(403, {"message": "Resource not accessible by integration"})
+        run = self.check_runs.get(int(m.group(1)))
+        if run is None:
+            return Reply(404, {"message": "Not Found"})
+        body = body or {}
+        error = self._check_output_error(body.get("output"))
+        if error:
+            return error
+        if body.get("output"):
+            added = list(body["output"].get("annotations") or [])
+            run["output"] = {
+                **run["output"],
+                **body["output"],
+                "annotations": run["output"]["annotations"] + added,  # GitHub appends them
+            }
+        for key in ("conclusion", "status", "details_url"):
+            if key in body:
+                run[key] = body[key]
+        run["requests"] += 1
+        return Reply(200, self._check_json(run))
+
+    def _get_check_run(self, m, query, headers, body, token) -> Reply:
+        run = self.check_runs.get(int(m.group(1)))
+        return Reply(200, self._check_json(run)) if run else Reply(404, {"message": "Not Found"})
+
+    def _check_json(self, run: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in run.items() if k != "requests"}
+        out["output"] = {k: v for k, v in run["output"].items() if k != "annotations"} | {
+            "annotations_count": len(run["output"].get("annotations", []))
+        }
+        out["url"] = self._url(f"/check-runs/{run['id']}")
+        return out
 
     def _list_statuses(self, m, query, headers, body, token) -> Reply:
         return self._page(

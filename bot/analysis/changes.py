@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+from bot.analysis.languages import language_named
 from bot.analysis.model import Analysis, KernelChange
 from bot.contracts.review import ChangeLine, PartATable
 
-_LANG_LABEL = {"cuda": "CUDA", "hip": "HIP", "triton": "Triton", "cuda+hip": "CUDA + HIP"}
+_LANG_LABEL = {"cuda": "CUDA", "hip": "HIP"}
 
 
 def _label(language: str | None) -> str | None:
     if language is None:
         return None
-    return "+".join(_LANG_LABEL.get(part, part) for part in language.split("+")).replace("+", " + ")
+    parts = []
+    for part in language.split("+"):
+        found = language_named(part)
+        parts.append(found.display if found is not None else _LANG_LABEL.get(part, part))
+    return " + ".join(parts)
+
+
+def _not_compiled(change: KernelChange) -> str:
+    """Why the compiler report does not cover the kernel's language ("" when it does)."""
+    found = language_named(change.language)
+    if found is None or found.compiler_gap is None or change.kind == "deleted":
+        return ""
+    return f"{found.display}: {found.compiler_gap}"
 
 
 def _paths(change: KernelChange) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -32,7 +45,7 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
             continue
         seen.add(key)
         old_lang = c.old_language or (c.old.language if c.old else None)
-        new_lang = c.new.language if c.new else None
+        new_lang = c.new.language if c.new else (None if c.old else c.language)
         detail = "; ".join(c.notes)
         lines.append(
             ChangeLine(
@@ -46,6 +59,9 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
                 mapped=bool(c.policy_kernels),
                 detail=detail,
                 branches=tuple(f"{b.path}:{b.line} ({b.where}): {b.note}" for b in c.branches),
+                new_lines=(c.new.line_start, c.new.line_end) if c.new else None,
+                findings=tuple(c.findings),
+                not_compiled=_not_compiled(c),
             )
         )
     return lines + list(analysis.toolchain)

@@ -29,6 +29,7 @@ from bot.analysis.compare import (
     _compare_files,
 )
 from bot.analysis.diff import FilePatch, ParsedDiff, SkippedFile, parse_diff, whole_text_from_diff
+from bot.analysis.languages import MARKER_WORDS, UNRECOGNISED, kernel_like, unrecognised_note
 from bot.analysis.model import (
     MAX_SOURCE_CHARS,
     Analysis,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 # What the diff lines of a file must contain for a scan of them to find anything at all.
 _MARKERS = {
     "python": re.compile(
-        r"triton|tl\.|constexpr|kernel|\]\s*\(|Config|"
+        r"triton|tl\.|constexpr|kernel|\]\s*\(|Config|\bjit\b|" + "|".join(MARKER_WORDS) + "|"
         r"(?i:block|tile|warps|stages|threads|group_size|split_k|maxnreg)"
     ),
     "cpp": re.compile(
@@ -77,6 +78,8 @@ def analyze_diff(
     from bot.analysis.pairing import pair_rewrites
 
     parsed = diff if isinstance(diff, ParsedDiff) else parse_diff(diff)
+    from bot.analysis.controls.async_timing import add_async_timing
+    from bot.analysis.controls.lane_primitives import add_lane_primitives
     from bot.analysis.reach.branches import add_branches
     from bot.analysis.reach.helpers import fold_helpers
     from bot.analysis.reach.host_cpp import host_changes
@@ -125,7 +128,10 @@ def analyze_diff(
     changes = host_changes(changes, ctx)
     changes = loader_launches(changes, ctx)
     changes = pair_rewrites(changes, ctx)
+    changes = add_lane_primitives(changes, ctx)
+    changes = add_async_timing(changes, ctx)
     changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
+    changes = [_unrecognised(c, sides) for c in changes]
     changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
     moved = [c for c in changes if c.kind == "moved"]
     changes = [c for c in changes if c.kind != "moved"]
@@ -200,7 +206,9 @@ def _read_sides(
     covered = policy is not None and any(
         policy.kernels_for_path(p) for p in (patch.old_path, patch.new_path) if p
     )
-    if thrifty and not (covered or _MARKERS[kind].search(visible)):
+    markers = tuple(policy.kernel_decorators) if policy is not None else ()
+    marked = any(m.rsplit(".", 1)[-1] in visible for m in markers)
+    if thrifty and not (covered or marked or _MARKERS[kind].search(visible)):
         # Nothing in the diff's lines a kernel, a launch or a tuning knob could be made of:
         # not worth reading the whole file (a read may be a network call).
         if patch.old_path:
@@ -225,7 +233,11 @@ def _read_sides(
                 f"{path} ({side}) is over {MAX_SOURCE_CHARS // 1024} KiB: read from its diff lines"
             )
             text = None
-        scan = scan_source(path, text) if text is not None else scan_lines(path, lines, sections)
+        scan = (
+            scan_source(path, text, markers)
+            if text is not None
+            else scan_lines(path, lines, sections, markers)
+        )
         if side == "old":
             out.old, out.old_text = scan, text
         else:
@@ -235,13 +247,14 @@ def _read_sides(
 
 # Diff lines that define kernels (a DSL's decorator, a CUDA qualifier).
 _DEFINES_KERNELS = re.compile(
-    r"@\s*[\w.]*(?:jit|kernel|prim_func)\b|__global__|__device__|\bT\.Kernel\b|tilelang|gluon|cute\."
+    r"@\s*[\w.]*(?:jit|kernel|prim_func)\b|__global__|__device__|\bT\.Kernel\b|"
+    + "|".join(MARKER_WORDS)
 )
 
 # What makes a file hold GPU kernels, when only its diff lines are seen.
 _KERNEL_FILE = re.compile(
     r"@\s*[\w.]*(?:jit|kernel|prim_func)\b|\btl\.|\btriton\b|__global__|__device__|<<<|"
-    r"LaunchKernel|\bT\.Kernel\b|(?i:kernel|cuda|hip)"
+    r"LaunchKernel|\bT\.Kernel\b|(?i:kernel|cuda|hip)|" + "|".join(MARKER_WORDS)
 )
 
 
@@ -288,6 +301,20 @@ def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChang
 
 
 # --------------------------------------------------------------------------- per-file kernels
+
+
+def _unrecognised(change: KernelChange, sides: Sequence[FileSides]) -> KernelChange:
+    """A kernel in an unrecognised language says so, with the decorator that marked it."""
+    if change.language != UNRECOGNISED.name:
+        return change
+    decorators: list[str] = []
+    for f in sides:
+        for scan in (f.new, f.old):
+            k = scan.kernel(change.name) if scan is not None else None
+            if k is not None and k.path == change.path and not decorators:
+                decorators = [d for d in k.decorators if kernel_like(d) or "." in d][:3]
+    note = unrecognised_note(decorators)
+    return change.model_copy(update={"notes": [note, *change.notes]})
 
 
 def _with_policy(change: KernelChange, policy: Policy | None) -> KernelChange:

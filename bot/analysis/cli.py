@@ -13,6 +13,7 @@ from pathlib import Path
 from bot.analysis.diff import MAX_DIFF_BYTES
 from bot.analysis.model import Analysis, KernelChange, KernelRef, TritonConfig
 from bot.errors import DiffError
+from bot.outputs import plural
 
 _TABLE_WIDTH = 100
 
@@ -58,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
                 "--repo needs both --base and --head",
                 hint="for example: --repo . --base origin/main --head HEAD",
             )
-        if not Path(args.repo).is_dir():
-            raise DiffError(f"--repo {args.repo}: no such folder", hint="pass a git checkout")
         from bot.analysis.repo import analyze_repo
+        from bot.gitutil import require_repo
+
+        require_repo(args.repo)
 
         analysis = analyze_repo(args.repo, args.base, args.head, policy=policy)
     if args.json:
@@ -166,6 +168,7 @@ def _details(c: KernelChange) -> list[str]:
     out += [f"launch was: {x}" for x in c.launches_old]
     out += [f"launch now: {x}" for x in c.launches_new]
     out += c.notes
+    out += [f"finding ({f.kind}) {f.path}:{f.line}: {f.message}" for f in c.findings]
     if c.part_a is not None:
         out.append("part A: see below")
     return out
@@ -174,7 +177,7 @@ def _details(c: KernelChange) -> list[str]:
 def render_table(analysis: Analysis) -> str:
     """The analysis as plain text for a terminal."""
     n = len(analysis.changes)
-    head = f"{n} kernel change{'s' if n != 1 else ''} in {analysis.files_seen} changed files"
+    head = f"{plural(n, 'kernel change')} in {plural(analysis.files_seen, 'changed file')}"
     lines = [head]
     if analysis.from_context_only:
         lines.append(

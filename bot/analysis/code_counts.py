@@ -16,9 +16,12 @@ host wrappers that launch them (blank and comment-only lines, and docstrings, ne
   ``assert``);
   ``error_checked_calls``: calls wrapped in a ``*_CHECK(...)`` macro; ``error_check_helper_lines``:
   the lines defining such macros in the same files;
-- ``barriers``: ``__syncthreads``, ``__syncwarp``, ``__threadfence*``, ``tl.debug_barrier``;
+- ``barriers``: ``__syncthreads``, ``__syncwarp``, ``__threadfence*``, and in Python each
+  language's own (``tl.debug_barrier``, Gluon's ``mbarrier.wait``, CuTe's
+  ``cute.arch.barrier``, TileLang's ``T.sync_threads``: ``bot.analysis.languages``);
 - ``shared_memory_declarations``: ``__shared__`` (``extern __shared__`` too),
-  ``HIP_DYNAMIC_SHARED``;
+  ``HIP_DYNAMIC_SHARED``, Gluon's ``allocate_shared_memory``, CuTe's ``SmemAllocator``,
+  TileLang's ``T.alloc_shared``;
 - ``source_files``: the files holding the kernels and wrappers, with the vendors they cover.
 """
 
@@ -29,18 +32,34 @@ import re
 import tokenize
 from collections.abc import Mapping, Sequence
 
+from bot.analysis.languages import language_named
+from bot.analysis.languages.base import MEMORY_PY, NEVER
 from bot.analysis.model import FileScan, KernelDef, PartA, PartASide
 from bot.analysis.scan import scan_source
 from bot.analysis.scan_cpp import mask
 from bot.analysis.text import CALLED, called_helpers, source_kind
 
-_LANG_VENDORS = {"cuda": ("nvidia",), "hip": ("amd",), "triton": ("nvidia", "amd")}
+_CPP_VENDORS = {"cuda": ("nvidia",), "hip": ("amd",)}
+
+
+def _vendors(language: str) -> tuple[str, ...]:
+    found = language_named(language)
+    return found.vendors if found is not None else _CPP_VENDORS.get(language, ())
+
+
+def _python_rules(languages: list[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Barriers and shared-memory declarations in the Python languages of one side."""
+    found = [lang for lang in map(language_named, languages) if lang is not None]
+    barriers = "|".join(f"(?:{lang.barriers.pattern})" for lang in found) or NEVER.pattern
+    shared = "|".join(f"(?:{lang.shared.pattern})" for lang in found) or NEVER.pattern
+    return re.compile(barriers), re.compile(shared)
+
+
 _MEMORY_CPP = re.compile(
     r"\b(?:cuda|hip)(?:Malloc\w*|Free\w*|Memcpy\w*|Memset\w*|HostAlloc|HostMalloc|"
     r"HostRegister|MemPrefetch\w*)\s*\(|\b(?:torch|at)::(?:empty\w*|zeros\w*|ones\w*)\s*\(|"
     r"\.new_(?:empty|zeros)\s*\(|\bnew\s+[\w:]+\s*\[|\bdelete\s*\[\s*\]|\b(?:malloc|calloc|free)\s*\("
 )
-_MEMORY_PY = re.compile(r"\btorch\.(?:empty\w*|zeros\w*)\s*\(|\.new_(?:empty|zeros)\s*\(")
 _CHECK_CPP = re.compile(
     r"^\s*(?:TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT\w*|AT_ASSERT\w*|C10_(?:CUDA|HIP)_KERNEL_LAUNCH_CHECK|"
     r"C10_(?:CUDA|HIP)_CHECK\w*|"
@@ -52,7 +71,7 @@ _CHECK_PY = re.compile(r"^\s*(?:assert\b|torch\._assert\s*\()")
 _CHECK_MACRO = re.compile(r"^\s*#\s*define\s+\w*CHECK\w*\b")
 _BARRIER = re.compile(
     r"\b(?:__syncthreads(?:_count|_and|_or)?|__syncwarp|__threadfence(?:_block|_system)?|"
-    r"__builtin_amdgcn_s_barrier)\s*\(|\btl\.debug_barrier\s*\("
+    r"__builtin_amdgcn_s_barrier)\s*\("
 )
 _SHARED = re.compile(r"\b__shared__\b|\bHIP_DYNAMIC_SHARED\s*\(")
 
@@ -83,21 +102,33 @@ def code_lines(text: str, kind: str) -> list[bool]:
     return flags
 
 
-def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) -> PartASide:
-    """Count one side. ``sources``: path -> text of every file involved (kernels and wrappers);
-    ``kernels``: ``(path, kernel_name)`` of the kernels this side is made of."""
-    scans: dict[str, FileScan] = {p: scan_source(p, t) for p, t in sources.items()}
-    is_code = {p: code_lines(t, source_kind(p) or "python") for p, t in sources.items()}
-    text_lines = {p: t.split("\n") for p, t in sources.items()}
+Span = tuple[str, int, int]  # (path, first line, last line) of a body
+
+
+def kernel_spans(
+    scans: Mapping[str, FileScan],
+    text_lines: Mapping[str, list[str]],
+    kernels: Sequence[tuple[str, str]],
+) -> tuple[list[Span], list[str], list[str], list[Span]]:
+    """The bodies one side is made of: its kernels' and those of the ``__device__`` / jit
+    helpers they call (in their own file or a local header). Returns the spans, the kernels'
+    languages, the helpers' names and the host code inside kernel functions (Helion)."""
     names = {name for _, name in kernels}
-    kernel_ranges: list[tuple[str, int, int]] = []
+    kernel_ranges: list[Span] = []
+    own_host: list[Span] = []  # host code inside the kernel function (Helion)
     languages: list[str] = []
     helpers: list[str] = []
     for path, name in kernels:
         k = scans[path].kernel(name) if path in scans else None
         if k is None:
             continue
-        kernel_ranges.append((path, k.body_start, k.body_end))
+        lang = language_named(k.language)
+        if lang is not None and lang.device_loop is not None:
+            device, host_spans = _device_loops(text_lines[path], k, lang.device_loop)
+            kernel_ranges += device
+            own_host += host_spans
+        else:
+            kernel_ranges.append((path, k.body_start, k.body_end))
         if k.language not in languages:
             languages.append(k.language)
         for h_path, h in [
@@ -108,12 +139,24 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
             if span not in kernel_ranges and h.name not in names:
                 kernel_ranges.append(span)
                 helpers.append(h.name)
+    return kernel_ranges, languages, helpers, own_host
+
+
+def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) -> PartASide:
+    """Count one side. ``sources``: path -> text of every file involved (kernels and wrappers);
+    ``kernels``: ``(path, kernel_name)`` of the kernels this side is made of."""
+    scans: dict[str, FileScan] = {p: scan_source(p, t) for p, t in sources.items()}
+    is_code = {p: code_lines(t, source_kind(p) or "python") for p, t in sources.items()}
+    text_lines = {p: t.split("\n") for p, t in sources.items()}
+    names = {name for _, name in kernels}
+    kernel_ranges, languages, helpers, own_host = kernel_spans(scans, text_lines, kernels)
     wrapper_ranges: list[tuple[str, int, int]] = []
     wrappers: list[str] = []
     for path, scan in scans.items():
         for launch in scan.launches:
             if launch.kernel in names and launch.wrapper and launch.wrapper_start:
-                span = (path, launch.wrapper_start + 1, launch.wrapper_end or launch.wrapper_start)
+                first = _after_signature(text_lines[path], launch.wrapper_start)
+                span = (path, first, launch.wrapper_end or launch.wrapper_start)
                 if span not in wrapper_ranges:
                     wrapper_ranges.append(span)
                     wrappers.append(launch.wrapper)
@@ -128,7 +171,9 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
         return out
 
     body = lines_in(kernel_ranges)
-    host = lines_in(wrapper_ranges)
+    host = lines_in(wrapper_ranges + own_host)
+    if own_host:
+        wrappers += [name for _, name in kernels if name not in wrappers]
     counted = body + host
     memory = sum(1 for p, t in counted if _memory(p).search(_code(p, t)))
     checks = sum(
@@ -142,7 +187,15 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
         if source_kind(path) == "cpp":
             helper += _macro_lines(mask(text)[0].split("\n"))
     files = sorted({p for p, _, _ in kernel_ranges} | {p for p, _, _ in wrapper_ranges})
-    vendors = sorted({v for lang in languages for v in _LANG_VENDORS.get(lang, ())}, reverse=True)
+    vendors = sorted({v for lang in languages for v in _vendors(lang)}, reverse=True)
+    py_barriers, py_shared = _python_rules(languages)
+
+    def barriers(p: str) -> re.Pattern[str]:
+        return _BARRIER if source_kind(p) == "cpp" else py_barriers
+
+    def shared(p: str) -> re.Pattern[str]:
+        return _SHARED if source_kind(p) == "cpp" else py_shared
+
     return PartASide(
         language="+".join(languages) or "unknown",
         kernels=sorted(names),
@@ -155,11 +208,57 @@ def part_a_side(sources: Mapping[str, str], kernels: Sequence[tuple[str, str]]) 
         error_check_lines=checks,
         error_checked_calls=wrapped,
         error_check_helper_lines=helper,
-        barriers=sum(len(_BARRIER.findall(_code(p, t))) for p, t in body),
-        shared_memory_declarations=sum(len(_SHARED.findall(_code(p, t))) for p, t in body),
+        barriers=sum(len(barriers(p).findall(_code(p, t))) for p, t in body),
+        shared_memory_declarations=sum(len(shared(p).findall(_code(p, t))) for p, t in body),
         source_files=len(files),
         vendors_covered=vendors,
     )
+
+
+_DEF_LINE = re.compile(r"^\s*(?:async\s+)?def\b")
+
+
+def _after_signature(lines: list[str], start: int) -> int:
+    """The first line after a Python function's decorators and signature (``start``: its first
+    line); C++ and undecorated one-line signatures: the line after ``start``."""
+    n = start
+    while n <= len(lines) and n < start + 40 and lines[n - 1].lstrip().startswith("@"):
+        n += 1
+    if n > len(lines) or not _DEF_LINE.match(lines[n - 1]):
+        return start + 1
+    while n <= len(lines) and not lines[n - 1].split("#", 1)[0].rstrip().endswith(":"):
+        n += 1
+    return n + 1
+
+
+def _device_loops(
+    lines: list[str], k: KernelDef, loop: re.Pattern[str]
+) -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
+    """A kernel that is its own host function: ``(device spans, host spans)`` of its body, the
+    device spans being the ``loop`` blocks (``for tile in hl.tile(...)``) at their outermost."""
+    device: list[tuple[str, int, int]] = []
+    host: list[tuple[str, int, int]] = []
+    n = k.body_start
+    host_from = n
+    while n <= min(k.body_end, len(lines)):
+        line = lines[n - 1]
+        if loop.match(line):
+            indent = len(line) - len(line.lstrip())
+            end = n
+            for m in range(n + 1, min(k.body_end, len(lines)) + 1):
+                text = lines[m - 1]
+                if text.strip() and len(text) - len(text.lstrip()) <= indent:
+                    break
+                end = m
+            if host_from < n:
+                host.append((k.path, host_from, n - 1))
+            device.append((k.path, n, end))
+            n = host_from = end + 1
+            continue
+        n += 1
+    if host_from <= k.body_end:
+        host.append((k.path, host_from, k.body_end))
+    return device, host
 
 
 def _header_helpers(
@@ -201,7 +300,7 @@ def part_a(
     if old_twins:
         languages = old.language.split("+") + [lang for _, lang in old_twins]
         files = sorted(set(old.files) | {p for p, _ in old_twins})
-        vendors = {v for lang in languages for v in _LANG_VENDORS.get(lang, ())}
+        vendors = {v for lang in languages for v in _vendors(lang)}
         old = old.model_copy(
             update={
                 "language": "+".join(dict.fromkeys(languages)),
@@ -227,7 +326,7 @@ def _code(path: str, line: str) -> str:
 
 
 def _memory(path: str) -> re.Pattern[str]:
-    return _MEMORY_CPP if source_kind(path) == "cpp" else _MEMORY_PY
+    return _MEMORY_CPP if source_kind(path) == "cpp" else MEMORY_PY
 
 
 def _check(path: str) -> re.Pattern[str]:

@@ -117,6 +117,10 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
             if name not in old:
                 changes.append(_single("new", k, f))
                 continue
+            if k.language != old[name].language:
+                # the same name in another language: a port, paired as a rewrite later
+                changes += [_single("deleted", old[name], f), _single("new", k, f)]
+                continue
             kind, notes, t_old, t_new = compare_kernels(old[name], k, f.patch)
             helpers: list[str] = []
             if kind is None and k.language in ("cuda", "hip"):

@@ -13,14 +13,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.analysis.diff import FilePatch, SkippedFile
 from bot.contracts.base import Frozen
-from bot.contracts.review import ChangeLine
+from bot.contracts.review import ChangeFinding, ChangeLine
 
 if TYPE_CHECKING:
     from bot.policy.model import Policy
 
-Language = Literal["triton", "cuda", "hip", "gluon", "cute", "tilelang"]
+Language = Literal[
+    "triton", "cuda", "hip", "gluon", "helion", "cute", "tilelang", "custom", "unrecognised"
+]
 
-PYTHON_LANGUAGES = ("triton", "gluon", "cute", "tilelang")  # kernels written in Python
+# Kernels written in Python (``bot.analysis.languages`` says how each is read); ``custom``: the
+# policy's ``kernel_decorators``; ``unrecognised``: a kernel-like decorator no language claims.
+PYTHON_LANGUAGES = ("triton", "gluon", "helion", "cute", "tilelang", "custom", "unrecognised")
 
 
 SourceKind = Literal["python", "cpp"]
@@ -187,6 +191,7 @@ class KernelChange(Frozen):
     host_changes: list[str] = Field(default_factory=list)  # C++ host code / headers changed
     branches: list[LaunchBranch] = Field(default_factory=list)  # vendor / arch launch choices
     moved_from: str | None = None  # the file the kernel was in at base, when it moved
+    findings: list[ChangeFinding] = Field(default_factory=list)  # lane primitives, async timing
 
 
 class Analysis(Frozen):
@@ -232,6 +237,14 @@ class Context:
 
     def new_launches(self) -> list[LaunchSite]:
         return [x for f in self.files if f.new for x in f.new.launches]
+
+    def new_wrappers(self) -> dict[str, set[str]]:
+        """Per kernel, the host functions that launch it at head."""
+        out: dict[str, set[str]] = {}
+        for x in self.new_launches():
+            if x.wrapper:
+                out.setdefault(x.kernel, set()).add(x.wrapper)
+        return out
 
 
 class PartASide(BaseModel):

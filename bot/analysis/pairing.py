@@ -1,4 +1,7 @@
-"""Pair a new Triton kernel with the CUDA/HIP kernel(s) it replaces: a ``rewrite``.
+"""Pair a new Python kernel with the kernel(s) it replaces: a ``rewrite``.
+
+The old side is a CUDA/HIP kernel, or a Python kernel in another language (a Triton kernel
+ported to Gluon, Helion, CuTe DSL or TileLang, or back), kept or deleted.
 
 Evidence, strongest first (a pair needs a score of 2 or more):
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 
 from bot.analysis.code_counts import part_a
 from bot.analysis.compare import sources_for
+from bot.analysis.languages import name_noise
 from bot.analysis.model import PYTHON_LANGUAGES, Context, KernelChange, KernelDef, PartA
 from bot.analysis.reach.call_sites import IMPORT_LINE as _IMPORT
 from bot.analysis.reach.call_sites import from_imports as _from_imports
@@ -30,10 +34,10 @@ from bot.analysis.scan import scan_source
 from bot.analysis.text import source_kind
 
 _NOISE = {
-    "kernel", "kernels", "kern", "cuda", "hip", "triton", "tl", "fwd", "forward", "impl",
+    "kernel", "kernels", "kern", "cuda", "hip", "fwd", "forward", "impl",
     "launch", "launcher", "op", "ops", "fused", "naive", "gpu", "device", "dev", "global",
     "func", "fn", "cu", "rocm", "custom", "legacy", "old", "new", "v1", "v2", "torch",
-}  # fmt: skip
+} | name_noise()  # fmt: skip
 _CALL = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?\(")
 _DEF = re.compile(r"\s*(?:async\s+)?(?:def|class)\s")
 _TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -105,15 +109,14 @@ def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     olds = _old_candidates(changes, ctx)
     if not olds:
         return changes
-    new_wrappers: dict[str, set[str]] = {}
-    for launch in ctx.new_launches():
-        if launch.wrapper:
-            new_wrappers.setdefault(launch.kernel, set()).add(launch.wrapper)
+    new_wrappers = ctx.new_wrappers()
     best: dict[int, tuple[float, int, list[str]]] = {}
     by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
     for ti, t in enumerate(triton):
         t_names = {t.name} | new_wrappers.get(t.name, set())
         for oi, old in enumerate(olds):
+            if old.kernel.language == t.language:
+                continue  # the same language: a new kernel beside it, not a port of it
             score, why, role = _score(t, t_names, old, ctx, switches)
             if role:
                 by_role[(oi, ti)] = why
@@ -315,19 +318,22 @@ def _read_extra(
 
 def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
     wrappers: dict[str, set[str]] = {}
+    py_wrappers: dict[str, set[str]] = {}  # a Python kernel's launching functions
     bindings: dict[str, set[str]] = {}
     scans = [f.old for f in ctx.files if f.old] + list(ctx.extra_old.values())
     for launch in ctx.old_launches():
-        if launch.wrapper and launch.language != "triton":
-            wrappers.setdefault(launch.kernel, set()).add(launch.wrapper)
+        if launch.wrapper:
+            into = py_wrappers if launch.language in PYTHON_LANGUAGES else wrappers
+            into.setdefault(launch.kernel, set()).add(launch.wrapper)
     for scan in scans:
         for exported, fn in scan.bindings:
             bindings.setdefault(fn, set()).add(exported)
     out = []
     for scan in scans:
         for k in scan.kernels:
-            if k.language in PYTHON_LANGUAGES:
-                continue
+            python = k.language in PYTHON_LANGUAGES
+            if python and (not k.launched or not _ported(k, changes)):
+                continue  # a jit helper, or a Python kernel no new kernel of the diff could port
             change = next(
                 (
                     c
@@ -336,11 +342,20 @@ def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
                 ),
                 None,
             )
-            names = {k.name} | wrappers.get(k.name, set()) | ({k.built_by} if k.built_by else set())
+            names = {k.name} | (py_wrappers if python else wrappers).get(k.name, set())
+            names |= {k.built_by} if k.built_by else set()
             for w in list(names):
                 names |= bindings.get(w, set())
             out.append(_Old(kernel=k, kept=change is None, names=names, change=change))
     return out
+
+
+def _ported(k: KernelDef, changes: list[KernelChange]) -> bool:
+    """Whether a new Python kernel of another language is in the diff (a port's new side)."""
+    return any(
+        c.kind == "new" and c.language in PYTHON_LANGUAGES and c.language != k.language
+        for c in changes
+    )
 
 
 def _by_file(olds: list[_Old]) -> dict[str, list[_Old]]:
@@ -380,6 +395,7 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
         old_variants=[o.kernel.ref() for o in olds[1:]],
         old_kernel_kept=bool(kept),
         configs_new=t.configs_new,
+        configs_new_computed=t.configs_new_computed,
         part_a=table,
         evidence=evidence,
         notes=notes,
@@ -389,7 +405,7 @@ def _rewrite(t: KernelChange, mine: list[tuple[_Old, list[str]]], ctx: Context) 
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
-def _local_headers(text: str, path: str) -> list[str]:
+def local_headers(text: str, path: str) -> list[str]:
     """The local headers (``#include "..."``) a C++ file includes, as repository paths."""
     folder = posixpath.dirname(path)
     return [
@@ -408,7 +424,7 @@ def _part_a(t: KernelChange, olds: list[_Old], ctx: Context) -> tuple[PartA | No
     ]
     new_paths = [t.path] + [x.path for x in ctx.new_launches() if x.kernel == t.name]
     old_src = sources_for(list(dict.fromkeys(old_paths)), ctx.texts_old, ctx.old_source)
-    headers = [h for k in counted for h in _local_headers(old_src.get(k.path, ""), k.path)]
+    headers = [h for k in counted for h in local_headers(old_src.get(k.path, ""), k.path)]
     old_src.update(sources_for(list(dict.fromkeys(headers)), ctx.texts_old, ctx.old_source))
     new_src = sources_for(list(dict.fromkeys(new_paths)), ctx.texts_new, ctx.new_source)
     missing = sorted({k.path for k in counted if k.path not in old_src})

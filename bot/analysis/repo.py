@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from bot.analysis.classify import analyze_diff
 from bot.analysis.diff import ParsedDiff, parse_diff
+from bot.analysis.languages import MARKER_WORDS
 from bot.analysis.model import Analysis
 from bot.analysis.text import source_kind
 from bot.gitutil import diff_text as git_diff
@@ -34,9 +35,17 @@ __all__ = ["analyze_diff", "analyze_range", "analyze_repo"]
 
 # Whatever a file needs to contain for a whole read to find more than its diff lines show.
 _MARKERS = (
-    r"triton|__global__|<<<|hipLaunchKernel|cudaLaunchKernel|PYBIND11_MODULE|TORCH_LIBRARY|\]\s*\("
+    r"__global__|<<<|hipLaunchKernel|cudaLaunchKernel|PYBIND11_MODULE|TORCH_LIBRARY|\]\s*\(|"
+    + "|".join(MARKER_WORDS)
 )
-_MARKED = re.compile(_MARKERS)
+
+
+def _markers(policy: Policy | None) -> str:
+    """The markers, with the last names of the policy's ``kernel_decorators``."""
+    names = sorted({d.rsplit(".", 1)[-1] for d in (policy.kernel_decorators if policy else ())})
+    return "|".join([_MARKERS, *(re.escape(n) for n in names)])
+
+
 _GREP_BATCH = 400
 MAX_READ_CHARS = 16 * 1024 * 1024
 
@@ -61,22 +70,26 @@ def analyze_range(
     return analyze_diff(
         parsed,
         policy=policy,
-        old_source=_kernel_files(base, in_diff),
-        new_source=_kernel_files(head, in_diff),
+        old_source=_kernel_files(base, in_diff, _markers(policy)),
+        new_source=_kernel_files(head, in_diff, _markers(policy)),
         old_files=old_files,
         thrifty=thrifty,
         toolchain_source=(base.read, head.read),
     )
 
 
-def _kernel_files(revision: Revision, in_diff: set[str]) -> Callable[[str], str | None]:
+def _kernel_files(
+    revision: Revision, in_diff: set[str], markers: str
+) -> Callable[[str], str | None]:
     """``revision.read``, except that a file of the diff with no kernel marker reads as empty
     (its diff lines are all it is judged by): every reader applies the rule ``analyze_repo``'s
     ``git grep`` applies, so the gate and ``analyze --repo`` see the same texts."""
 
+    marked = re.compile(markers)
+
     def read(path: str) -> str | None:
         text = revision.read(path)
-        if text and path in in_diff and not _MARKED.search(text):
+        if text and path in in_diff and not marked.search(text):
             return ""
         return text
 
@@ -101,8 +114,8 @@ def analyze_repo(
     new_paths = [f.new_path for f in parsed.files if f.new_path and source_kind(f.new_path)]
     budget = _Budget(MAX_READ_CHARS)
     analysis = analyze_range(
-        _Grepped(base_rev, old_paths, budget),
-        _Grepped(head_rev, new_paths, budget),
+        _Grepped(base_rev, old_paths, budget, _markers(policy)),
+        _Grepped(head_rev, new_paths, budget, _markers(policy)),
         parsed,
         policy,
         old_files=list_files(repo, base_rev.sha),
@@ -119,7 +132,7 @@ def analyze_repo(
     return analysis
 
 
-def _marked(revision: GitRevision, paths: Sequence[str]) -> set[str]:
+def _marked(revision: GitRevision, paths: Sequence[str], markers: str) -> set[str]:
     found: set[str] = set()
     sha = revision.sha
     for i in range(0, len(paths), _GREP_BATCH):
@@ -131,7 +144,7 @@ def _marked(revision: GitRevision, paths: Sequence[str]) -> set[str]:
             "-l",
             "-I",
             "-E",
-            _MARKERS,
+            markers,
             sha,
             "--",
             *batch,
@@ -156,10 +169,12 @@ class _Grepped:
     kernel marker in reads as empty: whatever else it holds, no kernel, launch or binding is
     made of it."""
 
-    def __init__(self, revision: GitRevision, diff_paths: Sequence[str], budget: _Budget) -> None:
+    def __init__(
+        self, revision: GitRevision, diff_paths: Sequence[str], budget: _Budget, markers: str
+    ) -> None:
         self.revision = revision
         self.in_diff = set(diff_paths)
-        self.marked = _marked(revision, diff_paths)
+        self.marked = _marked(revision, diff_paths, markers)
         self.budget = budget
         self.cache: dict[str, str | None] = {}
 

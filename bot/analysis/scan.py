@@ -25,13 +25,14 @@ from bot.analysis.text import (
 )
 
 
-def scan_source(path: str, text: str) -> FileScan:
-    """Scan a whole file. Unknown file types give an empty scan."""
+def scan_source(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan:
+    """Scan a whole file. Unknown file types give an empty scan. ``markers``: the policy's
+    ``kernel_decorators``."""
     kind = source_kind(path)
     if kind == "python":
         from bot.analysis.scan_triton import scan_python
 
-        return scan_python(path, text)
+        return scan_python(path, text, markers)
     if kind == "cpp":
         from bot.analysis.scan_cpp import scan_cpp
 
@@ -40,7 +41,10 @@ def scan_source(path: str, text: str) -> FileScan:
 
 
 def scan_lines(
-    path: str, lines: Sequence[tuple[int, str]], sections: Sequence[tuple[int, str]] = ()
+    path: str,
+    lines: Sequence[tuple[int, str]],
+    sections: Sequence[tuple[int, str]] = (),
+    markers: tuple[str, ...] = (),
 ) -> FileScan:
     """Scan only the given ``(line_number, text)`` lines of a file (what a diff shows).
 
@@ -76,7 +80,7 @@ def scan_lines(
     if kind == "python":
         from bot.analysis.scan_triton_lines import scan_python_lines
 
-        return scan_python_lines(path, sparse, packed_sections, at)
+        return scan_python_lines(path, sparse, packed_sections, at, markers)
     from bot.analysis.scan_cpp import scan_cpp
 
     return scan_cpp(path, sparse, complete=False, line_at=at, sections=packed_sections)

@@ -13,6 +13,13 @@ import ast
 import copy
 import re
 
+from bot.analysis.languages import (
+    MARKER_WORDS,
+    UNRECOGNISED,
+    decorator_role,
+    imports_gpu_module,
+    kernel_like,
+)
 from bot.analysis.model import (
     MAX_PER_FILE,
     FileScan,
@@ -21,9 +28,7 @@ from bot.analysis.model import (
     LaunchSite,
 )
 from bot.analysis.text import (
-    DSL_KERNELS,
     collapse,
-    decorated_language,
     digest,
     is_tuning_line,
     is_tuning_name,
@@ -32,20 +37,21 @@ from bot.analysis.text import (
 )
 from bot.analysis.triton_config import Autotune, _dotted, _literal
 
-_DECOS = ("jit", "autotune", "heuristics")
 _LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without a DSL's name or this, no kernels
-_DSL_HINT = re.compile(r"triton|tilelang|cute|gluon|__global__")
+_DSL_HINT = re.compile("|".join((*MARKER_WORDS, "__global__")))
 
 
 # ------------------------------------------------------------------------------ whole files
 
 
-def scan_python(path: str, text: str) -> FileScan:
-    if not _DSL_HINT.search(text) and not _LAUNCH_HINT.search(text):
+def scan_python(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan:
+    """``markers``: the policy's ``kernel_decorators`` (dotted names, as resolved or written)."""
+    hinted = any(m.rsplit(".", 1)[-1] in text for m in markers)
+    if not hinted and not _DSL_HINT.search(text) and not _LAUNCH_HINT.search(text):
         return FileScan(path=path, kind="python", language=None, complete=True)
     try:
         tree = parse_python(text)
-        reader = _Reader(path, tree, text.split("\n"))
+        reader = _Reader(path, tree, text.split("\n"), markers)
         reader.read(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if isinstance(exc, SyntaxError):
@@ -56,7 +62,8 @@ def scan_python(path: str, text: str) -> FileScan:
             why = "is nested too deeply to read as Python"
         from bot.analysis.scan_triton_lines import scan_python_lines
 
-        scan = scan_python_lines(path, [line.rstrip("\r") for line in text.split("\n")], ())
+        lines = [line.rstrip("\r") for line in text.split("\n")]
+        scan = scan_python_lines(path, lines, (), markers=markers)
         note = f"{path} {why}; its kernels were found by patterns"
         return scan.model_copy(update={"notes": (*scan.notes, note)})
     kernels = tuple(reader.kernels)
@@ -71,26 +78,35 @@ def scan_python(path: str, text: str) -> FileScan:
     )
 
 
-def _deco_kind(dotted: str | None) -> str | None:
-    """``jit`` (a kernel), ``autotune``, ``heuristics`` or ``factory`` (``@tilelang.jit``)."""
-    if not dotted:
+def deco_kind(
+    dotted: str | None, markers: tuple[str, ...] = (), written: str | None = None
+) -> tuple[str, str] | None:
+    """``(kind, language)``: kind ``jit`` (a kernel), ``autotune``, ``heuristics``, ``factory``
+    (``@tilelang.jit``) or ``host`` (``@cute.jit``), by the languages' decorators."""
+    found = decorator_role(dotted, markers, written)
+    if found is None or dotted is None:
         return None
-    parts = dotted.split(".")
-    if parts[0] == "triton" and parts[-1] in _DECOS:
-        return parts[-1]
-    if "autotune" in parts[-1].lower():
-        return "autotune"  # a repository's own autotuner (``@fla_cache_autotune``)
-    if dotted in DSL_KERNELS:
-        return "jit"
-    if parts[0] == "tilelang" and parts[-1] == "jit":
-        return "factory"
-    return None
+    role, language = found
+    if role == "tuner":
+        return ("heuristics" if dotted.endswith("heuristics") else "autotune"), language
+    return ("jit" if role == "kernel" else role), language
+
+
+def _kernel_language(found: list[tuple[str, str] | None]) -> str:
+    """The language of a function's kernel (or factory) decorator; Triton's when none says."""
+    for f in found:
+        if f is not None and f[0] in ("jit", "factory", "host"):
+            return f[1]
+    return "triton"
 
 
 class _Reader:
-    def __init__(self, path: str, tree: ast.Module, lines: list[str]) -> None:
+    def __init__(
+        self, path: str, tree: ast.Module, lines: list[str], markers: tuple[str, ...] = ()
+    ) -> None:
         self.path = path
         self.lines = lines
+        self.markers = markers
         self.aliases: dict[str, str] = {}
         self.assigns: dict[str, ast.expr] = {}
         self.funcs: dict[str, ast.FunctionDef] = {}
@@ -108,14 +124,55 @@ class _Reader:
                 self.funcs[node.name] = node
         self.defs = module_bindings(tree.body)  # in ifs and trys too
         self.autotune = Autotune(self.assigns, self.defs, self.funcs)
+        imported: list[str] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
+                    imported.append(a.name)
                     if a.asname:
                         self.aliases[a.asname] = a.name
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.append(node.module)
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        self.gpu_file = imports_gpu_module(imported)
+        self.kernel_names = {
+            f.name
+            for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(k and k[0] == "jit" for k in self._kinds(f.decorator_list))
+        }
+
+    def _kinds(self, decorators: list[ast.expr]) -> list[tuple[str, str] | None]:
+        return [
+            deco_kind(_dotted(d, self.aliases), self.markers, _dotted(d, {})) for d in decorators
+        ]
+
+    def _launch_language(
+        self, node: ast.Call, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
+    ) -> Language:
+        """``k[grid](...)`` is Triton's (Gluon's too); ``k(...).launch(...)`` is CuTe's when a
+        ``@cute.jit`` function launches it, else an unrecognised language's."""
+        if isinstance(node.func, ast.Subscript):
+            return "triton"
+        found = self._kinds(wrapper.decorator_list) if wrapper is not None else []
+        return "cute" if any(f and f[1] == "cute" for f in found) else "unrecognised"
+
+    def _hosts(self, node: ast.AST) -> bool:
+        """Whether a ``@cute.jit`` function is host code: it launches a kernel
+        (``k(...).launch(grid=...)``) or calls one of the file's kernels by name."""
+        if _launches_in(node):
+            return True
+        called = {_dotted(c.func, {}) for c in ast.walk(node) if isinstance(c, ast.Call)}
+        return any(c and c.rsplit(".", 1)[-1] in self.kernel_names for c in called)
+
+    def _has_prim_func(self, node: ast.AST) -> bool:
+        return any(
+            isinstance(sub, ast.FunctionDef)
+            and any((k or ("",))[0] == "jit" for k in self._kinds(sub.decorator_list))
+            for sub in ast.walk(node)
+            if sub is not node
+        )
 
     def tuning_constants(self) -> dict[str, str]:
         return {
@@ -135,7 +192,7 @@ class _Reader:
             for stmt in tree.body
             if isinstance(stmt, ast.Assign)
             and isinstance(stmt.value, ast.Call)
-            and _deco_kind(_dotted(stmt.value.func, self.aliases)) == "jit"
+            and (self._kinds([stmt.value.func])[0] or ("",))[0] == "jit"
             and stmt.value.args
             and isinstance(stmt.value.args[0], ast.Name)
         }
@@ -152,23 +209,39 @@ class _Reader:
                                                      "triton", around))  # fmt: skip
                     jit_nodes.add(id(node))
                 elif node.decorator_list and len(self.kernels) < MAX_PER_FILE:
-                    dotted = [_dotted(d, self.aliases) for d in node.decorator_list]
-                    kinds = [_deco_kind(d) for d in dotted]
+                    found = self._kinds(node.decorator_list)
+                    kinds = [f[0] if f else None for f in found]
+                    language = _kernel_language(found)
                     if "jit" in kinds:
-                        self.kernels.append(
-                            self._kernel(node, kinds, decorated_language(dotted), around)
-                        )
+                        self.kernels.append(self._kernel(node, kinds, language, around))
                         jit_nodes.add(id(node))
-                    elif "factory" in kinds and not _has_prim_func(node, self.aliases):
+                    elif "factory" in kinds and not self._has_prim_func(node):
                         # ``@tilelang.jit`` over a body that opens ``T.Kernel``: the kernel itself
-                        self.kernels.append(self._kernel(node, kinds, "tilelang", around))
+                        self.kernels.append(self._kernel(node, kinds, language, around))
+                    elif "host" in kinds and not self._hosts(node):
+                        # ``@cute.jit`` that launches nothing: a device function kernels call
+                        helper = self._kernel(node, kinds, language, around)
+                        self.kernels.append(helper.model_copy(update={"launched": False}))
+                        jit_nodes.add(id(node))
+                    elif (
+                        self.gpu_file
+                        and not _launches_in(node)
+                        and any(
+                            kind is None and kernel_like(_dotted(d, self.aliases))
+                            for d, kind in zip(node.decorator_list, kinds, strict=True)
+                        )
+                    ):
+                        # A kernel-like decorator no language claims, in a file importing a
+                        # GPU module: a kernel in a language the analysis cannot read (one
+                        # that launches ``k(...).launch(grid=...)`` is its host launcher).
+                        self.kernels.append(self._kernel(node, kinds, UNRECOGNISED.name, around))
                 around = node
             elif isinstance(node, ast.Call):
                 in_jit = around is not None and id(around) in jit_nodes
                 inner = node.func
                 if (
                     isinstance(inner, ast.Call)
-                    and _deco_kind(_dotted(inner.func, self.aliases)) == "autotune"
+                    and (self._kinds([inner.func])[0] or ("",))[0] == "autotune"
                     and node.args
                     and isinstance(node.args[0], ast.Name)
                 ):
@@ -186,6 +259,9 @@ class _Reader:
                     for value in (*node.args, *(kw.value for kw in node.keywords)):
                         if isinstance(value, ast.Name):
                             used.add(value.id)  # handed on: autotune(...)(k), a launcher table
+                cute = _dsl_launch(node)
+                if cute is not None and len(self.launches) < MAX_PER_FILE:
+                    self.launches.append(self._launch(node, cute, around))
                 if isinstance(node.func, ast.Subscript) and len(self.launches) < MAX_PER_FILE:
                     name = _dotted(node.func.value, {})
                     if name:
@@ -313,10 +389,19 @@ class _Reader:
     def _launch(
         self, node: ast.Call, kernel: str, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
     ) -> LaunchSite:
-        assert isinstance(node.func, ast.Subscript)
+        """``k[grid](args, num_warps=...)``, or CuTe's ``k(args).launch(grid=..., block=...)``."""
         tuning: dict[str, str] = {}
-        args = [ast.unparse(a) for a in node.args]
-        for kw in node.keywords:
+        if isinstance(node.func, ast.Subscript):
+            grid, call, options = ast.unparse(node.func.slice), node, node.keywords
+        else:
+            assert isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call)
+            call = node.func.value
+            grid = next((ast.unparse(k.value) for k in node.keywords if k.arg == "grid"), "")
+            options = [k for k in node.keywords if k.arg != "grid"]
+            tuning.update({k.arg: ast.unparse(k.value) for k in options if k.arg})
+            options = call.keywords
+        args = [ast.unparse(a) for a in call.args]
+        for kw in options:
             text = ast.unparse(kw.value)
             if kw.arg and is_tuning_name(kw.arg):
                 tuning[kw.arg] = text
@@ -343,10 +428,10 @@ class _Reader:
             )
         return LaunchSite(
             kernel=kernel,
-            language="triton",
+            language=self._launch_language(node, wrapper),
             path=self.path,
             line=node.lineno,
-            grid=collapse(ast.unparse(node.func.slice)),
+            grid=collapse(grid),
             args=collapse(", ".join(args)),
             tuning=tuning,
             wrapper=wrapper.name if wrapper is not None else None,
@@ -391,13 +476,22 @@ def _bound_kernel(name: str, around: ast.FunctionDef | ast.AsyncFunctionDef | No
     return name
 
 
-def _has_prim_func(node: ast.AST, aliases: dict[str, str]) -> bool:
-    return any(
-        isinstance(sub, ast.FunctionDef)
-        and any(DSL_KERNELS.get(_dotted(d, aliases) or "") for d in sub.decorator_list)
-        for sub in ast.walk(node)
-        if sub is not node
-    )
+def _dsl_launch(node: ast.Call) -> str | None:
+    """The kernel a CuTe-style ``kernel(args).launch(grid=..., ...)`` launches, if it is one."""
+    func = node.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and func.attr == "launch"
+        and isinstance(func.value, ast.Call)
+        and any(k.arg in ("grid", "block") for k in node.keywords)
+    ):
+        return None
+    name = _dotted(func.value.func, {})
+    return name.rsplit(".", 1)[-1] if name else None
+
+
+def _launches_in(node: ast.AST) -> bool:
+    return any(isinstance(sub, ast.Call) and _dsl_launch(sub) for sub in ast.walk(node))
 
 
 def _constexprs(args: ast.arguments) -> dict[str, str | None]:

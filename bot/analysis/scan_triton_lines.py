@@ -13,10 +13,9 @@ import re
 import warnings
 from collections.abc import Callable, Sequence
 
+from bot.analysis.languages import MARKER_WORDS, UNRECOGNISED, decorator_role, kernel_like
 from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, LaunchSite, TritonConfig
-from bot.analysis.text import DSL_KERNELS as _DSL_KERNELS
 from bot.analysis.text import collapse, is_tuning_name
-from bot.analysis.text import decorated_language as _language
 from bot.analysis.triton_config import parse_config
 
 _DECO_LINE = re.compile(r"^(\s*)@\s*([\w.]+)")
@@ -29,7 +28,8 @@ _MODULE_CONST = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=\s*(.+)$")
 _KEY = re.compile(r"key\s*=\s*\[([^\]]*)\]")
 _QUOTED = re.compile(r"['\"](\w+)['\"]")
 _EMPTY_ARG = re.compile(r",\s*(?=,|$)")
-_DSL_PREFIXES = ("triton.", "gluon.", "tilelang.", "cute.", "T.")
+_DSL_PREFIXES = ("triton.", "gluon.", "tilelang.", "cute.", "T.", "helion.")
+_GPU_FILE = re.compile("|".join(MARKER_WORDS))
 _CONFIG_CALL = re.compile(r"\b(?:triton\.)?Config\s*\(")
 
 
@@ -38,12 +38,14 @@ def scan_python_lines(
     sparse: Sequence[str | None],
     sections: Sequence[tuple[int, str]],
     line_at: Callable[[int], int] | None = None,
+    markers: tuple[str, ...] = (),
 ) -> FileScan:
     """Scan Python lines (``None`` = unseen) with patterns. ``line_at`` maps list positions
-    (1-based) to file lines."""
+    (1-based) to file lines; ``markers``: the policy's ``kernel_decorators``."""
     at = line_at or (lambda n: n)
     visible = "\n".join(line for line in sparse if line is not None)
     has_triton = "triton" in visible
+    gpu_file = bool(_GPU_FILE.search(visible))
     kernels: list[KernelDef] = []
     covered: set[int] = set()
     n = len(sparse)
@@ -56,8 +58,7 @@ def scan_python_lines(
             continue
         indent, name = len(m.group(1)), m.group(2)
         decos, deco_start = _decorators_above(sparse, i, indent)
-        kinds = [d.split(".")[-1] for d in decos if d.startswith(_DSL_PREFIXES) or has_triton]
-        kinds += ["jit" for d in decos if d in _DSL_KERNELS]
+        kinds, language = _kinds(decos, markers, has_triton, gpu_file)
         signature = _signature(sparse, i)
         constexprs = {c.group(1): c.group(2) for c in _CONSTEXPR.finditer(signature)}
         if "jit" in kinds or constexprs or (not decos and name.endswith("kernel") and has_triton):
@@ -67,7 +68,7 @@ def scan_python_lines(
             key = _KEY.search(run)
             kernels.append(
                 KernelDef(
-                    language=_language(decos),
+                    language=language,  # type: ignore[arg-type]
                     name=name,
                     path=path,
                     line_start=at(deco_start + 1),
@@ -147,6 +148,30 @@ def scan_python_lines(
         launches=tuple(launches),
         tuning_constants=constants,
     )
+
+
+def _kinds(
+    decos: list[str], markers: tuple[str, ...], has_triton: bool, gpu_file: bool
+) -> tuple[list[str], str]:
+    """The decorators' kinds (``jit``, ``autotune``...) as written, and the kernel's language."""
+    kinds: list[str] = []
+    language = "triton"
+    for d in decos:
+        found = decorator_role(d, markers, d)
+        if found is not None:
+            role, lang = found
+            if role in ("kernel", "factory", "host"):
+                language = lang
+            # a factory (``@tilelang.jit``) is its kernel's code, as far as diff lines show
+            kinds.append(
+                {"kernel": "jit", "factory": "jit", "tuner": d.split(".")[-1]}.get(role, role)
+            )
+        elif gpu_file and kernel_like(d) and not d.startswith(("triton.", "tl.")):
+            kinds.append("jit")
+            language = UNRECOGNISED.name
+        elif d.startswith(_DSL_PREFIXES) or has_triton:
+            kinds.append(d.split(".")[-1])
+    return kinds, language
 
 
 def _until_close(text: str) -> str:

@@ -14,7 +14,6 @@ from bot.analysis.model import (
     PYTHON_SUFFIXES,
     FileScan,
     KernelDef,
-    Language,
     SourceKind,
 )
 
@@ -24,7 +23,8 @@ TUNING_NAME = re.compile(
     r"^_*(?:[A-Z0-9]+_)*[XYZR]?(?:BLOCK|TILE|WARPS|STAGES|THREADS|GROUP_SIZE|SPLIT_K)(?:SIZE)?"
     r"(?:_[A-Z0-9]+)*$"
     r"|^(?:num_warps|num_stages|num_ctas|maxnreg|block_size|block_dim|threads|block|tile_size|"
-    r"threads_per_block|block_threads)$"
+    r"threads_per_block|block_threads|num_threads|block_sizes)$"
+    r"|^block_[A-Z]+$"  # TileLang's block_M, block_N, block_K
     r"|^k(?=[A-Z])\w*?(?:Block|Tile|Threads|Warps)\w*$"
 )
 
@@ -41,14 +41,23 @@ _TUNING_MARK = re.compile(
 )
 
 
+_TUNING_TEST = re.compile(r"^\s*(?:if|elif)\s+(.+):\s*(?:#.*)?$")
+_TEST_WORDS = {"is", "not", "None", "and", "or", "True", "False", "in"}
+
+
 def is_tuning_line(line: str) -> bool:
     """Whether a changed line only touches tuning: a Config entry, a warps/stages value, a
-    ``BLOCK_*`` constant or constexpr default, or nothing but brackets and commas."""
+    ``BLOCK_*`` constant or constexpr default, a test of tuning values only (``if threads is
+    None:``), or nothing but brackets and commas."""
     stripped = line.strip()
     if not stripped or not stripped.strip("[](){},"):
         return True
     if _TUNING_MARK.search(line):
         return True
+    test = _TUNING_TEST.match(line)
+    if test:
+        names = set(re.findall(r"[A-Za-z_]\w*", test.group(1))) - _TEST_WORDS
+        return bool(names) and all(is_tuning_name(n) for n in names)
     m = _TUNING_ASSIGN.match(line)
     return bool(m and is_tuning_name(m.group(1)))
 
@@ -59,7 +68,7 @@ CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*[(<]")  # a call, or a template's argum
 def called_helpers(scan: FileScan, kernel: KernelDef, lines: Sequence[str]) -> list[KernelDef]:
     """The functions of the same file ``kernel`` calls, directly or through each other:
     ``__device__`` helpers in C++, other ``@triton.jit`` functions in Python."""
-    pool = [*scan.helpers, *(k for k in scan.kernels if k.language in ("triton", "gluon"))]
+    pool = [*scan.helpers, *(k for k in scan.kernels if k.language in ("triton", "gluon", "cute"))]
     out: list[KernelDef] = []
     seen = {(kernel.name, kernel.line_start)}
     todo = [kernel]
@@ -105,24 +114,6 @@ def parse_python(text: str) -> ast.Module:
     with warnings.catch_warnings():  # invalid escapes in the user's strings are theirs
         warnings.simplefilter("ignore")
         return ast.parse(text)
-
-
-# Decorators that make a function a kernel in a Python DSL other than Triton's.
-DSL_KERNELS = {
-    "cutlass.cute.kernel": "cute",
-    "cute.kernel": "cute",
-    "tilelang.language.prim_func": "tilelang",
-    "T.prim_func": "tilelang",
-}
-
-
-def decorated_language(dotted: list[str | None]) -> Language:
-    for d in dotted:
-        if d and d in DSL_KERNELS:
-            return DSL_KERNELS[d]  # type: ignore[return-value]
-        if d and "gluon" in d.split("."):
-            return "gluon"
-    return "triton"
 
 
 Bindings = dict[str, list[tuple[ast.stmt, list[ast.expr]]]]

@@ -70,6 +70,11 @@ class ShapeLine(Frozen):
     small_or_ragged: bool = False
     weight: NonNegative = 1.0
     detail: str = ""
+    tolerance: NonNegative | None = None  # this kernel's: head/base up to 1 + tolerance is SAME
+    # achieved throughput as a fraction of the device's measured ceiling (copy bandwidth or
+    # matmul TFLOP/s, whichever the case comes closer to), per side
+    base_of_roofline: NonNegative | None = None
+    head_of_roofline: NonNegative | None = None
 
 
 class SweepEvidence(Frozen):
@@ -119,6 +124,41 @@ class FirstCallEvidence(Frozen):
     side: Literal["base", "head"] = "head"  # base too when the change moves the toolchain
 
 
+class TritonLayout(Frozen):
+    """A layout the compiler chose for one of a kernel's main operations (Part C-1), read from
+    the Triton GPU IR: how a tensor is spread over lanes and warps (wavefronts on AMD)."""
+
+    role: Literal["load", "store", "reduce", "dot"]
+    kind: Label  # "blocked", "nvidia_mma", "amd_mfma", "amd_wmma", "linear", ...
+    shape: tuple[Dim, ...] = Field(default=(), max_length=8)  # the tensor's
+    axis: Count | None = None  # a reduction's axis
+    size_per_thread: tuple[Dim, ...] = Field(default=(), max_length=8)
+    threads_per_warp: tuple[Dim, ...] = Field(default=(), max_length=8)
+    warps_per_cta: tuple[Dim, ...] = Field(default=(), max_length=8)
+    order: tuple[Dim, ...] = Field(default=(), max_length=8)
+    instr_shape: tuple[Dim, ...] = Field(default=(), max_length=8)  # matrix layouts
+    version: Label = ""  # matrix layouts: the MMA / MFMA generation
+
+    def text(self) -> str:
+        """``blocked sizePerThread [1] threadsPerWarp [32] warpsPerCTA [4] order [0]``, in the
+        IR's own attribute names."""
+
+        def dims(v: tuple[int, ...]) -> str:
+            return "[" + ", ".join(map(str, v)) + "]"
+
+        parts = [self.kind + (f" v{self.version}" if self.version else "")]
+        for name, value in (
+            ("sizePerThread", self.size_per_thread),
+            ("threadsPerWarp", self.threads_per_warp),
+            ("warpsPerCTA", self.warps_per_cta),
+            ("order", self.order),
+            ("instrShape", self.instr_shape),
+        ):
+            if value:
+                parts.append(f"{name} {dims(value)}")
+        return " ".join(parts)
+
+
 class CompilerFlag(Frozen):
     severity: Literal["error", "warning", "info"]
     kernel: str
@@ -165,6 +205,9 @@ class CompilerEvidence(Frozen):
 
 
 class CompilerRow(Frozen):
+    """One compiled variant: a kernel's config on one side and target, in one specialization
+    (C++ kernels have none)."""
+
     kernel: str
     side: Literal["old", "new"]
     language: Literal["triton", "cuda", "hip"]
@@ -177,10 +220,34 @@ class CompilerRow(Frozen):
     occupancy: str | None = None
     matrix_instr: str | None = None
     load_bits_max: Count | None = None
+    layouts: tuple[TritonLayout, ...] = Field(default=(), max_length=32)  # Triton only (C-1)
     error: str | None = None
+    # how Triton specialised the arguments: types, /16 = 16-byte divisible, =1 = fixed to 1
+    specialization: Label = ""
+    # served shapes and dtypes that compile to this variant, e.g. "1000003:bfloat16"
+    shapes: tuple[Label, ...] = Field(default=(), max_length=MAX_CONFIGS)
 
 
 CompilerEvidence.model_rebuild()
+
+
+class SmemTraffic(Frozen):
+    """Shared-memory (LDS) traffic of one GPU kernel in one call of a bench case, from the
+    vendor's profiler (Part C-3). The units are the profiler's, named in ``*_unit``."""
+
+    kernel: Label  # the policy kernel
+    side: Literal["old", "new"]
+    vendor: Vendor
+    gpu: Label = ""
+    shape: tuple[Dim, ...] = Field(max_length=8)
+    dtype: Label
+    function: Label  # the GPU kernel's name as the profiler reports it
+    launches: Count = 0
+    accesses: Count | None = None  # shared-memory load + store wavefronts, or LDS instructions
+    accesses_unit: Label = ""
+    conflicts: Count | None = None  # bank conflicts, or cycles lost to them
+    conflicts_unit: Label = ""
+    profiler: Label = ""  # "ncu", "rocprofv3"
 
 
 class RolloutFact(Frozen):
@@ -191,7 +258,7 @@ class RolloutFact(Frozen):
 
 
 class NotRun(Frozen):
-    check: Literal["sweep", "first_call", "compiler", "repo"]
+    check: Literal["sweep", "first_call", "compiler", "repo", "smem"]
     vendor: Vendor | None = None
     reason: str
 
@@ -220,6 +287,7 @@ class Evidence(Frozen):
     compiler: CompilerEvidence | None = None
     repo: RepoConditions | None = None
     rollbacks: tuple[RolloutFact, ...] = ()
+    smem: tuple[SmemTraffic, ...] = Field(default=(), max_length=2000)  # C-3, opt-in
     not_run: tuple[NotRun, ...] = ()
     toolchains: tuple[SideToolchain, ...] = ()
     history: tuple[KernelHistory, ...] = ()

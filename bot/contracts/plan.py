@@ -7,7 +7,7 @@ from typing import Literal
 from bot.contracts.base import Frozen, Vendor
 from bot.contracts.review import ChangeLine, DeploymentKind
 
-Check = Literal["sweep", "first_call", "compiler", "repo"]
+Check = Literal["sweep", "first_call", "compiler", "repo", "smem"]
 
 
 PLAN_SCHEMA_VERSION = 1

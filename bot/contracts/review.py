@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.contracts.accept import AcceptedLine
 from bot.contracts.base import Frozen, Vendor
 
 Decision = Literal["approve", "approve_with_conditions", "request_changes"]
@@ -23,6 +24,17 @@ DECISION_TITLES: dict[str, str] = {
     "approve_with_conditions": "Approve with conditions",
     "request_changes": "Request changes",
 }
+
+
+class ChangeFinding(Frozen):
+    """Something the changed code does that a reviewer should hear about, at its line: C++
+    lane-level primitives a rewrite replaces (B-6), wall-clock timing of an asynchronous launch
+    in the head's benchmark or test code (Part A)."""
+
+    kind: Literal["lane_primitives", "async_timing"]
+    path: str
+    line: int
+    message: str
 
 
 class ChangeLine(Frozen):
@@ -42,6 +54,9 @@ class ChangeLine(Frozen):
     branches: tuple[str, ...] = ()  # launch settings chosen by vendor or architecture
     old_version: str | None = None  # toolchain: the pin before ("==3.5.1"); None: not pinned
     new_version: str | None = None  # toolchain: the pin after; None: no longer pinned
+    new_lines: tuple[int, int] | None = None  # first and last line of the new kernel in head
+    findings: tuple[ChangeFinding, ...] = ()
+    not_compiled: str = ""  # why the compiler report cannot cover the new kernel's language
 
 
 class Requirements(Frozen):
@@ -70,6 +85,7 @@ class Verdict(Frozen):
     not_asking_for: tuple[str, ...]
     changes: tuple[ChangeLine, ...]
     no_kernel_changes: bool = False
+    accepted: tuple[AcceptedLine, ...] = ()  # slower shapes an acceptance names, judged
 
     @property
     def title(self) -> str:

@@ -31,13 +31,15 @@ from github import Auth, Github, GithubException
 from bot import __version__
 from bot.contracts.base import Frozen
 from bot.errors import GitHubError
-from bot.github.types import CommentInfo, FileInfo, IssueInfo, PullInfo
+from bot.github.types import CheckAnnotation, CommentInfo, FileInfo, IssueInfo, PullInfo
 
 DEFAULT_API_URL = "https://api.github.com"
 DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
 MAX_DIFF_CHARS = 20_000_000
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
+MAX_CHECK_ANNOTATIONS = 50  # the Checks API takes at most 50 annotations per request
+MAX_CHECK_TEXT = 65_535  # characters of a check run's summary
 MAX_TIMELINE_PAGES = 30  # 3,000 events; a longer timeline is reported as incomplete
 
 T = TypeVar("T")
@@ -157,7 +159,8 @@ def _final_error(
         text = f"GitHub refused {what} (403 {message})"
         hint = (
             "give the job the permission it needs: `pull-requests: write` to comment and react, "
-            "`statuses: write` for the merge gate, `contents: read` to read the policy"
+            "`checks: write` for the check run, `statuses: write` for the merge gate's status, "
+            "`contents: read` to read the policy"
         )
     elif status == 404:
         text = f"GitHub found nothing while {what} (404)"
@@ -514,6 +517,71 @@ class GitHubClient:
             kwargs["target_url"] = target_url
         commit = self._repo.get_commit(sha)
         self._call(f"setting the {context} status", lambda: commit.create_status(state, **kwargs))
+
+    def publish_check_run(
+        self,
+        head_sha: str,
+        *,
+        name: str,
+        conclusion: str,
+        title: str,
+        summary: str,
+        annotations: list[CheckAnnotation],
+        details_url: str | None = None,
+    ) -> int:
+        """A completed check run on ``head_sha``; returns its id. The Checks API takes 50
+        annotations per request: the first 50 go with the run, the rest in updates of it. The
+        caller cuts ``summary`` to ``MAX_CHECK_TEXT``. Never repeated on a 5xx (a second run,
+        or annotations twice, would show)."""
+        url = f"/repos/{self.repo_name}/check-runs"
+        batches = [
+            annotations[i : i + MAX_CHECK_ANNOTATIONS]
+            for i in range(0, len(annotations), MAX_CHECK_ANNOTATIONS)
+        ] or [[]]
+
+        def output(batch: list[CheckAnnotation]) -> dict[str, Any]:
+            return {
+                "title": title[:200],
+                "summary": summary,
+                "annotations": [
+                    {
+                        "path": a.path,
+                        "start_line": a.start_line,
+                        "end_line": a.end_line,
+                        "annotation_level": a.level,
+                        "title": a.title,
+                        "message": a.message,
+                    }
+                    for a in batch
+                ],
+            }
+
+        body: dict[str, Any] = {
+            "name": name,
+            "head_sha": head_sha,
+            "status": "completed",
+            "conclusion": conclusion,
+            "output": output(batches[0]),
+        }
+        if details_url:
+            body["details_url"] = details_url
+
+        def create() -> int:
+            _, data = self._gh.requester.requestJsonAndCheck("POST", url, input=body)
+            return int(data["id"])
+
+        run_id = self._call("creating the check run", create, idempotent=False)
+        for n, batch in enumerate(batches[1:], start=2):
+
+            def more(batch: list[CheckAnnotation] = batch) -> None:
+                self._gh.requester.requestJsonAndCheck(
+                    "PATCH", f"{url}/{run_id}", input={"output": output(batch)}
+                )
+
+            self._call(
+                f"adding annotations {n} of {len(batches)} to the check run", more, idempotent=False
+            )
+        return run_id
 
 
 def _issue(i: Any) -> IssueInfo:

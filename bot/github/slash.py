@@ -6,7 +6,12 @@ Grammar (whitespace-separated words, read as data)::
            [--dtype D[,D...]] [quick | full] [sha=COMMIT]
 
 ``--opt=value`` works too. ``sha=COMMIT`` (7 to 40 hex digits) binds the approval to that commit:
-the gate measures it only while it is still the pull request's head. Every word is checked against a small character set before it is
+the gate measures it only while it is still the pull request's head.
+
+``/bench accept KERNEL [AxB ...] -- REASON`` accepts the slowdown the last review measured for
+KERNEL (at the shapes named, else at every shape it found slower), for the reason given; it is
+recorded, not run. The words before ``--`` follow the rules below; the reason is free text,
+kept as data (at most 500 characters, one line). Every word is checked against a small character set before it is
 read; ``$(...)``, backticks, ``;``, pipes, quotes and ``@file`` are refused with the list of
 what is allowed. Kernels, vendors and dtypes must be ones the policy names; shapes are bounded
 by the policy's limits, and a request over a limit is refused with its computed cost.
@@ -21,7 +26,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.contracts.accept import MAX_REASON_CHARS
 from bot.errors import CommandError, LimitError
+from bot.escape import strip_controls
 from bot.github.types import PERMISSION_LEVELS, permission_allows
 
 if TYPE_CHECKING:
@@ -61,8 +68,9 @@ _FORBIDDEN = (
 
 USAGE = (
     "usage: /bench [KERNEL ...] [--vendor V[,V]] [--shape AxB[,CxD]] [--dtype D[,D]] [quick|full]"
-    " [sha=COMMIT]"
+    " [sha=COMMIT], or /bench accept KERNEL [AxB ...] -- REASON"
 )
+ACCEPT_USAGE = "usage: /bench accept KERNEL [AxB ...] -- REASON (e.g. /bench accept softmax 4096x4096 -- one kernel instead of two)"
 
 
 class BenchCommand(BaseModel):
@@ -92,6 +100,22 @@ class BenchCommand(BaseModel):
         if self.sha:
             words.append(f"sha={self.sha}")
         return " ".join(words)
+
+
+class AcceptCommand(BaseModel):
+    """``/bench accept``: accept the measured slowdown of one kernel, for a reason."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kernel: str
+    shapes: tuple[tuple[int, ...], ...] = ()  # empty: every shape the last review found slower
+    reason: str
+
+    def canonical(self) -> str:
+        """The command rebuilt from the parsed words (the reason is left out: it is free text)."""
+        return " ".join(
+            ["/bench accept", self.kernel, *("x".join(map(str, s)) for s in self.shapes)]
+        )
 
 
 class Cost(BaseModel):
@@ -189,6 +213,51 @@ def tokenize(line: str) -> list[str]:
     if len(words) > MAX_WORDS:
         raise CommandError(f"/bench takes at most {MAX_WORDS} words, got {len(words)}", hint=USAGE)
     return words
+
+
+def is_accept(line: str) -> bool:
+    """Whether a ``/bench`` line is ``/bench accept ...``."""
+    words = line.split(None, 2)
+    return len(words) >= 2 and words[0] == "/bench" and words[1] == "accept"
+
+
+def parse_accept(line: str, policy: Policy) -> AcceptCommand:
+    """Parse ``/bench accept KERNEL [AxB ...] -- REASON`` against the policy."""
+    line = line.strip()
+    if not is_accept(line):
+        raise CommandError("not a /bench accept command", hint=ACCEPT_USAGE)
+    if len(line) > MAX_LINE_CHARS:
+        raise CommandError(
+            f"the /bench line is over {MAX_LINE_CHARS} characters", hint=ACCEPT_USAGE
+        )
+    head, sep, reason = line[len("/bench accept") :].partition(" -- ")
+    if not sep and head.rstrip().endswith(" --"):
+        head, sep = head.rstrip()[:-3], "--"
+    reason = " ".join(strip_controls(reason).split())
+    if not sep or not reason:
+        raise CommandError(
+            "/bench accept needs a reason after ` -- `: say why the slowdown is worth paying",
+            hint=ACCEPT_USAGE,
+        )
+    if len(reason) > MAX_REASON_CHARS:
+        raise CommandError(
+            f"the reason is {len(reason)} characters; at most {MAX_REASON_CHARS}",
+            hint="say it in a sentence; link to a longer discussion",
+        )
+    words = head.split()
+    for word in words:
+        _check_word(word, policy)
+    kernel_names = [k.name for k in policy.kernels]
+    if not words or words[0] not in kernel_names:
+        named = f"{words[0][:40]!r} is not a kernel in the policy" if words else "no kernel named"
+        raise CommandError(
+            f"/bench accept: {named}",
+            hint=f"{ACCEPT_USAGE}; kernels: {', '.join(kernel_names)}",
+        )
+    if len(words) > MAX_WORDS:
+        raise CommandError(f"/bench accept takes at most {MAX_WORDS} words", hint=ACCEPT_USAGE)
+    shapes = _dedupe([_shape(w, policy) for w in words[1:]])
+    return AcceptCommand(kernel=words[0], shapes=tuple(shapes), reason=reason)
 
 
 def parse_bench(line: str, policy: Policy) -> BenchCommand:
@@ -325,14 +394,17 @@ def check_request(command: BenchCommand, policy: Policy, kernels: Sequence[str])
     return cost
 
 
-def check_permission(login: str, role: str, policy: Policy) -> None:
-    """Refuse a commenter whose repository role is under the policy's bar."""
-    required = policy.github.bench_permission
+def check_permission(login: str, role: str, policy: Policy, *, accept: bool = False) -> None:
+    """Refuse a commenter whose repository role is under the policy's bar for ``/bench`` (or,
+    with ``accept``, for ``/bench accept``)."""
+    key = "accept_permission" if accept else "bench_permission"
+    command = "/bench accept" if accept else "/bench"
+    required = getattr(policy.github, key)
     if not permission_allows(role, required):
         higher = PERMISSION_LEVELS[PERMISSION_LEVELS.index(required) :]
         raise CommandError(
-            f"@{login} has {role} permission on this repository; /bench needs {required} "
+            f"@{login} has {role} permission on this repository; {command} needs {required} "
             f"({' or '.join(higher)})",
-            hint="ask a maintainer to run /bench, or to lower github.bench_permission in the "
+            hint=f"ask a maintainer to run {command}, or to lower github.{key} in the "
             "base branch's policy",
         )

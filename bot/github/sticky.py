@@ -4,6 +4,9 @@ The comment starts with a hidden marker that carries the head SHA it describes::
 
     <!-- kernel-review:sticky v1 head=<40 hex> -->
 
+and, on the next line, the review's hidden state (``bot.github.hidden``): the shapes it found
+slower, with their ratios, which ``/bench accept`` records as what was accepted.
+
 Rules:
 - Only comments written by the bot's own login count; a stranger who pastes the marker into
   their comment is ignored (the bot could not edit it anyway).
@@ -25,9 +28,11 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.contracts.accept import ReviewState
 from bot.errors import GitHubError
 from bot.escape import md_code
 from bot.github.api import GitHubRequestError
+from bot.github.hidden import hidden, read_hidden
 from bot.github.types import CommentInfo
 
 MAX_COMMENT_CHARS = 65_536
@@ -77,6 +82,12 @@ def find_sticky(comments: Sequence[CommentInfo], bot_login: str) -> CommentInfo 
         if c.author == bot_login and marker_sha(c.body) is not None:
             return c
     return None
+
+
+def sticky_state(comments: Sequence[CommentInfo], bot_login: str) -> ReviewState | None:
+    """The hidden state of the bot's review comment, or None (no comment, or one without)."""
+    found = find_sticky(comments, bot_login)
+    return read_hidden(found.body, "state", ReviewState) if found is not None else None
 
 
 def overflow_note(*, omitted_chars: int, summary_url: str | None, artifact_name: str | None) -> str:
@@ -159,13 +170,16 @@ def upsert_sticky(
     summary_url: str | None = None,
     artifact_name: str | None = None,
     limit: int = MAX_COMMENT_CHARS,
+    state: ReviewState | None = None,
 ) -> StickyResult:
     """Create or update the bot's one review comment on pull request ``number``.
 
     ``current_head_sha``: the pull request's head now; when given and different from
-    ``head_sha``, an existing comment that already describes it is left alone.
+    ``head_sha``, an existing comment that already describes it is left alone. ``state``: the
+    hidden state kept on the line after the marker.
     """
-    full = f"{marker(head_sha)}\n{body}"
+    top = marker(head_sha) + (f"\n{hidden('state', state)}" if state is not None else "")
+    full = f"{top}\n{body}"
     text, truncated = fit_body(
         full, limit=limit, summary_url=summary_url, artifact_name=artifact_name
     )

@@ -44,6 +44,17 @@ class CommentInfo(Frozen):
     updated_at: str = ""
 
 
+class CheckAnnotation(Frozen):
+    """One annotation of a check run: a message on lines of a file at the checked commit."""
+
+    path: str
+    start_line: int
+    end_line: int
+    level: Literal["notice", "warning", "failure"]
+    title: str
+    message: str
+
+
 class IssueInfo(Frozen):
     number: int
     title: str

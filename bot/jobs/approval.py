@@ -93,18 +93,22 @@ def bind_approval(
         )
 
 
-def advisory_status(
-    client: GitHubClient, pull: PullInfo | None, state: str, description: str
-) -> tuple[str, str]:
-    """The merge-gate status for ``pull``: as given when its author may write to the repository;
-    otherwise marked advisory, and pending instead of success."""
+def advisory_reason(client: GitHubClient, pull: PullInfo | None) -> str | None:
+    """Why a verdict on ``pull`` is advisory (its author may not write to the repository), or
+    None when it is not."""
     if pull is None:
-        return state, description
+        return None
     role = client.permission(pull.author)
-    if permission_allows(role, "write"):
+    return None if permission_allows(role, "write") else f"@{pull.author} has {role} permission"
+
+
+def advisory_status(state: str, description: str, advisory: str | None) -> tuple[str, str]:
+    """The merge-gate status: as given, or, for an ``advisory`` verdict (its reason), marked
+    so and pending instead of success."""
+    if advisory is None:
         return state, description
     state = "pending" if state == "success" else state
-    return state, clip(f"Advisory (@{pull.author} has {role} permission): {description}", 140)
+    return state, clip(f"Advisory ({advisory}): {description}", 140)
 
 
 def told_before(client: GitHubClient, pr_number: int, actor: str, policy: Policy) -> bool:
@@ -112,7 +116,7 @@ def told_before(client: GitHubClient, pr_number: int, actor: str, policy: Policy
     this pull request: the next refusals are reactions only, so spamming /bench makes no noise."""
     if permission_allows(client.permission(actor), policy.github.bench_permission):
         return False
+    said = (f"@{actor} `/bench` was not run", f"@{actor} `/bench accept` was not recorded")
     return any(
-        c.author_type == "Bot" and c.body.startswith(f"@{actor} `/bench` was not run")
-        for c in client.list_comments(pr_number)
+        c.author_type == "Bot" and c.body.startswith(said) for c in client.list_comments(pr_number)
     )

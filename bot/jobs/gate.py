@@ -14,13 +14,23 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.analysis.changes import change_lines, part_a_tables
 from bot.analysis.repo import analyze_range
+from bot.contracts.accept import AcceptRecord
 from bot.contracts.plan import Plan
 from bot.contracts.review import PartATable
 from bot.errors import CommandError, LimitError
 from bot.github.api import GitHubClient
 from bot.github.events import Ignored, ReviewRequest
-from bot.github.slash import BenchCommand, check_permission, check_request, parse_bench
+from bot.github.slash import (
+    BenchCommand,
+    check_permission,
+    check_request,
+    is_accept,
+    parse_accept,
+    parse_bench,
+)
 from bot.github.types import PullInfo
+from bot.jobs.accepting import bot_login as resolve_bot_login
+from bot.jobs.accepting import record_for
 from bot.jobs.approval import bind_approval
 from bot.plan import make_plan
 from bot.policy.load import Policy, find_policy, missing_policy
@@ -49,6 +59,8 @@ class GateDecision(BaseModel):
     refusal: str | None = None  # a /bench that was refused: what to tell the commenter
     note: str | None = None  # e.g. a fork's pull request waits for a maintainer's /bench
     command: BenchCommand | None = None
+    accepting: bool = False  # the comment was /bench accept (recorded, never measured)
+    accept: AcceptRecord | None = None  # what it records (the ack job posts it)
     policy_source: str | None = None
     plan: Plan | None = None
 
@@ -94,8 +106,10 @@ def decide_gate(
     *,
     policy_path: str | None = None,
     pinned_head: str | None = None,
+    bot_login: str | None = None,
 ) -> GateResult:
-    """Decide for one event. ``pinned_head``: the SHA an earlier gate pinned (report mode)."""
+    """Decide for one event. ``pinned_head``: the SHA an earlier gate pinned (report mode);
+    ``bot_login``: the login the bot comments as, where it is not the token's own."""
     if isinstance(found, Ignored):
         return GateResult(
             decision=GateDecision(repository="", event=found.event, ignored=found.reason)
@@ -129,6 +143,9 @@ def decide_gate(
     }
     policy, source = read_base_policy(ApiRevision(client, pull.base_sha), policy_path)
     fields["policy_source"] = source
+    if req.event == "issue_comment" and is_accept(req.command or ""):
+        decision = base.model_copy(update={**fields, "accepting": True})
+        return _accept(req, client, pull, policy, decision, bot_login)
     command: BenchCommand | None = None
     try:
         if req.event == "issue_comment":
@@ -185,12 +202,45 @@ def decide_gate(
     )
 
 
+def _accept(
+    req: ReviewRequest,
+    client: GitHubClient,
+    pull: PullInfo,
+    policy: Policy,
+    decision: GateDecision,
+    bot_login: str | None,
+) -> GateResult:
+    """``/bench accept``: checked and turned into a record; nothing is measured."""
+    try:
+        check_permission(req.actor, client.permission(req.actor), policy, accept=True)
+        command = parse_accept(req.command or "", policy)
+        record = record_for(
+            client.list_comments(pull.number),
+            resolve_bot_login(client, bot_login),
+            command,
+            actor=req.actor,
+            comment_id=req.comment_id,
+        )
+    except (CommandError, LimitError) as exc:
+        return GateResult(
+            decision=decision.model_copy(update={"refusal": str(exc)}), policy=policy, pull=pull
+        )
+    note = f"/bench accept: {len(record.acceptances)} slower case(s) of {command.kernel} accepted"
+    return GateResult(
+        decision=decision.model_copy(update={"accept": record, "note": note}),
+        policy=policy,
+        pull=pull,
+    )
+
+
 def describe(decision: GateDecision) -> str:
     """One paragraph for the log and the job summary (plain text; escape before markdown)."""
     if decision.ignored:
         return f"Nothing to do: {decision.ignored}."
     if decision.refusal:
-        return f"/bench refused: {decision.refusal}"
+        return f"{'/bench accept' if decision.accepting else '/bench'} refused: {decision.refusal}"
+    if decision.accept is not None:
+        return f"Recorded on #{decision.pr_number}: {decision.note}."
     sha = (decision.head_sha or "")[:12]
     if not decision.run:
         return f"Not measuring #{decision.pr_number} at {sha}: {decision.note or 'nothing to run'}."

@@ -9,23 +9,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import ValidationError
 
+from bot.contracts.accept import Acceptance, AcceptedLine
 from bot.contracts.evidence import Evidence, NotRun, merge_all
 from bot.contracts.repo import RepoConditions
 from bot.contracts.results import ResultsFile
 from bot.contracts.review import PartATable, Verdict
 from bot.errors import ResultsError
 from bot.escape import workflow_command
+from bot.github.types import CheckAnnotation
 from bot.jobs.gate import GateDecision
 from bot.policy.load import Policy
 from bot.review.conclude import ReviewOutput, conclude, review_context
+from bot.review.render import accepted_line
 
 MAX_RESULTS_BYTES = 32 * 2**20
 MAX_RESULTS_FILES = 64
 MAX_ANNOTATIONS = 50  # GitHub shows at most 10 warnings per step; keep the log bounded too
+MAX_CHECK_ANNOTATIONS_TOTAL = 1000  # on one check run, sent 50 per request
 
 
 RATIO_SLACK = 1.25  # the paired ratio against the ratio of the median times, either way
@@ -147,46 +153,115 @@ def merge_evidence(results: Sequence[ResultsFile], vendors: Sequence[str]) -> Ev
     return merged.merge(Evidence(not_run=missing)).model_copy(update={"compiler": compiler})
 
 
-def annotations(evidence: Evidence, decision: GateDecision) -> list[str]:
-    """``::warning`` lines for the kernels that regress or spill (escaped; bounded)."""
+@dataclass(frozen=True)
+class Note:
+    """One thing to point at in the code: the log's annotations and the check run's."""
+
+    level: Literal["notice", "warning", "failure"]
+    title: str
+    message: str
+    path: str | None = None
+    lines: tuple[int, int] | None = None
+
+
+def notes(
+    evidence: Evidence, decision: GateDecision, accepted: Sequence[AcceptedLine] = ()
+) -> list[Note]:
+    """The kernels that regress, fail or spill, each on the changed kernel's lines where the
+    analysis found them (else on its file); a slower shape an acceptance covers is a notice."""
     plan = decision.plan
     paths = {k.name: k.paths for k in plan.kernels} if plan else {}
-    changes = {c.kernel: (c.new_paths or c.old_paths) for c in plan.changes} if plan else {}
-    out: list[str] = []
+    changes = {c.kernel: c for c in plan.changes} if plan else {}
+    judged = {(a.kernel, a.shape, a.dtype, a.vendor): a for a in accepted}
+    out: list[Note] = []
     for sweep in evidence.sweeps:
         for s in (*sweep.slower, *sweep.failures):
-            files = changes.get(s.kernel) or tuple(
-                p for p in paths.get(s.kernel, ()) if "*" not in p
-            )
-            what = (
-                f"{s.ratio:.3f}x the base time"
-                if s.verdict == "SLOWER" and s.ratio
-                else s.verdict.lower()
-            )
-            out.append(
-                workflow_command(
-                    "warning",
-                    f"{s.kernel} {'x'.join(map(str, s.shape))} {s.dtype} on {sweep.vendor}: {what}",
-                    file=files[0] if files else None,
-                    title="kernel-review: slower"
-                    if s.verdict == "SLOWER"
-                    else "kernel-review: failed",
-                )
-            )
+            change = changes.get(s.kernel)
+            files = (change.new_paths or change.old_paths) if change else ()
+            files = files or tuple(p for p in paths.get(s.kernel, ()) if "*" not in p)
+            lines = change.new_lines if change and change.new_paths else None
+            case = f"{s.kernel} {'x'.join(map(str, s.shape))} {s.dtype} on {sweep.vendor}"
+            judgement = judged.get((s.kernel, s.shape, s.dtype, sweep.vendor))
+            if judgement is not None:
+                level = "notice" if judgement.state == "accepted" else "warning"
+                title = f"kernel-review: {judgement.state} regression"
+                message = accepted_line(judgement)
+            elif s.verdict == "SLOWER":
+                ratio = f"{s.ratio:.3f}x the base time" if s.ratio else "slower"
+                level, title, message = "warning", "kernel-review: slower", f"{case}: {ratio}"
+            else:
+                level, title = "failure", "kernel-review: failed"
+                message = f"{case}: {s.verdict.lower()}"
+            out.append(Note(level, title, message, files[0] if files else None, lines))
     if evidence.compiler is not None:
         for f in evidence.compiler.flags:
             if f.severity == "info":
                 continue
             out.append(
-                workflow_command(
-                    "warning" if f.severity == "warning" else "error",
+                Note(
+                    "warning" if f.severity == "warning" else "failure",
+                    "kernel-review: compiler",
                     f"{f.kernel} on {f.vendor} {f.target}: {f.message}",
-                    file=f.path,
-                    line=f.line,
-                    title="kernel-review: compiler",
+                    f.path,
+                    (f.line, f.line) if f.line else None,
                 )
             )
-    return out[:MAX_ANNOTATIONS]
+    return out
+
+
+def annotations(
+    evidence: Evidence, decision: GateDecision, accepted: Sequence[AcceptedLine] = ()
+) -> list[str]:
+    """``::warning`` lines for the log (escaped; bounded)."""
+    command = {"notice": "notice", "warning": "warning", "failure": "error"}
+    return [
+        workflow_command(
+            command[n.level],
+            n.message,
+            file=n.path,
+            line=n.lines[0] if n.lines else None,
+            title=n.title,
+        )
+        for n in notes(evidence, decision, accepted)[:MAX_ANNOTATIONS]
+    ]
+
+
+def check_annotations(
+    evidence: Evidence, decision: GateDecision, accepted: Sequence[AcceptedLine] = ()
+) -> list[CheckAnnotation]:
+    """The check run's annotations: every note that names a file (the API needs a line: a
+    note without one goes on line 1), at most ``MAX_CHECK_ANNOTATIONS_TOTAL``."""
+    out = [
+        CheckAnnotation(
+            path=n.path,
+            start_line=n.lines[0] if n.lines else 1,
+            end_line=n.lines[1] if n.lines else 1,
+            level=n.level,
+            title=n.title,
+            message=n.message,
+        )
+        for n in notes(evidence, decision, accepted)
+        if n.path
+    ]
+    return out[:MAX_CHECK_ANNOTATIONS_TOTAL]
+
+
+CHECK_CONCLUSIONS = {
+    "approve": "success",
+    "approve_with_conditions": "action_required",  # like a pending status: not green yet
+    "request_changes": "failure",
+}
+
+
+def check_for(verdict: Verdict, advisory: str | None) -> tuple[str, str]:
+    """(conclusion, title) of the check run; an ``advisory`` verdict (its reason) never
+    concludes success."""
+    conclusion = CHECK_CONCLUSIONS[verdict.decision]
+    title = status_for(verdict)[1]
+    if advisory is not None:
+        conclusion = "action_required" if conclusion == "success" else conclusion
+        title = f"Advisory ({advisory}): {title}"
+    return conclusion, title
 
 
 def status_for(verdict: Verdict) -> tuple[str, str]:
@@ -210,6 +285,7 @@ def build_report(
     repo: RepoConditions | None,
     *,
     part_a: Sequence[PartATable] = (),
+    acceptances: Sequence[Acceptance] = (),
 ) -> ReviewOutput:
     """Pure: the merged evidence, with the repository facts and why nothing was measured (when
     nothing was), concluded into the verdict, the comment and the full job summary."""
@@ -226,4 +302,6 @@ def build_report(
         repository=decision.repository,
         policy_source=decision.policy_source or "",
     )
-    return conclude(decision.plan.changes, policy, evidence, context, part_a)
+    return conclude(
+        decision.plan.changes, policy, evidence, context, part_a, acceptances=acceptances
+    )

@@ -83,8 +83,11 @@ def render_policy(scan: RepoScan) -> Written:
     if scan.setup:
         out.add()
         out.add("[setup]  # run in each checkout (base and head) before it is measured")
-        out.key("command", scan.setup, "setup.py builds a C++/CUDA extension")
-        guesses.append(f"[setup] command = {scan.setup!r} builds the extension in place")
+        out.key("command", scan.setup, "setup.py builds a C++/CUDA extension; none: no build")
+        guesses.append(
+            f"[setup] command = {scan.setup!r} builds the extension in place"
+            " (on a side without setup.py, nothing)"
+        )
     for op in scan.ops:
         out.add()
         _kernel(out, op, scan.unmatched)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import date
 from pathlib import Path
 
 from bot.errors import PolicyError
@@ -61,21 +62,41 @@ def _source(path: Path) -> PolicySource:
     return read_policy_file(path)
 
 
+def policy_warnings(policy: Policy, today: date) -> list[str]:
+    """What is valid but worth a maintainer's look: ``[[accepted]]`` entries past their date."""
+    return [
+        f"accepted[{i}] ({entry.kernel}, owner {entry.owner}) expired on "
+        f"{entry.expires.isoformat()}: it no longer accepts anything; renew its expires date "
+        "or delete it"
+        for i, entry in policy.expired_acceptances(today)
+    ]
+
+
 def run_check(args: argparse.Namespace) -> int:
     source = _source(Path(args.path))
     policy, problems = validate_policy(source.text, source.display, table=source.table)
     where = {"path": source.path, "table": ".".join(source.table) or None}
+    warnings = policy_warnings(policy, date.today()) if policy is not None else []
     if args.json:
         if policy is None:
             doc = {"valid": False, **where, "problems": [p.model_dump() for p in problems]}
         else:
-            doc = {"valid": True, **where, "policy": policy.model_dump(mode="json", by_alias=True)}
+            doc = {
+                "valid": True,
+                **where,
+                "warnings": warnings,
+                "policy": policy.model_dump(mode="json", by_alias=True),
+            }
         print(json.dumps(doc, indent=2))
         return 0 if policy is not None else 2
     if policy is None:
         raise problems_error(problems, source.display)
     table = f" [{'.'.join(source.table)}]" if source.table else ""
     print(f"{source.display}{table}: valid\n")
+    for warning in warnings:
+        print(f"warning: {warning}")
+    if warnings:
+        print()
     print(render_policy(policy))
     return 0
 
@@ -102,7 +123,8 @@ def render_policy(policy: Policy) -> str:
         f"{lim.max_elements_per_tensor:,} elements per tensor, "
         f"{lim.max_gpu_seconds} GPU-seconds per run",
         f"compiler     nvidia {', '.join(comp.nvidia_targets)}; amd {', '.join(comp.amd_targets)}",
-        f"github       /bench needs {gh.bench_permission} permission; merge gate: {gh.merge_gate}",
+        f"github       /bench needs {gh.bench_permission} permission, /bench accept "
+        f"{gh.accept_permission}; merge gate: {gh.merge_gate}",
         "",
         f"kernels ({len(policy.kernels)})",
     ]
@@ -126,4 +148,12 @@ def render_policy(policy: Policy) -> str:
         for shape in kernel.shapes:
             dims = " x ".join(str(n) for n in shape.dims)
             lines.append(f"      {dims:<24} weight {shape.weight:g}")
+    if policy.accepted:
+        lines += ["", f"accepted ({len(policy.accepted)})"]
+    for entry in policy.accepted:
+        shapes = ", ".join("x".join(map(str, s)) for s in entry.shapes) or "every shape"
+        lines.append(
+            f"  {entry.kernel} at {shapes}: up to {entry.ratio:g}x the base time, owner "
+            f"{entry.owner}, until {entry.expires.isoformat()}: {entry.reason}"
+        )
     return "\n".join(lines)

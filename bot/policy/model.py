@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from datetime import date
 from functools import lru_cache
 from typing import Annotated, Any, Literal, get_args
 
@@ -46,7 +47,7 @@ DTYPES: tuple[str, ...] = get_args(DType)
 MAX_DIMS = 8
 
 Permission = Literal["admin", "maintain", "write", "triage", "read"]
-MergeGate = Literal["none", "status"]
+MergeGate = Literal["none", "status", "check"]
 
 PositiveInt = Annotated[int, Field(strict=True, gt=0)]
 PositiveFloat = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
@@ -69,6 +70,7 @@ ENTRY_DESCRIPTION = (
 # What ``kernel-review init`` writes where it could not infer a value; refused until replaced.
 PLACEHOLDER = "FILL-IN"
 KERNEL_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
+DOTTED_RE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 OWNER_RE = r"^(@[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9._-]+)?|[^@\s]+@[^@\s]+\.[^@\s]+)$"
 
 
@@ -303,15 +305,38 @@ class CompilerTargets(_Model):
     )
 
 
+class Profiling(_Model):
+    shared_memory: bool = Field(
+        default=False,
+        description="profile each planned kernel's shared-memory (LDS) traffic and bank conflicts, "
+        "old and new, on the GPU runners (Nsight Compute / rocprofv3): true or false",
+    )
+    shapes: PositiveInt = Field(
+        default=2,
+        description="served shapes profiled per kernel, the most-served first, an integer > 0",
+    )
+    max_seconds: PositiveInt = Field(
+        default=120,
+        description="the most seconds of profiled processes per runner, an integer > 0; never more "
+        "than limits.max_gpu_seconds",
+    )
+
+
 class GitHubSettings(_Model):
     bench_permission: Permission = Field(
         default="write",
         description="the repository permission a commenter needs to run /bench: "
         "admin | maintain | write | triage | read",
     )
+    accept_permission: Permission = Field(
+        default="maintain",
+        description="the repository permission a commenter needs for /bench accept (accepting "
+        "a measured slowdown): admin | maintain | write | triage | read",
+    )
     merge_gate: MergeGate = Field(
-        default="status",
-        description="'status' posts a commit status branch protection can require; 'none' does not",
+        default="check",
+        description="'check' posts a check run with annotations (a commit status where the "
+        "token may not write checks); 'status' posts only a commit status; 'none' posts neither",
     )
 
 
@@ -481,6 +506,45 @@ class KernelPolicy(_Model):
         return any(glob_match(glob, path) for glob in self.paths)
 
 
+class AcceptedEntry(_Model):
+    kernel: str = Field(
+        pattern=KERNEL_NAME_RE,
+        description="the name of a kernel in [[kernels]] whose slowdown is accepted",
+    )
+    shapes: list[list[PositiveInt]] = Field(
+        default_factory=list,
+        description="the shapes it accepts, a list like [[4096, 4096]]; left out, every shape",
+    )
+    max_ratio: Annotated[float, Field(strict=True, gt=1, allow_inf_nan=False)] | None = Field(
+        default=None, description="the largest head/base time accepted, a number > 1 like 1.08"
+    )
+    max_percent: Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)] | None = Field(
+        default=None, description="the largest slowdown accepted in percent, like 8"
+    )
+    owner: Annotated[str, Field(pattern=OWNER_RE)] = Field(
+        description="who answers for it: '@user', '@org/team' or an email"
+    )
+    reason: Annotated[str, Field(min_length=1, max_length=500)] = Field(
+        description="why the slowdown is worth paying, at most 500 characters"
+    )
+    expires: date = Field(
+        description="the last day it accepts, a TOML date like 2027-03-01 (no quotes)"
+    )
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> AcceptedEntry:
+        if (self.max_ratio is None) == (self.max_percent is None):
+            raise _problem(
+                "give exactly one of max_ratio (like 1.08) or max_percent (like 8)", "max_ratio"
+            )
+        return self
+
+    @property
+    def ratio(self) -> float:
+        """The largest head/base time accepted."""
+        return self.max_ratio if self.max_ratio is not None else 1 + (self.max_percent or 0) / 100
+
+
 class Policy(_Model):
     tolerance: Tolerance = Field(
         default=0.03,
@@ -504,6 +568,7 @@ class Policy(_Model):
     compiler: CompilerTargets = Field(
         default_factory=CompilerTargets, description="a [compiler] table"
     )
+    profile: Profiling = Field(default_factory=Profiling, description="a [profile] table")
     github: GitHubSettings = Field(default_factory=GitHubSettings, description="a [github] table")
     python_path: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list,
@@ -516,14 +581,36 @@ class Policy(_Model):
     toolchain: Toolchain = Field(
         default_factory=Toolchain, description="a [toolchain] table: per-side environments"
     )
+    kernel_decorators: list[str] = Field(
+        default_factory=list,
+        description="decorators (or functions called as k = name(k)) that mark a kernel in this "
+        'repository, as dotted names written or imported: ["cuda.tile.kernel", "ct.kernel"]',
+    )
     kernels: list[KernelPolicy] = Field(
         min_length=1, description="one [[kernels]] table per kernel to measure"
+    )
+    accepted: list[AcceptedEntry] = Field(
+        default_factory=list,
+        description="[[accepted]] tables: slowdowns the team decided to pay, each with an "
+        "owner, a reason and an expiry date",
     )
 
     @field_validator("python_path")
     @classmethod
     def _python_path_inside(cls, folders: list[str]) -> list[str]:
         return inside_repository(folders)
+
+    @field_validator("kernel_decorators")
+    @classmethod
+    def _dotted_names(cls, names: list[str]) -> list[str]:
+        for index, name in enumerate(names):
+            if not DOTTED_RE.match(name):
+                raise _problem(
+                    f"{name!r} is not a dotted name: write the decorator without '@' or "
+                    'arguments, like "mylib.kernel" for @mylib.kernel(...)',
+                    index,
+                )
+        return names
 
     @field_validator("vendors")
     @classmethod
@@ -570,9 +657,24 @@ class Policy(_Model):
                             f"limits.max_elements_per_tensor = {limits.max_elements_per_tensor:,}",
                         )
                     )
+        for a, entry in enumerate(self.accepted):
+            if entry.kernel not in first_index:
+                close = difflib.get_close_matches(entry.kernel, list(first_index), n=1)
+                guess = f"did you mean {close[0]!r}? " if close else ""
+                found.append(
+                    (
+                        ("accepted", a, "kernel"),
+                        f"accepted[{a}] names kernel {entry.kernel!r}, which is not in "
+                        f"[[kernels]]; {guess}known kernels: {', '.join(first_index)}",
+                    )
+                )
         if found:
             raise _problems(found)
         return self
+
+    def expired_acceptances(self, today: date) -> list[tuple[int, AcceptedEntry]]:
+        """The ``[[accepted]]`` entries whose last day is before ``today``, with their index."""
+        return [(i, e) for i, e in enumerate(self.accepted) if e.expires < today]
 
     def kernels_for_path(self, path: str) -> list[KernelPolicy]:
         """The kernels whose ``paths`` cover the repository-relative ``path``, in policy order."""

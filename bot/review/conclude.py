@@ -10,12 +10,15 @@ it to GitHub's limit when it is posted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.contracts.accept import Acceptance
 from bot.contracts.evidence import Evidence
 from bot.contracts.review import ChangeLine, PartATable, Requirements, ReviewContext, Verdict
 from bot.policy.load import Policy
+from bot.review.accept import judge, policy_acceptances
 from bot.review.render import render_comment
 from bot.review.verdict import decide
 
@@ -71,10 +74,20 @@ def conclude(
     evidence: Evidence,
     context: ReviewContext,
     part_a: Sequence[PartATable] = (),
+    *,
+    acceptances: Sequence[Acceptance] = (),
+    today: date | None = None,
 ) -> ReviewOutput:
     """Decide on ``changes`` under ``policy`` from ``evidence``, and render the comment and the
-    job summary in ``context`` (made by ``review_context``)."""
-    verdict = decide(changes, requirements(policy), evidence)
+    job summary in ``context`` (made by ``review_context``). ``acceptances``: those recorded on
+    the pull request (``/bench accept``); the policy's ``[[accepted]]`` entries are added here,
+    and judged as of ``today`` (default: the date now)."""
+    accepted = judge(
+        evidence.sweeps,
+        (*acceptances, *policy_acceptances(policy)),
+        today or date.today(),
+    )
+    verdict = decide(changes, requirements(policy), evidence, accepted)
     part_a = tuple(part_a)
     return ReviewOutput(
         verdict=verdict,

@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from bot.contracts.evidence import Evidence, FirstCallEvidence
+from bot.contracts.accept import AcceptedLine
+from bot.contracts.evidence import Evidence, FirstCallEvidence, ShapeLine, SweepEvidence
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
+from bot.review.explain import kernel_lines
+from bot.review.words import speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -24,6 +27,7 @@ class Facts:
     changes: tuple[ChangeLine, ...]
     req: Requirements
     ev: Evidence
+    accepted: tuple[AcceptedLine, ...] = ()  # slower shapes an acceptance names, judged
 
     @property
     def measured_kernels(self) -> bool:
@@ -41,16 +45,28 @@ class Finding:
     blocking: bool = False  # a measured violation: requests changes
 
 
-def _pct(ratio: float) -> str:
-    return f"{(ratio - 1.0) * 100:+.1f}%"
-
-
 def _shape(s: Sequence[int]) -> str:
     return "x".join(str(d) for d in s)
 
 
+def _sweep_line(s: SweepEvidence) -> str:
+    """One vendor's sweep in a line: how many shapes, the served shapes overall, the worst."""
+    line = f"{s.vendor} ({s.gpu}): {len(s.shapes)} shapes"
+    if s.geomean_ratio is not None:
+        notes = [speed_range(*s.geomean_ci)] if s.geomean_ci else []
+        notes += ["weighted by how often each is served"] if s.weighted else []
+        more = f" ({'; '.join(notes)})" if notes else ""
+        line += f"; the served shapes together {speed(s.geomean_ratio)}{more}"
+    worst = s.worst
+    if worst is not None and worst.ratio is not None:
+        line += f"; worst {worst.kernel} {_shape(worst.shape)} {worst.dtype}, {speed(worst.ratio)}"
+    return line
+
+
 def sweep(f: Facts) -> Finding:
-    """A shape sweep on a GPU: every shape within tolerance, none failed."""
+    """A shape sweep on a GPU: every shape within tolerance, none failed. The rows say each
+    vendor's sweep in a line, each failure, and one line per kernel with slower shapes (the
+    shapes themselves are in the per-shape table)."""
     ev = f.ev
     if not f.measured_kernels:
         return Finding("met", f"{NOT_COVERED}, so there is nothing to sweep")
@@ -66,33 +82,43 @@ def sweep(f: Facts) -> Finding:
         return Finding("not_run", reasons[0], tuple(reasons[1:]) + extra)
     lines: list[str] = []
     failures = [x for s in gpu_sweeps for x in s.failures]
-    slower = [x for s in gpu_sweeps for x in s.slower]
     inconclusive = [x for s in gpu_sweeps for x in s.inconclusive]
+    total = sum(len(s.shapes) for s in gpu_sweeps)
     for s in gpu_sweeps:
-        gm = ""
-        if s.geomean_ratio is not None:
-            ci = f" [{_pct(s.geomean_ci[0])}, {_pct(s.geomean_ci[1])}]" if s.geomean_ci else ""
-            gm = f"; {'weighted ' if s.weighted else ''}geomean {_pct(s.geomean_ratio)}{ci}"
-        worst = s.worst
-        w = (
-            f"; worst {worst.kernel} {_shape(worst.shape)} {worst.dtype} {_pct(worst.ratio or 1)}"
-            if worst
-            else ""
-        )
-        lines.append(f"{s.vendor} ({s.gpu}): {len(s.shapes)} shapes{gm}{w}")
+        lines.append(_sweep_line(s))
         if s.dropped_rounds:
             lines.append(f"{s.vendor}: {s.dropped_rounds} throttled rounds dropped")
     for x in failures:
         lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip())
-    for x in slower:
-        lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: slower by {_pct(x.ratio or 1)}")
+    for s in gpu_sweeps:
+        where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
+        lines += [where + line for line in kernel_lines(s, ev.compiler)]
+    judged = {_case(a.kernel, a.shape, a.dtype, a.vendor): a.state for a in f.accepted}
+    slower: list[ShapeLine] = []  # the slower shapes no acceptance covers
+    for s in gpu_sweeps:
+        for x in s.slower:
+            state = judged.get(_case(x.kernel, x.shape, x.dtype, s.vendor))
+            if state:  # the table lists every slower shape; an acceptance adds its judgement
+                lines.append(
+                    f"{x.kernel} {_shape(x.shape)} {x.dtype}: {speed(x.ratio or 1.0)}"
+                    f" ({_ACCEPT_NOTES[state]})"
+                )
+            if state != "accepted":
+                slower.append(x)
+    n_accepted = sum(1 for a in f.accepted if a.state == "accepted")
     rows = tuple(lines)
     if failures or slower:
         what = []
         if failures:
             what.append(f"{len(failures)} shape(s) failed (wrong result, crash or timeout)")
         if slower:
-            what.append(f"{len(slower)} shape(s) slower than tolerance")
+            worst = max(slower, key=lambda x: x.ratio or 1.0)
+            what.append(
+                f"{len(slower)} of {total} shapes slower than tolerance, worst {worst.kernel} "
+                f"{_shape(worst.shape)} {worst.dtype} {speed(worst.ratio or 1.0)}"
+            )
+        if n_accepted:
+            what.append(f"{n_accepted} accepted")
         return Finding("open", "; ".join(what), rows, blocking=True)
     if inconclusive:
         return Finding(
@@ -101,7 +127,24 @@ def sweep(f: Facts) -> Finding:
             "tolerance within the budget; rerun with `/bench full`",
             rows,
         )
-    return Finding("met", "within tolerance at every shape", rows)
+    if n_accepted:
+        return Finding(
+            "met",
+            f"within tolerance at every shape but {n_accepted} accepted slower shape(s)",
+            rows,
+        )
+    return Finding("met", f"within tolerance at all {total} shapes", rows)
+
+
+_ACCEPT_NOTES = {
+    "accepted": "accepted",
+    "exceeded": "slower than accepted: flagged again",
+    "expired": "its acceptance expired",
+}
+
+
+def _case(kernel: str, shape: Sequence[int], dtype: str, vendor: str) -> tuple:
+    return (kernel, tuple(shape), dtype, vendor)
 
 
 def _first_call_line(f: FirstCallEvidence) -> str:
@@ -305,10 +348,14 @@ CONDITIONS: tuple[tuple[str, str, Callable[[Facts], Finding]], ...] = (
 
 
 def evaluate(
-    changes: Sequence[ChangeLine], req: Requirements, ev: Evidence
+    changes: Sequence[ChangeLine],
+    req: Requirements,
+    ev: Evidence,
+    accepted: Sequence[AcceptedLine] = (),
 ) -> tuple[Condition, ...]:
-    """Every condition in ``CONDITIONS`` order, numbered from 1 by that order."""
-    facts = Facts(changes=tuple(changes), req=req, ev=ev)
+    """Every condition in ``CONDITIONS`` order, numbered from 1 by that order. ``accepted``:
+    the slower shapes an acceptance names (``bot.review.accept.judge``)."""
+    facts = Facts(changes=tuple(changes), req=req, ev=ev, accepted=tuple(accepted))
     out = []
     for number, (key, title, check) in enumerate(CONDITIONS, start=1):
         found = check(facts)

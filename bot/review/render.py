@@ -11,18 +11,24 @@ import math
 import re
 from collections.abc import Sequence
 
+from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import (
     AutotuneEvidence,
     CompilerEvidence,
     CompilerRow,
     Evidence,
+    ShapeLine,
+    SmemTraffic,
     SweepEvidence,
+    TritonLayout,
 )
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
 from bot.review.toolchain import history_lines, toolchain_lines
+from bot.review.words import speed, speed_range
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
+STATE_MARKS = {"met": "✅", "open": "❌", "not_run": "⏸️"}
 DECISION_ICONS = {"approve": "✅", "approve_with_conditions": "🟡", "request_changes": "⛔"}
 
 
@@ -54,7 +60,10 @@ def _changes_table(v: Verdict) -> list[str]:
             before, after = c.old_version or "not pinned", c.new_version or "not pinned"
             kind = f"toolchain {code(before)} → {code(after)}"
         else:
-            kind = c.kind
+            language = c.new_language or c.old_language
+            # Triton, CUDA and HIP go without saying; any other language is named
+            named = language and language.lower() not in ("triton", "cuda", "hip", "cuda + hip")
+            kind = f"{c.kind} ({esc(language)})" if named else c.kind
         kept = "—"
         if c.old_kernel_kept is True:
             kept = "kept" + (f" ({esc(c.kept_how)})" if c.kept_how else "")
@@ -66,6 +75,28 @@ def _changes_table(v: Verdict) -> list[str]:
         if c.kind == "toolchain":
             name = f"{esc(c.kernel)} (every kernel)"
         out.append(f"| {name} | {kind} | {old} | {new} | {kept} |")
+    return out
+
+
+def _findings(v: Verdict) -> list[str]:
+    """What the changed code does that a reviewer should hear about (its own section)."""
+    rows = [
+        f"- **{esc(c.kernel)}** ({code(f'{f.path}:{f.line}')}): {esc(f.message)}"
+        for c in v.changes
+        for f in c.findings
+    ]
+    return ["### In the changed code", "", *rows, ""] if rows else []
+
+
+def _toolchain(v: Verdict, evidence: Evidence, ctx: ReviewContext) -> list[str]:
+    """What a toolchain change moved, and the default branch's history (open sections)."""
+    out: list[str] = []
+    moved = toolchain_lines(v.changes, evidence, ctx.owners)
+    if moved:
+        out += ["### What the toolchain change moved", "", *(f"- {esc(x)}" for x in moved), ""]
+    history = history_lines(evidence)
+    if history:
+        out += ["### On the default branch", "", *(f"- {esc(x)}" for x in history), ""]
     return out
 
 
@@ -97,22 +128,33 @@ def _occupancy_pct(text: str) -> float:
     return float(m.group(1)) if m else -1.0
 
 
+SHAPES_LISTED = 3  # served shapes named per compiled variant; the rest are counted
+
+
+def _variant_shapes(r: CompilerRow) -> str:
+    shown = ", ".join(esc(x) for x in r.shapes[:SHAPES_LISTED])
+    rest = len(r.shapes) - SHAPES_LISTED
+    return (shown + (f" (+{rest} more)" if rest > 0 else "")) or "—"
+
+
 def _compiler_rows(rows: Sequence[CompilerRow]) -> list[str]:
-    """One row per compiled variant (the job summary)."""
+    """One row per compiled variant, config and specialization (the job summary)."""
     out = [
-        "| kernel | side | target | config | regs/thread | spill bytes | shared bytes | occupancy | matrix instr | widest load |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| kernel | side | target | config | specialization | served shapes | regs/thread | spill bytes | shared bytes | occupancy | matrix instr | widest load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        head = (
+            f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | "
+            f"{_cell(r.specialization or None)} | {_variant_shapes(r)} |"
+        )
         if r.error:
-            out.append(
-                f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | failed: {esc(r.error)} ||||||"
-            )
+            out.append(f"{head} failed: {esc(r.error)} ||||||")
             continue
         load = f"{r.load_bits_max} bit" if r.load_bits_max else "—"
         out.append(
-            f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | {_cell(r.regs_per_thread)} | "
-            f"{_cell(r.spill_bytes)} | {_cell(r.shared_bytes)} | {_cell(r.occupancy)} | {_cell(r.matrix_instr)} | {load} |"
+            f"{head} {_cell(r.regs_per_thread)} | {_cell(r.spill_bytes)} | {_cell(r.shared_bytes)} | "
+            f"{_cell(r.occupancy)} | {_cell(r.matrix_instr)} | {load} |"
         )
     return out
 
@@ -124,7 +166,7 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
     for r in rows:
         groups.setdefault((r.kernel, r.side, r.target), []).append(r)
     out = [
-        "| kernel | side | target | variants | regs/thread | spill bytes (max) | shared bytes | occupancy | matrix instr | widest load |",
+        "| kernel | side | target | variants | regs/thread | spill bytes (max) | shared bytes | occupancy | matrix instr | widest load (bits) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (kernel, side, target), rs in sorted(
@@ -133,6 +175,9 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
         ok = [r for r in rs if not r.error]
         errors = [r.error for r in rs if r.error]
         variants = str(len(rs)) if len(rs) > 1 else f"1: {esc(rs[0].config)}"
+        specs = {r.specialization for r in rs if r.specialization}
+        if len(specs) > 1:
+            variants += f" ({len(specs)} specializations)"
         if errors:
             variants += f" ({len(errors)} failed: {esc(errors[0])})"
         regs = [r.regs_per_thread for r in ok if r.regs_per_thread is not None]
@@ -154,9 +199,119 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
             f"| {esc(kernel)} | {side} | {esc(target)} | {variants} | "
             f"{_span(regs) if regs else '—'} | {max(spills) if spills else '—'} | "
             f"{_span(shared) if shared else '—'} | {occupancy} | {instr} | "
-            f"{str(max(loads)) + ' bit' if loads else '—'} |"
+            f"{_span(loads) if loads else '—'} |"
         )
     return out
+
+
+# ---- layouts the compiler chose (Part C-1): their own section of the compiler details
+
+_ROLE_ORDER = {"dot": 0, "reduce": 1, "load": 2, "store": 3}
+_ATTRS = (
+    ("sizePerThread", "size_per_thread"),
+    ("threadsPerWarp", "threads_per_warp"),
+    ("warpsPerCTA", "warps_per_cta"),
+    ("order", "order"),
+    ("instrShape", "instr_shape"),
+)
+
+
+def _dims(v: Sequence[int]) -> str:
+    return "[" + ", ".join(map(str, v)) + "]"
+
+
+def _reduce_warps(x: TritonLayout) -> int:
+    """Warps one reduction along the layout's axis spans (1 for anything else)."""
+    if x.role != "reduce" or x.axis is None or x.axis >= len(x.warps_per_cta):
+        return 1
+    return x.warps_per_cta[x.axis]
+
+
+def _folded_layouts(rows: Sequence[CompilerRow], keys: set[str] | None = None) -> str:
+    """The layouts of ``rows`` (those whose role-free text is in ``keys``, when given), one
+    entry per layout kind and role set: an attribute that is the same in all of them is written
+    once, one that varies over configs lists its values."""
+    kinds: dict[tuple[str, str], tuple[set[str], list[TritonLayout], set[str]]] = {}
+    for r in rows:
+        for x in r.layouts:
+            if keys is not None and _layout_key(x) not in keys:
+                continue
+            roles, found, configs = kinds.setdefault((x.kind, x.version), (set(), [], set()))
+            roles.add(x.role)
+            found.append(x)
+            configs.add(r.config)
+    total = len({r.config for r in rows})
+    parts = []
+    for (kind, version), (roles, found, configs) in sorted(
+        kinds.items(), key=lambda kv: min(_ROLE_ORDER[r] for r in kv[1][0])
+    ):
+        text = kind + (f" v{version}" if version else "")
+        for name, attr in _ATTRS:
+            values = sorted({getattr(x, attr) for x in found if getattr(x, attr)})
+            if values:
+                text += f" {name} " + " | ".join(_dims(v) for v in values)
+        role = "/".join(sorted(roles, key=_ROLE_ORDER.__getitem__))
+        used = f"{len(configs)} of {total} variants" if total > 1 else "its one variant"
+        spans = max(_reduce_warps(x) for x in found)
+        extra = (
+            f"; a reduction spans up to {spans} warps, so it meets in shared memory"
+            if spans > 1
+            else ""
+        )
+        parts.append(f"{role} `{text}` ({used}{extra})")
+    return "; ".join(parts)
+
+
+def _layout_key(x: TritonLayout) -> str:
+    return x.model_copy(update={"role": "load", "shape": (), "axis": None}).text()
+
+
+def _layouts(rows: Sequence[CompilerRow]) -> list[str]:
+    """One line per Triton kernel and target: the layouts of the new side, or, where the old
+    side is Triton too, what changed (the same layouts get one short line)."""
+    groups: dict[tuple[str, str], dict[str, list[CompilerRow]]] = {}
+    for r in rows:
+        if r.layouts:
+            groups.setdefault((r.kernel, r.target), {}).setdefault(r.side, []).append(r)
+    out = []
+    for (kernel, target), sides in sorted(groups.items()):
+        old, new = sides.get("old", []), sides.get("new", [])
+        old_keys = {_layout_key(x) for r in old for x in r.layouts}
+        new_keys = {_layout_key(x) for r in new for x in r.layouts}
+        where = f"- {esc(kernel)} on {esc(target)}"
+        if not old:
+            out.append(f"{where}, new: {_folded_layouts(new)}")
+        elif not new:
+            out.append(f"{where}, old only: {_folded_layouts(old)}")
+        elif old_keys == new_keys:
+            out.append(f"{where}: the same layouts old and new ({len(new_keys)} distinct)")
+        else:
+            text = f"{where}: distinct layouts {len(old_keys)} old → {len(new_keys)} new"
+            if new_keys - old_keys:
+                text += f"; new: {_folded_layouts(new, new_keys - old_keys)}"
+            if old_keys - new_keys:
+                text += f"; gone: {_folded_layouts(old, old_keys - new_keys)}"
+            out.append(text)
+    if not out:
+        return []
+    head = "**Layouts the compiler chose** (Triton GPU IR; a warp is a wavefront on AMD; C-1):"
+    return [head, "", *out, ""]
+
+
+def _layout_rows(rows: Sequence[CompilerRow]) -> list[str]:
+    """Every Triton variant's layouts (the job summary)."""
+    out = ["| kernel | side | target | config | layouts |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r.layouts:
+            cells = "<br>".join(
+                f"{x.role} {'x'.join(map(str, x.shape))}: {code(x.text())}"
+                + (f" (reduction over {_reduce_warps(x)} warps)" if _reduce_warps(x) > 1 else "")
+                for x in r.layouts
+            )
+            out.append(
+                f"| {esc(r.kernel)} | {r.side} | {esc(r.target)} | {esc(r.config)} | {cells} |"
+            )
+    return [*out, ""] if len(out) > 2 else []
 
 
 AUTOTUNE_LISTED = 2  # added / removed configs quoted per line; the rest are counted
@@ -242,6 +397,7 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
         out.append("")
     if ce.autotune:
         out += [*_autotune(ce.autotune), ""]
+    out += _layout_rows(ce.rows) if full else _layouts(ce.rows)
     if ce.rows:
         if full:
             out += _compiler_rows(ce.rows)
@@ -255,8 +411,56 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
     return out
 
 
-def _ratio(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
+def _size_order(shapes: Sequence[ShapeLine]) -> list[ShapeLine]:
+    """By kernel (in the order the sweep has them), then size, then dtype."""
+    kernels = {k: i for i, k in enumerate(dict.fromkeys(x.kernel for x in shapes))}
+    return sorted(
+        shapes, key=lambda x: (kernels[x.kernel], math.prod(x.shape), tuple(x.shape), x.dtype)
+    )
+
+
+def _vs_base(x: ShapeLine) -> str:
+    if x.ratio is None:
+        return "—"
+    if x.ci_low is None or x.ci_high is None:
+        return speed(x.ratio)
+    return f"{speed(x.ratio)} ({speed_range(x.ci_low, x.ci_high)})"
+
+
+def _roofline(x: ShapeLine) -> str:
+    def pct(v: float | None) -> str:
+        return "—" if v is None else "<1%" if v < 0.005 else f"{v:.0%}"
+
+    if x.base_of_roofline is None and x.head_of_roofline is None:
+        return "—"
+    return f"{pct(x.base_of_roofline)} → {pct(x.head_of_roofline)}"
+
+
+def _smem(rows: Sequence[SmemTraffic]) -> list[str]:
+    """Old against new shared-memory traffic per profiled case and GPU kernel (C-3)."""
+    out = []
+    units = sorted({(r.vendor, r.profiler, r.accesses_unit, r.conflicts_unit) for r in rows})
+    for vendor, profiler, accesses, conflicts in units:
+        out.append(
+            f"{esc(vendor)} ({esc(profiler)}): accesses are {esc(accesses)}; conflicts are {esc(conflicts)}."
+        )
+    out += [
+        "",
+        "| kernel | shape | dtype | vendor | side | GPU kernel | launches | accesses | bank conflicts |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = sorted(rows, key=lambda r: (r.kernel, r.shape, r.dtype, r.vendor, r.side != "old"))
+    for r in order:
+        out.append(
+            f"| {esc(r.kernel)} | {'x'.join(map(str, r.shape))} | {esc(r.dtype)} | {r.vendor} | "
+            f"{r.side} | {code(r.function)} | {r.launches} | {_cell(r.accesses)} | {_cell(r.conflicts)} |"
+        )
+    return [
+        *out,
+        "",
+        "Shared memory on the Triton side is the compiler's (reductions across warps, layout "
+        "conversions, pipelined loads): traffic there was not written by the author.",
+    ]
 
 
 def _sweep_table(s: SweepEvidence) -> list[str]:
@@ -264,21 +468,16 @@ def _sweep_table(s: SweepEvidence) -> list[str]:
         f"**{s.vendor}** on {esc(s.gpu)}"
         + (" (CPU timing: pipeline check only, not evidence)" if s.timing_kind == "cpu" else ""),
         "",
-        "| kernel | shape | dtype | base µs | head µs | head/base [95% CI] | verdict |",
-        "|---|---|---|---|---|---|---|",
+        "| kernel | shape | dtype | base µs | head µs | head against base (95% CI) | of roofline, base → head | verdict |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for x in sorted(s.shapes, key=lambda x: (x.kernel, x.small_or_ragged, x.shape)):
-        ci = (
-            f" [{x.ci_low:.3f}, {x.ci_high:.3f}]"
-            if x.ci_low is not None and x.ci_high is not None
-            else ""
-        )
+    for x in _size_order(s.shapes):
         tag = " (small/ragged)" if x.small_or_ragged else ""
         b = "—" if x.base_us is None else f"{x.base_us:.2f}"
         h = "—" if x.head_us is None else f"{x.head_us:.2f}"
         out.append(
             f"| {esc(x.kernel)} | {'x'.join(map(str, x.shape))}{tag} | {esc(x.dtype)} | {b} | {h} | "
-            f"{_ratio(x.ratio)}{ci} | {x.verdict} |"
+            f"{_vs_base(x)} | {_roofline(x)} | {x.verdict} |"
         )
     return out
 
@@ -287,41 +486,114 @@ DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64"
 
 
 def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
-    """A bar per timed case; over ``limit`` cases, the ones furthest from 1.0, in table order."""
+    """A bar per timed case, by kernel and size, with the tolerance band as two lines where the
+    cases carry their tolerance; over ``limit`` cases, the ones furthest from 1.0."""
     timed = [x for x in s.shapes if x.ratio is not None and x.ratio > 0]
     if not timed:
         return []
     total = len(timed)
     if total > limit:
-        keep = set(sorted(range(len(timed)), key=lambda i: -abs(math.log(timed[i].ratio)))[:limit])
-        timed = [x for i, x in enumerate(timed) if i in keep]
+        timed = sorted(timed, key=lambda x: -abs(math.log(x.ratio or 1.0)))[:limit]
+    timed = _size_order(timed)
 
-    def label(x) -> str:
+    def label(x: ShapeLine) -> str:
         kernel = re.sub(r"[^A-Za-z0-9_x.-]", "", x.kernel)[:16]
         dtype = re.sub(r"[^A-Za-z0-9]", "", DTYPE_SHORT.get(x.dtype, x.dtype))[:8]
         return f'"{kernel} {"x".join(map(str, x.shape))} {dtype}"'
 
-    labels = ", ".join(label(x) for x in timed)
-    values = ", ".join(f"{x.ratio:.3f}" for x in timed)
-    lo = min(0.9, *(x.ratio for x in timed if x.ratio)) - 0.02
-    hi = max(1.1, *(x.ratio for x in timed if x.ratio)) + 0.02
-    return [
+    ratios = [x.ratio or 1.0 for x in timed]
+    band = all(x.tolerance is not None for x in timed)
+    upper = [1.0 + (x.tolerance or 0.0) for x in timed]
+    lower = [1.0 / u for u in upper]
+    lo = min(0.9, *ratios, *(lower if band else ())) - 0.02
+    hi = max(1.1, *ratios, *(upper if band else ())) + 0.02
+
+    def series(values: Sequence[float]) -> str:
+        return ", ".join(f"{v:.3f}" for v in values)
+
+    out = [
         "```mermaid",
         "xychart-beta",
-        f'    title "head / base time, {s.vendor} (1.0 = same; lower is faster)'
+        f'    title "head / base time, {s.vendor}: above 1 is slower'
+        + ("; the lines are the tolerance band" if band else "")
         + (f"; the {limit} of {total} furthest from 1.0" if total > limit else "")
         + '"',
-        f"    x-axis [{labels}]",
+        f"    x-axis [{', '.join(label(x) for x in timed)}]",
         f'    y-axis "ratio" {lo:.2f} --> {hi:.2f}',
-        f"    bar [{values}]",
-        "```",
+        f"    bar [{series(ratios)}]",
     ]
+    if band:
+        out += [f"    line [{series(upper)}]", f"    line [{series(lower)}]"]
+    return [*out, "```"]
 
 
-def _details(summary: str, body: list[str]) -> list[str]:
+def accepted_line(a: AcceptedLine) -> str:
+    """One accepted regression in words (the comment's section, and the check's annotation)."""
+    acc = a.acceptance
+    case = f"{a.kernel} {'x'.join(map(str, a.shape))} {a.dtype} on {a.vendor}"
+    where = " in the policy" if acc.source == "policy" else ""
+    until = f", until {acc.expires.isoformat()}" if acc.expires else ""
+    if a.state == "accepted":
+        return (
+            f"{case}: {speed(a.ratio)}, accepted{where} by {acc.by}: {acc.reason} "
+            f"(up to {speed(acc.max_ratio)}{until})"
+        )
+    if a.state == "exceeded":
+        return (
+            f"{case}: {speed(a.ratio)}, more than the {speed(acc.max_ratio)} accepted"
+            f"{where} by {acc.by} ({acc.reason}): flagged again"
+        )
+    return (
+        f"{case}: {speed(a.ratio)}; the acceptance{where} by {acc.by} ({acc.reason}) expired "
+        f"on {acc.expires.isoformat() if acc.expires else '?'}: flagged again"
+    )
+
+
+def _accepted(lines: Sequence[AcceptedLine]) -> list[str]:
+    """The "Accepted regressions" section: each slower shape an acceptance names."""
+    if not lines:
+        return []
+    return ["### Accepted regressions", "", *(f"- {esc(accepted_line(a))}" for a in lines), ""]
+
+
+SHORT_TITLES = {
+    "sweep": "Shape sweep",
+    "first_call": "First call",
+    "vendors": "Both vendors",
+    "ownership": "Owner, pin and perf gate",
+    "rollback": "Rollback",
+}
+FACTS = 3  # conditions in the comment's first lines: the ones that decide the verdict
+_URGENCY = {"open": 1, "not_run": 2, "met": 3}
+
+
+def deciding(conditions: Sequence[Condition]) -> list[Condition]:
+    """The ``FACTS`` conditions that decide the verdict: measured violations, then the other
+    open ones, then those not run, then met ones, each in their order."""
+    ranked = sorted(conditions, key=lambda c: (0 if c.blocking else _URGENCY[c.state], c.number))
+    return ranked[:FACTS]
+
+
+def _section(title: str, body: list[str], *, full: bool) -> list[str]:
+    """A folded ``<details>`` in the comment; a heading with everything open in the summary."""
     if not body:
         return []
-    return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
+    if full:
+        return [f"### {title}", "", *body, ""]
+    return ["<details>", f"<summary>{title}</summary>", "", *body, "", "</details>", ""]
+
+
+def _meta(ctx: ReviewContext) -> str:
+    meta = [f"head {code(_short(ctx.head_sha))} against base {code(_short(ctx.base_sha))}"]
+    if ctx.policy_source:
+        meta.append(f"policy {code(ctx.policy_source)}")
+    dep = f"deployment {code(ctx.deployment)}"
+    if ctx.first_call_budget_ms:
+        dep += f" (first-call budget {ctx.first_call_budget_ms:.0f} ms)"
+    meta.append(dep)
+    if ctx.vendors:
+        meta.append("vendors " + ", ".join(ctx.vendors))
+    return "<sub>Reviewed " + " · ".join(meta) + "</sub>"
 
 
 def render_comment(
@@ -332,57 +604,57 @@ def render_comment(
     *,
     full: bool = False,
 ) -> str:
-    """The review as markdown, whole. ``full`` adds everything (the job summary: one compiler
-    row per variant); cutting the comment to GitHub's limit is ``bot.github.sticky.fit_body``'s."""
+    """The review as markdown, whole. The first five lines are the verdict, the three facts
+    that decide it and a blank line; the rest folds. ``full`` (the job summary) opens every
+    section and lists every compiler variant; cutting the comment to GitHub's limit is
+    ``bot.github.sticky.fit_body``'s."""
     evidence = evidence or Evidence()
-    lines = [f"## {DECISION_ICONS[verdict.decision]} Kernel review: {verdict.title}", ""]
-    lines.append(f"**{verdict.title}.** {esc(verdict.why)}")
-    lines.append("")
-    meta = [f"head {code(_short(ctx.head_sha))} against base {code(_short(ctx.base_sha))}"]
-    if ctx.policy_source:
-        meta.append(f"policy {code(ctx.policy_source)}")
-    dep = f"deployment {code(ctx.deployment)}"
-    if ctx.first_call_budget_ms:
-        dep += f" (first-call budget {ctx.first_call_budget_ms:.0f} ms)"
-    meta.append(dep)
-    if ctx.vendors:
-        meta.append("vendors " + ", ".join(ctx.vendors))
-    lines.append("<sub>Reviewed " + " · ".join(meta) + "</sub>")
+    lines = [f"## {DECISION_ICONS[verdict.decision]} Kernel review: {verdict.title}"]
+    if verdict.no_kernel_changes:
+        lines += [esc(verdict.why), "", _meta(ctx)]
+        return "\n".join(lines).rstrip() + "\n"
+    for c in deciding(verdict.conditions):
+        title = SHORT_TITLES.get(c.key, c.title)
+        lines.append(f"- {STATE_MARKS[c.state]} **{title}**: {esc(c.summary)}")
+    lines += ["", _meta(ctx)]
     if ctx.note:
         lines += ["", f"> {esc(ctx.note)}"]
     lines.append("")
-    if verdict.no_kernel_changes:
-        return "\n".join(lines)
 
-    lines += ["### What changed", "", *_changes_table(verdict), ""]
-    moved = toolchain_lines(verdict.changes, evidence, ctx.owners)
-    if moved:
-        lines += ["### What the toolchain change moved", "", *(f"- {esc(x)}" for x in moved), ""]
-    history = history_lines(evidence)
-    if history:
-        lines += ["### On the default branch", "", *(f"- {esc(x)}" for x in history), ""]
-    lines += ["### Before merge", ""]
+    why = [esc(verdict.why), ""]
     for c in verdict.conditions:
-        lines += _condition_block(c)
-    lines.append("")
+        why += _condition_block(c)
     if verdict.not_asking_for:
-        lines += ["### Not asking for", ""]
-        lines += [f"- {esc(x)}" for x in verdict.not_asking_for]
-        lines.append("")
+        why += ["", "Not asking for:", ""]
+        why += [f"- {esc(x)}" for x in verdict.not_asking_for]
+    lines += _section("Why, and the five conditions before merge", why, full=full)
+    lines += _accepted(verdict.accepted)
+    lines += _section("What changed", _changes_table(verdict), full=full)
+    lines += _findings(verdict)
+    lines += _toolchain(verdict, evidence, ctx)
 
     per_shape: list[str] = []
     for s in evidence.sweeps:
         per_shape += [*_sweep_table(s), ""]
         per_shape += _mermaid(s)
-    lines += _details("Per-shape results", per_shape)
-    lines += _details("What the rewrite deleted (code counts, Part A)", _part_a(part_a))
+    lines += _section("Per-shape results", per_shape, full=full)
+    lines += _section("What the rewrite deleted (code counts, Part A)", _part_a(part_a), full=full)
     if evidence.compiler is not None:
-        lines += _details(
-            "What the compiler decided (Part C)", _compiler(evidence.compiler, full=full)
+        lines += _section(
+            "What the compiler decided (Part C)", _compiler(evidence.compiler, full=full), full=full
+        )
+    if evidence.smem:
+        lines += _section(
+            "Shared-memory traffic, old and new (Part C-3)", _smem(evidence.smem), full=full
         )
     not_run = [
         f"- {n.check}{' on ' + n.vendor if n.vendor else ''}: {esc(n.reason)}"
         for n in evidence.not_run
     ]
-    lines += _details("Not run", not_run)
+    not_run += [
+        f"- compiler report for {esc(c.kernel)}: {esc(c.not_compiled)}"
+        for c in verdict.changes
+        if c.not_compiled
+    ]
+    lines += _section("Not run", not_run, full=full)
     return "\n".join(lines).rstrip() + "\n"

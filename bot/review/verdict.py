@@ -12,13 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import Evidence
 from bot.contracts.review import ChangeLine, Decision, Requirements, Verdict
 from bot.review.conditions import evaluate
 
 
-def decide(changes: Sequence[ChangeLine], req: Requirements, ev: Evidence) -> Verdict:
-    """The verdict on ``changes`` given the policy's requirements and the evidence so far."""
+def decide(
+    changes: Sequence[ChangeLine],
+    req: Requirements,
+    ev: Evidence,
+    accepted: Sequence[AcceptedLine] = (),
+) -> Verdict:
+    """The verdict on ``changes`` given the policy's requirements and the evidence so far;
+    ``accepted``: the slower shapes an acceptance names, judged (``bot.review.accept.judge``)."""
     changes = tuple(changes)
     if not changes:
         return Verdict(
@@ -29,7 +36,7 @@ def decide(changes: Sequence[ChangeLine], req: Requirements, ev: Evidence) -> Ve
             changes=(),
             no_kernel_changes=True,
         )
-    conditions = evaluate(changes, req, ev)
+    conditions = evaluate(changes, req, ev, accepted)
     blocking = [c for c in conditions if c.blocking]
     unfinished = [c for c in conditions if c.state != "met"]
     rewrites = [c for c in changes if c.kind == "rewrite"]
@@ -101,4 +108,5 @@ def decide(changes: Sequence[ChangeLine], req: Requirements, ev: Evidence) -> Ve
         conditions=conditions,
         not_asking_for=tuple(not_asking),
         changes=changes,
+        accepted=tuple(accepted),
     )

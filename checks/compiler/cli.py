@@ -2,12 +2,15 @@
 
 ``compiler-report`` cross-compiles the policy's Triton kernels, every config they can pick, for
 every target the policy names (no GPU needed) and prints registers, spills, shared memory,
-occupancy, matrix instructions and load widths per variant, then the flags. With ``--base REV``
+occupancy, matrix instructions, load widths and the layouts of the Triton GPU IR (how each load,
+reduction and dot is spread over lanes and warps) per variant, then the flags. With ``--base REV``
 it also compiles the kernels at REV (and their ``.cu`` files with nvcc) and prints old against
 new.
 
 ``first-call`` measures what a fresh process pays before a kernel's first result, cold and warm:
-on a GPU for real, or on a CPU by compiling for one target (``--device cpu``).
+on a GPU for real, or on a CPU by compiling for one target (``--device cpu``). It exits 0 when
+every kernel is within the deployment's budget (or the deployment has none), 4 when one is over
+it, 5 when nothing could be measured and 6 when some kernels could not be.
 """
 
 from __future__ import annotations
@@ -18,7 +21,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.errors import PolicyError
+from bot import gitutil
+from bot.errors import (
+    EXIT_NOTHING_MEASURED,
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_WORSE,
+    CompilerError,
+    PolicyError,
+    UsageError,
+)
+from bot.outputs import plural, prepare, write_text
+from bot.progress import Progress
+from bot.review.terminal import columns
+from checks.compiler.targets import vendor_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,6 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     first.add_argument(
         "--device",
         default="cuda",
+        choices=["cuda", "cpu"],
         help="'cuda' (a GPU: real first calls) or 'cpu' (compile-only for --target)",
     )
     first.add_argument("--target", help="compile-only target (default: the policy's first)")
@@ -67,6 +84,11 @@ def _policy_and_specs(args: argparse.Namespace) -> tuple[Any, list]:
     from bot.policy.load import load_policy
     from checks.compiler.run import specs_from_policy
 
+    if not args.repo.is_dir():
+        raise UsageError(
+            f"--repo {args.repo}: no such folder",
+            hint="pass --repo with the repository's root (where its policy is)",
+        )
     policy = load_policy(args.repo).policy
     specs = specs_from_policy(policy)
     if args.kernel:
@@ -80,6 +102,12 @@ def _policy_and_specs(args: argparse.Namespace) -> tuple[Any, list]:
     return policy, specs
 
 
+def _check_json(where: str | None) -> None:
+    """Make ``--json``'s folder before the long work, so a bad path fails at once."""
+    if where is not None and where != "-":
+        prepare(where, option="--json")
+
+
 def _write_json(where: str | None, data: Any) -> None:
     if where is None:
         return
@@ -87,7 +115,7 @@ def _write_json(where: str | None, data: Any) -> None:
     if where == "-":
         print(text)
     else:
-        Path(where).write_text(text + "\n")
+        write_text(where, text + "\n", option="--json")
 
 
 def run_compiler_report(args: argparse.Namespace) -> int:
@@ -95,14 +123,21 @@ def run_compiler_report(args: argparse.Namespace) -> int:
     from checks.compiler.run import build_compiler_report, targets_from_policy
 
     policy, specs = _policy_and_specs(args)
+    if args.base:
+        gitutil.rev_parse(gitutil.require_repo(args.repo), args.base)
+    _check_json(args.json)
     targets = args.target or targets_from_policy(policy)
-    report = build_compiler_report(
-        args.repo, specs, targets, cache_dir=args.cache_dir, jobs=args.jobs
-    )
+    for target in targets:
+        vendor_of(target)  # an unknown name is refused before anything compiles
+    sides = 2 if args.base else 1
+    with Progress("compiler report", sides * len(targets), unit="target") as bar:
+        report = build_compiler_report(
+            args.repo, specs, targets, cache_dir=args.cache_dir, jobs=args.jobs, progress=bar.step
+        )
+        old = _base_report(args, policy, specs, targets, bar.step) if args.base else None
     out = sys.stderr if args.json == "-" else sys.stdout
     data: dict[str, Any] = {"report": report.model_dump(mode="json")}
-    if args.base:
-        old = _base_report(args, policy, specs, targets)
+    if old is not None:
         comparison = compare_reports(old, report)
         data["base_report"] = old.model_dump(mode="json")
         data["comparison"] = comparison.model_dump(mode="json")
@@ -112,11 +147,15 @@ def run_compiler_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _base_report(args: argparse.Namespace, policy: Any, specs: list, targets: list[str]) -> Any:
+def _base_report(
+    args: argparse.Namespace, policy: Any, specs: list, targets: list[str], progress: Any
+) -> Any:
     from checks.compiler.evidence import side_report
 
     paths = {k.name: tuple(k.paths) for k in policy.kernels if k.name in {s.name for s in specs}}
-    return side_report(args.repo, args.base, specs, targets, cxx_paths=paths, not_run=[])
+    return side_report(
+        args.repo, args.base, specs, targets, cxx_paths=paths, not_run=[], progress=progress
+    )
 
 
 def _fmt(value: Any, unit: str = "") -> str:
@@ -124,28 +163,47 @@ def _fmt(value: Any, unit: str = "") -> str:
 
 
 def render_report(report: Any) -> str:
+    """Every variant, one row each: the policy's kernel, the Triton function, the whole config
+    (never cut, so rows of one kernel can be told apart) and what the compiler made of it."""
     lines = [
-        f"compiler report: {len(report.records)} variants on {', '.join(report.targets)} "
-        f"(Triton {report.triton_version}; {report.compiled} compiled, {report.cached} cached, "
-        f"{report.wall_s:.1f} s)",
-        "kernel      target  config                                    regs spill(B) smem(B)  "
-        "occupancy  matrix instr                 load bits  shapes",
+        f"compiler report: {plural(len(report.records), 'variant')} on "
+        f"{', '.join(report.targets)} (Triton {report.triton_version}; {report.compiled} "
+        f"compiled, {report.cached} cached, {report.wall_s:.1f} s)"
     ]
+    header = "kernel function target config regs spill(B) smem(B) occupancy"
+    rows = [[*header.split(), "matrix instr", "load bits", "shapes"]]
+    errors = []
     for r in report.records:
+        if r.error:
+            errors.append(f"{r.kernel} ({r.function}) {r.target} [{r.config_label}]: {r.error}")
+            continue
         occ = (
             f"{r.occupancy_fraction:.0%}" if r.occupancy_fraction is not None else "-"
         ) + f" {r.occupancy_limiter or ''}".rstrip()
-        if r.error:
-            lines.append(
-                f"{r.kernel:<11} {r.target:<7} {r.config_label[:41]:<41} ERROR {r.error[:90]}"
-            )
-            continue
-        lines.append(
-            f"{r.kernel:<11} {r.target:<7} {r.config_label[:41]:<41} {_fmt(r.regs_per_thread):>4} "
-            f"{_fmt(r.spill_bytes):>8} {_fmt(r.shared_bytes):>7}  {occ:<10} "
-            f"{(r.matrix_instr or '-')[:28]:<28} {_fmt(r.global_load_bits_max):>9}  "
-            f"{', '.join(r.shapes[:3])}{' ...' if len(r.shapes) > 3 else ''}"
+        shapes = ", ".join(r.shapes[:3]) + (" ..." if len(r.shapes) > 3 else "")
+        rows.append(
+            [
+                *(r.kernel, r.function, r.target, r.config_label, _fmt(r.regs_per_thread)),
+                *(_fmt(r.spill_bytes), _fmt(r.shared_bytes), occ, r.matrix_instr or "-"),
+                *(_fmt(r.global_load_bits_max), shapes),
+            ]
         )
+    if len(rows) > 1:
+        lines += columns(rows, right=frozenset({4, 5, 6, 9}))
+    with_layouts = [r for r in report.records if not r.error and r.layouts]
+    if with_layouts:
+        lines.append("layouts (Triton GPU IR):")
+        for r in with_layouts:
+            lines.append(f"  {r.kernel} ({r.function}) {r.target} [{r.config_label}]")
+            lines += [
+                f"    {x.role} {'x'.join(map(str, x.shape))}"
+                + (f" axis {x.axis}" if x.axis is not None else "")
+                + f": {x.text()}"
+                for x in r.layouts
+            ]
+    if errors:
+        lines.append("errors:")
+        lines += [f"  {e}" for e in errors]
     if report.flags:
         lines.append("flags:")
         lines += [f"  {f.severity}: {f.message}" for f in report.flags]
@@ -153,22 +211,67 @@ def render_report(report: Any) -> str:
     return "\n".join(lines)
 
 
+def _change(name: str, old: Any, new: Any, unit: str = "") -> str:
+    if old == new:
+        return f"{name} {_fmt(old, unit)}"
+    return f"{name} {_fmt(old, unit)} -> {_fmt(new, unit)}"
+
+
+def _pct_range(low: float | None, high: float | None) -> str:
+    if high is None:
+        return "-"
+    if low is None or round(low, 2) == round(high, 2):
+        return f"{high:.0%}"
+    return f"{low:.0%}-{high:.0%}"
+
+
 def render_comparison(comparison: Any) -> str:
-    lines = ["old -> new (per kernel and target: the best and worst variant)"]
+    """Per kernel and target: the range over its variants, old -> new, and how many of the
+    configs both sides compile changed; then each config that did."""
+    lines = ["old -> new (per kernel and target, over every variant: most registers, spills "
+             "and shared memory, occupancy worst-best)"]  # fmt: skip
+    fields = ("regs_per_thread", "spill_bytes", "shared_bytes", "occupancy_fraction")
     for row in comparison.rows:
         if row.config_label is not None:
             continue
-
-        def pct(v: float | None) -> str:
-            return "-" if v is None else f"{v:.0%}"
-
-        lines.append(
-            f"  {row.kernel} {row.target}: regs {_fmt(row.old_regs_per_thread)} -> "
-            f"{_fmt(row.new_regs_per_thread)}, spill {_fmt(row.old_spill_bytes)} -> "
-            f"{_fmt(row.new_spill_bytes)} B, occupancy {pct(row.old_occupancy_fraction)} -> "
-            f"{pct(row.new_occupancy_fraction)}, matrix {row.old_matrix_instr or '-'} -> "
-            f"{row.new_matrix_instr or '-'}"
+        same = [
+            r
+            for r in comparison.rows
+            if r.config_label is not None and (r.kernel, r.target) == (row.kernel, row.target)
+        ]
+        changed = [
+            r for r in same if any(getattr(r, f"old_{f}") != getattr(r, f"new_{f}") for f in fields)
+        ]
+        old_occ = _pct_range(row.old_occupancy_fraction_min, row.old_occupancy_fraction)
+        new_occ = _pct_range(row.new_occupancy_fraction_min, row.new_occupancy_fraction)
+        parts = [
+            _change("regs", row.old_regs_per_thread, row.new_regs_per_thread),
+            _change("spill", row.old_spill_bytes, row.new_spill_bytes, " B"),
+            _change("smem", row.old_shared_bytes, row.new_shared_bytes, " B"),
+            _change("occupancy", old_occ, new_occ),
+            _change("matrix", row.old_matrix_instr or "-", row.new_matrix_instr or "-"),
+        ]
+        both = (
+            f"{len(changed)} of the {plural(len(same), 'variant')} compiled on both sides changed"
+            if same
+            else "no variant is compiled on both sides (the config lists differ)"
         )
+        lines.append(f"  {row.kernel} {row.target}: {', '.join(parts)}; {both}")
+        for r in changed:
+            diffs = [
+                _change("regs", r.old_regs_per_thread, r.new_regs_per_thread),
+                _change("spill", r.old_spill_bytes, r.new_spill_bytes, " B"),
+                _change("smem", r.old_shared_bytes, r.new_shared_bytes, " B"),
+                _change(
+                    "occupancy",
+                    _pct_range(None, r.old_occupancy_fraction),
+                    _pct_range(None, r.new_occupancy_fraction),
+                ),
+            ]
+            lines.append(f"    [{r.config_label}]: {', '.join(d for d in diffs if '->' in d)}")
+        if row.old_layouts and row.old_layouts != row.new_layouts:
+            lines += [f"    layout gone: {x}" for x in row.old_layouts if x not in row.new_layouts]
+            lines += [f"    layout new:  {x}" for x in row.new_layouts if x not in row.old_layouts]
     lines += [f"  {f.severity}: {f.message}" for f in comparison.flags]
     return "\n".join(lines)
 
@@ -180,32 +283,59 @@ def run_first_call(args: argparse.Namespace) -> int:
     policy, specs = _policy_and_specs(args)
     mode = "compile-only" if args.device == "cpu" else "gpu"
     if mode == "gpu":
-        import torch
-
-        if not torch.cuda.is_available():
-            from bot.errors import CompilerError
-
-            raise CompilerError(
-                "no GPU here, so the first call cannot run for real",
-                hint="measure the compile-only cost instead: kernel-review first-call --device cpu",
-            )
+        _require_gpu()
     target = args.target or compile_targets(policy.compiler, [t.vendor for t in VENDOR_TARGETS])[0]
-    reports = [
-        measure_first_call(
-            args.repo,
-            spec,
-            mode=mode,
-            deployment_kind=policy.deployment.kind,
-            budget_ms=policy.deployment.first_call_budget_ms,
-            target=target,
-            device=args.device,
-        )
-        for spec in specs
-    ]
+    vendor_of(target)  # an unknown target is refused before any process starts
+    _check_json(args.json)
+    reports = []
+    with Progress("first call", 3 * len(specs), unit="process") as bar:
+        for spec in specs:
+            reports.append(
+                measure_first_call(
+                    args.repo,
+                    spec,
+                    mode=mode,
+                    deployment_kind=policy.deployment.kind,
+                    budget_ms=policy.deployment.first_call_budget_ms,
+                    target=target,
+                    device=args.device,
+                    progress=bar.step,
+                )
+            )
     out = sys.stderr if args.json == "-" else sys.stdout
     print(render_first_call(reports), file=out)
     _write_json(args.json, [r.model_dump(mode="json") for r in reports])
-    return 0
+    return first_call_exit(reports)
+
+
+def _require_gpu() -> None:
+    try:
+        import torch
+    except ImportError:
+        raise CompilerError(
+            "torch is not installed here, so the first call cannot run",
+            hint="install torch (pip install 'kernel-review[gpu]'), or measure the compile-only "
+            "cost: kernel-review first-call --device cpu",
+        ) from None
+    if not torch.cuda.is_available():
+        raise CompilerError(
+            "no GPU here, so the first call cannot run for real",
+            hint="measure the compile-only cost instead: kernel-review first-call --device cpu",
+        )
+
+
+def first_call_exit(reports: list) -> int:
+    """4 over budget, 5 nothing measured, 6 some kernels not measured, else 0; the first reason
+    a kernel was not measured goes to stderr."""
+    missing = [r for r in reports if r.verdict == "not-measured"]
+    for r in missing[:1]:
+        why = r.notes[0] if r.notes else "no result"
+        print(f"kernel-review: {r.kernel} was not measured: {why}", file=sys.stderr)
+    if reports and len(missing) == len(reports):
+        return EXIT_NOTHING_MEASURED
+    if any(r.verdict == "over-budget" for r in reports):
+        return EXIT_WORSE
+    return EXIT_SOME_FAILED if missing else EXIT_OK
 
 
 def render_first_call(reports: list) -> str:

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bot.contracts.evidence import (
+    MAX_CONFIGS,
+    MAX_LABEL,
     AutotuneEvidence,
     AutotuneList,
     CompilerEvidence,
@@ -65,13 +68,16 @@ def side_report(
     *,
     cxx_paths: dict[str, tuple[str, ...]] | None = None,
     not_run: list[NotRun],
+    progress: Callable[[str], None] | None = None,
 ) -> CompilerReport:
     """The compiler report of one revision, from a temporary worktree; with ``cxx_paths``,
     the C++ kernels among those paths too."""
     with tempfile.TemporaryDirectory(prefix="kr-compile-side-") as tmp:
         tree = add_worktree(repo, Path(tmp) / "tree", rev)
         try:
-            return tree_report(tree, specs, targets, cxx_paths=cxx_paths, not_run=not_run)
+            return tree_report(
+                tree, specs, targets, cxx_paths=cxx_paths, not_run=not_run, progress=progress
+            )
         finally:
             remove_worktree(repo, tree)
 
@@ -84,11 +90,12 @@ def tree_report(
     cxx_paths: dict[str, tuple[str, ...]] | None = None,
     not_run: list[NotRun],
     env: SideEnv | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> CompilerReport:
     """The compiler report of the checkout at ``tree``; with ``cxx_paths``, the C++ kernels
     among those paths too; with ``env``, cross-compiled under that side's own Triton."""
     toolchain = {"python": env.python, "triton_version": env.versions.get("triton")} if env else {}
-    report = build_compiler_report(tree, specs, targets, **toolchain)
+    report = build_compiler_report(tree, specs, targets, progress=progress, **toolchain)
     extra = cxx_records(tree, cxx_paths, targets, not_run) if cxx_paths else []
     if not extra:
         return report
@@ -105,7 +112,8 @@ def tree_report(
 
 
 def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
-    """One row per kernel, side, target and config: the worst of its specializations."""
+    """One row per kernel, side, target, config and specialization: the worst of its records
+    (one, unless the same variant was recorded twice)."""
     ok = [r for r in group if r.error is None]
     first = group[0]
 
@@ -136,7 +144,10 @@ def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
         occupancy=occupancy,
         matrix_instr=next((r.matrix_instr for r in ok if r.matrix_instr), None),
         load_bits_max=worst("global_load_bits_max"),
+        layouts=tuple(dict.fromkeys(x for r in ok for x in r.layouts))[:32],
         error=None if ok else first.error,
+        specialization=first.specialization[:MAX_LABEL],
+        shapes=tuple(dict.fromkeys(s[:MAX_LABEL] for r in group for s in r.shapes))[:MAX_CONFIGS],
     )
 
 
@@ -146,7 +157,8 @@ def rows(side: str, report: CompilerReport) -> list[CompilerRow]:
         if side == "old" and r.error_stage == "entry":
             continue  # the old entry point may call a C++ kernel: nothing to compile from it
         name = r.function if r.language == "triton" else r.function.split("<")[0]
-        groups.setdefault((r.kernel, r.target, r.language, name, r.config_label), []).append(r)
+        key = (r.kernel, r.target, r.language, name, r.config_label, r.specialization)
+        groups.setdefault(key, []).append(r)
     return [_row(side, g) for _, g in sorted(groups.items())]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from checks.compiler.layouts import kernel_layouts
 from checks.compiler.targets import Compiled, parse_target
 
 _DOT = re.compile(r"\btt\.dot(?:_scaled)?\b")
@@ -24,7 +25,8 @@ def measure(
     cuobjdump_text: str = "",
     options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Record fields read from one Triton compile's texts (PTX or AMDGCN, TTIR) and metadata."""
+    """Record fields read from one Triton compile's texts (PTX or AMDGCN, TTIR, TTGIR) and
+    metadata."""
     vendor, arch = parse_target(target)
     asm = texts.get(vendor.asm_stage, "")
     fields: dict[str, Any] = {"uses_dot": bool(_DOT.search(texts.get("ttir", "")))}
@@ -35,6 +37,7 @@ def measure(
     loads = vendor.global_load_widths(asm)
     fields["load_width_hist"] = dict(sorted(loads.items()))
     fields["global_load_bits_max"] = max(loads) if loads else None
+    fields["layouts"] = [x.model_dump(mode="json") for x in kernel_layouts(texts.get("ttgir", ""))]
     fields["max_regs_per_thread"] = vendor.max_regs(arch, options)
     compiled = Compiled(
         function=str(metadata.get("name", "")),

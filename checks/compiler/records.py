@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bot.contracts.base import Frozen, Vendor
-from bot.contracts.evidence import AutotuneList
+from bot.contracts.evidence import AutotuneList, TritonLayout
 
 Language = Literal["triton", "cuda", "hip"]
 
@@ -59,8 +59,12 @@ class KernelCompileRecord(Frozen):
     matrix_instr_count: int = 0
     global_load_bits_max: int | None = None
     load_width_hist: dict[int, int] = Field(default_factory=dict)  # bits per thread -> count
+    layouts: tuple[TritonLayout, ...] = ()  # Triton: the layouts of its main operations (C-1)
     compile_s: float | None = None
     cached: bool = False
+    # a config option this target's back end refuses (maxnreg on AMD): Triton's error at launch;
+    # the numbers are then those of the config compiled without the option
+    launch_refused: str | None = None
     error: str | None = None
     error_stage: Literal["entry", "compile"] | None = None  # entry: the bench call itself failed
 
@@ -75,6 +79,8 @@ class Flag(Frozen):
         "occupancy_lower",
         "no_matrix_instr",
         "shared_config_list",
+        "maxnreg_ignored",
+        "reduction_more_warps",
     ]
     kernel: str
     vendor: Vendor

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.contracts.base import Frozen, Vendor
+from checks.compiler.layouts import reduction_warps
 from checks.compiler.records import CompilerReport, Flag, KernelCompileRecord
 from checks.compiler.targets import VENDOR_TARGETS, target_for, vendor_of
 
@@ -54,6 +55,9 @@ def record_flags(r: KernelCompileRecord) -> list[Flag]:
         what = target_for(r.vendor).register_word
         message = f"{where} uses {regs} {what} per thread, the cap on this target"
         flags.append(_flag(r, "warning", "regs_at_cap", message))
+    maxnreg = r.config.get("maxnreg")
+    if maxnreg is not None and not target_for(r.vendor).honours_maxnreg:
+        flags.append(_maxnreg_flag(r, where, maxnreg))
     if r.uses_dot and r.matrix_instr is None:
         wanted = target_for(r.vendor).matrix_words
         flags.append(
@@ -65,6 +69,29 @@ def record_flags(r: KernelCompileRecord) -> list[Flag]:
             )
         )
     return flags
+
+
+def _maxnreg_flag(r: KernelCompileRecord, where: str, maxnreg: object) -> Flag:
+    """B-8: a config's ``maxnreg`` on a vendor whose back end does not take it, with the
+    registers the compile really used there."""
+    vendor = target_for(r.vendor)
+    regs, cap = r.regs_per_thread, r.max_regs_per_thread
+    used = f"{regs} {vendor.register_word} per thread" if regs is not None else "unknown registers"
+    used += f" (cap {cap})" if cap is not None else ""
+    if r.launch_refused:
+        what = f"Triton refuses the launch on {r.target} ({r.launch_refused})"
+        so = f"compiled without it, the kernel uses {used}"
+    else:
+        what = f"Triton drops it for {r.target}"
+        so = f"the compile used {used}"
+    return _flag(
+        r,
+        "error" if r.launch_refused else "warning",
+        "maxnreg_ignored",
+        f"{where} asks for maxnreg={maxnreg}, which {vendor.display} does not honour: {what}; "
+        f"{so}. Give this vendor a config list without maxnreg, and bound its registers "
+        "through the tile sizes and num_warps",
+    )
 
 
 def _tuning(r: KernelCompileRecord) -> tuple:
@@ -172,6 +199,8 @@ class CompareRow(Frozen):
     new_occupancy_fraction_min: float | None = None
     old_matrix_instr: str | None = None
     new_matrix_instr: str | None = None
+    old_layouts: tuple[str, ...] = ()  # the distinct layouts of the Triton IR (C-1)
+    new_layouts: tuple[str, ...] = ()
 
 
 class ReportComparison(Frozen):
@@ -194,6 +223,7 @@ def _summary(rs: list[KernelCompileRecord], prefix: str) -> dict[str, Any]:
         f"{prefix}_occupancy_fraction": max(occ) if occ else None,
         f"{prefix}_occupancy_fraction_min": min(occ) if occ else None,
         f"{prefix}_matrix_instr": next((r.matrix_instr for r in ok if r.matrix_instr), None),
+        f"{prefix}_layouts": tuple(sorted({x.text() for r in ok for x in r.layouts})),
     }
 
 
@@ -226,6 +256,9 @@ def compare_reports(old: CompilerReport, new: CompilerReport) -> ReportCompariso
                 )
                 if _lower(o.occupancy_fraction, r.occupancy_fraction):
                     flags.append(_occupancy_flag(r, o.occupancy_fraction, r.occupancy_fraction))
+        wider = _reduction_flag(before, after)
+        if wider is not None:
+            flags.append(wider)
         if _lower(whole.old_occupancy_fraction, whole.new_occupancy_fraction):
             flags.append(
                 Flag(
@@ -242,6 +275,37 @@ def compare_reports(old: CompilerReport, new: CompilerReport) -> ReportCompariso
                 )
             )
     return ReportComparison(rows=tuple(rows), flags=tuple(flags))
+
+
+def _widest_reduction(records: list[KernelCompileRecord]) -> tuple[int, KernelCompileRecord] | None:
+    spans = [
+        (w, r)
+        for r in records
+        if r.error is None
+        for x in r.layouts
+        if (w := reduction_warps(x)) is not None
+    ]
+    return max(spans, key=lambda s: s[0]) if spans else None
+
+
+def _reduction_flag(
+    before: list[KernelCompileRecord], after: list[KernelCompileRecord]
+) -> Flag | None:
+    """A reduction split across more warps than before (both sides Triton): its partial results
+    now meet in shared memory / LDS after a barrier, traffic the author did not write (C-1)."""
+    old, new = _widest_reduction(before), _widest_reduction(after)
+    if old is None or new is None or new[0] <= old[0]:
+        return None
+    r = new[1]
+    return _flag(
+        r,
+        "warning",
+        "reduction_more_warps",
+        f"{r.function} [{r.config_label}] on {r.target}: a reduction now spans {new[0]} "
+        f"{target_for(r.vendor).warp_word} (before: at most {old[0]}, in "
+        f"[{old[1].config_label}]), so its partial results meet in shared memory after a "
+        "barrier",
+    )
 
 
 def _lower(old: float | None, new: float | None) -> bool:

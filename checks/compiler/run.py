@@ -16,6 +16,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,13 +25,14 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.contracts.evidence import AutotuneList
 from bot.errors import CompilerError
+from bot.outputs import cache_root, plural
 from checks.compiler.records import CompilerReport, KernelCompileRecord
 from checks.compiler.report import make_report
 from checks.compiler.targets import compile_targets, known_target, known_target_names, vendor_of
 from checks.job_process import run_job
 from checks.worker_env import tree_digest
 
-JOB_CACHE_VERSION = "2"  # 2: the answer carries the live autotune lists
+JOB_CACHE_VERSION = "3"  # 2: the live autotune lists; 3: the layouts of each variant
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "build", "dist"}
 _MAX_FILES = 20000
 _MAX_SOURCE_BYTES = 256 * 2**20
@@ -48,8 +50,7 @@ class KernelSpec(BaseModel):
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("KERNEL_REVIEW_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "kernel-review"
+    return cache_root()
 
 
 def specs_for(kernels: Any) -> list[KernelSpec]:
@@ -162,10 +163,12 @@ def build_compiler_report(
     timeout_s: float = 600.0,
     python: str | None = None,
     triton_version: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> CompilerReport:
-    """Compile every variant of every kernel for every target and report what came out.
-    ``python`` and ``triton_version``: a side's own toolchain (``checks.toolchain_env``); the
-    bot's own interpreter and Triton by default."""
+    """Compile every variant of every kernel for every target and report what came out;
+    ``progress`` hears of each target as it finishes. ``python`` and ``triton_version``: a
+    side's own toolchain (``checks.toolchain_env``); the bot's own interpreter and Triton by
+    default."""
     from checks.compiler.triton_compat import check_triton_version
 
     version = check_triton_version(triton_version)
@@ -178,15 +181,20 @@ def build_compiler_report(
     # every target's worker runs at once and compiles with ``jobs`` forked processes: the
     # operating system shares the cores, and no core idles while one target has a long tail
     jobs = max(1, jobs or os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-        results = list(
-            pool.map(
-                lambda t: _target_records(
-                    repo_root, t, kernels, cache_dir, digest, timeout_s, jobs, (python, version)
-                ),
-                targets,
-            )
+
+    def one(target: str) -> tuple[dict, bool]:
+        done = _target_records(
+            repo_root, target, kernels, cache_dir, digest, timeout_s, jobs, (python, version)
         )
+        if progress is not None:
+            result, hit = done
+            how = "failed" if "fatal" in result else "cached" if hit else "compiled"
+            count = len(result.get("records", ()))
+            progress(f"{target}: {how}, {plural(count, 'variant')}")
+        return done
+
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        results = list(pool.map(one, targets))
     records: list[KernelCompileRecord] = []
     autotune: list[AutotuneList] = []
     notes: list[str] = []

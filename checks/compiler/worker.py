@@ -13,7 +13,6 @@ autotuners its calls went through (``autotune``).
 
 from __future__ import annotations
 
-import importlib
 import json
 import multiprocessing
 import os
@@ -30,8 +29,9 @@ from checks.compiler.cheap_inputs import unfilled_random
 from checks.compiler.measure import measure
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.targets import target_for, vendor_of
+from checks.worker import bench_capture
 
-RECORD_CACHE_VERSION = "1"
+RECORD_CACHE_VERSION = "2"  # 2: the layouts of the Triton GPU IR
 
 
 def _shape_text(shape: list[int], dtype: str) -> str:
@@ -73,10 +73,10 @@ def record_kernel(
     Returns ``(request, shape text)`` pairs, error records for calls that failed, and the live
     autotune lists of the autotuners the calls went through.
     """
-    module_name, _, attr = kernel["bench"].partition(":")
+    attr = bench_capture.entry_name(kernel["bench"])
     with triton_compat.compile_only(target) as recorder:
         try:
-            entry = getattr(importlib.import_module(module_name), attr)
+            entry = bench_capture.load_entry(kernel["bench"], repo_root)
         except Exception as exc:
             msg = f"cannot import the bench entry point {kernel['bench']}: {_short(exc)}"
             return [], [_error_record(kernel["name"], target, attr, "-", msg)], []
@@ -92,7 +92,7 @@ def _call_entry(
 ) -> tuple[list[tuple[Any, str]], list[dict]]:
     pairs: list[tuple[Any, str]] = []
     errors: list[dict] = []
-    attr = kernel["bench"].partition(":")[2]
+    attr = bench_capture.entry_name(kernel["bench"])
     for dtype in kernel["dtypes"]:
         for shape in kernel["shapes"]:
             start = len(recorder.requests)
@@ -231,6 +231,7 @@ def run_job(job: dict) -> dict:
                 "shapes": slot["shapes"],
                 "vendor": vendor_of(target),
                 "target": target,
+                "launch_refused": req.refused,
             }
             if req.error is not None:
                 records.append({**slot["base"], "error": req.error, "error_stage": "compile"})

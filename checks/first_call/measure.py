@@ -18,6 +18,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -209,10 +210,13 @@ def measure_first_call(
     workdir: Path | None = None,
     timeout_s: float = 600.0,
     python: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> FirstCallReport:
     """Cold then warm, each in a fresh process; the cache directories live under ``workdir``
     (a fresh temporary directory when not given). ``python``: the interpreter (a side's own
-    toolchain), the bot's own by default."""
+    toolchain), the bot's own by default. ``progress`` hears of each of the three processes
+    (priming, cold, warm) as it ends."""
+    step = progress or (lambda _text: None)
     with tempfile.TemporaryDirectory(prefix="kr-first-call-caches-") as tmp:
         root = Path(workdir) if workdir else Path(tmp)
         job = {
@@ -234,8 +238,11 @@ def measure_first_call(
         # What it returns does not matter: a failure here shows again, measured, in the cold run.
         prime = {**job, "prime": True, "cache_root": str(root / f"{spec.name}-prime")}
         _probe(prime, min(timeout_s, 300.0), python)
+        step(f"{spec.name}: imports primed")
         cold = _run(_probe(job, timeout_s, python), "cold", mode, where)
+        step(f"{spec.name}: cold run {'failed' if cold.error else 'done'}")
         warm = _run(_probe(job, timeout_s, python), "warm", mode, where)
+        step(f"{spec.name}: warm run {'failed' if warm.error else 'done'}")
     return judge(
         spec.name,
         cold,

@@ -19,7 +19,6 @@ with ``"prime": true`` the process only imports torch and Triton (and creates th
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import time
@@ -31,6 +30,7 @@ _T0 = time.perf_counter()
 _WALL0 = time.time()
 
 from checks.compiler import triton_compat as compat  # noqa: E402  (imports neither torch nor triton)
+from checks.worker import bench_capture  # noqa: E402  (standard library only)
 
 
 def _ms(seconds: float) -> float:
@@ -118,13 +118,12 @@ def run_job(job: dict) -> dict[str, Any]:
     compat.check_triton_version()
     repo_root = str(Path(job["repo_root"]).resolve())
     sys.path.insert(0, repo_root)
-    module_name, _, attr = job["bench"].partition(":")
     start = time.perf_counter()
     if job["mode"] == "gpu":
-        entry = getattr(importlib.import_module(module_name), attr)
+        entry = bench_capture.load_entry(job["bench"], repo_root)
     else:
         with compat.compile_only(job["target"]):
-            entry = getattr(importlib.import_module(module_name), attr)
+            entry = bench_capture.load_entry(job["bench"], repo_root)
     out["import_entry_ms"] = _ms(time.perf_counter() - start)
     out["context_ms"] = 0.0
     if job["mode"] == "gpu":

@@ -2,8 +2,16 @@
 
 Base and head are checked out as git worktrees (head defaults to the working tree itself, base to
 its merge base with the default branch); one worker per side runs on each GPU; the sweep's JSON
-goes to ``--out`` and a table to stdout, with a progress line per case on stderr.
-``--device cpu`` runs the whole pipeline with CPU timing, labelled as such everywhere.
+goes to --out (default: a file under the kernel-review cache folder, never the repository) and a
+table to stdout, with progress on stderr (a bar in a terminal, a line per case in a log).
+--device cpu runs the whole pipeline with CPU timing, labelled as such everywhere.
+
+exit codes (for a CI gate):
+  0  every case measured, none slower than its tolerance
+  4  at least one case is slower than its tolerance
+  5  nothing could be measured (every case failed; the first error of each kind is printed)
+  6  no case is slower, but some failed (crashed, wrong result, error, timeout)
+  2  a usage error (the message says what to fix); 1 an internal error
 """
 
 from __future__ import annotations
@@ -12,12 +20,24 @@ import argparse
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import gitutil
-from bot.errors import GitError, KernelReviewError, PolicyError
+from bot.errors import (
+    EXIT_NOTHING_MEASURED,
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_WORSE,
+    GitError,
+    KernelReviewError,
+    PolicyError,
+)
 from bot.escape import log_safe
+from bot.outputs import cache_root, plural, prepare
+from bot.progress import Progress
+from bot.review.words import speed, speed_range
 
 if TYPE_CHECKING:
     from bot.contracts.plan import PlannedKernel
@@ -25,6 +45,30 @@ if TYPE_CHECKING:
     from checks.sweep.models import SweepResult
 
 DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
+MIN_ROUNDS = 3  # the sequential test's first look needs three rounds (ProtocolConfig.max_rounds)
+FIRST_LOOK = 8  # ProtocolConfig.min_rounds, lowered to --max-rounds when that is smaller
+
+
+def _positive_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 ms (got {text})")
+    return value
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rounds") from None
+    if value < MIN_ROUNDS:
+        raise argparse.ArgumentTypeError(
+            f"must be {MIN_ROUNDS} or more: the test needs {MIN_ROUNDS} rounds to decide (got {value})"
+        )
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,13 +87,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--kernels", help="comma-separated kernel names from the policy (default: all)")
     p.add_argument("--plan", help="a plan JSON from the gate job: its kernels, base and head SHAs")
-    p.add_argument("--out", help="results JSON (default kernel-review-results-<vendor>.json)")
+    p.add_argument(
+        "--out",
+        help="results JSON (default: under the cache folder, ~/.cache/kernel-review/bench/REPO/)",
+    )
     p.add_argument(
         "--device", choices=["cuda", "cpu"], default="cuda", help="cuda (GPU) or cpu timing"
     )
     p.add_argument("--gpus", help="comma-separated GPU ids to use (default: every visible GPU)")
-    p.add_argument("--block-ms", type=float, help="GPU time per block in ms (default 5; cpu 2)")
-    p.add_argument("--max-rounds", type=int, help="rounds per case at most (default 200; cpu 40)")
+    p.add_argument(
+        "--block-ms",
+        type=_positive_ms,
+        help="timed work per block in ms, > 0 (default 2.5; 5 without crossover; cpu 2)",
+    )
+    p.add_argument(
+        "--max-rounds",
+        type=_rounds,
+        help=f"rounds per case at most, {MIN_ROUNDS} or more (default 200; cpu 40)",
+    )
+    p.add_argument(
+        "--crossover",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="time each side in both worker slots, cancelling a per-process bias (default: on "
+        "for cuda, off for cpu)",
+    )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     p.add_argument("--work-dir", help="where worktrees, logs and caches go (default: a temp dir)")
     p.add_argument("--keep-work-dir", action="store_true", help="keep worktrees and worker logs")
@@ -73,20 +135,27 @@ def default_branch(repo: Path) -> str:
     )
 
 
-def _load_policy(base_root: Path, head_root: Path, notes: list[str]) -> Policy:
-    from bot.policy.load import load_policy
+def _load_policy(repo: Path, base_sha: str, head_sha: str | None, notes: list[str]) -> Policy:
+    """The base commit's policy; head's (with a note) when base has none. Messages name the
+    commit and the file, never the temporary worktree."""
+    from bot.policy.load import find_policy, missing_policy
+    from bot.revision import DirRevision, GitRevision
 
-    try:
-        return load_policy(base_root).policy
-    except PolicyError as base_exc:
-        try:
-            policy = load_policy(head_root).policy
-        except PolicyError:
-            raise base_exc from None
+    base = GitRevision(repo, base_sha)
+    found = find_policy(base)
+    if found is None:
+        found = find_policy(GitRevision(repo, head_sha) if head_sha else DirRevision(repo))
+        if found is None:
+            raise missing_policy(
+                base,
+                place=f"at the base commit {base_sha[:12]} or the head",
+                hint=f"write one with `kernel-review init --repo {repo}` and commit it "
+                "(docs/policy.md describes every key)",
+            )
         notes.append(
             "base has no policy; used head's (a pull request must not set its own rules in CI)"
         )
-        return policy
+    return found[0]
 
 
 def planned_kernels(
@@ -116,19 +185,39 @@ def planned_kernels(
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     from checks.checkout import checkout_for
     from checks.sweep.models import dump_results
-    from checks.sweep.protocol import ProtocolConfig
+    from checks.sweep.protocol import default_protocol
     from checks.sweep.run import SweepOptions, run_sweep, visible_gpus
     from checks.sweep.shapes import plan_cases
 
-    repo = Path(args.repo).resolve()
+    repo = gitutil.require_repo(args.repo)
     gitutil.rev_parse(repo, "HEAD")
     plan_revs = _plan_revs(args.plan)
     base_rev = args.base or plan_revs[0] or gitutil.merge_base(repo, "HEAD", default_branch(repo))
     head_arg = args.head or plan_revs[1]
+    out = prepare(args.out, option="--out") if args.out else None
+    base_sha = gitutil.rev_parse(repo, base_rev)
+    head_sha = gitutil.rev_parse(repo, head_arg) if head_arg else None
+    notes: list[str] = []
+    policy = _load_policy(repo, base_sha, head_sha, notes)
+    if head_sha:
+        head_label = head_sha
+    else:
+        dirty = bool(gitutil.git(repo, "status", "--porcelain", "--untracked-files=no").strip())
+        head_label = gitutil.rev_parse(repo, "HEAD") + ("+working-tree" if dirty else "")
+    names = [n.strip() for n in args.kernels.split(",") if n.strip()] if args.kernels else None
+    kernels = planned_kernels(policy, names, args.plan, base_sha=base_sha, head_sha=head_label)
+    plan = plan_cases(
+        kernels,
+        max_shapes=policy.limits.max_shapes,
+        max_elements_per_tensor=policy.limits.max_elements_per_tensor,
+        add_small_and_ragged=not args.no_added_shapes,
+    )
+    cpu = args.device == "cpu"
     gpus = None
-    if args.device == "cuda":
+    if not cpu:
         gpus = (
             tuple(g.strip() for g in args.gpus.split(",") if g.strip())
             if args.gpus
@@ -139,79 +228,136 @@ def run_bench(args: argparse.Namespace) -> int:
                 "no GPU is visible to this process",
                 hint="run on a GPU machine, or pass --device cpu",
             )
+    protocol = default_protocol(
+        args.device, crossover=args.crossover, block_ms=args.block_ms, max_rounds=args.max_rounds
+    )
+    if protocol.max_rounds < FIRST_LOOK:  # the first look cannot need more rounds than allowed
+        protocol = protocol.model_copy(update={"min_rounds": protocol.max_rounds})
+    options = SweepOptions(
+        device=args.device,
+        protocol=protocol,
+        gpus=gpus,
+        max_gpu_seconds=float(policy.limits.max_gpu_seconds),
+        checkout=checkout_for(policy),
+    )
+    label = (
+        "CPU timing (not GPU numbers)" if cpu else f"GPU timing on {plural(len(gpus or ()), 'GPU')}"
+    )
+    print(
+        f"kernel-review bench: {plural(len(plan.cases), 'case')}, base {base_sha[:12]} vs head "
+        f"{head_label[:20]}; {label}",
+        file=sys.stderr,
+    )
+    if cpu:
+        for line in compiled_only_bases(repo, base_sha, kernels):
+            print(f"note: {line}", file=sys.stderr)
     work = (
         Path(args.work_dir).resolve()
         if args.work_dir
         else Path(tempfile.mkdtemp(prefix="kernel-review-bench-"))
     )
     work.mkdir(parents=True, exist_ok=True)
-    notes: list[str] = []
+    out = out or default_results_path(repo, args.device, base_sha, head_label)
+    partial = out.with_name(out.stem + ".partial.jsonl")
     trees: list[Path] = []
     try:
-        base_root = gitutil.add_worktree(repo, work / "base", base_rev)
+        base_root = gitutil.add_worktree(repo, work / "base", base_sha)
         trees.append(base_root)
-        base_sha = gitutil.rev_parse(repo, base_rev)
-        if head_arg:
-            head_root = gitutil.add_worktree(repo, work / "head", head_arg)
+        head_root = repo
+        if head_sha:
+            head_root = gitutil.add_worktree(repo, work / "head", head_sha)
             trees.append(head_root)
-            head_label = gitutil.rev_parse(repo, head_arg)
-        else:
-            head_root = repo
-            dirty = bool(gitutil.git(repo, "status", "--porcelain", "--untracked-files=no").strip())
-            head_label = gitutil.rev_parse(repo, "HEAD") + ("+working-tree" if dirty else "")
-        policy = _load_policy(base_root, head_root, notes)
-        names = [n.strip() for n in args.kernels.split(",") if n.strip()] if args.kernels else None
-        kernels = planned_kernels(policy, names, args.plan, base_sha=base_sha, head_sha=head_label)
-        plan = plan_cases(
-            kernels,
-            max_shapes=policy.limits.max_shapes,
-            max_elements_per_tensor=policy.limits.max_elements_per_tensor,
-            add_small_and_ragged=not args.no_added_shapes,
-        )
-        cpu = args.device == "cpu"
-        protocol = ProtocolConfig(
-            block_ms=args.block_ms or (2.0 if cpu else 5.0),
-            max_rounds=args.max_rounds or (40 if cpu else 200),
-            max_case_seconds=10.0 if cpu else 30.0,
-        )
-        options = SweepOptions(
-            device=args.device,
-            protocol=protocol,
-            gpus=gpus,
-            max_gpu_seconds=float(policy.limits.max_gpu_seconds),
-            checkout=checkout_for(policy),
-        )
-        label = "CPU timing (not GPU numbers)" if cpu else f"GPU timing on {len(gpus or ())} GPU(s)"
-        print(
-            f"kernel-review bench: {len(plan.cases)} cases, base {base_sha[:12]} vs head {head_label[:20]}; {label}",
-            file=sys.stderr,
-        )
-        out = Path(args.out) if args.out else None
-        partial = (out or Path("kernel-review-results")).with_suffix(".partial.jsonl")
-        result = run_sweep(
-            plan.cases,
-            base_root=base_root,
-            head_root=head_root,
-            base_rev=base_sha,
-            head_rev=head_label,
-            options=options,
-            work_dir=work,
-            progress=lambda line: print(log_safe(line), file=sys.stderr, flush=True),
-            partial_path=partial,
-            notes=[*notes, *plan.notes],
-        )
-        out = out or Path(f"kernel-review-results-{result.vendor}.json")
+        with Progress("bench", len(plan.cases), unit="case", counted=False) as bar:
+            result = run_sweep(
+                plan.cases,
+                base_root=base_root,
+                head_root=head_root,
+                base_rev=base_sha,
+                head_rev=head_label,
+                options=options,
+                work_dir=work,
+                progress=bar.step,
+                partial_path=partial,
+                notes=[*notes, *plan.notes],
+                started=started,
+            )
         dump_results(result, out)
+        partial.unlink(missing_ok=True)  # the whole file is written: its journal is not needed
         print(log_safe(format_table(result)))
+        for line in failure_lines(result):
+            print(log_safe(line), file=sys.stderr)
         print(f"results: {out}", file=sys.stderr)
         if args.keep_work_dir:
             print(f"worker logs: {work / 'logs'}", file=sys.stderr)
-        return 0
+        return exit_code(result)
     finally:
         for tree in trees:
             gitutil.remove_worktree(repo, tree)
         if not args.keep_work_dir and not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def default_results_path(repo: Path, device: str, base_sha: str, head_label: str) -> Path:
+    """Where results go when --out is not given: the cache folder, never the repository."""
+    name = f"results-{device}-{base_sha[:12]}-{head_label[:12]}.json"
+    return prepare(cache_root() / "bench" / repo.name / name, option="the results file")
+
+
+def compiled_only_bases(repo: Path, base_sha: str, kernels: list[PlannedKernel]) -> list[str]:
+    """One line per kernel whose base side has only CUDA/HIP kernels in its paths: on a CPU its
+    base side cannot run, and every case of it will say so."""
+    from bot.analysis.scan import scan_source
+    from bot.policy.model import glob_match
+
+    files = gitutil.list_files(repo, base_sha)
+    cxx_only: list[str] = []
+    for k in kernels:
+        languages = set()
+        for path in (f for f in files if any(glob_match(p, f) for p in k.paths)):
+            text = gitutil.show_file(repo, base_sha, path)
+            scan = scan_source(path, text or "")
+            languages |= {x.language for x in getattr(scan, "kernels", ()) if x.language}
+            if scan.language:
+                languages.add(scan.language)
+        if languages and languages <= {"cuda", "hip"}:
+            cxx_only.append(k.name)
+    if not cxx_only:
+        return []
+    return [
+        f"the base side of {', '.join(cxx_only)} has only CUDA/HIP kernels "
+        f"({base_sha[:12]}): with --device cpu those cases cannot run on the base side and are "
+        "reported as errors; measure them on a GPU (kernel-review bench without --device cpu)"
+    ]
+
+
+def failure_lines(result: SweepResult) -> list[str]:
+    """How many cases failed, and the first message of each kind (status and side)."""
+    failed = [c for c in result.cases if c.status != "ok"]
+    if not failed:
+        return []
+    lines = [f"{len(failed)} of {plural(len(result.cases), 'case')} not measured:"]
+    seen: dict[tuple[str, str | None], int] = {}
+    for c in failed:
+        seen[(c.status, c.failed_side)] = seen.get((c.status, c.failed_side), 0) + 1
+    for (status, side), count in seen.items():
+        first = next(c for c in failed if (c.status, c.failed_side) == (status, side))
+        where = f" ({side} side)" if side else ""
+        shape = "x".join(map(str, first.shape))
+        lines.append(
+            f"  {status}{where}: {plural(count, 'case')}; first, {first.kernel} {first.dtype} "
+            f"{shape}: {' '.join((first.message or first.log_tail[-300:]).split())[:300]}"
+        )
+    return lines
+
+
+def exit_code(result: SweepResult) -> int:
+    """The exit code a CI gate reads (see the module's docstring)."""
+    measured = [c for c in result.cases if c.status == "ok"]
+    if not measured:
+        return EXIT_NOTHING_MEASURED
+    if any(c.verdict == "SLOWER" for c in measured):
+        return EXIT_WORSE
+    return EXIT_SOME_FAILED if len(measured) < len(result.cases) else EXIT_OK
 
 
 def _plan_revs(plan_path: str | None) -> tuple[str | None, str | None]:
@@ -228,41 +374,61 @@ def _plan_revs(plan_path: str | None) -> tuple[str | None, str | None]:
     return plan.base_sha, plan.head_sha
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f}"
+def _interval(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else speed_range(low, high)
 
 
 def format_table(result: SweepResult) -> str:
-    """A plain-text table of the sweep, labelled with how it was timed."""
-    lines = [
-        f"# {result.timing_label}; vendor {result.vendor}; {result.gpu_seconds:.1f} GPU-seconds"
-    ]
-    header = f"{'kernel':<16} {'dtype':<9} {'shape':<18} {'cat':<7} {'verdict':<13} {'head/base':>9} {'interval':>17} {'base us':>10} {'head us':>10} {'GB/s':>8} {'of ceil':>7} rounds"
+    """A plain-text table of the sweep, labelled with how it was timed; head against base is
+    said in words ("5.7% slower"), as in the review."""
+    spent = (
+        f"{result.gpu_seconds:.1f} s of CPU timing"
+        if result.timing == "cpu"
+        else f"{result.gpu_seconds:.1f} GPU-seconds"
+    )
+    lines = [f"# {result.timing_label}; vendor {result.vendor}; {spent}"]
+    header = f"{'kernel':<16} {'dtype':<9} {'shape':<18} {'cat':<7} {'verdict':<13} {'head vs base':>12} {'interval':>26} {'base us':>10} {'head us':>10} {'GB/s':>8} {'of ceil':>7} rounds"
     lines.append(header)
     for c in result.cases:
         shape = "x".join(map(str, c.shape))
         verdict = c.verdict if c.status == "ok" else c.status.upper()
-        iv = f"[{_pct(c.ci_low)}, {_pct(c.ci_high)}]" if c.ci_low is not None else "-"
+        vs = speed(c.ratio) if c.ratio is not None else "-"
         frac = f"{c.fraction_of_ceiling:.0%}" if c.fraction_of_ceiling is not None else "-"
         gbps = f"{c.gbps:.0f}" if c.gbps is not None else "-"
         bus = f"{c.base_median_us:.2f}" if c.base_median_us else "-"
         hus = f"{c.head_median_us:.2f}" if c.head_median_us else "-"
         lines.append(
             f"{c.kernel[:16]:<16} {c.dtype:<9} {shape[:18]:<18} {c.category:<7} {verdict or '-':<13} "
-            f"{_pct(c.ratio):>9} {iv:>17} {bus:>10} {hus:>10} {gbps:>8} {frac:>7} {c.rounds}"
+            f"{vs:>12} {_interval(c.ci_low, c.ci_high):>26} {bus:>10} {hus:>10} {gbps:>8} {frac:>7} {c.rounds}"
             + (f" ({c.dropped_rounds} dropped)" if c.dropped_rounds else "")
         )
     s = result.summary
     for name, g in (("served (weighted)", s.served), ("small", s.small), ("ragged", s.ragged)):
         if g is not None:
             lines.append(
-                f"geomean {name}: {g.ratio:.3f} [{g.ci_low:.3f}, {g.ci_high:.3f}] over {g.cases} cases"
+                f"geomean {name}: {speed(g.ratio)} ({speed_range(g.ci_low, g.ci_high)}) over "
+                + plural(g.cases, "case")
             )
     if s.worst is not None:
         w = s.worst
         lines.append(
-            f"worst: {w.kernel} {w.dtype} {'x'.join(map(str, w.shape))} {w.ratio:.3f} [{_pct(w.ci_low)}, {_pct(w.ci_high)}]"
+            f"worst: {w.kernel} {w.dtype} {'x'.join(map(str, w.shape))} {speed(w.ratio)} ({_interval(w.ci_low, w.ci_high)})"
         )
+    lines.append(cost_line(result))
     for note in result.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def cost_line(result: SweepResult) -> str:
+    """What the sweep cost all in: the GPU held from the command's start, per verdict."""
+    verdicts = sum(1 for c in result.cases if c.status == "ok")
+    held, per = result.held_gpu_seconds, result.gpu_s_per_verdict_all_in
+    if held is None:
+        return f"cost: {result.gpu_seconds:.1f} GPU-s in cases, {verdicts} verdicts"
+    first = f"; first verdict at {result.first_verdict_s:.1f} s" if result.first_verdict_s else ""
+    each = f" = {per:.3f} GPU-s per verdict all in" if per is not None else ""
+    return (
+        f"cost: {held:.1f} GPU-s held from the start for {verdicts} verdicts{each} "
+        f"({result.gpu_seconds:.1f} s in the cases themselves){first}"
+    )

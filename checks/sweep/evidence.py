@@ -16,6 +16,7 @@ from bot.contracts.base import VENDORS
 from bot.contracts.evidence import ShapeLine, SweepEvidence
 from bot.contracts.plan import Plan, PlanLimits
 from bot.errors import ResultsError
+from bot.outputs import plural
 from checks.checkout import checkout_for
 from checks.sweep.models import ShapeResult, SweepResult
 from checks.sweep.run import SweepOptions, run_sweep
@@ -44,7 +45,9 @@ def _line(c: ShapeResult) -> ShapeLine:
     if c.dropped_rounds:
         details.append(f"{c.dropped_rounds} throttled rounds dropped")
     if c.verdict == "INCONCLUSIVE" and c.stop_reason:
-        details.append(f"stopped: {c.stop_reason.replace('_', ' ')} after {c.rounds} rounds")
+        details.append(
+            f"stopped: {c.stop_reason.replace('_', ' ')} after {plural(c.rounds, 'round')}"
+        )
     details.extend(c.notes)
     return ShapeLine(
         kernel=c.kernel,
@@ -59,6 +62,9 @@ def _line(c: ShapeResult) -> ShapeLine:
         small_or_ragged=c.category != "served",
         weight=c.weight if c.category == "served" else 0.0,
         detail="; ".join(details)[:500],
+        tolerance=c.tolerance,
+        base_of_roofline=c.base_fraction_of_ceiling,
+        head_of_roofline=c.fraction_of_ceiling,
     )
 
 

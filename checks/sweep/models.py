@@ -190,7 +190,12 @@ class SweepResult(Frozen):
     summary: Summary = Summary()
     started_at: str = ""
     finished_at: str = ""
-    gpu_seconds: float = 0.0
+    gpu_seconds: float = 0.0  # the cases' own time: set-up, rounds and release
+    # what the sweep held: wall time from the command's start times the GPUs used, so start-up,
+    # compiles and idle gaps count; and that per case with a verdict
+    held_gpu_seconds: float | None = None
+    gpu_s_per_verdict_all_in: float | None = None
+    first_verdict_s: float | None = None  # from the command's start to the first verdict
     notes: tuple[str, ...] = ()
 
     @property

@@ -1,10 +1,16 @@
-"""One GPU, two workers (base and head): set up the device, then measure cases one by one.
+"""One GPU, two workers (base and head), or four with crossover: set up the device, then measure
+cases one by one.
 
-A case goes: prepare both sides (entry point, input copies, compile, autotune), check both against
-the reference on fresh inputs and base against head, pick the timing mode, interleave rounds until
-the sequential test decides, recheck, release. Any failure marks that case with its own status,
-restarts the worker that failed when its process or context cannot be trusted, and the next case
-runs on a clean worker.
+A case goes: check both sides against the reference on fresh inputs and base against head,
+prepare both sides (entry point, input copies, compile, autotune), estimate each side in turn,
+pick the timing mode, interleave rounds until the sequential test decides, recheck, release.
+Every step but the estimate and the rounds runs in all workers side by side, so the GPU waits
+for the slowest worker's set-up, not for their sum. Any failure marks that case with its own
+status, restarts the worker that failed when its process or context cannot be trusted, and the
+next case runs on a clean worker.
+
+With crossover the second pair's workers take the other slots (head is its slot 1: started,
+warmed, asked first), and every round of the first pair is matched by one of the second.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from checks.sweep.models import Ceilings, EnvFingerprint, ShapeResult, SideInfo
 from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, measure_case
 from checks.sweep.shapes import Case
-from checks.sweep.workers import WorkerClient, WorkerFailure
+from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
 from checks.worker import ceilings as ceilings_cache
 from checks.worker.correctness import compare_digests
 
@@ -82,8 +88,12 @@ class PairRunner:
         *,
         gpu_index: int | None = None,
         family_size: int = 1,
+        crossed: tuple[WorkerClient, WorkerClient] | None = None,
     ) -> None:
+        if options.protocol.crossover != (crossed is not None):
+            raise ValueError("crossover needs a second (base, head) pair, and only crossover")
         self.base, self.head = base, head
+        self.crossed = crossed
         self.options = options
         self.gpu_index = gpu_index
         self.family_size = family_size  # cases in the sweep: each gets alpha / family_size
@@ -92,11 +102,22 @@ class PairRunner:
         self.notes: list[str] = []
         self._last_active = 0.0
 
+    @property
+    def arms(self) -> list[tuple[WorkerClient, WorkerClient]]:
+        return [(self.base, self.head)] + ([self.crossed] if self.crossed else [])
+
+    @property
+    def workers(self) -> list[WorkerClient]:
+        """Every worker, each pair in its slot order (slot 1 first)."""
+        out = [self.base, self.head]
+        if self.crossed:
+            out += [self.crossed[1], self.crossed[0]]
+        return out
+
     # ---------------------------------------------------------------------------------- set-up
 
     def start(self) -> None:
-        self.base.start()
-        self.head.start()
+        start_all(self.workers)
         raw = self.base.env_info()
         fields = EnvFingerprint.model_fields
         self.env = EnvFingerprint(
@@ -105,7 +126,15 @@ class PairRunner:
         if self.options.measure_ceilings:
             self._ceilings(raw)
         if self.options.device != "cpu":
-            w = self.base.warmup(min_s=self.options.warmup_min_s, max_s=self.options.warmup_max_s)
+            o = self.options
+            # Every worker warms the GPU, side by side: no slot is the one that ran the warm-up.
+            answers = in_parallel(
+                [
+                    lambda w=w: w.warmup(min_s=o.warmup_min_s, max_s=o.warmup_max_s)
+                    for w in self.workers
+                ]
+            )
+            w = answers[0]
             if not w.get("reached"):
                 self.notes.append(
                     f"GPU {self.gpu_index}: clock did not settle during {w.get('seconds', 0):.1f} s of warm-up "
@@ -137,8 +166,7 @@ class PairRunner:
         )
 
     def close(self) -> None:
-        self.base.close()
-        self.head.close()
+        in_parallel([w.close for w in self.workers])
 
     # ------------------------------------------------------------------------------------ cases
 
@@ -174,13 +202,15 @@ class PairRunner:
         return result
 
     def _recover(self, f: WorkerFailure) -> None:
-        failed = self.base if f.side == "base" else self.head
-        other = self.head if failed is self.base else self.base
+        named = [w for w in self.workers if w.spec.name == f.worker]
+        failed = named[0] if named else (self.base if f.side == "base" else self.head)
         if f.needs_restart or not failed.alive():
             failed.restart()
         else:
             self._release(failed)
-        self._release(other)
+        for other in self.workers:
+            if other is not failed:
+                self._release(other)
 
     @staticmethod
     def _release(client: WorkerClient) -> None:
@@ -200,35 +230,55 @@ class PairRunner:
         o = self.options
         cfg = o.protocol
         kw = {"max_copies": o.max_copies, "max_copy_bytes": o.max_copy_bytes}
+        entries = {"base": case.base_entries, "head": case.head_entries}
         # Correctness first, on fresh inputs and before the timing copies take memory.
-        cb = self.base.check(case.base_entries, case.dims, case.dtype, seed=o.check_seed)
-        ch = self.head.check(case.head_entries, case.dims, case.dtype, seed=o.check_seed)
-        problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
-        if problem:
-            side, message = problem
-            return ShapeResult(
-                **common,
-                status="wrong_result",
-                failed_side=side,
-                message=message,
-                gpu_seconds=time.monotonic() - t0,
-            )
-        pb = self.base.prepare(case.base_entries, case.dims, case.dtype, seed=cfg.seed, **kw)
-        ph = self.head.prepare(case.head_entries, case.dims, case.dtype, seed=cfg.seed, **kw)
+        checks = in_parallel(
+            [
+                lambda w=w: w.check(entries[w.spec.side], case.dims, case.dtype, seed=o.check_seed)
+                for w in self._arm_order()
+            ]
+        )
+        for cb, ch in zip(checks[::2], checks[1::2], strict=True):
+            problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
+            if problem:
+                side, message = problem
+                return ShapeResult(
+                    **common,
+                    status="wrong_result",
+                    failed_side=side,
+                    message=message,
+                    gpu_seconds=time.monotonic() - t0,
+                )
+        cb, ch = checks[0], checks[1]
+        preps = in_parallel(
+            [
+                lambda w=w: w.prepare(
+                    entries[w.spec.side], case.dims, case.dtype, seed=cfg.seed, estimate=False, **kw
+                )
+                for w in self._arm_order()
+            ]
+        )
+        ests = [w.estimate() for w in self._arm_order()]  # one at a time: nothing else runs
+        preps = [{**p, **e} for p, e in zip(preps, ests, strict=True)]
+        pb, ph = preps[0], preps[1]
         info["base"] = _side_info(pb, cb)
         info["head"] = _side_info(ph, ch)
-        mode = choose_mode(pb["est_us"], ph["est_us"], o.device, cfg)
+        mode = choose_mode(
+            max(p["est_us"] for p in preps[::2]),
+            max(p["est_us"] for p in preps[1::2]),
+            o.device,
+            cfg,
+        )
         notes: list[str] = []
         try:
-            kb = self.base.configure(mode, cfg.block_ms)
-            kh = self.head.configure(mode, cfg.block_ms)
+            configs = self._configure(mode, cfg.block_ms)
         except WorkerFailure as f:
             if f.kind != "graph_capture":
                 raise
             notes.append(f"{f.side}: {f.message}; timed eagerly without L2 flush instead")
             mode = "eager-noflush"
-            kb = self.base.configure(mode, cfg.block_ms)
-            kh = self.head.configure(mode, cfg.block_ms)
+            configs = self._configure(mode, cfg.block_ms)
+        kb, kh = configs[0], configs[1]
         info["base"] = info["base"].model_copy(
             update={"calls_per_block": kb.get("calls_per_block")}
         )
@@ -237,23 +287,33 @@ class PairRunner:
         )
         self._rewarm()
         alpha = cfg.alpha / max(1, self.family_size)
+        crossed = (
+            (_Source(self.crossed[0], self._touch), _Source(self.crossed[1], self._touch))
+            if self.crossed
+            else None
+        )
         run, decision = measure_case(
             _Source(self.base, self._touch),
             _Source(self.head, self._touch),
             cfg,
             tolerance=case.tolerance,
             alpha=alpha,
+            crossed=crossed,
             on_round=seen.append,
         )
-        fb = self.base.finish(recheck=o.recheck)
-        fh = self.head.finish(recheck=o.recheck)
+        finished = in_parallel([lambda w=w: w.finish(recheck=o.recheck) for w in self._arm_order()])
         status, side, message = "ok", None, ""
-        bad = [s for s, f in (("base", fb), ("head", fh)) if not f.get("correct", True)]
+        bad = sorted(
+            {
+                w.spec.side
+                for w, f in zip(self._arm_order(), finished, strict=True)
+                if not f.get("correct", True)
+            }
+        )
         if bad:
             status, side = "wrong_result", bad[0] if len(bad) == 1 else "both"
-            message = "output changed after timing: " + (fb if bad[0] == "base" else fh).get(
-                "message", ""
-            )
+            first = next(f for f in finished if not f.get("correct", True))
+            message = "output changed after timing: " + first.get("message", "")
         return ShapeResult(
             **common,
             **info,
@@ -266,6 +326,13 @@ class PairRunner:
             notes=tuple(notes),
             gpu_seconds=time.monotonic() - t0,
         )
+
+    def _arm_order(self) -> list[WorkerClient]:
+        """base, head of each arm in turn."""
+        return [w for pair in self.arms for w in pair]
+
+    def _configure(self, mode: str, block_ms: float) -> list[dict[str, Any]]:
+        return in_parallel([lambda w=w: w.configure(mode, block_ms) for w in self._arm_order()])
 
     def _touch(self) -> None:
         self._last_active = time.monotonic()

@@ -1,9 +1,15 @@
 """The timing protocol: interleaved rounds of one base block and one head block, order randomised,
 throttled rounds dropped, a sequential decision after each scheduled look.
 
-``measure_case`` drives two block sources (worker clients on a GPU, or anything with a ``block()``
+``measure_case`` drives block sources (worker clients on a GPU, or anything with a ``block()``
 method) and ``CaseDecider`` turns rounds into a decision. The decider is a pure state machine, so
 ``recompute`` can replay the recorded rounds offline and reach the same verdict.
+
+Crossover (``ProtocolConfig.crossover``): two worker pairs, arm 0 with base in the first worker
+slot and head in the second, arm 1 the other way round. A unit of replication is one round of each
+arm, in random order, and its log-ratio is the mean of the two; whatever a slot adds to the time
+of every block it runs (its process's allocations, its context, being started or warmed first)
+enters both sides once and cancels in the ratio.
 """
 
 from __future__ import annotations
@@ -44,6 +50,14 @@ class ProtocolConfig(Frozen):
         default=0.8, gt=0, le=1, description="a block under this share of max SM clock is throttled"
     )
     seed: int = 0
+    crossover: bool = Field(
+        default=False,
+        description="each side timed in both worker slots (two worker pairs); a unit is a round of each",
+    )
+
+    @property
+    def arms(self) -> int:
+        return 2 if self.crossover else 1
 
     def looks(self) -> tuple[int, ...]:
         return look_schedule(self.min_rounds, self.max_rounds, self.look_growth)
@@ -51,7 +65,27 @@ class ProtocolConfig(Frozen):
     def max_case_gpu_seconds(self) -> float:
         """The most GPU time the rounds of one case can take (both sides, warm-up included)."""
         rounds = self.max_rounds / max(1e-9, 1.0 - self.max_drop_fraction) + self.warmup_rounds
-        return min(self.max_case_seconds, 2.0 * rounds * self.block_ms / 1000.0)
+        return min(self.max_case_seconds, 2.0 * self.arms * rounds * self.block_ms / 1000.0)
+
+
+def default_protocol(
+    device: str,
+    *,
+    crossover: bool | None = None,
+    block_ms: float | None = None,
+    max_rounds: int | None = None,
+) -> ProtocolConfig:
+    """The protocol a sweep runs by default: on a GPU crossover, with 2.5 ms blocks so that a
+    unit (four blocks) costs what a round of two 5 ms blocks did; on the CPU (plumbing, labelled
+    CPU timing) one pair, 2 ms blocks, fewer rounds. ``None`` keeps a default."""
+    cpu = device == "cpu"
+    cross = (not cpu) if crossover is None else crossover
+    return ProtocolConfig(
+        block_ms=block_ms or (2.0 if cpu else 2.5 if cross else 5.0),
+        max_rounds=max_rounds or (40 if cpu else 200),
+        max_case_seconds=10.0 if cpu else 30.0,
+        crossover=cross,
+    )
 
 
 class Telemetry(Frozen):
@@ -84,6 +118,7 @@ class Round(Frozen):
     head: Block
     dropped: bool = False
     drop_reason: str = ""
+    arm: int = Field(default=0, ge=0, le=1, description="crossover arm: 1 when head ran in slot 1")
 
     @property
     def log_ratio(self) -> float:
@@ -122,19 +157,25 @@ class CaseDecider:
         self._look_set = set(self.looks)
         self.logs: list[float] = []
         self.dropped = 0
+        self._pending: list[Round] = []  # crossover: the unit's rounds seen so far
 
     @property
     def attempted(self) -> int:
         return len(self.logs) + self.dropped
 
     def add(self, rnd: Round) -> Decision | None:
-        """Count a round; a final decision when the test or the drop rule says stop."""
-        if rnd.dropped:
+        """Count a round (with crossover, a unit once both arms' rounds are in); a final decision
+        when the test or the drop rule says stop."""
+        self._pending.append(rnd)
+        if len(self._pending) < self.cfg.arms:
+            return None
+        unit, self._pending = self._pending, []
+        if any(r.dropped for r in unit):
             self.dropped += 1
             if self._too_many_drops():
                 return self.finish("throttled")
             return None
-        self.logs.append(rnd.log_ratio)
+        self.logs.append(sum(r.log_ratio for r in unit) / len(unit))
         if len(self.logs) in self._look_set:
             d = self._decide(complete=False)
             if d.final:
@@ -179,9 +220,14 @@ class CaseRun(Frozen):
     rounds: tuple[Round, ...] = ()
     stop_reason: StopReason = "decided"
     seconds: float = 0.0
+    arms: int = Field(default=1, ge=1, le=2, description="rounds per unit (2 with crossover)")
 
     def kept_logs(self) -> list[float]:
-        return [r.log_ratio for r in self.rounds if not r.dropped]
+        """One log-ratio per counted unit (a round, or with crossover the mean of a unit's
+        rounds), as the decision saw them."""
+        k = self.arms
+        units = [self.rounds[i : i + k] for i in range(0, len(self.rounds) - k + 1, k)]
+        return [sum(r.log_ratio for r in u) / k for u in units if not any(r.dropped for r in u)]
 
     def side_median_us(self, side: Literal["base", "head"]) -> float | None:
         vals = [getattr(r, side).value_us for r in self.rounds if not r.dropped]
@@ -189,7 +235,13 @@ class CaseRun(Frozen):
 
 
 def run_round(
-    index: int, base: BlockSource, head: BlockSource, rng: random.Random, cfg: ProtocolConfig
+    index: int,
+    base: BlockSource,
+    head: BlockSource,
+    rng: random.Random,
+    cfg: ProtocolConfig,
+    *,
+    arm: int = 0,
 ) -> Round:
     head_first = rng.random() < 0.5
     if head_first:
@@ -200,8 +252,30 @@ def run_round(
         hb = head.block()
     why = drop_reason(bb, hb, min_clock_fraction=cfg.min_clock_fraction)
     return Round(
-        index=index, head_first=head_first, base=bb, head=hb, dropped=bool(why), drop_reason=why
+        index=index,
+        head_first=head_first,
+        base=bb,
+        head=hb,
+        dropped=bool(why),
+        drop_reason=why,
+        arm=arm,
     )
+
+
+Arm = tuple[BlockSource, BlockSource]  # (base, head)
+
+
+def run_unit(
+    first_index: int, arms: Sequence[Arm], rng: random.Random, cfg: ProtocolConfig
+) -> list[Round]:
+    """One round of each arm, the arms in random order; returned in arm order (0, 1)."""
+    order = list(range(len(arms)))
+    rng.shuffle(order)
+    done: dict[int, Round] = {}
+    for a in order:
+        base, head = arms[a]
+        done[a] = run_round(first_index + a, base, head, rng, cfg, arm=a)
+    return [done[a] for a in range(len(arms))]
 
 
 def measure_case(
@@ -211,39 +285,51 @@ def measure_case(
     *,
     tolerance: float,
     alpha: float,
+    crossed: Arm | None = None,
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.monotonic,
     on_round: Callable[[Round], None] | None = None,
 ) -> tuple[CaseRun, Decision]:
     """Interleave rounds until the sequential test decides, the rounds run out, the time budget is
-    spent or too many rounds were throttled. ``alpha`` is this case's share of the sweep's."""
+    spent or too many rounds were throttled. ``alpha`` is this case's share of the sweep's.
+    With ``cfg.crossover``, ``crossed`` is the second arm's (base, head): the workers that run
+    base and head in the other slots."""
+    if cfg.crossover != (crossed is not None):
+        raise ValueError("crossover needs the second arm's sources, and only crossover takes them")
+    arms: list[Arm] = [(base, head)] + ([crossed] if crossed is not None else [])
     rng = rng or random.Random(cfg.seed)
     start = clock()
     warm: list[Round] = []
     for i in range(cfg.warmup_rounds):
-        warm.append(run_round(-1 - i, base, head, rng, cfg))
+        warm.extend(run_unit(-len(arms) * (i + 1), arms, rng, cfg))
     decider = CaseDecider(cfg, tolerance=tolerance, alpha=alpha)
     rounds: list[Round] = []
     decision: Decision | None = None
     reason: StopReason = "decided"
-    max_attempts = math.ceil(cfg.max_rounds / max(1e-9, 1.0 - cfg.max_drop_fraction)) + 1
+    max_units = math.ceil(cfg.max_rounds / max(1e-9, 1.0 - cfg.max_drop_fraction)) + 1
     while decision is None:
-        rnd = run_round(len(rounds), base, head, rng, cfg)
-        rounds.append(rnd)
-        if on_round is not None:
-            on_round(rnd)
-        decision = decider.add(rnd)
+        unit = run_unit(len(rounds), arms, rng, cfg)
+        for rnd in unit:
+            rounds.append(rnd)
+            if on_round is not None:
+                on_round(rnd)
+            decision = decider.add(rnd)
         if decision is not None:
-            reason = "throttled" if rnd.dropped else stop_reason_of(decision, decider)
+            dropped = any(r.dropped for r in unit)
+            reason = "throttled" if dropped else stop_reason_of(decision, decider)
             break
         if clock() - start > cfg.max_case_seconds:
             reason = "time_budget"
             decision = decider.finish(reason)
-        elif len(rounds) >= max_attempts:
+        elif len(rounds) >= max_units * len(arms):
             reason = "throttled"
             decision = decider.finish(reason)
     run = CaseRun(
-        warmup=tuple(warm), rounds=tuple(rounds), stop_reason=reason, seconds=clock() - start
+        warmup=tuple(warm),
+        rounds=tuple(rounds),
+        stop_reason=reason,
+        seconds=clock() - start,
+        arms=len(arms),
     )
     return run, decision
 

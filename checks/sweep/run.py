@@ -12,12 +12,14 @@ import math
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from bot.outputs import plural
 from checks.checkout import Checkout, prepare
 from checks.sweep.models import (
     Ceilings,
@@ -26,10 +28,10 @@ from checks.sweep.models import (
     SweepResult,
 )
 from checks.sweep.pair_runner import PairRunner, RunnerOptions
-from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
 from checks.sweep.summary import finalize, merge, recompute
-from checks.sweep.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec
+from checks.sweep.workers import Side, Timeouts, WorkerClient, WorkerFailure, WorkerSpec
 from checks.worker_env import default_memory_bytes
 
 Progress = Callable[[str], None]
@@ -38,7 +40,7 @@ Progress = Callable[[str], None]
 class SweepOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     device: Literal["cpu", "cuda"] = "cuda"
-    protocol: ProtocolConfig = ProtocolConfig()
+    protocol: ProtocolConfig = Field(default_factory=lambda: default_protocol("cuda"))
     timeouts: Timeouts = Timeouts()
     gpus: tuple[str, ...] | None = None  # physical GPU ids; None: every visible GPU
     max_gpu_seconds: float = 900.0
@@ -74,13 +76,22 @@ def _now() -> str:
 class _Recorder:
     """Collects results from the runner threads; appends each to a JSON-lines file at once."""
 
-    def __init__(self, total: int, partial_path: Path | None, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        total: int,
+        partial_path: Path | None,
+        progress: Progress | None,
+        *,
+        started: float | None = None,
+    ) -> None:
         self.total = total
         self.results: dict[tuple, ShapeResult] = {}
         self.partial_path = partial_path
         self.progress = progress
         self.lock = threading.Lock()
         self.gpu_seconds = 0.0
+        self.started = time.monotonic() if started is None else started
+        self.first_verdict_s: float | None = None
         if partial_path is not None:
             partial_path.parent.mkdir(parents=True, exist_ok=True)
             partial_path.write_text("", encoding="utf-8")
@@ -89,6 +100,8 @@ class _Recorder:
         with self.lock:
             self.results[result.key] = result
             self.gpu_seconds += result.gpu_seconds
+            if self.first_verdict_s is None and result.status == "ok":
+                self.first_verdict_s = time.monotonic() - self.started
             if self.partial_path is not None:
                 with open(self.partial_path, "a", encoding="utf-8") as f:
                     f.write(result.model_dump_json() + "\n")
@@ -109,7 +122,7 @@ def progress_line(done: int, total: int, r: ShapeResult) -> str:
     ratio = math.exp(sum(logs) / len(logs)) if logs else float("nan")
     dropped = sum(1 for x in r.raw.rounds if x.dropped)
     return (
-        f"{head}: {verdict} head/base {ratio:.3f} ({len(logs)} rounds"
+        f"{head}: {verdict} head/base {ratio:.3f} ({plural(len(logs), 'round')}"
         f"{f', {dropped} dropped' if dropped else ''}, {r.mode}, {r.gpu_seconds:.1f} s)"
     )
 
@@ -178,14 +191,19 @@ def run_sweep(
     partial_path: Path | None = None,
     notes: Sequence[str] = (),
     family_size: int | None = None,
+    started: float | None = None,
 ) -> SweepResult:
     """Measure every case; never raises for a kernel's fault (each case carries its status).
     The policy's build step (``options.checkout``) runs in both checkouts first; a failed build
     raises ``checks.checkout.SetupError``.
 
     ``family_size`` is the number of cases the false-alarm rate is shared over (Holm); a shard of
-    a larger plan passes the plan's total so its verdicts hold for the whole sweep."""
-    started = _now()
+    a larger plan passes the plan's total so its verdicts hold for the whole sweep.
+
+    ``started`` is the ``time.monotonic()`` the GPU was taken at (the command's start; default
+    now): the all-in cost per verdict and the time to the first verdict count from it."""
+    t_start = time.monotonic() if started is None else started
+    started_at = _now()
     family = max(family_size or 0, len(cases))
     protocol = fit_budget(options.protocol, len(cases), options.max_gpu_seconds)
     # On the CPU, ``gpus`` only sets how many worker pairs share the cases.
@@ -203,9 +221,9 @@ def run_sweep(
         warmup_min_s=options.warmup_min_s,
         warmup_max_s=options.warmup_max_s,
     )
-    recorder = _Recorder(len(cases), partial_path, progress)
+    recorder = _Recorder(len(cases), partial_path, progress, started=t_start)
     base_python, head_python = options.pythons or (sys.executable, sys.executable)
-    pythons = {"base": base_python, "head": head_python}
+    pythons: dict[str, str] = {"base": base_python, "head": head_python}
     setup_notes = [
         prepare(root, options.checkout, log_dir=work_dir / "logs", python=pythons[side])
         for side, root in (("base", base_root), ("head", head_root))
@@ -216,27 +234,32 @@ def run_sweep(
         mine = list(cases[index :: len(gpus)])
         if not mine:
             continue
-        specs = {
-            side: WorkerSpec(
-                side=side,
-                root=root,
-                device=options.device,
-                work_dir=work_dir,
-                gpu=gpu,
-                timeouts=options.timeouts,
-                python_path=options.checkout.python_path,
-                python=pythons[side],
-                memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
-            )
-            for side, root in (("base", base_root), ("head", head_root))
-        }
         gpu_index = index if gpu is not None else None
+
+        def client(side: Side, arm: int, gpu: str | None = gpu) -> WorkerClient:
+            return WorkerClient(
+                WorkerSpec(
+                    side=side,
+                    root=base_root if side == "base" else head_root,
+                    device=options.device,
+                    work_dir=work_dir,
+                    gpu=gpu,
+                    timeouts=options.timeouts,
+                    python_path=options.checkout.python_path,
+                    python=pythons[side],
+                    memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
+                    slot=1 + ((side == "head") != (arm == 1)),
+                    arm=arm,
+                )
+            )
+
         runner = PairRunner(
-            WorkerClient(specs["base"]),
-            WorkerClient(specs["head"]),
+            client("base", 0),
+            client("head", 0),
             runner_opts,
             gpu_index=gpu_index,
             family_size=family,
+            crossed=(client("base", 1), client("head", 1)) if protocol.crossover else None,
         )
         out: dict[str, object] = {}
         outs.append(out)
@@ -260,6 +283,8 @@ def run_sweep(
             f"in limits.max_gpu_seconds = {options.max_gpu_seconds:g}"
         )
     final, summary = finalize(ordered, protocol, family, ceilings)
+    held = (time.monotonic() - t_start) * max(1, len(threads))
+    verdicts = sum(1 for c in final if c.status == "ok")
     vendor = envs[0].vendor if envs else ("cpu" if options.device == "cpu" else "nvidia")
     return SweepResult(
         vendor=vendor,
@@ -272,9 +297,12 @@ def run_sweep(
         family_size=family,
         cases=final,
         summary=summary,
-        started_at=started,
+        started_at=started_at,
         finished_at=_now(),
         gpu_seconds=recorder.gpu_seconds,
+        held_gpu_seconds=held,
+        first_verdict_s=recorder.first_verdict_s,
+        gpu_s_per_verdict_all_in=held / verdicts if verdicts else None,
         notes=tuple(all_notes),
     )
 

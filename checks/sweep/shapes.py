@@ -184,7 +184,7 @@ def fit_budget(
     if n_cases <= 0:
         return cfg
     per_case = max_gpu_seconds / n_cases - overhead_s
-    need = 2.0 * (cfg.min_rounds + cfg.warmup_rounds) * cfg.block_ms / 1000.0
+    need = 2.0 * cfg.arms * (cfg.min_rounds + cfg.warmup_rounds) * cfg.block_ms / 1000.0
     if per_case < need:
         minimum = n_cases * (need + overhead_s)
         raise LimitError(

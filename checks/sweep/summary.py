@@ -195,9 +195,24 @@ def merge(results: Sequence[SweepResult]) -> SweepResult:
             "family_size": sum(r.family_size for r in results),
             "cases": tuple(cases),
             "gpu_seconds": sum(r.gpu_seconds for r in results),
+            **_held(results, cases),
             "started_at": min(r.started_at for r in results),
             "finished_at": max(r.finished_at for r in results),
             "notes": tuple(dict.fromkeys(n for r in results for n in r.notes)),
         }
     )
     return recompute(merged)
+
+
+def _held(results: Sequence[SweepResult], cases: Sequence[ShapeResult]) -> dict[str, float | None]:
+    """The all-in cost of runners measured apart: their held GPU time added up (None when any
+    of them did not record it), over all their verdicts; the earliest first verdict."""
+    helds = [r.held_gpu_seconds for r in results]
+    held = None if any(h is None for h in helds) else sum(h or 0.0 for h in helds)
+    verdicts = sum(1 for c in cases if c.status == "ok")
+    firsts = [r.first_verdict_s for r in results if r.first_verdict_s is not None]
+    return {
+        "held_gpu_seconds": held,
+        "gpu_s_per_verdict_all_in": held / verdicts if held is not None and verdicts else None,
+        "first_verdict_s": min(firsts) if firsts else None,
+    }

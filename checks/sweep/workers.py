@@ -17,11 +17,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from checks.sweep.protocol import Block, Telemetry
+from checks.worker.timing import SLOT_BIAS_ENV
 from checks.worker_env import (
     Timeouts,
     WorkerFailure,
@@ -34,6 +37,7 @@ from checks.worker_env import (
 
 WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
 Side = Literal["base", "head"]
+T = TypeVar("T")
 
 
 @dataclass
@@ -48,10 +52,15 @@ class WorkerSpec:
     label: str = ""
     memory_bytes: int = field(default_factory=default_memory_bytes)  # 0: no cap
     python_path: tuple[str, ...] = ()  # folders of root put before it on sys.path (src/ layouts)
+    slot: int = 1  # 1: the pair's first worker (base, or head in the crossover's second arm)
+    arm: int = 0  # crossover arm of the pair this worker belongs to
 
     @property
     def name(self) -> str:
-        return self.label or (f"{self.side}-gpu{self.gpu}" if self.gpu is not None else self.side)
+        if self.label:
+            return self.label
+        name = f"{self.side}-gpu{self.gpu}" if self.gpu is not None else self.side
+        return name + ("-x" if self.arm else "")
 
 
 def _signal_name(code: int) -> str:
@@ -95,9 +104,17 @@ class WorkerClient:
         elif s.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = s.gpu
             env["HIP_VISIBLE_DEVICES"] = s.gpu
+        if os.environ.get(SLOT_BIAS_ENV):
+            env[SLOT_BIAS_ENV] = os.environ[SLOT_BIAS_ENV]
         return env
 
     def start(self) -> None:
+        self.spawn()
+        self.call("hello", timeout=self.spec.timeouts.start_s)
+
+    def spawn(self) -> None:
+        """Start the process without waiting for it to answer (``start`` waits; several workers
+        spawned first and greeted after start side by side)."""
         s = self.spec
         make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
         self.incarnation += 1
@@ -126,6 +143,8 @@ class WorkerClient:
                             s.device,
                             "--side",
                             s.side,
+                            "--slot",
+                            str(s.slot),
                             *(f"--python-path={folder}" for folder in s.python_path),
                         ],
                         s.memory_bytes,
@@ -142,7 +161,6 @@ class WorkerClient:
                 os.close(cmd_r)
                 os.close(resp_w)
         self._w, self._r, self._buf = cmd_w, resp_r, b""
-        self.call("hello", timeout=s.timeouts.start_s)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -191,7 +209,9 @@ class WorkerClient:
     # -------------------------------------------------------------------------------- commands
 
     def _fail(self, kind: str, message: str) -> WorkerFailure:
-        return WorkerFailure(kind, message, side=self.spec.side, log_tail=self.log_tail())
+        return WorkerFailure(
+            kind, message, side=self.spec.side, log_tail=self.log_tail(), worker=self.spec.name
+        )
 
     def call(self, op: str, *, timeout: float, **args: Any) -> dict[str, Any]:
         """Send one command and wait for its answer; WorkerFailure when it does not come back
@@ -253,6 +273,10 @@ class WorkerClient:
         return self._fail("crashed", f"the {self.spec.side} worker {how} during {op}")
 
     # ------------------------------------------------------------------------ typed shortcuts
+
+    def estimate(self) -> dict[str, Any]:
+        """The prepared case's GPU time per call (``est_us``) and host time (``host_us``)."""
+        return self.call("estimate", timeout=self.spec.timeouts.configure_s)
 
     def prepare(
         self, entries: list[str], shape: tuple[int, ...], dtype: str, *, seed: int, **kw: Any
@@ -316,3 +340,25 @@ class WorkerClient:
 
     def ceilings(self) -> dict[str, Any]:
         return self.call("ceilings", timeout=self.spec.timeouts.ceilings_s)["ceilings"]
+
+
+def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Run each call in its own thread (one per worker, so no client is driven by two threads)
+    and wait for all; the first WorkerFailure, in the order given, is raised once every call has
+    ended, so no worker is left with an answer unread."""
+    if len(calls) == 1:
+        return [calls[0]()]
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(c) for c in calls]
+        errors = [f.exception() for f in futures]
+    for e in errors:
+        if e is not None:
+            raise e
+    return [f.result() for f in futures]
+
+
+def start_all(clients: Sequence[WorkerClient]) -> None:
+    """Start the workers side by side: every process spawned, then each greeted."""
+    for c in clients:
+        c.spawn()
+    in_parallel([lambda c=c: c.call("hello", timeout=c.spec.timeouts.start_s) for c in clients])

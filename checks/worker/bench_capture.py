@@ -112,6 +112,26 @@ def _no_report_runs() -> Iterator[None]:
         mark.run = original
 
 
+def entry_name(spec: str) -> str:
+    """The function or benchmark a spec names (``NAME`` of ``module:NAME`` and of the file
+    forms), for messages."""
+    match = SPEC_RE.match(spec)
+    return match["name"] if match else spec.rpartition(":")[2]
+
+
+def load_entry(spec: str, root: str) -> Callable[..., dict[str, Any]]:
+    """The bench entry point ``spec`` names, in either form: a file form through ``entry_for``,
+    ``module:function`` imported (``root`` must already be importable). The sweep's worker, the
+    compiler report and the first-call probe all resolve an entry point here."""
+    if is_file_spec(spec):
+        return entry_for(spec, root)
+    module, _, name = spec.partition(":")
+    target = getattr(importlib.import_module(module), name, None)
+    if target is None:
+        raise NotFound(f"module {module!r} has no {name!r}")
+    return target
+
+
 def entry_for(spec: str, root: str) -> Callable[..., dict[str, Any]]:
     """A bench entry point ``(shape, dtype, *, device, seed) -> dict`` for a file spec."""
     match = SPEC_RE.match(spec)

@@ -61,8 +61,9 @@ class EntryError(Exception):
 
 
 class Worker:
-    def __init__(self, root: str, device: str, side: str) -> None:
+    def __init__(self, root: str, device: str, side: str, slot: int = 1) -> None:
         self.root, self.device, self.side = root, device, side
+        self.slot_bias = timing.slot_bias(device, slot, os.environ)
         self.torch: Any = None
         self.nvml: Any = None
         self.timer: Any = None
@@ -91,27 +92,17 @@ class Worker:
     def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
         missing = []
         for spec in candidates:
-            if bench_capture.is_file_spec(spec):
-                try:
-                    return spec, bench_capture.entry_for(spec, self.root)
-                except bench_capture.NotFound as exc:
-                    missing.append(f"{spec} ({exc})")
-                    continue
-                except bench_capture.BadBenchmark as exc:
-                    raise EntryError("error", f"{spec}: {exc}") from None
-            module, _, name = spec.partition(":")
             try:
-                mod = importlib.import_module(module)
+                return spec, bench_capture.load_entry(spec, self.root)
+            except bench_capture.NotFound as exc:
+                missing.append(f"{spec} ({exc})")
+            except bench_capture.BadBenchmark as exc:
+                raise EntryError("error", f"{spec}: {exc}") from None
             except ModuleNotFoundError as exc:
-                if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-                    missing.append(f"{spec} (no module {exc.name!r} in this checkout)")
-                    continue
-                raise
-            fn = getattr(mod, name, None)
-            if fn is None:
-                missing.append(f"{spec} (module has no {name!r})")
-                continue
-            return spec, fn
+                module = spec.partition(":")[0]
+                if not (exc.name and (module == exc.name or module.startswith(exc.name + "."))):
+                    raise
+                missing.append(f"{spec} (no module {exc.name!r} in this checkout)")
         raise EntryError("missing_entry", "entry point not found: " + "; ".join(missing))
 
     def _call_entry(self, fn: Any, shape: list[int], dtype: str, seed: int) -> dict[str, Any]:
@@ -173,22 +164,32 @@ class Worker:
             item["fn"]()  # compile / autotune / first-touch before any timing
         self._sync()
         fns = [item["fn"] for item in self.items]
+        if self.slot_bias:
+            fns = [timing.biased(fn, self.slot_bias) for fn in fns]
         if self.device == "cpu":
             self.timer = timing.CpuTimer(fns)
         else:
             self.timer = timing.CudaTimer(fns, self._torch(), l2_bytes=self._l2_bytes())
-        est = self.timer.estimate_us()
+        # Several workers prepare side by side; the parent then asks each for its estimate in
+        # turn, so no estimate times another process's GPU work.
+        est = self.timer.estimate_us() if msg.get("estimate", True) else None
         self.case = {"entry": spec, "shape": shape, "dtype": dtype}
         return {
             "entry": spec,
             "est_us": est,
-            "host_us": getattr(self.timer, "host_us", None),
+            "host_us": getattr(self.timer, "host_us", None) if est is not None else None,
             "bytes_moved": int(first.get("bytes_moved") or 0),
             "flops": int(first.get("flops") or 0),
             "copies": copies,
             "footprint_bytes": footprint,
             "prepare_s": time.perf_counter() - t0,
         }
+
+    def op_estimate(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.timer is None:
+            raise EntryError("error", "estimate before prepare")
+        est = self.timer.estimate_us()
+        return {"est_us": est, "host_us": getattr(self.timer, "host_us", None)}
 
     def op_check(self, msg: dict[str, Any]) -> dict[str, Any]:
         self._release()
@@ -352,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", required=True)
     parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
     parser.add_argument("--side", choices=["base", "head"], required=True)
+    parser.add_argument("--slot", type=int, choices=[1, 2], default=1)
     parser.add_argument(
         "--python-path",
         action="append",
@@ -363,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     root = os.path.abspath(args.root)
     sys.path[:0] = [os.path.join(root, p) for p in args.python_path] + [root]
     os.chdir(root)
-    serve(Worker(root, args.device, args.side), args.cmd_fd, args.resp_fd)
+    serve(Worker(root, args.device, args.side, args.slot), args.cmd_fd, args.resp_fd)
     return 0
 
 

@@ -18,12 +18,37 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 Fn = Callable[[], Any]
 MAX_GRAPH_CALLS = 1000
 MAX_EAGER_CALLS = 2000
+# Tests only: with CPU timing, the worker in slot 2 spends this share more time per timed call, a
+# fixed per-slot bias that the crossover must cancel (see checks.sweep.protocol).
+SLOT_BIAS_ENV = "KERNEL_REVIEW_TEST_SLOT2_BIAS"
+
+
+def slot_bias(device: str, slot: int, environ: Mapping[str, str]) -> float:
+    """The extra share of time per call a test asks of the slot-2 worker (CPU timing only)."""
+    raw = environ.get(SLOT_BIAS_ENV, "")
+    if device != "cpu" or slot != 2 or not raw:
+        return 0.0
+    return max(0.0, float(raw))
+
+
+def biased(fn: Fn, share: float) -> Fn:
+    """``fn`` followed by a spin of ``share`` times its own duration, inside the timed call."""
+
+    def call() -> Any:
+        t0 = time.perf_counter()
+        out = fn()
+        until = time.perf_counter() + share * (time.perf_counter() - t0)
+        while time.perf_counter() < until:
+            pass
+        return out
+
+    return call
 
 
 def _median(xs: Sequence[float]) -> float:

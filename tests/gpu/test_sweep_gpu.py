@@ -149,3 +149,37 @@ def test_gpu_sweep_modes_telemetry_and_fingerprint(gpu_sweep) -> None:
     if env.vendor == "nvidia":
         tel = case.raw.rounds[0].base.telemetry
         assert tel is not None and tel.sm_clock_mhz and tel.max_sm_clock_mhz
+
+
+def test_crossover_a_a_is_same_at_one_percent(tmp_path) -> None:
+    """The same kernel on both sides, four workers (each side in both slots): SAME at a 1%
+    tolerance from about 5 us up, where one pair read the head slot 0.5-1.3% slower."""
+    sizes = ((2**16,), (2**20,), (2**24,))
+    cases = [
+        Case(kernel="scale_shift", bench="proofk:scale_shift", dims=d, dtype="float32",
+             tolerance=0.01)
+        for d in sizes
+    ]  # fmt: skip
+    opts = SweepOptions(
+        device="cuda",
+        timeouts=Timeouts(prepare_s=120, block_s=30),
+        max_gpu_seconds=600,
+        ceilings_cache_dir=str(tmp_path / "cache"),
+    )
+    assert opts.protocol.crossover
+    result = run_sweep(
+        cases,
+        base_root=PROOF,
+        head_root=PROOF,
+        base_rev="a" * 40,
+        head_rev="a" * 40,
+        options=opts,
+        work_dir=tmp_path / "work",
+    )
+    for c in result.cases:
+        assert c.status == "ok", c.message
+        assert c.raw is not None and c.raw.arms == 2
+        assert c.verdict == "SAME", (c.shape, c.ratio, c.ci_low, c.ci_high)
+    assert result.gpu_s_per_verdict_all_in and result.first_verdict_s
+    logs = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "work" / "logs").iterdir()}
+    assert logs == {"base-gpu0", "head-gpu0", "base-gpu0-x", "head-gpu0-x"}

@@ -213,6 +213,11 @@ def results_for(results_dir: Path, base: str, head: str, vendor: str, ratio: flo
             ),
         )
     )
+    write_results(results_dir, base, head, vendor, ev)
+
+
+def write_results(results_dir: Path, base: str, head: str, vendor: str, ev: Evidence) -> None:
+    """One measure job's results file, as the report job downloads it."""
     results_dir.mkdir(parents=True, exist_ok=True)
     out = ResultsFile(head_sha=head, base_sha=base, vendor=vendor, evidence=ev)
     (results_dir / f"results-{vendor}-1of1.json").write_text(out.model_dump_json())

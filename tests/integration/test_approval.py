@@ -10,7 +10,7 @@ import pytest
 from bot.github.api import TimelineEvent
 from bot.github.sticky import marker_sha
 from bot.github.types import PullInfo
-from bot.jobs.approval import advisory_status, head_at_comment
+from bot.jobs.approval import advisory_reason, advisory_status, head_at_comment
 from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)
     PR,
     Run,
@@ -150,8 +150,10 @@ def test_an_advisory_verdict_never_turns_the_gate_green():
     pull = PullInfo(number=1, state="open", author="mallory", base_ref="main", base_sha="a" * 40,
                     base_repo="o/r", head_ref="x", head_sha="b" * 40, head_repo="m/r")  # fmt: skip
     ok = ("success", "Approve: every condition met")
-    state, text = advisory_status(_Permissions("read"), pull, *ok)
+    reader = advisory_reason(_Permissions("read"), pull)
+    state, text = advisory_status(*ok, reader)
     assert state == "pending" and text.startswith("Advisory (@mallory has read permission)")
-    assert advisory_status(_Permissions("read"), pull, "failure", "x")[0] == "failure"
-    assert advisory_status(_Permissions("write"), pull, *ok) == ok
-    assert advisory_status(_Permissions("maintain"), pull, *ok) == ok
+    assert advisory_status("failure", "x", reader)[0] == "failure"
+    assert advisory_reason(_Permissions("write"), pull) is None
+    assert advisory_reason(_Permissions("maintain"), pull) is None
+    assert advisory_status(*ok, None) == ok

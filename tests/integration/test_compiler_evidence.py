@@ -104,7 +104,7 @@ def _rec(**kw) -> KernelCompileRecord:
     return KernelCompileRecord(**base)
 
 
-def test_rows_take_the_worst_specialization_and_skip_old_entry_failures():
+def test_one_row_per_specialization_with_its_shapes_and_old_entry_failures_skipped():
     old = make_report(
         [
             _rec(language="cuda", function="k_kernel<float, 4>", config_label="threads=256"),
@@ -119,19 +119,32 @@ def test_rows_take_the_worst_specialization_and_skip_old_entry_failures():
     )
     new = make_report(
         [
-            _rec(shapes=("1x4096:float32",), occupancy_fraction=0.375, occupancy_warps_per_sm=24),
             _rec(
-                shapes=("17x4096:float32",),
+                shapes=("1x4096:float32",),
+                specialization="x:*fp32/16, n:i32/16",
+                occupancy_fraction=0.375,
+                occupancy_warps_per_sm=24,
+                global_load_bits_max=128,
+            ),
+            _rec(
+                shapes=("17x4095:float32",),
+                specialization="x:*fp32/16, n:i32",
                 regs_per_thread=90,
                 occupancy_fraction=0.25,
                 occupancy_warps_per_sm=16,
+                global_load_bits_max=32,
             ),
         ]
     )
     ev = compiler_evidence(old, new)
+    # the C++ template instances of one kernel and launch are one row, the worst of them
     [old_row] = [r for r in ev.rows if r.side == "old"]
-    [new_row] = [r for r in ev.rows if r.side == "new"]
     assert (old_row.config, old_row.regs_per_thread) == ("k_kernel threads=256", 80)
-    assert (new_row.regs_per_thread, new_row.occupancy) == (90, "16 warps/SM (25%)")
+    # each Triton specialization keeps its own row: the narrow loads of the ragged one show
+    rows = {r.specialization: r for r in ev.rows if r.side == "new"}
+    aligned, ragged = rows["x:*fp32/16, n:i32/16"], rows["x:*fp32/16, n:i32"]
+    assert (aligned.shapes, aligned.load_bits_max) == (("1x4096:float32",), 128)
+    assert (ragged.shapes, ragged.load_bits_max) == (("17x4095:float32",), 32)
+    assert (ragged.regs_per_thread, ragged.occupancy) == (90, "16 warps/SM (25%)")
     assert [f.message for f in ev.flags if "occupancy lower" in f.message]
     assert all("calling k failed" not in f.message for f in ev.flags)

@@ -68,6 +68,39 @@ def test_every_kernel_compiles_for_both_vendors(report: CompilerReport):
 
 
 @pytest.mark.slow
+def test_layouts_of_the_ir_are_read_for_both_vendors(report: CompilerReport):
+    for target, lanes, matrix in (("sm_90", 32, "nvidia_mma"), ("gfx942", 64, "amd_mfma")):
+        [softmax] = _records(report, "softmax", target)
+        reduce = [x for x in softmax.layouts if x.role == "reduce"]
+        assert reduce and all(x.threads_per_warp == (lanes,) and x.axis == 0 for x in reduce)
+        assert all(x.warps_per_cta == (softmax.config["num_warps"],) for x in reduce)
+        for r in _records(report, "matmul", target):
+            [dot] = [x for x in r.layouts if x.role == "dot"]
+            assert dot.kind == matrix and dot.shape == (r.config["BM"], r.config["BN"])
+            # every warp of the program takes part in the dot
+            assert dot.warps_per_cta[0] * dot.warps_per_cta[1] == r.config["num_warps"]
+
+
+@pytest.mark.slow
+def test_maxnreg_is_honoured_on_nvidia_and_flagged_on_amd(cache_dir: Path):
+    spec = KernelSpec(
+        name="capped", bench="toykern.bench:capped_dot", shapes=((64,),), dtypes=("float16",)
+    )
+    rep = build_compiler_report(KERNELS, [spec], TARGETS, cache_dir=cache_dir)
+    nv, amd = _records(rep, "capped", "sm_90"), _records(rep, "capped", "gfx942")
+    assert [r.config.get("maxnreg") for r in nv + amd] == [64, 64]
+    assert nv[0].regs_per_thread is not None and nv[0].regs_per_thread <= 64
+    assert nv[0].max_regs_per_thread == 64  # the cap ptxas was given
+    # Triton 3.6's AMD back end has no maxnreg option: the launch itself is refused
+    assert amd[0].launch_refused is not None and "maxnreg" in amd[0].launch_refused
+    assert amd[0].error is None and amd[0].regs_per_thread  # compiled without the option
+    [flag] = [f for f in rep.flags if f.kind == "maxnreg_ignored"]
+    assert (flag.target, flag.severity) == ("gfx942", "error")
+    assert "Triton refuses the launch on gfx942" in flag.message
+    assert f"the kernel uses {amd[0].regs_per_thread} VGPRs per thread (cap 512)" in flag.message
+
+
+@pytest.mark.slow
 def test_dot_shows_a_matrix_instruction_on_both_vendors(report: CompilerReport):
     nvidia = _records(report, "matmul", "sm_90")
     amd = _records(report, "matmul", "gfx942")
@@ -403,7 +436,8 @@ def test_cli_compiler_report_json(tmp_path: Path, cache_dir: Path, capsys: pytes
     )
     assert code == 0
     text = capsys.readouterr().out
-    assert "vector_add  sm_90" in text and "vector_add  gfx942" in text
+    rows = [line.split() for line in text.splitlines() if line.startswith("vector_add ")]
+    assert {(r[1], r[2]) for r in rows} == {("add_kernel", "sm_90"), ("add_kernel", "gfx942")}
     assert "one config list serves both vendors" in text
     data = json.loads(out.read_text())
     report = CompilerReport.model_validate(data["report"])

@@ -18,8 +18,8 @@ FIXTURE_HEAD = "22f060722b31a5bbe964c21108763935f51ddc1c"
 def test_without_a_gpu_every_measurement_is_not_run_with_its_reason(tmp_path: Path, capsys) -> None:
     out = tmp_path / "review.md"
     assert main(["demo", "--no-compile", "--out", str(out)]) == 0
-    review = capsys.readouterr().out
-    assert review.strip() == out.read_text().strip()
+    assert "Kernel review:" in capsys.readouterr().out  # the plain-text rendering
+    review = out.read_text()  # the comment's markdown
     assert "| vector\\_add | rewrite CUDA + HIP → Triton |" in review
     assert "sweep on nvidia: needs an NVIDIA GPU runner; this machine has no GPU" in review
     assert "sweep on amd: needs an AMD GPU runner" in review
@@ -27,7 +27,7 @@ def test_without_a_gpu_every_measurement_is_not_run_with_its_reason(tmp_path: Pa
 
 
 def test_recorded_results_become_the_evidence(capsys) -> None:
-    assert main(["demo", "--no-compile", "--results", str(RECORDED)]) == 0
+    assert main(["demo", "--no-compile", "--results", str(RECORDED), "--out", "-"]) == 0
     review = capsys.readouterr().out
     assert review.startswith("## ⛔ Kernel review: Request changes")
     # the H200's sweep, with the bf16 ragged vector_add regression it found
@@ -72,3 +72,21 @@ def test_keep_refuses_a_folder_with_files(tmp_path: Path, capsys) -> None:
     (tmp_path / "something").write_text("x")
     assert main(["demo", "--no-compile", "--keep", str(tmp_path)]) == 2
     assert "is not empty" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_review_shows_the_layouts_the_compiler_chose(tmp_path: Path) -> None:
+    """C-1 on real cross-compiles of the fixture (cached after the first run)."""
+    out = tmp_path / "review.md"
+    assert main(["demo", "--out", str(out)]) == 0
+    review = out.read_text()
+    assert "**Layouts the compiler chose** (Triton GPU IR" in review
+    for target, lanes in (("sm\\_90", 32), ("gfx942", 64), ("gfx90a", 64)):
+        # the softmax row: one blocked layout over 4 to 16 warps, its reductions across them
+        line = next(x for x in review.splitlines() if x.startswith(f"- softmax on {target}, new:"))
+        assert f"threadsPerWarp [{lanes}] warpsPerCTA [4] | [8] | [16] order [0]`" in line
+        assert "a reduction spans up to 16 warps, so it meets in shared memory" in line
+    # the matmul retune changed the Hopper tiles, and with them the wgmma layouts; AMD kept its
+    assert "- matmul on sm\\_90: distinct layouts" in review
+    assert "dot `nvidia_mma v3 warpsPerCTA [8, 1] instrShape [16, 128, 16]`" in review
+    assert "- matmul on gfx942: the same layouts old and new" in review

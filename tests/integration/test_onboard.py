@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bot import gitutil
 from bot.cli import main
-from bot.onboard.scan import read_repository
-from bot.policy.load import POLICY_FILE, tree_policy, validate_policy
+from bot.onboard.scan import SETUP_BUILD, read_repository
+from bot.policy.load import POLICY_FILE, load_policy, tree_policy, validate_policy
+from checks.checkout import checkout_for, prepare
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
 
 KERNEL = """\
@@ -271,4 +273,44 @@ def test_a_rewrite_is_one_op_and_a_cpp_extension_gets_a_build_step(tmp_path: Pat
     [op] = scan.ops
     assert op.name == "scale_add" and op.languages == ("triton", "cuda")
     assert op.paths == ("csrc/scale_add.cu", "ops/scale_add.py")
-    assert scan.setup == "python setup.py build_ext --inplace" and scan.python_path == ()
+    assert scan.setup == SETUP_BUILD and scan.python_path == ()
+
+
+def test_the_build_step_init_writes_builds_base_and_skips_a_head_without_setup_py(
+    tmp_path: Path,
+) -> None:
+    """The rewrite's head deletes setup.py (torchmd-net #373 did): the same command must build
+    the base checkout and let the head one through, both run as the sweep runs them."""
+    setup_py = """\
+    # stands in for torch.utils.cpp_extension's CUDAExtension build: writes the built module
+    import pathlib, sys
+    assert sys.argv[1:] == ["build_ext", "--inplace"], sys.argv
+    pathlib.Path("ops").mkdir(exist_ok=True)
+    pathlib.Path("ops/_C.py").write_text("BUILT = True\\n")
+    """
+    files = {"ops/__init__.py": "", "ops/scale_add.py": KERNEL, "setup.py": setup_py}
+    repo = gitutil.init_repo(write(tmp_path / "repo", files))
+    (repo / ".gitignore").write_text("ops/_C.py\n")
+    gitutil.commit_all(repo, "base: a C++ extension built by setup.py")
+    assert main(["init", "--repo", str(repo)]) == 0
+    written = repo / POLICY_FILE
+    filled = {"bench": '"ops.bench:scale_add"', "dtypes": '["float32"]', "shapes": "[[4096]]"}
+    written.write_text(
+        "\n".join(
+            f"{line.split(' =')[0]} = {filled[line.split(' =')[0]]}" if "FILL-IN" in line else line
+            for line in written.read_text().splitlines()
+        )
+    )
+    policy = load_policy(repo).policy
+    assert policy.setup is not None and policy.setup.command == SETUP_BUILD
+    gitutil.commit_all(repo, "the policy")
+    (repo / "setup.py").unlink()
+    gitutil.commit_all(repo, "head: the extension rewritten in Triton, setup.py deleted")
+    checkout = checkout_for(policy)
+    base = gitutil.add_worktree(repo, tmp_path / "base", "HEAD~1")
+    head = gitutil.add_worktree(repo, tmp_path / "head", "HEAD")
+    for side in (base, head):
+        note = prepare(side, checkout, log_dir=tmp_path / "logs", cache_dir=tmp_path / "cache")
+        assert note.startswith(f"setup ({side.name}): `{SETUP_BUILD}` took")
+    assert (base / "ops" / "_C.py").read_text() == "BUILT = True\n"
+    assert not (head / "ops" / "_C.py").exists()

@@ -32,7 +32,10 @@ def test_valid_policy_prints_the_effective_policy(
     assert "deployment   long-lived, no first-call budget" in out
     assert "limits       64 shapes x dtypes per kernel, 1,073,741,824 elements per tensor" in out
     assert "compiler     nvidia sm_90; amd gfx942, gfx90a" in out
-    assert "github       /bench needs write permission; merge gate: status" in out
+    assert (
+        "github       /bench needs write permission, /bench accept maintain; merge gate: check"
+        in out
+    )
     assert "  add\n    bench      ops.bench:add\n    baseline   (none)" in out
     assert "    shapes     1 x 1 dtypes = 1 measurements (limit 64)" in out
     assert "      98432" in out and "weight 1" in out

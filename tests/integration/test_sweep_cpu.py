@@ -4,6 +4,7 @@ round-trip and recompute, and `kernel-review bench` on a real git repository wit
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case, plan_cases
 from checks.sweep.summary import merge, recompute
 from checks.sweep.workers import Timeouts
+from checks.worker.timing import SLOT_BIAS_ENV
 from tests.paths import DATA
 
 STANDINS = DATA / "standins"
@@ -245,9 +247,12 @@ def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixt
         ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out), "--max-rounds", "30"]
     )
     captured = capsys.readouterr()
-    assert code == 0, captured.err
+    assert code == 4, captured.err  # scale is slower than its tolerance: the gate's exit code
     result = load_results(out)
     assert result.timing == "cpu" and "CPU timing" in captured.out and "CPU timing" in captured.err
+    assert "GPU-seconds" not in captured.out + captured.err
+    assert not out.with_name(out.stem + ".partial.jsonl").exists()  # journal gone once written
+    assert not list(repo.glob("*.json*"))  # nothing left in the repository
     assert result.base_rev == gitutil.rev_parse(repo, "main")
     assert result.head_rev == gitutil.rev_parse(repo, "feature")
     by = {(c.kernel, c.category): c for c in result.cases}
@@ -263,6 +268,43 @@ def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "[6/6]" in captured.err
     # the worktrees are gone again
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same code on both sides, and the slot-2 worker spending twice the time of each call
+    (the test knob of checks.worker.timing): one pair reads head/base about 2; with crossover
+    each arm still sees it (about 2 and about 1/2), and the units' ratio is about 1."""
+    monkeypatch.setenv(SLOT_BIAS_ENV, "1.0")
+    case = Case(
+        kernel="axpy", bench="standin_kernels:axpy", dims=(50_000,), dtype="float32", tolerance=0.5
+    )
+    results = {}
+    for crossover in (False, True):
+        protocol = QUICK.model_copy(update={"crossover": crossover, "max_rounds": 12})
+        results[crossover] = run_sweep(
+            [case],
+            base_root=STANDINS / "base",
+            head_root=STANDINS / "base",
+            base_rev="b" * 40,
+            head_rev="b" * 40,
+            options=SweepOptions(device="cpu", protocol=protocol, timeouts=FAST),
+            work_dir=tmp_path / f"crossover-{crossover}",
+        )
+    plain, crossed = results[False].cases[0], results[True].cases[0]
+    assert plain.status == crossed.status == "ok", (plain.message, crossed.message)
+    assert plain.verdict == "SLOWER" and plain.ratio > 1.6
+    assert crossed.verdict != "SLOWER" and 0.75 < crossed.ratio < 1.3
+    assert crossed.raw is not None and crossed.raw.arms == 2
+    for arm, low, high in ((0, 1.6, 3.5), (1, 0.28, 0.62)):
+        logs = [r.log_ratio for r in crossed.raw.rounds if r.arm == arm and not r.dropped]
+        assert low < math.exp(sum(logs) / len(logs)) < high, arm
+    logs = sorted(p.name for p in (tmp_path / "crossover-True" / "logs").iterdir())
+    assert logs == ["base-1.log", "base-x-1.log", "head-1.log", "head-x-1.log"]
+    for r in results.values():
+        assert r.held_gpu_seconds and r.gpu_s_per_verdict_all_in == r.held_gpu_seconds
+        assert r.first_verdict_s is not None and 0 < r.first_verdict_s <= r.held_gpu_seconds
 
 
 def test_evidence_for_the_review(standin_sweep) -> None:
@@ -349,7 +391,7 @@ def test_bench_command_errors_are_messages(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["bench", "--repo", str(tmp_path), "--device", "cpu"]) == 2
-    assert "does not exist" in capsys.readouterr().err  # not a git repository: no HEAD
+    assert "is not a git repository" in capsys.readouterr().err
     repo = _toy_repo(tmp_path / "repo")
     assert main(["bench", "--repo", str(repo), "--device", "cpu", "--kernels", "nope"]) == 2
     err = capsys.readouterr().err

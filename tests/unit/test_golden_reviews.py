@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from bot.contracts.evidence import Evidence, FirstCallEvidence, NotRun, ShapeLine, SweepEvidence
+from bot.contracts.evidence import (
+    CompilerRow,
+    Evidence,
+    FirstCallEvidence,
+    NotRun,
+    ShapeLine,
+    SweepEvidence,
+)
 from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
 from bot.contracts.review import Requirements
 from bot.review.render import render_comment
@@ -33,7 +40,9 @@ REPO_OK = RepoConditions(
 )
 REPO_OPEN = REPO_OK.model_copy(
     update={
-        "pins": (PinFact(package="torch", spec=">=2.4", source="requirements.txt:1", kind="range"),)
+        "pins": (
+            PinFact(package="torch", spec=">=2.4", source="requirements.txt:1", kind="unbounded"),
+        )
     }
 )
 COMPILER_OK = COMPILER.model_copy(
@@ -57,6 +66,9 @@ COMPILER_FAILS = COMPILER_OK.model_copy(
 
 
 def _shape(kernel: str, shape: tuple[int, ...], dtype: str, verdict: str, ratio: float, **kw):
+    kw.setdefault("tolerance", 0.03)
+    kw.setdefault("base_of_roofline", 0.8)
+    kw.setdefault("head_of_roofline", round(0.8 / ratio, 3))
     return ShapeLine(
         kernel=kernel,
         shape=shape,
@@ -81,6 +93,25 @@ def _sweep(vendor: str, gpu: str, *shapes: ShapeLine) -> SweepEvidence:
         weighted=True,
     )
 
+
+def _softmax_variant(spec: str, shapes: tuple[str, ...], load_bits: int) -> CompilerRow:
+    fields = {"kernel": "softmax", "vendor": "nvidia", "target": "sm_90", "matrix_instr": None}
+    fields |= {"config": "BLOCK_SIZE=1024, num_warps=4", "spill_bytes": 0, "shapes": shapes}
+    fields |= {"regs_per_thread": 32, "shared_bytes": 16, "occupancy": "64 warps/SM (100%)"}
+    fields |= {"specialization": f"out_ptr:*fp16/16, in_ptr:*fp16/16, {spec}"}
+    return COMPILER.rows[0].model_copy(update={**fields, "load_bits_max": load_bits})
+
+
+# softmax in float16 on NVIDIA: the ragged rows compile to a specialization with 16-bit loads
+SOFTMAX_VARIANTS = (
+    _softmax_variant("n_cols:i32/16", ("4096x4096:float16", "32768x1024:float16"), 128),
+    _softmax_variant("n_cols:i32", ("1823x781:float16",), 16),
+)
+RAGGED_SLOWER = (
+    _shape("softmax", (1811, 773), "float16", "SLOWER", 1.62, small_or_ragged=True),
+    _shape("softmax", (32768, 1024), "float16", "SAME", 1.0),
+    _shape("softmax", (1, 1024), "float16", "SAME", 0.98, small_or_ragged=True),
+)
 
 SAME = (
     _shape("softmax", (4096, 4096), "float16", "SAME", 0.99),
@@ -168,13 +199,20 @@ CASES = {
             not_run=NO_GPU,
         ),
     ),
-    # a wrong result on AMD and a first call over the cli budget
+    # a wrong result on AMD, softmax slower at ragged rows on NVIDIA, a first call over budget
     "review_request_changes_gpu.md": (
         "request_changes",
         CHANGES,
         Evidence(
             sweeps=(
-                SWEEPS_OK[0],
+                _sweep(
+                    "nvidia",
+                    "NVIDIA H200",
+                    SAME[0],
+                    _shape("softmax", (1823, 781), "float16", "SLOWER", 1.4, small_or_ragged=True),
+                    *SAME[2:],
+                    *RAGGED_SLOWER,
+                ),
                 _sweep(
                     "amd",
                     "AMD Instinct MI300X",
@@ -190,7 +228,7 @@ CASES = {
                 ),
             ),
             first_calls=_first_calls(4100.0, over_budget_shapes=("1x4096x4096:bfloat16",)),
-            compiler=COMPILER_OK,
+            compiler=COMPILER_OK.model_copy(update={"rows": (*COMPILER.rows, *SOFTMAX_VARIANTS)}),
             repo=REPO_OK,
         ),
     ),

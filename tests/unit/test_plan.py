@@ -8,8 +8,7 @@ from bot.errors import LimitError
 from bot.plan import make_plan
 from bot.policy.load import parse_policy
 
-POLICY = parse_policy(
-    """
+POLICY_TEXT = """
 tolerance = 0.03
 vendors = ["nvidia", "amd"]
 [deployment]
@@ -30,9 +29,8 @@ bench = "ops.bench:matmul"
 paths = ["ops/matmul.py"]
 dtypes = ["bfloat16"]
 shapes = [[256, 256, 256]]
-""",
-    "kernel-review.toml",
-)
+"""
+POLICY = parse_policy(POLICY_TEXT, "kernel-review.toml")
 SOFTMAX = ChangeLine(kernel="softmax", kind="rewrite")
 UNMAPPED = ChangeLine(kernel="my_kernel", kind="body", mapped=False)
 
@@ -109,3 +107,19 @@ def test_a_toolchain_change_plans_every_kernel_of_the_policy():
 def test_a_toolchain_change_stays_within_the_limits():
     with pytest.raises(LimitError, match="over the policy's limit"):
         plan(changes=(TRITON_BUMP,), shapes=[[1, 2], [3, 4], [5, 6], [7, 8]])
+
+
+def test_shared_memory_profiling_is_planned_only_when_the_policy_opts_in():
+    assert "smem" not in plan().checks
+    text = POLICY_TEXT.replace(
+        "[[kernels]]", "[profile]\nshared_memory = true\nshapes = 1\n[[kernels]]", 1
+    )
+    opted = parse_policy(text, "kernel-review.toml")
+    assert opted.profile.shared_memory and opted.profile.shapes == 1
+    p = make_plan((SOFTMAX,), opted, base_sha="a" * 40, head_sha="b" * 40)
+    assert "smem" in p.checks
+    from bot.errors import PolicyError
+
+    with pytest.raises(PolicyError) as err:
+        parse_policy(text.replace("shapes = 1", "shapes = 0"), "kernel-review.toml")
+    assert "profile.shapes: 0 is out of range: must be > 0" in str(err.value)

@@ -132,7 +132,11 @@ def test_minimal_policy_gets_the_defaults() -> None:
     }
     assert policy.compiler.nvidia_targets == ["sm_90"]
     assert policy.compiler.amd_targets == ["gfx942", "gfx90a"]
-    assert policy.github.model_dump() == {"bench_permission": "write", "merge_gate": "status"}
+    assert policy.github.model_dump() == {
+        "bench_permission": "write",
+        "accept_permission": "maintain",
+        "merge_gate": "check",
+    }
     assert policy.kernels[0].shapes[0].dims == (98432,)
 
 

@@ -197,3 +197,91 @@ def test_proof_replay_on_synthetic_streams() -> None:
     assert ours["AB"]["sliding"]["gpu_s_timing"] < db["AB"]["gpu_s_per_verdict"]
     md = protocol_replay.markdown(summary)
     assert "- 5us: met" in md and "| do_bench, threshold 0.03 |" in md
+
+
+# --------------------------------------------------------------------------------- crossover
+
+CROSS = CFG.model_copy(update={"crossover": True})
+
+
+class SlotSource(Source):
+    """A side's worker in a slot: slot 2 adds a fixed share to every block it runs, whatever the
+    code (the bias seen between worker processes at 5 us)."""
+
+    def __init__(self, machine: Machine, name: str, us: float, sigma: float, slot_bias: float):
+        super().__init__(machine, name, us * (1.0 + slot_bias), sigma)
+
+
+def _slot_run(cfg: ProtocolConfig, *, ratio: float = 1.0, bias: float = 0.012, seed: int = 0):
+    m = Machine(seed)
+    us, sigma = 5.0, 0.004
+    base = SlotSource(m, "base", us, sigma, 0.0)  # arm 0: base in slot 1
+    head = SlotSource(m, "head", us * ratio, sigma, bias)
+    crossed = (  # arm 1: head in slot 1, base in slot 2
+        (SlotSource(m, "base-x", us, sigma, bias), SlotSource(m, "head-x", us * ratio, sigma, 0.0))
+        if cfg.crossover
+        else None
+    )
+    return measure_case(
+        base,
+        head,
+        cfg,
+        tolerance=0.01,
+        alpha=0.01,
+        crossed=crossed,
+        rng=random.Random(seed),
+        clock=m.clock,
+    )
+
+
+def test_a_slot_bias_fakes_a_slowdown_without_crossover_and_cancels_with_it() -> None:
+    for seed in range(5):
+        _, plain = _slot_run(CFG, seed=seed)  # 1.2% against a 1% tolerance: never SAME
+        assert plain.verdict in ("SLOWER", "INCONCLUSIVE") and 1.008 < plain.ratio < 1.016
+        run, crossed = _slot_run(CROSS, seed=seed)
+        assert crossed.verdict == "SAME" and abs(crossed.ratio - 1.0) < 0.004
+        assert run.arms == 2 and {r.arm for r in run.rounds} == {0, 1}
+
+
+def test_crossover_still_sees_a_real_slowdown() -> None:
+    _, d = _slot_run(CROSS, ratio=1.03, seed=2)
+    assert d.verdict == "SLOWER" and 1.025 < d.ratio < 1.035
+
+
+def test_a_crossover_unit_is_one_round_of_each_arm_in_random_order() -> None:
+    run, d = _slot_run(CROSS, seed=4)
+    rounds = run.rounds
+    assert len(rounds) % 2 == 0 and len(run.warmup) == 2 * CROSS.warmup_rounds
+    assert [r.arm for r in rounds] == [0, 1] * (len(rounds) // 2)
+    assert d.n == len(rounds) // 2 == len(run.kept_logs())
+    pairs = zip(rounds[::2], rounds[1::2], strict=True)
+    assert all(
+        abs(log - (a.log_ratio + b.log_ratio) / 2) < 1e-12
+        for log, (a, b) in zip(run.kept_logs(), pairs, strict=True)
+    )
+    again = replay_case(rounds, run.stop_reason, CROSS, tolerance=0.01, alpha=0.01)
+    assert again == d
+
+
+def test_a_dropped_round_drops_its_whole_unit() -> None:
+    m = Machine(9, throttle_p=0.15)
+    srcs = [Source(m, n, 10.0, 0.01) for n in ("b", "h", "bx", "hx")]
+    run, d = measure_case(
+        srcs[0], srcs[1], CROSS, tolerance=0.03, alpha=0.01, crossed=(srcs[2], srcs[3]),
+        rng=random.Random(9), clock=m.clock,
+    )  # fmt: skip
+    units = list(zip(run.rounds[::2], run.rounds[1::2], strict=True))
+    kept = [u for u in units if not (u[0].dropped or u[1].dropped)]
+    assert len(kept) < len(units) and d.n == len(kept) == len(run.kept_logs())
+
+
+def test_crossover_and_its_second_arm_go_together() -> None:
+    m = Machine(0)
+    a, b = Source(m, "a", 1.0, 0.01), Source(m, "b", 1.0, 0.01)
+    for cfg, crossed in ((CROSS, None), (CFG, (a, b))):
+        try:
+            measure_case(a, b, cfg, tolerance=0.03, alpha=0.01, crossed=crossed, clock=m.clock)
+        except ValueError as exc:
+            assert "second arm" in str(exc)
+        else:
+            raise AssertionError("a crossover without its second arm was accepted")

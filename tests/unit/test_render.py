@@ -207,7 +207,7 @@ def test_the_comment_folds_compiler_variants_and_the_summary_lists_them():
     assert folded == [
         "| matmul | new | sm\\_90 | 4 (1 failed: out of resource: shared memory) | 71–222 | 24 | "
         "65536–196608 | 4 warps/SM (6%) … 12 warps/SM (19%) | "
-        "wgmma.mma\\_async.m64n128k16.f32.bf16.bf16 | 128 bit |"
+        "wgmma.mma\\_async.m64n128k16.f32.bf16.bf16 | 128 |"
     ]
     for config in ("BM=128 DIVISOR=16", "BM=128 DIVISOR=8", "BM=64 DIVISOR=16"):
         assert config not in comment and config in summary

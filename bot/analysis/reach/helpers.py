@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from bot.analysis.model import Context, FileScan, KernelChange, KernelDef
+from bot.analysis.model import PYTHON_LANGUAGES, Context, FileScan, KernelChange, KernelDef
 
 _NAME = re.compile(r"\b([A-Za-z_]\w*)\b")  # called, or handed on (``combine_fn=helper``)
 
@@ -65,7 +65,7 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
     out = [c for c in changes]
     index = _index(ctx)
     for c in changes:
-        if c.language not in ("triton", "gluon"):
+        if c.language not in PYTHON_LANGUAGES:
             continue
         found = _helper(index, c)
         if found is None:

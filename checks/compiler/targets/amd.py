@@ -9,6 +9,8 @@ from typing import Any
 from checks.compiler import isa_parse
 from checks.compiler.cxx_report import hipcc_report
 from checks.compiler.occupancy import AMD_ARCHS, gfx_name
+from checks.compiler.profile import rocprof
+from checks.compiler.profile.counters import KernelCounters, total
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.resources import amd_asm_fields, amd_max_regs
 from checks.compiler.targets.base import Arch, Compiled, VendorTarget
@@ -27,6 +29,12 @@ class Amd(VendorTarget):
     cxx_suffix = ".hip"
     cxx_compiler = "hipcc"
     cxx_missing = "no hipcc on this machine (the HIP side needs a ROCm runner)"
+    warp_word = "wavefronts"
+    profiler = "rocprofv3"
+    profile_region = "roctx"
+    accesses_unit = "LDS instructions"
+    conflicts_unit = "LDS bank-conflict cycles"
+    honours_maxnreg = False  # HIPOptions has no maxnreg: parse_options drops it
 
     def parse(self, name: str) -> Arch | None:
         return gfx_name(name)
@@ -73,3 +81,12 @@ class Amd(VendorTarget):
         self, kernel: str, source: Path, targets: list[str]
     ) -> list[KernelCompileRecord]:
         return hipcc_report(kernel, source, targets)
+
+    def profile_prefix(self, out_dir: Path) -> list[str]:
+        return rocprof.command(str(out_dir))
+
+    def read_profile(self, out_dir: Path) -> tuple[list[KernelCounters], str | None]:
+        return rocprof.read_dir(out_dir), None
+
+    def smem_totals(self, counters: KernelCounters) -> tuple[int | None, int | None]:
+        return total(counters, rocprof.ACCESSES), total(counters, rocprof.CONFLICTS)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from bot.contracts.base import Vendor
 from bot.errors import PolicyError
+from checks.compiler.profile.counters import KernelCounters
 from checks.compiler.records import KernelCompileRecord
 
 Arch = int | str  # an NVIDIA SM number (90), an AMD gfx name ("gfx942")
@@ -47,6 +48,12 @@ class VendorTarget(ABC):
     cxx_suffix: ClassVar[str]  # the C++ kernels this vendor compiles: ".cu"
     cxx_compiler: ClassVar[str]  # the program that compiles them: "nvcc"
     cxx_missing: ClassVar[str]  # why a C++ kernel is not compiled where that program is missing
+    warp_word: ClassVar[str]  # what a num_warps counts: "warps", "wavefronts"
+    honours_maxnreg: ClassVar[bool]  # whether a triton.Config's maxnreg reaches the compiler
+    profiler: ClassVar[str]  # the program that reads shared-memory counters: "ncu"
+    profile_region: ClassVar[str]  # how the profiled process marks its region: "cuda", "roctx"
+    accesses_unit: ClassVar[str]  # what its shared-memory access count counts
+    conflicts_unit: ClassVar[str]  # what its bank-conflict count counts
 
     @abstractmethod
     def parse(self, name: str) -> Arch | None:
@@ -126,6 +133,20 @@ class VendorTarget(ABC):
     @abstractmethod
     def occupancy_text(self, record: KernelCompileRecord) -> str:
         """A record's resident warps in this vendor's unit: "32 warps/SM", "4 waves/SIMD"."""
+
+    @abstractmethod
+    def profile_prefix(self, out_dir: Path) -> list[str]:
+        """The profiler command that runs one process and writes its counters under
+        ``out_dir``; the process's own command follows it."""
+
+    @abstractmethod
+    def read_profile(self, out_dir: Path) -> tuple[list[KernelCounters], str | None]:
+        """The counters per GPU kernel the profiler wrote, and why there are none where the
+        profiler said (a permission refusal)."""
+
+    @abstractmethod
+    def smem_totals(self, counters: KernelCounters) -> tuple[int | None, int | None]:
+        """(shared-memory accesses, bank conflicts) of one kernel's counters."""
 
     @abstractmethod
     def cxx_report(

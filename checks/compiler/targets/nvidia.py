@@ -9,6 +9,8 @@ from typing import Any
 from checks.compiler import isa_parse
 from checks.compiler.cxx_report import nvcc_report
 from checks.compiler.occupancy import NVIDIA_ARCHS, sm_number
+from checks.compiler.profile import ncu
+from checks.compiler.profile.counters import KernelCounters, total
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.resources import nvidia_fields, nvidia_max_regs
 from checks.compiler.targets.base import Arch, Compiled, VendorTarget
@@ -27,6 +29,12 @@ class Nvidia(VendorTarget):
     cxx_suffix = ".cu"
     cxx_compiler = "nvcc"
     cxx_missing = "no nvcc here"
+    warp_word = "warps"
+    honours_maxnreg = True
+    profiler = "ncu"
+    profile_region = "cuda"
+    accesses_unit = "shared load+store wavefronts"
+    conflicts_unit = "bank conflicts"
 
     def parse(self, name: str) -> Arch | None:
         return sm_number(name)
@@ -76,3 +84,14 @@ class Nvidia(VendorTarget):
         self, kernel: str, source: Path, targets: list[str]
     ) -> list[KernelCompileRecord]:
         return nvcc_report(kernel, source, targets)
+
+    def profile_prefix(self, out_dir: Path) -> list[str]:
+        return ncu.command(str(out_dir / "ncu.csv"))
+
+    def read_profile(self, out_dir: Path) -> tuple[list[KernelCounters], str | None]:
+        path = out_dir / "ncu.csv"
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        return ncu.parse(text), ncu.refusal(text)
+
+    def smem_totals(self, counters: KernelCounters) -> tuple[int | None, int | None]:
+        return total(counters, ncu.ACCESSES), total(counters, ncu.CONFLICTS)

@@ -25,6 +25,17 @@ class CompileOutput:
     cache_hit: bool
 
 
+def _source_type(fn: Any, default: type) -> type:
+    """The source a JIT function compiles from: Gluon's ``@gluon.jit`` functions carry their own
+    (layouts written out, no layout inference), Triton's the plain ``ASTSource``."""
+    is_gluon = getattr(fn, "is_gluon", None)
+    if callable(is_gluon) and is_gluon():
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        return GluonASTSource
+    return default
+
+
 def compile_request(req: CompileRequest, target_name: str, *, fresh: bool = True) -> CompileOutput:
     """Compile one recorded request for ``target_name`` (``fresh``: bypass Triton's cache, so
     ptxas runs and its log is read)."""
@@ -33,7 +44,7 @@ def compile_request(req: CompileRequest, target_name: str, *, fresh: bool = True
     from triton.compiler import ASTSource
 
     target = gpu_target(target_name)
-    src = ASTSource(req.fn, req.signature, req.constexprs, req.attrs)
+    src = _source_type(req.fn, ASTSource)(req.fn, req.signature, req.constexprs, req.attrs)
     events: list[dict[str, Any]] = []
     outer = knobs.compilation.listener
 

@@ -13,6 +13,7 @@ from bot.errors import CompilerError
 from checks.compiler.targets import target_for
 from checks.compiler.triton_compat._targets import gpu_target
 from checks.compiler.triton_compat._variants import (
+    _OPTION_KNOBS,
     CompileRequest,
     _arg_name,
     _config,
@@ -27,6 +28,7 @@ class _Context:
     tuned: dict[str, Any] = field(default_factory=dict)
     autotuned: bool = False
     autotune_key: str | None = None
+    refused: str | None = None  # the back end refused a config option; recorded without it
 
 
 _CONTEXT: contextvars.ContextVar[_Context | None] = contextvars.ContextVar(
@@ -113,6 +115,15 @@ class Recorder:
         attrs = dict(compile["configs"][0])
         signature = dict(compile["signature"])
         spec = _specialization(jit, signature, constexprs, attrs, set(jit.constexprs))
+        config = _config(jit, constexprs, options, ctx.tuned)
+        if ctx.refused:  # the config as written names the option the back end refused
+            config.update(
+                {
+                    k: _plain(v)
+                    for k, v in ctx.tuned.items()
+                    if k in _OPTION_KNOBS and k not in options
+                }
+            )
         request = CompileRequest(
             fn=jit,
             function=jit.__name__,
@@ -120,10 +131,11 @@ class Recorder:
             constexprs=constexprs,
             attrs=attrs,
             options=options,
-            config=_config(jit, constexprs, options, ctx.tuned),
+            config=config,
             specialization=spec,
             autotuned=ctx.autotuned,
             autotune_key=ctx.autotune_key,
+            refused=ctx.refused,
         )
         request.call = _CALL.get()
         self.requests.append(request)
@@ -247,6 +259,8 @@ def _recording_autotuner_run(recorder: Recorder) -> Callable[..., Any]:
             token = _CONTEXT.set(ctx)
             try:
                 self.fn.run(*args, **kwargs, **cfg.all_kwargs())
+            except KeyError as exc:
+                _run_without_refused(self, args, kwargs, cfg.all_kwargs(), ctx, exc, recorder)
             except Exception as exc:
                 recorder.failed(_base_name(self), tuned, ctx, exc)
             finally:
@@ -255,6 +269,35 @@ def _recording_autotuner_run(recorder: Recorder) -> Callable[..., Any]:
         return None
 
     return run
+
+
+def _run_without_refused(
+    tuner: Any,
+    args: tuple,
+    kwargs: dict,
+    knobs: dict[str, Any],
+    ctx: _Context,
+    exc: KeyError,
+    recorder: Recorder,
+) -> None:
+    """A config option the target's back end does not take (``maxnreg`` on AMD): Triton refuses
+    the launch with a KeyError. Record that, and compile the config without the option, so the
+    report can say what the kernel uses there."""
+    text = str(exc)
+    refused = [k for k in _OPTION_KNOBS if k in knobs and f"argument {k} was" in text]
+    if not refused:
+        recorder.failed(_base_name(tuner), ctx.tuned, ctx, exc)
+        return
+    kept = {k: v for k, v in knobs.items() if k not in refused}
+    token = _CONTEXT.set(
+        _Context(ctx.tuned, ctx.autotuned, ctx.autotune_key, f"KeyError: {text.strip(chr(39))}")
+    )
+    try:
+        tuner.fn.run(*args, **kwargs, **kept)
+    except Exception as again:
+        recorder.failed(_base_name(tuner), ctx.tuned, ctx, again)
+    finally:
+        _CONTEXT.reset(token)
 
 
 def _recording_heuristics_run(self: Any, *args: Any, **kwargs: Any) -> Any:

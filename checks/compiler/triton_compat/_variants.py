@@ -27,6 +27,7 @@ class CompileRequest:
     autotune_key: str | None = None
     error: str | None = None
     specialization: str = ""  # e.g. "x_ptr:*fp32/16, n:i32, stride_bn=1"
+    refused: str | None = None  # why the launch fails on this target (recorded without the option)
     call: tuple | None = field(default=None, repr=False)  # (args, kwargs, grid) while recording
 
     @property

@@ -83,3 +83,17 @@ def dot_ieee(shape, dtype, *, device="cuda", seed=0):
         return out
 
     return {"fn": fn, "bytes_moved": 3 * b * b * 4, "flops": 2 * b**3, "reference": lambda: x @ y}
+
+
+def capped_dot(shape, dtype, *, device="cuda", seed=0):
+    (b,) = shape
+    g = _gen(seed, device)
+    x = torch.randn(b, b, dtype=getattr(torch, dtype), device=device, generator=g)
+    y = torch.randn(b, b, dtype=getattr(torch, dtype), device=device, generator=g)
+
+    def fn():
+        out = torch.empty_like(x)
+        kernels.capped_dot_kernel[(1,)](x, y, out, b)
+        return out
+
+    return {"fn": fn, "bytes_moved": 3 * b * b * 2, "flops": 2 * b**3, "reference": lambda: x @ y}

@@ -1,0 +1,667 @@
+"""Decision quality and cost of ``kernel-review bench`` itself, through the real command line.
+
+    python bench/cli_decision.py --out bench/results/h200/cli_decision             # both parts
+    python bench/cli_decision.py --part 1 --out bench/results/h200/cli_decision    # A/A, do_bench
+    python bench/cli_decision.py --part 2 --out bench/results/h200/cli_decision    # slowdowns, fixture
+    python bench/cli_decision.py --device cpu --out /tmp/cli-decision-cpu          # plumbing only
+
+It builds its own git repository from ``bench/cli_decision_kernels/`` (a Triton scaled add and a
+Triton row sum, written for this script), served shapes near 5 us, 30 us, 300 us and 2 ms on an
+H200 (the planner adds small and ragged ones), and heads that are: identical (a comment-only
+change), 3% slower at every shape, 10% slower at every shape, and 10% slower at one shape only.
+The slowdowns are real extra work in the kernel (extra elements or rows processed again), sized
+on this GPU first by timing the kernel in this process. Each head goes through ``python -m bot
+bench`` in a subprocess; the A/A head at least 10 times, alternately at tolerance 1% and 3%.
+``triton.testing.do_bench`` at its defaults runs on the same kernels in the same call (A then A'
+of the same kernel, mean against mean). Part 2 also runs ``kernel-review bench`` on the fixture
+(time to the first verdict) and the fixture's whole measure job (``bench/fixture_review_gpu.py``).
+
+Each part writes ``part<N>.json`` into ``--out`` and then ``summary.json`` and ``results.md``
+from every part there, so two calls of at most 9 minutes each make one summary. Every step has a
+time limit inside ``--budget-s``; what did not fit is listed, never guessed. ``--device cpu`` runs
+everything with CPU timing and small shapes, labelled CPU in every file: numbers meaningless.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bot import gitutil  # noqa: E402
+
+KERNELS = Path(__file__).resolve().parent / "cli_decision_kernels"
+SHAPES_GPU = {
+    "scaled_add": [[65536], [8388608], [104857600], [734003200]],
+    "row_sum": [[64, 4096], [4096, 8192], [32768, 8192], [131072, 16384]],
+}
+SHAPES_CPU = {"scaled_add": [[16384]], "row_sum": [[64, 1024]]}
+ONE_SHAPE = {"scaled_add": "8388608", "row_sum": "4096x8192"}  # the one slower shape (GPU)
+ONE_SHAPE_CPU = {"scaled_add": "16384", "row_sum": "64x1024"}
+TOLERANCES = {"t1": 0.01, "t15": 0.015, "t3": 0.03}
+AA_RUNS = 10
+FIRST_LINE = re.compile(r"^\[\s*1/\d+\]")
+STARTED = time.monotonic()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.monotonic() - STARTED:7.1f} s] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------- the repo
+
+
+def policy(tolerance: float, shapes: dict[str, list[list[int]]]) -> str:
+    lines = [
+        f"tolerance = {tolerance}",
+        'vendors = ["nvidia"]',
+        "",
+        "[deployment]",
+        'kind = "long-lived"',
+        "",
+        "[limits]",
+        "max_elements_per_tensor = 4294967296",
+        "max_gpu_seconds = 900",
+    ]
+    for name, served in shapes.items():
+        lines += [
+            "",
+            "[[kernels]]",
+            f'name = "{name}"',
+            f'bench = "cdk.bench:{name}"',
+            'paths = ["cdk/**"]',
+            'dtypes = ["float32"]',
+            f"shapes = {json.dumps(served)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def set_extra(tree: Path, extra: dict[str, float], comment: str) -> None:
+    bench = tree / "cdk" / "bench.py"
+    text = re.sub(
+        r"^EXTRA: dict\[str, float\] = .*$",
+        f"EXTRA: dict[str, float] = {json.dumps(extra)}  # {comment}",
+        bench.read_text(encoding="utf-8"),
+        count=1,
+        flags=re.M,
+    )
+    bench.write_text(text, encoding="utf-8")
+
+
+def build_repo(root: Path, shapes: dict[str, list[list[int]]]) -> Path:
+    """One base branch per tolerance (``base-t1`` ...), each with the same kernels."""
+    gitutil.init_repo(root)
+    shutil.copytree(KERNELS / "cdk", root / "cdk")
+    shutil.copy(ROOT / "kernels_fixture" / "interpreter_compat.py", root / "cdk")
+    (root / "README.md").write_text("Kernels for bench/cli_decision.py.\n", encoding="utf-8")
+    gitutil.commit_all(root, "kernels")
+    for label, tol in TOLERANCES.items():
+        gitutil.git(root, "checkout", "-q", "-B", f"base-{label}", "main")
+        (root / ".github").mkdir(exist_ok=True)
+        (root / ".github" / "kernel-review.toml").write_text(policy(tol, shapes), encoding="utf-8")
+        gitutil.commit_all(root, f"kernels at tolerance {tol}")
+    return root
+
+
+def make_head(repo: Path, base: str, name: str, extra: dict[str, float], comment: str) -> str:
+    gitutil.git(repo, "checkout", "-q", "-B", name, base)
+    set_extra(repo, extra, comment)
+    gitutil.commit_all(repo, comment)
+    gitutil.git(repo, "checkout", "-q", "--detach")
+    return name
+
+
+# ------------------------------------------------------------------------------ the command
+
+
+def run_cli(
+    args: list[str], *, timeout_s: float, stop_after_first: bool = False, cwd: Path = ROOT
+) -> dict[str, Any]:
+    """A command in its own session; its stderr read line by line with times (the first verdict
+    line is ``[ 1/N]``); killed whole at ``timeout_s``."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=str(cwd),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    first, lines, timed_out = None, [], False
+    assert proc.stderr is not None
+    os.set_blocking(proc.stderr.fileno(), True)
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    while True:
+        left = timeout_s - (time.monotonic() - t0)
+        if left <= 0:
+            timed_out = True
+            break
+        if not sel.select(timeout=min(left, 1.0)):
+            if proc.poll() is not None:
+                break
+            continue
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line.rstrip())
+        if first is None and FIRST_LINE.match(line):
+            first = time.monotonic() - t0
+            if stop_after_first:
+                break
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    out = proc.communicate()[0] if proc.stdout else ""
+    return {
+        "wall_s": time.monotonic() - t0,
+        "first_verdict_s": first,
+        "rc": proc.returncode,
+        "timed_out": timed_out,
+        "stderr_tail": lines[-40:],
+        "stdout": out[-6000:],
+    }
+
+
+def bench_run(
+    repo: Path, base: str, head: str, out_dir: Path, device: str, timeout_s: float
+) -> dict[str, Any]:
+    out = out_dir / f"{head}-{len(list(out_dir.glob(head + '*.json')))}.json"
+    got = run_cli(
+        [
+            "-m",
+            "bot",
+            "bench",
+            "--repo",
+            str(repo),
+            "--base",
+            base,
+            "--head",
+            head,
+            "--device",
+            device,
+            "--out",
+            str(out),
+            *(["--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []),
+        ],
+        timeout_s=timeout_s,
+    )
+    got.update(head=head, base=base, results=str(out))
+    if not out.exists():
+        why = "timed out" if got["timed_out"] else f"rc {got['rc']}"
+        log(f"{head}: no results ({why}); " + " | ".join(got["stderr_tail"][-3:]))
+        return got
+    data = json.loads(out.read_text(encoding="utf-8"))
+    cases = [c for c in data["cases"] if c["status"] == "ok"]
+    got["cases"] = [
+        {
+            k: c.get(k)
+            for k in (
+                "kernel",
+                "shape",
+                "dtype",
+                "category",
+                "verdict",
+                "ratio",
+                "ci_low",
+                "ci_high",
+                "rounds",
+                "mode",
+                "tolerance",
+            )
+        }
+        for c in data["cases"]
+    ]
+    got["verdicts"] = len(cases)
+    got["gpu_s_per_verdict_all_in"] = got["wall_s"] / len(cases) if cases else None
+    got["sweep_held_gpu_s_per_verdict"] = data.get("gpu_s_per_verdict_all_in")
+    got["sweep_first_verdict_s"] = data.get("first_verdict_s")
+    got["timing"] = data.get("timing")
+    log(
+        f"{head}: {len(cases)} verdicts {dict(_count(c['verdict'] for c in cases))}, "
+        f"{got['wall_s']:.1f} s, first verdict {got['first_verdict_s']}"
+    )
+    return got
+
+
+def _count(xs: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in xs:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+# ------------------------------------------------------------ in-process timing: sizing, do_bench
+
+
+class Local:
+    """The repository's kernels in this process, for sizing the slowdowns and for do_bench."""
+
+    def __init__(self, repo: Path, device: str) -> None:
+        sys.path.insert(0, str(repo))
+        import torch
+        from cdk import bench
+
+        self.torch, self.bench, self.device = torch, bench, device
+
+    def entry(self, name: str, shape: list[int], extra: dict[str, float], seed: int = 0) -> Any:
+        self.bench.EXTRA.clear()
+        self.bench.EXTRA.update(extra)
+        return getattr(self.bench, name)(tuple(shape), "float32", device=self.device, seed=seed)
+
+    def time_us(self, fn: Any) -> float:
+        if self.device == "cpu":
+            t0 = time.perf_counter()
+            for _ in range(3):
+                fn()
+            return (time.perf_counter() - t0) / 3 * 1e6
+        import triton.testing
+
+        return 1000.0 * triton.testing.do_bench_cudagraph(fn, rep=40)
+
+    def share_for(self, name: str, shape: list[int], slowdown: float) -> float:
+        """The share of extra work that makes this shape ``slowdown`` slower here: time at no,
+        5% and 15% extra work, a straight line through them, its root."""
+        shares = (0.0, 0.05, 0.15)
+        times = []
+        for s in shares:
+            item = self.entry(name, shape, {name: s})
+            item["fn"]()
+            times.append(self.time_us(item["fn"]))
+            del item
+        slope = (times[2] - times[0]) / (shares[2] - shares[0])
+        if slope <= 0:
+            return slowdown
+        return max(0.0, min(1.0, slowdown * times[0] / slope))
+
+    def dobench_pairs(self, name: str, shape: list[int], pairs: int) -> list[dict[str, float]]:
+        """do_bench at its defaults, A then A' (the same kernel on other inputs), mean vs mean."""
+        import triton.testing
+
+        a, a2 = self.entry(name, shape, {}, 0), self.entry(name, shape, {}, 1)
+        out = []
+        for _ in range(pairs):
+            t0 = time.monotonic()
+            ma = triton.testing.do_bench(a["fn"])
+            mb = triton.testing.do_bench(a2["fn"])
+            out.append({"a_ms": ma, "a2_ms": mb, "wall_s": time.monotonic() - t0})
+        return out
+
+
+# ---------------------------------------------------------------------------------- the parts
+
+
+def fits(deadline: float, need_s: float, skipped: list[str], what: str) -> bool:
+    if time.monotonic() + need_s > deadline:
+        skipped.append(
+            f"{what}: did not fit in the time left ({deadline - time.monotonic():.0f} s)"
+        )
+        log(f"skipped: {what}")
+        return False
+    return True
+
+
+def part1(ctx: dict[str, Any]) -> dict[str, Any]:
+    repo, device, deadline, runs_dir = ctx["repo"], ctx["device"], ctx["deadline"], ctx["runs"]
+    skipped: list[str] = []
+    heads = {
+        label: make_head(repo, f"base-{label}", f"aa-{label}", {}, "comment-only change")
+        for label in ("t1", "t3")
+    }
+    aa = []
+    for i in range(ctx["aa_runs"]):
+        label = ("t1", "t3")[i % 2]
+        need = max([60.0, *(r["wall_s"] * 1.2 for r in aa)]) + ctx["dobench_s"]
+        if not fits(deadline, need, skipped, f"A/A run {i + 1}"):
+            break
+        aa.append(
+            bench_run(
+                repo,
+                f"base-{label}",
+                heads[label],
+                runs_dir,
+                device,
+                min(ctx["run_s"], deadline - time.monotonic()),
+            )
+        )
+    dobench: list[dict[str, Any]] = []
+    if device != "cpu":
+        local = Local(repo, device)
+        for name, shapes in ctx["shapes"].items():
+            for shape in shapes:
+                if not fits(deadline, 15, skipped, f"do_bench {name} {shape}"):
+                    continue
+                pairs = local.dobench_pairs(name, shape, ctx["dobench_pairs"])
+                dobench.append({"kernel": name, "shape": shape, "pairs": pairs})
+                ratios = [p["a2_ms"] / p["a_ms"] for p in pairs]
+                log(f"do_bench {name} {shape}: A'/A {min(ratios):.3f}-{max(ratios):.3f}")
+    else:
+        skipped.append("do_bench: needs a GPU")
+    return {"aa": aa, "dobench": dobench, "skipped": skipped}
+
+
+def part2(ctx: dict[str, Any]) -> dict[str, Any]:
+    repo, device, deadline, runs_dir = ctx["repo"], ctx["device"], ctx["deadline"], ctx["runs"]
+    skipped: list[str] = []
+    sizing: dict[str, dict[str, float]] = {"0.03": {}, "0.10": {}}
+    if device != "cpu":
+        local = Local(repo, device)
+        for name, shapes in ctx["shapes"].items():
+            for shape in shapes:
+                key = f"{name}:{'x'.join(map(str, shape))}"
+                for slowdown in (0.03, 0.10):
+                    sizing[f"{slowdown:.2f}"][key] = local.share_for(name, shape, slowdown)
+                log(f"sized {key}: 3% {sizing['0.03'][key]:.4f}, 10% {sizing['0.10'][key]:.4f}")
+    else:  # CPU: proportional shares, unmeasured
+        for name, shapes in ctx["shapes"].items():
+            for shape in shapes:
+                key = f"{name}:{'x'.join(map(str, shape))}"
+                sizing["0.03"][key], sizing["0.10"][key] = 0.03, 0.10
+    every3 = {**_kernel_defaults(sizing["0.03"]), **sizing["0.03"]}
+    every10 = {**_kernel_defaults(sizing["0.10"]), **sizing["0.10"]}
+    one = {f"{k}:{s}": sizing["0.10"][f"{k}:{s}"] for k, s in ctx["one_shape"].items()}
+    plan = [
+        ("slow10", "t3", every10, "10% more work at every shape"),
+        ("slow3", "t15", every3, "3% more work at every shape"),
+        ("one10", "t3", one, "10% more work at one shape of each kernel"),
+    ]
+    runs = {}
+    for name, label, extra, comment in plan:
+        if not fits(deadline, 60.0, skipped, f"head {name}"):
+            continue
+        head = make_head(repo, f"base-{label}", name, extra, comment)
+        runs[name] = bench_run(
+            repo,
+            f"base-{label}",
+            head,
+            runs_dir,
+            device,
+            min(ctx["run_s"], deadline - time.monotonic()),
+        )
+    fixture: dict[str, Any] = {}
+    if fits(deadline, 60, skipped, "fixture: time to the first verdict"):
+        fx = ctx["work"] / "fixture"
+        subprocess.run(
+            [sys.executable, "-m", "kernels_fixture.build_repo", str(fx)],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        # Twice: the first run may build the fixture's C++ kernels (cached in ~/.cache/toyops
+        # by source hash), the second finds them built, as a runner that built them before.
+        for key in ("time_to_first_verdict_s", "time_to_first_verdict_warm_s"):
+            if key.endswith("warm_s") and not fits(deadline, 60, skipped, "fixture, warm"):
+                break
+            got = run_cli(
+                ["-m", "bot", "bench", "--repo", str(fx), "--base", "main",
+                 "--head", "triton-rewrite", "--kernels", "vector_add,softmax",
+                 "--device", device, "--out", str(ctx["work"] / "fixture-bench.json")],
+                timeout_s=min(120.0, deadline - time.monotonic()),
+                stop_after_first=True,
+            )  # fmt: skip
+            fixture[key] = got["first_verdict_s"]
+            fixture.setdefault("first_lines", got["stderr_tail"][:5])
+            log(f"fixture: first verdict at {got['first_verdict_s']} s ({key})")
+    left = deadline - time.monotonic() - 10
+    if device != "cpu" and fits(deadline, 120, skipped, "fixture measure job"):
+        got = run_cli(
+            ["bench/fixture_review_gpu.py", "--out", str(ctx["work"] / "fixture-review")],
+            timeout_s=left,
+        )
+        fixture["measure_job_s"] = None if got["timed_out"] else got["wall_s"]
+        fixture["measure_job_rc"] = got["rc"]
+        fixture["measure_job_limit_s"] = left
+        fixture["measure_job_tail"] = got["stderr_tail"][-12:]
+        log(
+            f"fixture measure job: {got['wall_s']:.0f} s, rc {got['rc']}, timed out {got['timed_out']}"
+        )
+    elif device == "cpu":
+        skipped.append("fixture measure job: needs a GPU")
+    return {
+        "sizing": sizing,
+        "runs": runs,
+        "one_shape": ctx["one_shape"],
+        "fixture": fixture,
+        "skipped": skipped,
+    }
+
+
+def _kernel_defaults(per_shape: dict[str, float]) -> dict[str, float]:
+    """Per kernel, the median share of its served shapes, for the shapes the planner adds."""
+    by: dict[str, list[float]] = {}
+    for key, share in per_shape.items():
+        by.setdefault(key.split(":")[0], []).append(share)
+    return {k: statistics.median(v) for k, v in by.items()}
+
+
+# -------------------------------------------------------------------------------- the summary
+
+
+def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    p1, p2 = parts.get("1", {}), parts.get("2", {})
+    aa = [r for r in p1.get("aa", []) if r.get("cases")]
+    aa_cases = [c for r in aa for c in r["cases"] if c.get("verdict")]
+    false_alarms = {}
+    for tol in ("0.01", "0.03"):
+        at = [c for c in aa_cases if abs(c["tolerance"] - float(tol)) < 1e-9]
+        false_alarms[tol] = {
+            "slower": sum(c["verdict"] == "SLOWER" for c in at),
+            "not_same": sum(c["verdict"] != "SAME" for c in at),
+            "verdicts": len(at),
+        }
+    runs = p2.get("runs", {})
+
+    def served(run: dict[str, Any] | None) -> list[dict[str, Any]]:
+        return [
+            c
+            for c in (run or {}).get("cases", [])
+            if c["category"] == "served" and c.get("verdict")
+        ]
+
+    s10, s3 = served(runs.get("slow10")), served(runs.get("slow3"))
+    one = (runs.get("one10") or {}).get("cases", [])
+    marked = {f"{k}:{s}" for k, s in (p2.get("one_shape") or {}).items()}
+    one_exact = None
+    if one:
+        slower = {
+            f"{c['kernel']}:{'x'.join(map(str, c['shape']))}"
+            for c in one
+            if c.get("verdict") == "SLOWER"
+        }
+        one_exact = slower == marked
+    every = [r for r in [*aa, *runs.values()] if r.get("gpu_s_per_verdict_all_in")]
+    db = [p for d in p1.get("dobench", []) for p in d["pairs"]]
+    db_fa = {}
+    for d in p1.get("dobench", []):
+        ratios = [p["a2_ms"] / p["a_ms"] for p in d["pairs"]]
+        key = f"{d['kernel']}:{'x'.join(map(str, d['shape']))}"
+        db_fa[key] = {
+            "pairs": len(ratios),
+            "over_1.03": sum(r > 1.03 for r in ratios),
+            "either_way_0.03": sum(abs(math.log(r)) > math.log(1.03) for r in ratios),
+        }
+    firsts = [r["first_verdict_s"] for r in every if r.get("first_verdict_s")]
+    fixture = p2.get("fixture", {})
+    return {
+        "meta": meta,
+        "aa_runs": len(aa),
+        "aa_verdicts": len(aa_cases),
+        "aa_false_alarms": false_alarms,
+        "detect_10pct": f"{sum(c['verdict'] == 'SLOWER' for c in s10)}/{len(s10)}" if s10 else None,
+        "detect_3pct_at_0p015": f"{sum(c['verdict'] == 'SLOWER' for c in s3)}/{len(s3)}"
+        if s3
+        else None,
+        "one_shape_exact": one_exact,
+        "realised_ratios": {
+            name: {
+                f"{c['kernel']}:{'x'.join(map(str, c['shape']))}": c["ratio"] for c in served(run)
+            }
+            for name, run in runs.items()
+        },
+        "gpu_s_per_verdict_all_in_median": statistics.median(
+            r["gpu_s_per_verdict_all_in"] for r in every
+        )
+        if every
+        else None,
+        "gpu_s_per_verdict_sweep_held_median": statistics.median(
+            r["sweep_held_gpu_s_per_verdict"]
+            for r in every
+            if r.get("sweep_held_gpu_s_per_verdict")
+        )
+        if any(r.get("sweep_held_gpu_s_per_verdict") for r in every)
+        else None,
+        "dobench_gpu_s_per_pair": statistics.median(p["wall_s"] for p in db) if db else None,
+        "dobench_aa": db_fa,
+        "time_to_first_verdict_s": fixture.get("time_to_first_verdict_s"),
+        "time_to_first_verdict_warm_s": fixture.get("time_to_first_verdict_warm_s"),
+        "time_to_first_verdict_own_repo_median_s": statistics.median(firsts) if firsts else None,
+        "fixture_measure_job_s": fixture.get("measure_job_s"),
+        "skipped": [*p1.get("skipped", []), *p2.get("skipped", [])],
+        "parts": sorted(parts),
+    }
+
+
+def markdown(s: dict[str, Any]) -> str:
+    m = s["meta"]
+    label = (
+        "CPU timing: plumbing only, numbers meaningless" if m["device"] == "cpu" else "GPU timing"
+    )
+    fa = s["aa_false_alarms"]
+    rows = [
+        f"# `kernel-review bench` through the command line: decisions and cost ({label})",
+        "",
+        f"Recorded {m['date']} on {m['machine']}; torch {m.get('torch')}, Triton {m.get('triton')}, "
+        f"Python {m['python']}; parts {', '.join(s['parts'])}. Made by `bench/cli_decision.py`.",
+        "",
+        "| what | value |",
+        "|---|---|",
+        f"| A/A runs, verdicts | {s['aa_runs']}, {s['aa_verdicts']} |",
+        *(
+            f"| A/A SLOWER at tolerance {t} (not SAME) | {v['slower']}/{v['verdicts']} ({v['not_same']}) |"
+            for t, v in fa.items()
+        ),
+        f"| 10% slower, SLOWER at 3% (served shapes) | {s['detect_10pct']} |",
+        f"| 3% slower, SLOWER at 1.5% (served shapes) | {s['detect_3pct_at_0p015']} |",
+        f"| 10% slower at one shape: SLOWER there only | {s['one_shape_exact']} |",
+        f"| all-in GPU-s per verdict (command wall / verdicts), median over runs | {_num(s['gpu_s_per_verdict_all_in_median'])} |",
+        f"| do_bench at defaults, GPU-s per pair | {_num(s['dobench_gpu_s_per_pair'])} |",
+        f"| fixture: first verdict after the command started (C++ build cache cold, warm) | "
+        f"{_num(s['time_to_first_verdict_s'])} s, {_num(s.get('time_to_first_verdict_warm_s'))} s |",
+        f"| own repository: first verdict, median | {_num(s['time_to_first_verdict_own_repo_median_s'])} s |",
+        f"| fixture measure job (sweep, first call, compiler) | {_num(s['fixture_measure_job_s'])} s |",
+        "",
+        "do_bench A/A (A'/A over 1.03; either way):",
+        "",
+        *(
+            f"- {k}: {v['over_1.03']}/{v['pairs']} ({v['either_way_0.03']})"
+            for k, v in s["dobench_aa"].items()
+        ),
+        "",
+        "Realised head/base at the served shapes (the slowdown each head really had):",
+        "",
+        *(
+            f"- {name}: " + ", ".join(f"{k} {_num(v)}" for k, v in r.items())
+            for name, r in s["realised_ratios"].items()
+        ),
+    ]
+    if s["skipped"]:
+        rows += ["", "Not run:", "", *(f"- {x}" for x in s["skipped"])]
+    return "\n".join(rows) + "\n"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def _meta(device: str) -> dict[str, Any]:
+    meta = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": device,
+        "python": platform.python_version(),
+        "machine": platform.node() or platform.machine(),
+    }
+    try:
+        import torch
+        import triton
+
+        meta["torch"], meta["triton"] = torch.__version__, triton.__version__
+        if device != "cpu":
+            meta["machine"] = torch.cuda.get_device_name(0)
+    except Exception as exc:  # the summary still says what ran
+        meta["versions_error"] = str(exc)
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--out", required=True, help="folder for part*.json, summary.json, results.md")
+    ap.add_argument("--part", choices=["1", "2", "all"], default="all")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--budget-s", type=float, default=530.0, help="wall-clock limit of this call")
+    ap.add_argument(
+        "--aa-runs", type=int, default=None, help=f"A/A runs (default {AA_RUNS}; cpu 2)"
+    )
+    args = ap.parse_args(argv)
+    cpu = args.device == "cpu"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="cli-decision-"))
+    shapes = SHAPES_CPU if cpu else SHAPES_GPU
+    try:
+        repo = build_repo(work / "repo", shapes)
+        runs = work / "runs"
+        runs.mkdir()
+        ctx = {
+            "repo": repo,
+            "device": args.device,
+            "work": work,
+            "runs": runs,
+            "shapes": shapes,
+            "deadline": STARTED + args.budget_s,
+            "run_s": 150.0,
+            "dobench_s": 0 if cpu else 30.0,
+            "dobench_pairs": 10,
+            "aa_runs": args.aa_runs or (2 if cpu else AA_RUNS),
+            "one_shape": ONE_SHAPE_CPU if cpu else ONE_SHAPE,
+        }
+        parts = ("1", "2") if args.part == "all" else (args.part,)
+        for part in parts:
+            log(f"part {part}")
+            got = (part1 if part == "1" else part2)(ctx)
+            (out / f"part{part}.json").write_text(json.dumps(got, indent=1), encoding="utf-8")
+        done = {
+            p: json.loads((out / f"part{p}.json").read_text())
+            for p in ("1", "2")
+            if (out / f"part{p}.json").exists()
+        }
+        summary = summarize(done, _meta(args.device))
+        (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+        (out / "results.md").write_text(markdown(summary), encoding="utf-8")
+        log(f"wrote {out / 'summary.json'} and results.md")
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Put the recorded decision and cost numbers of ``bench/cli_decision.py`` into README.md.
+
+    python bench/readme_numbers.py bench/results/h200/cli_decision/summary.json
+
+Rewrites the lines between ``<!-- cli_decision:start -->`` and ``<!-- cli_decision:end -->`` in
+README.md from the summary, so the headline quotes what was measured, all-in cost included.
+A CPU summary is refused: its numbers are plumbing, not a measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+START, END = "<!-- cli_decision:start -->", "<!-- cli_decision:end -->"
+
+
+def _n(x: Any, fmt: str = "{:.2f}") -> str:
+    return "?" if x is None else fmt.format(x)
+
+
+def sentence(s: dict[str, Any]) -> str:
+    fa = s["aa_false_alarms"]
+    slower = sum(v["slower"] for v in fa.values())
+    return (
+        f"  - `bench/results/h200/cli_decision/`: `kernel-review bench` itself, through the command line, on\n"
+        f"    kernels it never saw: {s['aa_verdicts'] - slower} of {s['aa_verdicts']} verdicts on identical code "
+        f"not SLOWER (tolerances 1% and 3%), 10% slower caught at {s['detect_10pct']} served shapes, 3% at "
+        f"{s['detect_3pct_at_0p015']} (tolerance 1.5%), one slower shape found exactly: {s['one_shape_exact']}.\n"
+        f"    All in (the GPU held from the command's start, per verdict): {_n(s['gpu_s_per_verdict_all_in_median'])} "
+        f"GPU-s, against {_n(s['dobench_gpu_s_per_pair'])} GPU-s per do_bench pair; first verdict on the\n"
+        f"    fixture {_n(s['time_to_first_verdict_s'], '{:.1f}')} s after the start; the fixture's measure job "
+        f"{_n(s['fixture_measure_job_s'], '{:.0f}')} s."
+    )
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    summary = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    if summary.get("meta", {}).get("device") == "cpu":
+        print("error: this summary is CPU timing; record it on a GPU first", file=sys.stderr)
+        return 1
+    text = README.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        print(f"error: README.md has no {START} ... {END} block to fill", file=sys.stderr)
+        return 1
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(f"{head}{START}\n{sentence(summary)}\n  {END}{tail}", encoding="utf-8")
+    print(f"README.md: numbers from {argv[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

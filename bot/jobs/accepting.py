@@ -1,0 +1,102 @@
+"""``/bench accept`` on GitHub: what it records, where, and how the report finds it again.
+
+The gate (read-only) turns the command into an ``AcceptRecord``: the slower cases of the named
+kernel that the bot's review comment last measured (its hidden state, ``bot.github.sticky``),
+each accepted up to the upper end of the interval it was measured with. The ack job posts the
+record as a comment of the bot's own with the record as hidden state (``bot.github.hidden``),
+and says in words what was accepted. The report job reads every such comment, and only the
+bot's own, so an acceptance holds across pushes; ``bot.review.accept`` judges each later
+measurement against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.contracts.accept import Acceptance, AcceptRecord
+from bot.errors import CommandError
+from bot.escape import md_code, md_text
+from bot.github.api import GitHubClient
+from bot.github.events import DEFAULT_BOT_LOGINS
+from bot.github.hidden import bot_records, hidden
+from bot.github.slash import AcceptCommand
+from bot.github.sticky import sticky_state
+from bot.github.types import CommentInfo
+from bot.review.accept import accept_measured
+
+RECORD_KIND = "accept"
+
+
+def bot_login(client: GitHubClient, configured: str | None) -> str:
+    """The login the bot's comments are posted as: the configured one, else the token's own,
+    else GitHub Actions' (an installation token cannot read ``/user``)."""
+    return configured or client.whoami() or DEFAULT_BOT_LOGINS[0]
+
+
+def _case(a: Acceptance) -> str:
+    return f"{a.kernel} {'x'.join(map(str, a.shapes[0])) if a.shapes else ''} {a.dtype or ''}"
+
+
+def record_for(
+    comments: Sequence[CommentInfo],
+    login: str,
+    command: AcceptCommand,
+    *,
+    actor: str,
+    comment_id: int | None,
+) -> AcceptRecord:
+    """What ``command`` accepts, from the review comment's measurements; a CommandError when
+    that review measured nothing slower to accept."""
+    state = sticky_state(comments, login)
+    if state is None:
+        raise CommandError(
+            f"there is no measured slowdown of {command.kernel} to accept yet",
+            hint="run /bench first; accept what its review shows slower",
+        )
+    accepted = accept_measured(
+        state.slower,
+        kernel=command.kernel,
+        shapes=command.shapes,
+        by=f"@{actor}",
+        reason=command.reason,
+        head_sha=state.head_sha,
+    )
+    if not accepted:
+        shapes = ", ".join("x".join(map(str, s)) for s in command.shapes)
+        slower = sorted({f"{m.kernel} {'x'.join(map(str, m.shape))}" for m in state.slower})
+        raise CommandError(
+            f"the review of head {state.head_sha[:12]} measured no slower shape of "
+            f"{command.kernel}{' at ' + shapes if shapes else ''}; nothing to accept",
+            hint="slower there: " + (", ".join(slower[:12]) if slower else "nothing"),
+        )
+    return AcceptRecord(actor=actor, comment_id=comment_id, acceptances=accepted)
+
+
+def record_comment(record: AcceptRecord) -> str:
+    """The comment that records ``record``: the hidden record, then what it accepts in words."""
+    first = record.acceptances[0]
+    lines = [
+        hidden(RECORD_KIND, record),
+        f"Recorded: @{record.actor} accepts these slowdowns of {md_code(first.kernel)}, "
+        f"measured at head {md_code((first.head_sha or '')[:12])}: {md_text(first.reason)}",
+        "",
+    ]
+    for a in record.acceptances:
+        lines.append(
+            f"- {md_text(_case(a))} on {a.vendor}: up to {(a.max_ratio - 1) * 100:.1f}% slower"
+        )
+    lines += [
+        "",
+        "The acceptance holds across pushes while the measured slowdown stays within it; a "
+        "larger one is flagged again. The review shows it from its next run (a push, or /bench).",
+    ]
+    return "\n".join(lines)
+
+
+def recorded_acceptances(comments: Sequence[CommentInfo], login: str) -> tuple[Acceptance, ...]:
+    """Every acceptance recorded on the pull request by ``/bench accept``, oldest first."""
+    return tuple(
+        a
+        for _, record in bot_records(comments, login, RECORD_KIND, AcceptRecord)
+        for a in record.acceptances
+    )

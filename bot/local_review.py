@@ -1,0 +1,125 @@
+"""``kernel-review review --repo PATH --base REV --head REV``: the review of a local range.
+
+The same review a pull request from ``--base`` to ``--head`` would get as its comment: the
+policy from the base commit, the kernel changes, the repository conditions at head, the compiler
+report cross-compiled here, and the measurements of any results files given (``--results``, the
+files a measure job or ``kernel-review bench``'s review job wrote for that head). Measurements
+that need a GPU and did not come in are marked not run, with the reason.
+
+Shared with ``kernel-review demo``: reading the results files and showing the review (a plain
+terminal rendering on stdout; the comment's markdown with ``--out FILE``, ``-`` for stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bot import gitutil
+from bot.contracts.evidence import Evidence
+from bot.errors import ResultsError
+from bot.github.sticky import fit_body
+from bot.outputs import write_text
+from bot.review.local import CompilerReport, ReviewInputs, static_review
+from bot.review.terminal import terminal_text
+
+
+def add_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The options of a local review (``review --repo ...``); ``demo`` shares the last four."""
+    p.add_argument("--repo", type=Path, help="the git repository to review (e.g. .)")
+    p.add_argument("--base", metavar="REV", help="base revision: what the pull request targets")
+    p.add_argument(
+        "--head", metavar="REV", help="head revision: the pull request's commit (default HEAD)"
+    )
+    add_output_arguments(p)
+
+
+def add_output_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument(
+        "--results",
+        metavar="FILE",
+        type=Path,
+        action="append",
+        default=[],
+        help="a GPU runner's results file for the head (repeat for more vendors)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        type=Path,
+        help="write the comment's markdown to FILE ('-': to stdout, instead of the terminal text)",
+    )
+    p.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="skip the compiler report (cross-compiling every config takes a while on a cold cache)",
+    )
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON instead")
+
+
+def measured_evidence(paths: list[Path], head_sha: str, *, how: str) -> Evidence | None:
+    """The evidence in the results files, all of which must be for ``head_sha``; ``how`` says
+    how to measure that head, for the hint."""
+    if not paths:
+        return None
+    from bot.jobs.report import merge_evidence, read_results
+
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise ResultsError(
+            f"no such results file: {', '.join(missing)}",
+            hint="give the path of a results-<vendor>.json written by a measure job",
+        )
+    kept, dropped = read_results(paths, head_sha=head_sha)
+    if dropped:
+        raise ResultsError(
+            "cannot use " + "; ".join(dropped),
+            hint=f"the review needs results measured for the head {head_sha[:12]}: {how}",
+        )
+    return merge_evidence(kept, vendors=())
+
+
+def show(review, args: argparse.Namespace) -> None:
+    """Print the review: the verdict as JSON (``--json``), the markdown (``--out -``) or the
+    terminal rendering; and write the markdown to ``--out FILE``."""
+    comment, _ = fit_body(review.comment)  # as it would be posted
+    to_stdout = args.out is not None and str(args.out) == "-"
+    if args.out is not None and not to_stdout:
+        write_text(args.out, comment, option="--out")
+    if args.json:
+        print(review.verdict.model_dump_json(indent=2))
+    elif to_stdout:
+        print(comment)
+    else:
+        print(terminal_text(comment), end="")
+        if args.out is not None:
+            print(f"markdown of the comment: {args.out}", file=sys.stderr)
+
+
+def run_local(args: argparse.Namespace, compiler_report: CompilerReport) -> int:
+    repo = gitutil.require_repo(args.repo)
+    base_sha = gitutil.rev_parse(repo, args.base)
+    head_sha = gitutil.rev_parse(repo, args.head or "HEAD")
+    how = "use the results-<vendor>.json of the workflow's measure job for that commit"
+    measured = measured_evidence(args.results, head_sha, how=how) or Evidence()
+    note = "Local review: measurements that need a GPU runner are marked not run."
+    if args.results:
+        names = ", ".join(p.name for p in args.results)
+        note = f"Local review with the measurements of {names}; vendors without one are not run."
+    review = static_review(
+        ReviewInputs(
+            repo=repo,
+            base_sha=base_sha,
+            head_sha=head_sha,
+            note=note,
+            sweeps=measured.sweeps,
+            first_calls=measured.first_calls,
+            compiler=measured.compiler,
+            not_run=measured.not_run,
+        ),
+        compiler_report=None if args.no_compile else compiler_report,
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+    ).review
+    show(review, args)
+    return 0

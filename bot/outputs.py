@@ -1,0 +1,56 @@
+"""What a command writes for the user: files where the user asked (``--out``, ``--json``; the
+folder is made when it is missing, and a path that cannot be written is an error that says so,
+not a traceback), the cache folder for what was not asked for, and counted words."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from bot.errors import UsageError
+
+
+def prepare(path: str | Path, *, option: str) -> Path:
+    """``path`` with its folder made; raises ``UsageError`` when that cannot be done."""
+    where = Path(path).expanduser()
+    if where.is_dir():
+        raise UsageError(
+            f"{option} {path} is a folder", hint=f"give {option} a file name, e.g. {where / 'x'}"
+        )
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"{option} {path}: cannot make the folder {where.parent} ({exc.strerror})",
+            hint=f"give {option} a path in a folder you can write",
+        ) from None
+    return where
+
+
+def write_text(path: str | Path, text: str, *, option: str) -> Path:
+    """Write ``text`` to ``path`` (its folder made when missing)."""
+    where = prepare(path, option=option)
+    try:
+        where.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"{option} {path}: cannot write it ({exc.strerror})",
+            hint=f"give {option} a path you can write",
+        ) from None
+    return where
+
+
+def cache_root() -> Path:
+    """Where kernel-review keeps what it makes outside the user's repository (compile caches,
+    build outputs, bench results not asked for elsewhere): ``$KERNEL_REVIEW_CACHE``, else
+    ``$XDG_CACHE_HOME/kernel-review``, else ``~/.cache/kernel-review``."""
+    env = os.environ.get("KERNEL_REVIEW_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernel-review"
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 case``, ``2 cases``; ``many`` for a plural that is not noun + s."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"

@@ -1,0 +1,258 @@
+"""Why a kernel is slower: a pattern over its slow shapes, joined with the compiler report. Pure.
+
+One line per kernel and vendor with a shape slower than tolerance. The line says how many shapes
+are slower and by how much, and, where one exists, the pattern they share: a class of shapes
+(sizes not divisible by 16 or divisible by 16, the added small and ragged shapes or the served
+ones, the smallest or the largest sizes), within one dtype or across all, such that every timed
+shape of the class is slower and no other shape of the same dtype (or of the kernel) is. A
+pattern over divisibility is then joined with the compiler report: the head's variants that the
+slow class's shapes compile to against those of the same dtype that divide by 16 (the arguments
+their specializations mark ``/16``), and the first compiled fact that is worse in the slow ones:
+narrower loads, spills, lower occupancy. Where no class fits, the line says so and claims
+nothing; where the compiler report has no variant for the shapes, nothing is said about it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
+from bot.review.words import slower_by
+
+ALIGN = 16  # Triton specializes integer arguments and pointers on divisibility by 16
+MIN_CONTRAST = 2  # "only at X" needs at least this many timed shapes outside X, not slower
+TIMED = ("SLOWER", "SAME", "FASTER", "INCONCLUSIVE")
+
+Shape = tuple[tuple[int, ...], str]  # dims and dtype
+
+
+def _ragged(dims: Sequence[int]) -> bool:
+    """Some dimension not divisible by 16; a dimension of 1 beside others (one row, a batch of
+    one) is not counted: Triton fixes an argument of 1 instead of asking it to divide."""
+    return any(d % ALIGN for d in dims if d != 1 or len(dims) == 1)
+
+
+@dataclass(frozen=True)
+class _Class:
+    """A class of shapes: its test, its words and its complement's, and ``align`` when it is
+    about divisibility by 16. ``subset`` classes may also be named when only some of their
+    shapes are slow (a class of sizes may not: any run of sizes would be one)."""
+
+    test: Callable[[ShapeLine], bool]
+    noun: str  # "sizes not divisible by 16"
+    other: str  # "size divisible by 16"
+    align: bool | None = None  # True: divides by 16; False: does not; None: not about it
+    subset: bool = True
+
+
+def _classes(timed: Sequence[ShapeLine]) -> list[_Class]:
+    out = [
+        _Class(
+            lambda x: _ragged(x.shape),
+            f"sizes not divisible by {ALIGN}",
+            f"size divisible by {ALIGN}",
+            align=False,
+        ),
+        _Class(
+            lambda x: not _ragged(x.shape),
+            f"sizes divisible by {ALIGN}",
+            f"size not divisible by {ALIGN}",
+            align=True,
+        ),
+        _Class(lambda x: x.small_or_ragged, "added small and ragged shapes", "served shape"),
+        _Class(lambda x: not x.small_or_ragged, "served shapes", "added small or ragged shape"),
+    ]
+    sizes = sorted({math.prod(x.shape) for x in timed})
+    for k in range(1, len(sizes)):
+        small, large = sizes[k - 1], sizes[-k]
+        few = "size" if k == 1 else f"{k} sizes"
+        out.append(
+            _Class(
+                lambda x, s=small: math.prod(x.shape) <= s, f"the smallest {few}", "", subset=False
+            )
+        )
+        out.append(
+            _Class(
+                lambda x, s=large: math.prod(x.shape) >= s, f"the largest {few}", "", subset=False
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """The slow shapes of a scope (one dtype, or all when ``dtype`` is None) and the class that
+    holds them all: ``exact`` when every timed shape of the class is slow."""
+
+    dtype: str | None
+    cls: _Class
+    slow: tuple[ShapeLine, ...]
+    inside: int  # timed shapes of the scope in the class
+    exact: bool
+
+    def words(self) -> str:
+        if self.exact:
+            return f"only at {self.cls.noun}"
+        return (
+            f"at {len(self.slow)} of the {self.inside} {self.cls.noun} and at no {self.cls.other}"
+        )
+
+
+def find_pattern(shapes: Sequence[ShapeLine]) -> Pattern | None:
+    """The class, within one dtype or across all, that holds every slow shape of its scope,
+    with at least ``MIN_CONTRAST`` timed shapes of the scope outside it, none of them slow.
+    Preferred: a class all of whose shapes are slow; then the one covering the most slow shapes;
+    then the larger share of slow shapes inside; then across dtypes, then the earlier class."""
+    timed = [x for x in shapes if x.verdict in TIMED and x.ratio is not None]
+    best: Pattern | None = None
+
+    def rank(p: Pattern) -> tuple[bool, int, float]:
+        return (p.exact, len(p.slow), len(p.slow) / p.inside)
+
+    for dtype in (None, *sorted({x.dtype for x in timed})):
+        scope = [x for x in timed if dtype is None or x.dtype == dtype]
+        slow = tuple(x for x in scope if x.verdict == "SLOWER")
+        if len(slow) < 2:
+            continue
+        for cls in _classes(scope):
+            inside = [x for x in scope if cls.test(x)]
+            outside = [x for x in scope if not cls.test(x)]
+            if len(outside) < MIN_CONTRAST or any(x.verdict == "SLOWER" for x in outside):
+                continue
+            exact = all(x.verdict == "SLOWER" for x in inside)
+            if not exact and not cls.subset:
+                continue
+            found = Pattern(dtype, cls, slow, len(inside), exact)
+            if best is None or rank(found) > rank(best):
+                best = found
+    return best
+
+
+def alike_in(slow: Sequence[ShapeLine]) -> tuple[str, ...]:
+    """The dtypes, two or more, that are slow at exactly the same shapes; () otherwise."""
+    per: dict[str, set[tuple[int, ...]]] = {}
+    for x in slow:
+        per.setdefault(x.dtype, set()).add(tuple(x.shape))
+    sets = list(per.values())
+    if len(sets) < 2 or any(s != sets[0] for s in sets):
+        return ()
+    return tuple(sorted(per))
+
+
+def _parse(label: str) -> Shape | None:
+    """``"1000003:bfloat16"`` or ``"1x4096x4096:float16"`` as dims and dtype."""
+    m = re.fullmatch(r"(\d+(?:x\d+)*):(\w+)", label.strip())
+    if not m:
+        return None
+    return tuple(int(d) for d in m.group(1).split("x")), m.group(2)
+
+
+def _serving(rows: Sequence[CompilerRow], test: Callable[[Shape], bool]) -> list[CompilerRow]:
+    return [
+        r
+        for r in rows
+        if not r.error and any(p is not None and test(p) for p in map(_parse, r.shapes))
+    ]
+
+
+def _divisible_args(rows: Sequence[CompilerRow]) -> set[str]:
+    """The arguments every row's specialization marks 16-byte divisible."""
+    sets = [
+        {p.split(":")[0].strip() for p in r.specialization.split(",") if p.strip().endswith("/16")}
+        for r in rows
+    ]
+    return set.intersection(*sets) if sets else set()
+
+
+def _occupancy(text: str | None) -> float | None:
+    m = re.search(r"\(([0-9.]+)%\)", text or "")
+    return float(m.group(1)) if m else None
+
+
+def compiler_difference(
+    kernel: str, vendor: str, dtype: str | None, align: bool, ev: CompilerEvidence | None
+) -> str:
+    """What the head's variants for the slow class (divisible by 16 or not, as ``align``) do
+    worse than those for the other class of the same dtype on this vendor's targets; "" when the
+    compiler report has no such variants or they do not differ."""
+    if ev is None:
+        return ""
+    rows = [r for r in ev.rows if r.kernel == kernel and r.side == "new" and r.vendor == vendor]
+
+    def cls(want_align: bool) -> Callable[[Shape], bool]:
+        return lambda s: (dtype is None or s[1] == dtype) and (not _ragged(s[0])) == want_align
+
+    slow, other = _serving(rows, cls(align)), _serving(rows, cls(not align))
+    if not slow or not other:
+        return ""
+    marked = " and ".join(sorted(_divisible_args(slow) ^ _divisible_args(other)))
+    if marked:
+        where = f"head's specialization for {marked} % 16 {'==' if align else '!='} 0"
+        contrast = f"when {marked} % 16 {'!=' if align else '=='} 0"
+    else:
+        where = "head's variants for these sizes"
+        contrast = "at sizes " + ("not divisible" if align else "divisible") + " by 16"
+    for worse, number in _FACTS:
+        a = [v for v in map(number, slow) if v is not None]
+        b = [v for v in map(number, other) if v is not None]
+        said = worse(a, b) if a and b else None
+        if said:
+            return f"{where} {said[0]} ({said[1]} {contrast})"
+    return ""
+
+
+def _narrower_loads(a: list[float], b: list[float]) -> tuple[str, str] | None:
+    return (f"uses {min(a):g}-bit loads", f"{min(b):g}-bit") if max(a) < min(b) else None
+
+
+def _more_spills(a: list[float], b: list[float]) -> tuple[str, str] | None:
+    return (f"spills {max(a):g} bytes", f"{max(b):g}") if min(a) > max(b) else None
+
+
+def _lower_occupancy(a: list[float], b: list[float]) -> tuple[str, str] | None:
+    return (f"runs at {min(a):g}% occupancy", f"{min(b):g}%") if max(a) < min(b) else None
+
+
+# (how the slow variants are worse, if they are; the number compared), in the order tried
+_load_bits: Callable[[CompilerRow], float | None] = lambda r: r.load_bits_max  # noqa: E731
+_spills: Callable[[CompilerRow], float | None] = lambda r: r.spill_bytes  # noqa: E731
+_occ: Callable[[CompilerRow], float | None] = lambda r: _occupancy(r.occupancy)  # noqa: E731
+_FACTS = ((_narrower_loads, _load_bits), (_more_spills, _spills), (_lower_occupancy, _occ))
+
+
+def _by(xs: Sequence[ShapeLine]) -> str:
+    ratios = [x.ratio for x in xs if x.ratio is not None]
+    return slower_by(min(ratios), max(ratios)) if ratios else ""
+
+
+def kernel_lines(sweep: SweepEvidence, compiler: CompilerEvidence | None = None) -> list[str]:
+    """One line per kernel of ``sweep`` with a shape slower than tolerance."""
+    out: list[str] = []
+    for kernel in dict.fromkeys(x.kernel for x in sweep.shapes):
+        shapes = [x for x in sweep.shapes if x.kernel == kernel]
+        slow = [x for x in shapes if x.verdict == "SLOWER"]
+        if not slow:
+            continue
+        timed = [x for x in shapes if x.verdict in TIMED]
+        line = f"{kernel}: {len(slow)} of {len(timed)} shapes slower {_by(slow)}"
+        p = find_pattern(shapes)
+        if p is None:
+            out.append(f"{line}, with no pattern over size, alignment or dtype")
+            continue
+        alike = alike_in(p.slow) if p.dtype is None else ()
+        text = f"{p.dtype} is slower" if p.dtype else "slower"
+        text += f" {p.words()}" + (f", alike in {' and '.join(alike)}" if alike else "")
+        if p.dtype and len(p.slow) < len(slow):
+            text += f" ({len(p.slow)} shapes, {_by(p.slow)})"
+        if p.exact and p.cls.align is not None:
+            why = compiler_difference(kernel, sweep.vendor, p.dtype, p.cls.align, compiler)
+            text += f": {why}" if why else ""
+        rest = [x for x in slow if x not in p.slow]
+        if rest:
+            other = "1 other shape" if len(rest) == 1 else f"{len(rest)} other shapes"
+            text += f"; {other} slower {_by(rest)}, with no common pattern"
+        out.append(f"{line}; {text}")
+    return out

@@ -1,0 +1,125 @@
+"""The review comment as a terminal reads it: the same text, without GitHub's markup.
+
+The comment is GitHub markdown made safe for a pull request (``bot.escape``): HTML entities,
+backslash escapes, a zero-width space after each ``@``, ``<details>`` sections, ``<sub>`` and
+``<br>`` inside table cells. A terminal shows all of that raw. ``terminal_text`` undoes it for
+the markup this project writes: headings underlined, tables aligned in columns, collapsed
+sections shown open under their summary, emphasis and code marks dropped. Pure.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_TAG = re.compile(r"</?(?:sub|sup|b|i|em|strong|code|p|span)\b[^>]*>", re.IGNORECASE)
+_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_SUMMARY = re.compile(r"^\s*<summary>(.*?)</summary>\s*$", re.IGNORECASE)
+_DETAILS = re.compile(r"^\s*</?details\b[^>]*>\s*$", re.IGNORECASE)
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")  # a backslash before ASCII punctuation
+_INVISIBLE = re.compile(r"[\u200b-\u200f\u2060-\u2064\ufeff]")
+_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def inline_text(text: str) -> str:
+    """One line of markdown as plain text: code spans kept as their text, escapes and entities
+    undone, emphasis and invisible characters dropped."""
+    text = _BR.sub(", ", _TAG.sub("", text))
+    parts = re.split(r"(`+)", text)
+    out: list[str] = []
+    fence: str | None = None
+    for part in parts:
+        if part.startswith("`"):
+            if fence is None:
+                fence = part
+                continue
+            if part == fence:
+                fence = None
+                continue
+        if fence is not None:  # inside a code span only | is escaped (and HTML)
+            out.append(part.strip() if part.strip() else part)
+            out[-1] = out[-1].replace("\\|", "|")
+            continue
+        part = _LINK.sub(r"\1 (\2)", part)
+        part = _EMPHASIS.sub(r"\2", part)
+        out.append(_ESCAPED.sub(r"\1", part))
+    return _INVISIBLE.sub("", html.unescape("".join(out)))
+
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a terminal (wide characters and emoji take two)."""
+    return sum(
+        0
+        if unicodedata.combining(ch) or ch == "\ufe0f"
+        else 2
+        if unicodedata.east_asian_width(ch) in "WF"
+        else 1
+        for ch in text
+    )
+
+
+def _cells(row: str) -> list[str]:
+    row = row.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return [inline_text(c.strip()) for c in re.split(r"(?<!\\)\|", row)]
+
+
+def columns(rows: list[list[str]], *, right: frozenset[int] = frozenset()) -> list[str]:
+    """Rows of cells as aligned text columns, the first row a header underlined; no cell is
+    cut. Columns in ``right`` are right-aligned (numbers)."""
+    ncol = max(len(r) for r in rows)
+    rows = [r + [""] * (ncol - len(r)) for r in rows]
+    widths = [max(_width(r[i]) for r in rows) for i in range(ncol)]
+
+    def line(r: list[str]) -> str:
+        pads = [" " * (w - _width(c)) for c, w in zip(r, widths, strict=True)]
+        return "  ".join(
+            p + c if i in right else c + p for i, (c, p) in enumerate(zip(r, pads, strict=True))
+        ).rstrip()
+
+    return [line(rows[0]), "  ".join("-" * w for w in widths)] + [line(r) for r in rows[1:]]
+
+
+def _table(rows: list[str]) -> list[str]:
+    return columns([_cells(r) for r in rows if not _RULE.match(r)])
+
+
+def terminal_text(markdown: str) -> str:
+    """``markdown`` (a comment as ``bot.review.render`` writes it) for a terminal."""
+    lines = _COMMENT.sub("", markdown).splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                block.append(lines[i])
+                i += 1
+            out += _table(block)
+            continue
+        i += 1
+        if _DETAILS.match(line):
+            continue
+        summary = _SUMMARY.match(line)
+        if summary:
+            title = inline_text(summary.group(1))
+            out += [title, "-" * _width(title)]
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            title = inline_text(heading.group(2))
+            out += [title, ("=" if len(heading.group(1)) <= 2 else "-") * _width(title)]
+            continue
+        if line.startswith(">"):
+            out.append("  " + inline_text(line.lstrip(">").strip()))
+            continue
+        out.append(inline_text(line))
+    text = "\n".join(out)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

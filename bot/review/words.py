@@ -1,0 +1,49 @@
+"""One sign convention for speed, in words: "9.0% faster", "5.7% slower", "2.4x slower".
+
+A ratio is head time / base time. Below 1 the head is faster by ``1 - ratio`` of the base's time;
+above 1 it is slower by ``ratio - 1``, and from twice the time on it is said as a multiple. The
+review, the job summary and ``kernel-review bench`` all say it this way, so no reader has to
+guess what a sign means.
+"""
+
+from __future__ import annotations
+
+SAME_WITHIN = 0.0005  # |ratio - 1| below this is "as fast" at one decimal of a percent
+MULTIPLE_FROM = 2.0  # from this ratio on: "2.4x slower"
+
+
+def _amount(ratio: float) -> str:
+    if ratio >= MULTIPLE_FROM:
+        return f"{ratio:.1f}x"
+    return f"{abs(ratio - 1.0) * 100:.1f}%"
+
+
+def speed(ratio: float) -> str:
+    """``ratio`` (head time / base time) in words: "9.0% faster", "5.7% slower", "2.4x slower"."""
+    if abs(ratio - 1.0) < SAME_WITHIN:
+        return "as fast"
+    return f"{_amount(ratio)} {'slower' if ratio > 1.0 else 'faster'}"
+
+
+def speed_range(low: float, high: float) -> str:
+    """An interval of ratios in words: "8.0–10.0% faster", "3.1–5.2% slower", "4.4% to 2.4x
+    slower", and one that spans 1 end by end: "2.0% faster to 1.0% slower"."""
+    low, high = min(low, high), max(low, high)
+    if high < 1.0 - SAME_WITHIN:
+        a, b = _amount(high), _amount(low)  # the smaller speed-up first
+        return f"{a} faster" if a == b else f"{a[:-1]}–{b} faster"
+    if low > 1.0 + SAME_WITHIN:
+        return slower_by(low, high).removeprefix("by ") + " slower"
+    return f"{speed(low)} to {speed(high)}"
+
+
+def slower_by(low: float, high: float) -> str:
+    """How much slower a set of ratios above 1 is, lowest to highest: "by 5.7%", "by 3.7–5.7%",
+    "by 4.4% to 2.4x", "by 2.2–2.4x"."""
+    low, high = min(low, high), max(low, high)
+    a, b = _amount(low), _amount(high)
+    if a == b:
+        return f"by {a}"
+    if a[-1] == b[-1]:
+        return f"by {a[:-1]}–{b}"
+    return f"by {a} to {b}"

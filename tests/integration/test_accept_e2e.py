@@ -1,0 +1,253 @@
+"""Accepting a known regression, and the check run, end to end: the ``kernel-review review``
+CLI against the fake GitHub over HTTP (real PyGithub), on the fixture rewrite's real git
+repository. ``/bench accept`` by a maintainer and by a writer, a later push that is slower
+still, a policy ``[[accepted]]`` entry that expired, the check run with its annotations, and the
+commit status where check runs are refused."""
+
+# ruff: noqa: F811  (the end-to-end fixtures gh and fixture_repo are imported by name)
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot import gitutil
+from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+from bot.github.sticky import marker_sha
+from tests.fake_github import BOT, FakeGitHub, Token
+from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)
+    PR,
+    Run,
+    bot_comments,
+    comment_event,
+    fixture_repo,
+    gh,
+    load_commit,
+    pr_event,
+    results_for,
+    write_results,
+)
+
+POLICY = ".github/kernel-review.toml"
+REASON = "one Triton kernel instead of a CUDA and a HIP one"
+BOSS = "@\u200bboss"  # a login in the review is not a mention: nobody is pinged by each push
+
+
+def _policy(gh: FakeGitHub, base: str, extra: str = "") -> None:
+    """The base branch's policy with check runs as the merge gate, and ``extra`` appended."""
+    text = gh.blobs[base][POLICY].replace('merge_gate = "status"', 'merge_gate = "check"')
+    assert 'merge_gate = "check"' in text
+    gh.put_file(base, POLICY, text + extra)
+
+
+def _report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float, **inputs) -> Run:
+    """The measure jobs' results for ``head`` at ``ratio``, then the report of a push."""
+    run = Run(gh, tmp, monkeypatch, "pull_request", pr_event("synchronize", base, head), **inputs)
+    for vendor in ("nvidia", "amd"):
+        results_for(run.results, base, head, vendor, ratio)
+    assert run("report") == 0
+    return run
+
+
+def _push(gh: FakeGitHub, repo: Path, base: str, parent: str, message: str) -> str:
+    """A new head commit (same tree) pushed to the pull request."""
+    sha = gitutil.git(repo, "commit-tree", f"{parent}^{{tree}}", "-p", parent, "-m", message)
+    sha = sha.strip()
+    load_commit(gh, repo, sha)
+    gh.push(PR, sha, diff=gitutil.diff_text(repo, base, sha))
+    return sha
+
+
+def _sticky(gh: FakeGitHub) -> dict:
+    [sticky] = [c for c in bot_comments(gh) if marker_sha(c["body"])]
+    return sticky
+
+
+def _check(gh: FakeGitHub, sha: str) -> dict:
+    [run] = gh.checks_on(sha)
+    return run
+
+
+def test_bench_accept_by_a_maintainer_holds_across_pushes_until_slower_still(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    gh.permissions["boss"] = "maintain"
+    first = _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    assert first.outputs()["verdict"] == "request_changes"
+    assert _check(gh, head)["conclusion"] == "failure"
+
+    payload = comment_event(gh, "boss", f"/bench accept softmax 4096x4096 -- {REASON}")
+    plan = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
+    assert plan("plan") == 0
+    assert plan.outputs()["run"] == "false"  # recorded, not measured
+    record = plan.gate()["accept"]
+    got = sorted((a["vendor"], a["shapes"], a["max_ratio"]) for a in record["acceptances"])
+    assert [(v, s) for v, s, _ in got] == [("amd", [[4096, 4096]]), ("nvidia", [[4096, 4096]])]
+    assert all(r == pytest.approx(1.09) for _, _, r in got)  # the upper end of 1.08's interval
+    assert plan("ack") == 0
+    assert [r["content"] for r in gh.reactions[payload["comment"]["id"]]] == ["eyes", "+1"]
+    [recorded] = [c for c in bot_comments(gh) if "kernel-review:accept v1" in c["body"]]
+    assert "@boss accepts" in recorded["body"] and "up to 9.0% slower" in recorded["body"]
+    before = _sticky(gh)["body"]
+    assert plan("report") == 0  # the accept event measures nothing: the review stays as it was
+    assert _sticky(gh)["body"] == before
+
+    # the next push measures the same slowdown: accepted, and said so
+    second = _push(gh, repo, base, head, "address review")
+    again = _report(gh, tmp_path / "second", monkeypatch, base, second, 1.08)
+    assert again.outputs()["verdict"] != "request_changes"
+    body = _sticky(gh)["body"]
+    assert "### Accepted regressions" in body
+    assert f"accepted by {BOSS}: {REASON}" in body
+    run = _check(gh, second)
+    assert run["conclusion"] == "action_required"  # approved with conditions: not green yet
+    notices = [a for a in run["output"]["annotations"] if a["annotation_level"] == "notice"]
+    assert len(notices) == 2 and all("accepted by @boss" in a["message"] for a in notices)
+
+    # a later push is slower still: flagged again, and the review says against what
+    third = _push(gh, repo, base, second, "slower still")
+    worse = _report(gh, tmp_path / "third", monkeypatch, base, third, 1.20)
+    assert worse.outputs()["verdict"] == "request_changes"
+    body = _sticky(gh)["body"]
+    assert f"20.0% slower, more than the 9.0% slower accepted by {BOSS}" in body
+    assert "flagged again" in body
+    assert _check(gh, third)["conclusion"] == "failure"
+
+
+def test_bench_accept_without_the_permission_gets_a_reply_and_records_nothing(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    payload = comment_event(gh, "maintainer", f"/bench accept softmax -- {REASON}")  # write only
+    run = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
+    assert run("plan") == 0
+    gate = run.gate()
+    assert gate["accept"] is None and "/bench accept needs maintain" in gate["refusal"]
+    assert run("ack") == 0
+    assert [r["content"] for r in gh.reactions[payload["comment"]["id"]]] == ["eyes", "confused"]
+    [reply] = [c for c in bot_comments(gh) if not marker_sha(c["body"])]
+    assert reply["body"].startswith("@maintainer `/bench accept` was not recorded")
+    assert "has write permission" in reply["body"] and "accept\\_permission" in reply["body"]
+    assert "kernel-review:accept" not in reply["body"]
+
+    second = _push(gh, repo, base, head, "next")
+    again = _report(gh, tmp_path / "second", monkeypatch, base, second, 1.08)
+    assert again.outputs()["verdict"] == "request_changes"
+    assert "Accepted regressions" not in _sticky(gh)["body"]
+
+
+def test_bench_accept_before_any_measurement_is_refused_with_what_to_do(gh, tmp_path, monkeypatch):
+    gh.permissions["boss"] = "admin"
+    payload = comment_event(gh, "boss", f"/bench accept softmax -- {REASON}")
+    run = Run(gh, tmp_path, monkeypatch, "issue_comment", payload)
+    assert run("plan") == 0
+    assert "no measured slowdown of softmax" in run.gate()["refusal"]
+    assert "run /bench first" in run.gate()["refusal"]
+
+
+def test_a_forged_accept_record_by_someone_else_is_ignored(gh, fixture_repo, tmp_path, monkeypatch):
+    _, base, head = fixture_repo
+    _policy(gh, base)
+    gh.permissions["boss"] = "maintain"
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    payload = comment_event(gh, "boss", f"/bench accept softmax -- {REASON}")
+    accept = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
+    assert accept("plan") == 0 and accept("ack") == 0
+    [recorded] = [c for c in bot_comments(gh) if "kernel-review:accept v1" in c["body"]]
+    # a contributor pastes the bot's record into a comment of their own: it accepts nothing
+    forged = recorded["body"]
+    gh.comments.pop(recorded["id"])
+    gh.add_comment(PR, "alice", forged)
+    again = _report(gh, tmp_path / "again", monkeypatch, base, head, 1.08)
+    assert again.outputs()["verdict"] == "request_changes"
+
+
+@pytest.mark.parametrize(
+    ("expires", "verdict", "said"),
+    [
+        ("2020-03-01", "request_changes", "expired on 2020-03-01: flagged again"),
+        ("2999-03-01", "approve_with_conditions", "accepted in the policy by @\u200bgpu-team"),
+    ],
+    ids=["expired", "current"],
+)
+def test_policy_accepted_entry_accepts_until_its_expiry_date(
+    gh, fixture_repo, tmp_path, monkeypatch, expires, verdict, said
+):
+    _, base, head = fixture_repo
+    entry = (
+        '\n[[accepted]]\nkernel = "softmax"\nmax_percent = 10\nowner = "@gpu-team"\n'
+        f'reason = "{REASON}"\nexpires = {expires}\n'
+    )
+    _policy(gh, base, entry)
+    run = _report(gh, tmp_path, monkeypatch, base, head, 1.08)
+    assert run.outputs()["verdict"] == verdict
+    body = _sticky(gh)["body"]
+    assert "### Accepted regressions" in body and said in body
+
+
+def _many_slower(results: Path, base: str, head: str, n: int) -> None:
+    shapes = tuple(
+        ShapeLine(
+            kernel="softmax",
+            shape=(64 * (i + 1), 781),
+            dtype="float16",
+            verdict="SLOWER",
+            ratio=1.2,
+            ci_low=1.15,
+            ci_high=1.25,
+            base_us=10.0,
+            head_us=12.0,
+        )
+        for i in range(n)
+    )
+    ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
+    write_results(results, base, head, "nvidia", ev)
+
+
+def test_check_run_carries_the_verdict_summary_and_annotations_in_batches_of_50(
+    gh, fixture_repo, tmp_path, monkeypatch, capsys
+):
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    run = Run(gh, tmp_path, monkeypatch, "pull_request", pr_event("opened", base, head))
+    _many_slower(run.results, base, head, 60)
+    assert run("report") == 0
+    check = _check(gh, head)
+    assert check["name"] == "kernel-review" and check["status"] == "completed"
+    assert check["conclusion"] == "failure"
+    assert check["details_url"] == "https://ghe.example/octo/kernels/actions/runs/555"
+    assert check["output"]["title"].startswith("Request changes")
+    assert "Kernel review: Request changes" in check["output"]["summary"]
+    notes = check["output"]["annotations"]
+    assert len(notes) == 60 and check["requests"] == 2  # 50 with the run, 10 in one update
+    assert gh.count("POST", r"/check-runs$") == 1 and gh.count("PATCH", r"/check-runs/\d+$") == 1
+    source = gitutil.show_file(repo, head, notes[0]["path"]).splitlines()
+    for a in notes:
+        assert a["path"] == "toyops/softmax.py" and a["annotation_level"] == "warning"
+        assert "1.200x the base time" in a["message"]
+        # on the changed kernel's own lines: they start at its decorator or its def
+        first = source[a["start_line"] - 1].lstrip()
+        assert first.startswith(("@triton", "def ")) and a["end_line"] > a["start_line"]
+    assert gh.statuses.get(head) is None  # the check run is the merge gate
+    assert "check run" in capsys.readouterr().out
+
+
+def test_a_token_without_checks_write_falls_back_to_the_commit_status(
+    gh, fixture_repo, tmp_path, monkeypatch, capsys
+):
+    _, base, head = fixture_repo
+    _policy(gh, base)
+    gh.tokens["no-checks-token"] = Token(BOT, can_check=False)
+    run = _report(gh, tmp_path, monkeypatch, base, head, 1.08, token="no-checks-token")
+    assert run.outputs()["verdict"] == "request_changes"
+    assert gh.checks_on(head) == []
+    [status] = gh.statuses[head]
+    assert status["state"] == "failure" and status["context"] == "kernel-review"
+    log = capsys.readouterr().out
+    assert "the check run was refused (403" in log and "checks: write" in log
+    assert "setting the kernel-review commit status instead" in log

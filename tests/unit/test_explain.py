@@ -1,0 +1,201 @@
+"""The rule that explains slow shapes: a class they share, joined with the compiler report.
+
+Each case is a synthetic sweep built to have one pattern, or none: the rule must name the
+pattern where it holds and claim nothing where it does not.
+"""
+
+from __future__ import annotations
+
+from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
+from bot.review.explain import find_pattern, kernel_lines
+from bot.review.words import slower_by, speed, speed_range
+
+
+def _line(shape: tuple[int, ...], dtype: str, ratio: float, **kw) -> ShapeLine:
+    verdict = "SLOWER" if ratio > 1.03 else "FASTER" if ratio < 0.97 else "SAME"
+    return ShapeLine(
+        kernel=kw.pop("kernel", "add"), shape=shape, dtype=dtype, verdict=verdict, ratio=ratio, **kw
+    )
+
+
+def _sweep(*shapes: ShapeLine, vendor: str = "nvidia") -> SweepEvidence:
+    return SweepEvidence(vendor=vendor, gpu="GPU", shapes=shapes)  # type: ignore[arg-type]
+
+
+def _variant(spec: str, shapes: tuple[str, ...], bits: int, **kw) -> CompilerRow:
+    fields = {
+        "kernel": "add",
+        "side": "new",
+        "language": "triton",
+        "vendor": "nvidia",
+        "target": "sm_90",
+        "config": "BLOCK=1024",
+        "load_bits_max": bits,
+        "specialization": spec,
+        "shapes": shapes,
+        **kw,
+    }
+    return CompilerRow(**fields)
+
+
+# bf16 slower exactly at the lengths that do not divide by 16; fp32 unaffected
+RAGGED_BF16 = (
+    _line((4096,), "bfloat16", 1.0),
+    _line((1 << 20,), "bfloat16", 0.99),
+    _line((1 << 24,), "bfloat16", 1.01),
+    _line((1000003,), "bfloat16", 1.6),
+    _line((16777213,), "bfloat16", 2.2),
+    _line((7,), "bfloat16", 1.15, small_or_ragged=True),
+    _line((4096,), "float32", 1.0),
+    _line((1000003,), "float32", 1.01),
+    _line((16777213,), "float32", 0.99),
+)
+ADD_VARIANTS = CompilerEvidence(
+    rows=(
+        _variant("x:*bf16/16, n:i32/16", ("4096:bfloat16", "1048576:bfloat16"), 128),
+        _variant("x:*bf16/16, n:i32", ("1000003:bfloat16",), 16),
+        _variant("x:*fp32/16, n:i32", ("1000003:float32",), 32),
+        # the other vendor's variants do not speak for an NVIDIA sweep
+        _variant("x:*bf16/16, n:i32", ("1000003:bfloat16",), 128, vendor="amd", target="gfx942"),
+    )
+)
+
+
+def test_ragged_sizes_in_one_dtype_are_joined_with_the_narrower_loads_of_their_specialization():
+    (line,) = kernel_lines(_sweep(*RAGGED_BF16), ADD_VARIANTS)
+    assert line == (
+        "add: 3 of 9 shapes slower by 15.0% to 2.2x; bfloat16 is slower only at sizes not "
+        "divisible by 16: head's specialization for n % 16 != 0 uses 16-bit loads "
+        "(128-bit when n % 16 == 0)"
+    )
+
+
+def test_the_pattern_without_a_compiler_report_says_nothing_about_the_compiler():
+    (line,) = kernel_lines(_sweep(*RAGGED_BF16))
+    assert line.endswith("bfloat16 is slower only at sizes not divisible by 16")
+    # nor does one whose variants load alike, or that only the other vendor compiled
+    alike = CompilerEvidence(
+        rows=(
+            _variant("x:*bf16/16, n:i32/16", ("4096:bfloat16",), 128),
+            _variant("x:*bf16/16, n:i32", ("1000003:bfloat16",), 128),
+        )
+    )
+    assert kernel_lines(_sweep(*RAGGED_BF16), alike) == [line]
+    amd_only = CompilerEvidence(rows=(ADD_VARIANTS.rows[0], ADD_VARIANTS.rows[3]))
+    assert kernel_lines(_sweep(*RAGGED_BF16), amd_only) == [line]
+
+
+def test_spills_are_named_when_the_loads_do_not_differ():
+    rows = CompilerEvidence(
+        rows=(
+            _variant("x:*bf16/16, n:i32/16", ("4096:bfloat16",), 128, spill_bytes=0),
+            _variant("x:*bf16/16, n:i32", ("1000003:bfloat16",), 128, spill_bytes=96),
+        )
+    )
+    (line,) = kernel_lines(_sweep(*RAGGED_BF16), rows)
+    assert line.endswith("n % 16 != 0 spills 96 bytes (0 when n % 16 == 0)")
+
+
+def test_scattered_slow_shapes_have_no_pattern():
+    scattered = (
+        _line((4096,), "float32", 1.06),
+        _line((1000003,), "float32", 1.04),
+        _line((16777216,), "float32", 0.98),
+        _line((67108864,), "float32", 0.95),
+        _line((7,), "float32", 0.9, small_or_ragged=True),
+        _line((16777213,), "float32", 1.04, small_or_ragged=True),
+        _line((67108859,), "float32", 1.0, small_or_ragged=True),
+    )
+    assert find_pattern(scattered) is None
+    assert kernel_lines(_sweep(*scattered), ADD_VARIANTS) == [
+        "add: 3 of 7 shapes slower by 4.0–6.0%, with no pattern over size, alignment or dtype"
+    ]
+
+
+def test_one_slow_shape_or_every_shape_slow_is_no_pattern():
+    one = (_line((1000003,), "float32", 1.2), *(_line((n,), "float32", 1.0) for n in (16, 32)))
+    assert find_pattern(one) is None
+    everywhere = tuple(_line((n,), "float32", 1.2) for n in (16, 17, 32, 33))
+    assert find_pattern(everywhere) is None  # nothing to contrast with
+    assert kernel_lines(_sweep(*everywhere)) == [
+        "add: 4 of 4 shapes slower by 20.0%, with no pattern over size, alignment or dtype"
+    ]
+
+
+def test_nothing_slower_says_nothing():
+    assert (
+        kernel_lines(_sweep(*(_line((n,), "float32", 0.99) for n in (16, 17))), ADD_VARIANTS) == []
+    )
+
+
+def test_slower_only_at_the_smallest_sizes():
+    shapes = tuple(
+        _line((n, 1024), dtype, 1.2 if n <= 8 else 1.0, kernel="softmax")
+        for n in (1, 8, 4096, 32768)
+        for dtype in ("float16", "float32")
+    )
+    (line,) = kernel_lines(_sweep(*shapes))
+    assert line == (
+        "softmax: 4 of 8 shapes slower by 20.0%; slower only at the smallest 2 sizes, "
+        "alike in float16 and float32"
+    )
+
+
+def test_slow_added_shapes_in_every_dtype_alike_never_a_served_one():
+    shapes = tuple(
+        _line(shape, dtype, ratio, kernel="matmul", small_or_ragged=added)
+        for shape, ratio, added in (
+            ((4096, 4096, 4096), 0.9, False),
+            ((1000, 1000, 1000), 0.88, False),
+            ((8191, 1021, 8191), 1.12, True),
+            ((7, 13, 31), 1.19, True),
+            ((997, 997, 997), 0.93, True),
+        )
+        for dtype in ("float16", "bfloat16")
+    )
+    (line,) = kernel_lines(_sweep(*shapes))
+    assert line == (
+        "matmul: 4 of 10 shapes slower by 12.0–19.0%; slower at 4 of the 6 added small and "
+        "ragged shapes and at no served shape, alike in bfloat16 and float16"
+    )
+
+
+def test_failed_shapes_are_not_counted_as_timed():
+    shapes = (*RAGGED_BF16, ShapeLine(kernel="add", shape=(33,), dtype="bfloat16", verdict="WRONG"))
+    (line,) = kernel_lines(_sweep(*shapes))
+    assert line.startswith("add: 3 of 9 shapes slower")
+
+
+def test_speed_in_words():
+    assert speed(0.91) == "9.0% faster"
+    assert speed(1.057) == "5.7% slower"
+    assert speed(2.4145) == "2.4x slower"
+    assert speed(1.0002) == "as fast"
+    assert speed_range(0.9, 0.92) == "8.0–10.0% faster"
+    assert speed_range(1.031, 1.052) == "3.1–5.2% slower"
+    assert speed_range(0.98, 1.01) == "2.0% faster to 1.0% slower"
+    assert slower_by(1.044, 2.41) == "by 4.4% to 2.4x"
+    assert slower_by(2.2, 2.41) == "by 2.2–2.4x"
+    assert slower_by(1.05, 1.05) == "by 5.0%"
+    assert speed_range(2.41, 2.42) == "2.4x slower"
+    assert speed_range(1.044, 2.41) == "4.4% to 2.4x slower"
+
+
+def test_the_recorded_h200_fixture_review_explains_vector_add_and_matmul():
+    """The fixture's measure job on an H200 (bench/results/h200/fixture_review)."""
+    from bot.contracts.results import ResultsFile
+    from tests.paths import ROOT
+
+    path = ROOT / "bench/results/h200/fixture_review/results-nvidia.json"
+    ev = ResultsFile.model_validate_json(path.read_text(encoding="utf-8")).evidence
+    lines = {line.split(":")[0]: line for line in kernel_lines(ev.sweeps[0], ev.compiler)}
+    assert lines["vector_add"] == (
+        "vector_add: 8 of 16 shapes slower by 3.7% to 2.4x; bfloat16 is slower only at sizes "
+        "not divisible by 16 (5 shapes, by 4.4% to 2.4x): head's specialization for "
+        "n_elements % 16 != 0 uses 16-bit loads (128-bit when n_elements % 16 == 0); "
+        "3 other shapes slower by 3.7–5.7%, with no common pattern"
+    )
+    assert lines["matmul"] == (
+        "matmul: 4 of 18 shapes slower by 11.5–18.8%; slower at 4 of the 8 added small and "
+        "ragged shapes and at no served shape, alike in bfloat16 and float16"
+    )

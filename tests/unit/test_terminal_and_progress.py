@@ -1,0 +1,86 @@
+"""The terminal rendering of a comment, and progress on stderr as a bar or as plain lines."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from bot.escape import md_code, md_inline, md_text
+from bot.progress import Progress
+from bot.review.terminal import columns, terminal_text
+
+
+def test_the_comments_escapes_are_undone_for_a_terminal() -> None:
+    markdown = "\n".join(
+        [
+            "## ⛔ Kernel review: Request changes",
+            "",
+            "| kernel | note |",
+            "|---|---|",
+            f"| {md_inline('vector_add')} | {md_text('torch>=2.4 from `a|b` by @team')} |",
+            f"| {md_inline('x')} | `a`<br>{md_code('b|c')} |",
+            "",
+            "<details>",
+            "<summary>Not run</summary>",
+            "",
+            f"- {md_inline('sweep on <amd>: 1. no GPU')}",
+            "",
+            "</details>",
+            "<sub>Reviewed **head**</sub>",
+            "<!-- kernel-review:sticky -->",
+        ]
+    )
+    text = terminal_text(markdown)
+    title, rule = text.splitlines()[:2]
+    assert title == "⛔ Kernel review: Request changes" and set(rule) == {"="}
+    assert "vector_add  torch>=2.4 from a|b by @team" in text
+    assert "x           a, b|c" in text
+    assert "Not run\n-------" in text and "- sweep on <amd>: 1. no GPU" in text
+    assert "Reviewed head" in text
+    for raw in ("<details>", "<sub>", "<br>", "&gt;", "&#64;", "\\_", "\u200b", "**", "<!--"):
+        assert raw not in text
+
+
+def test_columns_never_cut_a_cell_and_align_numbers_right() -> None:
+    rows = [["config", "regs"], ["BLOCK_M=128, BLOCK_N=256, num_warps=8", "7"], ["B=1", "168"]]
+    lines = columns(rows, right=frozenset({1}))
+    assert lines[2] == "BLOCK_M=128, BLOCK_N=256, num_warps=8     7"
+    assert lines[3] == "B=1                                     168"
+
+
+def test_progress_in_a_log_is_one_line_per_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KERNEL_REVIEW_PROGRESS", raising=False)
+    out = io.StringIO()  # not a terminal
+    with Progress("compiler report", 2, stream=out) as bar:
+        bar.step("sm_90: compiled")
+        bar.say("note: a line that stays")
+        bar.step("::set-output name=x::y")
+    assert out.getvalue().splitlines() == [
+        "compiler report [1/2] sm_90: compiled",
+        "note: a line that stays",
+        "compiler report [2/2] :\u2060:set-output name=x::y",  # a log line issues no command
+    ]
+
+
+def test_progress_in_a_terminal_is_a_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNEL_REVIEW_PROGRESS", "bar")
+    out = io.StringIO()
+    with Progress("first call", 3, stream=out, unit="process") as bar:
+        bar.step("softmax: cold run done")
+        bar.say("kept line")
+    shown = out.getvalue()
+    assert "first call:  33%" in shown and "1/3" in shown and "softmax: cold run done" in shown
+    assert "kept line\n" in shown
+    assert "first call [1/3]" not in shown  # no log lines in a terminal
+
+
+def test_counted_words_agree_with_their_count() -> None:
+    from bot.outputs import plural
+
+    assert [plural(n, "changed file") for n in (0, 1, 2)] == [
+        "0 changed files",
+        "1 changed file",
+        "2 changed files",
+    ]
+    assert plural(1, "round") == "1 round" and plural(3, "process", "processes") == "3 processes"
