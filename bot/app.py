@@ -1,4 +1,5 @@
-"""``kernel-review review --mode plan|ack|measure|report``: the GitHub Actions glue.
+"""``kernel-review review --mode plan|ack|measure|report|scheduled|scheduled-report``: the
+GitHub Actions glue.
 
 The only module that reads the environment (GITHUB_* and the action's INPUT_*); it builds the
 pieces and passes them in, so everything below it can be tested with plain values.
@@ -9,7 +10,13 @@ pieces and passes them in, so everything below it can be tested with plain value
   and reply: the refusal with what is allowed, or the pinned SHA that will be measured.
 - measure (GPU runner, ``permissions: {}``, no token): run the plan for one vendor and shard.
 - report (write token): merge the results, decide, update the one sticky comment, set the
-  merge-gate status, write the job summary and annotations.
+  merge-gate status, write the job summary and annotations; each kernel's recorded history on
+  the default branch (the history branch's ``history.jsonl``) comes into the review.
+- scheduled (GPU runner, no token; ``schedule`` or ``workflow_dispatch``): measure the policy's
+  kernels at the default branch's head under the pinned toolchain and under the newest release
+  the pin allows or ``[toolchain] upgrade`` names; writes ``scheduled-<vendor>.json``.
+- scheduled-report (issues: write): append each vendor's record to the history file and open
+  or update one issue when a kernel would regress under the newest release.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from bot.jobs.accepting import record_comment
 from bot.jobs.approval import advisory_reason, advisory_status, told_before
 from bot.jobs.gate import GateDecision, GateResult, decide_gate, describe
 
-MODES = ("plan", "ack", "measure", "report")
+MODES = ("plan", "ack", "measure", "report", "scheduled", "scheduled-report")
 MAX_EVENT_BYTES = 25 * 2**20  # GitHub caps webhook payloads at 25 MB
 MAX_SUMMARY_BYTES = 1_000_000  # GitHub refuses step summaries over 1 MiB
 GATE_FILE = "gate.json"
@@ -60,6 +67,8 @@ class ActionEnv:
     vendor: str | None
     shard: str
     request_spacing_s: tuple[float, float] | None = (0.25, 1.0)
+    history_branch: str = "kernel-review-history"
+    history_path: Path = Path("kernel-review-history") / "history.jsonl"
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str]) -> ActionEnv:
@@ -93,6 +102,8 @@ class ActionEnv:
             vendor=get("INPUT_VENDOR"),
             shard=get("INPUT_SHARD") or "1/1",
             request_spacing_s=_spacing(get("KERNEL_REVIEW_REQUEST_SPACING_S")),
+            history_branch=get("INPUT_HISTORY_BRANCH") or "kernel-review-history",
+            history_path=Path(get("INPUT_HISTORY_PATH") or "kernel-review-history/history.jsonl"),
         )
 
 
@@ -327,6 +338,7 @@ def report_mode(env: ActionEnv, client_factory) -> int:
     for reason in dropped:
         log(f"results dropped: {reason}")
     evidence = merge_evidence(kept, d.plan.vendors if d.run else ())
+    evidence = evidence.merge(_history(client, env.history_branch, d.plan.vendors))
     kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
     repo = collect(ApiRevision(client, d.head_sha or ""), kernel_paths, result.policy.owners)
     bot_login = resolve_bot_login(client, env.bot_login)
@@ -422,6 +434,157 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
     return 0
 
 
+def _history(client: Any, branch: str, vendors: tuple[str, ...]) -> Any:
+    """Each kernel's recorded runs on the default branch (the first vendor's), from the history
+    branch; nothing when there is no history yet."""
+    from bot.contracts.evidence import Evidence
+    from bot.jobs.scheduled import HISTORY_FILE, kernel_history, read_history
+
+    if not vendors:
+        return Evidence()
+    try:
+        text = client.read_file(HISTORY_FILE, branch)
+    except GitHubError as exc:
+        log(f"history not read from {branch}: {exc.message}")
+        return Evidence()
+    return Evidence(history=kernel_history(read_history(text or ""), vendors[0]))
+
+
+def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -> int:
+    """Measure the default branch's head under its pinned toolchain and the newest release."""
+    import datetime as dt
+    import subprocess
+
+    from bot.contracts.history import ScheduledResults
+    from bot.jobs.scheduled import candidate_changes, scheduled_plan
+    from bot.policy.load import find_policy, missing_policy
+    from bot.revision import GitRevision
+    from checks.toolchain_env import installed_versions, resolve, side_requirements
+
+    if env.vendor not in ("nvidia", "amd"):
+        raise KernelReviewError(
+            f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
+            hint="set the action's vendor input",
+        )
+    root = Path.cwd()
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    head = GitRevision(root, sha)
+    found = find_policy(head, env.policy_path)
+    if found is None:
+        raise missing_policy(
+            head, place=f"at the default branch's head ({head.label})", hint="see docs/policy.md"
+        )
+    policy = found[0]
+    from packaging.requirements import Requirement
+
+    pinned = {Requirement(r).name: r for r in side_requirements(root)}
+    wanted = [
+        u if Requirement(u).specifier else _allowed(Requirement(u).name, pinned)
+        for u in policy.toolchain.upgrade
+    ]
+    names = {Requirement(w).name for w in wanted}
+    newest = dict(
+        line.split("==", 1)
+        for line in resolve(wanted, policy.toolchain.index_urls)
+        if line.split("==", 1)[0] in names
+    )
+    current_all = installed_versions()
+    # what the pinned side runs: the exact pin, else whatever of the range the runner has
+    current = {n: pinned[n].split("==", 1)[1] for n in names if "==" in pinned.get(n, "")}
+    current = {**installed_versions(names), **current}
+    moved = {name: v for name, v in newest.items() if current.get(name) != v}
+    changes = candidate_changes(
+        {name: pinned[name][len(name) :] for name in moved if name in pinned}, moved
+    )
+    plan = scheduled_plan(policy, sha, changes)
+    log(f"scheduled run at {sha[:12]}: " + (", ".join(f"{c.kernel} {c.old_version} -> {c.new_version}" for c in changes) or "the pinned toolchain only (the newest release is the pinned one)"))  # fmt: skip
+    measure = measure_fn or _measurement_engine()
+    evidence = measure(
+        plan,
+        vendor=env.vendor,
+        repo_root=root,
+        details_dir=env.results_path,
+        progress=log,
+        env_override={"head": tuple(f"{k}=={v}" for k, v in moved.items())} if changes else {},
+    )
+    out = ScheduledResults(
+        sha=sha,
+        vendor=env.vendor,
+        date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        changes=tuple(changes),
+        pinned=next((t.versions for t in evidence.toolchains if t.side == "base"), current_all),
+        evidence=evidence,
+    )
+    env.results_path.mkdir(parents=True, exist_ok=True)
+    path = env.results_path / f"scheduled-{env.vendor}.json"
+    path.write_text(out.model_dump_json(), encoding="utf-8")
+    set_outputs(env.output, {"results-path": str(env.results_path)})
+    log(f"wrote {path}")
+    return 0
+
+
+def _allowed(name: str, pinned: dict[str, str]) -> str:
+    """The newest release the pin allows: its range; an exact pin allows only itself, so the
+    newest release of all is tried then."""
+    pin = pinned.get(name)
+    return pin if pin is not None and "==" not in pin else name
+
+
+def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
+    """Append the scheduled runs' records to the history; open or update the one issue."""
+    from bot.contracts.history import ScheduledResults
+    from bot.jobs.scheduled import history_record, issue_title, upsert_issue
+    from bot.policy.load import find_policy
+    from bot.review.conclude import conclude, review_context
+    from bot.revision import ApiRevision
+
+    files = (
+        sorted(env.results_path.glob("**/scheduled-*.json")) if env.results_path.is_dir() else []
+    )
+    if not files:
+        raise ResultsError(
+            f"no scheduled-<vendor>.json under {env.results_path}",
+            hint="download the scheduled measure jobs' artifacts into results-path first",
+        )
+    client = client_factory()
+    lines = []
+    for path in files:
+        try:
+            results = ScheduledResults.model_validate_json(path.read_bytes())
+        except ValueError as exc:
+            raise ResultsError(
+                f"{path} is not a scheduled run's results: {str(exc)[:300]}"
+            ) from None
+        record = history_record(results)
+        lines.append(record.model_dump_json())
+        if not record.regressed:
+            log(f"{results.vendor}: nothing would regress")
+            continue
+        found = find_policy(ApiRevision(client, results.sha), env.policy_path)
+        if found is None:
+            log(f"no policy at {results.sha[:12]}; no issue opened")
+            continue
+        policy, source = found
+        ctx = review_context(policy, base_sha=results.sha, head_sha=results.sha,
+                             repository=env.repository, policy_source=source,
+                             note=f"scheduled run on the default branch ({results.vendor})")  # fmt: skip
+        review = conclude(results.changes, policy, results.evidence, ctx)
+        done = upsert_issue(
+            client,
+            issue_title(results.changes, record.regressed),
+            review.comment,
+            bot_login=env.bot_login or client.whoami() or DEFAULT_BOT_LOGINS[0],
+        )
+        log(f"{results.vendor}: {', '.join(record.regressed)} would regress; {done}")
+    env.history_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(env.history_path, "a", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+    log(f"appended {len(lines)} record(s) to {env.history_path}")
+    return 0
+
+
 def _measurement_engine() -> Callable[..., Any]:
     """The measurement engine's entry point: (plan, *, vendor, shard, repo_root) -> Evidence."""
     try:
@@ -499,4 +662,8 @@ def handle(args: argparse.Namespace) -> int:
         return ack_mode(env, factory)
     if args.mode == "report":
         return report_mode(env, factory)
+    if args.mode == "scheduled":
+        return scheduled_mode(env)
+    if args.mode == "scheduled-report":
+        return scheduled_report_mode(env, factory)
     return measure_mode(env)

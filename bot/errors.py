@@ -9,6 +9,7 @@
     ├── CommandError             a ``/bench`` comment that cannot be parsed or is not allowed
     ├── ResultsError             a results JSON that fails its schema or its size cap
     ├── CompilerError            a kernel toolchain (Triton, nvcc) is missing or unsupported
+    ├── ToolchainError           a side's own toolchain environment could not be made
     ├── UsageError               a command-line value out of range, or a file that cannot be written
     └── GitHubError              the GitHub API refused or failed after bounded retries
 
@@ -63,6 +64,10 @@ class ResultsError(KernelReviewError):
 
 
 class CompilerError(KernelReviewError):
+    pass
+
+
+class ToolchainError(KernelReviewError):
     pass
 
 

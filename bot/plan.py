@@ -3,7 +3,8 @@
 The Plan is the JSON contract between the gate job (which plans on a hosted runner and runs no
 pull-request code) and the measure jobs (one per vendor, on GPU runners). :func:`make_plan` is
 the only place a ``PlannedKernel`` is made (``kernel-review bench`` plans with it too, every
-kernel as "requested"), so every planned kernel carries the policy's ``tensors``. Pure.
+kernel as "requested"), so every planned kernel carries the policy's ``tensors``. A toolchain
+change (a pin of triton or torch moved) plans every policy kernel, each within the limits. Pure.
 """
 
 from __future__ import annotations
@@ -45,7 +46,12 @@ def make_plan(
     request); anything they name must already be allowed by the policy."""
     touched: dict[str, list[str]] = {}
     unmapped: list[str] = []
+    if any(c.kind == "toolchain" for c in changes):
+        # A new compiler or framework can change every kernel: all of them are measured.
+        touched = {kp.name: ["toolchain"] for kp in policy.kernels}
     for c in changes:
+        if c.kind == "toolchain":
+            continue
         if c.mapped:
             touched.setdefault(c.kernel, []).append(c.kind)
         else:

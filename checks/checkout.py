@@ -3,8 +3,9 @@
 ``[setup] command`` (for example ``python setup.py build_ext --inplace``: the base side of a
 rewrite is usually a compiled C++ extension) runs in each worktree before its workers start,
 under ``/bin/sh``, in the scrubbed environment the workers get (``checks.worker_env``), with the
-measuring interpreter's folder first on ``PATH`` so ``python`` and ``pip`` are the ones that will
-import the result, and killed with its process group after ``timeout_s``.
+side's measuring interpreter's folder first on ``PATH`` so ``python`` and ``pip`` are the ones
+that will import the result (each side's own toolchain when the change moves it, see
+``checks.toolchain_env``), and killed with its process group after ``timeout_s``.
 
 It is cached by the tree it built: after a build of a clean worktree, the files it left that git
 does not track are copied to the cache under a key made of the tree's hash, the command and the
@@ -62,24 +63,35 @@ def default_cache_dir() -> Path:
     return cache_root() / "setup"
 
 
-def prepare(root: Path, checkout: Checkout, *, log_dir: Path, cache_dir: Path | None = None) -> str:
+def prepare(
+    root: Path,
+    checkout: Checkout,
+    *,
+    log_dir: Path,
+    cache_dir: Path | None = None,
+    python: str | None = None,
+) -> str:
     """Run the build step in ``root`` (or restore its cached output); a line for the results'
-    notes saying which, or ``""`` when there is no build step. SetupError when it fails."""
+    notes saying which, or ``""`` when there is no build step. SetupError when it fails.
+    ``python``: the interpreter this side's workers run under (its own toolchain's, when the
+    change moves it), first on the command's ``PATH``; the bot's own by default."""
     command = checkout.setup_command
     if not command:
         return ""
+    python = python or sys.executable
     cache = cache_dir or default_cache_dir()
-    key = _cache_key(root, command)
+    key = _cache_key(root, command, python)
     if key is not None and _restore(cache / key, root):
         return f"setup ({root.name}): restored the build of this tree from the cache"
     before = set(_untracked(root))
-    seconds = _run(root, command, checkout.setup_timeout_s, log_dir / f"setup-{root.name}.log")
+    log = log_dir / f"setup-{root.name}.log"
+    seconds = _run(root, command, checkout.setup_timeout_s, log, python)
     if key is not None:
         _store(cache / key, root, sorted(set(_untracked(root)) - before))
     return f"setup ({root.name}): `{command}` took {seconds:.0f} s"
 
 
-def _cache_key(root: Path, command: str) -> str | None:
+def _cache_key(root: Path, command: str, python: str) -> str | None:
     try:
         tree = gitutil.git(root, "rev-parse", "--verify", "HEAD^{tree}").strip()
         dirty = gitutil.git(root, "status", "--porcelain", "--untracked-files=no").strip()
@@ -87,7 +99,7 @@ def _cache_key(root: Path, command: str) -> str | None:
         return None
     if dirty:
         return None
-    text = "\n".join((tree, command, sys.executable, sys.version))
+    text = "\n".join((tree, command, python, sys.version))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -99,9 +111,9 @@ def _untracked(root: Path) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
-def _run(root: Path, command: str, timeout_s: float, log: Path) -> float:
+def _run(root: Path, command: str, timeout_s: float, log: Path, python: str) -> float:
     env = scrubbed_env()
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log, "wb") as handle:

@@ -2,7 +2,8 @@
 
 The plan, the vendor and shard this runner measures, the base policy (read once, from the
 base commit: a pull request cannot loosen its own rules), the worktrees of base and head (each
-made the first time a check asks for it, and all removed when the job ends), a scratch folder,
+made the first time a check asks for it, and all removed when the job ends), each side's
+interpreter (its own toolchain's when the change moves a pin, ``checks.toolchain_env``), a scratch folder,
 the folder detailed results are written to, and the progress callback.
 
 What the plan carries (limits, deployment, compiler targets) is taken from the plan; the base
@@ -20,12 +21,14 @@ from typing import Any, Literal
 
 from bot import gitutil
 from bot.contracts.base import Vendor
+from bot.contracts.evidence import Evidence
 from bot.contracts.plan import Plan, PlanDeployment, PlanLimits
 from bot.errors import PolicyError
 from bot.policy.load import find_policy, missing_policy
 from bot.policy.model import Policy
 from bot.revision import GitRevision
 from checks.compiler.targets import VendorTarget, compile_targets, target_for
+from checks.toolchain_env import SideEnv, runner_env, side_environment
 
 Progress = Callable[[str], None]
 Side = Literal["base", "head"]
@@ -43,7 +46,10 @@ class MeasureContext:
     details_dir: Path | None = None  # where detailed results are written, if anywhere
     progress: Progress = lambda _m: None
     sweep_options: Any = None  # a checks.sweep.run.SweepOptions overriding the sweep's defaults
+    env_cache_dir: Path | None = None  # where side environments are kept (default: ~/.cache)
+    env_override: dict[str, tuple[str, ...]] = field(default_factory=dict)  # side -> requirements
     _trees: dict[Side, Path] = field(default_factory=dict)
+    _envs: dict[Side, SideEnv] = field(default_factory=dict)
 
     @classmethod
     @contextlib.contextmanager
@@ -52,7 +58,7 @@ class MeasureContext:
     ) -> Iterator[MeasureContext]:
         """The context of one job; its worktrees and scratch space are gone when it closes.
         ``options`` are the fields of the same names (shard, details_dir, progress,
-        sweep_options). An unknown ``vendor`` is a PolicyError."""
+        sweep_options, env_cache_dir, env_override). An unknown ``vendor`` is a PolicyError."""
         target = target_for(vendor)
         repo_root = Path(repo_root)
         base = GitRevision(repo_root, plan.base_sha)
@@ -87,6 +93,44 @@ class MeasureContext:
             sha = self.plan.base_sha if side == "base" else self.plan.head_sha
             self._trees[side] = gitutil.add_worktree(self.repo_root, self.work / side, sha)
         return self._trees[side]
+
+    @property
+    def per_side_toolchain(self) -> bool:
+        """Whether each side runs under its own toolchain: the change moves a pin, and the
+        base policy does not say ``[toolchain] environments = "runner"``."""
+        wanted = self.policy is None or self.policy.toolchain.environments == "per-side"
+        return bool(self.plan.toolchain) and wanted
+
+    def environment(self, side: Side) -> SideEnv:
+        """The interpreter this side's workers run under: its own toolchain's (made on the first
+        call, with uv) when ``per_side_toolchain``, else the runner's. ToolchainError when the
+        side's environment cannot be made."""
+        if side not in self._envs:
+            if not self.per_side_toolchain:
+                self._envs[side] = runner_env()
+            else:
+                urls = self.policy.toolchain.index_urls if self.policy is not None else []
+                self.progress(f"toolchain: the {side}'s own environment")
+                self._envs[side] = side_environment(
+                    self.tree(side),
+                    cache_dir=self.env_cache_dir,
+                    index_urls=urls,
+                    override=self.env_override.get(side, ()),
+                )
+        return self._envs[side]
+
+    def pythons(self) -> tuple[str, str]:
+        """The base's and the head's interpreters."""
+        return self.environment("base").python, self.environment("head").python
+
+    def toolchain_evidence(self) -> Evidence:
+        """The toolchains the sides ran under, for the review (nothing when both are the
+        runner's, as for any change that moves no pin)."""
+        if not self.per_side_toolchain:
+            return Evidence()
+        return Evidence(
+            toolchains=tuple(env.evidence(side) for side, env in sorted(self._envs.items()))
+        )
 
     def scratch(self, name: str) -> Path:
         """A folder of its own for one check (logs, partial results)."""

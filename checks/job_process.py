@@ -36,11 +36,13 @@ def run_job(
     triton_cache: Path,
     timeout_s: float,
     what: str,
+    python: str | None = None,
     prefix: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run ``python -m module JOB`` with ``job`` (plus ``out``) and return what it wrote to ``out``,
-    or ``{"fatal": message}`` when it timed out or died without writing it. ``prefix``: a program
-    that runs the process (a profiler), put before the interpreter."""
+    or ``{"fatal": message}`` when it timed out or died without writing it. ``python``: the
+    interpreter (a side's own toolchain, ``checks.toolchain_env``); the bot's by default.
+    ``prefix``: a program that runs the process (a profiler), put before the interpreter."""
     job = {**job, "out": str(workdir / "out.json")}
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job))
@@ -51,7 +53,10 @@ def run_job(
     env["TRITON_CACHE_DIR"] = str(triton_cache)
     make_undumpable()
     proc = subprocess.Popen(
-        capped([*prefix, sys.executable, "-m", module, str(job_path)], default_memory_bytes()),
+        capped(
+            [*prefix, python or sys.executable, "-m", module, str(job_path)],
+            default_memory_bytes(),
+        ),
         cwd=str(PACKAGE_ROOT),
         env=env,
         stdout=subprocess.PIPE,

@@ -3,7 +3,8 @@
 ``measure_plan(plan, vendor=..., shard=(i, n), repo_root=...)`` is what ``kernel-review review
 --mode measure`` calls. It makes one ``MeasureContext`` for the job (the base policy read once,
 the worktrees of base and head made once) and runs every check of ``checks.registry.CHECKS``
-that applies to this vendor and shard, merging each one's part of the evidence. Every check
+that applies to this vendor and shard, merging each one's part of the evidence, and the
+toolchain each side ran under when the change moves one. Every check
 that fails to run becomes a NotRun with its reason; nothing measured is dropped. The detailed
 sweep results (raw blocks, for offline recomputation) are written to ``details_dir`` when given.
 """
@@ -28,4 +29,5 @@ def measure_plan(plan: Plan, **job: Any) -> Evidence:
         for check in registry.CHECKS:
             if check.applies(ctx):
                 evidence = evidence.merge(check.run(ctx))
+        evidence = evidence.merge(ctx.toolchain_evidence())
     return evidence

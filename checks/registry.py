@@ -14,7 +14,7 @@ from typing import Protocol
 
 from bot.contracts.evidence import Evidence, NotRun
 from bot.errors import KernelReviewError
-from checks.context import MeasureContext
+from checks.context import MeasureContext, Side
 
 
 class Check(Protocol):
@@ -39,6 +39,7 @@ class Sweep:
 
         try:
             limits = ctx.limits
+            pythons = ctx.pythons()
             result = sweep_for_plan(
                 ctx.plan,
                 base_root=ctx.tree("base"),
@@ -49,6 +50,7 @@ class Sweep:
                 options=ctx.sweep_options,
                 work_dir=ctx.scratch("sweep"),
                 progress=ctx.progress,
+                pythons=pythons,
             )
         except KernelReviewError as exc:
             return Evidence(not_run=(NotRun(check="sweep", vendor=ctx.vendor, reason=exc.message),))
@@ -60,7 +62,9 @@ class Sweep:
 
 class FirstCall:
     """What a fresh process of the deployment pays before each kernel's first result, cold and
-    warm; measured once per vendor (on shard 1), since it does not split by shape."""
+    warm; measured once per vendor (on shard 1), since it does not split by shape. The head
+    only, unless the change moves the toolchain: then each side, under its own (a new Triton
+    often changes compile time)."""
 
     name = "first_call"
 
@@ -73,23 +77,33 @@ class FirstCall:
 
         deployment = ctx.deployment
         assert deployment is not None  # applies() says so
-        head = ctx.tree("head")
+        sides: tuple[Side, ...] = ("base", "head") if ctx.per_side_toolchain else ("head",)
         found, not_run = [], []
-        for spec in specs_for(ctx.plan.kernels):
-            ctx.progress(f"first call: {spec.name} (cold, then warm) in fresh processes")
+        for side in sides:
             try:
-                report = measure_first_call(
-                    head,
-                    spec,
-                    mode="gpu",
-                    deployment_kind=deployment.kind,
-                    budget_ms=deployment.first_call_budget_ms,
-                )
+                tree, python = ctx.tree(side), ctx.environment(side).python
             except KernelReviewError as exc:
-                reason = f"{spec.name}: {exc.message}"
+                reason = f"{side}: {exc.message}"
                 not_run.append(NotRun(check="first_call", vendor=ctx.vendor, reason=reason))
                 continue
-            found.append(first_call_evidence(report, ctx.vendor))
+            for spec in specs_for(ctx.plan.kernels):
+                ctx.progress(
+                    f"first call: {spec.name} ({side}, cold, then warm) in fresh processes"
+                )
+                try:
+                    report = measure_first_call(
+                        tree,
+                        spec,
+                        mode="gpu",
+                        deployment_kind=deployment.kind,
+                        budget_ms=deployment.first_call_budget_ms,
+                        python=python,
+                    )
+                except KernelReviewError as exc:
+                    reason = f"{spec.name}: {exc.message}"
+                    not_run.append(NotRun(check="first_call", vendor=ctx.vendor, reason=reason))
+                    continue
+                found.append(first_call_evidence(report, ctx.vendor, side))
         return Evidence(first_calls=tuple(found), not_run=tuple(not_run))
 
 
@@ -113,8 +127,9 @@ class Compiler:
 
         ctx.progress("compiler report: old and new, every config, both vendors")
         try:
+            envs = (ctx.environment("base"), ctx.environment("head"))
             compiler, not_run = compiler_evidence_for_trees(
-                ctx.tree("base"), ctx.tree("head"), ctx.plan, ctx.compiler_targets or []
+                ctx.tree("base"), ctx.tree("head"), ctx.plan, ctx.compiler_targets or [], envs=envs
             )
         except KernelReviewError as exc:
             return Evidence(not_run=(NotRun(check="compiler", reason=exc.message),))
@@ -136,6 +151,7 @@ class SharedMemory:
         profile = ctx.policy.profile if ctx.policy is not None else None
         try:
             limit = ctx.limits.max_gpu_seconds
+            base_python, head_python = ctx.pythons()
         except KernelReviewError as exc:
             return Evidence(not_run=(NotRun(check="smem", vendor=ctx.vendor, reason=exc.message),))
         budget = min(profile.max_seconds, limit) if profile is not None else min(120, limit)
@@ -147,6 +163,7 @@ class SharedMemory:
             budget_s=budget,
             gpu=_gpu_name(),
             progress=ctx.progress,
+            pythons={"base": base_python, "head": head_python},
         )
 
 

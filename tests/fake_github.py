@@ -83,6 +83,7 @@ class FakeGitHub:
         self.statuses: dict[str, list[dict[str, Any]]] = {}
         self.check_runs: dict[int, dict[str, Any]] = {}  # id -> run, annotations accumulated
         self.timelines: dict[int, list[dict[str, Any]]] = {}  # number -> events, oldest first
+        self.issues: dict[int, dict[str, Any]] = {}  # issues (not pull requests) by number
         # Actions settings by path ("/actions/permissions", "/orgs/octo/actions/runner-groups");
         # a path not set answers 403, as GitHub does for a token without admin rights.
         self.settings: dict[str, Any] = {}
@@ -330,6 +331,9 @@ class FakeGitHub:
             (r"/pulls/(\d+)", ("GET", self._get_pull)),
             (r"/pulls", ("GET", self._list_pulls)),
             (r"/pulls/(\d+)/files", ("GET", self._list_files)),
+            (r"/issues", ("GET", self._list_issues)),
+            (r"/issues", ("POST", self._create_issue)),
+            (r"/issues/(\d+)", ("PATCH", self._edit_issue)),
             (r"/issues/(\d+)/comments", ("GET", self._list_comments)),
             (r"/issues/(\d+)/comments", ("POST", self._create_comment)),
             (r"/issues/(\d+)/timeline", ("GET", self._list_timeline)),
@@ -443,6 +447,49 @@ class FakeGitHub:
                 },
             )
         return None
+
+    def _issue_json(self, i: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **i,
+            "url": self._url(f"/issues/{i['number']}"),
+            "html_url": f"{self.origin}/{self.repo}/issues/{i['number']}",
+            "pull_request": None,
+        }
+
+    def _list_issues(self, m, query, headers, body, token) -> Reply:
+        wanted = query.get("state", "open")
+        found = [i for i in self.issues.values() if wanted == "all" or i["state"] == wanted]
+        found.sort(key=lambda i: i["updated_at"], reverse=True)
+        return self._page([self._issue_json(i) for i in found], query, "/issues")
+
+    def _create_issue(self, m, query, headers, body, token) -> Reply:
+        text = (body or {}).get("body", "")
+        error = self._body_error(text)
+        if error:
+            return error
+        number = next(self._ids)
+        stamp = _stamp(number)
+        self.issues[number] = {
+            "id": number,
+            "number": number,
+            "title": (body or {}).get("title", ""),
+            "body": text,
+            "state": "open",
+            "user": _user(token.login, token.user_type),
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
+        return Reply(201, self._issue_json(self.issues[number]))
+
+    def _edit_issue(self, m, query, headers, body, token) -> Reply:
+        issue = self.issues.get(int(m.group(1)))
+        if issue is None:
+            return Reply(404, {"message": "Not Found"})
+        for key in ("title", "body", "state"):
+            if key in (body or {}):
+                issue[key] = body[key]
+        issue["updated_at"] = _stamp(next(self._ids))
+        return Reply(200, self._issue_json(issue))
 
     def _create_comment(self, m, query, headers, body, token) -> Reply:
         number = int(m.group(1))

@@ -64,7 +64,7 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
                 not_compiled=_not_compiled(c),
             )
         )
-    return lines
+    return lines + list(analysis.toolchain)
 
 
 def part_a_tables(analysis: Analysis) -> list[PartATable]:

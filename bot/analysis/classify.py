@@ -41,6 +41,7 @@ from bot.analysis.model import (
 )
 from bot.analysis.scan import scan_lines, scan_source
 from bot.analysis.text import source_kind
+from bot.toolchain.detect import diff_toolchain, file_kind
 
 if TYPE_CHECKING:
     from bot.policy.model import Policy
@@ -66,11 +67,13 @@ def analyze_diff(
     new_source: SourceFn | None = None,
     old_files: Sequence[str] | None = None,
     thrifty: bool = True,
+    toolchain_source: tuple[SourceFn | None, SourceFn | None] = (None, None),
 ) -> Analysis:
     """Analyze a unified diff (text, or already parsed). ``old_files``: every path at base, when
     known (for pairing a new Triton kernel with a C++ kernel the diff leaves untouched).
     ``thrifty``: read a whole file only when its diff lines could belong to a kernel (or the
-    policy names it)."""
+    policy names it). ``toolchain_source``: how to read a requirements, lock, Docker or
+    workflow file whole at base and head (without it, its diff lines are all it is read by)."""
     from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
     from bot.analysis.pairing import pair_rewrites
 
@@ -158,6 +161,19 @@ def analyze_diff(
         notes=notes,
         moved=moved,
         unclassified=unclassified,
+        toolchain=diff_toolchain(
+            (
+                (
+                    f.old_path,
+                    f.new_path,
+                    "\n".join(t for h in f.hunks for _, t in h.old_lines()),
+                    "\n".join(t for h in f.hunks for _, t in h.new_lines()),
+                )
+                for f in parsed.files
+                if not f.binary and (file_kind(f.old_path or "") or file_kind(f.new_path or ""))
+            ),
+            *toolchain_source,
+        ),
     )
 
 

@@ -217,6 +217,17 @@ def render_table(analysis: Analysis) -> str:
         for c in analysis.moved:
             lines.append(f"  {c.name}: {c.moved_from or '-'} -> {c.path}")
             lines += ["    " + d for d in _details(c) if not d.startswith(("was: ", "moved from"))]
+    if analysis.toolchain:
+        lines += [
+            "",
+            f"Toolchain changes ({len(analysis.toolchain)}): every policy kernel is affected",
+        ]
+        for t in analysis.toolchain:
+            where = (t.new_paths or t.old_paths or ("?",))[0]
+            lines.append(
+                f"  {t.kernel}: {t.old_version or 'not pinned'} -> {t.new_version or 'not pinned'}"
+                f"  ({where}{': ' + t.detail if t.detail else ''})"
+            )
     if analysis.unclassified:
         lines += ["", "Kernel files the diff alone does not classify:"]
         lines += [f"  {u.path}: {u.why}" for u in analysis.unclassified]

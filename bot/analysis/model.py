@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.analysis.diff import FilePatch, SkippedFile
 from bot.contracts.base import Frozen
-from bot.contracts.review import ChangeFinding
+from bot.contracts.review import ChangeFinding, ChangeLine
 
 if TYPE_CHECKING:
     from bot.policy.model import Policy
@@ -203,6 +203,7 @@ class Analysis(Frozen):
     notes: list[str] = Field(default_factory=list)
     moved: list[KernelChange] = Field(default_factory=list)  # kind "moved": same code, new file
     unclassified: list[UnclassifiedFile] = Field(default_factory=list)
+    toolchain: list[ChangeLine] = Field(default_factory=list)  # pins of triton, torch... moved
 
 
 @dataclass

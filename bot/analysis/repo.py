@@ -74,6 +74,7 @@ def analyze_range(
         new_source=_kernel_files(head, in_diff, _markers(policy)),
         old_files=old_files,
         thrifty=thrifty,
+        toolchain_source=(base.read, head.read),
     )
 
 

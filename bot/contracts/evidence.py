@@ -121,6 +121,7 @@ class FirstCallEvidence(Frozen):
     over_budget_shapes: tuple[str, ...] = ()
     compile_only: bool = False  # measured on a CPU by compiling, not launching
     detail: str = ""
+    side: Literal["base", "head"] = "head"  # base too when the change moves the toolchain
 
 
 class TritonLayout(Frozen):
@@ -262,6 +263,22 @@ class NotRun(Frozen):
     reason: str
 
 
+class SideToolchain(Frozen):
+    """The toolchain one side's workers ran under, as the measure job found it installed."""
+
+    side: Literal["base", "head"]
+    versions: dict[Label, Label] = Field(default_factory=dict, max_length=32)  # triton: 3.6.0
+    environment: Label = ""  # "the runner's own", "uv environment 1f3a... (triton==3.5.1)"
+
+
+class KernelHistory(Frozen):
+    """A kernel's recorded runs on the default branch, oldest first: (date, commit, median
+    microseconds over its served shapes, the toolchain it ran under)."""
+
+    kernel: str
+    points: tuple[tuple[Label, Label, Positive, Label], ...] = Field(default=(), max_length=1000)
+
+
 class Evidence(Frozen):
     """Everything known about one pull request at one head SHA."""
 
@@ -272,6 +289,8 @@ class Evidence(Frozen):
     rollbacks: tuple[RolloutFact, ...] = ()
     smem: tuple[SmemTraffic, ...] = Field(default=(), max_length=2000)  # C-3, opt-in
     not_run: tuple[NotRun, ...] = ()
+    toolchains: tuple[SideToolchain, ...] = ()
+    history: tuple[KernelHistory, ...] = ()
 
     def merge(self, other: Evidence) -> Evidence:
         """This evidence and ``other`` in one, field by field (a new field merges without an

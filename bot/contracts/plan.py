@@ -70,3 +70,9 @@ class Plan(Frozen):
     @property
     def cases(self) -> int:
         return sum(k.cases for k in self.kernels)
+
+    @property
+    def toolchain(self) -> tuple[ChangeLine, ...]:
+        """The toolchain pins this change moves (triton, torch, ...): each side then runs under
+        its own toolchain."""
+        return tuple(c for c in self.changes if c.kind == "toolchain")

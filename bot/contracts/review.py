@@ -38,10 +38,11 @@ class ChangeFinding(Frozen):
 
 
 class ChangeLine(Frozen):
-    """One kernel change as the review lists it."""
+    """One kernel change as the review lists it, or one toolchain pin that moved (kind
+    "toolchain": ``kernel`` is the package, every policy kernel is affected)."""
 
-    kernel: str  # policy kernel name when mapped, else the kernel's own name
-    kind: Literal["rewrite", "tuning", "body", "launch", "new", "deleted"]
+    kernel: str  # policy kernel name when mapped, else the kernel's own name; the package
+    kind: Literal["rewrite", "tuning", "body", "launch", "new", "deleted", "toolchain"]
     old_language: str | None = None  # "cuda+hip", "triton", ...
     new_language: str | None = None
     old_paths: tuple[str, ...] = ()
@@ -51,6 +52,8 @@ class ChangeLine(Frozen):
     mapped: bool = True  # False: no policy kernel covers these paths, so nothing is measured
     detail: str = ""
     branches: tuple[str, ...] = ()  # launch settings chosen by vendor or architecture
+    old_version: str | None = None  # toolchain: the pin before ("==3.5.1"); None: not pinned
+    new_version: str | None = None  # toolchain: the pin after; None: no longer pinned
     new_lines: tuple[int, int] | None = None  # first and last line of the new kernel in head
     findings: tuple[ChangeFinding, ...] = ()
     not_compiled: str = ""  # why the compiler report cannot cover the new kernel's language
@@ -109,3 +112,4 @@ class ReviewContext(BaseModel):
     first_call_budget_ms: float | None = None
     vendors: tuple[str, ...] = ()
     note: str = ""  # e.g. "demo on a machine without a GPU"
+    owners: tuple[str, ...] = ()  # the policy's: who re-tunes after a toolchain change

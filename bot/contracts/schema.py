@@ -11,13 +11,17 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from bot.contracts.history import HistoryRecord, ScheduledResults
 from bot.contracts.plan import Plan
 from bot.contracts.results import ResultsFile
 
-# file name -> model: the plan (gate -> measure jobs) and a results file (measure -> report)
+# file name -> model: the plan (gate -> measure jobs), a results file (measure -> report), a
+# scheduled run's results (scheduled measure -> scheduled report) and a history line
 SCHEMAS: dict[str, type[BaseModel]] = {
     "plan.schema.json": Plan,
     "results.schema.json": ResultsFile,
+    "scheduled.schema.json": ScheduledResults,
+    "history-record.schema.json": HistoryRecord,
 }
 
 

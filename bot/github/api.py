@@ -31,7 +31,7 @@ from github import Auth, Github, GithubException
 from bot import __version__
 from bot.contracts.base import Frozen
 from bot.errors import GitHubError
-from bot.github.types import CheckAnnotation, CommentInfo, FileInfo, PullInfo
+from bot.github.types import CheckAnnotation, CommentInfo, FileInfo, IssueInfo, PullInfo
 
 DEFAULT_API_URL = "https://api.github.com"
 DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
@@ -478,6 +478,35 @@ class GitHubClient:
         comment = self._comment_ref(comment_id)
         self._call(f"reacting to comment {comment_id}", lambda: comment.create_reaction(content))
 
+    def find_issue(self, marker: str, *, author: str | None = None) -> IssueInfo | None:
+        """The first open issue (not a pull request) whose body holds ``marker``, by ``author``
+        when given; the 100 most recently updated open issues are searched."""
+
+        def run() -> IssueInfo | None:
+            for i, issue in enumerate(self._repo.get_issues(state="open", sort="updated")):
+                if i >= 100:
+                    return None
+                if issue.pull_request is not None or marker not in (issue.body or ""):
+                    continue
+                found = _issue(issue)
+                if author is None or found.author == author:
+                    return found
+            return None
+
+        return self._call("listing open issues", run)
+
+    def create_issue(self, title: str, body: str) -> IssueInfo:
+        """Open an issue. Never repeated on a 5xx, like a comment."""
+        return self._call(
+            f"opening the issue {title[:60]!r}",
+            lambda: _issue(self._repo.create_issue(title=title, body=body)),
+            idempotent=False,
+        )
+
+    def edit_issue(self, number: int, title: str, body: str) -> None:
+        issue = self._repo.get_issue(number)
+        self._call(f"updating issue #{number}", lambda: issue.edit(title=title, body=body))
+
     def set_status(
         self, sha: str, state: str, description: str, *, context: str, target_url: str | None = None
     ) -> None:
@@ -553,6 +582,16 @@ class GitHubClient:
                 f"adding annotations {n} of {len(batches)} to the check run", more, idempotent=False
             )
         return run_id
+
+
+def _issue(i: Any) -> IssueInfo:
+    return IssueInfo(
+        number=i.number,
+        title=i.title or "",
+        body=i.body or "",
+        author=_login(i.user),
+        html_url=i.html_url or "",
+    )
 
 
 def _login(user: Any) -> str:

@@ -55,6 +55,14 @@ class CheckAnnotation(Frozen):
     message: str
 
 
+class IssueInfo(Frozen):
+    number: int
+    title: str
+    body: str = ""
+    author: str = ""
+    html_url: str = ""
+
+
 class FileInfo(Frozen):
     filename: str
     status: str  # added | removed | modified | renamed | copied | changed | unchanged

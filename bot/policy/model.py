@@ -351,6 +351,24 @@ class Setup(_Model):
     )
 
 
+class Toolchain(_Model):
+    environments: Literal["per-side", "runner"] = Field(
+        default="per-side",
+        description="when a change moves the triton or torch pin: 'per-side' runs each side "
+        "under its own pins (an environment made with uv), 'runner' under the runner's own",
+    )
+    index_urls: list[Annotated[str, Field(pattern=r"^(https?|file)://\S+$")]] = Field(
+        default_factory=list,
+        description="extra package indexes for those environments, like "
+        "'https://download.pytorch.org/whl/cu128'",
+    )
+    upgrade: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: ["triton"],
+        description="what a scheduled run tries at the newest release its pin allows, like "
+        '["triton", "torch"]',
+    )
+
+
 class ServedShape(_Model):
     dims: tuple[PositiveInt, ...] = Field(
         alias="shape",
@@ -559,6 +577,9 @@ class Policy(_Model):
     )
     setup: Setup | None = Field(
         default=None, description="a [setup] table: the build step run in each checkout"
+    )
+    toolchain: Toolchain = Field(
+        default_factory=Toolchain, description="a [toolchain] table: per-side environments"
     )
     kernel_decorators: list[str] = Field(
         default_factory=list,

@@ -64,6 +64,7 @@ def review_context(
         first_call_budget_ms=policy.deployment.first_call_budget_ms,
         vendors=tuple(policy.vendors),
         note=note,
+        owners=tuple(policy.owners),
     )
 
 

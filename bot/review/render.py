@@ -24,6 +24,7 @@ from bot.contracts.evidence import (
 )
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
+from bot.review.toolchain import history_lines, toolchain_lines
 from bot.review.words import speed, speed_range
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
@@ -55,6 +56,9 @@ def _changes_table(v: Verdict) -> list[str]:
     for c in v.changes:
         if c.kind == "rewrite":
             kind = f"rewrite {c.old_language or '?'} → {c.new_language or '?'}"
+        elif c.kind == "toolchain":
+            before, after = c.old_version or "not pinned", c.new_version or "not pinned"
+            kind = f"toolchain {code(before)} → {code(after)}"
         else:
             language = c.new_language or c.old_language
             # Triton, CUDA and HIP go without saying; any other language is named
@@ -68,6 +72,8 @@ def _changes_table(v: Verdict) -> list[str]:
         old = "<br>".join(code(p) for p in c.old_paths) or "—"
         new = "<br>".join(code(p) for p in c.new_paths) or "—"
         name = esc(c.kernel) + ("" if c.mapped else " (not in policy)")
+        if c.kind == "toolchain":
+            name = f"{esc(c.kernel)} (every kernel)"
         out.append(f"| {name} | {kind} | {old} | {new} | {kept} |")
     return out
 
@@ -80,6 +86,18 @@ def _findings(v: Verdict) -> list[str]:
         for f in c.findings
     ]
     return ["### In the changed code", "", *rows, ""] if rows else []
+
+
+def _toolchain(v: Verdict, evidence: Evidence, ctx: ReviewContext) -> list[str]:
+    """What a toolchain change moved, and the default branch's history (open sections)."""
+    out: list[str] = []
+    moved = toolchain_lines(v.changes, evidence, ctx.owners)
+    if moved:
+        out += ["### What the toolchain change moved", "", *(f"- {esc(x)}" for x in moved), ""]
+    history = history_lines(evidence)
+    if history:
+        out += ["### On the default branch", "", *(f"- {esc(x)}" for x in history), ""]
+    return out
 
 
 def _part_a(tables: Sequence[PartATable]) -> list[str]:
@@ -613,6 +631,7 @@ def render_comment(
     lines += _accepted(verdict.accepted)
     lines += _section("What changed", _changes_table(verdict), full=full)
     lines += _findings(verdict)
+    lines += _toolchain(verdict, evidence, ctx)
 
     per_shape: list[str] = []
     for s in evidence.sweeps:

@@ -41,13 +41,17 @@ def decide(
     unfinished = [c for c in conditions if c.state != "met"]
     rewrites = [c for c in changes if c.kind == "rewrite"]
     tunings = [c for c in changes if c.kind == "tuning"]
+    bumps = [c for c in changes if c.kind == "toolchain"]
 
     what = []
+    if bumps:
+        moved = ", ".join(dict.fromkeys(c.kernel for c in bumps))
+        what.append(f"moves the kernels' toolchain ({moved}), which affects every kernel")
     if rewrites:
         what.append(f"replaces {len(rewrites)} hand-written kernel(s) with Triton")
     if tunings:
         what.append(f"retunes {len(tunings)} Triton kernel(s)")
-    others = len(changes) - len(rewrites) - len(tunings)
+    others = len(changes) - len(rewrites) - len(tunings) - len(bumps)
     if others:
         what.append(f"changes {others} other kernel(s)")
     subject = (

@@ -34,6 +34,7 @@ from checks.compiler.records import CompilerReport, Flag, KernelCompileRecord
 from checks.compiler.report import compare_reports, make_report
 from checks.compiler.run import KernelSpec, build_compiler_report, specs_for
 from checks.compiler.targets import VENDOR_TARGETS, compile_targets, target_for
+from checks.toolchain_env import SideEnv
 
 
 def cxx_records(
@@ -88,11 +89,13 @@ def tree_report(
     *,
     cxx_paths: dict[str, tuple[str, ...]] | None = None,
     not_run: list[NotRun],
+    env: SideEnv | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CompilerReport:
     """The compiler report of the checkout at ``tree``; with ``cxx_paths``, the C++ kernels
-    among those paths too."""
-    report = build_compiler_report(tree, specs, targets, progress=progress)
+    among those paths too; with ``env``, cross-compiled under that side's own Triton."""
+    toolchain = {"python": env.python, "triton_version": env.versions.get("triton")} if env else {}
+    report = build_compiler_report(tree, specs, targets, progress=progress, **toolchain)
     extra = cxx_records(tree, cxx_paths, targets, not_run) if cxx_paths else []
     if not extra:
         return report
@@ -230,16 +233,20 @@ def compiler_evidence_for_trees(
     targets: list[str],
     *,
     details_dir: Path | None = None,
+    envs: tuple[SideEnv | None, SideEnv | None] = (None, None),
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
     """Compile the planned kernels in the base and head checkouts for ``targets`` and compare
     them; with ``details_dir`` the full reports (every variant) are written there as
-    ``compiler-old.json`` and ``compiler-new.json``."""
+    ``compiler-old.json`` and ``compiler-new.json``. ``envs``: each side's own toolchain
+    (base, head), the bot's own where None."""
     not_run: list[NotRun] = []
     specs = specs_for(plan.kernels)
-    paths = {k.name: tuple(k.paths) for k in plan.kernels}
+    # the old side's C++ kernels, for a rewrite; a kernel planned for a toolchain change only
+    # has the same source on both sides, so only its Triton configs are compared
+    paths = {k.name: tuple(k.paths) for k in plan.kernels if k.change_kinds != ("toolchain",)}
     try:
-        old = tree_report(base_tree, specs, targets, cxx_paths=paths, not_run=not_run)
-        new = tree_report(head_tree, specs, targets, not_run=not_run)
+        old = tree_report(base_tree, specs, targets, cxx_paths=paths, not_run=not_run, env=envs[0])
+        new = tree_report(head_tree, specs, targets, not_run=not_run, env=envs[1])
     except KernelReviewError as exc:
         return None, [NotRun(check="compiler", reason=exc.message)]
     for note in (*old.notes, *new.notes):

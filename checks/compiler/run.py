@@ -86,12 +86,10 @@ def source_digest(repo_root: Path) -> str | None:
     )
 
 
-def _job_key(digest: str, target: str, kernels: list[KernelSpec]) -> str:
-    import triton
-
+def _job_key(digest: str, target: str, kernels: list[KernelSpec], triton_version: str) -> str:
     parts = [
         JOB_CACHE_VERSION,
-        triton.__version__,
+        triton_version,
         os.environ.get("TRITON_PTXAS_PATH", ""),
         digest,
         target,
@@ -107,6 +105,7 @@ def _run_worker(
     cache_dir: Path,
     timeout_s: float,
     jobs: int,
+    python: str | None,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix="kr-compile-") as tmp:
         job = {
@@ -123,6 +122,7 @@ def _run_worker(
             triton_cache=Path(tmp) / "triton-cache",
             timeout_s=timeout_s,
             what=f"compiling for {target}",
+            python=python,
         )
 
 
@@ -134,14 +134,17 @@ def _target_records(
     digest: str | None,
     timeout_s: float,
     jobs: int,
+    toolchain: tuple[str | None, str],
 ) -> tuple[dict, bool]:
-    path = cache_dir / "jobs" / f"{_job_key(digest, target, kernels)}.json" if digest else None
+    python, version = toolchain
+    key = _job_key(digest, target, kernels, version) if digest else ""
+    path = cache_dir / "jobs" / f"{key}.json" if digest else None
     if path is not None and path.is_file():
         try:
             return json.loads(path.read_text()), True
         except (OSError, ValueError):
             pass
-    result = _run_worker(repo_root, target, kernels, cache_dir, timeout_s, jobs)
+    result = _run_worker(repo_root, target, kernels, cache_dir, timeout_s, jobs, python)
     if path is not None and "fatal" not in result:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -158,13 +161,17 @@ def build_compiler_report(
     cache_dir: Path | None = None,
     jobs: int | None = None,
     timeout_s: float = 600.0,
+    python: str | None = None,
+    triton_version: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CompilerReport:
     """Compile every variant of every kernel for every target and report what came out;
-    ``progress`` hears of each target as it finishes."""
+    ``progress`` hears of each target as it finishes. ``python`` and ``triton_version``: a
+    side's own toolchain (``checks.toolchain_env``); the bot's own interpreter and Triton by
+    default."""
     from checks.compiler.triton_compat import check_triton_version
 
-    version = check_triton_version()
+    version = check_triton_version(triton_version)
     for t in targets:
         vendor_of(t)  # refuses an unknown target name up front
     start = time.perf_counter()
@@ -176,7 +183,9 @@ def build_compiler_report(
     jobs = max(1, jobs or os.cpu_count() or 1)
 
     def one(target: str) -> tuple[dict, bool]:
-        done = _target_records(repo_root, target, kernels, cache_dir, digest, timeout_s, jobs)
+        done = _target_records(
+            repo_root, target, kernels, cache_dir, digest, timeout_s, jobs, (python, version)
+        )
         if progress is not None:
             result, hit = done
             how = "failed" if "fatal" in result else "cached" if hit else "compiled"

@@ -185,7 +185,7 @@ def judge(
     )
 
 
-def _probe(job: dict, timeout_s: float) -> dict[str, Any]:
+def _probe(job: dict, timeout_s: float, python: str | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kr-first-call-") as tmp:
         return run_job(
             "checks.first_call.probe",
@@ -194,6 +194,7 @@ def _probe(job: dict, timeout_s: float) -> dict[str, Any]:
             triton_cache=Path(job["cache_root"]) / "default",
             timeout_s=timeout_s,
             what="the first-call probe",
+            python=python,
         )
 
 
@@ -208,11 +209,13 @@ def measure_first_call(
     device: str = "cuda",
     workdir: Path | None = None,
     timeout_s: float = 600.0,
+    python: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> FirstCallReport:
     """Cold then warm, each in a fresh process; the cache directories live under ``workdir``
-    (a fresh temporary directory when not given). ``progress`` hears of each of the three
-    processes (priming, cold, warm) as it ends."""
+    (a fresh temporary directory when not given). ``python``: the interpreter (a side's own
+    toolchain), the bot's own by default. ``progress`` hears of each of the three processes
+    (priming, cold, warm) as it ends."""
     step = progress or (lambda _text: None)
     with tempfile.TemporaryDirectory(prefix="kr-first-call-caches-") as tmp:
         root = Path(workdir) if workdir else Path(tmp)
@@ -234,11 +237,11 @@ def measure_first_call(
         # A throwaway process with its own cache directory reads them first.
         # What it returns does not matter: a failure here shows again, measured, in the cold run.
         prime = {**job, "prime": True, "cache_root": str(root / f"{spec.name}-prime")}
-        _probe(prime, min(timeout_s, 300.0))
+        _probe(prime, min(timeout_s, 300.0), python)
         step(f"{spec.name}: imports primed")
-        cold = _run(_probe(job, timeout_s), "cold", mode, where)
+        cold = _run(_probe(job, timeout_s, python), "cold", mode, where)
         step(f"{spec.name}: cold run {'failed' if cold.error else 'done'}")
-        warm = _run(_probe(job, timeout_s), "warm", mode, where)
+        warm = _run(_probe(job, timeout_s, python), "warm", mode, where)
         step(f"{spec.name}: warm run {'failed' if warm.error else 'done'}")
     return judge(
         spec.name,
@@ -251,8 +254,9 @@ def measure_first_call(
     )
 
 
-def first_call_evidence(report: FirstCallReport, vendor: str) -> Any:
-    """The review's summary of one kernel's first-call report (``vendor``: nvidia, amd, cpu)."""
+def first_call_evidence(report: FirstCallReport, vendor: str, side: str = "head") -> Any:
+    """The review's summary of one kernel's first-call report (``vendor``: nvidia, amd, cpu;
+    ``side``: base or head, both measured when the change moves the toolchain)."""
     from bot.contracts.evidence import FirstCallEvidence
 
     cold, warm = report.cold, report.warm
@@ -278,4 +282,5 @@ def first_call_evidence(report: FirstCallReport, vendor: str) -> Any:
         over_budget_shapes=report.over_budget_shapes,
         compile_only=report.mode == "compile-only",
         detail="; ".join(detail),
+        side=side,  # type: ignore[arg-type]
     )

@@ -115,10 +115,12 @@ def sweep_for_plan(
     options: SweepOptions | None = None,
     work_dir: Path,
     progress: Callable[[str], None] | None = None,
+    pythons: tuple[str, str] | None = None,
 ) -> SweepResult:
     """Measure shard ``i`` of ``n`` of the plan's cases (every n-th case, from the i-th), base
     and head checked out at ``base_root`` and ``head_root``; logs go under ``work_dir``. The base
-    ``policy``'s import path and build step, when given, set up each checkout."""
+    ``policy``'s import path and build step, when given, set up each checkout. ``pythons``:
+    the base's and the head's interpreters, when each side runs under its own toolchain."""
     i, n = shard
     cases = plan_cases(
         plan.kernels,
@@ -131,6 +133,7 @@ def sweep_for_plan(
         update={
             "checkout": checkout_for(policy),
             "worker_memory_bytes": (limits.worker_memory_gib or 0) * 2**30 or None,
+            **({"pythons": pythons} if pythons else {}),
         }
     )
     return run_sealed(

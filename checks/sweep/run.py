@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -52,6 +53,7 @@ class SweepOptions(BaseModel):
     warmup_max_s: float = 10.0
     checkout: Checkout = Checkout()  # python_path and the [setup] build step, from the policy
     worker_memory_bytes: int | None = None  # each worker's cap; None: default_memory_bytes()
+    pythons: tuple[str, str] | None = None  # base's and head's interpreters (own toolchains)
 
 
 def visible_gpus() -> list[str]:
@@ -220,9 +222,11 @@ def run_sweep(
         warmup_max_s=options.warmup_max_s,
     )
     recorder = _Recorder(len(cases), partial_path, progress, started=t_start)
+    base_python, head_python = options.pythons or (sys.executable, sys.executable)
+    pythons: dict[str, str] = {"base": base_python, "head": head_python}
     setup_notes = [
-        prepare(root, options.checkout, log_dir=work_dir / "logs")
-        for root in (base_root, head_root)
+        prepare(root, options.checkout, log_dir=work_dir / "logs", python=pythons[side])
+        for side, root in (("base", base_root), ("head", head_root))
     ]
     notes = [*notes, *(n for n in setup_notes if n)]
     threads, outs = [], []
@@ -242,6 +246,7 @@ def run_sweep(
                     gpu=gpu,
                     timeouts=options.timeouts,
                     python_path=options.checkout.python_path,
+                    python=pythons[side],
                     memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
                     slot=1 + ((side == "head") != (arm == 1)),
                     arm=arm,

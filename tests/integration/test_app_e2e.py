@@ -139,6 +139,8 @@ class Run:
             "INPUT_POLICY_PATH",
             "INPUT_BOT_LOGIN",
             "INPUT_TOKEN",
+            "INPUT_HISTORY_PATH",
+            "INPUT_HISTORY_BRANCH",
         ):
             monkeypatch.delenv(key, raising=False)
         for key, value in {**env, **{f"INPUT_{k.upper()}": v for k, v in inputs.items()}}.items():

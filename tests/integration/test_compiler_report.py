@@ -287,14 +287,14 @@ def test_interpreter_mode_is_refused(monkeypatch):
         pass
 
 
-@pytest.mark.parametrize("version", ["3.5.1", "3.7.0", "4.0.0", "2.3.1+cu121"])
+@pytest.mark.parametrize("version", ["3.4.0", "3.7.0", "4.0.0", "2.3.1+cu121"])
 def test_unsupported_triton_versions_are_refused(version: str):
     with pytest.raises(CompilerError, match="not supported") as err:
         triton_compat.check_triton_version(version)
     assert err.value.hint and "triton" in err.value.hint
 
 
-@pytest.mark.parametrize("version", ["3.6.0", "3.6.1", "3.6.0+git1234abcd"])
+@pytest.mark.parametrize("version", ["3.5.1", "3.6.0", "3.6.1", "3.6.0+git1234abcd"])
 def test_supported_triton_versions_pass(version: str):
     assert triton_compat.check_triton_version(version) == version
 

@@ -83,6 +83,32 @@ def test_only_unmapped_changes_plan_no_sweep():
     assert p.kernels == () and p.checks == ("compiler", "repo")
 
 
+TRITON_BUMP = ChangeLine(
+    kernel="triton",
+    kind="toolchain",
+    old_version="==3.5.1",
+    new_version="==3.6.0",
+    old_paths=("requirements.txt",),
+    new_paths=("requirements.txt",),
+)
+
+
+def test_a_toolchain_change_plans_every_kernel_of_the_policy():
+    p = plan(changes=(TRITON_BUMP,))
+    assert [k.name for k in p.kernels] == ["softmax", "matmul"]
+    assert all(k.change_kinds == ("toolchain",) for k in p.kernels)
+    assert p.checks == ("sweep", "first_call", "compiler", "repo")
+    assert p.toolchain == (TRITON_BUMP,) and p.unmapped == ()
+    # the kernels a diff also touched keep their own kinds beside it
+    both = plan(changes=(TRITON_BUMP, SOFTMAX))
+    assert both.kernels[0].change_kinds == ("rewrite", "toolchain")
+
+
+def test_a_toolchain_change_stays_within_the_limits():
+    with pytest.raises(LimitError, match="over the policy's limit"):
+        plan(changes=(TRITON_BUMP,), shapes=[[1, 2], [3, 4], [5, 6], [7, 8]])
+
+
 def test_shared_memory_profiling_is_planned_only_when_the_policy_opts_in():
     assert "smem" not in plan().checks
     text = POLICY_TEXT.replace(

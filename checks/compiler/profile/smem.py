@@ -47,9 +47,15 @@ def cases(plan: Any, shapes_per_kernel: int) -> list[Case]:
 
 
 def profile_case(
-    vendor: VendorTarget, tree: Path, case: Case, work: Path, timeout_s: float
+    vendor: VendorTarget,
+    tree: Path,
+    case: Case,
+    work: Path,
+    timeout_s: float,
+    python: str | None = None,
 ) -> tuple[list, str | None]:
-    """One side of one case under the profiler: the counters per GPU kernel, or why none."""
+    """One side of one case under the profiler: the counters per GPU kernel, or why none.
+    ``python``: the side's own interpreter (its own toolchain), the bot's by default."""
     out_dir = work / "profile"
     out_dir.mkdir(parents=True, exist_ok=True)
     job = {
@@ -67,6 +73,7 @@ def profile_case(
         timeout_s=timeout_s,
         what=f"profiling {case.kernel} with {vendor.profiler}",
         prefix=_resolved(vendor.profile_prefix(out_dir)),
+        python=python,
     )
     counters, refused = vendor.read_profile(out_dir)
     if refused:
@@ -93,8 +100,10 @@ def smem_evidence(
     budget_s: float,
     gpu: str = "",
     progress: Callable[[str], None] = lambda _m: None,
+    pythons: dict[str, str] | None = None,
 ) -> Evidence:
-    """Old (``trees["base"]``) and new (``trees["head"]``) shared-memory traffic of every case."""
+    """Old (``trees["base"]``) and new (``trees["head"]``) shared-memory traffic of every case;
+    ``pythons``: each side's own interpreter, the bot's where absent."""
 
     def not_run(reason: str) -> Evidence:
         return Evidence(not_run=(NotRun(check="smem", vendor=vendor.vendor, reason=reason),))
@@ -119,7 +128,8 @@ def smem_evidence(
         progress(f"shared-memory traffic: {where} under {vendor.profiler}")
         start = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="kr-smem-") as tmp:
-            counters, why = profile_case(vendor, trees[side], case, Path(tmp), left)
+            python = (pythons or {}).get(side)
+            counters, why = profile_case(vendor, trees[side], case, Path(tmp), left, python)
         spent += time.monotonic() - start
         if why is not None:
             refused = f"{vendor.profiler} may not read" in why

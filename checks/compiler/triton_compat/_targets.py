@@ -8,7 +8,7 @@ from typing import Any
 from bot.errors import CompilerError
 from checks.compiler.targets import parse_target
 
-SUPPORTED_SERIES = ((3, 6),)
+SUPPORTED_SERIES = ((3, 5), (3, 6))
 
 
 def check_triton_version(version: str | None = None) -> str:

@@ -1,0 +1,181 @@
+"""What a toolchain change moved, kernel by kernel, and who re-tunes. Pure.
+
+For a change that moves the triton or torch pin, the review says per kernel what the evidence
+shows moved between the two toolchains: configs that now spill, use more registers or shared
+memory, or no longer compile, per target; the slowest shape against its base; the first call
+cold, old against new. It names the policy's owners as the ones who re-tune, e.g.
+"matmul: 12 of 20 configs now spill on sm_90 under triton 3.6.0; 2.1x slower at 8192x1024x8192".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.contracts.evidence import CompilerRow, Evidence, KernelHistory
+from bot.contracts.review import ChangeLine
+
+HISTORY_POINTS = 6  # the most recent recorded runs a kernel's line shows
+
+
+def _versions(ev: Evidence, side: str) -> dict[str, str]:
+    for t in ev.toolchains:
+        if t.side == side:
+            return dict(t.versions)
+    return {}
+
+
+def under(changes: Sequence[ChangeLine], ev: Evidence) -> str:
+    """The new toolchain in words: what the head's environment had, else the new pins."""
+    head = _versions(ev, "head")
+    moved = list(dict.fromkeys(c.kernel for c in changes if c.kind == "toolchain"))
+    words = [f"{name} {head[name]}" for name in moved if name in head]
+    if not words:
+        words = [
+            f"{c.kernel} {c.new_version or 'unpinned'}" for c in changes if c.kind == "toolchain"
+        ]
+    return ", ".join(dict.fromkeys(words))
+
+
+def _compiler_moves(rows: Sequence[CompilerRow], new_words: str) -> list[str]:
+    """Per target: configs that now spill, no longer compile, or take more registers."""
+    old = {(r.target, r.config): r for r in rows if r.side == "old"}
+    by_target: dict[str, list[tuple[CompilerRow | None, CompilerRow]]] = {}
+    for r in rows:
+        if r.side == "new":
+            by_target.setdefault(r.target, []).append((old.get((r.target, r.config)), r))
+    out = []
+    for target, pairs in sorted(by_target.items()):
+        n = len(pairs)
+        spill = [1 for o, r in pairs if (r.spill_bytes or 0) > 0 and not (o and o.spill_bytes)]
+        failed = [1 for o, r in pairs if r.error and o is not None and not o.error]
+        more = [
+            (o.regs_per_thread, r.regs_per_thread)
+            for o, r in pairs
+            if o
+            and o.regs_per_thread
+            and r.regs_per_thread
+            and r.regs_per_thread > o.regs_per_thread
+        ]
+        fewer = [
+            1
+            for o, r in pairs
+            if o
+            and o.regs_per_thread
+            and r.regs_per_thread
+            and r.regs_per_thread < o.regs_per_thread
+        ]
+        if spill:
+            out.append(f"{len(spill)} of {n} configs now spill on {target} under {new_words}")
+        if failed:
+            out.append(f"{len(failed)} of {n} configs no longer compile for {target}")
+        if more:
+            worst = max(more, key=lambda p: p[1] - p[0])
+            out.append(
+                f"{len(more)} of {n} configs take more registers on {target} "
+                f"(up to {worst[0]} → {worst[1]})"
+            )
+        if fewer:
+            out.append(f"{len(fewer)} of {n} take fewer registers on {target}")
+    return out
+
+
+def _sweep_moves(kernel: str, ev: Evidence) -> list[str]:
+    out = []
+    for s in ev.sweeps:
+        mine = [x for x in s.shapes if x.kernel == kernel]
+        if not mine:
+            continue
+        label = " (CPU timing, not evidence)" if s.timing_kind == "cpu" else f" on {s.gpu}"
+        slower = [x for x in mine if x.verdict == "SLOWER" and x.ratio]
+        failed = [x for x in mine if x in s.failures]
+        if slower:
+            w = max(slower, key=lambda x: x.ratio or 0.0)
+            shape = "x".join(str(d) for d in w.shape)
+            out.append(
+                f"{w.ratio:.2f}x slower at {shape} {w.dtype}{label}"
+                + (f", {len(slower)} of {len(mine)} shapes slower" if len(slower) > 1 else "")
+            )
+        elif len(failed) < len(mine):
+            out.append(f"no shape of {len(mine) - len(failed)} timed slower{label}")
+        if failed:
+            first = failed[0]
+            out.append(
+                f"{len(failed)} of {len(mine)} shapes failed ({first.verdict}"
+                + (f": {first.detail}" if first.detail else "")
+                + ")"
+            )
+    return out
+
+
+def _first_call_moves(kernel: str, ev: Evidence) -> list[str]:
+    sides = {(f.side, f.vendor): f for f in ev.first_calls if f.kernel == kernel}
+    out = []
+    for (side, vendor), new in sorted(sides.items()):
+        old = sides.get(("base", vendor))
+        if side != "head" or old is None or old.cold_ms is None or new.cold_ms is None:
+            continue
+        out.append(f"first call cold {old.cold_ms:.0f} → {new.cold_ms:.0f} ms ({vendor})")
+    return out
+
+
+def history_lines(ev: Evidence) -> list[str]:
+    """For each kernel with recorded runs on the default branch, how its median time moved
+    over the most recent of them (any review, not only a toolchain change's)."""
+    return [f"{h.kernel}: {history_line(h)}" for h in ev.history if h.points]
+
+
+def history_line(h: KernelHistory) -> str:
+    """How a kernel's median time moved over its most recent recorded runs."""
+    points = h.points[-HISTORY_POINTS:]
+    steps = " → ".join(f"{us:.1f}" for _, _, us, _ in points)
+    first, last = points[0], points[-1]
+    change = last[2] / first[2]
+    return (
+        f"median µs over its served shapes on the default branch, {first[0]} to {last[0]}: "
+        f"{steps} ({change:.2f}x; last under {last[3]})"
+    )
+
+
+def toolchain_lines(
+    changes: Sequence[ChangeLine], ev: Evidence, owners: Sequence[str]
+) -> list[str]:
+    """One line per kernel saying what moved, then who re-tunes; nothing when the change moves
+    no toolchain pin."""
+    if not any(c.kind == "toolchain" for c in changes):
+        return []
+    new_words = under(changes, ev)
+    kernels: list[str] = []
+    for name in (
+        *(r.kernel for r in (ev.compiler.rows if ev.compiler else ())),
+        *(x.kernel for s in ev.sweeps for x in s.shapes),
+        *(f.kernel for f in ev.first_calls),
+    ):
+        if name not in kernels:
+            kernels.append(name)
+    lines = []
+    if ev.toolchains:
+        sides = [
+            f"{t.side}: {', '.join(f'{k} {v}' for k, v in sorted(t.versions.items())) or '—'}"
+            f" ({t.environment})"
+            for t in sorted(ev.toolchains, key=lambda t: t.side)
+        ]
+        lines.append("each side ran under its own toolchain: " + "; ".join(dict.fromkeys(sides)))
+    for kernel in kernels:
+        rows = [r for r in (ev.compiler.rows if ev.compiler else ()) if r.kernel == kernel]
+        parts = [
+            *_compiler_moves(rows, new_words),
+            *_sweep_moves(kernel, ev),
+            *_first_call_moves(kernel, ev),
+        ]
+        lines.append(
+            f"{kernel}: " + ("; ".join(parts) or f"nothing measured moved under {new_words}")
+        )
+    if not kernels:
+        lines.append(f"no kernel was measured under {new_words} yet")
+    who = ", ".join(owners)
+    lines.append(
+        f"re-tuning for {new_words} is for {who} (policy `owners`)"
+        if who
+        else "no one is named to re-tune: add `owners` to the policy"
+    )
+    return lines

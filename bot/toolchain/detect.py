@@ -1,0 +1,71 @@
+"""Which toolchain pins a change moved: ``toolchain_changes(path, old_text, new_text)``.
+
+Each side's pins are grouped by package and place (the file's table or extra); a group whose
+version text differs between the sides is one change line of kind ``"toolchain"``, with the old
+and new versions (None where the side does not pin the package there). Several pins of one
+group (one per platform, say) are joined with `` | ``. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from bot.contracts.review import ChangeLine
+from bot.toolchain.pins import TOOLCHAIN_PACKAGES, Pin, file_kind, pins
+
+__all__ = ["diff_toolchain", "file_kind", "toolchain_changes"]
+
+Read = Callable[[str], "str | None"]
+
+
+def _grouped(found: Iterable[Pin]) -> dict[tuple[str, str], str]:
+    groups: dict[tuple[str, str], list[str]] = {}
+    for pin in found:
+        specs = groups.setdefault((pin.package, pin.where), [])
+        if pin.spec not in specs:
+            specs.append(pin.spec)
+    return {key: " | ".join(specs) for key, specs in groups.items()}
+
+
+def toolchain_changes(
+    old_path: str | None, new_path: str | None, old_text: str | None, new_text: str | None
+) -> list[ChangeLine]:
+    """The toolchain pins that differ between the old and the new text of one file."""
+    old = _grouped(pins(old_path, old_text or "")) if old_path else {}
+    new = _grouped(pins(new_path, new_text or "")) if new_path else {}
+    lines = []
+    for package, where in dict.fromkeys([*old, *new]):
+        before, after = old.get((package, where)), new.get((package, where))
+        if before == after:
+            continue
+        what = TOOLCHAIN_PACKAGES.get(package, package)
+        lines.append(
+            ChangeLine(
+                kernel=package,
+                kind="toolchain",
+                old_paths=(old_path,) if old_path and before is not None else (),
+                new_paths=(new_path,) if new_path and after is not None else (),
+                old_version=before,
+                new_version=after,
+                detail=f"{what}{f' ({where})' if where else ''}",
+            )
+        )
+    return lines
+
+
+def diff_toolchain(
+    files: Iterable[tuple[str | None, str | None, str, str]],
+    old_read: Read | None = None,
+    new_read: Read | None = None,
+) -> list[ChangeLine]:
+    """The toolchain changes of a diff's files, each given as (old path, new path, the old
+    side's diff lines, the new side's diff lines). A side is read whole through ``old_read`` /
+    ``new_read`` where given; its diff lines stand in for it where it cannot be read."""
+    lines: list[ChangeLine] = []
+    for old_path, new_path, old_lines, new_lines in files:
+        if not (file_kind(old_path or "") or file_kind(new_path or "")):
+            continue
+        old_text = (old_read(old_path) if old_read and old_path else None) or old_lines
+        new_text = (new_read(new_path) if new_read and new_path else None) or new_lines
+        lines += toolchain_changes(old_path, new_path, old_text, new_text)
+    return lines

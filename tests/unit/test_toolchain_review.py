@@ -1,0 +1,116 @@
+"""What a toolchain change moved, kernel by kernel, as the review says it."""
+
+from __future__ import annotations
+
+from bot.contracts.evidence import (
+    CompilerEvidence,
+    CompilerRow,
+    Evidence,
+    FirstCallEvidence,
+    KernelHistory,
+    ShapeLine,
+    SideToolchain,
+    SweepEvidence,
+)
+from bot.contracts.review import ChangeLine, Requirements, ReviewContext
+from bot.review.render import render_comment
+from bot.review.toolchain import history_lines, toolchain_lines
+from bot.review.verdict import decide
+
+BUMP = ChangeLine(
+    kernel="triton",
+    kind="toolchain",
+    old_version="==3.5.1",
+    new_version="==3.6.0",
+    old_paths=("pyproject.toml",),
+    new_paths=("pyproject.toml",),
+    detail="Triton (project.dependencies)",
+)
+
+
+def _row(
+    side: str, config: str, regs: int, spill: int = 0, error: str | None = None
+) -> CompilerRow:
+    return CompilerRow(
+        kernel="matmul", side=side, language="triton", vendor="nvidia", target="sm_90",
+        config=config, regs_per_thread=regs, spill_bytes=spill, error=error,
+    )  # fmt: skip
+
+
+def _evidence() -> Evidence:
+    rows = []
+    for i in range(20):
+        spills = i < 12
+        rows += [
+            _row("old", f"c{i}", 200),
+            _row("new", f"c{i}", 255 if spills else 190, 64 if spills else 0),
+        ]
+    shapes = (
+        ShapeLine(kernel="matmul", shape=(8192, 1024, 8192), dtype="bfloat16", verdict="SLOWER", ratio=2.1),
+        ShapeLine(kernel="matmul", shape=(1, 4096, 4096), dtype="bfloat16", verdict="SAME", ratio=1.0),
+        ShapeLine(kernel="softmax", shape=(1823, 781), dtype="float16", verdict="SAME", ratio=1.01),
+    )  # fmt: skip
+    return Evidence(
+        compiler=CompilerEvidence(rows=tuple(rows)),
+        sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),),
+        first_calls=(
+            FirstCallEvidence(vendor="nvidia", kernel="matmul", cold_ms=2100, warm_ms=300, side="base"),
+            FirstCallEvidence(vendor="nvidia", kernel="matmul", cold_ms=2900, warm_ms=310, side="head"),
+        ),
+        toolchains=(
+            SideToolchain(side="base", versions={"triton": "3.5.1"}, environment="uv environment ab (triton==3.5.1)"),
+            SideToolchain(side="head", versions={"triton": "3.6.0"}, environment="the runner's own"),
+        ),
+    )  # fmt: skip
+
+
+def test_each_kernel_says_what_moved_and_the_owner_is_named() -> None:
+    lines = toolchain_lines((BUMP,), _evidence(), ["@gpu-team"])
+    assert lines[0] == (
+        "each side ran under its own toolchain: base: triton 3.5.1 (uv environment ab "
+        "(triton==3.5.1)); head: triton 3.6.0 (the runner's own)"
+    )
+    matmul = lines[1]
+    assert matmul.startswith("matmul: 12 of 20 configs now spill on sm_90 under triton 3.6.0; ")
+    assert "12 of 20 configs take more registers on sm_90 (up to 200 → 255)" in matmul
+    assert "8 of 20 take fewer registers on sm_90" in matmul
+    assert "2.10x slower at 8192x1024x8192 bfloat16 on NVIDIA H200" in matmul
+    assert "first call cold 2100 → 2900 ms (nvidia)" in matmul
+    assert lines[2] == "softmax: no shape of 1 timed slower on NVIDIA H200"
+    assert lines[-1] == "re-tuning for triton 3.6.0 is for @gpu-team (policy `owners`)"
+
+
+def test_no_owner_is_said_and_no_toolchain_change_says_nothing() -> None:
+    assert toolchain_lines((BUMP,), Evidence(), [])[-2:] == [
+        "no kernel was measured under triton ==3.6.0 yet",
+        "no one is named to re-tune: add `owners` to the policy",
+    ]
+    assert toolchain_lines((ChangeLine(kernel="matmul", kind="tuning"),), _evidence(), ["@x"]) == []
+
+
+def test_the_comment_shows_the_bump_in_what_changed_and_what_it_moved() -> None:
+    ev = _evidence()
+    verdict = decide((BUMP,), Requirements(vendors=("nvidia",)), ev)
+    ctx = ReviewContext(base_sha="a" * 40, head_sha="b" * 40, owners=("@gpu-team",))
+    text = render_comment(verdict, ctx, ev)
+    assert "| triton (every kernel) | toolchain `==3.5.1` → `==3.6.0` |" in text
+    assert "### What the toolchain change moved" in text
+    assert "re-tuning for triton 3.6.0 is for @" in text  # the mention is defused
+    assert "matmul on nvidia (base, for comparison), cold 2100 ms" in text
+    assert "moves the kernels' toolchain (triton), which affects every kernel" in verdict.why
+    assert verdict.decision == "request_changes"  # 2.1x slower at one shape
+
+
+def test_history_shows_how_a_kernel_time_moved() -> None:
+    h = KernelHistory(
+        kernel="matmul",
+        points=tuple(
+            (f"2026-01-0{i}", f"{i}" * 7, us, "triton 3.6.0")
+            for i, us in enumerate([100.0, 101.0, 99.0, 150.0, 151.0, 150.5, 149.0], start=1)
+        ),
+    )
+    (line,) = history_lines(Evidence(history=(h,)))
+    assert line == (
+        "matmul: median µs over its served shapes on the default branch, 2026-01-02 to "
+        "2026-01-07: 101.0 → 99.0 → 150.0 → 151.0 → 150.5 → 149.0 (1.48x; last under triton 3.6.0)"
+    )
