@@ -127,6 +127,9 @@ class ShapeResult(Frozen):
     gpu_index: int | None = None
     device_uuid: str | None = None
     gpu_seconds: float = 0.0
+    # where the case's time went, seconds per step (check, prepare, estimate, configure, rounds,
+    # finish); the steps run in every worker side by side, so each is the slowest worker's time
+    phase_s: dict[str, float] = Field(default_factory=dict)
     base: SideInfo | None = None
     head: SideInfo | None = None
     notes: tuple[str, ...] = ()
@@ -196,6 +199,10 @@ class SweepResult(Frozen):
     held_gpu_seconds: float | None = None
     gpu_s_per_verdict_all_in: float | None = None
     first_verdict_s: float | None = None  # from the command's start to the first verdict
+    # where the time before the first case went, seconds per step from the command's start
+    # (before_sweep: reading the repository, the plan, the worktrees; setup: the policy's build;
+    # start, env, ceilings, warmup: the workers); with several GPUs the slowest GPU's steps
+    startup_s: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
     @property

@@ -15,8 +15,9 @@ warmed, asked first), and every round of the first pair is matched by one of the
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ class RunnerOptions(BaseModel):
     recheck: bool = True
     compare_sides: bool = True
     check_seed: int = 1_000_003
-    warmup_min_s: float = 1.0
+    warmup_min_s: float = 0.5
     warmup_max_s: float = 10.0
     rewarm_after_idle_s: float = 2.0
     measure_ceilings: bool = True
@@ -64,6 +65,16 @@ def choose_mode(est_base_us: float, est_head_us: float, device: str, cfg: Protoc
     if max(est_base_us, est_head_us) < cfg.graph_below_us:
         return "graph"
     return "eager" if cfg.flush_l2 else "eager-noflush"
+
+
+@contextlib.contextmanager
+def timed(into: dict[str, float], step: str) -> Iterator[None]:
+    """Add the seconds the block takes to ``into[step]`` (also when it raises)."""
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        into[step] = into.get(step, 0.0) + time.monotonic() - t0
 
 
 class _Source:
@@ -100,6 +111,7 @@ class PairRunner:
         self.env: EnvFingerprint | None = None
         self.ceilings: Ceilings | None = None
         self.notes: list[str] = []
+        self.startup_s: dict[str, float] = {}  # seconds per start-up step
         self._last_active = 0.0
 
     @property
@@ -117,23 +129,28 @@ class PairRunner:
     # ---------------------------------------------------------------------------------- set-up
 
     def start(self) -> None:
-        start_all(self.workers)
-        raw = self.base.env_info()
+        steps = self.startup_s
+        with timed(steps, "start"):
+            start_all(self.workers)
+        with timed(steps, "env"):
+            raw = self.base.env_info()
         fields = EnvFingerprint.model_fields
         self.env = EnvFingerprint(
             **{k: v for k, v in raw.items() if k in fields}, gpu_index=self.gpu_index
         )
         if self.options.measure_ceilings:
-            self._ceilings(raw)
+            with timed(steps, "ceilings"):
+                self._ceilings(raw)
         if self.options.device != "cpu":
             o = self.options
             # Every worker warms the GPU, side by side: no slot is the one that ran the warm-up.
-            answers = in_parallel(
-                [
-                    lambda w=w: w.warmup(min_s=o.warmup_min_s, max_s=o.warmup_max_s)
-                    for w in self.workers
-                ]
-            )
+            with timed(steps, "warmup"):
+                answers = in_parallel(
+                    [
+                        lambda w=w: w.warmup(min_s=o.warmup_min_s, max_s=o.warmup_max_s)
+                        for w in self.workers
+                    ]
+                )
             w = answers[0]
             if not w.get("reached"):
                 self.notes.append(
@@ -174,6 +191,7 @@ class PairRunner:
         t0 = time.monotonic()
         seen: list[Round] = []
         info: dict[str, SideInfo] = {}
+        steps: dict[str, float] = {}
         common: dict[str, Any] = {
             "kernel": case.kernel,
             "shape": case.dims,
@@ -185,7 +203,7 @@ class PairRunner:
             "device_uuid": self.env.device_uuid if self.env else None,
         }
         try:
-            result = self._measure(case, seen, info, common, t0)
+            result = self._measure(case, seen, info, common, t0, steps)
         except WorkerFailure as f:
             self._recover(f)
             raw = CaseRun(rounds=tuple(seen), stop_reason="failed") if seen else None
@@ -199,7 +217,7 @@ class PairRunner:
                 raw=raw,
                 gpu_seconds=time.monotonic() - t0,
             )
-        return result
+        return result.model_copy(update={"phase_s": {k: round(v, 4) for k, v in steps.items()}})
 
     def _recover(self, f: WorkerFailure) -> None:
         named = [w for w in self.workers if w.spec.name == f.worker]
@@ -226,18 +244,24 @@ class PairRunner:
         info: dict[str, SideInfo],
         common: dict[str, Any],
         t0: float,
+        steps: dict[str, float],
     ) -> ShapeResult:
         o = self.options
         cfg = o.protocol
         kw = {"max_copies": o.max_copies, "max_copy_bytes": o.max_copy_bytes}
         entries = {"base": case.base_entries, "head": case.head_entries}
         # Correctness first, on fresh inputs and before the timing copies take memory.
-        checks = in_parallel(
-            [
-                lambda w=w: w.check(entries[w.spec.side], case.dims, case.dtype, seed=o.check_seed)
-                for w in self._arm_order()
-            ]
-        )
+        with timed(steps, "check"):
+            checks = in_parallel(
+                [
+                    lambda w=w: w.check(
+                        entries[w.spec.side], case.dims, case.dtype, seed=o.check_seed
+                    )
+                    # Every worker, side by side: each compiles here, in parallel, not later
+                    # one after the other.
+                    for w in self._arm_order()
+                ]
+            )
         for cb, ch in zip(checks[::2], checks[1::2], strict=True):
             problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
             if problem:
@@ -250,15 +274,22 @@ class PairRunner:
                     gpu_seconds=time.monotonic() - t0,
                 )
         cb, ch = checks[0], checks[1]
-        preps = in_parallel(
-            [
-                lambda w=w: w.prepare(
-                    entries[w.spec.side], case.dims, case.dtype, seed=cfg.seed, estimate=False, **kw
-                )
-                for w in self._arm_order()
-            ]
-        )
-        ests = [w.estimate() for w in self._arm_order()]  # one at a time: nothing else runs
+        with timed(steps, "prepare"):
+            preps = in_parallel(
+                [
+                    lambda w=w: w.prepare(
+                        entries[w.spec.side],
+                        case.dims,
+                        case.dtype,
+                        seed=cfg.seed,
+                        estimate=False,
+                        **kw,
+                    )
+                    for w in self._arm_order()
+                ]
+            )
+        with timed(steps, "estimate"):  # one at a time: nothing else runs
+            ests = [w.estimate() for w in self._arm_order()]
         preps = [{**p, **e} for p, e in zip(preps, ests, strict=True)]
         pb, ph = preps[0], preps[1]
         info["base"] = _side_info(pb, cb)
@@ -270,14 +301,16 @@ class PairRunner:
             cfg,
         )
         notes: list[str] = []
-        try:
-            configs = self._configure(mode, cfg.block_ms)
-        except WorkerFailure as f:
-            if f.kind != "graph_capture":
-                raise
-            notes.append(f"{f.side}: {f.message}; timed eagerly without L2 flush instead")
-            mode = "eager-noflush"
-            configs = self._configure(mode, cfg.block_ms)
+        est = max(float(p["est_us"]) for p in preps)
+        with timed(steps, "configure"):
+            try:
+                configs = self._configure(mode, cfg.block_ms, est)
+            except WorkerFailure as f:
+                if f.kind != "graph_capture":
+                    raise
+                notes.append(f"{f.side}: {f.message}; timed eagerly without L2 flush instead")
+                mode = "eager-noflush"
+                configs = self._configure(mode, cfg.block_ms, est)
         kb, kh = configs[0], configs[1]
         info["base"] = info["base"].model_copy(
             update={"calls_per_block": kb.get("calls_per_block")}
@@ -285,23 +318,31 @@ class PairRunner:
         info["head"] = info["head"].model_copy(
             update={"calls_per_block": kh.get("calls_per_block")}
         )
-        self._rewarm()
+        with timed(steps, "rewarm"):
+            self._rewarm()
         alpha = cfg.alpha / max(1, self.family_size)
         crossed = (
             (_Source(self.crossed[0], self._touch), _Source(self.crossed[1], self._touch))
             if self.crossed
             else None
         )
-        run, decision = measure_case(
-            _Source(self.base, self._touch),
-            _Source(self.head, self._touch),
-            cfg,
-            tolerance=case.tolerance,
-            alpha=alpha,
-            crossed=crossed,
-            on_round=seen.append,
-        )
-        finished = in_parallel([lambda w=w: w.finish(recheck=o.recheck) for w in self._arm_order()])
+        with timed(steps, "rounds"):
+            run, decision = measure_case(
+                _Source(self.base, self._touch),
+                _Source(self.head, self._touch),
+                cfg,
+                tolerance=case.tolerance,
+                alpha=alpha,
+                crossed=crossed,
+                on_round=seen.append,
+            )
+        spread = run.arms_disagree()
+        if spread:
+            notes.append(spread)
+        with timed(steps, "finish"):
+            finished = in_parallel(
+                [lambda w=w: w.finish(recheck=o.recheck) for w in self._arm_order()]
+            )
         status, side, message = "ok", None, ""
         bad = sorted(
             {
@@ -331,8 +372,20 @@ class PairRunner:
         """base, head of each arm in turn."""
         return [w for pair in self.arms for w in pair]
 
-    def _configure(self, mode: str, block_ms: float) -> list[dict[str, Any]]:
-        return in_parallel([lambda w=w: w.configure(mode, block_ms) for w in self._arm_order()])
+    def _configure(self, mode: str, block_ms: float, est_us: float) -> list[dict[str, Any]]:
+        """Every worker times blocks of one structure: the first is sized from the slower
+        side's estimate, the others take its calls (graph size and replays, or eager calls), so
+        no side's block differs in how many launches or replays it spreads over."""
+        pre = self.options.protocol.graph_preroll
+        first, *rest = self._arm_order()
+        lead = first.configure(mode, block_ms, est_us=est_us, preroll=pre)
+        like = {k: lead[k] for k in ("calls_per_block", "graph_calls", "replays") if k in lead}
+        return [
+            lead,
+            *in_parallel(
+                [lambda w=w: w.configure(mode, block_ms, like=like, preroll=pre) for w in rest]
+            ),
+        ]
 
     def _touch(self) -> None:
         self._last_active = time.monotonic()

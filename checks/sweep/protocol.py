@@ -46,6 +46,10 @@ class ProtocolConfig(Frozen):
         default=50.0, gt=0, description="kernels faster than this are timed in CUDA graphs"
     )
     flush_l2: bool = True
+    graph_preroll: bool = Field(
+        default=True,
+        description="a graph block starts after one untimed pass over every input copy",
+    )
     min_clock_fraction: float = Field(
         default=0.8, gt=0, le=1, description="a block under this share of max SM clock is throttled"
     )
@@ -228,6 +232,41 @@ class CaseRun(Frozen):
         k = self.arms
         units = [self.rounds[i : i + k] for i in range(0, len(self.rounds) - k + 1, k)]
         return [sum(r.log_ratio for r in u) / k for u in units if not any(r.dropped for r in u)]
+
+    def arm_ratios(self) -> dict[int, tuple[float, float]]:
+        """Per crossover arm, the geometric-mean head/base of its counted rounds and that mean's
+        standard error on the log scale (arms with fewer than 2 rounds left out)."""
+        k = self.arms
+        units = [self.rounds[i : i + k] for i in range(0, len(self.rounds) - k + 1, k)]
+        by: dict[int, list[float]] = {}
+        for u in units:
+            if not any(r.dropped for r in u):
+                for r in u:
+                    by.setdefault(r.arm, []).append(r.log_ratio)
+        out = {}
+        for arm, logs in sorted(by.items()):
+            if len(logs) >= 2:
+                m = sum(logs) / len(logs)
+                var = sum((x - m) ** 2 for x in logs) / (len(logs) - 1)
+                out[arm] = (math.exp(m), math.sqrt(var / len(logs)))
+        return out
+
+    def arms_disagree(self, *, z: float = 4.0, least: float = 0.005) -> str:
+        """A note when the crossover's two worker pairs read head/base further apart than their
+        rounds' noise allows (``z`` standard errors, and at least ``least``): the interval counts
+        rounds, not processes, so a process-to-process offset this size is not in it."""
+        arms = self.arm_ratios()
+        if len(arms) != 2:
+            return ""
+        (r0, se0), (r1, se1) = arms[0], arms[1]
+        gap = abs(math.log(r0 / r1))
+        if gap < least or gap < z * math.hypot(se0, se1):
+            return ""
+        return (
+            f"the crossover's two worker pairs read head/base {r0:.3f} and {r1:.3f}: identical "
+            "code can differ this much from one process to another at this size, and the "
+            "interval does not include it; a verdict this close to the tolerance is weak"
+        )
 
     def side_median_us(self, side: Literal["base", "head"]) -> float | None:
         vals = [getattr(r, side).value_us for r in self.rounds if not r.dropped]

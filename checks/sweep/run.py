@@ -49,7 +49,7 @@ class SweepOptions(BaseModel):
     recheck: bool = True
     measure_ceilings: bool = True
     ceilings_cache_dir: str | None = None
-    warmup_min_s: float = 1.0
+    warmup_min_s: float = 0.5
     warmup_max_s: float = 10.0
     checkout: Checkout = Checkout()  # python_path and the [setup] build step, from the policy
     worker_memory_bytes: int | None = None  # each worker's cap; None: default_memory_bytes()
@@ -57,16 +57,54 @@ class SweepOptions(BaseModel):
 
 
 def visible_gpus() -> list[str]:
-    """Physical ids of the GPUs this process may use (from CUDA_VISIBLE_DEVICES, else all)."""
+    """Physical ids of the GPUs this process may use (from CUDA_VISIBLE_DEVICES, else all).
+
+    Counted without importing torch where the platform allows (NVML on NVIDIA, the KFD topology
+    on AMD): importing torch takes seconds, and the workers import it anyway."""
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None and env.strip():
         return [e.strip() for e in env.split(",") if e.strip()]
-    try:
-        import torch
+    count = _nvml_count()
+    if count is None:
+        count = _kfd_count()
+    if count is None:
+        try:
+            import torch
 
-        return [str(i) for i in range(torch.cuda.device_count())]
+            count = torch.cuda.device_count()
+        except Exception:
+            return []
+    return [str(i) for i in range(count)]
+
+
+def _nvml_count() -> int | None:
+    try:
+        import pynvml  # nvidia-ml-py, the gpu extra
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
     except Exception:
-        return []
+        return None
+
+
+def _kfd_count(topology: Path = Path("/sys/class/kfd/kfd/topology/nodes")) -> int | None:
+    """AMD GPUs as ROCm numbers them: KFD topology nodes with a non-zero ``gpu_id`` (CPU nodes
+    have 0)."""
+    try:
+        nodes = sorted(topology.iterdir())
+    except OSError:
+        return None
+    count = 0
+    for node in nodes:
+        try:
+            if int((node / "gpu_id").read_text().strip() or 0):
+                count += 1
+        except (OSError, ValueError):
+            continue
+    return count or None
 
 
 def _now() -> str:
@@ -156,6 +194,7 @@ def _run_pair(
         runner.close()
         return
     out["env"], out["ceilings"], out["notes"] = runner.env, runner.ceilings, runner.notes
+    out["startup_s"] = runner.startup_s
     try:
         for i, case in enumerate(cases):
             if recorder.gpu_seconds >= budget_s:
@@ -203,6 +242,7 @@ def run_sweep(
     ``started`` is the ``time.monotonic()`` the GPU was taken at (the command's start; default
     now): the all-in cost per verdict and the time to the first verdict count from it."""
     t_start = time.monotonic() if started is None else started
+    startup: dict[str, float] = {"before_sweep": time.monotonic() - t_start}
     started_at = _now()
     family = max(family_size or 0, len(cases))
     protocol = fit_budget(options.protocol, len(cases), options.max_gpu_seconds)
@@ -224,10 +264,12 @@ def run_sweep(
     recorder = _Recorder(len(cases), partial_path, progress, started=t_start)
     base_python, head_python = options.pythons or (sys.executable, sys.executable)
     pythons: dict[str, str] = {"base": base_python, "head": head_python}
+    t_setup = time.monotonic()
     setup_notes = [
         prepare(root, options.checkout, log_dir=work_dir / "logs", python=pythons[side])
         for side, root in (("base", base_root), ("head", head_root))
     ]
+    startup["setup"] = time.monotonic() - t_setup
     notes = [*notes, *(n for n in setup_notes if n)]
     threads, outs = [], []
     for index, gpu in enumerate(gpus):
@@ -282,6 +324,9 @@ def run_sweep(
             f"per-case time cap lowered to {protocol.max_case_seconds:.1f} s so {len(cases)} cases fit "
             f"in limits.max_gpu_seconds = {options.max_gpu_seconds:g}"
         )
+    for o in outs:  # the slowest GPU's start-up steps
+        for step, seconds in (o.get("startup_s") or {}).items():  # type: ignore[union-attr]
+            startup[step] = max(startup.get(step, 0.0), seconds)
     final, summary = finalize(ordered, protocol, family, ceilings)
     held = (time.monotonic() - t_start) * max(1, len(threads))
     verdicts = sum(1 for c in final if c.status == "ok")
@@ -303,6 +348,7 @@ def run_sweep(
         held_gpu_seconds=held,
         first_verdict_s=recorder.first_verdict_s,
         gpu_s_per_verdict_all_in=held / verdicts if verdicts else None,
+        startup_s={k: round(v, 4) for k, v in startup.items()},
         notes=tuple(all_notes),
     )
 

@@ -303,9 +303,25 @@ class WorkerClient:
             seed=seed,
         )
 
-    def configure(self, mode: str, block_ms: float) -> dict[str, Any]:
+    def configure(
+        self,
+        mode: str,
+        block_ms: float,
+        *,
+        est_us: float | None = None,
+        like: dict[str, Any] | None = None,
+        preroll: bool = True,
+    ) -> dict[str, Any]:
+        """Blocks of about ``block_ms`` sized from ``est_us``, or exactly ``like``'s calls;
+        ``preroll``: graph blocks start after an untimed pass over the input copies."""
         return self.call(
-            "configure", timeout=self.spec.timeouts.configure_s, mode=mode, block_ms=block_ms
+            "configure",
+            timeout=self.spec.timeouts.configure_s,
+            mode=mode,
+            block_ms=block_ms,
+            preroll=preroll,
+            **({"est_us": est_us} if est_us else {}),
+            **({"like": like} if like else {}),
         )
 
     def block(self) -> Block:

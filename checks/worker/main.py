@@ -225,8 +225,16 @@ class Worker:
     def op_configure(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.timer is None:
             raise EntryError("error", "configure before prepare")
+        est = msg.get("est_us")
+        like = msg.get("like")
         try:
-            return self.timer.configure(msg["mode"], float(msg["block_ms"]))
+            return self.timer.configure(
+                msg["mode"],
+                float(msg["block_ms"]),
+                est_us=float(est) if est else None,
+                like=like if isinstance(like, dict) else None,
+                **({"preroll": bool(msg["preroll"])} if "preroll" in msg else {}),
+            )
         except Exception as exc:
             if msg["mode"] == "graph" and classify(exc) == "error":
                 raise EntryError("graph_capture", f"CUDA graph capture failed: {exc}") from exc
@@ -363,9 +371,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     faulthandler.enable()
     root = os.path.abspath(args.root)
+    worker = Worker(root, args.device, args.side, args.slot)
+    if args.device != "cpu":
+        # torch and the GPU context first, before the first command: the parent starts every
+        # worker at once, so their imports (seconds each) overlap instead of queueing behind the
+        # commands. Before the checkout joins sys.path, so nothing in it can stand in for torch.
+        # A failure here is the first command's to report.
+        try:
+            worker._torch()
+        except BaseException:
+            traceback.print_exc()
+            worker.torch = worker.nvml = None
     sys.path[:0] = [os.path.join(root, p) for p in args.python_path] + [root]
     os.chdir(root)
-    serve(Worker(root, args.device, args.side, args.slot), args.cmd_fd, args.resp_fd)
+    serve(worker, args.cmd_fd, args.resp_fd)
     return 0
 
 

@@ -57,7 +57,37 @@ def _median(xs: Sequence[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
-class CpuTimer:
+class _Timer:
+    """What both timers share: ``configure`` resolves the estimate blocks are sized from."""
+
+    est_us: float
+
+    def estimate_us(self) -> float:
+        raise NotImplementedError
+
+    def configure(
+        self,
+        mode: str,
+        block_ms: float,
+        *,
+        est_us: float | None = None,
+        like: Mapping[str, Any] | None = None,
+        preroll: bool = True,
+    ) -> dict[str, Any]:
+        """Set up blocks of about ``block_ms``, sized from ``est_us`` (default this timer's own
+        estimate), or with exactly the calls of ``like`` (another worker's answer to configure),
+        so that both sides of a case time blocks of the same structure. ``preroll``: a graph
+        block starts after one untimed pass over every input copy."""
+        est = est_us or self.est_us or self.estimate_us()
+        return self._setup(mode, block_ms, est, like or {}, preroll)
+
+    def _setup(
+        self, mode: str, block_ms: float, est: float, like: Mapping[str, Any], preroll: bool
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class CpuTimer(_Timer):
     """Wall-clock timing of Python calls: ``time.perf_counter_ns`` around each call."""
 
     kind = "cpu"
@@ -79,9 +109,12 @@ class CpuTimer:
         self.est_us = max(_median(times), 0.01)
         return self.est_us
 
-    def configure(self, mode: str, block_ms: float) -> dict[str, Any]:
-        est = self.est_us or self.estimate_us()
+    def _setup(
+        self, mode: str, block_ms: float, est: float, like: Mapping[str, Any], preroll: bool
+    ) -> dict[str, Any]:
         self.calls = max(1, min(100_000, round(block_ms * 1000.0 / est)))
+        if like.get("calls_per_block"):
+            self.calls = int(like["calls_per_block"])
         return {"mode": "cpu", "calls_per_block": self.calls, "est_us": est}
 
     def block(self) -> dict[str, Any]:
@@ -99,7 +132,7 @@ class CpuTimer:
         self.fns = []
 
 
-class CudaTimer:
+class CudaTimer(_Timer):
     """CUDA (or ROCm through torch.cuda) event timing, eager or in graphs."""
 
     kind = "cuda"
@@ -111,7 +144,9 @@ class CudaTimer:
         self.est_us = 0.0
         self.mode = "eager"
         self._graph: Any = None
+        self._preroll: Any = None
         self._ring: list[Any] = []
+        self._pre_ring: list[Any] = []
         self._graph_calls = 0
         self._replays = 1
         self._flush_buf: Any = None
@@ -180,20 +215,31 @@ class CudaTimer:
 
     # ------------------------------------------------------------------------------ configure
 
-    def configure(self, mode: str, block_ms: float) -> dict[str, Any]:
-        est = self.est_us or self.estimate_us()
+    def _setup(
+        self, mode: str, block_ms: float, est: float, like: Mapping[str, Any], preroll: bool
+    ) -> dict[str, Any]:
         self.mode = mode
         if mode == "graph":
-            return self._configure_graph(block_ms, est)
+            return self._configure_graph(block_ms, est, like, preroll=preroll)
         if mode in ("eager", "eager-noflush"):
-            return self._configure_eager(block_ms, est, flush=mode == "eager")
+            return self._configure_eager(block_ms, est, flush=mode == "eager", like=like)
         raise ValueError(f"unknown timing mode {mode!r}")
 
-    def _configure_graph(self, block_ms: float, est: float) -> dict[str, Any]:
+    def _configure_graph(
+        self,
+        block_ms: float,
+        est: float,
+        like: Mapping[str, Any] | None = None,
+        *,
+        preroll: bool = True,
+    ) -> dict[str, Any]:
         torch = self.torch
         c = len(self.fns)
-        k = max(c, min(MAX_GRAPH_CALLS, math.ceil(min(block_ms, 3.0) * 1000.0 / est)))
-        k = math.ceil(k / c) * c
+        if like and like.get("graph_calls"):
+            k = int(like["graph_calls"])
+        else:
+            k = max(c, min(MAX_GRAPH_CALLS, math.ceil(min(block_ms, 3.0) * 1000.0 / est)))
+            k = math.ceil(k / c) * c
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -208,6 +254,19 @@ class CudaTimer:
                 # Keep the last c outputs alive so outputs rotate through c buffers too.
                 ring[i % c] = self.fns[i % c]()
         self._graph, self._ring, self._graph_calls = graph, ring, k
+        self._preroll = None
+        if preroll:
+            # One pass over every copy before the start event: the first calls after another
+            # process had the GPU (its context switched out, TLBs and caches cold for this
+            # process's pages) are not timed; without it such a start-up cost per block would be
+            # part of every block's value, and differ from process to process.
+            pre = torch.cuda.CUDAGraph()
+            pre_ring: list[Any] = [None] * c
+            with torch.cuda.graph(pre):
+                for i in range(c):
+                    pre_ring[i] = self.fns[i]()
+            self._preroll, self._pre_ring = pre, pre_ring
+            pre.replay()
         graph.replay()
         torch.cuda.synchronize()
         s, e = self._event(), self._event()
@@ -217,7 +276,10 @@ class CudaTimer:
         e.record()
         e.synchronize()
         per_replay_ms = max(s.elapsed_time(e) / 3.0, 1e-3)
-        self._replays = max(1, min(10_000, round(block_ms / per_replay_ms)))
+        if like and like.get("replays"):
+            self._replays = int(like["replays"])
+        else:
+            self._replays = max(1, min(10_000, round(block_ms / per_replay_ms)))
         self._s, self._e = self._event(), self._event()
         return {
             "mode": "graph",
@@ -226,9 +288,17 @@ class CudaTimer:
             "replays": self._replays,
             "est_us": est,
             "graph_call_us": per_replay_ms * 1000.0 / k,
+            "preroll_calls": c if preroll else 0,
         }
 
-    def _configure_eager(self, block_ms: float, est: float, *, flush: bool) -> dict[str, Any]:
+    def _configure_eager(
+        self,
+        block_ms: float,
+        est: float,
+        *,
+        flush: bool,
+        like: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         torch = self.torch
         if flush and self._flush_buf is None:
             self._flush_buf = torch.empty(self.flush_bytes, dtype=torch.int8, device="cuda")
@@ -248,6 +318,8 @@ class CudaTimer:
             self._cover_us = 0.0
         per_call = est + flush_us + self._cover_us
         self._calls = max(1, min(MAX_EAGER_CALLS, round(block_ms * 1000.0 / per_call)))
+        if like and like.get("calls_per_block"):
+            self._calls = int(like["calls_per_block"])
         self._events = [(self._event(), self._event()) for _ in range(self._calls)]
         return {
             "mode": "eager" if flush else "eager-noflush",
@@ -268,6 +340,8 @@ class CudaTimer:
     def _graph_block(self) -> dict[str, Any]:
         g, s, e = self._graph, self._s, self._e
         w0 = time.perf_counter()
+        if self._preroll is not None:
+            self._preroll.replay()
         s.record()
         for _ in range(self._replays):
             g.replay()
@@ -312,7 +386,9 @@ class CudaTimer:
 
     def release(self) -> None:
         self._graph = None
+        self._preroll = None
         self._ring = []
+        self._pre_ring = []
         self._events = []
         self.fns = []
         self._flush_buf = None

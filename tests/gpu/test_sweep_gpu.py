@@ -151,17 +151,8 @@ def test_gpu_sweep_modes_telemetry_and_fingerprint(gpu_sweep) -> None:
         assert tel is not None and tel.sm_clock_mhz and tel.max_sm_clock_mhz
 
 
-@pytest.mark.xfail(
-    reason="open (issue 15): on the H200 at 2^16 elements (about 1.6 us, graph mode) identical "
-    "code read 2-6% apart between worker processes, in either direction and in each arm "
-    "(bench/results/h200/cli_decision/crossover_diag.jsonl): a per-process offset, which "
-    "crossover (it cancels a per-slot one) does not remove",
-    strict=False,
-)
-def test_crossover_a_a_is_same_at_one_percent(tmp_path) -> None:
-    """The same kernel on both sides, four workers (each side in both slots): SAME at a 1%
-    tolerance from about 5 us up, where one pair read the head slot 0.5-1.3% slower."""
-    sizes = ((2**16,), (2**20,), (2**24,))
+def _a_a(tmp_path, sizes):
+    """The same kernel on both sides at a 1% tolerance, four workers (each side in both slots)."""
     cases = [
         Case(kernel="scale_shift", bench="proofk:scale_shift", dims=d, dtype="float32",
              tolerance=0.01)
@@ -174,7 +165,7 @@ def test_crossover_a_a_is_same_at_one_percent(tmp_path) -> None:
         ceilings_cache_dir=str(tmp_path / "cache"),
     )
     assert opts.protocol.crossover
-    result = run_sweep(
+    return run_sweep(
         cases,
         base_root=PROOF,
         head_root=PROOF,
@@ -183,10 +174,33 @@ def test_crossover_a_a_is_same_at_one_percent(tmp_path) -> None:
         options=opts,
         work_dir=tmp_path / "work",
     )
+
+
+def test_crossover_a_a_is_same_at_one_percent(tmp_path) -> None:
+    """From about 5 us up (2^20 elements, graph mode; 2^24, eager) identical code is SAME at a
+    1% tolerance, where one pair read the head slot 0.5-1.3% slower; both sides timed blocks of
+    one structure."""
+    result = _a_a(tmp_path, ((2**20,), (2**24,)))
     for c in result.cases:
         assert c.status == "ok", c.message
         assert c.raw is not None and c.raw.arms == 2
         assert c.verdict == "SAME", (c.shape, c.ratio, c.ci_low, c.ci_high)
+        assert c.base and c.head and c.base.calls_per_block == c.head.calls_per_block
     assert result.gpu_s_per_verdict_all_in and result.first_verdict_s
+    assert result.startup_s["env"] < 1.0  # torch was imported at the workers' start, side by side
     logs = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "work" / "logs").iterdir()}
     assert logs == {"base-gpu0", "head-gpu0", "base-gpu0-x", "head-gpu0-x"}
+
+
+@pytest.mark.xfail(
+    reason="open (issue 15): at 2^16 elements (about 1.6-2 us, graph mode) identical code reads "
+    "up to 2-4% apart between worker processes on the H200, in either direction "
+    "(bench/results/h200/cli_decision/crossover_diag.jsonl, preroll_diag.jsonl); the crossover "
+    "averages two process pairs, which does not always bring that within 1%",
+    strict=False,
+)
+def test_crossover_a_a_at_two_microseconds_is_same_at_one_percent(tmp_path) -> None:
+    result = _a_a(tmp_path, ((2**16,),))
+    c = result.cases[0]
+    assert c.status == "ok", c.message
+    assert c.verdict == "SAME", (c.shape, c.ratio, c.ci_low, c.ci_high, c.notes)

@@ -307,6 +307,16 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
     for r in results.values():
         assert r.held_gpu_seconds and r.gpu_s_per_verdict_all_in == r.held_gpu_seconds
         assert r.first_verdict_s is not None and 0 < r.first_verdict_s <= r.held_gpu_seconds
+        # where the time went: the start-up's steps and each case's, all inside the held time
+        assert {"before_sweep", "setup", "start", "env"} <= set(r.startup_s)
+        steps = r.cases[0].phase_s
+        assert {"check", "prepare", "estimate", "configure", "rounds", "finish"} <= set(steps)
+        assert sum(r.startup_s.values()) + sum(steps.values()) <= r.held_gpu_seconds + 0.01
+        # both sides time blocks of one structure, whatever their own estimates said
+        assert r.cases[0].base.calls_per_block == r.cases[0].head.calls_per_block
+    # the two worker pairs read the slot's bias in opposite directions: the case says so
+    assert any("two worker pairs read head/base" in n for n in crossed.notes), crossed.notes
+    assert not any("two worker pairs" in n for n in plain.notes)
 
 
 def test_evidence_for_the_review(standin_sweep) -> None:

@@ -285,3 +285,18 @@ def test_crossover_and_its_second_arm_go_together() -> None:
             assert "second arm" in str(exc)
         else:
             raise AssertionError("a crossover without its second arm was accepted")
+
+
+def test_arms_that_disagree_beyond_their_noise_are_noted() -> None:
+    """A 1.2% offset in one slot: the arms read about 1.012 and 1/1.012, far apart for rounds
+    with 0.4% noise, and the run says so; with no offset the arms agree and nothing is said."""
+    run, _ = _slot_run(CROSS, seed=1)
+    arms = run.arm_ratios()
+    assert set(arms) == {0, 1}
+    assert 1.006 < arms[0][0] < 1.018 and 0.982 < arms[1][0] < 0.994
+    note = run.arms_disagree()
+    assert "two worker pairs read head/base 1.01" in note and "0.98" in note
+    quiet, _ = _slot_run(CROSS, seed=1, bias=0.0)
+    assert quiet.arms_disagree() == ""
+    plain, _ = _slot_run(CFG, seed=1)  # one pair: no second arm to disagree with
+    assert plain.arm_ratios().keys() == {0} and plain.arms_disagree() == ""

@@ -1,0 +1,49 @@
+"""Both sides of a case time blocks of one structure, and the GPUs are counted without torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checks.sweep import run as sweep_run
+from checks.worker.timing import CpuTimer
+
+
+def test_a_timer_takes_another_workers_block_structure() -> None:
+    """configure(like=...) gives exactly the leader's calls per block whatever this timer's own
+    estimate; est_us sizes the blocks from the slower side's estimate."""
+    timer = CpuTimer([lambda: sum(range(100))])
+    assert timer.configure("cpu", 1.0)["calls_per_block"] >= 1
+    assert timer.configure("cpu", 1.0, like={"calls_per_block": 7})["calls_per_block"] == 7
+    assert timer.block()["calls"] == 7
+    sized = timer.configure("cpu", 1.0, est_us=250.0)
+    assert sized["calls_per_block"] == 4 and sized["est_us"] == 250.0
+
+
+def _topology(root: Path, gpu_ids: list[str]) -> Path:
+    for i, gid in enumerate(gpu_ids):
+        (root / str(i)).mkdir(parents=True)
+        (root / str(i) / "gpu_id").write_text(gid + "\n")
+    return root
+
+
+def test_amd_gpus_are_counted_from_the_kfd_topology(tmp_path: Path) -> None:
+    """CPU nodes have gpu_id 0; an unreadable node is skipped; no topology at all is None."""
+    nodes = _topology(tmp_path / "nodes", ["0", "45678", "0", "12345", "oops"])
+    assert sweep_run._kfd_count(nodes) == 2
+    assert sweep_run._kfd_count(_topology(tmp_path / "cpu-only", ["0"])) is None
+    assert sweep_run._kfd_count(tmp_path / "absent") is None
+
+
+def test_visible_gpus_prefers_the_environment_then_counts_without_torch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
+    assert sweep_run.visible_gpus() == ["3", "5"]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setattr(sweep_run, "_nvml_count", lambda: 2)
+    assert sweep_run.visible_gpus() == ["0", "1"]
+    monkeypatch.setattr(sweep_run, "_nvml_count", lambda: None)
+    monkeypatch.setattr(sweep_run, "_kfd_count", lambda: 1)
+    assert sweep_run.visible_gpus() == ["0"]
