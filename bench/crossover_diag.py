@@ -1,12 +1,17 @@
-"""A/A of bench/proof_kernels' scale_shift at 2^16 and 2^20 elements, crossover on and off, twice
-each: ratio, interval, mode, calls per block and each arm's median head/base ratio, one JSON line
-per case (recorded on the H200: bench/results/h200/cli_decision/crossover_diag.jsonl).
+"""A/A of bench/proof_kernels' scale_shift at 2^16 and 2^20 elements: ratio, interval, mode, calls
+per block and each arm's median head/base ratio, one JSON line per case.
 
-    PYTHONPATH=.:/tmp/site python3 bench/crossover_diag.py
+    PYTHONPATH=.:/tmp/site python3 bench/crossover_diag.py                     # crossover on, off
+    PYTHONPATH=.:/tmp/site python3 bench/crossover_diag.py --compare preroll --reps 3
+
+``--compare crossover`` (recorded on the H200: bench/results/h200/cli_decision/crossover_diag.jsonl)
+runs crossover on and off; ``--compare preroll`` runs crossover with the graph blocks' untimed
+pass over the input copies on and off.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -24,8 +29,14 @@ PROOF = ROOT / "bench" / "proof_kernels"
 
 
 def main() -> None:
-    for rep in range(2):
-        for cross in (True, False):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--compare", choices=["crossover", "preroll"], default="crossover")
+    ap.add_argument("--reps", type=int, default=2)
+    args = ap.parse_args()
+    for rep in range(args.reps):
+        for on in (True, False):
+            cross = on if args.compare == "crossover" else True
+            preroll = on if args.compare == "preroll" else True
             tmp = Path(tempfile.mkdtemp())
             cases = [
                 Case(kernel="scale_shift", bench="proofk:scale_shift", dims=d, dtype="float32",
@@ -34,7 +45,9 @@ def main() -> None:
             ]  # fmt: skip
             options = SweepOptions(
                 device="cuda",
-                protocol=default_protocol("cuda", crossover=cross),
+                protocol=default_protocol("cuda", crossover=cross).model_copy(
+                    update={"graph_preroll": preroll}
+                ),
                 timeouts=Timeouts(prepare_s=120, block_s=30),
                 max_gpu_seconds=600,
                 ceilings_cache_dir=str(tmp / "c"),
@@ -50,6 +63,8 @@ def main() -> None:
                 row = {
                     "rep": rep,
                     "crossover": cross,
+                    "preroll": preroll,
+                    "startup_s": result.startup_s,
                     "shape": c.shape,
                     "verdict": c.verdict,
                     "ratio": c.ratio,

@@ -30,11 +30,16 @@ def sentence(s: dict[str, Any]) -> str:
         f"  - `bench/results/h200/cli_decision/`: `kernel-review bench` itself, through the command line, on\n"
         f"    kernels it never saw, A/A: {one['slower']} of {one['verdicts']} verdicts SLOWER and "
         f"{one['not_same']} not SAME at tolerance 1%, {three['slower']} and {three['not_same']} of "
-        f"{three['verdicts']} at 3%; 10% slower caught at {s['detect_10pct']} served shapes, 3% at "
-        f"{s['detect_3pct_at_0p015']} (tolerance 1.5%), one slower shape found exactly: {s['one_shape_exact']}.\n"
+        f"{three['verdicts']} at 3%; 10% slower caught at {s['detect_10pct']} served shapes "
+        f"({s.get('detect_10pct_where_realised', '?')} where the head really was over the tolerance slower), 3% at "
+        f"{s['detect_3pct_at_0p015']} ({s.get('detect_3pct_at_0p015_where_realised', '?')}; tolerance 1.5%), "
+        f"one slower shape found exactly: {s['one_shape_exact']}.\n"
         f"    All in (the GPU held from the command's start, per verdict): {_n(s['gpu_s_per_verdict_all_in_median'])} "
-        f"GPU-s, against {_n(s['dobench_gpu_s_per_pair'])} GPU-s per do_bench pair; first verdict on the\n"
-        f"    fixture {_n(s['time_to_first_verdict_s'], '{:.1f}')} s after the start; the fixture's measure job "
+        f"GPU-s, {_n(s.get('gpu_s_per_case_median'))} per case once started, against "
+        f"{_n(s['dobench_gpu_s_per_pair'])} GPU-s per do_bench pair\n"
+        f"    (its two calls only; {_n(s.get('dobench_all_in_gpu_s_per_pair'))} all in, from a fresh process); "
+        f"first verdict {_n(s.get('time_to_first_verdict_own_repo_median_s'), '{:.1f}')} s after the start\n"
+        f"    (fixture {_n(s['time_to_first_verdict_s'], '{:.1f}')} s); the fixture's measure job "
         + ("did not finish within its limit." if job is None else f"{job:.0f} s.")
     )
 
