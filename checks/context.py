@@ -87,6 +87,11 @@ class MeasureContext:
         """Whether this is shard 1: what does not split by shape is measured there only."""
         return self.shard[0] == 1
 
+    @property
+    def python_path(self) -> tuple[str, ...]:
+        """The base policy's python_path: folders of a checkout imported from before its root."""
+        return tuple(getattr(self.policy, "python_path", ()) or ())
+
     def tree(self, side: Side) -> Path:
         """The worktree of base or head: made on the first call, the same path after."""
         if side not in self._trees:

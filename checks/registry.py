@@ -86,7 +86,7 @@ class FirstCall:
                 reason = f"{side}: {exc.message}"
                 not_run.append(NotRun(check="first_call", vendor=ctx.vendor, reason=reason))
                 continue
-            for spec in specs_for(ctx.plan.kernels):
+            for spec in specs_for(ctx.plan.kernels, ctx.python_path):
                 ctx.progress(
                     f"first call: {spec.name} ({side}, cold, then warm) in fresh processes"
                 )
@@ -129,7 +129,12 @@ class Compiler:
         try:
             envs = (ctx.environment("base"), ctx.environment("head"))
             compiler, not_run = compiler_evidence_for_trees(
-                ctx.tree("base"), ctx.tree("head"), ctx.plan, ctx.compiler_targets or [], envs=envs
+                ctx.tree("base"),
+                ctx.tree("head"),
+                ctx.plan,
+                ctx.compiler_targets or [],
+                envs=envs,
+                python_path=ctx.python_path,
             )
         except KernelReviewError as exc:
             return Evidence(not_run=(NotRun(check="compiler", reason=exc.message),))
@@ -164,6 +169,7 @@ class SharedMemory:
             gpu=_gpu_name(),
             progress=ctx.progress,
             pythons={"base": base_python, "head": head_python},
+            python_path=ctx.python_path,
         )
 
 

@@ -153,7 +153,7 @@ def _base_report(
     from checks.compiler.evidence import side_report
 
     paths = {k.name: tuple(k.paths) for k in policy.kernels if k.name in {s.name for s in specs}}
-    return side_report(
+    return side_report(  # specs carry the policy's python_path
         args.repo, args.base, specs, targets, cxx_paths=paths, not_run=[], progress=progress
     )
 

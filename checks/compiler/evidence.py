@@ -217,7 +217,12 @@ def compiler_evidence_for_range(
             trees.append(add_worktree(Path(repo), Path(tmp) / "base", base_sha))
             trees.append(add_worktree(Path(repo), Path(tmp) / "head", head_sha))
             return compiler_evidence_for_trees(
-                trees[0], trees[1], plan, targets, details_dir=details_dir
+                trees[0],
+                trees[1],
+                plan,
+                targets,
+                details_dir=details_dir,
+                python_path=getattr(policy, "python_path", ()),
             )
         except KernelReviewError as exc:
             return None, [NotRun(check="compiler", reason=exc.message)]
@@ -234,13 +239,14 @@ def compiler_evidence_for_trees(
     *,
     details_dir: Path | None = None,
     envs: tuple[SideEnv | None, SideEnv | None] = (None, None),
+    python_path: Any = (),
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
     """Compile the planned kernels in the base and head checkouts for ``targets`` and compare
     them; with ``details_dir`` the full reports (every variant) are written there as
     ``compiler-old.json`` and ``compiler-new.json``. ``envs``: each side's own toolchain
-    (base, head), the bot's own where None."""
+    (base, head), the bot's own where None; ``python_path``: the policy's."""
     not_run: list[NotRun] = []
-    specs = specs_for(plan.kernels)
+    specs = specs_for(plan.kernels, python_path)
     # the old side's C++ kernels, for a rewrite; a kernel planned for a toolchain change only
     # has the same source on both sides, so only its Triton configs are compared
     paths = {k.name: tuple(k.paths) for k in plan.kernels if k.change_kinds != ("toolchain",)}

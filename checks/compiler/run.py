@@ -47,27 +47,31 @@ class KernelSpec(BaseModel):
     bench: str  # "module:function", importable from the repository root
     shapes: tuple[tuple[int, ...], ...]
     dtypes: tuple[str, ...]
+    # the policy's python_path: folders of the checkout imported from before its root (src/)
+    python_path: tuple[str, ...] = ()
 
 
 def default_cache_dir() -> Path:
     return cache_root()
 
 
-def specs_for(kernels: Any) -> list[KernelSpec]:
-    """Specs of policy kernels or planned kernels (both have name, bench, shapes, dtypes)."""
+def specs_for(kernels: Any, python_path: Any = ()) -> list[KernelSpec]:
+    """Specs of policy kernels or planned kernels (both have name, bench, shapes, dtypes);
+    ``python_path``: the policy's (``checks.checkout.Checkout.python_path``)."""
     return [
         KernelSpec(
             name=k.name,
             bench=k.bench,
             shapes=tuple(tuple(s.dims) for s in k.shapes),
             dtypes=tuple(k.dtypes),
+            python_path=tuple(python_path or ()),
         )
         for k in kernels
     ]
 
 
 def specs_from_policy(policy: Any) -> list[KernelSpec]:
-    return specs_for(policy.kernels)
+    return specs_for(policy.kernels, getattr(policy, "python_path", ()))
 
 
 def targets_from_policy(policy: Any) -> list[str]:

@@ -202,7 +202,8 @@ def run_job(job: dict) -> dict:
     start = time.perf_counter()
     version = triton_compat.check_triton_version()
     target = job["target"]
-    sys.path.insert(0, job["repo_root"])
+    folders = dict.fromkeys(p for k in job["kernels"] for p in k.get("python_path") or ())
+    sys.path[:0] = [os.path.join(job["repo_root"], p) for p in folders] + [job["repo_root"]]
     records: list[dict] = []
     slots: list[dict[str, Any]] = []
     autotune: list[dict] = []

@@ -228,6 +228,7 @@ def measure_first_call(
             "target": target,
             "device": device,
             "cache_root": str(root / spec.name),
+            "python_path": list(spec.python_path),
         }
         where = device if mode == "gpu" else f"cpu (compile-only {target})"
         shutil.rmtree(job["cache_root"], ignore_errors=True)  # cold means empty

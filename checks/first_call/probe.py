@@ -20,6 +20,7 @@ with ``"prime": true`` the process only imports torch and Triton (and creates th
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -117,7 +118,7 @@ def run_job(job: dict) -> dict[str, Any]:
         return out
     compat.check_triton_version()
     repo_root = str(Path(job["repo_root"]).resolve())
-    sys.path.insert(0, repo_root)
+    sys.path[:0] = [os.path.join(repo_root, p) for p in job.get("python_path") or ()] + [repo_root]
     start = time.perf_counter()
     if job["mode"] == "gpu":
         entry = bench_capture.load_entry(job["bench"], repo_root)

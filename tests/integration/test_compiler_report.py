@@ -529,3 +529,51 @@ def test_a_target_without_tables_still_gets_registers():
         ptxas_log=(data / "resources_sm90.ptxas.txt").read_text(),
     )
     assert known["max_regs_per_thread"] == 255 and known["occupancy_fraction"] == 1.0
+
+
+@pytest.mark.slow
+def test_a_src_layout_is_imported_through_the_policys_python_path(
+    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture
+):
+    """The kernels under src/ and python_path = ["src"]: the compiler report and the first call
+    import them as the sweep's workers do; without python_path both say the import failed."""
+    import json
+    import shutil
+
+    from bot.cli import main
+
+    repo = tmp_path / "repo"
+    shutil.copytree(KERNELS / "toykern", repo / "src" / "toykern")
+    (repo / ".github").mkdir()
+    policy = (
+        'vendors = ["nvidia"]\n'
+        "{python_path}"
+        "[deployment]\n"
+        'kind = "long-lived"\n'
+        "[compiler]\n"
+        'nvidia_targets = ["sm_90"]\n'
+        "[[kernels]]\n"
+        'name = "vector_add"\n'
+        'bench = "toykern.bench:vector_add"\n'
+        'paths = ["src/toykern/kernels.py"]\n'
+        'dtypes = ["float32"]\n'
+        "shapes = [[5000]]\n"
+    )
+    toml = repo / ".github" / "kernel-review.toml"
+    report_json, first_json = tmp_path / "report.json", tmp_path / "first.json"
+    outcomes = {}
+    for python_path in ("", 'python_path = ["src"]\n'):
+        toml.write_text(policy.format(python_path=python_path))
+        args = ["--repo", str(repo), "--json", str(report_json)]
+        assert main(["compiler-report", *args, "--cache-dir", str(cache_dir)]) == 0
+        report = CompilerReport.model_validate(json.loads(report_json.read_text())["report"])
+        first = ["first-call", "--repo", str(repo), "--device", "cpu", "--json", str(first_json)]
+        main(first)
+        capsys.readouterr()
+        outcomes[bool(python_path)] = (report, json.loads(first_json.read_text())[0])
+    report, first = outcomes[True]
+    assert [r.function for r in report.records if not r.error] == ["add_kernel"]
+    assert first["cold"]["error"] in (None, ""), first["cold"]["error"]
+    report, first = outcomes[False]
+    assert all("cannot import" in (r.error or "") for r in report.records), report.records
+    assert "toykern" in (first["cold"]["error"] or "")

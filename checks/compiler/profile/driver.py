@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,8 @@ def _region(kind: str) -> tuple[Any, Any]:
 def run(job: dict) -> dict:
     import torch
 
-    sys.path.insert(0, job["repo_root"])
+    root = job["repo_root"]
+    sys.path[:0] = [os.path.join(root, p) for p in job.get("python_path") or ()] + [root]
     module, _, attr = job["bench"].partition(":")
     entry = getattr(importlib.import_module(module), attr)
     case = entry(tuple(job["shape"]), job["dtype"], device="cuda", seed=0)

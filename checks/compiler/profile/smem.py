@@ -35,14 +35,16 @@ class Case:
     bench: str
     shape: tuple[int, ...]
     dtype: str
+    python_path: tuple[str, ...] = ()  # the policy's: folders imported from before the root
 
 
-def cases(plan: Any, shapes_per_kernel: int) -> list[Case]:
+def cases(plan: Any, shapes_per_kernel: int, python_path: Any = ()) -> list[Case]:
     """The profiled cases: per planned kernel, its most-served shapes in its first dtype."""
     out = []
+    folders = tuple(python_path or ())
     for k in plan.kernels:
         ranked = sorted(k.shapes, key=lambda s: -s.weight)[:shapes_per_kernel]
-        out += [Case(k.name, k.bench, tuple(s.dims), k.dtypes[0]) for s in ranked]
+        out += [Case(k.name, k.bench, tuple(s.dims), k.dtypes[0], folders) for s in ranked]
     return out
 
 
@@ -64,6 +66,7 @@ def profile_case(
         "shape": list(case.shape),
         "dtype": case.dtype,
         "region": vendor.profile_region,
+        "python_path": list(case.python_path),
     }
     result = run_job(
         "checks.compiler.profile.driver",
@@ -101,9 +104,11 @@ def smem_evidence(
     gpu: str = "",
     progress: Callable[[str], None] = lambda _m: None,
     pythons: dict[str, str] | None = None,
+    python_path: Any = (),
 ) -> Evidence:
     """Old (``trees["base"]``) and new (``trees["head"]``) shared-memory traffic of every case;
-    ``pythons``: each side's own interpreter, the bot's where absent."""
+    ``pythons``: each side's own interpreter, the bot's where absent; ``python_path``: the
+    policy's."""
 
     def not_run(reason: str) -> Evidence:
         return Evidence(not_run=(NotRun(check="smem", vendor=vendor.vendor, reason=reason),))
@@ -114,7 +119,9 @@ def smem_evidence(
             f"profiled: install it on the {vendor.display} runner, or set [profile] "
             "shared_memory = false"
         )
-    todo = [(c, side) for c in cases(plan, shapes_per_kernel) for side in ("base", "head")]
+    todo = [
+        (c, side) for c in cases(plan, shapes_per_kernel, python_path) for side in ("base", "head")
+    ]
     found: list[SmemTraffic] = []
     missing: list[NotRun] = []
     spent = 0.0
