@@ -413,6 +413,12 @@ def _side_info(prep: dict[str, Any], check: dict[str, Any]) -> SideInfo:
     )
 
 
+def _loosest(*given: float | None) -> float | None:
+    """The larger of the two sides' own tolerances; None when neither gives one."""
+    values = [float(x) for x in given if x is not None]
+    return max(values) if values else None
+
+
 def _correctness_problem(
     cb: dict[str, Any], ch: dict[str, Any], *, compare_sides: bool
 ) -> tuple[str, str] | None:
@@ -428,7 +434,8 @@ def _correctness_problem(
     diff = compare_digests(
         cb["digest"],
         ch["digest"],
-        atol=scale * max(cb["atol"], ch["atol"]),
-        rtol=scale * max(cb["rtol"], ch["rtol"]),
+        atol=_loosest(cb.get("atol"), ch.get("atol")),
+        rtol=_loosest(cb.get("rtol"), ch.get("rtol")),
+        scale=scale,
     )
     return ("head", f"head differs from base: {diff}") if diff else None

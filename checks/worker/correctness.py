@@ -34,6 +34,14 @@ def tolerance_for(dtype: str, atol: float | None, rtol: float | None) -> tuple[f
     return (d_atol if atol is None else float(atol), d_rtol if rtol is None else float(rtol))
 
 
+def output_tolerance(dtypes: Any, atol: float | None, rtol: float | None) -> tuple[float, float]:
+    """One output's (atol, rtol): the entry point's own where it gives them, else the loosest
+    default of ``dtypes`` (the output's and its reference's): an fp32 statistic beside a bf16
+    result is held to fp32's tolerance, the bf16 result to bf16's."""
+    pairs = [tolerance_for(d, atol, rtol) for d in dtypes] or [tolerance_for("", atol, rtol)]
+    return max(p[0] for p in pairs), max(p[1] for p in pairs)
+
+
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
@@ -98,8 +106,12 @@ def poison(reference_outputs: list[Any]) -> None:
     del blocks  # back to the caching allocator's free lists, NaN bytes and all
 
 
-def compare(out: Any, ref: Any, *, atol: float, rtol: float) -> dict[str, Any]:
-    """Element-wise ``|out - ref| <= atol + rtol * |ref|``; NaN only matches NaN."""
+def compare(
+    out: Any, ref: Any, *, atol: float | None = None, rtol: float | None = None
+) -> dict[str, Any]:
+    """Element-wise ``|out - ref| <= atol + rtol * |ref|``; NaN only matches NaN. ``atol`` and
+    ``rtol``: the entry point's, for every output; where None, each output's own dtype decides
+    (``output_tolerance``)."""
     outs, refs = flatten_outputs(out), flatten_outputs(ref)
     if len(outs) != len(refs):
         return {"ok": False, "message": f"{len(outs)} outputs, reference has {len(refs)}"}
@@ -111,11 +123,12 @@ def compare(out: Any, ref: Any, *, atol: float, rtol: float) -> dict[str, Any]:
                 "message": f"output {k} has shape {_shape(o)}, reference {_shape(r)}",
             }
         n = _numel(o)
+        tol = output_tolerance((dtype_name(o), dtype_name(r)), atol, rtol)
         for start in range(0, n, CHUNK):
             a, b = _flat64(o, start, start + CHUNK), _flat64(r, start, start + CHUNK)
             if _is_torch(b) and _is_torch(a) and a.device != b.device:
                 a = a.to(b.device)
-            bad, err = _bad_mask(a, b, atol, rtol)
+            bad, err = _bad_mask(a, b, *tol)
             n_bad = int(bad.sum())
             worst = max(worst, err)
             if n_bad and first_bad is None:
@@ -125,6 +138,7 @@ def compare(out: Any, ref: Any, *, atol: float, rtol: float) -> dict[str, Any]:
                     "index": idx,
                     "got": _item(a, idx - start),
                     "want": _item(b, idx - start),
+                    "tol": tol,
                 }
             bad_total += n_bad
     ok = bad_total == 0
@@ -132,8 +146,9 @@ def compare(out: Any, ref: Any, *, atol: float, rtol: float) -> dict[str, Any]:
         ""
         if ok
         else (
-            f"{bad_total} elements differ from the reference beyond atol={atol:g}, rtol={rtol:g}; "
-            f"first at output {first_bad['output']} index {first_bad['index']}: "
+            f"{bad_total} elements differ from the reference; first at output "
+            f"{first_bad['output']} index {first_bad['index']} (atol={first_bad['tol'][0]:g}, "
+            f"rtol={first_bad['tol'][1]:g}): "
             f"got {first_bad['got']!r}, want {first_bad['want']!r}"
         )
     )
@@ -271,12 +286,22 @@ def _as_float(v: float | str) -> float:
 
 
 def compare_digests(
-    base: list[dict[str, Any]], head: list[dict[str, Any]], *, atol: float, rtol: float
+    base: list[dict[str, Any]],
+    head: list[dict[str, Any]],
+    *,
+    atol: float | None = None,
+    rtol: float | None = None,
+    scale: float = 1.0,
 ) -> str:
-    """'' when head's outputs match base's within tolerance, else what differs. Pure."""
+    """'' when head's outputs match base's within tolerance, else what differs. Pure.
+    ``atol``/``rtol``: the entry points' own, else each output's dtypes decide
+    (``output_tolerance``); ``scale`` widens either (two sides, each within tolerance of a
+    reference, may be twice as far apart)."""
     if len(base) != len(head):
         return f"head returns {len(head)} outputs, base {len(base)}"
     for k, (b, h) in enumerate(zip(base, head, strict=True)):
+        one = output_tolerance((b.get("dtype", ""), h.get("dtype", "")), atol, rtol)
+        atol_k, rtol_k = scale * one[0], scale * one[1]
         if b["shape"] != h["shape"]:
             return f"output {k}: head shape {h['shape']}, base shape {b['shape']}"
         if b["nan"] != h["nan"] or b["inf"] != h["inf"]:
@@ -287,12 +312,13 @@ def compare_digests(
                 continue
             if x == y:
                 continue
-            if not (math.isfinite(x) and math.isfinite(y)) or abs(x - y) > atol + rtol * abs(x):
+            if not (math.isfinite(x) and math.isfinite(y)) or abs(x - y) > atol_k + rtol_k * abs(x):
                 return (
-                    f"output {k} element {i}: head {y!r}, base {x!r} (atol={atol:g}, rtol={rtol:g})"
+                    f"output {k} element {i}: head {y!r}, base {x!r} "
+                    f"(atol={atol_k:g}, rtol={rtol_k:g})"
                 )
         for (lo, hi, bs, bsa), (_, _, hs, hsa) in zip(b["parts"], h["parts"], strict=True):
-            allowed = atol * (hi - lo) + rtol * max(bsa, hsa) + 1e-9 * max(bsa, hsa, 1.0)
+            allowed = atol_k * (hi - lo) + rtol_k * max(bsa, hsa) + 1e-9 * max(bsa, hsa, 1.0)
             if abs(bs - hs) > allowed:
                 return f"output {k} elements {lo}..{hi - 1}: head sum {hs:.6g}, base sum {bs:.6g}"
     return ""

@@ -1,0 +1,49 @@
+"""Each output of an entry point is held to its own dtype's tolerance (unless the entry point
+gives one): a layer norm's bf16 result beside its fp32 mean and rstd, in either order."""
+
+from __future__ import annotations
+
+import torch
+
+from checks.worker.correctness import compare, compare_digests, digest, output_tolerance
+
+
+def _outputs(order: str, *, bf16_err: float, fp32_err: float):
+    g = torch.Generator().manual_seed(0)
+    y = torch.randn(4096, generator=g).to(torch.bfloat16)
+    mean = torch.randn(64, generator=g)
+    ref = {"y": y, "mean": mean}
+    # an error of about `err` relative to each element, on top of what the dtype can hold
+    got = {
+        "y": (y.float() * (1 + bf16_err)).to(torch.bfloat16),
+        "mean": mean * (1 + fp32_err),
+    }
+    keys = ("y", "mean") if order == "bf16 first" else ("mean", "y")
+    return tuple(got[k] for k in keys), tuple(ref[k] for k in keys)
+
+
+def test_an_fp32_output_beside_a_bf16_one_is_held_to_fp32s_tolerance() -> None:
+    for order in ("bf16 first", "fp32 first"):
+        # bf16 within its 2% and fp32 within 1e-4: correct in either order
+        out, ref = _outputs(order, bf16_err=0.008, fp32_err=2e-5)
+        assert compare(out, ref)["ok"], order
+        # the fp32 statistic 0.1% off: wrong, even when the bf16 result comes first
+        out, ref = _outputs(order, bf16_err=0.0, fp32_err=1e-3)
+        res = compare(out, ref)
+        assert not res["ok"] and "rtol=0.0001" in res["message"], (order, res["message"])
+
+
+def test_the_entry_points_own_tolerance_applies_to_every_output() -> None:
+    out, ref = _outputs("fp32 first", bf16_err=0.0, fp32_err=1e-3)
+    assert compare(out, ref, atol=1e-2, rtol=1e-2)["ok"]
+    assert output_tolerance(("float32", "bfloat16"), None, None) == (2e-2, 2e-2)
+    assert output_tolerance(("float32",), 0.5, None) == (0.5, 1e-4)
+
+
+def test_base_against_head_digests_use_each_outputs_tolerance() -> None:
+    base, _ = _outputs("fp32 first", bf16_err=0.0, fp32_err=0.0)
+    head_ok, _ = _outputs("fp32 first", bf16_err=0.008, fp32_err=2e-5)
+    head_bad, _ = _outputs("fp32 first", bf16_err=0.0, fp32_err=1e-3)
+    assert compare_digests(digest(base), digest(head_ok)) == ""
+    diff = compare_digests(digest(base), digest(head_bad))
+    assert diff.startswith("output 0"), diff
