@@ -4,8 +4,7 @@ Operator ``op`` is ``csrc/<op>.cu`` on NVIDIA or ``csrc/<op>.hip`` on AMD (chose
 built for ROCm) plus ``csrc/<op>_binding.cpp``, which checks the tensors, allocates the output and
 calls the kernel's launcher on the stream passed from Python. Builds are cached under
 ``$TOYOPS_BUILD_DIR`` (default ``~/.cache/toyops``) in a folder named by a hash of the sources,
-the torch version and the vendor, so an unchanged kernel is compiled once per machine, also
-across clones and worktrees (the sources are built from copies in that folder).
+the torch version and the vendor, so an unchanged kernel is compiled once per machine.
 Building needs a CUDA toolkit (nvcc) or ROCm (hipcc), and ninja.
 """
 
@@ -43,24 +42,6 @@ def build_dir(op: str) -> Path:
     return root / f"{op}-{digest.hexdigest()[:16]}"
 
 
-def _stable_copies(op: str, directory: Path) -> list[Path]:
-    """The sources copied into the build folder (named by their hash, so the copies are the same
-    files whatever checkout they came from) and written only when missing: ninja then finds the
-    same paths and times as last time and does not build again. Built from the checkout's own
-    paths, a fresh clone or worktree (new paths, new times) would rebuild every time."""
-    copies = []
-    for path in sources(op):
-        copy = directory / "src" / path.name
-        data = path.read_bytes()
-        if not copy.is_file() or copy.read_bytes() != data:
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            tmp = copy.with_name(f".{copy.name}.{os.getpid()}")
-            tmp.write_bytes(data)
-            tmp.replace(copy)
-        copies.append(copy)
-    return copies
-
-
 def load(op: str) -> ModuleType:
     """The compiled extension for ``op``, building it on first use."""
     module = _LOADED.get(op)
@@ -75,7 +56,7 @@ def load(op: str) -> ModuleType:
     directory.mkdir(parents=True, exist_ok=True)
     module = load_extension(
         name=f"toyops_{op}_{directory.name.rsplit('-', 1)[1]}",
-        sources=[str(p) for p in _stable_copies(op, directory)],
+        sources=[str(p) for p in sources(op)],
         build_directory=str(directory),
         extra_cflags=["-O3"],
         extra_cuda_cflags=["-O3"],
