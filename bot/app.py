@@ -38,6 +38,7 @@ from bot.github.events import DEFAULT_BOT_LOGINS, ReviewRequest, parse_event
 from bot.jobs.accepting import record_comment
 from bot.jobs.approval import advisory_reason, advisory_status, told_before
 from bot.jobs.gate import GateDecision, GateResult, decide_gate, describe
+from bot.outputs import plural
 
 MODES = ("plan", "ack", "measure", "report", "scheduled", "scheduled-report")
 MAX_EVENT_BYTES = 25 * 2**20  # GitHub caps webhook payloads at 25 MB
@@ -305,7 +306,7 @@ def _merge_gate(
                 "commit status instead"
             )
         else:
-            log(f"check run {run_id}: {conclusion}, {len(notes)} annotation(s)")
+            log(f"check run {run_id}: {conclusion}, {plural(len(notes), 'annotation')}")
             return
     state, description = advisory_status(*status_for(review.verdict), advisory)
     client.set_status(
@@ -581,7 +582,7 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
     env.history_path.parent.mkdir(parents=True, exist_ok=True)
     with open(env.history_path, "a", encoding="utf-8") as handle:
         handle.write("".join(line + "\n" for line in lines))
-    log(f"appended {len(lines)} record(s) to {env.history_path}")
+    log(f"appended {plural(len(lines), 'record')} to {env.history_path}")
     return 0
 
 

@@ -60,7 +60,7 @@ def make_plan(
         unknown = [k for k in kernels if k not in {kp.name for kp in policy.kernels}]
         if unknown:
             raise LimitError(
-                f"unknown kernel(s) {', '.join(unknown)}",
+                f"unknown {'kernel' if len(unknown) == 1 else 'kernels'} {', '.join(unknown)}",
                 hint="the policy's kernels are: " + ", ".join(kp.name for kp in policy.kernels),
             )
         # An explicit request measures the named kernels even when this diff did not touch them.
@@ -121,7 +121,8 @@ def make_plan(
         extra = [v for v in vendors if v not in policy.vendors]
         if extra:
             raise LimitError(
-                f"vendor(s) {', '.join(extra)} are not in the policy's vendors",
+                (f"vendor {extra[0]} is" if len(extra) == 1 else f"vendors {', '.join(extra)} are")
+                + " not in the policy's vendors",
                 hint="allowed: " + ", ".join(policy.vendors),
             )
     checks: list[Check] = []

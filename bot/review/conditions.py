@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import Evidence, FirstCallEvidence, ShapeLine, SweepEvidence
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
+from bot.outputs import plural
 from bot.review.explain import kernel_lines
 from bot.review.words import speed, speed_range
 
@@ -110,7 +111,7 @@ def sweep(f: Facts) -> Finding:
     if failures or slower:
         what = []
         if failures:
-            what.append(f"{len(failures)} shape(s) failed (wrong result, crash or timeout)")
+            what.append(f"{plural(len(failures), 'shape')} failed (wrong result, crash or timeout)")
         if slower:
             worst = max(slower, key=lambda x: x.ratio or 1.0)
             what.append(
@@ -123,14 +124,14 @@ def sweep(f: Facts) -> Finding:
     if inconclusive:
         return Finding(
             "open",
-            f"{len(inconclusive)} shape(s) inconclusive: the noise was larger than the "
+            f"{plural(len(inconclusive), 'shape')} inconclusive: the noise was larger than the "
             "tolerance within the budget; rerun with `/bench full`",
             rows,
         )
     if n_accepted:
         return Finding(
             "met",
-            f"within tolerance at every shape but {n_accepted} accepted slower shape(s)",
+            f"within tolerance at every shape but {plural(n_accepted, 'accepted slower shape')}",
             rows,
         )
     return Finding("met", f"within tolerance at all {total} shapes", rows)
@@ -156,7 +157,7 @@ def _first_call_line(f: FirstCallEvidence) -> str:
     if f.autotune_ms:
         parts.append(f"autotune {f.autotune_ms:.0f} ms")
     if f.distinct_keys is not None:
-        parts.append(f"{f.distinct_keys} autotune key(s) over the served shapes")
+        parts.append(f"{plural(f.distinct_keys, 'autotune key')} over the served shapes")
     if f.cold_total_ms is not None:
         parts.append(f"{f.cold_total_ms:.0f} ms to serve every shape once, cold")
     if f.compile_only:
@@ -203,7 +204,7 @@ def first_call(f: Facts) -> Finding:
         )
         return Finding(
             "open",
-            f"over the `{kind}` budget of {budget:.0f} ms for {len(over)} kernel(s)",
+            f"over the `{kind}` budget of {budget:.0f} ms for {plural(len(over), 'kernel')}",
             rows,
             blocking=True,
         )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import Evidence
 from bot.contracts.review import ChangeLine, Decision, Requirements, Verdict
+from bot.outputs import plural
 from bot.review.conditions import evaluate
 
 
@@ -48,12 +49,12 @@ def decide(
         moved = ", ".join(dict.fromkeys(c.kernel for c in bumps))
         what.append(f"moves the kernels' toolchain ({moved}), which affects every kernel")
     if rewrites:
-        what.append(f"replaces {len(rewrites)} hand-written kernel(s) with Triton")
+        what.append(f"replaces {plural(len(rewrites), 'hand-written kernel')} with Triton")
     if tunings:
-        what.append(f"retunes {len(tunings)} Triton kernel(s)")
+        what.append(f"retunes {plural(len(tunings), 'Triton kernel')}")
     others = len(changes) - len(rewrites) - len(tunings) - len(bumps)
     if others:
-        what.append(f"changes {others} other kernel(s)")
+        what.append(f"changes {plural(others, 'other kernel')}")
     subject = (
         "This pull request " + " and ".join(what) if what else "This pull request changes kernels"
     )
@@ -99,8 +100,13 @@ def decide(
     unmapped = [c for c in changes if not c.mapped]
     if unmapped:
         why += (
-            f" {len(unmapped)} changed kernel(s) are not covered by the policy and were not "
-            "measured: add them to `kernels` with a bench entry point."
+            f" {plural(len(unmapped), 'changed kernel')} "
+            + (
+                "is not covered by the policy and was not measured: add it"
+                if len(unmapped) == 1
+                else "are not covered by the policy and were not measured: add them"
+            )
+            + " to `kernels` with a bench entry point."
         )
     return Verdict(
         decision=decision,

@@ -35,7 +35,7 @@ def test_recorded_results_become_the_evidence(capsys) -> None:
     assert "| vector\\_add | 67108859 (small/ragged) | bfloat16 |" in review
     assert "worst vector\\_add 67108859 bfloat16" in review
     # first call measured in fresh processes on the GPU, judged against the cli budget
-    assert "matmul on nvidia, cold" in review and "10 autotune key(s)" in review
+    assert "matmul on nvidia, cold" in review and "10 autotune keys" in review
     # ...with where the cold time went: most of vector_add's is fixed process cost, not compiling
     assert "vector\\_add on nvidia, cold 4080 ms" in review
     assert "(imports 1928 ms, context 179 ms, Triton set-up 1551 ms)" in review

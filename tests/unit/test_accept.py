@@ -240,7 +240,7 @@ def test_accepted_shapes_stop_requesting_changes_and_the_review_names_who_and_wh
     out = _review([_accept(1.09)])
     assert out.verdict.decision != "request_changes"
     [sweep] = [c for c in out.verdict.conditions if c.key == "sweep"]
-    assert sweep.state == "met" and "2 accepted slower shape(s)" in sweep.summary
+    assert sweep.state == "met" and "2 accepted slower shapes" in sweep.summary
     assert "### Accepted regressions" in out.comment
     assert "8.0% slower, accepted by @\u200bboss: worth it (up to 9.0% slower)" in out.comment
 
