@@ -84,6 +84,8 @@ POLICY_FILE = ".github/kernel-review.toml"
 PYPROJECT_TABLE = ("tool", "kernel-review")
 DEFAULT_PLACES = (POLICY_FILE, "pyproject.toml")
 MAX_POLICY_BYTES = 64 * 1024
+# a pyproject.toml carries the whole project's configuration besides the policy's table
+MAX_PYPROJECT_BYTES = 1024 * 1024
 MAX_REPORTED = 10
 
 MINIMAL_EXAMPLE = """\
@@ -137,8 +139,8 @@ def validate_policy(
     """``(policy, [])`` when valid, else ``(None, problems)`` sorted by line. Never raises for
     bad input. ``table`` selects the policy inside a larger document, e.g. pyproject.toml."""
     size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_POLICY_BYTES:
-        return None, [whole_file_problem(source, _size_message(size))]
+    if size > _cap(table):
+        return None, [whole_file_problem(source, _size_message(size, _cap(table)))]
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -170,10 +172,14 @@ def problems_error(problems: list[PolicyProblem], source: str) -> PolicyError:
     )
 
 
-def _size_message(size: int) -> str:
+def _cap(table: tuple[str, ...]) -> int:
+    return MAX_PYPROJECT_BYTES if table else MAX_POLICY_BYTES
+
+
+def _size_message(size: int, cap: int = MAX_POLICY_BYTES) -> str:
     return (
-        f"the policy file is {size:,} bytes, over the cap of {MAX_POLICY_BYTES:,} bytes "
-        f"({MAX_POLICY_BYTES // 1024} KiB); a policy lists kernels and shapes, not data"
+        f"the policy file is {size:,} bytes, over the cap of {cap:,} bytes "
+        f"({cap // 1024} KiB); a policy lists kernels and shapes, not data"
     )
 
 
@@ -184,7 +190,7 @@ def read_policy_file(path: Path, *, display: str | None = None) -> PolicySource:
     """Read a policy file: the whole file, or ``[tool.kernel-review]`` of a pyproject.toml."""
     name = display or str(path)
     try:
-        text = read_text_file(path, name, max_bytes=MAX_POLICY_BYTES)
+        text = read_text_file(path, name, max_bytes=_cap(_table_of(path.name)))
     except ReadRefused as exc:
         raise _refused(exc) from None
     if text is None:
@@ -304,7 +310,7 @@ def _near_misses(revision: Revision) -> str:
 
 def _read(revision: Revision, path: str) -> str | None:
     try:
-        return revision.read(path, max_bytes=MAX_POLICY_BYTES)
+        return revision.read(path, max_bytes=_cap(_table_of(path)))
     except ReadRefused as exc:
         raise _refused(exc) from None
 
@@ -318,7 +324,8 @@ def _refused(exc: ReadRefused) -> PolicyError:
             hint="the policy must be a plain file in the repository, not a link or a device",
         )
     if exc.why == "too-large":
-        return PolicyError(f"{name}: {_size_message(exc.size)}", hint="shrink the file")
+        cap = _cap(_table_of(name))
+        return PolicyError(f"{name}: {_size_message(exc.size, cap)}", hint="shrink the file")
     if exc.why == "not-utf8":
         return PolicyError(exc.message, hint=exc.hint)
     return PolicyError(f"cannot read policy {name}: {exc.detail}", hint="check the path")

@@ -667,3 +667,26 @@ shapes = [[4096, 4096, 4096], [8192, 1, 8192]]
         match=r"kernels\[0\]\.tensors\[0\]: names dimension 2, but shapes\[1\] \[3, 3\]",
     ):
         parse_policy(text.replace("[8192, 1, 8192]", "[3, 3]"), "p.toml")
+
+
+def test_a_large_pyproject_is_read_for_its_table(tmp_path: Path) -> None:
+    """A pyproject.toml carries the whole project's configuration: 200 KiB of it is no reason
+    to refuse the policy's table in it, nor to call a missing policy oversized."""
+    bulk = "".join(f"[tool.other.t{i}]\nkey = {'x' * 80!r}\n" for i in range(2000))
+    assert len(bulk) > 150 * 1024
+    write(tmp_path, "pyproject.toml", bulk)
+    with pytest.raises(PolicyError) as caught:
+        load_policy(tmp_path)
+    assert caught.value.message.startswith("no policy in ")
+    table = (
+        '[tool.kernel-review.deployment]\nkind = "long-lived"\n'
+        '[[tool.kernel-review.kernels]]\nname = "add"\nbench = "ops.bench:add"\n'
+        'paths = ["ops/add.py"]\ndtypes = ["float32"]\nshapes = [[98432]]\n'
+    )
+    write(tmp_path, "pyproject.toml", table + bulk)
+    loaded = load_policy(tmp_path)
+    assert loaded.table == "tool.kernel-review" and loaded.policy.kernels
+    write(tmp_path, "pyproject.toml", table + "#" * (1024 * 1024))
+    with pytest.raises(PolicyError) as caught:
+        load_policy(tmp_path)
+    assert "over the cap of 1,048,576 bytes (1024 KiB)" in caught.value.message
