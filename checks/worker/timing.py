@@ -16,6 +16,7 @@ Standard library only at import; the worker hands in torch.
 
 from __future__ import annotations
 
+import abc
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -57,13 +58,14 @@ def _median(xs: Sequence[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
-class _Timer:
+class _Timer(abc.ABC):
     """What both timers share: ``configure`` resolves the estimate blocks are sized from."""
 
     est_us: float
 
+    @abc.abstractmethod
     def estimate_us(self) -> float:
-        raise NotImplementedError
+        """The time of one call, measured now."""
 
     def configure(
         self,
@@ -81,10 +83,11 @@ class _Timer:
         est = est_us or self.est_us or self.estimate_us()
         return self._setup(mode, block_ms, est, like or {}, preroll)
 
+    @abc.abstractmethod
     def _setup(
         self, mode: str, block_ms: float, est: float, like: Mapping[str, Any], preroll: bool
     ) -> dict[str, Any]:
-        raise NotImplementedError
+        """Blocks for ``mode`` sized from ``est`` (or taken from ``like``); what was set up."""
 
 
 class CpuTimer(_Timer):
