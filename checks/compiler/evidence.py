@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -239,7 +239,7 @@ def compiler_evidence_for_trees(
     *,
     details_dir: Path | None = None,
     envs: tuple[SideEnv | None, SideEnv | None] = (None, None),
-    python_path: Any = (),
+    python_path: Sequence[str] = (),
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
     """Compile the planned kernels in the base and head checkouts for ``targets`` and compare
     them; with ``details_dir`` the full reports (every variant) are written there as

@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ def default_cache_dir() -> Path:
     return cache_root()
 
 
-def specs_for(kernels: Any, python_path: Any = ()) -> list[KernelSpec]:
+def specs_for(kernels: Any, python_path: Sequence[str] = ()) -> list[KernelSpec]:
     """Specs of policy kernels or planned kernels (both have name, bench, shapes, dtypes);
     ``python_path``: the policy's (``checks.checkout.Checkout.python_path``)."""
     return [

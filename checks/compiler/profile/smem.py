@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ class Case:
     python_path: tuple[str, ...] = ()  # the policy's: folders imported from before the root
 
 
-def cases(plan: Any, shapes_per_kernel: int, python_path: Any = ()) -> list[Case]:
+def cases(plan: Any, shapes_per_kernel: int, python_path: Sequence[str] = ()) -> list[Case]:
     """The profiled cases: per planned kernel, its most-served shapes in its first dtype."""
     out = []
     folders = tuple(python_path or ())
@@ -104,7 +104,7 @@ def smem_evidence(
     gpu: str = "",
     progress: Callable[[str], None] = lambda _m: None,
     pythons: dict[str, str] | None = None,
-    python_path: Any = (),
+    python_path: Sequence[str] = (),
 ) -> Evidence:
     """Old (``trees["base"]``) and new (``trees["head"]``) shared-memory traffic of every case;
     ``pythons``: each side's own interpreter, the bot's where absent; ``python_path``: the
