@@ -56,6 +56,12 @@ class WorkerSpec:
     arm: int = 0  # crossover arm of the pair this worker belongs to
 
     @property
+    def side_key(self) -> str:
+        """One per side and GPU: what the crossover's two workers of a side (the same checkout)
+        may share, and base and head never do."""
+        return f"{self.side}-gpu{self.gpu}" if self.gpu is not None else self.side
+
+    @property
     def name(self) -> str:
         if self.label:
             return self.label
@@ -94,6 +100,10 @@ class WorkerClient:
         env["TRITON_CACHE_DIR"] = str(cache)
         env["TRITON_HOME"] = str(home)
         env["TORCHINDUCTOR_CACHE_DIR"] = str(s.work_dir / "inductor-cache" / s.name)
+        # torch.utils.cpp_extension.load builds into TORCH_EXTENSIONS_DIR/<name>: shared, a
+        # base and a head building an extension of the same name at once would meet there, and
+        # the one that waited for the other's build would load the other side's kernel.
+        env["TORCH_EXTENSIONS_DIR"] = str(s.work_dir / "torch-extensions" / s.side_key)
         if s.device == "cpu":
             env["CUDA_VISIBLE_DEVICES"] = ""
             env["HIP_VISIBLE_DEVICES"] = ""

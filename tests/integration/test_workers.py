@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from checks.sweep.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec, scrubbed_env
+from checks.sweep.workers import (
+    Timeouts,
+    WorkerClient,
+    WorkerFailure,
+    WorkerSpec,
+    in_parallel,
+    scrubbed_env,
+    start_all,
+)
 from tests.paths import DATA
 
 STANDINS = DATA / "standins"
@@ -204,3 +212,58 @@ def test_huge_byte_and_flop_counts_are_refused(make_worker) -> None:
     w = make_worker("head")
     with pytest.raises(WorkerFailure, match="must be an int from 0 to 2\\*\\*53"):
         _prepare(w, "huge_bytes")
+
+
+EXT_CPP = """#include <pybind11/pybind11.h>
+int value() { return VALUE; }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("value", &value); }
+"""
+EXT_ENTRY = '''"""A bench entry whose kernel is a C++ extension built on first use, under one name on both
+sides (as torch.utils.cpp_extension.load is used in many repositories)."""
+import pathlib
+
+import torch
+from torch.utils.cpp_extension import load
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def entry(shape, dtype, *, device="cpu", seed=0):
+    mod = load(name="same_name_ext", sources=[str(HERE / "ext.cpp")])
+    want = float((HERE / "want.txt").read_text())
+    return {
+        "fn": lambda: torch.tensor([float(mod.value())]),
+        "reference": lambda: torch.tensor([want]),
+    }
+'''
+
+
+@pytest.mark.slow
+def test_base_and_head_never_share_a_cxx_extension_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Base and head build a C++ extension of the same name at the same time. In one build
+    folder (the default, or a runner's TORCH_EXTENSIONS_DIR) the side that waited for the other's
+    build loaded the other side's kernel: head timed base's code. Each side builds its own."""
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "runner-wide"))
+    clients = []
+    for side, value in (("base", 1), ("head", 2)):
+        root = tmp_path / side
+        root.mkdir()
+        (root / "ext.cpp").write_text(EXT_CPP.replace("VALUE", str(value)))
+        (root / "want.txt").write_text(str(value))
+        (root / "extbench.py").write_text(EXT_ENTRY)
+        timeouts = Timeouts(start_s=60, check_s=300)
+        spec = WorkerSpec(side=side, root=root, device="cpu", work_dir=tmp_path, timeouts=timeouts)  # type: ignore[arg-type]
+        clients.append(WorkerClient(spec))
+    try:
+        start_all(clients)
+        checks = in_parallel(
+            [lambda c=c: c.check(["extbench:entry"], (1,), "float32", seed=0) for c in clients]
+        )
+    finally:
+        for c in clients:
+            c.close()
+    for side, got in zip(("base", "head"), checks, strict=True):
+        assert got["correct"], (side, got["message"])
+    assert not (tmp_path / "runner-wide").exists()
