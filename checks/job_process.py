@@ -42,7 +42,10 @@ def run_job(
     """Run ``python -m module JOB`` with ``job`` (plus ``out``) and return what it wrote to ``out``,
     or ``{"fatal": message}`` when it timed out or died without writing it. ``python``: the
     interpreter (a side's own toolchain, ``checks.toolchain_env``); the bot's by default.
-    ``prefix``: a program that runs the process (a profiler), put before the interpreter."""
+    ``prefix``: a program that runs the process (a profiler), put before the interpreter.
+    C++ extensions that ``torch.utils.cpp_extension.load`` builds go beside ``triton_cache``
+    (``torch-extensions``), not in the machine's shared folder: an empty cache folder is then a
+    cold start for them too, and no other job's build of the same name is picked up."""
     job = {**job, "out": str(workdir / "out.json")}
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job))
@@ -51,6 +54,7 @@ def run_job(
     if "PYTHONPATH" in os.environ:  # where the bot's own dependencies were installed
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     env["TRITON_CACHE_DIR"] = str(triton_cache)
+    env["TORCH_EXTENSIONS_DIR"] = str(triton_cache.parent / "torch-extensions")
     make_undumpable()
     proc = subprocess.Popen(
         capped(

@@ -9,6 +9,7 @@ import pytest
 
 from checks.compiler.run import KernelSpec
 from checks.first_call.measure import FirstCallRun, ShapeFirstCall, judge, measure_first_call
+from tests.cxx_standin import write_ext_repo
 from tests.paths import DATA
 
 KERNELS = DATA / "kernels"
@@ -176,3 +177,26 @@ def test_evidence_for_the_review():
     assert (ev.kernel, ev.vendor, ev.compile_only) == ("m", "nvidia", False)
     assert (ev.cold_ms, ev.distinct_keys, ev.over_budget_shapes) == (3500.0, 1, ("a",))
     assert "over budget even warm: a" in ev.detail
+
+
+@pytest.mark.slow
+def test_a_cold_first_call_builds_cxx_extensions_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry point whose kernel is a C++ extension built on first use: the cold run builds it
+    in the probe's own folder (emptied for cold), not in the runner's shared one, which may hold
+    a build from long ago; the warm run finds that build and does not redo it."""
+    repo = write_ext_repo(tmp_path / "repo", 3)
+    runner_wide = tmp_path / "runner-wide"
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(runner_wide))
+    spec = KernelSpec(name="ext", bench="extbench:entry", shapes=((1,),), dtypes=("float32",))
+    work = tmp_path / "work"
+    rep = measure_first_call(
+        repo, spec, mode="compile-only", deployment_kind="cli", budget_ms=None, workdir=work
+    )
+    assert rep.cold.error is None and rep.warm.error is None, (rep.cold.error, rep.warm.error)
+    built = list((work / "ext" / "torch-extensions").glob("same_name_ext/*.so"))
+    assert len(built) == 1 and not runner_wide.exists()
+    log = (work / "ext" / "torch-extensions" / "same_name_ext" / ".ninja_log").read_text()
+    # one build, by the cold run: the warm run found everything up to date
+    assert log.count("ext.o") == 1, log

@@ -18,6 +18,7 @@ from checks.sweep.workers import (
     scrubbed_env,
     start_all,
 )
+from tests.cxx_standin import write_ext_repo
 from tests.paths import DATA
 
 STANDINS = DATA / "standins"
@@ -214,30 +215,6 @@ def test_huge_byte_and_flop_counts_are_refused(make_worker) -> None:
         _prepare(w, "huge_bytes")
 
 
-EXT_CPP = """#include <pybind11/pybind11.h>
-int value() { return VALUE; }
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("value", &value); }
-"""
-EXT_ENTRY = '''"""A bench entry whose kernel is a C++ extension built on first use, under one name on both
-sides (as torch.utils.cpp_extension.load is used in many repositories)."""
-import pathlib
-
-import torch
-from torch.utils.cpp_extension import load
-
-HERE = pathlib.Path(__file__).resolve().parent
-
-
-def entry(shape, dtype, *, device="cpu", seed=0):
-    mod = load(name="same_name_ext", sources=[str(HERE / "ext.cpp")])
-    want = float((HERE / "want.txt").read_text())
-    return {
-        "fn": lambda: torch.tensor([float(mod.value())]),
-        "reference": lambda: torch.tensor([want]),
-    }
-'''
-
-
 @pytest.mark.slow
 def test_base_and_head_never_share_a_cxx_extension_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -248,11 +225,7 @@ def test_base_and_head_never_share_a_cxx_extension_build(
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "runner-wide"))
     clients = []
     for side, value in (("base", 1), ("head", 2)):
-        root = tmp_path / side
-        root.mkdir()
-        (root / "ext.cpp").write_text(EXT_CPP.replace("VALUE", str(value)))
-        (root / "want.txt").write_text(str(value))
-        (root / "extbench.py").write_text(EXT_ENTRY)
+        root = write_ext_repo(tmp_path / side, value)
         timeouts = Timeouts(start_s=60, check_s=300)
         spec = WorkerSpec(side=side, root=root, device="cpu", work_dir=tmp_path, timeouts=timeouts)  # type: ignore[arg-type]
         clients.append(WorkerClient(spec))
