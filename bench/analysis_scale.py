@@ -17,15 +17,7 @@ sys.path.insert(0, str(ROOT))
 from bot.analysis.classify import analyze_diff  # noqa: E402
 from bot.analysis.scan import scan_source  # noqa: E402
 from tests.integration.test_classify import generated_diff  # noqa: E402
-
-HOSTILE = {
-    "a.cu": "k<<<a>>>(" * 20_000,
-    "b.cu": "__global__ void k(" * 20_000,
-    "c.cu": "#define BLOCK_SIZE 1\n" * 50_000,
-    "d.cu": "__global__ void k(float* x) { x[0] = 1; }\n" * 5_000,
-    "e.py": "import triton\n" + "@triton.jit\ndef k(x):\n    pass\n" * 5_000,
-    "f.py": "import triton\n@triton.jit\ndef k(x):\n    y = 1" + "+1" * 5_000 + "\n",
-}
+from tests.unit.test_detect import HOSTILE_SOURCES  # noqa: E402
 
 
 def main() -> None:
@@ -40,7 +32,7 @@ def main() -> None:
         f"5,000-file diff ({len(text) / 2**20:.1f} MiB): {len(analysis.changes)} changes, "
         f"{elapsed:.2f} s"
     )
-    for path, source in HOSTILE.items():
+    for path, source in HOSTILE_SOURCES.items():
         start = time.perf_counter()
         scan_source(path, source)
         print(f"hostile {path} ({len(source) / 1024:.0f} KiB): {time.perf_counter() - start:.2f} s")

@@ -226,23 +226,25 @@ class CaseRun(Frozen):
     seconds: float = 0.0
     arms: int = Field(default=1, ge=1, le=2, description="rounds per unit (2 with crossover)")
 
+    def kept_units(self) -> list[tuple[Round, ...]]:
+        """The counted units (a round, or with crossover one round of each arm), dropped ones
+        left out."""
+        k = self.arms
+        units = [self.rounds[i : i + k] for i in range(0, len(self.rounds) - k + 1, k)]
+        return [u for u in units if not any(r.dropped for r in u)]
+
     def kept_logs(self) -> list[float]:
         """One log-ratio per counted unit (a round, or with crossover the mean of a unit's
         rounds), as the decision saw them."""
-        k = self.arms
-        units = [self.rounds[i : i + k] for i in range(0, len(self.rounds) - k + 1, k)]
-        return [sum(r.log_ratio for r in u) / k for u in units if not any(r.dropped for r in u)]
+        return [sum(r.log_ratio for r in u) / len(u) for u in self.kept_units()]
 
     def arm_ratios(self) -> dict[int, tuple[float, float]]:
         """Per crossover arm, the geometric-mean head/base of its counted rounds and that mean's
         standard error on the log scale (arms with fewer than 2 rounds left out)."""
-        k = self.arms
-        units = [self.rounds[i : i + k] for i in range(0, len(self.rounds) - k + 1, k)]
         by: dict[int, list[float]] = {}
-        for u in units:
-            if not any(r.dropped for r in u):
-                for r in u:
-                    by.setdefault(r.arm, []).append(r.log_ratio)
+        for u in self.kept_units():
+            for r in u:
+                by.setdefault(r.arm, []).append(r.log_ratio)
         out = {}
         for arm, logs in sorted(by.items()):
             if len(logs) >= 2:

@@ -214,19 +214,23 @@ def test_tuning_names_and_lines():
     assert not is_tuning_line("    x = tl.load(p)")
 
 
+# Sources built to make a careless pattern backtrack for hours (bench/analysis_scale.py times them).
+HOSTILE_SOURCES = {
+    "a.cu": "k<<<a>>>(" * 20_000,
+    "b.cu": "__global__ void k(" * 20_000,
+    "c.cu": "#define BLOCK_SIZE 1\n" * 50_000,
+    "d.cu": "__global__ void k(float* x) { x[0] = 1; }\n" * 5_000,
+    "e.py": "import triton\n" + "@triton.jit\ndef k(x):\n    pass\n" * 5_000,
+    "f.py": "import triton\n@triton.jit\ndef k(x):\n    y = 1" + "+1" * 5_000 + "\n",
+}
+
+
 def test_hostile_sources_stay_bounded():
     from concurrent.futures import ThreadPoolExecutor
 
     from bot.analysis.model import MAX_PER_FILE
 
-    cases = {
-        "a.cu": "k<<<a>>>(" * 20_000,
-        "b.cu": "__global__ void k(" * 20_000,
-        "c.cu": "#define BLOCK_SIZE 1\n" * 50_000,
-        "d.cu": "__global__ void k(float* x) { x[0] = 1; }\n" * 5_000,
-        "e.py": "import triton\n" + "@triton.jit\ndef k(x):\n    pass\n" * 5_000,
-        "f.py": "import triton\n@triton.jit\ndef k(x):\n    y = 1" + "+1" * 5_000 + "\n",
-    }
+    cases = HOSTILE_SOURCES
     # A liveness guard, not a timing: catastrophic backtracking would run for hours, and the scan
     # of each hostile file must end at all (its speed is bench/analysis_scale.py's to record).
     with ThreadPoolExecutor(1) as pool:
