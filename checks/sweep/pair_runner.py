@@ -1,11 +1,11 @@
 """One GPU, two workers (base and head), or four with crossover: set up the device, then measure
 cases one by one.
 
-A case goes: check both sides against the reference on fresh inputs and base against head,
-prepare both sides (entry point, input copies, compile, autotune), estimate each side in turn,
-pick the timing mode, interleave rounds until the sequential test decides, recheck, release.
-Every step but the estimate and the rounds runs in all workers side by side, so the GPU waits
-for the slowest worker's set-up, not for their sum. Any failure marks that case with its own
+A case goes: check both sides against the reference on fresh inputs and base against head
+(compile, autotune), prepare every worker (entry point, input copies), estimate each side in
+turn, pick the timing mode, interleave rounds until the sequential test decides, recheck in
+every worker, release. Every step but the estimate and the rounds runs side by side, so the GPU
+waits for the slowest worker's set-up, not for their sum. Any failure marks that case with its own
 status, restarts the worker that failed when its process or context cannot be trusted, and the
 next case runs on a clean worker.
 
@@ -250,30 +250,30 @@ class PairRunner:
         cfg = o.protocol
         kw = {"max_copies": o.max_copies, "max_copy_bytes": o.max_copy_bytes}
         entries = {"base": case.base_entries, "head": case.head_entries}
-        # Correctness first, on fresh inputs and before the timing copies take memory.
+        # Correctness first, on fresh inputs and before the timing copies take memory. The first
+        # pair checks, compiling (and autotuning) side by side; the crossover's second pair runs
+        # the same two checkouts and shares each side's Triton cache (autotuner picks included),
+        # so its prepare finds the kernels compiled and both workers of a side time one config.
+        # Its outputs are still checked after the timing (finish).
         with timed(steps, "check"):
-            checks = in_parallel(
+            cb, ch = in_parallel(
                 [
                     lambda w=w: w.check(
                         entries[w.spec.side], case.dims, case.dtype, seed=o.check_seed
                     )
-                    # Every worker, side by side: each compiles here, in parallel, not later
-                    # one after the other.
-                    for w in self._arm_order()
+                    for w in (self.base, self.head)
                 ]
             )
-        for cb, ch in zip(checks[::2], checks[1::2], strict=True):
-            problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
-            if problem:
-                side, message = problem
-                return ShapeResult(
-                    **common,
-                    status="wrong_result",
-                    failed_side=side,
-                    message=message,
-                    gpu_seconds=time.monotonic() - t0,
-                )
-        cb, ch = checks[0], checks[1]
+        problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
+        if problem:
+            side, message = problem
+            return ShapeResult(
+                **common,
+                status="wrong_result",
+                failed_side=side,
+                message=message,
+                gpu_seconds=time.monotonic() - t0,
+            )
         with timed(steps, "prepare"):
             preps = in_parallel(
                 [
@@ -288,20 +288,16 @@ class PairRunner:
                     for w in self._arm_order()
                 ]
             )
-        with timed(steps, "estimate"):  # one at a time: nothing else runs
-            ests = [w.estimate() for w in self._arm_order()]
-        preps = [{**p, **e} for p, e in zip(preps, ests, strict=True)]
-        pb, ph = preps[0], preps[1]
+        # One at a time, so nothing else runs; the first pair's estimates size every worker's
+        # blocks (``_configure``), so the second pair's are not asked for.
+        with timed(steps, "estimate"):
+            eb, eh = (w.estimate() for w in (self.base, self.head))
+        pb, ph = {**preps[0], **eb}, {**preps[1], **eh}
         info["base"] = _side_info(pb, cb)
         info["head"] = _side_info(ph, ch)
-        mode = choose_mode(
-            max(p["est_us"] for p in preps[::2]),
-            max(p["est_us"] for p in preps[1::2]),
-            o.device,
-            cfg,
-        )
+        mode = choose_mode(pb["est_us"], ph["est_us"], o.device, cfg)
         notes: list[str] = []
-        est = max(float(p["est_us"]) for p in preps)
+        est = max(float(pb["est_us"]), float(ph["est_us"]))
         with timed(steps, "configure"):
             try:
                 configs = self._configure(mode, cfg.block_ms, est)

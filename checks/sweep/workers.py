@@ -93,7 +93,7 @@ class WorkerClient:
     def env(self) -> dict[str, str]:
         s = self.spec
         env = scrubbed_env()
-        cache = s.work_dir / "triton-cache" / s.name
+        cache = s.work_dir / "triton-cache" / s.side_key
         home = s.work_dir / "triton-home" / s.name
         cache.mkdir(parents=True, exist_ok=True)
         home.mkdir(parents=True, exist_ok=True)
@@ -104,6 +104,8 @@ class WorkerClient:
         # base and a head building an extension of the same name at once would meet there, and
         # the one that waited for the other's build would load the other side's kernel.
         env["TORCH_EXTENSIONS_DIR"] = str(s.work_dir / "torch-extensions" / s.side_key)
+        # the autotuner's picks on disk too: a side's second worker takes its first's
+        env["TRITON_CACHE_AUTOTUNING"] = "1"
         if s.device == "cpu":
             env["CUDA_VISIBLE_DEVICES"] = ""
             env["HIP_VISIBLE_DEVICES"] = ""

@@ -304,6 +304,9 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
         assert low < math.exp(sum(logs) / len(logs)) < high, arm
     logs = sorted(p.name for p in (tmp_path / "crossover-True" / "logs").iterdir())
     assert logs == ["base-1.log", "base-x-1.log", "head-1.log", "head-x-1.log"]
+    # one Triton cache per side, shared by that side's two workers (never base with head)
+    caches = sorted(p.name for p in (tmp_path / "crossover-True" / "triton-cache").iterdir())
+    assert caches == ["base", "head"]
     for r in results.values():
         assert r.held_gpu_seconds and r.gpu_s_per_verdict_all_in == r.held_gpu_seconds
         assert r.first_verdict_s is not None and 0 < r.first_verdict_s <= r.held_gpu_seconds
