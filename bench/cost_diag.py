@@ -146,8 +146,10 @@ def footprint() -> list[dict[str, Any]]:
     return out
 
 
-def runs(out_dir: Path) -> list[dict[str, Any]]:
+def runs(out_dir: Path, *, profile: bool = False) -> list[dict[str, Any]]:
     import cli_decision as cd
+
+    from checks.worker.profiling import PROFILE_ENV
 
     work = Path(tempfile.mkdtemp(prefix="cost-diag-"))
     repo = cd.build_repo(work / "repo", cd.SHAPES_GPU)
@@ -155,6 +157,8 @@ def runs(out_dir: Path) -> list[dict[str, Any]]:
     for label, extra in (("t1", []), ("t3", []), ("t3", ["--no-crossover"])):
         head = cd.make_head(repo, f"base-{label}", f"aa-{label}", {}, "comment-only change")
         name = f"run-{label}{'-nox' if extra else ''}.json"
+        if profile:  # every worker of this run profiles its commands (``--summarize`` reads them)
+            os.environ[PROFILE_ENV] = str(out_dir / "profiles" / Path(name).stem)
         r = cd.run_cli(
             ["-m", "bot", "bench", "--repo", str(repo), "--base", f"base-{label}", "--head", head,
              "--out", str(out_dir / name), *extra],
@@ -194,7 +198,38 @@ def summarize(folder: Path) -> str:
             + f"; median {per_case[len(per_case) // 2]:.2f}",
             "",
         ]
+        rows += _profile_rows(folder / "profiles" / path.stem)
     return "\n".join(rows)
+
+
+def _profile_rows(folder: Path, top: int = 8) -> list[str]:
+    """Per worker command, summed over a run's workers: its time, and the functions under it
+    that took the most (with what they called, and on their own), from the profiles
+    ``--profile`` had the workers write."""
+    import pstats
+
+    by_op: dict[str, list[Path]] = {}
+    for prof in sorted(folder.glob("*.prof")):
+        by_op.setdefault(prof.name.split(".")[-2], []).append(prof)
+    rows = []
+    for op, paths in sorted(by_op.items()):
+        stats = pstats.Stats(*map(str, paths))
+        entries = stats.stats  # type: ignore[attr-defined]
+        handler = [v[3] for (f, _, fn), v in entries.items() if fn == f"op_{op}"]
+        rows.append(f"### workers' `{op}`: {sum(handler):.2f} s over {len(paths)} workers")
+
+        def shown(key: tuple[str, int, str]) -> bool:
+            file, _, fn = key
+            return not (fn.startswith("op_") or fn == "run" or file.startswith("<frozen "))
+
+        kept = [(k, v) for k, v in entries.items() if shown(k)]
+        for label, col in (("cumulative", 3), ("own", 2)):
+            for (file, line, fn), v in sorted(kept, key=lambda kv: -kv[1][col])[:top]:
+                rows.append(
+                    f"- {label} {v[col]:.3f} s, {v[1]} calls: {fn} ({Path(file).name}:{line})"
+                )
+        rows.append("")
+    return rows
 
 
 def main() -> int:
@@ -204,6 +239,11 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", choices=["startup", "footprint", "runs"], action="append")
     ap.add_argument("--summarize", action="store_true", help="print a summary of --out's runs")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="runs: every worker profiles its commands into --out/profiles (cProfile)",
+    )
     args = ap.parse_args()
     out = Path(args.out)
     if args.summarize:
@@ -215,7 +255,11 @@ def main() -> int:
     result: dict[str, Any] = {}
     for part in parts:
         result[part] = (
-            startup() if part == "startup" else footprint() if part == "footprint" else runs(out)
+            startup()
+            if part == "startup"
+            else footprint()
+            if part == "footprint"
+            else runs(out, profile=args.profile)
         )
         (out / "cost_diag.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     return 0

@@ -79,6 +79,7 @@ class FirstCall:
         assert deployment is not None  # applies() says so
         sides: tuple[Side, ...] = ("base", "head") if ctx.per_side_toolchain else ("head",)
         found, not_run = [], []
+        primed: set[str] = set()  # interpreters whose files a priming process has read
         for side in sides:
             try:
                 tree, python = ctx.tree(side), ctx.environment(side).python
@@ -98,7 +99,9 @@ class FirstCall:
                         deployment_kind=deployment.kind,
                         budget_ms=deployment.first_call_budget_ms,
                         python=python,
+                        prime=str(python) not in primed,
                     )
+                    primed.add(str(python))
                 except KernelReviewError as exc:
                     reason = f"{spec.name}: {exc.message}"
                     not_run.append(NotRun(check="first_call", vendor=ctx.vendor, reason=reason))

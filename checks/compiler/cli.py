@@ -288,8 +288,9 @@ def run_first_call(args: argparse.Namespace) -> int:
     vendor_of(target)  # an unknown target is refused before any process starts
     _check_json(args.json)
     reports = []
-    with Progress("first call", 3 * len(specs), unit="process") as bar:
-        for spec in specs:
+    # one priming process, then a cold and a warm one per kernel
+    with Progress("first call", 2 * len(specs) + 1, unit="process") as bar:
+        for i, spec in enumerate(specs):
             reports.append(
                 measure_first_call(
                     args.repo,
@@ -300,6 +301,7 @@ def run_first_call(args: argparse.Namespace) -> int:
                     target=target,
                     device=args.device,
                     progress=bar.step,
+                    prime=i == 0,
                 )
             )
     out = sys.stderr if args.json == "-" else sys.stdout

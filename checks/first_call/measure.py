@@ -211,10 +211,13 @@ def measure_first_call(
     timeout_s: float = 600.0,
     python: str | None = None,
     progress: Callable[[str], None] | None = None,
+    prime: bool = True,
 ) -> FirstCallReport:
     """Cold then warm, each in a fresh process; the cache directories live under ``workdir``
     (a fresh temporary directory when not given). ``python``: the interpreter (a side's own
-    toolchain), the bot's own by default. ``progress`` hears of each of the three processes
+    toolchain), the bot's own by default. ``prime``: first a throwaway process that only reads
+    torch's and Triton's files (see below); once per interpreter is enough, so a caller
+    measuring several kernels primes for the first only. ``progress`` hears of each process
     (priming, cold, warm) as it ends."""
     step = progress or (lambda _text: None)
     with tempfile.TemporaryDirectory(prefix="kr-first-call-caches-") as tmp:
@@ -237,9 +240,10 @@ def measure_first_call(
         # H200), which would be charged to whichever kernel happened to be measured first.
         # A throwaway process with its own cache directory reads them first.
         # What it returns does not matter: a failure here shows again, measured, in the cold run.
-        prime = {**job, "prime": True, "cache_root": str(root / f"{spec.name}-prime")}
-        _probe(prime, min(timeout_s, 300.0), python)
-        step(f"{spec.name}: imports primed")
+        if prime:
+            primer = {**job, "prime": True, "cache_root": str(root / f"{spec.name}-prime")}
+            _probe(primer, min(timeout_s, 300.0), python)
+            step(f"{spec.name}: imports primed")
         cold = _run(_probe(job, timeout_s, python), "cold", mode, where)
         step(f"{spec.name}: cold run {'failed' if cold.error else 'done'}")
         warm = _run(_probe(job, timeout_s, python), "warm", mode, where)

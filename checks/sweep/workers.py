@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from checks.sweep.protocol import Block, Telemetry
+from checks.worker.profiling import PROFILE_ENV
 from checks.worker.timing import SLOT_BIAS_ENV
 from checks.worker_env import (
     Timeouts,
@@ -116,8 +117,9 @@ class WorkerClient:
         elif s.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = s.gpu
             env["HIP_VISIBLE_DEVICES"] = s.gpu
-        if os.environ.get(SLOT_BIAS_ENV):
-            env[SLOT_BIAS_ENV] = os.environ[SLOT_BIAS_ENV]
+        for var in (SLOT_BIAS_ENV, PROFILE_ENV):  # a test's slot bias; cost_diag's profiles
+            if os.environ.get(var):
+                env[var] = os.environ[var]
         return env
 
     def start(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import functools
 import importlib
 import importlib.util
 import json
@@ -49,6 +50,7 @@ fingerprint = _sibling("env_fingerprint")
 ceilings = _sibling("ceilings")
 failures = _sibling("failures")
 bench_capture = _sibling("bench_capture")
+profiling = _sibling("profiling")
 classify = failures.classify
 
 
@@ -62,7 +64,7 @@ class EntryError(Exception):
 
 class Worker:
     def __init__(self, root: str, device: str, side: str, slot: int = 1) -> None:
-        self.root, self.device, self.side = root, device, side
+        self.root, self.device, self.side, self.slot = root, device, side, slot
         self.slot_bias = timing.slot_bias(device, slot, os.environ)
         self.torch: Any = None
         self.nvml: Any = None
@@ -325,12 +327,16 @@ def _clean(value: Any) -> Any:
 def serve(worker: Worker, cmd_fd: int, resp_fd: int) -> None:
     cmds = os.fdopen(cmd_fd, "r", encoding="utf-8")
     resp = os.fdopen(resp_fd, "w", encoding="utf-8")
+    prof = profiling.OpProfiler.from_env(
+        os.environ, f"{worker.side}-slot{worker.slot}-{os.getpid()}"
+    )
     for line in cmds:
         if not line.strip():
             continue
         msg = json.loads(line)
         op = msg.get("op")
         if op == "quit":
+            prof.dump()
             resp.write(json.dumps({"ok": True}) + "\n")
             resp.flush()
             return
@@ -338,7 +344,7 @@ def serve(worker: Worker, cmd_fd: int, resp_fd: int) -> None:
         try:
             if handler is None:
                 raise EntryError("error", f"unknown command {op!r}")
-            answer = {"ok": True, **handler(msg)}
+            answer = {"ok": True, **prof.run(str(op), functools.partial(handler, msg))}
         except EntryError as exc:
             answer = {"ok": False, "kind": exc.kind, "error": str(exc), "type": "EntryError"}
         except BaseException as exc:  # user code can raise anything, even SystemExit

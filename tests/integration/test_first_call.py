@@ -141,11 +141,20 @@ def test_a_priming_job_only_imports(tmp_path: Path):
 
 def test_broken_entry_point_is_reported(tmp_path: Path):
     spec = KernelSpec(name="x", bench="toykern.bench:missing", shapes=((8,),), dtypes=("float32",))
+    steps: list[str] = []
     rep = measure_first_call(
-        KERNELS, spec, mode="compile-only", deployment_kind="cli", budget_ms=10.0, workdir=tmp_path
+        KERNELS,
+        spec,
+        mode="compile-only",
+        deployment_kind="cli",
+        budget_ms=10.0,
+        workdir=tmp_path,
+        progress=steps.append,
+        prime=False,  # a caller that primed this interpreter already: no third process
     )
     assert rep.verdict == "not-measured"
     assert any("missing" in n for n in rep.notes)
+    assert [s.split(" run")[0] for s in steps] == ["x: cold", "x: warm"]
 
 
 @pytest.mark.gpu
