@@ -122,25 +122,22 @@ def compare(
                 "ok": False,
                 "message": f"output {k} has shape {_shape(o)}, reference {_shape(r)}",
             }
-        n = _numel(o)
         tol = output_tolerance((dtype_name(o), dtype_name(r)), atol, rtol)
-        for start in range(0, n, CHUNK):
-            a, b = _flat64(o, start, start + CHUNK), _flat64(r, start, start + CHUNK)
-            if _is_torch(b) and _is_torch(a) and a.device != b.device:
-                a = a.to(b.device)
-            bad, err = _bad_mask(a, b, *tol)
-            n_bad = int(bad.sum())
-            worst = max(worst, err)
+        # (bad elements, worst finite error, first bad index, got, want) per chunk; on a GPU
+        # these stay on the device until one transfer per output (no wait per chunk)
+        starts = range(0, _numel(o), CHUNK)
+        rows = _host([_chunk_errors(o, r, start, tol) for start in starts])
+        for start, (n_bad, err, idx, got, want) in zip(starts, rows, strict=True):
+            worst = max(worst, float(err))
             if n_bad and first_bad is None:
-                idx = int(_first_true(bad)) + start
                 first_bad = {
                     "output": k,
-                    "index": idx,
-                    "got": _item(a, idx - start),
-                    "want": _item(b, idx - start),
+                    "index": int(idx) + start,
+                    "got": float(got),
+                    "want": float(want),
                     "tol": tol,
                 }
-            bad_total += n_bad
+            bad_total += int(n_bad)
     ok = bad_total == 0
     msg = (
         ""
@@ -155,34 +152,39 @@ def compare(
     return {"ok": ok, "bad_elements": bad_total, "max_abs_err": worst, "message": msg}
 
 
-def _bad_mask(a: Any, b: Any, atol: float, rtol: float) -> tuple[Any, float]:
+def _chunk_errors(o: Any, r: Any, start: int, tol: tuple[float, float]) -> Any:
+    """One chunk of an output against its reference: a row of (bad elements, worst finite
+    |difference|, index of the first bad element (0 if none), its value, the reference's)."""
+    a, b = _flat64(o, start, start + CHUNK), _flat64(r, start, start + CHUNK)
+    atol, rtol = tol
     if _is_torch(a):
         import torch
 
-        close = torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+        if _is_torch(b) and a.device != b.device:
+            a = a.to(b.device)
+        bad = ~torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
         finite = torch.isfinite(a) & torch.isfinite(b)
-        diff = (a - b).abs()[finite]
-        err = float(diff.max()) if diff.numel() else 0.0
-        return ~close, err
+        err = torch.where(finite, (a - b).abs(), 0.0).max()
+        idx = bad.to(torch.uint8).argmax()
+        n_bad = bad.sum().to(torch.float64)
+        return torch.stack([n_bad, err, idx.to(torch.float64), a[idx], b[idx]])
     import numpy as np
 
     with np.errstate(invalid="ignore"):
-        close = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+        bad = ~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
         finite = np.isfinite(a) & np.isfinite(b)
-        diff = np.abs(a - b)[finite]
-    return ~close, float(diff.max()) if diff.size else 0.0
+        err = float(np.abs(a - b)[finite].max()) if finite.any() else 0.0
+    idx = int(np.argmax(bad))
+    return [int(bad.sum()), err, idx, float(a[idx]), float(b[idx])]
 
 
-def _first_true(mask: Any) -> int:
-    if _is_torch(mask):
-        return int(mask.nonzero()[0, 0])
-    import numpy as np
+def _host(rows: list[Any]) -> list[list[float]]:
+    """Rows of numbers as Python lists: torch rows stacked and copied off the device at once."""
+    if rows and _is_torch(rows[0]):
+        import torch
 
-    return int(np.flatnonzero(mask)[0])
-
-
-def _item(x: Any, i: int) -> float:
-    return float(x[i])
+        return torch.stack(rows).cpu().tolist()
+    return [[float(v) for v in r] for r in rows]
 
 
 # ------------------------------------------------------------------------------------- digests
@@ -205,76 +207,56 @@ def digest(out: Any) -> list[dict[str, Any]]:
     for x in flatten_outputs(out):
         n = _numel(x)
         idx = sample_indices(n)
+        bounds = [round(i * n / N_PARTS) for i in range(N_PARTS + 1)]
+        spans = [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
+        # per part: (sum of finite, sum of |finite|, NaN, Inf), summed over its chunks; on a GPU
+        # kept on the device until one transfer per output
+        sums = _host([_part_sums(x, lo, hi) for lo, hi in spans])
         if _is_torch(x):
             import torch
 
             flat = x.detach().reshape(-1)
-            samples = (
-                flat[torch.tensor(idx, dtype=torch.long, device=flat.device)]
-                .to(torch.float64)
-                .cpu()
-                .tolist()
-            )
+            picked = flat[torch.tensor(idx, dtype=torch.long, device=flat.device)]
+            samples = picked.to(torch.float64).cpu().tolist()
         else:
             import numpy as np
 
             samples = np.asarray(x, dtype=np.float64).reshape(-1)[idx].tolist()
-        parts, nan, inf = [], 0, 0
-        bounds = [round(i * n / N_PARTS) for i in range(N_PARTS + 1)]
-        for lo, hi in itertools.pairwise(bounds):
-            if hi <= lo:
-                continue
-            s = sa = 0.0
-            for start in range(lo, hi, CHUNK):
-                a = _flat64(x, start, min(hi, start + CHUNK))
-                finite = a[_finite(a)]
-                s += float(finite.sum())
-                sa += float(abs(finite).sum())
-                nan += int(_isnan(a).sum())
-                inf += int(_isinf(a).sum())
-            parts.append([lo, hi, s, sa])
         result.append(
             {
                 "shape": _shape(x),
                 "dtype": dtype_name(x),
-                "nan": nan,
-                "inf": inf,
+                "nan": int(sum(r[2] for r in sums)),
+                "inf": int(sum(r[3] for r in sums)),
                 "idx": idx,
                 "samples": [_json_float(v) for v in samples],
-                "parts": parts,
+                "parts": [[lo, hi, r[0], r[1]] for (lo, hi), r in zip(spans, sums, strict=True)],
             }
         )
     return result
 
 
-def _finite(a: Any) -> Any:
-    if _is_torch(a):
-        import torch
+def _part_sums(x: Any, lo: int, hi: int) -> Any:
+    """Elements [lo, hi) of x: (sum of the finite ones, sum of their |values|, NaN, Inf)."""
+    total: Any = None
+    for start in range(lo, hi, CHUNK):
+        a = _flat64(x, start, min(hi, start + CHUNK))
+        if _is_torch(a):
+            import torch
 
-        return torch.isfinite(a)
-    import numpy as np
+            kept = torch.where(torch.isfinite(a), a, 0.0)
+            nan, inf = torch.isnan(a).sum(), torch.isinf(a).sum()
+            row = torch.stack([kept.sum(), kept.abs().sum(), nan.to(a.dtype), inf.to(a.dtype)])
+        else:
+            import numpy as np
 
-    return np.isfinite(a)
-
-
-def _isnan(a: Any) -> Any:
-    if _is_torch(a):
-        import torch
-
-        return torch.isnan(a)
-    import numpy as np
-
-    return np.isnan(a)
-
-
-def _isinf(a: Any) -> Any:
-    if _is_torch(a):
-        import torch
-
-        return torch.isinf(a)
-    import numpy as np
-
-    return np.isinf(a)
+            kept = np.where(np.isfinite(a), a, 0.0)
+            row = np.array(
+                [kept.sum(), np.abs(kept).sum(), np.isnan(a).sum(), np.isinf(a).sum()],
+                dtype=np.float64,
+            )
+        total = row if total is None else total + row
+    return total
 
 
 def _json_float(v: float) -> float | str:

@@ -250,12 +250,14 @@ class CudaTimer(_Timer):
                 self.fns[i % c]()
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
         ring: list[Any] = [None] * c
-        with torch.cuda.graph(graph):
+
+        def calls() -> None:
             for i in range(k):
                 # Keep the last c outputs alive so outputs rotate through c buffers too.
                 ring[i % c] = self.fns[i % c]()
+
+        graph = self._capture(calls)
         self._graph, self._ring, self._graph_calls = graph, ring, k
         self._preroll = None
         if preroll:
@@ -263,11 +265,13 @@ class CudaTimer(_Timer):
             # process had the GPU (its context switched out, TLBs and caches cold for this
             # process's pages) are not timed; without it such a start-up cost per block would be
             # part of every block's value, and differ from process to process.
-            pre = torch.cuda.CUDAGraph()
             pre_ring: list[Any] = [None] * c
-            with torch.cuda.graph(pre):
+
+            def each() -> None:
                 for i in range(c):
                     pre_ring[i] = self.fns[i]()
+
+            pre = self._capture(each)
             self._preroll, self._pre_ring = pre, pre_ring
             pre.replay()
         graph.replay()
@@ -293,6 +297,22 @@ class CudaTimer(_Timer):
             "graph_call_us": per_replay_ms * 1000.0 / k,
             "preroll_calls": c if preroll else 0,
         }
+
+    def _capture(self, body: Fn) -> Any:
+        """A CUDA graph of what ``body`` launches, captured on a side stream. What
+        ``torch.cuda.graph`` does, without its ``gc.collect()`` and ``empty_cache()`` before
+        every capture (about 20 ms each in a process that has torch and Triton loaded, twice per
+        worker and case; the worker frees its memory between cases itself)."""
+        torch = self.torch
+        graph = torch.cuda.CUDAGraph()
+        torch.cuda.synchronize()
+        with torch.cuda.stream(torch.cuda.Stream()):
+            graph.capture_begin()
+            try:
+                body()
+            finally:
+                graph.capture_end()
+        return graph
 
     def _configure_eager(
         self,

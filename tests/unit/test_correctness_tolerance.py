@@ -47,3 +47,39 @@ def test_base_against_head_digests_use_each_outputs_tolerance() -> None:
     assert compare_digests(digest(base), digest(head_ok)) == ""
     diff = compare_digests(digest(base), digest(head_bad))
     assert diff.startswith("output 0"), diff
+
+
+def test_compare_and_digest_across_chunks_agree_for_torch_and_numpy(monkeypatch) -> None:
+    """Outputs longer than a chunk: the first bad element, the worst error, NaN and Inf counts and
+    the part sums come out the same whether the output is a torch tensor or a numpy array, and
+    match what the elements say."""
+    import math
+
+    import numpy as np
+
+    from checks.worker import correctness
+
+    monkeypatch.setattr(correctness, "CHUNK", 1000)
+    g = torch.Generator().manual_seed(1)
+    ref = torch.randn(4321, generator=g, dtype=torch.float64).float()
+    out = ref.clone()
+    out[2500] += 0.5  # the first bad element, in the third chunk
+    out[4000] += 0.25
+    out[10] = out[3000] = float("nan")
+    ref[10] = ref[3000] = float("nan")  # NaN where the reference has NaN is not an error
+    out[20] = ref[20] = float("inf")
+    for make in (lambda t: t, lambda t: t.numpy()):
+        got = compare(make(out), make(ref))
+        assert not got["ok"] and got["bad_elements"] == 2
+        assert "index 2500" in got["message"], got["message"]
+        assert math.isclose(got["max_abs_err"], 0.5, rel_tol=1e-6)
+        (d,) = digest(make(out))
+        assert (d["nan"], d["inf"]) == (2, 1)
+        flat = out.double().numpy()
+        for lo, hi, s, sa in d["parts"]:
+            part = flat[lo:hi][np.isfinite(flat[lo:hi])]
+            assert math.isclose(s, part.sum(), rel_tol=1e-12, abs_tol=1e-9)
+            assert math.isclose(sa, np.abs(part).sum(), rel_tol=1e-12)
+        assert d["parts"][0][0] == 0 and d["parts"][-1][1] == 4321
+    assert compare_digests(digest(out), digest(out.numpy())) == ""
+    assert compare(ref, ref)["ok"] and compare(ref.numpy(), ref.numpy())["ok"]
