@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.outputs import plural
 from checks.checkout import Checkout, prepare
+from checks.sweep.gpus import visible_gpus
 from checks.sweep.models import (
     Ceilings,
     EnvFingerprint,
@@ -54,57 +54,6 @@ class SweepOptions(BaseModel):
     checkout: Checkout = Checkout()  # python_path and the [setup] build step, from the policy
     worker_memory_bytes: int | None = None  # each worker's cap; None: default_memory_bytes()
     pythons: tuple[str, str] | None = None  # base's and head's interpreters (own toolchains)
-
-
-def visible_gpus() -> list[str]:
-    """Physical ids of the GPUs this process may use (from CUDA_VISIBLE_DEVICES, else all).
-
-    Counted without importing torch where the platform allows (NVML on NVIDIA, the KFD topology
-    on AMD): importing torch takes seconds, and the workers import it anyway."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None and env.strip():
-        return [e.strip() for e in env.split(",") if e.strip()]
-    count = _nvml_count()
-    if count is None:
-        count = _kfd_count()
-    if count is None:
-        try:
-            import torch
-
-            count = torch.cuda.device_count()
-        except Exception:
-            return []
-    return [str(i) for i in range(count)]
-
-
-def _nvml_count() -> int | None:
-    try:
-        import pynvml  # nvidia-ml-py, the gpu extra
-
-        pynvml.nvmlInit()
-        try:
-            return int(pynvml.nvmlDeviceGetCount())
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        return None
-
-
-def _kfd_count(topology: Path = Path("/sys/class/kfd/kfd/topology/nodes")) -> int | None:
-    """AMD GPUs as ROCm numbers them: KFD topology nodes with a non-zero ``gpu_id`` (CPU nodes
-    have 0)."""
-    try:
-        nodes = sorted(topology.iterdir())
-    except OSError:
-        return None
-    count = 0
-    for node in nodes:
-        try:
-            if int((node / "gpu_id").read_text().strip() or 0):
-                count += 1
-        except (OSError, ValueError):
-            continue
-    return count or None
 
 
 def _now() -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.sweep import run as sweep_run
+from checks.sweep import gpus
 from checks.worker.timing import CpuTimer
 
 
@@ -21,29 +21,46 @@ def test_a_timer_takes_another_workers_block_structure() -> None:
     assert sized["calls_per_block"] == 4 and sized["est_us"] == 250.0
 
 
-def _topology(root: Path, gpu_ids: list[str]) -> Path:
+def _topology(root: Path, gpu_ids: list[str], versions: dict[int, str] | None = None) -> Path:
     for i, gid in enumerate(gpu_ids):
         (root / str(i)).mkdir(parents=True)
         (root / str(i) / "gpu_id").write_text(gid + "\n")
+        if versions and i in versions:
+            (root / str(i) / "properties").write_text(
+                f"cpu_cores_count 0\nsimd_count 1216\ngfx_target_version {versions[i]}\n"
+            )
     return root
 
 
 def test_amd_gpus_are_counted_from_the_kfd_topology(tmp_path: Path) -> None:
     """CPU nodes have gpu_id 0; an unreadable node is skipped; no topology at all is None."""
     nodes = _topology(tmp_path / "nodes", ["0", "45678", "0", "12345", "oops"])
-    assert sweep_run._kfd_count(nodes) == 2
-    assert sweep_run._kfd_count(_topology(tmp_path / "cpu-only", ["0"])) is None
-    assert sweep_run._kfd_count(tmp_path / "absent") is None
+    assert gpus._kfd_count(nodes) == 2
+    assert gpus._kfd_count(_topology(tmp_path / "cpu-only", ["0"])) is None
+    assert gpus._kfd_count(tmp_path / "absent") is None
 
 
 def test_visible_gpus_prefers_the_environment_then_counts_without_torch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
-    assert sweep_run.visible_gpus() == ["3", "5"]
+    assert gpus.visible_gpus() == ["3", "5"]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     monkeypatch.setattr(sweep_run, "_nvml_count", lambda: 2)
-    assert sweep_run.visible_gpus() == ["0", "1"]
+    assert gpus.visible_gpus() == ["0", "1"]
     monkeypatch.setattr(sweep_run, "_nvml_count", lambda: None)
     monkeypatch.setattr(sweep_run, "_kfd_count", lambda: 1)
-    assert sweep_run.visible_gpus() == ["0"]
+    assert gpus.visible_gpus() == ["0"]
+
+
+def test_amd_gpu_targets_come_from_the_kfd_topology(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ROCm's GPU n is the n-th GPU node by node number (node 10 after node 2); its
+    gfx_target_version names the target, minor and stepping in hex."""
+    monkeypatch.setattr(sweep_run, "_nvml_target", lambda gpu: None)
+    ids = ["0", "1", "2"] + ["0"] * 7 + ["3"]  # nodes 0..10: GPUs at 1, 2 and 10
+    nodes = _topology(tmp_path / "nodes", ids, {1: "90402", 2: "90010", 10: "110000"})
+    names = [gpus.gpu_target_name(g, topology=nodes) for g in ("0", "1", "2", "3")]
+    assert names == ["gfx942", "gfx90a", "gfx1100", None]
+    assert gpus.gpu_target_name(None, topology=tmp_path / "absent") is None
