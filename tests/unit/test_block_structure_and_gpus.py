@@ -46,10 +46,10 @@ def test_visible_gpus_prefers_the_environment_then_counts_without_torch(
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
     assert gpus.visible_gpus() == ["3", "5"]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    monkeypatch.setattr(sweep_run, "_nvml_count", lambda: 2)
+    monkeypatch.setattr(gpus, "_nvml_count", lambda: 2)
     assert gpus.visible_gpus() == ["0", "1"]
-    monkeypatch.setattr(sweep_run, "_nvml_count", lambda: None)
-    monkeypatch.setattr(sweep_run, "_kfd_count", lambda: 1)
+    monkeypatch.setattr(gpus, "_nvml_count", lambda: None)
+    monkeypatch.setattr(gpus, "_kfd_count", lambda: 1)
     assert gpus.visible_gpus() == ["0"]
 
 
@@ -58,7 +58,7 @@ def test_amd_gpu_targets_come_from_the_kfd_topology(
 ) -> None:
     """ROCm's GPU n is the n-th GPU node by node number (node 10 after node 2); its
     gfx_target_version names the target, minor and stepping in hex."""
-    monkeypatch.setattr(sweep_run, "_nvml_target", lambda gpu: None)
+    monkeypatch.setattr(gpus, "_nvml_target", lambda gpu: None)
     ids = ["0", "1", "2"] + ["0"] * 7 + ["3"]  # nodes 0..10: GPUs at 1, 2 and 10
     nodes = _topology(tmp_path / "nodes", ids, {1: "90402", 2: "90010", 10: "110000"})
     names = [gpus.gpu_target_name(g, topology=nodes) for g in ("0", "1", "2", "3")]
