@@ -13,7 +13,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,23 +40,28 @@ def run_job(
     what: str,
     python: str | None = None,
     prefix: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Run ``python -m module JOB`` with ``job`` (plus ``out``) and return what it wrote to ``out``,
     or ``{"fatal": message}`` when it timed out or died without writing it. ``python``: the
     interpreter (a side's own toolchain, ``checks.toolchain_env``); the bot's by default.
     ``prefix``: a program that runs the process (a profiler), put before the interpreter.
+    ``env``: variables set on top of the scrubbed environment. ``cancel``: when set, the job is
+    killed and ``{"fatal": ...}`` returned (a job whose answer is no longer wanted).
     C++ extensions that ``torch.utils.cpp_extension.load`` builds go beside ``triton_cache``
     (``torch-extensions``), not in the machine's shared folder: an empty cache folder is then a
     cold start for them too, and no other job's build of the same name is picked up."""
     job = {**job, "out": str(workdir / "out.json")}
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job))
-    env = scrubbed_env()
-    env.pop("TRITON_INTERPRET", None)
+    child_env = scrubbed_env()
+    child_env.pop("TRITON_INTERPRET", None)
     if "PYTHONPATH" in os.environ:  # where the bot's own dependencies were installed
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    env["TRITON_CACHE_DIR"] = str(triton_cache)
-    env["TORCH_EXTENSIONS_DIR"] = str(triton_cache.parent / "torch-extensions")
+        child_env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    child_env["TRITON_CACHE_DIR"] = str(triton_cache)
+    child_env["TORCH_EXTENSIONS_DIR"] = str(triton_cache.parent / "torch-extensions")
+    child_env.update(env or {})
     make_undumpable()
     proc = subprocess.Popen(
         capped(
@@ -62,18 +69,27 @@ def run_job(
             default_memory_bytes(),
         ),
         cwd=str(PACKAGE_ROOT),
-        env=env,
+        env=child_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
+    deadline = time.monotonic() + timeout_s
     try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        kill_session(proc.pid)
-        proc.communicate()
-        return {"fatal": f"{what} took longer than {timeout_s:.0f} s"}
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                stdout, stderr = proc.communicate(timeout=min(left, 0.5) if cancel else left)
+                break
+            except subprocess.TimeoutExpired:
+                stopped = cancel is not None and cancel.is_set()
+                if stopped or time.monotonic() >= deadline:
+                    kill_session(proc.pid)
+                    proc.communicate()
+                    if stopped:
+                        return {"fatal": f"{what} was stopped: its answer is no longer needed"}
+                    return {"fatal": f"{what} took longer than {timeout_s:.0f} s"}
     finally:
         kill_session(proc.pid)  # what the job left running goes with it
     out = Path(job["out"])

@@ -20,8 +20,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.contracts.evidence import AutotuneList
 from checks.compiler import triton_compat
@@ -31,6 +32,7 @@ from checks.compiler.records import KernelCompileRecord
 from checks.compiler.targets import target_for, vendor_of
 from checks.worker import bench_capture
 
+T = TypeVar("T")
 RECORD_CACHE_VERSION = "2"  # 2: the layouts of the Triton GPU IR
 
 
@@ -154,16 +156,32 @@ def fresh_fields(req: Any, target: str) -> dict:
 
 
 # set in the parent before forking; read by the pool's children
-_POOL_STATE: dict[str, Any] = {}
+_FORKED: dict[str, Any] = {}
 
 
-def _compile_index(index: int) -> tuple[int, dict]:
-    return index, fresh_fields(_POOL_STATE["requests"][index], _POOL_STATE["target"])
+def _run_forked(index: int) -> tuple[int, Any]:
+    return index, _FORKED["fn"](index)
+
+
+def fork_map(fn: Callable[[int], T], count: int, jobs: int) -> dict[int, T]:
+    """``{i: fn(i)}`` for i in range(count), spread over ``jobs`` forked processes: they inherit
+    what this process recorded (live Triton functions, requests), so nothing is re-imported or
+    pickled but the index and the answer. Handed out in order, one at a time; in this process
+    when forking is not possible or not worth it."""
+    if jobs > 1 and count > 1 and "fork" in multiprocessing.get_all_start_methods():
+        triton_compat.warm_up()  # once here, not once per forked process
+        _FORKED["fn"] = fn
+        try:
+            with multiprocessing.get_context("fork").Pool(min(jobs, count)) as pool:
+                return dict(pool.imap_unordered(_run_forked, range(count), chunksize=1))
+        finally:
+            _FORKED.clear()
+    return {i: fn(i) for i in range(count)}
 
 
 def compile_all(requests: list[Any], target: str, cache_dir: Path, jobs: int) -> list[tuple]:
     """``(fields, cached)`` per request: cache hits read here, misses compiled by ``jobs``
-    forked processes (the recorded requests are inherited, nothing is re-imported)."""
+    forked processes."""
     results: list[tuple | None] = [None] * len(requests)
     todo = []
     for i, req in enumerate(requests):
@@ -172,14 +190,9 @@ def compile_all(requests: list[Any], target: str, cache_dir: Path, jobs: int) ->
             results[i] = (hit, True)
         else:
             todo.append(i)
-    if jobs > 1 and len(todo) > 1 and "fork" in multiprocessing.get_all_start_methods():
-        triton_compat.warm_up()  # once here, not once per forked process
-        _POOL_STATE.update(requests=requests, target=target)
-        with multiprocessing.get_context("fork").Pool(min(jobs, len(todo))) as pool:
-            done = dict(pool.imap_unordered(_compile_index, todo, chunksize=1))
-    else:
-        done = {i: fresh_fields(requests[i], target) for i in todo}
-    for i, fields in done.items():
+    done = fork_map(lambda k: fresh_fields(requests[todo[k]], target), len(todo), jobs)
+    for k, fields in done.items():
+        i = todo[k]
         _store(requests[i], target, cache_dir, fields)
         results[i] = (fields, False)
     return results  # type: ignore[return-value]

@@ -112,6 +112,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="time each side in both worker slots, cancelling a per-process bias (default: on "
         "for cuda, off for cpu)",
     )
+    p.add_argument(
+        "--precompile",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="on a GPU, compile each side's Triton kernels ahead in helper processes beside the "
+        "workers (default: on)",
+    )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     p.add_argument("--work-dir", help="where worktrees, logs and caches go (default: a temp dir)")
     p.add_argument("--keep-work-dir", action="store_true", help="keep worktrees and worker logs")
@@ -239,6 +246,7 @@ def run_bench(args: argparse.Namespace) -> int:
         gpus=gpus,
         max_gpu_seconds=float(policy.limits.max_gpu_seconds),
         checkout=checkout_for(policy),
+        precompile=args.precompile,
     )
     label = (
         "CPU timing (not GPU numbers)" if cpu else f"GPU timing on {plural(len(gpus or ()), 'GPU')}"

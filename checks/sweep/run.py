@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.outputs import plural
 from checks.checkout import Checkout, prepare
-from checks.sweep.gpus import visible_gpus
+from checks.sweep.gpus import gpu_target_name, visible_gpus
 from checks.sweep.models import (
     Ceilings,
     EnvFingerprint,
@@ -28,6 +28,7 @@ from checks.sweep.models import (
     SweepResult,
 )
 from checks.sweep.pair_runner import PairRunner, RunnerOptions
+from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
 from checks.sweep.summary import finalize, merge, recompute
@@ -54,6 +55,33 @@ class SweepOptions(BaseModel):
     checkout: Checkout = Checkout()  # python_path and the [setup] build step, from the policy
     worker_memory_bytes: int | None = None  # each worker's cap; None: default_memory_bytes()
     pythons: tuple[str, str] | None = None  # base's and head's interpreters (own toolchains)
+    precompile: bool = (
+        True  # on a GPU: compile each side's Triton kernels ahead, beside the workers
+    )
+
+
+def _ahead(
+    gpu: str | None, cases: Sequence[Case], specs: Sequence[WorkerSpec], notes: list[str]
+) -> list[SideJob]:
+    """What compiling ahead does for one GPU's cases: one job per side, into that side's cache
+    (a note instead when the GPU's compiler target cannot be told)."""
+    target = gpu_target_name(gpu)
+    if target is None:
+        notes.append(f"not compiled ahead on GPU {gpu}: its compiler target could not be read")
+        return []
+    return [
+        SideJob(
+            side=s.side,
+            label=s.side_key,
+            root=s.root,
+            python=s.python,
+            python_path=s.python_path,
+            cache_dir=s.triton_cache,
+            target=target,
+            cases=tuple(cases),
+        )
+        for s in specs
+    ]
 
 
 def _now() -> str:
@@ -219,8 +247,8 @@ def run_sweep(
         for side, root in (("base", base_root), ("head", head_root))
     ]
     startup["setup"] = time.monotonic() - t_setup
-    notes = [*notes, *(n for n in setup_notes if n)]
-    threads, outs = [], []
+    run_notes = [*notes, *(n for n in setup_notes if n)]
+    threads, outs, ahead = [], [], []
     for index, gpu in enumerate(gpus):
         mine = list(cases[index :: len(gpus)])
         if not mine:
@@ -254,20 +282,31 @@ def run_sweep(
         )
         out: dict[str, object] = {}
         outs.append(out)
-        t = threading.Thread(
-            target=_run_pair,
-            args=(runner, mine, recorder, options.max_gpu_seconds, out),
-            name=f"sweep-gpu{gpu}",
-            daemon=True,
+        threads.append(
+            threading.Thread(
+                target=_run_pair,
+                args=(runner, mine, recorder, options.max_gpu_seconds, out),
+                name=f"sweep-gpu{gpu}",
+                daemon=True,
+            )
         )
-        threads.append(t)
+        if options.precompile and options.device != "cpu":
+            ahead += _ahead(gpu, mine, (runner.base.spec, runner.head.spec), run_notes)
+    helpers = (
+        Precompile(ahead, compile_jobs(len(threads)), options.max_gpu_seconds).start()
+        if ahead
+        else None
+    )
+    for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if helpers is not None:
+        run_notes += helpers.finish()
     ordered = [recorder.results[c.key] for c in cases if c.key in recorder.results]
     envs = tuple(o["env"] for o in outs if isinstance(o.get("env"), EnvFingerprint))
     ceilings = tuple(o["ceilings"] for o in outs if isinstance(o.get("ceilings"), Ceilings))
-    all_notes = list(notes) + [n for o in outs for n in (o.get("notes") or [])]  # type: ignore[union-attr]
+    all_notes = run_notes + [n for o in outs for n in (o.get("notes") or [])]  # type: ignore[union-attr]
     if protocol.max_case_seconds < options.protocol.max_case_seconds:
         all_notes.append(
             f"per-case time cap lowered to {protocol.max_case_seconds:.1f} s so {len(cases)} cases fit "

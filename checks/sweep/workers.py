@@ -63,6 +63,11 @@ class WorkerSpec:
         return f"{self.side}-gpu{self.gpu}" if self.gpu is not None else self.side
 
     @property
+    def triton_cache(self) -> Path:
+        """The side's Triton cache on this GPU: its workers', and what compiling ahead fills."""
+        return self.work_dir / "triton-cache" / self.side_key
+
+    @property
     def name(self) -> str:
         if self.label:
             return self.label
@@ -94,7 +99,7 @@ class WorkerClient:
     def env(self) -> dict[str, str]:
         s = self.spec
         env = scrubbed_env()
-        cache = s.work_dir / "triton-cache" / s.side_key
+        cache = s.triton_cache
         home = s.work_dir / "triton-home" / s.name
         cache.mkdir(parents=True, exist_ok=True)
         home.mkdir(parents=True, exist_ok=True)

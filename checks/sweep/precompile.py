@@ -1,0 +1,135 @@
+"""Compiling ahead: while a GPU's workers start and measure, helper processes compile each
+side's Triton kernels for that GPU into the side's Triton cache (``checks.sweep.precompile_job``),
+so the GPU does not sit idle while a worker compiles (an autotuned matmul compiles every config
+of every new specialization, seconds of LLVM and ptxas per case, one config after the other).
+
+Nothing waits for it: a worker that reaches a case first compiles what it needs itself, as it
+would without this. A helper runs the side's own code under the same treatment as the workers
+(``checks.job_process``: scrubbed environment, memory cap, killed with its session) and sees no
+GPU; it writes only to the cache of its own side, which base and head never share. Helpers are
+started below normal priority and stopped when the sweep ends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.outputs import plural
+from checks.job_process import run_job
+from checks.sweep.shapes import Case
+
+MAX_JOBS = 4  # compiling processes per side and GPU
+
+
+@dataclass(frozen=True)
+class SideJob:
+    """One side's cases on one GPU: what to compile, for which target, into which cache."""
+
+    side: str
+    label: str  # "base" or "base-gpu0": how the notes name it
+    root: Path
+    python: str
+    python_path: tuple[str, ...]
+    cache_dir: Path
+    target: str
+    cases: tuple[Case, ...]
+
+
+def compile_jobs(gpus: int, cpus: int | None = None) -> int:
+    """Compiling processes per side and GPU: what the cores leave after the workers (four per
+    GPU with crossover) and one for the bot, split over both sides of every GPU."""
+    cores = cpus if cpus is not None else os.cpu_count() or 1
+    spare = cores - 4 * gpus - 1
+    return max(1, min(MAX_JOBS, spare // max(1, 2 * gpus)))
+
+
+class Precompile:
+    """The helpers of one sweep: ``start`` them, ``finish`` to stop what still runs and read
+    what each did."""
+
+    def __init__(self, jobs: Sequence[SideJob], processes: int, timeout_s: float) -> None:
+        self.jobs = tuple(jobs)
+        self.processes = processes
+        self.timeout_s = timeout_s
+        self.cancel = threading.Event()
+        self.answers: dict[str, dict[str, Any]] = {}
+        self._threads: list[threading.Thread] = []
+        self._tmp = Path(tempfile.mkdtemp(prefix="kr-precompile-"))
+
+    def start(self) -> Precompile:
+        for job in self.jobs:
+            t = threading.Thread(target=self._run, args=(job,), name=f"precompile-{job.label}")
+            t.daemon = True
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def _run(self, job: SideJob) -> None:
+        work = self._tmp / job.label
+        work.mkdir(parents=True, exist_ok=True)
+        nice = shutil.which("nice")
+        t0 = time.monotonic()
+        answer = run_job(
+            "checks.sweep.precompile_job",
+            {
+                "repo_root": str(job.root),
+                "python_path": list(job.python_path),
+                "target": job.target,
+                "jobs": self.processes,
+                "cases": [
+                    {
+                        "entries": list(c.base_entries if job.side == "base" else c.head_entries),
+                        "shape": list(c.dims),
+                        "dtype": c.dtype,
+                    }
+                    for c in job.cases
+                ],
+            },
+            workdir=work,
+            triton_cache=job.cache_dir,
+            timeout_s=self.timeout_s,
+            what=f"compiling ahead ({job.label})",
+            python=job.python,
+            prefix=(nice, "-n", "10") if nice else (),
+            env={"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""},
+            cancel=self.cancel,
+        )
+        answer.setdefault("wall_s", round(time.monotonic() - t0, 3))
+        self.answers[job.label] = answer
+
+    def finish(self, *, wait: bool = False) -> list[str]:
+        """Stop the helpers still running (``wait``: let them end first); a note per side on
+        what was compiled ahead."""
+        if not wait:
+            self.cancel.set()
+        for t in self._threads:
+            t.join()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        return [note(job.label, self.answers.get(job.label, {})) for job in self.jobs]
+
+
+def note(label: str, answer: dict[str, Any]) -> str:
+    """One line for the results' notes."""
+    if "fatal" in answer:
+        return f"compiling ahead ({label}): not done: {answer['fatal'][:300]}"
+    line = (
+        f"compiled ahead ({label}): {plural(answer.get('variants', 0), 'Triton variant')} in "
+        f"{answer.get('seconds', 0):.1f} s ({answer.get('compiled', 0)} compiled, "
+        f"{answer.get('cache_hits', 0)} already in the cache)"
+    )
+    failed = answer.get("cases_failed", 0)
+    if failed:
+        first = (answer.get("case_errors") or ["?"])[0]
+        line += f"; {plural(failed, 'case')} could not be recorded off the GPU (first: {first})"
+    errors = answer.get("compile_errors") or []
+    if errors:
+        line += f"; {plural(len(errors), 'variant')} did not compile (first: {errors[0]})"
+    return line

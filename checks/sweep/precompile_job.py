@@ -1,0 +1,132 @@
+"""Compile one side's Triton kernels ahead of its workers: ``python -m checks.sweep.precompile_job
+JOB``.
+
+Runs beside the sweep, without a GPU, for the GPU's compiler target: every case's entry point is
+called on CPU tensors (unfilled, ``checks.compiler.cheap_inputs``) under the compile-only driver,
+which records each variant a Triton call would compile, every config of an autotuner included;
+then each distinct variant is compiled into Triton's cache (``TRITON_CACHE_DIR``, the side's
+own, which its workers read) by forked processes, in the order of the cases. A worker that
+reaches a case finds what it needs compiled, and autotuning only times the configs. Anything that
+fails here (an entry point that insists on a GPU, an unsupported Triton) costs nothing but the
+attempt: the worker compiles as it would have.
+
+Job: ``{"repo_root", "python_path", "target", "jobs", "cases": [{"entries", "shape", "dtype"}],
+"out"}``. The answer counts variants, compiles and cache hits, and names the cases that could
+not be recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+
+def _short(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+
+
+def _entry(candidates: list[str], root: str, loaded: dict[str, Any]) -> Any:
+    """The first of ``candidates`` this checkout has (as the worker resolves them)."""
+    from checks.worker import bench_capture
+
+    missing = []
+    for spec in candidates:
+        if spec in loaded:
+            return loaded[spec]
+        try:
+            loaded[spec] = bench_capture.load_entry(spec, root)
+            return loaded[spec]
+        except (bench_capture.NotFound, ModuleNotFoundError) as exc:
+            missing.append(f"{spec} ({_short(exc)})")
+    raise LookupError("no entry point: " + "; ".join(missing))
+
+
+def record(job: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    """Every case's compile requests, in case order, and a line per case that failed."""
+    from checks.compiler import triton_compat as compat
+    from checks.compiler.cheap_inputs import unfilled_random
+    from checks.compiler.worker import repo_modules
+
+    root = job["repo_root"]
+    errors: list[str] = []
+    loaded: dict[str, Any] = {}
+    with compat.compile_only(job["target"]) as recorder:
+        for case in job["cases"]:
+            start = len(recorder.requests)
+            label = "x".join(map(str, case["shape"])) + f":{case['dtype']}"
+            try:
+                entry = _entry(case["entries"], root, loaded)
+                kernels = compat.find_kernels(repo_modules(root))
+                with unfilled_random():
+                    item = entry(tuple(case["shape"]), case["dtype"], device="cpu", seed=0)
+                    item["fn"]()
+                recorder.expand_autotuned(kernels, start)
+            except Exception as exc:
+                errors.append(f"{label}: {_short(exc)}")
+    return recorder.requests, errors
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    from checks.compiler import triton_compat as compat
+    from checks.compiler.worker import fork_map
+
+    started = time.perf_counter()
+    compat.check_triton_version()
+    root = str(Path(job["repo_root"]).resolve())
+    job = {**job, "repo_root": root}
+    sys.path[:0] = [os.path.join(root, p) for p in job.get("python_path") or ()] + [root]
+    os.chdir(root)
+    requests, errors = record(job)
+    target = job["target"]
+    seen: set[str] = set()
+    todo = []
+    for req in requests:
+        if req.error is not None or req.fn is None:
+            continue
+        key = req.cache_key(target)
+        if key not in seen:
+            seen.add(key)
+            todo.append(req)
+    recorded_s = time.perf_counter() - started
+
+    def compile_one(i: int) -> str:
+        try:
+            return (
+                "hit"
+                if compat.compile_request(todo[i], target, fresh=False).cache_hit
+                else "compiled"
+            )
+        except Exception as exc:
+            return f"error: {todo[i].function}: {_short(exc)}"
+
+    outcomes = list(fork_map(compile_one, len(todo), int(job.get("jobs") or 1)).values())
+    failed = [o[len("error: ") :] for o in outcomes if o.startswith("error: ")]
+    return {
+        "variants": len(todo),
+        "compiled": outcomes.count("compiled"),
+        "cache_hits": outcomes.count("hit"),
+        "compile_errors": failed[:5],
+        "case_errors": errors[:5],
+        "cases_failed": len(errors),
+        "record_s": round(recorded_s, 3),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[0]).read_text())
+    try:
+        result = run_job(job)
+    except Exception as exc:
+        result = {"fatal": _short(exc), "traceback": traceback.format_exc()[-3000:]}
+    Path(job["out"]).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

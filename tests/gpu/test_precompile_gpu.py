@@ -1,0 +1,89 @@
+"""Compiling ahead on a real GPU (skipped without one): what the helpers compile off the GPU is
+what a process on the GPU looks up, and a sweep says what it compiled ahead."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checks.sweep.gpus import gpu_target_name
+from checks.sweep.precompile import Precompile, SideJob
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.shapes import Case
+from tests.paths import DATA, ROOT
+
+pytestmark = pytest.mark.gpu
+
+KERNELS = DATA / "kernels"
+
+FIRST_CALLS = """
+import json, sys
+import torch
+from checks.compiler import triton_compat as compat
+from toykern import bench
+with compat.observe_compiles_and_autotuning() as (compiles, tunes):
+    for shape in ((512, 512, 512), (200, 200, 200)):
+        bench.matmul(shape, "float16", device="cuda")["fn"]()
+    torch.cuda.synchronize()
+print(json.dumps({"hits": sum(c.cache_hit for c in compiles),
+                  "compiled": sum(not c.cache_hit for c in compiles), "tuned": len(tunes)}))
+"""
+
+
+def _first_calls(cache: Path) -> dict[str, int]:
+    env = {
+        **os.environ,
+        "TRITON_CACHE_DIR": str(cache),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(KERNELS), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_CALLS], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_what_is_compiled_ahead_is_what_the_gpu_process_finds(tmp_path: Path) -> None:
+    """The autotuned matmul at two specializations (four variants): with the cache compiled
+    ahead for this GPU's target, a fresh process on the GPU autotunes both keys and compiles
+    nothing; with an empty cache it compiles all four."""
+    target = gpu_target_name(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0")
+    assert target is not None, "NVML or the KFD topology should name this GPU's target"
+    cases = tuple(
+        Case(kernel="matmul", bench="toykern.bench:matmul", dims=d, dtype="float16", tolerance=0.03)
+        for d in ((512, 512, 512), (200, 200, 200))
+    )
+    cache = tmp_path / "ahead"
+    job = SideJob("head", "head", KERNELS, sys.executable, (), cache, target, cases)
+    (line,) = Precompile([job], processes=2, timeout_s=300).start().finish(wait=True)
+    assert "4 Triton variants" in line and "(4 compiled, 0 already in the cache)" in line, line
+    warm = _first_calls(cache)
+    assert warm["tuned"] == 2 and warm["compiled"] == 0 and warm["hits"] == 4, warm
+    cold = _first_calls(tmp_path / "empty")
+    assert cold["compiled"] == 4, cold
+
+
+def test_a_sweep_compiles_ahead_and_says_so(tmp_path: Path) -> None:
+    case = Case(
+        kernel="matmul", bench="toykern.bench:matmul", dims=(512, 512, 512), dtype="float16",
+        tolerance=0.03,
+    )  # fmt: skip
+    quick = ProtocolConfig(block_ms=2.5, min_rounds=6, max_rounds=12, crossover=True)
+    result = run_sweep(
+        [case],
+        base_root=KERNELS,
+        head_root=KERNELS,
+        base_rev="b" * 40,
+        head_rev="b" * 40,
+        options=SweepOptions(device="cuda", protocol=quick, max_gpu_seconds=120),
+        work_dir=tmp_path,
+    )
+    assert result.cases[0].status == "ok", result.cases[0].message
+    ahead = [n for n in result.notes if "compiled ahead" in n or "compiling ahead" in n]
+    assert len(ahead) == 2 and all("Triton variant" in n or "stopped" in n for n in ahead), ahead

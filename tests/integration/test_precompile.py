@@ -1,0 +1,87 @@
+"""Compiling ahead (checks.sweep.precompile): real helper processes, real Triton cross-compiles
+for sm_90 into a side's Triton cache, without a GPU."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from checks.job_process import run_job
+from checks.sweep.precompile import Precompile, SideJob, compile_jobs
+from checks.sweep.shapes import Case
+from tests.paths import DATA
+
+KERNELS = DATA / "kernels"
+
+
+def _case(kernel: str, dims: tuple[int, ...], dtype: str, entry: str | None = None) -> Case:
+    bench = entry or f"toykern.bench:{kernel}"
+    return Case(kernel=kernel, bench=bench, dims=dims, dtype=dtype, tolerance=0.03)
+
+
+def _job(side: str, cache: Path, cases: list[Case]) -> SideJob:
+    return SideJob(
+        side=side,
+        label=side,
+        root=KERNELS,
+        python_path=(),
+        python=__import__("sys").executable,
+        cache_dir=cache,
+        target="sm_90",
+        cases=tuple(cases),
+    )
+
+
+def _cubins(cache: Path) -> set[str]:
+    return {str(p.relative_to(cache)) for p in cache.rglob("*.cubin")}
+
+
+@pytest.mark.slow
+def test_each_sides_variants_land_in_its_own_cache_and_a_second_pass_finds_them(
+    tmp_path: Path,
+) -> None:
+    """matmul autotunes over two configs: 256^3 and 200^3 are two specializations (200 is not a
+    multiple of 16), so four variants; the vector add one more. Each side's cubins go to its own
+    cache only; run again, every variant is a cache hit and nothing compiles."""
+    cases = [
+        _case("matmul", (256, 256, 256), "float16"),
+        _case("matmul", (200, 200, 200), "float16"),
+        _case("matmul", (256, 256, 256), "float16"),  # the same variants again: counted once
+        _case("vector_add", (1000,), "float32"),
+        _case("vector_add", (8,), "float32", entry="toykern.bench:no_such_entry"),
+    ]
+    caches = {side: tmp_path / f"triton-cache-{side}" for side in ("base", "head")}
+    jobs = [_job(side, caches[side], cases) for side in ("base", "head")]
+    first = Precompile(jobs, processes=2, timeout_s=600).start().finish(wait=True)
+    for line, side in zip(first, ("base", "head"), strict=True):
+        assert line.startswith(f"compiled ahead ({side}): 5 Triton variants in "), line
+        assert "(5 compiled, 0 already in the cache)" in line, line
+        assert "1 case could not be recorded off the GPU" in line and "no_such_entry" in line
+    assert len(_cubins(caches["base"])) == 5
+    assert _cubins(caches["base"]) == _cubins(caches["head"])  # same code, same variants
+    again = Precompile(jobs[:1], processes=2, timeout_s=600).start().finish(wait=True)
+    assert "(0 compiled, 5 already in the cache)" in again[0], again
+
+
+def test_a_helper_whose_answer_is_no_longer_wanted_is_stopped(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    answer = run_job(
+        "checks.sweep.precompile_job",
+        {"repo_root": str(KERNELS), "target": "sm_90", "cases": []},
+        workdir=tmp_path,
+        triton_cache=tmp_path / "cache",
+        timeout_s=600,
+        what="compiling ahead (base)",
+        cancel=cancel,
+    )
+    assert answer == {"fatal": "compiling ahead (base) was stopped: its answer is no longer needed"}
+
+
+def test_compile_jobs_leave_the_workers_their_cores() -> None:
+    assert compile_jobs(1, cpus=16) == 4  # 16 cores: 4 workers, 1 for the bot, 4 per side
+    assert compile_jobs(1, cpus=8) == 1
+    assert compile_jobs(8, cpus=128) == 4
+    assert compile_jobs(2, cpus=2) == 1  # never fewer than one
