@@ -132,4 +132,7 @@ def note(label: str, answer: dict[str, Any]) -> str:
     errors = answer.get("compile_errors") or []
     if errors:
         line += f"; {plural(len(errors), 'variant')} did not compile (first: {errors[0]})"
+    launchers = answer.get("launcher_errors") or []
+    if launchers:
+        line += f"; launchers left to the workers ({launchers[0]})"
     return line

@@ -5,7 +5,8 @@ Runs beside the sweep, without a GPU, for the GPU's compiler target: every case'
 called on CPU tensors (unfilled, ``checks.compiler.cheap_inputs``) under the compile-only driver,
 which records each variant a Triton call would compile, every config of an autotuner included;
 then each distinct variant is compiled into Triton's cache (``TRITON_CACHE_DIR``, the side's
-own, which its workers read) by forked processes, in the order of the cases. A worker that
+own, which its workers read) by forked processes, in the order of the cases, with the C launcher
+and driver utilities a GPU process would build at its first launch. A worker that
 reaches a case finds what it needs compiled, and autotuning only times the configs. Anything that
 fails here (an entry point that insists on a GPU, an unsupported Triton) costs nothing but the
 attempt: the worker compiles as it would have.
@@ -94,23 +95,29 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             todo.append(req)
     recorded_s = time.perf_counter() - started
 
-    def compile_one(i: int) -> str:
-        try:
-            return (
-                "hit"
-                if compat.compile_request(todo[i], target, fresh=False).cache_hit
-                else "compiled"
-            )
-        except Exception as exc:
-            return f"error: {todo[i].function}: {_short(exc)}"
+    utils_error = None
+    try:
+        compat.build_driver_utils(compat.gpu_target(target).backend)
+    except Exception as exc:
+        utils_error = _short(exc)
 
-    outcomes = list(fork_map(compile_one, len(todo), int(job.get("jobs") or 1)).values())
+    def compile_one(i: int) -> tuple[str, str | None]:
+        try:
+            out = compat.compile_request(todo[i], target, fresh=False, launcher=True)
+        except Exception as exc:
+            return f"error: {todo[i].function}: {_short(exc)}", None
+        return ("hit" if out.cache_hit else "compiled"), out.launcher_error
+
+    done = list(fork_map(compile_one, len(todo), int(job.get("jobs") or 1)).values())
+    outcomes = [o for o, _ in done]
     failed = [o[len("error: ") :] for o in outcomes if o.startswith("error: ")]
+    launchers = [e for _, e in done if e]
     return {
         "variants": len(todo),
         "compiled": outcomes.count("compiled"),
         "cache_hits": outcomes.count("hit"),
         "compile_errors": failed[:5],
+        "launcher_errors": ([utils_error] if utils_error else []) + launchers[:5],
         "case_errors": errors[:5],
         "cases_failed": len(errors),
         "record_s": round(recorded_s, 3),

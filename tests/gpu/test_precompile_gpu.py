@@ -63,6 +63,9 @@ def test_what_is_compiled_ahead_is_what_the_gpu_process_finds(tmp_path: Path) ->
     job = SideJob("head", "head", KERNELS, sys.executable, (), cache, target, cases)
     (line,) = Precompile([job], processes=2, timeout_s=300).start().finish(wait=True)
     assert "4 Triton variants" in line and "(4 compiled, 0 already in the cache)" in line, line
+    # the launchers and the driver's utilities too, built with the system's C compiler
+    assert "launchers left" not in line, line
+    assert list(cache.rglob("__triton_launcher*.so")) and list(cache.rglob("*_utils*.so"))
     warm = _first_calls(cache)
     assert warm["tuned"] == 2 and warm["compiled"] == 0 and warm["hits"] == 4, warm
     cold = _first_calls(tmp_path / "empty")

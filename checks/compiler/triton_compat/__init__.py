@@ -23,7 +23,11 @@ What it relies on (``triton/runtime/jit.py``, ``runtime/autotuner.py``, ``compil
 
 from __future__ import annotations
 
-from checks.compiler.triton_compat._compiling import CompileOutput, compile_request
+from checks.compiler.triton_compat._compiling import (
+    CompileOutput,
+    build_driver_utils,
+    compile_request,
+)
 from checks.compiler.triton_compat._live import live_autotune, live_config_label
 from checks.compiler.triton_compat._recording import Recorder, autotune_key, compile_only
 from checks.compiler.triton_compat._runtime import (
@@ -55,6 +59,7 @@ __all__ = [
     "Recorder",
     "autotune_key",
     "backend_hash",
+    "build_driver_utils",
     "check_triton_version",
     "compile_only",
     "compile_request",

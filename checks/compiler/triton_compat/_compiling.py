@@ -23,6 +23,7 @@ class CompileOutput:
     wall_s: float
     stage_us: list[tuple[str, int]]
     cache_hit: bool
+    launcher_error: str | None = None  # why the launcher was not built (``launcher=True``)
 
 
 def _source_type(fn: Any, default: type) -> type:
@@ -36,9 +37,12 @@ def _source_type(fn: Any, default: type) -> type:
     return default
 
 
-def compile_request(req: CompileRequest, target_name: str, *, fresh: bool = True) -> CompileOutput:
+def compile_request(
+    req: CompileRequest, target_name: str, *, fresh: bool = True, launcher: bool = False
+) -> CompileOutput:
     """Compile one recorded request for ``target_name`` (``fresh``: bypass Triton's cache, so
-    ptxas runs and its log is read)."""
+    ptxas runs and its log is read). ``launcher``: also build the C launcher a GPU process
+    needs before its first launch of this kernel (``build_launcher``), into the same cache."""
     import triton
     from triton import knobs
     from triton.compiler import ASTSource
@@ -65,6 +69,12 @@ def compile_request(req: CompileRequest, target_name: str, *, fresh: bool = True
         start = time.perf_counter()
         kernel = triton.compile(src, target=target, options=dict(req.options))
         wall = time.perf_counter() - start
+    launcher_error = None
+    if launcher:
+        try:
+            build_launcher(target.backend, src, kernel.metadata)
+        except Exception as exc:  # no C compiler or driver library here: the GPU process builds it
+            launcher_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     meta = kernel.metadata._asdict()
     meta["target"] = target_name
     texts = {k: v for k, v in kernel.asm.items() if isinstance(v, str)}
@@ -78,4 +88,31 @@ def compile_request(req: CompileRequest, target_name: str, *, fresh: bool = True
         wall_s=wall,
         stage_us=[("ir", times.ir_initialization), *times.lowering_stages] if times else [],
         cache_hit=bool(events and events[-1]["cache_hit"]),
+        launcher_error=launcher_error,
     )
+
+
+def _driver_module(backend: str) -> Any:
+    if backend == "cuda":
+        from triton.backends.nvidia import driver
+    elif backend == "hip":
+        from triton.backends.amd import driver
+    else:
+        raise ValueError(f"no Triton driver for back end {backend!r}")
+    return driver
+
+
+def build_launcher(backend: str, src: Any, metadata: Any) -> None:
+    """Build (or find in Triton's cache) the launcher of a compiled kernel: C that Triton
+    compiles with the system's compiler, keyed by the kernel's signature, and that every fresh
+    process builds before its first launch. Loading it does not touch a GPU."""
+    driver = _driver_module(backend)
+    cls = driver.CudaLauncher if backend == "cuda" else driver.HIPLauncher
+    cls(src, metadata)
+
+
+def build_driver_utils(backend: str) -> None:
+    """Build (or find in Triton's cache) the driver's C utilities, which a fresh process builds
+    at its first Triton call on a GPU."""
+    driver = _driver_module(backend)
+    (driver.CudaUtils if backend == "cuda" else driver.HIPUtils)()
