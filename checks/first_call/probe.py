@@ -14,7 +14,8 @@ On a GPU (``mode = "gpu"``) the entry point's callable runs for real, so compili
 autotuning happen as in production. In ``compile-only`` mode (a CPU, e.g. CI) the call is
 recorded for ``target`` and every variant it would compile is compiled through Triton's cache.
 Job: ``{"repo_root", "bench", "shapes", "dtypes", "mode", "target", "device", "cache_root", "out"}``;
-with ``"prime": true`` the process only imports torch and Triton (and creates the GPU context).
+with ``"prime": true`` the process only imports torch and Triton (and creates the GPU context);
+``"passes": ["standalone"]`` leaves the distribution pass out.
 """
 
 from __future__ import annotations
@@ -156,6 +157,9 @@ def run_job(job: dict) -> dict[str, Any]:
         row = {"shape": _shape_text(shape, dtype)}
         row.update(_one_call(case, job, torch) if "fn" in case else case)
         standalone.append(row)
+    out["standalone"] = standalone
+    if "distribution" not in job.get("passes", ("standalone", "distribution")):
+        return out
     compat.forget_compiled(kernels)
     compat.set_cache_dir(str(cache_root / "distribution"))
     distribution = []
@@ -164,7 +168,6 @@ def run_job(job: dict) -> dict[str, Any]:
         row = {"shape": _shape_text(shape, dtype)}
         row.update(_one_call(case, job, torch) if "fn" in case else case)
         distribution.append(row)
-    out["standalone"] = standalone
     out["distribution"] = distribution
     return out
 

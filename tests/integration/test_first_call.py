@@ -104,6 +104,7 @@ def test_compile_only_cold_then_warm(tmp_path: Path):
     assert [s.compiles for s in warm.standalone] == [0, 0, 0]
     assert all(s.cache_hits == 2 and "cache_lookup" in s.stage_ms for s in warm.standalone)
     assert warm.standalone[1].first_call_ms < cold.standalone[1].first_call_ms
+    assert warm.distribution == ()  # serving the distribution once is the cold run's to tell
     # serving the distribution once: 200 is not a multiple of 16, so it is a new specialization
     # (and a new autotune key); the repeated shape reuses what the first one compiled
     assert [s.compiles for s in cold.distribution] == [2, 2, 0]
