@@ -119,6 +119,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="on a GPU, compile each side's Triton kernels ahead in helper processes beside the "
         "workers (default: on)",
     )
+    p.add_argument(
+        "--first-call-alone",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a case's first call (where a kernel compiles and autotunes) runs on the GPU one "
+        "worker at a time, so no side autotunes while the other's kernels run (default: on)",
+    )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     p.add_argument("--work-dir", help="where worktrees, logs and caches go (default: a temp dir)")
     p.add_argument("--keep-work-dir", action="store_true", help="keep worktrees and worker logs")
@@ -247,6 +254,7 @@ def run_bench(args: argparse.Namespace) -> int:
         max_gpu_seconds=float(policy.limits.max_gpu_seconds),
         checkout=checkout_for(policy),
         precompile=args.precompile,
+        first_call_alone=args.first_call_alone,
     )
     label = (
         "CPU timing (not GPU numbers)" if cpu else f"GPU timing on {plural(len(gpus or ()), 'GPU')}"

@@ -55,9 +55,10 @@ class SweepOptions(BaseModel):
     checkout: Checkout = Checkout()  # python_path and the [setup] build step, from the policy
     worker_memory_bytes: int | None = None  # each worker's cap; None: default_memory_bytes()
     pythons: tuple[str, str] | None = None  # base's and head's interpreters (own toolchains)
-    precompile: bool = (
-        True  # on a GPU: compile each side's Triton kernels ahead, beside the workers
-    )
+    # on a GPU: compile each side's Triton kernels ahead, beside the workers (precompile.py)
+    precompile: bool = True
+    # a case's first call (compile, autotune) one worker at a time (checks.worker.exclusive)
+    first_call_alone: bool = True
 
 
 def _ahead(
@@ -269,6 +270,7 @@ def run_sweep(
                     memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
                     slot=1 + ((side == "head") != (arm == 1)),
                     arm=arm,
+                    first_call_alone=options.first_call_alone,
                 )
             )
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from checks.sweep.protocol import Block, Telemetry
+from checks.worker.exclusive import GPU_LOCK_ENV
 from checks.worker.profiling import PROFILE_ENV
 from checks.worker.timing import SLOT_BIAS_ENV
 from checks.worker_env import (
@@ -55,6 +56,8 @@ class WorkerSpec:
     python_path: tuple[str, ...] = ()  # folders of root put before it on sys.path (src/ layouts)
     slot: int = 1  # 1: the pair's first worker (base, or head in the crossover's second arm)
     arm: int = 0  # crossover arm of the pair this worker belongs to
+    # a case's first call holds the GPU's lock (checks.worker.exclusive)
+    first_call_alone: bool = True
 
     @property
     def side_key(self) -> str:
@@ -105,6 +108,10 @@ class WorkerClient:
         home.mkdir(parents=True, exist_ok=True)
         env["TRITON_CACHE_DIR"] = str(cache)
         env["TRITON_HOME"] = str(home)
+        if s.first_call_alone:  # one lock per GPU: a case's first call runs alone on it
+            locks = s.work_dir / "locks"
+            locks.mkdir(parents=True, exist_ok=True)
+            env[GPU_LOCK_ENV] = str(locks / f"gpu-{s.gpu if s.gpu is not None else 'none'}.lock")
         env["TORCHINDUCTOR_CACHE_DIR"] = str(s.work_dir / "inductor-cache" / s.name)
         # torch.utils.cpp_extension.load builds into TORCH_EXTENSIONS_DIR/<name>: shared, a
         # base and a head building an extension of the same name at once would meet there, and

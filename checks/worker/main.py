@@ -51,6 +51,7 @@ ceilings = _sibling("ceilings")
 failures = _sibling("failures")
 bench_capture = _sibling("bench_capture")
 profiling = _sibling("profiling")
+exclusive = _sibling("exclusive")
 classify = failures.classify
 
 
@@ -201,14 +202,20 @@ class Worker:
         ref_fn = item.get("reference")
         ref = ref_fn() if callable(ref_fn) else None
         self._sync()
+        # the first call compiles and autotunes: alone on the GPU (``exclusive``)
+        alone = exclusive.exclusive(os.environ.get(exclusive.GPU_LOCK_ENV))
         if ref is None:
-            sizing = item["fn"]()
-            self._sync()
+            with alone:
+                sizing = item["fn"]()
+                self._sync()
             correctness.poison(correctness.flatten_outputs(sizing))
             del sizing
+            out = item["fn"]()
         else:
             correctness.poison(correctness.flatten_outputs(ref))
-        out = item["fn"]()
+            with alone:
+                out = item["fn"]()
+                self._sync()
         self._sync()
         # the entry point's own tolerance (None: each output's dtype decides, here and when the
         # parent compares base's digest with head's)

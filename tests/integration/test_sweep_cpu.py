@@ -488,3 +488,40 @@ def test_the_policys_worker_memory_cap_reaches_the_workers(tmp_path: Path) -> No
         )
     # 4 GiB under a 2 GiB cap: out of memory, where the machine's default cap would allow it
     assert [c.status for c in result.cases] == ["oom"], [c.message for c in result.cases]
+
+
+def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
+    """Base and head check side by side, but a first call that tunes itself (0.3 s) holds the
+    GPU's lock: the two workers' tuning never overlaps (with crossover, the second pair takes
+    the first pair's picks and does not tune in the check)."""
+    case = Case(
+        kernel="tune", bench="standin_kernels:self_tuning", dims=(1000,), dtype="float32",
+        tolerance=0.5,
+    )  # fmt: skip
+    result = run_sweep(
+        [case],
+        base_root=STANDINS / "base",
+        head_root=STANDINS / "base",
+        base_rev="b" * 40,
+        head_rev="b" * 40,
+        options=SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST),
+        work_dir=tmp_path,
+    )
+    assert result.cases[0].status == "ok", result.cases[0].message
+    spans = sorted(
+        (float(a), float(b), pid)
+        for pid, a, b in (line.split() for line in (tmp_path / "locks" / "tuning.log").open())
+    )
+    assert len({pid for _, _, pid in spans}) == 2  # base and head each tuned once, in the check
+    assert spans[0][1] <= spans[1][0], spans
+    # --no-first-call-alone: no lock is handed to the workers
+    apart = run_sweep(
+        [case],
+        base_root=STANDINS / "base",
+        head_root=STANDINS / "base",
+        base_rev="b" * 40,
+        head_rev="b" * 40,
+        options=SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, first_call_alone=False),
+        work_dir=tmp_path / "apart",
+    )
+    assert apart.cases[0].status == "ok" and not (tmp_path / "apart" / "locks").exists()
