@@ -498,15 +498,21 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
         kernel="tune", bench="standin_kernels:self_tuning", dims=(1000,), dtype="float32",
         tolerance=0.5,
     )  # fmt: skip
-    result = run_sweep(
-        [case],
-        base_root=STANDINS / "base",
-        head_root=STANDINS / "base",
-        base_rev="b" * 40,
-        head_rev="b" * 40,
-        options=SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST),
-        work_dir=tmp_path,
-    )
+
+    def a_a(work: Path, alone: bool) -> Any:
+        return run_sweep(
+            [case],
+            base_root=STANDINS / "base",
+            head_root=STANDINS / "base",
+            base_rev="b" * 40,
+            head_rev="b" * 40,
+            options=SweepOptions(
+                device="cpu", protocol=QUICK, timeouts=FAST, first_call_alone=alone
+            ),
+            work_dir=work,
+        )
+
+    result = a_a(tmp_path, True)
     assert result.cases[0].status == "ok", result.cases[0].message
     spans = sorted(
         (float(a), float(b), pid)
@@ -515,13 +521,5 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
     assert len({pid for _, _, pid in spans}) == 2  # base and head each tuned once, in the check
     assert spans[0][1] <= spans[1][0], spans
     # --no-first-call-alone: no lock is handed to the workers
-    apart = run_sweep(
-        [case],
-        base_root=STANDINS / "base",
-        head_root=STANDINS / "base",
-        base_rev="b" * 40,
-        head_rev="b" * 40,
-        options=SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, first_call_alone=False),
-        work_dir=tmp_path / "apart",
-    )
+    apart = a_a(tmp_path / "apart", False)
     assert apart.cases[0].status == "ok" and not (tmp_path / "apart" / "locks").exists()
