@@ -23,7 +23,7 @@ from bot import gitutil
 from bot.contracts.base import Vendor
 from bot.contracts.evidence import Evidence
 from bot.contracts.plan import Plan, PlanDeployment, PlanLimits
-from bot.errors import PolicyError
+from bot.errors import KernelReviewError, PolicyError
 from bot.policy.load import find_policy, missing_policy
 from bot.policy.model import Policy
 from bot.revision import GitRevision
@@ -123,6 +123,19 @@ class MeasureContext:
                     override=self.env_override.get(side, ()),
                 )
         return self._envs[side]
+
+    def toolchains_differ(self) -> bool:
+        """Whether base and head really run under different toolchains: the change moves a
+        pin and the two sides' environments differ (interpreter or installed versions). A moved
+        pin that the runner's environment satisfies on both sides moves nothing. True when a
+        side's environment cannot be made (the check that needs it then says why)."""
+        if not self.per_side_toolchain:
+            return False
+        try:
+            base, head = self.environment("base"), self.environment("head")
+        except KernelReviewError:
+            return True
+        return base.python != head.python or base.versions != head.versions
 
     def pythons(self) -> tuple[str, str]:
         """The base's and the head's interpreters."""

@@ -63,8 +63,9 @@ class Sweep:
 class FirstCall:
     """What a fresh process of the deployment pays before each kernel's first result, cold and
     warm; measured once per vendor (on shard 1), since it does not split by shape. The head
-    only, unless the change moves the toolchain: then each side, under its own (a new Triton
-    often changes compile time)."""
+    only, unless the change moves the toolchain the sides run under: then each side, under its
+    own (a new Triton often changes compile time). A moved pin that both sides' environment
+    satisfies alike moves nothing, and the base is not measured again under the same one."""
 
     name = "first_call"
 
@@ -77,7 +78,7 @@ class FirstCall:
 
         deployment = ctx.deployment
         assert deployment is not None  # applies() says so
-        sides: tuple[Side, ...] = ("base", "head") if ctx.per_side_toolchain else ("head",)
+        sides: tuple[Side, ...] = ("base", "head") if ctx.toolchains_differ() else ("head",)
         found, not_run = [], []
         primed: set[str] = set()  # interpreters whose files a priming process has read
         for side in sides:
