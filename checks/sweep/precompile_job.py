@@ -31,20 +31,14 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
 
 
-def _entry(candidates: list[str], root: str, loaded: dict[str, Any]) -> Any:
-    """The first of ``candidates`` this checkout has (as the worker resolves them)."""
+def _entry(candidates: list[str], root: str, loaded: dict[tuple[str, ...], Any]) -> Any:
+    """The first of ``candidates`` this checkout has, as the worker resolves them (once each)."""
     from checks.worker import bench_capture
 
-    missing = []
-    for spec in candidates:
-        if spec in loaded:
-            return loaded[spec]
-        try:
-            loaded[spec] = bench_capture.load_entry(spec, root)
-            return loaded[spec]
-        except (bench_capture.NotFound, ModuleNotFoundError) as exc:
-            missing.append(f"{spec} ({_short(exc)})")
-    raise LookupError("no entry point: " + "; ".join(missing))
+    key = tuple(candidates)
+    if key not in loaded:
+        loaded[key] = bench_capture.first_entry(candidates, root)[1]
+    return loaded[key]
 
 
 def record(job: dict[str, Any]) -> tuple[list[Any], list[str]]:
@@ -55,7 +49,7 @@ def record(job: dict[str, Any]) -> tuple[list[Any], list[str]]:
 
     root = job["repo_root"]
     errors: list[str] = []
-    loaded: dict[str, Any] = {}
+    loaded: dict[tuple[str, ...], Any] = {}
     with compat.compile_only(job["target"]) as recorder:
         for case in job["cases"]:
             start = len(recorder.requests)

@@ -132,6 +132,27 @@ def load_entry(spec: str, root: str) -> Callable[..., dict[str, Any]]:
     return target
 
 
+def first_entry(candidates: list[str], root: str) -> tuple[str, Callable[..., dict[str, Any]]]:
+    """The first of ``candidates`` this checkout has, with its spec: the policy's ``bench``,
+    then the fallbacks. ``NotFound`` naming why each is missing; ``BadBenchmark`` (with the
+    spec) as ``load_entry`` raises it. A missing module counts as missing only when it is the entry's own
+    (an import the entry's module makes that fails is the entry's error)."""
+    missing = []
+    for spec in candidates:
+        try:
+            return spec, load_entry(spec, root)
+        except NotFound as exc:
+            missing.append(f"{spec} ({exc})")
+        except BadBenchmark as exc:
+            raise BadBenchmark(f"{spec}: {exc}") from None
+        except ModuleNotFoundError as exc:
+            module = spec.partition(":")[0]
+            if not (exc.name and (module == exc.name or module.startswith(exc.name + "."))):
+                raise
+            missing.append(f"{spec} (no module {exc.name!r} in this checkout)")
+    raise NotFound("entry point not found: " + "; ".join(missing))
+
+
 def entry_for(spec: str, root: str) -> Callable[..., dict[str, Any]]:
     """A bench entry point ``(shape, dtype, *, device, seed) -> dict`` for a file spec."""
     match = SPEC_RE.match(spec)

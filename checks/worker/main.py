@@ -93,20 +93,12 @@ class Worker:
             self._torch().cuda.synchronize()
 
     def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
-        missing = []
-        for spec in candidates:
-            try:
-                return spec, bench_capture.load_entry(spec, self.root)
-            except bench_capture.NotFound as exc:
-                missing.append(f"{spec} ({exc})")
-            except bench_capture.BadBenchmark as exc:
-                raise EntryError("error", f"{spec}: {exc}") from None
-            except ModuleNotFoundError as exc:
-                module = spec.partition(":")[0]
-                if not (exc.name and (module == exc.name or module.startswith(exc.name + "."))):
-                    raise
-                missing.append(f"{spec} (no module {exc.name!r} in this checkout)")
-        raise EntryError("missing_entry", "entry point not found: " + "; ".join(missing))
+        try:
+            return bench_capture.first_entry(candidates, self.root)
+        except bench_capture.NotFound as exc:
+            raise EntryError("missing_entry", str(exc)) from None
+        except bench_capture.BadBenchmark as exc:
+            raise EntryError("error", str(exc)) from None
 
     def _call_entry(self, fn: Any, shape: list[int], dtype: str, seed: int) -> dict[str, Any]:
         item = fn(tuple(shape), dtype, device=self.device, seed=seed)
