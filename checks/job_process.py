@@ -48,10 +48,13 @@ def run_job(
     interpreter (a side's own toolchain, ``checks.toolchain_env``); the bot's by default.
     ``prefix``: a program that runs the process (a profiler), put before the interpreter.
     ``env``: variables set on top of the scrubbed environment. ``cancel``: when set, the job is
-    killed and ``{"fatal": ...}`` returned (a job whose answer is no longer wanted).
+    killed (or, set already, not started) and ``{"fatal": ...}`` returned (a job whose answer is no
+    longer wanted); an answer written before the next look at ``cancel`` is still returned.
     C++ extensions that ``torch.utils.cpp_extension.load`` builds go beside ``triton_cache``
     (``torch-extensions``), not in the machine's shared folder: an empty cache folder is then a
     cold start for them too, and no other job's build of the same name is picked up."""
+    if cancel is not None and cancel.is_set():  # not wanted before it started: start nothing
+        return {"fatal": f"{what} was stopped: its answer is no longer needed"}
     job = {**job, "out": str(workdir / "out.json")}
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job))

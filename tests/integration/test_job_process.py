@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -36,3 +37,22 @@ def test_a_death_says_how_and_shows_the_tail(tmp_path: Path):
     out = run_job(MODULE, {"do": "die"}, workdir=tmp_path, triton_cache=tmp_path / "tc",
                   timeout_s=60, what="the probe")  # fmt: skip
     assert out["fatal"].startswith("the probe exited with 3") and "boom" in out["fatal"]
+
+
+def test_a_job_no_longer_wanted_is_stopped_while_it_runs(tmp_path: Path):
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    t0 = time.monotonic()
+    out = run_job(MODULE, {"do": "sleep"}, workdir=tmp_path, triton_cache=tmp_path / "tc",
+                  timeout_s=120, what="the probe", cancel=cancel)  # fmt: skip
+    assert out == {"fatal": "the probe was stopped: its answer is no longer needed"}
+    assert time.monotonic() - t0 < 20  # the probe sleeps 60 s
+
+
+def test_a_job_no_longer_wanted_before_it_starts_is_not_started(tmp_path: Path):
+    cancel = threading.Event()
+    cancel.set()
+    out = run_job(MODULE, {"do": "env"}, workdir=tmp_path, triton_cache=tmp_path / "tc",
+                  timeout_s=60, what="the probe", cancel=cancel)  # fmt: skip
+    assert out == {"fatal": "the probe was stopped: its answer is no longer needed"}
+    assert not (tmp_path / "job.json").exists()

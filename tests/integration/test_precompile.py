@@ -3,12 +3,10 @@ for sm_90 into a side's Triton cache, without a GPU."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 
-from checks.job_process import run_job
 from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.shapes import Case
 from tests.paths import DATA
@@ -65,19 +63,17 @@ def test_each_sides_variants_land_in_its_own_cache_and_a_second_pass_finds_them(
     assert "(0 compiled, 5 already in the cache)" in again[0], again
 
 
-def test_a_helper_whose_answer_is_no_longer_wanted_is_stopped(tmp_path: Path) -> None:
-    cancel = threading.Event()
-    cancel.set()
-    answer = run_job(
-        "checks.sweep.precompile_job",
-        {"repo_root": str(KERNELS), "target": "sm_90", "cases": []},
-        workdir=tmp_path,
-        triton_cache=tmp_path / "cache",
-        timeout_s=600,
-        what="compiling ahead (base)",
-        cancel=cancel,
-    )
-    assert answer == {"fatal": "compiling ahead (base) was stopped: its answer is no longer needed"}
+def test_helpers_whose_answer_is_no_longer_wanted_are_not_started(tmp_path: Path) -> None:
+    """finish() before the helpers got going: nothing is compiled, and the note says why."""
+    job = _job("base", tmp_path / "cache", [_case("matmul", (256, 256, 256), "float16")])
+    pre = Precompile([job], processes=1, timeout_s=600)
+    pre.cancel.set()
+    notes = pre.start().finish(wait=False)
+    assert notes == [
+        "compiling ahead (base): not done: "
+        "compiling ahead (base) was stopped: its answer is no longer needed"
+    ]
+    assert not _cubins(tmp_path / "cache")
 
 
 def test_compile_jobs_leave_the_workers_their_cores() -> None:
