@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,9 @@ class MeasureContext:
     env_override: dict[str, tuple[str, ...]] = field(default_factory=dict)  # side -> requirements
     _trees: dict[Side, Path] = field(default_factory=dict)
     _envs: dict[Side, SideEnv] = field(default_factory=dict)
+    # checks that need no GPU run in threads of their own (checks.measure): a worktree or an
+    # environment is made once, by whichever asks first, while the other waits for it
+    _making: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
     @contextlib.contextmanager
@@ -94,10 +98,11 @@ class MeasureContext:
 
     def tree(self, side: Side) -> Path:
         """The worktree of base or head: made on the first call, the same path after."""
-        if side not in self._trees:
-            sha = self.plan.base_sha if side == "base" else self.plan.head_sha
-            self._trees[side] = gitutil.add_worktree(self.repo_root, self.work / side, sha)
-        return self._trees[side]
+        with self._making:
+            if side not in self._trees:
+                sha = self.plan.base_sha if side == "base" else self.plan.head_sha
+                self._trees[side] = gitutil.add_worktree(self.repo_root, self.work / side, sha)
+            return self._trees[side]
 
     @property
     def per_side_toolchain(self) -> bool:
@@ -110,19 +115,20 @@ class MeasureContext:
         """The interpreter this side's workers run under: its own toolchain's (made on the first
         call, with uv) when ``per_side_toolchain``, else the runner's. ToolchainError when the
         side's environment cannot be made."""
-        if side not in self._envs:
-            if not self.per_side_toolchain:
-                self._envs[side] = runner_env()
-            else:
-                urls = self.policy.toolchain.index_urls if self.policy is not None else []
-                self.progress(f"toolchain: the {side}'s own environment")
-                self._envs[side] = side_environment(
-                    self.tree(side),
-                    cache_dir=self.env_cache_dir,
-                    index_urls=urls,
-                    override=self.env_override.get(side, ()),
-                )
-        return self._envs[side]
+        with self._making:
+            if side not in self._envs:
+                if not self.per_side_toolchain:
+                    self._envs[side] = runner_env()
+                else:
+                    urls = self.policy.toolchain.index_urls if self.policy is not None else []
+                    self.progress(f"toolchain: the {side}'s own environment")
+                    self._envs[side] = side_environment(
+                        self.tree(side),
+                        cache_dir=self.env_cache_dir,
+                        index_urls=urls,
+                        override=self.env_override.get(side, ()),
+                    )
+            return self._envs[side]
 
     def toolchains_differ(self) -> bool:
         """Whether base and head really run under different toolchains: the change moves a

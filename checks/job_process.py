@@ -28,6 +28,22 @@ from checks.worker_env import (
 )
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+BACKGROUND_NICE = 10  # how much lower work runs that must not slow what is being measured
+# for a job that needs no GPU (it compiles): it sees none, so nothing it imports can use one
+# while the measurement runs
+NO_GPU_ENV = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
+
+
+def lower_this_thread(by: int = BACKGROUND_NICE) -> bool:
+    """Lower the CPU priority of the calling thread, and so of every process it starts from
+    then on: Linux keeps a nice value per thread, and a child starts with its thread's. False,
+    and nothing changed, where the system keeps one per process (lowering it there would slow
+    the measurement in the other threads too)."""
+    if sys.platform != "linux":
+        return False
+    tid = threading.get_native_id()
+    os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
+    return True
 
 
 def run_job(

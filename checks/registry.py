@@ -1,8 +1,16 @@
 """The checks a measure job runs, in order: ``CHECKS``, an explicit tuple.
 
 A check has a ``name``, ``applies(ctx)`` (does the plan ask for it, and is this runner and shard
-the one that measures it) and ``run(ctx)``, which returns its part of the evidence, with a
-NotRun row for whatever it could not do. ``checks.measure.measure_plan`` merges the parts; a new
+the one that measures it), ``run(ctx)``, which returns its part of the evidence, with a
+NotRun row for whatever it could not do, and ``machine``, what it needs of the runner:
+
+- ``"cpu"``: no GPU (cross-compiling): it runs alongside the others, at a lower CPU priority;
+- ``"gpu"``: GPU time read on the GPU (events, counters), which CPU work alongside does not
+  move: it runs in its turn while the ``"cpu"`` checks run;
+- ``"quiet"``: wall-clock time on the whole machine (a fresh process's first call): it runs in
+  its turn once the ``"cpu"`` checks have finished.
+
+``checks.measure.measure_plan`` runs them so and merges the parts in ``CHECKS`` order; a new
 check is one class here and its entry in ``CHECKS``, nothing else.
 
 Nothing here imports torch or triton: each check imports what it measures with inside ``run``.
@@ -10,15 +18,18 @@ Nothing here imports torch or triton: each check imports what it measures with i
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol
 
 from bot.contracts.evidence import Evidence, NotRun
 from bot.errors import KernelReviewError
 from checks.context import MeasureContext, Side
 
+Machine = Literal["cpu", "gpu", "quiet"]
+
 
 class Check(Protocol):
     name: str
+    machine: Machine
 
     def applies(self, ctx: MeasureContext) -> bool: ...
 
@@ -29,6 +40,7 @@ class Sweep:
     """Base against head over this shard's share of the plan's shapes."""
 
     name = "sweep"
+    machine: Machine = "gpu"
 
     def applies(self, ctx: MeasureContext) -> bool:
         return "sweep" in ctx.plan.checks
@@ -68,6 +80,7 @@ class FirstCall:
     satisfies alike moves nothing, and the base is not measured again under the same one."""
 
     name = "first_call"
+    machine: Machine = "quiet"
 
     def applies(self, ctx: MeasureContext) -> bool:
         return "first_call" in ctx.plan.checks and ctx.first_shard and ctx.deployment is not None
@@ -116,6 +129,7 @@ class Compiler:
     vendor's runner on shard 1 (it cross-compiles, so one runner covers all vendors)."""
 
     name = "compiler"
+    machine: Machine = "cpu"
 
     def applies(self, ctx: MeasureContext) -> bool:
         return (
@@ -150,6 +164,7 @@ class SharedMemory:
     policy's ``[profile] shared_memory``; measured on shard 1 of each vendor's runner."""
 
     name = "smem"
+    machine: Machine = "gpu"
 
     def applies(self, ctx: MeasureContext) -> bool:
         return "smem" in ctx.plan.checks and ctx.first_shard and bool(ctx.plan.kernels)

@@ -29,7 +29,7 @@ from bot.outputs import cache_root, plural
 from checks.compiler.records import CompilerReport, KernelCompileRecord
 from checks.compiler.report import make_report
 from checks.compiler.targets import compile_targets, known_target, known_target_names, vendor_of
-from checks.job_process import run_job
+from checks.job_process import NO_GPU_ENV, run_job
 from checks.worker_env import tree_digest
 
 JOB_CACHE_VERSION = "3"  # 2: the live autotune lists; 3: the layouts of each variant
@@ -127,6 +127,7 @@ def _run_worker(
             timeout_s=timeout_s,
             what=f"compiling for {target}",
             python=python,
+            env=NO_GPU_ENV,  # it cross-compiles, with inputs on the CPU
         )
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.outputs import plural
-from checks.job_process import run_job
+from checks.job_process import BACKGROUND_NICE, NO_GPU_ENV, run_job
 from checks.sweep.shapes import Case
 
 MAX_JOBS = 4  # compiling processes per side and GPU
@@ -98,8 +98,8 @@ class Precompile:
             timeout_s=self.timeout_s,
             what=f"compiling ahead ({job.label})",
             python=job.python,
-            prefix=(nice, "-n", "10") if nice else (),
-            env={"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""},
+            prefix=(nice, "-n", str(BACKGROUND_NICE)) if nice else (),
+            env=NO_GPU_ENV,
             cancel=self.cancel,
         )
         answer.setdefault("wall_s", round(time.monotonic() - t0, 3))

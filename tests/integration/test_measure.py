@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -90,6 +93,7 @@ class _Accuracy:
     """A check the registry did not know: its evidence must reach the result unedited."""
 
     name = "accuracy"
+    machine = "gpu"
 
     def __init__(self) -> None:
         self.trees: list[Path] = []
@@ -168,3 +172,99 @@ def test_the_registry_imports_neither_torch_nor_triton() -> None:
     code = "import sys, checks.registry, checks.measure; print(sorted({'torch', 'triton'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+class _Standin:
+    """A check that says where and when it ran; ``wait_for``: an event it needs set first."""
+
+    def __init__(self, name: str, machine: str, log: list, wait_for=None, sets=None) -> None:
+        self.name, self.machine, self.log = name, machine, log
+        self.wait_for, self.sets = wait_for, sets
+
+    def applies(self, ctx: MeasureContext) -> bool:
+        return True
+
+    def run(self, ctx: MeasureContext) -> Evidence:
+        self.log.append(("start", self.name, threading.current_thread().name))
+        if self.wait_for is not None:
+            assert self.wait_for.wait(30), f"{self.name} waited in vain"
+        ctx.tree("head")  # made once, whichever thread asks first
+        nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        if self.sets is not None:
+            time.sleep(0.2)
+            self.sets.set()
+        self.log.append(("end", self.name, nice))
+        reason = f"{self.name} ran"
+        return Evidence(not_run=(NotRun(check="repo", vendor=ctx.vendor, reason=reason),))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread priority is Linux's")
+def test_checks_that_need_no_gpu_run_alongside_and_the_wall_clock_one_waits_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU check can only finish if the CPU check runs meanwhile (it waits for an event that
+    the CPU check sets); the wall-clock check starts after the CPU check has ended; the CPU
+    check's thread runs at a lower priority; the evidence is in registry order all the same."""
+    repo, sha = _repo(tmp_path)
+    log: list = []
+    compiled = threading.Event()
+    checks = (
+        _Standin("sweep", "gpu", log, wait_for=compiled),
+        _Standin("first_call", "quiet", log),
+        _Standin("compiler", "cpu", log, sets=compiled),
+    )
+    monkeypatch.setattr(registry, "CHECKS", checks)
+    lines: list[str] = []
+    ev = measure_plan(_plan(sha), vendor="nvidia", repo_root=repo, progress=lines.append)
+    assert [n.reason for n in ev.not_run] == ["sweep ran", "first_call ran", "compiler ran"]
+    order = [(what, name) for what, name, _ in log]
+    assert order.index(("end", "compiler")) < order.index(("start", "first_call"))
+    assert order.index(("start", "compiler")) < order.index(("end", "sweep"))
+    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    nice = {name: n for what, name, n in log if what == "end"}
+    assert nice["compiler"] == min(19, here + 10) and nice["sweep"] == here
+    away = {name for what, name, where in log if what == "start" and where != "MainThread"}
+    assert away == {"compiler"}
+    assert sorted(line.split(":")[0] for line in lines if " done in " in line) == [
+        "compiler", "first_call", "sweep"
+    ]  # fmt: skip
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_with_alongside_off_every_check_runs_in_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, sha = _repo(tmp_path)
+    log: list = []
+    checks = (_Standin("sweep", "gpu", log), _Standin("compiler", "cpu", log),
+              _Standin("first_call", "quiet", log))  # fmt: skip
+    monkeypatch.setattr(registry, "CHECKS", checks)
+    ev = measure_plan(_plan(sha), vendor="nvidia", repo_root=repo, alongside=False)
+    assert [n.reason for n in ev.not_run] == ["sweep ran", "compiler ran", "first_call ran"]
+    assert [(what, name) for what, name, _ in log] == [
+        ("start", "sweep"), ("end", "sweep"), ("start", "compiler"), ("end", "compiler"),
+        ("start", "first_call"), ("end", "first_call"),
+    ]  # fmt: skip
+    assert {thread for what, _, thread in log if what == "start"} == {"MainThread"}
+
+
+def test_a_thread_lowered_in_priority_starts_processes_at_that_priority() -> None:
+    from checks.job_process import lower_this_thread
+
+    here = os.getpriority(os.PRIO_PROCESS, 0)
+    seen: dict[str, int] = {}
+
+    def lowered() -> None:
+        if lower_this_thread():
+            out = subprocess.run([sys.executable, "-c", "import os; print(os.nice(0))"],
+                                 capture_output=True, text=True, check=True)  # fmt: skip
+            seen["child"] = int(out.stdout)
+
+    t = threading.Thread(target=lowered)
+    t.start()
+    t.join()
+    if sys.platform == "linux":
+        assert seen["child"] == min(19, here + 10)
+    else:
+        assert seen == {}
+    assert os.getpriority(os.PRIO_PROCESS, 0) == here  # the rest of the process keeps its own
