@@ -476,8 +476,8 @@ def part2(ctx: dict[str, Any]) -> dict[str, Any]:
         fixture["measure_job_rc"] = got["rc"]
         fixture["measure_job_limit_s"] = left
         fixture["measure_job_tail"] = got["stderr_tail"][-12:]
-        # the job rewrites run.md after each check (sweep, first call, compiler) with its time:
-        # what finished is kept even when the limit stopped the job
+        # the job writes its log to run.md line by line, with times and each check's end:
+        # how far it got is kept even when the limit stopped the job
         run_md = ctx["work"] / "fixture-review" / "run.md"
         fixture["measure_job_run_md"] = run_md.read_text() if run_md.is_file() else None
         log(

@@ -10,9 +10,12 @@ It builds the fixture repository (``kernels_fixture.build_repo``, whose commits 
 plans the review as the gate job would (the policy from the base commit), and runs that plan
 through ``checks.measure.measure_plan``, the code behind ``kernel-review review --mode measure``:
 the shape sweep of base against head, the first call in fresh processes, and the compiler report.
-The checks run one at a time and the results file is rewritten after each, so a time limit keeps
-what finished. The results file is what a GPU runner hands the report job; ``kernel-review demo
---results`` renders the review with it. The sweep's raw rounds go beside it (``sweep-*.json``),
+By default the plan runs whole in one measure job, as a GPU runner's job runs it (the compiler
+report alongside the GPU checks), and ``run.md`` keeps the job's log with the time of each line
+as it goes. ``--checks`` runs the checks named one at a time instead, each in a measure job of
+its own, and rewrites the results file after each, so a time limit keeps what finished. The
+results file is what a GPU runner hands the report job; ``kernel-review demo --results``
+renders the review with it. The sweep's raw rounds go beside it (``sweep-*.json``),
 and ``run.md`` says when, where and how long. ``--update`` re-runs some checks and keeps the
 others' evidence from the results file already there (same head), appending to ``run.md``.
 The compiler report cross-compiles and needs no GPU: ``--vendor`` names the runner's vendor on a
@@ -76,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="folder for the results file")
     ap.add_argument(
         "--checks",
-        default="sweep,first_call,compiler",
-        help="which of the plan's checks to run, in order (default: all three)",
+        help="run these of the plan's checks one at a time, in order, each in a measure job of "
+        "its own (default: the whole plan in one measure job, as a GPU runner runs it)",
     )
     ap.add_argument(
         "--update",
@@ -95,7 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         help="with --update: rebuild the sweep evidence from the raw sweep-<vendor>-*.json in --out",
     )
     args = ap.parse_args(argv)
-    wanted = [c.strip() for c in args.checks.split(",") if c.strip()]
+    whole = args.checks is None
+    if whole and args.update:
+        print(
+            "fixture_review_gpu: --update needs --checks (which checks to re-run)", file=sys.stderr
+        )
+        return 2
+    wanted = [c.strip() for c in (args.checks or ",".join(s[0] for s in STAGES)).split(",")]
+    wanted = [c for c in wanted if c]
     here = gpu_vendor()
     vendor = here or args.vendor
     if vendor is None or (here is None and set(wanted) - {"compiler"}):
@@ -123,8 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         log = [f"# The fixture pull request's measure job on {_environment()}", ""]
         log += [f"Started {started}.", ""]
 
+    t_start = time.perf_counter()
+
     def progress(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
+        line = f"[{time.perf_counter() - t_start:7.1f} s] {msg}"
+        print(line, file=sys.stderr, flush=True)
+        if whole:  # the job's log, kept as it goes: a time limit keeps what was reached
+            log.append(f"    {line}")
+            run_md.write_text("\n".join(log) + "\n", encoding="utf-8")
 
     with tempfile.TemporaryDirectory(prefix="fixture-review-") as tmp:
         fixture = build_fixture_repo(Path(tmp) / "toyops")
@@ -161,6 +177,24 @@ def main(argv: list[str] | None = None) -> int:
                 f"{', '.join(k.name for k in plan.kernels)}, checks {', '.join(plan.checks)}."
             )
             log.append("")
+        if whole:
+            log += ["The plan's checks in one measure job, as a GPU runner's job runs them:", ""]
+            got = measure_plan(
+                plan,
+                vendor=vendor,
+                repo_root=Path(fixture.path),
+                details_dir=args.out,
+                progress=progress,
+            )
+            results = ResultsFile(
+                head_sha=plan.head_sha, base_sha=plan.base_sha, vendor=vendor, evidence=got
+            )
+            results_path.write_text(results.model_dump_json(indent=1), encoding="utf-8")
+            missed = [n.reason for n in got.not_run]
+            log += ["", f"- measure job: {time.perf_counter() - t_start:.1f} s from the start"]
+            log += [f"- not run: {'; '.join(missed)}"] if missed else []
+            run_md.write_text("\n".join(log) + "\n", encoding="utf-8")
+            wanted = []  # done
         for check in wanted:
             if check not in plan.checks:
                 log.append(f"- {check}: not in the plan, skipped")

@@ -4,6 +4,8 @@ GPU runner recorded for the fixture's head (an H200, committed under bench/resul
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,15 @@ def test_the_review_shows_the_layouts_the_compiler_chose(tmp_path: Path) -> None
     assert "- matmul on sm\\_90: distinct layouts" in review
     assert "dot `nvidia_mma v3 warpsPerCTA [8, 1] instrShape [16, 128, 16]`" in review
     assert "- matmul on gfx942: the same layouts old and new" in review
+
+
+def test_the_fixture_job_script_says_what_update_needs(tmp_path: Path) -> None:
+    """bench/fixture_review_gpu.py runs the whole plan by default; --update re-runs some checks,
+    so it needs to be told which."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "fixture_review_gpu.py"), "--out", str(tmp_path),
+         "--update"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "--update needs --checks (which checks to re-run)" in proc.stderr
