@@ -165,9 +165,11 @@ def _chunk_errors(o: Any, r: Any, start: int, tol: tuple[float, float]) -> Any:
         bad = ~torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
         finite = torch.isfinite(a) & torch.isfinite(b)
         err = torch.where(finite, (a - b).abs(), 0.0).max()
-        idx = bad.to(torch.uint8).argmax()
+        # a 1-element index: indexing with a 0-dim one reads it back to the host (.item()),
+        # which on a GPU is a wait per chunk
+        idx = bad.to(torch.uint8).argmax().reshape(1)
         n_bad = bad.sum().to(torch.float64)
-        return torch.stack([n_bad, err, idx.to(torch.float64), a[idx], b[idx]])
+        return torch.cat([n_bad.reshape(1), err.reshape(1), idx.to(torch.float64), a[idx], b[idx]])
     import numpy as np
 
     with np.errstate(invalid="ignore"):

@@ -83,3 +83,28 @@ def test_compare_and_digest_across_chunks_agree_for_torch_and_numpy(monkeypatch)
         assert d["parts"][0][0] == 0 and d["parts"][-1][1] == 4321
     assert compare_digests(digest(out), digest(out.numpy())) == ""
     assert compare(ref, ref)["ok"] and compare(ref.numpy(), ref.numpy())["ok"]
+
+
+def test_compare_and_digest_read_nothing_back_per_chunk(monkeypatch) -> None:
+    """Per chunk everything stays on the tensors' device (on a GPU, a read back is a wait for
+    it): only the one copy per output at the end reads values, not an item per chunk."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from checks.worker import correctness
+
+    monkeypatch.setattr(correctness, "CHUNK", 1000)
+    ref = torch.randn(4321, generator=torch.Generator().manual_seed(2))
+    out = ref.clone()
+    out[2500] += 0.5
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        rows = [
+            correctness._chunk_errors(out, ref, start, (1e-5, 1e-5))
+            for start in range(0, 4321, 1000)
+        ]
+        sums = [correctness._part_sums(out, lo, lo + 700) for lo in range(0, 4200, 700)]
+    reads = [e.name for e in prof.events() if e.name in ("aten::item", "aten::_local_scalar_dense")]
+    assert reads == []
+    assert [r.tolist()[0] for r in rows] == [0, 0, 1, 0, 0] and len(sums) == 6
+    assert compare(out, ref)["message"].startswith(
+        "1 elements differ from the reference; first at output 0 index 2500"
+    )
