@@ -47,15 +47,6 @@ from kernels_fixture.build_repo import build_fixture_repo  # noqa: E402
 STAGES = (("sweep",), ("first_call",), ("compiler",))
 
 
-def _merge(a: Evidence, b: Evidence) -> Evidence:
-    return Evidence(
-        sweeps=(*a.sweeps, *b.sweeps),
-        first_calls=(*a.first_calls, *b.first_calls),
-        compiler=b.compiler or a.compiler,
-        not_run=(*a.not_run, *b.not_run),
-    )
-
-
 def _without(evidence: Evidence, checks: list[str]) -> Evidence:
     """``evidence`` less what the given checks produced (their results and their not-runs)."""
     return Evidence(
@@ -179,43 +170,32 @@ def main(argv: list[str] | None = None) -> int:
             log.append("")
         if whole:
             log += ["The plan's checks in one measure job, as a GPU runner's job runs them:", ""]
-            got = measure_plan(
-                plan,
-                vendor=vendor,
-                repo_root=Path(fixture.path),
-                details_dir=args.out,
-                progress=progress,
-            )
-            results = ResultsFile(
-                head_sha=plan.head_sha, base_sha=plan.base_sha, vendor=vendor, evidence=got
-            )
-            results_path.write_text(results.model_dump_json(indent=1), encoding="utf-8")
-            missed = [n.reason for n in got.not_run]
-            log += ["", f"- measure job: {time.perf_counter() - t_start:.1f} s from the start"]
-            log += [f"- not run: {'; '.join(missed)}"] if missed else []
-            run_md.write_text("\n".join(log) + "\n", encoding="utf-8")
-            wanted = []  # done
-        for check in wanted:
-            if check not in plan.checks:
-                log.append(f"- {check}: not in the plan, skipped")
+        # the whole plan in one job, or the checks named, one job each
+        stages = [plan.checks] if whole else [(c,) for c in wanted]
+        for checks in stages:
+            skipped = [c for c in checks if c not in plan.checks]
+            log += [f"- {c}: not in the plan, skipped" for c in skipped]
+            if skipped:
                 continue
             t0 = time.perf_counter()
-            staged = plan.model_copy(update={"checks": (check,)})
             got = measure_plan(
-                staged,
+                plan.model_copy(update={"checks": tuple(checks)}),
                 vendor=vendor,
                 repo_root=Path(fixture.path),
                 details_dir=args.out,
                 progress=progress,
             )
-            evidence = _merge(evidence, got)
+            evidence = evidence.merge(got)
             results = ResultsFile(
                 head_sha=plan.head_sha, base_sha=plan.base_sha, vendor=vendor, evidence=evidence
             )
             results_path.write_text(results.model_dump_json(indent=1), encoding="utf-8")
             missed = [n.reason for n in got.not_run]
+            what = "measure job" if whole else checks[0]
+            if whole:
+                log.append("")  # after the job's log
             log.append(
-                f"- {check}: {time.perf_counter() - t0:.1f} s"
+                f"- {what}: {time.perf_counter() - t0:.1f} s"
                 + (f"; not run: {'; '.join(missed)}" if missed else "")
             )
             run_md.write_text("\n".join(log) + "\n", encoding="utf-8")
