@@ -5,8 +5,8 @@ the one that measures it), ``run(ctx)``, which returns its part of the evidence,
 NotRun row for whatever it could not do, and ``machine``, what it needs of the runner:
 
 - ``"cpu"``: no GPU (cross-compiling): it runs alongside the others, at a lower CPU priority;
-- ``"gpu"``: GPU time read on the GPU (events, counters), which CPU work alongside does not
-  move: it runs in its turn while the ``"cpu"`` checks run;
+- ``"gpu"``: time read on the GPU (events, counters), not the wall clock: it runs in its turn,
+  with the ``"cpu"`` checks running beside it;
 - ``"quiet"``: wall-clock time on the whole machine (a fresh process's first call): it runs in
   its turn once the ``"cpu"`` checks have finished.
 

@@ -90,7 +90,7 @@ _WARMING: list[threading.Thread] = []
 
 
 def join_warm() -> None:
-    """Wait for ``warm_triton_key``'s thread, if one runs (before the measured code runs)."""
+    """Wait for ``warm_triton_key``'s thread, if one still runs."""
     while _WARMING:
         _WARMING.pop().join()
 
@@ -133,6 +133,7 @@ class Worker:
             self._torch().cuda.synchronize()
 
     def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
+        join_warm()  # before the checkout's code is imported (the warm-up usually waited already)
         try:
             return bench_capture.first_entry(candidates, self.root)
         except bench_capture.NotFound as exc:
