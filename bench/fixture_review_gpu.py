@@ -1,6 +1,7 @@
 """The measure job of the fixture pull request, run on this machine's GPU, as a results file.
 
     python bench/fixture_review_gpu.py --out bench/results/h200/fixture_review
+    python bench/fixture_review_gpu.py --out /tmp/fixture-in-turn --in-turn
     python bench/fixture_review_gpu.py --out bench/results/h200/fixture_review --checks first_call --update
     python bench/fixture_review_gpu.py --out bench/results/h200/fixture_review --checks compiler \
         --update --vendor nvidia --resweep
@@ -72,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         "--checks",
         help="run these of the plan's checks one at a time, in order, each in a measure job of "
         "its own (default: the whole plan in one measure job, as a GPU runner runs it)",
+    )
+    ap.add_argument(
+        "--in-turn",
+        action="store_true",
+        help="run every check in its turn, the compiler report too (default: the compiler "
+        "report alongside the GPU checks, as a runner's job runs it)",
     )
     ap.add_argument(
         "--update",
@@ -169,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             log.append("")
         if whole:
-            log += ["The plan's checks in one measure job, as a GPU runner's job runs them:", ""]
+            how = "every check in its turn" if args.in_turn else "as a GPU runner's job runs them"
+            log += [f"The plan's checks in one measure job, {how}:", ""]
         # the whole plan in one job, or the checks named, one job each
         stages = [plan.checks] if whole else [(c,) for c in wanted]
         for checks in stages:
@@ -184,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                 repo_root=Path(fixture.path),
                 details_dir=args.out,
                 progress=progress,
+                alongside=not args.in_turn,
             )
             evidence = evidence.merge(got)
             results = ResultsFile(
