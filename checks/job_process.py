@@ -28,7 +28,11 @@ from checks.worker_env import (
 )
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-BACKGROUND_NICE = 10  # how much lower work runs that must not slow what is being measured
+# how much lower work runs that must not slow what is being measured: compiling ahead, which the
+# workers will want soon, by BACKGROUND_NICE; work that only needs to finish by the end of the
+# job (the compiler report beside the sweep), by SPARE_NICE, below compiling ahead
+BACKGROUND_NICE = 10
+SPARE_NICE = 19
 # for a job that needs no GPU (it compiles): it sees none, so nothing it imports can use one
 # while the measurement runs
 NO_GPU_ENV = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}

@@ -9,7 +9,8 @@ that fails to run becomes a NotRun with its reason; nothing measured is dropped.
 sweep results (raw blocks, for offline recomputation) are written to ``details_dir`` when given.
 
 The checks that need no GPU (``machine = "cpu"``: the compiler report) start first, each in a
-thread of its own whose priority, and that of every process it starts, is lowered; the others
+thread of its own whose priority, and that of every process it starts, is lowered below the
+sweep's workers and its compiling ahead (``SPARE_NICE``: the cores they leave); the others
 run in ``CHECKS`` order meanwhile, and one that reads wall-clock time (``"quiet"``: the first
 call) waits for them to finish first. With ``alongside=False`` every check runs in turn, in
 ``CHECKS`` order. Either way the evidence is merged in ``CHECKS`` order, so it reads the same,
@@ -26,7 +27,7 @@ from bot.contracts.evidence import Evidence
 from bot.contracts.plan import Plan
 from checks import registry
 from checks.context import MeasureContext
-from checks.job_process import lower_this_thread
+from checks.job_process import SPARE_NICE, lower_this_thread
 from checks.registry import Check
 
 
@@ -44,6 +45,7 @@ def measure_plan(plan: Plan, *, alongside: bool = True, **job: Any) -> Evidence:
             max_workers=max(1, len(background)),
             thread_name_prefix="check",
             initializer=lower_this_thread,
+            initargs=(SPARE_NICE,),
         ) as pool:
             for i in background:
                 parts[i] = pool.submit(_timed, checks[i], ctx)

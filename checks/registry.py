@@ -4,7 +4,8 @@ A check has a ``name``, ``applies(ctx)`` (does the plan ask for it, and is this 
 the one that measures it), ``run(ctx)``, which returns its part of the evidence, with a
 NotRun row for whatever it could not do, and ``machine``, what it needs of the runner:
 
-- ``"cpu"``: no GPU (cross-compiling): it runs alongside the others, at a lower CPU priority;
+- ``"cpu"``: no GPU (cross-compiling): it runs alongside the others, on the cores they leave
+  (the lowest CPU priority);
 - ``"gpu"``: time read on the GPU (events, counters), not the wall clock: it runs in its turn,
   with the ``"cpu"`` checks running beside it;
 - ``"quiet"``: wall-clock time on the whole machine (a fresh process's first call): it runs in

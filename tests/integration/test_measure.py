@@ -222,7 +222,7 @@ def test_checks_that_need_no_gpu_run_alongside_and_the_wall_clock_one_waits_for_
     assert order.index(("start", "compiler")) < order.index(("end", "sweep"))
     here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     nice = {name: n for what, name, n in log if what == "end"}
-    assert nice["compiler"] == min(19, here + 10) and nice["sweep"] == here
+    assert nice["compiler"] == 19 and nice["sweep"] == here  # below compiling ahead's 10
     away = {name for what, name, where in log if what == "start" and where != "MainThread"}
     assert away == {"compiler"}
     assert sorted(line.split(":")[0] for line in lines if " done in " in line) == [
