@@ -268,3 +268,25 @@ def test_a_thread_lowered_in_priority_starts_processes_at_that_priority() -> Non
     else:
         assert seen == {}
     assert os.getpriority(os.PRIO_PROCESS, 0) == here  # the rest of the process keeps its own
+
+
+class _Broken(_Standin):
+    def run(self, ctx: MeasureContext) -> Evidence:
+        ctx.tree("base")
+        raise RuntimeError("the compiler report broke")
+
+
+def test_a_check_that_breaks_alongside_is_raised_after_the_others_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, sha = _repo(tmp_path)
+    log: list = []
+    checks = (_Standin("sweep", "gpu", log), _Broken("compiler", "cpu", log),
+              _Standin("first_call", "quiet", log))  # fmt: skip
+    monkeypatch.setattr(registry, "CHECKS", checks)
+    with pytest.raises(RuntimeError, match="the compiler report broke"):
+        measure_plan(_plan(sha), vendor="nvidia", repo_root=repo)
+    assert [(what, name) for what, name, _ in log if what == "end"] == [
+        ("end", "sweep"), ("end", "first_call")
+    ]  # fmt: skip
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
