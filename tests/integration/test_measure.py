@@ -9,6 +9,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -198,6 +199,12 @@ class _Standin:
         return Evidence(not_run=(NotRun(check="repo", vendor=ctx.vendor, reason=reason),))
 
 
+def _registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *checks: Any) -> tuple[Path, str]:
+    """A repository, and ``checks`` as the registry's checks."""
+    monkeypatch.setattr(registry, "CHECKS", checks)
+    return _repo(tmp_path)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="per-thread priority is Linux's")
 def test_checks_that_need_no_gpu_run_alongside_and_the_wall_clock_one_waits_for_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -205,15 +212,15 @@ def test_checks_that_need_no_gpu_run_alongside_and_the_wall_clock_one_waits_for_
     """The GPU check can only finish if the CPU check runs meanwhile (it waits for an event that
     the CPU check sets); the wall-clock check starts after the CPU check has ended; the CPU
     check's thread runs at a lower priority; the evidence is in registry order all the same."""
-    repo, sha = _repo(tmp_path)
     log: list = []
     compiled = threading.Event()
-    checks = (
+    repo, sha = _registered(
+        tmp_path,
+        monkeypatch,
         _Standin("sweep", "gpu", log, wait_for=compiled),
         _Standin("first_call", "quiet", log),
         _Standin("compiler", "cpu", log, sets=compiled),
     )
-    monkeypatch.setattr(registry, "CHECKS", checks)
     lines: list[str] = []
     ev = measure_plan(_plan(sha), vendor="nvidia", repo_root=repo, progress=lines.append)
     assert [n.reason for n in ev.not_run] == ["sweep ran", "first_call ran", "compiler ran"]
@@ -234,11 +241,9 @@ def test_checks_that_need_no_gpu_run_alongside_and_the_wall_clock_one_waits_for_
 def test_with_alongside_off_every_check_runs_in_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo, sha = _repo(tmp_path)
     log: list = []
-    checks = (_Standin("sweep", "gpu", log), _Standin("compiler", "cpu", log),
-              _Standin("first_call", "quiet", log))  # fmt: skip
-    monkeypatch.setattr(registry, "CHECKS", checks)
+    repo, sha = _registered(tmp_path, monkeypatch, _Standin("sweep", "gpu", log),
+                            _Standin("compiler", "cpu", log), _Standin("first_call", "quiet", log))  # fmt: skip
     ev = measure_plan(_plan(sha), vendor="nvidia", repo_root=repo, alongside=False)
     assert [n.reason for n in ev.not_run] == ["sweep ran", "compiler ran", "first_call ran"]
     assert [(what, name) for what, name, _ in log] == [
@@ -279,11 +284,9 @@ class _Broken(_Standin):
 def test_a_check_that_breaks_alongside_is_raised_after_the_others_and_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo, sha = _repo(tmp_path)
     log: list = []
-    checks = (_Standin("sweep", "gpu", log), _Broken("compiler", "cpu", log),
-              _Standin("first_call", "quiet", log))  # fmt: skip
-    monkeypatch.setattr(registry, "CHECKS", checks)
+    repo, sha = _registered(tmp_path, monkeypatch, _Standin("sweep", "gpu", log),
+                            _Broken("compiler", "cpu", log), _Standin("first_call", "quiet", log))  # fmt: skip
     with pytest.raises(RuntimeError, match="the compiler report broke"):
         measure_plan(_plan(sha), vendor="nvidia", repo_root=repo)
     assert [(what, name) for what, name, _ in log if what == "end"] == [
