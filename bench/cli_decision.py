@@ -3,6 +3,7 @@
     python bench/cli_decision.py --out bench/results/h200/cli_decision             # both parts
     python bench/cli_decision.py --part 1 --out bench/results/h200/cli_decision    # A/A, do_bench
     python bench/cli_decision.py --part 2 --out bench/results/h200/cli_decision    # slowdowns, fixture
+    python bench/cli_decision.py --part 3 --out bench/results/h200/cli_decision    # fixture's job x2
     python bench/cli_decision.py --device cpu --out /tmp/cli-decision-cpu          # plumbing only
 
 It builds its own git repository from ``bench/cli_decision_kernels/`` (a Triton scaled add and a
@@ -14,10 +15,11 @@ on this GPU first by timing the kernel in this process. Each head goes through `
 bench`` in a subprocess; the A/A head at least 10 times, alternately at tolerance 1% and 3%.
 ``triton.testing.do_bench`` at its defaults runs on the same kernels in the same call (A then A'
 of the same kernel, mean against mean). Part 2 also runs ``kernel-review bench`` on the fixture
-(time to the first verdict) and the fixture's whole measure job (``bench/fixture_review_gpu.py``).
+(time to the first verdict); part 3 runs the fixture's whole measure job
+(``bench/fixture_review_gpu.py``) as a runner runs it and then with every check in its turn.
 
 Each part writes ``part<N>.json`` into ``--out`` and then ``summary.json`` and ``results.md``
-from every part there, so two calls of at most 9 minutes each make one summary. Every step has a
+from every part there, so three calls of at most 9 minutes each make one summary. Every step has a
 time limit inside ``--budget-s``; what did not fit is listed, never guessed. ``--device cpu`` runs
 everything with CPU timing and small shapes, labelled CPU in every file: numbers meaningless.
 """
@@ -466,25 +468,6 @@ def part2(ctx: dict[str, Any]) -> dict[str, Any]:
             fixture[key] = got["first_verdict_s"]
             fixture.setdefault("first_lines", got["stderr_tail"][:5])
             log(f"fixture: first verdict at {got['first_verdict_s']} s ({key})")
-    left = deadline - time.monotonic() - 10
-    if device != "cpu" and fits(deadline, 120, skipped, "fixture measure job"):
-        got = run_cli(
-            ["bench/fixture_review_gpu.py", "--out", str(ctx["work"] / "fixture-review")],
-            timeout_s=left,
-        )
-        fixture["measure_job_s"] = None if got["timed_out"] else got["wall_s"]
-        fixture["measure_job_rc"] = got["rc"]
-        fixture["measure_job_limit_s"] = left
-        fixture["measure_job_tail"] = got["stderr_tail"][-12:]
-        # the job writes its log to run.md line by line, with times and each check's end:
-        # how far it got is kept even when the limit stopped the job
-        run_md = ctx["work"] / "fixture-review" / "run.md"
-        fixture["measure_job_run_md"] = run_md.read_text() if run_md.is_file() else None
-        log(
-            f"fixture measure job: {got['wall_s']:.0f} s, rc {got['rc']}, timed out {got['timed_out']}"
-        )
-    elif device == "cpu":
-        skipped.append("fixture measure job: needs a GPU")
     return {
         "sizing": sizing,
         "runs": runs,
@@ -492,6 +475,38 @@ def part2(ctx: dict[str, Any]) -> dict[str, Any]:
         "fixture": fixture,
         "skipped": skipped,
     }
+
+
+def part3(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The fixture's whole measure job twice in one call: as a runner runs it (the compiler
+    report beside the GPU checks), then with every check in its turn (``--in-turn``), each
+    within half of what is left. Each keeps its timed log (``run.md``), so a run stopped by its
+    limit still says how far it got, at the same point of the clock as the other."""
+    device, deadline = ctx["device"], ctx["deadline"]
+    skipped: list[str] = []
+    jobs: dict[str, Any] = {}
+    if device == "cpu":
+        return {"fixture_jobs": jobs, "skipped": ["fixture measure job: needs a GPU"]}
+    for n, (name, extra) in enumerate((("alongside", []), ("in_turn", ["--in-turn"]))):
+        left = deadline - time.monotonic() - 10
+        limit = left / (2 - n)
+        if not fits(deadline, 120, skipped, f"fixture measure job ({name})"):
+            continue
+        out = ctx["work"] / f"fixture-review-{name}"
+        got = run_cli(["bench/fixture_review_gpu.py", "--out", str(out), *extra], timeout_s=limit)
+        run_md = out / "run.md"
+        jobs[name] = {
+            "measure_job_s": None if got["timed_out"] else got["wall_s"],
+            "rc": got["rc"],
+            "limit_s": limit,
+            "tail": got["stderr_tail"][-12:],
+            # the job writes its log to run.md line by line, with times and each check's end:
+            # how far it got is kept even when the limit stopped it
+            "run_md": run_md.read_text() if run_md.is_file() else None,
+        }
+        log(f"fixture measure job ({name}): {got['wall_s']:.0f} s, rc {got['rc']}, "
+            f"timed out {got['timed_out']}")  # fmt: skip
+    return {"fixture_jobs": jobs, "skipped": skipped}
 
 
 def _kernel_defaults(per_shape: dict[str, float]) -> dict[str, float]:
@@ -506,7 +521,7 @@ def _kernel_defaults(per_shape: dict[str, float]) -> dict[str, float]:
 
 
 def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    p1, p2 = parts.get("1", {}), parts.get("2", {})
+    p1, p2, p3 = parts.get("1", {}), parts.get("2", {}), parts.get("3", {})
     aa = [r for r in p1.get("aa", []) if r.get("cases")]
     aa_cases = [c for r in aa for c in r["cases"] if c.get("verdict")]
     false_alarms = {}
@@ -555,6 +570,13 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         }
     firsts = [r["first_verdict_s"] for r in every if r.get("first_verdict_s")]
     fixture = p2.get("fixture", {})
+    jobs = p3.get("fixture_jobs") or {}
+    # part 3 runs the job as a runner does and in turn; a record made before it, in part 2
+    job = jobs.get("alongside") or {
+        "measure_job_s": fixture.get("measure_job_s"),
+        "limit_s": fixture.get("measure_job_limit_s"),
+    }
+    in_turn = jobs.get("in_turn") or {}
     return {
         "meta": meta,
         "aa_runs": len(aa),
@@ -595,9 +617,11 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         "time_to_first_verdict_s": fixture.get("time_to_first_verdict_s"),
         "time_to_first_verdict_warm_s": fixture.get("time_to_first_verdict_warm_s"),
         "time_to_first_verdict_own_repo_median_s": statistics.median(firsts) if firsts else None,
-        "fixture_measure_job_s": fixture.get("measure_job_s"),
-        "fixture_measure_job_limit_s": fixture.get("measure_job_limit_s"),
-        "skipped": [*p1.get("skipped", []), *p2.get("skipped", [])],
+        "fixture_measure_job_s": job.get("measure_job_s"),
+        "fixture_measure_job_limit_s": job.get("limit_s"),
+        "fixture_measure_job_in_turn_s": in_turn.get("measure_job_s"),
+        "fixture_measure_job_in_turn_limit_s": in_turn.get("limit_s"),
+        "skipped": [*p1.get("skipped", []), *p2.get("skipped", []), *p3.get("skipped", [])],
         "parts": sorted(parts),
     }
 
@@ -641,12 +665,7 @@ def markdown(s: dict[str, Any]) -> str:
         f"| fixture: first verdict after the command started (C++ build cache cold, warm) | "
         f"{_num(s['time_to_first_verdict_s'])} s, {_num(s.get('time_to_first_verdict_warm_s'))} s |",
         f"| own repository: first verdict, median | {_num(s['time_to_first_verdict_own_repo_median_s'])} s |",
-        "| fixture measure job (sweep, first call, compiler) | "
-        + (
-            f"{_num(s['fixture_measure_job_s'])} s |"
-            if s["fixture_measure_job_s"] is not None or not s.get("fixture_measure_job_limit_s")
-            else f"did not finish within {s['fixture_measure_job_limit_s']:.0f} s |"
-        ),
+        *_job_rows(s),
         "",
         "do_bench A/A (A'/A over 1.03; either way):",
         "",
@@ -665,6 +684,30 @@ def markdown(s: dict[str, Any]) -> str:
     if s["skipped"]:
         rows += ["", "Not run:", "", *(f"- {x}" for x in s["skipped"])]
     return "\n".join(rows) + "\n"
+
+
+def _job_rows(s: dict[str, Any]) -> list[str]:
+    """The fixture's measure job: as a runner runs it and in turn (part 3), or as part 2 of an
+    earlier record ran it (one check at a time)."""
+    if "3" not in s["parts"]:
+        job = _job_time(s["fixture_measure_job_s"], s.get("fixture_measure_job_limit_s"))
+        return [f"| fixture measure job (sweep, first call, compiler) | {job} |"]
+    return [
+        "| fixture measure job (sweep, first call, compiler report beside them) | "
+        + _job_time(s["fixture_measure_job_s"], s.get("fixture_measure_job_limit_s"))
+        + " |",
+        "| the same job with every check in its turn | "
+        + _job_time(
+            s["fixture_measure_job_in_turn_s"], s.get("fixture_measure_job_in_turn_limit_s")
+        )
+        + " |",
+    ]
+
+
+def _job_time(seconds: float | None, limit_s: float | None) -> str:
+    if seconds is None and limit_s:
+        return f"did not finish within {limit_s:.0f} s"
+    return f"{_num(seconds)} s"
 
 
 def _num(x: float | None) -> str:
@@ -695,7 +738,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--out", required=True, help="folder for part*.json, summary.json, results.md")
-    ap.add_argument("--part", choices=["1", "2", "all"], default="all")
+    ap.add_argument("--part", choices=["1", "2", "3", "all"], default="all")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--budget-s", type=float, default=530.0, help="wall-clock limit of this call")
     ap.add_argument(
@@ -732,10 +775,10 @@ def main(argv: list[str] | None = None) -> int:
             "aa_runs": args.aa_runs or (2 if cpu else AA_RUNS),
             "one_shape": ONE_SHAPE_CPU if cpu else ONE_SHAPE,
         }
-        parts = ("1", "2") if args.part == "all" else (args.part,)
+        parts = ("1", "2", "3") if args.part == "all" else (args.part,)
         for part in parts:
             log(f"part {part}")
-            got = (part1 if part == "1" else part2)(ctx)
+            got = {"1": part1, "2": part2, "3": part3}[part](ctx)
             (out / f"part{part}.json").write_text(json.dumps(got, indent=1), encoding="utf-8")
         return write_summary(out, _meta(args.device))
     finally:
@@ -745,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
 def write_summary(out: Path, meta: dict[str, Any]) -> int:
     done = {
         p: json.loads((out / f"part{p}.json").read_text())
-        for p in ("1", "2")
+        for p in ("1", "2", "3")
         if (out / f"part{p}.json").exists()
     }
     summary = summarize(done, meta)
