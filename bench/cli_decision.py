@@ -1,6 +1,6 @@
 """Decision quality and cost of ``kernel-review bench`` itself, through the real command line.
 
-    python bench/cli_decision.py --out bench/results/h200/cli_decision             # both parts
+    python bench/cli_decision.py --out bench/results/h200/cli_decision             # every part
     python bench/cli_decision.py --part 1 --out bench/results/h200/cli_decision    # A/A, do_bench
     python bench/cli_decision.py --part 2 --out bench/results/h200/cli_decision    # slowdowns, fixture
     python bench/cli_decision.py --part 3 --out bench/results/h200/cli_decision    # fixture's job x2
