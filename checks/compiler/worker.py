@@ -19,17 +19,18 @@ import os
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.contracts.evidence import AutotuneList
+from checks import job_child
 from checks.compiler import triton_compat
 from checks.compiler.cheap_inputs import unfilled_random
 from checks.compiler.measure import measure
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.targets import target_for, vendor_of
+from checks.job_child import short_error
 from checks.worker import bench_capture
 
 T = TypeVar("T")
@@ -50,11 +51,6 @@ def _error_record(kernel: str, target: str, function: str, label: str, error: st
         error=error,
         error_stage="entry",
     ).model_dump(mode="json")
-
-
-def _short(exc: BaseException) -> str:
-    lines = [ln for ln in f"{type(exc).__name__}: {exc}".splitlines() if ln.strip()]
-    return " | ".join(lines[:3])[:600]
 
 
 def repo_modules(repo_root: str) -> list[Any]:
@@ -80,7 +76,7 @@ def record_kernel(
         try:
             entry = bench_capture.load_entry(kernel["bench"], repo_root)
         except Exception as exc:
-            msg = f"cannot import the bench entry point {kernel['bench']}: {_short(exc)}"
+            msg = f"cannot import the bench entry point {kernel['bench']}: {short_error(exc)}"
             return [], [_error_record(kernel["name"], target, attr, "-", msg)], []
         kernels = triton_compat.find_kernels(repo_modules(repo_root))
         with unfilled_random():
@@ -104,7 +100,7 @@ def _call_entry(
                 case["fn"]()
                 recorder.expand_autotuned(kernels, start)
             except Exception as exc:
-                msg = f"calling {kernel['bench']} at {text} failed: {_short(exc)}"
+                msg = f"calling {kernel['bench']} at {text} failed: {short_error(exc)}"
                 errors.append(_error_record(kernel["name"], target, attr, text, msg))
             pairs.extend((r, text) for r in recorder.requests[start:])
     return pairs, errors
@@ -151,7 +147,7 @@ def fresh_fields(req: Any, target: str) -> dict:
         )
         fields["compile_s"] = round(out.wall_s, 4)
     except Exception as exc:
-        fields = {"error": _short(exc), "compile_s": round(time.perf_counter() - start, 4)}
+        fields = {"error": short_error(exc), "compile_s": round(time.perf_counter() - start, 4)}
     return fields
 
 
@@ -273,15 +269,5 @@ def run_job(job: dict) -> dict:
     }
 
 
-def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text())
-    try:
-        result = run_job(job)
-    except Exception as exc:
-        result = {"fatal": _short(exc), "traceback": traceback.format_exc()[-4000:]}
-    Path(job["out"]).write_text(json.dumps(result))
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(job_child.main(sys.argv[1:], run_job))

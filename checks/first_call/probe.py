@@ -20,17 +20,16 @@ with ``"prime": true`` the process only imports torch and Triton (and creates th
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 _T0 = time.perf_counter()
 _WALL0 = time.time()
 
+from checks import job_child  # noqa: E402  (standard library only)
 from checks.compiler import triton_compat as compat  # noqa: E402  (imports neither torch nor triton)
 from checks.worker import bench_capture  # noqa: E402  (standard library only)
 
@@ -179,18 +178,5 @@ def _entry_case(entry: Any, shape: list[int], dtype: str, device: str, job: dict
         return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:400]}
 
 
-def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text())
-    try:
-        result = run_job(job)
-    except Exception as exc:
-        result = {
-            "fatal": f"{type(exc).__name__}: {exc}".splitlines()[0][:600],
-            "traceback": traceback.format_exc()[-4000:],
-        }
-    Path(job["out"]).write_text(json.dumps(result))
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(job_child.main(sys.argv[1:], run_job))

@@ -18,17 +18,18 @@ not be recorded.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
+from checks import job_child
+from checks.job_child import short_error
+
 
 def _short(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return short_error(exc, lines=1, limit=300)
 
 
 def _entry(candidates: list[str], root: str, loaded: dict[tuple[str, ...], Any]) -> Any:
@@ -119,15 +120,5 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text())
-    try:
-        result = run_job(job)
-    except Exception as exc:
-        result = {"fatal": _short(exc), "traceback": traceback.format_exc()[-3000:]}
-    Path(job["out"]).write_text(json.dumps(result))
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(job_child.main(sys.argv[1:], run_job))
