@@ -6,9 +6,12 @@ AMD; torch only as the fallback for the count."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
+T = TypeVar("T")
 
 
 def visible_gpus() -> list[str]:
@@ -29,17 +32,22 @@ def visible_gpus() -> list[str]:
     return [str(i) for i in range(count)]
 
 
-def _nvml_count() -> int | None:
+def _nvml(query: Callable[[Any], T]) -> T | None:
+    """``query(pynvml)`` between NVML's init and shutdown; None where NVML cannot answer."""
     try:
         import pynvml  # nvidia-ml-py, the gpu extra
 
         pynvml.nvmlInit()
         try:
-            return int(pynvml.nvmlDeviceGetCount())
+            return query(pynvml)
         finally:
             pynvml.nvmlShutdown()
     except Exception:
         return None
+
+
+def _nvml_count() -> int | None:
+    return _nvml(lambda nvml: int(nvml.nvmlDeviceGetCount()))
 
 
 def _kfd_gpu_nodes(topology: Path = KFD_NODES) -> list[Path] | None:
@@ -73,21 +81,15 @@ def gpu_target_name(gpu: str | None, *, topology: Path = KFD_NODES) -> str | Non
 
 
 def _nvml_target(gpu: str | None) -> str | None:
-    try:
-        import pynvml
+    def capability(nvml: Any) -> str:
+        if gpu is not None and not gpu.isdigit():
+            handle = nvml.nvmlDeviceGetHandleByUUID(gpu)
+        else:
+            handle = nvml.nvmlDeviceGetHandleByIndex(int(gpu or 0))
+        major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+        return f"sm_{int(major)}{int(minor)}"
 
-        pynvml.nvmlInit()
-        try:
-            if gpu is not None and not gpu.isdigit():
-                handle = pynvml.nvmlDeviceGetHandleByUUID(gpu)
-            else:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(int(gpu or 0))
-            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        return None
-    return f"sm_{int(major)}{int(minor)}"
+    return _nvml(capability)
 
 
 def _kfd_target(gpu: str | None, topology: Path) -> str | None:
