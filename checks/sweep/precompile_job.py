@@ -32,13 +32,19 @@ def _short(exc: BaseException) -> str:
     return short_error(exc, lines=1, limit=300)
 
 
-def _entry(candidates: list[str], root: str, loaded: dict[tuple[str, ...], Any]) -> Any:
-    """The first of ``candidates`` this checkout has, as the worker resolves them (once each)."""
+def _entry(
+    candidates: list[str], root: str, loaded: dict[tuple[str, ...], tuple[Any, list[Any]]]
+) -> tuple[Any, list[Any]]:
+    """The first of ``candidates`` this checkout has, as the worker resolves them, and the
+    checkout's Triton kernels once it is imported (each looked up once)."""
+    from checks.compiler import triton_compat as compat
+    from checks.compiler.worker import repo_modules
     from checks.worker import bench_capture
 
     key = tuple(candidates)
     if key not in loaded:
-        loaded[key] = bench_capture.first_entry(candidates, root)[1]
+        entry = bench_capture.first_entry(candidates, root)[1]
+        loaded[key] = entry, compat.find_kernels(repo_modules(root))
     return loaded[key]
 
 
@@ -46,18 +52,16 @@ def record(job: dict[str, Any]) -> tuple[list[Any], list[str]]:
     """Every case's compile requests, in case order, and a line per case that failed."""
     from checks.compiler import triton_compat as compat
     from checks.compiler.cheap_inputs import unfilled_random
-    from checks.compiler.worker import repo_modules
 
     root = job["repo_root"]
     errors: list[str] = []
-    loaded: dict[tuple[str, ...], Any] = {}
+    loaded: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
     with compat.compile_only(job["target"]) as recorder:
         for case in job["cases"]:
             start = len(recorder.requests)
             label = "x".join(map(str, case["shape"])) + f":{case['dtype']}"
             try:
-                entry = _entry(case["entries"], root, loaded)
-                kernels = compat.find_kernels(repo_modules(root))
+                entry, kernels = _entry(case["entries"], root, loaded)
                 with unfilled_random():
                     item = entry(tuple(case["shape"]), case["dtype"], device="cpu", seed=0)
                     item["fn"]()
