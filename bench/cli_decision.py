@@ -19,7 +19,11 @@ of the same kernel, mean against mean). Part 2 also runs ``kernel-review bench``
 (``bench/fixture_review_gpu.py``) as a runner runs it and then with every check in its turn.
 
 Each part writes ``part<N>.json`` into ``--out`` and then ``summary.json`` and ``results.md``
-from every part there, so three calls of at most 9 minutes each make one summary. Every step has a
+from every part there, so three calls of at most 9 minutes each make one summary. A part recorded
+over several device calls of the same tree is kept as ``part<N>.json`` plus ``part<N>.<call>.json``
+(rename the other call's file so): the summary joins their A/A runs and do_bench pairs, and of
+part 3's jobs keeps ``part<N>.json``'s first (``--fixture-jobs alongside`` runs one job with the
+whole budget, when half of it is too short for the job). Every step has a
 time limit inside ``--budget-s``; what did not fit is listed, never guessed. ``--device cpu`` runs
 everything with CPU timing and small shapes, labelled CPU in every file: numbers meaningless.
 """
@@ -478,18 +482,19 @@ def part2(ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def part3(ctx: dict[str, Any]) -> dict[str, Any]:
-    """The fixture's whole measure job twice in one call: as a runner runs it (the compiler
-    report beside the GPU checks), then with every check in its turn (``--in-turn``), each
-    within half of what is left. Each keeps its timed log (``run.md``), so a run stopped by its
+    """The fixture's whole measure job as a runner runs it (the compiler report beside the GPU
+    checks), then with every check in its turn (``--in-turn``); ``--fixture-jobs`` picks them
+    (both by default), each within an equal share of what is left. Each keeps its timed log (``run.md``), so a run stopped by its
     limit still says how far it got, at the same point of the clock as the other."""
     device, deadline = ctx["device"], ctx["deadline"]
     skipped: list[str] = []
     jobs: dict[str, Any] = {}
     if device == "cpu":
         return {"fixture_jobs": jobs, "skipped": ["fixture measure job: needs a GPU"]}
-    for n, (name, extra) in enumerate((("alongside", []), ("in_turn", ["--in-turn"]))):
+    modes = [(n, e) for n, e in (("alongside", []), ("in_turn", ["--in-turn"])) if n in ctx["jobs"]]
+    for n, (name, extra) in enumerate(modes):
         left = deadline - time.monotonic() - 10
-        limit = left / (2 - n)
+        limit = left / (len(modes) - n)
         if not fits(deadline, 120, skipped, f"fixture measure job ({name})"):
             continue
         out = ctx["work"] / f"fixture-review-{name}"
@@ -621,8 +626,19 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         "fixture_measure_job_limit_s": job.get("limit_s"),
         "fixture_measure_job_in_turn_s": in_turn.get("measure_job_s"),
         "fixture_measure_job_in_turn_limit_s": in_turn.get("limit_s"),
+        # each check's own time, from the job's timed log (checks a limit stopped are missing)
+        "fixture_measure_job_checks_s": _checks_s(job.get("run_md")),
+        "fixture_measure_job_in_turn_checks_s": _checks_s(in_turn.get("run_md")),
         "skipped": [*p1.get("skipped", []), *p2.get("skipped", []), *p3.get("skipped", [])],
         "parts": sorted(parts),
+    }
+
+
+def _checks_s(run_md: str | None) -> dict[str, float]:
+    """``{check: seconds}`` from a measure job's ``<check>: done in N s`` lines."""
+    return {
+        m.group(1): float(m.group(2))
+        for m in re.finditer(r"\] (\w+): done in ([0-9.]+) s", run_md or "")
     }
 
 
@@ -643,7 +659,9 @@ def markdown(s: dict[str, Any]) -> str:
         f"# `kernel-review bench` through the command line: decisions and cost ({label})",
         "",
         f"Recorded {m['date']} on {m['machine']}; torch {m.get('torch')}, Triton {m.get('triton')}, "
-        f"Python {m['python']}; parts {', '.join(s['parts'])}. Made by `bench/cli_decision.py`.",
+        f"Python {m['python']}; parts {', '.join(s['parts'])}"
+        + (f" (files {', '.join(s['files'])})" if s.get("files") else "")
+        + ". Made by `bench/cli_decision.py`.",
         "",
         "| what | value |",
         "|---|---|",
@@ -695,13 +713,21 @@ def _job_rows(s: dict[str, Any]) -> list[str]:
     return [
         "| fixture measure job (sweep, first call, compiler report beside them) | "
         + _job_time(s["fixture_measure_job_s"], s.get("fixture_measure_job_limit_s"))
+        + _check_times(s.get("fixture_measure_job_checks_s"))
         + " |",
         "| the same job with every check in its turn | "
         + _job_time(
             s["fixture_measure_job_in_turn_s"], s.get("fixture_measure_job_in_turn_limit_s")
         )
+        + _check_times(s.get("fixture_measure_job_in_turn_checks_s"))
         + " |",
     ]
+
+
+def _check_times(checks: dict[str, float] | None) -> str:
+    if not checks:
+        return ""
+    return " (" + ", ".join(f"{k} {v:.0f} s" for k, v in checks.items()) + ")"
 
 
 def _job_time(seconds: float | None, limit_s: float | None) -> str:
@@ -745,12 +771,21 @@ def main(argv: list[str] | None = None) -> int:
         "--aa-runs", type=int, default=None, help=f"A/A runs (default {AA_RUNS}; cpu 2)"
     )
     ap.add_argument(
+        "--fixture-jobs",
+        default="alongside,in_turn",
+        help="part 3's fixture measure jobs, comma-separated, in this order, each within an "
+        "equal share of the time left (default alongside,in_turn)",
+    )
+    ap.add_argument(
         "--summarize-only",
         action="store_true",
         help="write summary.json and results.md again from --out's part*.json (no runs; the "
         "machine's description is kept from the summary there)",
     )
     args = ap.parse_args(argv)
+    jobs = [j.strip() for j in args.fixture_jobs.split(",") if j.strip()]
+    if not jobs or set(jobs) - {"alongside", "in_turn"}:
+        ap.error(f"--fixture-jobs takes alongside and/or in_turn, got {args.fixture_jobs!r}")
     cpu = args.device == "cpu"
     out = Path(args.out)
     if args.summarize_only:
@@ -774,6 +809,7 @@ def main(argv: list[str] | None = None) -> int:
             "dobench_pairs": 10,
             "aa_runs": args.aa_runs or (2 if cpu else AA_RUNS),
             "one_shape": ONE_SHAPE_CPU if cpu else ONE_SHAPE,
+            "jobs": jobs,
         }
         parts = ("1", "2", "3") if args.part == "all" else (args.part,)
         for part in parts:
@@ -785,13 +821,33 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def read_parts(out: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Every part recorded in ``out``: ``part<N>.json`` and, from other device calls of the same
+    tree, ``part<N>.<call>.json``. A part's lists are joined (A/A runs, do_bench pairs, what was
+    skipped); of its dicts' entries, the first file's is kept (``part<N>.json``, then the others
+    by name), so a job a later call finished is not replaced by one an earlier call cut short."""
+    parts: dict[str, dict[str, Any]] = {}
+    files: list[str] = []
+    for p in ("1", "2", "3"):
+        found = [out / f"part{p}.json"] if (out / f"part{p}.json").exists() else []
+        found += sorted(out.glob(f"part{p}.*.json"))
+        for path in found:
+            files.append(path.name)
+            got = json.loads(path.read_text())
+            into = parts.setdefault(p, {})
+            for key, value in got.items():
+                if key not in into:
+                    into[key] = value
+                elif isinstance(value, list):
+                    into[key] = [*into[key], *value]
+                elif isinstance(value, dict):
+                    into[key] = {**value, **into[key]}
+    return parts, files
+
+
 def write_summary(out: Path, meta: dict[str, Any]) -> int:
-    done = {
-        p: json.loads((out / f"part{p}.json").read_text())
-        for p in ("1", "2", "3")
-        if (out / f"part{p}.json").exists()
-    }
-    summary = summarize(done, meta)
+    done, files = read_parts(out)
+    summary = {**summarize(done, meta), "files": files}
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     (out / "results.md").write_text(markdown(summary), encoding="utf-8")
     log(f"wrote {out / 'summary.json'} and results.md")

@@ -40,8 +40,20 @@ def sentence(s: dict[str, Any]) -> str:
         f"    (its two calls only; {_n(s.get('dobench_all_in_gpu_s_per_pair'))} all in, from a fresh process); "
         f"first verdict {_n(s.get('time_to_first_verdict_own_repo_median_s'), '{:.1f}')} s after the start\n"
         f"    (fixture {_n(s['time_to_first_verdict_s'], '{:.1f}')} s); the fixture's measure job "
-        + ("did not finish within its limit." if job is None else f"{job:.0f} s.")
+        + ("did not finish within its limit." if job is None else f"{job:.0f} s{_split(s)}.")
     )
+
+
+def _split(s: dict[str, Any]) -> str:
+    """The job's checks in the order they ended; the compiler report runs beside the others."""
+    checks = dict(s.get("fixture_measure_job_checks_s") or {})
+    beside = checks.pop("compiler", None)
+    if not checks:
+        return ""
+    text = " then ".join(f"{k.replace('_', ' ')} {v:.0f} s" for k, v in checks.items())
+    if beside is not None:
+        text += f"; the compiler report's {beside:.0f} s beside them"
+    return f" ({text})"
 
 
 def main(argv: list[str]) -> int:

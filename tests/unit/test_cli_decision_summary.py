@@ -1,0 +1,85 @@
+"""bench/cli_decision.py's summary: parts recorded over several device calls are joined (A/A runs
+added up, a finished fixture job kept over one a limit cut short), each check's time is read from
+the job's timed log, and the recorded H200 folder summarizes to the results committed beside it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.paths import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+from cli_decision import markdown, read_parts, summarize
+
+RECORDED = ROOT / "bench" / "results" / "h200" / "cli_decision"
+
+
+def _aa_run(verdicts: list[str], tolerance: float) -> dict:
+    cases = [
+        {"kernel": "k", "shape": [i], "category": "served", "verdict": v, "ratio": 1.0,
+         "tolerance": tolerance}
+        for i, v in enumerate(verdicts)
+    ]  # fmt: skip
+    return {"cases": cases, "gpu_s_per_verdict_all_in": 0.5, "case_gpu_s": [0.2] * len(cases)}
+
+
+def _job(seconds: float | None, limit: float, log: str) -> dict:
+    return {"measure_job_s": seconds, "limit_s": limit, "rc": 0 if seconds else -9,
+            "run_md": log}  # fmt: skip
+
+
+def _write(folder: Path, name: str, data: dict) -> None:
+    (folder / name).write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_two_calls_of_a_part_are_joined_and_the_finished_job_is_kept(tmp_path: Path) -> None:
+    _write(tmp_path, "part1.json", {"aa": [_aa_run(["SAME"] * 3, 0.01)], "dobench": [],
+                                    "dobench_all_in": [], "skipped": ["A/A run 2: no time"]})  # fmt: skip
+    _write(tmp_path, "part1.call1.json", {"aa": [_aa_run(["SAME", "SLOWER"], 0.03)],
+                                          "dobench": [], "dobench_all_in": [], "skipped": []})  # fmt: skip
+    finished = "    [ 38.3 s] compiler: done in 37.8 s\n    [130.2 s] sweep: done in 129.6 s\n"
+    finished += "    [309.0 s] first_call: done in 178.8 s\n"
+    _write(tmp_path, "part3.json", {"fixture_jobs": {"alongside": _job(318.1, 370, finished)},
+                                    "skipped": []})  # fmt: skip
+    cut = "    [135.1 s] sweep: done in 134.4 s\n    [135.1 s] first call: vector_add ...\n"
+    _write(tmp_path, "part3.call2.json", {
+        "fixture_jobs": {"alongside": _job(None, 282, "    [141.7 s] sweep: done in 141.1 s\n"),
+                         "in_turn": _job(None, 282, cut)},
+        "skipped": []})  # fmt: skip
+
+    parts, files = read_parts(tmp_path)
+    assert files == ["part1.json", "part1.call1.json", "part3.json", "part3.call2.json"]
+    s = summarize(parts, {"date": "d", "device": "cuda", "machine": "m", "python": "3"})
+
+    assert s["aa_runs"] == 2 and s["aa_verdicts"] == 5
+    assert s["aa_false_alarms"]["0.01"] == {"slower": 0, "not_same": 0, "verdicts": 3}
+    assert s["aa_false_alarms"]["0.03"] == {"slower": 1, "not_same": 1, "verdicts": 2}
+    assert s["skipped"] == ["A/A run 2: no time"]
+    # the job part3.json finished is kept; the other call's cut-short one only fills the gap
+    assert s["fixture_measure_job_s"] == 318.1
+    assert s["fixture_measure_job_checks_s"] == {"compiler": 37.8, "sweep": 129.6,
+                                                 "first_call": 178.8}  # fmt: skip
+    assert s["fixture_measure_job_in_turn_s"] is None
+    assert s["fixture_measure_job_in_turn_limit_s"] == 282
+    assert s["fixture_measure_job_in_turn_checks_s"] == {"sweep": 134.4}
+    text = markdown({**s, "files": files})
+    assert "318 s (compiler 38 s, sweep 130 s, first_call 179 s)" in text
+    assert "did not finish within 282 s (sweep 134 s)" in text
+    assert "part1.call1.json" in text
+
+
+def test_one_file_per_part_reads_as_before(tmp_path: Path) -> None:
+    _write(tmp_path, "part1.json", {"aa": [_aa_run(["SAME"], 0.01)], "skipped": []})
+    parts, files = read_parts(tmp_path)
+    assert files == ["part1.json"] and parts["1"]["aa"][0]["cases"][0]["verdict"] == "SAME"
+
+
+def test_the_recorded_h200_folder_gives_the_committed_results() -> None:
+    parts, files = read_parts(RECORDED)
+    committed = json.loads((RECORDED / "summary.json").read_text())
+    s = {**summarize(parts, committed["meta"]), "files": files}
+    assert s == committed
+    assert markdown(s) == (RECORDED / "results.md").read_text()
