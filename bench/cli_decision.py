@@ -484,8 +484,9 @@ def part2(ctx: dict[str, Any]) -> dict[str, Any]:
 def part3(ctx: dict[str, Any]) -> dict[str, Any]:
     """The fixture's whole measure job as a runner runs it (the compiler report beside the GPU
     checks), then with every check in its turn (``--in-turn``); ``--fixture-jobs`` picks them
-    (both by default), each within an equal share of what is left. Each keeps its timed log (``run.md``), so a run stopped by its
-    limit still says how far it got, at the same point of the clock as the other."""
+    (both by default), each within an equal share of what is left. Each keeps its timed log
+    (``run.md``), so a run stopped by its limit still says how far it got, at the same point of
+    the clock as the other."""
     device, deadline = ctx["device"], ctx["deadline"]
     skipped: list[str] = []
     jobs: dict[str, Any] = {}
@@ -773,8 +774,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--fixture-jobs",
         default="alongside,in_turn",
-        help="part 3's fixture measure jobs, comma-separated, in this order, each within an "
-        "equal share of the time left (default alongside,in_turn)",
+        help="part 3's fixture measure jobs, comma-separated: alongside, in_turn or both (the "
+        "default; alongside runs first), each within an equal share of the time left",
     )
     ap.add_argument(
         "--summarize-only",
