@@ -94,6 +94,10 @@ class FirstCallReport(Frozen):
     autotune_ms_total: float | None = None
     over_budget_shapes: tuple[str, ...] = ()  # cold standalone cost above the budget
     warm_over_budget_shapes: tuple[str, ...] = ()
+    # per shape, the config each autotuning of it picked, in order: cold standalone, cold
+    # distribution, warm standalone (each starts with no in-process choice); shapes nothing
+    # autotuned are left out
+    autotune_picks: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     verdict: Literal["report-only", "within-budget", "over-budget", "not-measured"]
     notes: tuple[str, ...] = ()
 
@@ -119,6 +123,24 @@ def _run(data: dict, cache: Literal["cold", "warm"], mode: str, device: str) -> 
         standalone=tuple(standalone),
         distribution=tuple(ShapeFirstCall.model_validate(r) for r in data.get("distribution", [])),
     )
+
+
+def autotune_picks(runs: list[FirstCallRun | None]) -> dict[str, tuple[str, ...]]:
+    """Per shape, what each autotuning of it picked (its kernels' configs joined with ``+``):
+    one reading per pass of each run that autotuned the shape."""
+    picks: dict[str, list[str]] = {}
+    for run in runs:
+        if run is None or run.error:
+            continue
+        for s in (*run.standalone, *run.distribution):
+            if s.configs_picked and not s.error:
+                picks.setdefault(s.shape, []).append(" + ".join(s.configs_picked))
+    return {shape: tuple(p) for shape, p in picks.items()}
+
+
+def unstable_picks(picks: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """The shapes whose autotunings did not all pick the same config, with the distinct picks."""
+    return {shape: tuple(dict.fromkeys(p)) for shape, p in picks.items() if len(set(p)) > 1}
 
 
 def judge(
@@ -180,6 +202,7 @@ def judge(
         autotune_ms_total=round(sum(tune), 3) if tune else None,
         over_budget_shapes=over_cold,
         warm_over_budget_shapes=over_warm,
+        autotune_picks=autotune_picks([cold, warm]),
         verdict=verdict,  # type: ignore[arg-type]
         notes=tuple(notes),
     )
@@ -276,6 +299,19 @@ def first_call_evidence(report: FirstCallReport, vendor: str, side: str = "head"
         )
     if report.warm_over_budget_shapes:
         detail.append("over budget even warm: " + ", ".join(report.warm_over_budget_shapes))
+    unstable = unstable_picks(report.autotune_picks)
+    if unstable:
+        # Each autotuning starts with no choice made; where they disagree, which config a
+        # process runs (and the sweep timed) is the luck of its autotuning
+        detail.append(
+            f"the autotuner picked differently between autotunings at {len(unstable)} of "
+            f"{len(report.autotune_picks)} shapes ("
+            + ", ".join(
+                f"{shape}: {len(p)} configs in {len(report.autotune_picks[shape])}"
+                for shape, p in unstable.items()
+            )
+            + "); a process serves what its own autotuning picked, the sweep's workers too"
+        )
     detail += list(report.notes)
     first = cold.standalone[0] if cold is not None and cold.standalone else None
     return FirstCallEvidence(
