@@ -580,6 +580,62 @@ def test_cext_picks_sources_per_vendor_and_caches_by_content(
         _cext.call("softmax", torch.zeros(2, 2))
 
 
+_BUILD_FROM = """
+import sys
+from pathlib import Path
+from kernels_fixture.toyops import _cext
+paths, directory = [Path(sys.argv[1])], Path(sys.argv[2])
+if sys.argv[3] == "staged":
+    _cext.build("toyops_stage_check", paths, directory, is_python_module=False)
+else:  # as torch builds it from the checkout's own path
+    from torch.utils.cpp_extension import load
+    load("toyops_stage_check", [str(p) for p in paths], build_directory=str(directory),
+         is_python_module=False, verbose=True)
+"""
+
+
+@pytest.mark.skipif(
+    shutil.which("ninja") is None or shutil.which("c++") is None,
+    reason="needs ninja and a C++ compiler",
+)
+def test_a_build_from_another_checkout_of_the_same_sources_compiles_nothing(
+    tmp_path: Path,
+) -> None:
+    """Every review checks the base out in a new worktree: the C++ build cache (keyed by the
+    sources' bytes) must serve it without compiling, which needs the paths in torch's ninja file to
+    stay the same from one checkout to the next."""
+    source = 'extern "C" int toyops_stage_check(int x) { return x + 1; }\n'
+    checkouts = [tmp_path / "worktree-a", tmp_path / "worktree-b"]
+    for checkout in checkouts:
+        checkout.mkdir()
+        (checkout / "stage_check.cpp").write_text(source)
+    directory = tmp_path / "build"
+
+    def build_from(checkout: Path, how: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", _BUILD_FROM, str(checkout / "stage_check.cpp"), str(directory),
+             how],
+            cwd=ROOT, env={**os.environ, "TOYOPS_BUILD_VERBOSE": "1"},
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    compiles = "-MF stage_check.o.d"  # ninja's compile command for the source
+    assert compiles in build_from(checkouts[0], "staged")
+    staged = directory / "src" / "stage_check.cpp"
+    first_mtime = staged.stat().st_mtime_ns
+    again = build_from(checkouts[1], "staged")
+    assert "ninja: no work to do" in again
+    assert staged.stat().st_mtime_ns == first_mtime  # same bytes: the copy is left alone
+    # what the cache did before: the other checkout's path is a new command, so ninja compiles
+    assert compiles in build_from(checkouts[1], "unstaged")
+    # a changed source is copied over and compiled
+    (checkouts[1] / "stage_check.cpp").write_text(source.replace("x + 1", "x + 2"))
+    assert compiles in build_from(checkouts[1], "staged")
+    assert "x + 2" in staged.read_text()
+
+
 # --- on a GPU ------------------------------------------------------------------------------------
 
 
