@@ -75,6 +75,10 @@ class ShapeLine(Frozen):
     # matmul TFLOP/s, whichever the case comes closer to), per side
     base_of_roofline: NonNegative | None = None
     head_of_roofline: NonNegative | None = None
+    # the config each side's Triton autotuners kept for this case ("kernel: k=v, ..."), which is
+    # what the timed runs used; empty where nothing autotuned
+    base_configs: tuple[Label, ...] = Field(default=(), max_length=8)
+    head_configs: tuple[Label, ...] = Field(default=(), max_length=8)
 
 
 class SweepEvidence(Frozen):

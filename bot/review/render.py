@@ -479,6 +479,29 @@ def _sweep_table(s: SweepEvidence) -> list[str]:
             f"| {esc(x.kernel)} | {'x'.join(map(str, x.shape))}{tag} | {esc(x.dtype)} | {b} | {h} | "
             f"{_vs_base(x)} | {_roofline(x)} | {x.verdict} |"
         )
+    return out + _picks(s)
+
+
+def _picks(s: SweepEvidence) -> list[str]:
+    """Which config each side's autotuners kept, per config the shapes where the timed runs used
+    it: the tiles, warps and stages that actually ran."""
+    groups: dict[tuple[str, tuple[str, ...]], list[ShapeLine]] = {}
+    for x in _size_order(s.shapes):
+        for side, configs in (("base", x.base_configs), ("head", x.head_configs)):
+            if configs:
+                groups.setdefault((side, configs), []).append(x)
+    if not groups:
+        return []
+    out = ["", "What the autotuners picked (the configs the timed runs used):", ""]
+    for side in ("base", "head"):
+        for (of, configs), shapes in groups.items():
+            if of == side:
+                where = ", ".join(
+                    f"{esc(x.kernel)} {'x'.join(map(str, x.shape))} "
+                    f"{DTYPE_SHORT.get(x.dtype, esc(x.dtype))}"
+                    for x in shapes
+                )
+                out.append(f"- {side} {' + '.join(code(c) for c in configs)}: {where}")
     return out
 
 

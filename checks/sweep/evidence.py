@@ -65,6 +65,8 @@ def _line(c: ShapeResult) -> ShapeLine:
         tolerance=c.tolerance,
         base_of_roofline=c.base_fraction_of_ceiling,
         head_of_roofline=c.fraction_of_ceiling,
+        base_configs=c.base.configs_picked if c.base else (),
+        head_configs=c.head.configs_picked if c.head else (),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from bot.contracts.base import Frozen
+from bot.contracts.evidence import Label
 from bot.errors import ResultsError
 from checks.sweep.protocol import CaseRun, ProtocolConfig
 from checks.sweep.shapes import Category
@@ -22,6 +23,7 @@ from checks.sweep.stats import Verdict
 
 SCHEMA_VERSION = 1
 MAX_RESULTS_BYTES = 256 * 2**20
+MAX_PICKS = 8  # autotuners named per side and case; a case calls one or a few
 
 Status = Literal[
     "ok",  # measured: see verdict
@@ -89,6 +91,9 @@ class SideInfo(Frozen):
     prepare_s: float
     max_abs_err: float | None = None
     calls_per_block: int | None = None
+    # each Triton autotuner's pick in this case's first call ("kernel: k=v, ..."): the config
+    # the timed runs used
+    configs_picked: tuple[Label, ...] = Field(default=(), max_length=MAX_PICKS)
 
 
 class ShapeResult(Frozen):

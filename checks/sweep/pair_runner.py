@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from checks.sweep.models import Ceilings, EnvFingerprint, ShapeResult, SideInfo
+from checks.compiler.triton_compat import picked_label
+from checks.sweep.models import MAX_PICKS, Ceilings, EnvFingerprint, ShapeResult, SideInfo
 from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, measure_case
 from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
@@ -406,7 +407,14 @@ def _side_info(prep: dict[str, Any], check: dict[str, Any]) -> SideInfo:
         footprint_bytes=int(prep["footprint_bytes"]),
         prepare_s=float(prep["prepare_s"]),
         max_abs_err=float(err) if err is not None else None,
+        configs_picked=_picks(check.get("configs_picked")),
     )
+
+
+def _picks(raw: Any) -> tuple[str, ...]:
+    """The worker's autotuner picks as labels; what is not well formed is left out."""
+    labels = [picked_label(p) for p in raw[:MAX_PICKS]] if isinstance(raw, list) else []
+    return tuple(label for label in labels if label)
 
 
 def _loosest(*given: float | None) -> float | None:

@@ -54,6 +54,7 @@ failures = _sibling("failures")
 bench_capture = _sibling("bench_capture")
 profiling = _sibling("profiling")
 exclusive = _sibling("exclusive")
+autotune_picks = _sibling("autotune_picks")
 classify = failures.classify
 
 
@@ -236,9 +237,10 @@ class Worker:
         ref = ref_fn() if callable(ref_fn) else None
         self._sync()
         # the first call compiles and autotunes: alone on the GPU (``exclusive``)
+        # (and which config each autotuner kept is recorded: the timed runs use it)
         alone = exclusive.exclusive(os.environ.get(exclusive.GPU_LOCK_ENV))
         if ref is None:
-            with alone:
+            with alone, autotune_picks.recording() as picks:
                 sizing = item["fn"]()
                 self._sync()
             correctness.poison(correctness.flatten_outputs(sizing))
@@ -246,14 +248,19 @@ class Worker:
             out = item["fn"]()
         else:
             correctness.poison(correctness.flatten_outputs(ref))
-            with alone:
+            with alone, autotune_picks.recording() as picks:
                 out = item["fn"]()
                 self._sync()
         self._sync()
         # the entry point's own tolerance (None: each output's dtype decides, here and when the
         # parent compares base's digest with head's)
         atol, rtol = _given(item.get("atol")), _given(item.get("rtol"))
-        result: dict[str, Any] = {"has_reference": ref is not None, "atol": atol, "rtol": rtol}
+        result: dict[str, Any] = {
+            "has_reference": ref is not None,
+            "atol": atol,
+            "rtol": rtol,
+            "configs_picked": picks,
+        }
         if ref is not None:
             result.update(correctness.compare(out, ref, atol=atol, rtol=rtol))
         else:

@@ -523,3 +523,89 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
     # --no-first-call-alone: no lock is handed to the workers
     apart = a_a(tmp_path / "apart", False)
     assert apart.cases[0].status == "ok" and not (tmp_path / "apart" / "locks").exists()
+
+
+TUNED_BENCH = """
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w, num_stages=2) for b, w in CHOICES]
+
+
+def _by_block(fn, quantiles):  # a benchmarker the checkout brings: this one prefers big blocks
+    fn()
+    return [1.0 / PICKED[-1]] * len(quantiles)
+
+
+PICKED = []
+
+
+def _hook(kwargs, reset_only=False):
+    PICKED.append(kwargs["BLOCK"])
+
+
+@triton.autotune(configs=CONFIGS, key=["n"], do_bench=_by_block, pre_hook=_hook)
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2.0, mask=i < n)
+
+
+def scale(shape, dtype, *, device="cpu", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).to(getattr(torch, dtype))
+    out = torch.empty_like(x)
+
+    def fn():
+        scale_kernel[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, out, x.numel())
+        return out
+
+    return {"fn": fn, "reference": lambda: x * 2, "bytes_moved": 2 * x.nbytes, "flops": x.numel()}
+"""
+
+
+def test_the_sweep_records_which_config_each_autotuner_ran(tmp_path: Path) -> None:
+    """Part C of a review asks which tiles, warps and stages actually ran: each side's worker
+    records its autotuners' picks in the case's first call, and the review lists them by config.
+    A side whose autotuner has one config made no choice and lists none."""
+    sides = {"base": "CHOICES = [(64, 1)]", "head": "CHOICES = [(64, 1), (256, 2), (128, 4)]"}
+    for side, choices in sides.items():
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "tuned.py").write_text(f"{choices}\n{TUNED_BENCH}")
+    cases = [
+        Case(kernel="scale", bench="tuned:scale", dims=(n,), dtype="float32", tolerance=0.5)
+        for n in (1000, 3000)
+    ]
+    result = run_sweep(
+        cases,
+        base_root=tmp_path / "base",
+        head_root=tmp_path / "head",
+        base_rev="b" * 40,
+        head_rev="h" * 40,
+        options=SweepOptions(
+            device="cpu",
+            protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=8, warmup_rounds=1),
+            timeouts=Timeouts(start_s=60, prepare_s=60, check_s=60),
+            max_gpu_seconds=600,
+        ),
+        work_dir=tmp_path / "work",
+    )
+    assert [c.status for c in result.cases] == ["ok", "ok"], [c.message for c in result.cases]
+    picked = "scale_kernel: BLOCK=256, num_warps=2, num_stages=2"
+    for case in result.cases:
+        assert case.head is not None and case.head.configs_picked == (picked,)
+        assert case.base is not None and case.base.configs_picked == ()
+    # through the results file and into the review's per-shape section
+    dump_results(result, tmp_path / "results.json")
+    again = load_results(tmp_path / "results.json")
+    ev = to_evidence(again, vendor="nvidia")
+    assert [s.head_configs for s in ev.shapes] == [(picked,), (picked,)]
+    from bot.review.render import _sweep_table
+
+    lines = _sweep_table(ev)
+    assert "What the autotuners picked (the configs the timed runs used):" in lines
+    assert f"- head `{picked}`: scale 1000 f32, scale 3000 f32" in lines
+    assert not any(line.startswith("- base") for line in lines)

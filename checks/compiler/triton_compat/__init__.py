@@ -28,7 +28,7 @@ from checks.compiler.triton_compat._compiling import (
     build_driver_utils,
     compile_request,
 )
-from checks.compiler.triton_compat._live import live_autotune, live_config_label
+from checks.compiler.triton_compat._live import live_autotune, live_config_label, picked_label
 from checks.compiler.triton_compat._recording import Recorder, autotune_key, compile_only
 from checks.compiler.triton_compat._runtime import (
     AutotuneEvent,
@@ -72,6 +72,7 @@ __all__ = [
     "live_config_label",
     "nvidia_tool",
     "observe_compiles_and_autotuning",
+    "picked_label",
     "plain",
     "set_cache_dir",
     "warm_up",

@@ -25,6 +25,19 @@ def live_config_label(cfg: Any) -> str:
     return _clip(config_label(values))
 
 
+def picked_label(pick: Any) -> str | None:
+    """A worker's record of an autotuner's pick (``checks/worker/autotune_picks.py``: the
+    kernel's name and the config's values) as ``"kernel: k=v, ..."``; None for anything else (a
+    worker runs the checkout's code, so what it sends is not trusted to be well formed)."""
+    if not isinstance(pick, dict):
+        return None
+    function, config = pick.get("function"), pick.get("config")
+    if not isinstance(function, str) or not isinstance(config, dict):
+        return None
+    values = {str(k)[:64]: _plain(v) for k, v in list(config.items())[:32]}
+    return _clip(f"{function[:64]}: {config_label(values)}")
+
+
 def _chain(kernel: Any) -> list[Any]:
     """A module-level kernel and what it wraps, outermost first, down to the JIT function."""
     from triton.runtime.jit import JITFunction

@@ -1,0 +1,64 @@
+"""Which config each Triton autotuner ran for a case: its ``best_config`` after the call.
+
+The worker wraps a case's first call (where an autotuner times its candidates, or finds its
+pick in Triton's on-disk cache) in ``recording``; each autotuner with more than one config that
+ran inside answers which config it kept, as plain JSON: the kernel's name, the config's
+keyword arguments, and its launch options (``num_warps`` and ``num_stages`` always, the rest
+where set). A process where Triton is not imported records nothing. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return str(value)
+
+
+def _name(tuner: Any) -> str:
+    fn = getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None)
+    return str(getattr(fn, "__name__", None) or getattr(fn, "name", None) or "?")
+
+
+def describe(tuner: Any, config: Any) -> dict[str, Any]:
+    values = {str(k): _plain(v) for k, v in (getattr(config, "kwargs", None) or {}).items()}
+    for option in OPTIONS:
+        value = getattr(config, option, None)
+        if option in ("num_warps", "num_stages") or value not in (None, 0, 1):
+            values[option] = _plain(value)
+    return {"function": _name(tuner), "config": values}
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[dict[str, Any]]]:
+    """The picks of the autotuners that run inside, each once, in the order they ran."""
+    picks: list[dict[str, Any]] = []
+    module = sys.modules.get("triton.runtime.autotuner")
+    tuner_class = getattr(module, "Autotuner", None)
+    if tuner_class is None:
+        yield picks
+        return
+    original = tuner_class.run
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        config = getattr(self, "best_config", None)
+        if config is not None and len(getattr(self, "configs", ())) > 1:
+            pick = describe(self, config)
+            if pick not in picks:
+                picks.append(pick)
+        return result
+
+    tuner_class.run = run
+    try:
+        yield picks
+    finally:
+        tuner_class.run = original

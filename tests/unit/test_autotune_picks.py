@@ -1,0 +1,49 @@
+"""A worker's record of its autotuners' picks, and the parent's reading of it: the worker runs the
+checkout's code, so the parent keeps only what is well formed, bounded in count and length."""
+
+from __future__ import annotations
+
+import triton
+
+from bot.contracts.evidence import MAX_LABEL
+from checks.compiler.triton_compat import picked_label
+from checks.sweep.models import MAX_PICKS
+from checks.sweep.pair_runner import _picks
+from checks.worker import autotune_picks
+
+
+class _Tuner:
+    def __init__(self, fn: object) -> None:
+        self.base_fn = fn
+
+
+def matmul_kernel() -> None: ...
+
+
+def test_a_config_is_described_by_its_values_and_the_launch_options_it_sets() -> None:
+    config = triton.Config({"BLOCK_M": 64, "BLOCK_N": 128}, num_warps=8, num_stages=3)
+    pick = autotune_picks.describe(_Tuner(matmul_kernel), config)
+    assert pick == {
+        "function": "matmul_kernel",
+        "config": {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3},
+    }  # num_ctas 1 and maxnreg None are Triton's defaults: left out
+    assert picked_label(pick) == "matmul_kernel: BLOCK_M=64, BLOCK_N=128, num_warps=8, num_stages=3"
+    clustered = triton.Config({"BLOCK_M": 64}, num_warps=4, num_stages=2, num_ctas=2, maxnreg=128)
+    assert autotune_picks.describe(_Tuner(matmul_kernel), clustered)["config"] == {
+        "BLOCK_M": 64, "num_warps": 4, "num_stages": 2, "num_ctas": 2, "maxnreg": 128,
+    }  # fmt: skip
+
+
+def test_what_a_worker_sends_is_kept_only_when_well_formed() -> None:
+    good = {"function": "k", "config": {"BLOCK": 64, "num_warps": 4}}
+    assert _picks([good, "junk", {"function": 3, "config": {}}, {"function": "k"}, None]) == (
+        "k: BLOCK=64, num_warps=4",
+    )
+    assert _picks("not a list") == () and _picks(None) == ()
+    many = [{"function": f"k{i}", "config": {"B": i}} for i in range(50)]
+    assert len(_picks(many)) == MAX_PICKS
+    huge = {"function": "k" * 10_000, "config": {f"K{i}" * 40: "v" * 500 for i in range(500)}}
+    label = picked_label(huge)
+    assert label is not None and len(label) <= MAX_LABEL
+    # a value that is not JSON-plain is named, not passed through
+    assert picked_label({"function": "k", "config": {"D": {"x": 1}}}) == "k: D={'x': 1}"
