@@ -499,6 +499,8 @@ def part3(ctx: dict[str, Any]) -> dict[str, Any]:
         if not fits(deadline, 120, skipped, f"fixture measure job ({name})"):
             continue
         out = ctx["work"] / f"fixture-review-{name}"
+        if name == "alongside" and ctx.get("keep_job"):
+            out = ctx["keep_job"]  # the job's own files, as bench/results/h200/fixture_review
         got = run_cli(["bench/fixture_review_gpu.py", "--out", str(out), *extra], timeout_s=limit)
         run_md = out / "run.md"
         jobs[name] = {
@@ -778,6 +780,14 @@ def main(argv: list[str] | None = None) -> int:
         "default; alongside runs first), each within an equal share of the time left",
     )
     ap.add_argument(
+        "--keep-fixture-job",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="part 3: write the alongside job's own files (results, sweep, run.md) into DIR, an "
+        "absent or empty folder, instead of a temporary one",
+    )
+    ap.add_argument(
         "--summarize-only",
         action="store_true",
         help="write summary.json and results.md again from --out's part*.json (no runs; the "
@@ -787,6 +797,9 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [j.strip() for j in args.fixture_jobs.split(",") if j.strip()]
     if not jobs or set(jobs) - {"alongside", "in_turn"}:
         ap.error(f"--fixture-jobs takes alongside and/or in_turn, got {args.fixture_jobs!r}")
+    keep = args.keep_fixture_job
+    if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+        ap.error(f"--keep-fixture-job {keep} exists and is not an empty folder; name a new one")
     cpu = args.device == "cpu"
     out = Path(args.out)
     if args.summarize_only:
@@ -811,6 +824,7 @@ def main(argv: list[str] | None = None) -> int:
             "aa_runs": args.aa_runs or (2 if cpu else AA_RUNS),
             "one_shape": ONE_SHAPE_CPU if cpu else ONE_SHAPE,
             "jobs": jobs,
+            "keep_job": args.keep_fixture_job,
         }
         parts = ("1", "2", "3") if args.part == "all" else (args.part,)
         for part in parts:
