@@ -113,6 +113,14 @@ class SweepEvidence(Frozen):
         return max(timed, key=lambda s: s.ratio or 0.0) if timed else None
 
 
+class PickSpread(Frozen):
+    """A served shape whose autotunings, each in a fresh process, did not all keep one config."""
+
+    shape: Label  # "1000x1000x1000:bfloat16"
+    configs: tuple[Label, ...] = Field(max_length=8)  # each distinct pick ("kernel: k=v, ...")
+    autotunings: Count
+
+
 class FirstCallEvidence(Frozen):
     vendor: Vendor | Literal["cpu"]
     kernel: str
@@ -126,6 +134,7 @@ class FirstCallEvidence(Frozen):
     compile_only: bool = False  # measured on a CPU by compiling, not launching
     detail: str = ""
     side: Literal["base", "head"] = "head"  # base too when the change moves the toolchain
+    unstable_picks: tuple[PickSpread, ...] = Field(default=(), max_length=64)
 
 
 class TritonLayout(Frozen):

@@ -167,6 +167,38 @@ def _first_call_line(f: FirstCallEvidence) -> str:
     return f"{line} ({f.detail})" if f.detail else line
 
 
+def _picks_against_sweep(f: FirstCallEvidence, sweeps: Sequence[SweepEvidence]) -> list[str]:
+    """Where fresh processes' autotunings of a served shape kept different configs, which one the
+    sweep's head worker kept: its verdict there was timed with that config only."""
+    timed = {
+        (f"{'x'.join(map(str, x.shape))}:{x.dtype}"): x
+        for s in sweeps
+        if s.vendor == f.vendor
+        for x in s.shapes
+        if x.kernel == f.kernel and x.head_configs
+    }
+    out = []
+    for spread in f.unstable_picks:
+        line = timed.get(spread.shape)
+        if line is None:
+            continue
+        ran = " + ".join(line.head_configs)
+        ratio = f" (head/base {line.ratio:.3f})" if line.ratio is not None else ""
+        among = "one of them" if set(line.head_configs) <= _picked(spread.configs) else "another"
+        out.append(
+            f"{f.kernel} {spread.shape.replace(':', ' ')} on {f.vendor}: "
+            f"{spread.autotunings} autotunings in fresh processes kept "
+            f"{plural(len(spread.configs), 'config')}; the sweep's head kept {among}, {ran}, "
+            f"so its {line.verdict} there{ratio} is for that config; "
+            "a process that keeps another may run faster or slower"
+        )
+    return out
+
+
+def _picked(configs: Sequence[str]) -> set[str]:
+    return {part for c in configs for part in c.split(" + ")}
+
+
 def first_call(f: Facts) -> Finding:
     """The first call in a fresh process, judged against the deployment's budget (the head's;
     the base's, measured when the toolchain moves, is listed for comparison)."""
@@ -183,6 +215,7 @@ def first_call(f: Facts) -> Finding:
         f"({x.detail or 'no time recorded'})"
         for x in ev.first_calls
     )
+    lines += tuple(line for x in head for line in _picks_against_sweep(x, ev.sweeps))
     kind = req.deployment
     if not gpu:
         reasons = [n.reason for n in ev.not_run if n.check == "first_call"]

@@ -288,7 +288,7 @@ def measure_first_call(
 def first_call_evidence(report: FirstCallReport, vendor: str, side: str = "head") -> Any:
     """The review's summary of one kernel's first-call report (``vendor``: nvidia, amd, cpu;
     ``side``: base or head, both measured when the change moves the toolchain)."""
-    from bot.contracts.evidence import FirstCallEvidence
+    from bot.contracts.evidence import MAX_LABEL, FirstCallEvidence, PickSpread
 
     cold, warm = report.cold, report.warm
     detail = []
@@ -327,4 +327,12 @@ def first_call_evidence(report: FirstCallReport, vendor: str, side: str = "head"
         compile_only=report.mode == "compile-only",
         detail="; ".join(detail),
         side=side,  # type: ignore[arg-type]
+        unstable_picks=tuple(
+            PickSpread(
+                shape=shape[:MAX_LABEL],
+                configs=tuple(c[:MAX_LABEL] for c in configs[:8]),
+                autotunings=len(report.autotune_picks[shape]),
+            )
+            for shape, configs in list(unstable.items())[:64]
+        ),
     )

@@ -45,7 +45,13 @@ def test_the_recorded_matmul_picks_differ_at_its_two_1000_cubed_shapes() -> None
     assert sorted(unstable) == ["1000x1000x1000:bfloat16", "1000x1000x1000:float16"]
     assert len(unstable["1000x1000x1000:bfloat16"]) == 3
     assert all("BLOCK_SIZE_M" in c for c in unstable["1000x1000x1000:bfloat16"])
-    detail = first_call_evidence(rep, "nvidia").detail
+    ev = first_call_evidence(rep, "nvidia")
+    detail = ev.detail
+    # and as data, for the review to set beside the config the sweep timed at those shapes
+    assert [(p.shape, len(p.configs), p.autotunings) for p in ev.unstable_picks] == [
+        ("1000x1000x1000:bfloat16", 3, 4),
+        ("1000x1000x1000:float16", 3, 4),
+    ]
     assert "picked differently between autotunings at 2 of 10 shapes" in detail
     assert "1000x1000x1000:bfloat16: 3 configs in 4" in detail
     assert "4096x4096x4096" not in detail.split("picked differently")[1]

@@ -6,6 +6,7 @@ from bot.contracts.evidence import (
     Evidence,
     FirstCallEvidence,
     NotRun,
+    PickSpread,
     ShapeLine,
     SweepEvidence,
 )
@@ -247,3 +248,36 @@ def test_conditions_are_numbered_by_their_place_in_the_list():
         "ownership",
         "rollback",
     ]
+
+
+def test_where_fresh_autotunings_disagree_the_review_says_which_config_the_sweep_timed():
+    """The verdict at an autotuned shape was timed with the config the sweep's head worker kept;
+    where fresh processes keep different configs there, the first-call condition says so."""
+    small, big = (
+        "softmax_kernel: BLOCK=64, num_warps=4, num_stages=2",
+        "softmax_kernel: BLOCK=128, num_warps=8, num_stages=2",
+    )
+    spread = PickSpread(shape="4096x4096:float16", configs=(small, big), autotunings=3)
+    fc = first_call().model_copy(update={"unstable_picks": (spread,)})
+    timed = sweep(
+        "nvidia", shape(head_configs=(big,)), shape(dtype="float32", head_configs=(small,))
+    )
+    ev = FULL.model_copy(update={"sweeps": (timed, sweep("amd")), "first_calls": (fc,)})
+    c = decide([REWRITE_KEPT], CLI, ev).conditions[1]
+    (line,) = [e for e in c.evidence if "autotunings in fresh processes" in e]
+    assert line.startswith("softmax 4096x4096 float16 on nvidia: 3 autotunings")
+    assert "kept 2 configs; the sweep's head kept one of them, " + big in line
+    assert "so its SAME there (head/base 1.010) is for that config" in line
+    # a sweep pick none of the fresh processes kept is said to be another
+    other = timed.model_copy(
+        update={"shapes": (shape(head_configs=("softmax_kernel: BLOCK=32",)),)}
+    )
+    c = decide([REWRITE_KEPT], CLI, ev.model_copy(update={"sweeps": (other,)})).conditions[1]
+    assert any("the sweep's head kept another, softmax_kernel: BLOCK=32" in e for e in c.evidence)
+    # no autotuning recorded in the sweep at that shape, or no disagreement: nothing said
+    for quiet in (
+        ev.model_copy(update={"sweeps": (sweep("nvidia"),)}),
+        ev.model_copy(update={"first_calls": (first_call(),)}),
+    ):
+        c = decide([REWRITE_KEPT], CLI, quiet).conditions[1]
+        assert not any("autotunings in fresh processes" in e for e in c.evidence)

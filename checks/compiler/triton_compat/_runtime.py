@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from checks.compiler.triton_compat._live import live_config_label
 from checks.compiler.triton_compat._recording import (
     _base_name,
     _target_name,
@@ -75,7 +76,7 @@ def observe_compiles_and_autotuning() -> Iterator[tuple[list[CompileEvent], list
             AutotuneEvent(
                 function=_base_name(self),
                 key=key,
-                config=str(self.best_config),
+                config=live_config_label(self.best_config),
                 bench_s=getattr(self, "bench_time", None) if fresh else None,
             )
         )
