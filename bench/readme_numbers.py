@@ -39,7 +39,8 @@ def sentence(s: dict[str, Any]) -> str:
         f"{_n(s['dobench_gpu_s_per_pair'])} GPU-s per do_bench pair\n"
         f"    (its two calls only; {_n(s.get('dobench_all_in_gpu_s_per_pair'))} all in, from a fresh process); "
         f"first verdict {_n(s.get('time_to_first_verdict_own_repo_median_s'), '{:.1f}')} s after the start\n"
-        f"    (fixture {_n(s['time_to_first_verdict_s'], '{:.1f}')} s); the fixture's measure job "
+        f"    (fixture {_n(s['time_to_first_verdict_s'], '{:.1f}')} s with its C++ kernels to build, "
+        f"{_n(s.get('time_to_first_verdict_warm_s'), '{:.1f}')} s once built); the fixture's measure job "
         + ("did not finish within its limit." if job is None else f"{job:.0f} s{_split(s)}.")
     )
 

@@ -184,7 +184,11 @@ def _picks_against_sweep(f: FirstCallEvidence, sweeps: Sequence[SweepEvidence]) 
             continue
         ran = " + ".join(line.head_configs)
         ratio = f" (head/base {line.ratio:.3f})" if line.ratio is not None else ""
-        among = "one of them" if set(line.head_configs) <= _picked(spread.configs) else "another"
+        among = (
+            "one of them"
+            if set(line.head_configs) <= _picked(spread.configs)
+            else "a config none of them kept"
+        )
         out.append(
             f"{f.kernel} {spread.shape.replace(':', ' ')} on {f.vendor}: "
             f"{spread.autotunings} autotunings in fresh processes kept "

@@ -14,7 +14,7 @@ from bot.cli import main
 from tests.paths import ROOT
 
 RECORDED = ROOT / "bench" / "results" / "h200" / "fixture_review" / "results-nvidia.json"
-FIXTURE_HEAD = "22f060722b31a5bbe964c21108763935f51ddc1c"
+FIXTURE_HEAD = "b27c3b04ccce184dc01b6978042b3a3d547efadd"
 
 
 def test_without_a_gpu_every_measurement_is_not_run_with_its_reason(tmp_path: Path, capsys) -> None:
@@ -39,8 +39,21 @@ def test_recorded_results_become_the_evidence(capsys) -> None:
     # first call measured in fresh processes on the GPU, judged against the cli budget
     assert "matmul on nvidia, cold" in review and "10 autotune keys" in review
     # ...with where the cold time went: most of vector_add's is fixed process cost, not compiling
-    assert "vector\\_add on nvidia, cold 4080 ms" in review
-    assert "(imports 1928 ms, context 179 ms, Triton set-up 1551 ms)" in review
+    assert "vector\\_add on nvidia, cold 2499 ms" in review
+    assert "(imports 1312 ms, context 140 ms, Triton set-up 663 ms)" in review
+    # which config the sweep timed where fresh processes' autotunings disagreed (both 1000^3
+    # shapes on this record; at float16 the sweep's head kept a third config)
+    assert (
+        "matmul 1000x1000x1000 float16 on nvidia: 3 autotunings in fresh processes kept "
+        "2 configs; the sweep's head kept a config none of them kept" in review
+    )
+    # and the configs the timed runs used, per config
+    assert "What the autotuners picked (the configs the timed runs used):" in review
+    assert (
+        "- head `matmul_kernel: BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64, "
+        "GROUP_SIZE_M=8, num_warps=4, num_stages=4`: matmul 7x13x31 bf16, matmul 7x13x31 f16"
+        in review
+    )
     # the compiler report came with the results (no local compile was asked for)
     assert "| matmul | new | sm\\_90 |" in review
     # AMD has no results: not run, and the condition stays open
@@ -56,7 +69,7 @@ def test_results_for_another_head_are_refused(tmp_path: Path, capsys) -> None:
     other.write_text(json.dumps(data))
     assert main(["demo", "--no-compile", "--results", str(other)]) == 2
     err = capsys.readouterr().err
-    assert "measured head 000000000000, not the pinned 22f060722b31" in err
+    assert "measured head 000000000000, not the pinned b27c3b04ccce" in err
     assert "hint:" in err and "fixture_review_gpu.py" in err
 
 

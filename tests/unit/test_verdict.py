@@ -268,12 +268,15 @@ def test_where_fresh_autotunings_disagree_the_review_says_which_config_the_sweep
     assert line.startswith("softmax 4096x4096 float16 on nvidia: 3 autotunings")
     assert "kept 2 configs; the sweep's head kept one of them, " + big in line
     assert "so its SAME there (head/base 1.010) is for that config" in line
-    # a sweep pick none of the fresh processes kept is said to be another
+    # a sweep pick none of the fresh processes kept is said so
     other = timed.model_copy(
         update={"shapes": (shape(head_configs=("softmax_kernel: BLOCK=32",)),)}
     )
     c = decide([REWRITE_KEPT], CLI, ev.model_copy(update={"sweeps": (other,)})).conditions[1]
-    assert any("the sweep's head kept another, softmax_kernel: BLOCK=32" in e for e in c.evidence)
+    assert any(
+        "the sweep's head kept a config none of them kept, softmax_kernel: BLOCK=32" in e
+        for e in c.evidence
+    )
     # no autotuning recorded in the sweep at that shape, or no disagreement: nothing said
     for quiet in (
         ev.model_copy(update={"sweeps": (sweep("nvidia"),)}),
