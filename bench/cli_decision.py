@@ -232,6 +232,7 @@ def bench_run(
                 "rounds",
                 "mode",
                 "tolerance",
+                "notes",  # e.g. the crossover's two worker pairs reading apart
             )
         }
         for c in data["cases"]
@@ -517,6 +518,30 @@ def part3(ctx: dict[str, Any]) -> dict[str, Any]:
     return {"fixture_jobs": jobs, "skipped": skipped}
 
 
+AA_NOT_SAME_KEYS = (
+    "kernel", "shape", "tolerance", "verdict", "ratio", "ci_low", "ci_high", "rounds", "notes",
+)  # fmt: skip
+
+
+def _aa_not_same(s: dict[str, Any]) -> list[str]:
+    """The A/A verdicts that were not SAME, each as the sweep read it."""
+    rows = s.get("aa_not_same") or []
+    if not rows:
+        return []
+    return [
+        "A/A verdicts not SAME:",
+        "",
+        *(
+            f"- {c['kernel']} {'x'.join(map(str, c['shape']))} at tolerance {c['tolerance']:g}: "
+            f"{c['verdict']} {_num(c['ratio'], 5)} [{_num(c['ci_low'], 5)}, "
+            f"{_num(c['ci_high'], 5)}] after {c['rounds']} rounds"
+            + (f"; {'; '.join(c['notes'])}" if c.get("notes") else "")
+            for c in rows
+        ),
+        "",
+    ]
+
+
 def _kernel_defaults(per_shape: dict[str, float]) -> dict[str, float]:
     """Per kernel, the median share of its served shapes, for the shapes the planner adds."""
     by: dict[str, list[float]] = {}
@@ -590,6 +615,10 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         "aa_runs": len(aa),
         "aa_verdicts": len(aa_cases),
         "aa_false_alarms": false_alarms,
+        # each A/A verdict that was not SAME, as read: which shape, how far, and the case's notes
+        "aa_not_same": [
+            {k: c.get(k) for k in AA_NOT_SAME_KEYS} for c in aa_cases if c["verdict"] != "SAME"
+        ],
         "detect_10pct": f"{sum(c['verdict'] == 'SLOWER' for c in s10)}/{len(s10)}" if s10 else None,
         "detect_3pct_at_0p015": f"{sum(c['verdict'] == 'SLOWER' for c in s3)}/{len(s3)}"
         if s3
@@ -688,6 +717,7 @@ def markdown(s: dict[str, Any]) -> str:
         f"| own repository: first verdict, median | {_num(s['time_to_first_verdict_own_repo_median_s'])} s |",
         *_job_rows(s),
         "",
+        *_aa_not_same(s),
         "do_bench A/A (A'/A over 1.03; either way):",
         "",
         *(
@@ -739,8 +769,8 @@ def _job_time(seconds: float | None, limit_s: float | None) -> str:
     return f"{_num(seconds)} s"
 
 
-def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3g}"
+def _num(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}g}"
 
 
 def _meta(device: str) -> dict[str, Any]:

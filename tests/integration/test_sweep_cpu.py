@@ -37,12 +37,14 @@ QUICK = ProtocolConfig(
 FAST = Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
 
 
-def _standin_sweep(cases: list[Case], options: SweepOptions, work: Path, **kw: Any):
-    """A sweep of the CPU stand-in kernels, base against head."""
+def _standin_sweep(
+    cases: list[Case], options: SweepOptions, work: Path, *, checkouts: Path = STANDINS, **kw: Any
+):
+    """A sweep of ``checkouts/base`` against ``checkouts/head`` (the CPU stand-in kernels)."""
     return run_sweep(
         cases,
-        base_root=STANDINS / "base",
-        head_root=STANDINS / "head",
+        base_root=checkouts / "base",
+        head_root=checkouts / "head",
         base_rev="b" * 40,
         head_rev="h" * 40,
         options=options,
@@ -579,20 +581,13 @@ def test_the_sweep_records_which_config_each_autotuner_ran(tmp_path: Path) -> No
         Case(kernel="scale", bench="tuned:scale", dims=(n,), dtype="float32", tolerance=0.5)
         for n in (1000, 3000)
     ]
-    result = run_sweep(
-        cases,
-        base_root=tmp_path / "base",
-        head_root=tmp_path / "head",
-        base_rev="b" * 40,
-        head_rev="h" * 40,
-        options=SweepOptions(
-            device="cpu",
-            protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=8, warmup_rounds=1),
-            timeouts=Timeouts(start_s=60, prepare_s=60, check_s=60),
-            max_gpu_seconds=600,
-        ),
-        work_dir=tmp_path / "work",
+    options = SweepOptions(
+        device="cpu",
+        protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=8, warmup_rounds=1),
+        timeouts=Timeouts(start_s=60, prepare_s=60, check_s=60),
+        max_gpu_seconds=600,
     )
+    result = _standin_sweep(cases, options, tmp_path / "work", checkouts=tmp_path)
     assert [c.status for c in result.cases] == ["ok", "ok"], [c.message for c in result.cases]
     picked = "scale_kernel: BLOCK=256, num_warps=2, num_stages=2"
     for case in result.cases:

@@ -69,6 +69,9 @@ def test_two_calls_of_a_part_are_joined_and_the_finished_job_is_kept(tmp_path: P
     assert "318 s (compiler 38 s, sweep 130 s, first_call 179 s)" in text
     assert "did not finish within 282 s (sweep 134 s)" in text
     assert "part1.call1.json" in text
+    # the A/A verdict that was not SAME is listed as read, with the case's notes
+    assert [(c["shape"], c["verdict"]) for c in s["aa_not_same"]] == [([1], "SLOWER")]
+    assert "A/A verdicts not SAME:\n\n- k 1 at tolerance 0.03: SLOWER 1 [-, -] after" in text
 
 
 def test_one_file_per_part_reads_as_before(tmp_path: Path) -> None:
