@@ -206,7 +206,8 @@ class SweepResult(Frozen):
     first_verdict_s: float | None = None  # from the command's start to the first verdict
     # where the time before the first case went, seconds per step from the command's start
     # (before_sweep: reading the repository, the plan, the worktrees; setup: the policy's build;
-    # start, env, ceilings, warmup: the workers); with several GPUs the slowest GPU's steps
+    # start, env, warmup: the workers; ceilings: reading their cache, and measuring them after
+    # the last case where it had none); with several GPUs the slowest GPU's steps
     startup_s: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
 

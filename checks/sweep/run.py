@@ -171,7 +171,7 @@ def _run_pair(
             recorder.add(_skipped(case, f"worker could not start: {f.message}", runner.gpu_index))
         runner.close()
         return
-    out["env"], out["ceilings"], out["notes"] = runner.env, runner.ceilings, runner.notes
+    out["env"], out["notes"] = runner.env, runner.notes
     out["startup_s"] = runner.startup_s
     try:
         for i, case in enumerate(cases):
@@ -191,7 +191,9 @@ def _run_pair(
                     recorder.add(_skipped(rest, "worker lost on this GPU", runner.gpu_index))
                 break
             recorder.add(result)
+        runner.measure_ceilings()
     finally:
+        out["ceilings"] = runner.ceilings
         runner.close()
 
 
