@@ -17,6 +17,10 @@ Parts (each writes its results as soon as it is done, so a time limit keeps what
   The CPU compile-only variant of the same measurement is recorded beside it.
 - ``cxx``: the hand-written CUDA kernels' build and load cost (``torch.utils.cpp_extension``),
   cold (empty build directory) and warm, each in a fresh process.
+- ``distribution``: per kernel, the first-call check twice, side by side: with serving every
+  shape once timed as a pass of its own (``measured``), then derived from the shapes' own
+  first calls (the default): each one's wall time, and the derived total against the timed
+  one from the same cold process, shape by shape.
 
 Output: ``results.json`` (everything) and ``results.md`` (the tables) in ``--out``.
 """
@@ -40,11 +44,11 @@ sys.path.insert(0, str(ROOT))
 
 from checks.compiler import triton_compat  # noqa: E402
 from checks.compiler.run import KernelSpec, build_compiler_report  # noqa: E402
-from checks.first_call.measure import measure_first_call  # noqa: E402
+from checks.first_call.measure import derive_distribution, measure_first_call  # noqa: E402
 
 FIXTURE = ROOT / "kernels_fixture"
 POLICY = FIXTURE / "repo_files" / "kernel-review.toml"
-PARTS = ("report", "real", "first-call", "cxx")
+PARTS = ("report", "real", "first-call", "cxx", "distribution")
 
 
 def load_policy() -> dict[str, Any]:
@@ -182,6 +186,55 @@ def part_first_call(policy: dict, scratch: Path, with_compile_only: bool) -> lis
     return rows
 
 
+def part_distribution(policy: dict, scratch: Path) -> list[dict[str, Any]]:
+    """Measured against derived: the whole check's wall time each way, and per shape the timed
+    pass against what ``derive_distribution`` makes of the same process's standalone pass."""
+    import torch
+
+    dep = policy["deployment"]
+    mode = "gpu" if torch.cuda.is_available() else "compile-only"
+    rows = []
+    for i, spec in enumerate(policy["specs"]):
+        row: dict[str, Any] = {"kernel": spec.name, "mode": mode}
+        for way in ("measured", "derived"):
+            start = time.perf_counter()
+            rep = measure_first_call(
+                FIXTURE,
+                spec,
+                mode=mode,
+                deployment_kind=dep.get("kind", "long-lived"),
+                budget_ms=dep.get("first_call_budget_ms"),
+                target=policy["nvidia_target"],
+                workdir=scratch / "distribution" / way,
+                prime=i == 0 and way == "measured",
+                distribution=way,  # type: ignore[arg-type]
+            )
+            row[f"{way}_check_s"] = round(time.perf_counter() - start, 2)
+            row[f"{way}_cold_total_ms"] = rep.cold_total_ms
+            row[f"{way}_distinct_compiles"] = rep.distinct_compiles
+            row[f"{way}_verdict"] = rep.verdict
+            if way == "measured" and rep.cold is not None and not rep.cold.error:
+                derived = derive_distribution(rep.cold.standalone)
+                fixed = rep.cold.fixed_ms
+                row["same_process_derived_total_ms"] = round(
+                    fixed + sum(s.first_call_ms or 0.0 for s in derived), 3
+                )
+                row["shapes"] = [
+                    {
+                        "shape": m.shape,
+                        "timed_ms": m.first_call_ms,
+                        "derived_ms": d.first_call_ms,
+                        "timed_compiles": m.compiles,
+                        "derived_compiles": d.compiles,
+                        "timed_autotune_ms": m.autotune_ms,
+                        "derived_autotune_ms": d.autotune_ms,
+                    }
+                    for m, d in zip(rep.cold.distribution, derived, strict=False)
+                ]
+        rows.append(row)
+    return rows
+
+
 _CXX_PROBE = """
 import json, sys, time
 t0 = time.perf_counter()
@@ -286,6 +339,26 @@ def render(results: dict[str, Any]) -> str:
                 f"| {r['op']} | {r['run']} | {round(r.get('build_and_load_ms', 0))} | {r['process_s']} | "
                 f"{(r.get('error') or '-')[:80]} |"
             )
+    if "distribution" in results:
+        lines += ["", "## Serving every shape once: timed as a pass, or derived", ""]
+        lines.append(
+            "| kernel | check s, timed pass | check s, derived | cold total ms, timed | derived, same process | derived, own run | compiles timed / derived |"
+        )
+        lines.append("|---|---|---|---|---|---|---|")
+        for r in results["distribution"]:
+            lines.append(
+                f"| {r['kernel']} | {r['measured_check_s']} | {r['derived_check_s']} | "
+                f"{r['measured_cold_total_ms']} | {r.get('same_process_derived_total_ms')} | "
+                f"{r['derived_cold_total_ms']} | {r['measured_distinct_compiles']} / "
+                f"{r['derived_distinct_compiles']} |"
+            )
+        for r in results["distribution"]:
+            lines += ["", f"{r['kernel']}, per shape (timed / derived ms, compiles):", ""]
+            lines += [
+                f"- {s['shape']}: {s['timed_ms']} / {s['derived_ms']} ms, "
+                f"{s['timed_compiles']} / {s['derived_compiles']}"
+                for s in r.get("shapes", [])
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -337,6 +410,9 @@ def main() -> int:
         save()
     if "cxx" in parts:
         results["cxx"] = part_cxx()
+        save()
+    if "distribution" in parts:
+        results["distribution"] = part_distribution(policy, scratch)
         save()
     print(render(results))
     return 0

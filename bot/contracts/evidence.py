@@ -130,6 +130,9 @@ class FirstCallEvidence(Frozen):
     autotune_ms: NonNegative | None = None
     distinct_keys: Count | None = None
     cold_total_ms: NonNegative | None = None  # serving the policy's shape distribution once, cold
+    # cold_total_ms derived from each shape's own cold first call (what an earlier shape compiled
+    # or tuned is not paid again), not timed as a pass of its own
+    cold_total_derived: bool = False
     over_budget_shapes: tuple[str, ...] = ()
     compile_only: bool = False  # measured on a CPU by compiling, not launching
     detail: str = ""

@@ -159,7 +159,8 @@ def _first_call_line(f: FirstCallEvidence) -> str:
     if f.distinct_keys is not None:
         parts.append(f"{plural(f.distinct_keys, 'autotune key')} over the served shapes")
     if f.cold_total_ms is not None:
-        parts.append(f"{f.cold_total_ms:.0f} ms to serve every shape once, cold")
+        how = " (from each shape's own first call)" if f.cold_total_derived else ""
+        parts.append(f"{f.cold_total_ms:.0f} ms to serve every shape once, cold{how}")
     if f.compile_only:
         parts.append("(compile only, on a CPU)")
     line = ", ".join(parts)

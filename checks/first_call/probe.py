@@ -53,7 +53,10 @@ def _one_call(case: dict, job: dict, torch: Any) -> dict[str, Any]:
 def _timed_call(case: dict, job: dict, torch: Any) -> dict[str, Any]:
     gpu = job["mode"] == "gpu"
     keys: list[str] = []
-    with compat.observe_compiles_and_autotuning() as (compiles, tunes):
+    with (
+        compat.observe_compiles_and_autotuning() as (compiles, tunes),
+        compat.observe_module_builds() as modules,
+    ):
         start = time.perf_counter()
         if gpu:
             case["fn"]()
@@ -89,6 +92,10 @@ def _timed_call(case: dict, job: dict, torch: Any) -> dict[str, Any]:
         "compiles": sum(not c.cache_hit for c in compiles),
         "cache_hits": sum(c.cache_hit for c in compiles),
         "compile_ms": round(sum(c.total_us for c in compiles) / 1000.0, 3),
+        # what each compile and C module cost, by what the variant or source is: the cost of
+        # serving the shapes in one process is derived from these (checks.first_call.measure)
+        "compiled": [[c.hash, round(c.total_us / 1000.0, 3)] for c in compiles if not c.cache_hit],
+        "modules": [[m.key, m.ms] for m in modules],
         "stage_ms": stages,
         "autotune_ms": _ms(sum(bench)) if bench else None,
         "autotune_keys": sorted({k for k in keys if k}),

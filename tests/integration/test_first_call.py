@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from checks.compiler.run import KernelSpec
-from checks.first_call.measure import FirstCallRun, ShapeFirstCall, judge, measure_first_call
+from checks.first_call.measure import (
+    FirstCallRun,
+    ShapeFirstCall,
+    derive_distribution,
+    judge,
+    measure_first_call,
+)
 from tests.cxx_standin import write_ext_repo
 from tests.paths import DATA
 
@@ -117,6 +123,75 @@ def test_compile_only_cold_then_warm(tmp_path: Path):
     )
     assert tight.verdict == "over-budget"
     assert tight.over_budget_shapes == tuple(s.shape for s in cold.standalone)
+
+
+def test_the_derived_distribution_compiles_what_a_measured_one_does(tmp_path: Path):
+    """Serving every shape once, timed as a pass of its own, against the same derived from the
+    shapes' own first calls: the same variants compiled at the same shapes, the same keys."""
+    spec = KernelSpec(
+        name="matmul",
+        bench="toykern.bench:matmul",
+        shapes=((256, 256, 256), (200, 200, 200), (256, 256, 256)),
+        dtypes=("float16",),
+    )
+    rep = measure_first_call(
+        KERNELS,
+        spec,
+        mode="compile-only",
+        deployment_kind="cli",
+        budget_ms=60_000.0,
+        target="sm_90",
+        workdir=tmp_path,
+        distribution="measured",
+    )
+    cold = rep.cold
+    assert not cold.distribution_derived and not rep.cold_total_derived
+    derived = derive_distribution(cold.standalone)
+    assert [s.compiles for s in cold.distribution] == [s.compiles for s in derived] == [2, 2, 0]
+    assert [{h for h, _ in s.compiled} for s in cold.distribution] == [
+        {h for h, _ in s.compiled} for s in derived
+    ]
+    assert all(len(h) == 64 for s in derived for h, _ in s.compiled)  # Triton's sha256 hashes
+    assert [s.autotune_keys for s in cold.distribution] == [s.autotune_keys for s in derived]
+    # the repeated shape pays none of its compiles again
+    assert derived[2].first_call_ms < cold.standalone[2].first_call_ms
+    assert derived[2].compile_ms == 0.0
+
+
+def test_deriving_the_distribution_pays_each_compile_launcher_and_key_once():
+    def shape(name, first, second, compiled, modules, keys, tune):
+        return ShapeFirstCall(
+            shape=name,
+            first_call_ms=first,
+            second_call_ms=second,
+            compiled=compiled,
+            compiles=len(compiled),
+            modules=modules,
+            autotune_keys=keys,
+            autotune_ms=tune,
+            configs_picked=("k: BLOCK=64",) if keys else (),
+        )
+
+    a = shape("a", 900.0, 1.0, (("h1", 300.0), ("h2", 300.0)), (("l1", 200.0),), ("k(1)",), 850.0)
+    # a new key, one variant shared with a, the same launcher
+    b = shape("b", 950.0, 1.0, (("h1", 300.0), ("h3", 300.0)), (("l1", 200.0),), ("k(2)",), 900.0)
+    # a's key again: a process that served a runs the kept config at once
+    c = shape("c", 880.0, 2.0, (("h1", 300.0), ("h2", 300.0)), (("l1", 200.0),), ("k(1)",), 840.0)
+    plain = shape("d", 50.0, 0.5, (("h9", 40.0),), (), (), None)  # no autotuner
+    failed = ShapeFirstCall(shape="e", error="RuntimeError: boom")
+    da, db, dc, dd, de = derive_distribution((a, b, c, plain, failed))
+    assert (da.first_call_ms, da.autotune_ms, da.compiles) == (900.0, 850.0, 2)
+    assert (db.first_call_ms, db.autotune_ms, db.compiles) == (450.0, 400.0, 1)
+    assert db.compiled == (("h3", 300.0),) and db.compile_ms == 300.0
+    assert (dc.first_call_ms, dc.autotune_ms, dc.compiles, dc.autotune_keys) == (
+        2.0,
+        None,
+        0,
+        ("k(1)",),
+    )
+    assert (dd.first_call_ms, dd.compiles) == (50.0, 1)
+    assert de.error and de.first_call_ms is None
+    assert all(s.configs_picked == () and s.standalone_ms is None for s in (da, db, dc, dd))
 
 
 @pytest.mark.slow

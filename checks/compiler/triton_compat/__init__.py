@@ -37,6 +37,7 @@ from checks.compiler.triton_compat._runtime import (
     find_kernels,
     forget_compiled,
     observe_compiles_and_autotuning,
+    observe_module_builds,
 )
 from checks.compiler.triton_compat._targets import (
     SUPPORTED_SERIES,
@@ -72,6 +73,7 @@ __all__ = [
     "live_config_label",
     "nvidia_tool",
     "observe_compiles_and_autotuning",
+    "observe_module_builds",
     "picked_label",
     "plain",
     "set_cache_dir",

@@ -24,6 +24,7 @@ class CompileEvent:
     cache_hit: bool
     total_us: int
     stage_us: list[tuple[str, int]]
+    hash: str = ""  # Triton's hash of the compiled variant: the same in every cache directory
 
 
 @dataclass
@@ -63,6 +64,7 @@ def observe_compiles_and_autotuning() -> Iterator[tuple[list[CompileEvent], list
                     if cache_hit
                     else [("ir", times.ir_initialization), *times.lowering_stages]
                 ),
+                hash=str(metadata.get("hash") or ""),
             )
         )
 
@@ -90,6 +92,59 @@ def observe_compiles_and_autotuning() -> Iterator[tuple[list[CompileEvent], list
     finally:
         knobs.compilation.listener = saved_listener
         autotuner.Autotuner.run = original_run
+
+
+@dataclass
+class ModuleBuild:
+    """A C module Triton built or loaded from its cache: a kernel's launcher, the driver's
+    utilities. Keyed by its source, as Triton's cache is."""
+
+    name: str
+    key: str
+    ms: float
+
+
+@contextlib.contextmanager
+def observe_module_builds() -> Iterator[list[ModuleBuild]]:
+    """Collect each C module the GPU drivers build (or load) while inside: a launcher is
+    compiled with the system's C compiler into the Triton cache, once per distinct source, and
+    Triton's compile listener does not see it."""
+    import hashlib
+    import importlib
+    import time
+
+    builds: list[ModuleBuild] = []
+    patched: list[tuple[Any, Any]] = []
+    for name in ("triton.backends.nvidia.driver", "triton.backends.amd.driver"):
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # a backend this Triton lacks, or cannot import here
+            continue
+        original = getattr(module, "compile_module_from_src", None)
+        if original is None:
+            continue
+
+        def timed(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            src = kwargs.get("src", args[0] if args else "")
+            start = time.perf_counter()
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                builds.append(
+                    ModuleBuild(
+                        name=str(kwargs.get("name", args[1] if len(args) > 1 else "")),
+                        key=hashlib.sha256(str(src).encode()).hexdigest()[:16],
+                        ms=round((time.perf_counter() - start) * 1000.0, 3),
+                    )
+                )
+
+        module.compile_module_from_src = timed
+        patched.append((module, original))
+    try:
+        yield builds
+    finally:
+        for module, original in patched:
+            module.compile_module_from_src = original
 
 
 def find_kernels(modules: list[Any]) -> list[Any]:
