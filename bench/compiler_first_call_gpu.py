@@ -163,25 +163,31 @@ def part_real(policy: dict, cross: dict[str, Any] | None, scratch: Path) -> dict
     return {"autotune_picks": picks, "variants": variants}
 
 
+def _first_call(policy: dict, spec: KernelSpec, mode: str, workdir: Path, **kw: Any) -> Any:
+    """``measure_first_call`` of a fixture kernel, judged by the fixture policy's deployment."""
+    dep = policy["deployment"]
+    return measure_first_call(
+        FIXTURE,
+        spec,
+        mode=mode,  # type: ignore[arg-type]
+        deployment_kind=dep.get("kind", "long-lived"),
+        budget_ms=dep.get("first_call_budget_ms"),
+        target=policy["nvidia_target"],
+        workdir=workdir,
+        **kw,
+    )
+
+
 def part_first_call(policy: dict, scratch: Path, with_compile_only: bool) -> list[dict[str, Any]]:
     import torch
 
-    dep = policy["deployment"]
     modes: tuple[str, ...] = ("gpu",) if torch.cuda.is_available() else ()
     if with_compile_only or not modes:
         modes += ("compile-only",)
     rows = []
     for spec in policy["specs"]:
         for mode in modes:
-            rep = measure_first_call(
-                FIXTURE,
-                spec,
-                mode=mode,
-                deployment_kind=dep.get("kind", "long-lived"),
-                budget_ms=dep.get("first_call_budget_ms"),
-                target=policy["nvidia_target"],
-                workdir=scratch / "first-call-caches" / mode,
-            )
+            rep = _first_call(policy, spec, mode, scratch / "first-call-caches" / mode)
             rows.append(rep.model_dump(mode="json"))
     return rows
 
@@ -191,23 +197,19 @@ def part_distribution(policy: dict, scratch: Path) -> list[dict[str, Any]]:
     pass against what ``derive_distribution`` makes of the same process's standalone pass."""
     import torch
 
-    dep = policy["deployment"]
     mode = "gpu" if torch.cuda.is_available() else "compile-only"
     rows = []
     for i, spec in enumerate(policy["specs"]):
         row: dict[str, Any] = {"kernel": spec.name, "mode": mode}
         for way in ("measured", "derived"):
             start = time.perf_counter()
-            rep = measure_first_call(
-                FIXTURE,
+            rep = _first_call(
+                policy,
                 spec,
-                mode=mode,
-                deployment_kind=dep.get("kind", "long-lived"),
-                budget_ms=dep.get("first_call_budget_ms"),
-                target=policy["nvidia_target"],
-                workdir=scratch / "distribution" / way,
+                mode,
+                scratch / "distribution" / way,
                 prime=i == 0 and way == "measured",
-                distribution=way,  # type: ignore[arg-type]
+                distribution=way,
             )
             row[f"{way}_check_s"] = round(time.perf_counter() - start, 2)
             row[f"{way}_cold_total_ms"] = rep.cold_total_ms

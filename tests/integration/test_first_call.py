@@ -4,6 +4,7 @@ on the CPU here; on the GPU where there is one)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,15 +83,16 @@ def test_a_failed_probe_is_not_measured():
     assert "no device" in rep.notes[0]
 
 
-@pytest.mark.slow
-def test_compile_only_cold_then_warm(tmp_path: Path):
+def _compile_only_matmul(tmp_path: Path, **kw: Any):
+    """The toy matmul's first call compiled for sm_90: two autotune configs; 200 is not a
+    multiple of 16, so it is a specialization of its own, and the third shape repeats the first."""
     spec = KernelSpec(
         name="matmul",
         bench="toykern.bench:matmul",
         shapes=((256, 256, 256), (200, 200, 200), (256, 256, 256)),
         dtypes=("float16",),
     )
-    rep = measure_first_call(
+    return measure_first_call(
         KERNELS,
         spec,
         mode="compile-only",
@@ -98,7 +100,13 @@ def test_compile_only_cold_then_warm(tmp_path: Path):
         budget_ms=60_000.0,
         target="sm_90",
         workdir=tmp_path,
+        **kw,
     )
+
+
+@pytest.mark.slow
+def test_compile_only_cold_then_warm(tmp_path: Path):
+    rep = _compile_only_matmul(tmp_path)
     assert rep.verdict == "within-budget", rep.notes
     cold, warm = rep.cold, rep.warm
     assert cold.import_torch_ms > 0 and cold.import_entry_ms > 0 and cold.context_ms == 0
@@ -125,25 +133,11 @@ def test_compile_only_cold_then_warm(tmp_path: Path):
     assert tight.over_budget_shapes == tuple(s.shape for s in cold.standalone)
 
 
+@pytest.mark.slow
 def test_the_derived_distribution_compiles_what_a_measured_one_does(tmp_path: Path):
     """Serving every shape once, timed as a pass of its own, against the same derived from the
     shapes' own first calls: the same variants compiled at the same shapes, the same keys."""
-    spec = KernelSpec(
-        name="matmul",
-        bench="toykern.bench:matmul",
-        shapes=((256, 256, 256), (200, 200, 200), (256, 256, 256)),
-        dtypes=("float16",),
-    )
-    rep = measure_first_call(
-        KERNELS,
-        spec,
-        mode="compile-only",
-        deployment_kind="cli",
-        budget_ms=60_000.0,
-        target="sm_90",
-        workdir=tmp_path,
-        distribution="measured",
-    )
+    rep = _compile_only_matmul(tmp_path, distribution="measured")
     cold = rep.cold
     assert not cold.distribution_derived and not rep.cold_total_derived
     derived = derive_distribution(cold.standalone)
