@@ -182,10 +182,8 @@ class PairRunner:
             return
         try:
             data, was_cached = (cached, True) if cached else (self.base.ceilings(), False)
-        except WorkerFailure as f:
+        except WorkerFailure as f:  # after the last case: nothing is left to restart it for
             self.notes.append(f"ceilings not measured on GPU {self.gpu_index}: {f.message}")
-            if f.needs_restart:
-                self.base.restart()
             return
         if not was_cached:
             ceilings_cache.store_cached(self._ceilings_dir(), env, data)
@@ -197,9 +195,11 @@ class PairRunner:
         )
 
     def measure_ceilings(self) -> None:
-        """After the last case: measure the ceilings the cache did not have (see ``_ceilings``)."""
-        with timed(self.startup_s, "ceilings"):
-            self._ceilings(cached_only=False)
+        """After the last case: measure the ceilings the cache did not have (see ``_ceilings``),
+        unless the base worker is gone (a failure that ended the sweep on this GPU)."""
+        if self.base.alive():
+            with timed(self.startup_s, "ceilings"):
+                self._ceilings(cached_only=False)
 
     def close(self) -> None:
         in_parallel([w.close for w in self.workers])
