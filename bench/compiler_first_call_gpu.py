@@ -279,7 +279,8 @@ def part_cxx() -> list[dict[str, Any]]:
 
 
 def render(results: dict[str, Any]) -> str:
-    lines = [f"# Compiler report and first-call cost on {results['env'].get('gpu')}", ""]
+    where = results["env"].get("gpu") or f"a CPU ({results['env'].get('cpus')} cores, compile-only)"
+    lines = [f"# Compiler report and first-call cost on {where}", ""]
     lines.append(
         f"torch {results['env']['torch']}, Triton {results['env']['triton']}, {results['env']['when']}"
     )
