@@ -67,9 +67,17 @@ def standin_sweep(tmp_path_factory: pytest.TempPathFactory):
         "segfault",
         "slow",
     ]
+    # The one sane kernel is judged at 2x: on a 2-core VM one process runs the same numpy loop
+    # up to 1.4x (once 2.4x) slower than another for as long as it lives (the medians of ten
+    # processes ranged 22.9-30.6 us), and with CPU timing each side is one process; at 25%
+    # identical code read SLOWER in 1 run of about 12. The slow one does three times the work.
     cases = [
         Case(
-            kernel=n, bench=f"standin_kernels:{n}", dims=(50_000,), dtype="float32", tolerance=0.25
+            kernel=n,
+            bench=f"standin_kernels:{n}",
+            dims=(50_000,),
+            dtype="float32",
+            tolerance=1.0 if n == "axpy" else 0.25,
         )
         for n in names
     ]
@@ -383,7 +391,7 @@ def test_evidence_for_the_review(standin_sweep) -> None:
     assert verdicts["slow"] == "SLOWER" and verdicts["cuda_fault"] == "CRASHED"
     assert ev.worst is not None and ev.worst.kernel == "slow"
     assert "exited with code 7" in next(s.detail for s in ev.shapes if s.kernel == "crash")
-    assert ev.tolerance_note == "25%"
+    assert ev.tolerance_note == "25% (axpy 100%)"  # the sane stand-in is judged at 2x
 
 
 NUMPY_BENCH = """
