@@ -54,6 +54,9 @@ class MeasureContext:
     # checks that need no GPU run in threads of their own (checks.measure): a worktree or an
     # environment is made once, by whichever asks first, while the other waits for it
     _making: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    # interpreters whose files a process of this job has already read from disk (the sweep's
+    # workers import torch and Triton): a first-call check needs no priming process for them
+    read_pythons: set[str] = field(default_factory=set)
 
     @classmethod
     @contextlib.contextmanager

@@ -67,6 +67,8 @@ class Sweep:
             )
         except KernelReviewError as exc:
             return Evidence(not_run=(NotRun(check="sweep", vendor=ctx.vendor, reason=exc.message),))
+        if result.envs:  # its workers started: each side's interpreter has read its files
+            ctx.read_pythons.update(str(p) for p in pythons)
         if ctx.details_dir is not None:
             i, n = ctx.shard
             dump_results(result, ctx.details_dir / f"sweep-{ctx.vendor}-{i}of{n}.json")
@@ -94,7 +96,8 @@ class FirstCall:
         assert deployment is not None  # applies() says so
         sides: tuple[Side, ...] = ("base", "head") if ctx.toolchains_differ() else ("head",)
         found, not_run = [], []
-        primed: set[str] = set()  # interpreters whose files a priming process has read
+        # interpreters whose files a process has read (a priming one, or the sweep's workers)
+        primed: set[str] = set(ctx.read_pythons)
         for side in sides:
             try:
                 tree, python = ctx.tree(side), ctx.environment(side).python

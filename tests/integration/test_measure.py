@@ -90,6 +90,39 @@ def test_measure_plan_reports_what_ran_and_why_the_rest_did_not(tmp_path: Path) 
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
 
 
+def test_the_first_call_primes_no_interpreter_the_sweep_workers_already_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A priming process only reads torch's and Triton's files before the cold run; once the
+    sweep's workers of the same job have read them under the same interpreter, it is skipped
+    (on the H200 about 2.5 s a job). Without a sweep the first kernel's run is still primed."""
+    import checks.first_call.measure as first_call_measure
+    from bot.errors import KernelReviewError
+
+    repo, sha = _repo(tmp_path)
+    primes: list[bool] = []
+
+    def recorded(tree: Path, spec: Any, **kw: Any) -> Any:
+        primes.append(kw["prime"])
+        raise KernelReviewError("recorded, not measured")
+
+    monkeypatch.setattr(first_call_measure, "measure_first_call", recorded)
+    opts = SweepOptions(
+        device="cpu",
+        protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=8, warmup_rounds=1),
+        timeouts=Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5),
+    )  # fmt: skip
+    ev = measure_plan(_plan(sha, ("first_call",)), vendor="nvidia", repo_root=repo)
+    assert primes == [True]
+    assert [n.reason for n in ev.not_run] == ["double: recorded, not measured"]
+    primes.clear()
+    ev = measure_plan(
+        _plan(sha, ("sweep", "first_call")), vendor="nvidia", repo_root=repo, sweep_options=opts
+    )
+    assert ev.sweeps[0].shapes[0].verdict in ("SAME", "INCONCLUSIVE")
+    assert primes == [False]
+
+
 class _Accuracy:
     """A check the registry did not know: its evidence must reach the result unedited."""
 
