@@ -367,14 +367,21 @@ class WorkerClient:
         return self.call("finish", timeout=self.spec.timeouts.finish_s, recheck=recheck)
 
     def warmup(
-        self, *, min_s: float = 0.5, max_s: float = 5.0, clock_fraction: float = 0.85
+        self,
+        *,
+        min_s: float = 0.5,
+        max_s: float = 5.0,
+        clock_fraction: float = 0.85,
+        unless_up: bool = False,
     ) -> dict[str, Any]:
+        """Burn until the SM clock is up; with ``unless_up``, not at all when it already is."""
         return self.call(
             "warmup",
             timeout=self.spec.timeouts.warmup_s + max_s,
             min_s=min_s,
             max_s=max_s,
             clock_fraction=clock_fraction,
+            unless_up=unless_up,
         )
 
     def env_info(self) -> dict[str, Any]:

@@ -310,6 +310,10 @@ class Worker:
         return result
 
     def op_warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Keep the GPU busy until its SM clock holds at ``clock_fraction`` of its maximum
+        (three readings in a row, at least ``min_s``). With ``unless_up``, nothing is burnt
+        when the clock already reads up: the work before (an autotuner's benchmarks) kept it
+        there."""
         if self.device == "cpu":
             return {"seconds": 0.0, "reached": True, "sm_clock_mhz": None}
         torch = self._torch()
@@ -317,11 +321,19 @@ class Worker:
         good, reading = 0, None
         min_s, max_s = float(msg.get("min_s", 0.5)), float(msg.get("max_s", 5.0))
         frac = float(msg.get("clock_fraction", 0.85))
+        if msg.get("unless_up") and self.nvml:
+            reading = self.nvml.read()
+            if clock_up(reading, frac):
+                return {
+                    "seconds": time.perf_counter() - t0,
+                    "reached": True,
+                    "skipped": True,
+                    "sm_clock_mhz": reading.get("sm_clock_mhz"),
+                }
         while time.perf_counter() - t0 < max_s:
             timing.burn(torch, "cuda", 0.05)
             reading = self.nvml.read() if self.nvml else None
-            mx = reading and reading.get("max_sm_clock_mhz")
-            up = reading is None or not mx or (reading.get("sm_clock_mhz") or 0) >= frac * mx
+            up = reading is None or clock_up(reading, frac) is not False
             good = good + 1 if up else 0
             if good >= 3 and time.perf_counter() - t0 >= min_s:
                 break
@@ -345,6 +357,15 @@ class Worker:
         if self.torch is not None and self.device != "cpu":
             self.torch.cuda.synchronize()
             self.torch.cuda.empty_cache()
+
+
+def clock_up(reading: dict[str, Any] | None, fraction: float) -> bool | None:
+    """Whether an NVML reading has the SM clock at ``fraction`` of its maximum or above; None
+    when the reading cannot tell (no reading, no maximum)."""
+    top = reading.get("max_sm_clock_mhz") if reading else None
+    if not reading or not top:
+        return None
+    return (reading.get("sm_clock_mhz") or 0) >= fraction * top
 
 
 def _given(value: Any) -> float | None:

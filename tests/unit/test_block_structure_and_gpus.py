@@ -64,3 +64,43 @@ def test_amd_gpu_targets_come_from_the_kfd_topology(
     names = [gpus.gpu_target_name(g, topology=nodes) for g in ("0", "1", "2", "3")]
     assert names == ["gfx942", "gfx90a", "gfx1100", None]
     assert gpus.gpu_target_name(None, topology=tmp_path / "absent") is None
+
+
+def test_the_clock_is_up_at_the_fraction_of_its_maximum_and_unknown_without_a_reading() -> None:
+    from checks.worker.main import clock_up
+
+    assert clock_up({"sm_clock_mhz": 1980, "max_sm_clock_mhz": 1980}, 0.85) is True
+    assert clock_up({"sm_clock_mhz": 1683, "max_sm_clock_mhz": 1980}, 0.85) is True
+    assert clock_up({"sm_clock_mhz": 345, "max_sm_clock_mhz": 1980}, 0.85) is False
+    assert clock_up({"sm_clock_mhz": None, "max_sm_clock_mhz": 1980}, 0.85) is False
+    assert clock_up({"sm_clock_mhz": 1980}, 0.85) is None
+    assert clock_up(None, 0.85) is None
+
+
+class _Clock:
+    """An NVML reading, as the worker's telemetry gives it."""
+
+    def __init__(self, mhz: float) -> None:
+        self.mhz = mhz
+
+    def read(self) -> dict:
+        return {"sm_clock_mhz": self.mhz, "max_sm_clock_mhz": 1980.0}
+
+
+def test_a_re_warm_unless_up_burns_nothing_while_the_clock_reads_up() -> None:
+    """After a check whose autotuner ran to its end the clock is up: no burn (it would need the
+    GPU, which this machine lacks, so reaching it fails); at the idle clock it does burn."""
+    from checks.worker.main import Worker
+
+    worker = Worker("/nonexistent", "cuda", "base")
+    worker.torch = object()  # no CUDA here: any burn would fail on it
+    worker.nvml = _Clock(1980.0)
+    answer = worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})
+    assert answer["skipped"] is True and answer["reached"] is True
+    assert answer["sm_clock_mhz"] == 1980.0
+    worker.nvml = _Clock(345.0)
+    with pytest.raises(AttributeError):
+        worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})
+    worker.nvml = _Clock(1980.0)
+    with pytest.raises(AttributeError):  # without unless_up the warm-up always burns
+        worker.op_warmup({"min_s": 0.1, "max_s": 2.0})
