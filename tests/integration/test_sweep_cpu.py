@@ -17,7 +17,7 @@ from bot.cli import main
 from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
 from bot.policy.load import load_policy
 from checks.context import MeasureContext
-from checks.sweep.cli import default_branch, planned_kernels
+from checks.sweep.cli import default_branch, planned_kernels, time_line
 from checks.sweep.evidence import sweep_for_plan, to_evidence
 from checks.sweep.models import dump_results, load_results, parse_results
 from checks.sweep.protocol import ProtocolConfig
@@ -313,6 +313,14 @@ def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixt
     assert shift.verdict != "SLOWER", (shift.ratio, shift.ci_low, shift.ci_high)
     assert result.summary.small is not None and result.summary.ragged is not None
     assert "[6/6]" in captured.err
+    # where the held time went, summed from the cases' phases and the start-up's steps
+    where = time_line(result)
+    assert where is not None and where in captured.out
+    rounds = sum(c.phase_s["rounds"] for c in result.cases)
+    longest = max(result.cases, key=lambda c: c.phase_s["check"])
+    assert f"timing {rounds:.1f} s" in where
+    assert f"longest {longest.phase_s['check']:.1f} s, {longest.kernel} " in where
+    assert time_line(result.model_copy(update={"cases": ()})) is None
     # the worktrees are gone again
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
 
