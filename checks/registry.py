@@ -49,6 +49,7 @@ class Sweep:
     def run(self, ctx: MeasureContext) -> Evidence:
         from checks.sweep.evidence import sweep_for_plan, to_evidence
         from checks.sweep.models import dump_results
+        from checks.sweep.summary import time_line
 
         try:
             limits = ctx.limits
@@ -69,6 +70,9 @@ class Sweep:
             return Evidence(not_run=(NotRun(check="sweep", vendor=ctx.vendor, reason=exc.message),))
         if result.envs:  # its workers started: each side's interpreter has read its files
             ctx.read_pythons.update(str(p) for p in pythons)
+        where = time_line(result)
+        if where:  # the job's log says where the sweep's time went, as `bench` does
+            ctx.progress(f"sweep {where}")
         if ctx.details_dir is not None:
             i, n = ctx.shard
             dump_results(result, ctx.details_dir / f"sweep-{ctx.vendor}-{i}of{n}.json")

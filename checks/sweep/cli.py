@@ -431,6 +431,8 @@ def format_table(result: SweepResult) -> str:
             f"worst: {w.kernel} {w.dtype} {'x'.join(map(str, w.shape))} {speed(w.ratio)} ({_interval(w.ci_low, w.ci_high)})"
         )
     lines.append(cost_line(result))
+    from checks.sweep.summary import time_line
+
     where = time_line(result)
     if where:
         lines.append(where)
@@ -451,35 +453,3 @@ def cost_line(result: SweepResult) -> str:
         f"cost: {held:.1f} GPU-s held from the start for {verdicts} verdicts{each} "
         f"({result.gpu_seconds:.1f} s in the cases themselves){first}"
     )
-
-
-SET_UP_PHASES = ("prepare", "estimate", "configure", "rewarm", "finish")
-
-
-def time_line(result: SweepResult) -> str | None:
-    """Where the held time went, from the start-up's steps and each case's phases: most of a
-    sweep of autotuned or freshly built kernels is the checkouts' own first calls (compiling,
-    autotuning, building an extension), not the timing. None when no case recorded phases."""
-    timed = [c for c in result.cases if c.phase_s]
-    if not timed:
-        return None
-
-    def total(*phases: str) -> float:
-        return sum(c.phase_s.get(p, 0.0) for c in timed for p in phases)
-
-    startup = result.startup_s
-    build = startup.get("setup", 0.0)
-    start = sum(v for k, v in startup.items() if k != "setup")
-    longest = max(timed, key=lambda c: c.phase_s.get("check", 0.0))
-    worst = longest.phase_s.get("check", 0.0)
-    where = [f"start-up {start:.1f} s"]
-    if build >= 0.05:
-        where.append(f"the build step {build:.1f} s")
-    where.append(
-        f"checks {total('check'):.1f} s (correctness and each case's first call: the "
-        f"checkouts' own compiling, autotuning, building; longest {worst:.1f} s, "
-        f"{longest.kernel} {longest.dtype} {'x'.join(map(str, longest.shape))})"
-    )
-    where.append(f"timing {total('rounds'):.1f} s")
-    where.append(f"each case's set-up {total(*SET_UP_PHASES):.1f} s")
-    return "where: " + ", ".join(where)

@@ -116,11 +116,15 @@ def test_the_first_call_primes_no_interpreter_the_sweep_workers_already_read(
     assert primes == [True]
     assert [n.reason for n in ev.not_run] == ["double: recorded, not measured"]
     primes.clear()
+    lines: list[str] = []
     ev = measure_plan(
-        _plan(sha, ("sweep", "first_call")), vendor="nvidia", repo_root=repo, sweep_options=opts
-    )
+        _plan(sha, ("sweep", "first_call")), vendor="nvidia", repo_root=repo,
+        sweep_options=opts, progress=lines.append,
+    )  # fmt: skip
     assert ev.sweeps[0].shapes[0].verdict in ("SAME", "INCONCLUSIVE")
     assert primes == [False]
+    # the job's log says where the sweep's time went, as `kernel-review bench` does
+    assert any(line.startswith("sweep where: start-up ") for line in lines), lines
 
 
 class _Accuracy:

@@ -17,13 +17,13 @@ from bot.cli import main
 from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
 from bot.policy.load import load_policy
 from checks.context import MeasureContext
-from checks.sweep.cli import default_branch, planned_kernels, time_line
+from checks.sweep.cli import default_branch, planned_kernels
 from checks.sweep.evidence import sweep_for_plan, to_evidence
 from checks.sweep.models import dump_results, load_results, parse_results
 from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case, plan_cases
-from checks.sweep.summary import merge, recompute
+from checks.sweep.summary import merge, recompute, time_line
 from checks.sweep.workers import Timeouts
 from checks.worker.profiling import PROFILE_ENV
 from checks.worker.timing import SLOT_BIAS_ENV
