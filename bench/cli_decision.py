@@ -661,6 +661,9 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         # each check's own time, from the job's timed log (checks a limit stopped are missing)
         "fixture_measure_job_checks_s": _checks_s(job.get("run_md")),
         "fixture_measure_job_in_turn_checks_s": _checks_s(in_turn.get("run_md")),
+        # sweep cases that took over 10 s: the fixture's C++ extensions built inside the job
+        # (none when a runner that ran the job before kept them)
+        "fixture_measure_job_builds_s": _slow_cases_s(job.get("run_md")),
         "skipped": [*p1.get("skipped", []), *p2.get("skipped", []), *p3.get("skipped", [])],
         "parts": sorted(parts),
     }
@@ -672,6 +675,15 @@ def _checks_s(run_md: str | None) -> dict[str, float]:
         m.group(1): float(m.group(2))
         for m in re.finditer(r"\] (\w+): done in ([0-9.]+) s", run_md or "")
     }
+
+
+def _slow_cases_s(run_md: str | None, over: float = 10.0) -> float | None:
+    """The seconds of the sweep's cases that took over ``over`` s, from the job's case lines
+    (``[ 1/52] ...: VERDICT head/base R (N rounds, MODE, S s)``); None without a log."""
+    if not run_md:
+        return None
+    times = [float(m.group(1)) for m in re.finditer(r"\] \[\s*\d+/\d+\] .*, ([0-9.]+) s\)", run_md)]
+    return round(sum(t for t in times if t > over), 1)
 
 
 def _realised(cases: list[dict[str, Any]], tolerance: float) -> str | None:
@@ -747,6 +759,7 @@ def _job_rows(s: dict[str, Any]) -> list[str]:
         "| fixture measure job (sweep, first call, compiler report beside them) | "
         + _job_time(s["fixture_measure_job_s"], s.get("fixture_measure_job_limit_s"))
         + _check_times(s.get("fixture_measure_job_checks_s"))
+        + _builds(s.get("fixture_measure_job_builds_s"))
         + " |",
         "| the same job with every check in its turn | "
         + _job_time(
@@ -755,6 +768,14 @@ def _job_rows(s: dict[str, Any]) -> list[str]:
         + _check_times(s.get("fixture_measure_job_in_turn_checks_s"))
         + " |",
     ]
+
+
+def _builds(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds == 0:
+        return "; the fixture's C++ extensions built before the job"
+    return f"; {seconds:.0f} s of it sweep cases that built the fixture's C++ extensions"
 
 
 def _check_times(checks: dict[str, float] | None) -> str:

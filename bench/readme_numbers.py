@@ -54,6 +54,13 @@ def _split(s: dict[str, Any]) -> str:
     text = " then ".join(f"{k.replace('_', ' ')} {v:.0f} s" for k, v in checks.items())
     if beside is not None:
         text += f"; the compiler report's {beside:.0f} s beside them"
+    builds = s.get("fixture_measure_job_builds_s")
+    if builds == 0:
+        text += (
+            "; the fixture's C++ extensions built before the job, as a runner that ran it has them"
+        )
+    elif builds:
+        text += f"; {builds:.0f} s of it the fixture's own C++ builds"
     return f" ({text})"
 
 

@@ -86,3 +86,22 @@ def test_the_recorded_h200_folder_gives_the_committed_results() -> None:
     s = {**summarize(parts, committed["meta"]), "files": files}
     assert s == committed
     assert markdown(s) == (RECORDED / "results.md").read_text()
+
+
+def test_the_sweep_cases_that_built_the_fixtures_extensions_are_counted_from_the_log() -> None:
+    """A case over 10 s in the job's log is the fixture's C++ build inside the sweep; a job whose
+    runner had them built says so, and a job without a log says nothing."""
+    from cli_decision import _builds, _slow_cases_s
+
+    log = (
+        "    [   45.9 s] [ 1/52] vector_add float32 4096: SLOWER head/base 1.057 (8 rounds, graph, 38.9 s)\n"
+        "    [   46.2 s] [ 2/52] vector_add bfloat16 4096: SAME head/base 1.013 (8 rounds, graph, 0.3 s)\n"
+        "    [   82.4 s] [17/52] softmax float32 1x781: SAME head/base 1.047 (18 rounds, graph, 28.7 s)\n"
+        "    [  123.2 s] [47/52] matmul bfloat16 8191x1021x8191: SLOWER head/base 1.109 (8 rounds, eager, 2.9 s)\n"
+    )
+    assert _slow_cases_s(log) == 67.6
+    assert _slow_cases_s(log.replace("38.9 s", "2.2 s").replace("28.7 s", "0.3 s")) == 0
+    assert _slow_cases_s(None) is None
+    assert "68 s of it sweep cases that built" in _builds(67.6)
+    assert _builds(0) == "; the fixture's C++ extensions built before the job"
+    assert _builds(None) == ""
