@@ -1,6 +1,9 @@
 """The helper program's side of ``checks.job_process.run_job``: read the job file, run it, and
 write the answer to the job's ``out`` (or ``{"fatal": ..., "traceback": ...}`` when it raised).
-Standard library only, so a helper pays nothing for it before it measures anything."""
+Standard library only, so a helper pays nothing for it before it measures anything.
+
+A helper program ends with ``run_and_exit``: once the answer is written, the process ends at
+once (``checks.worker.exiting``)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ import json
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+from checks.worker.exiting import end_now
 
 
 def short_error(exc: BaseException, *, lines: int = 3, limit: int = 600) -> str:
@@ -27,3 +32,8 @@ def main(argv: list[str], run: Callable[[dict[str, Any]], dict[str, Any]]) -> in
         result = {"fatal": short_error(exc), "traceback": traceback.format_exc()[-4000:]}
     Path(job["out"]).write_text(json.dumps(result))
     return 0
+
+
+def run_and_exit(argv: list[str], run: Callable[[dict[str, Any]], dict[str, Any]]) -> NoReturn:
+    """``main``, then ``end_now``: what a helper program's ``__main__`` does."""
+    end_now(main(argv, run))

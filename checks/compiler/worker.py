@@ -270,4 +270,4 @@ def run_job(job: dict) -> dict:
 
 
 if __name__ == "__main__":
-    raise SystemExit(job_child.main(sys.argv[1:], run_job))
+    job_child.run_and_exit(sys.argv[1:], run_job)

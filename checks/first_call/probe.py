@@ -186,4 +186,4 @@ def _entry_case(entry: Any, shape: list[int], dtype: str, device: str, job: dict
 
 
 if __name__ == "__main__":
-    raise SystemExit(job_child.main(sys.argv[1:], run_job))
+    job_child.run_and_exit(sys.argv[1:], run_job)

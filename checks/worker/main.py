@@ -55,6 +55,7 @@ bench_capture = _sibling("bench_capture")
 profiling = _sibling("profiling")
 exclusive = _sibling("exclusive")
 autotune_picks = _sibling("autotune_picks")
+exiting = _sibling("exiting")
 classify = failures.classify
 
 
@@ -469,4 +470,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exiting.end_now(main())  # answered quit: nothing is left to tear down

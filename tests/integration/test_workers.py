@@ -240,3 +240,35 @@ def test_base_and_head_never_share_a_cxx_extension_build(
     for side, got in zip(("base", "head"), checks, strict=True):
         assert got["correct"], (side, got["message"])
     assert not (tmp_path / "runner-wide").exists()
+
+
+def test_a_worker_ends_at_once_after_quit_and_runs_no_atexit_handler(tmp_path: Path) -> None:
+    """A closed worker ends right after answering ``quit``: no interpreter teardown (0.6 s with
+    torch and Triton loaded on this machine), so an ``atexit`` handler its checkout registered
+    does not run; its log keeps what the checkout printed."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    marker = tmp_path / "atexit-ran"
+    (root / "exitbench.py").write_text(
+        "import atexit, pathlib\n"
+        "import numpy as np\n"
+        f"atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('ran'))\n"
+        "print('imported exitbench', flush=True)\n"
+        "def entry(shape, dtype, *, device='cpu', seed=0):\n"
+        "    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)\n"
+        "    return {'fn': lambda: x + 1, 'reference': lambda: x + 1,\n"
+        "            'bytes_moved': 2 * x.nbytes, 'flops': x.size}\n"
+    )
+    client = WorkerClient(
+        WorkerSpec(side="base", root=root, device="cpu", work_dir=tmp_path, timeouts=FAST)  # type: ignore[arg-type]
+    )
+    client.start()
+    try:
+        assert client.check(["exitbench:entry"], SHAPE, "float32", seed=0)["correct"]
+        proc = client.proc
+        assert proc is not None
+    finally:
+        client.close()
+    assert proc.returncode == 0
+    assert not marker.exists()
+    assert "imported exitbench" in client.log_tail()

@@ -30,3 +30,43 @@ def test_an_error_becomes_a_fatal_answer_with_its_traceback(tmp_path: Path) -> N
     assert (
         short_error(ValueError("x" * 900), lines=1, limit=300) == ("ValueError: " + "x" * 900)[:300]
     )
+
+
+def test_a_helper_program_ends_once_its_answer_is_written(tmp_path: Path) -> None:
+    """``run_and_exit`` writes the answer, flushes what the job printed and ends the process
+    there: no interpreter teardown, so no ``atexit`` handler runs (the measured code's either)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from tests.paths import ROOT
+
+    marker = tmp_path / "atexit-ran"
+    program = tmp_path / "helper.py"
+    program.write_text(
+        textwrap.dedent(
+            f"""
+            import atexit, pathlib, sys
+            from checks.job_child import run_and_exit
+
+            def run(job):
+                atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text("ran"))
+                sys.stdout.write("said before the answer")
+                return {{"twice": job["x"] * 2}}
+
+            run_and_exit(sys.argv[1:], run)
+            print("never reached")
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(program), str(_job(tmp_path))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out.json").read_text()) == {"twice": 4}
+    assert done.stdout == "said before the answer"
+    assert not marker.exists()
