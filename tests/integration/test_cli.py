@@ -42,3 +42,38 @@ def test_sigterm_unwinds_with_the_conventional_exit_code(tmp_path: Path) -> None
     out, _ = proc.communicate(timeout=20)
     assert "cleaned up" in out
     assert proc.returncode == 128 + signal.SIGTERM
+
+
+def test_every_command_is_named_once_with_the_module_that_adds_it() -> None:
+    """``COMMANDS`` lists exactly what the modules register, in ``--help``'s order, and a
+    command line that names one builds a parser of that command alone."""
+    from bot.cli import COMMANDS, build_parser, named_command
+
+    def commands(parser) -> list[str]:
+        sub = next(a for a in parser._actions if a.dest == "command")
+        return list(sub.choices)
+
+    assert commands(build_parser()) == list(COMMANDS)
+    for name in COMMANDS:
+        assert name in commands(build_parser(name))
+    assert commands(build_parser("bench")) == ["bench"]
+    assert commands(build_parser("no-such")) == list(COMMANDS)  # argparse lists the choices
+    assert named_command(["--debug", "bench", "--repo", "."]) == "bench"
+    assert named_command(["--version"]) is None
+
+
+def test_bench_starts_without_the_github_side() -> None:
+    """`kernel-review bench` imports neither PyGithub nor requests (nor torch: its workers do)."""
+    code = (
+        "import sys\n"
+        "from bot.cli import main\n"
+        "try:\n"
+        "    main(['bench', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted({'github', 'requests', 'torch', 'bot.app'} & set(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]"
