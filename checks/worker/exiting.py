@@ -3,7 +3,9 @@
 A process that imported torch and Triton (and made a GPU context) spends 0.6 s of interpreter
 teardown on a 2-core CPU after its last line of Python (``bench/results/cpu/helper_exit.txt``),
 and whoever started it waits for that. Once the answer has been written nothing of it is needed:
-the worker after ``quit``, a helper program after its job's ``out``.
+the worker after ``quit``, a helper program after its job's ``out``. Not a process a profiler
+runs (``checks.compiler.profile.driver``): a profiler's collector inside it may write its data
+at the process's exit, which ``os._exit`` would skip.
 """
 
 from __future__ import annotations

@@ -65,4 +65,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    # a normal exit, not ``checks.worker.exiting.end_now``: the profiler's collector in this
+    # process may write its data at exit
     raise SystemExit(main(sys.argv[1:]))
