@@ -12,16 +12,17 @@ wall, before the GPU's first use.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from side_by_side import alternate, record  # noqa: E402
+
 WAYS = {
     "one module": [sys.executable, "-m", "bot", "bench", "--help"],
     "every module": [
@@ -46,25 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write the record here (default: print it)")
     ap.add_argument("--repeats", type=int, default=7)
     args = ap.parse_args(argv)
-    times: dict[str, list[float]] = {way: [] for way in WAYS}
-    for i in range(args.repeats):
-        for way in list(WAYS) if i % 2 == 0 else list(WAYS)[::-1]:
-            times[way].append(one(WAYS[way]))
-    rows = [
-        f"# {Path(__file__).name}: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
-        f"# {platform.node()} {platform.machine()}, {len(os.sched_getaffinity(0))} cores; "
-        f"Python {platform.python_version()}",
-        "# seconds from a fresh process's start to its exit, `bench --help`, alternating order",
-    ]
-    for way, got in times.items():
-        rows.append(
-            f"{way:<13} median {statistics.median(got):.3f} s  " + " ".join(f"{t:.3f}" for t in got)
-        )
-    text = "\n".join(rows) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    print(text, end="")
+    times = alternate({way: lambda w=way: one(WAYS[w]) for way in WAYS}, args.repeats)
+    what = "seconds from a fresh process's start to its exit, `bench --help`"
+    record(__file__, f"Python {platform.python_version()}", what, times, args.out)
     return 0
 
 

@@ -13,10 +13,8 @@ alternating order, ``--repeats`` times each, in this one call.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,6 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from side_by_side import alternate, record  # noqa: E402
 
 CHILD = """
 import sys, torch, triton, triton.language as tl
@@ -71,31 +72,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write the record here (default: print it)")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
-    times: dict[str, list[float]] = {"teardown": [], "end_now": []}
     with tempfile.TemporaryDirectory(prefix="helper-exit-") as tmp:
-        for i in range(args.repeats):
-            order = ("teardown", "end_now") if i % 2 == 0 else ("end_now", "teardown")
-            for way in order:
-                times[way].append(one(way, Path(tmp)))
+        work = Path(tmp)
+        ways = {way: lambda w=way: one(w, work) for way in ("teardown", "end_now")}
+        times = alternate(ways, args.repeats)
     import torch
     import triton
 
-    rows = [
-        f"# {Path(__file__).name}: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
-        f"# {platform.node()} {platform.processor() or platform.machine()}, "
-        f"{len(os.sched_getaffinity(0))} cores; Python {platform.python_version()}, "
-        f"torch {torch.__version__}, Triton {triton.__version__}",
-        "# seconds from the child's last line of work to its exit, alternating order",
-    ]
-    for way, got in times.items():
-        rows.append(
-            f"{way:<9} median {statistics.median(got):.3f} s  " + " ".join(f"{t:.3f}" for t in got)
-        )
-    text = "\n".join(rows) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    print(text, end="")
+    versions = f"Python {platform.python_version()}, torch {torch.__version__}, Triton {triton.__version__}"
+    what = "seconds from the child's last line of work to its exit"
+    record(__file__, versions, what, times, args.out)
     return 0
 
 

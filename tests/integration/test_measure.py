@@ -49,6 +49,14 @@ shapes = [[20000]]
 """
 
 
+# a short CPU sweep: plumbing, labelled CPU timing
+CPU_SWEEP = SweepOptions(
+    device="cpu",
+    protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=8, warmup_rounds=1),
+    timeouts=Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5),
+)
+
+
 def _repo(tmp_path: Path) -> tuple[Path, str]:
     repo = gitutil.init_repo(tmp_path / "repo")
     (repo / "ops.py").write_text(textwrap.dedent(BENCH))
@@ -64,16 +72,9 @@ def test_measure_plan_reports_what_ran_and_why_the_rest_did_not(tmp_path: Path) 
         kernels=(PlannedKernel(name="double", bench="ops:double", paths=("ops.py",), dtypes=("float32",),
                                shapes=(PlannedShape(dims=(20000,)),), tolerance=0.5, change_kinds=("body",)),),
     )  # fmt: skip
-    opts = SweepOptions(
-        device="cpu",
-        protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=8, warmup_rounds=1),
-        timeouts=Timeouts(
-            start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5
-        ),
-    )
     details = tmp_path / "details"
     ev = measure_plan(
-        plan, vendor="nvidia", repo_root=repo, details_dir=details, sweep_options=opts
+        plan, vendor="nvidia", repo_root=repo, details_dir=details, sweep_options=CPU_SWEEP
     )
 
     # The sweep ran (CPU timing, so labelled as such) and its raw blocks were kept.
@@ -107,11 +108,6 @@ def test_the_first_call_primes_no_interpreter_the_sweep_workers_already_read(
         raise KernelReviewError("recorded, not measured")
 
     monkeypatch.setattr(first_call_measure, "measure_first_call", recorded)
-    opts = SweepOptions(
-        device="cpu",
-        protocol=ProtocolConfig(block_ms=2.0, min_rounds=4, max_rounds=8, warmup_rounds=1),
-        timeouts=Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5),
-    )  # fmt: skip
     ev = measure_plan(_plan(sha, ("first_call",)), vendor="nvidia", repo_root=repo)
     assert primes == [True]
     assert [n.reason for n in ev.not_run] == ["double: recorded, not measured"]
@@ -119,7 +115,7 @@ def test_the_first_call_primes_no_interpreter_the_sweep_workers_already_read(
     lines: list[str] = []
     ev = measure_plan(
         _plan(sha, ("sweep", "first_call")), vendor="nvidia", repo_root=repo,
-        sweep_options=opts, progress=lines.append,
+        sweep_options=CPU_SWEEP, progress=lines.append,
     )  # fmt: skip
     assert ev.sweeps[0].shapes[0].verdict in ("SAME", "INCONCLUSIVE")
     assert primes == [False]
