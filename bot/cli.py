@@ -17,12 +17,14 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__
+from bot.clock import process_started
 from bot.errors import KernelReviewError
 from bot.escape import log_safe
 
@@ -114,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(named_command(words))
     args = parser.parse_args(words)
+    # run as a program, a command's cost counts from Python's start; called in-process, from now
+    args.started = process_started() if argv is None else time.monotonic()
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -20,7 +20,6 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -199,7 +198,7 @@ def planned_kernels(
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    started = time.monotonic()
+    started = args.started  # the command's start (bot.cli.main): the all-in cost counts from it
     from checks.checkout import checkout_for
     from checks.sweep.models import dump_results
     from checks.sweep.protocol import default_protocol

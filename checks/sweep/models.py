@@ -205,10 +205,14 @@ class SweepResult(Frozen):
     gpu_s_per_verdict_all_in: float | None = None
     first_verdict_s: float | None = None  # from the command's start to the first verdict
     # where the time before the first case went, seconds per step from the command's start
-    # (before_sweep: reading the repository, the plan, the worktrees; setup: the policy's build;
-    # start, env, warmup: the workers; ceilings: reading their cache, and measuring them after
-    # the last case where it had none); with several GPUs the slowest GPU's steps
+    # (before_sweep: Python's start and imports where the command counts from them, reading the
+    # repository, the plan, the worktrees; setup: the policy's build; start, env, warmup: the
+    # workers; ceilings: reading their cache, and measuring them after the last case where it
+    # had none); with several GPUs the slowest GPU's steps
     startup_s: dict[str, float] = Field(default_factory=dict)
+    # and after the last case, until the result is made (close: the workers' quit and exit;
+    # compile_ahead: stopping the compile-ahead helpers); the slowest GPU's
+    wrapup_s: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
     @property

@@ -194,7 +194,9 @@ def _run_pair(
         runner.measure_ceilings()
     finally:
         out["ceilings"] = runner.ceilings
+        t_close = time.monotonic()
         runner.close()
+        out["wrapup_s"] = {"close": time.monotonic() - t_close}
 
 
 def run_sweep(
@@ -305,8 +307,11 @@ def run_sweep(
         t.start()
     for t in threads:
         t.join()
+    wrapup: dict[str, float] = {}
     if helpers is not None:
+        t_helpers = time.monotonic()
         run_notes += helpers.finish()
+        wrapup["compile_ahead"] = time.monotonic() - t_helpers
     ordered = [recorder.results[c.key] for c in cases if c.key in recorder.results]
     envs = tuple(o["env"] for o in outs if isinstance(o.get("env"), EnvFingerprint))
     ceilings = tuple(o["ceilings"] for o in outs if isinstance(o.get("ceilings"), Ceilings))
@@ -316,9 +321,10 @@ def run_sweep(
             f"per-case time cap lowered to {protocol.max_case_seconds:.1f} s so {len(cases)} cases fit "
             f"in limits.max_gpu_seconds = {options.max_gpu_seconds:g}"
         )
-    for o in outs:  # the slowest GPU's start-up steps
-        for step, seconds in (o.get("startup_s") or {}).items():  # type: ignore[union-attr]
-            startup[step] = max(startup.get(step, 0.0), seconds)
+    for o in outs:  # the slowest GPU's start-up and wrap-up steps
+        for into, key in ((startup, "startup_s"), (wrapup, "wrapup_s")):
+            for step, seconds in (o.get(key) or {}).items():  # type: ignore[union-attr]
+                into[step] = max(into.get(step, 0.0), seconds)
     final, summary = finalize(ordered, protocol, family, ceilings)
     held = (time.monotonic() - t_start) * max(1, len(threads))
     verdicts = sum(1 for c in final if c.status == "ok")
@@ -341,6 +347,7 @@ def run_sweep(
         first_verdict_s=recorder.first_verdict_s,
         gpu_s_per_verdict_all_in=held / verdicts if verdicts else None,
         startup_s={k: round(v, 4) for k, v in startup.items()},
+        wrapup_s={k: round(v, 4) for k, v in wrapup.items()},
         notes=tuple(all_notes),
     )
 

@@ -247,4 +247,7 @@ def time_line(result: SweepResult) -> str | None:
     )
     where.append(f"timing {total('rounds'):.1f} s")
     where.append(f"each case's set-up {total(*SET_UP_PHASES):.1f} s")
+    wrapup = sum(result.wrapup_s.values())
+    if wrapup >= 0.05:
+        where.append(f"wrap-up {wrapup:.1f} s")
     return "where: " + ", ".join(where)

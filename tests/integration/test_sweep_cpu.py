@@ -380,6 +380,11 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
         steps = r.cases[0].phase_s
         assert {"check", "prepare", "estimate", "configure", "rounds", "finish"} <= set(steps)
         assert sum(r.startup_s.values()) + sum(steps.values()) <= r.held_gpu_seconds + 0.01
+        # and after the last case: the workers' quit (no compile-ahead helpers on the CPU)
+        assert set(r.wrapup_s) == {"close"}
+        every = sum(sum(c.phase_s.values()) for c in r.cases)
+        spent = sum(r.startup_s.values()) + every + sum(r.wrapup_s.values())
+        assert spent <= r.held_gpu_seconds + 0.01
         # both sides time blocks of one structure, whatever their own estimates said
         assert r.cases[0].base.calls_per_block == r.cases[0].head.calls_per_block
     # the two worker pairs read the slot's bias in opposite directions: the case says so
