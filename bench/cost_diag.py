@@ -179,6 +179,11 @@ def summarize(folder: Path) -> str:
     """Where each kept run's time went: start-up steps, per-step totals over the cases, and
     each case's seconds, from the results files ``runs`` wrote."""
     rows = [f"# Where `kernel-review bench`'s time went ({folder.name})", ""]
+    walls: dict[str, float] = {}
+    diag = folder / "cost_diag.json"
+    if diag.exists():  # the command's own wall time, as its caller saw it
+        for r in json.loads(diag.read_text(encoding="utf-8")).get("runs", []):
+            walls[r["results"]] = r["wall_s"]
     for path in sorted(folder.glob("run-*.json")):
         d = json.loads(path.read_text(encoding="utf-8"))
         totals: dict[str, float] = {}
@@ -192,6 +197,15 @@ def summarize(folder: Path) -> str:
             f"{d['first_verdict_s']:.1f} s, {verdicts.count('SAME')}/{len(verdicts)} SAME",
             "",
             "- start-up: " + ", ".join(f"{k} {v:.2f} s" for k, v in d.get("startup_s", {}).items()),
+            "- wrap-up: " + ", ".join(f"{k} {v:.2f} s" for k, v in d.get("wrapup_s", {}).items()),
+            *(
+                [
+                    f"- command wall {walls[path.name]:.2f} s: {walls[path.name] - d['held_gpu_seconds']:.2f} s "
+                    "of it after the sweep's result was made (writing it, removing the worktrees, exit)"
+                ]
+                if path.name in walls
+                else []
+            ),
             "- cases, summed: " + ", ".join(f"{k} {v:.2f} s" for k, v in totals.items()),
             "- per case (s, sorted): "
             + ", ".join(f"{x:.2f}" for x in per_case)
