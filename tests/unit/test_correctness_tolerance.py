@@ -3,6 +3,8 @@ gives one): a layer norm's bf16 result beside its fp32 mean and rstd, in either 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from checks.worker.correctness import compare, compare_digests, digest, output_tolerance
@@ -108,3 +110,52 @@ def test_compare_and_digest_read_nothing_back_per_chunk(monkeypatch) -> None:
     assert compare(out, ref)["message"].startswith(
         "1 elements differ from the reference; first at output 0 index 2500"
     )
+
+
+def test_narrow_floats_are_compared_without_a_float64_copy_and_agree_with_float64(
+    monkeypatch,
+) -> None:
+    """fp32, fp16 and bf16 outputs are checked in float32: no float64 copy of a chunk is made
+    (on a GPU that copy is most of a large output's check), and the verdict, the first bad
+    element and the worst error are what float64 says."""
+    import numpy as np
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from checks.worker import correctness
+
+    class Wide(TorchDispatchMode):
+        """Records every chunk-sized float64 tensor an op makes."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.made: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            if isinstance(out, torch.Tensor) and out.dtype == torch.float64 and out.numel() >= 500:
+                self.made.append(str(func))
+            return out
+
+    monkeypatch.setattr(correctness, "CHUNK", 1000)
+    g = torch.Generator().manual_seed(3)
+    for dtype, (atol, rtol) in ((torch.float32, (1e-4, 1e-4)), (torch.bfloat16, (2e-2, 2e-2))):
+        ref = torch.randn(3500, generator=g).to(dtype)
+        bound = atol + rtol * ref.float().abs()
+        # every element off by half its bound (fine), four by twice it (wrong)
+        out = (ref.float() + 0.5 * bound).to(dtype)
+        for i in (5, 1200, 1201, 3499):
+            out[i] = (ref[i].float() + 2 * bound[i]).to(dtype)
+        with Wide() as wide:
+            got = compare(out, ref)
+            correctness._part_sums(out, 0, 3500)
+        assert wide.made == [], (dtype, wide.made)
+        a, b = out.double().numpy(), ref.double().numpy()
+        bad = ~np.isclose(a, b, rtol=rtol, atol=atol)
+        assert got["bad_elements"] == int(bad.sum()) == 4, dtype
+        assert "index 5" in got["message"]
+        assert math.isclose(got["max_abs_err"], float(np.abs(a - b).max()), rel_tol=1e-6)
+    # an fp32 output against a float64 reference is still compared in float64
+    ref64 = torch.randn(1500, generator=g, dtype=torch.float64)
+    with Wide() as wide:
+        assert not compare(ref64.float(), ref64, atol=0.0, rtol=1e-12)["ok"]
+    assert wide.made
