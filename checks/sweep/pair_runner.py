@@ -30,6 +30,9 @@ from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
 from checks.worker import ceilings as ceilings_cache
 from checks.worker.correctness import compare_digests
+from checks.worker.timing import graph_calls
+
+WARMUP_MIN_S = 0.25
 
 STATUS_OF_KIND = {
     "crashed": "crashed",
@@ -52,7 +55,9 @@ class RunnerOptions(BaseModel):
     recheck: bool = True
     compare_sides: bool = True
     check_seed: int = 1_000_003
-    warmup_min_s: float = 0.5
+    # the least warm-up: on the H200 the SM clock held at 85% of its maximum (three readings
+    # in a row) 0.30 s into the load from idle (bench/results/h200/clock_ramp)
+    warmup_min_s: float = WARMUP_MIN_S
     warmup_max_s: float = 10.0
     rewarm_after_idle_s: float = 2.0
     measure_ceilings: bool = True
@@ -317,15 +322,16 @@ class PairRunner:
         mode = choose_mode(pb["est_us"], ph["est_us"], o.device, cfg)
         notes: list[str] = []
         est = max(float(pb["est_us"]), float(ph["est_us"]))
+        copies = int(preps[0]["copies"])
         with timed(steps, "configure"):
             try:
-                configs = self._configure(mode, cfg.block_ms, est)
+                configs = self._configure(mode, cfg.block_ms, est, copies)
             except WorkerFailure as f:
                 if f.kind != "graph_capture":
                     raise
                 notes.append(f"{f.side}: {f.message}; timed eagerly without L2 flush instead")
                 mode = "eager-noflush"
-                configs = self._configure(mode, cfg.block_ms, est)
+                configs = self._configure(mode, cfg.block_ms, est, copies)
         kb, kh = configs[0], configs[1]
         info["base"] = info["base"].model_copy(
             update={"calls_per_block": kb.get("calls_per_block")}
@@ -387,12 +393,32 @@ class PairRunner:
         """base, head of each arm in turn."""
         return [w for pair in self.arms for w in pair]
 
-    def _configure(self, mode: str, block_ms: float, est_us: float) -> list[dict[str, Any]]:
+    def _configure(
+        self, mode: str, block_ms: float, est_us: float, copies: int
+    ) -> list[dict[str, Any]]:
         """Every worker times blocks of one structure: the first is sized from the slower
         side's estimate, the others take its calls (graph size and replays, or eager calls), so
-        no side's block differs in how many launches or replays it spreads over."""
+        no side's block differs in how many launches or replays it spreads over.
+
+        A graph's size follows from the estimate and the first worker's input ``copies``, so
+        every worker captures at once (capturing and instantiating is the most of configure);
+        then the first times its graph alone for the replays that make a block, and the others
+        take them."""
         pre = self.options.protocol.graph_preroll
         first, *rest = self._arm_order()
+        if mode == "graph" and rest:
+            like = {"graph_calls": graph_calls(block_ms, est_us, copies)}
+            captured = in_parallel(
+                [
+                    lambda w=w: w.configure(
+                        mode, block_ms, est_us=est_us, like=like, preroll=pre, time_replays=False
+                    )
+                    for w in (first, *rest)
+                ]
+            )
+            lead = first.replays(block_ms=block_ms)
+            took = in_parallel([lambda w=w: w.replays(replays=lead["replays"]) for w in rest])
+            return [{**c, **r} for c, r in zip(captured, [lead, *took], strict=True)]
         lead = first.configure(mode, block_ms, est_us=est_us, preroll=pre)
         like = {k: lead[k] for k in ("calls_per_block", "graph_calls", "replays") if k in lead}
         return [

@@ -27,7 +27,7 @@ from checks.sweep.models import (
     ShapeResult,
     SweepResult,
 )
-from checks.sweep.pair_runner import PairRunner, RunnerOptions
+from checks.sweep.pair_runner import WARMUP_MIN_S, PairRunner, RunnerOptions
 from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
@@ -50,7 +50,7 @@ class SweepOptions(BaseModel):
     recheck: bool = True
     measure_ceilings: bool = True
     ceilings_cache_dir: str | None = None
-    warmup_min_s: float = 0.5
+    warmup_min_s: float = WARMUP_MIN_S
     warmup_max_s: float = 10.0
     checkout: Checkout = Checkout()  # python_path and the [setup] build step, from the policy
     worker_memory_bytes: int | None = None  # each worker's cap; None: default_memory_bytes()

@@ -337,9 +337,11 @@ class WorkerClient:
         est_us: float | None = None,
         like: dict[str, Any] | None = None,
         preroll: bool = True,
+        time_replays: bool = True,
     ) -> dict[str, Any]:
         """Blocks of about ``block_ms`` sized from ``est_us``, or exactly ``like``'s calls;
-        ``preroll``: graph blocks start after an untimed pass over the input copies."""
+        ``preroll``: graph blocks start after an untimed pass over the input copies;
+        ``time_replays`` false: a graph's replays per block are left to ``replays``."""
         return self.call(
             "configure",
             timeout=self.spec.timeouts.configure_s,
@@ -348,6 +350,17 @@ class WorkerClient:
             preroll=preroll,
             **({"est_us": est_us} if est_us else {}),
             **({"like": like} if like else {}),
+            **({} if time_replays else {"time_replays": False}),
+        )
+
+    def replays(
+        self, *, block_ms: float | None = None, replays: int | None = None
+    ) -> dict[str, Any]:
+        """The captured graph's replays per block: ``replays``, or timed now for ``block_ms``."""
+        return self.call(
+            "replays",
+            timeout=self.spec.timeouts.configure_s,
+            **({"replays": replays} if replays else {"block_ms": block_ms}),
         )
 
     def block(self) -> Block:

@@ -284,11 +284,22 @@ class Worker:
                 est_us=float(est) if est else None,
                 like=like if isinstance(like, dict) else None,
                 **({"preroll": bool(msg["preroll"])} if "preroll" in msg else {}),
+                time_replays=bool(msg.get("time_replays", True)),
             )
         except Exception as exc:
             if msg["mode"] == "graph" and classify(exc) == "error":
                 raise EntryError("graph_capture", f"CUDA graph capture failed: {exc}") from exc
             raise
+
+    def op_replays(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A captured graph's replays per block: given, or timed now for ``block_ms``."""
+        set_replays = getattr(self.timer, "set_replays", None)
+        if set_replays is None:
+            raise EntryError("error", "replays before a graph was configured")
+        given = msg.get("replays")
+        if given:
+            return set_replays(replays=int(given))
+        return set_replays(block_ms=float(msg["block_ms"]))
 
     def op_block(self, msg: dict[str, Any]) -> dict[str, Any]:
         out = self.timer.block()

@@ -52,6 +52,15 @@ def biased(fn: Fn, share: float) -> Fn:
     return call
 
 
+def graph_calls(block_ms: float, est_us: float, copies: int) -> int:
+    """Calls one CUDA graph captures: about ``min(block_ms, 3)`` ms of calls at ``est_us``
+    each, at most ``MAX_GRAPH_CALLS``, and whole passes over the ``copies`` input copies (so
+    every copy is called equally often). The parent sizes every worker's graph with it."""
+    c = max(1, int(copies))
+    k = max(c, min(MAX_GRAPH_CALLS, math.ceil(min(block_ms, 3.0) * 1000.0 / max(est_us, 1e-3))))
+    return math.ceil(k / c) * c
+
+
 def _median(xs: Sequence[float]) -> float:
     s = sorted(xs)
     n = len(s)
@@ -75,17 +84,26 @@ class _Timer(abc.ABC):
         est_us: float | None = None,
         like: Mapping[str, Any] | None = None,
         preroll: bool = True,
+        time_replays: bool = True,
     ) -> dict[str, Any]:
         """Set up blocks of about ``block_ms``, sized from ``est_us`` (default this timer's own
         estimate), or with exactly the calls of ``like`` (another worker's answer to configure),
         so that both sides of a case time blocks of the same structure. ``preroll``: a graph
-        block starts after one untimed pass over every input copy."""
+        block starts after one untimed pass over every input copy. ``time_replays`` false: a
+        graph is captured but its replays per block are left to ``set_replays`` (several
+        workers capture side by side, then one times its graph alone)."""
         est = est_us or self.est_us or self.estimate_us()
-        return self._setup(mode, block_ms, est, like or {}, preroll)
+        return self._setup(mode, block_ms, est, like or {}, preroll, time_replays)
 
     @abc.abstractmethod
     def _setup(
-        self, mode: str, block_ms: float, est: float, like: Mapping[str, Any], preroll: bool
+        self,
+        mode: str,
+        block_ms: float,
+        est: float,
+        like: Mapping[str, Any],
+        preroll: bool,
+        time_replays: bool,
     ) -> dict[str, Any]:
         """Blocks for ``mode`` sized from ``est`` (or taken from ``like``); what was set up."""
 
@@ -113,7 +131,13 @@ class CpuTimer(_Timer):
         return self.est_us
 
     def _setup(
-        self, mode: str, block_ms: float, est: float, like: Mapping[str, Any], preroll: bool
+        self,
+        mode: str,
+        block_ms: float,
+        est: float,
+        like: Mapping[str, Any],
+        preroll: bool,
+        time_replays: bool,
     ) -> dict[str, Any]:
         self.calls = max(1, min(100_000, round(block_ms * 1000.0 / est)))
         if like.get("calls_per_block"):
@@ -219,11 +243,19 @@ class CudaTimer(_Timer):
     # ------------------------------------------------------------------------------ configure
 
     def _setup(
-        self, mode: str, block_ms: float, est: float, like: Mapping[str, Any], preroll: bool
+        self,
+        mode: str,
+        block_ms: float,
+        est: float,
+        like: Mapping[str, Any],
+        preroll: bool,
+        time_replays: bool,
     ) -> dict[str, Any]:
         self.mode = mode
         if mode == "graph":
-            return self._configure_graph(block_ms, est, like, preroll=preroll)
+            return self._configure_graph(
+                block_ms, est, like, preroll=preroll, time_replays=time_replays
+            )
         if mode in ("eager", "eager-noflush"):
             return self._configure_eager(block_ms, est, flush=mode == "eager", like=like)
         raise ValueError(f"unknown timing mode {mode!r}")
@@ -235,14 +267,15 @@ class CudaTimer(_Timer):
         like: Mapping[str, Any] | None = None,
         *,
         preroll: bool = True,
+        time_replays: bool = True,
     ) -> dict[str, Any]:
         torch = self.torch
         c = len(self.fns)
-        if like and like.get("graph_calls"):
-            k = int(like["graph_calls"])
-        else:
-            k = max(c, min(MAX_GRAPH_CALLS, math.ceil(min(block_ms, 3.0) * 1000.0 / est)))
-            k = math.ceil(k / c) * c
+        k = (
+            int(like["graph_calls"])
+            if like and like.get("graph_calls")
+            else graph_calls(block_ms, est, c)
+        )
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -276,26 +309,43 @@ class CudaTimer(_Timer):
             pre.replay()
         graph.replay()
         torch.cuda.synchronize()
-        s, e = self._event(), self._event()
-        s.record()
-        for _ in range(3):
-            graph.replay()
-        e.record()
-        e.synchronize()
-        per_replay_ms = max(s.elapsed_time(e) / 3.0, 1e-3)
-        if like and like.get("replays"):
-            self._replays = int(like["replays"])
-        else:
-            self._replays = max(1, min(10_000, round(block_ms / per_replay_ms)))
         self._s, self._e = self._event(), self._event()
-        return {
+        self._replays = 0
+        got = {
             "mode": "graph",
-            "calls_per_block": k * self._replays,
             "graph_calls": k,
-            "replays": self._replays,
             "est_us": est,
-            "graph_call_us": per_replay_ms * 1000.0 / k,
             "preroll_calls": c if preroll else 0,
+        }
+        if like and like.get("replays"):
+            return {**got, **self.set_replays(replays=int(like["replays"]))}
+        if time_replays:
+            return {**got, **self.set_replays(block_ms=block_ms)}
+        return got
+
+    def set_replays(
+        self, *, block_ms: float | None = None, replays: int | None = None
+    ) -> dict[str, Any]:
+        """Replays of the captured graph per block: ``replays`` as given, or as many as make
+        ``block_ms``, from three replays timed now (so nothing else should run meanwhile)."""
+        if self._graph is None:
+            raise RuntimeError("set_replays before a graph was captured (configure graph first)")
+        out: dict[str, Any] = {}
+        if replays is None:
+            s, e = self._event(), self._event()
+            s.record()
+            for _ in range(3):
+                self._graph.replay()
+            e.record()
+            e.synchronize()
+            per_replay_ms = max(s.elapsed_time(e) / 3.0, 1e-3)
+            replays = max(1, min(10_000, round(float(block_ms or 0.0) / per_replay_ms)))
+            out["graph_call_us"] = per_replay_ms * 1000.0 / self._graph_calls
+        self._replays = int(replays)
+        return {
+            **out,
+            "replays": self._replays,
+            "calls_per_block": self._graph_calls * self._replays,
         }
 
     def _capture(self, body: Fn) -> Any:
@@ -361,6 +411,8 @@ class CudaTimer(_Timer):
         return self._eager_block(flush=self.mode == "eager")
 
     def _graph_block(self) -> dict[str, Any]:
+        if not self._replays:
+            raise RuntimeError("a graph block before its replays were set (set_replays)")
         g, s, e = self._graph, self._s, self._e
         w0 = time.perf_counter()
         if self._preroll is not None:

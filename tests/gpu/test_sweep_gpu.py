@@ -48,6 +48,41 @@ def test_timers_agree_and_graphs_remove_launch_overhead() -> None:
     assert 0.2e12 < bytes_per_s < 20e12  # a memory-bound kernel at a plausible HBM speed
 
 
+def test_graphs_captured_side_by_side_take_the_leaders_replays() -> None:
+    """The sweep's graph configure: every timer captures a graph of the same size first, one
+    times its replays alone, the others take them; no block runs before its replays are set."""
+    import sys
+
+    import torch
+
+    from checks.worker.timing import CudaTimer, graph_calls
+
+    sys.path.insert(0, str(PROOF))
+    import proofk
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    fns = [proofk.scale_shift((2**16,), seed=i)["fn"] for i in range(8)]
+    lead, other = CudaTimer(fns, torch, l2_bytes=l2), CudaTimer(fns, torch, l2_bytes=l2)
+    est = lead.estimate_us()
+    like = {"graph_calls": graph_calls(2.5, est, len(fns))}
+    for t in (lead, other):
+        got = t.configure("graph", 2.5, est_us=est, like=like, time_replays=False)
+        assert got["graph_calls"] == like["graph_calls"] and "replays" not in got
+    with pytest.raises(RuntimeError, match="replays"):
+        other.block()
+    timed = lead.set_replays(block_ms=2.5)
+    took = other.set_replays(replays=timed["replays"])
+    assert (
+        took["calls_per_block"]
+        == timed["calls_per_block"]
+        == like["graph_calls"] * timed["replays"]
+    )
+    assert timed["graph_call_us"] > 0
+    blocks = [t.block() for t in (lead, other)]
+    assert [b["calls"] for b in blocks] == [timed["calls_per_block"]] * 2
+    assert 0.5 < blocks[0]["gpu_ms"] < 10.0  # about the 2.5 ms asked for
+
+
 def test_a_slow_host_launch_is_not_taken_for_kernel_time() -> None:
     """A wrapper that spends 200 us in Python before launching a 4096-element kernel: the
     estimate that picks the mode, and eager timing, see the kernel, not the host's pace."""
