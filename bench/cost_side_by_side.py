@@ -1,0 +1,219 @@
+"""``kernel-review bench`` from two trees of the bot, side by side in one call: what a change
+to the bot did to a run's whole cost, with do_bench's whole cost beside it.
+
+    python3 bench/cost_side_by_side.py --old DIR --out DIR [--repeats 4] [--tolerances t1,t3]
+
+``--old`` is another copy of this repository's ``bot/`` and ``checks/`` (for example
+``git archive <commit> bot checks | tar -x -C DIR``); the new tree is this one. Both run the
+identical-head repository of ``bench/cli_decision.py`` (its own kernels, served shapes near 5 us,
+30 us, 300 us and 2 ms plus the added small and ragged ones) as a fresh ``python -m bot bench``
+each time, in alternating order, ``--repeats`` times per tolerance. The cost is the command's
+wall time from its launch to its exit over its verdicts (all in: Python's start, the workers,
+every check, the timing, the wrap-up); the run's own results file says where it went.
+``do_bench`` at its defaults runs in a fresh process twice (import, inputs, check, both calls
+per served shape) for the comparison. Writes ``side_by_side.json`` and ``results.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import cli_decision as cd  # noqa: E402
+
+PHASES = ("check", "prepare", "estimate", "configure", "rewarm", "rounds", "finish")
+
+
+def one_run(
+    tree: Path, repo: Path, tol: str, head: str, out: Path, device: str = "cuda"
+) -> dict[str, Any]:
+    """One ``bench`` command from ``tree``: its wall time, verdicts and where the time went."""
+    cpu = ["--device", "cpu", "--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []
+    got = cd.run_cli(
+        ["-m", "bot", "bench", "--repo", str(repo), "--base", f"base-{tol}", "--head", head,
+         "--out", str(out), *cpu],
+        timeout_s=180,
+        cwd=tree,
+    )  # fmt: skip
+    row: dict[str, Any] = {"wall_s": round(got["wall_s"], 3), "rc": got["rc"]}
+    row["first_verdict_s"] = got["first_verdict_s"]
+    if not out.exists():
+        row["error"] = " | ".join(got["stderr_tail"][-3:])
+        return row
+    data = json.loads(out.read_text(encoding="utf-8"))
+    ok = [c for c in data["cases"] if c["status"] == "ok"]
+    row["verdicts"] = len(ok)
+    row["counts"] = dict(cd._count(c.get("verdict") for c in ok))
+    row["all_in_per_verdict_s"] = round(got["wall_s"] / len(ok), 4) if ok else None
+    row["held_s"] = data.get("held_gpu_seconds")
+    row["startup_s"] = data.get("startup_s")
+    row["wrapup_s"] = data.get("wrapup_s", {})
+    row["phases_s"] = {
+        p: round(sum((c.get("phase_s") or {}).get(p, 0.0) for c in data["cases"]), 4)
+        for p in PHASES
+    }
+    row["case_s_median"] = statistics.median(c["gpu_seconds"] for c in ok) if ok else None
+    row["not_same"] = [
+        {k: c.get(k) for k in ("kernel", "shape", "verdict", "ratio", "ci_low", "ci_high")}
+        for c in ok
+        if c.get("verdict") != "SAME"
+    ]
+    return row
+
+
+def summarize(
+    runs: dict[str, list[dict[str, Any]]], dobench: list[dict[str, Any]]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, rows in runs.items():
+        good = [r for r in rows if r.get("verdicts")]
+
+        def med(key: str, good: list[dict[str, Any]] = good) -> Any:
+            return statistics.median(r[key] for r in good) if good else None
+
+        out[name] = {
+            "runs": len(rows),
+            "failed": len(rows) - len(good),
+            "all_in_per_verdict_s_median": med("all_in_per_verdict_s"),
+            "wall_s_median": med("wall_s"),
+            "case_s_median": med("case_s_median"),
+            "first_verdict_s_median": statistics.median(
+                r["first_verdict_s"] for r in good if r.get("first_verdict_s")
+            )
+            if good
+            else None,
+            "verdicts": sum(r["verdicts"] for r in good),
+            "not_same": sum(len(r["not_same"]) for r in good),
+            "phases_s_median": {
+                p: statistics.median(r["phases_s"][p] for r in good) for p in PHASES
+            }
+            if good
+            else {},
+            "startup_s_median": {
+                k: statistics.median(r["startup_s"].get(k, 0.0) for r in good)
+                for k in sorted({k for r in good for k in r["startup_s"]})
+            },
+            "wrapup_s_median": {
+                k: statistics.median(r["wrapup_s"].get(k, 0.0) for r in good)
+                for k in sorted({k for r in good for k in r["wrapup_s"]})
+            },
+        }
+    per_pair = [d["per_pair_s"] for d in dobench if "per_pair_s" in d]
+    out["dobench_all_in_per_pair_s_median"] = statistics.median(per_pair) if per_pair else None
+    out["dobench_all_in_per_pair_s"] = per_pair
+    return out
+
+
+def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
+    rows = [
+        "# `kernel-review bench` from two trees of the bot, side by side (identical head)",
+        "",
+        f"Recorded {meta['date']} on {meta['machine']}; {meta['versions']}. Old tree: "
+        f"{meta['old']}; new tree: {meta['new']}. Made by `bench/cost_side_by_side.py`, "
+        f"{meta['repeats']} runs per tree and tolerance, in alternating order.",
+        "",
+        "| | old | new |",
+        "|---|---|---|",
+    ]
+    o, n = summary["old"], summary["new"]
+
+    def num(x: Any, digits: int = 3) -> str:
+        return "-" if x is None else f"{x:.{digits}g}" if isinstance(x, float) else str(x)
+
+    for label, key in (
+        (
+            "all-in GPU-s per verdict (command wall / verdicts), median",
+            "all_in_per_verdict_s_median",
+        ),
+        ("command wall, median s", "wall_s_median"),
+        ("first verdict after the command's launch, median s", "first_verdict_s_median"),
+        ("per case, median s", "case_s_median"),
+        ("verdicts (not SAME)", None),
+    ):
+        if key is None:
+            rows.append(
+                f"| {label} | {o['verdicts']} ({o['not_same']}) | {n['verdicts']} ({n['not_same']}) |"
+            )
+        else:
+            rows.append(f"| {label} | {num(o[key])} | {num(n[key])} |")
+    for part in ("startup_s_median", "phases_s_median", "wrapup_s_median"):
+        for k in sorted(set(o[part]) | set(n[part])):
+            rows.append(
+                f"| {part.split('_')[0]}: {k}, median s | {num(o[part].get(k))} | {num(n[part].get(k))} |"
+            )
+    rows += [
+        "",
+        f"do_bench at its defaults, all in (a fresh process: import, inputs, check, both calls), "
+        f"per served shape: median {num(summary['dobench_all_in_per_pair_s_median'])} s "
+        f"({', '.join(num(x) for x in summary['dobench_all_in_per_pair_s'])}).",
+        "",
+    ]
+    return "\n".join(rows)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--old", required=True, help="a folder with the old tree's bot/ and checks/")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--repeats", type=int, default=4)
+    ap.add_argument("--tolerances", default="t1,t3")
+    ap.add_argument("--old-label", default="old tree")
+    ap.add_argument("--new-label", default="this tree")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: plumbing only")
+    args = ap.parse_args()
+    shapes = cd.SHAPES_CPU if args.device == "cpu" else cd.SHAPES_GPU
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="cost-sbs-"))
+    repo = cd.build_repo(work / "repo", shapes)
+    trees = {"old": Path(args.old).resolve(), "new": ROOT}
+    runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+    for tol in args.tolerances.split(","):
+        head = cd.make_head(repo, f"base-{tol}", f"aa-{tol}", {}, "comment-only change")
+        for i in range(args.repeats):
+            for name in ("old", "new") if i % 2 == 0 else ("new", "old"):
+                got = work / f"{name}-{tol}-{i}.json"
+                row = one_run(trees[name], repo, tol, head, got, args.device)
+                row.update(tolerance=tol, order=i)
+                runs[name].append(row)
+                cd.log(
+                    f"{name} {tol} #{i}: {row.get('verdicts')} verdicts {row.get('counts')}, "
+                    f"wall {row['wall_s']:.1f} s, all-in {row.get('all_in_per_verdict_s')}"
+                )
+    dobench = [cd.dobench_all_in(repo, shapes) for _ in range(2)] if args.device == "cuda" else []
+    summary = summarize(runs, dobench)
+    import torch
+    import triton
+
+    meta = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU",
+        "versions": f"torch {torch.__version__}, Triton {triton.__version__}, Python {sys.version.split()[0]}",
+        "old": args.old_label,
+        "new": args.new_label,
+        "repeats": args.repeats,
+    }
+    (out / "side_by_side.json").write_text(
+        json.dumps({"meta": meta, "summary": summary, "runs": runs, "dobench": dobench}, indent=1),
+        encoding="utf-8",
+    )
+    text = markdown(summary, meta)
+    (out / "results.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
