@@ -33,6 +33,8 @@ from checks.worker.correctness import compare_digests
 from checks.worker.timing import graph_calls
 
 WARMUP_MIN_S = 0.25
+# failures after which a worker's GPU context (or the process) is gone
+CONTEXT_LOST = frozenset({"cuda_error", "crashed"})
 
 STATUS_OF_KIND = {
     "crashed": "crashed",
@@ -280,14 +282,7 @@ class PairRunner:
         # so its prepare finds the kernels compiled and both workers of a side time one config.
         # Its outputs are still checked after the timing (finish).
         with timed(steps, "check"):
-            cb, ch = in_parallel(
-                [
-                    lambda w=w: w.check(
-                        entries[w.spec.side], case.dims, case.dtype, seed=o.check_seed
-                    )
-                    for w in (self.base, self.head)
-                ]
-            )
+            cb, ch = self._check(entries, case)
         problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
         if problem:
             side, message = problem
@@ -388,6 +383,32 @@ class PairRunner:
             notes=tuple(notes),
             gpu_seconds=time.monotonic() - t0,
         )
+
+    def _check(self, entries: dict[str, Any], case: Case) -> list[dict[str, Any]]:
+        """Both sides' check, side by side. A fault that ends one GPU context can end the other
+        side's too while both run (an illegal address in head's kernel took base's context
+        with it on the H200): when both lose their context at once, each side is checked again
+        alone on a fresh worker, so the failure names the side whose own code fails."""
+        seed = self.options.check_seed
+
+        def check(w: WorkerClient) -> dict[str, Any] | WorkerFailure:
+            try:
+                return w.check(entries[w.spec.side], case.dims, case.dtype, seed=seed)
+            except WorkerFailure as f:
+                return f
+
+        pair = (self.base, self.head)
+        got = in_parallel([lambda w=w: check(w) for w in pair])
+        lost = [a for a in got if isinstance(a, WorkerFailure) and a.kind in CONTEXT_LOST]
+        if len(lost) == 2:
+            got = []
+            for w in pair:  # one at a time: nothing else runs on the GPU meanwhile
+                w.restart()
+                got.append(check(w))
+        failed = [a for a in got if isinstance(a, WorkerFailure)]
+        if failed:
+            raise failed[0]
+        return got  # type: ignore[return-value]
 
     def _arm_order(self) -> list[WorkerClient]:
         """base, head of each arm in turn."""

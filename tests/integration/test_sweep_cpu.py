@@ -660,3 +660,59 @@ def test_the_sweep_records_which_config_each_autotuner_ran(tmp_path: Path) -> No
     assert "What the autotuners picked (the configs the timed runs used):" in lines
     assert f"- head `{picked}`: scale 1000 f32, scale 3000 f32" in lines
     assert not any(line.startswith("- base") for line in lines)
+
+
+COLLATERAL_HEAD = """
+import os, time
+
+def kernel(shape, dtype, device="cpu", seed=0):
+    with open({mark!r}, "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(0.5)
+    os._exit(3)  # a fault that ends this process
+"""
+
+COLLATERAL_BASE = """
+import os, time
+import numpy as np
+
+def kernel(shape, dtype, device="cpu", seed=0):
+    deadline = time.time() + 3.0
+    while time.time() < deadline:  # head's fault ends this process too, while head runs
+        try:
+            pid = int(open({mark!r}).read())
+        except (OSError, ValueError):
+            time.sleep(0.02)
+            continue
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            break  # head is not running: checked alone
+        os._exit(3)
+    x = np.arange(shape[0], dtype=np.float32)
+    return {{"fn": lambda: x * 2, "reference": lambda: x * 2, "inputs": [x]}}
+"""
+
+
+def test_a_fault_that_ends_both_sides_is_laid_on_the_side_that_fails_alone(tmp_path: Path) -> None:
+    """A fault in one process can end the other side's GPU context while both check side by
+    side (seen on the H200: head's illegal address, base's context gone with it). Both lost at
+    once, each side is checked again alone on a fresh worker: here base passes alone and the
+    case names head, the side whose own code fails."""
+    mark = tmp_path / "head-running"
+    for side, text in (("base", COLLATERAL_BASE), ("head", COLLATERAL_HEAD)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "collateral.py").write_text(text.format(mark=str(mark)))
+    case = Case(
+        kernel="collateral", bench="collateral:kernel", dims=(64,), dtype="float32", tolerance=0.5
+    )
+    result = _standin_sweep(
+        [case],
+        SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, measure_ceilings=False),
+        tmp_path / "work",
+        checkouts=tmp_path,
+    )
+    (got,) = result.cases
+    assert got.status == "crashed" and got.failed_side == "head", (got.failed_side, got.message)
+    logs = {p.name for p in (tmp_path / "work" / "logs").iterdir()}
+    assert {"base-1.log", "base-2.log"} <= logs  # base was checked again on a fresh worker
