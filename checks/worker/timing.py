@@ -20,6 +20,7 @@ import abc
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 Fn = Callable[[], Any]
@@ -67,6 +68,20 @@ def _median(xs: Sequence[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
+@dataclass(frozen=True)
+class BlockPlan:
+    """What ``configure`` asks of a timer: the mode, about how long a block is, the estimate
+    of one call, another worker's structure to copy (``like``), a graph's preroll, and whether
+    a graph's replays are timed now (else ``set_replays`` sets them)."""
+
+    mode: str
+    block_ms: float
+    est: float
+    like: Mapping[str, Any]
+    preroll: bool = True
+    time_replays: bool = True
+
+
 class _Timer(abc.ABC):
     """What both timers share: ``configure`` resolves the estimate blocks are sized from."""
 
@@ -93,19 +108,12 @@ class _Timer(abc.ABC):
         graph is captured but its replays per block are left to ``set_replays`` (several
         workers capture side by side, then one times its graph alone)."""
         est = est_us or self.est_us or self.estimate_us()
-        return self._setup(mode, block_ms, est, like or {}, preroll, time_replays)
+        return self._setup(BlockPlan(mode, block_ms, est, like or {}, preroll, time_replays))
 
     @abc.abstractmethod
-    def _setup(
-        self,
-        mode: str,
-        block_ms: float,
-        est: float,
-        like: Mapping[str, Any],
-        preroll: bool,
-        time_replays: bool,
-    ) -> dict[str, Any]:
-        """Blocks for ``mode`` sized from ``est`` (or taken from ``like``); what was set up."""
+    def _setup(self, plan: BlockPlan) -> dict[str, Any]:
+        """Blocks for ``plan.mode`` sized from ``plan.est`` (or taken from ``plan.like``); what
+        was set up."""
 
 
 class CpuTimer(_Timer):
@@ -130,19 +138,11 @@ class CpuTimer(_Timer):
         self.est_us = max(_median(times), 0.01)
         return self.est_us
 
-    def _setup(
-        self,
-        mode: str,
-        block_ms: float,
-        est: float,
-        like: Mapping[str, Any],
-        preroll: bool,
-        time_replays: bool,
-    ) -> dict[str, Any]:
-        self.calls = max(1, min(100_000, round(block_ms * 1000.0 / est)))
-        if like.get("calls_per_block"):
-            self.calls = int(like["calls_per_block"])
-        return {"mode": "cpu", "calls_per_block": self.calls, "est_us": est}
+    def _setup(self, plan: BlockPlan) -> dict[str, Any]:
+        self.calls = max(1, min(100_000, round(plan.block_ms * 1000.0 / plan.est)))
+        if plan.like.get("calls_per_block"):
+            self.calls = int(plan.like["calls_per_block"])
+        return {"mode": "cpu", "calls_per_block": self.calls, "est_us": plan.est}
 
     def block(self) -> dict[str, Any]:
         fns, n = self.fns, len(self.fns)
@@ -242,22 +242,20 @@ class CudaTimer(_Timer):
 
     # ------------------------------------------------------------------------------ configure
 
-    def _setup(
-        self,
-        mode: str,
-        block_ms: float,
-        est: float,
-        like: Mapping[str, Any],
-        preroll: bool,
-        time_replays: bool,
-    ) -> dict[str, Any]:
-        self.mode = mode
+    def _setup(self, plan: BlockPlan) -> dict[str, Any]:
+        self.mode = mode = plan.mode
         if mode == "graph":
             return self._configure_graph(
-                block_ms, est, like, preroll=preroll, time_replays=time_replays
+                plan.block_ms,
+                plan.est,
+                plan.like,
+                preroll=plan.preroll,
+                time_replays=plan.time_replays,
             )
         if mode in ("eager", "eager-noflush"):
-            return self._configure_eager(block_ms, est, flush=mode == "eager", like=like)
+            return self._configure_eager(
+                plan.block_ms, plan.est, flush=mode == "eager", like=plan.like
+            )
         raise ValueError(f"unknown timing mode {mode!r}")
 
     def _configure_graph(
