@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import statistics
 import sys
@@ -30,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import cli_decision as cd  # noqa: E402
+from side_by_side import alternate  # noqa: E402
 
 PHASES = ("check", "prepare", "estimate", "configure", "rewarm", "rounds", "finish")
 
@@ -182,16 +184,24 @@ def main() -> int:
     runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
     for tol in args.tolerances.split(","):
         head = cd.make_head(repo, f"base-{tol}", f"aa-{tol}", {}, "comment-only change")
-        for i in range(args.repeats):
-            for name in ("old", "new") if i % 2 == 0 else ("new", "old"):
-                got = work / f"{name}-{tol}-{i}.json"
-                row = one_run(trees[name], repo, tol, head, got, args.device)
-                row.update(tolerance=tol, order=i)
-                runs[name].append(row)
-                cd.log(
-                    f"{name} {tol} #{i}: {row.get('verdicts')} verdicts {row.get('counts')}, "
-                    f"wall {row['wall_s']:.1f} s, all-in {row.get('all_in_per_verdict_s')}"
-                )
+
+        seen = {name: 0 for name in runs}  # runs so far of each tree at this tolerance
+
+        def run(name: str, tol: str = tol, head: str = head, seen: dict[str, int] = seen) -> Any:
+            i = seen[name]
+            seen[name] += 1
+            got = work / f"{name}-{tol}-{i}.json"
+            row = one_run(trees[name], repo, tol, head, got, args.device)
+            row.update(tolerance=tol, order=i)
+            cd.log(
+                f"{name} {tol} #{i}: {row.get('verdicts')} verdicts {row.get('counts')}, "
+                f"wall {row['wall_s']:.1f} s, all-in {row.get('all_in_per_verdict_s')}"
+            )
+            return row
+
+        got = alternate({name: functools.partial(run, name) for name in runs}, args.repeats)
+        for name, rows in got.items():
+            runs[name] += rows
     dobench = [cd.dobench_all_in(repo, shapes) for _ in range(2)] if args.device == "cuda" else []
     summary = summarize(runs, dobench)
     import torch

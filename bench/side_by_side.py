@@ -1,6 +1,6 @@
 """Two ways of doing one thing, timed side by side in one call: alternating order, each way's
 median, and a record naming the script, the time and the machine. Used by ``cli_start.py`` and
-``helper_exit.py``."""
+``helper_exit.py``; ``cost_side_by_side.py`` takes its alternating order for whole runs."""
 
 from __future__ import annotations
 
@@ -10,12 +10,16 @@ import platform
 import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
-def alternate(ways: Mapping[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
-    """Each way's seconds, ``repeats`` times, the order turned round every repeat."""
+def alternate(ways: Mapping[str, Callable[[], T]], repeats: int) -> dict[str, list[T]]:
+    """Each way's answer (its seconds, or a whole record), ``repeats`` times, the order turned
+    round every repeat."""
     names = list(ways)
-    times: dict[str, list[float]] = {name: [] for name in names}
+    times: dict[str, list[T]] = {name: [] for name in names}
     for i in range(repeats):
         for name in names if i % 2 == 0 else names[::-1]:
             times[name].append(ways[name]())

@@ -62,7 +62,7 @@ def flatten_outputs(out: Any) -> list[Any]:
 NARROW_FLOATS = ("float16", "bfloat16", "float32")
 
 
-def _flat64(x: Any, start: int, stop: int, *, narrow: bool = False) -> Any:
+def _flat(x: Any, start: int, stop: int, *, narrow: bool = False) -> Any:
     """Elements [start, stop) of x flattened, as float64 (torch stays on its device). With
     ``narrow``, a torch tensor of a float type of 32 bits or fewer comes as float32 instead:
     its values are exact there and the work on them reads half the bytes (on a GPU, the checks
@@ -168,8 +168,8 @@ def _chunk_errors(o: Any, r: Any, start: int, tol: tuple[float, float]) -> Any:
     and the tolerance's bound are held there far closer than any tolerance), any other pair in
     float64."""
     narrow = _is_torch(o) and _is_torch(r) and {dtype_name(o), dtype_name(r)} <= set(NARROW_FLOATS)
-    a = _flat64(o, start, start + CHUNK, narrow=narrow)
-    b = _flat64(r, start, start + CHUNK, narrow=narrow)
+    a = _flat(o, start, start + CHUNK, narrow=narrow)
+    b = _flat(r, start, start + CHUNK, narrow=narrow)
     atol, rtol = tol
     if _is_torch(a):
         import torch
@@ -261,7 +261,7 @@ def _part_sums(x: Any, lo: int, hi: int) -> Any:
     float64 first)."""
     total: Any = None
     for start in range(lo, hi, CHUNK):
-        a = _flat64(x, start, min(hi, start + CHUNK), narrow=True)
+        a = _flat(x, start, min(hi, start + CHUNK), narrow=True)
         if _is_torch(a):
             import torch
 
