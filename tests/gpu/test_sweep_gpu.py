@@ -239,3 +239,31 @@ def test_crossover_a_a_at_two_microseconds_is_same_at_one_percent(tmp_path) -> N
     c = result.cases[0]
     assert c.status == "ok", c.message
     assert c.verdict == "SAME", (c.shape, c.ratio, c.ci_low, c.ci_high, c.notes)
+
+
+def test_a_worker_warms_the_gpu_from_its_start_and_the_warmup_counts_it(tmp_path) -> None:
+    """The load a worker starts with its GPU context counts toward the warm-up it is asked for
+    (only what is missing is burnt), and a command that uses the GPU first stops that load."""
+    from checks.sweep.workers import WorkerClient, WorkerSpec
+
+    def client(name: str) -> WorkerClient:
+        return WorkerClient(
+            WorkerSpec(side="base", root=PROOF, device="cuda", work_dir=tmp_path, label=name)
+        )
+
+    warmed = client("warmed")
+    warmed.start()
+    try:
+        time.sleep(1.0)  # the parent's own work before it asks for the warm-up
+        got = warmed.warmup(min_s=0.25, max_s=5.0)
+        assert got["reached"] and got["burnt_before_s"] >= 0.25
+        assert got["seconds"] < 0.25  # nothing left to burn
+    finally:
+        warmed.close()
+    eager = client("eager")
+    eager.start()  # a check at once: the start's load is stopped, the check is right
+    try:
+        checked = eager.check(["proofk:scale_shift"], (4096,), "float32", seed=1)
+        assert checked["correct"]
+    finally:
+        eager.close()
