@@ -97,67 +97,25 @@ def join_warm() -> None:
         _WARMING.pop().join()
 
 
-WARM_AHEAD_S = (0.25, 3.0)  # the load a worker starts with: at least, at most (seconds)
-# commands that may run while that load still runs (they ask nothing of the GPU); any other
-# stops it first, so nothing is timed or checked beside it
-BESIDE_WARMING = frozenset({"hello", "env", "warmup"})
+# commands that may run while ``load_checks_ahead`` still runs (the GPU is not theirs to
+# use or time); any other waits for it first
+BESIDE_LOADING = frozenset({"hello", "env", "warmup"})
 
 
-class Warming:
-    """Load on the GPU until its SM clock holds up: 50 ms steps, each followed by a reading.
-    A worker starts one in a thread as soon as its GPU context is made (``warm_ahead``), so the
-    clock rises while the other workers still import; ``op_warmup`` then counts that load and
-    only burns what is missing. The checks' own GPU functions run once at the end, so a case's
-    first check or recheck does not wait for them to load."""
+def load_checks_ahead(torch: Any) -> threading.Thread:
+    """Run the checks once on small outputs, in a thread, right after the GPU context is made
+    (``correctness.exercise``): a GPU loads each of their functions on its first call, which
+    took a fresh worker's first recheck 0.2 s on the H200, while the other workers still import
+    torch. The warm-up and any command that uses the GPU wait for it."""
 
-    def __init__(self, torch: Any, nvml: Any, fraction: float = 0.85) -> None:
-        self.torch, self.nvml, self.fraction = torch, nvml, fraction
-        self.good, self.burnt_s, self.ahead_s = 0, 0.0, 0.0
-        self.reading: dict[str, Any] | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    def run() -> None:
+        with contextlib.suppress(Exception):  # a fault here is the first command's to meet
+            correctness.exercise(torch, "cuda")
+            torch.cuda.synchronize()
 
-    def step(self) -> None:
-        t0 = time.perf_counter()
-        timing.burn(self.torch, "cuda", 0.05)
-        self.reading = self.nvml.read() if self.nvml else None
-        up = self.reading is None or clock_up(self.reading, self.fraction) is not False
-        self.good = self.good + 1 if up else 0
-        self.burnt_s += time.perf_counter() - t0
-
-    def done(self, min_s: float) -> bool:
-        return self.good >= 3 and self.burnt_s >= min_s
-
-    def ahead(self) -> Warming:
-        """Start the load in a thread: until ``done`` at the least share, the most, or ``stop``."""
-        least, most = WARM_AHEAD_S
-
-        def run() -> None:
-            t0 = time.perf_counter()
-            with contextlib.suppress(Exception):  # a fault here is the first command's to meet
-                while not self._stop.is_set() and time.perf_counter() - t0 < most:
-                    self.step()
-                    if self.done(least):
-                        break
-                self.ahead_s = self.burnt_s
-                if not self._stop.is_set():
-                    correctness.exercise(self.torch, "cuda")
-                self.torch.cuda.synchronize()
-
-        self._thread = threading.Thread(target=run, name="warm-ahead", daemon=True)
-        self._thread.start()
-        return self
-
-    def finish(self) -> Warming:
-        """Wait for the thread's load to end by itself."""
-        if self._thread is not None:
-            self._thread.join()
-        return self
-
-    def stop(self) -> None:
-        """End the thread's load now (after its current step) and wait for it."""
-        self._stop.set()
-        self.finish()
+    thread = threading.Thread(target=run, name="load-checks", daemon=True)
+    thread.start()
+    return thread
 
 
 class EntryError(Exception):
@@ -177,7 +135,7 @@ class Worker:
         self.timer: Any = None
         self.items: list[dict[str, Any]] = []
         self.case: dict[str, Any] = {}
-        self.warming: Warming | None = None  # the load started with the process (``warm_ahead``)
+        self.loading: threading.Thread | None = None  # ``load_checks_ahead``'s thread
 
     # ----------------------------------------------------------------------------- utilities
 
@@ -387,13 +345,14 @@ class Worker:
 
     def op_warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Keep the GPU busy until its SM clock holds at ``clock_fraction`` of its maximum
-        (three readings in a row, at least ``min_s`` of load), counting the load this worker
-        ran from its start (``Warming``). With ``unless_up``, nothing is burnt when the clock
-        already reads up: the work before (an autotuner's benchmarks) kept it there."""
+        (three readings in a row, at least ``min_s``). With ``unless_up``, nothing is burnt
+        when the clock already reads up: the work before (an autotuner's benchmarks) kept it
+        there."""
         if self.device == "cpu":
             return {"seconds": 0.0, "reached": True, "sm_clock_mhz": None}
         torch = self._torch()
         t0 = time.perf_counter()
+        good, reading = 0, None
         min_s, max_s = float(msg.get("min_s", 0.5)), float(msg.get("max_s", 5.0))
         frac = float(msg.get("clock_fraction", 0.85))
         if msg.get("unless_up") and self.nvml:
@@ -405,19 +364,26 @@ class Worker:
                     "skipped": True,
                     "sm_clock_mhz": reading.get("sm_clock_mhz"),
                 }
-        warming = self.warming.finish() if self.warming else Warming(torch, self.nvml, frac)
-        self.warming = None
-        if warming.fraction != frac:  # readings against another fraction do not count
-            warming = Warming(torch, self.nvml, frac)
-        while time.perf_counter() - t0 < max_s and not warming.done(min_s):
-            warming.step()
+        while time.perf_counter() - t0 < max_s:
+            timing.burn(torch, "cuda", 0.05)
+            reading = self.nvml.read() if self.nvml else None
+            up = reading is None or clock_up(reading, frac) is not False
+            good = good + 1 if up else 0
+            if good >= 3 and time.perf_counter() - t0 >= min_s:
+                break
         join_warm()  # Triton's key was made meanwhile
+        self.loaded()  # and the checks' GPU functions loaded
         return {
             "seconds": time.perf_counter() - t0,
-            "reached": warming.good >= 3,
-            "sm_clock_mhz": warming.reading and warming.reading.get("sm_clock_mhz"),
-            "burnt_before_s": round(warming.ahead_s, 4),
+            "reached": good >= 3,
+            "sm_clock_mhz": reading and reading.get("sm_clock_mhz"),
         }
+
+    def loaded(self) -> None:
+        """Wait for ``load_checks_ahead``'s thread, if one still runs."""
+        if self.loading is not None:
+            self.loading.join()
+            self.loading = None
 
     def op_ceilings(self, msg: dict[str, Any]) -> dict[str, Any]:
         torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
@@ -485,9 +451,8 @@ def serve(worker: Worker, cmd_fd: int, resp_fd: int) -> None:
             resp.flush()
             return
         handler = getattr(worker, f"op_{op}", None)
-        if worker.warming is not None and op not in BESIDE_WARMING:
-            worker.warming.stop()
-            worker.warming = None
+        if op not in BESIDE_LOADING:
+            worker.loaded()
         try:
             if handler is None:
                 raise EntryError("error", f"unknown command {op!r}")
@@ -535,8 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         # A failure here is the first command's to report.
         try:
             worker._torch()
-            # the GPU's load starts now, beside the other workers' imports (``Warming``)
-            worker.warming = Warming(worker.torch, worker.nvml).ahead()
+            worker.loading = load_checks_ahead(worker.torch)
         except BaseException:
             traceback.print_exc()
             worker.torch = worker.nvml = None

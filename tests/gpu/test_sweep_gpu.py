@@ -241,29 +241,20 @@ def test_crossover_a_a_at_two_microseconds_is_same_at_one_percent(tmp_path) -> N
     assert c.verdict == "SAME", (c.shape, c.ratio, c.ci_low, c.ci_high, c.notes)
 
 
-def test_a_worker_warms_the_gpu_from_its_start_and_the_warmup_counts_it(tmp_path) -> None:
-    """The load a worker starts with its GPU context counts toward the warm-up it is asked for
-    (only what is missing is burnt), and a command that uses the GPU first stops that load."""
+def test_a_worker_loads_the_checks_ahead_and_a_first_command_waits_for_that(tmp_path) -> None:
+    """The checks' GPU functions load in a thread from the worker's start: a check sent at once
+    waits for that thread and is right; a worker given its warm-up first checks as well."""
     from checks.sweep.workers import WorkerClient, WorkerSpec
 
-    def client(name: str) -> WorkerClient:
-        return WorkerClient(
+    for name, warm in (("at-once", False), ("warmed", True)):
+        w = WorkerClient(
             WorkerSpec(side="base", root=PROOF, device="cuda", work_dir=tmp_path, label=name)
         )
-
-    warmed = client("warmed")
-    warmed.start()
-    try:
-        time.sleep(1.0)  # the parent's own work before it asks for the warm-up
-        got = warmed.warmup(min_s=0.25, max_s=5.0)
-        assert got["reached"] and got["burnt_before_s"] >= 0.25
-        assert got["seconds"] < 0.25  # nothing left to burn
-    finally:
-        warmed.close()
-    eager = client("eager")
-    eager.start()  # a check at once: the start's load is stopped, the check is right
-    try:
-        checked = eager.check(["proofk:scale_shift"], (4096,), "float32", seed=1)
-        assert checked["correct"]
-    finally:
-        eager.close()
+        w.start()
+        try:
+            if warm:
+                assert w.warmup(min_s=0.25, max_s=5.0)["reached"]
+            checked = w.check(["proofk:scale_shift"], (4096,), "float32", seed=1)
+            assert checked["correct"] and checked["digest"][0]["shape"] == [4096]
+        finally:
+            w.close()

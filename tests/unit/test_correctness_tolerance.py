@@ -159,3 +159,29 @@ def test_narrow_floats_are_compared_without_a_float64_copy_and_agree_with_float6
     with Wide() as wide:
         assert not compare(ref64.float(), ref64, atol=0.0, rtol=1e-12)["ok"]
     assert wide.made
+
+
+def test_exercise_runs_the_checks_functions_for_every_narrow_float_type() -> None:
+    """What a worker runs ahead (``correctness.exercise``): the comparison and the digest, for
+    float32, float16 and bfloat16 outputs, so each type's functions are loaded before a case."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from checks.worker import correctness
+
+    class Seen(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: set[tuple[str, torch.dtype]] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            if first is not None:
+                self.ops.add((func.__name__.split(".")[0], first.dtype))
+            return func(*args, **(kwargs or {}))
+
+    with Seen() as seen:
+        correctness.exercise(torch, "cpu")
+    for dtype in (torch.float16, torch.bfloat16):  # each read as float32 by the checks
+        assert ("_to_copy", dtype) in seen.ops, dtype
+    assert ("le", torch.float32) in seen.ops  # the comparison against its bound
+    assert ("sum", torch.float32) in seen.ops  # the digest's part sums
