@@ -241,9 +241,9 @@ def test_crossover_a_a_at_two_microseconds_is_same_at_one_percent(tmp_path) -> N
     assert c.verdict == "SAME", (c.shape, c.ratio, c.ci_low, c.ci_high, c.notes)
 
 
-def test_a_worker_loads_the_checks_ahead_and_a_first_command_waits_for_that(tmp_path) -> None:
-    """The checks' GPU functions load in a thread from the worker's start: a check sent at once
-    waits for that thread and is right; a worker given its warm-up first checks as well."""
+def test_a_worker_checks_alike_with_and_without_the_checks_loaded_in_its_warmup(tmp_path) -> None:
+    """The warm-up loads the checks' GPU functions in a thread while it burns: a worker checked
+    after its warm-up and one checked at once (a restarted worker) both find a right output."""
     from checks.sweep.workers import WorkerClient, WorkerSpec
 
     for name, warm in (("at-once", False), ("warmed", True)):
