@@ -2,9 +2,12 @@
 to the bot did to a run's whole cost, with do_bench's whole cost beside it.
 
     python3 bench/cost_side_by_side.py --old DIR --out DIR [--repeats 4] [--tolerances t1,t3]
+        [--also "LABEL=--some-option"]
 
 ``--old`` is another copy of this repository's ``bot/`` and ``checks/`` (for example
-``git archive <commit> bot checks | tar -x -C DIR``); the new tree is this one. Both run the
+``git archive <commit> bot checks | tar -x -C DIR``); the new tree is this one. ``--also`` adds
+an arm: this tree with more ``bench`` options (for example ``"no zygote=--no-zygote"``), to
+tell one change's share of the difference. Both run the
 identical-head repository of ``bench/cli_decision.py`` (its own kernels, served shapes near 5 us,
 30 us, 300 us and 2 ms plus the added small and ragged ones) as a fresh ``python -m bot bench``
 each time, in alternating order, ``--repeats`` times per tolerance. The cost is the command's
@@ -37,13 +40,20 @@ PHASES = ("check", "prepare", "estimate", "configure", "rewarm", "rounds", "fini
 
 
 def one_run(
-    tree: Path, repo: Path, tol: str, head: str, out: Path, device: str = "cuda"
+    tree: Path,
+    repo: Path,
+    tol: str,
+    head: str,
+    out: Path,
+    device: str = "cuda",
+    extra: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """One ``bench`` command from ``tree``: its wall time, verdicts and where the time went."""
+    """One ``bench`` command from ``tree`` (with ``extra`` options): its wall time, verdicts
+    and where the time went."""
     cpu = ["--device", "cpu", "--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []
     got = cd.run_cli(
         ["-m", "bot", "bench", "--repo", str(repo), "--base", f"base-{tol}", "--head", head,
-         "--out", str(out), *cpu],
+         "--out", str(out), *cpu, *extra],
         timeout_s=180,
         cwd=tree,
     )  # fmt: skip
@@ -117,20 +127,24 @@ def summarize(
 
 
 def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
+    arms = list(meta["arms"])
     rows = [
         "# `kernel-review bench` from two trees of the bot, side by side (identical head)",
         "",
-        f"Recorded {meta['date']} on {meta['machine']}; {meta['versions']}. Old tree: "
-        f"{meta['old']}; new tree: {meta['new']}. Made by `bench/cost_side_by_side.py`, "
-        f"{meta['repeats']} runs per tree and tolerance, in alternating order.",
+        f"Recorded {meta['date']} on {meta['machine']}; {meta['versions']}. "
+        + "; ".join(f"{arm}: {label}" for arm, label in meta["arms"].items())
+        + f". Made by `bench/cost_side_by_side.py`, {meta['repeats']} runs per arm and "
+        "tolerance, in alternating order.",
         "",
-        "| | old | new |",
-        "|---|---|---|",
+        "| | " + " | ".join(arms) + " |",
+        "|---|" + "---|" * len(arms),
     ]
-    o, n = summary["old"], summary["new"]
 
     def num(x: Any, digits: int = 3) -> str:
         return "-" if x is None else f"{x:.{digits}g}" if isinstance(x, float) else str(x)
+
+    def row(label: str, cells: list[str]) -> None:
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
 
     for label, key in (
         (
@@ -140,18 +154,16 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         ("command wall, median s", "wall_s_median"),
         ("first verdict after the command's launch, median s", "first_verdict_s_median"),
         ("per case, median s", "case_s_median"),
-        ("verdicts (not SAME)", None),
     ):
-        if key is None:
-            rows.append(
-                f"| {label} | {o['verdicts']} ({o['not_same']}) | {n['verdicts']} ({n['not_same']}) |"
-            )
-        else:
-            rows.append(f"| {label} | {num(o[key])} | {num(n[key])} |")
+        row(label, [num(summary[a][key]) for a in arms])
+    row(
+        "verdicts (not SAME)",
+        [f"{summary[a]['verdicts']} ({summary[a]['not_same']})" for a in arms],
+    )
     for part in ("startup_s_median", "phases_s_median", "wrapup_s_median"):
-        for k in sorted(set(o[part]) | set(n[part])):
-            rows.append(
-                f"| {part.split('_')[0]}: {k}, median s | {num(o[part].get(k))} | {num(n[part].get(k))} |"
+        for k in sorted({k for a in arms for k in summary[a][part]}):
+            row(
+                f"{part.split('_')[0]}: {k}, median s", [num(summary[a][part].get(k)) for a in arms]
             )
     rows += [
         "",
@@ -174,14 +186,31 @@ def main() -> int:
     ap.add_argument("--old-label", default="old tree")
     ap.add_argument("--new-label", default="this tree")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: plumbing only")
+    ap.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="LABEL=OPTIONS",
+        help="an arm running this tree with more bench options (space-separated)",
+    )
     args = ap.parse_args()
     shapes = cd.SHAPES_CPU if args.device == "cpu" else cd.SHAPES_GPU
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="cost-sbs-"))
     repo = cd.build_repo(work / "repo", shapes)
-    trees = {"old": Path(args.old).resolve(), "new": ROOT}
-    runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+    arms: dict[str, tuple[Path, tuple[str, ...]]] = {
+        "old": (Path(args.old).resolve(), ()),
+        "new": (ROOT, ()),
+    }
+    labels = {"old": args.old_label, "new": args.new_label}
+    for also in args.also:
+        label, sep, options = also.partition("=")
+        if not sep or not label.strip():
+            ap.error(f"--also {also!r}: give LABEL=OPTIONS, like 'no zygote=--no-zygote'")
+        arms[label.strip()] = (ROOT, tuple(options.split()))
+        labels[label.strip()] = f"{args.new_label} with {options.strip() or 'no more options'}"
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in arms}
     for tol in args.tolerances.split(","):
         head = cd.make_head(repo, f"base-{tol}", f"aa-{tol}", {}, "comment-only change")
 
@@ -191,7 +220,8 @@ def main() -> int:
             i = seen[name]
             seen[name] += 1
             got = work / f"{name}-{tol}-{i}.json"
-            row = one_run(trees[name], repo, tol, head, got, args.device)
+            tree, extra = arms[name]
+            row = one_run(tree, repo, tol, head, got, args.device, extra)
             row.update(tolerance=tol, order=i)
             cd.log(
                 f"{name} {tol} #{i}: {row.get('verdicts')} verdicts {row.get('counts')}, "
@@ -211,8 +241,7 @@ def main() -> int:
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU",
         "versions": f"torch {torch.__version__}, Triton {triton.__version__}, Python {sys.version.split()[0]}",
-        "old": args.old_label,
-        "new": args.new_label,
+        "arms": labels,
         "repeats": args.repeats,
     }
     (out / "side_by_side.json").write_text(

@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.errors import ResultsError
+from checks.worker.profiling import PROFILE_ENV
+from checks.worker.timing import SLOT_BIAS_ENV
 
 T = TypeVar("T")
 MAX_TREE_BYTES = 2**31  # a tree larger than this is not checked (and the log says so)
@@ -94,6 +96,26 @@ def scrubbed_env(base: dict[str, str] | None = None) -> dict[str, str]:
         ):
             out[k] = v
     return out
+
+
+def device_env(device: str, gpu: str | None) -> dict[str, str]:
+    """The scrubbed environment with the device's selection: what every worker of a device has
+    (and the zygote it is forked from, whose imports read some of it)."""
+    env = scrubbed_env()
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["HIP_VISIBLE_DEVICES"] = ""
+        env["TRITON_INTERPRET"] = "1"
+        # One thread: a CPU "kernel" spread over threads times the scheduler, not the code.
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[var] = "1"
+    elif gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+        env["HIP_VISIBLE_DEVICES"] = gpu
+    for var in (SLOT_BIAS_ENV, PROFILE_ENV):  # a test's slot bias; cost_diag's profiles
+        if os.environ.get(var):
+            env[var] = os.environ[var]
+    return env
 
 
 MIN_WORKER_MEMORY = 4 * 2**30

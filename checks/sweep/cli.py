@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from bot.contracts.plan import PlannedKernel
     from bot.policy.model import Policy
     from checks.sweep.models import SweepResult
+    from checks.sweep.zygote import Zygote
 
 DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
 MIN_ROUNDS = 3  # the sequential test's first look needs three rounds (ProtocolConfig.max_rounds)
@@ -125,6 +126,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a case's first call (where a kernel compiles and autotunes) runs on the GPU one "
         "worker at a time, so no side autotunes while the other's kernels run (default: on)",
     )
+    p.add_argument(
+        "--zygote",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fork the workers from one process that imported torch and Triton, started first "
+        "thing, instead of starting each (default: on)",
+    )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     p.add_argument("--work-dir", help="where worktrees, logs and caches go (default: a temp dir)")
     p.add_argument("--keep-work-dir", action="store_true", help="keep worktrees and worker logs")
@@ -199,6 +207,27 @@ def planned_kernels(
 
 def run_bench(args: argparse.Namespace) -> int:
     started = args.started  # the command's start (bot.cli.main): the all-in cost counts from it
+    from checks.sweep.zygote import start_zygote
+
+    # The workers' zygote first: its imports (seconds) run while this reads the repository,
+    # the policy and the plan and makes the worktrees.
+    work = (
+        Path(args.work_dir).resolve()
+        if args.work_dir
+        else Path(tempfile.mkdtemp(prefix="kernel-review-bench-"))
+    )
+    work.mkdir(parents=True, exist_ok=True)
+    zygote = start_zygote(args.device, work) if args.zygote else None
+    try:
+        return _bench(args, started, work, zygote)
+    finally:
+        if zygote is not None:
+            zygote.close()
+        if not args.keep_work_dir and not args.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _bench(args: argparse.Namespace, started: float, work: Path, zygote: Zygote | None) -> int:
     from checks.checkout import checkout_for
     from checks.sweep.models import dump_results
     from checks.sweep.protocol import default_protocol
@@ -254,7 +283,13 @@ def run_bench(args: argparse.Namespace) -> int:
         checkout=checkout_for(policy),
         precompile=args.precompile,
         first_call_alone=args.first_call_alone,
+        zygote=args.zygote,
     )
+    if zygote is not None and options.checkout.setup_command:
+        # the build step may install into the interpreter the zygote imported from: the sweep
+        # starts its own after it
+        zygote.close()
+        zygote = None
     label = (
         "CPU timing (not GPU numbers)" if cpu else f"GPU timing on {plural(len(gpus or ()), 'GPU')}"
     )
@@ -266,12 +301,6 @@ def run_bench(args: argparse.Namespace) -> int:
     if cpu:
         for line in compiled_only_bases(repo, base_sha, kernels):
             print(f"note: {line}", file=sys.stderr)
-    work = (
-        Path(args.work_dir).resolve()
-        if args.work_dir
-        else Path(tempfile.mkdtemp(prefix="kernel-review-bench-"))
-    )
-    work.mkdir(parents=True, exist_ok=True)
     out = out or default_results_path(repo, args.device, base_sha, head_label)
     partial = out.with_name(out.stem + ".partial.jsonl")
     trees: list[Path] = []
@@ -295,6 +324,7 @@ def run_bench(args: argparse.Namespace) -> int:
                 partial_path=partial,
                 notes=[*notes, *plan.notes],
                 started=started,
+                zygote=zygote,
             )
         dump_results(result, out)
         partial.unlink(missing_ok=True)  # the whole file is written: its journal is not needed
@@ -308,8 +338,6 @@ def run_bench(args: argparse.Namespace) -> int:
     finally:
         for tree in trees:
             gitutil.remove_worktree(repo, tree)
-        if not args.keep_work_dir and not args.work_dir:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def default_results_path(repo: Path, device: str, base_sha: str, head_label: str) -> Path:

@@ -32,7 +32,14 @@ from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
 from checks.sweep.summary import finalize, merge, recompute
-from checks.sweep.workers import Side, Timeouts, WorkerClient, WorkerFailure, WorkerSpec
+from checks.sweep.workers import (
+    Side,
+    Timeouts,
+    WorkerClient,
+    WorkerFailure,
+    WorkerSpec,
+)
+from checks.sweep.zygote import Zygote, start_zygote
 from checks.worker_env import default_memory_bytes
 
 Progress = Callable[[str], None]
@@ -59,6 +66,8 @@ class SweepOptions(BaseModel):
     precompile: bool = True
     # a case's first call (compile, autotune) one worker at a time (checks.worker.exclusive)
     first_call_alone: bool = True
+    # workers forked from one process that imported torch and Triton (checks.sweep.zygote)
+    zygote: bool = True
 
 
 def _ahead(
@@ -213,6 +222,7 @@ def run_sweep(
     notes: Sequence[str] = (),
     family_size: int | None = None,
     started: float | None = None,
+    zygote: Zygote | None = None,
 ) -> SweepResult:
     """Measure every case; never raises for a kernel's fault (each case carries its status).
     The policy's build step (``options.checkout``) runs in both checkouts first; a failed build
@@ -222,7 +232,10 @@ def run_sweep(
     a larger plan passes the plan's total so its verdicts hold for the whole sweep.
 
     ``started`` is the ``time.monotonic()`` the GPU was taken at (the command's start; default
-    now): the all-in cost per verdict and the time to the first verdict count from it."""
+    now): the all-in cost per verdict and the time to the first verdict count from it.
+
+    ``zygote``: one its caller started earlier (``start_zygote``; the caller closes it); with
+    ``options.zygote`` and none given, the sweep starts and closes its own."""
     t_start = time.monotonic() if started is None else started
     startup: dict[str, float] = {"before_sweep": time.monotonic() - t_start}
     started_at = _now()
@@ -253,6 +266,14 @@ def run_sweep(
     ]
     startup["setup"] = time.monotonic() - t_setup
     run_notes = [*notes, *(n for n in setup_notes if n)]
+    own_zygote = zygote is None and options.zygote
+    if own_zygote:
+        zygote = start_zygote(
+            options.device,
+            work_dir,
+            python=pythons["base"],
+            memory_bytes=options.worker_memory_bytes,
+        )
     threads, outs, ahead = [], [], []
     for index, gpu in enumerate(gpus):
         mine = list(cases[index :: len(gpus)])
@@ -275,7 +296,8 @@ def run_sweep(
                     slot=1 + ((side == "head") != (arm == 1)),
                     arm=arm,
                     first_call_alone=options.first_call_alone,
-                )
+                ),
+                zygote,
             )
 
         runner = PairRunner(
@@ -303,10 +325,14 @@ def run_sweep(
         if ahead
         else None
     )
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        if own_zygote and zygote is not None:
+            zygote.close()
     wrapup: dict[str, float] = {}
     if helpers is not None:
         t_helpers = time.monotonic()

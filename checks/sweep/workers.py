@@ -24,17 +24,16 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from checks.sweep.protocol import Block, Telemetry
+from checks.sweep.zygote import Forked, Zygote, own_triton
 from checks.worker.exclusive import GPU_LOCK_ENV
-from checks.worker.profiling import PROFILE_ENV
-from checks.worker.timing import SLOT_BIAS_ENV
 from checks.worker_env import (
     Timeouts,
     WorkerFailure,
     capped,
     default_memory_bytes,
+    device_env,
     kill_session,
     make_undumpable,
-    scrubbed_env,
 )
 
 WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
@@ -88,9 +87,10 @@ def _signal_name(code: int) -> str:
 class WorkerClient:
     """A worker process for one side. Not thread-safe: one thread drives one client."""
 
-    def __init__(self, spec: WorkerSpec) -> None:
+    def __init__(self, spec: WorkerSpec, zygote: Zygote | None = None) -> None:
         self.spec = spec
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.zygote = zygote  # where the worker is forked from, when it serves this spec
+        self.proc: subprocess.Popen[bytes] | Forked | None = None
         self.incarnation = 0
         self.log_path: Path | None = None
         self._w: int | None = None
@@ -101,7 +101,7 @@ class WorkerClient:
 
     def env(self) -> dict[str, str]:
         s = self.spec
-        env = scrubbed_env()
+        env = device_env(s.device, s.gpu)
         cache = s.triton_cache
         home = s.work_dir / "triton-home" / s.name
         cache.mkdir(parents=True, exist_ok=True)
@@ -119,19 +119,6 @@ class WorkerClient:
         env["TORCH_EXTENSIONS_DIR"] = str(s.work_dir / "torch-extensions" / s.side_key)
         # the autotuner's picks on disk too: a side's second worker takes its first's
         env["TRITON_CACHE_AUTOTUNING"] = "1"
-        if s.device == "cpu":
-            env["CUDA_VISIBLE_DEVICES"] = ""
-            env["HIP_VISIBLE_DEVICES"] = ""
-            env["TRITON_INTERPRET"] = "1"
-            # One thread: a CPU "kernel" spread over threads times the scheduler, not the code.
-            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-                env[var] = "1"
-        elif s.gpu is not None:
-            env["CUDA_VISIBLE_DEVICES"] = s.gpu
-            env["HIP_VISIBLE_DEVICES"] = s.gpu
-        for var in (SLOT_BIAS_ENV, PROFILE_ENV):  # a test's slot bias; cost_diag's profiles
-            if os.environ.get(var):
-                env[var] = os.environ[var]
         return env
 
     def start(self) -> None:
@@ -149,44 +136,62 @@ class WorkerClient:
         self.log_path = logs / f"{s.name}-{self.incarnation}.log"
         cmd_r, cmd_w = os.pipe()
         resp_r, resp_w = os.pipe()
-        with open(self.log_path, "wb") as log:
-            try:
-                self.proc = subprocess.Popen(
-                    capped(
-                        [
-                            s.python,
-                            "-I",
-                            "-B",
-                            "-u",
-                            str(WORKER_MAIN),
-                            "--cmd-fd",
-                            str(cmd_r),
-                            "--resp-fd",
-                            str(resp_w),
-                            "--root",
-                            str(Path(s.root).resolve()),
-                            "--device",
-                            s.device,
-                            "--side",
-                            s.side,
-                            "--slot",
-                            str(s.slot),
-                            *(f"--python-path={folder}" for folder in s.python_path),
-                        ],
-                        s.memory_bytes,
-                    ),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(cmd_r, resp_w),
-                    env=self.env(),
-                    cwd=str(Path(s.root).resolve()),
-                    start_new_session=True,
-                )
-            finally:
-                os.close(cmd_r)
-                os.close(resp_w)
+        root = Path(s.root).resolve()
+        args = [
+            "--root",
+            str(root),
+            "--device",
+            s.device,
+            "--side",
+            s.side,
+            "--slot",
+            str(s.slot),
+            *(f"--python-path={folder}" for folder in s.python_path),
+        ]
+        try:
+            self.proc = self._forked(args, root, (cmd_r, resp_w))
+            if self.proc is None:
+                with open(self.log_path, "wb") as log:
+                    self.proc = subprocess.Popen(
+                        capped(
+                            [
+                                s.python,
+                                "-I",
+                                "-B",
+                                "-u",
+                                str(WORKER_MAIN),
+                                "--cmd-fd",
+                                str(cmd_r),
+                                "--resp-fd",
+                                str(resp_w),
+                                *args,
+                            ],
+                            s.memory_bytes,
+                        ),
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        pass_fds=(cmd_r, resp_w),
+                        env=self.env(),
+                        cwd=str(root),
+                        start_new_session=True,
+                    )
+        finally:
+            os.close(cmd_r)
+            os.close(resp_w)
         self._w, self._r, self._buf = cmd_w, resp_r, b""
+
+    def _forked(self, args: list[str], root: Path, fds: tuple[int, int]) -> Forked | None:
+        """The worker forked from the zygote, where one serves this spec; else None."""
+        s, z = self.spec, self.zygote
+        if z is None or not z.serves(s.python, s.memory_bytes, s.device):
+            return None
+        if own_triton(root, s.python_path):
+            return None
+        assert self.log_path is not None
+        return z.fork(
+            args, env=self.env(), cwd=root, log=self.log_path, fds=fds, timeout=s.timeouts.start_s
+        )
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -15,9 +15,9 @@ from checks.sweep.workers import (
     WorkerFailure,
     WorkerSpec,
     in_parallel,
-    scrubbed_env,
     start_all,
 )
+from checks.worker_env import scrubbed_env
 from tests.cxx_standin import write_ext_repo
 from tests.paths import DATA
 

@@ -1,0 +1,224 @@
+"""The bot's side of the zygote (``checks/worker/zygote.py``): a process that imported torch and
+Triton once, from which workers are forked instead of each starting a Python that imports them.
+
+``Zygote.start`` launches it (a sweep's first step; ``kernel-review bench`` calls it before its
+own imports, git reads and worktrees, which it then overlaps). ``Zygote.fork`` asks it for a
+worker and returns a ``Forked`` handle the worker client uses as it uses a ``Popen``; None when
+the zygote cannot serve (it failed to start, or died), and the caller starts the worker itself.
+A worker only comes from the zygote whose interpreter, memory cap and device it would have had
+(``serves``), and never for a checkout with a ``triton`` of its own (the zygote imported the
+installed one).
+
+The worker is forked twice so that it becomes this process's child: ``start`` makes this
+process a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``), so the worker is reparented here
+when the zygote's intermediate child exits, and can be waited for like any child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from checks.worker_env import capped, default_memory_bytes, device_env, kill_session
+
+ZYGOTE_MAIN = Path(__file__).resolve().parent.parent / "worker" / "zygote.py"
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants; False where Linux says no."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def own_triton(root: Path, python_path: tuple[str, ...]) -> bool:
+    """Whether the checkout puts a ``triton`` of its own on the worker's path (then its code
+    imports that one, not the one the zygote imported)."""
+    places = [root / p for p in python_path] + [root]
+    return any((place / "triton").exists() for place in places)
+
+
+class Forked:
+    """A worker forked by the zygote, reparented to this process: ``pid``, ``poll``, ``wait``,
+    ``kill`` and ``returncode`` as a ``subprocess.Popen`` has them."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere, or never ours: gone either way
+                self.returncode = -signal.SIGKILL
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
+            time.sleep(0.002)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class ZygoteKind:
+    """What a worker from this zygote shares with it: its interpreter, memory cap and device."""
+
+    python: str
+    memory_bytes: int
+    device: str
+
+
+class Zygote:
+    def __init__(
+        self, kind: ZygoteKind, proc: subprocess.Popen[bytes] | None, sock: socket.socket | None
+    ) -> None:
+        self.kind = kind
+        self.proc = proc
+        self.sock = sock
+        self.lock = threading.RLock()
+        self.note = ""  # why it could not serve, once it could not
+
+    @classmethod
+    def start(cls, kind: ZygoteKind, env: dict[str, str], work_dir: Path) -> Zygote:
+        """Launch it; one that cannot be launched serves nothing (``fork`` answers None)."""
+        if not _subreaper():
+            zygote = cls(kind, None, None)
+            zygote.note = "this system cannot adopt forked workers (no child subreaper)"
+            return zygote
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        logs = work_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(logs / "zygote.log", "wb") as log:
+                proc = subprocess.Popen(
+                    capped(
+                        [
+                            kind.python,
+                            "-I",
+                            "-B",
+                            "-u",
+                            str(ZYGOTE_MAIN),
+                            "--sock-fd",
+                            str(theirs.fileno()),
+                        ],
+                        kind.memory_bytes,
+                    ),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(theirs.fileno(),),
+                    env=env,
+                    cwd=str(work_dir),
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            ours.close()
+            zygote = cls(kind, None, None)
+            zygote.note = f"could not start: {exc}"
+            return zygote
+        finally:
+            theirs.close()
+        return cls(kind, proc, ours)
+
+    def serves(self, python: str, memory_bytes: int, device: str) -> bool:
+        return self.sock is not None and self.kind == ZygoteKind(python, memory_bytes, device)
+
+    def fork(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        log: Path,
+        fds: tuple[int, int],
+        timeout: float,
+    ) -> Forked | None:
+        """A worker running ``main.py`` with ``argv`` (after its pipe descriptors ``fds``); None
+        when the zygote cannot give one (the caller starts the worker itself)."""
+        request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
+        with self.lock:
+            sock = self.sock
+            if sock is None:
+                return None
+            try:
+                socket.send_fds(sock, [json.dumps(request).encode()], list(fds))
+                answer = self._answer(sock, timeout)
+            except (OSError, ValueError) as exc:
+                self._lost(f"stopped answering: {exc}")
+                return None
+            if "pid" not in answer:
+                self.note = str(answer.get("error") or "no worker")
+                return None
+            return Forked(int(answer["pid"]))
+
+    @staticmethod
+    def _answer(sock: socket.socket, timeout: float) -> dict[str, Any]:
+        sock.settimeout(timeout)
+        while True:
+            data = sock.recv(1 << 16)
+            if not data:
+                raise OSError("the zygote exited")
+            answer = json.loads(data)
+            if not answer.get("ready"):
+                return dict(answer)
+
+    def _lost(self, why: str) -> None:
+        self.note = why
+        self.close()
+
+    def close(self) -> None:
+        """End the zygote (the workers it forked are not its children, and live on)."""
+        with self.lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+            self.sock = None
+        if self.proc is not None:
+            kill_session(self.proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+            self.proc = None
+
+
+def start_zygote(
+    device: str, work_dir: Path, *, python: str = sys.executable, memory_bytes: int | None = None
+) -> Zygote:
+    """The process a sweep's workers are forked from (``checks.sweep.zygote``), started now:
+    its imports run while the caller does the rest of its preparation. Start it after a build
+    step that may install into the interpreter it imports from."""
+    kind = ZygoteKind(
+        python=python, memory_bytes=memory_bytes or default_memory_bytes(), device=device
+    )
+    return Zygote.start(kind, device_env(device, None), work_dir)

@@ -1,0 +1,156 @@
+"""A process that imports torch and Triton once and forks workers from there.
+
+Started by ``checks.sweep.zygote`` as ``python -I -B -u zygote.py --sock-fd N`` in a worker's
+scrubbed environment, under a worker's memory cap, at the start of a sweep (``kernel-review
+bench`` starts it first thing, so its imports overlap the command's own work). It imports torch,
+Triton and the worker program, makes Triton's key (the hash of its own files every compile and
+cache lookup needs), and then, for each request on its socket (a JSON message and the worker's
+two pipe ends), forks a worker that takes the request's environment, folder and log and runs
+``main.py``'s ``main`` with the request's arguments. Each worker then only makes its GPU
+context: four workers that each imported torch side by side took 2.0-2.5 s on the H200.
+
+Nothing here touches a GPU: a CUDA context does not survive a fork, and the workers make their
+own after it. The worker is forked twice, so that it is the bot's child (the bot is their
+subreaper, ``checks.sweep.zygote``), not this process's: the bot waits for it, reads how it
+ended and kills its session as it does for a worker it started itself. This process and its
+workers are non-dumpable: the measured code, running as the same user, can neither attach to
+this process (whose state every later worker inherits) nor to another worker.
+
+Standard library only at import; the worker program's siblings are loaded as ``main.py`` loads
+them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import importlib.util
+import json
+import os
+import socket
+import sys
+import traceback
+from typing import Any, NoReturn
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_REQUEST = 1 << 20
+PR_SET_DUMPABLE = 4
+
+
+def _undumpable() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _worker_program() -> Any:
+    """``main.py`` as a module (not ``__main__``), its siblings loaded as it loads them."""
+    spec = importlib.util.spec_from_file_location(
+        "_kernel_review_worker_program", os.path.join(_HERE, "main.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _imports() -> None:
+    """What every worker imports first, and Triton's key; a failure is the workers' to meet
+    (each imports again and reports it)."""
+    with contextlib.suppress(Exception):
+        import torch  # noqa: F401
+    with contextlib.suppress(Exception):
+        from triton.runtime.cache import triton_key
+
+        triton_key()
+
+
+def _become_worker(request: dict[str, Any], fds: list[int], program: Any) -> NoReturn:
+    """In the forked worker: its own session, log, environment and folder, then the worker."""
+    code = 1
+    try:
+        os.setsid()
+        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(null)
+        os.close(log)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        cmd_fd, resp_fd = fds
+        code = program.main(["--cmd-fd", str(cmd_fd), "--resp-fd", str(resp_fd), *request["argv"]])
+    except BaseException:
+        traceback.print_exc()
+    program.exiting.end_now(code)
+
+
+def _fork(sock: socket.socket, request: dict[str, Any], fds: list[int], program: Any) -> int:
+    """The worker's pid: forked by a child of this process that exits at once."""
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    middle = os.fork()
+    if middle == 0:
+        os.close(r)
+        try:
+            pid = os.fork()
+        except OSError:
+            os._exit(1)
+        if pid == 0:
+            os.close(w)
+            sock.close()
+            _become_worker(request, fds, program)
+        os.write(w, str(pid).encode())
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 64):
+        chunks.append(chunk)
+    os.close(r)
+    os.waitpid(middle, 0)
+    return int(b"".join(chunks) or b"0")
+
+
+def serve(sock: socket.socket, program: Any) -> None:
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, MAX_REQUEST, 2)
+        except OSError:
+            return
+        if not data:  # the bot closed its end
+            return
+        try:
+            request = json.loads(data)
+            if len(fds) != 2:
+                raise ValueError(f"a request needs 2 descriptors, got {len(fds)}")
+            answer: dict[str, Any] = {"pid": _fork(sock, request, fds, program)}
+        except Exception as exc:
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        sock.send(json.dumps(answer).encode())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernel-review-zygote")
+    parser.add_argument("--sock-fd", type=int, required=True)
+    args = parser.parse_args(argv)
+    _undumpable()
+    _imports()
+    program = _worker_program()
+    sock = socket.socket(fileno=args.sock_fd)
+    sock.send(b'{"ready": true}')
+    serve(sock, program)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)
