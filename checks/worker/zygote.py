@@ -30,6 +30,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import traceback
 from typing import Any, NoReturn
 
@@ -56,14 +57,22 @@ def _worker_program() -> Any:
 
 
 def _imports() -> None:
-    """What every worker imports first, and Triton's key; a failure is the workers' to meet
-    (each imports again and reports it)."""
+    """What every worker imports first, and Triton's key, hashed in a thread beside the torch
+    import as a worker started on its own does (made one after the other, they left the zygote
+    no faster than four workers importing side by side on the H200). The thread has ended
+    before anything is forked. A failure is the workers' to meet (each imports again)."""
+
+    def key() -> None:
+        with contextlib.suppress(Exception):
+            from triton.runtime.cache import triton_key
+
+            triton_key()
+
+    hashing = threading.Thread(target=key, name="triton-key")
+    hashing.start()
     with contextlib.suppress(Exception):
         import torch  # noqa: F401
-    with contextlib.suppress(Exception):
-        from triton.runtime.cache import triton_key
-
-        triton_key()
+    hashing.join()
 
 
 def _become_worker(request: dict[str, Any], fds: list[int], program: Any) -> NoReturn:
