@@ -333,6 +333,8 @@ def run_sweep(
     finally:
         if own_zygote and zygote is not None:
             zygote.close()
+    if zygote is not None and zygote.note:
+        run_notes.append(f"workers started one by one, not forked from the zygote: {zygote.note}")
     wrapup: dict[str, float] = {}
     if helpers is not None:
         t_helpers = time.monotonic()

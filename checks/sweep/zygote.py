@@ -175,10 +175,11 @@ class Zygote:
             except (OSError, ValueError) as exc:
                 self._lost(f"stopped answering: {exc}")
                 return None
-            if "pid" not in answer:
+            pid = answer.get("pid")
+            if not isinstance(pid, int) or pid <= 0:
                 self.note = str(answer.get("error") or "no worker")
                 return None
-            return Forked(int(answer["pid"]))
+            return Forked(pid)
 
     @staticmethod
     def _answer(sock: socket.socket, timeout: float) -> dict[str, Any]:

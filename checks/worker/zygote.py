@@ -136,7 +136,10 @@ def serve(sock: socket.socket, program: Any) -> None:
             request = json.loads(data)
             if len(fds) != 2:
                 raise ValueError(f"a request needs 2 descriptors, got {len(fds)}")
-            answer: dict[str, Any] = {"pid": _fork(sock, request, fds, program)}
+            pid = _fork(sock, request, fds, program)
+            if pid <= 0:
+                raise OSError("the worker could not be forked")
+            answer: dict[str, Any] = {"pid": pid}
         except Exception as exc:
             answer = {"error": f"{type(exc).__name__}: {exc}"}
         finally:

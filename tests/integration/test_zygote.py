@@ -137,3 +137,23 @@ def test_a_zygote_that_died_leaves_the_workers_to_start_as_before(tmp_path: Path
     finally:
         w.close()
         z.close()
+
+
+def test_a_sweep_whose_zygote_died_measures_all_the_same_and_says_so(tmp_path: Path) -> None:
+    from checks.sweep.run import SweepOptions
+    from checks.sweep.shapes import Case
+    from tests.integration.test_sweep_cpu import QUICK, _standin_sweep
+
+    z = start_zygote("cpu", tmp_path)
+    assert z.proc is not None
+    z.proc.kill()
+    z.proc.wait()
+    case = Case(kernel="axpy", bench="standin_kernels:axpy", dims=(1000,), dtype="float32",
+                tolerance=0.5)  # fmt: skip
+    opts = SweepOptions(device="cpu", protocol=QUICK, measure_ceilings=False)
+    try:
+        result = _standin_sweep([case], opts, tmp_path, zygote=z)
+    finally:
+        z.close()
+    assert result.cases[0].status == "ok" and result.cases[0].verdict
+    assert any("not forked from the zygote" in n for n in result.notes), result.notes
