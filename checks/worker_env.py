@@ -159,11 +159,17 @@ def make_undumpable() -> bool:
     open its ``/proc/<pid>/fd/*`` (the step's log among them) or attach to it. The children it
     starts get the default back when they exec. False where the system does not offer it; it
     does not stop root."""
+    return prctl(PR_SET_DUMPABLE, 0)
+
+
+def prctl(option: int, value: int) -> bool:
+    """Linux ``prctl(option, value)`` for this process; False where the system says no or has
+    no such call."""
     if not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
 

@@ -17,7 +17,6 @@ when the zygote's intermediate child exits, and can be waited for like any child
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -30,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checks.worker_env import capped, default_memory_bytes, device_env, kill_session
+from checks.worker_env import capped, default_memory_bytes, device_env, kill_session, prctl
 
 ZYGOTE_MAIN = Path(__file__).resolve().parent.parent / "worker" / "zygote.py"
 PR_SET_CHILD_SUBREAPER = 36
@@ -38,13 +37,7 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def _subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants; False where Linux says no."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
+    return prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def own_triton(root: Path, python_path: tuple[str, ...]) -> bool:
