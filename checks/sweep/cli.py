@@ -129,9 +129,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--zygote",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=None,
         help="fork the workers from one process that imported torch and Triton, started first "
-        "thing, instead of starting each (default: on)",
+        "thing, instead of starting each (default: on for cuda, off for cpu)",
     )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     p.add_argument("--work-dir", help="where worktrees, logs and caches go (default: a temp dir)")
@@ -207,7 +207,7 @@ def planned_kernels(
 
 def run_bench(args: argparse.Namespace) -> int:
     started = args.started  # the command's start (bot.cli.main): the all-in cost counts from it
-    from checks.sweep.zygote import start_zygote
+    from checks.sweep.zygote import by_default, start_zygote
 
     # The workers' zygote first: its imports (seconds) run while this reads the repository,
     # the policy and the plan and makes the worktrees.
@@ -217,6 +217,8 @@ def run_bench(args: argparse.Namespace) -> int:
         else Path(tempfile.mkdtemp(prefix="kernel-review-bench-"))
     )
     work.mkdir(parents=True, exist_ok=True)
+    if args.zygote is None:
+        args.zygote = by_default(args.device)
     zygote = start_zygote(args.device, work) if args.zygote else None
     try:
         return _bench(args, started, work, zygote)

@@ -39,7 +39,7 @@ from checks.sweep.workers import (
     WorkerFailure,
     WorkerSpec,
 )
-from checks.sweep.zygote import Zygote, start_zygote
+from checks.sweep.zygote import Zygote, by_default, start_zygote
 from checks.worker_env import default_memory_bytes
 
 Progress = Callable[[str], None]
@@ -66,8 +66,9 @@ class SweepOptions(BaseModel):
     precompile: bool = True
     # a case's first call (compile, autotune) one worker at a time (checks.worker.exclusive)
     first_call_alone: bool = True
-    # workers forked from one process that imported torch and Triton (checks.sweep.zygote)
-    zygote: bool = True
+    # workers forked from one process that imported torch and Triton (checks.sweep.zygote);
+    # None: on a GPU, not on the CPU (``zygote.by_default``)
+    zygote: bool | None = None
 
 
 def _ahead(
@@ -266,7 +267,8 @@ def run_sweep(
     ]
     startup["setup"] = time.monotonic() - t_setup
     run_notes = [*notes, *(n for n in setup_notes if n)]
-    own_zygote = zygote is None and options.zygote
+    wanted = options.zygote if options.zygote is not None else by_default(options.device)
+    own_zygote = zygote is None and wanted
     if own_zygote:
         zygote = start_zygote(
             options.device,

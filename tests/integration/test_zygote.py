@@ -139,21 +139,34 @@ def test_a_zygote_that_died_leaves_the_workers_to_start_as_before(tmp_path: Path
         z.close()
 
 
-def test_a_sweep_whose_zygote_died_measures_all_the_same_and_says_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize("alive", [True, False])
+def test_a_sweep_forks_its_workers_from_the_zygote_or_says_why_not(
+    tmp_path: Path, alive: bool
+) -> None:
+    """On the CPU only when asked (``zygote=True``; a GPU sweep forks by default): the sweep's
+    workers come from the zygote and measure; with a zygote that died they are started one by
+    one, measure all the same, and the sweep's notes say why."""
     from checks.sweep.run import SweepOptions
     from checks.sweep.shapes import Case
+    from checks.sweep.zygote import by_default
     from tests.integration.test_sweep_cpu import QUICK, _standin_sweep
 
-    z = start_zygote("cpu", tmp_path)
-    assert z.proc is not None
-    z.proc.kill()
-    z.proc.wait()
+    assert by_default("cuda") and not by_default("cpu")
     case = Case(kernel="axpy", bench="standin_kernels:axpy", dims=(1000,), dtype="float32",
                 tolerance=0.5)  # fmt: skip
-    opts = SweepOptions(device="cpu", protocol=QUICK, measure_ceilings=False)
+    opts = SweepOptions(device="cpu", protocol=QUICK, measure_ceilings=False, zygote=True)
+    z = None
+    if not alive:
+        z = start_zygote("cpu", tmp_path)
+        assert z.proc is not None
+        z.proc.kill()
+        z.proc.wait()
     try:
         result = _standin_sweep([case], opts, tmp_path, zygote=z)
     finally:
-        z.close()
+        if z is not None:
+            z.close()
     assert result.cases[0].status == "ok" and result.cases[0].verdict
-    assert any("not forked from the zygote" in n for n in result.notes), result.notes
+    said = [n for n in result.notes if "not forked from the zygote" in n]
+    assert bool(said) != alive, result.notes
+    assert (tmp_path / "logs" / "zygote.log").exists()
