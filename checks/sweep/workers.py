@@ -150,6 +150,12 @@ class WorkerClient:
         ]
         try:
             self.proc = self._forked(args, root, (cmd_r, resp_w))
+            if self.proc is None and self.zygote is not None:
+                # fresh pipes: a zygote that stopped answering may still have handed these on
+                for fd in (cmd_r, cmd_w, resp_r, resp_w):
+                    os.close(fd)
+                cmd_r, cmd_w = os.pipe()
+                resp_r, resp_w = os.pipe()
             if self.proc is None:
                 with open(self.log_path, "wb") as log:
                     self.proc = subprocess.Popen(
