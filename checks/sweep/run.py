@@ -32,13 +32,7 @@ from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
 from checks.sweep.summary import finalize, merge, recompute
-from checks.sweep.workers import (
-    Side,
-    Timeouts,
-    WorkerClient,
-    WorkerFailure,
-    WorkerSpec,
-)
+from checks.sweep.workers import Side, Timeouts, WorkerClient, WorkerFailure, WorkerSpec
 from checks.sweep.zygote import Zygote, by_default, start_zygote
 from checks.worker_env import default_memory_bytes
 

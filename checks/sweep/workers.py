@@ -149,13 +149,15 @@ class WorkerClient:
             *(f"--python-path={folder}" for folder in s.python_path),
         ]
         try:
-            self.proc = self._forked(args, root, (cmd_r, resp_w))
-            if self.proc is None and self.zygote is not None:
-                # fresh pipes: a zygote that stopped answering may still have handed these on
-                for fd in (cmd_r, cmd_w, resp_r, resp_w):
-                    os.close(fd)
-                cmd_r, cmd_w = os.pipe()
-                resp_r, resp_w = os.pipe()
+            self.proc = None
+            if self._zygote_serves(root):
+                self.proc = self._forked(args, root, (cmd_r, resp_w))
+                if self.proc is None:
+                    # fresh pipes: a zygote that stopped answering may have handed these on
+                    for fd in (cmd_r, cmd_w, resp_r, resp_w):
+                        os.close(fd)
+                    cmd_r, cmd_w = os.pipe()
+                    resp_r, resp_w = os.pipe()
             if self.proc is None:
                 with open(self.log_path, "wb") as log:
                     self.proc = subprocess.Popen(
@@ -187,15 +189,21 @@ class WorkerClient:
             os.close(resp_w)
         self._w, self._r, self._buf = cmd_w, resp_r, b""
 
-    def _forked(self, args: list[str], root: Path, fds: tuple[int, int]) -> Forked | None:
-        """The worker forked from the zygote, where one serves this spec; else None."""
+    def _zygote_serves(self, root: Path) -> bool:
+        """Whether this worker may come from the zygote: its interpreter, cap and device, and a
+        checkout without a ``triton`` of its own."""
         s, z = self.spec, self.zygote
-        if z is None or not z.serves(s.python, s.memory_bytes, s.device):
-            return None
-        if own_triton(root, s.python_path):
-            return None
-        assert self.log_path is not None
-        return z.fork(
+        return (
+            z is not None
+            and z.serves(s.python, s.memory_bytes, s.device)
+            and not own_triton(root, s.python_path)
+        )
+
+    def _forked(self, args: list[str], root: Path, fds: tuple[int, int]) -> Forked | None:
+        """The worker forked from the zygote; None when it could not give one."""
+        assert self.zygote is not None and self.log_path is not None
+        s = self.spec
+        return self.zygote.fork(
             args, env=self.env(), cwd=root, log=self.log_path, fds=fds, timeout=s.timeouts.start_s
         )
 

@@ -99,21 +99,23 @@ class ZygoteKind:
 
 class Zygote:
     def __init__(
-        self, kind: ZygoteKind, proc: subprocess.Popen[bytes] | None, sock: socket.socket | None
+        self,
+        kind: ZygoteKind,
+        proc: subprocess.Popen[bytes] | None,
+        sock: socket.socket | None,
+        note: str = "",
     ) -> None:
         self.kind = kind
         self.proc = proc
         self.sock = sock
         self.lock = threading.RLock()
-        self.note = ""  # why it could not serve, once it could not
+        self.note = note  # why it could not serve, once it could not
 
     @classmethod
     def start(cls, kind: ZygoteKind, env: dict[str, str], work_dir: Path) -> Zygote:
         """Launch it; one that cannot be launched serves nothing (``fork`` answers None)."""
         if not _subreaper():
-            zygote = cls(kind, None, None)
-            zygote.note = "this system cannot adopt forked workers (no child subreaper)"
-            return zygote
+            return cls(kind, None, None, "this system cannot adopt forked workers (no subreaper)")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         logs = work_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -142,9 +144,7 @@ class Zygote:
                 )
         except OSError as exc:
             ours.close()
-            zygote = cls(kind, None, None)
-            zygote.note = f"could not start: {exc}"
-            return zygote
+            return cls(kind, None, None, f"could not start: {exc}")
         finally:
             theirs.close()
         return cls(kind, proc, ours)
@@ -184,13 +184,10 @@ class Zygote:
     @staticmethod
     def _answer(sock: socket.socket, timeout: float) -> dict[str, Any]:
         sock.settimeout(timeout)
-        while True:
-            data = sock.recv(1 << 16)
-            if not data:
-                raise OSError("the zygote exited")
-            answer = json.loads(data)
-            if not answer.get("ready"):
-                return dict(answer)
+        data = sock.recv(1 << 16)
+        if not data:
+            raise OSError("the zygote exited")
+        return dict(json.loads(data))
 
     def _lost(self, why: str) -> None:
         self.note = why
@@ -199,18 +196,15 @@ class Zygote:
     def close(self) -> None:
         """End the zygote (the workers it forked are not its children, and live on)."""
         with self.lock:
-            self._close()
-
-    def _close(self) -> None:
-        if self.sock is not None:
-            with contextlib.suppress(OSError):
-                self.sock.close()
-            self.sock = None
-        if self.proc is not None:
-            kill_session(self.proc.pid)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=10)
-            self.proc = None
+            if self.sock is not None:
+                with contextlib.suppress(OSError):
+                    self.sock.close()
+                self.sock = None
+            if self.proc is not None:
+                kill_session(self.proc.pid)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=10)
+                self.proc = None
 
 
 def start_zygote(

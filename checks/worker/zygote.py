@@ -157,7 +157,6 @@ def main(argv: list[str] | None = None) -> int:
     _imports()
     program = _worker_program()
     sock = socket.socket(fileno=args.sock_fd)
-    sock.send(b'{"ready": true}')
     serve(sock, program)
     return 0
 
