@@ -210,6 +210,10 @@ class SweepResult(Frozen):
     # workers; ceilings: reading their cache, and measuring them after the last case where it
     # had none); with several GPUs the slowest GPU's steps
     startup_s: dict[str, float] = Field(default_factory=dict)
+    # inside ``startup_s["start"]``, the slowest worker's seconds from its launch until its
+    # program began (to_main; a worker forked from the zygote waited for its imports) and until
+    # its torch and GPU context were ready (to_ready)
+    start_marks_s: dict[str, float] = Field(default_factory=dict)
     # and after the last case, until the result is made (close: the workers' quit and exit;
     # compile_ahead: stopping the compile-ahead helpers); the slowest GPU's
     wrapup_s: dict[str, float] = Field(default_factory=dict)

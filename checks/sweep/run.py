@@ -177,6 +177,7 @@ def _run_pair(
         return
     out["env"], out["notes"] = runner.env, runner.notes
     out["startup_s"] = runner.startup_s
+    out["start_marks_s"] = runner.start_marks_s
     try:
         for i, case in enumerate(cases):
             if recorder.gpu_seconds >= budget_s:
@@ -345,8 +346,9 @@ def run_sweep(
             f"per-case time cap lowered to {protocol.max_case_seconds:.1f} s so {len(cases)} cases fit "
             f"in limits.max_gpu_seconds = {options.max_gpu_seconds:g}"
         )
+    marks: dict[str, float] = {}
     for o in outs:  # the slowest GPU's start-up and wrap-up steps
-        for into, key in ((startup, "startup_s"), (wrapup, "wrapup_s")):
+        for into, key in ((startup, "startup_s"), (wrapup, "wrapup_s"), (marks, "start_marks_s")):
             for step, seconds in (o.get(key) or {}).items():  # type: ignore[union-attr]
                 into[step] = max(into.get(step, 0.0), seconds)
     final, summary = finalize(ordered, protocol, family, ceilings)
@@ -371,6 +373,7 @@ def run_sweep(
         first_verdict_s=recorder.first_verdict_s,
         gpu_s_per_verdict_all_in=held / verdicts if verdicts else None,
         startup_s={k: round(v, 4) for k, v in startup.items()},
+        start_marks_s={k: round(v, 4) for k, v in marks.items()},
         wrapup_s={k: round(v, 4) for k, v in wrapup.items()},
         notes=tuple(all_notes),
     )

@@ -16,6 +16,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -92,6 +93,7 @@ class WorkerClient:
         self.zygote = zygote  # where the worker is forked from, when it serves this spec
         self.proc: subprocess.Popen[bytes] | Forked | None = None
         self.incarnation = 0
+        self.spawned_at = 0.0  # time.monotonic() at the last spawn
         self.log_path: Path | None = None
         self._w: int | None = None
         self._r: int | None = None
@@ -130,6 +132,7 @@ class WorkerClient:
         spawned first and greeted after start side by side)."""
         s = self.spec
         make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
+        self.spawned_at = time.monotonic()
         self.incarnation += 1
         logs = s.work_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -210,16 +213,20 @@ class WorkerClient:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def _kill(self) -> None:
+    def _kill(self, *, wait: bool = True) -> None:
         """Kill the worker's whole session, also after the worker itself has exited: what it
-        left running (a double-forked daemon) goes with it."""
+        left running (a double-forked daemon) goes with it. Without ``wait``, a thread waits
+        for the process to end, not the caller."""
         proc = self.proc
         if proc is not None:
             kill_session(proc.pid)
             if proc.poll() is None:
                 proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
+            if wait:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=10)
+            else:
+                threading.Thread(target=proc.wait, name="reap", daemon=True).start()
         self._close_fds()
 
     def _close_fds(self) -> None:
@@ -233,16 +240,20 @@ class WorkerClient:
         self._kill()
         self.start()
 
-    def close(self) -> None:
-        """Ask the worker to quit; kill it if it does not."""
+    def close(self, *, wait: bool = True) -> None:
+        """Ask the worker to quit; kill it if it does not. Without ``wait``, its session is
+        killed once it answered and a thread waits for its end: the exit of a process with a
+        GPU context spends the context's teardown (0.3 s of a sweep's wall on the H200), and
+        nothing of it is needed once it answered."""
         if self.alive() and self._w is not None:
             try:
                 self.call("quit", timeout=5.0)
                 assert self.proc is not None
-                self.proc.wait(timeout=5)
+                if wait:
+                    self.proc.wait(timeout=5)
             except (WorkerFailure, subprocess.TimeoutExpired):
                 pass
-        self._kill()
+        self._kill(wait=wait)
 
     def log_tail(self, limit: int = 4000) -> str:
         try:
@@ -405,15 +416,20 @@ class WorkerClient:
         max_s: float = 5.0,
         clock_fraction: float = 0.85,
         unless_up: bool = False,
+        beside_first_calls: bool = False,
     ) -> dict[str, Any]:
-        """Burn until the SM clock is up; with ``unless_up``, not at all when it already is."""
+        """Burn until the SM clock is up; with ``unless_up``, not at all when it already is;
+        with ``beside_first_calls``, never while another worker's first call holds the GPU
+        (which it may wait for as long as a check may take)."""
+        t = self.spec.timeouts
         return self.call(
             "warmup",
-            timeout=self.spec.timeouts.warmup_s + max_s,
+            timeout=t.warmup_s + max_s + (t.check_s if beside_first_calls else 0.0),
             min_s=min_s,
             max_s=max_s,
             clock_fraction=clock_fraction,
             unless_up=unless_up,
+            beside_first_calls=beside_first_calls,
         )
 
     def env_info(self) -> dict[str, Any]:
@@ -438,8 +454,20 @@ def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
     return [f.result() for f in futures]
 
 
-def start_all(clients: Sequence[WorkerClient]) -> None:
-    """Start the workers side by side: every process spawned, then each greeted."""
+def start_all(clients: Sequence[WorkerClient]) -> dict[str, float]:
+    """Start the workers side by side: every process spawned, then each greeted. Returns where
+    the slowest start went, in seconds from each worker's launch: until its program began
+    (``to_main``; for a forked worker, the wait for the zygote's imports included) and until
+    its torch was ready (``to_ready``)."""
     for c in clients:
         c.spawn()
-    in_parallel([lambda c=c: c.call("hello", timeout=c.spec.timeouts.start_s) for c in clients])
+    hellos = in_parallel(
+        [lambda c=c: c.call("hello", timeout=c.spec.timeouts.start_s) for c in clients]
+    )
+    spans: dict[str, float] = {}
+    for c, hello in zip(clients, hellos, strict=True):
+        for key, mark in (("to_main", "main_at"), ("to_ready", "ready_at")):
+            at = hello.get(mark)
+            if isinstance(at, (int, float)):
+                spans[key] = max(spans.get(key, 0.0), float(at) - c.spawned_at)
+    return spans

@@ -18,14 +18,19 @@ GPU_LOCK_ENV = "KERNEL_REVIEW_GPU_LOCK"
 
 
 @contextlib.contextmanager
-def exclusive(path: str | None) -> Iterator[None]:
-    """Hold the lock file ``path`` (no lock when None or empty)."""
+def exclusive(path: str | None, *, wait: bool = True) -> Iterator[bool]:
+    """Hold the lock file ``path`` (no lock when None or empty). Yields whether this process
+    holds it: always, unless ``wait`` is false and another holds it now."""
     if not path:
-        yield
+        yield True
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)  # closing releases the lock

@@ -89,6 +89,7 @@ def warm_triton_key(places: list[str]) -> threading.Event | None:
 
 
 _WARMING: list[threading.Thread] = []
+MARKS: dict[str, float] = {}  # ``main_at``, ``ready_at``: time.monotonic() at each
 
 
 def join_warm() -> None:
@@ -97,15 +98,16 @@ def join_warm() -> None:
         _WARMING.pop().join()
 
 
-def load_checks_ahead(torch: Any) -> threading.Thread:
+def load_checks_ahead(torch: Any, lock: str | None = None) -> threading.Thread:
     """Run the checks once on small outputs, in a thread (``correctness.exercise``): a GPU loads
     each of their functions on its first call, which took a fresh worker's first recheck 0.2 s
     on the H200. The warm-up starts it and burns meanwhile, and waits for it before answering
     (started with the process instead, beside the other workers' start, it made that start
-    0.1 s slower)."""
+    0.1 s slower). With ``lock``, the GPU's first-call lock is held meanwhile (``exclusive``)."""
 
     def run() -> None:
-        with contextlib.suppress(Exception):  # a fault here is the first command's to meet
+        with contextlib.suppress(Exception), exclusive.exclusive(lock):
+            # a fault here is the first command's to meet
             correctness.exercise(torch, "cuda")
             torch.cuda.synchronize()
 
@@ -187,6 +189,7 @@ class Worker:
             "python": sys.version.split()[0],
             "side": self.side,
             "root": self.root,
+            **MARKS,  # when its program began and its torch was ready (system monotonic clock)
         }
 
     def op_env(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -343,7 +346,9 @@ class Worker:
         """Keep the GPU busy until its SM clock holds at ``clock_fraction`` of its maximum
         (three readings in a row, at least ``min_s``). With ``unless_up``, nothing is burnt
         when the clock already reads up: the work before (an autotuner's benchmarks) kept it
-        there."""
+        there. With ``beside_first_calls``, each burst holds the GPU's first-call lock
+        (``exclusive``): other workers check a case meanwhile, and a first call (compile,
+        autotune) still runs alone on the GPU."""
         if self.device == "cpu":
             return {"seconds": 0.0, "reached": True, "sm_clock_mhz": None}
         torch = self._torch()
@@ -360,10 +365,16 @@ class Worker:
                     "skipped": True,
                     "sm_clock_mhz": reading.get("sm_clock_mhz"),
                 }
-        loading = None if self.checks_loaded else load_checks_ahead(torch)
+        lock = os.environ.get(exclusive.GPU_LOCK_ENV) if msg.get("beside_first_calls") else None
+        loading = None if self.checks_loaded else load_checks_ahead(torch, lock)
         self.checks_loaded = True
         while time.perf_counter() - t0 < max_s:
-            timing.burn(torch, "cuda", 0.05)
+            with exclusive.exclusive(lock, wait=False) as mine:
+                if mine:
+                    timing.burn(torch, "cuda", 0.05)
+            if not mine:  # a first call has the GPU: wait, and read no clock meanwhile
+                time.sleep(0.01)
+                continue
             reading = self.nvml.read() if self.nvml else None
             up = reading is None or clock_up(reading, frac) is not False
             good = good + 1 if up else 0
@@ -478,6 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="a folder of the checkout put on sys.path before the checkout itself (src/ layouts)",
     )
+    MARKS["main_at"] = time.monotonic()
     args = parser.parse_args(argv)
     faulthandler.enable()
     root = os.path.abspath(args.root)
@@ -496,6 +508,7 @@ def main(argv: list[str] | None = None) -> int:
             worker.torch = worker.nvml = None
         if imported is not None:
             imported.wait()
+    MARKS["ready_at"] = time.monotonic()
     sys.path[:0] = places
     os.chdir(root)
     serve(worker, args.cmd_fd, args.resp_fd)

@@ -31,6 +31,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import traceback
 from typing import Any, NoReturn
 
@@ -154,8 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sock-fd", type=int, required=True)
     args = parser.parse_args(argv)
     _undumpable()
+    t0 = time.monotonic()
     _imports()
     program = _worker_program()
+    print(f"imports done in {time.monotonic() - t0:.2f} s, at {time.monotonic():.3f} (monotonic)")
     sock = socket.socket(fileno=args.sock_fd)
     serve(sock, program)
     return 0

@@ -377,6 +377,8 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
         assert r.first_verdict_s is not None and 0 < r.first_verdict_s <= r.held_gpu_seconds
         # where the time went: the start-up's steps and each case's, all inside the held time
         assert {"before_sweep", "setup", "start", "env"} <= set(r.startup_s)
+        marks = r.start_marks_s  # inside the start: each worker's launch to its program, to ready
+        assert 0 < marks["to_main"] <= marks["to_ready"] <= r.startup_s["start"]
         steps = r.cases[0].phase_s
         assert {"check", "prepare", "estimate", "configure", "rounds", "finish"} <= set(steps)
         assert sum(r.startup_s.values()) + sum(steps.values()) <= r.held_gpu_seconds + 0.01

@@ -113,3 +113,80 @@ def test_a_re_warm_unless_up_burns_nothing_while_the_clock_reads_up() -> None:
     worker.nvml = _Clock(1980.0)
     with pytest.raises(AttributeError):  # without unless_up the warm-up always burns
         worker.op_warmup({"min_s": 0.1, "max_s": 2.0})
+
+
+def test_a_warm_up_beside_first_calls_burns_only_while_no_first_call_holds_the_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crossover's second pair warms the GPU while the first checks a case: each burst, and
+    the loading of the checks' functions, takes the GPU's first-call lock, so a first call
+    (compile, autotune) another worker holds it for runs alone on the GPU; the warm-up waits
+    and still ends with the clock up."""
+    import fcntl
+    import os
+    import threading
+    import time
+
+    from checks.worker import main
+
+    lock = tmp_path / "gpu.lock"
+    monkeypatch.setenv(main.exclusive.GPU_LOCK_ENV, str(lock))
+    burns: list[tuple[float, float]] = []
+    loads: list[float] = []
+
+    def burn(torch: object, device: str, seconds: float) -> None:
+        t0 = time.monotonic()
+        time.sleep(0.01)
+        burns.append((t0, time.monotonic()))
+
+    monkeypatch.setattr(main.timing, "burn", burn)
+    monkeypatch.setattr(
+        main.correctness, "exercise", lambda torch, device: loads.append(time.monotonic())
+    )
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another worker's first call holds the GPU
+    worker = main.Worker("/nonexistent", "cuda", "base")
+    cuda = type("Cuda", (), {"synchronize": staticmethod(lambda: None)})
+    worker.torch = type("Torch", (), {"cuda": cuda})()
+    worker.nvml = _Clock(1980.0)
+    answers: list[dict] = []
+    warming = threading.Thread(
+        target=lambda: answers.append(
+            worker.op_warmup({"min_s": 0.05, "max_s": 5.0, "beside_first_calls": True})
+        )
+    )
+    warming.start()
+    time.sleep(0.3)
+    released = time.monotonic()
+    assert not burns and not loads  # nothing ran on the GPU while the first call held it
+    os.close(fd)
+    warming.join(10)
+    assert answers and answers[0]["reached"] is True
+    assert burns and all(start >= released for start, _ in burns)
+    assert loads and loads[0] >= released
+
+
+def test_a_warm_up_not_beside_first_calls_ignores_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before any case (no crossover) the workers warm side by side and take no lock."""
+    import fcntl
+    import os
+
+    from checks.worker import main
+
+    lock = tmp_path / "gpu.lock"
+    monkeypatch.setenv(main.exclusive.GPU_LOCK_ENV, str(lock))
+    burns: list[float] = []
+    monkeypatch.setattr(main.timing, "burn", lambda torch, device, s: burns.append(s))
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        worker = main.Worker("/nonexistent", "cuda", "base")
+        worker.torch = object()
+        worker.nvml = _Clock(1980.0)
+        worker.checks_loaded = True
+        answer = worker.op_warmup({"min_s": 0.0, "max_s": 5.0})
+    finally:
+        os.close(fd)
+    assert answer["reached"] is True and len(burns) == 3
