@@ -1,9 +1,6 @@
 """One GPU, two workers (base and head), or four with crossover: set up the device, then measure
 cases one by one.
 
-The GPU is warmed (its clock brought up) before the first rounds: with crossover by the second
-pair while the first checks the first case, otherwise by both workers before any case.
-
 A case goes: check both sides against the reference on fresh inputs and base against head
 (compile, autotune), prepare every worker (entry point, input copies), estimate each side in
 turn, pick the timing mode, interleave rounds until the sequential test decides, recheck in
@@ -12,14 +9,13 @@ waits for the slowest worker's set-up, not for their sum. Any failure marks that
 status, restarts the worker that failed when its process or context cannot be trusted, and the
 next case runs on a clean worker.
 
-With crossover the second pair's workers take the other slots (head is its slot 1: started
-and asked first), and every round of the first pair is matched by one of the second.
+With crossover the second pair's workers take the other slots (head is its slot 1: started,
+warmed, asked first), and every round of the first pair is matched by one of the second.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -127,8 +123,6 @@ class PairRunner:
         self.start_marks_s: dict[str, float] = {}  # inside the start (``start_all``)
         self._last_active = 0.0
         self._env_raw: dict[str, Any] = {}
-        self._warming: threading.Thread | None = None  # the warm-up beside the first check
-        self._warmed: list[tuple[WorkerClient, dict[str, Any] | WorkerFailure]] = []
 
     @property
     def arms(self) -> list[tuple[WorkerClient, WorkerClient]]:
@@ -158,63 +152,23 @@ class PairRunner:
         if self.options.measure_ceilings:
             with timed(steps, "ceilings"):
                 self._ceilings(cached_only=True)
-        if self.options.device == "cpu":
-            return
-        if self.crossed:
-            # The crossover's second pair warms the GPU while the first checks the first case
-            # (its compile and first calls: the GPU would idle meanwhile); every burst yields
-            # to a first call, which still runs alone. Each pair's two sides share their
-            # history: both warmed, or both checked.
-            self._warming = threading.Thread(
-                target=self._warm, args=(list(self.crossed), True), name="warm", daemon=True
-            )
-            self._warming.start()
-            return
-        # Both workers warm the GPU, side by side: no side is the one that ran the warm-up.
-        with timed(steps, "warmup"):
-            self._warm(self.workers, False)
-        self._settle_warmup()
-
-    def _warm(self, workers: list[WorkerClient], beside: bool) -> None:
-        """Warm the GPU from ``workers`` side by side; what each answered (or how it failed)
-        waits in ``_warmed`` for ``_settle_warmup``."""
-        o = self.options
-
-        def one(w: WorkerClient) -> dict[str, Any] | WorkerFailure:
-            try:
-                return w.warmup(
-                    min_s=o.warmup_min_s, max_s=o.warmup_max_s, beside_first_calls=beside
+        if self.options.device != "cpu":
+            o = self.options
+            # Every worker warms the GPU, side by side: no slot is the one that ran the warm-up.
+            with timed(steps, "warmup"):
+                answers = in_parallel(
+                    [
+                        lambda w=w: w.warmup(min_s=o.warmup_min_s, max_s=o.warmup_max_s)
+                        for w in self.workers
+                    ]
                 )
-            except WorkerFailure as f:
-                return f
-
-        got = in_parallel([lambda w=w: one(w) for w in workers])
-        self._warmed = list(zip(workers, got, strict=True))
-        self._touch()
-
-    def _settle_warmup(self) -> None:
-        """Wait for a warm-up still running beside a check, then read it: a worker whose
-        warm-up failed is restarted (a WorkerFailure when that fails too), and a clock that did
-        not settle is noted (and brought up again before the next rounds)."""
-        if self._warming is not None:
-            self._warming.join()
-            self._warming = None
-        warmed, self._warmed = self._warmed, []
-        for w, got in warmed:
-            if isinstance(got, WorkerFailure):
+            w = answers[0]
+            if not w.get("reached"):
                 self.notes.append(
-                    f"GPU {self.gpu_index}: worker {w.spec.name} failed while warming the GPU "
-                    f"({got.message}); restarted"
+                    f"GPU {self.gpu_index}: clock did not settle during {w.get('seconds', 0):.1f} s of warm-up "
+                    f"(last {w.get('sm_clock_mhz')} MHz)"
                 )
-                w.restart()
-        answers = [a for _, a in warmed if not isinstance(a, WorkerFailure)]
-        if answers and not answers[0].get("reached"):
-            a = answers[0]
-            self.notes.append(
-                f"GPU {self.gpu_index}: clock did not settle during {a.get('seconds', 0):.1f} s of "
-                f"warm-up (last {a.get('sm_clock_mhz')} MHz)"
-            )
-            self._last_active = 0.0  # so the next case warms up again first
+            self._last_active = time.monotonic()
 
     def _ceilings_dir(self) -> Path:
         if self.options.ceilings_cache_dir:
@@ -251,14 +205,11 @@ class PairRunner:
     def measure_ceilings(self) -> None:
         """After the last case: measure the ceilings the cache did not have (see ``_ceilings``),
         unless the base worker is gone (a failure that ended the sweep on this GPU)."""
-        self._settle_warmup()
         if self.base.alive():
             with timed(self.startup_s, "ceilings"):
                 self._ceilings(cached_only=False)
 
     def close(self) -> None:
-        with contextlib.suppress(WorkerFailure):  # closing: a worker that failed is ended anyway
-            self._settle_warmup()
         # nothing is left to ask: the workers' exits (their GPU contexts' teardown) are not
         # waited for here
         in_parallel([lambda w=w: w.close(wait=False) for w in self.workers])
@@ -283,8 +234,6 @@ class PairRunner:
         try:
             result = self._measure(case, seen, info, common, t0, steps)
         except WorkerFailure as f:
-            with contextlib.suppress(WorkerFailure):  # a restart that failed: _recover retries
-                self._settle_warmup()
             self._recover(f)
             raw = CaseRun(rounds=tuple(seen), stop_reason="failed") if seen else None
             result = ShapeResult(
@@ -337,9 +286,6 @@ class PairRunner:
         # Its outputs are still checked after the timing (finish).
         with timed(steps, "check"):
             cb, ch = self._check(entries, case)
-        if self._warming is not None:  # the first case: what the check left of the warm-up
-            with timed(steps, "warmup"):
-                self._settle_warmup()
         problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
         if problem:
             side, message = problem
@@ -458,7 +404,6 @@ class PairRunner:
         got = in_parallel([lambda w=w: check(w) for w in pair])
         lost = [a for a in got if isinstance(a, WorkerFailure) and a.kind in CONTEXT_LOST]
         if len(lost) == 2:
-            self._settle_warmup()
             got = []
             for w in pair:  # one at a time: nothing else runs on the GPU meanwhile
                 w.restart()

@@ -416,20 +416,15 @@ class WorkerClient:
         max_s: float = 5.0,
         clock_fraction: float = 0.85,
         unless_up: bool = False,
-        beside_first_calls: bool = False,
     ) -> dict[str, Any]:
-        """Burn until the SM clock is up; with ``unless_up``, not at all when it already is;
-        with ``beside_first_calls``, never while another worker's first call holds the GPU
-        (which it may wait for as long as a check may take)."""
-        t = self.spec.timeouts
+        """Burn until the SM clock is up; with ``unless_up``, not at all when it already is."""
         return self.call(
             "warmup",
-            timeout=t.warmup_s + max_s + (t.check_s if beside_first_calls else 0.0),
+            timeout=self.spec.timeouts.warmup_s + max_s,
             min_s=min_s,
             max_s=max_s,
             clock_fraction=clock_fraction,
             unless_up=unless_up,
-            beside_first_calls=beside_first_calls,
         )
 
     def env_info(self) -> dict[str, Any]:

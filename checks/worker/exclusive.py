@@ -18,19 +18,14 @@ GPU_LOCK_ENV = "KERNEL_REVIEW_GPU_LOCK"
 
 
 @contextlib.contextmanager
-def exclusive(path: str | None, *, wait: bool = True) -> Iterator[bool]:
-    """Hold the lock file ``path`` (no lock when None or empty). Yields whether this process
-    holds it: always, unless ``wait`` is false and another holds it now."""
+def exclusive(path: str | None) -> Iterator[None]:
+    """Hold the lock file ``path`` (no lock when None or empty)."""
     if not path:
-        yield True
+        yield
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        yield True
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
         os.close(fd)  # closing releases the lock

@@ -98,16 +98,15 @@ def join_warm() -> None:
         _WARMING.pop().join()
 
 
-def load_checks_ahead(torch: Any, lock: str | None = None) -> threading.Thread:
+def load_checks_ahead(torch: Any) -> threading.Thread:
     """Run the checks once on small outputs, in a thread (``correctness.exercise``): a GPU loads
     each of their functions on its first call, which took a fresh worker's first recheck 0.2 s
     on the H200. The warm-up starts it and burns meanwhile, and waits for it before answering
     (started with the process instead, beside the other workers' start, it made that start
-    0.1 s slower). With ``lock``, the GPU's first-call lock is held meanwhile (``exclusive``)."""
+    0.1 s slower)."""
 
     def run() -> None:
-        with contextlib.suppress(Exception), exclusive.exclusive(lock):
-            # a fault here is the first command's to meet
+        with contextlib.suppress(Exception):  # a fault here is the first command's to meet
             correctness.exercise(torch, "cuda")
             torch.cuda.synchronize()
 
@@ -346,9 +345,7 @@ class Worker:
         """Keep the GPU busy until its SM clock holds at ``clock_fraction`` of its maximum
         (three readings in a row, at least ``min_s``). With ``unless_up``, nothing is burnt
         when the clock already reads up: the work before (an autotuner's benchmarks) kept it
-        there. With ``beside_first_calls``, each burst holds the GPU's first-call lock
-        (``exclusive``): other workers check a case meanwhile, and a first call (compile,
-        autotune) still runs alone on the GPU."""
+        there."""
         if self.device == "cpu":
             return {"seconds": 0.0, "reached": True, "sm_clock_mhz": None}
         torch = self._torch()
@@ -365,16 +362,10 @@ class Worker:
                     "skipped": True,
                     "sm_clock_mhz": reading.get("sm_clock_mhz"),
                 }
-        lock = os.environ.get(exclusive.GPU_LOCK_ENV) if msg.get("beside_first_calls") else None
-        loading = None if self.checks_loaded else load_checks_ahead(torch, lock)
+        loading = None if self.checks_loaded else load_checks_ahead(torch)
         self.checks_loaded = True
         while time.perf_counter() - t0 < max_s:
-            with exclusive.exclusive(lock, wait=False) as mine:
-                if mine:
-                    timing.burn(torch, "cuda", 0.05)
-            if not mine:  # a first call has the GPU: wait, and read no clock meanwhile
-                time.sleep(0.01)
-                continue
+            timing.burn(torch, "cuda", 0.05)
             reading = self.nvml.read() if self.nvml else None
             up = reading is None or clock_up(reading, frac) is not False
             good = good + 1 if up else 0

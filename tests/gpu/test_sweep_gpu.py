@@ -225,9 +225,6 @@ def test_crossover_a_a_is_same_at_one_percent(tmp_path) -> None:
     assert result.startup_s["env"] < 1.0  # torch was imported at the workers' start, side by side
     marks = result.start_marks_s
     assert 0 < marks["to_main"] <= marks["to_ready"] <= result.startup_s["start"]
-    # the second pair warmed the GPU while the first checked the first case
-    assert "warmup" not in result.startup_s and "warmup" in result.cases[0].phase_s
-    assert not [n for n in result.notes if "did not settle" in n], result.notes
     logs = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "work" / "logs").iterdir()}
     # four workers, and the zygote they were forked from
     assert logs == {"base-gpu0", "head-gpu0", "base-gpu0-x", "head-gpu0-x", "zygote.log"}
