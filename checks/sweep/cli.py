@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from bot.contracts.plan import PlannedKernel
     from bot.policy.model import Policy
     from checks.sweep.models import SweepResult
+    from checks.sweep.warmer import Warmer
     from checks.sweep.zygote import Zygote
 
 DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
@@ -133,6 +134,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fork the workers from one process that imported torch and Triton, started first "
         "thing, instead of starting each (default: on for cuda, off for cpu)",
     )
+    p.add_argument(
+        "--early-warm",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="bring each GPU's clock up while the workers start (a small process copying "
+        "through the CUDA driver), so their own warm-up burns nothing (default: on; nothing "
+        "where no CUDA driver library loads)",
+    )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     p.add_argument("--work-dir", help="where worktrees, logs and caches go (default: a temp dir)")
     p.add_argument("--keep-work-dir", action="store_true", help="keep worktrees and worker logs")
@@ -207,6 +216,7 @@ def planned_kernels(
 
 def run_bench(args: argparse.Namespace) -> int:
     started = args.started  # the command's start (bot.cli.main): the all-in cost counts from it
+    from checks.sweep.warmer import start_warmer
     from checks.sweep.zygote import by_default, start_zygote
 
     # The workers' zygote first: its imports (seconds) run while this reads the repository,
@@ -220,20 +230,43 @@ def run_bench(args: argparse.Namespace) -> int:
     if args.zygote is None:
         args.zygote = by_default(args.device)
     zygote = start_zygote(args.device, work) if args.zygote else None
+    # and each GPU's early warm-up: its clock comes up while the workers start
+    gpus = _gpus(args)
+    warmer = start_warmer(args.device, gpus, work) if args.early_warm and gpus else None
     try:
-        return _bench(args, started, work, zygote)
+        return _bench(args, started, work, gpus, zygote, warmer)
     finally:
         if zygote is not None:
             zygote.close()
+        if warmer is not None:
+            warmer.close()
         if not args.keep_work_dir and not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _bench(args: argparse.Namespace, started: float, work: Path, zygote: Zygote | None) -> int:
+def _gpus(args: argparse.Namespace) -> tuple[str, ...]:
+    """The GPUs ``--gpus`` names, else every visible one; none for ``--device cpu``."""
+    from checks.sweep.gpus import visible_gpus
+
+    if args.device == "cpu":
+        return ()
+    if args.gpus:
+        return tuple(g.strip() for g in args.gpus.split(",") if g.strip())
+    return tuple(visible_gpus())
+
+
+def _bench(
+    args: argparse.Namespace,
+    started: float,
+    work: Path,
+    visible: tuple[str, ...],
+    zygote: Zygote | None,
+    warmer: Warmer | None,
+) -> int:
     from checks.checkout import checkout_for
     from checks.sweep.models import dump_results
     from checks.sweep.protocol import default_protocol
-    from checks.sweep.run import SweepOptions, run_sweep, visible_gpus
+    from checks.sweep.run import SweepOptions, run_sweep
     from checks.sweep.shapes import plan_cases
 
     repo = gitutil.require_repo(args.repo)
@@ -262,11 +295,7 @@ def _bench(args: argparse.Namespace, started: float, work: Path, zygote: Zygote 
     cpu = args.device == "cpu"
     gpus = None
     if not cpu:
-        gpus = (
-            tuple(g.strip() for g in args.gpus.split(",") if g.strip())
-            if args.gpus
-            else tuple(visible_gpus())
-        )
+        gpus = visible
         if not gpus:
             raise KernelReviewError(
                 "no GPU is visible to this process",
@@ -286,12 +315,15 @@ def _bench(args: argparse.Namespace, started: float, work: Path, zygote: Zygote 
         precompile=args.precompile,
         first_call_alone=args.first_call_alone,
         zygote=args.zygote,
+        warm_early=args.early_warm,
     )
-    if zygote is not None and options.checkout.setup_command:
-        # the build step may install into the interpreter the zygote imported from: the sweep
-        # starts its own after it
-        zygote.close()
-        zygote = None
+    if options.checkout.setup_command:
+        # the build step may install into the interpreter the zygote imported from, and takes
+        # longer than a warm-up: the sweep starts its own of each after it
+        for started_early in (zygote, warmer):
+            if started_early is not None:
+                started_early.close()
+        zygote = warmer = None
     label = (
         "CPU timing (not GPU numbers)" if cpu else f"GPU timing on {plural(len(gpus or ()), 'GPU')}"
     )
@@ -327,6 +359,7 @@ def _bench(args: argparse.Namespace, started: float, work: Path, zygote: Zygote 
                 notes=[*notes, *plan.notes],
                 started=started,
                 zygote=zygote,
+                warmer=warmer,
             )
         dump_results(result, out)
         partial.unlink(missing_ok=True)  # the whole file is written: its journal is not needed

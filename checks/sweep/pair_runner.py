@@ -108,11 +108,16 @@ class PairRunner:
         gpu_index: int | None = None,
         family_size: int = 1,
         crossed: tuple[WorkerClient, WorkerClient] | None = None,
+        warmed_early: Callable[[], bool] | None = None,
     ) -> None:
+        """``warmed_early``: called once the workers answered, ends the GPU's early warm-up
+        (``checks.sweep.warmer``) and says whether it had the clock up; then the workers burn
+        only if it reads down."""
         if options.protocol.crossover != (crossed is not None):
             raise ValueError("crossover needs a second (base, head) pair, and only crossover")
         self.base, self.head = base, head
         self.crossed = crossed
+        self.warmed_early = warmed_early
         self.options = options
         self.gpu_index = gpu_index
         self.family_size = family_size  # cases in the sweep: each gets alpha / family_size
@@ -142,6 +147,7 @@ class PairRunner:
         steps = self.startup_s
         with timed(steps, "start"):
             self.start_marks_s = start_all(self.workers)
+        early = self.warmed_early() if self.warmed_early is not None else False
         with timed(steps, "env"):
             raw = self.base.env_info()
         fields = EnvFingerprint.model_fields
@@ -154,11 +160,14 @@ class PairRunner:
                 self._ceilings(cached_only=True)
         if self.options.device != "cpu":
             o = self.options
-            # Every worker warms the GPU, side by side: no slot is the one that ran the warm-up.
+            # Every worker warms the GPU, side by side: no slot is the one that ran the warm-up
+            # (after an early warm-up that had the clock up, each only loads the checks).
             with timed(steps, "warmup"):
                 answers = in_parallel(
                     [
-                        lambda w=w: w.warmup(min_s=o.warmup_min_s, max_s=o.warmup_max_s)
+                        lambda w=w: w.warmup(
+                            min_s=o.warmup_min_s, max_s=o.warmup_max_s, unless_up=early
+                        )
                         for w in self.workers
                     ]
                 )

@@ -32,6 +32,7 @@ from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
 from checks.sweep.summary import finalize, merge, recompute
+from checks.sweep.warmer import Warmer, start_warmer
 from checks.sweep.workers import Side, Timeouts, WorkerClient, WorkerFailure, WorkerSpec
 from checks.sweep.zygote import Zygote, by_default, start_zygote
 from checks.worker_env import default_memory_bytes
@@ -63,6 +64,8 @@ class SweepOptions(BaseModel):
     # workers forked from one process that imported torch and Triton (checks.sweep.zygote);
     # None: on a GPU, not on the CPU (``zygote.by_default``)
     zygote: bool | None = None
+    # on a GPU: bring its clock up while the workers start (checks.sweep.warmer)
+    warm_early: bool = True
 
 
 def _ahead(
@@ -219,6 +222,7 @@ def run_sweep(
     family_size: int | None = None,
     started: float | None = None,
     zygote: Zygote | None = None,
+    warmer: Warmer | None = None,
 ) -> SweepResult:
     """Measure every case; never raises for a kernel's fault (each case carries its status).
     The policy's build step (``options.checkout``) runs in both checkouts first; a failed build
@@ -231,7 +235,8 @@ def run_sweep(
     now): the all-in cost per verdict and the time to the first verdict count from it.
 
     ``zygote``: one its caller started earlier (``start_zygote``; the caller closes it); with
-    ``options.zygote`` and none given, the sweep starts and closes its own."""
+    ``options.zygote`` and none given, the sweep starts and closes its own. ``warmer`` likewise
+    (``start_warmer``, with ``options.warm_early``)."""
     t_start = time.monotonic() if started is None else started
     startup: dict[str, float] = {"before_sweep": time.monotonic() - t_start}
     started_at = _now()
@@ -271,6 +276,9 @@ def run_sweep(
             python=pythons["base"],
             memory_bytes=options.worker_memory_bytes,
         )
+    own_warmer = warmer is None and options.warm_early
+    if own_warmer:
+        warmer = start_warmer(options.device, gpus, work_dir)
     threads, outs, ahead = [], [], []
     for index, gpu in enumerate(gpus):
         mine = list(cases[index :: len(gpus)])
@@ -304,6 +312,7 @@ def run_sweep(
             gpu_index=gpu_index,
             family_size=family,
             crossed=(client("base", 1), client("head", 1)) if protocol.crossover else None,
+            warmed_early=(lambda gpu=gpu: warmer.stop(gpu)) if warmer is not None else None,
         )
         out: dict[str, object] = {}
         outs.append(out)
@@ -330,6 +339,8 @@ def run_sweep(
     finally:
         if own_zygote and zygote is not None:
             zygote.close()
+        if own_warmer and warmer is not None:
+            warmer.close()
     if zygote is not None and zygote.note:
         run_notes.append(f"workers started one by one, not forked from the zygote: {zygote.note}")
     wrapup: dict[str, float] = {}

@@ -345,7 +345,8 @@ class Worker:
         """Keep the GPU busy until its SM clock holds at ``clock_fraction`` of its maximum
         (three readings in a row, at least ``min_s``). With ``unless_up``, nothing is burnt
         when the clock already reads up: the work before (an autotuner's benchmarks) kept it
-        there."""
+        there, or the sweep's early warm-up (``warmer.py``) did; the checks' functions are
+        loaded all the same."""
         if self.device == "cpu":
             return {"seconds": 0.0, "reached": True, "sm_clock_mhz": None}
         torch = self._torch()
@@ -356,6 +357,10 @@ class Worker:
         if msg.get("unless_up") and self.nvml:
             reading = self.nvml.read()
             if clock_up(reading, frac):
+                if not self.checks_loaded:  # what the burn would have overlapped
+                    self.checks_loaded = True
+                    load_checks_ahead(torch).join()
+                join_warm()
                 return {
                     "seconds": time.perf_counter() - t0,
                     "reached": True,

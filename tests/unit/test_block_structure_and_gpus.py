@@ -96,17 +96,26 @@ class _Clock:
         return {"sm_clock_mhz": self.mhz, "max_sm_clock_mhz": 1980.0}
 
 
-def test_a_re_warm_unless_up_burns_nothing_while_the_clock_reads_up() -> None:
-    """After a check whose autotuner ran to its end the clock is up: no burn (it would need the
-    GPU, which this machine lacks, so reaching it fails); at the idle clock it does burn."""
+def test_a_re_warm_unless_up_burns_nothing_while_the_clock_reads_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a check whose autotuner ran to its end, or the sweep's early warm-up, the clock is
+    up: no burn (it would need the GPU, which this machine lacks, so reaching it fails), but
+    the checks' functions are loaded once all the same; at the idle clock it does burn."""
+    from checks.worker import main
     from checks.worker.main import Worker
 
+    loaded: list[object] = []
+    monkeypatch.setattr(main.correctness, "exercise", lambda torch, device: loaded.append(torch))
     worker = Worker("/nonexistent", "cuda", "base")
     worker.torch = object()  # no CUDA here: any burn would fail on it
     worker.nvml = _Clock(1980.0)
     answer = worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})
     assert answer["skipped"] is True and answer["reached"] is True
     assert answer["sm_clock_mhz"] == 1980.0
+    assert loaded == [worker.torch]
+    worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})
+    assert len(loaded) == 1  # once per worker
     worker.nvml = _Clock(345.0)
     with pytest.raises(AttributeError):
         worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})

@@ -1,0 +1,89 @@
+"""The bot's side of the early warm-up (``checks/worker/warmer.py``): one process per GPU that
+brings the clock up while the workers start, so their own warm-up finds it up and burns nothing.
+
+``Warmer.start`` launches them (``kernel-review bench`` first thing, beside the zygote);
+``stop(gpu)`` ends a GPU's once its workers answered, and says whether it was burning: only then
+may the workers skip their burn. A warmer that cannot burn (no CUDA driver library: another
+vendor's GPU, or none) ends at once, and the workers warm the GPU themselves as without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from checks.worker_env import device_env, kill_session
+
+WARMER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "warmer.py"
+MAX_S = 60.0  # it stops by itself after this, whatever happens to the bot
+
+
+class Warmer:
+    def __init__(self, procs: dict[str | None, tuple[subprocess.Popen[bytes], Path]]) -> None:
+        self._procs = procs
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(
+        cls,
+        gpus: Sequence[str | None],
+        work_dir: Path,
+        *,
+        python: str = sys.executable,
+        max_s: float = MAX_S,
+    ) -> Warmer:
+        """One warmer per GPU (``None``: the first visible one); a GPU whose warmer cannot be
+        launched has none."""
+        logs = work_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        procs: dict[str | None, tuple[subprocess.Popen[bytes], Path]] = {}
+        for gpu in dict.fromkeys(gpus):
+            log_path = logs / f"warmer-gpu{gpu if gpu is not None else ''}.log"
+            try:
+                with open(log_path, "wb") as log:
+                    proc = subprocess.Popen(
+                        [python, "-I", "-B", "-u", str(WARMER_MAIN), "--max-s", str(max_s)],
+                        stdin=subprocess.PIPE,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=device_env("cuda", gpu),
+                        cwd=str(work_dir),
+                        start_new_session=True,
+                    )
+            except OSError:
+                continue
+            procs[gpu] = (proc, log_path)
+        return cls(procs)
+
+    def stop(self, gpu: str | None) -> bool:
+        """End ``gpu``'s warmer; whether it was burning until now (then the clock is up)."""
+        with self._lock:
+            got = self._procs.pop(gpu, None)
+        if got is None:
+            return False
+        proc, log_path = got
+        running = proc.poll() is None
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # it stops at its next copy
+        kill_session(proc.pid)
+        threading.Thread(target=proc.wait, name="reap-warmer", daemon=True).start()
+        try:
+            said = log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            said = ""
+        return running and "burning" in said.splitlines()
+
+    def close(self) -> None:
+        """End every warmer still running."""
+        for gpu in list(self._procs):
+            self.stop(gpu)
+
+
+def start_warmer(device: str, gpus: Sequence[str | None], work_dir: Path) -> Warmer | None:
+    """The warmers of a sweep on ``gpus``, started now; None on the CPU."""
+    return None if device == "cpu" else Warmer.start(gpus, work_dir)
