@@ -98,12 +98,18 @@ def join_warm() -> None:
         _WARMING.pop().join()
 
 
+# The commands that may run while the checks' functions load (``load_checks_ahead``): every
+# other waits for them first, so nothing of theirs runs on the GPU while a worker times. A check
+# times nothing, and its compile (seconds of CPU) overlaps the loading.
+BESIDE_LOADING = frozenset({"hello", "env", "warmup", "check"})
+
+
 def load_checks_ahead(torch: Any) -> threading.Thread:
     """Run the checks once on small outputs, in a thread (``correctness.exercise``): a GPU loads
     each of their functions on its first call, which took a fresh worker's first recheck 0.2 s
-    on the H200. The warm-up starts it and burns meanwhile, and waits for it before answering
-    (started with the process instead, beside the other workers' start, it made that start
-    0.1 s slower)."""
+    on the H200. Started once the worker's GPU context is ready; it runs beside the start of the
+    other workers, the warm-up and the first check (``BESIDE_LOADING``); in the warm-up it had
+    kept the workers 0.8 s on the H200 once the GPU was warm."""
 
     def run() -> None:
         with contextlib.suppress(Exception):  # a fault here is the first command's to meet
@@ -132,7 +138,7 @@ class Worker:
         self.timer: Any = None
         self.items: list[dict[str, Any]] = []
         self.case: dict[str, Any] = {}
-        self.checks_loaded = False  # ``load_checks_ahead`` ran (the first warm-up starts it)
+        self.loading: threading.Thread | None = None  # ``load_checks_ahead``, once started
 
     # ----------------------------------------------------------------------------- utilities
 
@@ -345,8 +351,7 @@ class Worker:
         """Keep the GPU busy until its SM clock holds at ``clock_fraction`` of its maximum
         (three readings in a row, at least ``min_s``). With ``unless_up``, nothing is burnt
         when the clock already reads up: the work before (an autotuner's benchmarks) kept it
-        there, or the sweep's early warm-up (``warmer.py``) did; the checks' functions are
-        loaded all the same."""
+        there, or the sweep's early warm-up (``warmer.py``) did."""
         if self.device == "cpu":
             return {"seconds": 0.0, "reached": True, "sm_clock_mhz": None}
         torch = self._torch()
@@ -357,9 +362,6 @@ class Worker:
         if msg.get("unless_up") and self.nvml:
             reading = self.nvml.read()
             if clock_up(reading, frac):
-                if not self.checks_loaded:  # what the burn would have overlapped
-                    self.checks_loaded = True
-                    load_checks_ahead(torch).join()
                 join_warm()
                 return {
                     "seconds": time.perf_counter() - t0,
@@ -367,8 +369,6 @@ class Worker:
                     "skipped": True,
                     "sm_clock_mhz": reading.get("sm_clock_mhz"),
                 }
-        loading = None if self.checks_loaded else load_checks_ahead(torch)
-        self.checks_loaded = True
         while time.perf_counter() - t0 < max_s:
             timing.burn(torch, "cuda", 0.05)
             reading = self.nvml.read() if self.nvml else None
@@ -377,13 +377,21 @@ class Worker:
             if good >= 3 and time.perf_counter() - t0 >= min_s:
                 break
         join_warm()  # Triton's key was made meanwhile
-        if loading is not None:
-            loading.join()  # and the checks' GPU functions were loaded
         return {
             "seconds": time.perf_counter() - t0,
             "reached": good >= 3,
             "sm_clock_mhz": reading and reading.get("sm_clock_mhz"),
         }
+
+    def start_loading_checks(self) -> None:
+        """Load the checks' GPU functions in a thread (``load_checks_ahead``), once."""
+        if self.loading is None and self.device != "cpu" and self.torch is not None:
+            self.loading = load_checks_ahead(self.torch)
+
+    def join_loading(self) -> None:
+        """Wait for the checks' functions, if they still load."""
+        if self.loading is not None:
+            self.loading.join()
 
     def op_ceilings(self, msg: dict[str, Any]) -> dict[str, Any]:
         torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
@@ -451,6 +459,8 @@ def serve(worker: Worker, cmd_fd: int, resp_fd: int) -> None:
             resp.flush()
             return
         handler = getattr(worker, f"op_{op}", None)
+        if op not in BESIDE_LOADING:
+            worker.join_loading()
         try:
             if handler is None:
                 raise EntryError("error", f"unknown command {op!r}")
@@ -499,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         # A failure here is the first command's to report.
         try:
             worker._torch()
+            worker.start_loading_checks()
         except BaseException:
             traceback.print_exc()
             worker.torch = worker.nvml = None

@@ -248,9 +248,10 @@ def test_crossover_a_a_at_two_microseconds_is_same_at_one_percent(tmp_path) -> N
     assert c.verdict == "SAME", (c.shape, c.ratio, c.ci_low, c.ci_high, c.notes)
 
 
-def test_a_worker_checks_alike_with_and_without_the_checks_loaded_in_its_warmup(tmp_path) -> None:
-    """The warm-up loads the checks' GPU functions in a thread while it burns: a worker checked
-    after its warm-up and one checked at once (a restarted worker) both find a right output."""
+def test_a_worker_checks_alike_while_and_after_the_checks_load(tmp_path) -> None:
+    """A worker loads the checks' GPU functions in a thread from its start: one checked at once
+    (while they load, as a restarted worker is) and one checked after its warm-up both find a
+    right output."""
     from checks.sweep.workers import WorkerClient, WorkerSpec
 
     for name, warm in (("at-once", False), ("warmed", True)):

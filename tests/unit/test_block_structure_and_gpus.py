@@ -96,29 +96,72 @@ class _Clock:
         return {"sm_clock_mhz": self.mhz, "max_sm_clock_mhz": 1980.0}
 
 
-def test_a_re_warm_unless_up_burns_nothing_while_the_clock_reads_up(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_re_warm_unless_up_burns_nothing_while_the_clock_reads_up() -> None:
     """After a check whose autotuner ran to its end, or the sweep's early warm-up, the clock is
-    up: no burn (it would need the GPU, which this machine lacks, so reaching it fails), but
-    the checks' functions are loaded once all the same; at the idle clock it does burn."""
-    from checks.worker import main
+    up: no burn (it would need the GPU, which this machine lacks, so reaching it fails); at the
+    idle clock it does burn."""
     from checks.worker.main import Worker
 
-    loaded: list[object] = []
-    monkeypatch.setattr(main.correctness, "exercise", lambda torch, device: loaded.append(torch))
     worker = Worker("/nonexistent", "cuda", "base")
     worker.torch = object()  # no CUDA here: any burn would fail on it
     worker.nvml = _Clock(1980.0)
     answer = worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})
     assert answer["skipped"] is True and answer["reached"] is True
     assert answer["sm_clock_mhz"] == 1980.0
-    assert loaded == [worker.torch]
-    worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})
-    assert len(loaded) == 1  # once per worker
     worker.nvml = _Clock(345.0)
     with pytest.raises(AttributeError):
         worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})
     worker.nvml = _Clock(1980.0)
     with pytest.raises(AttributeError):  # without unless_up the warm-up always burns
         worker.op_warmup({"min_s": 0.1, "max_s": 2.0})
+
+
+def test_the_checks_load_beside_the_start_warm_up_and_first_check_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A GPU worker loads the checks' functions in a thread from its start: commands that time
+    nothing (hello, env, warm-up, check) are answered meanwhile; any other command waits for
+    the loading first, so none of it runs on the GPU while the worker times."""
+    import json
+    import os
+    import threading
+    import time
+
+    from checks.worker import main
+
+    ended: list[float] = []
+
+    def slow_exercise(torch: object, device: str) -> None:
+        time.sleep(0.4)
+        ended.append(time.monotonic())
+
+    monkeypatch.setattr(main.correctness, "exercise", slow_exercise)
+    cuda = type("Cuda", (), {"synchronize": staticmethod(lambda: None)})
+    worker = main.Worker("/nonexistent", "cuda", "base")
+    worker.torch = type("Torch", (), {"cuda": cuda})()
+    worker.start_loading_checks()
+    first = worker.loading
+    worker.start_loading_checks()
+    assert worker.loading is first  # once
+    cmd_r, cmd_w = os.pipe()
+    resp_r, resp_w = os.pipe()
+    answered: list[tuple[str, float]] = []
+
+    def read() -> None:
+        with os.fdopen(resp_r, "r", encoding="utf-8") as f:
+            for line in f:
+                answered.append((json.loads(line).get("error", "hello"), time.monotonic()))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    serving = threading.Thread(target=main.serve, args=(worker, cmd_r, resp_w))
+    serving.start()
+    with os.fdopen(cmd_w, "w", encoding="utf-8") as cmds:
+        for op in ("hello", "block", "quit"):
+            cmds.write(json.dumps({"op": op}) + "\n")
+    serving.join(10)
+    reader.join(10)
+    assert ended, "the checks never loaded"
+    (hello, t_hello), (_, t_block) = answered[0], answered[1]
+    assert hello == "hello" and t_hello < ended[0]  # answered while they loaded
+    assert t_block >= ended[0]  # a timing command waited for them
