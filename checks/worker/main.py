@@ -100,7 +100,8 @@ def join_warm() -> None:
 
 # The commands that may run while the checks' functions load (``load_checks_ahead``): every
 # other waits for them first, so nothing of theirs runs on the GPU while a worker times. A check
-# times nothing, and its compile (seconds of CPU) overlaps the loading.
+# times nothing, and its compile (seconds of CPU) overlaps the loading; the loading's own kernels
+# (on 4096 elements) may then run beside another worker's first call, which an autotuner times.
 BESIDE_LOADING = frozenset({"hello", "env", "warmup", "check"})
 
 
