@@ -70,6 +70,7 @@ def one_run(
     row["held_s"] = data.get("held_gpu_seconds")
     row["startup_s"] = data.get("startup_s")
     row["wrapup_s"] = data.get("wrapup_s", {})
+    row["start_marks_s"] = data.get("start_marks_s") or {}  # trees before 99bb258 have none
     row["phases_s"] = {
         p: round(sum((c.get("phase_s") or {}).get(p, 0.0) for c in data["cases"]), 4)
         for p in PHASES
@@ -81,6 +82,22 @@ def one_run(
         if c.get("verdict") != "SAME"
     ]
     return row
+
+
+# each run's seconds per step, by part of the run (the results file's keys)
+STEP_PARTS = ("startup_s", "start_marks_s", "wrapup_s")
+PART_LABELS = {
+    "startup_s": "startup",
+    "start_marks_s": "inside the start (slowest worker, from its launch)",
+    "phases_s": "phases",
+    "wrapup_s": "wrapup",
+}
+
+
+def _medians(rows: list[dict[str, Any]], part: str) -> dict[str, float]:
+    """The median of each step of ``part`` over ``rows`` (0 where a run lacks the step)."""
+    steps = sorted({k for r in rows for k in r.get(part, {})})
+    return {k: statistics.median(r.get(part, {}).get(k, 0.0) for r in rows) for k in steps}
 
 
 def summarize(
@@ -111,14 +128,7 @@ def summarize(
             }
             if good
             else {},
-            "startup_s_median": {
-                k: statistics.median(r["startup_s"].get(k, 0.0) for r in good)
-                for k in sorted({k for r in good for k in r["startup_s"]})
-            },
-            "wrapup_s_median": {
-                k: statistics.median(r["wrapup_s"].get(k, 0.0) for r in good)
-                for k in sorted({k for r in good for k in r["wrapup_s"]})
-            },
+            **{f"{part}_median": _medians(good, part) for part in STEP_PARTS},
         }
     per_pair = [d["per_pair_s"] for d in dobench if "per_pair_s" in d]
     out["dobench_all_in_per_pair_s_median"] = statistics.median(per_pair) if per_pair else None
@@ -160,11 +170,10 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         "verdicts (not SAME)",
         [f"{summary[a]['verdicts']} ({summary[a]['not_same']})" for a in arms],
     )
-    for part in ("startup_s_median", "phases_s_median", "wrapup_s_median"):
-        for k in sorted({k for a in arms for k in summary[a][part]}):
-            row(
-                f"{part.split('_')[0]}: {k}, median s", [num(summary[a][part].get(k)) for a in arms]
-            )
+    for part in ("startup_s", "start_marks_s", "phases_s", "wrapup_s"):
+        medians = [summary[a].get(f"{part}_median", {}) for a in arms]
+        for k in sorted({k for m in medians for k in m}):
+            row(f"{PART_LABELS[part]}: {k}, median s", [num(m.get(k)) for m in medians])
     rows += [
         "",
         f"do_bench at its defaults, all in (a fresh process: import, inputs, check, both calls), "
