@@ -17,7 +17,9 @@ import os
 import re
 import signal
 import stat
+import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -193,6 +195,21 @@ def kill_session(sid: int) -> None:
         if len(fields) > 3 and int(fields[3]) == sid and pid != os.getpid():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def end_session(proc: Any, *, wait: bool = True) -> None:
+    """Kill ``proc`` (a ``subprocess.Popen``, or anything with its ``pid``, ``poll``, ``kill``
+    and ``wait``) with its whole session (``kill_session``), then wait for it up to 10 s; without
+    ``wait``, a thread waits for it instead of the caller (a process with a GPU context spends
+    its teardown in its exit)."""
+    kill_session(proc.pid)
+    if proc.poll() is None:
+        proc.kill()
+    if wait:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+    else:
+        threading.Thread(target=proc.wait, name="reap", daemon=True).start()
 
 
 class Timeouts(BaseModel):

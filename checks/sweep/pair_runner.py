@@ -161,7 +161,7 @@ class PairRunner:
         if self.options.device != "cpu":
             o = self.options
             # Every worker warms the GPU, side by side: no slot is the one that ran the warm-up
-            # (after an early warm-up that had the clock up, each only loads the checks).
+            # (after an early warm-up that had the clock up, each only reads the clock).
             with timed(steps, "warmup"):
                 answers = in_parallel(
                     [

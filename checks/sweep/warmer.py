@@ -12,11 +12,10 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from checks.worker_env import device_env, kill_session
+from checks.worker_env import device_env, end_session
 
 WARMER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "warmer.py"
 MAX_S = 60.0  # it stops by itself after this, whatever happens to the bot
@@ -25,7 +24,6 @@ MAX_S = 60.0  # it stops by itself after this, whatever happens to the bot
 class Warmer:
     def __init__(self, procs: dict[str | None, tuple[subprocess.Popen[bytes], Path]]) -> None:
         self._procs = procs
-        self._lock = threading.Lock()
 
     @classmethod
     def start(
@@ -61,17 +59,15 @@ class Warmer:
 
     def stop(self, gpu: str | None) -> bool:
         """End ``gpu``'s warmer; whether it was burning until now (then the clock is up)."""
-        with self._lock:
-            got = self._procs.pop(gpu, None)
+        got = self._procs.pop(gpu, None)  # one runner thread per GPU: each pops its own
         if got is None:
             return False
         proc, log_path = got
         running = proc.poll() is None
-        if proc.stdin is not None:
+        end_session(proc, wait=False)
+        if proc.stdin is not None:  # its end of the pipe that would stop it, had the bot died
             with contextlib.suppress(OSError):
-                proc.stdin.close()  # it stops at its next copy
-        kill_session(proc.pid)
-        threading.Thread(target=proc.wait, name="reap-warmer", daemon=True).start()
+                proc.stdin.close()
         try:
             said = log_path.read_text(encoding="utf-8", errors="replace")
         except OSError:

@@ -16,7 +16,6 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +32,7 @@ from checks.worker_env import (
     capped,
     default_memory_bytes,
     device_env,
-    kill_session,
+    end_session,
     make_undumpable,
 )
 
@@ -217,16 +216,8 @@ class WorkerClient:
         """Kill the worker's whole session, also after the worker itself has exited: what it
         left running (a double-forked daemon) goes with it. Without ``wait``, a thread waits
         for the process to end, not the caller."""
-        proc = self.proc
-        if proc is not None:
-            kill_session(proc.pid)
-            if proc.poll() is None:
-                proc.kill()
-            if wait:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=10)
-            else:
-                threading.Thread(target=proc.wait, name="reap", daemon=True).start()
+        if self.proc is not None:
+            end_session(self.proc, wait=wait)
         self._close_fds()
 
     def _close_fds(self) -> None:

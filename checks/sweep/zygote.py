@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checks.worker_env import capped, default_memory_bytes, device_env, kill_session, prctl
+from checks.worker_env import capped, default_memory_bytes, device_env, end_session, prctl
 
 ZYGOTE_MAIN = Path(__file__).resolve().parent.parent / "worker" / "zygote.py"
 PR_SET_CHILD_SUBREAPER = 36
@@ -201,9 +201,7 @@ class Zygote:
                     self.sock.close()
                 self.sock = None
             if self.proc is not None:
-                kill_session(self.proc.pid)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(timeout=10)
+                end_session(self.proc)
                 self.proc = None
 
 
