@@ -125,7 +125,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="a case's first call (where a kernel compiles and autotunes) runs on the GPU one "
-        "worker at a time, so no side autotunes while the other's kernels run (default: on)",
+        "worker at a time, so no side autotunes while the other's kernels run; Triton's "
+        "compiles in it run side by side (default: on)",
     )
     p.add_argument(
         "--zygote",

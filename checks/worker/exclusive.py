@@ -4,17 +4,44 @@ an autotuner (Triton's, cuDNN's benchmark mode, a kernel's own) times its candid
 Base and head check a case side by side; if both autotuned at once, each would time its configs
 while the other's ran on the same GPU and might keep a config it would not pick alone, as in
 production it runs alone. The workers of one GPU share a lock file (``GPU_LOCK_ENV``, set by the
-parent); the first call of a case's entry point holds it. Standard library only.
+parent); the first call of a case's entry point holds it.
+
+What in that call only uses the CPU runs with the lock let go (``yield_while_compiling``):
+Triton's compile (LLVM and ptxas, or the cache lookup) and its kernels' loading (the C launcher's
+build, the binary's load). Both sides then compile at once, and the lock is taken back before
+anything runs on the GPU: on the H200 the two sides' first compiles, one after the other under
+the lock, were 0.3 s of a sweep's first case. Standard library only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
-from collections.abc import Iterator
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 GPU_LOCK_ENV = "KERNEL_REVIEW_GPU_LOCK"
+
+
+class _Held:
+    """The lock this process holds: its file, the open descriptor, the thread that took it."""
+
+    path = ""
+    fd: int | None = None
+    owner: int | None = None
+
+
+_HELD = _Held()
+
+
+def _acquire(path: str) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 @contextlib.contextmanager
@@ -23,9 +50,78 @@ def exclusive(path: str | None) -> Iterator[None]:
     if not path:
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    _HELD.path, _HELD.fd, _HELD.owner = path, _acquire(path), threading.get_ident()
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        fd, _HELD.fd, _HELD.owner = _HELD.fd, None, None
+        if fd is not None:
+            os.close(fd)  # closing releases the lock
+
+
+@contextlib.contextmanager
+def released() -> Iterator[None]:
+    """Let the lock go for the block and take it back after (waiting for whoever took it
+    meanwhile); nothing when this thread does not hold it (or it is already let go)."""
+    if _HELD.fd is None or _HELD.owner != threading.get_ident():
+        yield
+        return
+    fd, _HELD.fd = _HELD.fd, None
+    os.close(fd)
+    try:
+        yield
+    finally:
+        _HELD.fd = _acquire(_HELD.path)
+
+
+def _letting_go(fn: Callable[..., Any], *, unless: Callable[..., bool] | None = None) -> Any:
+    """``fn`` run in ``released``; not when ``unless`` says, on the same arguments, that there is
+    nothing to do (a launch of a kernel that is loaded already)."""
+    if getattr(fn, "_kernel_review_lets_go", False):
+        return fn
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if unless is not None and unless(*args, **kwargs):
+            return fn(*args, **kwargs)
+        with released():
+            return fn(*args, **kwargs)
+
+    call._kernel_review_lets_go = True  # type: ignore[attr-defined]
+    return call
+
+
+def _loaded(kernel: Any, *args: Any, **kwargs: Any) -> bool:
+    return getattr(kernel, "module", None) is not None
+
+
+# (module, attribute): Triton's compile where the JIT and ``triton.compile`` find it, and the
+# method that builds a compiled kernel's launcher and loads its binary on the first launch
+COMPILE_NAMES = (
+    ("triton.compiler.compiler", "compile"),
+    ("triton.compiler", "compile"),
+    ("triton", "compile"),
+)
+LOAD_NAMES = (("triton.compiler.compiler", "CompiledKernel", "_init_handles"),)
+
+
+def yield_while_compiling(modules: Mapping[str, Any] | None = None) -> list[str]:
+    """Wrap Triton's compile and its kernels' loading in ``released``, where Triton is imported
+    (the checkout's own Triton included: whatever ``sys.modules`` holds); once per process.
+    A JIT function takes ``compile`` when it first runs, so this is done before a case's first
+    call. The names wrapped; none where Triton is not imported or has none of them."""
+    mods = sys.modules if modules is None else modules
+    done = []
+    for module, name in COMPILE_NAMES:
+        mod = mods.get(module)
+        fn = getattr(mod, name, None) if mod is not None else None
+        if callable(fn):
+            setattr(mod, name, _letting_go(fn))
+            done.append(f"{module}.{name}")
+    for module, cls_name, name in LOAD_NAMES:
+        cls = getattr(mods.get(module), cls_name, None)
+        fn = getattr(cls, name, None) if cls is not None else None
+        if callable(fn):
+            setattr(cls, name, _letting_go(fn, unless=_loaded))
+            done.append(f"{module}.{cls_name}.{name}")
+    return done

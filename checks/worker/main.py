@@ -264,9 +264,13 @@ class Worker:
         ref_fn = item.get("reference")
         ref = ref_fn() if callable(ref_fn) else None
         self._sync()
-        # the first call compiles and autotunes: alone on the GPU (``exclusive``)
+        # the first call compiles and autotunes: alone on the GPU (``exclusive``), Triton's
+        # compiles and loads with the lock let go (the checkout has imported its Triton by now)
         # (and which config each autotuner kept is recorded: the timed runs use it)
-        alone = exclusive.exclusive(os.environ.get(exclusive.GPU_LOCK_ENV))
+        lock = os.environ.get(exclusive.GPU_LOCK_ENV)
+        if lock:
+            exclusive.yield_while_compiling()
+        alone = exclusive.exclusive(lock)
         if ref is None:
             with alone, autotune_picks.recording() as picks:
                 sizing = item["fn"]()

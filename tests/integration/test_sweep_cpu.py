@@ -585,6 +585,34 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
     assert apart.cases[0].status == "ok" and not (tmp_path / "apart" / "locks").exists()
 
 
+def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(tmp_path: Path) -> None:
+    """Base and head each compile a Triton kernel (a real compile, for an H100) in their first
+    call, then run 0.2 s: the compiles overlap, with the GPU's lock let go, and the runs never
+    do."""
+    case = Case(
+        kernel="jit", bench="compiling_kernels:compiling", dims=(1000,), dtype="float32",
+        tolerance=0.5,
+    )  # fmt: skip
+    result = run_sweep(
+        [case],
+        base_root=STANDINS / "base",
+        head_root=STANDINS / "base",
+        base_rev="b" * 40,
+        head_rev="b" * 40,
+        options=SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST),
+        work_dir=tmp_path,
+    )
+    assert result.cases[0].status == "ok", result.cases[0].message
+    spans: dict[str, list[tuple[float, float, str]]] = {"compile": [], "run": []}
+    for line in (tmp_path / "locks" / "first_calls.log").open():
+        pid, what, start, end = line.split()
+        spans[what].append((float(start), float(end), pid))
+    compiles, runs = sorted(spans["compile"]), sorted(spans["run"])
+    assert len({pid for *_, pid in compiles}) == 2 and len(runs) == 2  # one first call per side
+    assert compiles[1][0] < compiles[0][1], compiles  # the second began before the first ended
+    assert runs[0][1] <= runs[1][0], runs
+
+
 TUNED_BENCH = """
 import time
 

@@ -1,0 +1,111 @@
+"""The GPU's first-call lock (``checks.worker.exclusive``): let go for Triton's compiles and
+kernel loads, held for everything else."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import types
+from pathlib import Path
+from typing import Any
+
+from checks.worker import exclusive
+
+
+def _free(path: Path) -> bool:
+    """Whether another holder could take the lock now (a second open file, as another process)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def test_released_lets_the_lock_go_for_its_block_and_takes_it_back(tmp_path: Path) -> None:
+    lock = tmp_path / "gpu.lock"
+    with exclusive.exclusive(str(lock)):
+        assert not _free(lock)
+        with exclusive.released():
+            assert _free(lock)
+            with exclusive.released():  # nested: nothing more to let go
+                assert _free(lock)
+        assert not _free(lock)
+    assert _free(lock)
+    with exclusive.released():  # not held: nothing to do
+        assert _free(lock)
+
+
+def test_only_the_thread_that_took_the_lock_lets_it_go(tmp_path: Path) -> None:
+    lock = tmp_path / "gpu.lock"
+    seen: list[bool] = []
+
+    def other() -> None:
+        with exclusive.released():
+            seen.append(_free(lock))
+
+    with exclusive.exclusive(str(lock)):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    assert seen == [False]
+
+
+def _fake_triton(log: list[str], lock: Path) -> dict[str, Any]:
+    def compile(src: str, **kw: Any) -> str:
+        log.append(f"compile {src}: lock free {_free(lock)}")
+        return f"compiled {src}"
+
+    class CompiledKernel:
+        def __init__(self) -> None:
+            self.module: object | None = None
+
+        def _init_handles(self) -> None:
+            log.append(f"load: lock free {_free(lock)}")
+            self.module = object()
+
+    compiler = types.SimpleNamespace(compile=compile, CompiledKernel=CompiledKernel)
+    package = types.SimpleNamespace(compile=compile)
+    return {
+        "triton": types.SimpleNamespace(compile=compile),
+        "triton.compiler": package,
+        "triton.compiler.compiler": compiler,
+    }
+
+
+def test_triton_compiles_and_first_loads_run_with_the_lock_let_go(tmp_path: Path) -> None:
+    lock = tmp_path / "gpu.lock"
+    log: list[str] = []
+    mods = _fake_triton(log, lock)
+    done = exclusive.yield_while_compiling(mods)
+    assert done == [
+        "triton.compiler.compiler.compile",
+        "triton.compiler.compile",
+        "triton.compile",
+        "triton.compiler.compiler.CompiledKernel._init_handles",
+    ]
+    assert exclusive.yield_while_compiling(mods) == done  # once: no wrapper around a wrapper
+    assert mods["triton.compiler"].compile.__wrapped__.__name__ == "compile"
+    assert not hasattr(mods["triton.compiler"].compile.__wrapped__, "__wrapped__")
+    kernel = mods["triton.compiler.compiler"].CompiledKernel()
+    with exclusive.exclusive(str(lock)):
+        assert mods["triton.compiler"].compile("k") == "compiled k"
+        assert not _free(lock)  # taken back before the call goes on to the GPU
+        kernel._init_handles()
+        assert not _free(lock)
+        kernel._init_handles()  # loaded already: a launch, which keeps the lock
+        log.append(f"after: lock free {_free(lock)}")
+    assert log == [
+        "compile k: lock free True",
+        "load: lock free True",
+        "load: lock free False",
+        "after: lock free False",
+    ]
+
+
+def test_nothing_is_wrapped_where_triton_is_not_imported() -> None:
+    assert exclusive.yield_while_compiling({}) == []
+    assert exclusive.yield_while_compiling({"triton": types.SimpleNamespace()}) == []
