@@ -1,0 +1,225 @@
+"""Where the wall time of one ``kernel-review bench`` run goes, command by command: every call
+the bot makes to a worker (which worker, which command, when it was sent and answered) and every
+step of every case, on one clock, and the gaps in which no worker had a command at all.
+
+    PYTHONPATH=.:/tmp/site python3 bench/timeline.py --out DIR [--runs 2] [--tolerance t1]
+        [--device cpu] [-- BENCH OPTIONS]
+
+Each run is a fresh Python process that runs the bot's command line in-process, with
+``WorkerClient.call`` and ``pair_runner.timed`` wrapped to record: nothing else changes. The
+repository is ``bench/cli_decision.py``'s, with its identical head. Writes ``timeline-<i>.json``
+(the events) and ``timeline.md`` (per run: the time until the first command, the busiest
+commands, the time in which no worker had a command, and per case each step's wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+import cli_decision as cd  # noqa: E402
+
+DRIVER = r"""
+import json, sys, time
+t_start = time.monotonic()
+from checks.sweep import pair_runner, workers
+events = []
+call = workers.WorkerClient.call
+def traced(self, op, *, timeout, **args):
+    t0 = time.monotonic()
+    ok = False
+    try:
+        out = call(self, op, timeout=timeout, **args)
+        ok = True
+        return out
+    finally:
+        events.append({"w": self.spec.name, "op": op, "t0": t0, "t1": time.monotonic(), "ok": ok})
+workers.WorkerClient.call = traced
+timed = pair_runner.timed
+import contextlib
+@contextlib.contextmanager
+def step(into, name):
+    t0 = time.monotonic()
+    try:
+        with timed(into, name):
+            yield
+    finally:
+        events.append({"step": name, "t0": t0, "t1": time.monotonic()})
+pair_runner.timed = step
+from bot.cli import main
+rc = main(sys.argv[2:])
+t_end = time.monotonic()
+with open(sys.argv[1], "w") as f:
+    json.dump({"rc": rc, "start": t_start, "end": t_end, "events": events}, f)
+"""
+
+
+def run_once(repo: Path, tol: str, head: str, out: Path, device: str, extra: list[str]) -> Path:
+    """One traced run; the path of its events."""
+    path = out.with_suffix(".json")
+    results = out.with_name(out.stem + "-results.json")
+    cpu = ["--device", "cpu", "--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []
+    args = ["bench", "--repo", str(repo), "--base", f"base-{tol}", "--head", head,
+            "--out", str(results), *cpu, *extra]  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    p = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(path), *args],
+        cwd=str(ROOT),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if p.returncode not in (0, 1) or not path.exists():
+        raise SystemExit(f"the traced run failed ({p.returncode}): {p.stderr[-2000:]}")
+    return path
+
+
+def union(spans: list[tuple[float, float]]) -> float:
+    """Seconds covered by at least one of ``spans``."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def analyse(data: dict[str, Any]) -> dict[str, Any]:
+    start, end = data["start"], data["end"]
+    calls = [e for e in data["events"] if "op" in e]
+    steps = [e for e in data["events"] if "step" in e]
+    first = min((e["t0"] for e in calls), default=end)
+    last = max((e["t1"] for e in calls), default=end)
+    busy = union([(e["t0"], e["t1"]) for e in calls])
+    by_op: dict[str, list[tuple[float, float]]] = {}
+    for e in calls:
+        by_op.setdefault(e["op"], []).append((e["t0"], e["t1"]))
+    ops = {
+        op: {
+            "calls": len(s),
+            "covered_s": round(union(s), 3),
+            "summed_s": round(sum(b - a for a, b in s), 3),
+        }
+        for op, s in sorted(by_op.items(), key=lambda kv: -union(kv[1]))
+    }
+    # the gaps inside the sweep when no worker had a command: the bot's own time
+    idle = (last - first) - busy
+    blocks = sorted((e["t0"], e["t1"]) for e in calls if e["op"] == "block")
+    between_blocks = [b0 - a1 for (_, a1), (b0, _) in itertools.pairwise(blocks) if b0 - a1 < 0.05]
+    cases: list[dict[str, float]] = []
+    current: dict[str, float] = {}
+    for e in sorted(steps, key=lambda s: s["t0"]):
+        if e["step"] == "check" and current:
+            cases.append(current)
+            current = {}
+        if e["step"] in ("start", "env", "ceilings", "warmup"):
+            continue
+        current[e["step"]] = round(current.get(e["step"], 0.0) + e["t1"] - e["t0"], 4)
+    if current:
+        cases.append(current)
+    return {
+        "rc": data["rc"],
+        "wall_s": round(end - start, 3),
+        "to_first_command_s": round(first - start, 3),
+        "after_last_command_s": round(end - last, 3),
+        "sweep_s": round(last - first, 3),
+        "no_command_s": round(idle, 3),
+        "between_blocks_ms_median": round(statistics.median(between_blocks) * 1000, 3)
+        if between_blocks
+        else None,
+        "between_blocks_s": round(sum(between_blocks), 3),
+        "ops": ops,
+        "cases": cases,
+    }
+
+
+def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [f"# Timeline of `kernel-review bench` ({meta['device']})", "", meta["note"], ""]
+    for i, r in enumerate(rows):
+        lines += [
+            f"## Run {i + 1}: {r['wall_s']} s, rc {r['rc']}",
+            "",
+            f"- until the first worker command: {r['to_first_command_s']} s (Python's start to the "
+            f"first `hello`; the zygote's and the workers' imports overlap it)",
+            f"- first command to last answer: {r['sweep_s']} s, of which no worker had a command "
+            f"for {r['no_command_s']} s (the bot's own time between commands); between timed blocks "
+            f"{r['between_blocks_s']} s in all, median {r['between_blocks_ms_median']} ms",
+            f"- after the last answer: {r['after_last_command_s']} s",
+            "",
+            "| command | calls | wall covered s | summed over workers s |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {op} | {v['calls']} | {v['covered_s']} | {v['summed_s']} |"
+            for op, v in r["ops"].items()
+        ]
+        keys = sorted({k for c in r["cases"] for k in c})
+        lines += ["", "| case | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+        lines += [
+            f"| {j + 1} | " + " | ".join(str(c.get(k, "")) for k in keys) + " |"
+            for j, c in enumerate(r["cases"])
+        ]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _machine() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--tolerance", default="t1", choices=sorted(cd.TOLERANCES))
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("extra", nargs="*", help="more `bench` options, after --")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    shapes = cd.SHAPES_GPU if args.device == "cuda" else cd.SHAPES_CPU
+    with tempfile.TemporaryDirectory(prefix="timeline-") as tmp:
+        repo = cd.build_repo(Path(tmp) / "repo", shapes)
+        head = cd.make_head(repo, f"base-{args.tolerance}", "aa", {}, "comment-only change")
+        rows = []
+        for i in range(args.runs):
+            path = run_once(
+                repo, args.tolerance, head, args.out / f"timeline-{i + 1}", args.device, args.extra
+            )
+            rows.append(analyse(json.loads(path.read_text(encoding="utf-8"))))
+            print(
+                f"run {i + 1}: {rows[-1]['wall_s']} s, no command {rows[-1]['no_command_s']} s",
+                flush=True,
+            )
+    meta = {
+        "device": _machine() if args.device == "cuda" else "CPU timing (plumbing only)",
+        "note": f"Made by `bench/timeline.py`, tolerance {args.tolerance}, options {args.extra or 'none'}.",
+    }
+    (args.out / "timeline.md").write_text(markdown(rows, meta), encoding="utf-8")
+    (args.out / "timeline.json").write_text(
+        json.dumps({"meta": meta, "runs": rows}, indent=1), encoding="utf-8"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
