@@ -89,6 +89,7 @@ def warm_triton_key(places: list[str]) -> threading.Event | None:
 
 
 _WARMING: list[threading.Thread] = []
+_DRIVER: list[threading.Thread] = []
 MARKS: dict[str, float] = {}  # ``main_at``, ``ready_at``: time.monotonic() at each
 
 
@@ -96,6 +97,31 @@ def join_warm() -> None:
     """Wait for ``warm_triton_key``'s thread, if one still runs."""
     while _WARMING:
         _WARMING.pop().join()
+
+
+def load_triton_driver() -> threading.Thread:
+    """Load Triton's GPU driver in a thread. On a cold Triton cache (a sweep's own, every run)
+    it builds its C utilities with the C compiler, which a process otherwise does at its first
+    kernel launch: inside a case's first call, under the GPU's lock, one side after the other.
+    Started once Triton is imported and torch has the GPU (the driver asks torch for the
+    device); the first check waits for it (``join_driver``) before the checkout's code runs."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):  # a broken driver is the first launch's to report
+            from triton.runtime import driver
+
+            driver.active.get_current_target()
+
+    thread = threading.Thread(target=run, name="triton-driver", daemon=True)
+    thread.start()
+    _DRIVER.append(thread)
+    return thread
+
+
+def join_driver() -> None:
+    """Wait for ``load_triton_driver``'s thread, if one still runs."""
+    while _DRIVER:
+        _DRIVER.pop().join()
 
 
 # The commands that may run while the checks' functions load (``load_checks_ahead``): every
@@ -162,6 +188,7 @@ class Worker:
 
     def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
         join_warm()  # before the checkout's code is imported (the warm-up usually waited already)
+        join_driver()
         try:
             return bench_capture.first_entry(candidates, self.root)
         except bench_capture.NotFound as exc:
@@ -520,6 +547,8 @@ def main(argv: list[str] | None = None) -> int:
             worker.torch = worker.nvml = None
         if imported is not None:
             imported.wait()
+            if worker.torch is not None:
+                load_triton_driver()
     MARKS["ready_at"] = time.monotonic()
     sys.path[:0] = places
     os.chdir(root)

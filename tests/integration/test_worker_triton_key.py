@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.paths import ROOT
 
 CODE = textwrap.dedent(
@@ -38,3 +40,34 @@ def test_the_key_is_made_in_the_background_and_not_for_a_checkout_with_its_own_t
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout.split("\n")  # fmt: skip
     assert out[:3] == ["started True", "made 1", "own triton None"], out
+
+
+def test_triton_s_driver_loads_in_a_thread_that_the_first_check_waits_for(monkeypatch) -> None:
+    """The driver's first load (its C utilities built on a cold cache) runs beside the worker's
+    start; a command that runs the checkout's code waits for it first. The driver here stands
+    in for a GPU's: it takes 0.3 s."""
+    import threading
+    import time
+    import types
+
+    import triton.runtime
+
+    from checks.worker import main
+
+    seen: list[str] = []
+
+    def load() -> None:
+        time.sleep(0.3)
+        seen.append(threading.current_thread().name)
+
+    active = types.SimpleNamespace(get_current_target=load)
+    monkeypatch.setattr(triton.runtime, "driver", types.SimpleNamespace(active=active))
+    t0 = time.monotonic()
+    main.load_triton_driver()
+    assert time.monotonic() - t0 < 0.2 and seen == []  # the start goes on meanwhile
+    worker = main.Worker(str(ROOT), "cpu", "base")
+    # what every command that runs the checkout's code does first
+    with pytest.raises(main.EntryError):
+        worker._resolve(["no_such_module:entry"])
+    assert seen == ["triton-driver"]  # loaded in its thread, and waited for
+    assert time.monotonic() - t0 >= 0.3
