@@ -37,6 +37,19 @@ QUICK = ProtocolConfig(
 FAST = Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
 
 
+def _a_a(case: Case, work: Path, *, protocol: ProtocolConfig = QUICK, **options: Any) -> Any:
+    """One case, the stand-ins' base checkout as both sides (identical code)."""
+    return run_sweep(
+        [case],
+        base_root=STANDINS / "base",
+        head_root=STANDINS / "base",
+        base_rev="b" * 40,
+        head_rev="b" * 40,
+        options=SweepOptions(device="cpu", protocol=protocol, timeouts=FAST, **options),
+        work_dir=work,
+    )
+
+
 def _standin_sweep(
     cases: list[Case], options: SweepOptions, work: Path, *, checkouts: Path = STANDINS, **kw: Any
 ):
@@ -340,15 +353,7 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
         if crossover:  # its workers also profile their commands (bench/cost_diag.py --profile)
             monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "profiles"))
         protocol = QUICK.model_copy(update={"crossover": crossover, "max_rounds": 12})
-        results[crossover] = run_sweep(
-            [case],
-            base_root=STANDINS / "base",
-            head_root=STANDINS / "base",
-            base_rev="b" * 40,
-            head_rev="b" * 40,
-            options=SweepOptions(device="cpu", protocol=protocol, timeouts=FAST),
-            work_dir=tmp_path / f"crossover-{crossover}",
-        )
+        results[crossover] = _a_a(case, tmp_path / f"crossover-{crossover}", protocol=protocol)
     plain, crossed = results[False].cases[0], results[True].cases[0]
     assert plain.status == crossed.status == "ok", (plain.message, crossed.message)
     # one pair reads the slot's bias as a slowdown, its interval above 1 (whether it clears the
@@ -559,20 +564,7 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
         tolerance=0.5,
     )  # fmt: skip
 
-    def a_a(work: Path, alone: bool) -> Any:
-        return run_sweep(
-            [case],
-            base_root=STANDINS / "base",
-            head_root=STANDINS / "base",
-            base_rev="b" * 40,
-            head_rev="b" * 40,
-            options=SweepOptions(
-                device="cpu", protocol=QUICK, timeouts=FAST, first_call_alone=alone
-            ),
-            work_dir=work,
-        )
-
-    result = a_a(tmp_path, True)
+    result = _a_a(case, tmp_path, first_call_alone=True)
     assert result.cases[0].status == "ok", result.cases[0].message
     spans = sorted(
         (float(a), float(b), pid)
@@ -581,7 +573,7 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
     assert len({pid for _, _, pid in spans}) == 2  # base and head each tuned once, in the check
     assert spans[0][1] <= spans[1][0], spans
     # --no-first-call-alone: no lock is handed to the workers
-    apart = a_a(tmp_path / "apart", False)
+    apart = _a_a(case, tmp_path / "apart", first_call_alone=False)
     assert apart.cases[0].status == "ok" and not (tmp_path / "apart" / "locks").exists()
 
 
@@ -593,15 +585,7 @@ def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(tmp_p
         kernel="jit", bench="compiling_kernels:compiling", dims=(1000,), dtype="float32",
         tolerance=0.5,
     )  # fmt: skip
-    result = run_sweep(
-        [case],
-        base_root=STANDINS / "base",
-        head_root=STANDINS / "base",
-        base_rev="b" * 40,
-        head_rev="b" * 40,
-        options=SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST),
-        work_dir=tmp_path,
-    )
+    result = _a_a(case, tmp_path)
     assert result.cases[0].status == "ok", result.cases[0].message
     spans: dict[str, list[tuple[float, float, str]]] = {"compile": [], "run": []}
     for line in (tmp_path / "locks" / "first_calls.log").open():
