@@ -136,6 +136,14 @@ def make_head(repo: Path, base: str, name: str, extra: dict[str, float], comment
 # ------------------------------------------------------------------------------ the command
 
 
+def bench_args(repo: Path, base: str, head: str, out: Path, device: str) -> list[str]:
+    """``kernel-review bench`` on ``repo``, base against head, results to ``out``; on the CPU
+    (plumbing only) fewer rounds and the served shapes alone."""
+    cpu = ["--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []
+    return ["bench", "--repo", str(repo), "--base", base, "--head", head,
+            "--device", device, "--out", str(out), *cpu]  # fmt: skip
+
+
 def run_cli(
     args: list[str], *, timeout_s: float, stop_after_first: bool = False, cwd: Path = ROOT
 ) -> dict[str, Any]:
@@ -192,22 +200,7 @@ def bench_run(
 ) -> dict[str, Any]:
     out = out_dir / f"{head}-{len(list(out_dir.glob(head + '*.json')))}.json"
     got = run_cli(
-        [
-            "-m",
-            "bot",
-            "bench",
-            "--repo",
-            str(repo),
-            "--base",
-            base,
-            "--head",
-            head,
-            "--device",
-            device,
-            "--out",
-            str(out),
-            *(["--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []),
-        ],
+        ["-m", "bot", *bench_args(repo, base, head, out, device)],
         timeout_s=timeout_s,
     )
     got.update(head=head, base=base, results=str(out))

@@ -50,13 +50,11 @@ def one_run(
 ) -> dict[str, Any]:
     """One ``bench`` command from ``tree`` (with ``extra`` options): its wall time, verdicts
     and where the time went."""
-    cpu = ["--device", "cpu", "--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []
     got = cd.run_cli(
-        ["-m", "bot", "bench", "--repo", str(repo), "--base", f"base-{tol}", "--head", head,
-         "--out", str(out), *cpu, *extra],
+        ["-m", "bot", *cd.bench_args(repo, f"base-{tol}", head, out, device), *extra],
         timeout_s=180,
         cwd=tree,
-    )  # fmt: skip
+    )
     row: dict[str, Any] = {"wall_s": round(got["wall_s"], 3), "rc": got["rc"]}
     row["first_verdict_s"] = got["first_verdict_s"]
     if not out.exists():

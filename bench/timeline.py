@@ -71,9 +71,7 @@ def run_once(repo: Path, tol: str, head: str, out: Path, device: str, extra: lis
     """One traced run; the path of its events."""
     path = out.with_suffix(".json")
     results = out.with_name(out.stem + "-results.json")
-    cpu = ["--device", "cpu", "--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []
-    args = ["bench", "--repo", str(repo), "--base", f"base-{tol}", "--head", head,
-            "--out", str(results), *cpu, *extra]  # fmt: skip
+    args = [*cd.bench_args(repo, f"base-{tol}", head, results, device), *extra]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),

@@ -93,10 +93,14 @@ _DRIVER: list[threading.Thread] = []
 MARKS: dict[str, float] = {}  # ``main_at``, ``ready_at``: time.monotonic() at each
 
 
+def _join(threads: list[threading.Thread]) -> None:
+    while threads:
+        threads.pop().join()
+
+
 def join_warm() -> None:
     """Wait for ``warm_triton_key``'s thread, if one still runs."""
-    while _WARMING:
-        _WARMING.pop().join()
+    _join(_WARMING)
 
 
 def load_triton_driver() -> threading.Thread:
@@ -120,8 +124,7 @@ def load_triton_driver() -> threading.Thread:
 
 def join_driver() -> None:
     """Wait for ``load_triton_driver``'s thread, if one still runs."""
-    while _DRIVER:
-        _DRIVER.pop().join()
+    _join(_DRIVER)
 
 
 # The commands that may run while the checks' functions load (``load_checks_ahead``): every
