@@ -287,13 +287,17 @@ class Worker:
         return {"est_us": est, "host_us": getattr(self.timer, "host_us", None)}
 
     def op_check(self, msg: dict[str, Any]) -> dict[str, Any]:
+        step = Steps()
         self._release()
         self._torch()
         _, fn = self._resolve(msg["entries"])
+        step("resolve")
         item = self._call_entry(fn, msg["shape"], msg["dtype"], int(msg["seed"]))
+        step("inputs")
         ref_fn = item.get("reference")
         ref = ref_fn() if callable(ref_fn) else None
         self._sync()
+        step("reference")
         # the first call compiles and autotunes: alone on the GPU (``exclusive``), Triton's
         # compiles and loads with the lock let go (the checkout has imported its Triton by now)
         # (and which config each autotuner kept is recorded: the timed runs use it)
@@ -303,20 +307,25 @@ class Worker:
         alone = exclusive.exclusive(lock)
         if ref is None:
             with alone, autotune_picks.recording() as picks:
+                step("lock_wait")
                 sizing = item["fn"]()
                 self._sync()
+                step("first_call")
             correctness.poison(correctness.flatten_outputs(sizing))
             del sizing
             out = item["fn"]()
         else:
             correctness.poison(correctness.flatten_outputs(ref))
+            step("poison")
             with alone, autotune_picks.recording() as picks:
+                step("lock_wait")
                 out = item["fn"]()
                 self._sync()
+                step("first_call")
         self._sync()
         # the entry point's own tolerance (None: each output's dtype decides, here and when the
         # parent compares base's digest with head's)
-        atol, rtol = _given(item.get("atol")), _given(item.get("rtol"))
+        atol, rtol = _tolerance(item, "atol"), _tolerance(item, "rtol")
         result: dict[str, Any] = {
             "has_reference": ref is not None,
             "atol": atol,
@@ -327,11 +336,14 @@ class Worker:
             result.update(correctness.compare(out, ref, atol=atol, rtol=rtol))
         else:
             result.update({"ok": True, "bad_elements": 0, "max_abs_err": None, "message": ""})
+        step("compare")
         result["correct"] = result.pop("ok")
         result["digest"] = correctness.digest(out)
+        step("digest")
         del out, ref, item
         self._release()
-        return result
+        step("release")
+        return {**result, "steps_s": step.seconds}
 
     def op_configure(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.timer is None:
@@ -369,18 +381,22 @@ class Worker:
 
     def op_finish(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Recheck the timed copy's output against its reference, then free everything."""
+        step = Steps()
         result: dict[str, Any] = {"rechecked": False, "correct": True, "message": ""}
         if msg.get("recheck") and self.items and callable(self.items[0].get("reference")):
             item = self.items[0]
             out = item["fn"]()
             ref = item["reference"]()
             self._sync()
+            step("calls")
             cmp = correctness.compare(
-                out, ref, atol=_given(item.get("atol")), rtol=_given(item.get("rtol"))
+                out, ref, atol=_tolerance(item, "atol"), rtol=_tolerance(item, "rtol")
             )
+            step("compare")
             result = {"rechecked": True, "correct": cmp["ok"], "message": cmp["message"]}
         self._release()
-        return result
+        step("release")
+        return {**result, "steps_s": step.seconds}
 
     def op_warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Keep the GPU busy until its SM clock holds at ``clock_fraction`` of its maximum
@@ -452,8 +468,34 @@ def clock_up(reading: dict[str, Any] | None, fraction: float) -> bool | None:
     return (reading.get("sm_clock_mhz") or 0) >= fraction * top
 
 
-def _given(value: Any) -> float | None:
-    return None if value is None else float(value)
+class Steps:
+    """Seconds since the previous step, by name, for a command's answer (``steps_s``): where a
+    check's or a recheck's time went (``bench/timeline.py`` reads them)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._last, 6)
+        self._last = now
+
+
+def _tolerance(item: dict[str, Any], key: str) -> float | None:
+    """The entry point's own ``atol`` or ``rtol``: None, or a finite number of 0 or more."""
+    value = item.get(key)
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not (math.isfinite(number) and number >= 0):
+        raise EntryError(
+            "error", f"the entry point's {key!r} must be a number of 0 or more, not {value!r}"
+        )
+    return number
 
 
 def _nbytes(tensors: Any) -> int:

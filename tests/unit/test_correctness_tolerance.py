@@ -103,10 +103,16 @@ def test_compare_and_digest_read_nothing_back_per_chunk(monkeypatch) -> None:
             correctness._chunk_errors(out, ref, start, (1e-5, 1e-5))
             for start in range(0, 4321, 1000)
         ]
-        sums = [correctness._part_sums(out, lo, lo + 700) for lo in range(0, 4200, 700)]
+        short = [
+            correctness._chunk_close(out, ref, start, (1e-5, 1e-5))
+            for start in range(0, 4321, 1000)
+        ]
+        sums = [correctness._sums(out, lo, lo + 700) for lo in range(0, 4200, 700)]
+        sums += [correctness._sums_short(out, lo, lo + 700) for lo in range(0, 4200, 700)]
     reads = [e.name for e in prof.events() if e.name in ("aten::item", "aten::_local_scalar_dense")]
     assert reads == []
-    assert [r.tolist()[0] for r in rows] == [0, 0, 1, 0, 0] and len(sums) == 6
+    assert [r.tolist()[0] for r in rows] == [0, 0, 1, 0, 0] and len(sums) == 12
+    assert [s.tolist()[1] >= 0 for s in short] == [True, True, False, True, True]
     assert compare(out, ref)["message"].startswith(
         "1 elements differ from the reference; first at output 0 index 2500"
     )
@@ -147,7 +153,7 @@ def test_narrow_floats_are_compared_without_a_float64_copy_and_agree_with_float6
             out[i] = (ref[i].float() + 2 * bound[i]).to(dtype)
         with Wide() as wide:
             got = compare(out, ref)
-            correctness._part_sums(out, 0, 3500)
+            correctness._part_sums(out, [(0, 3500)])
         assert wide.made == [], (dtype, wide.made)
         a, b = out.double().numpy(), ref.double().numpy()
         bad = ~np.isclose(a, b, rtol=rtol, atol=atol)
@@ -183,5 +189,7 @@ def test_exercise_runs_the_checks_functions_for_every_narrow_float_type() -> Non
         correctness.exercise(torch, "cpu")
     for dtype in (torch.float16, torch.bfloat16):  # each read as float32 by the checks
         assert ("_to_copy", dtype) in seen.ops, dtype
-    assert ("le", torch.float32) in seen.ops  # the comparison against its bound
+    assert ("le", torch.float32) in seen.ops  # the element-by-element comparison
+    assert ("min", torch.float32) in seen.ops  # the short way's smallest slack
+    assert ("isnan", torch.float32) in seen.ops  # the digest's long way
     assert ("sum", torch.float32) in seen.ops  # the digest's part sums

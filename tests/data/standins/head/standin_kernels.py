@@ -139,6 +139,12 @@ def huge_bytes(shape, dtype, *, device="cpu", seed=0):
     return {**item, "bytes_moved": 10**30}
 
 
+def negative_atol(shape, dtype, *, device="cpu", seed=0):
+    """Gives its check a tolerance no comparison can mean."""
+    item = axpy(shape, dtype, device=device, seed=seed)
+    return {**item, "atol": -1e-3}
+
+
 def daemon(shape, dtype, *, device="cpu", seed=0):
     """Leaves a double-forked process behind that would outlive the job; its pid is written to
     the worker's private Triton cache folder so the test can look for it."""
