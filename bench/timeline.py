@@ -40,13 +40,14 @@ events = []
 call = workers.WorkerClient.call
 def traced(self, op, *, timeout, **args):
     t0 = time.monotonic()
-    ok = False
+    out = None
     try:
         out = call(self, op, timeout=timeout, **args)
-        ok = True
         return out
     finally:
-        events.append({"w": self.spec.name, "op": op, "t0": t0, "t1": time.monotonic(), "ok": ok})
+        steps = out.get("steps_s") if isinstance(out, dict) else None
+        events.append({"w": self.spec.name, "op": op, "t0": t0, "t1": time.monotonic(),
+                       "ok": out is not None, "steps": steps})
 workers.WorkerClient.call = traced
 timed = pair_runner.timed
 import contextlib
@@ -133,6 +134,18 @@ def analyse(data: dict[str, Any]) -> dict[str, Any]:
         current[e["step"]] = round(current.get(e["step"], 0.0) + e["t1"] - e["t0"], 4)
     if current:
         cases.append(current)
+    # inside the workers: each step of a check or a recheck, summed over the run, and the
+    # first check of each worker on its own (the first case's check is the longest)
+    inside: dict[str, dict[str, float]] = {}
+    first_checks: dict[str, dict[str, float]] = {}
+    for e in sorted(calls, key=lambda c: c["t0"]):
+        if not e.get("steps"):
+            continue
+        into = inside.setdefault(e["op"], {})
+        for k, v in e["steps"].items():
+            into[k] = round(into.get(k, 0.0) + v, 4)
+        if e["op"] == "check":
+            first_checks.setdefault(e["w"], e["steps"])
     return {
         "rc": data["rc"],
         "wall_s": round(end - start, 3),
@@ -146,6 +159,8 @@ def analyse(data: dict[str, Any]) -> dict[str, Any]:
         "between_blocks_s": round(sum(between_blocks), 3),
         "ops": ops,
         "cases": cases,
+        "inside": inside,
+        "first_checks": first_checks,
     }
 
 
@@ -169,6 +184,18 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"| {op} | {v['calls']} | {v['covered_s']} | {v['summed_s']} |"
             for op, v in r["ops"].items()
         ]
+        for op, steps in r.get("inside", {}).items():
+            lines += ["", f"Inside the workers, `{op}` summed over the run (s):", ""]
+            lines += ["| " + " | ".join(steps) + " |", "|---" * len(steps) + "|"]
+            lines += ["| " + " | ".join(str(v) for v in steps.values()) + " |"]
+        if r.get("first_checks"):
+            names = sorted({k for s in r["first_checks"].values() for k in s})
+            lines += ["", "Each worker's first check (s):", ""]
+            lines += ["| worker | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+            lines += [
+                f"| {w} | " + " | ".join(str(s.get(k, "")) for k in names) + " |"
+                for w, s in r["first_checks"].items()
+            ]
         keys = sorted({k for c in r["cases"] for k in c})
         lines += ["", "| case | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
         lines += [
