@@ -159,6 +159,9 @@ class CpuTimer(_Timer):
         self.fns = []
 
 
+_SLEEP_RATE: dict[str, float] = {}  # ``CudaTimer._cycles_per_us``'s, once per process
+
+
 class CudaTimer(_Timer):
     """CUDA (or ROCm through torch.cuda) event timing, eager or in graphs."""
 
@@ -188,8 +191,11 @@ class CudaTimer(_Timer):
         return self.torch.cuda.Event(enable_timing=True)
 
     def _cycles_per_us(self) -> float:
-        """Clock cycles of ``torch.cuda._sleep`` per microsecond, measured once (0 when the
-        build has no ``_sleep``)."""
+        """Clock cycles of ``torch.cuda._sleep`` per microsecond, measured once per process (0
+        when the build has no ``_sleep``): a timer per case had measured it again each time, 1 ms
+        of the GPU per worker and case, for a rate that only sizes a hold."""
+        if self._sleep_rate is None:
+            self._sleep_rate = _SLEEP_RATE.get("rate")
         if self._sleep_rate is None:
             sleep = getattr(self.torch.cuda, "_sleep", None)
             self._sleep_rate = 0.0
@@ -201,6 +207,7 @@ class CudaTimer(_Timer):
                 e.record()
                 e.synchronize()
                 self._sleep_rate = 2_000_000 / max(s.elapsed_time(e) * 1000.0, 1e-3)
+            _SLEEP_RATE["rate"] = self._sleep_rate
         return self._sleep_rate
 
     def _hold(self, us: float) -> None:
