@@ -90,6 +90,7 @@ def warm_triton_key(places: list[str]) -> threading.Event | None:
 
 _WARMING: list[threading.Thread] = []
 _DRIVER: list[threading.Thread] = []
+_UTILS: list[threading.Thread] = []
 MARKS: dict[str, float] = {}  # ``main_at``, ``ready_at``: time.monotonic() at each
 
 
@@ -103,6 +104,32 @@ def join_warm() -> None:
     _join(_WARMING)
 
 
+def build_driver_utils_ahead() -> threading.Thread:
+    """Build Triton's driver utilities (C, with the system's compiler: 0.3 s on the H200 host) in
+    a thread from the worker's start, beside its GPU context's creation: on the sweep's fresh
+    Triton cache every worker builds them once, and built by ``load_triton_driver`` once torch
+    had the GPU they had kept the first check waiting. Only the build, which needs no GPU: the
+    vendor is torch's (``torch.version``, which does not touch a GPU either)."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):  # a failed build is the driver's to report
+            import torch
+
+            if getattr(torch.version, "hip", None):
+                from triton.backends.amd import driver as amd
+
+                amd.HIPUtils()
+            elif getattr(torch.version, "cuda", None):
+                from triton.backends.nvidia import driver as nvidia
+
+                nvidia.CudaUtils()
+
+    thread = threading.Thread(target=run, name="triton-utils", daemon=True)
+    thread.start()
+    _UTILS.append(thread)
+    return thread
+
+
 def load_triton_driver() -> threading.Thread:
     """Load Triton's GPU driver in a thread. On a cold Triton cache (a sweep's own, every run)
     it builds its C utilities with the C compiler, which a process otherwise does at its first
@@ -111,6 +138,7 @@ def load_triton_driver() -> threading.Thread:
     device); the first check waits for it (``join_driver``) before the checkout's code runs."""
 
     def run() -> None:
+        _join(_UTILS)  # the utilities, if ``build_driver_utils_ahead`` builds them
         with contextlib.suppress(Exception):  # a broken driver is the first launch's to report
             from triton.runtime import driver
 
@@ -580,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     places = [os.path.join(root, p) for p in args.python_path] + [root]
     if args.device != "cpu":
         imported = warm_triton_key(places)
+        if imported is not None:
+            build_driver_utils_ahead()
         # torch and the GPU context first, before the first command: the parent starts every
         # worker at once, so their imports (seconds each) overlap instead of queueing behind the
         # commands. Before the checkout joins sys.path, so nothing in it can stand in for torch.

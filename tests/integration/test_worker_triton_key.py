@@ -71,3 +71,86 @@ def test_triton_s_driver_loads_in_a_thread_that_the_first_check_waits_for(monkey
         worker._resolve(["no_such_module:entry"])
     assert seen == ["triton-driver"]  # loaded in its thread, and waited for
     assert time.monotonic() - t0 >= 0.3
+
+
+UTILS = textwrap.dedent(
+    """
+    import importlib.util, json, os, sys
+    import torch
+    torch.version.cuda = sys.argv[2] or None  # the vendor the worker reads; no GPU is touched
+    spec = importlib.util.spec_from_file_location("worker_main", sys.argv[1])
+    main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(main)
+    main.build_driver_utils_ahead().join(120)
+    built = sorted(
+        f for _, _, files in os.walk(os.environ["TRITON_CACHE_DIR"]) for f in files
+        if f.startswith("cuda_utils")
+    )
+    print(json.dumps(built))
+    """
+)
+
+
+@pytest.mark.slow
+def test_triton_s_driver_utilities_are_built_from_the_worker_s_start(tmp_path: Path) -> None:
+    """On a CUDA build of torch, the worker builds Triton's driver utilities (C, with the system's
+    compiler) into its own Triton cache in a thread from its start, before any GPU is asked
+    for. The CUDA driver library here is a stand-in with no functions: the build links against
+    it, and loading the result fails, which the thread keeps to itself; on a CPU build nothing
+    is built."""
+    import json
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.skip("needs a C compiler")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "stub.c").write_text("int kernel_review_stub(void) { return 0; }\n")
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(lib / "libcuda.so.1"), str(lib / "stub.c")],
+        check=True,
+    )
+    worker = ROOT / "checks" / "worker" / "main.py"
+    for cuda, want in (("13.0", True), ("", False)):
+        cache = tmp_path / f"cache-{cuda or 'cpu'}"
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "TRITON_CACHE_DIR": str(cache),
+            "TRITON_LIBCUDA_PATH": str(lib),
+        }
+        out = subprocess.run(
+            [sys.executable, "-c", UTILS, str(worker), cuda],
+            capture_output=True, text=True, timeout=180, check=True, env=env,
+        ).stdout  # fmt: skip
+        built = json.loads(out.strip().splitlines()[-1])
+        assert bool(built) is want, (cuda, out)
+        if want:
+            assert all(name.startswith("cuda_utils") and name.endswith(".so") for name in built)
+
+
+def test_the_driver_waits_for_the_utilities_thread(monkeypatch) -> None:
+    """``load_triton_driver``'s thread loads the driver only after the utilities' build, so the
+    two never build the same C side by side."""
+    import threading
+    import time
+    import types
+
+    import triton.runtime
+
+    from checks.worker import main
+
+    seen: list[str] = []
+
+    def build() -> None:
+        time.sleep(0.3)
+        seen.append("utilities")
+
+    utils = threading.Thread(target=build)
+    utils.start()
+    monkeypatch.setattr(main, "_UTILS", [utils])
+    active = types.SimpleNamespace(get_current_target=lambda: seen.append("driver"))
+    monkeypatch.setattr(triton.runtime, "driver", types.SimpleNamespace(active=active))
+    main.load_triton_driver()
+    main.join_driver()
+    assert seen == ["utilities", "driver"]
