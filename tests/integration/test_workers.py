@@ -217,7 +217,7 @@ def test_huge_byte_and_flop_counts_are_refused(make_worker) -> None:
 
 def test_a_tolerance_below_zero_is_the_entry_points_error(make_worker) -> None:
     w = make_worker("head")
-    with pytest.raises(WorkerFailure, match="'atol' must be a number of 0 or more, not -0.001"):
+    with pytest.raises(WorkerFailure, match=r"'atol' must be a number of 0 or more, not -0\.001"):
         w.check(["standin_kernels:negative_atol"], SHAPE, "float32", seed=7)
 
 
