@@ -48,11 +48,19 @@ STATUS_OF_KIND = {
 }
 
 
+# Input copies a worker rotates through, at most: enough that a tiny kernel's copies still
+# overflow L2 twice over (2^16 float32 elements in and out, 0.5 MB a call: 240 on the H200's
+# 60 MB). With 64, such copies stayed half inside L2, and identical code read 6-14% apart from
+# one worker process to another at 2^16 (where in L2 each process's pages fell); with 256 the
+# four workers' medians agreed within 0.7% (bench/results/h200/cost_side_by_side/copies/).
+MAX_COPIES = 256
+
+
 class RunnerOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     device: str = "cuda"
     protocol: ProtocolConfig = ProtocolConfig()
-    max_copies: int = 64
+    max_copies: int = MAX_COPIES
     max_copy_bytes: int = 4 * 2**30
     recheck: bool = True
     compare_sides: bool = True

@@ -27,7 +27,7 @@ from checks.sweep.models import (
     ShapeResult,
     SweepResult,
 )
-from checks.sweep.pair_runner import WARMUP_MIN_S, PairRunner, RunnerOptions
+from checks.sweep.pair_runner import MAX_COPIES, WARMUP_MIN_S, PairRunner, RunnerOptions
 from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
@@ -47,7 +47,7 @@ class SweepOptions(BaseModel):
     timeouts: Timeouts = Timeouts()
     gpus: tuple[str, ...] | None = None  # physical GPU ids; None: every visible GPU
     max_gpu_seconds: float = 900.0
-    max_copies: int = 64
+    max_copies: int = MAX_COPIES
     max_copy_bytes: int = 4 * 2**30
     recheck: bool = True
     measure_ceilings: bool = True
