@@ -51,8 +51,9 @@ STATUS_OF_KIND = {
 # Input copies a worker rotates through, at most: enough that a tiny kernel's copies still
 # overflow L2 twice over (2^16 float32 elements in and out, 0.5 MB a call: 240 on the H200's
 # 60 MB). With 64, such copies stayed half inside L2, and identical code read 6-14% apart from
-# one worker process to another at 2^16 (where in L2 each process's pages fell); with 256 the
-# four workers' medians agreed within 0.7% (bench/results/h200/cost_side_by_side/copies/).
+# one worker process to another at 2^16; with 256 the four workers' medians agreed within 0.7%.
+# Inputs too small for that stay well inside L2 instead (``timing.input_copies``;
+# bench/results/h200/cost_side_by_side/copies/).
 MAX_COPIES = 256
 
 

@@ -30,7 +30,6 @@ import traceback
 from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-CPU_COPIES = 4
 MAX_COUNT = 2**53  # bytes and flops of one call: larger is no real kernel (and no JSON number)
 
 
@@ -269,16 +268,12 @@ class Worker:
         self._torch()
         first = self._call_entry(fn, shape, dtype, seed)
         footprint = int(first.get("bytes_moved") or 0) or _nbytes(first.get("inputs"))
-        # Input copies to rotate through: enough to overflow L2 twice on a GPU (so no call finds
-        # its inputs cached, and where in L2 a process's pages fall does not decide its time),
-        # and a few on the CPU (so one lucky or unlucky allocation does not decide); bounded by
-        # count (the parent's ``max_copies``) and bytes.
-        want = CPU_COPIES
-        if self.device != "cpu":
-            l2 = self._l2_bytes()
-            want = math.ceil(2 * l2 / footprint) if l2 and footprint else 1
-        cap = max(1, int(msg.get("max_copy_bytes", 2**31)) // max(1, footprint))
-        copies = max(1, min(want, int(msg.get("max_copies", 256)), cap))
+        copies = timing.input_copies(
+            footprint,
+            self._l2_bytes() if self.device != "cpu" else None,
+            max_copies=int(msg.get("max_copies", 256)),
+            max_bytes=int(msg.get("max_copy_bytes", 2**31)),
+        )
         if msg.get("copies"):
             copies = int(msg["copies"])  # the caller keeps two sides' rotations alike
         self.items = [first] + [

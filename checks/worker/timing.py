@@ -53,6 +53,33 @@ def biased(fn: Fn, share: float) -> Fn:
     return call
 
 
+CPU_COPIES = 4
+RESIDENT_COPIES = 64  # at most, for inputs that cannot overflow L2 within the count allowed
+RESIDENT_SHARE = 16  # ... and they take at most 1/16 of L2
+
+
+def input_copies(footprint: int, l2_bytes: int | None, *, max_copies: int, max_bytes: int) -> int:
+    """How many input copies a worker rotates through. On a GPU whose L2 is known: enough to
+    overflow L2 twice, so that every call reads its inputs from memory and where in L2 a
+    process's pages fall does not decide its time. Inputs too small for that within
+    ``max_copies`` are kept well inside L2 instead (at most ``RESIDENT_COPIES``, taking at most
+    1/``RESIDENT_SHARE`` of it): between the two, with the copies a quarter to a half of L2,
+    identical code read 1-14% apart from one worker process to another on the H200
+    (bench/results/h200/cost_side_by_side/copies/). On the CPU (no L2 given) a few, so that
+    one lucky or unlucky allocation does not decide; on a GPU whose L2 is not known (0), one.
+    Bounded by ``max_bytes`` in all."""
+    footprint = max(1, int(footprint))
+    if l2_bytes is None:
+        want = CPU_COPIES
+    elif l2_bytes <= 0:
+        want = 1
+    else:
+        want = math.ceil(2 * l2_bytes / footprint)
+        if want > max_copies:
+            want = min(RESIDENT_COPIES, l2_bytes // (RESIDENT_SHARE * footprint))
+    return max(1, min(want, max_copies, max_bytes // footprint))
+
+
 def graph_calls(block_ms: float, est_us: float, copies: int) -> int:
     """Calls one CUDA graph captures: about ``min(block_ms, 3)`` ms of calls at ``est_us``
     each, at most ``MAX_GRAPH_CALLS``, and whole passes over the ``copies`` input copies (so
