@@ -30,7 +30,7 @@ from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
 from checks.worker import ceilings as ceilings_cache
 from checks.worker.correctness import compare_digests
-from checks.worker.timing import graph_calls
+from checks.worker.timing import MAX_COPIES, graph_calls
 
 WARMUP_MIN_S = 0.25
 # failures after which a worker's GPU context (or the process) is gone
@@ -46,15 +46,6 @@ STATUS_OF_KIND = {
     "missing_entry": "missing_entry",
     "wrong_result": "wrong_result",
 }
-
-
-# Input copies a worker rotates through, at most: enough that a tiny kernel's copies still
-# overflow L2 twice over (2^16 float32 elements in and out, 0.5 MB a call: 240 on the H200's
-# 60 MB). With 64, such copies stayed half inside L2, and identical code read 6-14% apart from
-# one worker process to another at 2^16; with 256 the four workers' medians agreed within 0.7%.
-# Inputs too small for that stay well inside L2 instead (``timing.input_copies``;
-# bench/results/h200/cost_side_by_side/copies/).
-MAX_COPIES = 256
 
 
 class RunnerOptions(BaseModel):

@@ -27,7 +27,7 @@ from checks.sweep.models import (
     ShapeResult,
     SweepResult,
 )
-from checks.sweep.pair_runner import MAX_COPIES, WARMUP_MIN_S, PairRunner, RunnerOptions
+from checks.sweep.pair_runner import WARMUP_MIN_S, PairRunner, RunnerOptions
 from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
@@ -35,6 +35,7 @@ from checks.sweep.summary import finalize, merge, recompute
 from checks.sweep.warmer import Warmer, start_warmer
 from checks.sweep.workers import Side, Timeouts, WorkerClient, WorkerFailure, WorkerSpec
 from checks.sweep.zygote import Zygote, by_default, start_zygote
+from checks.worker.timing import MAX_COPIES
 from checks.worker_env import default_memory_bytes
 
 Progress = Callable[[str], None]

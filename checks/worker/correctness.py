@@ -115,6 +115,14 @@ def poison(reference_outputs: list[Any]) -> None:
     del blocks  # back to the caching allocator's free lists, NaN bytes and all
 
 
+def tolerance_problem(name: str, value: float | None) -> str:
+    """'' when ``value`` is a tolerance the checks can mean (None, or a finite number of 0 or
+    more; the short way's slack relies on it), else what is wrong."""
+    if value is None or (math.isfinite(value) and value >= 0):
+        return ""
+    return f"{name} must be a number of 0 or more, not {value!r}"
+
+
 def compare(
     out: Any, ref: Any, *, atol: float | None = None, rtol: float | None = None
 ) -> dict[str, Any]:
@@ -122,8 +130,9 @@ def compare(
     ``rtol``: the entry point's, for every output; where None, each output's own dtype decides
     (``output_tolerance``)."""
     for name, value in (("atol", atol), ("rtol", rtol)):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a number of 0 or more, not {value!r}")
+        problem = tolerance_problem(name, value)
+        if problem:
+            raise ValueError(problem)
     outs, refs = flatten_outputs(out), flatten_outputs(ref)
     if len(outs) != len(refs):
         return {"ok": False, "message": f"{len(outs)} outputs, reference has {len(refs)}"}

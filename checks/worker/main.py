@@ -271,7 +271,7 @@ class Worker:
         copies = timing.input_copies(
             footprint,
             self._l2_bytes() if self.device != "cpu" else None,
-            max_copies=int(msg.get("max_copies", 256)),
+            max_copies=int(msg.get("max_copies", timing.MAX_COPIES)),
             max_bytes=int(msg.get("max_copy_bytes", 2**31)),
         )
         if msg.get("copies"):
@@ -512,10 +512,10 @@ def _tolerance(item: dict[str, Any], key: str) -> float | None:
     if value is None:
         return None
     try:
-        number = float(value)
+        number = math.nan if isinstance(value, bool) else float(value)
     except (TypeError, ValueError):
         number = math.nan
-    if isinstance(value, bool) or not (math.isfinite(number) and number >= 0):
+    if correctness.tolerance_problem(key, number):
         raise EntryError(
             "error", f"the entry point's {key!r} must be a number of 0 or more, not {value!r}"
         )
