@@ -46,8 +46,9 @@ def traced(self, op, *, timeout, **args):
         return out
     finally:
         steps = out.get("steps_s") if isinstance(out, dict) else None
+        marks = out.get("marks") if isinstance(out, dict) else None
         events.append({"w": self.spec.name, "op": op, "t0": t0, "t1": time.monotonic(),
-                       "ok": out is not None, "steps": steps})
+                       "ok": out is not None, "steps": steps, "marks": marks})
 workers.WorkerClient.call = traced
 timed = pair_runner.timed
 import contextlib
@@ -60,6 +61,17 @@ def step(into, name):
     finally:
         events.append({"step": name, "t0": t0, "t1": time.monotonic()})
 pair_runner.timed = step
+from checks.sweep import precompile
+run_helper = precompile.Precompile._run
+def traced_helper(self, job):
+    t0 = time.monotonic()
+    try:
+        return run_helper(self, job)
+    finally:
+        answer = self.answers.get(job.label, {})
+        events.append({"helper": job.label, "t0": t0, "t1": time.monotonic(),
+                       "record_s": answer.get("record_s"), "seconds": answer.get("seconds")})
+precompile.Precompile._run = traced_helper
 from bot.cli import main
 rc = main(sys.argv[2:])
 t_end = time.monotonic()
@@ -146,8 +158,36 @@ def analyse(data: dict[str, Any]) -> dict[str, Any]:
             into[k] = round(into.get(k, 0.0) + v, 4)
         if e["op"] == "check":
             first_checks.setdefault(e["w"], e["steps"])
+    # each worker's start, from the first check's marks (seconds after the run's start), and
+    # each side's compiling ahead
+    starts = {
+        e["w"]: {
+            k.removesuffix("_at"): round(v - start, 3)
+            for k, v in sorted(e["marks"].items(), key=lambda kv: kv[1])
+        }
+        for e in calls
+        if e.get("marks")
+    }
+    first_check_at = {
+        e["w"]: round(e["t0"] - start, 3)
+        for e in sorted(calls, key=lambda c: -c["t0"])
+        if e["op"] == "check"
+    }
+    helpers = {
+        e["helper"]: {
+            "started": round(e["t0"] - start, 3),
+            "ended": round(e["t1"] - start, 3),
+            "record_s": e.get("record_s"),
+            "seconds": e.get("seconds"),
+        }
+        for e in data["events"]
+        if "helper" in e
+    }
     return {
         "rc": data["rc"],
+        "starts": starts,
+        "first_check_at": first_check_at,
+        "helpers": helpers,
         "wall_s": round(end - start, 3),
         "to_first_command_s": round(first - start, 3),
         "after_last_command_s": round(end - last, 3),
@@ -195,6 +235,26 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             lines += [
                 f"| {w} | " + " | ".join(str(s.get(k, "")) for k in names) + " |"
                 for w, s in r["first_checks"].items()
+            ]
+        if r.get("starts"):
+            lines += [
+                "",
+                "Each worker's start, seconds after the run's (from its first check's marks; "
+                "`check`: when the bot sent that check):",
+                "",
+            ]
+            lines += [
+                f"- {w}: "
+                + ", ".join(f"{k} {v}" for k, v in m.items())
+                + f", check {r['first_check_at'].get(w, '')}"
+                for w, m in r["starts"].items()
+            ]
+        if r.get("helpers"):
+            lines += ["", "Compiling ahead, seconds after the run's start:", ""]
+            lines += [
+                f"- {h}: started {v['started']}, ended {v['ended']} (its own count: recording "
+                f"{v['record_s']} s, in all {v['seconds']} s)"
+                for h, v in r["helpers"].items()
             ]
         keys = sorted({k for c in r["cases"] for k in c})
         lines += ["", "| case | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]

@@ -80,6 +80,7 @@ def warm_triton_key(places: list[str]) -> threading.Event | None:
             imported.set()
         with contextlib.suppress(Exception):  # a broken install is the first compile's to report
             triton_key()
+        MARKS["key_at"] = time.monotonic()
 
     thread = threading.Thread(target=run, name="triton-key", daemon=True)
     thread.start()
@@ -90,7 +91,10 @@ def warm_triton_key(places: list[str]) -> threading.Event | None:
 _WARMING: list[threading.Thread] = []
 _DRIVER: list[threading.Thread] = []
 _UTILS: list[threading.Thread] = []
-MARKS: dict[str, float] = {}  # ``main_at``, ``ready_at``: time.monotonic() at each
+# time.monotonic() when the worker's program began (``main_at``), its torch had the GPU
+# (``torch_at``), its start was done (``ready_at``), and each start-up thread ended (``key_at``,
+# ``utils_at``, ``driver_at``, ``checks_at``): ``hello`` answers them
+MARKS: dict[str, float] = {}
 
 
 def _join(threads: list[threading.Thread]) -> None:
@@ -122,6 +126,7 @@ def build_driver_utils_ahead() -> threading.Thread:
                 from triton.backends.nvidia import driver as nvidia
 
                 nvidia.CudaUtils()
+        MARKS["utils_at"] = time.monotonic()
 
     thread = threading.Thread(target=run, name="triton-utils", daemon=True)
     thread.start()
@@ -142,6 +147,7 @@ def load_triton_driver() -> threading.Thread:
             from triton.runtime import driver
 
             driver.active.get_current_target()
+        MARKS["driver_at"] = time.monotonic()
 
     thread = threading.Thread(target=run, name="triton-driver", daemon=True)
     thread.start()
@@ -172,6 +178,7 @@ def load_checks_ahead(torch: Any) -> threading.Thread:
         with contextlib.suppress(Exception):  # a fault here is the first command's to meet
             correctness.exercise(torch, "cuda")
             torch.cuda.synchronize()
+        MARKS["checks_at"] = time.monotonic()
 
     thread = threading.Thread(target=run, name="load-checks", daemon=True)
     thread.start()
@@ -196,6 +203,7 @@ class Worker:
         self.items: list[dict[str, Any]] = []
         self.case: dict[str, Any] = {}
         self.loading: threading.Thread | None = None  # ``load_checks_ahead``, once started
+        self.marks_told = False  # the first check's answer tells ``MARKS``, the threads' too
 
     # ----------------------------------------------------------------------------- utilities
 
@@ -314,6 +322,10 @@ class Worker:
         step = Steps()
         self._release()
         self._torch()
+        join_warm()
+        step("wait_key")
+        join_driver()
+        step("wait_driver")
         _, fn = self._resolve(msg["entries"])
         step("resolve")
         item = self._call_entry(fn, msg["shape"], msg["dtype"], int(msg["seed"]))
@@ -367,6 +379,9 @@ class Worker:
         del out, ref, item
         self._release()
         step("release")
+        if not self.marks_told:
+            self.marks_told = True
+            result["marks"] = dict(MARKS)
         return {**result, "steps_s": step.seconds}
 
     def op_configure(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -612,6 +627,7 @@ def main(argv: list[str] | None = None) -> int:
         # A failure here is the first command's to report.
         try:
             worker._torch()
+            MARKS["torch_at"] = time.monotonic()
             worker.start_loading_checks()
         except BaseException:
             traceback.print_exc()
