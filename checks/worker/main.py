@@ -203,6 +203,11 @@ class Worker:
         self.items: list[dict[str, Any]] = []
         self.case: dict[str, Any] = {}
         self.loading: threading.Thread | None = None  # ``load_checks_ahead``, once started
+        # whether the checkout's code (or a burn) may have left GPU memory since the last
+        # release: a release with nothing to free does not wait for the GPU, which at a worker's
+        # first command still loads the checks' functions (``load_checks_ahead``) and had kept
+        # the first check 0.3 s on the H200
+        self.held = False
         self.marks_told = False  # the first check's answer tells ``MARKS``, the threads' too
 
     # ----------------------------------------------------------------------------- utilities
@@ -235,6 +240,7 @@ class Worker:
             raise EntryError("error", str(exc)) from None
 
     def _call_entry(self, fn: Any, shape: list[int], dtype: str, seed: int) -> dict[str, Any]:
+        self.held = True
         item = fn(tuple(shape), dtype, device=self.device, seed=seed)
         if not isinstance(item, dict) or not callable(item.get("fn")):
             raise EntryError("error", "the entry point must return a dict with a callable 'fn'")
@@ -459,6 +465,7 @@ class Worker:
                     "skipped": True,
                     "sm_clock_mhz": reading.get("sm_clock_mhz"),
                 }
+        self.held = True
         while time.perf_counter() - t0 < max_s:
             timing.burn(torch, "cuda", 0.05)
             reading = self.nvml.read() if self.nvml else None
@@ -485,6 +492,7 @@ class Worker:
 
     def op_ceilings(self, msg: dict[str, Any]) -> dict[str, Any]:
         torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
+        self.held = True
         return {"ceilings": ceilings.measure(torch, self.device)}
 
     def _release(self) -> None:
@@ -493,9 +501,10 @@ class Worker:
         self.timer = None
         self.items = []
         self.case = {}
-        if self.torch is not None and self.device != "cpu":
+        if self.held and self.torch is not None and self.device != "cpu":
             self.torch.cuda.synchronize()
             self.torch.cuda.empty_cache()
+        self.held = False
 
 
 def clock_up(reading: dict[str, Any] | None, fraction: float) -> bool | None:

@@ -165,3 +165,33 @@ def test_the_checks_load_beside_the_start_warm_up_and_first_check_and_nothing_el
     (hello, t_hello), (_, t_block) = answered[0], answered[1]
     assert hello == "hello" and t_hello < ended[0]  # answered while they loaded
     assert t_block >= ended[0]  # a timing command waited for them
+
+
+def test_a_release_waits_for_the_gpu_only_when_something_may_be_held() -> None:
+    """A worker's first command releases nothing: it does not wait for the GPU (where the checks'
+    functions may still load) nor empty torch's cache; once the checkout's entry point ran, a
+    release does both, once, and the next release with nothing new held does neither."""
+    from checks.worker.main import Worker
+
+    calls: list[str] = []
+    cuda = type(
+        "Cuda",
+        (),
+        {
+            "synchronize": staticmethod(lambda: calls.append("synchronize")),
+            "empty_cache": staticmethod(lambda: calls.append("empty_cache")),
+        },
+    )
+    worker = Worker("/nonexistent", "cuda", "base")
+    worker.torch = type("Torch", (), {"cuda": cuda})()
+    worker._release()
+    assert calls == []
+
+    def entry(shape: tuple[int, ...], dtype: str, *, device: str, seed: int) -> dict[str, object]:
+        return {"fn": lambda: None}
+
+    worker._call_entry(entry, [4], "float32", 0)
+    worker._release()
+    assert calls == ["synchronize", "empty_cache"]
+    worker._release()
+    assert calls == ["synchronize", "empty_cache"]
