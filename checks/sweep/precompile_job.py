@@ -5,8 +5,9 @@ Runs beside the sweep, without a GPU, for the GPU's compiler target: every case'
 called on CPU tensors (unfilled, ``checks.compiler.cheap_inputs``) under the compile-only driver,
 which records each variant a Triton call would compile, every config of an autotuner included;
 then each distinct variant is compiled into Triton's cache (``TRITON_CACHE_DIR``, the side's
-own, which its workers read) by forked processes, in the order of the cases, with the C launcher
-and driver utilities a GPU process would build at its first launch. A worker that
+own, which its workers read) by forked processes, in the order of the cases (the first case's
+before the others are recorded), with the C launcher and driver utilities a GPU process would
+build at its first launch. A worker that
 reaches a case finds what it needs compiled, and autotuning only times the configs. Anything that
 fails here (an entry point that insists on a GPU, an unsupported Triton) costs nothing but the
 attempt: the worker compiles as it would have.
@@ -48,8 +49,8 @@ def _entry(
     return loaded[key]
 
 
-def record(job: dict[str, Any]) -> tuple[list[Any], list[str]]:
-    """Every case's compile requests, in case order, and a line per case that failed."""
+def record(job: dict[str, Any], cases: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
+    """``cases``' compile requests, in case order, and a line per case that failed."""
     from checks.compiler import triton_compat as compat
     from checks.compiler.cheap_inputs import unfilled_random
 
@@ -57,7 +58,7 @@ def record(job: dict[str, Any]) -> tuple[list[Any], list[str]]:
     errors: list[str] = []
     loaded: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
     with compat.compile_only(job["target"]) as recorder:
-        for case in job["cases"]:
+        for case in cases:
             start = len(recorder.requests)
             label = "x".join(map(str, case["shape"])) + f":{case['dtype']}"
             try:
@@ -71,9 +72,47 @@ def record(job: dict[str, Any]) -> tuple[list[Any], list[str]]:
     return recorder.requests, errors
 
 
+class _Compiler:
+    """Each distinct variant compiled once, with its launcher, ``jobs`` at a time."""
+
+    def __init__(self, target: str, jobs: int) -> None:
+        self.target, self.jobs = target, jobs
+        self.seen: set[str] = set()
+        self.outcomes: list[str] = []
+        self.launcher_errors: list[str] = []
+
+    def run(self, requests: list[Any]) -> None:
+        from checks.compiler import triton_compat as compat
+        from checks.compiler.worker import fork_map
+
+        todo = []
+        for req in requests:
+            if req.error is not None or req.fn is None:
+                continue
+            key = req.cache_key(self.target)
+            if key not in self.seen:
+                self.seen.add(key)
+                todo.append(req)
+
+        def compile_one(i: int) -> tuple[str, str | None]:
+            try:
+                out = compat.compile_request(todo[i], self.target, fresh=False, launcher=True)
+            except Exception as exc:
+                return f"error: {todo[i].function}: {_short(exc)}", None
+            return ("hit" if out.cache_hit else "compiled"), out.launcher_error
+
+        for outcome, launcher_error in fork_map(compile_one, len(todo), self.jobs).values():
+            self.outcomes.append(outcome)
+            if launcher_error:
+                self.launcher_errors.append(launcher_error)
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """The first case's variants first, recorded and compiled before the other cases are even
+    recorded: that case's check comes about as soon as the workers have the GPU, and on the
+    H200 it had found nothing compiled yet and compiled its kernel and launcher itself (0.5 s,
+    the first verdict waiting). Then the rest, in case order."""
     from checks.compiler import triton_compat as compat
-    from checks.compiler.worker import fork_map
 
     started = time.perf_counter()
     compat.check_triton_version()
@@ -81,17 +120,13 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     job = {**job, "repo_root": root}
     sys.path[:0] = [os.path.join(root, p) for p in job.get("python_path") or ()] + [root]
     os.chdir(root)
-    requests, errors = record(job)
-    target = job["target"]
-    seen: set[str] = set()
-    todo = []
-    for req in requests:
-        if req.error is not None or req.fn is None:
-            continue
-        key = req.cache_key(target)
-        if key not in seen:
-            seen.add(key)
-            todo.append(req)
+    target, cases = job["target"], list(job["cases"])
+    compiler = _Compiler(target, int(job.get("jobs") or 1))
+    requests, errors = record(job, cases[:1])
+    compiler.run(requests)
+    first_s = time.perf_counter() - started
+    requests, more = record(job, cases[1:])
+    errors += more
     recorded_s = time.perf_counter() - started
 
     utils_error = None
@@ -99,26 +134,18 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         compat.build_driver_utils(compat.gpu_target(target).backend)
     except Exception as exc:
         utils_error = _short(exc)
-
-    def compile_one(i: int) -> tuple[str, str | None]:
-        try:
-            out = compat.compile_request(todo[i], target, fresh=False, launcher=True)
-        except Exception as exc:
-            return f"error: {todo[i].function}: {_short(exc)}", None
-        return ("hit" if out.cache_hit else "compiled"), out.launcher_error
-
-    done = list(fork_map(compile_one, len(todo), int(job.get("jobs") or 1)).values())
-    outcomes = [o for o, _ in done]
+    compiler.run(requests)
+    outcomes = compiler.outcomes
     failed = [o[len("error: ") :] for o in outcomes if o.startswith("error: ")]
-    launchers = [e for _, e in done if e]
     return {
-        "variants": len(todo),
+        "variants": len(outcomes),
         "compiled": outcomes.count("compiled"),
         "cache_hits": outcomes.count("hit"),
         "compile_errors": failed[:5],
-        "launcher_errors": ([utils_error] if utils_error else []) + launchers[:5],
+        "launcher_errors": ([utils_error] if utils_error else []) + compiler.launcher_errors[:5],
         "case_errors": errors[:5],
         "cases_failed": len(errors),
+        "first_case_s": round(first_s, 3),
         "record_s": round(recorded_s, 3),
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -81,3 +81,22 @@ def test_compile_jobs_leave_the_workers_their_cores() -> None:
     assert compile_jobs(1, cpus=8) == 1
     assert compile_jobs(8, cpus=128) == 4
     assert compile_jobs(2, cpus=2) == 1  # never fewer than one
+
+
+@pytest.mark.slow
+def test_the_first_cases_variants_are_compiled_before_the_others_are_recorded(
+    tmp_path: Path,
+) -> None:
+    """The first case's check comes first, as soon as the workers have the GPU: its variants
+    (matmul's two autotuned configs) are in the cache by the time the next case is recorded,
+    and the next case's own variant is compiled after."""
+    cache = tmp_path / "triton-cache"
+    cases = [
+        _case("matmul", (256, 256, 256), "float16"),
+        _case("vector_add", (1000,), "float32", entry="toykern.bench:vector_add_counting_cubins"),
+    ]
+    line = Precompile([_job("base", cache, cases)], processes=2, timeout_s=600)
+    notes = line.start().finish(wait=True)
+    assert "3 Triton variants" in notes[0] and "(3 compiled, 0 already" in notes[0], notes
+    assert (cache / "cubins_seen").read_text(encoding="utf-8") == "2"
+    assert len(_cubins(cache)) == 3

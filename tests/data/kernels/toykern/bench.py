@@ -97,3 +97,16 @@ def capped_dot(shape, dtype, *, device="cuda", seed=0):
         return out
 
     return {"fn": fn, "bytes_moved": 3 * b * b * 2, "flops": 2 * b**3, "reference": lambda: x @ y}
+
+
+def vector_add_counting_cubins(shape, dtype, *, device="cuda", seed=0):
+    """``vector_add``, having first written how many compiled kernels Triton's cache holds to
+    ``cubins_seen`` in that cache: what a case sees of the cases compiled before it."""
+    import os
+    from pathlib import Path
+
+    cache = os.environ.get("TRITON_CACHE_DIR")
+    if cache:
+        seen = len(list(Path(cache).rglob("*.cubin")))
+        (Path(cache) / "cubins_seen").write_text(str(seen), encoding="utf-8")
+    return vector_add(shape, dtype, device=device, seed=seed)
