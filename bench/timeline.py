@@ -73,6 +73,14 @@ def traced_helper(self, job):
                        "first_case_s": answer.get("first_case_s"), "record_s": answer.get("record_s"),
                        "seconds": answer.get("seconds")})
 precompile.Precompile._run = traced_helper
+from checks.sweep import zygote
+fork = zygote.Zygote.fork
+def traced_fork(self, *a, **k):
+    try:
+        return fork(self, *a, **k)
+    finally:
+        events.append({"zygote": dict(self.marks)})
+zygote.Zygote.fork = traced_fork
 from bot.cli import main
 rc = main(sys.argv[2:])
 t_end = time.monotonic()
@@ -185,8 +193,18 @@ def analyse(data: dict[str, Any]) -> dict[str, Any]:
         for e in data["events"]
         if "helper" in e
     }
+    zygote_marks = [e["zygote"] for e in data["events"] if "zygote" in e]
+    zygote = (
+        {
+            k.removesuffix("_at"): round(v - start, 3)
+            for k, v in sorted(zygote_marks[-1].items(), key=lambda kv: kv[1])
+        }
+        if zygote_marks
+        else {}
+    )
     return {
         "rc": data["rc"],
+        "zygote": zygote,
         "starts": starts,
         "first_check_at": first_check_at,
         "helpers": helpers,
@@ -237,6 +255,12 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             lines += [
                 f"| {w} | " + " | ".join(str(s.get(k, "")) for k in names) + " |"
                 for w, s in r["first_checks"].items()
+            ]
+        if r.get("zygote"):
+            lines += [
+                "",
+                "The zygote, seconds after the run's start: "
+                + ", ".join(f"{k} {v}" for k, v in r["zygote"].items()),
             ]
         if r.get("starts"):
             lines += [

@@ -110,6 +110,10 @@ class Zygote:
         self.sock = sock
         self.lock = threading.RLock()
         self.note = note  # why it could not serve, once it could not
+        # time.monotonic() at its launch (``spawned_at``) and, from its first fork's answer,
+        # when its program began, had imported, had loaded the worker program
+        # (``checks/worker/zygote.py``'s ``MARKS``)
+        self.marks: dict[str, float] = {"spawned_at": time.monotonic()}
 
     @classmethod
     def start(cls, kind: ZygoteKind, env: dict[str, str], work_dir: Path) -> Zygote:
@@ -179,6 +183,11 @@ class Zygote:
             if not isinstance(pid, int) or pid <= 0:
                 self.note = str(answer.get("error") or "no worker")
                 return None
+            marks = answer.get("marks")
+            if isinstance(marks, dict):
+                self.marks.update(
+                    {k: float(v) for k, v in marks.items() if isinstance(v, (int, float))}
+                )
             return Forked(pid)
 
     @staticmethod

@@ -36,8 +36,12 @@ import traceback
 from typing import Any, NoReturn
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# time.monotonic() when this program began (``main_at``), had imported torch and Triton and made
+# Triton's key (``imported_at``) and had loaded the worker program (``program_at``): every fork's
+# answer carries them, so the bot can say where a run's start went
 MAX_REQUEST = 1 << 20
 PR_SET_DUMPABLE = 4
+MARKS: dict[str, float] = {}
 
 
 def _undumpable() -> None:
@@ -140,7 +144,7 @@ def serve(sock: socket.socket, program: Any) -> None:
             pid = _fork(sock, request, fds, program)
             if pid <= 0:
                 raise OSError("the worker could not be forked")
-            answer: dict[str, Any] = {"pid": pid}
+            answer: dict[str, Any] = {"pid": pid, "marks": MARKS}
         except Exception as exc:
             answer = {"error": f"{type(exc).__name__}: {exc}"}
         finally:
@@ -155,9 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sock-fd", type=int, required=True)
     args = parser.parse_args(argv)
     _undumpable()
-    t0 = time.monotonic()
+    t0 = MARKS["main_at"] = time.monotonic()
     _imports()
+    MARKS["imported_at"] = time.monotonic()
     program = _worker_program()
+    MARKS["program_at"] = time.monotonic()
     print(f"imports done in {time.monotonic() - t0:.2f} s, at {time.monotonic():.3f} (monotonic)")
     sock = socket.socket(fileno=args.sock_fd)
     serve(sock, program)

@@ -48,6 +48,10 @@ def test_a_forked_worker_is_ours_in_its_own_session_with_its_env_folder_log_and_
     w.start()
     try:
         assert isinstance(w.proc, Forked)
+        # where the zygote's start went, on one clock: launched, began, imported, ready to fork
+        m = zygote.marks
+        assert m["spawned_at"] <= m["main_at"] <= m["imported_at"] <= m["program_at"]
+        assert m["program_at"] <= time.monotonic()
         pid = w.proc.pid
         fields = _stat(pid)
         assert int(fields[1]) == os.getpid()  # reparented here: waited for like any child
