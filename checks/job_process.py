@@ -1,4 +1,5 @@
-"""Run one of the bot's own helper programs on a job file, in a fresh process.
+"""Run one of the bot's own helper programs on a job file, in a fresh process (or one forked from
+the sweep's zygote, with torch and Triton imported already: ``run_job``'s ``forker``).
 
 The compile workers and the first-call probes import the pull request's code, so they get the
 same treatment as the sweep's workers: a scrubbed environment (no token, nothing that writes to
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from checks.worker_env import (
     capped,
@@ -50,6 +52,26 @@ def lower_this_thread(by: int = BACKGROUND_NICE) -> bool:
     return True
 
 
+class JobForker(Protocol):
+    """What gives a helper program a process forked with its imports done
+    (``checks.sweep.zygote.Zygote``)."""
+
+    def serves_jobs(self, python: str, memory_bytes: int) -> bool: ...
+
+    def fork_job(
+        self,
+        module: str,
+        job: Path,
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        log: Path,
+        sys_path: list[str],
+        nice: int,
+        timeout: float,
+    ) -> Any: ...
+
+
 def run_job(
     module: str,
     job: dict[str, Any],
@@ -62,6 +84,8 @@ def run_job(
     prefix: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
+    nice: int = 0,
+    forker: JobForker | None = None,
 ) -> dict[str, Any]:
     """Run ``python -m module JOB`` with ``job`` (plus ``out``) and return what it wrote to ``out``,
     or ``{"fatal": message}`` when it timed out or died without writing it. ``python``: the
@@ -70,14 +94,21 @@ def run_job(
     ``env``: variables set on top of the scrubbed environment. ``cancel``: when set, the job is
     killed (or, set already, not started) and ``{"fatal": ...}`` returned (a job whose answer is no
     longer wanted); an answer written before the next look at ``cancel`` is still returned.
+    ``nice``: how much to lower its CPU priority. ``forker``: where the process may be forked
+    from with torch and Triton imported already (the sweep's zygote), when it serves this
+    interpreter and cap and no ``prefix`` is asked for; started afresh otherwise.
     C++ extensions that ``torch.utils.cpp_extension.load`` builds go beside ``triton_cache``
     (``torch-extensions``), not in the machine's shared folder: an empty cache folder is then a
     cold start for them too, and no other job's build of the same name is picked up."""
     if cancel is not None and cancel.is_set():  # not wanted before it started: start nothing
         return {"fatal": f"{what} was stopped: its answer is no longer needed"}
     job = {**job, "out": str(workdir / "out.json")}
+    Path(job["out"]).unlink(
+        missing_ok=True
+    )  # an earlier job's answer in this folder is not this one's
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job))
+    log_path = workdir / "output.log"
     child_env = scrubbed_env()
     child_env.pop("TRITON_INTERPRET", None)
     if "PYTHONPATH" in os.environ:  # where the bot's own dependencies were installed
@@ -86,30 +117,44 @@ def run_job(
     child_env["TORCH_EXTENSIONS_DIR"] = str(triton_cache.parent / "torch-extensions")
     child_env.update(env or {})
     make_undumpable()
-    proc = subprocess.Popen(
-        capped(
-            [*prefix, python or sys.executable, "-m", module, str(job_path)],
-            default_memory_bytes(),
-        ),
-        cwd=str(PACKAGE_ROOT),
-        env=child_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    interpreter, cap = python or sys.executable, default_memory_bytes()
+    proc: Any = None
+    if forker is not None and not prefix and forker.serves_jobs(interpreter, cap):
+        proc = forker.fork_job(
+            module,
+            job_path,
+            env=child_env,
+            cwd=PACKAGE_ROOT,
+            log=log_path,
+            sys_path=_job_path(),
+            nice=nice,
+            timeout=min(timeout_s, 120.0),
+        )
+    if proc is None:
+        program = shutil.which("nice") if nice else None
+        lowered = (program, "-n", str(nice)) if program else ()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                capped([*prefix, *lowered, interpreter, "-m", module, str(job_path)], cap),
+                cwd=str(PACKAGE_ROOT),
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
     deadline = time.monotonic() + timeout_s
     try:
         while True:
-            left = deadline - time.monotonic()
+            left = max(0.0, deadline - time.monotonic())
             try:
-                stdout, stderr = proc.communicate(timeout=min(left, 0.5) if cancel else left)
+                proc.wait(timeout=min(left, 0.5) if cancel else left)
                 break
             except subprocess.TimeoutExpired:
                 stopped = cancel is not None and cancel.is_set()
                 if stopped or time.monotonic() >= deadline:
                     kill_session(proc.pid)
-                    proc.communicate()
+                    proc.wait()
                     if stopped:
                         return {"fatal": f"{what} was stopped: its answer is no longer needed"}
                     return {"fatal": f"{what} took longer than {timeout_s:.0f} s"}
@@ -117,6 +162,12 @@ def run_job(
         kill_session(proc.pid)  # what the job left running goes with it
     out = Path(job["out"])
     if not out.is_file():
-        tail = (stderr or stdout)[-800:]
+        tail = log_path.read_text(encoding="utf-8", errors="replace")[-800:]
         return {"fatal": f"{what} exited with {proc.returncode}: {tail}"}
     return json.loads(out.read_text())
+
+
+def _job_path() -> list[str]:
+    """The folders a forked helper puts first on its path: this package's, and the bot's own
+    path (where its dependencies were found), as a helper started afresh finds them."""
+    return [str(PACKAGE_ROOT), *(p for p in sys.path if p and os.path.isdir(p))]

@@ -7,7 +7,9 @@ Nothing waits for it: a worker that reaches a case first compiles what it needs 
 would without this. A helper runs the side's own code under the same treatment as the workers
 (``checks.job_process``: scrubbed environment, memory cap, killed with its session) and sees no
 GPU; it writes only to the cache of its own side, which base and head never share. Helpers are
-started below normal priority and stopped when the sweep ends.
+started below normal priority and stopped when the sweep ends. Where the sweep has a zygote
+(``zygote.py``) they are forked from it, so they do not import torch beside it at the sweep's
+start (which had slowed its imports) and find it imported when it is done.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.outputs import plural
-from checks.job_process import BACKGROUND_NICE, NO_GPU_ENV, run_job
+from checks.job_process import BACKGROUND_NICE, NO_GPU_ENV, JobForker, run_job
 from checks.sweep.shapes import Case
+from checks.sweep.zygote import own_triton
 
 MAX_JOBS = 4  # compiling processes per side and GPU
 
@@ -55,8 +58,15 @@ class Precompile:
     """The helpers of one sweep: ``start`` them, ``finish`` to stop what still runs and read
     what each did."""
 
-    def __init__(self, jobs: Sequence[SideJob], processes: int, timeout_s: float) -> None:
+    def __init__(
+        self,
+        jobs: Sequence[SideJob],
+        processes: int,
+        timeout_s: float,
+        forker: JobForker | None = None,
+    ) -> None:
         self.jobs = tuple(jobs)
+        self.forker = forker  # the sweep's zygote: helpers forked with torch imported
         self.processes = processes
         self.timeout_s = timeout_s
         self.cancel = threading.Event()
@@ -75,7 +85,6 @@ class Precompile:
     def _run(self, job: SideJob) -> None:
         work = self._tmp / job.label
         work.mkdir(parents=True, exist_ok=True)
-        nice = shutil.which("nice")
         t0 = time.monotonic()
         answer = run_job(
             "checks.sweep.precompile_job",
@@ -98,9 +107,11 @@ class Precompile:
             timeout_s=self.timeout_s,
             what=f"compiling ahead ({job.label})",
             python=job.python,
-            prefix=(nice, "-n", str(BACKGROUND_NICE)) if nice else (),
             env=NO_GPU_ENV,
             cancel=self.cancel,
+            nice=BACKGROUND_NICE,
+            # not for a checkout with a triton of its own: the zygote imported the installed one
+            forker=None if own_triton(job.root, job.python_path) else self.forker,
         )
         answer.setdefault("wall_s", round(time.monotonic() - t0, 3))
         self.answers[job.label] = answer

@@ -328,7 +328,7 @@ def run_sweep(
         if options.precompile and options.device != "cpu":
             ahead += _ahead(gpu, mine, (runner.base.spec, runner.head.spec), run_notes)
     helpers = (
-        Precompile(ahead, compile_jobs(len(threads)), options.max_gpu_seconds).start()
+        Precompile(ahead, compile_jobs(len(threads)), options.max_gpu_seconds, zygote).start()
         if ahead
         else None
     )

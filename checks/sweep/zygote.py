@@ -156,6 +156,15 @@ class Zygote:
     def serves(self, python: str, memory_bytes: int, device: str) -> bool:
         return self.sock is not None and self.kind == ZygoteKind(python, memory_bytes, device)
 
+    def serves_jobs(self, python: str, memory_bytes: int) -> bool:
+        """Whether a helper program started with ``python`` under ``memory_bytes`` may come from
+        this zygote instead: a GPU's zygote only, whose imports read the environment a helper's
+        would (the CPU's imported Triton for its interpreter, ``TRITON_INTERPRET``, and torch for
+        one thread); the job's own environment replaces the rest."""
+        kind = self.kind
+        same = (kind.python, kind.memory_bytes) == (python, memory_bytes)
+        return self.sock is not None and kind.device != "cpu" and same
+
     def fork(
         self,
         argv: list[str],
@@ -169,19 +178,49 @@ class Zygote:
         """A worker running ``main.py`` with ``argv`` (after its pipe descriptors ``fds``); None
         when the zygote cannot give one (the caller starts the worker itself)."""
         request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
+        return self._forked(request, list(fds), timeout)
+
+    def fork_job(
+        self,
+        module: str,
+        job: Path,
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        log: Path,
+        sys_path: list[str],
+        nice: int,
+        timeout: float,
+    ) -> Forked | None:
+        """One of the bot's helper programs, run as ``python -m module job`` would run it, with
+        ``sys_path`` first on its path, its output in ``log`` and its priority lowered by
+        ``nice``; None when the zygote cannot give one (the caller starts it itself)."""
+        request = {
+            "module": module,
+            "job": str(job),
+            "env": env,
+            "cwd": str(cwd),
+            "log": str(log),
+            "sys_path": sys_path,
+            "nice": nice,
+        }
+        return self._forked(request, [], timeout)
+
+    def _forked(self, request: dict[str, Any], fds: list[int], timeout: float) -> Forked | None:
         with self.lock:
             sock = self.sock
             if sock is None:
                 return None
             try:
-                socket.send_fds(sock, [json.dumps(request).encode()], list(fds))
+                socket.send_fds(sock, [json.dumps(request).encode()], fds)
                 answer = self._answer(sock, timeout)
             except (OSError, ValueError) as exc:
                 self._lost(f"stopped answering: {exc}")
                 return None
             pid = answer.get("pid")
             if not isinstance(pid, int) or pid <= 0:
-                self.note = str(answer.get("error") or "no worker")
+                if "module" not in request:  # the note says why workers were started instead
+                    self.note = str(answer.get("error") or "no worker")
                 return None
             marks = answer.get("marks")
             if isinstance(marks, dict):

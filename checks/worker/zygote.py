@@ -8,6 +8,9 @@ cache lookup needs), and then, for each request on its socket (a JSON message an
 two pipe ends), forks a worker that takes the request's environment, folder and log and runs
 ``main.py``'s ``main`` with the request's arguments. Each worker then only makes its GPU
 context: four workers that each imported torch side by side took 2.0-2.5 s on the H200.
+A request with a ``module`` and no descriptors forks one of the bot's helper programs instead
+(``checks.job_process``: compiling ahead), which then finds torch and Triton imported too,
+rather than importing them beside this process at the sweep's start.
 
 Nothing here touches a GPU: a CUDA context does not survive a fork, and the workers make their
 own after it. The worker is forked twice, so that it is the bot's child (the bot is their
@@ -28,6 +31,7 @@ import ctypes
 import importlib.util
 import json
 import os
+import runpy
 import socket
 import sys
 import threading
@@ -80,25 +84,44 @@ def _imports() -> None:
     hashing.join()
 
 
-def _become_worker(request: dict[str, Any], fds: list[int], program: Any) -> NoReturn:
-    """In the forked worker: its own session, log, environment and folder, then the worker."""
+def _enter(request: dict[str, Any]) -> None:
+    """In a forked child: its own session, log, environment and folder."""
+    os.setsid()
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(null)
+    os.close(log)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+
+
+def _become(request: dict[str, Any], fds: list[int], program: Any) -> NoReturn:
+    """In the forked child: a worker running ``main.py`` on its two pipes, or (a request with a
+    ``module``) one of the bot's helper programs on its job file, as ``python -m MODULE JOB``
+    would run it, with the request's ``sys_path`` first and its CPU priority lowered by
+    ``nice``."""
     code = 1
     try:
-        os.setsid()
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(null)
-        os.close(log)
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.chdir(request["cwd"])
-        cmd_fd, resp_fd = fds
-        code = program.main(["--cmd-fd", str(cmd_fd), "--resp-fd", str(resp_fd), *request["argv"]])
+        _enter(request)
+        if "module" in request:
+            os.nice(int(request.get("nice", 0)))
+            sys.path[:0] = [str(p) for p in request["sys_path"]]
+            sys.argv = [request["module"], str(request["job"])]
+            code = 0
+            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+        else:
+            cmd_fd, resp_fd = fds
+            argv = ["--cmd-fd", str(cmd_fd), "--resp-fd", str(resp_fd), *request["argv"]]
+            code = program.main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     except BaseException:
         traceback.print_exc()
+        code = 1
     program.exiting.end_now(code)
 
 
@@ -117,7 +140,7 @@ def _fork(sock: socket.socket, request: dict[str, Any], fds: list[int], program:
         if pid == 0:
             os.close(w)
             sock.close()
-            _become_worker(request, fds, program)
+            _become(request, fds, program)
         os.write(w, str(pid).encode())
         os._exit(0)
     os.close(w)
@@ -139,11 +162,12 @@ def serve(sock: socket.socket, program: Any) -> None:
             return
         try:
             request = json.loads(data)
-            if len(fds) != 2:
-                raise ValueError(f"a request needs 2 descriptors, got {len(fds)}")
+            wanted = 0 if "module" in request else 2  # a helper's job, or a worker's pipes
+            if len(fds) != wanted:
+                raise ValueError(f"this request needs {wanted} descriptors, got {len(fds)}")
             pid = _fork(sock, request, fds, program)
             if pid <= 0:
-                raise OSError("the worker could not be forked")
+                raise OSError("the process could not be forked")
             answer: dict[str, Any] = {"pid": pid, "marks": MARKS}
         except Exception as exc:
             answer = {"error": f"{type(exc).__name__}: {exc}"}

@@ -84,19 +84,28 @@ def test_compile_jobs_leave_the_workers_their_cores() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("forked", [False, True], ids=["started", "forked from the zygote"])
 def test_the_first_cases_variants_are_compiled_before_the_others_are_recorded(
-    tmp_path: Path,
+    tmp_path: Path, forked: bool
 ) -> None:
     """The first case's check comes first, as soon as the workers have the GPU: its variants
     (matmul's two autotuned configs) are in the cache by the time the next case is recorded,
-    and the next case's own variant is compiled after."""
+    and the next case's own variant is compiled after. The same from a helper forked from the
+    sweep's zygote."""
+    from checks.sweep.zygote import start_zygote
+
     cache = tmp_path / "triton-cache"
     cases = [
         _case("matmul", (256, 256, 256), "float16"),
         _case("vector_add", (1000,), "float32", entry="toykern.bench:vector_add_counting_cubins"),
     ]
-    line = Precompile([_job("base", cache, cases)], processes=2, timeout_s=600)
-    notes = line.start().finish(wait=True)
+    zygote = start_zygote("cuda", tmp_path / "zygote") if forked else None  # no GPU used
+    try:
+        line = Precompile([_job("base", cache, cases)], processes=2, timeout_s=600, forker=zygote)
+        notes = line.start().finish(wait=True)
+    finally:
+        if zygote is not None:
+            zygote.close()
     assert "3 Triton variants" in notes[0] and "(3 compiled, 0 already" in notes[0], notes
     assert (cache / "cubins_seen").read_text(encoding="utf-8") == "2"
     assert len(_cubins(cache)) == 3

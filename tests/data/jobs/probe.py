@@ -1,4 +1,5 @@
-"""A stand-in helper program for checks.job_process: echo the environment and the memory cap,
+"""A stand-in helper program for checks.job_process: echo the environment, the memory cap, the
+CPU priority and whether torch was imported before it ran (a process forked from the zygote),
 sleep, or die."""
 
 import json
@@ -18,4 +19,13 @@ elif job["do"] == "die":
     print("boom", file=sys.stderr)
     sys.exit(3)
 with open(job["out"], "w") as f:
-    json.dump({"env": dict(os.environ), "data_limit": resource.getrlimit(resource.RLIMIT_DATA)}, f)
+    json.dump(
+        {
+            "env": dict(os.environ),
+            "data_limit": resource.getrlimit(resource.RLIMIT_DATA),
+            "nice": os.nice(0),
+            "torch_imported": "torch" in sys.modules,
+            "cwd": os.getcwd(),
+        },
+        f,
+    )
