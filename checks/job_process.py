@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -52,24 +53,28 @@ def lower_this_thread(by: int = BACKGROUND_NICE) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class JobProcess:
+    """A helper program's process as ``run_job`` starts it: ``python -m module job``, in ``cwd``
+    with ``env``, its output in ``log``, ``sys_path`` where it finds the bot's packages, its CPU
+    priority lowered by ``nice``."""
+
+    module: str
+    job: Path
+    env: dict[str, str]
+    cwd: Path
+    log: Path
+    sys_path: tuple[str, ...]
+    nice: int
+
+
 class JobForker(Protocol):
     """What gives a helper program a process forked with its imports done
-    (``checks.sweep.zygote.Zygote``)."""
+    (``checks.sweep.zygote.Zygote``); None from ``fork_job`` when it cannot."""
 
     def serves_jobs(self, python: str, memory_bytes: int) -> bool: ...
 
-    def fork_job(
-        self,
-        module: str,
-        job: Path,
-        *,
-        env: dict[str, str],
-        cwd: Path,
-        log: Path,
-        sys_path: list[str],
-        nice: int,
-        timeout: float,
-    ) -> Any: ...
+    def fork_job(self, process: JobProcess, timeout: float) -> Any: ...
 
 
 def run_job(
@@ -120,16 +125,8 @@ def run_job(
     interpreter, cap = python or sys.executable, default_memory_bytes()
     proc: Any = None
     if forker is not None and not prefix and forker.serves_jobs(interpreter, cap):
-        proc = forker.fork_job(
-            module,
-            job_path,
-            env=child_env,
-            cwd=PACKAGE_ROOT,
-            log=log_path,
-            sys_path=_job_path(),
-            nice=nice,
-            timeout=min(timeout_s, 120.0),
-        )
+        process = JobProcess(module, job_path, child_env, PACKAGE_ROOT, log_path, _job_path(), nice)
+        proc = forker.fork_job(process, timeout=min(timeout_s, 120.0))
     if proc is None:
         program = shutil.which("nice") if nice else None
         lowered = (program, "-n", str(nice)) if program else ()
@@ -167,7 +164,7 @@ def run_job(
     return json.loads(out.read_text())
 
 
-def _job_path() -> list[str]:
+def _job_path() -> tuple[str, ...]:
     """The folders a forked helper puts first on its path: this package's, and the bot's own
     path (where its dependencies were found), as a helper started afresh finds them."""
-    return [str(PACKAGE_ROOT), *(p for p in sys.path if p and os.path.isdir(p))]
+    return (str(PACKAGE_ROOT), *(p for p in sys.path if p and os.path.isdir(p)))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checks.job_process import JobProcess
 from checks.worker_env import capped, default_memory_bytes, device_env, end_session, prctl
 
 ZYGOTE_MAIN = Path(__file__).resolve().parent.parent / "worker" / "zygote.py"
@@ -180,29 +181,18 @@ class Zygote:
         request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
         return self._forked(request, list(fds), timeout)
 
-    def fork_job(
-        self,
-        module: str,
-        job: Path,
-        *,
-        env: dict[str, str],
-        cwd: Path,
-        log: Path,
-        sys_path: list[str],
-        nice: int,
-        timeout: float,
-    ) -> Forked | None:
-        """One of the bot's helper programs, run as ``python -m module job`` would run it, with
-        ``sys_path`` first on its path, its output in ``log`` and its priority lowered by
-        ``nice``; None when the zygote cannot give one (the caller starts it itself)."""
+    def fork_job(self, process: JobProcess, timeout: float) -> Forked | None:
+        """One of the bot's helper programs, run as ``python -m module job`` would run it
+        (``checks.job_process``); None when the zygote cannot give one (the caller starts it
+        itself)."""
         request = {
-            "module": module,
-            "job": str(job),
-            "env": env,
-            "cwd": str(cwd),
-            "log": str(log),
-            "sys_path": sys_path,
-            "nice": nice,
+            "module": process.module,
+            "job": str(process.job),
+            "env": process.env,
+            "cwd": str(process.cwd),
+            "log": str(process.log),
+            "sys_path": list(process.sys_path),
+            "nice": process.nice,
         }
         return self._forked(request, [], timeout)
 
