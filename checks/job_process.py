@@ -108,9 +108,8 @@ def run_job(
     if cancel is not None and cancel.is_set():  # not wanted before it started: start nothing
         return {"fatal": f"{what} was stopped: its answer is no longer needed"}
     job = {**job, "out": str(workdir / "out.json")}
-    Path(job["out"]).unlink(
-        missing_ok=True
-    )  # an earlier job's answer in this folder is not this one's
+    # an earlier job's answer in this folder is not this one's
+    Path(job["out"]).unlink(missing_ok=True)
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job))
     log_path = workdir / "output.log"
