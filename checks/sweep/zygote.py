@@ -76,10 +76,13 @@ class Forked:
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 0.002  # doubled up to 50 ms: a quick end is seen at once, a long job polled less
         while self.poll() is None:
-            if deadline is not None and time.monotonic() >= deadline:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
                 raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
-            time.sleep(0.002)
+            time.sleep(pause if deadline is None else max(0.0, min(pause, deadline - now)))
+            pause = min(0.05, pause * 2)
         assert self.returncode is not None
         return self.returncode
 
