@@ -49,14 +49,18 @@ def _entry(
     return loaded[key]
 
 
-def record(job: dict[str, Any], cases: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
-    """``cases``' compile requests, in case order, and a line per case that failed."""
+def record(
+    job: dict[str, Any],
+    cases: list[dict[str, Any]],
+    loaded: dict[tuple[str, ...], tuple[Any, list[Any]]],
+) -> tuple[list[Any], list[str]]:
+    """``cases``' compile requests, in case order, and a line per case that failed; ``loaded``
+    keeps each entry point and the checkout's kernels found, for the next call."""
     from checks.compiler import triton_compat as compat
     from checks.compiler.cheap_inputs import unfilled_random
 
     root = job["repo_root"]
     errors: list[str] = []
-    loaded: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
     with compat.compile_only(job["target"]) as recorder:
         for case in cases:
             start = len(recorder.requests)
@@ -122,10 +126,11 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     os.chdir(root)
     target, cases = job["target"], list(job["cases"])
     compiler = _Compiler(target, int(job.get("jobs") or 1))
-    requests, errors = record(job, cases[:1])
+    loaded: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
+    requests, errors = record(job, cases[:1], loaded)
     compiler.run(requests)
     first_s = time.perf_counter() - started
-    requests, more = record(job, cases[1:])
+    requests, more = record(job, cases[1:], loaded)
     errors += more
     recorded_s = time.perf_counter() - started
 

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -182,45 +182,41 @@ class Zygote:
         """A worker running ``main.py`` with ``argv`` (after its pipe descriptors ``fds``); None
         when the zygote cannot give one (the caller starts the worker itself)."""
         request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
-        return self._forked(request, list(fds), timeout)
+        forked, refused = self._forked(request, list(fds), timeout)
+        if refused:  # the note says why workers were started instead
+            self.note = refused
+        return forked
 
     def fork_job(self, process: JobProcess, timeout: float) -> Forked | None:
         """One of the bot's helper programs, run as ``python -m module job`` would run it
         (``checks.job_process``); None when the zygote cannot give one (the caller starts it
         itself)."""
-        request = {
-            "module": process.module,
-            "job": str(process.job),
-            "env": process.env,
-            "cwd": str(process.cwd),
-            "log": str(process.log),
-            "sys_path": list(process.sys_path),
-            "nice": process.nice,
-        }
-        return self._forked(request, [], timeout)
+        request = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(process).items()}
+        return self._forked(request, [], timeout)[0]
 
-    def _forked(self, request: dict[str, Any], fds: list[int], timeout: float) -> Forked | None:
+    def _forked(
+        self, request: dict[str, Any], fds: list[int], timeout: float
+    ) -> tuple[Forked | None, str]:
+        """The forked process, or None and why the zygote refused ("" when it cannot serve)."""
         with self.lock:
             sock = self.sock
             if sock is None:
-                return None
+                return None, ""
             try:
                 socket.send_fds(sock, [json.dumps(request).encode()], fds)
                 answer = self._answer(sock, timeout)
             except (OSError, ValueError) as exc:
                 self._lost(f"stopped answering: {exc}")
-                return None
+                return None, ""
             pid = answer.get("pid")
             if not isinstance(pid, int) or pid <= 0:
-                if "module" not in request:  # the note says why workers were started instead
-                    self.note = str(answer.get("error") or "no worker")
-                return None
+                return None, str(answer.get("error") or "no process")
             marks = answer.get("marks")
             if isinstance(marks, dict):
                 self.marks.update(
                     {k: float(v) for k, v in marks.items() if isinstance(v, (int, float))}
                 )
-            return Forked(pid)
+            return Forked(pid), ""
 
     @staticmethod
     def _answer(sock: socket.socket, timeout: float) -> dict[str, Any]:

@@ -93,7 +93,8 @@ _DRIVER: list[threading.Thread] = []
 _UTILS: list[threading.Thread] = []
 # time.monotonic() when the worker's program began (``main_at``), its torch had the GPU
 # (``torch_at``), its start was done (``ready_at``), and each start-up thread ended (``key_at``,
-# ``utils_at``, ``driver_at``, ``checks_at``): ``hello`` answers them
+# ``utils_at``, ``driver_at``, ``checks_at``): ``hello`` answers those set by then, the first
+# check all of them
 MARKS: dict[str, float] = {}
 
 

@@ -40,11 +40,11 @@ import traceback
 from typing import Any, NoReturn
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_REQUEST = 1 << 20
+PR_SET_DUMPABLE = 4
 # time.monotonic() when this program began (``main_at``), had imported torch and Triton and made
 # Triton's key (``imported_at``) and had loaded the worker program (``program_at``): every fork's
 # answer carries them, so the bot can say where a run's start went
-MAX_REQUEST = 1 << 20
-PR_SET_DUMPABLE = 4
 MARKS: dict[str, float] = {}
 
 
