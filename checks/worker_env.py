@@ -2,10 +2,14 @@
 
 - what it sees: the scrubbed environment; the parent made non-dumpable, so its ``/proc``
   entries (environment, descriptors) are closed to processes of the same user;
-- what it takes: the per-command timeouts, a memory cap set before it starts;
+- what it takes: a memory cap set before it starts (its per-command timeouts are
+  ``checks.sweep.workers.Timeouts``);
 - what it leaves: its session, killed whole; the trees it ran in, hashed before and after, so
   measured code that rewrote one voids the run it took part in;
 - and the failure a command ends in.
+
+Standard library only (and ``bot.errors``): ``kernel-review bench`` imports it to start the
+workers' zygote, whose imports are the longest part of a run's start.
 """
 
 from __future__ import annotations
@@ -23,8 +27,6 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from bot.errors import ResultsError
 from checks.worker.profiling import PROFILE_ENV
@@ -210,21 +212,6 @@ def end_session(proc: Any, *, wait: bool = True) -> None:
             proc.wait(timeout=10)
     else:
         threading.Thread(target=proc.wait, name="reap", daemon=True).start()
-
-
-class Timeouts(BaseModel):
-    """Seconds each command may take before the worker is killed."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    start_s: float = Field(default=120.0, gt=0)
-    prepare_s: float = Field(default=600.0, gt=0, description="entry call, compile, autotune")
-    check_s: float = Field(default=600.0, gt=0, description="first call: compile, autotune")
-    configure_s: float = Field(default=120.0, gt=0)
-    block_s: float = Field(default=60.0, gt=0)
-    finish_s: float = Field(default=120.0, gt=0)
-    warmup_s: float = Field(default=60.0, gt=0)
-    ceilings_s: float = Field(default=300.0, gt=0)
-    env_s: float = Field(default=120.0, gt=0)
 
 
 class WorkerFailure(Exception):

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
 from checks.worker.exclusive import GPU_LOCK_ENV
 from checks.worker_env import (
-    Timeouts,
     WorkerFailure,
     capped,
     default_memory_bytes,
@@ -39,6 +40,21 @@ from checks.worker_env import (
 WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
 Side = Literal["base", "head"]
 T = TypeVar("T")
+
+
+class Timeouts(BaseModel):
+    """Seconds each command may take before the worker is killed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    start_s: float = Field(default=120.0, gt=0)
+    prepare_s: float = Field(default=600.0, gt=0, description="entry call, compile, autotune")
+    check_s: float = Field(default=600.0, gt=0, description="first call: compile, autotune")
+    configure_s: float = Field(default=120.0, gt=0)
+    block_s: float = Field(default=60.0, gt=0)
+    finish_s: float = Field(default=120.0, gt=0)
+    warmup_s: float = Field(default=60.0, gt=0)
+    ceilings_s: float = Field(default=300.0, gt=0)
+    env_s: float = Field(default=120.0, gt=0)
 
 
 @dataclass

@@ -42,9 +42,10 @@ from typing import Any, NoReturn
 _HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_REQUEST = 1 << 20
 PR_SET_DUMPABLE = 4
-# time.monotonic() when this program began (``main_at``), had imported torch and Triton and made
-# Triton's key (``imported_at``) and had loaded the worker program (``program_at``): every fork's
-# answer carries them, so the bot can say where a run's start went
+# time.monotonic() when this program began (``main_at``), had imported torch (``torch_at``), had
+# Triton's key (``key_at``, its thread), had both (``imported_at``) and had loaded the worker
+# program (``program_at``): every fork's answer carries them, so the bot can say where a run's
+# start went
 MARKS: dict[str, float] = {}
 
 
@@ -76,11 +77,13 @@ def _imports() -> None:
             from triton.runtime.cache import triton_key
 
             triton_key()
+        MARKS["key_at"] = time.monotonic()
 
     hashing = threading.Thread(target=key, name="triton-key")
     hashing.start()
     with contextlib.suppress(Exception):
         import torch  # noqa: F401
+    MARKS["torch_at"] = time.monotonic()
     hashing.join()
 
 

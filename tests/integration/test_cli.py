@@ -77,3 +77,19 @@ def test_bench_starts_without_the_github_side() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_zygote_is_started_before_pydantic_is_imported() -> None:
+    """What `kernel-review bench` imports to start the workers' zygote (and the early warm-up)
+    needs no pydantic: its 0.1-0.2 s import would delay the zygote's own, the run's longest."""
+    code = (
+        "import sys\n"
+        "import bot.cli, checks.sweep.cli\n"
+        "from checks.sweep.zygote import start_zygote\n"
+        "from checks.sweep.warmer import start_warmer\n"
+        "print(sorted({'pydantic', 'torch', 'triton'} & set(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]"
