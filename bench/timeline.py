@@ -7,7 +7,10 @@ step of every case, on one clock, and the gaps in which no worker had a command 
 
 Each run is a fresh Python process that runs the bot's command line in-process, with
 ``WorkerClient.call`` and ``pair_runner.timed`` wrapped to record: nothing else changes. The
-repository is ``bench/cli_decision.py``'s, with its identical head. Writes ``timeline-<i>.json``
+repository is ``bench/cli_decision.py``'s, with its identical head. The run's clock starts
+before the tracing imports the sweep's modules (pydantic among them), which ``kernel-review
+bench`` itself imports only after it started the zygote: the zygote's marks here are that much
+later than in an untraced run. Writes ``timeline-<i>.json``
 (the events) and ``timeline.md`` (per run: the time until the first command, the busiest
 commands, the time in which no worker had a command, and per case each step's wall time).
 """
@@ -74,13 +77,20 @@ def traced_helper(self, job):
                        "seconds": answer.get("seconds")})
 precompile.Precompile._run = traced_helper
 from checks.sweep import zygote
-fork = zygote.Zygote.fork
+fork, fork_job = zygote.Zygote.fork, zygote.Zygote.fork_job
 def traced_fork(self, *a, **k):
+    t0 = time.monotonic()
     try:
         return fork(self, *a, **k)
     finally:
-        events.append({"zygote": dict(self.marks)})
-zygote.Zygote.fork = traced_fork
+        events.append({"zygote": dict(self.marks), "fork": "worker", "t0": t0, "t1": time.monotonic()})
+def traced_fork_job(self, *a, **k):
+    t0 = time.monotonic()
+    try:
+        return fork_job(self, *a, **k)
+    finally:
+        events.append({"fork": "helper", "t0": t0, "t1": time.monotonic()})
+zygote.Zygote.fork, zygote.Zygote.fork_job = traced_fork, traced_fork_job
 from bot.cli import main
 rc = main(sys.argv[2:])
 t_end = time.monotonic()
@@ -202,9 +212,15 @@ def analyse(data: dict[str, Any]) -> dict[str, Any]:
         if zygote_marks
         else {}
     )
+    forks = [
+        (e["fork"], round(e["t0"] - start, 3), round(e["t1"] - start, 3))
+        for e in sorted(data["events"], key=lambda e: e.get("t0", 0.0))
+        if "fork" in e
+    ]
     return {
         "rc": data["rc"],
         "zygote": zygote,
+        "forks": forks,
         "starts": starts,
         "first_check_at": first_check_at,
         "helpers": helpers,
@@ -261,6 +277,12 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 "",
                 "The zygote, seconds after the run's start: "
                 + ", ".join(f"{k} {v}" for k, v in r["zygote"].items()),
+            ]
+        if r.get("forks"):
+            lines += [
+                "",
+                "Each fork the bot asked the zygote for, seconds after the run's start (asked, "
+                "answered): " + ", ".join(f"{kind} {a}-{b}" for kind, a, b in r["forks"]),
             ]
         if r.get("starts"):
             lines += [
