@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.job_process import JobProcess
-from checks.worker_env import capped, default_memory_bytes, device_env, end_session, prctl
+from checks.worker_env import default_memory_bytes, device_env, end_session, prctl
 
 ZYGOTE_MAIN = Path(__file__).resolve().parent.parent / "worker" / "zygote.py"
 PR_SET_CHILD_SUBREAPER = 36
@@ -130,18 +130,17 @@ class Zygote:
         try:
             with open(logs / "zygote.log", "wb") as log:
                 proc = subprocess.Popen(
-                    capped(
-                        [
-                            kind.python,
-                            "-I",
-                            "-B",
-                            "-u",
-                            str(ZYGOTE_MAIN),
-                            "--sock-fd",
-                            str(theirs.fileno()),
-                        ],
-                        kind.memory_bytes,
-                    ),
+                    [
+                        kind.python,
+                        "-I",
+                        "-B",
+                        "-u",
+                        str(ZYGOTE_MAIN),
+                        "--sock-fd",
+                        str(theirs.fileno()),
+                        "--memory-bytes",  # the cap (``capped``'s), set by the zygote itself
+                        str(kind.memory_bytes),
+                    ],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -1,13 +1,14 @@
 """A process that imports torch and Triton once and forks workers from there.
 
-Started by ``checks.sweep.zygote`` as ``python -I -B -u zygote.py --sock-fd N`` in a worker's
-scrubbed environment, under a worker's memory cap, at the start of a sweep (``kernel-review
-bench`` starts it first thing, so its imports overlap the command's own work). It imports torch,
-Triton and the worker program, makes Triton's key (the hash of its own files every compile and
-cache lookup needs), and then, for each request on its socket (a JSON message and the worker's
-two pipe ends), forks a worker that takes the request's environment, folder and log and runs
-``main.py``'s ``main`` with the request's arguments. Each worker then only makes its GPU
-context: four workers that each imported torch side by side took 2.0-2.5 s on the H200.
+Started by ``checks.sweep.zygote`` as ``python -I -B -u zygote.py --sock-fd N --memory-bytes M``
+in a worker's scrubbed environment, at the start of a sweep (``kernel-review bench`` starts it
+first thing, so its imports overlap the command's own work). It sets a worker's memory cap
+first, imports torch, Triton and the worker program, makes Triton's key (the hash of its own
+files every compile and cache lookup needs), and then, for each request on its socket (a JSON
+message and the worker's two pipe ends), forks a worker that takes the request's environment,
+folder and log and runs ``main.py``'s ``main`` with the request's arguments. Each worker then
+only makes its GPU context: four workers that each imported torch side by side took 2.0-2.5 s on
+the H200.
 A request with a ``module`` and no descriptors forks one of the bot's helper programs instead
 (``checks.job_process``: compiling ahead), which then finds torch and Triton imported too,
 rather than importing them beside this process at the sweep's start.
@@ -52,6 +53,16 @@ MARKS: dict[str, float] = {}
 def _undumpable() -> None:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _cap(max_bytes: int) -> None:
+    """The workers' memory cap (``checks.worker_env.capped``: ``RLIMIT_DATA``, soft and hard),
+    set here first thing, before anything is imported, rather than by a Python started only to
+    set it and exec this one (0.03-0.05 s of every run's start). Every fork inherits it."""
+    if max_bytes > 0 and sys.platform.startswith("linux"):
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_DATA, (max_bytes, max_bytes))
 
 
 def _worker_program() -> Any:
@@ -184,7 +195,9 @@ def serve(sock: socket.socket, program: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernel-review-zygote")
     parser.add_argument("--sock-fd", type=int, required=True)
+    parser.add_argument("--memory-bytes", type=int, default=0, help="the workers' cap; 0: none")
     args = parser.parse_args(argv)
+    _cap(args.memory_bytes)
     _undumpable()
     t0 = MARKS["main_at"] = time.monotonic()
     _imports()
