@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.contracts.evidence import SideToolchain
 from bot.errors import ToolchainError
+from bot.outputs import cache_root
 from bot.toolchain.pins import Pin, canonical, file_kind, pins
 from checks.worker_env import SECRET_RE, scrubbed_env
 
@@ -66,8 +67,7 @@ class SideEnv(BaseModel):
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kernel-review" / "envs"
+    return cache_root() / "envs"
 
 
 def _toolchain_files(tree: Path) -> Iterable[Path]:

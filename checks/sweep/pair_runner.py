@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.outputs import cache_root
 from checks.compiler.triton_compat import picked_label
 from checks.sweep.models import MAX_PICKS, Ceilings, EnvFingerprint, ShapeResult, SideInfo
 from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, measure_case
@@ -182,7 +183,7 @@ class PairRunner:
     def _ceilings_dir(self) -> Path:
         if self.options.ceilings_cache_dir:
             return Path(self.options.ceilings_cache_dir)
-        return ceilings_cache.default_cache_dir()
+        return cache_root()
 
     def _ceilings(self, *, cached_only: bool) -> None:
         """The device's ceilings from the cache; with ``cached_only`` false, measured where the

@@ -126,11 +126,6 @@ def cache_key(env: dict[str, Any]) -> str:
     return "|".join(str(p) for p in parts)
 
 
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kernel-review"
-
-
 def load_cached(cache_dir: Path, env: dict[str, Any]) -> dict[str, Any] | None:
     path = cache_dir / "ceilings.json"
     try:
