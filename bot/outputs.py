@@ -51,6 +51,12 @@ def cache_root() -> Path:
     return Path(base) / "kernel-review"
 
 
+def triton_key_dir() -> Path:
+    """Where Triton's key is kept between runs (``checks/worker/triton_key.py``), for the
+    workers, their zygote and the compiler report."""
+    return cache_root() / "triton-key"
+
+
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """``1 case``, ``2 cases``; ``many`` for a plural that is not noun + s."""
     return f"{count} {noun if count == 1 else many or noun + 's'}"

@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.outputs import triton_key_dir
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
 from checks.worker.exclusive import GPU_LOCK_ENV
@@ -164,6 +165,7 @@ class WorkerClient:
             s.side,
             "--slot",
             str(s.slot),
+            f"--triton-key-dir={triton_key_dir()}",
             *(f"--python-path={folder}" for folder in s.python_path),
         ]
         try:

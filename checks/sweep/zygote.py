@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.outputs import triton_key_dir
 from checks.job_process import JobProcess
 from checks.worker_env import default_memory_bytes, device_env, end_session, prctl
 
@@ -140,6 +141,8 @@ class Zygote:
                         str(theirs.fileno()),
                         "--memory-bytes",  # the cap (``capped``'s), set by the zygote itself
                         str(kind.memory_bytes),
+                        "--triton-key-dir",
+                        str(triton_key_dir()),
                     ],
                     stdin=subprocess.DEVNULL,
                     stdout=log,

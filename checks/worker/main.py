@@ -52,19 +52,21 @@ ceilings = _sibling("ceilings")
 failures = _sibling("failures")
 bench_capture = _sibling("bench_capture")
 profiling = _sibling("profiling")
+triton_key = _sibling("triton_key")
 exclusive = _sibling("exclusive")
 autotune_picks = _sibling("autotune_picks")
 exiting = _sibling("exiting")
 classify = failures.classify
 
 
-def warm_triton_key(places: list[str]) -> threading.Event | None:
-    """Start hashing Triton's own files in a thread (about 400 MB and 0.35 s; every compile and
-    every cache lookup needs that key, and a process makes it once, on its first): meanwhile
-    torch imports and the GPU warms up, rather than the first case waiting for it. The event is
-    set once Triton is imported (then the checkout may join ``sys.path``); ``join_warm`` waits
-    for the key. None, and nothing started, where Triton is not installed or one of ``places``
-    has a ``triton`` of its own (that one is what the checkout's code imports)."""
+def warm_triton_key(places: list[str], key_dir: str | None = None) -> threading.Event | None:
+    """Start making Triton's key in a thread (every compile and every cache lookup needs it, and
+    a process makes it once, on its first: hashing about 400 MB, 0.35 s and more, unless it was
+    kept in ``key_dir`` by an earlier run, ``triton_key.py``): meanwhile torch imports and the GPU
+    warms up, rather than the first case waiting for it. The event is set once Triton is
+    imported (then the checkout may join ``sys.path``); ``join_warm`` waits for the key. None,
+    and nothing started, where Triton is not installed or one of ``places`` has a ``triton`` of
+    its own (that one is what the checkout's code imports)."""
     if any(os.path.exists(os.path.join(d, "triton")) for d in places):
         return None
     if importlib.util.find_spec("triton") is None:
@@ -73,13 +75,13 @@ def warm_triton_key(places: list[str]) -> threading.Event | None:
 
     def run() -> None:
         try:
-            from triton.runtime.cache import triton_key
+            import triton.runtime.cache  # noqa: F401
         except BaseException:
             return
         finally:
             imported.set()
         with contextlib.suppress(Exception):  # a broken install is the first compile's to report
-            triton_key()
+            KEY.append(triton_key.warm(key_dir))
         MARKS["key_at"] = time.monotonic()
 
     thread = threading.Thread(target=run, name="triton-key", daemon=True)
@@ -88,6 +90,7 @@ def warm_triton_key(places: list[str]) -> threading.Event | None:
     return imported
 
 
+KEY: list[str] = []  # how this process's Triton key came (``triton_key.warm``)
 _WARMING: list[threading.Thread] = []
 _DRIVER: list[threading.Thread] = []
 _UTILS: list[threading.Thread] = []
@@ -268,6 +271,7 @@ class Worker:
             "side": self.side,
             "root": self.root,
             **MARKS,  # when its program began and its torch was ready (system monotonic clock)
+            "triton_key": KEY[0] if KEY else None,  # how its Triton key came, if by now
         }
 
     def op_env(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -615,6 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
     parser.add_argument("--side", choices=["base", "head"], required=True)
     parser.add_argument("--slot", type=int, choices=[1, 2], default=1)
+    parser.add_argument("--triton-key-dir", help="where Triton's key is kept between runs")
     parser.add_argument(
         "--python-path",
         action="append",
@@ -628,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker(root, args.device, args.side, args.slot)
     places = [os.path.join(root, p) for p in args.python_path] + [root]
     if args.device != "cpu":
-        imported = warm_triton_key(places)
+        imported = warm_triton_key(places, args.triton_key_dir)
         if imported is not None:
             build_driver_utils_ahead()
         # torch and the GPU context first, before the first command: the parent starts every

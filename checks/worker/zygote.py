@@ -65,11 +65,10 @@ def _cap(max_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (max_bytes, max_bytes))
 
 
-def _worker_program() -> Any:
-    """``main.py`` as a module (not ``__main__``), its siblings loaded as it loads them."""
-    spec = importlib.util.spec_from_file_location(
-        "_kernel_review_worker_program", os.path.join(_HERE, "main.py")
-    )
+def _load(stem: str, name: str) -> Any:
+    """A program of this folder (``main.py``, a sibling) as the module ``name``, not
+    ``__main__``."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, f"{stem}.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -77,17 +76,16 @@ def _worker_program() -> Any:
     return module
 
 
-def _imports() -> None:
-    """What every worker imports first, and Triton's key, hashed in a thread beside the torch
-    import as a worker started on its own does (made one after the other, they left the zygote
-    no faster than four workers importing side by side on the H200). The thread has ended
-    before anything is forked. A failure is the workers' to meet (each imports again)."""
+def _imports(key_dir: str | None) -> str:
+    """What every worker imports first, and Triton's key (``triton_key.py``: taken from
+    ``key_dir`` where it was made before), in a thread beside the torch import as a worker
+    started on its own does. The thread has ended before anything is forked. A failure is the
+    workers' to meet (each imports again). Says how the key came."""
+    came: list[str] = []
 
     def key() -> None:
         with contextlib.suppress(Exception):
-            from triton.runtime.cache import triton_key
-
-            triton_key()
+            came.append(_load("triton_key", "_kernel_review_worker_triton_key").warm(key_dir))
         MARKS["key_at"] = time.monotonic()
 
     hashing = threading.Thread(target=key, name="triton-key")
@@ -96,6 +94,7 @@ def _imports() -> None:
         import torch  # noqa: F401
     MARKS["torch_at"] = time.monotonic()
     hashing.join()
+    return came[0] if came else "not made"
 
 
 def _enter(request: dict[str, Any]) -> None:
@@ -196,15 +195,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernel-review-zygote")
     parser.add_argument("--sock-fd", type=int, required=True)
     parser.add_argument("--memory-bytes", type=int, default=0, help="the workers' cap; 0: none")
+    parser.add_argument("--triton-key-dir", help="where Triton's key is kept between runs")
     args = parser.parse_args(argv)
     _cap(args.memory_bytes)
     _undumpable()
     t0 = MARKS["main_at"] = time.monotonic()
-    _imports()
+    key = _imports(args.triton_key_dir)
     MARKS["imported_at"] = time.monotonic()
-    program = _worker_program()
+    program = _load("main", "_kernel_review_worker_program")
     MARKS["program_at"] = time.monotonic()
-    print(f"imports done in {time.monotonic() - t0:.2f} s, at {time.monotonic():.3f} (monotonic)")
+    print(
+        f"imports done in {time.monotonic() - t0:.2f} s, at {time.monotonic():.3f} (monotonic); "
+        f"Triton's key {key}"
+    )
     sock = socket.socket(fileno=args.sock_fd)
     serve(sock, program)
     return 0

@@ -53,13 +53,15 @@ def backend_hash(name: str) -> str:
 
 
 def warm_up(*, gpu: bool = False) -> None:
-    """Pay Triton's one-off set-up in this process: hashing its own sources (every compile and
-    every cache lookup needs that key), importing the code generator and, on a GPU, creating the
+    """Pay Triton's one-off set-up in this process: its key (every compile and every cache
+    lookup needs it; kept between runs, ``checks/worker/triton_key.py``), importing the code generator and, on a GPU, creating the
     driver (which builds its C utilities on first use when the cache is empty)."""
     import triton.compiler.code_generator  # noqa: F401
-    from triton.runtime.cache import triton_key
 
-    triton_key()
+    from bot.outputs import triton_key_dir
+    from checks.worker import triton_key
+
+    triton_key.warm(str(triton_key_dir()))
     if gpu:
         from triton.runtime.driver import driver
 
