@@ -15,7 +15,10 @@ for loading that operation's GPU code, the second is the operation itself. Run o
 once with ``correctness.exercise`` (the worker's loading thread) started in a thread just
 before, as a worker's first check meets it.
 
-Writes ``imports.jsonl``, ``first_ops.jsonl`` and ``results.md`` to ``--out``.
+``nvml``: what a worker's telemetry costs after each timed block (``telemetry.Nvml.read``, five
+NVML queries), whole and query by query, 200 times each, in microseconds.
+
+Writes ``imports.jsonl``, ``first_ops.jsonl``, ``nvml.json`` and ``results.md`` to ``--out``.
 """
 
 from __future__ import annotations
@@ -91,6 +94,30 @@ print(json.dumps({"beside": beside, "ctx_s": round(ctx, 3), "ops_ms": round((l0 
 """
 
 
+NVML = r"""
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+from checks.worker import telemetry
+t = telemetry.Nvml.open(index=0)
+nv, h = t._nvml, t._h
+queries = {
+    "read (all five)": t.read,
+    "sm clock": lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+    "mem clock": lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
+    "temperature": lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
+    "power": lambda: nv.nvmlDeviceGetPowerUsage(h),
+    "clock event reasons": lambda: nv.nvmlDeviceGetCurrentClocksEventReasons(h),
+}
+out = {}
+for name, fn in queries.items():
+    took = []
+    for _ in range(200):
+        s = time.perf_counter(); fn(); took.append((time.perf_counter() - s) * 1e6)
+    out[name] = {"median_us": round(statistics.median(took), 1), "max_us": round(max(took), 1)}
+print(json.dumps(out))
+"""
+
+
 def run(code: str, *args: str) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-I", "-B", "-c", code, *args],
@@ -109,20 +136,26 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="start_diag")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--parts", default="imports,first_ops,nvml", help="which, comma-separated")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    run(IMPORTS, "torch")  # the page cache warm for all of them
+    if "imports" in parts:
+        run(IMPORTS, "torch")  # the page cache warm for all of them
     imports = []
-    for _ in range(args.reps):
+    for _ in range(args.reps if "imports" in parts else 0):
         for way in ("torch", "key", "thread", "sequential"):
             imports.append(run(IMPORTS, way))
             print(json.dumps(imports[-1]), flush=True)
     first = []
-    for _ in range(2):
+    for _ in range(2 if "first_ops" in parts else 0):
         for beside in ("alone", "beside"):
             first.append(run(FIRST_OPS, str(ROOT), beside))
             print(json.dumps(first[-1]), flush=True)
+    nvml = run(NVML, str(ROOT)) if "nvml" in parts else {}
+    print(json.dumps(nvml), flush=True)
+    (out / "nvml.json").write_text(json.dumps(nvml, indent=1) + "\n")
     (out / "imports.jsonl").write_text("".join(json.dumps(r) + "\n" for r in imports))
     (out / "first_ops.jsonl").write_text("".join(json.dumps(r) + "\n" for r in first))
     lines = ["# A run's start, outside the bot", "", "## Imports (s from the process's start)", ""]
@@ -146,6 +179,12 @@ def main() -> int:
             f"operations {r['ops_ms']} ms (loader still ran {r['loader_left_ms']} ms after); "
             f"first: {ops}; again: {again}"
         )
+    lines += ["", "## A worker's telemetry after each block (us, 200 reads each)", ""]
+    lines += [
+        f"- {k}: median {v['median_us']}, max {v['max_us']}"
+        for k, v in nvml.items()
+        if isinstance(v, dict)
+    ] or [f"- failed: {nvml}"]
     (out / "results.md").write_text("\n".join(lines) + "\n")
     return 0
 
