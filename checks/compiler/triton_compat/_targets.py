@@ -52,16 +52,23 @@ def backend_hash(name: str) -> str:
     return str(make_backend(gpu_target(name)).hash())
 
 
-def warm_up(*, gpu: bool = False) -> None:
+def warm_up(*, gpu: bool = False, kept_key: bool = True) -> None:
     """Pay Triton's one-off set-up in this process: its key (every compile and every cache
-    lookup needs it; kept between runs, ``checks/worker/triton_key.py``), importing the code generator and, on a GPU, creating the
-    driver (which builds its C utilities on first use when the cache is empty)."""
+    lookup needs it; with ``kept_key``, taken from where an earlier run kept it,
+    ``checks/worker/triton_key.py``, else made as any process of Triton's makes it), importing
+    the code generator and, on a GPU, creating the driver (which builds its C utilities on first
+    use when the cache is empty)."""
     import triton.compiler.code_generator  # noqa: F401
 
-    from bot.outputs import triton_key_dir
-    from checks.worker import triton_key
+    if kept_key:
+        from bot.outputs import triton_key_dir
+        from checks.worker import triton_key
 
-    triton_key.warm(str(triton_key_dir()))
+        triton_key.warm(str(triton_key_dir()))
+    else:
+        from triton.runtime.cache import triton_key as tritons_own
+
+        tritons_own()
     if gpu:
         from triton.runtime.driver import driver
 
