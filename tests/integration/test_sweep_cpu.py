@@ -359,7 +359,9 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
     # one pair reads the slot's bias as a slowdown, its interval above 1 (whether it clears the
     # 50% tolerance too depends on the CPU's noise, so the verdict is not asserted)
     assert plain.ratio > 1.6 and plain.ci_low is not None and plain.ci_low > 1.0
-    assert crossed.verdict != "SLOWER" and 0.75 < crossed.ratio < 1.3
+    # the units' ratio: about 1, told from the 2 (or 1/2) of an uncancelled bias by a band
+    # symmetric in log space, as wide as 4 busy workers on a 2-core CPU need (0.73 seen)
+    assert crossed.verdict != "SLOWER" and 1 / 1.45 < crossed.ratio < 1.45
     assert crossed.raw is not None and crossed.raw.arms == 2
     for arm, low, high in ((0, 1.4, 3.5), (1, 0.28, 0.72)):  # about 2 and 1/2; CPU noise
         logs = [r.log_ratio for r in crossed.raw.rounds if r.arm == arm and not r.dropped]
