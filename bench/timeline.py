@@ -50,8 +50,9 @@ def traced(self, op, *, timeout, **args):
     finally:
         steps = out.get("steps_s") if isinstance(out, dict) else None
         marks = out.get("marks") if isinstance(out, dict) else None
+        timed = {k: out.get(k) for k in ("wall_ms", "gpu_ms")} if op == "block" and out else {}
         events.append({"w": self.spec.name, "op": op, "t0": t0, "t1": time.monotonic(),
-                       "ok": out is not None, "steps": steps, "marks": marks})
+                       "ok": out is not None, "steps": steps, "marks": marks, **timed})
 workers.WorkerClient.call = traced
 timed = pair_runner.timed
 import contextlib
@@ -154,6 +155,14 @@ def analyse(data: dict[str, Any]) -> dict[str, Any]:
     idle = (last - first) - busy
     blocks = sorted((e["t0"], e["t1"]) for e in calls if e["op"] == "block")
     between_blocks = [b0 - a1 for (_, a1), (b0, _) in itertools.pairwise(blocks) if b0 - a1 < 0.05]
+    # each block as the bot saw it (sent to answered), as the worker did (``wall_ms``: its
+    # replays or calls and the wait for them) and on the GPU (``gpu_ms``: first event to last)
+    timed = [e for e in calls if e["op"] == "block" and e.get("wall_ms") is not None]
+    block_ms = {
+        "bot": [(e["t1"] - e["t0"]) * 1000 for e in timed],
+        "worker": [float(e["wall_ms"]) for e in timed],
+        "gpu": [float(e["gpu_ms"]) for e in timed if e.get("gpu_ms") is not None],
+    }
     cases: list[dict[str, float]] = []
     current: dict[str, float] = {}
     for e in sorted(steps, key=lambda s: s["t0"]):
@@ -233,6 +242,11 @@ def analyse(data: dict[str, Any]) -> dict[str, Any]:
         if between_blocks
         else None,
         "between_blocks_s": round(sum(between_blocks), 3),
+        "block_ms": {
+            k: {"median": round(statistics.median(v), 3), "sum_s": round(sum(v) / 1000, 3)}
+            for k, v in block_ms.items()
+            if v
+        },
         "ops": ops,
         "cases": cases,
         "inside": inside,
@@ -252,6 +266,12 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"for {r['no_command_s']} s (the bot's own time between commands); between timed blocks "
             f"{r['between_blocks_s']} s in all, median {r['between_blocks_ms_median']} ms",
             f"- after the last answer: {r['after_last_command_s']} s",
+            "- each timed block, median ms (summed s): "
+            + ", ".join(
+                f"{who} {v['median']} ({v['sum_s']})" for who, v in r.get("block_ms", {}).items()
+            )
+            + " (the bot: sent to answered; the worker: its calls and the wait for them; the "
+            "GPU: first event to last)",
             "",
             "| command | calls | wall covered s | summed over workers s |",
             "|---|---|---|---|",
