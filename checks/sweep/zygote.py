@@ -143,6 +143,8 @@ class Zygote:
                         str(kind.memory_bytes),
                         "--triton-key-dir",
                         str(triton_key_dir()),
+                        "--utils-dir",  # Triton's driver utilities, built once for the sweep
+                        str(work_dir / "triton-utils"),
                     ],
                     stdin=subprocess.DEVNULL,
                     stdout=log,

@@ -9,6 +9,8 @@ message and the worker's two pipe ends), forks a worker that takes the request's
 folder and log and runs ``main.py``'s ``main`` with the request's arguments. Each worker then
 only makes its GPU context: four workers that each imported torch side by side took 2.0-2.5 s on
 the H200.
+Triton's driver utilities are built once, beside the imports (``driver_utils.py``), and copied
+into the Triton cache of every process forked once they are.
 A request with a ``module`` and no descriptors forks one of the bot's helper programs instead
 (``checks.job_process``: compiling ahead), which then finds torch and Triton imported too,
 rather than importing them beside this process at the sweep's start.
@@ -34,6 +36,7 @@ import json
 import os
 import runpy
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -48,6 +51,8 @@ PR_SET_DUMPABLE = 4
 # program (``program_at``): every fork's answer carries them, so the bot can say where a run's
 # start went
 MARKS: dict[str, float] = {}
+# the driver utilities' build (``driver_utils.py``): its process and the folder it builds into
+UTILS: dict[str, Any] = {}
 
 
 def _undumpable() -> None:
@@ -67,13 +72,44 @@ def _cap(max_bytes: int) -> None:
 
 def _load(stem: str, name: str) -> Any:
     """A program of this folder (``main.py``, a sibling) as the module ``name``, not
-    ``__main__``."""
+    ``__main__``; loaded once."""
+    if name in sys.modules:
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, f"{stem}.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _build_utils(folder: str | None) -> None:
+    """Start building Triton's driver utilities into ``folder`` (``driver_utils.py``), beside
+    this process's imports; not for the CPU (Triton's interpreter has no driver) nor on a machine
+    whose GPU vendor its device nodes do not tell."""
+    vendor = _load("driver_utils", "_kernel_review_worker_driver_utils").vendor_of_machine()
+    if folder is None or vendor is None or os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    with contextlib.suppress(OSError):
+        UTILS["proc"] = subprocess.Popen(
+            [
+                sys.executable,
+                "-I",
+                "-B",
+                os.path.join(_HERE, "driver_utils.py"),
+                "--vendor",
+                vendor,
+            ],
+            env={**os.environ, "TRITON_CACHE_DIR": folder},
+            stdin=subprocess.DEVNULL,
+        )
+        UTILS["folder"] = folder
+
+
+def _utils_built() -> str | None:
+    """The folder of the driver utilities once their build ended well, else None."""
+    proc = UTILS.get("proc")
+    return UTILS["folder"] if proc is not None and proc.poll() == 0 else None
 
 
 def _imports(key_dir: str | None) -> str:
@@ -97,8 +133,9 @@ def _imports(key_dir: str | None) -> str:
     return came[0] if came else "not made"
 
 
-def _enter(request: dict[str, Any]) -> None:
-    """In a forked child: its own session, log, environment and folder."""
+def _enter(request: dict[str, Any], utils: str | None) -> None:
+    """In a forked child: its own session, log, environment and folder, and the driver
+    utilities (``utils``, when built by now) in its Triton cache."""
     os.setsid()
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -110,16 +147,19 @@ def _enter(request: dict[str, Any]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
+    cache = request["env"].get("TRITON_CACHE_DIR")
+    if utils and cache:
+        _load("driver_utils", "_kernel_review_worker_driver_utils").copy_into(utils, cache)
 
 
-def _become(request: dict[str, Any], fds: list[int], program: Any) -> NoReturn:
+def _become(request: dict[str, Any], fds: list[int], program: Any, utils: str | None) -> NoReturn:
     """In the forked child: a worker running ``main.py`` on its two pipes, or (a request with a
     ``module``) one of the bot's helper programs on its job file, as ``python -m MODULE JOB``
     would run it, with the request's ``sys_path`` first and its CPU priority lowered by
     ``nice``."""
     code = 1
     try:
-        _enter(request)
+        _enter(request, utils)
         if "module" in request:
             os.nice(int(request.get("nice", 0)))
             sys.path[:0] = [str(p) for p in request["sys_path"]]
@@ -140,6 +180,7 @@ def _become(request: dict[str, Any], fds: list[int], program: Any) -> NoReturn:
 
 def _fork(sock: socket.socket, request: dict[str, Any], fds: list[int], program: Any) -> int:
     """The worker's pid: forked by a child of this process that exits at once."""
+    utils = _utils_built()
     r, w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -153,7 +194,7 @@ def _fork(sock: socket.socket, request: dict[str, Any], fds: list[int], program:
         if pid == 0:
             os.close(w)
             sock.close()
-            _become(request, fds, program)
+            _become(request, fds, program, utils)
         os.write(w, str(pid).encode())
         os._exit(0)
     os.close(w)
@@ -196,10 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sock-fd", type=int, required=True)
     parser.add_argument("--memory-bytes", type=int, default=0, help="the workers' cap; 0: none")
     parser.add_argument("--triton-key-dir", help="where Triton's key is kept between runs")
+    parser.add_argument("--utils-dir", help="where to build Triton's driver utilities once")
     args = parser.parse_args(argv)
     _cap(args.memory_bytes)
     _undumpable()
     t0 = MARKS["main_at"] = time.monotonic()
+    _build_utils(args.utils_dir)
     key = _imports(args.triton_key_dir)
     MARKS["imported_at"] = time.monotonic()
     program = _load("main", "_kernel_review_worker_program")

@@ -1,0 +1,45 @@
+"""The zygote on a real GPU (skipped without one): Triton's driver utilities, built once beside
+its imports, are in a forked worker's own Triton cache before the worker starts, so its driver
+loads them instead of building its own."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from checks.sweep.workers import WorkerClient, WorkerSpec
+from checks.sweep.zygote import Forked, start_zygote
+from tests.integration.test_workers import SHAPE, STANDINS
+
+pytestmark = pytest.mark.gpu
+
+
+def test_a_forked_worker_finds_the_utilities_the_zygote_built(tmp_path: Path) -> None:
+    zygote = start_zygote("cuda", tmp_path / "zygote")
+    worker = None
+    try:
+        built = tmp_path / "zygote" / "triton-utils"
+        deadline = time.monotonic() + 120
+        while not list(built.rglob("*_utils*.so")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)  # the build process loads what it built, then exits
+        ours = {p.relative_to(built): p.stat().st_mtime_ns for p in built.rglob("*_utils*.so")}
+        assert ours, "the zygote built no driver utilities"
+        spec = WorkerSpec(side="head", root=STANDINS / "head", device="cuda", work_dir=tmp_path)
+        worker = WorkerClient(spec, zygote)
+        worker.start()
+        assert isinstance(worker.proc, Forked)
+        cache = spec.triton_cache
+        # copied with their times: the worker's driver found them and built none of its own
+        theirs = {p.relative_to(cache): p.stat().st_mtime_ns for p in cache.rglob("*_utils*.so")}
+        assert theirs == ours
+        # a check waits for the worker's driver (loaded in a thread from its start)
+        assert worker.check(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["correct"]
+        theirs = {p.relative_to(cache): p.stat().st_mtime_ns for p in cache.rglob("*_utils*.so")}
+        assert theirs == ours
+    finally:
+        if worker is not None:
+            worker.close()
+        zygote.close()
