@@ -47,13 +47,29 @@ def build(vendor: str) -> None:
 
 
 def copy_into(built: str, cache: str) -> bool:
-    """Everything ``built`` holds merged into the Triton cache ``cache`` (Triton's own layout:
-    one folder per key); False, and the process builds its own, when it cannot be copied."""
+    """Every file ``built`` holds added to the Triton cache ``cache`` (Triton's own layout: one
+    folder per key), each written under a name of its own and renamed into place, and none that
+    the cache has already: the workers of one side share a cache and are forked moments apart,
+    and a library rewritten in place under a process that had loaded it can kill that process.
+    False, and the process builds its own, when they cannot be copied."""
     try:
-        shutil.copytree(built, cache, dirs_exist_ok=True)
-    except (OSError, shutil.Error):
+        for folder, _, files in os.walk(built, onerror=_raise):
+            into = os.path.join(cache, os.path.relpath(folder, built))
+            os.makedirs(into, exist_ok=True)
+            for name in files:
+                target = os.path.join(into, name)
+                if os.path.exists(target):
+                    continue
+                part = f"{target}.{os.getpid()}.part"
+                shutil.copy2(os.path.join(folder, name), part)
+                os.replace(part, target)
+    except OSError:
         return False
-    return True
+    return os.path.isdir(built)
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
 
 
 def main(argv: list[str] | None = None) -> int:

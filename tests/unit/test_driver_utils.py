@@ -46,3 +46,20 @@ def test_the_program_says_where_it_lacks_a_cache_to_build_into() -> None:
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "TRITON_CACHE_DIR is not set" in done.stderr
+
+
+def test_a_file_the_cache_has_is_not_rewritten_under_a_process_that_loaded_it(
+    tmp_path: Path,
+) -> None:
+    """The second worker of a side copies into the cache the first one loads from: the first
+    one's file keeps its inode and contents, and nothing half-written is left."""
+    built, cache = tmp_path / "built", tmp_path / "cache"
+    (built / "KEY1").mkdir(parents=True)
+    (built / "KEY1" / "cuda_utils.so").write_bytes(b"\x7fELF new")
+    (cache / "KEY1").mkdir(parents=True)
+    (cache / "KEY1" / "cuda_utils.so").write_bytes(b"\x7fELF loaded")
+    inode = (cache / "KEY1" / "cuda_utils.so").stat().st_ino
+    assert driver_utils.copy_into(str(built), str(cache))
+    assert (cache / "KEY1" / "cuda_utils.so").stat().st_ino == inode
+    assert (cache / "KEY1" / "cuda_utils.so").read_bytes() == b"\x7fELF loaded"
+    assert sorted(p.name for p in (cache / "KEY1").iterdir()) == ["cuda_utils.so"]
