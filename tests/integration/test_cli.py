@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -62,34 +63,27 @@ def test_every_command_is_named_once_with_the_module_that_adds_it() -> None:
     assert named_command(["--version"]) is None
 
 
-def test_bench_starts_without_the_github_side() -> None:
-    """`kernel-review bench` imports neither PyGithub nor requests (nor torch: its workers do)."""
-    code = (
-        "import sys\n"
-        "from bot.cli import main\n"
-        "try:\n"
-        "    main(['bench', '--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(sorted({'github', 'requests', 'torch', 'bot.app'} & set(sys.modules)))\n"
-    )
+def _imported(code: str, names: set[str]) -> list[str]:
+    """Which of ``names`` a fresh Python has imported after running ``code``."""
+    code += f"\nimport json, sys\nprint(json.dumps(sorted(set({sorted(names)!r}) & set(sys.modules))))\n"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_bench_starts_without_the_github_side() -> None:
+    """`kernel-review bench` imports neither PyGithub nor requests (nor torch: its workers do)."""
+    code = "from bot.cli import main\ntry:\n    main(['bench', '--help'])\nexcept SystemExit:\n    pass"
+    assert _imported(code, {"github", "requests", "torch", "bot.app"}) == []
 
 
 def test_the_zygote_is_started_before_pydantic_is_imported() -> None:
     """What `kernel-review bench` imports to start the workers' zygote (and the early warm-up)
     needs no pydantic: its 0.1-0.2 s import would delay the zygote's own, the run's longest."""
     code = (
-        "import sys\n"
         "import bot.cli, checks.sweep.cli\n"
         "from checks.sweep.zygote import start_zygote\n"
-        "from checks.sweep.warmer import start_warmer\n"
-        "print(sorted({'pydantic', 'torch', 'triton'} & set(sys.modules)))\n"
+        "from checks.sweep.warmer import start_warmer"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert _imported(code, {"pydantic", "torch", "triton"}) == []
