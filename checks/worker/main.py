@@ -81,7 +81,7 @@ def warm_triton_key(places: list[str], key_dir: str | None = None) -> threading.
         finally:
             imported.set()
         with contextlib.suppress(Exception):  # a broken install is the first compile's to report
-            KEY.append(triton_key.warm(key_dir))
+            triton_key.warm(key_dir)
         MARKS["key_at"] = time.monotonic()
 
     thread = threading.Thread(target=run, name="triton-key", daemon=True)
@@ -90,7 +90,6 @@ def warm_triton_key(places: list[str], key_dir: str | None = None) -> threading.
     return imported
 
 
-KEY: list[str] = []  # how this process's Triton key came (``triton_key.warm``)
 _WARMING: list[threading.Thread] = []
 _DRIVER: list[threading.Thread] = []
 _UTILS: list[threading.Thread] = []
@@ -271,7 +270,6 @@ class Worker:
             "side": self.side,
             "root": self.root,
             **MARKS,  # when its program began and its torch was ready (system monotonic clock)
-            "triton_key": KEY[0] if KEY else None,  # how its Triton key came, if by now
         }
 
     def op_env(self, msg: dict[str, Any]) -> dict[str, Any]:

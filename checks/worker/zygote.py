@@ -70,9 +70,10 @@ def _cap(max_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (max_bytes, max_bytes))
 
 
-def _load(stem: str, name: str) -> Any:
-    """A program of this folder (``main.py``, a sibling) as the module ``name``, not
-    ``__main__``; loaded once."""
+def _load(stem: str) -> Any:
+    """A program of this folder (``main.py``, a sibling) as a module named as ``main.py`` names
+    its siblings, not ``__main__``; loaded once."""
+    name = f"_kernel_review_worker_{stem}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, f"{stem}.py"))
@@ -87,7 +88,7 @@ def _build_utils(folder: str | None) -> None:
     """Start building Triton's driver utilities into ``folder`` (``driver_utils.py``), beside
     this process's imports; not for the CPU (Triton's interpreter has no driver) nor on a machine
     whose GPU vendor its device nodes do not tell."""
-    vendor = _load("driver_utils", "_kernel_review_worker_driver_utils").vendor_of_machine()
+    vendor = _load("driver_utils").vendor_of_machine()
     if folder is None or vendor is None or os.environ.get("TRITON_INTERPRET") == "1":
         return
     with contextlib.suppress(OSError):
@@ -121,7 +122,7 @@ def _imports(key_dir: str | None) -> str:
 
     def key() -> None:
         with contextlib.suppress(Exception):
-            came.append(_load("triton_key", "_kernel_review_worker_triton_key").warm(key_dir))
+            came.append(_load("triton_key").warm(key_dir))
         MARKS["key_at"] = time.monotonic()
 
     hashing = threading.Thread(target=key, name="triton-key")
@@ -149,7 +150,7 @@ def _enter(request: dict[str, Any], utils: str | None) -> None:
     os.chdir(request["cwd"])
     cache = request["env"].get("TRITON_CACHE_DIR")
     if utils and cache:
-        _load("driver_utils", "_kernel_review_worker_driver_utils").copy_into(utils, cache)
+        _load("driver_utils").copy_into(utils, cache)
 
 
 def _become(request: dict[str, Any], fds: list[int], program: Any, utils: str | None) -> NoReturn:
@@ -245,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     _build_utils(args.utils_dir)
     key = _imports(args.triton_key_dir)
     MARKS["imported_at"] = time.monotonic()
-    program = _load("main", "_kernel_review_worker_program")
+    program = _load("main")
     MARKS["program_at"] = time.monotonic()
     print(
         f"imports done in {time.monotonic() - t0:.2f} s, at {time.monotonic():.3f} (monotonic); "
