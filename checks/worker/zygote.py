@@ -3,8 +3,8 @@
 Started by ``checks.sweep.zygote`` as ``python -I -B -u zygote.py --sock-fd N --memory-bytes M``
 in a worker's scrubbed environment, at the start of a sweep (``kernel-review bench`` starts it
 first thing, so its imports overlap the command's own work). It sets a worker's memory cap
-first, imports torch, Triton and the worker program, makes Triton's key (the hash of its own
-files every compile and cache lookup needs), and then, for each request on its socket (a JSON
+first, imports Triton with its key (the hash of its own files every compile and cache lookup
+needs), torch and the worker program, and then, for each request on its socket (a JSON
 message and the worker's two pipe ends), forks a worker that takes the request's environment,
 folder and log and runs ``main.py``'s ``main`` with the request's arguments. Each worker then
 only makes its GPU context: four workers that each imported torch side by side took 2.0-2.5 s on
@@ -38,7 +38,6 @@ import runpy
 import socket
 import subprocess
 import sys
-import threading
 import time
 import traceback
 from typing import Any, NoReturn
@@ -46,8 +45,8 @@ from typing import Any, NoReturn
 _HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_REQUEST = 1 << 20
 PR_SET_DUMPABLE = 4
-# time.monotonic() when this program began (``main_at``), had imported torch (``torch_at``), had
-# Triton's key (``key_at``, its thread), had both (``imported_at``) and had loaded the worker
+# time.monotonic() when this program began (``main_at``), had Triton's key (``key_at``), had
+# imported torch after it (``torch_at``), had both (``imported_at``) and had loaded the worker
 # program (``program_at``): every fork's answer carries them, so the bot can say where a run's
 # start went
 MARKS: dict[str, float] = {}
@@ -114,24 +113,20 @@ def _utils_built() -> str | None:
 
 
 def _imports(key_dir: str | None) -> str:
-    """What every worker imports first, and Triton's key (``triton_key.py``: taken from
-    ``key_dir`` where it was made before), in a thread beside the torch import as a worker
-    started on its own does. The thread has ended before anything is forked. A failure is the
+    """What every worker imports first: Triton with its key (``triton_key.py``: taken from
+    ``key_dir`` where it was made before), then torch, one after the other. Both are Python
+    imports that hold the interpreter's lock most of the time: the key in a thread beside torch's
+    import had both done 0.23 s later than Triton then torch on the H200, the quickest order
+    (``bench/results/h200/cost_side_by_side/imports_in_turn``). A failure is the
     workers' to meet (each imports again). Says how the key came."""
-    came: list[str] = []
-
-    def key() -> None:
-        with contextlib.suppress(Exception):
-            came.append(_load("triton_key").warm(key_dir))
-        MARKS["key_at"] = time.monotonic()
-
-    hashing = threading.Thread(target=key, name="triton-key")
-    hashing.start()
+    came = "not made"
+    with contextlib.suppress(Exception):
+        came = _load("triton_key").warm(key_dir)
+    MARKS["key_at"] = time.monotonic()
     with contextlib.suppress(Exception):
         import torch  # noqa: F401
     MARKS["torch_at"] = time.monotonic()
-    hashing.join()
-    return came[0] if came else "not made"
+    return came
 
 
 def _enter(request: dict[str, Any], utils: str | None) -> None:

@@ -51,8 +51,8 @@ def test_a_forked_worker_is_ours_in_its_own_session_with_its_env_folder_log_and_
         # where the zygote's start went, on one clock: launched, began, imported, ready to fork
         m = zygote.marks
         assert m["spawned_at"] <= m["main_at"] <= m["imported_at"] <= m["program_at"]
-        assert m["main_at"] <= min(m["torch_at"], m["key_at"])  # torch, and the key beside it
-        assert max(m["torch_at"], m["key_at"]) <= m["imported_at"]
+        # Triton and its key, then torch, in turn
+        assert m["main_at"] <= m["key_at"] <= m["torch_at"] <= m["imported_at"]
         assert m["program_at"] <= time.monotonic()
         pid = w.proc.pid
         fields = _stat(pid)
