@@ -25,6 +25,13 @@ from typing import Any
 
 Fn = Callable[[], Any]
 MAX_GRAPH_CALLS = 1000
+# A graph holds a third of a block's calls, and at most 1 ms of them: every worker captures one
+# (and its pre-roll) per case, and capturing graphs of a whole block (a Python launch per call,
+# then instantiating) took about 20 ms each in the H200's profile of a run
+# (``bench/results/h200/cost_diag/b43a286/profile.md``); a block replays it three times or more,
+# back to back on the stream.
+GRAPH_SHARE = 3
+GRAPH_MAX_MS = 1.0
 MAX_EAGER_CALLS = 2000
 # Tests only: with CPU timing, the worker in slot 2 spends this share more time per timed call, a
 # fixed per-slot bias that the crossover must cancel (see checks.sweep.protocol).
@@ -86,11 +93,13 @@ def input_copies(footprint: int, l2_bytes: int | None, *, max_copies: int, max_b
 
 
 def graph_calls(block_ms: float, est_us: float, copies: int) -> int:
-    """Calls one CUDA graph captures: about ``min(block_ms, 3)`` ms of calls at ``est_us``
-    each, at most ``MAX_GRAPH_CALLS``, and whole passes over the ``copies`` input copies (so
-    every copy is called equally often). The parent sizes every worker's graph with it."""
+    """Calls one CUDA graph captures: about ``min(block_ms / GRAPH_SHARE, GRAPH_MAX_MS)`` ms of
+    calls at ``est_us`` each, at most ``MAX_GRAPH_CALLS``, and whole passes over the ``copies``
+    input copies (so every copy is called equally often). The parent sizes every worker's graph
+    with it."""
     c = max(1, int(copies))
-    k = max(c, min(MAX_GRAPH_CALLS, math.ceil(min(block_ms, 3.0) * 1000.0 / max(est_us, 1e-3))))
+    span_us = min(block_ms / GRAPH_SHARE, GRAPH_MAX_MS) * 1000.0
+    k = max(c, min(MAX_GRAPH_CALLS, math.ceil(span_us / max(est_us, 1e-3))))
     return math.ceil(k / c) * c
 
 

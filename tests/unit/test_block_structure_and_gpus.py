@@ -21,12 +21,13 @@ def test_a_timer_takes_another_workers_block_structure() -> None:
     assert sized["calls_per_block"] == 4 and sized["est_us"] == 250.0
 
 
-def test_a_graph_holds_whole_passes_over_the_copies_and_about_a_block() -> None:
-    """graph_calls: about min(block, 3 ms) of calls, capped, a multiple of the copies."""
-    assert graph_calls(2.5, 5.0, 10) == 500  # 2.5 ms of 5 us calls, 50 passes over 10 copies
-    assert graph_calls(2.5, 4.7, 64) == 576  # 532 calls rounded up to 9 whole passes of 64
-    assert graph_calls(10.0, 1.0, 1) == 3000 // 3  # at most 3 ms, and MAX_GRAPH_CALLS
-    assert graph_calls(2.5, 800.0, 3) == 6  # 4 calls of 800 us fill the block: two passes of 3
+def test_a_graph_holds_whole_passes_over_the_copies_and_a_third_of_a_block() -> None:
+    """graph_calls: about min(block / 3, 1 ms) of calls, capped, a multiple of the copies."""
+    assert graph_calls(2.5, 5.0, 10) == 170  # 0.83 ms of 5 us calls: 167, 17 passes over 10
+    assert graph_calls(3.0, 4.7, 64) == 256  # 1 ms: 213 calls rounded up to 4 passes of 64
+    assert graph_calls(10.0, 2.0, 1) == 500  # at most 1 ms, however long the block
+    assert graph_calls(10.0, 0.5, 1) == 1000  # and at most MAX_GRAPH_CALLS
+    assert graph_calls(2.5, 800.0, 3) == 3  # one pass over the copies at the least
     assert graph_calls(2.5, 0.0, 7) % 7 == 0  # an estimate of 0 does not divide by zero
 
 
