@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import shutil
 import sys
 import threading
 import time
@@ -268,6 +269,8 @@ def run_sweep(
     ]
     startup["setup"] = time.monotonic() - t_setup
     run_notes = [*notes, *(n for n in setup_notes if n)]
+    # the marks of the workers' GPU contexts (``WorkerSpec.context_args``): none from before
+    shutil.rmtree(work_dir / "contexts", ignore_errors=True)
     wanted = options.zygote if options.zygote is not None else by_default(options.device)
     own_zygote = zygote is None and wanted
     if own_zygote:

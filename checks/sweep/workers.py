@@ -86,6 +86,18 @@ class WorkerSpec:
         """The side's Triton cache on this GPU: its workers', and what compiling ahead fills."""
         return self.work_dir / "triton-cache" / self.side_key
 
+    def context_args(self) -> list[str]:
+        """On a GPU, the first pair's workers mark when their contexts are made and the
+        crossover's second pair makes its own after both (``checks/worker/main.py``'s
+        ``load_checks_ahead``): the driver makes contexts asked for at once side by side, each
+        slower, and the first case's check needs only the first pair's."""
+        if self.device == "cpu":
+            return []
+        folder = self.work_dir / "contexts" / f"gpu{self.gpu if self.gpu is not None else ''}"
+        if self.arm == 0:
+            return [f"--context-mark={folder / self.side}"]
+        return [f"--context-after={folder / side}" for side in ("base", "head")]
+
     @property
     def name(self) -> str:
         if self.label:
@@ -166,6 +178,7 @@ class WorkerClient:
             "--slot",
             str(s.slot),
             f"--triton-key-dir={triton_key_dir()}",
+            *s.context_args(),
             *(f"--python-path={folder}" for folder in s.python_path),
         ]
         try:

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -94,9 +95,10 @@ _WARMING: list[threading.Thread] = []
 _DRIVER: list[threading.Thread] = []
 _UTILS: list[threading.Thread] = []
 # time.monotonic() when the worker's program began (``main_at``), its torch had the GPU
-# (``torch_at``), its start was done (``ready_at``), and each start-up thread ended (``key_at``,
-# ``utils_at``, ``driver_at``, ``checks_at``): ``hello`` answers those set by then, the first
-# check all of them
+# (``torch_at``), its start was done (``ready_at``), each start-up thread ended (``key_at``,
+# ``utils_at``, ``driver_at``, ``checks_at``) and its GPU context was asked for and made
+# (``context_asked_at``, ``context_at``): ``hello`` answers those set by then, the first check
+# all of them
 MARKS: dict[str, float] = {}
 
 
@@ -170,15 +172,45 @@ def join_driver() -> None:
 BESIDE_LOADING = frozenset({"hello", "env", "warmup", "check"})
 
 
-def load_checks_ahead(torch: Any) -> threading.Thread:
-    """Run the checks once on small outputs, in a thread (``correctness.exercise``): a GPU loads
-    each of their functions on its first call, which took a fresh worker's first recheck 0.2 s
-    on the H200. Started once the worker's GPU context is ready; it runs beside the start of the
-    other workers, the warm-up and the first check (``BESIDE_LOADING``); in the warm-up it had
-    kept the workers 0.8 s on the H200 once the GPU was warm."""
+CONTEXT_WAIT_S = 3.0  # the longest a worker waits for the marks of ``--context-after``
+
+
+def load_checks_ahead(
+    torch: Any, *, after: Sequence[str] = (), mark: str | None = None
+) -> threading.Thread:
+    """Make the GPU context, then run the checks once on small outputs, in a thread
+    (``correctness.exercise``): a GPU loads each of their functions on its first call, which
+    took a fresh worker's first recheck 0.2 s on the H200. Started once the worker's torch has
+    the GPU; it runs beside the start of the other workers, the warm-up and the first check
+    (``BESIDE_LOADING``); in the warm-up it had kept the workers 0.8 s on the H200 once the GPU
+    was warm.
+
+    The driver makes the contexts of processes that ask at once side by side, each slower: four
+    workers' took 0.40-0.44 s each, one alone 0.11-0.14 s on the H200
+    (``bench/results/h200/start_diag/contexts.md``). The crossover's second pair, which the
+    first case needs only after the first pair's check, makes its context once the files
+    ``after`` exist (the first pair's ``mark``, written once its context is made or could not
+    be), or ``CONTEXT_WAIT_S`` has passed."""
 
     def run() -> None:
-        with contextlib.suppress(Exception):  # a fault here is the first command's to meet
+        deadline = time.monotonic() + CONTEXT_WAIT_S
+        while after and time.monotonic() < deadline:
+            if all(os.path.exists(p) for p in after):
+                break
+            time.sleep(0.005)
+        MARKS["context_asked_at"] = time.monotonic()
+        try:
+            with contextlib.suppress(Exception):  # a fault here is the first command's to meet
+                torch.zeros(1, device="cuda")
+                torch.cuda.synchronize()
+            MARKS["context_at"] = time.monotonic()
+        finally:
+            if mark:
+                with contextlib.suppress(OSError):
+                    os.makedirs(os.path.dirname(mark), exist_ok=True)
+                    with open(mark, "w", encoding="utf-8"):
+                        pass
+        with contextlib.suppress(Exception):
             correctness.exercise(torch, "cuda")
             torch.cuda.synchronize()
         MARKS["checks_at"] = time.monotonic()
@@ -483,10 +515,11 @@ class Worker:
             "sm_clock_mhz": reading and reading.get("sm_clock_mhz"),
         }
 
-    def start_loading_checks(self) -> None:
-        """Load the checks' GPU functions in a thread (``load_checks_ahead``), once."""
+    def start_loading_checks(self, *, after: Sequence[str] = (), mark: str | None = None) -> None:
+        """Make the GPU context and load the checks' GPU functions in a thread
+        (``load_checks_ahead``), once."""
         if self.loading is None and self.device != "cpu" and self.torch is not None:
-            self.loading = load_checks_ahead(self.torch)
+            self.loading = load_checks_ahead(self.torch, after=after, mark=mark)
 
     def join_loading(self) -> None:
         """Wait for the checks' functions, if they still load."""
@@ -619,6 +652,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slot", type=int, choices=[1, 2], default=1)
     parser.add_argument("--triton-key-dir", help="where Triton's key is kept between runs")
     parser.add_argument(
+        "--context-mark", help="a file to write once this worker's GPU context is made"
+    )
+    parser.add_argument(
+        "--context-after",
+        action="append",
+        default=[],
+        help="make the GPU context once this file exists (another worker's --context-mark)",
+    )
+    parser.add_argument(
         "--python-path",
         action="append",
         default=[],
@@ -641,7 +683,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             worker._torch()
             MARKS["torch_at"] = time.monotonic()
-            worker.start_loading_checks()
+            worker.start_loading_checks(after=args.context_after, mark=args.context_mark)
         except BaseException:
             traceback.print_exc()
             worker.torch = worker.nvml = None

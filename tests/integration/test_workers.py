@@ -166,6 +166,28 @@ def test_private_triton_cache_and_scrubbed_environment(tmp_path: Path) -> None:
     assert kept == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "1", "HOME": "/h"}
 
 
+def test_the_crossover_pair_makes_its_gpu_contexts_after_the_first_pair(tmp_path: Path) -> None:
+    """The first pair's workers mark their GPU contexts made; the crossover's second pair makes
+    its own after both marks (tests/gpu/test_zygote_gpu.py sees it on a GPU); on the CPU no
+    context, no marks."""
+    folder = tmp_path / "contexts" / "gpu3"
+    base, head = (
+        WorkerSpec(side=s, root=tmp_path, device="cuda", work_dir=tmp_path, gpu="3")
+        for s in ("base", "head")
+    )
+    second = WorkerSpec(
+        side="head", root=tmp_path, device="cuda", work_dir=tmp_path, gpu="3", slot=1, arm=1
+    )
+    assert base.context_args() == [f"--context-mark={folder / 'base'}"]
+    assert head.context_args() == [f"--context-mark={folder / 'head'}"]
+    assert second.context_args() == [
+        f"--context-after={folder / 'base'}",
+        f"--context-after={folder / 'head'}",
+    ]
+    cpu = WorkerSpec(side="head", root=tmp_path, device="cpu", work_dir=tmp_path, arm=1)
+    assert cpu.context_args() == []
+
+
 def test_failure_kinds_from_exceptions() -> None:
     from triton.runtime.errors import OutOfResources
 
