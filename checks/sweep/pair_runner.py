@@ -112,8 +112,8 @@ class PairRunner:
         warmed_early: Callable[[], bool] | None = None,
     ) -> None:
         """``warmed_early``: called once the workers answered, ends the GPU's early warm-up
-        (``checks.sweep.warmer``) and says whether it had the clock up; then the workers burn
-        only if it reads down."""
+        (``checks.sweep.warmer``) if it still runs and says whether it burnt; then the workers
+        burn only if they read the clock down."""
         if options.protocol.crossover != (crossed is not None):
             raise ValueError("crossover needs a second (base, head) pair, and only crossover")
         self.base, self.head = base, head

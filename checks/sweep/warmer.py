@@ -1,9 +1,13 @@
 """The bot's side of the early warm-up (``checks/worker/warmer.py``): one process per GPU that
 brings the clock up while the workers start, so their own warm-up finds it up and burns nothing.
 
-``Warmer.start`` launches them (``kernel-review bench`` first thing, beside the zygote);
-``stop(gpu)`` ends a GPU's once its workers answered, and says whether it was burning: only then
-may the workers skip their burn. A warmer that cannot burn (no CUDA driver library: another
+``Warmer.start`` launches them (``kernel-review bench`` first thing, beside the zygote). Each
+copies for ``BURN_S`` and ends, long before the workers make their GPU contexts: on the H200 the
+clock held at 85% of its maximum 0.30 s into the load from idle and stayed up through 8 s of
+idle (bench/results/h200/clock_ramp), and contexts made while another process kept the GPU
+busy took longer (bench/results/h200/start_diag/contexts.md). ``stop(gpu)`` ends a GPU's warmer
+if it still runs and says whether it burnt: only then may the workers skip their own burn, and
+only where they read the clock up. A warmer that cannot burn (no CUDA driver library: another
 vendor's GPU, or none) ends at once, and the workers warm the GPU themselves as without it.
 """
 
@@ -18,7 +22,7 @@ from pathlib import Path
 from checks.worker_env import device_env, end_session
 
 WARMER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "warmer.py"
-MAX_S = 60.0  # it stops by itself after this, whatever happens to the bot
+BURN_S = 0.6  # how long it copies, then ends by itself, whatever happens to the bot
 
 
 class Warmer:
@@ -32,7 +36,7 @@ class Warmer:
         work_dir: Path,
         *,
         python: str = sys.executable,
-        max_s: float = MAX_S,
+        max_s: float = BURN_S,
     ) -> Warmer:
         """One warmer per GPU (``None``: the first visible one); a GPU whose warmer cannot be
         launched has none."""
@@ -58,12 +62,12 @@ class Warmer:
         return cls(procs)
 
     def stop(self, gpu: str | None) -> bool:
-        """End ``gpu``'s warmer; whether it was burning until now (then the clock is up)."""
+        """End ``gpu``'s warmer if it still runs; whether it burnt (then the clock should be up,
+        which the workers read before they skip their own burn)."""
         got = self._procs.pop(gpu, None)  # one runner thread per GPU: each pops its own
         if got is None:
             return False
         proc, log_path = got
-        running = proc.poll() is None
         end_session(proc, wait=False)
         if proc.stdin is not None:  # its end of the pipe that would stop it, had the bot died
             with contextlib.suppress(OSError):
@@ -72,7 +76,7 @@ class Warmer:
             said = log_path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             said = ""
-        return running and "burning" in said.splitlines()
+        return "burning" in said.splitlines()
 
     def close(self) -> None:
         """End every warmer still running."""

@@ -261,8 +261,11 @@ def exercise(torch: Any, device: str) -> None:
     first check or recheck does not wait for their GPU functions to load (a GPU loads each on
     its first call: a fresh worker's first recheck took 0.2 s on the H200, later ones 0.01 s).
     Both ways of each: the short one, and the element-by-element one that an output with a NaN
-    or an infinity takes."""
+    or an infinity takes; and on a GPU the fill ``poison`` makes its blocks with."""
     g = torch.Generator(device=device).manual_seed(0)
+    if device != "cpu":  # what ``poison`` runs (not ``poison`` itself: it empties the cache)
+        torch.cuda.mem_get_info()
+        torch.empty(4096, dtype=torch.uint8, device=device).fill_(255)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         out = torch.randn(4096, generator=g, device=device, dtype=torch.float32).to(dtype)
         ref = out.clone()

@@ -4,9 +4,9 @@ driver, without torch.
 Started by ``checks.sweep.warmer`` as ``python -I -B -u warmer.py --max-s S`` with the GPU
 selected by ``CUDA_VISIBLE_DEVICES``, at a sweep's start (``kernel-review bench`` starts it first
 thing). It needs only the driver library, so it burns about 0.3 s after its launch, while the
-workers still import torch and make their contexts (2-2.5 s on the H200); each worker's own
-warm-up then finds the clock up and burns nothing. It copies until its standard input closes
-(the workers are up), or for ``--max-s`` at most, and runs no code but this.
+zygote still imports torch; each worker's own warm-up then finds the clock up and burns nothing.
+It copies for ``--max-s`` (the bot asks for a fraction of a second, which brings the clock up),
+or until its standard input closes, and runs no code but this.
 
 Prints one line when it burns (``burning``) and one when it cannot (``no warm-up: ...``, exit
 code 3): another vendor's GPU, no driver, no memory. Standard library only.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.sweep.warmer import Warmer, start_warmer
+from checks.sweep.warmer import BURN_S, Warmer, start_warmer
 
 STAND_IN = r"""
 #include <stdio.h>
@@ -91,14 +91,19 @@ def test_a_warmer_burns_until_stopped_and_says_it_had_the_gpu(
     assert calls[:4] == ["cuInit", "context", "alloc", "alloc"]
 
 
-def test_a_warmer_stops_by_itself_after_its_longest_time(stand_in: Path, tmp_path: Path) -> None:
-    """Whatever happens to the bot, the copies end: after ``max_s`` the warmer exits, and one
-    that ended is not taken for a warm GPU."""
-    warmer = Warmer.start([None], tmp_path, python=_python(tmp_path, stand_in), max_s=0.3)
+def test_a_warmer_ends_by_itself_after_its_burn(stand_in: Path, tmp_path: Path) -> None:
+    """Whatever happens to the bot, the copies end: after ``max_s`` (``BURN_S`` unless told)
+    the warmer exits, before the workers make their GPU contexts; one that burnt still counts
+    as a warm-up (the workers read the clock before they skip their own)."""
+    warmer = Warmer.start([None], tmp_path, python=_python(tmp_path, stand_in))
     proc = warmer._procs[None][0]
+    t0 = time.monotonic()
     assert proc.wait(timeout=20) == 0
-    assert "stopped after" in (tmp_path / "logs" / "warmer-gpu.log").read_text()
-    assert warmer.stop(None) is False
+    assert time.monotonic() - t0 < BURN_S + 10
+    said = (tmp_path / "logs" / "warmer-gpu.log").read_text().splitlines()
+    assert said[0] == "burning" and said[-1].startswith("stopped after"), said
+    assert warmer.stop(None) is True
+    assert warmer.stop(None) is False  # asked once: the second GPU thread of none
 
 
 @pytest.mark.parametrize("broken", ["no driver", "driver fails"])
