@@ -1,12 +1,15 @@
 """Where a run's start goes, outside the bot: fresh processes on this machine (one device call,
 about 60 s).
 
-    python3 bench/start_diag.py [--out DIR] [--reps 3]
+    python3 bench/start_diag.py [--out DIR] [--reps 3] [--parts imports,first_ops,nvml]
+        [--kept-key]
 
 ``imports``: a fresh ``python -I -B`` (the zygote's flags) importing torch and making Triton's
-key four ways, in turn, ``--reps`` times: torch alone, the key alone, torch with the key in a
-thread beside it (as the zygote does), torch then the key. Each prints when it had torch, the
-key and both, in seconds from its start.
+key five ways, in turn, ``--reps`` times: torch alone, the key alone, torch with the key in a
+thread beside it (as the zygote did until 8f08b96), torch then the key, the key then torch (as
+the zygote does since). Each prints when it had torch, the key and both, in seconds from its
+start. The key is Triton's own (``triton_key()``, a hash of its files), or with ``--kept-key``
+taken from a file an earlier process wrote (``checks/worker/triton_key.py``, as a run finds it).
 
 ``first_ops``: a fresh process that made its GPU context, then each GPU operation a case's first
 check and the worker's loading thread run (inputs from a seeded generator, a type conversion,
@@ -28,17 +31,25 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+WAYS = ("torch", "key", "thread", "sequential", "key_first")
 
 IMPORTS = r"""
 import sys, threading, time
 t0 = time.perf_counter(); m = {}
 def key():
-    from triton.runtime.cache import triton_key
-    triton_key(); m["key"] = time.perf_counter() - t0
+    if sys.argv[2]:  # a folder where the key is kept
+        sys.path.insert(0, sys.argv[3])
+        from checks.worker import triton_key as kept
+        kept.warm(sys.argv[2])
+    else:
+        from triton.runtime.cache import triton_key
+        triton_key()
+    m["key"] = time.perf_counter() - t0
 way = sys.argv[1]
 if way == "torch":
     import torch; m["torch"] = time.perf_counter() - t0
@@ -51,6 +62,9 @@ elif way == "thread":
 elif way == "sequential":
     import torch; m["torch"] = time.perf_counter() - t0
     key()
+elif way == "key_first":
+    key()
+    import torch; m["torch"] = time.perf_counter() - t0
 m["both"] = time.perf_counter() - t0
 import json; print(json.dumps({"way": way, **{k: round(v, 3) for k, v in m.items()}}))
 """
@@ -137,16 +151,20 @@ def main() -> int:
     ap.add_argument("--out", default="start_diag")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--parts", default="imports,first_ops,nvml", help="which, comma-separated")
+    ap.add_argument(
+        "--kept-key", action="store_true", help="imports: Triton's key taken from a kept file"
+    )
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if "imports" in parts:
-        run(IMPORTS, "torch")  # the page cache warm for all of them
+    key_dir = tempfile.mkdtemp(prefix="kept-key-") if args.kept_key else ""
+    if "imports" in parts:  # the page cache warm for all of them, and the key kept if asked
+        run(IMPORTS, "sequential", key_dir, str(ROOT))
     imports = []
     for _ in range(args.reps if "imports" in parts else 0):
-        for way in ("torch", "key", "thread", "sequential"):
-            imports.append(run(IMPORTS, way))
+        for way in WAYS:
+            imports.append(run(IMPORTS, way, key_dir, str(ROOT)))
             print(json.dumps(imports[-1]), flush=True)
     first = []
     for _ in range(2 if "first_ops" in parts else 0):
@@ -160,7 +178,7 @@ def main() -> int:
     (out / "first_ops.jsonl").write_text("".join(json.dumps(r) + "\n" for r in first))
     lines = ["# A run's start, outside the bot", "", "## Imports (s from the process's start)", ""]
     lines += ["| way | torch | key | both |", "|---|---|---|---|"]
-    for way in ("torch", "key", "thread", "sequential"):
+    for way in WAYS:
         got = [r for r in imports if r.get("way") == way]
         med = {
             k: statistics.median(r[k] for r in got) if got and k in got[0] else ""

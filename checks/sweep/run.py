@@ -34,7 +34,14 @@ from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
 from checks.sweep.summary import finalize, merge, recompute
 from checks.sweep.warmer import Warmer, start_warmer
-from checks.sweep.workers import Side, Timeouts, WorkerClient, WorkerFailure, WorkerSpec
+from checks.sweep.workers import (
+    Side,
+    Timeouts,
+    WorkerClient,
+    WorkerFailure,
+    WorkerSpec,
+    context_marks,
+)
 from checks.sweep.zygote import Zygote, by_default, start_zygote
 from checks.worker.timing import MAX_COPIES
 from checks.worker_env import default_memory_bytes
@@ -269,8 +276,7 @@ def run_sweep(
     ]
     startup["setup"] = time.monotonic() - t_setup
     run_notes = [*notes, *(n for n in setup_notes if n)]
-    # the marks of the workers' GPU contexts (``WorkerSpec.context_args``): none from before
-    shutil.rmtree(work_dir / "contexts", ignore_errors=True)
+    shutil.rmtree(context_marks(work_dir), ignore_errors=True)  # none from an earlier sweep
     wanted = options.zygote if options.zygote is not None else by_default(options.device)
     own_zygote = zygote is None and wanted
     if own_zygote:

@@ -58,6 +58,11 @@ class Timeouts(BaseModel):
     env_s: float = Field(default=120.0, gt=0)
 
 
+def context_marks(work_dir: Path) -> Path:
+    """Where a sweep's workers mark their GPU contexts made (``WorkerSpec.context_args``)."""
+    return work_dir / "contexts"
+
+
 @dataclass
 class WorkerSpec:
     side: Side
@@ -93,7 +98,7 @@ class WorkerSpec:
         slower, and the first case's check needs only the first pair's."""
         if self.device == "cpu":
             return []
-        folder = self.work_dir / "contexts" / f"gpu{self.gpu if self.gpu is not None else ''}"
+        folder = context_marks(self.work_dir) / f"gpu{self.gpu if self.gpu is not None else ''}"
         if self.arm == 0:
             return [f"--context-mark={folder / self.side}"]
         return [f"--context-after={folder / side}" for side in ("base", "head")]

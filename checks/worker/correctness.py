@@ -110,9 +110,14 @@ def poison(reference_outputs: list[Any]) -> None:
         free, _ = torch.cuda.mem_get_info(ref.device)
         count = max(1, min(64, max(2, (64 * 2**20) // nbytes), (free // 3) // nbytes))
         for _ in range(count):
-            blocks.append(torch.empty(nbytes, dtype=torch.uint8, device=ref.device).fill_(255))
+            blocks.append(_nan_block(torch, nbytes, ref.device))
     torch.cuda.synchronize()
     del blocks  # back to the caching allocator's free lists, NaN bytes and all
+
+
+def _nan_block(torch: Any, nbytes: int, device: Any) -> Any:
+    """``nbytes`` of 0xFF bytes on ``device``: NaN in every float type ``poison`` covers."""
+    return torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(255)
 
 
 def tolerance_problem(name: str, value: float | None) -> str:
@@ -265,7 +270,7 @@ def exercise(torch: Any, device: str) -> None:
     g = torch.Generator(device=device).manual_seed(0)
     if device != "cpu":  # what ``poison`` runs (not ``poison`` itself: it empties the cache)
         torch.cuda.mem_get_info()
-        torch.empty(4096, dtype=torch.uint8, device=device).fill_(255)
+        _nan_block(torch, 4096, device)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         out = torch.randn(4096, generator=g, device=device, dtype=torch.float32).to(dtype)
         ref = out.clone()

@@ -103,7 +103,7 @@ def test_a_warmer_ends_by_itself_after_its_burn(stand_in: Path, tmp_path: Path) 
     said = (tmp_path / "logs" / "warmer-gpu.log").read_text().splitlines()
     assert said[0] == "burning" and said[-1].startswith("stopped after"), said
     assert warmer.stop(None) is True
-    assert warmer.stop(None) is False  # asked once: the second GPU thread of none
+    assert warmer.stop(None) is False  # the first call took it: a second finds no warmer
 
 
 @pytest.mark.parametrize("broken", ["no driver", "driver fails"])
