@@ -84,7 +84,7 @@ def traced_fork(self, *a, **k):
     try:
         return fork(self, *a, **k)
     finally:
-        events.append({"zygote": dict(self.marks), "fork": "worker", "t0": t0, "t1": time.monotonic()})
+        events.append({"zygote": dict(self.marks), "bytecode": self.bytecode, "fork": "worker", "t0": t0, "t1": time.monotonic()})
 def traced_fork_job(self, *a, **k):
     t0 = time.monotonic()
     try:
@@ -221,6 +221,7 @@ def analyse(data: dict[str, Any]) -> dict[str, Any]:
         if zygote_marks
         else {}
     )
+    bytecode = next((e["bytecode"] for e in data["events"] if e.get("bytecode")), "")
     forks = [
         (e["fork"], round(e["t0"] - start, 3), round(e["t1"] - start, 3))
         for e in sorted(data["events"], key=lambda e: e.get("t0", 0.0))
@@ -229,6 +230,7 @@ def analyse(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "rc": data["rc"],
         "zygote": zygote,
+        "bytecode": bytecode,
         "forks": forks,
         "starts": starts,
         "first_check_at": first_check_at,
@@ -296,7 +298,8 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             lines += [
                 "",
                 "The zygote, seconds after the run's start: "
-                + ", ".join(f"{k} {v}" for k, v in r["zygote"].items()),
+                + ", ".join(f"{k} {v}" for k, v in r["zygote"].items())
+                + (f" (torch's bytecode: {r['bytecode']})" if r.get("bytecode") else ""),
             ]
         if r.get("forks"):
             lines += [

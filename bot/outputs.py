@@ -57,6 +57,18 @@ def triton_key_dir() -> Path:
     return cache_root() / "triton-key"
 
 
+BYTECODE_SWITCH = "KERNEL_REVIEW_BYTECODE_CACHE"
+
+
+def bytecode_dir() -> Path | None:
+    """Where the zygote keeps torch's and Triton's compiled bytecode between runs, for an
+    installation that ships none (``checks/worker/bytecode.py``); None when
+    ``KERNEL_REVIEW_BYTECODE_CACHE=0`` turned that off."""
+    if os.environ.get(BYTECODE_SWITCH, "").strip() == "0":
+        return None
+    return cache_root() / "bytecode"
+
+
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """``1 case``, ``2 cases``; ``many`` for a plural that is not noun + s."""
     return f"{count} {noun if count == 1 else many or noun + 's'}"

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.outputs import triton_key_dir
+from bot.outputs import bytecode_dir, triton_key_dir
 from checks.job_process import JobProcess
 from checks.worker_env import default_memory_bytes, device_env, end_session, prctl
 
@@ -40,6 +40,13 @@ PR_SET_CHILD_SUBREAPER = 36
 def _subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants; False where Linux says no."""
     return prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def _bytecode_args() -> list[str]:
+    """Where the zygote keeps torch's bytecode when its installation has none; nothing when
+    that is turned off."""
+    folder = bytecode_dir()
+    return ["--bytecode-dir", str(folder)] if folder is not None else []
 
 
 def by_default(device: str) -> bool:
@@ -119,6 +126,8 @@ class Zygote:
         # when its program began, had imported, had loaded the worker program
         # (``checks/worker/zygote.py``'s ``MARKS``)
         self.marks: dict[str, float] = {"spawned_at": time.monotonic()}
+        # where its imports' bytecode came from (``checks/worker/bytecode.py``), once it answered
+        self.bytecode = ""
 
     @classmethod
     def start(cls, kind: ZygoteKind, env: dict[str, str], work_dir: Path) -> Zygote:
@@ -145,6 +154,7 @@ class Zygote:
                         str(triton_key_dir()),
                         "--utils-dir",  # Triton's driver utilities, built once for the sweep
                         str(work_dir / "triton-utils"),
+                        *_bytecode_args(),
                     ],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
@@ -215,6 +225,7 @@ class Zygote:
             pid = answer.get("pid")
             if not isinstance(pid, int) or pid <= 0:
                 return None, str(answer.get("error") or "no process")
+            self.bytecode = str(answer.get("bytecode") or "")
             marks = answer.get("marks")
             if isinstance(marks, dict):
                 self.marks.update(

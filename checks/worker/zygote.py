@@ -3,7 +3,8 @@
 Started by ``checks.sweep.zygote`` as ``python -I -B -u zygote.py --sock-fd N --memory-bytes M``
 in a worker's scrubbed environment, at the start of a sweep (``kernel-review bench`` starts it
 first thing, so its imports overlap the command's own work). It sets a worker's memory cap
-first, imports Triton with its key (the hash of its own files every compile and cache lookup
+first, keeps the toolchain's bytecode where torch's installation ships none (``bytecode.py``:
+written during these imports only, read on every later run), imports Triton with its key (the hash of its own files every compile and cache lookup
 needs), torch and the worker program, and then, for each request on its socket (a JSON
 message and the worker's two pipe ends), forks a worker that takes the request's environment,
 folder and log and runs ``main.py``'s ``main`` with the request's arguments. Each worker then
@@ -52,6 +53,9 @@ PR_SET_DUMPABLE = 4
 MARKS: dict[str, float] = {}
 # the driver utilities' build (``driver_utils.py``): its process and the folder it builds into
 UTILS: dict[str, Any] = {}
+# where the toolchain's bytecode came from (``bytecode.py``'s ``keep``: kept, installed, off,
+# absent) and the folder when kept; every fork's answer carries the first
+BYTECODE: dict[str, str] = {"came": "off", "folder": ""}
 
 
 def _undumpable() -> None:
@@ -83,19 +87,29 @@ def _load(stem: str) -> Any:
     return module
 
 
+def _bytecode(folder: str | None) -> None:
+    """Keep the toolchain's bytecode in ``folder`` where torch ships none (``bytecode.py``):
+    written while this process imports, read by every process started or forked after."""
+    BYTECODE["came"] = _load("bytecode").keep(folder)
+    BYTECODE["folder"] = folder if BYTECODE["came"] == "kept" and folder else ""
+
+
 def _build_utils(folder: str | None) -> None:
     """Start building Triton's driver utilities into ``folder`` (``driver_utils.py``), beside
-    this process's imports; not for the CPU (Triton's interpreter has no driver) nor on a machine
-    whose GPU vendor its device nodes do not tell."""
+    this process's imports, reading the kept bytecode (never writing it); not for the CPU
+    (Triton's interpreter has no driver) nor on a machine whose GPU vendor its device nodes do
+    not tell."""
     vendor = _load("driver_utils").vendor_of_machine()
     if folder is None or vendor is None or os.environ.get("TRITON_INTERPRET") == "1":
         return
+    kept = BYTECODE["folder"]
     with contextlib.suppress(OSError):
         UTILS["proc"] = subprocess.Popen(
             [
                 sys.executable,
                 "-I",
                 "-B",
+                *(("-X", f"pycache_prefix={kept}") if kept else ()),
                 os.path.join(_HERE, "driver_utils.py"),
                 "--vendor",
                 vendor,
@@ -218,7 +232,7 @@ def serve(sock: socket.socket, program: Any) -> None:
             pid = _fork(sock, request, fds, program)
             if pid <= 0:
                 raise OSError("the process could not be forked")
-            answer: dict[str, Any] = {"pid": pid, "marks": MARKS}
+            answer: dict[str, Any] = {"pid": pid, "marks": MARKS, "bytecode": BYTECODE["came"]}
         except Exception as exc:
             answer = {"error": f"{type(exc).__name__}: {exc}"}
         finally:
@@ -234,18 +248,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-bytes", type=int, default=0, help="the workers' cap; 0: none")
     parser.add_argument("--triton-key-dir", help="where Triton's key is kept between runs")
     parser.add_argument("--utils-dir", help="where to build Triton's driver utilities once")
+    parser.add_argument("--bytecode-dir", help="where to keep torch's bytecode if it ships none")
     args = parser.parse_args(argv)
     _cap(args.memory_bytes)
     _undumpable()
     t0 = MARKS["main_at"] = time.monotonic()
+    _bytecode(args.bytecode_dir)
     _build_utils(args.utils_dir)
     key = _imports(args.triton_key_dir)
     MARKS["imported_at"] = time.monotonic()
     program = _load("main")
     MARKS["program_at"] = time.monotonic()
+    _load("bytecode").stop_writing()  # before any checkout's code: nothing of it is kept
     print(
         f"imports done in {time.monotonic() - t0:.2f} s, at {time.monotonic():.3f} (monotonic); "
-        f"Triton's key {key}"
+        f"Triton's key {key}; bytecode {BYTECODE['came']}"
     )
     sock = socket.socket(fileno=args.sock_fd)
     serve(sock, program)

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.outputs import bytecode_dir
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
 from checks.sweep.zygote import Forked, Zygote, start_zygote
+from checks.worker.bytecode import ships_bytecode
 from tests.integration.test_worker_isolation import _alive
 from tests.integration.test_workers import FAST, SHAPE, STANDINS
 
@@ -54,6 +56,17 @@ def test_a_forked_worker_is_ours_in_its_own_session_with_its_env_folder_log_and_
         # Triton and its key, then torch, in turn
         assert m["main_at"] <= m["key_at"] <= m["torch_at"] <= m["imported_at"]
         assert m["program_at"] <= time.monotonic()
+        # torch's bytecode: its own where the installation ships it, else kept between runs
+        if ships_bytecode("torch"):
+            assert zygote.bytecode == "installed"
+        else:
+            import torch
+
+            assert zygote.bytecode == "kept"
+            folder = bytecode_dir()
+            assert folder is not None
+            kept = folder / Path(torch.__file__).parent.relative_to("/") / "__pycache__"
+            assert any(kept.glob("__init__.*.pyc"))
         pid = w.proc.pid
         fields = _stat(pid)
         assert int(fields[1]) == os.getpid()  # reparented here: waited for like any child
