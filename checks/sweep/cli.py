@@ -99,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--block-ms",
         type=_positive_ms,
-        help="timed work per block in ms, > 0 (default 1.5; 5 without crossover; cpu 2)",
+        help="timed work per block in ms, > 0 (default 1.0; 5 without crossover; cpu 2)",
     )
     p.add_argument(
         "--max-rounds",

@@ -79,15 +79,17 @@ def default_protocol(
     block_ms: float | None = None,
     max_rounds: int | None = None,
 ) -> ProtocolConfig:
-    """The protocol a sweep runs by default: on a GPU crossover, with 1.5 ms blocks (most cases
+    """The protocol a sweep runs by default: on a GPU crossover, with 1.0 ms blocks (most cases
     decide at the first look, whose units of four 2.5 ms blocks gave intervals far inside a 1%
-    tolerance; with 1.5 ms a sweep's rounds took a fifth less time on the H200,
-    bench/results/h200/cost_side_by_side); without crossover 5 ms; on the CPU (plumbing,
-    labelled CPU timing) one pair, 2 ms blocks, fewer rounds. ``None`` keeps a default."""
+    tolerance; 1.5 ms blocks took a fifth less time than 2.5 ms, and 1.0 ms blocks cut a run's
+    rounds from 1.9-2.4 s to 1.2 s on the H200 with all 64 verdicts on identical code SAME at
+    1%, bench/results/h200/cost_side_by_side/arms_2c0e47b); without crossover 5 ms; on the CPU
+    (plumbing, labelled CPU timing) one pair, 2 ms blocks, fewer rounds. ``None`` keeps a
+    default."""
     cpu = device == "cpu"
     cross = (not cpu) if crossover is None else crossover
     return ProtocolConfig(
-        block_ms=block_ms or (2.0 if cpu else 1.5 if cross else 5.0),
+        block_ms=block_ms or (2.0 if cpu else 1.0 if cross else 5.0),
         max_rounds=max_rounds or (40 if cpu else 200),
         max_case_seconds=10.0 if cpu else 30.0,
         crossover=cross,
