@@ -329,22 +329,38 @@ print(json.dumps({"pairs": pairs, "in_process_s": time.monotonic() - t0}))
 """
 
 
-def dobench_all_in(repo: Path, shapes: dict[str, list[list[int]]]) -> dict[str, Any]:
+def dobench_all_in(
+    repo: Path, shapes: dict[str, list[list[int]]], *, bytecode: Path | None = None
+) -> dict[str, Any]:
     """The alternative as a user runs it, whole: a fresh process that imports torch, makes each
     served shape's inputs for two sides, checks each against its reference once (which compiles
-    it) and times both with do_bench at its defaults; wall time from the process's start."""
+    it) and times both with do_bench at its defaults; wall time from the process's start.
+    ``bytecode``: the process keeps its modules' compiled bytecode in that folder (read, and
+    written where missing), as a Python that writes bytecode would beside the sources; for an
+    installation that ships none, what do_bench costs once a user's Python kept it."""
+    env = None
+    prefix: list[str] = []
+    if bytecode is not None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        prefix = ["-X", f"pycache_prefix={bytecode}"]
     t0 = time.monotonic()
     p = subprocess.run(
-        [sys.executable, "-c", DOBENCH_ALL_IN, str(repo), json.dumps(shapes)],
+        [sys.executable, *prefix, "-c", DOBENCH_ALL_IN, str(repo), json.dumps(shapes)],
         capture_output=True,
         text=True,
         timeout=300,
+        env=env,
     )
     wall = time.monotonic() - t0
     if p.returncode != 0:
         return {"error": p.stderr[-2000:], "wall_s": wall}
     got = json.loads(p.stdout.strip().splitlines()[-1])
-    return {**got, "wall_s": wall, "per_pair_s": wall / max(1, got["pairs"])}
+    return {
+        **got,
+        "wall_s": wall,
+        "per_pair_s": wall / max(1, got["pairs"]),
+        "bytecode_kept": bytecode is not None,
+    }
 
 
 # ---------------------------------------------------------------------------------- the parts
@@ -390,6 +406,13 @@ def part1(ctx: dict[str, Any]) -> dict[str, Any]:
             if fits(deadline, 40, skipped, "do_bench all in"):
                 all_in.append(dobench_all_in(repo, ctx["shapes"]))
                 log(f"do_bench all in: {all_in[-1]}")
+        # and as it costs once the user's Python kept its bytecode: the first run writes it
+        kept = Path(tempfile.mkdtemp(prefix="dobench-bytecode-"))
+        for i in range(3):
+            if fits(deadline, 40, skipped, "do_bench all in, bytecode kept"):
+                got = dobench_all_in(repo, ctx["shapes"], bytecode=kept)
+                all_in.append({**got, "bytecode_written": i == 0})
+                log(f"do_bench all in, bytecode kept: {all_in[-1]}")
         local = Local(repo, device)
         for name, shapes in ctx["shapes"].items():
             for shape in shapes:
@@ -580,7 +603,11 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         one_exact = slower == marked
     every = [r for r in [*aa, *runs.values()] if r.get("gpu_s_per_verdict_all_in")]
     db = [p for d in p1.get("dobench", []) for p in d["pairs"]]
-    db_all = [d["per_pair_s"] for d in p1.get("dobench_all_in", []) if d.get("per_pair_s")]
+    all_in = [d for d in p1.get("dobench_all_in", []) if d.get("per_pair_s")]
+    db_all = [d["per_pair_s"] for d in all_in if not d.get("bytecode_kept")]
+    db_kept = [
+        d["per_pair_s"] for d in all_in if d.get("bytecode_kept") and not d["bytecode_written"]
+    ]
     case_s = [x for r in every for x in r.get("case_gpu_s") or [] if x is not None]
     held = [
         r["sweep_held_gpu_s_per_verdict"] for r in every if r.get("sweep_held_gpu_s_per_verdict")
@@ -637,6 +664,12 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         "gpu_s_per_case_median": statistics.median(case_s) if case_s else None,
         "dobench_gpu_s_per_pair": statistics.median(p["wall_s"] for p in db) if db else None,
         "dobench_all_in_gpu_s_per_pair": statistics.median(db_all) if db_all else None,
+        # the same once its Python kept torch's bytecode (where the installation ships none)
+        "dobench_all_in_bytecode_kept_gpu_s_per_pair": statistics.median(db_kept)
+        if db_kept
+        else None,
+        # this command's first run in the call: on a fresh machine it wrote the bytecode
+        "gpu_s_per_verdict_all_in_first_run": aa[0].get("gpu_s_per_verdict_all_in") if aa else None,
         "startup_s_median": {
             k: statistics.median(
                 r["startup_s"][k] for r in every if (r.get("startup_s") or {}).get(k) is not None
@@ -714,6 +747,8 @@ def markdown(s: dict[str, Any]) -> str:
         f"| per case (check, prepare, rounds, recheck), GPU-s, median over every verdict | {_num(s.get('gpu_s_per_case_median'))} |",
         f"| do_bench at defaults, GPU-s per pair (the two calls only) | {_num(s['dobench_gpu_s_per_pair'])} |",
         f"| do_bench all in (fresh process: import, inputs, check, both calls) / served shapes | {_num(s.get('dobench_all_in_gpu_s_per_pair'))} |",
+        f"| the same, its Python keeping torch's bytecode (the runs after the one that wrote it) | {_num(s.get('dobench_all_in_bytecode_kept_gpu_s_per_pair'))} |",
+        f"| all-in GPU-s per verdict, this call's first run (on a fresh machine: the bytecode written) | {_num(s.get('gpu_s_per_verdict_all_in_first_run'))} |",
         "| start-up before the first case, median s | "
         + ", ".join(f"{k} {_num(v)}" for k, v in (s.get("startup_s_median") or {}).items())
         + " |",
