@@ -748,7 +748,7 @@ def markdown(s: dict[str, Any]) -> str:
         f"| do_bench at defaults, GPU-s per pair (the two calls only) | {_num(s['dobench_gpu_s_per_pair'])} |",
         f"| do_bench all in (fresh process: import, inputs, check, both calls) / served shapes | {_num(s.get('dobench_all_in_gpu_s_per_pair'))} |",
         f"| the same, its Python keeping torch's bytecode (the runs after the one that wrote it) | {_num(s.get('dobench_all_in_bytecode_kept_gpu_s_per_pair'))} |",
-        f"| all-in GPU-s per verdict, this call's first run (on a fresh machine: the bytecode written) | {_num(s.get('gpu_s_per_verdict_all_in_first_run'))} |",
+        f"| all-in GPU-s per verdict, the call's first run (a fresh machine; a tree that keeps torch's bytecode writes it then) | {_num(s.get('gpu_s_per_verdict_all_in_first_run'))} |",
         "| start-up before the first case, median s | "
         + ", ".join(f"{k} {_num(v)}" for k, v in (s.get("startup_s_median") or {}).items())
         + " |",
