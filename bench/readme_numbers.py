@@ -37,12 +37,20 @@ def sentence(s: dict[str, Any]) -> str:
         f"    All in (the GPU held from the command's start, per verdict): {_n(s['gpu_s_per_verdict_all_in_median'])} "
         f"GPU-s, {_n(s.get('gpu_s_per_case_median'))} per case once started, against "
         f"{_n(s['dobench_gpu_s_per_pair'])} GPU-s per do_bench pair\n"
-        f"    (its two calls only; {_n(s.get('dobench_all_in_gpu_s_per_pair'))} all in, from a fresh process); "
+        f"    (its two calls only; {_n(s.get('dobench_all_in_gpu_s_per_pair'))} all in, from a fresh process{_kept(s)}); "
         f"first verdict {_n(s.get('time_to_first_verdict_own_repo_median_s'), '{:.1f}')} s after the start\n"
         f"    (fixture {_n(s['time_to_first_verdict_s'], '{:.1f}')} s with its C++ kernels to build, "
         f"{_n(s.get('time_to_first_verdict_warm_s'), '{:.1f}')} s once built); the fixture's measure job "
         + ("did not finish within its limit." if job is None else f"{job:.0f} s{_split(s)}.")
     )
+
+
+def _kept(s: dict[str, Any]) -> str:
+    """do_bench all in once its Python kept torch's bytecode, where the call measured it."""
+    kept = s.get("dobench_all_in_bytecode_kept_gpu_s_per_pair")
+    if kept is None:
+        return ""
+    return f", {_n(kept)} once its Python kept torch's bytecode as kernel-review does"
 
 
 def _split(s: dict[str, Any]) -> str:
