@@ -62,7 +62,7 @@ BYTECODE_SWITCH = "KERNEL_REVIEW_BYTECODE_CACHE"
 
 def bytecode_dir() -> Path | None:
     """Where the zygote keeps torch's and Triton's compiled bytecode between runs, for an
-    installation that ships none (``checks/worker/bytecode.py``); None when
+    installation that ships none (``checks/worker/zygote.py``'s ``keep_bytecode``); None when
     ``KERNEL_REVIEW_BYTECODE_CACHE=0`` turned that off."""
     if os.environ.get(BYTECODE_SWITCH, "").strip() == "0":
         return None

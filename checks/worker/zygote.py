@@ -3,7 +3,7 @@
 Started by ``checks.sweep.zygote`` as ``python -I -B -u zygote.py --sock-fd N --memory-bytes M``
 in a worker's scrubbed environment, at the start of a sweep (``kernel-review bench`` starts it
 first thing, so its imports overlap the command's own work). It sets a worker's memory cap
-first, keeps the toolchain's bytecode where torch's installation ships none (``bytecode.py``:
+first, keeps the toolchain's bytecode where torch's installation ships none (``keep_bytecode``:
 written during these imports only, read on every later run), imports Triton with its key (the hash of its own files every compile and cache lookup
 needs), torch and the worker program, and then, for each request on its socket (a JSON
 message and the worker's two pipe ends), forks a worker that takes the request's environment,
@@ -53,8 +53,8 @@ PR_SET_DUMPABLE = 4
 MARKS: dict[str, float] = {}
 # the driver utilities' build (``driver_utils.py``): its process and the folder it builds into
 UTILS: dict[str, Any] = {}
-# where the toolchain's bytecode came from (``bytecode.py``'s ``keep``: kept, installed, off,
-# absent) and the folder when kept; every fork's answer carries the first
+# where the toolchain's bytecode came from (``keep_bytecode``: kept, installed, off, absent) and
+# the folder when kept; every fork's answer carries the first
 BYTECODE: dict[str, str] = {"came": "off", "folder": ""}
 
 
@@ -87,10 +87,65 @@ def _load(stem: str) -> Any:
     return module
 
 
+# ------------------------------------------------------------------------------ kept bytecode
+#
+# An image built with ``PYTHONDONTWRITEBYTECODE`` or ``pip install --no-compile`` has no ``.pyc``
+# beside torch's sources, and every process that imports torch compiles about a thousand modules
+# first: on the H200 machine (torch 2.11, 0 of its 2141 modules compiled) ``import torch`` took
+# 3.2-4.0 s a process, most of a run's start. Where torch has no bytecode of its own, Python
+# reads and writes bytecode in kernel-review's folder (``sys.pycache_prefix``, a tree mirroring
+# the sources' paths) while this process imports, and the writing ends before any checkout's code
+# is imported or run; a forked worker reads it. Where torch ships its bytecode nothing changes: a
+# prefix would hide it. Python checks each kept file against its source's size and time, so a
+# changed installation recompiles what changed. The measured code runs as the same user and can
+# write this folder as it can write the installation itself (``SECURITY.md``);
+# ``KERNEL_REVIEW_BYTECODE_CACHE=0`` turns it off (``bot.outputs.bytecode_dir``: no folder given).
+
+
+def ships_bytecode(module: str) -> bool | None:
+    """Whether ``module``'s own source has compiled bytecode beside it (in its ``__pycache__``);
+    None where the module is not found or is not Python source."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    origin = spec.origin if spec is not None else None
+    if not origin or not origin.endswith(".py"):
+        return None
+    prefix, sys.pycache_prefix = sys.pycache_prefix, None
+    try:
+        return os.path.exists(importlib.util.cache_from_source(origin))
+    finally:
+        sys.pycache_prefix = prefix
+
+
+def keep_bytecode(folder: str | None, module: str = "torch") -> str:
+    """Read and write bytecode in ``folder`` from now on when ``module`` ships none. What was
+    done: ``kept`` (``folder`` in use, written while this process imports), ``installed``
+    (``module`` has its own bytecode), ``off`` (no folder), ``absent`` (``module`` is not
+    installed as source)."""
+    if not folder:
+        return "off"
+    ships = ships_bytecode(module)
+    if ships is None:
+        return "absent"
+    if ships:
+        return "installed"
+    with contextlib.suppress(OSError):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    sys.pycache_prefix = folder
+    sys.dont_write_bytecode = False
+    return "kept"
+
+
+def stop_writing_bytecode() -> None:
+    """From now on kept bytecode is only read: what this process imports next (a checkout's
+    modules, a test's) is not written into the folder."""
+    sys.dont_write_bytecode = True
+
+
 def _bytecode(folder: str | None) -> None:
-    """Keep the toolchain's bytecode in ``folder`` where torch ships none (``bytecode.py``):
-    written while this process imports, read by every process started or forked after."""
-    BYTECODE["came"] = _load("bytecode").keep(folder)
+    BYTECODE["came"] = keep_bytecode(folder)
     BYTECODE["folder"] = folder if BYTECODE["came"] == "kept" and folder else ""
 
 
@@ -259,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     MARKS["imported_at"] = time.monotonic()
     program = _load("main")
     MARKS["program_at"] = time.monotonic()
-    _load("bytecode").stop_writing()  # before any checkout's code: nothing of it is kept
+    stop_writing_bytecode()  # before any checkout's code: nothing of it is kept
     print(
         f"imports done in {time.monotonic() - t0:.2f} s, at {time.monotonic():.3f} (monotonic); "
         f"Triton's key {key}; bytecode {BYTECODE['came']}"

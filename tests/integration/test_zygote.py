@@ -17,7 +17,7 @@ import pytest
 from bot.outputs import bytecode_dir
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
 from checks.sweep.zygote import Forked, Zygote, start_zygote
-from checks.worker.bytecode import ships_bytecode
+from checks.worker.zygote import ships_bytecode
 from tests.integration.test_worker_isolation import _alive
 from tests.integration.test_workers import FAST, SHAPE, STANDINS
 

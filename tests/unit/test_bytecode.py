@@ -1,4 +1,4 @@
-"""Kept bytecode (``checks/worker/bytecode.py``), in fresh ``python -I -B`` processes (the
+"""Kept bytecode (``checks/worker/zygote.py``'s ``keep_bytecode``), in fresh ``python -I -B`` processes (the
 zygote's flags) on a package written without any: the first process writes its bytecode into the
 folder while it imports, a later one reads it from there, nothing imported after
 ``stop_writing`` is kept, and a package that ships its own bytecode, or no folder (what the
@@ -16,19 +16,19 @@ import pytest
 
 from bot.outputs import BYTECODE_SWITCH, bytecode_dir
 from checks.sweep.zygote import _bytecode_args
-from checks.worker import bytecode
+from checks.worker import zygote
 
-HERE = Path(bytecode.__file__).resolve().parent
+ZYGOTE = Path(zygote.__file__).resolve()
 
 PROGRAM = textwrap.dedent(
     """
     import importlib.util, json, sys
-    spec = importlib.util.spec_from_file_location("bytecode", sys.argv[1])
-    bc = importlib.util.module_from_spec(spec); spec.loader.exec_module(bc)
+    spec = importlib.util.spec_from_file_location("zygote", sys.argv[1])
+    z = importlib.util.module_from_spec(spec); spec.loader.exec_module(z)
     sys.path.insert(0, sys.argv[2])
-    came = bc.keep(sys.argv[3] or None, "toolpkg")
+    came = z.keep_bytecode(sys.argv[3] or None, "toolpkg")
     import toolpkg
-    bc.stop_writing()
+    z.stop_writing_bytecode()
     import checkout_code
     print(json.dumps({"came": came, "prefix": sys.pycache_prefix,
                       "cached": toolpkg.__cached__, "value": toolpkg.VALUE + checkout_code.VALUE}))
@@ -53,7 +53,7 @@ def _run(src: Path, folder: Path | None) -> dict[str, object]:
             "-B",
             "-c",
             PROGRAM,
-            str(HERE / "bytecode.py"),
+            str(ZYGOTE),
             str(src),
             str(folder or ""),
         ],
@@ -118,6 +118,6 @@ def test_the_switch_gives_the_zygote_no_folder(
 
 
 def test_ships_bytecode_says_none_for_a_module_that_is_not_python_source() -> None:
-    assert bytecode.ships_bytecode("no_such_module_here") is None
-    assert bytecode.ships_bytecode("sys") is None  # built in
-    assert bytecode.ships_bytecode("json") in (True, False)
+    assert zygote.ships_bytecode("no_such_module_here") is None
+    assert zygote.ships_bytecode("sys") is None  # built in
+    assert zygote.ships_bytecode("json") in (True, False)
