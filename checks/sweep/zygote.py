@@ -126,7 +126,8 @@ class Zygote:
         # when its program began, had imported, had loaded the worker program
         # (``checks/worker/zygote.py``'s ``MARKS``)
         self.marks: dict[str, float] = {"spawned_at": time.monotonic()}
-        # where its imports' bytecode came from (``checks/worker/zygote.py``'s ``keep_bytecode``), once it answered
+        # where its imports' bytecode came from (``checks/worker/zygote.py``'s
+        # ``keep_bytecode``), once it answered
         self.bytecode = ""
 
     @classmethod
