@@ -5,11 +5,11 @@ in a worker's scrubbed environment, at the start of a sweep (``kernel-review ben
 first thing, so its imports overlap the command's own work). It sets a worker's memory cap
 first, keeps the toolchain's bytecode where torch's installation ships none (``keep_bytecode``:
 written during these imports only, read on every later run), imports Triton with its key (the
-hash of its own files every compile and cache lookup needs), torch and the worker program, and then, for each request on its socket (a JSON
-message and the worker's two pipe ends), forks a worker that takes the request's environment,
-folder and log and runs ``main.py``'s ``main`` with the request's arguments. Each worker then
-only makes its GPU context: four workers that each imported torch side by side took 2.0-2.5 s on
-the H200.
+hash of its own files every compile and cache lookup needs), torch and the worker program,
+and then, for each request on its socket (a JSON message and the worker's two pipe ends), forks
+a worker that takes the request's environment, folder and log and runs ``main.py``'s ``main``
+with the request's arguments. Each worker then only makes its GPU context: four workers that
+each imported torch side by side took 2.0-2.5 s on the H200.
 Triton's driver utilities are built once, beside the imports (``driver_utils.py``), and copied
 into the Triton cache of every process forked once they are.
 A request with a ``module`` and no descriptors forks one of the bot's helper programs instead
