@@ -42,7 +42,7 @@ from checks.sweep.workers import (
     WorkerSpec,
     context_marks,
 )
-from checks.sweep.zygote import Zygote, by_default, start_zygote
+from checks.sweep.zygote import Zygote, by_default, bytecode_note, start_zygote
 from checks.worker.timing import MAX_COPIES
 from checks.worker_env import default_memory_bytes
 
@@ -353,6 +353,8 @@ def run_sweep(
             warmer.close()
     if zygote is not None and zygote.note:
         run_notes.append(f"workers started one by one, not forked from the zygote: {zygote.note}")
+    if zygote is not None and bytecode_note(zygote.bytecode):
+        run_notes.append(bytecode_note(zygote.bytecode))
     wrapup: dict[str, float] = {}
     if helpers is not None:
         t_helpers = time.monotonic()

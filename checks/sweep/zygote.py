@@ -49,6 +49,20 @@ def _bytecode_args() -> list[str]:
     return ["--bytecode-dir", str(folder)] if folder is not None else []
 
 
+def bytecode_note(came: str) -> str:
+    """What a run says when its zygote found torch without compiled bytecode and had to write
+    it (``came``: the zygote's answer, ``checks/worker/zygote.py``'s ``keep_bytecode``); ''
+    otherwise."""
+    if came != "written":
+        return ""
+    return (
+        "torch has no compiled bytecode on this machine: this run compiled its modules (seconds "
+        "of its start) and kept them for the next runs in kernel-review's cache folder; a runner "
+        "that starts each job afresh pays that every time, so build its image with bytecode "
+        "(docs/repository-settings.md)"
+    )
+
+
 def by_default(device: str) -> bool:
     """Whether a sweep forks its workers from a zygote when not told: on a GPU, where every
     worker imports torch and Triton at its start; not on the CPU, where a worker imports them

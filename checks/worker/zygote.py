@@ -53,8 +53,8 @@ PR_SET_DUMPABLE = 4
 MARKS: dict[str, float] = {}
 # the driver utilities' build (``driver_utils.py``): its process and the folder it builds into
 UTILS: dict[str, Any] = {}
-# where the toolchain's bytecode came from (``keep_bytecode``: kept, installed, off, absent) and
-# the folder when kept; every fork's answer carries the first
+# where the toolchain's bytecode came from (``keep_bytecode``: kept, written, installed, off,
+# absent) and the folder when kept or written; every fork's answer carries the first
 BYTECODE: dict[str, str] = {"came": "off", "folder": ""}
 
 
@@ -121,9 +121,10 @@ def ships_bytecode(module: str) -> bool | None:
 
 def keep_bytecode(folder: str | None, module: str = "torch") -> str:
     """Read and write bytecode in ``folder`` from now on when ``module`` ships none. What was
-    done: ``kept`` (``folder`` in use, written while this process imports), ``installed``
-    (``module`` has its own bytecode), ``off`` (no folder), ``absent`` (``module`` is not
-    installed as source)."""
+    done: ``kept`` (``folder`` in use, and it had ``module``'s bytecode from an earlier run),
+    ``written`` (``folder`` in use, written while this process imports: it had none),
+    ``installed`` (``module`` has its own bytecode), ``off`` (no folder), ``absent``
+    (``module`` is not installed as source)."""
     if not folder:
         return "off"
     ships = ships_bytecode(module)
@@ -135,7 +136,10 @@ def keep_bytecode(folder: str | None, module: str = "torch") -> str:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     sys.pycache_prefix = folder
     sys.dont_write_bytecode = False
-    return "kept"
+    spec = importlib.util.find_spec(module)
+    origin = spec.origin if spec is not None else None
+    had = bool(origin) and os.path.exists(importlib.util.cache_from_source(str(origin)))
+    return "kept" if had else "written"
 
 
 def stop_writing_bytecode() -> None:
@@ -146,7 +150,7 @@ def stop_writing_bytecode() -> None:
 
 def _bytecode(folder: str | None) -> None:
     BYTECODE["came"] = keep_bytecode(folder)
-    BYTECODE["folder"] = folder if BYTECODE["came"] == "kept" and folder else ""
+    BYTECODE["folder"] = folder if BYTECODE["came"] in ("kept", "written") and folder else ""
 
 
 def _build_utils(folder: str | None) -> None:

@@ -62,7 +62,7 @@ def test_a_forked_worker_is_ours_in_its_own_session_with_its_env_folder_log_and_
         else:
             import torch
 
-            assert zygote.bytecode == "kept"
+            assert zygote.bytecode in ("kept", "written")
             folder = bytecode_dir()
             assert folder is not None
             kept = folder / Path(torch.__file__).parent.relative_to("/") / "__pycache__"

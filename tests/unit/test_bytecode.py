@@ -1,8 +1,9 @@
-"""Kept bytecode (``checks/worker/zygote.py``'s ``keep_bytecode``), in fresh ``python -I -B`` processes (the
-zygote's flags) on a package written without any: the first process writes its bytecode into the
-folder while it imports, a later one reads it from there, nothing imported after
-``stop_writing`` is kept, and a package that ships its own bytecode, or no folder (what the
-switch gives the zygote), leaves Python as it was."""
+"""Kept bytecode (``checks/worker/zygote.py``'s ``keep_bytecode``), in fresh ``python -I -B``
+processes (the zygote's flags) on a package written without any: the first process writes its
+bytecode into the folder while it imports (and says it wrote it), a later one reads it from
+there, nothing imported after ``stop_writing_bytecode`` is kept, and a package that ships its own
+bytecode, or no folder (what the switch gives the zygote), leaves Python as it was; a run that
+had to write it says what to do about it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.outputs import BYTECODE_SWITCH, bytecode_dir
-from checks.sweep.zygote import _bytecode_args
+from checks.sweep.zygote import _bytecode_args, bytecode_note
 from checks.worker import zygote
 
 ZYGOTE = Path(zygote.__file__).resolve()
@@ -74,7 +75,7 @@ def test_the_first_process_writes_the_toolchains_bytecode_and_a_later_one_reads_
 ) -> None:
     src, folder = _tree(tmp_path), tmp_path / "kept"
     first = _run(src, folder)
-    assert first["came"] == "kept" and first["prefix"] == str(folder) and first["value"] == 42
+    assert first["came"] == "written" and first["prefix"] == str(folder) and first["value"] == 42
     tag = sys.implementation.cache_tag
     # the package's modules, kept in a tree that mirrors their paths; the checkout's module,
     # imported after stop_writing, is not; nothing beside the sources
@@ -115,6 +116,13 @@ def test_the_switch_gives_the_zygote_no_folder(
     assert _bytecode_args() == ["--bytecode-dir", str(tmp_path / "bytecode")]
     monkeypatch.setenv(BYTECODE_SWITCH, "0")
     assert bytecode_dir() is None and _bytecode_args() == []
+
+
+def test_a_run_that_had_to_write_the_bytecode_says_what_to_do_about_it() -> None:
+    note = bytecode_note("written")
+    assert "no compiled bytecode" in note and "docs/repository-settings.md" in note
+    for came in ("kept", "installed", "off", "absent", ""):
+        assert bytecode_note(came) == ""
 
 
 def test_ships_bytecode_says_none_for_a_module_that_is_not_python_source() -> None:
