@@ -128,14 +128,9 @@ def summarize(
             else {},
             **{f"{part}_median": _medians(good, part) for part in STEP_PARTS},
         }
-    per_pair = [d["per_pair_s"] for d in dobench if "per_pair_s" in d and not d["bytecode_kept"]]
+    per_pair, kept = cd.all_in_per_pair(dobench)
     out["dobench_all_in_per_pair_s_median"] = statistics.median(per_pair) if per_pair else None
     out["dobench_all_in_per_pair_s"] = per_pair
-    kept = [
-        d["per_pair_s"]
-        for d in dobench
-        if "per_pair_s" in d and d["bytecode_kept"] and not d["bytecode_written"]
-    ]
     out["dobench_all_in_bytecode_kept_per_pair_s_median"] = (
         statistics.median(kept) if kept else None
     )
@@ -255,11 +250,7 @@ def main() -> int:
     if args.device == "cuda":
         dobench = [cd.dobench_all_in(repo, shapes) for _ in range(2)]
         # and once its Python kept torch's bytecode: the first of these writes it
-        kept = Path(tempfile.mkdtemp(prefix="dobench-bytecode-"))
-        dobench += [
-            {**cd.dobench_all_in(repo, shapes, bytecode=kept), "bytecode_written": i == 0}
-            for i in range(3)
-        ]
+        dobench += cd.dobench_all_in_kept(repo, shapes, cd.KEPT_RUNS, lambda: True)
     summary = summarize(runs, dobench)
     import torch
     import triton

@@ -353,8 +353,8 @@ def run_sweep(
             warmer.close()
     if zygote is not None and zygote.note:
         run_notes.append(f"workers started one by one, not forked from the zygote: {zygote.note}")
-    if zygote is not None and bytecode_note(zygote.bytecode):
-        run_notes.append(bytecode_note(zygote.bytecode))
+    if zygote is not None and (said := bytecode_note(zygote.bytecode)):
+        run_notes.append(said)
     wrapup: dict[str, float] = {}
     if helpers is not None:
         t_helpers = time.monotonic()

@@ -102,21 +102,32 @@ def _load(stem: str) -> Any:
 # ``KERNEL_REVIEW_BYTECODE_CACHE=0`` turns it off (``bot.outputs.bytecode_dir``: no folder given).
 
 
-def ships_bytecode(module: str) -> bool | None:
-    """Whether ``module``'s own source has compiled bytecode beside it (in its ``__pycache__``);
-    None where the module is not found or is not Python source."""
+def _source(module: str) -> str | None:
+    """The Python source file ``module`` would be imported from; None where it is not found or
+    is not Python source."""
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         return None
     origin = spec.origin if spec is not None else None
-    if not origin or not origin.endswith(".py"):
-        return None
-    prefix, sys.pycache_prefix = sys.pycache_prefix, None
+    return origin if origin and origin.endswith(".py") else None
+
+
+def _compiled(source: str, prefix: str | None) -> bool:
+    """Whether ``source`` has compiled bytecode in its ``__pycache__`` (``prefix`` None) or in
+    the tree under ``prefix``."""
+    before, sys.pycache_prefix = sys.pycache_prefix, prefix
     try:
-        return os.path.exists(importlib.util.cache_from_source(origin))
+        return os.path.exists(importlib.util.cache_from_source(source))
     finally:
-        sys.pycache_prefix = prefix
+        sys.pycache_prefix = before
+
+
+def ships_bytecode(module: str) -> bool | None:
+    """Whether ``module``'s own source has compiled bytecode beside it (in its ``__pycache__``);
+    None where the module is not found or is not Python source."""
+    source = _source(module)
+    return None if source is None else _compiled(source, None)
 
 
 def keep_bytecode(folder: str | None, module: str = "torch") -> str:
@@ -127,18 +138,16 @@ def keep_bytecode(folder: str | None, module: str = "torch") -> str:
     (``module`` is not installed as source)."""
     if not folder:
         return "off"
-    ships = ships_bytecode(module)
-    if ships is None:
+    source = _source(module)
+    if source is None:
         return "absent"
-    if ships:
+    if _compiled(source, None):
         return "installed"
+    had = _compiled(source, folder)
     with contextlib.suppress(OSError):
         os.makedirs(folder, mode=0o700, exist_ok=True)
     sys.pycache_prefix = folder
     sys.dont_write_bytecode = False
-    spec = importlib.util.find_spec(module)
-    origin = spec.origin if spec is not None else None
-    had = bool(origin) and os.path.exists(importlib.util.cache_from_source(str(origin)))
     return "kept" if had else "written"
 
 
