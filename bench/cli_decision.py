@@ -64,6 +64,7 @@ ONE_SHAPE_CPU = {"scaled_add": "16384", "row_sum": "64x1024"}
 TOLERANCES = {"t1": 0.01, "t15": 0.015, "t3": 0.03}
 AA_RUNS = 10
 KEPT_RUNS = 3  # do_bench all in with its bytecode kept: one writes it, two read it
+EMPTY_CACHE_RUNS = 3  # and then with the bytecode kept and an empty Triton cache each
 FIRST_LINE = re.compile(r"^\[\s*1/\d+\]")
 STARTED = time.monotonic()
 
@@ -332,19 +333,31 @@ print(json.dumps({"pairs": pairs, "in_process_s": time.monotonic() - t0}))
 
 
 def dobench_all_in(
-    repo: Path, shapes: dict[str, list[list[int]]], *, bytecode: Path | None = None
+    repo: Path,
+    shapes: dict[str, list[list[int]]],
+    *,
+    bytecode: Path | None = None,
+    triton_cache: Path | None = None,
 ) -> dict[str, Any]:
     """The alternative as a user runs it, whole: a fresh process that imports torch, makes each
     served shape's inputs for two sides, checks each against its reference once (which compiles
     it) and times both with do_bench at its defaults; wall time from the process's start.
     ``bytecode``: the process keeps its modules' compiled bytecode in that folder (read, and
     written where missing), as a Python that writes bytecode would beside the sources; for an
-    installation that ships none, what do_bench costs once a user's Python kept it."""
+    installation that ships none, what do_bench costs once a user's Python kept it.
+    ``triton_cache``: Triton's cache for the process (``TRITON_CACHE_DIR``; else the user's
+    own, which the runs before filled): an empty folder starts it where ``kernel-review bench``
+    starts every side, with nothing of this code compiled."""
     env = None
     prefix: list[str] = []
+    if bytecode is not None or triton_cache is not None:
+        env = dict(os.environ)
     if bytecode is not None:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env = {k: v for k, v in (env or {}).items() if k != "PYTHONDONTWRITEBYTECODE"}
         prefix = ["-X", f"pycache_prefix={bytecode}"]
+    if triton_cache is not None:
+        triton_cache.mkdir(parents=True, exist_ok=True)
+        env = {**(env or {}), "TRITON_CACHE_DIR": str(triton_cache)}
     t0 = time.monotonic()
     p = subprocess.run(
         [sys.executable, *prefix, "-c", DOBENCH_ALL_IN, str(repo), json.dumps(shapes)],
@@ -362,30 +375,54 @@ def dobench_all_in(
         "wall_s": wall,
         "per_pair_s": wall / max(1, got["pairs"]),
         "bytecode_kept": bytecode is not None,
+        "triton_cache_empty": triton_cache is not None,
     }
 
 
 def dobench_all_in_kept(
-    repo: Path, shapes: dict[str, list[list[int]]], runs: int, go: Callable[[], bool]
+    repo: Path,
+    shapes: dict[str, list[list[int]]],
+    runs: int,
+    go: Callable[[], bool],
+    *,
+    empty_cache_runs: int = 0,
 ) -> list[dict[str, Any]]:
     """``dobench_all_in`` ``runs`` times with one fresh bytecode folder, while ``go()`` says
     there is time: the first run writes torch's bytecode (``bytecode_written``), the others read
-    it."""
+    it; then ``empty_cache_runs`` more that read it, each with an empty Triton cache of its own
+    (like for like: every ``kernel-review bench`` run starts each side's cache empty, and a
+    pull request's kernels are new code)."""
     kept = Path(tempfile.mkdtemp(prefix="dobench-bytecode-"))
-    return [
+    rows = [
         {**dobench_all_in(repo, shapes, bytecode=kept), "bytecode_written": i == 0}
         for i in range(runs)
         if go()
     ]
+    for _ in range(empty_cache_runs if rows else 0):
+        if go():
+            cache = Path(tempfile.mkdtemp(prefix="dobench-triton-cache-"))
+            rows.append(
+                {
+                    **dobench_all_in(repo, shapes, bytecode=kept, triton_cache=cache),
+                    "bytecode_written": False,
+                }
+            )
+            shutil.rmtree(cache, ignore_errors=True)
+    return rows
 
 
-def all_in_per_pair(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
-    """Seconds per served shape of the do_bench all-in runs: as the machine's Python ran them,
-    and with torch's bytecode kept (the runs that read it, not the one that wrote it)."""
+def all_in_per_pair(
+    rows: list[dict[str, Any]],
+) -> tuple[list[float], list[float], list[float]]:
+    """Seconds per served shape of the do_bench all-in runs: as the machine's Python ran them;
+    with torch's bytecode kept (the runs that read it, not the one that wrote it) and Triton's
+    cache as the runs before left it; and with the bytecode kept and an empty Triton cache."""
     done = [d for d in rows if d.get("per_pair_s")]
     plain = [d["per_pair_s"] for d in done if not d.get("bytecode_kept")]
-    kept = [d["per_pair_s"] for d in done if d.get("bytecode_kept") and not d["bytecode_written"]]
-    return plain, kept
+    read = [d for d in done if d.get("bytecode_kept") and not d["bytecode_written"]]
+    kept = [d["per_pair_s"] for d in read if not d.get("triton_cache_empty")]
+    empty = [d["per_pair_s"] for d in read if d.get("triton_cache_empty")]
+    return plain, kept, empty
 
 
 # ---------------------------------------------------------------------------------- the parts
@@ -437,6 +474,7 @@ def part1(ctx: dict[str, Any]) -> dict[str, Any]:
             ctx["shapes"],
             KEPT_RUNS,
             lambda: fits(deadline, 40, skipped, "do_bench all in, bytecode kept"),
+            empty_cache_runs=EMPTY_CACHE_RUNS,
         )
         for got in kept:
             log(f"do_bench all in, bytecode kept: {got}")
@@ -631,7 +669,7 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         one_exact = slower == marked
     every = [r for r in [*aa, *runs.values()] if r.get("gpu_s_per_verdict_all_in")]
     db = [p for d in p1.get("dobench", []) for p in d["pairs"]]
-    db_all, db_kept = all_in_per_pair(p1.get("dobench_all_in", []))
+    db_all, db_kept, db_empty = all_in_per_pair(p1.get("dobench_all_in", []))
     case_s = [x for r in every for x in r.get("case_gpu_s") or [] if x is not None]
     held = [
         r["sweep_held_gpu_s_per_verdict"] for r in every if r.get("sweep_held_gpu_s_per_verdict")
@@ -691,6 +729,10 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         # the same once its Python kept torch's bytecode (where the installation ships none)
         "dobench_all_in_bytecode_kept_gpu_s_per_pair": statistics.median(db_kept)
         if db_kept
+        else None,
+        # like for like: bytecode kept, and Triton's cache empty as each side's is in the sweep
+        "dobench_all_in_empty_cache_gpu_s_per_pair": statistics.median(db_empty)
+        if db_empty
         else None,
         # this command's first run in the call: on a fresh machine it wrote the bytecode
         "gpu_s_per_verdict_all_in_first_run": aa[0].get("gpu_s_per_verdict_all_in") if aa else None,
@@ -772,6 +814,7 @@ def markdown(s: dict[str, Any]) -> str:
         f"| do_bench at defaults, GPU-s per pair (the two calls only) | {_num(s['dobench_gpu_s_per_pair'])} |",
         f"| do_bench all in (fresh process: import, inputs, check, both calls) / served shapes | {_num(s.get('dobench_all_in_gpu_s_per_pair'))} |",
         f"| the same, its Python keeping torch's bytecode (the runs after the one that wrote it) | {_num(s.get('dobench_all_in_bytecode_kept_gpu_s_per_pair'))} |",
+        f"| the same, bytecode kept and an empty Triton cache (as the sweep starts each side) | {_num(s.get('dobench_all_in_empty_cache_gpu_s_per_pair'))} |",
         f"| all-in GPU-s per verdict, the call's first run (a fresh machine; a tree that keeps torch's bytecode writes it then) | {_num(s.get('gpu_s_per_verdict_all_in_first_run'))} |",
         "| start-up before the first case, median s | "
         + ", ".join(f"{k} {_num(v)}" for k, v in (s.get("startup_s_median") or {}).items())

@@ -128,13 +128,17 @@ def summarize(
             else {},
             **{f"{part}_median": _medians(good, part) for part in STEP_PARTS},
         }
-    per_pair, kept = cd.all_in_per_pair(dobench)
+    per_pair, kept, empty = cd.all_in_per_pair(dobench)
     out["dobench_all_in_per_pair_s_median"] = statistics.median(per_pair) if per_pair else None
     out["dobench_all_in_per_pair_s"] = per_pair
     out["dobench_all_in_bytecode_kept_per_pair_s_median"] = (
         statistics.median(kept) if kept else None
     )
     out["dobench_all_in_bytecode_kept_per_pair_s"] = kept
+    out["dobench_all_in_empty_cache_per_pair_s_median"] = (
+        statistics.median(empty) if empty else None
+    )
+    out["dobench_all_in_empty_cache_per_pair_s"] = empty
     return out
 
 
@@ -183,7 +187,10 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         f"({', '.join(num(x) for x in summary['dobench_all_in_per_pair_s'])}); its Python keeping "
         f"torch's bytecode (the runs after the one that wrote it): median "
         f"{num(summary.get('dobench_all_in_bytecode_kept_per_pair_s_median'))} s "
-        f"({', '.join(num(x) for x in summary.get('dobench_all_in_bytecode_kept_per_pair_s') or [])}).",
+        f"({', '.join(num(x) for x in summary.get('dobench_all_in_bytecode_kept_per_pair_s') or [])}); "
+        f"bytecode kept and an empty Triton cache (as the sweep starts each side): median "
+        f"{num(summary.get('dobench_all_in_empty_cache_per_pair_s_median'))} s "
+        f"({', '.join(num(x) for x in summary.get('dobench_all_in_empty_cache_per_pair_s') or [])}).",
         "",
     ]
     return "\n".join(rows)
@@ -250,7 +257,9 @@ def main() -> int:
     if args.device == "cuda":
         dobench = [cd.dobench_all_in(repo, shapes) for _ in range(2)]
         # and once its Python kept torch's bytecode: the first of these writes it
-        dobench += cd.dobench_all_in_kept(repo, shapes, cd.KEPT_RUNS, lambda: True)
+        dobench += cd.dobench_all_in_kept(
+            repo, shapes, cd.KEPT_RUNS, lambda: True, empty_cache_runs=cd.EMPTY_CACHE_RUNS
+        )
     summary = summarize(runs, dobench)
     import torch
     import triton

@@ -46,11 +46,18 @@ def sentence(s: dict[str, Any]) -> str:
 
 
 def _kept(s: dict[str, Any]) -> str:
-    """do_bench all in once its Python kept torch's bytecode, where the call measured it."""
+    """do_bench all in once its Python kept torch's bytecode, and with that and an empty Triton
+    cache, where the call measured them."""
     kept = s.get("dobench_all_in_bytecode_kept_gpu_s_per_pair")
-    if kept is None:
-        return ""
-    return f", {_n(kept)} once its Python kept torch's bytecode as kernel-review does"
+    empty = s.get("dobench_all_in_empty_cache_gpu_s_per_pair")
+    said = (
+        ""
+        if kept is None
+        else f", {_n(kept)} once its Python kept torch's bytecode as kernel-review does"
+    )
+    if empty is not None:
+        said += f", {_n(empty)} with that bytecode and an empty Triton cache, as kernel-review starts each side"
+    return said
 
 
 def _split(s: dict[str, Any]) -> str:

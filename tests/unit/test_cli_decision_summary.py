@@ -105,3 +105,28 @@ def test_the_sweep_cases_that_built_the_fixtures_extensions_are_counted_from_the
     assert "68 s of it sweep cases that built" in _builds(67.6)
     assert _builds(0) == "; the fixture's C++ extensions built before the job"
     assert _builds(None) == ""
+
+
+def test_do_bench_all_in_is_split_by_how_its_process_started(tmp_path: Path) -> None:
+    """The runs as the machine's Python runs them, with torch's bytecode kept (not the run that
+    wrote it), and with the bytecode kept and an empty Triton cache: three medians."""
+
+    def run(per_pair: float, kept: bool, written: bool = False, empty: bool = False) -> dict:
+        row = {"pairs": 8, "per_pair_s": per_pair, "bytecode_kept": kept}
+        if kept:
+            row["bytecode_written"] = written
+        if empty:
+            row["triton_cache_empty"] = True
+        return row
+
+    rows = [run(1.1, False), run(0.9, False), run(1.0, True, written=True), run(0.6, True),
+            run(0.62, True), run(0.8, True, empty=True), run(0.84, True, empty=True)]  # fmt: skip
+    _write(tmp_path, "part1.json", {"aa": [_aa_run(["SAME"], 0.01)], "dobench": [],
+                                    "dobench_all_in": rows, "skipped": []})  # fmt: skip
+    parts, files = read_parts(tmp_path)
+    s = summarize(parts, {"date": "d", "device": "cuda", "machine": "m", "python": "3"})
+    assert s["dobench_all_in_gpu_s_per_pair"] == 1.0
+    assert s["dobench_all_in_bytecode_kept_gpu_s_per_pair"] == 0.61
+    assert round(s["dobench_all_in_empty_cache_gpu_s_per_pair"], 6) == 0.82
+    text = markdown({**s, "files": files})
+    assert "bytecode kept and an empty Triton cache (as the sweep starts each side) | 0.82 |" in text
