@@ -11,8 +11,14 @@ Triton's compile (LLVM and ptxas, or the cache lookup) and its kernels' loading 
 build, the binary's load). Both sides then compile at once, and the lock is taken back before
 anything runs on the GPU. (On the H200 a sweep with no lock at all checked 0.3 s faster in 4
 runs; with the lock let go for compiles the checks did not read measurably faster, their
-medians varying by 0.4 s from run to run: bench/results/h200/cost_side_by_side/.) Standard
-library only.
+medians varying by 0.4 s from run to run: bench/results/h200/cost_side_by_side/.)
+
+The side's compile-ahead helper (``checks.sweep.precompile_job``) holds a lock file of its own
+(``AHEAD_LOCK_ENV``) while it compiles the first case's variants; a worker's first check waits
+for it (``wait_for``, bounded) before its first call, which then finds them in the side's cache
+instead of compiling them a second time beside the helper. The time spent inside Triton's
+compile and load in this process is counted (``SPENT``): a check says how much of its first
+call was compiling. Standard library only.
 """
 
 from __future__ import annotations
@@ -23,10 +29,17 @@ import functools
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 GPU_LOCK_ENV = "KERNEL_REVIEW_GPU_LOCK"
+AHEAD_LOCK_ENV = "KERNEL_REVIEW_AHEAD_LOCK"
+# the longest a worker waits for its side's helper: a helper that takes longer (an autotuner with
+# many configs, a slow host) is still compiling what the worker would then compile alone
+AHEAD_WAIT_S = 30.0
+# seconds this process spent inside Triton's compile and its kernels' loading (``_letting_go``)
+SPENT = {"compile": 0.0, "load": 0.0}
 
 
 class _Held:
@@ -61,6 +74,31 @@ def exclusive(path: str | None) -> Iterator[None]:
             os.close(fd)  # closing releases the lock
 
 
+def wait_for(path: str | None, max_s: float = AHEAD_WAIT_S) -> float | None:
+    """Wait while another process holds the lock file ``path`` (a shared lock taken and let go
+    at once), at most ``max_s``; the seconds waited, or None where there is no such file (no
+    helper started, or none yet: then nothing waits). A holder that dies lets the lock go."""
+    if not path:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    t0 = time.monotonic()
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() - t0 >= max_s:
+                    break
+                time.sleep(0.002)
+    finally:
+        os.close(fd)
+    return time.monotonic() - t0
+
+
 @contextlib.contextmanager
 def released() -> Iterator[None]:
     """Let the lock go for the block and take it back after (waiting for whoever took it
@@ -76,9 +114,12 @@ def released() -> Iterator[None]:
         _HELD.fd = _acquire(_HELD.path)
 
 
-def _letting_go(fn: Callable[..., Any], *, unless: Callable[..., bool] | None = None) -> Any:
-    """``fn`` run in ``released``; not when ``unless`` says, on the same arguments, that there is
-    nothing to do (a launch of a kernel that is loaded already)."""
+def _letting_go(
+    fn: Callable[..., Any], spent: str, *, unless: Callable[..., bool] | None = None
+) -> Any:
+    """``fn`` run in ``released``, its time added to ``SPENT[spent]``; not when ``unless`` says,
+    on the same arguments, that there is nothing to do (a launch of a kernel that is loaded
+    already)."""
     if getattr(fn, "_kernel_review_lets_go", False):
         return fn
 
@@ -86,8 +127,12 @@ def _letting_go(fn: Callable[..., Any], *, unless: Callable[..., bool] | None = 
     def call(*args: Any, **kwargs: Any) -> Any:
         if unless is not None and unless(*args, **kwargs):
             return fn(*args, **kwargs)
-        with released():
-            return fn(*args, **kwargs)
+        t0 = time.perf_counter()
+        try:
+            with released():
+                return fn(*args, **kwargs)
+        finally:
+            SPENT[spent] += time.perf_counter() - t0
 
     call._kernel_review_lets_go = True  # type: ignore[attr-defined]
     return call
@@ -118,12 +163,12 @@ def yield_while_compiling(modules: Mapping[str, Any] | None = None) -> list[str]
         mod = mods.get(module)
         fn = getattr(mod, name, None) if mod is not None else None
         if callable(fn):
-            setattr(mod, name, _letting_go(fn))
+            setattr(mod, name, _letting_go(fn, "compile"))
             done.append(f"{module}.{name}")
     for module, cls_name, name in LOAD_NAMES:
         cls = getattr(mods.get(module), cls_name, None)
         fn = getattr(cls, name, None) if cls is not None else None
         if callable(fn):
-            setattr(cls, name, _letting_go(fn, unless=_loaded))
+            setattr(cls, name, _letting_go(fn, "load", unless=_loaded))
             done.append(f"{module}.{cls_name}.{name}")
     return done

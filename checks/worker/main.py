@@ -244,6 +244,7 @@ class Worker:
         # the first check 0.3 s on the H200
         self.held = False
         self.marks_told = False  # the first check's answer tells ``MARKS``, the threads' too
+        self.ahead_waited = False  # the first check waits for the compile-ahead helper, once
 
     # ----------------------------------------------------------------------------- utilities
 
@@ -381,8 +382,10 @@ class Worker:
         lock = os.environ.get(exclusive.GPU_LOCK_ENV)
         if lock:
             exclusive.yield_while_compiling()
+        spent = dict(exclusive.SPENT)
         alone = exclusive.exclusive(lock)
         if ref is None:
+            self._wait_ahead(step)
             with alone, autotune_picks.recording() as picks:
                 step("lock_wait")
                 sizing = item["fn"]()
@@ -394,12 +397,15 @@ class Worker:
         else:
             correctness.poison(correctness.flatten_outputs(ref))
             step("poison")
+            self._wait_ahead(step)
             with alone, autotune_picks.recording() as picks:
                 step("lock_wait")
                 out = item["fn"]()
                 self._sync()
                 step("first_call")
         self._sync()
+        for name, before in spent.items():  # how much of the first call compiled and loaded
+            step.seconds[f"first_call_{name}"] = round(exclusive.SPENT[name] - before, 6)
         # the entry point's own tolerance (None: each output's dtype decides, here and when the
         # parent compares base's digest with head's)
         atol, rtol = _tolerance(item, "atol"), _tolerance(item, "rtol")
@@ -424,6 +430,15 @@ class Worker:
             self.marks_told = True
             result["marks"] = dict(MARKS)
         return {**result, "steps_s": step.seconds}
+
+    def _wait_ahead(self, step: Steps) -> None:
+        """At the first check only: wait while the side's compile-ahead helper compiles this
+        case's variants (``exclusive.wait_for``), so the first call loads them from the cache
+        rather than compiling them again beside it."""
+        if not self.ahead_waited:
+            self.ahead_waited = True
+            exclusive.wait_for(os.environ.get(exclusive.AHEAD_LOCK_ENV))
+            step("wait_ahead")
 
     def op_configure(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.timer is None:

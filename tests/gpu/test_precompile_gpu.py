@@ -90,3 +90,43 @@ def test_a_sweep_compiles_ahead_and_says_so(tmp_path: Path) -> None:
     assert result.cases[0].status == "ok", result.cases[0].message
     ahead = [n for n in result.notes if "compiled ahead" in n or "compiling ahead" in n]
     assert len(ahead) == 2 and all("Triton variant" in n or "stopped" in n for n in ahead), ahead
+
+
+def test_the_first_check_waits_for_its_helper_and_compiles_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each side's first check waits while its helper compiles the first case (the autotuned
+    matmul's two configs), then finds them in the side's cache: its first call spends next to
+    nothing in Triton's compile, which a cache hit still goes through."""
+    from checks.sweep import workers
+
+    answers: list[tuple[str, dict[str, float]]] = []
+    call = workers.WorkerClient.call
+
+    def traced(self: workers.WorkerClient, op: str, **kw: object) -> object:
+        out = call(self, op, **kw)  # type: ignore[arg-type]
+        if op == "check" and isinstance(out, dict):
+            answers.append((self.spec.name, out.get("steps_s") or {}))
+        return out
+
+    monkeypatch.setattr(workers.WorkerClient, "call", traced)
+    case = Case(
+        kernel="matmul", bench="toykern.bench:matmul", dims=(512, 512, 512), dtype="float16",
+        tolerance=0.03,
+    )  # fmt: skip
+    quick = ProtocolConfig(block_ms=2.5, min_rounds=6, max_rounds=12, crossover=True)
+    result = run_sweep(
+        [case],
+        base_root=KERNELS,
+        head_root=KERNELS,
+        base_rev="b" * 40,
+        head_rev="b" * 40,
+        options=SweepOptions(device="cuda", protocol=quick, max_gpu_seconds=120),
+        work_dir=tmp_path,
+    )
+    assert result.cases[0].status == "ok", result.cases[0].message
+    firsts = {name: steps for name, steps in answers}
+    assert sorted(n.split("-")[0] for n in firsts) == ["base", "head"], answers  # the first pair
+    for name, steps in firsts.items():
+        assert "wait_ahead" in steps, (name, steps)
+        assert steps["first_call_compile"] < 0.1, (name, steps)
