@@ -3,10 +3,8 @@ side's Triton kernels for that GPU into the side's Triton cache (``checks.sweep.
 so the GPU does not sit idle while a worker compiles (an autotuned matmul compiles every config
 of every new specialization, seconds of LLVM and ptxas per case, one config after the other).
 
-A worker that reaches a case first compiles what it needs itself, as it would without this;
-only the first case's check waits for its helper (at most ``exclusive.AHEAD_WAIT_S``), which
-holds the side's lock file while it compiles that case: on the H200 the helper had it compiled
-before the worker, which compiled it again beside it on the first verdict's path. A helper runs the side's own code under the same treatment as the workers
+Nothing waits for it: a worker that reaches a case first compiles what it needs itself, as it
+would without this. A helper runs the side's own code under the same treatment as the workers
 (``checks.job_process``: scrubbed environment, memory cap, killed with its session) and sees no
 GPU; it writes only to the cache of its own side, which base and head never share. Helpers are
 started below normal priority and stopped when the sweep ends. Where the sweep has a zygote
@@ -46,9 +44,6 @@ class SideJob:
     cache_dir: Path
     target: str
     cases: tuple[Case, ...]
-    # held while the first case compiles: that case's first check waits for it (the side's
-    # ``WorkerSpec.ahead_lock``); None: nothing waits
-    first_case_lock: Path | None = None
 
 
 def compile_jobs(gpus: int, cpus: int | None = None) -> int:
@@ -98,7 +93,6 @@ class Precompile:
                 "python_path": list(job.python_path),
                 "target": job.target,
                 "jobs": self.processes,
-                "first_case_lock": str(job.first_case_lock) if job.first_case_lock else None,
                 "cases": [
                     {
                         "entries": list(c.base_entries if job.side == "base" else c.head_entries),

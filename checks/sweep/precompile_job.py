@@ -13,7 +13,7 @@ fails here (an entry point that insists on a GPU, an unsupported Triton) costs n
 attempt: the worker compiles as it would have.
 
 Job: ``{"repo_root", "python_path", "target", "jobs", "cases": [{"entries", "shape", "dtype"}],
-"first_case_lock", "out"}``. The answer counts variants, compiles and cache hits, and names the cases that could
+"out"}``. The answer counts variants, compiles and cache hits, and names the cases that could
 not be recorded.
 """
 
@@ -27,7 +27,6 @@ from typing import Any
 
 from checks import job_child
 from checks.job_child import short_error
-from checks.worker import exclusive
 
 
 def _short(exc: BaseException) -> str:
@@ -114,10 +113,9 @@ class _Compiler:
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """The first case's variants first, recorded and compiled before the other cases are even
-    recorded, holding ``first_case_lock`` meanwhile: that case's check comes about as soon as
-    the workers have the GPU, and on the H200 it had found nothing compiled yet and compiled its
-    kernel and launcher itself (0.5 s, the first verdict waiting); it now waits for the lock.
-    Then the rest, in case order."""
+    recorded: that case's check comes about as soon as the workers have the GPU, and on the
+    H200 it had found nothing compiled yet and compiled its kernel and launcher itself (0.5 s,
+    the first verdict waiting). Then the rest, in case order."""
     from checks.compiler import triton_compat as compat
 
     started = time.perf_counter()
@@ -129,9 +127,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     target, cases = job["target"], list(job["cases"])
     compiler = _Compiler(target, int(job.get("jobs") or 1))
     loaded: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
-    with exclusive.exclusive(job.get("first_case_lock")):  # the first check waits for this
-        requests, errors = record(job, cases[:1], loaded)
-        compiler.run(requests)
+    requests, errors = record(job, cases[:1], loaded)
+    compiler.run(requests)
     first_s = time.perf_counter() - started
     requests, more = record(job, cases[1:], loaded)
     errors += more

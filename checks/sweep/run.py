@@ -96,7 +96,6 @@ def _ahead(
             cache_dir=s.triton_cache,
             target=target,
             cases=tuple(cases),
-            first_case_lock=s.ahead_lock,
         )
         for s in specs
     ]

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.outputs import triton_key_dir
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
-from checks.worker.exclusive import AHEAD_LOCK_ENV, GPU_LOCK_ENV
+from checks.worker.exclusive import GPU_LOCK_ENV
 from checks.worker_env import (
     WorkerFailure,
     capped,
@@ -91,12 +91,6 @@ class WorkerSpec:
         """The side's Triton cache on this GPU: its workers', and what compiling ahead fills."""
         return self.work_dir / "triton-cache" / self.side_key
 
-    @property
-    def ahead_lock(self) -> Path:
-        """The lock file the side's compile-ahead helper holds while it compiles the first case
-        (``checks.sweep.precompile``); the side's first check waits for it."""
-        return self.work_dir / "locks" / f"ahead-{self.side_key}.lock"
-
     def context_args(self) -> list[str]:
         """On a GPU, the first pair's workers mark when their contexts are made and the
         crossover's second pair makes its own after both (``checks/worker/main.py``'s
@@ -153,9 +147,6 @@ class WorkerClient:
             locks = s.work_dir / "locks"
             locks.mkdir(parents=True, exist_ok=True)
             env[GPU_LOCK_ENV] = str(locks / f"gpu-{s.gpu if s.gpu is not None else 'none'}.lock")
-        if s.device != "cpu":
-            s.ahead_lock.parent.mkdir(parents=True, exist_ok=True)
-            env[AHEAD_LOCK_ENV] = str(s.ahead_lock)
         env["TORCHINDUCTOR_CACHE_DIR"] = str(s.work_dir / "inductor-cache" / s.name)
         # torch.utils.cpp_extension.load builds into TORCH_EXTENSIONS_DIR/<name>: shared, a
         # base and a head building an extension of the same name at once would meet there, and

@@ -13,12 +13,8 @@ anything runs on the GPU. (On the H200 a sweep with no lock at all checked 0.3 s
 runs; with the lock let go for compiles the checks did not read measurably faster, their
 medians varying by 0.4 s from run to run: bench/results/h200/cost_side_by_side/.)
 
-The side's compile-ahead helper (``checks.sweep.precompile_job``) holds a lock file of its own
-(``AHEAD_LOCK_ENV``) while it compiles the first case's variants; a worker's first check waits
-for it (``wait_for``, bounded) before its first call, which then finds them in the side's cache
-instead of compiling them a second time beside the helper. The time spent inside Triton's
-compile and load in this process is counted (``SPENT``): a check says how much of its first
-call was compiling. Standard library only.
+The time spent inside Triton's compile and load in this process is counted (``SPENT``): a check
+says how much of its first call was compiling and loading. Standard library only.
 """
 
 from __future__ import annotations
@@ -34,10 +30,6 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 GPU_LOCK_ENV = "KERNEL_REVIEW_GPU_LOCK"
-AHEAD_LOCK_ENV = "KERNEL_REVIEW_AHEAD_LOCK"
-# the longest a worker waits for its side's helper: a helper that takes longer (an autotuner with
-# many configs, a slow host) is still compiling what the worker would then compile alone
-AHEAD_WAIT_S = 30.0
 # seconds this process spent inside Triton's compile and its kernels' loading (``_letting_go``)
 SPENT = {"compile": 0.0, "load": 0.0}
 
@@ -72,31 +64,6 @@ def exclusive(path: str | None) -> Iterator[None]:
         fd, _HELD.fd, _HELD.owner = _HELD.fd, None, None
         if fd is not None:
             os.close(fd)  # closing releases the lock
-
-
-def wait_for(path: str | None, max_s: float = AHEAD_WAIT_S) -> float | None:
-    """Wait while another process holds the lock file ``path`` (a shared lock taken and let go
-    at once), at most ``max_s``; the seconds waited, or None where there is no such file (no
-    helper started, or none yet: then nothing waits). A holder that dies lets the lock go."""
-    if not path:
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    t0 = time.monotonic()
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() - t0 >= max_s:
-                    break
-                time.sleep(0.002)
-    finally:
-        os.close(fd)
-    return time.monotonic() - t0
 
 
 @contextlib.contextmanager

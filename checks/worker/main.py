@@ -244,7 +244,6 @@ class Worker:
         # the first check 0.3 s on the H200
         self.held = False
         self.marks_told = False  # the first check's answer tells ``MARKS``, the threads' too
-        self.ahead_waited = False  # the first check waits for the compile-ahead helper, once
 
     # ----------------------------------------------------------------------------- utilities
 
@@ -385,7 +384,6 @@ class Worker:
         spent = dict(exclusive.SPENT)
         alone = exclusive.exclusive(lock)
         if ref is None:
-            self._wait_ahead(step)
             with alone, autotune_picks.recording() as picks:
                 step("lock_wait")
                 sizing = item["fn"]()
@@ -397,7 +395,6 @@ class Worker:
         else:
             correctness.poison(correctness.flatten_outputs(ref))
             step("poison")
-            self._wait_ahead(step)
             with alone, autotune_picks.recording() as picks:
                 step("lock_wait")
                 out = item["fn"]()
@@ -430,15 +427,6 @@ class Worker:
             self.marks_told = True
             result["marks"] = dict(MARKS)
         return {**result, "steps_s": step.seconds}
-
-    def _wait_ahead(self, step: Steps) -> None:
-        """At the first check only: wait while the side's compile-ahead helper compiles this
-        case's variants (``exclusive.wait_for``), so the first call loads them from the cache
-        rather than compiling them again beside it."""
-        if not self.ahead_waited:
-            self.ahead_waited = True
-            exclusive.wait_for(os.environ.get(exclusive.AHEAD_LOCK_ENV))
-            step("wait_ahead")
 
     def op_configure(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.timer is None:

@@ -3,14 +3,12 @@ for sm_90 into a side's Triton cache, without a GPU."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.shapes import Case
-from checks.worker import exclusive
 from tests.paths import DATA
 
 KERNELS = DATA / "kernels"
@@ -21,7 +19,7 @@ def _case(kernel: str, dims: tuple[int, ...], dtype: str, entry: str | None = No
     return Case(kernel=kernel, bench=bench, dims=dims, dtype=dtype, tolerance=0.03)
 
 
-def _job(side: str, cache: Path, cases: list[Case], lock: Path | None = None) -> SideJob:
+def _job(side: str, cache: Path, cases: list[Case]) -> SideJob:
     return SideJob(
         side=side,
         label=side,
@@ -31,7 +29,6 @@ def _job(side: str, cache: Path, cases: list[Case], lock: Path | None = None) ->
         cache_dir=cache,
         target="sm_90",
         cases=tuple(cases),
-        first_case_lock=lock,
     )
 
 
@@ -64,29 +61,6 @@ def test_each_sides_variants_land_in_its_own_cache_and_a_second_pass_finds_them(
     assert _cubins(caches["base"]) == _cubins(caches["head"])  # same code, same variants
     again = Precompile(jobs[:1], processes=2, timeout_s=600).start().finish(wait=True)
     assert "(0 compiled, 5 already in the cache)" in again[0], again
-
-
-def test_the_first_check_waits_until_its_helper_compiled_the_first_case(tmp_path: Path) -> None:
-    """The helper holds the side's lock file while it compiles the first case (the vector add),
-    and lets it go before the next (the matmul's configs): a worker's wait (``wait_for``) ends
-    with the first case's kernel in the cache and the matmul not yet all there."""
-    cache, lock = tmp_path / "cache", tmp_path / "locks" / "ahead-base.lock"
-    lock.parent.mkdir()
-    cases = [_case("vector_add", (1000,), "float32"), _case("matmul", (200, 200, 200), "float16")]
-    pre = Precompile([_job("base", cache, cases, lock)], processes=1, timeout_s=600).start()
-    try:
-        deadline = time.monotonic() + 300  # a cold first import of torch is slow
-        while not lock.exists() and time.monotonic() < deadline:  # the helper's first step
-            time.sleep(0.01)
-        waited = exclusive.wait_for(str(lock), max_s=120)
-        assert waited is not None, pre.finish(wait=True)
-        cubins = _cubins(cache)
-        assert any("add_kernel" in c for c in cubins), cubins
-        assert sum("matmul" in c for c in cubins) < 2, cubins  # two configs come after
-    finally:
-        notes = pre.finish(wait=True)
-    assert "(3 compiled, 0 already in the cache)" in notes[0], notes
-    assert sum("matmul" in c for c in _cubins(cache)) == 2
 
 
 def test_helpers_whose_answer_is_no_longer_wanted_are_not_started(tmp_path: Path) -> None:

@@ -129,4 +129,6 @@ def test_do_bench_all_in_is_split_by_how_its_process_started(tmp_path: Path) -> 
     assert s["dobench_all_in_bytecode_kept_gpu_s_per_pair"] == 0.61
     assert round(s["dobench_all_in_empty_cache_gpu_s_per_pair"], 6) == 0.82
     text = markdown({**s, "files": files})
-    assert "bytecode kept and an empty Triton cache (as the sweep starts each side) | 0.82 |" in text
+    assert (
+        "bytecode kept and an empty Triton cache (as the sweep starts each side) | 0.82 |" in text
+    )

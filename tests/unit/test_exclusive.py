@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
-import sys
 import threading
-import time
 import types
 from pathlib import Path
 from typing import Any
@@ -129,55 +126,3 @@ def test_compiles_and_loads_count_their_time(tmp_path: Path) -> None:
         kernel._init_handles()  # loaded already: a launch, not counted
     assert exclusive.SPENT["compile"] > before["compile"]
     assert loaded > before["load"] and exclusive.SPENT["load"] == loaded
-
-
-HOLDER = r"""
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-time.sleep(float(sys.argv[2]))
-"""
-
-
-def _holder(path: Path, hold_s: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path), str(hold_s)], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
-    return proc
-
-
-def test_a_first_check_waits_for_the_helper_that_holds_the_lock(tmp_path: Path) -> None:
-    lock = tmp_path / "ahead.lock"
-    proc = _holder(lock, 0.4)
-    try:
-        waited = exclusive.wait_for(str(lock), max_s=10)
-        assert waited is not None and 0.2 < waited < 5
-        assert proc.wait(timeout=10) == 0  # the holder was done when the wait ended
-    finally:
-        proc.kill()
-
-
-def test_the_wait_ends_when_the_holder_dies_or_the_bound_is_reached(tmp_path: Path) -> None:
-    lock = tmp_path / "ahead.lock"
-    proc = _holder(lock, 60)
-    try:
-        t0 = time.monotonic()
-        waited = exclusive.wait_for(str(lock), max_s=0.3)
-        assert waited is not None and 0.3 <= waited < 2 and time.monotonic() - t0 < 2
-        threading.Timer(0.2, proc.kill).start()
-        waited = exclusive.wait_for(str(lock), max_s=30)  # killed: the lock goes with it
-        assert waited is not None and waited < 10
-    finally:
-        proc.kill()
-        proc.wait()
-
-
-def test_no_lock_file_no_wait(tmp_path: Path) -> None:
-    assert exclusive.wait_for(None) is None
-    assert exclusive.wait_for(str(tmp_path / "never-made.lock")) is None
-    free = tmp_path / "free.lock"
-    free.touch()  # left by an earlier run, nobody holding it
-    waited = exclusive.wait_for(str(free))
-    assert waited is not None and waited < 0.5
