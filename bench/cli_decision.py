@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import math
 import os
@@ -65,12 +66,51 @@ TOLERANCES = {"t1": 0.01, "t15": 0.015, "t3": 0.03}
 AA_RUNS = 10
 KEPT_RUNS = 3  # do_bench all in with its bytecode kept: one writes it, two read it
 EMPTY_CACHE_RUNS = 3  # and then with the bytecode kept and an empty Triton cache each
+# What the bot's own process imports besides torch and Triton (whose bytecode the zygote keeps,
+# and do_bench's kept-bytecode runs keep): ``pip install`` compiles each of these, a checkout run
+# from its source on a machine that sets PYTHONDONTWRITEBYTECODE (the GPU machine) compiles them
+# again in every run. ``compile_like_pip`` gives the runs what an installation would have.
+BOT_IMPORTS = (
+    "pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection",
+    "unidiff", "tqdm", "pynvml", "github", "jwt", "nacl", "requests", "urllib3", "idna",
+    "certifi", "charset_normalizer", "packaging",
+)  # fmt: skip
 FIRST_LINE = re.compile(r"^\[\s*1/\d+\]")
 STARTED = time.monotonic()
 
 
 def log(msg: str) -> None:
     print(f"[{time.monotonic() - STARTED:7.1f} s] {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------- the installation
+
+
+def compile_like_pip(trees: tuple[Path, ...] = (ROOT,)) -> dict[str, Any]:
+    """Compile the bot's packages in ``trees`` and the modules of ``BOT_IMPORTS`` to bytecode
+    beside their sources, as ``pip install`` leaves an installation (``compileall`` writes
+    whatever PYTHONDONTWRITEBYTECODE says); what was compiled and how long it took."""
+    paths = [str(t / pkg) for t in trees for pkg in ("bot", "checks", "kernels_fixture")]
+    for name in BOT_IMPORTS:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin in (None, "built-in", "frozen"):
+            continue
+        places = list(spec.submodule_search_locations or [])
+        paths += places or [spec.origin]
+    paths = [p for p in dict.fromkeys(paths) if os.path.exists(p)]
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", *paths],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return {
+        "bot_bytecode": "compiled" if done.returncode == 0 else "compile failed",
+        "compiled_paths": len(paths),
+        "compile_s": round(time.monotonic() - t0, 2),
+        **({"compile_error": done.stdout[-500:] + done.stderr[-500:]} if done.returncode else {}),
+    }
 
 
 # --------------------------------------------------------------------------------- the repo
@@ -785,6 +825,17 @@ def _realised(cases: list[dict[str, Any]], tolerance: float) -> str | None:
     return f"{sum(c['verdict'] == 'SLOWER' for c in over)}/{len(over)}"
 
 
+def bytecode_said(meta: dict[str, Any]) -> str:
+    """How the bot's own modules ran, where the record says (``compile_like_pip``)."""
+    how = meta.get("bot_bytecode")
+    if how == "compiled":
+        return (
+            f" The bot's modules and its dependencies were compiled to bytecode first, as pip "
+            f"install leaves them ({meta.get('compiled_paths')} places, {meta.get('compile_s')} s)."
+        )
+    return f" The bot's modules: {how}." if how else ""
+
+
 def markdown(s: dict[str, Any]) -> str:
     m = s["meta"]
     label = (
@@ -797,7 +848,8 @@ def markdown(s: dict[str, Any]) -> str:
         f"Recorded {m['date']} on {m['machine']}; torch {m.get('torch')}, Triton {m.get('triton')}, "
         f"Python {m['python']}; parts {', '.join(s['parts'])}"
         + (f" (files {', '.join(s['files'])})" if s.get("files") else "")
-        + ". Made by `bench/cli_decision.py`.",
+        + ". Made by `bench/cli_decision.py`."
+        + bytecode_said(m),
         "",
         "| what | value |",
         "|---|---|",
@@ -934,6 +986,13 @@ def main(argv: list[str] | None = None) -> int:
         "absent or empty folder, instead of a temporary one",
     )
     ap.add_argument(
+        "--bot-bytecode",
+        choices=["compiled", "as-found"],
+        default="compiled",
+        help="compiled (the default): the bot's modules and its dependencies compiled first, as "
+        "pip install leaves them; as-found: run them as the machine has them",
+    )
+    ap.add_argument(
         "--summarize-only",
         action="store_true",
         help="write summary.json and results.md again from --out's part*.json (no runs; the "
@@ -951,6 +1010,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.summarize_only:
         return write_summary(out, json.loads((out / "summary.json").read_text())["meta"])
     out.mkdir(parents=True, exist_ok=True)
+    installed = (
+        compile_like_pip() if args.bot_bytecode == "compiled" else {"bot_bytecode": "as found"}
+    )
+    log(f"the bot's bytecode: {installed}")
     work = Path(tempfile.mkdtemp(prefix="cli-decision-"))
     shapes = SHAPES_CPU if cpu else SHAPES_GPU
     try:
@@ -977,7 +1040,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"part {part}")
             got = {"1": part1, "2": part2, "3": part3}[part](ctx)
             (out / f"part{part}.json").write_text(json.dumps(got, indent=1), encoding="utf-8")
-        return write_summary(out, _meta(args.device))
+        return write_summary(out, {**_meta(args.device), **installed})
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

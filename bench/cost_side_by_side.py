@@ -150,7 +150,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         f"Recorded {meta['date']} on {meta['machine']}; {meta['versions']}. "
         + "; ".join(f"{arm}: {label}" for arm, label in meta["arms"].items())
         + f". Made by `bench/cost_side_by_side.py`, {meta['repeats']} runs per arm and "
-        "tolerance, in alternating order.",
+        "tolerance, in alternating order." + cd.bytecode_said(meta),
         "",
         "| | " + " | ".join(arms) + " |",
         "|---|" + "---|" * len(arms),
@@ -214,10 +214,23 @@ def main() -> int:
         metavar="LABEL=OPTIONS",
         help="an arm running this tree with more bench options (space-separated)",
     )
+    ap.add_argument(
+        "--bot-bytecode",
+        choices=["compiled", "as-found"],
+        default="compiled",
+        help="compiled (the default): both trees' modules and the bot's dependencies compiled "
+        "first, as pip install leaves them; as-found: as the machine has them",
+    )
     args = ap.parse_args()
     shapes = cd.SHAPES_CPU if args.device == "cpu" else cd.SHAPES_GPU
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    installed = (
+        cd.compile_like_pip((ROOT, Path(args.old).resolve()))
+        if args.bot_bytecode == "compiled"
+        else {"bot_bytecode": "as found"}
+    )
+    cd.log(f"the bot's bytecode: {installed}")
     work = Path(tempfile.mkdtemp(prefix="cost-sbs-"))
     repo = cd.build_repo(work / "repo", shapes)
     arms: dict[str, tuple[Path, tuple[str, ...]]] = {
@@ -270,6 +283,7 @@ def main() -> int:
         "versions": f"torch {torch.__version__}, Triton {triton.__version__}, Python {sys.version.split()[0]}",
         "arms": labels,
         "repeats": args.repeats,
+        **installed,
     }
     (out / "side_by_side.json").write_text(
         json.dumps({"meta": meta, "summary": summary, "runs": runs, "dobench": dobench}, indent=1),
