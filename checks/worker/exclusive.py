@@ -94,12 +94,12 @@ def _letting_go(
     def call(*args: Any, **kwargs: Any) -> Any:
         if unless is not None and unless(*args, **kwargs):
             return fn(*args, **kwargs)
-        t0 = time.perf_counter()
-        try:
-            with released():
+        with released():  # counted inside: taking the lock back may wait for another worker
+            t0 = time.perf_counter()
+            try:
                 return fn(*args, **kwargs)
-        finally:
-            SPENT[spent] += time.perf_counter() - t0
+            finally:
+                SPENT[spent] += time.perf_counter() - t0
 
     call._kernel_review_lets_go = True  # type: ignore[attr-defined]
     return call

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
+import sys
 import threading
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -126,3 +129,45 @@ def test_compiles_and_loads_count_their_time(tmp_path: Path) -> None:
         kernel._init_handles()  # loaded already: a launch, not counted
     assert exclusive.SPENT["compile"] > before["compile"]
     assert loaded > before["load"] and exclusive.SPENT["load"] == loaded
+
+
+HOLDER = r"""
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_waiting_to_take_the_lock_back_is_not_counted_as_compiling(tmp_path: Path) -> None:
+    """Another worker takes the lock while this one compiles and holds it 0.4 s after: the
+    compile is counted, the wait for the lock is not."""
+    lock = tmp_path / "gpu.lock"
+    log: list[str] = []
+    mods = _fake_triton(log, lock)
+    holders: list[subprocess.Popen[str]] = []
+
+    def compile_while_another_takes_the_lock(src: str, **kw: Any) -> str:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(lock), "0.4"], stdout=subprocess.PIPE, text=True
+        )
+        holders.append(proc)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        return f"compiled {src}"
+
+    mods["triton.compiler.compiler"].compile = compile_while_another_takes_the_lock
+    exclusive.yield_while_compiling(mods)
+    try:
+        with exclusive.exclusive(str(lock)):
+            before = exclusive.SPENT["compile"]
+            t0 = time.monotonic()
+            mods["triton.compiler.compiler"].compile("k")
+            waited = time.monotonic() - t0
+            counted = exclusive.SPENT["compile"] - before
+        assert waited >= 0.3  # the lock came back once the other holder was done
+        assert counted < waited - 0.25, (counted, waited)
+    finally:
+        for proc in holders:
+            proc.kill()
+            proc.wait()
