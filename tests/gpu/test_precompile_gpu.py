@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from checks.sweep.gpus import gpu_target_name
+from checks.sweep.models import SweepResult
 from checks.sweep.precompile import Precompile, SideJob
 from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions, run_sweep
@@ -72,21 +73,26 @@ def test_what_is_compiled_ahead_is_what_the_gpu_process_finds(tmp_path: Path) ->
     assert cold["compiled"] == 4, cold
 
 
-def test_a_sweep_compiles_ahead_and_says_so(tmp_path: Path) -> None:
+def _matmul_sweep(cases: int, work_dir: Path) -> SweepResult:
+    """A quick sweep of the autotuned matmul at 512^3, ``cases`` times, the same code both sides."""
     case = Case(
         kernel="matmul", bench="toykern.bench:matmul", dims=(512, 512, 512), dtype="float16",
         tolerance=0.03,
     )  # fmt: skip
     quick = ProtocolConfig(block_ms=2.5, min_rounds=6, max_rounds=12, crossover=True)
-    result = run_sweep(
-        [case],
+    return run_sweep(
+        [case] * cases,
         base_root=KERNELS,
         head_root=KERNELS,
         base_rev="b" * 40,
         head_rev="b" * 40,
         options=SweepOptions(device="cuda", protocol=quick, max_gpu_seconds=120),
-        work_dir=tmp_path,
+        work_dir=work_dir,
     )
+
+
+def test_a_sweep_compiles_ahead_and_says_so(tmp_path: Path) -> None:
+    result = _matmul_sweep(1, tmp_path)
     assert result.cases[0].status == "ok", result.cases[0].message
     ahead = [n for n in result.notes if "compiled ahead" in n or "compiling ahead" in n]
     assert len(ahead) == 2 and all("Triton variant" in n or "stopped" in n for n in ahead), ahead
@@ -110,21 +116,7 @@ def test_a_check_says_how_much_of_its_first_call_compiled(
         return out
 
     monkeypatch.setattr(workers.WorkerClient, "call", traced)
-    cases = [
-        Case(kernel="matmul", bench="toykern.bench:matmul", dims=(512, 512, 512), dtype="float16",
-             tolerance=0.03)
-        for _ in range(2)
-    ]  # fmt: skip
-    quick = ProtocolConfig(block_ms=2.5, min_rounds=6, max_rounds=12, crossover=True)
-    result = run_sweep(
-        cases,
-        base_root=KERNELS,
-        head_root=KERNELS,
-        base_rev="b" * 40,
-        head_rev="b" * 40,
-        options=SweepOptions(device="cuda", protocol=quick, max_gpu_seconds=120),
-        work_dir=tmp_path,
-    )
+    result = _matmul_sweep(2, tmp_path)
     assert [c.status for c in result.cases] == ["ok", "ok"], [c.message for c in result.cases]
     assert len(answers) == 4, answers  # the first pair checks each case
     for _, steps in answers:
