@@ -113,6 +113,22 @@ def compile_like_pip(trees: tuple[Path, ...] = (ROOT,)) -> dict[str, Any]:
     }
 
 
+def add_bot_bytecode_option(parser: argparse.ArgumentParser) -> None:
+    """``--bot-bytecode``, for every script here that runs the command."""
+    parser.add_argument(
+        "--bot-bytecode",
+        choices=["compiled", "as-found"],
+        default="compiled",
+        help="compiled (the default): the bot's modules (every tree's) and its dependencies "
+        "compiled first, as pip install leaves them; as-found: as the machine has them",
+    )
+
+
+def bot_bytecode(how: str, trees: tuple[Path, ...] = (ROOT,)) -> dict[str, Any]:
+    """What ``--bot-bytecode`` asks for, done; the record's words for it."""
+    return compile_like_pip(trees) if how == "compiled" else {"bot_bytecode": "as found"}
+
+
 # --------------------------------------------------------------------------------- the repo
 
 
@@ -388,16 +404,14 @@ def dobench_all_in(
     ``triton_cache``: Triton's cache for the process (``TRITON_CACHE_DIR``; else the user's
     own, which the runs before filled): an empty folder starts it where ``kernel-review bench``
     starts every side, with nothing of this code compiled."""
-    env = None
+    env = dict(os.environ)
     prefix: list[str] = []
-    if bytecode is not None or triton_cache is not None:
-        env = dict(os.environ)
     if bytecode is not None:
-        env = {k: v for k, v in (env or {}).items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         prefix = ["-X", f"pycache_prefix={bytecode}"]
     if triton_cache is not None:
         triton_cache.mkdir(parents=True, exist_ok=True)
-        env = {**(env or {}), "TRITON_CACHE_DIR": str(triton_cache)}
+        env["TRITON_CACHE_DIR"] = str(triton_cache)
     t0 = time.monotonic()
     p = subprocess.run(
         [sys.executable, *prefix, "-c", DOBENCH_ALL_IN, str(repo), json.dumps(shapes)],
@@ -985,13 +999,7 @@ def main(argv: list[str] | None = None) -> int:
         help="part 3: write the alongside job's own files (results, sweep, run.md) into DIR, an "
         "absent or empty folder, instead of a temporary one",
     )
-    ap.add_argument(
-        "--bot-bytecode",
-        choices=["compiled", "as-found"],
-        default="compiled",
-        help="compiled (the default): the bot's modules and its dependencies compiled first, as "
-        "pip install leaves them; as-found: run them as the machine has them",
-    )
+    add_bot_bytecode_option(ap)
     ap.add_argument(
         "--summarize-only",
         action="store_true",
@@ -1010,9 +1018,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.summarize_only:
         return write_summary(out, json.loads((out / "summary.json").read_text())["meta"])
     out.mkdir(parents=True, exist_ok=True)
-    installed = (
-        compile_like_pip() if args.bot_bytecode == "compiled" else {"bot_bytecode": "as found"}
-    )
+    installed = bot_bytecode(args.bot_bytecode)
     log(f"the bot's bytecode: {installed}")
     work = Path(tempfile.mkdtemp(prefix="cli-decision-"))
     shapes = SHAPES_CPU if cpu else SHAPES_GPU

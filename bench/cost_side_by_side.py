@@ -214,22 +214,12 @@ def main() -> int:
         metavar="LABEL=OPTIONS",
         help="an arm running this tree with more bench options (space-separated)",
     )
-    ap.add_argument(
-        "--bot-bytecode",
-        choices=["compiled", "as-found"],
-        default="compiled",
-        help="compiled (the default): both trees' modules and the bot's dependencies compiled "
-        "first, as pip install leaves them; as-found: as the machine has them",
-    )
+    cd.add_bot_bytecode_option(ap)
     args = ap.parse_args()
     shapes = cd.SHAPES_CPU if args.device == "cpu" else cd.SHAPES_GPU
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    installed = (
-        cd.compile_like_pip((ROOT, Path(args.old).resolve()))
-        if args.bot_bytecode == "compiled"
-        else {"bot_bytecode": "as found"}
-    )
+    installed = cd.bot_bytecode(args.bot_bytecode, (ROOT, Path(args.old).resolve()))
     cd.log(f"the bot's bytecode: {installed}")
     work = Path(tempfile.mkdtemp(prefix="cost-sbs-"))
     repo = cd.build_repo(work / "repo", shapes)

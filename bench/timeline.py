@@ -350,19 +350,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--tolerance", default="t1", choices=sorted(cd.TOLERANCES))
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    parser.add_argument(
-        "--bot-bytecode",
-        choices=["compiled", "as-found"],
-        default="compiled",
-        help="compiled (the default): the bot's modules and its dependencies compiled first, as "
-        "pip install leaves them; as-found: as the machine has them",
-    )
+    cd.add_bot_bytecode_option(parser)
     parser.add_argument("extra", nargs="*", help="more `bench` options, after --")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    installed = (
-        cd.compile_like_pip() if args.bot_bytecode == "compiled" else {"bot_bytecode": "as found"}
-    )
+    installed = cd.bot_bytecode(args.bot_bytecode)
     shapes = cd.SHAPES_GPU if args.device == "cuda" else cd.SHAPES_CPU
     with tempfile.TemporaryDirectory(prefix="timeline-") as tmp:
         repo = cd.build_repo(Path(tmp) / "repo", shapes)
