@@ -200,6 +200,13 @@ class CpuTimer(_Timer):
         self.fns = []
 
 
+# ``CudaTimer.estimate_us``: a call of at least SINGLE_CALL_MS is its own estimate (its launch is
+# a few percent of it at most); a shorter one is timed again, about ESTIMATE_MS of calls queued
+# behind a held stream. The estimate sizes blocks: both sides take the slower one's, so it needs
+# no more precision than that (these were 20 and 5 ms: 4-8 ms of each side's estimate in turn,
+# the GPU otherwise idle, at 300 us and 2 ms calls)
+SINGLE_CALL_MS = 1.0
+ESTIMATE_MS = 2.0
 _SLEEP_RATE: dict[str, float] = {}  # ``CudaTimer._cycles_per_us``'s, once per process
 
 
@@ -268,10 +275,10 @@ class CudaTimer(_Timer):
         self.host_us = (time.perf_counter() - h0) * 1e6
         e.synchronize()
         one_ms = s.elapsed_time(e)
-        if one_ms > 20.0:
+        if one_ms >= SINGLE_CALL_MS:
             self.est_us = one_ms * 1000.0
             return self.est_us
-        n = max(1, min(20, int(5.0 / max(one_ms, 1e-3))))
+        n = max(1, min(20, int(ESTIMATE_MS / max(one_ms, 1e-3))))
         cuda.synchronize()
         self._hold(min(50_000.0, 2.0 * n * self.host_us + 100.0))
         h0 = time.perf_counter()
