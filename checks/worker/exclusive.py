@@ -14,7 +14,12 @@ runs; with the lock let go for compiles the checks did not read measurably faste
 medians varying by 0.4 s from run to run: bench/results/h200/cost_side_by_side/.)
 
 The time spent inside Triton's compile and load in this process is counted (``SPENT``): a check
-says how much of its first call was compiling and loading. Standard library only.
+says how much of its first call was compiling and loading.
+
+A holder writes its pid into the lock file when it takes the lock and empties the file when it
+lets go, so the file names the processes that hold it or died holding it (``holders``, oldest
+first). When both sides of a check time out, the one that held the lock hung and the other
+waited for it: the parent blames the first. Standard library only.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 GPU_LOCK_ENV = "KERNEL_REVIEW_GPU_LOCK"
@@ -45,25 +51,66 @@ class _Held:
 _HELD = _Held()
 
 
-def _acquire(path: str) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+# how often a bounded wait (``exclusive``'s ``wait_s``) tries the lock again
+RETRY_S = 0.005
+
+
+def _acquire(path: str, wait_s: float | None = None) -> int | None:
+    """The lock file's descriptor, held; None when ``wait_s`` seconds passed without it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    if wait_s is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    else:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return None
+                time.sleep(RETRY_S)
+    # after the lines of holders that died holding it, if any (their kill let it go)
+    os.write(fd, f"{os.getpid()}\n".encode())
     return fd
 
 
-@contextlib.contextmanager
-def exclusive(path: str | None) -> Iterator[None]:
-    """Hold the lock file ``path`` (no lock when None or empty)."""
+def _let_go(fd: int) -> None:
+    os.ftruncate(fd, 0)  # this process no longer holds it, nor did those before it
+    os.close(fd)  # closing releases the lock
+
+
+def holders(path: str | Path | None) -> list[int]:
+    """The pids the lock file names, oldest first: who holds the lock, after those that died
+    holding it and were not followed by a holder that let go; none without a lock file."""
     if not path:
-        yield
-        return
-    _HELD.path, _HELD.fd, _HELD.owner = path, _acquire(path), threading.get_ident()
+        return []
     try:
-        yield
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return []
+    return [int(x) for x in text.split() if x.isdigit()]
+
+
+@contextlib.contextmanager
+def exclusive(path: str | None, wait_s: float | None = None) -> Iterator[bool]:
+    """Hold the lock file ``path`` (no lock when None or empty). With ``wait_s``, wait at most
+    that long for it and run the block without it after: says whether the lock is held."""
+    if not path:
+        yield False
+        return
+    fd = _acquire(path, wait_s)
+    if fd is None:
+        yield False
+        return
+    _HELD.path, _HELD.fd, _HELD.owner = path, fd, threading.get_ident()
+    try:
+        yield True
     finally:
-        fd, _HELD.fd, _HELD.owner = _HELD.fd, None, None
-        if fd is not None:
-            os.close(fd)  # closing releases the lock
+        held, _HELD.fd, _HELD.owner = _HELD.fd, None, None
+        if held is not None:
+            _let_go(held)
 
 
 @contextlib.contextmanager
@@ -74,7 +121,7 @@ def released() -> Iterator[None]:
         yield
         return
     fd, _HELD.fd = _HELD.fd, None
-    os.close(fd)
+    _let_go(fd)
     try:
         yield
     finally:

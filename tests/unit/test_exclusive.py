@@ -171,3 +171,65 @@ def test_waiting_to_take_the_lock_back_is_not_counted_as_compiling(tmp_path: Pat
         for proc in holders:
             proc.kill()
             proc.wait()
+
+
+# holds the lock as a worker does (``exclusive``), in another process, until killed
+WORKER_HOLDER = r"""
+import sys, time
+from checks.worker import exclusive
+with exclusive.exclusive(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def _hold_in_another_process(lock: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WORKER_HOLDER, str(lock)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_the_lock_file_names_its_holder_and_who_died_holding_it(tmp_path: Path) -> None:
+    lock = tmp_path / "gpu.lock"
+    with exclusive.exclusive(str(lock)):
+        assert exclusive.holders(lock) == [os.getpid()]
+        with exclusive.released():
+            assert exclusive.holders(lock) == []
+        assert exclusive.holders(lock) == [os.getpid()]
+    assert exclusive.holders(lock) == []  # let go: nobody holds it
+    proc = _hold_in_another_process(lock)
+    assert exclusive.holders(lock) == [proc.pid]
+    proc.kill()
+    proc.wait()
+    # killed holding it: its pid stays, and the next holder comes after it
+    assert exclusive.holders(lock) == [proc.pid]
+    with exclusive.exclusive(str(lock)):
+        assert exclusive.holders(lock) == [proc.pid, os.getpid()]
+    assert exclusive.holders(lock) == []
+    assert exclusive.holders(tmp_path / "none.lock") == [] and exclusive.holders(None) == []
+
+
+def test_a_bounded_wait_runs_the_block_without_the_lock_when_another_keeps_it(
+    tmp_path: Path,
+) -> None:
+    lock = tmp_path / "gpu.lock"
+    proc = _hold_in_another_process(lock)
+    try:
+        t0 = time.monotonic()
+        with exclusive.exclusive(str(lock), wait_s=0.3) as held:
+            waited = time.monotonic() - t0
+            assert not held
+            assert exclusive.holders(lock) == [proc.pid]  # nothing written: not a holder
+        assert 0.3 <= waited < 2.0, waited
+    finally:
+        proc.kill()
+        proc.wait()
+    with exclusive.exclusive(str(lock), wait_s=0.3) as held:  # free now: taken at once
+        assert held and not _free(lock)
+    with exclusive.exclusive(None, wait_s=0.3) as held:
+        assert not held
