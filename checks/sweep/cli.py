@@ -143,6 +143,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "through the CUDA driver), so their own warm-up burns nothing (default: on; nothing "
         "where no CUDA driver library loads)",
     )
+    p.add_argument(
+        "--poll",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="during the rounds the workers and this process poll for each other's commands "
+        "and answers instead of sleeping until they come (0.1 ms a command on a 16-core host), "
+        "a core busy per process (default: on a GPU, where every worker and this process have "
+        "two cores and one GPU is used)",
+    )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     p.add_argument("--work-dir", help="where worktrees, logs and caches go (default: a temp dir)")
     p.add_argument("--keep-work-dir", action="store_true", help="keep worktrees and worker logs")
@@ -317,6 +326,7 @@ def _bench(
         first_call_alone=args.first_call_alone,
         zygote=args.zygote,
         warm_early=args.early_warm,
+        poll=args.poll,
     )
     if options.checkout.setup_command:
         # the build step may install into the interpreter the zygote imported from, and takes

@@ -8,7 +8,9 @@ whose verdicts ``checks.sweep.summary.recompute`` reproduces from the raw blocks
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import math
+import os
 import shutil
 import sys
 import threading
@@ -35,12 +37,14 @@ from checks.sweep.shapes import Case, fit_budget
 from checks.sweep.summary import finalize, merge, recompute
 from checks.sweep.warmer import Warmer, start_warmer
 from checks.sweep.workers import (
+    POLL_MS,
     Side,
     Timeouts,
     WorkerClient,
     WorkerFailure,
     WorkerSpec,
     context_marks,
+    poll_ms_for,
 )
 from checks.sweep.zygote import Zygote, by_default, bytecode_note, start_zygote
 from checks.worker.timing import MAX_COPIES
@@ -75,6 +79,9 @@ class SweepOptions(BaseModel):
     zygote: bool | None = None
     # on a GPU: bring its clock up while the workers start (checks.sweep.warmer)
     warm_early: bool = True
+    # the workers and the bot poll for the rounds' commands and answers instead of sleeping
+    # (``workers.poll_ms_for``); None: on a GPU, where the machine has the cores for it
+    poll: bool | None = None
 
 
 def _ahead(
@@ -216,6 +223,16 @@ def _run_pair(
         out["wrapup_s"] = {"close": time.monotonic() - t_close}
 
 
+def _poll_ms(options: SweepOptions, workers: int, runners: int) -> float:
+    """How long the workers and the bot poll (``workers.poll_ms_for``): ``options.poll`` true
+    polls, false never; None polls on a GPU where the machine's cores allow."""
+    if options.poll is not None:
+        return POLL_MS if options.poll else 0.0
+    if options.device == "cpu":
+        return 0.0
+    return poll_ms_for(len(os.sched_getaffinity(0)), workers, runners)
+
+
 def run_sweep(
     cases: Sequence[Case],
     *,
@@ -290,6 +307,8 @@ def run_sweep(
     if own_warmer:
         warmer = start_warmer(options.device, gpus, work_dir)
     threads, outs, ahead = [], [], []
+    runners = sum(1 for index in range(len(gpus)) if cases[index :: len(gpus)])
+    poll_ms = _poll_ms(options, protocol.arms * 2 * runners, runners)
     for index, gpu in enumerate(gpus):
         mine = list(cases[index :: len(gpus)])
         if not mine:
@@ -311,6 +330,7 @@ def run_sweep(
                     slot=1 + ((side == "head") != (arm == 1)),
                     arm=arm,
                     first_call_alone=options.first_call_alone,
+                    poll_ms=poll_ms,
                 ),
                 zygote,
             )

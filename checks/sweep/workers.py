@@ -41,6 +41,23 @@ from checks.worker_env import (
 WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
 Side = Literal["base", "head"]
 T = TypeVar("T")
+# Polling (``WorkerSpec.poll_ms``): during the rounds a worker's next command comes a few ms
+# after its answer (three other blocks), and a block's answer a millisecond or two after it was
+# sent; a process asleep in ``select`` or a blocking read takes a wakeup to see it. On the H200
+# host (16 cores) a command's round trip beyond its work was 0.17 ms sleeping, 0.05 ms polling
+# (``bench/pipe_wakeup.py``). Polling keeps a core busy per process, so only where every worker
+# and the bot have two cores each, and the bot only with one GPU (one thread drives its workers).
+POLL_MS = 20.0
+# the share of the finish timeout a recheck beside the next case's check waits for the GPU lock
+LOCK_WAIT_SHARE = 0.5
+POLLED = frozenset({"block"})  # the commands whose answers the bot polls for, and after which
+# a worker polls for its next one
+
+
+def poll_ms_for(cpus: int, workers: int, gpus: int) -> float:
+    """``POLL_MS`` where ``workers`` processes and the bot have two of ``cpus`` cores each and
+    one GPU's runner drives them; else 0 (sleep until a command or answer comes)."""
+    return POLL_MS if gpus == 1 and cpus >= 2 * (workers + 1) else 0.0
 
 
 class Timeouts(BaseModel):
@@ -79,6 +96,9 @@ class WorkerSpec:
     arm: int = 0  # crossover arm of the pair this worker belongs to
     # a case's first call holds the GPU's lock (checks.worker.exclusive)
     first_call_alone: bool = True
+    # after a block's answer the worker polls for its next command this long, and the bot polls
+    # for a block's answer (``POLL_MS``); 0: both sleep until it comes
+    poll_ms: float = 0.0
 
     @property
     def side_key(self) -> str:
@@ -185,6 +205,7 @@ class WorkerClient:
             f"--triton-key-dir={triton_key_dir()}",
             *s.context_args(),
             *(f"--python-path={folder}" for folder in s.python_path),
+            *((f"--poll-ms={s.poll_ms:g}",) if s.poll_ms > 0 else ()),
         ]
         try:
             self.proc = None
@@ -225,6 +246,8 @@ class WorkerClient:
         finally:
             os.close(cmd_r)
             os.close(resp_w)
+        if s.poll_ms > 0:
+            os.set_blocking(resp_r, False)
         self._w, self._r, self._buf = cmd_w, resp_r, b""
 
     def _zygote_serves(self, root: Path) -> bool:
@@ -318,17 +341,24 @@ class WorkerClient:
     def _read_line(self, op: str, timeout: float) -> dict[str, Any]:
         assert self._r is not None
         deadline = time.monotonic() + timeout
+        polled = self.spec.poll_ms > 0 and op in POLLED
+        poll_until = time.monotonic() + self.spec.poll_ms / 1000.0 if polled else 0.0
         while b"\n" not in self._buf:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 self._kill()
                 raise self._fail(
                     "timeout", f"{op} did not finish within {timeout:g}s; killed the worker"
                 )
-            ready, _, _ = select.select([self._r], [], [], remaining)
-            if not ready:
+            if now >= poll_until:
+                ready, _, _ = select.select([self._r], [], [], remaining)
+                if not ready:
+                    continue
+            try:
+                chunk = os.read(self._r, 1 << 20)
+            except BlockingIOError:  # polling, and nothing yet
                 continue
-            chunk = os.read(self._r, 1 << 20)
             if not chunk:
                 raise self._died(op)
             self._buf += chunk

@@ -18,11 +18,13 @@ import argparse
 import contextlib
 import faulthandler
 import functools
+import gc
 import importlib
 import importlib.util
 import json
 import math
 import os
+import select
 import sys
 import threading
 import time
@@ -606,13 +608,46 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def serve(worker: Worker, cmd_fd: int, resp_fd: int) -> None:
-    cmds = os.fdopen(cmd_fd, "r", encoding="utf-8")
+class Commands:
+    """The command lines the bot sends, read from ``fd``. ``poll_s`` > 0: after a timed
+    block's answer the next command is polled for that long before sleeping in ``select``
+    (``checks.sweep.workers.POLL_MS``: during the rounds it comes a few ms later)."""
+
+    POLL_AFTER = frozenset({"block"})
+
+    def __init__(self, fd: int, poll_s: float = 0.0) -> None:
+        self.fd, self.poll_s, self.buf = fd, poll_s, b""
+        if poll_s > 0:
+            os.set_blocking(fd, False)
+
+    def next(self, after: str | None = None) -> bytes | None:
+        """The next line (without its newline); None once the bot closed its end."""
+        poll_until = time.monotonic() + self.poll_s if after in self.POLL_AFTER else 0.0
+        while b"\n" not in self.buf:
+            if self.poll_s > 0:
+                try:
+                    chunk = os.read(self.fd, 1 << 20)
+                except BlockingIOError:
+                    if time.monotonic() >= poll_until:
+                        select.select([self.fd], [], [])
+                    continue
+            else:
+                chunk = os.read(self.fd, 1 << 20)
+            if not chunk:  # the bot is gone: a line it did not end is not a command
+                return None
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+
+def serve(worker: Worker, cmd_fd: int, resp_fd: int, poll_s: float = 0.0) -> None:
+    cmds = Commands(cmd_fd, poll_s)
     resp = os.fdopen(resp_fd, "w", encoding="utf-8")
     prof = profiling.OpProfiler.from_env(
         os.environ, f"{worker.side}-slot{worker.slot}-{os.getpid()}"
     )
-    for line in cmds:
+    op: Any = None
+    while (line := cmds.next(op)) is not None:
         if not line.strip():
             continue
         msg = json.loads(line)
@@ -669,6 +704,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="a folder of the checkout put on sys.path before the checkout itself (src/ layouts)",
     )
+    parser.add_argument(
+        "--poll-ms",
+        type=float,
+        default=0.0,
+        help="after a timed block, poll for the next command this long before sleeping",
+    )
     MARKS["main_at"] = time.monotonic()
     args = parser.parse_args(argv)
     faulthandler.enable()
@@ -697,7 +738,10 @@ def main(argv: list[str] | None = None) -> int:
     MARKS["ready_at"] = time.monotonic()
     sys.path[:0] = places
     os.chdir(root)
-    serve(worker, args.cmd_fd, args.resp_fd)
+    # torch's and Triton's objects stay out of the garbage collector's passes (each a pause in
+    # whatever command it lands in); what the checkout's code makes is still collected
+    gc.freeze()
+    serve(worker, args.cmd_fd, args.resp_fd, max(0.0, args.poll_ms) / 1000.0)
     return 0
 
 

@@ -5,6 +5,7 @@ worker carries on."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -300,3 +301,45 @@ def test_a_worker_ends_at_once_after_quit_and_runs_no_atexit_handler(tmp_path: P
     assert proc.returncode == 0
     assert not marker.exists()
     assert "imported exitbench" in client.log_tail()
+
+
+def test_a_polling_worker_and_client_answer_within_and_after_the_poll_window(
+    tmp_path: Path,
+) -> None:
+    """``poll_ms``: after a block's answer the worker polls its pipe, and the client polls for
+    block answers; a command that comes within the window or long after it is answered, and a
+    block that runs past its timeout still kills the worker."""
+    spec = WorkerSpec(
+        side="base",
+        root=STANDINS / "base",
+        device="cpu",
+        work_dir=tmp_path,
+        timeouts=FAST.model_copy(update={"block_s": 1.0}),
+        poll_ms=20.0,
+    )  # type: ignore[arg-type]
+    client = WorkerClient(spec)
+    client.start()
+    try:
+        assert _prepare(client, "axpy")["copies"] >= 1
+        client.configure("cpu", 1.0)
+        values = [client.block().value_us for _ in range(3)]
+        time.sleep(0.1)  # past the window: the worker sleeps in select, and wakes for this
+        values.append(client.block().value_us)
+        assert all(v > 0 for v in values)
+        assert client.finish()["correct"]
+        client.prepare(["standin_kernels:axpy"], (2_000_000,), "float32", seed=0)
+        client.configure("cpu", 3000.0)  # a block of about 3 s, past its 1 s timeout
+        with pytest.raises(WorkerFailure) as failed:
+            client.block()
+        assert failed.value.kind == "timeout" and not client.alive()
+    finally:
+        client.close()
+
+
+def test_polling_only_where_the_cores_allow_and_one_gpu_is_driven() -> None:
+    from checks.sweep.workers import POLL_MS, poll_ms_for
+
+    assert poll_ms_for(16, 4, 1) == POLL_MS  # the H200 host: four workers and the bot
+    assert poll_ms_for(8, 4, 1) == 0.0  # not two cores each
+    assert poll_ms_for(128, 16, 4) == 0.0  # four GPUs: four threads would poll in one bot
+    assert poll_ms_for(2, 2, 1) == 0.0  # this CI machine
