@@ -303,6 +303,7 @@ class Worker:
             "python": sys.version.split()[0],
             "side": self.side,
             "root": self.root,
+            "gc_frozen": gc.get_freeze_count(),
             **MARKS,  # when its program began and its torch was ready (system monotonic clock)
         }
 

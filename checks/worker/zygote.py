@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import gc
 import importlib.util
 import json
 import os
@@ -333,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Triton's key {key}; bytecode {BYTECODE['came']}"
     )
     sock = socket.socket(fileno=args.sock_fd)
+    gc.freeze()  # what every fork inherits: never scanned (nor its pages copied) by a collection
     serve(sock, program)
     return 0
 
