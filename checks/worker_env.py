@@ -224,6 +224,8 @@ class WorkerFailure(Exception):
         self.side = side
         self.log_tail = log_tail
         self.worker = worker  # the failing worker's name, where several run one side
+        # the side whose worker held the GPU lock this one waited for, when that one hung
+        self.waited_on = ""
 
     @property
     def needs_restart(self) -> bool:

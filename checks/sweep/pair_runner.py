@@ -3,19 +3,25 @@ cases one by one.
 
 A case goes: check both sides against the reference on fresh inputs and base against head
 (compile, autotune), prepare every worker (entry point, input copies), estimate each side in
-turn, pick the timing mode, interleave rounds until the sequential test decides, recheck in
-every worker, release. Every step but the estimate and the rounds runs side by side, so the GPU
-waits for the slowest worker's set-up, not for their sum. Any failure marks that case with its own
-status, restarts the worker that failed when its process or context cannot be trusted, and the
-next case runs on a clean worker.
+turn, pick the timing mode, interleave rounds until the sequential test decides, recheck the
+timed copies' outputs, release. Every step but the estimate and the rounds runs side by side,
+so the GPU waits for the slowest worker's set-up, not for their sum. Any failure marks that case
+with its own status, restarts the worker that failed when its process or context cannot be
+trusted, and the next case runs on a clean worker.
 
 With crossover the second pair's workers take the other slots (head is its slot 1: started,
-warmed, asked first), and every round of the first pair is matched by one of the second.
+warmed, asked first), and every round of the first pair is matched by one of the second. Then
+a case's recheck and the next case's check overlap (``measure``'s ``following``): one pair,
+drawn at random per case, rechecks what it timed while the other checks the next case (its
+first call alone on the GPU, as the recheck's calls are: ``checks.worker.exclusive``). Each
+side is rechecked in one worker per case, and a worker cannot know whether its recheck comes;
+the last case is rechecked in every worker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +36,7 @@ from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, measure_case
 from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
 from checks.worker import ceilings as ceilings_cache
+from checks.worker import exclusive
 from checks.worker.correctness import compare_digests
 from checks.worker.timing import MAX_COPIES, graph_calls
 
@@ -129,6 +136,9 @@ class PairRunner:
         self.start_marks_s: dict[str, float] = {}  # inside the start (``start_all``)
         self._last_active = 0.0
         self._env_raw: dict[str, Any] = {}
+        # the next case's check, made during the last one's recheck: the case, the pair that
+        # checked it, each worker's answer or failure
+        self._ahead: tuple[Case, tuple[WorkerClient, WorkerClient], list[Any]] | None = None
 
     @property
     def arms(self) -> list[tuple[WorkerClient, WorkerClient]]:
@@ -226,7 +236,9 @@ class PairRunner:
 
     # ------------------------------------------------------------------------------------ cases
 
-    def measure(self, case: Case) -> ShapeResult:
+    def measure(self, case: Case, following: Case | None = None) -> ShapeResult:
+        """``case`` measured. ``following``: the case the sweep measures next, checked during this
+        one's recheck (with crossover): its ``measure`` then takes that check."""
         t0 = time.monotonic()
         seen: list[Round] = []
         info: dict[str, SideInfo] = {}
@@ -242,7 +254,7 @@ class PairRunner:
             "device_uuid": self.env.device_uuid if self.env else None,
         }
         try:
-            result = self._measure(case, seen, info, common, t0, steps)
+            result = self._measure(case, seen, info, common, t0, steps, following)
         except WorkerFailure as f:
             self._recover(f)
             raw = CaseRun(rounds=tuple(seen), stop_reason="failed") if seen else None
@@ -284,6 +296,7 @@ class PairRunner:
         common: dict[str, Any],
         t0: float,
         steps: dict[str, float],
+        following: Case | None = None,
     ) -> ShapeResult:
         o = self.options
         cfg = o.protocol
@@ -295,7 +308,11 @@ class PairRunner:
         # so its prepare finds the kernels compiled and both workers of a side time one config.
         # Its outputs are still checked after the timing (finish).
         with timed(steps, "check"):
-            cb, ch = self._check(entries, case)
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None and ahead[0] is case:
+                cb, ch = self._check(case, ahead[1], ahead[2])
+            else:
+                cb, ch = self._check(case, (self.base, self.head))
         problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
         if problem:
             side, message = problem
@@ -369,14 +386,21 @@ class PairRunner:
         if spread:
             notes.append(spread)
         with timed(steps, "finish"):
-            finished = in_parallel(
-                [lambda w=w: w.finish(recheck=o.recheck) for w in self._arm_order()]
+            if self.crossed is not None and following is not None:
+                rechecked, finished = self._finish_and_check(following)
+            else:
+                rechecked = self._arm_order()
+                finished = in_parallel([lambda w=w: w.finish(recheck=o.recheck) for w in rechecked])
+        waited = [f["lock_not_taken_s"] for f in finished if f.get("lock_not_taken_s")]
+        if waited:
+            notes.append(
+                f"rechecked without the GPU lock: the next case's check held it past {waited[0]:g} s"
             )
         status, side, message = "ok", None, ""
         bad = sorted(
             {
                 w.spec.side
-                for w, f in zip(self._arm_order(), finished, strict=True)
+                for w, f in zip(rechecked, finished, strict=True)
                 if not f.get("correct", True)
             }
         )
@@ -397,31 +421,94 @@ class PairRunner:
             gpu_seconds=time.monotonic() - t0,
         )
 
-    def _check(self, entries: dict[str, Any], case: Case) -> list[dict[str, Any]]:
-        """Both sides' check, side by side. A fault that ends one GPU context can end the other
-        side's too while both run (an illegal address in head's kernel took base's context
-        with it on the H200): when both lose their context at once, each side is checked again
-        alone on a fresh worker, so the failure names the side whose own code fails."""
-        seed = self.options.check_seed
+    def _check_one(self, w: WorkerClient, case: Case) -> dict[str, Any] | WorkerFailure:
+        entries = case.base_entries if w.spec.side == "base" else case.head_entries
+        try:
+            return w.check(entries, case.dims, case.dtype, seed=self.options.check_seed)
+        except WorkerFailure as f:
+            return f
 
-        def check(w: WorkerClient) -> dict[str, Any] | WorkerFailure:
-            try:
-                return w.check(entries[w.spec.side], case.dims, case.dtype, seed=seed)
-            except WorkerFailure as f:
-                return f
+    def _checks(self, case: Case, pair: tuple[WorkerClient, WorkerClient]) -> list[Any]:
+        """Both sides' check on ``pair`` side by side: each answer or failure. When both time
+        out, one hung in its first call holding the GPU lock and the other waited for it
+        (``checks.worker.exclusive``): the waiter's failure says on which side, from the pids
+        the lock file names."""
+        pids = [w.proc.pid if w.proc is not None else None for w in pair]
+        got = in_parallel([lambda w=w: self._check_one(w, case) for w in pair])
+        timed_out = [isinstance(a, WorkerFailure) and a.kind == "timeout" for a in got]
+        if all(timed_out):
+            held = exclusive.holders(pair[0].spec.lock_path)
+            first = next((p for p in held if p in pids), None)
+            if first is not None:
+                hung = pids.index(first)
+                waiter = got[1 - hung]
+                waiter.waited_on = pair[hung].spec.side
+                got[hung].message += (
+                    f" (it held the GPU lock; the {waiter.side} worker waited for it, "
+                    "and timed out too)"
+                )
+        return got
 
-        pair = (self.base, self.head)
-        got = in_parallel([lambda w=w: check(w) for w in pair])
+    def _check(
+        self,
+        case: Case,
+        pair: tuple[WorkerClient, WorkerClient],
+        got: list[Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Both sides' check on ``pair`` (base's worker, head's), side by side, or their answers
+        ``got`` when the check ran already (``_checks``). A fault that ends one GPU context can
+        end the other side's too while both run (an illegal address in head's kernel took
+        base's context with it on the H200): when both lose their context at once, each side is
+        checked again alone on a fresh worker, so the failure names the side whose own code
+        fails. A side that timed out waiting for the other's hung first call is not the one
+        blamed."""
+        if got is None:
+            got = self._checks(case, pair)
         lost = [a for a in got if isinstance(a, WorkerFailure) and a.kind in CONTEXT_LOST]
         if len(lost) == 2:
             got = []
             for w in pair:  # one at a time: nothing else runs on the GPU meanwhile
                 w.restart()
-                got.append(check(w))
+                got.append(self._check_one(w, case))
         failed = [a for a in got if isinstance(a, WorkerFailure)]
         if failed:
-            raise failed[0]
-        return got  # type: ignore[return-value]
+            raise min(failed, key=lambda f: bool(f.waited_on))
+        return got
+
+    def _finish_and_check(self, following: Case) -> tuple[list[WorkerClient], list[dict[str, Any]]]:
+        """One pair, drawn at random, rechecks and releases what it timed while the other checks
+        ``following`` (a check releases first); that check is kept for ``following``'s
+        ``measure``. The rechecking workers and their answers. A recheck that failed fails the
+        case, also when the next case's check failed beside it (a fault of that check may have
+        taken the recheck's GPU context with it): the message then says so, and that check's
+        own failure is the next case's (``_check``)."""
+        k = secrets.randbelow(2)
+        rechecking, checking = self.arms[k], self.arms[1 - k]
+        recheck = self.options.recheck
+
+        def finish(w: WorkerClient) -> dict[str, Any] | WorkerFailure:
+            try:
+                return w.finish(recheck=recheck, alone=True)
+            except WorkerFailure as f:
+                return f
+
+        answers = in_parallel(
+            [lambda w=w: finish(w) for w in rechecking]
+            + [lambda: self._checks(following, checking)]
+        )
+        finished, checked = answers[:2], answers[2]
+        self._ahead = (following, checking, checked)
+        failed = [a for a in finished if isinstance(a, WorkerFailure)]
+        if failed:
+            f = failed[0]
+            beside = [a for a in checked if isinstance(a, WorkerFailure)]
+            if beside and f.kind in CONTEXT_LOST:
+                f.message += (
+                    f" (the next case's check failed at the same time: {beside[0].message}; "
+                    "its fault may have ended this worker's GPU context)"
+                )
+            raise f
+        return list(rechecking), finished
 
     def _arm_order(self) -> list[WorkerClient]:
         """base, head of each arm in turn."""

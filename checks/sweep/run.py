@@ -208,7 +208,7 @@ def _run_pair(
                     )
                 break
             try:
-                result = runner.measure(case)
+                result = runner.measure(case, cases[i + 1] if i + 1 < len(cases) else None)
             except WorkerFailure as f:  # even restarting failed: the rest cannot run here
                 recorder.add(_skipped(case, f"worker lost: {f.message}", runner.gpu_index))
                 for rest in cases[i + 1 :]:

@@ -107,6 +107,13 @@ class WorkerSpec:
         return f"{self.side}-gpu{self.gpu}" if self.gpu is not None else self.side
 
     @property
+    def lock_path(self) -> Path | None:
+        """The GPU's lock file, shared by its workers; None without ``first_call_alone``."""
+        if not self.first_call_alone:
+            return None
+        return self.work_dir / "locks" / f"gpu-{self.gpu if self.gpu is not None else 'none'}.lock"
+
+    @property
     def triton_cache(self) -> Path:
         """The side's Triton cache on this GPU: its workers', and what compiling ahead fills."""
         return self.work_dir / "triton-cache" / self.side_key
@@ -163,10 +170,9 @@ class WorkerClient:
         home.mkdir(parents=True, exist_ok=True)
         env["TRITON_CACHE_DIR"] = str(cache)
         env["TRITON_HOME"] = str(home)
-        if s.first_call_alone:  # one lock per GPU: a case's first call runs alone on it
-            locks = s.work_dir / "locks"
-            locks.mkdir(parents=True, exist_ok=True)
-            env[GPU_LOCK_ENV] = str(locks / f"gpu-{s.gpu if s.gpu is not None else 'none'}.lock")
+        if s.lock_path is not None:  # one lock per GPU: a case's first call runs alone on it
+            s.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            env[GPU_LOCK_ENV] = str(s.lock_path)
         env["TORCHINDUCTOR_CACHE_DIR"] = str(s.work_dir / "inductor-cache" / s.name)
         # torch.utils.cpp_extension.load builds into TORCH_EXTENSIONS_DIR/<name>: shared, a
         # base and a head building an extension of the same name at once would meet there, and
@@ -463,8 +469,13 @@ class WorkerClient:
             else None,
         )
 
-    def finish(self, *, recheck: bool = True) -> dict[str, Any]:
-        return self.call("finish", timeout=self.spec.timeouts.finish_s, recheck=recheck)
+    def finish(self, *, recheck: bool = True, alone: bool = False) -> dict[str, Any]:
+        """Recheck the timed copy's output (``alone``: holding the GPU lock for its calls, while
+        another pair checks the next case; waiting for it at most half the finish timeout, then
+        without it: ``lock_not_taken_s`` in the answer), then release everything."""
+        t = self.spec.timeouts.finish_s
+        lock = {"alone": True, "lock_wait_s": t * LOCK_WAIT_SHARE} if alone else {}
+        return self.call("finish", timeout=t, recheck=recheck, **lock)
 
     def warmup(
         self,

@@ -471,15 +471,25 @@ class Worker:
         result: dict[str, Any] = {"rechecked": False, "correct": True, "message": ""}
         if msg.get("recheck") and self.items and callable(self.items[0].get("reference")):
             item = self.items[0]
-            out = item["fn"]()
-            ref = item["reference"]()
-            self._sync()
+            # ``alone``: another pair checks the next case meanwhile, its first call autotuning
+            # (``exclusive``): the recheck's calls wait for it (at most ``lock_wait_s``: a check
+            # that hangs holding the lock must not fail this case) and keep it waiting
+            alone = bool(msg.get("alone"))
+            lock = os.environ.get(exclusive.GPU_LOCK_ENV) if alone else None
+            wait = msg.get("lock_wait_s")
+            with exclusive.exclusive(lock, float(wait) if wait is not None else None) as held:
+                step("lock_wait")
+                out = item["fn"]()
+                ref = item["reference"]()
+                self._sync()
             step("calls")
             cmp = correctness.compare(
                 out, ref, atol=_tolerance(item, "atol"), rtol=_tolerance(item, "rtol")
             )
             step("compare")
             result = {"rechecked": True, "correct": cmp["ok"], "message": cmp["message"]}
+            if lock and not held:
+                result["lock_not_taken_s"] = float(wait or 0.0)
         self._release()
         step("release")
         return {**result, "steps_s": step.seconds}

@@ -6,6 +6,8 @@ Entry-point contract: ``entry(shape, dtype, *, device, seed) -> dict`` with ``fn
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import side_marker
 
@@ -25,7 +27,14 @@ def axpy(shape, dtype, *, device="cpu", seed=0):
 
 
 # The same names as the head side's faulty stand-ins; here they all behave.
-crash = segfault = hang = oom = wrong = cuda_fault = out_of_resources = noisy = slow = axpy
+crash = segfault = oom = wrong = cuda_fault = out_of_resources = noisy = slow = axpy
+
+
+def hang(shape, dtype, *, device="cpu", seed=0):
+    """axpy, its inputs made slowly: head's ``hang`` takes the GPU lock first and hangs holding
+    it, and this side's first call waits for it."""
+    time.sleep(0.5)
+    return axpy(shape, dtype, device=device, seed=seed)
 
 
 def which_side(shape, dtype, *, device="cpu", seed=0):

@@ -73,6 +73,25 @@ def wrong(shape, dtype, *, device="cpu", seed=0):
     return _entry(shape, dtype, seed, factory)
 
 
+def drifts(shape, dtype, *, device="cpu", seed=0):
+    """Right for its first two calls, then off by one at the last element: passes the check on
+    fresh inputs and is caught only by the recheck after timing."""
+
+    def factory(x, y):
+        calls = [0]
+
+        def fn():
+            calls[0] += 1
+            out = 2 * x + y
+            if calls[0] > 2:
+                out.reshape(-1)[-1] += 1.0
+            return out
+
+        return fn
+
+    return _entry(shape, dtype, seed, factory)
+
+
 def cuda_fault(shape, dtype, *, device="cpu", seed=0):
     """The error torch raises after an out-of-bounds access on the GPU; it poisons the context."""
 
