@@ -8,9 +8,9 @@ The bot sends ``--calls`` commands in turn to ``--workers`` child processes (as 
 send timed blocks to four workers, each then idle while the other three time theirs); each
 child busy-waits ``--work-ms`` (as a worker spins on the GPU's event) and answers. Ways:
 
-- ``sleep``: the bot waits in ``select``, a child in a blocking ``read`` (as they do today);
+- ``sleep``: the bot waits in ``select``, a child in a blocking ``read`` (as without polling);
 - ``poll``: each polls its pipe for up to ``--poll-ms`` before sleeping in ``select`` (the bot
-  for the answer, a child for its next command).
+  for the answer, a child for its next command), as a sweep does with ``--poll``.
 
 The overhead is each call's wall time (sent to answered, on the bot's clock) less the child's
 own work. Prints and writes ``pipe_wakeup.json``.
