@@ -431,8 +431,8 @@ class PairRunner:
     def _checks(self, case: Case, pair: tuple[WorkerClient, WorkerClient]) -> list[Any]:
         """Both sides' check on ``pair`` side by side: each answer or failure. When both time
         out, one hung in its first call holding the GPU lock and the other waited for it
-        (``checks.worker.exclusive``): the waiter's failure says on which side, from the pids
-        the lock file names."""
+        (``checks.worker.exclusive``): from the pids the lock file names, the hung one's
+        failure says so and the waiter's names the side it waited on (``waited_on``)."""
         pids = [w.proc.pid if w.proc is not None else None for w in pair]
         got = in_parallel([lambda w=w: self._check_one(w, case) for w in pair])
         timed_out = [isinstance(a, WorkerFailure) and a.kind == "timeout" for a in got]

@@ -29,6 +29,7 @@ from bot.outputs import triton_key_dir
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
 from checks.worker.exclusive import GPU_LOCK_ENV
+from checks.worker.timing import ROUND_OPS
 from checks.worker_env import (
     WorkerFailure,
     capped,
@@ -50,8 +51,6 @@ T = TypeVar("T")
 POLL_MS = 20.0
 # the share of the finish timeout a recheck beside the next case's check waits for the GPU lock
 LOCK_WAIT_SHARE = 0.5
-POLLED = frozenset({"block"})  # the commands whose answers the bot polls for, and after which
-# a worker polls for its next one
 
 
 def poll_ms_for(cpus: int, workers: int, gpus: int) -> float:
@@ -347,7 +346,7 @@ class WorkerClient:
     def _read_line(self, op: str, timeout: float) -> dict[str, Any]:
         assert self._r is not None
         deadline = time.monotonic() + timeout
-        polled = self.spec.poll_ms > 0 and op in POLLED
+        polled = self.spec.poll_ms > 0 and op in ROUND_OPS
         poll_until = time.monotonic() + self.spec.poll_ms / 1000.0 if polled else 0.0
         while b"\n" not in self._buf:
             now = time.monotonic()

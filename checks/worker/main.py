@@ -624,7 +624,7 @@ class Commands:
     block's answer the next command is polled for that long before sleeping in ``select``
     (``checks.sweep.workers.POLL_MS``: during the rounds it comes a few ms later)."""
 
-    POLL_AFTER = frozenset({"block"})
+    POLL_AFTER = timing.ROUND_OPS
 
     def __init__(self, fd: int, poll_s: float = 0.0) -> None:
         self.fd, self.poll_s, self.buf = fd, poll_s, b""
