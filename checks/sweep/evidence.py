@@ -48,6 +48,8 @@ def _line(c: ShapeResult) -> ShapeLine:
         details.append(
             f"stopped: {c.stop_reason.replace('_', ' ')} after {plural(c.rounds, 'round')}"
         )
+    if c.explanation:
+        details.append(c.explanation)
     details.extend(c.notes)
     return ShapeLine(
         kernel=c.kernel,

@@ -128,6 +128,13 @@ class ShapeResult(Frozen):
     rounds: int = 0
     dropped_rounds: int = 0
     stop_reason: str | None = None
+    # the executions (fresh worker pairs) the decision rests on, and how: "rounds" when they
+    # agreed and their rounds were pooled, "executions" when each execution was one unit
+    executions: int = 0
+    decided_over: Literal["rounds", "executions"] | None = None
+    execution_ratios: tuple[float, ...] = ()  # each execution's head/base
+    execution_spread: float | None = None  # beyond the rounds' noise, one SD, a fraction
+    explanation: str = ""  # what the executions and the autotuner's picks showed, in words
     mode: str | None = None  # graph | eager | eager-noflush | cpu
     gpu_index: int | None = None
     device_uuid: str | None = None

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.outputs import cache_root
 from checks.compiler.triton_compat import picked_label
 from checks.sweep.models import MAX_PICKS, Ceilings, EnvFingerprint, ShapeResult, SideInfo
-from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, measure_case
+from checks.sweep.protocol import CaseRun, ExecutionPicks, ProtocolConfig, Round, measure_case
 from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
 from checks.worker import ceilings as ceilings_cache
@@ -117,10 +117,12 @@ class PairRunner:
         family_size: int = 1,
         crossed: tuple[WorkerClient, WorkerClient] | None = None,
         warmed_early: Callable[[], bool] | None = None,
+        execution: int = 0,
     ) -> None:
         """``warmed_early``: called once the workers answered, ends the GPU's early warm-up
         (``checks.sweep.warmer``) if it still runs and says whether it burnt; then the workers
-        burn only if they read the clock down."""
+        burn only if they read the clock down. ``execution``: the sweep's pass these (fresh)
+        workers measure, which their rounds carry."""
         if options.protocol.crossover != (crossed is not None):
             raise ValueError("crossover needs a second (base, head) pair, and only crossover")
         self.base, self.head = base, head
@@ -128,6 +130,7 @@ class PairRunner:
         self.warmed_early = warmed_early
         self.options = options
         self.gpu_index = gpu_index
+        self.execution = execution
         self.family_size = family_size  # cases in the sweep: each gets alpha / family_size
         self.env: EnvFingerprint | None = None
         self.ceilings: Ceilings | None = None
@@ -381,10 +384,19 @@ class PairRunner:
                 alpha=alpha,
                 crossed=crossed,
                 on_round=seen.append,
+                execution=self.execution,
             )
-        spread = run.arms_disagree()
-        if spread:
-            notes.append(spread)
+        run = run.model_copy(
+            update={
+                "picks": (
+                    ExecutionPicks(
+                        execution=self.execution,
+                        base=info["base"].configs_picked,
+                        head=info["head"].configs_picked,
+                    ),
+                )
+            }
+        )
         with timed(steps, "finish"):
             if self.crossed is not None and following is not None:
                 rechecked, finished = self._finish_and_check(following)

@@ -10,6 +10,12 @@ slot and head in the second, arm 1 the other way round. A unit of replication is
 arm, in random order, and its log-ratio is the mean of the two; whatever a slot adds to the time
 of every block it runs (its process's allocations, its context, being started or warmed first)
 enters both sides once and cancels in the ratio.
+
+Executions (``checks.sweep.executions``): a sweep measures every case in at least
+``min_executions`` passes, each with fresh worker processes, and at most ``max_executions``.
+Inside a pass the rounds stop once they pin that pass's ratio down well inside the tolerance
+(``CaseDecider``); the verdict is made over the passes, with the execution as the unit where the
+executions disagree (``replay_case``).
 """
 
 from __future__ import annotations
@@ -24,9 +30,20 @@ from typing import Literal, Protocol
 from pydantic import Field
 
 from bot.contracts.base import Frozen
-from checks.sweep.stats import Decision, Verdict, look_schedule, median, sequential_decision
+from checks.sweep.executions import (
+    Execution,
+    ExecutionDecision,
+    decide_executions,
+    execution_looks,
+)
+from checks.sweep.stats import Decision, band_log, look_schedule, median, stdev
+from checks.sweep.tdist import t_ppf
 
-StopReason = Literal["decided", "max_rounds", "time_budget", "throttled", "failed"]
+StopReason = Literal[
+    "decided", "max_rounds", "max_executions", "time_budget", "throttled", "failed"
+]
+# inside a pass the rounds stop once the 95% interval's half-width is this share of the band
+PASS_PRECISION = 0.5
 
 
 class ProtocolConfig(Frozen):
@@ -58,6 +75,12 @@ class ProtocolConfig(Frozen):
         default=False,
         description="each side timed in both worker slots (two worker pairs); a unit is a round of each",
     )
+    min_executions: int = Field(
+        default=2, ge=1, description="passes with fresh workers every case is measured in"
+    )
+    max_executions: int = Field(
+        default=4, ge=1, description="passes at most, while the executions disagree"
+    )
 
     @property
     def arms(self) -> int:
@@ -65,6 +88,9 @@ class ProtocolConfig(Frozen):
 
     def looks(self) -> tuple[int, ...]:
         return look_schedule(self.min_rounds, self.max_rounds, self.look_growth)
+
+    def execution_looks(self) -> tuple[int, ...]:
+        return execution_looks(self.min_executions, max(self.min_executions, self.max_executions))
 
     def max_case_gpu_seconds(self) -> float:
         """The most GPU time the rounds of one case can take (both sides, warm-up included)."""
@@ -127,6 +153,7 @@ class Round(Frozen):
     dropped: bool = False
     drop_reason: str = ""
     arm: int = Field(default=0, ge=0, le=1, description="crossover arm: 1 when head ran in slot 1")
+    execution: int = Field(default=0, ge=0, description="the pass (fresh workers) it ran in")
 
     @property
     def log_ratio(self) -> float:
@@ -155,7 +182,8 @@ def drop_reason(base: Block, head: Block, *, min_clock_fraction: float) -> str:
 
 
 class CaseDecider:
-    """Rounds in, a decision out. Pure; the same object replays recorded rounds."""
+    """One pass's rounds in; a stop once they pin the pass's head/base down (``precise``), at the
+    last scheduled look, or when too many were throttled. Pure: the same object replays them."""
 
     def __init__(self, cfg: ProtocolConfig, *, tolerance: float, alpha: float) -> None:
         self.cfg = cfg
@@ -164,7 +192,9 @@ class CaseDecider:
         self.looks = cfg.looks()
         self._look_set = set(self.looks)
         self.logs: list[float] = []
+        self.units: list[list[Round]] = []
         self.dropped = 0
+        self.stop: StopReason = "decided"
         self._pending: list[Round] = []  # crossover: the unit's rounds seen so far
 
     @property
@@ -172,8 +202,8 @@ class CaseDecider:
         return len(self.logs) + self.dropped
 
     def add(self, rnd: Round) -> Decision | None:
-        """Count a round (with crossover, a unit once both arms' rounds are in); a final decision
-        when the test or the drop rule says stop."""
+        """Count a round (with crossover, a unit once both arms' rounds are in); the pass's
+        decision when its rounds should stop."""
         self._pending.append(rnd)
         if len(self._pending) < self.cfg.arms:
             return None
@@ -184,41 +214,57 @@ class CaseDecider:
                 return self.finish("throttled")
             return None
         self.logs.append(sum(r.log_ratio for r in unit) / len(unit))
-        if len(self.logs) in self._look_set:
-            d = self._decide(complete=False)
-            if d.final:
-                return d
+        self.units.append(unit)
+        n = len(self.logs)
+        if n in self._look_set and (self.precise() or n >= self.looks[-1]):
+            return self.finish("decided" if self.precise() else "max_rounds")
         return None
+
+    def precise(self) -> bool:
+        """The pass's 95% interval is narrow against the tolerance (its half-width at most
+        ``PASS_PRECISION`` of the band): more rounds would not change what this execution says."""
+        n = len(self.logs)
+        if n < 3:
+            return False
+        half = t_ppf(0.975, n - 1) * stdev(self.logs) / math.sqrt(n)
+        return half <= PASS_PRECISION * band_log(self.tolerance)
 
     def _too_many_drops(self) -> bool:
         n = self.attempted
         return n >= self.cfg.min_rounds and self.dropped > self.cfg.max_drop_fraction * n
 
-    def _decide(self, *, complete: bool) -> Decision:
-        return sequential_decision(
-            self.logs,
+    def finish(self, reason: StopReason) -> Decision:
+        """This pass's own decision (its executions alone) when its rounds stop for ``reason``;
+        the case's verdict is made over every pass (``replay_case``)."""
+        self.stop = reason
+        rounds = [r for unit in self.units for r in unit]
+        d = decide_executions(
+            executions_of(rounds),
             tolerance=self.tolerance,
             alpha=self.alpha,
-            looks=self.looks,
-            complete=complete,
+            looks=(1,),
+            complete=True,
         )
-
-    def finish(self, reason: StopReason) -> Decision:
-        """The decision when the rounds stop for ``reason`` before the test decided."""
-        d = self._decide(complete=True)
         if reason == "throttled" and d.verdict != "INCONCLUSIVE":
-            return _replace_verdict(d, "INCONCLUSIVE")
+            return replace(d, verdict="INCONCLUSIVE")
         return d
 
 
-def _replace_verdict(d: Decision, verdict: Verdict) -> Decision:
-    return replace(d, verdict=verdict)
+def executions_of(rounds: Sequence[Round]) -> list[Execution]:
+    """The counted rounds' log-ratios grouped by execution: each pass's each arm, in order."""
+    by: dict[tuple[int, int], list[float]] = {}
+    for r in rounds:
+        if not r.dropped:
+            by.setdefault((r.execution, r.arm), []).append(r.log_ratio)
+    return [Execution(execution=e, arm=a, logs=tuple(logs)) for (e, a), logs in sorted(by.items())]
 
 
-def stop_reason_of(d: Decision, decider: CaseDecider) -> StopReason:
-    if d.n >= decider.looks[-1] and d.verdict == "INCONCLUSIVE":
-        return "max_rounds"
-    return "decided"
+class ExecutionPicks(Frozen):
+    """Which config each side's autotuners picked in one execution (pass)."""
+
+    execution: int
+    base: tuple[str, ...] = ()
+    head: tuple[str, ...] = ()
 
 
 class CaseRun(Frozen):
@@ -229,6 +275,9 @@ class CaseRun(Frozen):
     stop_reason: StopReason = "decided"
     seconds: float = 0.0
     arms: int = Field(default=1, ge=1, le=2, description="rounds per unit (2 with crossover)")
+    # each pass's autotuner picks, and why each pass's rounds stopped
+    picks: tuple[ExecutionPicks, ...] = ()
+    pass_stops: tuple[StopReason, ...] = ()
 
     def kept_units(self) -> list[tuple[Round, ...]]:
         """The counted units (a round, or with crossover one round of each arm), dropped ones
@@ -242,41 +291,22 @@ class CaseRun(Frozen):
         rounds), as the decision saw them."""
         return [sum(r.log_ratio for r in u) / len(u) for u in self.kept_units()]
 
-    def arm_ratios(self) -> dict[int, tuple[float, float]]:
-        """Per crossover arm, the geometric-mean head/base of its counted rounds and that mean's
-        standard error on the log scale (arms with fewer than 2 rounds left out)."""
-        by: dict[int, list[float]] = {}
-        for u in self.kept_units():
-            for r in u:
-                by.setdefault(r.arm, []).append(r.log_ratio)
-        out = {}
-        for arm, logs in sorted(by.items()):
-            if len(logs) >= 2:
-                m = sum(logs) / len(logs)
-                var = sum((x - m) ** 2 for x in logs) / (len(logs) - 1)
-                out[arm] = (math.exp(m), math.sqrt(var / len(logs)))
-        return out
-
-    def arms_disagree(self, *, z: float = 4.0, least: float = 0.005) -> str:
-        """A note when the crossover's two worker pairs read head/base further apart than their
-        rounds' noise allows (``z`` standard errors, and at least ``least``): the interval counts
-        rounds, not processes, so a process-to-process offset this size is not in it."""
-        arms = self.arm_ratios()
-        if len(arms) != 2:
-            return ""
-        (r0, se0), (r1, se1) = arms[0], arms[1]
-        gap = abs(math.log(r0 / r1))
-        if gap < least or gap < z * math.hypot(se0, se1):
-            return ""
-        return (
-            f"the crossover's two worker pairs read head/base {r0:.3f} and {r1:.3f}: identical "
-            "code can differ this much from one process to another at this size, and the "
-            "interval does not include it; a verdict this close to the tolerance is weak"
-        )
+    def executions(self) -> list[Execution]:
+        """The counted rounds grouped by execution (each pass's each arm)."""
+        return executions_of([r for u in self.kept_units() for r in u])
 
     def side_median_us(self, side: Literal["base", "head"]) -> float | None:
-        vals = [getattr(r, side).value_us for r in self.rounds if not r.dropped]
-        return median(vals) if vals else None
+        """The median over executions of each execution's median time: an execution that ran
+        many rounds weighs no more than one that ran few."""
+        by: dict[tuple[int, int], list[float]] = {}
+        for r in self.rounds:
+            if not r.dropped:
+                by.setdefault((r.execution, r.arm), []).append(getattr(r, side).value_us)
+        return median([median(v) for v in by.values()]) if by else None
+
+    def picks_of(self, side: Literal["base", "head"]) -> list[tuple[str, ...]]:
+        """Each execution's autotuner picks on ``side``, in pass order (none recorded: [])."""
+        return [getattr(p, side) for p in sorted(self.picks, key=lambda p: p.execution)]
 
 
 def run_round(
@@ -287,6 +317,7 @@ def run_round(
     cfg: ProtocolConfig,
     *,
     arm: int = 0,
+    execution: int = 0,
 ) -> Round:
     head_first = rng.random() < 0.5
     if head_first:
@@ -304,6 +335,7 @@ def run_round(
         dropped=bool(why),
         drop_reason=why,
         arm=arm,
+        execution=execution,
     )
 
 
@@ -311,7 +343,11 @@ Arm = tuple[BlockSource, BlockSource]  # (base, head)
 
 
 def run_unit(
-    first_index: int, arms: Sequence[Arm], rng: random.Random, cfg: ProtocolConfig
+    first_index: int,
+    arms: Sequence[Arm],
+    rng: random.Random,
+    cfg: ProtocolConfig,
+    execution: int = 0,
 ) -> list[Round]:
     """One round of each arm, the arms in random order; returned in arm order (0, 1)."""
     order = list(range(len(arms)))
@@ -319,7 +355,7 @@ def run_unit(
     done: dict[int, Round] = {}
     for a in order:
         base, head = arms[a]
-        done[a] = run_round(first_index + a, base, head, rng, cfg, arm=a)
+        done[a] = run_round(first_index + a, base, head, rng, cfg, arm=a, execution=execution)
     return [done[a] for a in range(len(arms))]
 
 
@@ -334,6 +370,7 @@ def measure_case(
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.monotonic,
     on_round: Callable[[Round], None] | None = None,
+    execution: int = 0,
 ) -> tuple[CaseRun, Decision]:
     """Interleave rounds until the sequential test decides, the rounds run out, the time budget is
     spent or too many rounds were throttled. ``alpha`` is this case's share of the sweep's.
@@ -346,22 +383,21 @@ def measure_case(
     start = clock()
     warm: list[Round] = []
     for i in range(cfg.warmup_rounds):
-        warm.extend(run_unit(-len(arms) * (i + 1), arms, rng, cfg))
+        warm.extend(run_unit(-len(arms) * (i + 1), arms, rng, cfg, execution))
     decider = CaseDecider(cfg, tolerance=tolerance, alpha=alpha)
     rounds: list[Round] = []
     decision: Decision | None = None
     reason: StopReason = "decided"
     max_units = math.ceil(cfg.max_rounds / max(1e-9, 1.0 - cfg.max_drop_fraction)) + 1
     while decision is None:
-        unit = run_unit(len(rounds), arms, rng, cfg)
+        unit = run_unit(len(rounds), arms, rng, cfg, execution)
         for rnd in unit:
             rounds.append(rnd)
             if on_round is not None:
                 on_round(rnd)
             decision = decider.add(rnd)
         if decision is not None:
-            dropped = any(r.dropped for r in unit)
-            reason = "throttled" if dropped else stop_reason_of(decision, decider)
+            reason = decider.stop
             break
         if clock() - start > cfg.max_case_seconds:
             reason = "time_budget"
@@ -375,6 +411,7 @@ def measure_case(
         stop_reason=reason,
         seconds=clock() - start,
         arms=len(arms),
+        pass_stops=(reason,),
     )
     return run, decision
 
@@ -386,11 +423,18 @@ def replay_case(
     *,
     tolerance: float,
     alpha: float,
-) -> Decision:
-    """The decision the live protocol would reach on these recorded rounds."""
-    decider = CaseDecider(cfg, tolerance=tolerance, alpha=alpha)
-    for rnd in rounds:
-        d = decider.add(rnd)
-        if d is not None:
-            return d
-    return decider.finish(stop_reason if stop_reason != "decided" else "max_rounds")
+    arms: int | None = None,
+) -> ExecutionDecision:
+    """The case's decision over every pass in these recorded rounds: what the sweep decided
+    after its last pass. ``stop_reason`` ``throttled`` makes a claim INCONCLUSIVE."""
+    run = CaseRun(rounds=tuple(rounds), arms=arms or cfg.arms)
+    d = decide_executions(
+        run.executions(),
+        tolerance=tolerance,
+        alpha=alpha,
+        looks=cfg.execution_looks(),
+        complete=True,
+    )
+    if stop_reason == "throttled" and d.verdict != "INCONCLUSIVE":
+        return replace(d, verdict="INCONCLUSIVE")
+    return d

@@ -31,6 +31,7 @@ from checks.sweep.models import (
     SweepResult,
 )
 from checks.sweep.pair_runner import WARMUP_MIN_S, PairRunner, RunnerOptions
+from checks.sweep.passes import closing_reason, combine, needs_another, seed_cache
 from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
@@ -51,6 +52,7 @@ from checks.worker.timing import MAX_COPIES
 from checks.worker_env import default_memory_bytes
 
 Progress = Callable[[str], None]
+SIDES: tuple[Side, Side] = ("base", "head")
 
 
 class SweepOptions(BaseModel):
@@ -113,7 +115,8 @@ def _now() -> str:
 
 
 class _Recorder:
-    """Collects results from the runner threads; appends each to a JSON-lines file at once."""
+    """Collects results from the runner threads, one case's passes joined into one result
+    (``checks.sweep.passes.combine``); appends each to a JSON-lines file at once."""
 
     def __init__(
         self,
@@ -131,21 +134,34 @@ class _Recorder:
         self.gpu_seconds = 0.0
         self.started = time.monotonic() if started is None else started
         self.first_verdict_s: float | None = None
+        self.execution = 0
+        self.done = 0  # cases this pass recorded
         if partial_path is not None:
             partial_path.parent.mkdir(parents=True, exist_ok=True)
             partial_path.write_text("", encoding="utf-8")
 
+    def next_pass(self, execution: int, total: int) -> None:
+        self.execution, self.total, self.done = execution, total, 0
+
     def add(self, result: ShapeResult) -> None:
         with self.lock:
-            self.results[result.key] = result
             self.gpu_seconds += result.gpu_seconds
-            if self.first_verdict_s is None and result.status == "ok":
-                self.first_verdict_s = time.monotonic() - self.started
+            joined = combine(self.results.get(result.key), result, self.execution)
+            self.results[result.key] = joined
+            self.done += 1
             if self.partial_path is not None:
                 with open(self.partial_path, "a", encoding="utf-8") as f:
-                    f.write(result.model_dump_json() + "\n")
+                    f.write(joined.model_dump_json() + "\n")
             if self.progress is not None:
-                self.progress(progress_line(len(self.results), self.total, result))
+                line = progress_line(self.done, self.total, result)
+                if self.execution:
+                    line = f"execution {self.execution + 1}: {line}"
+                self.progress(line)
+
+    def decided(self, key: tuple) -> None:
+        """A case's verdict is final (its test needs no more passes)."""
+        if self.first_verdict_s is None and self.results[key].status == "ok":
+            self.first_verdict_s = time.monotonic() - self.started
 
 
 def progress_line(done: int, total: int, r: ShapeResult) -> str:
@@ -267,7 +283,11 @@ def run_sweep(
     startup: dict[str, float] = {"before_sweep": time.monotonic() - t_start}
     started_at = _now()
     family = max(family_size or 0, len(cases))
-    protocol = fit_budget(options.protocol, len(cases), options.max_gpu_seconds)
+    protocol = fit_budget(
+        options.protocol,
+        len(cases) * options.protocol.min_executions,
+        options.max_gpu_seconds,
+    )
     # On the CPU, ``gpus`` only sets how many worker pairs share the cases.
     gpus: list[str | None] = list(options.gpus or ()) or (
         [None] if options.device == "cpu" else list(visible_gpus()) or [None]
@@ -306,70 +326,106 @@ def run_sweep(
     own_warmer = warmer is None and options.warm_early
     if own_warmer:
         warmer = start_warmer(options.device, gpus, work_dir)
-    threads, outs, ahead = [], [], []
     runners = sum(1 for index in range(len(gpus)) if cases[index :: len(gpus)])
     poll_ms = _poll_ms(options, protocol.arms * 2 * runners, runners)
-    for index, gpu in enumerate(gpus):
-        mine = list(cases[index :: len(gpus)])
-        if not mine:
-            continue
-        gpu_index = index if gpu is not None else None
 
-        def client(side: Side, arm: int, gpu: str | None = gpu) -> WorkerClient:
-            return WorkerClient(
-                WorkerSpec(
-                    side=side,
-                    root=base_root if side == "base" else head_root,
-                    device=options.device,
-                    work_dir=work_dir,
-                    gpu=gpu,
-                    timeouts=options.timeouts,
-                    python_path=options.checkout.python_path,
-                    python=pythons[side],
-                    memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
-                    slot=1 + ((side == "head") != (arm == 1)),
-                    arm=arm,
-                    first_call_alone=options.first_call_alone,
-                    poll_ms=poll_ms,
-                ),
-                zygote,
-            )
+    def client(side: Side, arm: int, gpu: str | None, execution: int) -> WorkerClient:
+        return WorkerClient(
+            WorkerSpec(
+                side=side,
+                root=base_root if side == "base" else head_root,
+                device=options.device,
+                work_dir=work_dir,
+                gpu=gpu,
+                timeouts=options.timeouts,
+                python_path=options.checkout.python_path,
+                python=pythons[side],
+                memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
+                slot=1 + ((side == "head") != (arm == 1)),
+                arm=arm,
+                first_call_alone=options.first_call_alone,
+                poll_ms=poll_ms,
+                execution=execution,
+            ),
+            zygote,
+        )
 
-        runner = PairRunner(
-            client("base", 0),
-            client("head", 0),
-            runner_opts,
-            gpu_index=gpu_index,
-            family_size=family,
-            crossed=(client("base", 1), client("head", 1)) if protocol.crossover else None,
-            warmed_early=(lambda gpu=gpu: warmer.stop(gpu)) if warmer is not None else None,
-        )
-        out: dict[str, object] = {}
-        outs.append(out)
-        threads.append(
-            threading.Thread(
-                target=_run_pair,
-                args=(runner, mine, recorder, options.max_gpu_seconds, out),
-                name=f"sweep-gpu{gpu}",
-                daemon=True,
-            )
-        )
-        if options.precompile and options.device != "cpu":
-            ahead += _ahead(gpu, mine, (runner.base.spec, runner.head.spec), run_notes)
-    helpers = (
-        Precompile(ahead, compile_jobs(len(threads)), options.max_gpu_seconds, zygote).start()
-        if ahead
-        else None
-    )
+    outs: list[dict[str, object]] = []
+    helpers: Precompile | None = None
+    pending = list(cases)
     # Every object made so far (the imports, the policy, the plan) is left out of the garbage
     # collector's passes until the sweep ends: a full pass over them had held the rounds 46 ms,
     # three times a run, between two timed blocks on the H200
     gc.freeze()
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        for execution in range(protocol.execution_looks()[-1]):
+            if not pending or recorder.gpu_seconds >= options.max_gpu_seconds:
+                break
+            recorder.next_pass(execution, len(pending))
+            if execution:
+                shutil.rmtree(context_marks(work_dir), ignore_errors=True)
+            threads, ahead, pass_outs = [], [], []
+            for index, gpu in enumerate(gpus):
+                mine = list(pending[index :: len(gpus)])
+                if not mine:
+                    continue
+                if execution:  # the compiled kernels of the first pass, not its picks
+                    for side in SIDES:
+                        seed_cache(
+                            client(side, 0, gpu, 0).spec.triton_cache,
+                            client(side, 0, gpu, execution).spec.triton_cache,
+                        )
+                runner = PairRunner(
+                    client("base", 0, gpu, execution),
+                    client("head", 0, gpu, execution),
+                    runner_opts,
+                    gpu_index=index if gpu is not None else None,
+                    family_size=family,
+                    crossed=(
+                        (client("base", 1, gpu, execution), client("head", 1, gpu, execution))
+                        if protocol.crossover
+                        else None
+                    ),
+                    warmed_early=(
+                        (lambda gpu=gpu: warmer.stop(gpu))
+                        if warmer is not None and execution == 0
+                        else None
+                    ),
+                    execution=execution,
+                )
+                out: dict[str, object] = {}
+                (outs if execution == 0 else pass_outs).append(out)
+                threads.append(
+                    threading.Thread(
+                        target=_run_pair,
+                        args=(runner, mine, recorder, options.max_gpu_seconds, out),
+                        name=f"sweep-gpu{gpu}-e{execution}",
+                        daemon=True,
+                    )
+                )
+                if execution == 0 and options.precompile and options.device != "cpu":
+                    ahead += _ahead(gpu, mine, (runner.base.spec, runner.head.spec), run_notes)
+            if ahead:
+                helpers = Precompile(
+                    ahead, compile_jobs(len(threads)), options.max_gpu_seconds, zygote
+                ).start()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for o in pass_outs:  # a later pass's workers' start (its slowest GPU's)
+                restart = sum((o.get("startup_s") or {}).values())  # type: ignore[attr-defined]
+                startup[f"start_e{execution}"] = max(
+                    startup.get(f"start_e{execution}", 0.0), restart
+                )
+            going_on = []
+            for case in pending:
+                got = recorder.results.get(case.key)
+                if got is not None and needs_another(got, protocol, family):
+                    going_on.append(case)
+                elif got is not None:
+                    recorder.decided(case.key)
+            pending = going_on
     finally:
         gc.unfreeze()
         if own_zygote and zygote is not None:
@@ -385,7 +441,11 @@ def run_sweep(
         t_helpers = time.monotonic()
         run_notes += helpers.finish()
         wrapup["compile_ahead"] = time.monotonic() - t_helpers
-    ordered = [recorder.results[c.key] for c in cases if c.key in recorder.results]
+    ordered = [
+        closing_reason(recorder.results[c.key], protocol, family)
+        for c in cases
+        if c.key in recorder.results
+    ]
     envs = tuple(o["env"] for o in outs if isinstance(o.get("env"), EnvFingerprint))
     ceilings = tuple(o["ceilings"] for o in outs if isinstance(o.get("ceilings"), Ceilings))
     all_notes = run_notes + [n for o in outs for n in (o.get("notes") or [])]  # type: ignore[union-attr]

@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import Literal
 
 from bot.errors import ResultsError
+from checks.sweep.executions import ExecutionDecision
 from checks.sweep.models import (
     Ceilings,
     GeomeanSummary,
@@ -23,17 +25,22 @@ from checks.sweep.models import (
     SweepResult,
     WorstCase,
 )
-from checks.sweep.protocol import ProtocolConfig, replay_case
-from checks.sweep.stats import bootstrap_geomean, holm
+from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, replay_case
+from checks.sweep.stats import bootstrap_geomean, holm, median
 
 
 def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> ShapeResult:
-    """The case's own decision (before Holm) from its raw rounds."""
+    """The case's own decision (before Holm) from its raw rounds, over its executions."""
     if case.status != "ok" or case.raw is None or not case.raw.rounds:
         return case
     alpha = protocol.alpha / max(1, family_size)
     d = replay_case(
-        case.raw.rounds, case.raw.stop_reason, protocol, tolerance=case.tolerance, alpha=alpha
+        case.raw.rounds,
+        case.raw.stop_reason,
+        protocol,
+        tolerance=case.tolerance,
+        alpha=alpha,
+        arms=case.raw.arms,
     )
     finite = math.isfinite(d.ci_low_log) and math.isfinite(d.ci_high_log)
     return case.model_copy(
@@ -49,8 +56,84 @@ def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -
             "rounds": len(case.raw.kept_logs()),
             "dropped_rounds": sum(1 for r in case.raw.rounds if r.dropped),
             "stop_reason": case.raw.stop_reason,
+            "executions": d.executions,
+            "decided_over": d.level,
+            "execution_ratios": tuple(round(math.exp(v), 6) for v in d.values),
+            "execution_spread": d.between_spread if d.executions > 1 else None,
+            "explanation": explain(case.raw, d, case.tolerance),
         }
     )
+
+
+def _pick_times(run: CaseRun) -> dict[str, list[float]]:
+    """Each execution's median time by the picks its side's autotuners made, both sides."""
+    picks = {p.execution: p for p in run.picks}
+    times: dict[str, list[float]] = {}
+    by: dict[tuple[int, int], list[Round]] = {}
+    for r in run.rounds:
+        if not r.dropped:
+            by.setdefault((r.execution, r.arm), []).append(r)
+    for (execution, _), rounds in by.items():
+        p = picks.get(execution)
+        if p is None:
+            continue
+        for side, chosen in (("base", p.base), ("head", p.head)):
+            if chosen:
+                label = " + ".join(chosen)
+                times.setdefault(label, []).append(
+                    median([getattr(r, side).value_us for r in rounds])
+                )
+    return times
+
+
+def _pick_counts(run: CaseRun, side: Literal["base", "head"]) -> Counter[str]:
+    return Counter(" + ".join(p) for p in run.picks_of(side) if p)
+
+
+def explain(run: CaseRun, d: ExecutionDecision, tolerance: float) -> str:
+    """In words: how far the executions disagreed, and whether the autotuner picked differently
+    from one process to the next ('' when neither is worth saying)."""
+    said: list[str] = []
+    unstable = {
+        side: counts
+        for side in ("base", "head")
+        if len(counts := _pick_counts(run, side)) > 1  # type: ignore[arg-type]
+    }
+    if unstable:
+        parts = []
+        for side, counts in unstable.items():
+            total = sum(counts.values())
+            parts.append(
+                f"{side} picked "
+                + ", ".join(f"{label} in {n} of {total}" for label, n in counts.most_common())
+            )
+        line = "the autotuner picks differently from one process to the next: " + "; ".join(parts)
+        times = {k: median(v) for k, v in _pick_times(run).items()}
+        if len(times) > 1:
+            fast, slow = min(times, key=times.__getitem__), max(times, key=times.__getitem__)
+            if times[fast] > 0:
+                line += (
+                    f" ({slow} ran {times[slow] / times[fast] - 1:.1%} slower than {fast} "
+                    "in the executions that picked them)"
+                )
+        said.append(line)
+    if d.executions > 1 and d.level == "executions":
+        ratios = [math.exp(v) for v in d.values]
+        cause = (
+            "the autotuner's picks"
+            if unstable
+            else "where each process's buffers and workspaces land (atomics, split reductions, "
+            "placement)"
+        )
+        line = (
+            f"head/base varied from one execution (fresh processes) to the next: "
+            f"{min(ratios):.3f} to {max(ratios):.3f} over {d.executions} executions, "
+            f"{d.between_spread:.1%} spread (one SD) beyond the rounds' noise; likely cause: {cause}"
+        )
+        if d.verdict == "INCONCLUSIVE":
+            line += f"; too much to decide at a {tolerance:.1%} tolerance"
+        said.append(line)
+    return "; ".join(said)
 
 
 def throughput(case: ShapeResult, ceilings: Sequence[Ceilings]) -> ShapeResult:

@@ -98,6 +98,9 @@ class WorkerSpec:
     # after a block's answer the worker polls for its next command this long, and the bot polls
     # for a block's answer (``POLL_MS``); 0: both sleep until it comes
     poll_ms: float = 0.0
+    # the sweep's pass (``checks.sweep.passes``): fresh workers, their own Triton cache seeded
+    # from the first pass's compiled kernels
+    execution: int = 0
 
     @property
     def side_key(self) -> str:
@@ -115,7 +118,9 @@ class WorkerSpec:
     @property
     def triton_cache(self) -> Path:
         """The side's Triton cache on this GPU: its workers', and what compiling ahead fills."""
-        return self.work_dir / "triton-cache" / self.side_key
+        if self.execution == 0:
+            return self.work_dir / "triton-cache" / self.side_key
+        return self.work_dir / "triton-cache" / f"x{self.execution}" / self.side_key
 
     def context_args(self) -> list[str]:
         """On a GPU, the first pair's workers mark when their contexts are made and the
@@ -134,7 +139,7 @@ class WorkerSpec:
         if self.label:
             return self.label
         name = f"{self.side}-gpu{self.gpu}" if self.gpu is not None else self.side
-        return name + ("-x" if self.arm else "")
+        return name + ("-x" if self.arm else "") + (f"-e{self.execution}" if self.execution else "")
 
 
 def _signal_name(code: int) -> str:

@@ -1,0 +1,297 @@
+"""Executions as the unit: the decision from rounds measured in several independent executions.
+
+An *execution* is one pair of fresh worker processes (base and head) that measured a case: a pass
+of the sweep starts new workers, so each pass is an execution, and with crossover each of its two
+worker pairs (arms) is one. Identical code can run faster or slower in one process than in the
+next, consistently inside it: where its buffers and workspaces land (atomics into small buffers,
+split reductions), and which config its autotuner picked from near-tied candidates. Rounds inside
+one execution cannot see that variance (Kalibera and Jones, "Rigorous Benchmarking in Reasonable
+Time", ISMM 2013; Mytkowicz et al., ASPLOS 2009, for layout alone), so the interval here is built
+on two levels. Pure functions; no I/O.
+
+Each execution's value is the Hodges-Lehmann estimate of its rounds' log-ratios (robust to a
+stray round, and consistent with the medians printed beside it). The crossover arm is a fixed
+effect (it carries the worker slot's bias, which the arms' average cancels). Then:
+
+- the **between-execution test**: the executions' spread around their arm's mean against what
+  their own rounds' noise predicts (an F test);
+- where the executions agree (p >= ``POOL_ABOVE``), their rounds are pooled: the interval's
+  variance is the rounds' (many degrees of freedom);
+- where they do not, the execution is the unit: the variance is the executions' own spread, with
+  as many degrees of freedom as there are executions beyond the arms. That interval is wide
+  when the executions disagree, so identical code that varies from process to process reads
+  INCONCLUSIVE with its measured spread instead of a false SLOWER or FASTER.
+
+The test is sequential over executions: looks after ``min_executions`` ... ``max_executions``
+executions, each spending ``alpha / K``, as in ``checks.sweep.stats``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from checks.sweep.stats import Decision, Verdict, band_log, median
+from checks.sweep.tdist import betainc, t_cdf, t_ppf
+
+# the executions are pooled when the between-execution test's p-value is at least this: a
+# lenient level, so that a between-execution variance that matters is seldom pooled away
+POOL_ABOVE = 0.2
+# the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
+HL_VARIANCE = math.pi / 3.0
+# the median absolute deviation times this estimates the standard deviation of normal rounds
+MAD_TO_SD = 1.4826
+
+Level = Literal["rounds", "executions"]
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One execution pair's counted log-ratios (head over base), in the order measured."""
+
+    execution: int  # the sweep's pass: fresh workers each
+    arm: int  # the crossover arm inside the pass (0 without crossover)
+    logs: tuple[float, ...]
+
+
+def hodges_lehmann(xs: Sequence[float]) -> float:
+    """The median of all pairwise (Walsh) averages, each value with itself included."""
+    n = len(xs)
+    if n == 0:
+        raise ValueError("Hodges-Lehmann estimate of an empty sequence")
+    if n > 400:  # O(n^2): past a few hundred rounds a thinned sample estimates it as well
+        step = n / 400
+        xs = [xs[int(i * step)] for i in range(400)]
+        n = 400
+    walsh = [(xs[i] + xs[j]) / 2.0 for i in range(n) for j in range(i, n)]
+    return median(walsh)
+
+
+def f_sf(f: float, d1: float, d2: float) -> float:
+    """P(F > f) for the F distribution with (d1, d2) degrees of freedom."""
+    if f <= 0.0:
+        return 1.0
+    if math.isinf(f):
+        return 0.0
+    return 1.0 - betainc(d1 / 2.0, d2 / 2.0, d1 * f / (d1 * f + d2))
+
+
+@dataclass(frozen=True)
+class Components:
+    """The two levels' estimates for one case."""
+
+    estimate_log: float  # the arms' mean of their executions' mean Hodges-Lehmann estimate
+    se_log: float  # its standard error at the chosen level
+    df: float  # degrees of freedom of that standard error
+    level: Level
+    executions: int
+    within_sd_log: float  # of one round's log-ratio inside an execution
+    between_sd_log: float  # of an execution's value beyond its rounds' noise (0 when none seen)
+    p_between: float  # the between-execution test (1.0 when it could not be made)
+    values: tuple[float, ...]  # each execution's estimate, in the order given
+
+
+def components(executions: Sequence[Execution], *, pool_above: float = POOL_ABOVE) -> Components:
+    """Both levels' estimates from the executions that have at least one counted round."""
+    used = [e for e in executions if e.logs]
+    if not used:
+        raise ValueError("no execution has a counted round")
+    values = [hodges_lehmann(e.logs) for e in used]
+    residuals = [x - v for e, v in zip(used, values, strict=True) for x in e.logs]
+    spread = median([abs(r) for r in residuals]) * MAD_TO_SD
+    if spread == 0.0 and len(residuals) > 1:  # most rounds equal: fall back on the plain SD
+        spread = math.sqrt(math.fsum(r * r for r in residuals) / max(1, len(residuals) - 1))
+    df_within = sum(len(e.logs) - 1 for e in used)
+    within = [HL_VARIANCE * spread**2 / len(e.logs) for e in used]  # each value's own variance
+
+    arms: dict[int, list[int]] = {}
+    for i, e in enumerate(used):
+        arms.setdefault(e.arm, []).append(i)
+    groups = list(arms.values())  # the arms are a fixed effect: each carries its slots' bias
+    a = len(groups)
+    group_means = [math.fsum(values[i] for i in g) / len(g) for g in groups]
+    estimate = math.fsum(group_means) / a
+    rounds_var = math.fsum(math.fsum(within[i] for i in g) / len(g) ** 2 for g in groups) / a**2
+    df_between = len(used) - a
+    if df_between < 1 or df_within < 1:
+        return Components(
+            estimate,
+            math.sqrt(rounds_var) if df_within >= 1 else math.inf,
+            max(1, df_within),
+            "rounds",
+            len(used),
+            spread,
+            0.0,
+            1.0,
+            tuple(values),
+        )
+    ss = math.fsum(
+        (values[i] - m) ** 2 for g, m in zip(groups, group_means, strict=True) for i in g
+    )
+    between_ms = ss / df_between  # estimates between variance + the mean own variance
+    own = math.fsum(within) / len(within)
+    f = between_ms / own if own > 0 else (math.inf if between_ms > 0 else 0.0)
+    p_between = f_sf(f, df_between, df_within)
+    between_sd = math.sqrt(max(0.0, between_ms - own))
+    if p_between >= pool_above:
+        return Components(
+            estimate,
+            math.sqrt(rounds_var),
+            df_within,
+            "rounds",
+            len(used),
+            spread,
+            between_sd,
+            p_between,
+            tuple(values),
+        )
+    exec_var = between_ms * math.fsum(1.0 / len(g) for g in groups) / a**2
+    return Components(
+        estimate,
+        math.sqrt(max(exec_var, rounds_var)),
+        df_between,
+        "executions",
+        len(used),
+        spread,
+        between_sd,
+        p_between,
+        tuple(values),
+    )
+
+
+@dataclass(frozen=True)
+class ExecutionDecision(Decision):
+    """A ``Decision`` reached over executions, with the levels it rests on."""
+
+    executions: int = 0
+    level: Level = "rounds"
+    within_sd_log: float = 0.0
+    between_sd_log: float = 0.0
+    p_between: float = 1.0
+    values: tuple[float, ...] = ()
+
+    @property
+    def between_spread(self) -> float:
+        """The executions' spread (one standard deviation) as a fraction of the time."""
+        return math.expm1(self.between_sd_log)
+
+
+def _look(
+    c: Components, band: float, alpha_look: float
+) -> tuple[Verdict, float, float, float, float, float]:
+    m, se = c.estimate_log, c.se_log
+    if not math.isfinite(se):
+        return "INCONCLUSIVE", -math.inf, math.inf, 1.0, 1.0, 1.0
+    if se == 0.0:
+        lo = hi = m
+        p_slow = 0.0 if m > band else 1.0
+        p_fast = 0.0 if m < -band else 1.0
+        p_same = 0.0 if -band < m < band else 1.0
+    else:
+        half = t_ppf(1.0 - alpha_look, c.df) * se
+        lo, hi = m - half, m + half
+        p_slow = 1.0 - t_cdf((m - band) / se, c.df)
+        p_fast = t_cdf((m + band) / se, c.df)
+        p_same = max(t_cdf((m - band) / se, c.df), 1.0 - t_cdf((m + band) / se, c.df))
+    if lo > band:
+        verdict: Verdict = "SLOWER"
+    elif hi < -band:
+        verdict = "FASTER"
+    elif lo > -band and hi < band:
+        verdict = "SAME"
+    else:
+        verdict = "INCONCLUSIVE"
+    return verdict, lo, hi, p_slow, p_fast, p_same
+
+
+def _units(executions: Sequence[Execution]) -> int:
+    """Counted units: rounds, or with crossover one round of each arm."""
+    arms = {e.arm for e in executions} or {0}
+    return sum(len(e.logs) for e in executions) // len(arms)
+
+
+def execution_looks(min_executions: int, max_executions: int) -> tuple[int, ...]:
+    """The execution counts at which the test looks (passes of the sweep)."""
+    if not 1 <= min_executions <= max_executions:
+        raise ValueError("need 1 <= min_executions <= max_executions")
+    return tuple(range(min_executions, max_executions + 1))
+
+
+def decide_executions(
+    executions: Sequence[Execution],
+    *,
+    tolerance: float,
+    alpha: float,
+    looks: Sequence[int],
+    complete: bool = False,
+) -> ExecutionDecision:
+    """Replay the sequential test over passes. ``executions`` hold every pass's executions (a
+    pass is the ``execution`` number; its arms are executions of their own). Looks happen after
+    the pass counts in ``looks``; the first look whose interval lies in one zone decides, and the
+    last decides whatever it reads. ``complete``: no more passes will come (the budget ran out),
+    so the passes there are make the last look, decided or INCONCLUSIVE; fewer passes than the
+    first look never decide SLOWER, FASTER or SAME."""
+    if not 0.0 < alpha < 0.5:
+        raise ValueError("alpha must be in (0, 0.5)")
+    band = band_log(tolerance)
+    k = len(looks)
+    alpha_look = alpha / k
+    passes = sorted({e.execution for e in executions if e.logs})
+    points = [p for p in looks if p <= len(passes)]
+    if complete and passes and (not points or points[-1] < len(passes)) and len(points) < k:
+        points.append(len(passes))
+    if complete and not points and passes:
+        points = [len(passes)]
+    p_slow = p_fast = p_same = 1.0
+    last: ExecutionDecision | None = None
+    for taken, count in enumerate(points, start=1):
+        mine = [e for e in executions if e.execution in passes[:count]]
+        c = components(mine)
+        rounds = _units(mine)
+        verdict, lo, hi, ps, pf, pm = _look(c, band, alpha_look)
+        if count < looks[0]:
+            verdict = "INCONCLUSIVE"
+        p_slow, p_fast, p_same = min(p_slow, ps), min(p_fast, pf), min(p_same, pm)
+        is_last = count >= looks[-1] or (complete and count == points[-1])
+        final = verdict != "INCONCLUSIVE" or is_last
+        last = ExecutionDecision(
+            verdict=verdict if final else "INCONCLUSIVE",
+            final=final,
+            n=rounds,
+            mean_log=c.estimate_log,
+            ci_low_log=lo,
+            ci_high_log=hi,
+            p_slower=min(1.0, k * p_slow),
+            p_faster=min(1.0, k * p_fast),
+            p_same=min(1.0, k * p_same),
+            looks_taken=taken,
+            looks_planned=k,
+            alpha_look=alpha_look,
+            executions=c.executions,
+            level=c.level,
+            within_sd_log=c.within_sd_log,
+            between_sd_log=c.between_sd_log,
+            p_between=c.p_between,
+            values=c.values,
+        )
+        if final:
+            return last
+    if last is not None:
+        return last
+    rounds = _units(executions)
+    return ExecutionDecision(
+        verdict="INCONCLUSIVE",
+        final=complete,
+        n=rounds,
+        mean_log=0.0,
+        ci_low_log=-math.inf,
+        ci_high_log=math.inf,
+        p_slower=1.0,
+        p_faster=1.0,
+        p_same=1.0,
+        looks_taken=0,
+        looks_planned=k,
+        alpha_look=alpha_look,
+    )

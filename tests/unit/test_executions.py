@@ -1,0 +1,147 @@
+"""The decision over executions, on simulated executions whose true variance components are known.
+
+A simulated execution is a pair of fresh processes: each process adds its own offset to every
+block it times (where its buffers landed, which config its autotuner kept), the worker slot adds
+its bias, and each round adds noise. Identical code must never read SLOWER or FASTER, however
+large the offsets; a real slowdown must still be found when the offsets are small.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from checks.sweep.executions import (
+    Execution,
+    components,
+    decide_executions,
+    f_sf,
+    hodges_lehmann,
+)
+
+LOOKS = (2, 3, 4)
+
+
+def _execution(
+    rng: random.Random,
+    execution: int,
+    arm: int,
+    *,
+    log_ratio: float,
+    process_sd: float,
+    round_sd: float,
+    rounds: int = 12,
+    slot_bias: float = 0.0,
+) -> Execution:
+    offset = rng.gauss(0.0, process_sd) - rng.gauss(0.0, process_sd)  # head's process, base's
+    bias = slot_bias if arm == 0 else -slot_bias  # arm 0: head in slot 2
+    logs = tuple(log_ratio + offset + bias + rng.gauss(0.0, round_sd) for _ in range(rounds))
+    return Execution(execution=execution, arm=arm, logs=logs)
+
+
+def _case(
+    rng: random.Random,
+    *,
+    ratio: float = 1.0,
+    process_sd: float = 0.0,
+    round_sd: float = 0.004,
+    tolerance: float = 0.01,
+    alpha: float = 0.01 / 8,
+    slot_bias: float = 0.0,
+):
+    """The live sequential test: a pass (two arms) at a time until it decides."""
+    done: list[Execution] = []
+    for execution in range(LOOKS[-1]):
+        for arm in (0, 1):
+            done.append(
+                _execution(
+                    rng,
+                    execution,
+                    arm,
+                    log_ratio=math.log(ratio),
+                    process_sd=process_sd,
+                    round_sd=round_sd,
+                    slot_bias=slot_bias,
+                )
+            )
+        d = decide_executions(done, tolerance=tolerance, alpha=alpha, looks=LOOKS)
+        if d.final:
+            return d
+    raise AssertionError("the last look must decide")
+
+
+@pytest.mark.parametrize("process_sd", [0.0, 0.003, 0.02, 0.08])
+@pytest.mark.parametrize("tolerance", [0.01, 0.03])
+def test_identical_code_never_reads_a_difference(process_sd: float, tolerance: float) -> None:
+    rng = random.Random(int(process_sd * 1000) + int(tolerance * 100))
+    verdicts = [
+        _case(rng, process_sd=process_sd, tolerance=tolerance).verdict for _ in range(150)
+    ]
+    assert verdicts.count("SLOWER") + verdicts.count("FASTER") <= 1  # at most ~1%
+    if process_sd == 0.0:
+        assert verdicts.count("SAME") == len(verdicts)
+
+
+def test_large_process_effects_read_inconclusive_with_their_spread() -> None:
+    """Offsets of 5% per process (a kernel whose atomics land differently in each): the
+    executions are the unit, and their spread is measured, not hidden."""
+    rng = random.Random(3)
+    d = _case(rng, process_sd=0.05)
+    assert d.verdict == "INCONCLUSIVE" and d.level == "executions"
+    assert d.executions == 2 * LOOKS[-1]
+    assert 0.03 < d.between_spread < 0.12  # one SD of head minus base: about sqrt(2) x 5%
+    assert d.p_between < 0.01
+
+
+def test_quiet_identical_code_is_same_at_the_first_look() -> None:
+    """No process effect: the executions agree, so their rounds are pooled (the between test
+    rejects agreement at its lenient level about one time in five), and two passes decide."""
+    rng = random.Random(4)
+    ds = [_case(rng, process_sd=0.0, round_sd=0.004) for _ in range(60)]
+    assert all(d.verdict == "SAME" and d.executions == 4 and d.looks_taken == 1 for d in ds)
+    assert sum(d.level == "rounds" for d in ds) >= 40
+
+
+@pytest.mark.parametrize("ratio", [1.05, 1.10])
+def test_a_real_slowdown_is_found_beside_small_process_effects(ratio: float) -> None:
+    rng = random.Random(int(ratio * 100))
+    verdicts = [
+        _case(rng, ratio=ratio, process_sd=0.003, tolerance=0.02).verdict for _ in range(40)
+    ]
+    assert verdicts.count("SLOWER") >= 38
+
+
+def test_a_slot_bias_cancels_between_the_arms() -> None:
+    """Each arm carries its slot's bias (1.5% here) in every execution: a fixed effect, not a
+    difference between executions, and not a difference between base and head."""
+    rng = random.Random(5)
+    d = _case(rng, slot_bias=0.015, tolerance=0.01)
+    assert d.verdict == "SAME" and d.level == "rounds"
+    assert abs(d.ratio - 1.0) < 0.003
+
+
+def test_fewer_passes_than_the_first_look_never_decide() -> None:
+    rng = random.Random(6)
+    one_pass = [_execution(rng, 0, a, log_ratio=0.3, process_sd=0, round_sd=0.001) for a in (0, 1)]
+    d = decide_executions(one_pass, tolerance=0.01, alpha=0.01, looks=LOOKS)
+    assert not d.final and d.verdict == "INCONCLUSIVE"
+    d = decide_executions(one_pass, tolerance=0.01, alpha=0.01, looks=LOOKS, complete=True)
+    assert d.final and d.verdict == "INCONCLUSIVE"
+
+
+def test_hodges_lehmann_holds_against_a_stray_round_and_agrees_with_the_median() -> None:
+    rounds = [0.01, 0.011, 0.009, 0.0105, 0.0095, 0.0102, 0.0098, 0.5]  # one round 65% slower
+    hl = hodges_lehmann(rounds)
+    assert abs(hl - 0.01) < 0.001
+    assert sum(rounds) / len(rounds) > 0.07  # the mean is dragged seven times away
+    e = Execution(execution=0, arm=0, logs=tuple(rounds))
+    c = components([e, Execution(execution=1, arm=0, logs=tuple(rounds[:-1]))])
+    assert abs(c.estimate_log - 0.01) < 0.001
+
+
+def test_the_f_distribution_tail() -> None:
+    assert abs(f_sf(4.10, 2, 10) - 0.05) < 0.001  # the 5% point of F(2, 10)
+    assert abs(f_sf(1.0, 10, 10) - 0.5) < 1e-9
+    assert f_sf(0.0, 3, 30) == 1.0
