@@ -38,7 +38,7 @@ from checks.sweep.tdist import betainc, t_cdf, t_ppf
 
 # the executions are pooled when the between-execution test's p-value is at least this: a
 # lenient level, so that a between-execution variance that matters is seldom pooled away
-POOL_ABOVE = 0.2
+POOL_ABOVE = 0.1
 # the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
 HL_VARIANCE = math.pi / 3.0
 # the median absolute deviation times this estimates the standard deviation of normal rounds

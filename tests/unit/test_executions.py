@@ -97,11 +97,13 @@ def test_large_process_effects_read_inconclusive_with_their_spread() -> None:
 
 def test_quiet_identical_code_is_same_at_the_first_look() -> None:
     """No process effect: the executions agree, so their rounds are pooled (the between test
-    rejects agreement at its lenient level about one time in five), and two passes decide."""
+    rejects agreement at its lenient level about one time in ten, and that case takes another
+    pass), and two passes decide most cases."""
     rng = random.Random(4)
     ds = [_case(rng, process_sd=0.0, round_sd=0.004) for _ in range(60)]
-    assert all(d.verdict == "SAME" and d.executions == 4 and d.looks_taken == 1 for d in ds)
-    assert sum(d.level == "rounds" for d in ds) >= 40
+    assert all(d.verdict == "SAME" for d in ds)
+    first = [d for d in ds if d.looks_taken == 1]
+    assert len(first) >= 48 and all(d.level == "rounds" and d.executions == 4 for d in first)
 
 
 @pytest.mark.parametrize("ratio", [1.05, 1.10])
