@@ -35,7 +35,7 @@ from checks.sweep.passes import closing_reason, combine, needs_another, seed_cac
 from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
-from checks.sweep.summary import finalize, merge, recompute
+from checks.sweep.summary import decide_case, finalize, merge, recompute
 from checks.sweep.warmer import Warmer, start_warmer
 from checks.sweep.workers import (
     POLL_MS,
@@ -158,27 +158,47 @@ class _Recorder:
                     line = f"execution {self.execution + 1}: {line}"
                 self.progress(line)
 
-    def decided(self, key: tuple) -> None:
-        """A case's verdict is final (its test needs no more passes)."""
-        if self.first_verdict_s is None and self.results[key].status == "ok":
+    def decided(self, key: tuple, protocol: ProtocolConfig, family_size: int) -> None:
+        """A case's test needs no more passes: its verdict, said once."""
+        r = self.results[key]
+        if r.status != "ok":
+            return
+        if self.first_verdict_s is None:
             self.first_verdict_s = time.monotonic() - self.started
+        if self.progress is not None:
+            self.progress(decided_line(decide_case(r, protocol, family_size)))
+
+
+def _label(r: ShapeResult) -> str:
+    return f"{r.kernel} {r.dtype} {'x'.join(map(str, r.shape))}"
 
 
 def progress_line(done: int, total: int, r: ShapeResult) -> str:
-    shape = "x".join(map(str, r.shape))
-    head = f"[{done:>{len(str(total))}}/{total}] {r.kernel} {r.dtype} {shape}"
+    """One case measured in one pass: what that execution read (the verdict comes once the
+    case's passes are done: ``decided_line``)."""
+    head = f"[{done:>{len(str(total))}}/{total}] {_label(r)}"
     if r.status != "ok":
         side = f" ({r.failed_side})" if r.failed_side else ""
         return f"{head}: {r.status.upper()}{side} {r.message[:160]}"
-    verdict = r.case_verdict or "?"
     if r.raw is None:
-        return f"{head}: {verdict}"
+        return f"{head}: measured"
     logs = r.raw.kept_logs()
     ratio = math.exp(sum(logs) / len(logs)) if logs else float("nan")
     dropped = sum(1 for x in r.raw.rounds if x.dropped)
     return (
-        f"{head}: {verdict} head/base {ratio:.3f} ({plural(len(logs), 'round')}"
+        f"{head}: head/base {ratio:.3f} ({plural(len(logs), 'round')}"
         f"{f', {dropped} dropped' if dropped else ''}, {r.mode}, {r.gpu_seconds:.1f} s)"
+    )
+
+
+def decided_line(r: ShapeResult) -> str:
+    """A case whose test over executions is done: its verdict (before Holm across the sweep)."""
+    if r.status != "ok" or r.ratio is None:
+        return f"{_label(r)}: {r.status.upper()}"
+    interval = f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low and r.ci_high else ""
+    return (
+        f"{_label(r)}: {r.case_verdict} head/base {r.ratio:.3f}{interval} over "
+        f"{plural(r.executions, 'execution')}"
     )
 
 
@@ -424,7 +444,7 @@ def run_sweep(
                 if got is not None and needs_another(got, protocol, family):
                     going_on.append(case)
                 elif got is not None:
-                    recorder.decided(case.key)
+                    recorder.decided(case.key, protocol, family)
             pending = going_on
     finally:
         gc.unfreeze()
