@@ -406,9 +406,13 @@ def run_sweep(
                         if protocol.crossover
                         else None
                     ),
+                    # a later pass follows the last one's work: its workers only read the
+                    # clock, and burn only if it fell
                     warmed_early=(
-                        (lambda gpu=gpu: warmer.stop(gpu))
-                        if warmer is not None and execution == 0
+                        (lambda: True)
+                        if execution
+                        else (lambda gpu=gpu: warmer.stop(gpu))
+                        if warmer is not None
                         else None
                     ),
                     execution=execution,

@@ -226,9 +226,12 @@ def test_crossover_a_a_is_same_at_one_percent(tmp_path) -> None:
     marks = result.start_marks_s
     assert 0 < marks["to_main"] <= marks["to_ready"] <= result.startup_s["start"]
     logs = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "work" / "logs").iterdir()}
-    # four workers, the zygote they were forked from, and the early warm-up, which had the
-    # clock up by the time they answered
-    assert logs == {"base-gpu0", "head-gpu0", "base-gpu0-x", "head-gpu0-x", "zygote.log", "warmer"}
+    # four workers a pass (the later passes' named -e1, -e2, ...), the zygote they were forked
+    # from, and the early warm-up, which had the clock up by the time the first pass answered
+    first = {"base-gpu0", "head-gpu0", "base-gpu0-x", "head-gpu0-x", "zygote.log", "warmer"}
+    passes = max(c.executions for c in result.cases) // 2
+    later = {f"{w}-e{k}" for w in sorted(first)[:4] for k in range(1, passes)}
+    assert passes >= 2 and first <= logs <= first | later, logs
     warmer_log = next((tmp_path / "work" / "logs").glob("warmer-*.log")).read_text()
     assert "burning" in warmer_log.splitlines(), warmer_log
     assert not [n for n in result.notes if "did not settle" in n], result.notes
