@@ -3,6 +3,7 @@ round-trip and recompute, and `kernel-review bench` on a real git repository wit
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import pstats
@@ -195,7 +196,9 @@ def test_results_are_appended_as_they_come(standin_sweep) -> None:
     later = rows[len(kernels) :]  # the cases the next passes measured again, joined each time
     assert later and {r["kernel"] for r in later} <= {"axpy", "slow"}
     last = {r["kernel"]: r for r in rows}
-    assert len(last["slow"]["raw"]["picks"]) == len({r["execution"] for r in last["slow"]["raw"]["rounds"]})
+    assert len(last["slow"]["raw"]["picks"]) == len(
+        {r["execution"] for r in last["slow"]["raw"]["rounds"]}
+    )
 
 
 def test_round_trip_recompute_and_merge(standin_sweep, tmp_path: Path) -> None:
@@ -588,7 +591,7 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
     assert passes >= 2
     # base and head each tuned once in each pass (fresh workers), in the check, one at a time
     assert len({pid for _, _, pid in spans}) == 2 * passes
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), spans
     # --no-first-call-alone: no lock is handed to the workers
     apart = _a_a(case, tmp_path / "apart", first_call_alone=False)
     assert apart.cases[0].status == "ok" and not (tmp_path / "apart" / "locks").exists()
@@ -612,7 +615,7 @@ def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(tmp_p
     passes = result.cases[0].executions
     assert len(runs) == 2 * passes  # one first call per side and pass (fresh workers)
     assert compiles[1][0] < compiles[0][1], compiles  # the second began before the first ended
-    assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:])), runs
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(runs)), runs
 
 
 TUNED_BENCH = """

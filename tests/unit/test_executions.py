@@ -76,9 +76,7 @@ def _case(
 @pytest.mark.parametrize("tolerance", [0.01, 0.03])
 def test_identical_code_never_reads_a_difference(process_sd: float, tolerance: float) -> None:
     rng = random.Random(int(process_sd * 1000) + int(tolerance * 100))
-    verdicts = [
-        _case(rng, process_sd=process_sd, tolerance=tolerance).verdict for _ in range(150)
-    ]
+    verdicts = [_case(rng, process_sd=process_sd, tolerance=tolerance).verdict for _ in range(150)]
     assert verdicts.count("SLOWER") + verdicts.count("FASTER") <= 1  # at most ~1%
     if process_sd == 0.0:
         assert verdicts.count("SAME") == len(verdicts)
