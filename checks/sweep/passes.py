@@ -10,6 +10,7 @@ test over executions wants one more (``checks.sweep.executions``).
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from pathlib import Path
@@ -17,6 +18,8 @@ from pathlib import Path
 from checks.sweep.executions import decide_executions
 from checks.sweep.models import ShapeResult
 from checks.sweep.protocol import CaseRun, ProtocolConfig, StopReason
+from checks.sweep.stats import band_log
+from checks.sweep.tdist import t_ppf
 
 AUTOTUNE_SUFFIX = ".autotune.json"
 
@@ -102,16 +105,33 @@ def combine(earlier: ShapeResult | None, new: ShapeResult, execution: int) -> Sh
 
 def needs_another(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> bool:
     """Whether the case's test over executions looks again after one more pass: measured, not
-    throttled, and not decided at the looks it has reached."""
+    throttled, not decided at the looks it has reached, and not futile: where the executions
+    disagree so much that even the last look's interval (their spread, at its degrees of
+    freedom and error budget) would be wider than the tolerance, more passes cannot decide."""
     if case.status != "ok" or case.raw is None or case.raw.stop_reason == "throttled":
         return False
-    d = decide_executions(
-        case.raw.executions(),
-        tolerance=case.tolerance,
-        alpha=protocol.alpha / max(1, family_size),
-        looks=protocol.execution_looks(),
+    looks = protocol.execution_looks()
+    alpha = protocol.alpha / max(1, family_size)
+    executions = case.raw.executions()
+    d = decide_executions(executions, tolerance=case.tolerance, alpha=alpha, looks=looks)
+    if d.final:
+        return False
+    return not (
+        d.level == "executions"
+        and futile(d.between_sd_log, case.raw.arms, looks, alpha, case.tolerance)
     )
-    return not d.final
+
+
+def futile(
+    between_sd_log: float, arms: int, looks: tuple[int, ...], alpha: float, tol: float
+) -> bool:
+    """The last look's half-width from this between-execution spread exceeds the band."""
+    last = looks[-1] * arms
+    df = last - arms
+    if df < 1:
+        return False
+    half = t_ppf(1.0 - alpha / len(looks), df) * between_sd_log * math.sqrt(1.0 / last)
+    return half > band_log(tol)
 
 
 def closing_reason(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> ShapeResult:

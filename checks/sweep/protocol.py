@@ -50,7 +50,7 @@ class ProtocolConfig(Frozen):
     """How a case is measured. Defaults are for a GPU; tests and ``--device cpu`` shrink them."""
 
     block_ms: float = Field(default=5.0, gt=0, description="target time of one block")
-    min_rounds: int = Field(default=8, ge=3, description="first look of the sequential test")
+    min_rounds: int = Field(default=5, ge=3, description="a pass's first look")
     max_rounds: int = Field(default=200, ge=3, description="last look: decide by then")
     look_growth: float = Field(default=1.5, gt=1.0)
     warmup_rounds: int = Field(default=1, ge=0, description="rounds run and discarded per case")
