@@ -23,8 +23,15 @@ from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
 from tests.paths import DATA
 
 STANDINS = DATA / "standins"
+# one pass: the overlap is inside a pass (a later pass repeats it with its own workers)
 QUICK = ProtocolConfig(
-    block_ms=2.0, min_rounds=6, max_rounds=12, warmup_rounds=1, max_case_seconds=4.0
+    block_ms=2.0,
+    min_rounds=6,
+    max_rounds=12,
+    warmup_rounds=1,
+    max_case_seconds=4.0,
+    min_executions=1,
+    max_executions=1,
 )
 FAST = Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
 
