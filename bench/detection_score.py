@@ -14,6 +14,8 @@ mode (``analyze_repo`` on a git repository made of the case's base and head file
   import, so unknown statically), ``host_change``;
 - per ``[[not_kernel]]`` row: the name is not reported as a changed kernel;
 - per case: no change the labels do not name (on a negative control: an invented kernel);
+- per package of a case's ``toolchain`` list: the diff's move of that package's pin (or its new,
+  unpinned requirement) is reported as a toolchain change;
 - diff mode only: every file of the diff that holds a kernel is mentioned, as a change or as a
   file that could not be classified from the diff (never silence).
 
@@ -306,6 +308,10 @@ def score_case(case: Case, analysis: Analysis, mode: str) -> list[Check]:
         rows.append((f"{row['name']}: not a changed kernel", "not reported", got))
     matched = {id(c) for c in assigned if c is not None}
     extra = sorted(f"{c.kind} {c.name}" for c in analysis.changes if id(c) not in matched)
+    moved = {t.kernel.lower() for t in analysis.toolchain}
+    for package in case.meta.get("toolchain") or []:
+        got = "reported" if package.lower() in moved else "not reported"
+        rows.append((f"toolchain: {package}", "reported", got))
     label = "invented kernels" if case.negative else "unlabelled changes"
     rows.append((label, "none", ", ".join(extra) or "none"))
     if mode == "diff":
