@@ -47,8 +47,11 @@ from bot.analysis.repo import analyze_repo
 
 RESULTS = Path(__file__).resolve().parent / "results" / "detection"
 MODES = ("repo", "diff")
+# A kernel marker on a line of code: a comment that names one ("# the @triton.jit kernels live
+# in ...") does not make its file kernel-bearing.
 _KERNEL_MARK = re.compile(
-    rb"@\s*(?:triton|tl|gluon|cute|tilelang|T|helion)\.(?:jit|kernel|prim_func)\b|\b__global__\b"
+    rb"(?m)^(?![ \t]*(?:#|//))[^\n]*?"
+    rb"(?:@\s*(?:triton|tl|gluon|cute|tilelang|T|helion)\.(?:jit|kernel|prim_func)\b|\b__global__\b)"
 )
 
 _UNREAD = (
