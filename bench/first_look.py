@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,29 @@ RECORD = RESULTS / "first_look.json"
 def batch_cases(batch: str, cases: list[Case]) -> list[Case]:
     """The cases whose ``case.toml`` names ``batch`` as their first look."""
     return [c for c in cases if c.meta.get("first_look") == batch]
+
+
+ISSUE_CLASSES = {
+    "1": "extension modules built anywhere",
+    "2": "C++ device helpers",
+    "3": "what a Triton kernel reads besides its body",
+    "4": "conditions around launches across files",
+    "5": "toolchain pins wherever they live",
+    "6": "host-side classes of kernel DSLs",
+}
+_ISSUE_CLASS = re.compile(r"class (\d)\b")
+
+
+def issue_classes(wrong: list[Check]) -> dict[str, int]:
+    """Wrong checks per failure class of issue 42, read from the start of each check's reason
+    in ``KNOWN_MISSES`` ("class 3: ...", "class 1 (and 5): ..."); any other reason, or none, is
+    "anything else"."""
+    out = {f"{n}. {name}": 0 for n, name in ISSUE_CLASSES.items()} | {"anything else": 0}
+    for c in wrong:
+        found = _ISSUE_CLASS.match(KNOWN_MISSES.get((c.case, c.check), ""))
+        n = found.group(1) if found else None
+        out[f"{n}. {ISSUE_CLASSES[n]}" if n in ISSUE_CLASSES else "anything else"] += 1
+    return out
 
 
 def _recognised(case: Case, checks: list[Check]) -> bool:
@@ -58,6 +82,7 @@ def score(batch: str, cases: list[Case], checks: list[Check], mode: str) -> dict
             tally["right"] += c.right
             tally["checks"] += 1
     rewrites = [c for c in cases if any(r["kind"] == "rewrite" for r in c.expect)]
+    wrong = [c for c in mine if not c.right]
     out: dict[str, Any] = {
         "checks": len(mine),
         "right": sum(c.right for c in mine),
@@ -68,6 +93,7 @@ def score(batch: str, cases: list[Case], checks: list[Check], mode: str) -> dict
             c.case for c in mine if c.check == "invented kernels" and not c.right
         ),
         "by_class": dict(sorted(by_class.items())),
+        **({"wrong_by_issue_class": issue_classes(wrong)} if mode == "repo" else {}),
         "wrong": [
             {
                 "case": c.case,
@@ -76,8 +102,7 @@ def score(batch: str, cases: list[Case], checks: list[Check], mode: str) -> dict
                 "got": c.got,
                 **({"why": KNOWN_MISSES.get((c.case, c.check), "")} if mode == "repo" else {}),
             }
-            for c in mine
-            if not c.right
+            for c in wrong
         ],
     }
     return out

@@ -15,7 +15,7 @@ from tests.paths import ROOT
 sys.path.insert(0, str(ROOT / "bench"))
 
 from detection_score import Check
-from first_look import RECORD, batch_cases, main, score
+from first_look import RECORD, batch_cases, issue_classes, main, score
 from real_prs import Case, load_cases
 
 
@@ -89,3 +89,29 @@ def test_the_record_matches_the_corpus():
     assert entry["rewrites"] >= 6
     assert sum(c.negative for c in cases) >= 3
     assert entry["right"] + len(entry["wrong"]) == entry["checks"]
+    assert sum(entry["wrong_by_issue_class"].values()) == len(entry["wrong"])
+
+
+def test_failures_are_counted_by_the_issue_class_their_reason_names(monkeypatch):
+    import first_look
+
+    monkeypatch.setattr(
+        first_look,
+        "KNOWN_MISSES",
+        {
+            ("a", "k: kind"): "class 1 (and 5): a module built from a submodule",
+            ("a", "k: old_kept"): "class 3: a pruner",
+            ("b", "invented kernels"): "a host-wrapper assertion",
+        },
+    )
+    wrong = [
+        _check("a", "k: kind", False),
+        _check("a", "k: old_kept", False),
+        _check("b", "invented kernels", False),
+        _check("c", "not listed", False),
+    ]
+    counts = issue_classes(wrong)
+    assert counts["1. extension modules built anywhere"] == 1
+    assert counts["3. what a Triton kernel reads besides its body"] == 1
+    assert counts["anything else"] == 2
+    assert counts["5. toolchain pins wherever they live"] == 0
