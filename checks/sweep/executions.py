@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from checks.sweep.stats import Decision, Verdict, band_log, median
-from checks.sweep.tdist import betainc, t_cdf, t_ppf
+from checks.sweep.stats import Decision, band_log, median, zone
+from checks.sweep.tdist import betainc
 
 # the executions are pooled when the between-execution test's p-value is at least this: a
 # lenient level, so that a between-execution variance that matters is seldom pooled away
@@ -178,34 +178,6 @@ class ExecutionDecision(Decision):
         return math.expm1(self.between_sd_log)
 
 
-def _look(
-    c: Components, band: float, alpha_look: float
-) -> tuple[Verdict, float, float, float, float, float]:
-    m, se = c.estimate_log, c.se_log
-    if not math.isfinite(se):
-        return "INCONCLUSIVE", -math.inf, math.inf, 1.0, 1.0, 1.0
-    if se == 0.0:
-        lo = hi = m
-        p_slow = 0.0 if m > band else 1.0
-        p_fast = 0.0 if m < -band else 1.0
-        p_same = 0.0 if -band < m < band else 1.0
-    else:
-        half = t_ppf(1.0 - alpha_look, c.df) * se
-        lo, hi = m - half, m + half
-        p_slow = 1.0 - t_cdf((m - band) / se, c.df)
-        p_fast = t_cdf((m + band) / se, c.df)
-        p_same = max(t_cdf((m - band) / se, c.df), 1.0 - t_cdf((m + band) / se, c.df))
-    if lo > band:
-        verdict: Verdict = "SLOWER"
-    elif hi < -band:
-        verdict = "FASTER"
-    elif lo > -band and hi < band:
-        verdict = "SAME"
-    else:
-        verdict = "INCONCLUSIVE"
-    return verdict, lo, hi, p_slow, p_fast, p_same
-
-
 def _units(executions: Sequence[Execution]) -> int:
     """Counted units: rounds, or with crossover one round of each arm."""
     arms = {e.arm for e in executions} or {0}
@@ -250,7 +222,7 @@ def decide_executions(
         mine = [e for e in executions if e.execution in passes[:count]]
         c = components(mine)
         rounds = _units(mine)
-        verdict, lo, hi, ps, pf, pm = _look(c, band, alpha_look)
+        lo, hi, ps, pf, pm, verdict = zone(c.estimate_log, c.se_log, c.df, band, alpha_look)
         if count < looks[0]:
             verdict = "INCONCLUSIVE"
         p_slow, p_fast, p_same = min(p_slow, ps), min(p_fast, pf), min(p_same, pm)

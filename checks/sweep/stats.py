@@ -94,7 +94,17 @@ def evaluate_look(xs: Sequence[float], band_log: float, alpha_look: float) -> Lo
     se = stdev(xs) / math.sqrt(n) if n > 1 else math.inf
     if n < 2:
         return Look(n, m, se, -math.inf, math.inf, 1.0, 1.0, 1.0, "INCONCLUSIVE")
-    df = n - 1
+    return Look(n, m, se, *zone(m, se, n - 1, band_log, alpha_look))
+
+
+def zone(
+    m: float, se: float, df: float, band_log: float, alpha_look: float
+) -> tuple[float, float, float, float, float, Verdict]:
+    """An estimate ``m`` with standard error ``se`` on ``df`` degrees of freedom, against the
+    band: the interval at ``1 - 2 * alpha_look``, the three one-sided p-values, and the zone the
+    interval lies in (``lo, hi, p_slower, p_faster, p_same, verdict``)."""
+    if not math.isfinite(se):
+        return -math.inf, math.inf, 1.0, 1.0, 1.0, "INCONCLUSIVE"
     if se == 0.0:
         lo = hi = m
         p_slow = 0.0 if m > band_log else 1.0
@@ -114,7 +124,7 @@ def evaluate_look(xs: Sequence[float], band_log: float, alpha_look: float) -> Lo
         verdict = "SAME"
     else:
         verdict = "INCONCLUSIVE"
-    return Look(n, m, se, lo, hi, p_slow, p_fast, p_same, verdict)
+    return lo, hi, p_slow, p_fast, p_same, verdict
 
 
 @dataclass(frozen=True)
