@@ -44,6 +44,26 @@ def _rounds(picks: list[tuple[str, str]], rng: random.Random) -> list[Round]:
     return out
 
 
+def _evidence(protocol: ProtocolConfig, case: ShapeResult) -> Evidence:
+    result = SweepResult(
+        vendor="nvidia",
+        timing="cuda-events",
+        base_rev="a" * 40,
+        head_rev="b" * 40,
+        protocol=protocol,
+        family_size=1,
+        cases=(case,),
+    )
+    return Evidence(sweeps=(to_evidence(result),))
+
+
+def _refused(ev: Evidence) -> str | None:
+    """Why the report would refuse a results file holding ``ev`` (None: it takes it)."""
+    return _inconsistent(
+        ResultsFile(head_sha="b" * 40, base_sha="a" * 40, vendor="nvidia", evidence=ev)
+    )
+
+
 def test_picks_that_differ_by_process_read_inconclusive_and_the_report_takes_them() -> None:
     protocol = ProtocolConfig(crossover=True)
     picks = [(SLOW, FAST), (SLOW, SLOW), (SLOW, SLOW), (SLOW, SLOW)]  # head lucky once
@@ -68,22 +88,8 @@ def test_picks_that_differ_by_process_read_inconclusive_and_the_report_takes_the
     assert not 1 / RATIO_SLACK <= done.ratio / times <= RATIO_SLACK
     assert "head picked" in done.explanation and f"{SLOW} in 3 of 4" in done.explanation
     assert "slower than" in done.explanation and "likely cause: the autotuner" in done.explanation
-    result = SweepResult(
-        vendor="nvidia",
-        timing="cuda-events",
-        base_rev="a" * 40,
-        head_rev="b" * 40,
-        protocol=protocol,
-        family_size=1,
-        cases=(done,),
-    )
-    ev = Evidence(sweeps=(to_evidence(result),))
-    assert (
-        _inconsistent(
-            ResultsFile(head_sha="b" * 40, base_sha="a" * 40, vendor="nvidia", evidence=ev)
-        )
-        is None
-    )
+    ev = _evidence(protocol, done)
+    assert _refused(ev) is None
     detail = ev.sweeps[0].shapes[0].detail
     assert "picks differently from one process to the next" in detail
 
@@ -97,19 +103,5 @@ def test_a_forged_ratio_far_from_its_times_is_still_refused() -> None:
     )
     (done,), _ = finalize([case], protocol, 1)
     assert done.verdict == "SAME"
-    result = SweepResult(
-        vendor="nvidia",
-        timing="cuda-events",
-        base_rev="a" * 40,
-        head_rev="b" * 40,
-        protocol=protocol,
-        family_size=1,
-        cases=(done.model_copy(update={"head_median_us": 2 * (done.head_median_us or 0)}),),
-    )
-    ev = Evidence(sweeps=(to_evidence(result),))
-    assert "the times give" in (
-        _inconsistent(
-            ResultsFile(head_sha="b" * 40, base_sha="a" * 40, vendor="nvidia", evidence=ev)
-        )
-        or ""
-    )
+    forged = done.model_copy(update={"head_median_us": 2 * (done.head_median_us or 0)})
+    assert "the times give" in (_refused(_evidence(protocol, forged)) or "")
