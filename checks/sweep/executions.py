@@ -23,7 +23,10 @@ effect (it carries the worker slot's bias, which the arms' average cancels). The
   INCONCLUSIVE with its measured spread instead of a false SLOWER or FASTER.
 
 The test is sequential over executions: looks after ``min_executions`` ... ``max_executions``
-executions, each spending ``alpha / K``, as in ``checks.sweep.stats``.
+executions, each spending ``alpha / K``, as in ``checks.sweep.stats``. A difference (SLOWER,
+FASTER) is claimed at the case's share of the sweep's false-alarm rate; SAME is an equivalence
+test at ``SAME_ALPHA`` per case (its interval, narrower, is the one reported then): SAME says
+"within the tolerance, at 95% confidence", and a false alarm stays as rare as before.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from checks.sweep.tdist import betainc
 # the executions are pooled when the between-execution test's p-value is at least this: a
 # lenient level, so that a between-execution variance that matters is seldom pooled away
 POOL_ABOVE = 0.1
+# SAME is an equivalence test at this level per case (two one-sided tests), spread over the
+# looks; SLOWER and FASTER are claimed at the sweep's far smaller per-case share of its alpha
+SAME_ALPHA = 0.05
 # the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
 HL_VARIANCE = math.pi / 3.0
 # the median absolute deviation times this estimates the standard deviation of normal rounds
@@ -198,6 +204,7 @@ def decide_executions(
     alpha: float,
     looks: Sequence[int],
     complete: bool = False,
+    same_alpha: float = SAME_ALPHA,
 ) -> ExecutionDecision:
     """Replay the sequential test over passes. ``executions`` hold every pass's executions (a
     pass is the ``execution`` number; its arms are executions of their own). Looks happen after
@@ -222,7 +229,10 @@ def decide_executions(
         mine = [e for e in executions if e.execution in passes[:count]]
         c = components(mine)
         rounds = _units(mine)
-        lo, hi, ps, pf, pm, verdict = zone(c.estimate_log, c.se_log, c.df, band, alpha_look)
+        lo, hi, ps, pf, pm, verdict = zone(
+            c.estimate_log, c.se_log, c.df, band, alpha_look, same_alpha / k
+        )
+        shown = alpha_look if verdict in ("SLOWER", "FASTER") else max(alpha_look, same_alpha / k)
         if count < looks[0]:
             verdict = "INCONCLUSIVE"
         p_slow, p_fast, p_same = min(p_slow, ps), min(p_fast, pf), min(p_same, pm)
@@ -240,7 +250,7 @@ def decide_executions(
             p_same=min(1.0, k * p_same),
             looks_taken=taken,
             looks_planned=k,
-            alpha_look=alpha_look,
+            alpha_look=shown,
             executions=c.executions,
             level=c.level,
             within_sd_log=c.within_sd_log,

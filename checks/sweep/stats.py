@@ -98,33 +98,41 @@ def evaluate_look(xs: Sequence[float], band_log: float, alpha_look: float) -> Lo
 
 
 def zone(
-    m: float, se: float, df: float, band_log: float, alpha_look: float
+    m: float,
+    se: float,
+    df: float,
+    band_log: float,
+    alpha_look: float,
+    same_alpha: float | None = None,
 ) -> tuple[float, float, float, float, float, Verdict]:
     """An estimate ``m`` with standard error ``se`` on ``df`` degrees of freedom, against the
-    band: the interval at ``1 - 2 * alpha_look``, the three one-sided p-values, and the zone the
-    interval lies in (``lo, hi, p_slower, p_faster, p_same, verdict``)."""
+    band: the interval, the three one-sided p-values, and the zone (``lo, hi, p_slower,
+    p_faster, p_same, verdict``). A difference (SLOWER, FASTER) is claimed when the interval at
+    ``1 - 2 * alpha_look`` lies beyond the band. With ``same_alpha`` (larger), SAME is an
+    equivalence test at that level: the interval at ``1 - 2 * same_alpha`` inside the band;
+    that narrower interval is the one returned unless a difference was claimed."""
     if not math.isfinite(se):
         return -math.inf, math.inf, 1.0, 1.0, 1.0, "INCONCLUSIVE"
+    same_alpha = max(alpha_look, same_alpha or alpha_look)
     if se == 0.0:
-        lo = hi = m
+        lo = hi = lo_same = hi_same = m
         p_slow = 0.0 if m > band_log else 1.0
         p_fast = 0.0 if m < -band_log else 1.0
         p_same = 0.0 if -band_log < m < band_log else 1.0
     else:
         half = t_ppf(1.0 - alpha_look, df) * se
         lo, hi = m - half, m + half
+        half_same = t_ppf(1.0 - same_alpha, df) * se
+        lo_same, hi_same = m - half_same, m + half_same
         p_slow = _tail_above((m - band_log) / se, df)
         p_fast = t_cdf((m + band_log) / se, df)
         p_same = max(t_cdf((m - band_log) / se, df), _tail_above((m + band_log) / se, df))
     if lo > band_log:
-        verdict: Verdict = "SLOWER"
-    elif hi < -band_log:
-        verdict = "FASTER"
-    elif lo > -band_log and hi < band_log:
-        verdict = "SAME"
-    else:
-        verdict = "INCONCLUSIVE"
-    return lo, hi, p_slow, p_fast, p_same, verdict
+        return lo, hi, p_slow, p_fast, p_same, "SLOWER"
+    if hi < -band_log:
+        return lo, hi, p_slow, p_fast, p_same, "FASTER"
+    verdict: Verdict = "SAME" if -band_log < lo_same and hi_same < band_log else "INCONCLUSIVE"
+    return lo_same, hi_same, p_slow, p_fast, p_same, verdict
 
 
 @dataclass(frozen=True)
