@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from checks.sweep.executions import decide_executions
+from checks.sweep.executions import SAME_ALPHA, ExecutionDecision, decide_executions
 from checks.sweep.models import ShapeResult
 from checks.sweep.protocol import CaseRun, ProtocolConfig, StopReason
 from checks.sweep.stats import band_log
@@ -116,22 +116,24 @@ def needs_another(case: ShapeResult, protocol: ProtocolConfig, family_size: int)
     d = decide_executions(executions, tolerance=case.tolerance, alpha=alpha, looks=looks)
     if d.final:
         return False
-    return not (
-        d.level == "executions"
-        and futile(d.between_sd_log, case.raw.arms, looks, alpha, case.tolerance)
-    )
+    return not (d.level == "executions" and futile(d, case.raw.arms, looks, alpha, case.tolerance))
 
 
 def futile(
-    between_sd_log: float, arms: int, looks: tuple[int, ...], alpha: float, tol: float
+    d: ExecutionDecision, arms: int, looks: tuple[int, ...], alpha: float, tolerance: float
 ) -> bool:
-    """The last look's half-width from this between-execution spread exceeds the band."""
+    """At the last look, with the executions as spread as now, neither SAME (its interval
+    wider than the band) nor a difference (the estimate inside the band plus that interval's
+    half-width) could be said."""
     last = looks[-1] * arms
     df = last - arms
     if df < 1:
         return False
-    half = t_ppf(1.0 - alpha / len(looks), df) * between_sd_log * math.sqrt(1.0 / last)
-    return half > band_log(tol)
+    band, k = band_log(tolerance), len(looks)
+    se = d.between_sd_log * math.sqrt(1.0 / last)
+    same_half = t_ppf(1.0 - SAME_ALPHA / k, df) * se
+    claim_half = t_ppf(1.0 - alpha / k, df) * se
+    return same_half > band and abs(d.mean_log) <= band + claim_half
 
 
 def closing_reason(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> ShapeResult:
