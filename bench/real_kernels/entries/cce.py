@@ -28,7 +28,9 @@ def _inputs(
     shape: tuple[int, ...], dtype: str, device: str, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     if len(shape) != 3 or any(int(s) < 1 for s in shape):
-        raise ValueError(f"shape {tuple(shape)} is not (tokens B, vocabulary V, width D): give 3 positive sizes")
+        raise ValueError(
+            f"shape {tuple(shape)} is not (tokens B, vocabulary V, width D): give 3 positive sizes"
+        )
     b, v, d = (int(s) for s in shape)
     dt = _dtype(dtype)
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -38,7 +40,9 @@ def _inputs(
     return e, c, targets
 
 
-def lse_forward(shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0) -> dict[str, Any]:
+def lse_forward(
+    shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0
+) -> dict[str, Any]:
     """The log-sum-exp of e @ c^T per row, without the logits: each (B, V) tile's partial LSE is
     merged into the row's running value under a spin lock (tl.atomic_cas) per block of rows."""
     from cut_cross_entropy.cce_lse_forward import cce_lse_forward_kernel

@@ -110,7 +110,9 @@ def layer_norm_bwd(
     }
 
 
-def l2norm(shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0) -> dict[str, Any]:
+def l2norm(
+    shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0
+) -> dict[str, Any]:
     """fla.modules.l2norm.l2norm on (T, D): each row divided by its L2 norm (D <= 512: tiled kernel)."""
     from fla.modules.norm.l2norm import l2norm as fla_l2norm
 
@@ -129,7 +131,9 @@ def l2norm(shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: in
     }
 
 
-def logsigmoid(shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0) -> dict[str, Any]:
+def logsigmoid(
+    shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0
+) -> dict[str, Any]:
     """fla.modules.activations.logsigmoid on (T, D): an element-wise kernel with 30 autotune configs."""
     from fla.modules.activations.ops import logsigmoid as fla_logsigmoid
 
@@ -148,7 +152,9 @@ def logsigmoid(shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed
     }
 
 
-def swiglu(shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0) -> dict[str, Any]:
+def swiglu(
+    shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0
+) -> dict[str, Any]:
     """fla.modules.activations.swiglu(x, y) = silu(x) * y on two (T, D) inputs."""
     from fla.modules.activations.ops import swiglu as fla_swiglu
 
@@ -223,8 +229,7 @@ def chunk_fwd_h_split(
     """
     from fla.ops.common.chunk_h_split import chunk_fwd_h
 
-    q, k, v, g, dt = _scan_inputs(shape, dtype, device, seed, normalise_k=True)
-    del q
+    _q, k, v, _g, _dt = _scan_inputs(shape, dtype, device, seed, normalise_k=True)
     bsz, t, h, d = k.shape
     split = 256
 
@@ -248,7 +253,8 @@ def chunk_fwd_h_split(
     return {
         "fn": fn,
         "reference": reference,
-        "bytes_moved": 2 * k.numel() * k.element_size() + 2 * 4 * bsz * h * d * d * (-(-t // split)),
+        "bytes_moved": 2 * k.numel() * k.element_size()
+        + 2 * 4 * bsz * h * d * d * (-(-t // split)),
         "flops": 2 * bsz * t * h * d * d,
         "atol": atol * 4,
         "rtol": rtol,
@@ -291,7 +297,9 @@ def chunk_gated_delta_rule(
 
     q, k, v, g, dt = _scan_inputs(shape, dtype, device, seed, normalise_k=True)
     bsz, t, h, d = q.shape
-    beta = torch.sigmoid(_randn((bsz, t, h), _gen(device, seed + 7919), device, torch.float32)).to(dt)
+    beta = torch.sigmoid(_randn((bsz, t, h), _gen(device, seed + 7919), device, torch.float32)).to(
+        dt
+    )
     scale = d**-0.5
     atol, rtol = SCAN_TOL[dtype]
     return {
@@ -326,7 +334,9 @@ def fused_recurrent_gated_delta_rule(
     scale = d**-0.5
 
     def fn() -> tuple[torch.Tensor, torch.Tensor]:
-        o, ht = fla_fused_gdr(q, k, v, g=g, beta=beta, scale=scale, initial_state=h0, output_final_state=True)
+        o, ht = fla_fused_gdr(
+            q, k, v, g=g, beta=beta, scale=scale, initial_state=h0, output_final_state=True
+        )
         return o, ht
 
     def reference() -> tuple[torch.Tensor, torch.Tensor]:
