@@ -78,3 +78,42 @@ def linear_cross_entropy(
         "rtol": 2e-3,
         "inputs": [e, c, targets],
     }
+
+
+def linear_cross_entropy_bwd(
+    shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0
+) -> dict[str, Any]:
+    """The gradients of cut_cross_entropy.linear_cross_entropy (summed loss) with respect to e and c:
+    the forward's LSE kernel, then _cce_backward_kernel, which recomputes each (B, V) tile's
+    softmax and adds its share of dE and dC under spin locks (tl.atomic_cas) per block of rows.
+
+    Gradient filtering is off (filter_eps=None), so the result is exact up to rounding.
+    """
+    from cut_cross_entropy import linear_cross_entropy as cce_loss
+
+    e0, c0, targets = _inputs(shape, dtype, device, seed)
+    b, v, d = e0.shape[0], c0.shape[0], e0.shape[1]
+    e = e0.detach().requires_grad_(True)
+    c = c0.detach().requires_grad_(True)
+
+    def fn() -> tuple[torch.Tensor, torch.Tensor]:
+        loss = cce_loss(e, c, targets, reduction="sum", filter_eps=None, impl="cce")
+        de, dc = torch.autograd.grad(loss, (e, c))
+        return de, dc
+
+    def reference() -> tuple[torch.Tensor, torch.Tensor]:
+        ef = e0.float().requires_grad_(True)
+        cf = c0.float().requires_grad_(True)
+        loss = F.cross_entropy(ef @ cf.t(), targets, reduction="sum")
+        de, dc = torch.autograd.grad(loss, (ef, cf))
+        return de.to(e0.dtype), dc.to(c0.dtype)
+
+    return {
+        "fn": fn,
+        "reference": reference,
+        "bytes_moved": 3 * (b + v) * d * e0.element_size() + 12 * b,
+        "flops": 6 * b * v * d,
+        "atol": 2e-2,
+        "rtol": 2e-2,
+        "inputs": [e, c, targets],
+    }

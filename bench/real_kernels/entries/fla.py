@@ -202,6 +202,39 @@ def chunk_local_cumsum(
     }
 
 
+def causal_conv1d(
+    shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0
+) -> dict[str, Any]:
+    """fla.modules.causal_conv1d.causal_conv1d (Triton backend) on x (B, T, D): the depthwise
+    causal convolution of width 4 with bias and SiLU, the short convolution of Mamba/DeltaNet layers."""
+    from fla.modules.causal_conv1d import causal_conv1d as fla_causal_conv1d
+
+    bsz, t, d = _rank(shape, 3, "(batch, tokens, channels)")
+    dt = _dtype(dtype)
+    gen = _gen(device, seed)
+    width = 4
+    x = _randn((bsz, t, d), gen, device, dt)
+    w = _randn((d, width), gen, device, dt, 0.5)
+    b = _randn((d,), gen, device, dt, 0.1)
+
+    def reference() -> torch.Tensor:
+        y = F.conv1d(
+            x.float().transpose(1, 2), w.float()[:, None, :], b.float(), padding=width - 1, groups=d
+        )
+        return F.silu(y[..., :t]).transpose(1, 2).to(dt)
+
+    atol, rtol = NORM_TOL[dtype]
+    return {
+        "fn": lambda: fla_causal_conv1d(x, w, b, activation="silu", backend="triton")[0],
+        "reference": reference,
+        "bytes_moved": 2 * x.numel() * x.element_size() + (width + 1) * d * x.element_size(),
+        "flops": 2 * width * x.numel(),
+        "atol": atol,
+        "rtol": rtol,
+        "inputs": [x, w, b],
+    }
+
+
 def _scan_inputs(
     shape: tuple[int, ...], dtype: str, device: str, seed: int, *, normalise_k: bool
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.dtype]:

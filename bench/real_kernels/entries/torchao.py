@@ -156,3 +156,48 @@ def blockwise_fp8_gemm(
         "rtol": 2e-2,
         "inputs": [a_q, a_s, b_q, b_s],
     }
+
+
+def hqq_mixed_mm(
+    shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed: int = 0
+) -> dict[str, Any]:
+    """torchao.prototype.hqq.triton_mixed_mm: A (M, K) fp16 times a 4-bit weight (K, N), two values a
+    byte, dequantised in the kernel as (q - zero) * scale with one zero and scale per 128 rows of K
+    and column ("compute_bound": 18 autotune configs).
+
+    The shape is (M, N, G) with K = 128 G, since K must be a whole number of groups. The scales and
+    zeros are transposed views of (N rounded up to 256, G) buffers, the layout torchao's own test
+    passes: the kernel reads a whole BLOCK_N of them for the last column block, so a ragged N
+    stays inside the allocation.
+    """
+    from torchao.prototype.hqq.mixed_mm import pack_2xint4, triton_mixed_mm
+
+    m, n, g = _rank(shape, 3, "(M, N, groups of 128 along K)")
+    dt = _dtype(dtype)
+    group = 128
+    k = group * g
+    gen = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn((m, k), generator=gen, device=device).to(dt)
+    q = torch.randint(0, 16, (k, n), generator=gen, device=device, dtype=torch.uint8)
+    n_pad = -(-n // 256) * 256
+    # (N, G) buffers seen as (G, N): the kernel indexes scales with a unit stride along K's groups
+    scales_buf = (torch.rand((n_pad, g), generator=gen, device=device) / 64 + 1 / 128).to(dt)
+    zeros_buf = (torch.rand((n_pad, g), generator=gen, device=device) * 15).to(dt)
+    scales, zeros = scales_buf[:n].t(), zeros_buf[:n].t()
+    packed = pack_2xint4(q)
+
+    def reference() -> torch.Tensor:
+        w = (
+            q.float() - zeros.float().repeat_interleave(group, 0)
+        ) * scales.float().repeat_interleave(group, 0)
+        return (a.float() @ w).to(dt)
+
+    return {
+        "fn": lambda: triton_mixed_mm(a, packed, scales, zeros, group_size=group),
+        "reference": reference,
+        "bytes_moved": a.numel() * a.element_size() + packed.numel() + 4 * g * n + 2 * m * n,
+        "flops": 2 * m * n * k,
+        "atol": 5e-2,
+        "rtol": 2e-2,
+        "inputs": [a, packed, scales, zeros],
+    }
