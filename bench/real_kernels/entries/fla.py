@@ -8,7 +8,6 @@ library are imported here, because this module runs inside a generated repositor
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -96,9 +95,9 @@ def layer_norm_bwd(
         gx, gw, gb = torch.autograd.grad(y, (xr, wr, br), dy.float())
         return gx.to(dt), gw.to(dt), gb.to(dt)
 
+    # dw and db are fp32 sums over T rows cast to the weight's dtype, as the reference's are: both
+    # round nearly the same fp32 value, so the per-dtype tolerances hold at any T.
     atol, rtol = NORM_TOL[dtype]
-    # dw and db sum over all T rows: their error grows like sqrt(T) ulps of a bf16/fp16 result.
-    atol = atol * max(1.0, math.sqrt(t) / 8)
     return {
         "fn": fn,
         "reference": reference,
