@@ -224,6 +224,21 @@ def read_results(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return {k: v for k, v in data.items() if k != "cases"}, cases
 
 
+def read_partial(path: Path) -> list[dict[str, Any]]:
+    """The cases a stopped sweep had journaled (one JSON object a line), raw rounds left out;
+    a line cut short by the stop is left out too."""
+    if not path.is_file():
+        return []
+    cases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        cases.append({k: v for k, v in case.items() if k != "raw"})
+    return cases
+
+
 def dobench_side(
     checkout: Path, cases: list[dict[str, Any]], device: str, timeout_s: float
 ) -> dict[str, Any]:
@@ -289,8 +304,14 @@ def run_unit(
     if not results.exists():
         why = f"timed out after {limit:.0f} s" if got["timed_out"] else f"rc {got['rc']}"
         record["error"] = f"no results file ({why}): " + " | ".join(got["stderr_tail"][-3:])
+        # the cases the sweep finished before it stopped, kept apart: without the sweep's end
+        # they have no verdict after Holm, so no figure counts them
+        record["partial_cases"] = read_partial(results.with_name(results.stem + ".partial.jsonl"))
         log(f"{what}: {record['error']}")
-        skipped.append(f"{what}: the bench call gave no results ({why})")
+        skipped.append(
+            f"{what}: the bench call gave no results ({why}); "
+            f"{len(record['partial_cases'])} cases finished before it stopped, not counted"
+        )
         return record
     record["results"], record["cases"] = read_results(results)
     verdicts: dict[str, int] = {}

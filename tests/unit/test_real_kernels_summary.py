@@ -364,3 +364,20 @@ def test_ids_unique_over_the_suite_and_selection_names_what_exists(tmp_path: Pat
     ]
     with pytest.raises(CatalogueError, match="no catalogue files"):
         load_catalogue(tmp_path / "empty")
+
+
+def test_results_keep_every_case_field_but_the_raw_rounds(tmp_path: Path):
+    path = tmp_path / "r.json"
+    path.write_text(
+        '{"held_gpu_seconds": 3.5, "cases": [{"kernel": "k", "new_field": 1, "raw": {"r": [1]}}]}'
+    )
+    top, cases = driver.read_results(path)
+    assert top == {"held_gpu_seconds": 3.5}
+    assert cases == [{"kernel": "k", "new_field": 1}]
+
+
+def test_a_stopped_sweeps_journal_is_read_up_to_its_cut_line(tmp_path: Path):
+    path = tmp_path / "r.partial.jsonl"
+    assert driver.read_partial(path) == []
+    path.write_text('{"kernel": "a", "raw": {}}\n{"kernel": "b"}\n{"kernel": "c", "ra')
+    assert driver.read_partial(path) == [{"kernel": "a"}, {"kernel": "b"}]
