@@ -1,7 +1,7 @@
 """The real-kernel suite's catalogue: ``catalogue/<group>.toml``, one file per pinned package.
 
 Read and checked here; every mistake is reported with its file, its kernel and what to write
-instead. The format is described in ``bench/real_kernels/README.md``.
+instead. The format is described in ``bench/README.md`` (the real-kernel suite).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Group:
 def _need(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
     if key not in table:
         raise CatalogueError(
-            f"{where}: `{key}` is missing; add it (see bench/real_kernels/README.md)"
+            f"{where}: `{key}` is missing; add it (bench/README.md, the real-kernel suite, lists the keys)"
         )
     value = table[key]
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
