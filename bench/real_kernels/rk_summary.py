@@ -253,6 +253,11 @@ def kernel_table(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     shapes: dict[Key, dict[str, Any]] = {}
     for r in runs:
         db = {x["key"]: x["ratio"] for x in dobench_rows(r)}
+        sized = {
+            shape_key(r, x): x["extra"]
+            for x in ((r.get("dobench") or {}).get("head") or {}).get("rows") or []
+            if x.get("extra")
+        }
         for c in r.get("cases") or []:
             key = shape_key(r, c)
             row = shapes.setdefault(
@@ -270,6 +275,9 @@ def kernel_table(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
                 row["aa_half_width"] = max(row.get("aa_half_width", 0.0), half_width(c) or 0.0)
             if key in db:
                 row.setdefault(f"{r['head']}_dobench", []).append(db[key])
+            if key in sized:  # the kernel's time and the extra launch's, as do_bench's head sized
+                row["kernel_us"] = sized[key]["kernel_us"]
+                row["launch_us"] = sized[key]["launch_us"]
     table: dict[str, list[dict[str, Any]]] = {}
     for key, row in sorted(shapes.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][3])):
         table.setdefault(key[1], []).append(row)
@@ -393,7 +401,9 @@ def markdown(s: dict[str, Any]) -> str:
         "over the allowed shapes; shapes not allowed and slow cases not measured are listed "
         "below, not counted. do_bench: one fresh process per side and run, `do_bench(fn)` at its "
         "defaults per case, head/base of the means; a claim is a ratio beyond the tolerance. All "
-        "in: each command's (or process's) wall time from its start to its exit.",
+        "in: each command's (or process's) wall time from its start to its exit. The last column: "
+        "the kernel's time and the extra launch's cost as the slow head's do_bench process sized "
+        "them (the sweep's workers size theirs the same way, in their own processes).",
         "",
     ]
     if s["aa_false"] or s["aa_inconclusive"]:
@@ -430,8 +440,8 @@ def markdown(s: dict[str, Any]) -> str:
         rows += [
             f"### {kernel} ({kinds})",
             "",
-            "| shape | dtype | cat | A/A verdicts | A/A half-width | 5%: verdict, head/base | 10%: verdict, head/base | do_bench head/base: A/A; 5%; 10% |",
-            "|---|---|---|---|---|---|---|---|",
+            "| shape | dtype | cat | A/A verdicts | A/A half-width | 5%: verdict, head/base | 10%: verdict, head/base | do_bench head/base: A/A; 5%; 10% | kernel us; extra launch us |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for r in table:
             rows.append(
@@ -439,7 +449,8 @@ def markdown(s: dict[str, Any]) -> str:
                 f"| {' '.join(r.get('aa_verdicts', [])) or '-'} | {_num(r.get('aa_half_width'))} "
                 f"| {' '.join(r.get('slow5_verdicts', [])) or '-'} {_ratios(r.get('slow5_ratios'))} "
                 f"| {' '.join(r.get('slow10_verdicts', [])) or '-'} {_ratios(r.get('slow10_ratios'))} "
-                f"| {_ratios(r.get('aa_dobench'))}; {_ratios(r.get('slow5_dobench'))}; {_ratios(r.get('slow10_dobench'))} |"
+                f"| {_ratios(r.get('aa_dobench'))}; {_ratios(r.get('slow5_dobench'))}; {_ratios(r.get('slow10_dobench'))} "
+                f"| {_num(r.get('kernel_us'))}; {_num(r.get('launch_us'))} |"
             )
         rows.append("")
     if s["skipped"]:

@@ -98,7 +98,7 @@ if device == "cpu":
 else:
     import triton.testing
     timer = triton.testing.do_bench
-import suite
+import rk_extra, suite
 for c in cases:
     row = {"kernel": c["kernel"], "shape": c["shape"], "dtype": c["dtype"]}
     try:
@@ -107,6 +107,10 @@ for c in cases:
         del item
     except Exception as exc:
         row["error"] = f"{type(exc).__name__}: {exc}"[:500]
+    # a slow head's extra work as this process sized it (the workers size theirs the same way)
+    sized = rk_extra.SIZED.get((c["kernel"], tuple(c["shape"]), c["dtype"], device))
+    if sized is not None:
+        row["extra"] = vars(sized)
     print(json.dumps(row), flush=True)
 print(json.dumps({"in_process_s": time.monotonic() - t0}), flush=True)
 """

@@ -239,6 +239,19 @@ def test_summarize_and_markdown():
     assert "CPU timing: plumbing only" in text
     assert "### a (atomics)" in text
     assert "| 8 | float16 | served | SAME SAME SAME |" in text
+    assert "| 1.5; 0.2 |" not in text  # no sizing recorded yet
+    runs[-1]["dobench"] = {
+        "base": db({"a:8": 1.0}, 3),
+        "head": {
+            "wall_s": 3,
+            "rows": [
+                {**db({"a:8": 1.1}, 3)["rows"][0], "extra": {"kernel_us": 1.5, "launch_us": 0.2}}
+            ],
+        },
+    }
+    again = S.summarize(runs, groups, {"device": "cpu"}, [])
+    assert again["per_kernel"]["a"][0]["kernel_us"] == 1.5
+    assert "| SLOWER 1.11 | -; -; 1.1 | 1.5; 0.2 |" in S.markdown(again)
     assert "x: did not fit" in text
     assert "1/2 (50%)" in text
 
