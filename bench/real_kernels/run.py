@@ -260,8 +260,15 @@ def dobench_side(
     except subprocess.TimeoutExpired:
         return {"wall_s": None, "error": f"did not finish within {timeout_s:.0f} s", "rows": []}
     wall = time.monotonic() - t0
-    rows = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
-    got: dict[str, Any] = {"wall_s": wall, "rows": [r for r in rows if "kernel" in r]}
+    rows = []
+    for line in done.stdout.splitlines():  # the script's lines; anything the code printed is not
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "kernel" in row:
+            rows.append(row)
+    got: dict[str, Any] = {"wall_s": wall, "rows": rows}
     if done.returncode != 0:
         got.update(wall_s=None, error=f"rc {done.returncode}: {done.stderr[-1500:]}")
     return got
@@ -327,7 +334,10 @@ def run_unit(
         skipped.append(f"{what}: do_bench not run (--no-dobench)")
     else:
         record["dobench"] = dobench_both(ctx, g, head, record["cases"], what, skipped)
-    ctx["unit_s"][group.name] = max(est, 1.2 * (time.monotonic() - t_unit))
+    # the next unit of this group is expected to take as long as its longest so far, and a bit
+    ctx["unit_s"][group.name] = max(
+        ctx["unit_s"].get(group.name, 0.0), 1.2 * (time.monotonic() - t_unit)
+    )
     return record
 
 
