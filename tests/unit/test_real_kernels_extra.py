@@ -77,3 +77,64 @@ def test_a_malformed_entry_is_passed_on_for_the_sweep_to_report(
         "rk_fake_entries", "op", "k", (4,), "float32", device="cpu", seed=0, fraction=0.1
     )
     assert got == {"fn": 3}
+
+
+class FakeCuda:
+    """A GPU stream on a virtual clock, enough of ``torch.cuda`` for the sizing: a kernel
+    launch costs ``launch_us``, ``_sleep(c)`` then spins ``c / mhz`` us, events read the clock."""
+
+    def __init__(self, mhz: float, launch_us: float) -> None:
+        self.now, self.mhz, self.launch_us = 0.0, mhz, launch_us
+        self.sleeps: list[int] = []
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.t = 0.0
+
+            def record(self) -> None:
+                self.t = fake.now
+
+            def elapsed_time(self, end: Event) -> float:
+                return (end.t - self.t) / 1000.0  # ms
+
+        self.Event = Event
+
+    def _sleep(self, cycles: int) -> None:
+        self.sleeps.append(cycles)
+        self.now += self.launch_us + cycles / self.mhz
+
+    def kernel(self, us: float) -> None:
+        self.now += self.launch_us + us
+
+    def synchronize(self) -> None:
+        pass
+
+    def is_current_stream_capturing(self) -> bool:
+        return False
+
+
+def test_gpu_sizing_takes_the_launch_off_and_converts_to_cycles(monkeypatch: pytest.MonkeyPatch):
+    cuda = FakeCuda(mhz=1980.0, launch_us=2.0)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(rk_extra, "_CYCLES_PER_US", None)
+    extra = rk_extra.size_extra(lambda: cuda.kernel(98.0), 0.10, "cuda")
+    assert rk_extra.cycles_per_us() == pytest.approx(1980.0)
+    assert extra.kernel_us == pytest.approx(100.0)  # its launch and its work
+    assert extra.launch_us == pytest.approx(2.0)  # an empty sleep's launch
+    assert extra.target_us == pytest.approx(10.0)
+    assert extra.cycles == round(8.0 * 1980.0)  # the launch is part of the 10 us
+    before = cuda.now
+    extra.run()
+    assert cuda.now - before == pytest.approx(10.0)
+    # a kernel so short that one more launch is over the target: no cycles, the launch remains
+    tiny = rk_extra.size_extra(lambda: cuda.kernel(3.0), 0.05, "cuda")
+    assert tiny.cycles == 0 and tiny.launch_us == pytest.approx(2.0)
+
+
+def test_sizing_inside_a_graph_capture_is_refused(monkeypatch: pytest.MonkeyPatch):
+    cuda = FakeCuda(mhz=1000.0, launch_us=1.0)
+    cuda.is_current_stream_capturing = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    with pytest.raises(RuntimeError, match="must not be inside a CUDA graph capture"):
+        rk_extra.size_extra(lambda: None, 0.1, "cuda")
