@@ -305,6 +305,11 @@ def summarize(
         "repos": repos,
         "kernels": kernels,
         "kernel_kinds": {k: kinds.get(k, []) for k in kernels},
+        # how many of the kernels measured are of each kind (a kernel may be of several)
+        "kinds": {
+            kind: sum(kind in kinds.get(k, []) for k in kernels)
+            for kind in sorted({x for k in kernels for x in kinds.get(k, [])})
+        },
         "runs": {
             head: len(runs_of(runs, head)) for head in ("aa", *EFFECTS) if runs_of(runs, head)
         },
@@ -377,7 +382,9 @@ def markdown(s: dict[str, Any]) -> str:
         "| what | value |",
         "|---|---|",
         f"| repositories | {len(s['repos'])}: {', '.join(s['repos'])} |",
-        f"| kernels | {len(s['kernels'])} |",
+        f"| kernels | {len(s['kernels'])} ("
+        + ", ".join(f"{k} {v}" for k, v in s["kinds"].items())
+        + ") |",
         f"| runs (A/A, 5%, 10%) | {s['runs'].get('aa', 0)}, {s['runs'].get('slow5', 0)}, {s['runs'].get('slow10', 0)} |",
         f"| A/A verdicts | {s['aa_verdicts']} ("
         + ", ".join(f"{k} {v}" for k, v in s["aa_by_verdict"].items())

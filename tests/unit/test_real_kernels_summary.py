@@ -231,6 +231,7 @@ def test_summarize_and_markdown():
     s = S.summarize(runs, groups, {"device": "cpu", "files": ["part1.json"]}, ["x: did not fit"])
     assert s["repos"] == ["owner/one"]  # g2 has no run
     assert s["kernels"] == ["a", "b", "c", "d"]
+    assert s["kinds"] == {"atomics": 1}
     assert s["aa_verdicts"] == 12 and len(s["aa_false"]) == 1
     assert s["detect_5pct"] == pytest.approx(0.5)
     assert s["detect_10pct"] == pytest.approx(1.0)
@@ -238,6 +239,7 @@ def test_summarize_and_markdown():
     text = S.markdown(s)
     assert "CPU timing: plumbing only" in text
     assert "### a (atomics)" in text
+    assert "| kernels | 4 (atomics 1) |" in text
     assert "| 8 | float16 | served | SAME SAME SAME |" in text
     assert "| 1.5; 0.2 |" not in text  # no sizing recorded yet
     runs[-1]["dobench"] = {
