@@ -114,7 +114,7 @@ def reason(case: dict[str, Any]) -> str:
     """Why a case is what it is, in the case's own words: its message and notes."""
     parts = [case.get("message") or "", *(case.get("notes") or ())]
     if case.get("stop_reason"):
-        parts.append(f"stopped: {case['stop_reason']} after {case.get('rounds')} rounds")
+        parts.append(f"stopped: {case['stop_reason']}")
     return "; ".join(p for p in parts if p) or "no reason recorded"
 
 
@@ -356,6 +356,10 @@ def _num(x: float | None, digits: int = 4) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
 
 
+def _us(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}" if x < 100 else f"{x:.0f}"
+
+
 def _frac(d: dict[str, Any]) -> str:
     if not d["of"]:
         return "- (no shape allowed)"
@@ -458,7 +462,7 @@ def markdown(s: dict[str, Any]) -> str:
                 f"| {' '.join(r.get('slow5_verdicts', [])) or '-'} {_ratios(r.get('slow5_ratios'))} "
                 f"| {' '.join(r.get('slow10_verdicts', [])) or '-'} {_ratios(r.get('slow10_ratios'))} "
                 f"| {_ratios(r.get('aa_dobench'))}; {_ratios(r.get('slow5_dobench'))}; {_ratios(r.get('slow10_dobench'))} "
-                f"| {_num(r.get('kernel_us'))}; {_num(r.get('launch_us'))} |"
+                f"| {_us(r.get('kernel_us'))}; {_us(r.get('launch_us'))} |"
             )
         rows.append("")
     if s["skipped"]:

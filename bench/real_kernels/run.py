@@ -44,6 +44,9 @@ replaced by a timed loop on the CPU)::
 
     python bench/real_kernels/run.py --device cpu --catalogue tests/data/real_kernels_standin/catalogue \\
         --entries tests/data/real_kernels_standin/entries --out /tmp/rk-cpu
+
+(two groups of one kernel each, ten bench calls with their do_bench processes: 4-5 minutes on
+a 2-core machine, or two ``--parts``).
 """
 
 from __future__ import annotations
