@@ -271,7 +271,8 @@ def dobench_side(
             continue
         if isinstance(row, dict) and "kernel" in row:
             rows.append(row)
-    got: dict[str, Any] = {"wall_s": wall, "rows": rows}
+    timer = "CPU timed loop (plumbing only)" if device == "cpu" else "triton.testing.do_bench"
+    got: dict[str, Any] = {"wall_s": wall, "timer": timer, "rows": rows}
     if done.returncode != 0:
         got.update(wall_s=None, error=f"rc {done.returncode}: {done.stderr[-1500:]}")
     return got

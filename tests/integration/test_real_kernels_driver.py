@@ -173,6 +173,7 @@ def test_dobench_processes_and_the_summary_of_their_runs(built: dict[str, object
         assert got["wall_s"] and got["wall_s"] > 0, got.get("error")
         assert [r["shape"] for r in got["rows"]] == [[4096], [2048]]
         assert all(r["mean_ms"] > 0 for r in got["rows"])
+        assert got["timer"] == "CPU timed loop (plumbing only)"
     assert not any("extra" in r for r in sides["base"]["rows"])
     for r in sides["slow10"]["rows"]:  # the head's extra work, as its process sized it
         assert r["extra"]["spin_us"] == pytest.approx(0.1 * r["extra"]["kernel_us"])
