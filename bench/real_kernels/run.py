@@ -404,7 +404,9 @@ def write_summary(out: Path) -> dict[str, Any]:
     return summary
 
 
-def meta(device: str, tolerance: float) -> dict[str, Any]:
+def meta(device: str, tolerance: float, *, versions: bool = True) -> dict[str, Any]:
+    """When, where and with what; ``versions`` imports torch and Triton for theirs (done after
+    the runs, so this process holds no GPU context while they measure)."""
     got: dict[str, Any] = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "device": device,
@@ -415,6 +417,8 @@ def meta(device: str, tolerance: float) -> dict[str, Any]:
     }
     if device == "cpu":
         got["label"] = CPU_LABEL
+    if not versions:
+        return got
     try:
         import torch
         import triton
@@ -525,13 +529,11 @@ def main(argv: list[str] | None = None) -> int:
         "part": args.part,
         "parts": args.parts,
         "units": [list(u) for u in units],
-        "meta": {"device": args.device, "tolerance": args.tolerance, **installed},
+        "meta": {**meta(args.device, args.tolerance, versions=False), **installed},
         "groups": {},
         "runs": [],
         "skipped": skipped,
     }
-    if args.device == "cpu":
-        record["meta"]["label"] = CPU_LABEL
     if args.install_wheels:
         used = [g for g in groups if any(u[0] == g.name for u in units)]
         record["install"] = install_wheels(args.install_wheels, used)
