@@ -111,8 +111,9 @@ def detection(runs: list[dict[str, Any]], head: str) -> dict[str, Any]:
 
 
 def reason(case: dict[str, Any]) -> str:
-    """Why a case is what it is, in the case's own words: its message and notes."""
-    parts = [case.get("message") or "", *(case.get("notes") or ())]
+    """Why a case is what it is, in the case's own words: its message, its explanation (what
+    its executions showed, where the results say), its notes and how it stopped."""
+    parts = [case.get("message") or "", case.get("explanation") or "", *(case.get("notes") or ())]
     if case.get("stop_reason"):
         parts.append(f"stopped: {case['stop_reason']}")
     return "; ".join(p for p in parts if p) or "no reason recorded"

@@ -162,6 +162,7 @@ def test_ten_percent_detection_uses_its_own_effect():
 def test_aa_summary_lists_false_and_inconclusive_verdicts_with_reasons():
     runs = suite_runs()
     runs[0]["cases"][1]["notes"] = ["the two worker pairs read apart"]
+    runs[0]["cases"][1]["explanation"] = "executions read 1.00 and 1.06"
     aa = S.aa_summary(runs)
     assert aa["verdicts"] == 12
     assert aa["by_verdict"] == {"SAME": 10, "SLOWER": 0, "FASTER": 1, "INCONCLUSIVE": 1}
@@ -169,7 +170,9 @@ def test_aa_summary_lists_false_and_inconclusive_verdicts_with_reasons():
         ("c 8 float16", "FASTER", 2)
     ]
     assert aa["inconclusive"][0]["run"] == 1
-    assert "worker pairs read apart" in aa["inconclusive"][0]["reason"]
+    assert aa["inconclusive"][0]["reason"] == (
+        "executions read 1.00 and 1.06; the two worker pairs read apart; stopped: decided"
+    )
 
 
 # ---------------------------------------------------------------------------- do_bench, cost
