@@ -139,6 +139,10 @@ def aa_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "ci_low": c.get("ci_low"),
                 "ci_high": c.get("ci_high"),
                 "rounds": c.get("rounds"),
+                # how many executions (fresh worker pairs) the verdict rests on, and their
+                # spread beyond the rounds' noise, where the results carry them
+                "executions": c.get("executions"),
+                "execution_spread": c.get("execution_spread"),
                 "reason": reason(c),
             }
             if not measured(c):
