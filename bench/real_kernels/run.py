@@ -29,7 +29,10 @@ Time per unit is not yet measured on the H200: from ``bench/results/h200/cli_dec
 and ragged shapes the planner adds (about 20 cases) takes about 20-40 s per bench call plus its
 autotuning, and about 15-25 s of do_bench processes, so a group's five units are 3-6 minutes:
 with 6-8 groups, ``--parts`` of about one group per 8-minute call (``--budget-s`` 480 by default
-keeps each call under 9 minutes). Each call writes ``part<N>.json`` (``part<N>.<k>.json`` where
+keeps each call under 9 minutes). The sweep that measures every case in two to four executions
+(fresh workers each; main from 2f86d78 on) takes longer per call: on the CPU stand-in a call
+went from about 10 s to 70-130 s, so expect fewer groups per part there; whatever does not fit a
+call's budget is listed as not run, and the next ``--part`` can take it. Each call writes ``part<N>.json`` (``part<N>.<k>.json`` where
 that exists already), then ``summary.json`` and ``results.md`` from every part in ``--out``.
 
 A group's ``setup`` (catalogue) runs in ``suite.py`` before any entry is imported, so it applies
