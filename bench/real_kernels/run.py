@@ -33,8 +33,9 @@ keeps each call under 9 minutes). The sweep that measures every case in two to f
 (fresh workers each; main from 2f86d78 on) takes longer per call: on the CPU stand-in a call
 went from about 10 s to 70-130 s, so expect fewer groups per part there; whatever does not fit a
 call's budget is listed as not run; run it in another call narrowed with ``--groups``,
-``--heads`` and ``--runs`` (its file is kept beside, as ``part<N>.<k>.json``). Each call writes ``part<N>.json`` (``part<N>.<k>.json`` where
-that exists already), then ``summary.json`` and ``results.md`` from every part in ``--out``.
+``--heads`` and ``--runs``. Each call writes ``part<N>.json`` (``part<N>.<k>.json`` where that
+exists already, so no call's record replaces another's), then ``summary.json`` and
+``results.md`` from every part in ``--out``.
 
 A group's ``setup`` (catalogue) runs in ``suite.py`` before any entry is imported, so it applies
 in the sweep's workers, in the do_bench processes and in the import check that runs before a
