@@ -1,0 +1,134 @@
+"""One git repository per catalogue group, as ``kernel-review bench`` sees a project.
+
+The base commit holds ``entries/`` (the suite's entry modules), ``rk_extra.py`` (the extra work
+of the slow heads), a generated ``suite.py`` with one bench entry per kernel and the policy
+``.github/kernel-review.toml``. Each head is one commit on top of base, on its own branch:
+
+- ``aa``: identical code, a comment added to ``suite.py``;
+- ``slow5`` and ``slow10``: ``EXTRA_FRACTION`` in ``suite.py`` set to 0.05 and 0.10, so each
+  kernel's ``fn`` is followed by extra work of that fraction of its own time (``rk_extra``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from rk_catalogue import Group
+
+from bot import gitutil
+
+HERE = Path(__file__).resolve().parent
+HEADS = {"aa": 0.0, "slow5": 0.05, "slow10": 0.10}
+FRACTION_LINE = re.compile(r"^EXTRA_FRACTION = .*$", re.M)
+MAX_ELEMENTS = 1 << 32
+MAX_GPU_SECONDS = 900
+
+
+def policy_text(group: Group, tolerance: float) -> str:
+    """The policy: one ``[[kernels]]`` per catalogue kernel, its bench entry the wrapper in
+    ``suite.py``, its served shapes and dtype; a long-lived deployment."""
+    lines = [
+        f"tolerance = {tolerance}",
+        'vendors = ["nvidia"]',
+        "",
+        "[deployment]",
+        'kind = "long-lived"',
+        "",
+        "[limits]",
+        f"max_elements_per_tensor = {MAX_ELEMENTS}",
+        f"max_gpu_seconds = {MAX_GPU_SECONDS}",
+    ]
+    for k in group.kernels:
+        lines += [
+            "",
+            "[[kernels]]",
+            f'name = "{k.id}"',
+            f'bench = "suite:{k.id}"',
+            'paths = ["suite.py", "rk_extra.py", "entries/**"]',
+            f'dtypes = ["{k.dtype}"]',
+            f"shapes = {json.dumps([list(s) for s in k.shapes])}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def suite_text(group: Group) -> str:
+    """``suite.py``: the catalogue's ``setup`` run once, then one wrapper entry per kernel."""
+    setup = group.setup.strip()
+    lines = [
+        f'"""Bench entries of the real-kernel suite, group {group.name} ({group.requirement},',
+        f"{group.repo} at {group.ref}). Each calls its entry in entries/; EXTRA_FRACTION above 0",
+        'adds extra work after the kernel (rk_extra.py)."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import rk_extra",
+        "",
+        "EXTRA_FRACTION = 0.0",
+        "",
+    ]
+    if setup:
+        lines += [
+            f"SETUP = {setup!r}",
+            f'exec(compile(SETUP, "<setup of {group.name}>", "exec"), {{}})',
+            "",
+        ]
+    for k in group.kernels:
+        lines += [
+            "",
+            f'def {k.id}(shape, dtype, *, device="cuda", seed=0):',
+            f'    """{k.entry} ({k.source})."""',
+            "    return rk_extra.wrap(",
+            f'        "entries.{k.module}", "{k.function}", "{k.id}", shape, dtype,',
+            "        device=device, seed=seed, fraction=EXTRA_FRACTION,",
+            "    )",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def with_fraction(text: str, fraction: float, why: str) -> str:
+    new, n = FRACTION_LINE.subn(f"EXTRA_FRACTION = {fraction!r}  # {why}", text, count=1)
+    if n != 1:
+        raise ValueError("suite.py has no EXTRA_FRACTION line to change")
+    return new
+
+
+def build_group_repo(root: Path, group: Group, entries: Path, tolerance: float) -> dict[str, str]:
+    """The group's repository at ``root`` (a new folder); branch name -> commit for ``base``
+    and every head of ``HEADS``."""
+    if root.exists():
+        raise FileExistsError(f"{root} exists; the suite repository is built in a new folder")
+    gitutil.init_repo(root)
+    shutil.copytree(entries, root / "entries", ignore=shutil.ignore_patterns("__pycache__"))
+    init = root / "entries" / "__init__.py"
+    if not init.exists():
+        init.write_text("", encoding="utf-8")
+    shutil.copy(HERE / "rk_extra.py", root / "rk_extra.py")
+    (root / "suite.py").write_text(suite_text(group), encoding="utf-8")
+    (root / ".github").mkdir()
+    (root / ".github" / "kernel-review.toml").write_text(
+        policy_text(group, tolerance), encoding="utf-8"
+    )
+    (root / "README.md").write_text(
+        f"Real-kernel suite, group {group.name}: {group.requirement} from {group.repo} "
+        f"({group.ref}, {group.licence}).\n",
+        encoding="utf-8",
+    )
+    shas = {"base": gitutil.commit_all(root, f"{group.name}: entries, suite and policy")}
+    gitutil.git(root, "branch", "-f", "base")
+    suite = root / "suite.py"
+    for head, fraction in HEADS.items():
+        gitutil.git(root, "checkout", "-q", "-B", head, "base")
+        text = suite.read_text(encoding="utf-8")
+        if fraction:
+            why = f"{fraction:.0%} extra work after every kernel"
+            suite.write_text(with_fraction(text, fraction, why), encoding="utf-8")
+        else:
+            why = "comment only: identical code"
+            suite.write_text(text + "\n# the same code as base\n", encoding="utf-8")
+        shas[head] = gitutil.commit_all(root, f"{group.name}: {why}")
+    gitutil.git(root, "checkout", "-q", "--detach", "base")
+    return shas
