@@ -227,6 +227,25 @@ def load_catalogue(folder: Path, entries: Path | None = None) -> list[Group]:
     return groups
 
 
+def first_shapes(groups: list[Group], n: int | None) -> list[Group]:
+    """Each kernel with its first ``n`` served shapes only (None: all of them)."""
+    if n is None:
+        return groups
+    if n < 1:
+        raise CatalogueError(f"--shapes {n}: keep at least one served shape per kernel")
+    return [
+        Group(
+            **{
+                **g.__dict__,
+                "kernels": tuple(
+                    Kernel(**{**k.__dict__, "shapes": k.shapes[:n]}) for k in g.kernels
+                ),
+            }
+        )
+        for g in groups
+    ]
+
+
 def select(groups: list[Group], only: list[str] | None, names: list[str] | None) -> list[Group]:
     """The groups named in ``names`` (file stems), narrowed to the kernel ids of ``only``; a name
     that matches nothing is an error that lists what there is."""

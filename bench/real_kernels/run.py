@@ -76,7 +76,7 @@ for place in (ROOT, ROOT / "bench", HERE):
         sys.path.insert(0, str(place))
 
 from cli_decision import add_bot_bytecode_option, bot_bytecode, run_cli  # noqa: E402
-from rk_catalogue import CatalogueError, Group, load_catalogue, select  # noqa: E402
+from rk_catalogue import CatalogueError, Group, first_shapes, load_catalogue, select  # noqa: E402
 from rk_repo import build_group_repo  # noqa: E402
 from rk_summary import markdown, summarize  # noqa: E402
 
@@ -258,6 +258,9 @@ def dobench_side(
     env = dict(os.environ)
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
+    # an empty Triton cache, as kernel-review starts each side: its compiles are counted too
+    cache = tempfile.mkdtemp(prefix="dobench-triton-")
+    env["TRITON_CACHE_DIR"] = cache
     todo = [{"kernel": c["kernel"], "shape": c["shape"], "dtype": c["dtype"]} for c in cases]
     t0 = time.monotonic()
     try:
@@ -266,8 +269,10 @@ def dobench_side(
             cwd=str(checkout), capture_output=True, text=True, timeout=timeout_s, env=env,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
+        shutil.rmtree(cache, ignore_errors=True)
         return {"wall_s": None, "error": f"did not finish within {timeout_s:.0f} s", "rows": []}
     wall = time.monotonic() - t0
+    shutil.rmtree(cache, ignore_errors=True)
     rows = []
     for line in done.stdout.splitlines():  # the script's lines; anything the code printed is not
         try:
@@ -276,7 +281,11 @@ def dobench_side(
             continue
         if isinstance(row, dict) and "kernel" in row:
             rows.append(row)
-    timer = "CPU timed loop (plumbing only)" if device == "cpu" else "triton.testing.do_bench"
+    timer = (
+        "CPU timed loop (plumbing only)"
+        if device == "cpu"
+        else "triton.testing.do_bench, empty Triton cache"
+    )
     got: dict[str, Any] = {"wall_s": wall, "timer": timer, "rows": rows}
     if done.returncode != 0:
         got.update(wall_s=None, error=f"rc {done.returncode}: {done.stderr[-1500:]}")
@@ -298,7 +307,8 @@ def run_unit(
         return None
     t_unit = time.monotonic()
     results = ctx["runs_dir"] / f"{group.name}-{head}-{run}.json"
-    reserve = 0.0 if ctx["no_dobench"] else min(ctx["dobench_s"], left / 3)
+    timed_too = not ctx["no_dobench"] and (not ctx["dobench_once"] or (head, run) == ("aa", 1))
+    reserve = min(ctx["dobench_s"], left / 3) if timed_too else 0.0
     limit = min(ctx["run_s"], left - reserve)
     got = run_cli(
         bench_command(g["repo"], "base", head, results, ctx["device"], ctx["bench_args"]),
@@ -339,8 +349,8 @@ def run_unit(
         v = c.get("verdict") if c.get("status") == "ok" else c.get("status")
         verdicts[str(v)] = verdicts.get(str(v), 0) + 1
     log(f"{what}: {len(record['cases'])} cases {verdicts}, {got['wall_s']:.1f} s")
-    if ctx["no_dobench"]:
-        skipped.append(f"{what}: do_bench not run (--no-dobench)")
+    if ctx["no_dobench"] or (ctx["dobench_once"] and (head, run) != ("aa", 1)):
+        skipped.append(f"{what}: do_bench not run (--no-dobench or --dobench-once)")
     else:
         record["dobench"] = dobench_both(ctx, g, head, record["cases"], what, skipped)
     # the next unit of this group is expected to take as long as its longest so far, and a bit
@@ -481,6 +491,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--dobench-s", type=float, default=90.0, help="limit of one do_bench process (default 90)"
     )
     ap.add_argument("--no-dobench", action="store_true", help="leave the do_bench side by side out")
+    ap.add_argument("--dobench-once", action="store_true",
+                    help="do_bench side by side after each group's first A/A run only (the cost "
+                    "comparison on the same cases in the same call), not after every run")  # fmt: skip
+    ap.add_argument("--shapes", type=int, default=None, metavar="N",
+                    help="measure each kernel's first N served shapes only (default: all)")  # fmt: skip
     ap.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
                     help="an extra argument for every `python -m bot bench` call (repeat it; "
                     "--bench-arg=--no-poll for one that starts with --)")  # fmt: skip
@@ -518,8 +533,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:
-        groups = select(
-            load_catalogue(args.catalogue, args.entries), split(args.only), split(args.groups)
+        groups = first_shapes(
+            select(
+                load_catalogue(args.catalogue, args.entries), split(args.only), split(args.groups)
+            ),
+            args.shapes,
         )
     except CatalogueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -552,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         "run_s": args.run_s,
         "dobench_s": args.dobench_s,
         "no_dobench": args.no_dobench,
+        "dobench_once": args.dobench_once,
         "bench_args": args.bench_arg,
         "first_unit_s": 20.0 if args.device == "cpu" else 60.0,
         "unit_s": {},
