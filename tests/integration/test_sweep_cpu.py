@@ -127,8 +127,14 @@ def test_every_fault_is_reported_and_the_sweep_goes_on(standin_sweep) -> None:
     # three times the work reads well above the tolerance, but not 3x on a shared CPU (the
     # array allocations are not tripled): the verdict's own rule is what holds on any machine
     slow = by["slow"]
-    assert slow.verdict == "SLOWER" and slow.ci_low is not None
-    assert slow.ratio >= slow.ci_low > 1 + slow.tolerance
+    assert slow.ratio is not None and slow.ratio > 1 + slow.tolerance
+    if slow.verdict != "SLOWER":
+        # on a loaded CPU one process runs the same loop up to 1.4x slower than the next for
+        # its whole life: the executions disagree, and the case says so instead of claiming
+        assert slow.verdict == "INCONCLUSIVE" and slow.decided_over == "executions"
+        assert "varied from one execution (fresh processes) to the next" in slow.explanation
+    else:
+        assert slow.ci_low is not None and slow.ratio >= slow.ci_low > 1 + slow.tolerance
     assert by["axpy"].verdict != "SLOWER"
     assert by["wrong"].raw is None  # a wrong result is never timed
     assert "reference" in by["wrong"].message
@@ -137,7 +143,7 @@ def test_every_fault_is_reported_and_the_sweep_goes_on(standin_sweep) -> None:
     first = lines[:9]
     assert first[-1].startswith("[9/9] slow") and "head/base" in first[-1]
     assert "CRASHED (head)" in first[1]
-    assert any(line.startswith("slow float32") and "SLOWER" in line for line in lines[9:])
+    assert any(line.startswith(f"slow float32 50000: {slow.case_verdict}") for line in lines[9:])
     assert [line for line in lines if line.startswith("execution 2: [")]
 
 
