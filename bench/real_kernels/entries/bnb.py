@@ -179,9 +179,16 @@ def gemv_4bit(shape: tuple[int, ...], dtype: str, *, device: str = "cuda", seed:
     transposed, the decode step of a 4-bit quantized linear layer; shape is (N, K).
 
     The kernel reads whole blocks of 64 along K, and the package sends it only layers whose K
-    is a multiple of 64 (others go to dequantize and matmul), so K is rounded up to one.
+    is a multiple of 64 (others go to dequantize and matmul), so K is rounded up to one. CUDA
+    only: on CPU it raises ValueError (see there).
     """
     n_out, k_in = _dims(shape, 2, "gemv_4bit")
+    if torch.device(device).type == "cpu":
+        raise ValueError(
+            "gemv_4bit measures bitsandbytes' CUDA kernel; on CPU the package's gemv_4bit wants "
+            "weights repacked for its own CPU kernel (and aborts on some sizes), so it would not "
+            "compute this product: run this entry with device='cuda'"
+        )
     k_in = _blocks(k_in, BLOCK_4BIT) * BLOCK_4BIT
     dt = _float_dtype(dtype, "gemv_4bit")
     gen = _gen(device, seed)
