@@ -15,7 +15,8 @@ FlagGems is configured before its import, for every process that loads this modu
   each other's tuned configs, and a second run would skip autotuning altogether. Private to the
   process, each side autotunes on its first call, as a plain ``triton.autotune`` kernel does.
 
-A variable already set in the environment is left as it is.
+A ``FLAGGEMS_CACHE_DIR`` or ``GEMS_VENDOR`` already set in the environment is left as it is,
+except a cache folder this module made in another process (a parent that loaded it).
 """
 
 from __future__ import annotations
@@ -28,17 +29,30 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-if "FLAGGEMS_CACHE_DIR" not in os.environ:
+_OWNER = "FLAGGEMS_CACHE_OWNER_PID"  # the process that made FLAGGEMS_CACHE_DIR below
+
+
+def _remove_cache(path: str, pid: int) -> None:
+    if os.getpid() == pid:  # not in a forked child that exits through Python
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# a folder this module made in another process (a parent that loaded it) is not reused either
+if "FLAGGEMS_CACHE_DIR" not in os.environ or os.environ.get(_OWNER, str(os.getpid())) != str(
+    os.getpid()
+):
     _CACHE = tempfile.mkdtemp(prefix="flaggems-")
-    atexit.register(shutil.rmtree, _CACHE, True)
+    atexit.register(_remove_cache, _CACHE, os.getpid())
     os.environ["FLAGGEMS_CACHE_DIR"] = _CACHE
+    os.environ["FLAGGEMS_DB_URL"] = f"sqlite:///{_CACHE}/tuned_configs.db"
+    os.environ[_OWNER] = str(os.getpid())
 os.environ.setdefault(
     "FLAGGEMS_DB_URL", f"sqlite:///{os.environ['FLAGGEMS_CACHE_DIR']}/tuned_configs.db"
 )
 os.environ.setdefault("GEMS_VENDOR", "nvidia")
 
-import flag_gems
-import torch
+import flag_gems  # noqa: E402  (configured by the environment above)
+import torch  # noqa: E402
 
 Case = dict[str, Any]
 
