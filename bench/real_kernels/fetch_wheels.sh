@@ -31,42 +31,11 @@ python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --im
     -d "$dest" "${reqs[@]}"
 
 # --- groups flaggems, bnb: the bitsandbytes wheel is slimmed ---
-# It carries one native library per CUDA, ROCm and XPU toolkit (43 MB); the package loads
-# libbitsandbytes_cuda<torch.version.cuda without the dot>.so. Keep that one for the H200's torch
-# (CUDA 13.0; BNB_KEEP_CUDA=132 keeps another) and the CPU library, drop the rest from the wheel
-# and from its RECORD. Running it again on a slimmed wheel changes nothing.
-keep_cuda="${BNB_KEEP_CUDA:-130}"
+# It carries one native library per CUDA, ROCm and XPU toolkit (43 MB); slim_wheel.py keeps the
+# one for the H200's torch (CUDA 13.0; BNB_KEEP_CUDA=132 keeps another) and the CPU library.
 for whl in "$dest"/bitsandbytes-*.whl; do
     [ -e "$whl" ] || continue
-    python3 - "$whl" "$keep_cuda" <<'PY'
-import os
-import re
-import sys
-import zipfile
-
-path, keep = sys.argv[1], sys.argv[2]
-libs = re.compile(r"^bitsandbytes/libbitsandbytes_(cuda\d+|rocm\d+|xpu\d*)\.(so|dll|dylib)$")
-with zipfile.ZipFile(path) as src:
-    names = src.namelist()
-    drop = {n for n in names if (m := libs.match(n)) and m.group(1) != f"cuda{keep}"}
-    if f"bitsandbytes/libbitsandbytes_cuda{keep}.so" not in names:
-        sys.exit(f"error: {os.path.basename(path)} has no libbitsandbytes_cuda{keep}.so; "
-                 "set BNB_KEEP_CUDA to a CUDA version it ships (e.g. 130)")
-    if not drop:
-        sys.exit(0)
-    tmp = path + ".slim"
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as out:
-        for info in src.infolist():
-            if info.filename in drop:
-                continue
-            data = src.read(info)
-            if info.filename.endswith(".dist-info/RECORD"):
-                lines = data.decode().splitlines(keepends=True)
-                data = "".join(ln for ln in lines if ln.split(",", 1)[0] not in drop).encode()
-            out.writestr(info, data)
-os.replace(tmp, path)
-print(f"slimmed {os.path.basename(path)}: dropped {len(drop)} native libraries, kept cuda{keep} and cpu")
-PY
+    python3 "$here/slim_wheel.py" "$whl" --keep-cuda "${BNB_KEEP_CUDA:-130}"
 done
 # --- end of groups flaggems, bnb ---
 
