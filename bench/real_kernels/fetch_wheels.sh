@@ -30,6 +30,8 @@ python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --im
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
     -d "$dest" "${reqs[@]}"
 
+# --- groups fla, torchao, cce: no wheel is slimmed (all three are small) ---
+
 # --- groups flaggems, bnb: the bitsandbytes wheel is slimmed ---
 # It carries one native library per CUDA, ROCm and XPU toolkit (43 MB); slim_wheel.py keeps the
 # one for the H200's torch (CUDA 13.0; BNB_KEEP_CUDA=132 keeps another) and the CPU library.
