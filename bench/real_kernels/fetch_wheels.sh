@@ -24,11 +24,22 @@ for r in "${reqs[@]}"; do
 done
 
 mkdir -p "$dest"
+# manylinux_2_24: the tag bitsandbytes publishes its Linux wheels under
 python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-    --platform manylinux2014_x86_64 --platform any -d "$dest" "${reqs[@]}"
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
+    -d "$dest" "${reqs[@]}"
 
 # --- groups fla, torchao, cce: no wheel is slimmed (all three are small) ---
+
+# --- groups flaggems, bnb: the bitsandbytes wheel is slimmed ---
+# It carries one native library per CUDA, ROCm and XPU toolkit (43 MB); slim_wheel.py keeps the
+# one for the H200's torch (CUDA 13.0; BNB_KEEP_CUDA=132 keeps another) and the CPU library.
+for whl in "$dest"/bitsandbytes-*.whl; do
+    [ -e "$whl" ] || continue
+    python3 "$here/slim_wheel.py" "$whl" --keep-cuda "${BNB_KEEP_CUDA:-130}"
+done
+# --- end of groups flaggems, bnb ---
 
 total=$(du -cb "$dest"/*.whl | tail -n 1 | cut -f1)
 echo "wheels in $dest: $(ls "$dest"/*.whl | wc -l), $((total / 1024 / 1024)) MiB"
