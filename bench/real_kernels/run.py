@@ -141,15 +141,21 @@ def log(msg: str) -> None:
 # ------------------------------------------------------------------------------ the work list
 
 
-def plan_units(groups: list[Group], heads: list[str], aa_runs: int) -> list[tuple[str, str, int]]:
-    """Every bench call, group by group: ``(group, head, run)``, aa ``aa_runs`` times first."""
-    units = []
-    for g in groups:
-        for head in HEAD_ORDER:
-            if head in heads:
-                for i in range(aa_runs if head == "aa" else 1):
-                    units.append((g.name, head, i + 1))
-    return units
+def plan_units(
+    groups: list[Group], heads: list[str], aa_runs: int, *, by_run: bool = False
+) -> list[tuple[str, str, int]]:
+    """Every bench call: ``(group, head, run)``, aa ``aa_runs`` times first; group by group, or
+    with ``by_run`` each head and run over every group before the next (a call cut short then
+    leaves every group measured as often as the time allowed)."""
+    wanted = [
+        (head, i + 1)
+        for head in HEAD_ORDER
+        if head in heads
+        for i in range(aa_runs if head == "aa" else 1)
+    ]
+    if by_run:
+        return [(g.name, head, run) for head, run in wanted for g in groups]
+    return [(g.name, head, run) for g in groups for head, run in wanted]
 
 
 def slice_units(units: list[Any], part: int, parts: int) -> list[Any]:
@@ -494,6 +500,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--dobench-once", action="store_true",
                     help="do_bench side by side after each group's first A/A run only (the cost "
                     "comparison on the same cases in the same call), not after every run")  # fmt: skip
+    ap.add_argument("--by-run", action="store_true",
+                    help="each head and run over every group before the next, not group by group")  # fmt: skip
     ap.add_argument("--shapes", type=int, default=None, metavar="N",
                     help="measure each kernel's first N served shapes only (default: all)")  # fmt: skip
     ap.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
@@ -542,7 +550,9 @@ def main(argv: list[str] | None = None) -> int:
     except CatalogueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    units = slice_units(plan_units(groups, args.heads, args.runs), args.part, args.parts)
+    units = slice_units(
+        plan_units(groups, args.heads, args.runs, by_run=args.by_run), args.part, args.parts
+    )
     out.mkdir(parents=True, exist_ok=True)
     path = part_path(out, args.part)
     log(f"part {args.part} of {args.parts}: {len(units)} bench calls -> {path.name}")

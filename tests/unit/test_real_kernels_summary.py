@@ -285,6 +285,14 @@ def test_plan_units_group_by_group(tmp_path: Path):
         ("standin_atomic", "aa", 2),
         ("standin_atomic", "slow10", 1),
     ]
+    assert driver.plan_units(groups, ["slow10", "aa"], 2, by_run=True) == [
+        ("standin", "aa", 1),
+        ("standin_atomic", "aa", 1),
+        ("standin", "aa", 2),
+        ("standin_atomic", "aa", 2),
+        ("standin", "slow10", 1),
+        ("standin_atomic", "slow10", 1),
+    ]
 
 
 def test_part_path_never_overwrites(tmp_path: Path):
