@@ -68,6 +68,12 @@ class Group:
     def version(self) -> str:
         return PIN.match(self.requirement).group(2)  # type: ignore[union-attr]
 
+    def without(self, ids: set[str]) -> Group:
+        """The group less the kernels whose ids are in ``ids``."""
+        return Group(
+            **{**self.__dict__, "kernels": tuple(k for k in self.kernels if k.id not in ids)}
+        )
+
     def describe(self) -> dict[str, Any]:
         """What a record keeps of the group."""
         return {

@@ -466,6 +466,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--entries", type=Path, default=HERE / "entries", help="folder of the entry modules"
     )
     ap.add_argument("--only", help="comma-separated kernel ids (default: every kernel)")
+    ap.add_argument("--skip", help="comma-separated kernel ids to leave out")
     ap.add_argument(
         "--groups", help="comma-separated group names, the catalogue files' stems (default: all)"
     )
@@ -547,6 +548,9 @@ def main(argv: list[str] | None = None) -> int:
             ),
             args.shapes,
         )
+        if args.skip:
+            left_out = set(split(args.skip) or [])
+            groups = [g for g in (g.without(left_out) for g in groups) if g.kernels]
     except CatalogueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
