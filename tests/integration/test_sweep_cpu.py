@@ -327,8 +327,10 @@ def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixt
         ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out), "--max-rounds", "30"]
     )
     captured = capsys.readouterr()
-    assert code == 4, captured.err  # scale is slower than its tolerance: the gate's exit code
     result = load_results(out)
+    # the gate's exit code: 4 when a case is slower than its tolerance
+    slower = any(c.verdict == "SLOWER" for c in result.cases)
+    assert code == (4 if slower else 0), captured.err
     assert result.timing == "cpu" and "CPU timing" in captured.out and "CPU timing" in captured.err
     assert "GPU-seconds" not in captured.out + captured.err
     assert not out.with_name(out.stem + ".partial.jsonl").exists()  # journal gone once written
@@ -338,8 +340,11 @@ def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixt
     by = {(c.kernel, c.category): c for c in result.cases}
     assert {k for k, _ in by} == {"scale", "shift"}
     assert {cat for _, cat in by} == {"served", "small", "ragged"}
-    assert by[("scale", "served")].verdict == "SLOWER"
-    assert by[("scale", "served")].ratio > 2.0
+    scale = by[("scale", "served")]
+    assert scale.ratio is not None and scale.ratio > 2.0
+    if scale.verdict != "SLOWER":  # a loaded CPU: its processes disagreed, and it says so
+        assert scale.verdict == "INCONCLUSIVE" and scale.decided_over == "executions"
+        assert "varied from one execution" in scale.explanation
     # Same code on both sides. Only the served shape is asserted: on CPU timing the small and
     # ragged ones take a few microseconds of Python, where two processes can differ by half.
     shift = by[("shift", "served")]
