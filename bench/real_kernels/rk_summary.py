@@ -416,7 +416,7 @@ def markdown(s: dict[str, Any]) -> str:
         "half-width (in head/base) under e/2. Detection counts SLOWER verdicts of the slow head "
         "over the allowed shapes; shapes not allowed and slow cases not measured are listed "
         "below, not counted. do_bench: one fresh process per side and run, `do_bench(fn)` at its "
-        "defaults per case (the machine's own Triton cache, as a maintainer's script finds it), "
+        "defaults per case (an empty Triton cache, as kernel-review starts each side), "
         "head/base of the means; a claim is a ratio beyond the tolerance. All "
         "in: each command's (or process's) wall time from its start to its exit. The last column: "
         "the kernel's time and the extra launch's cost as the slow head's do_bench process sized "
