@@ -15,8 +15,12 @@ and then launches extra work on the same stream:
 - on the CPU (``device="cpu"``), a busy wait of that many microseconds, timed the same way with
   ``time.perf_counter`` (plumbing only).
 
-The sizing runs once per process and kernel x shape x dtype, at the first call of the returned
-``fn``: in ``kernel-review bench`` that is the case's first call, which the sweep runs alone on
+Given the kernel's time measured before (``kernel_us``: the driver takes the A/A run's base
+median, the sweep's own measure of the kernel alone), the extra work is that fraction of it in
+every process, only the sleep's rate measured in each; without it, each process times the kernel
+itself, and the work added then differs from process to process (it did by up to 2.9 times on
+the H200, which the sweep rightly read as executions that disagree). The sizing runs once per
+process and kernel x shape x dtype, at the first call of the returned ``fn``: in ``kernel-review bench`` that is the case's first call, which the sweep runs alone on
 the GPU, so the sizing neither disturbs nor is disturbed by the other side's autotuning. It
 needs nothing but torch and the standard library.
 """
@@ -113,6 +117,17 @@ def cycles_per_us() -> float:
     return _CYCLES_PER_US
 
 
+def size_known(kernel_us: float, fraction: float, device: str) -> Extra:
+    """Extra work of ``fraction`` of a kernel time measured before (the A/A run's base median):
+    every process adds the same cycles, only their rate measured here (the launch of the extra
+    kernel is not taken off, so the slowdown is at least ``fraction``)."""
+    target = fraction * kernel_us
+    if device == "cpu":
+        return Extra(fraction, kernel_us, 0.0, target, 0, target, None, device)
+    per_us = cycles_per_us()
+    return Extra(fraction, kernel_us, 0.0, target, round(target * per_us), 0.0, per_us, device)
+
+
 def size_extra(fn: Callable[[], Any], fraction: float, device: str) -> Extra:
     """Time ``fn`` (already called once) and size the extra work to ``fraction`` of it."""
     if device == "cpu":
@@ -153,9 +168,12 @@ def wrap(
     device: str,
     seed: int,
     fraction: float,
+    kernel_us: float | None = None,
 ) -> Any:
     """The entry ``module:function`` built for this case; with ``fraction > 0`` its ``fn``
-    followed by the extra work (sized at the first call, once per process and case)."""
+    followed by the extra work, sized at the first call, once per process and case: from
+    ``kernel_us`` where given (the same work in every process), else from this process's own
+    timing of ``fn``."""
     entry = getattr(importlib.import_module(module), function)
     case = entry(tuple(shape), dtype, device=device, seed=seed)
     if not fraction or not isinstance(case, dict) or not callable(case.get("fn")):
@@ -168,7 +186,11 @@ def wrap(
         out = fn()
         extra = SIZED.get(key)
         if extra is None:
-            extra = SIZED[key] = size_extra(fn, fraction, where)
+            extra = SIZED[key] = (
+                size_known(kernel_us, fraction, where)
+                if kernel_us
+                else size_extra(fn, fraction, where)
+            )
         extra.run()
         return out
 

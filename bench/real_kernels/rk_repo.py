@@ -69,6 +69,7 @@ def suite_text(group: Group) -> str:
         "import rk_extra",
         "",
         "EXTRA_FRACTION = 0.0",
+        "KERNEL_US: dict = {}",
         "",
     ]
     if setup:
@@ -85,6 +86,7 @@ def suite_text(group: Group) -> str:
             "    return rk_extra.wrap(",
             f'        "entries.{k.module}", "{k.function}", "{k.id}", shape, dtype,',
             "        device=device, seed=seed, fraction=EXTRA_FRACTION,",
+            f'        kernel_us=KERNEL_US.get(("{k.id}", tuple(shape), dtype)),',
             "    )",
             "",
         ]
@@ -98,9 +100,42 @@ def with_fraction(text: str, fraction: float, why: str) -> str:
     return new
 
 
+KERNEL_US_LINE = re.compile(r"^KERNEL_US: dict = .*$", re.M)
+
+
+def with_kernel_us(text: str, kernel_us: dict[tuple[str, tuple[int, ...], str], float]) -> str:
+    """``suite.py`` with the kernels' measured times (kernel id, shape, dtype -> us)."""
+    table = {k: round(v, 4) for k, v in sorted(kernel_us.items())}
+    new, n = KERNEL_US_LINE.subn(lambda _: f"KERNEL_US: dict = {table!r}", text, count=1)
+    if n != 1:
+        raise ValueError("suite.py has no KERNEL_US line to change")
+    return new
+
+
+def add_slow_head(
+    root: Path,
+    group: Group,
+    head: str,
+    kernel_us: dict[tuple[str, tuple[int, ...], str], float],
+) -> str:
+    """The slow head ``head`` (of ``HEADS``) on top of base: its fraction of extra work after
+    every kernel, sized from ``kernel_us`` where it names the case (the same in every
+    process), else by each process itself. Its commit."""
+    fraction = HEADS[head]
+    gitutil.git(root, "checkout", "-q", "-B", head, "base")
+    suite = root / "suite.py"
+    why = f"{fraction:.0%} extra work after every kernel"
+    text = with_fraction(suite.read_text(encoding="utf-8"), fraction, why)
+    suite.write_text(with_kernel_us(text, kernel_us), encoding="utf-8")
+    sized = f", sized from {len(kernel_us)} measured kernel times" if kernel_us else ""
+    sha = gitutil.commit_all(root, f"{group.name}: {why}{sized}")
+    gitutil.git(root, "checkout", "-q", "--detach", "base")
+    return sha
+
+
 def build_group_repo(root: Path, group: Group, entries: Path, tolerance: float) -> dict[str, str]:
     """The group's repository at ``root`` (a new folder); branch name -> commit for ``base``
-    and every head of ``HEADS``."""
+    and ``aa`` (the slow heads are added once the kernels' times are known: ``add_slow_head``)."""
     if root.exists():
         raise FileExistsError(f"{root} exists; the suite repository is built in a new folder")
     gitutil.init_repo(root)
@@ -122,15 +157,8 @@ def build_group_repo(root: Path, group: Group, entries: Path, tolerance: float) 
     shas = {"base": gitutil.commit_all(root, f"{group.name}: entries, suite and policy")}
     gitutil.git(root, "branch", "-f", "base")
     suite = root / "suite.py"
-    for head, fraction in HEADS.items():
-        gitutil.git(root, "checkout", "-q", "-B", head, "base")
-        text = suite.read_text(encoding="utf-8")
-        if fraction:
-            why = f"{fraction:.0%} extra work after every kernel"
-            suite.write_text(with_fraction(text, fraction, why), encoding="utf-8")
-        else:
-            why = "comment only: identical code"
-            suite.write_text(text + "\n# the same code as base\n", encoding="utf-8")
-        shas[head] = gitutil.commit_all(root, f"{group.name}: {why}")
+    gitutil.git(root, "checkout", "-q", "-B", "aa", "base")
+    suite.write_text(suite.read_text(encoding="utf-8") + "\n# the same code as base\n", "utf-8")
+    shas["aa"] = gitutil.commit_all(root, f"{group.name}: comment only: identical code")
     gitutil.git(root, "checkout", "-q", "--detach", "base")
     return shas

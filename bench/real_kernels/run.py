@@ -62,6 +62,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,7 +78,7 @@ for place in (ROOT, ROOT / "bench", HERE):
 
 from cli_decision import add_bot_bytecode_option, bot_bytecode, run_cli  # noqa: E402
 from rk_catalogue import CatalogueError, Group, first_shapes, load_catalogue, select  # noqa: E402
-from rk_repo import build_group_repo  # noqa: E402
+from rk_repo import add_slow_head, build_group_repo  # noqa: E402
 from rk_summary import markdown, summarize  # noqa: E402
 
 from bot import gitutil  # noqa: E402
@@ -311,6 +312,18 @@ def run_unit(
         )
         log(f"skipped: {what}")
         return None
+    if head not in g["shas"]:  # a slow head, sized from the A/A runs' base medians
+        sizes = kernel_times(group.name, [*ctx["earlier_runs"], *ctx["record"]["runs"]])
+        g["shas"][head] = add_slow_head(g["repo"], group, head, sizes)
+        ctx["record"]["groups"][group.name]["commits"][head] = g["shas"][head]
+        ctx["record"]["groups"][group.name].setdefault("kernel_us", {})[head] = [
+            [k, list(shape), dtype, us] for (k, shape, dtype), us in sorted(sizes.items())
+        ]
+        if not sizes:
+            skipped.append(
+                f"{what}: no A/A run of {group.name} recorded in this call or --out, so each "
+                "process sizes the extra work itself (it then differs from process to process)"
+            )
     t_unit = time.monotonic()
     results = ctx["runs_dir"] / f"{group.name}-{head}-{run}.json"
     timed_too = not ctx["no_dobench"] and (not ctx["dobench_once"] or (head, run) == ("aa", 1))
@@ -398,6 +411,23 @@ def dobench_both(
 
 
 # ------------------------------------------------------------------------------- the parts
+
+
+def kernel_times(
+    group: str, runs: list[dict[str, Any]]
+) -> dict[tuple[str, tuple[int, ...], str], float]:
+    """Each case's kernel time from the group's A/A runs: the median of their base medians
+    (the sweep's own measure of the kernel alone, in the mode it times it)."""
+    seen: dict[tuple[str, tuple[int, ...], str], list[float]] = {}
+    for r in runs:
+        if r.get("group") != group or r.get("head") != "aa":
+            continue
+        for c in r.get("cases") or []:
+            us = c.get("base_median_us")
+            if c.get("status") == "ok" and isinstance(us, (int, float)) and us > 0:
+                key = (str(c["kernel"]), tuple(int(d) for d in c["shape"]), str(c["dtype"]))
+                seen.setdefault(key, []).append(float(us))
+    return {k: statistics.median(v) for k, v in seen.items()}
 
 
 def read_parts(out: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -590,6 +620,8 @@ def main(argv: list[str] | None = None) -> int:
         "unit_s": {},
         "built": {},
         "runs_dir": work / "runs",
+        "record": record,
+        "earlier_runs": [r for part in read_parts(out)[0] for r in part.get("runs", [])],
     }
     ctx["runs_dir"].mkdir(exist_ok=True)
     by_name = {g.name: g for g in groups}

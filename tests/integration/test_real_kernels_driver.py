@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "bench" / "real_kernels"))
 import rk_summary
 import run as driver
 from rk_catalogue import Group, load_catalogue
-from rk_repo import build_group_repo
+from rk_repo import add_slow_head, build_group_repo
 
 STANDIN = ROOT / "tests" / "data" / "real_kernels_standin"
 
@@ -54,6 +54,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     groups = {g.name: g for g in load_catalogue(STANDIN / "catalogue", STANDIN / "entries")}
     root = tmp_path_factory.mktemp("rk") / "standin"
     shas = build_group_repo(root, groups["standin"], STANDIN / "entries", 0.03)
+    assert set(shas) == {"base", "aa"}  # the slow heads wait for the kernels' times
+    # slow5 without a measured time (each process sizes its own), slow10 with one
+    shas["slow5"] = add_slow_head(root, groups["standin"], "slow5", {})
+    sized = {("standin_scaled_add", (4096,), "float32"): 50.0}
+    shas["slow10"] = add_slow_head(root, groups["standin"], "slow10", sized)
     return {"root": root, "shas": shas, "group": groups["standin"], "groups": groups}
 
 
@@ -76,7 +81,9 @@ def test_heads_change_only_what_they_say(built: dict[str, object]):
         "-EXTRA_FRACTION = 0.0",
         "+EXTRA_FRACTION = 0.05  # 5% extra work after every kernel",
     ]
-    assert diff(root, "base", "slow10")[1].startswith("+EXTRA_FRACTION = 0.1  #")
+    slow10 = diff(root, "base", "slow10")
+    assert slow10[2].startswith("+EXTRA_FRACTION = 0.1  #")
+    assert slow10[3] == "+KERNEL_US: dict = {('standin_scaled_add', (4096,), 'float32'): 50.0}"
     assert set(built["shas"]) == {"base", "aa", "slow5", "slow10"}  # type: ignore[arg-type]
 
 
@@ -135,9 +142,9 @@ def test_base_runs_the_entry_as_is_and_slow10_adds_a_tenth(
     assert base["max_err"] < 1e-5
     assert slow["setup"] == "1"
     assert slow["wrapped"] == "with_extra" and slow["max_err"] < 1e-5
-    (sized,) = slow["sized"]
-    assert sized["device"] == "cpu" and sized["kernel_us"] > 0
-    assert sized["spin_us"] == pytest.approx(0.1 * sized["kernel_us"])
+    (sized,) = slow["sized"]  # from the time slow10 was given, not this process's own
+    assert sized["device"] == "cpu" and sized["kernel_us"] == 50.0
+    assert sized["spin_us"] == pytest.approx(5.0)
 
 
 def test_import_check_names_what_to_do(built: dict[str, object]):

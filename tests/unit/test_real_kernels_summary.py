@@ -407,3 +407,17 @@ def test_a_stopped_sweeps_journal_is_read_up_to_its_cut_line(tmp_path: Path):
     assert driver.read_partial(path) == []
     path.write_text('{"kernel": "a", "raw": {}}\n{"kernel": "b"}\n{"kernel": "c", "ra')
     assert driver.read_partial(path) == [{"kernel": "a"}, {"kernel": "b"}]
+
+
+def test_slow_heads_are_sized_from_the_aa_runs_base_medians():
+    case = {"kernel": "k", "shape": [4096], "dtype": "float16", "status": "ok"}
+    runs = [
+        {"group": "g", "head": "aa", "cases": [{**case, "base_median_us": 10.0}]},
+        {"group": "g", "head": "aa", "cases": [{**case, "base_median_us": 12.0}]},
+        {"group": "g", "head": "aa", "cases": [{**case, "base_median_us": 30.0}]},
+        {"group": "g", "head": "slow5", "cases": [{**case, "base_median_us": 99.0}]},
+        {"group": "other", "head": "aa", "cases": [{**case, "base_median_us": 99.0}]},
+        {"group": "g", "head": "aa", "cases": [{**case, "status": "crashed"}]},
+    ]
+    assert driver.kernel_times("g", runs) == {("k", (4096,), "float16"): 12.0}
+    assert driver.kernel_times("none", runs) == {}
