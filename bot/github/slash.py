@@ -5,8 +5,9 @@ Grammar (whitespace-separated words, read as data)::
     /bench [KERNEL ...] [--kernel K[,K...]] [--vendor V[,V...]] [--shape AxB[,CxD...]]
            [--dtype D[,D...]] [quick | full] [sha=COMMIT]
 
-``--opt=value`` works too. ``sha=COMMIT`` (7 to 40 hex digits) binds the approval to that commit:
-the gate measures it only while it is still the pull request's head.
+``--opt=value`` works too. ``sha=COMMIT`` (the full 40 hex digits: a short prefix can be matched
+by a commit made to share it) binds the approval to that commit: the gate measures it only while
+it is still the pull request's head, and the timeline check applies as without it.
 
 ``/bench accept KERNEL [AxB ...] -- REASON`` accepts the slowdown the last review measured for
 KERNEL (at the shapes named, else at every shape it found slower), for the reason given; it is
@@ -50,7 +51,7 @@ GPU_SECONDS_PER_KERNEL = 30.0
 OPTIONS = ("--kernel", "--vendor", "--shape", "--dtype")
 MODES = ("quick", "full")
 _WORD = re.compile(r"[A-Za-z0-9_.,=-]+")
-_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHAPE = re.compile(r"[0-9]{1,12}(?:x[0-9]{1,12}){0,7}")
 _FORBIDDEN = (
     ("$(", "command substitution `$(...)`"),
@@ -81,7 +82,7 @@ class BenchCommand(BaseModel):
     shapes: tuple[tuple[int, ...], ...] = ()  # empty: the policy's served shapes
     dtypes: tuple[str, ...] = ()  # empty: each kernel's dtypes
     mode: Literal["quick", "full"] = "full"
-    sha: str | None = None  # the commit the commenter approved, when named (a SHA prefix)
+    sha: str | None = None  # the commit the commenter approved, when named (40 hex digits)
 
     @property
     def quick(self) -> bool:
@@ -197,7 +198,9 @@ def _commit(text: str, policy: Policy) -> str:
     sha = text.lower()
     if not _COMMIT.fullmatch(sha):
         raise _refuse(
-            f"sha={text[:40]!r}: name the commit by 7 to 40 hex digits (e.g. sha=1a2b3c4d)", policy
+            f"sha={text[:48]!r} is not a full commit sha: paste the full commit sha, all 40 hex "
+            "digits (a short prefix can be matched by another commit)",
+            policy,
         )
     return sha
 

@@ -5,14 +5,15 @@ A ``/bench`` approval covers the commit that was the head when the maintainer co
 The gate runs after the comment, and the pull request's author can push in between: taking
 whatever the head is when the gate starts would measure a commit nobody approved. Two bindings:
 
-- ``/bench sha=COMMIT`` names the commit: it runs only while that commit is the head it measures.
-- Otherwise the pull request's timeline decides. The comment is found on it; the head at comment
+- ``/bench sha=COMMIT`` (all 40 hex digits) names the commit: it runs only while that commit is
+  the head it measures, and the timeline check below still applies.
+- The pull request's timeline decides in every case. The comment is found on it; the head at comment
   time is the pull request's head when no head change follows the comment, else the last commit
   before it. A head change after the comment, a timeline read only in part, or a comment not on
   it: refused, with a request for a fresh ``/bench``.
 
 A ``committed`` event is dated by git, not by GitHub, so a backdated commit is caught only by its
-place on the timeline after the comment; ``sha=`` is the binding that does not depend on it.
+place on the timeline after the comment; ``sha=`` adds a binding that does not depend on it.
 
 The measured code shares its process with the timer, so its author can make the numbers say
 anything: a verdict on code by an author without write permission is advisory, and the merge
@@ -45,7 +46,7 @@ def _time(text: str) -> datetime | None:
 def _fresh(what: str, head: str) -> CommandError:
     return CommandError(
         f"{what}; this approval does not cover the head {head[:12]}",
-        hint=f"review the new commits, then comment /bench again (or /bench sha={head[:12]})",
+        hint=f"review the new commits, then comment /bench again (or /bench sha={head})",
     )
 
 
@@ -73,10 +74,8 @@ def bind_approval(
     client: GitHubClient, req: ReviewRequest, pull: PullInfo, head: str, command: BenchCommand
 ) -> None:
     """Refuse (CommandError) a ``/bench`` whose approval does not cover ``head``."""
-    if command.sha is not None:
-        if not head.startswith(command.sha):
-            raise _fresh(f"/bench named commit {command.sha}, but the head is {head[:12]}", head)
-        return
+    if command.sha is not None and command.sha != head:
+        raise _fresh(f"/bench named commit {command.sha}, but the head is {head[:12]}", head)
     if req.comment_id is None:
         raise _fresh("the /bench comment has no id to find on the timeline", head)
     events, complete = client.timeline(pull.number)

@@ -54,21 +54,45 @@ def test_a_push_between_bench_and_the_gate_is_refused(
 
 def test_bench_sha_runs_only_the_named_commit(gh, fixture_repo, tmp_path, monkeypatch):
     _, _, head = fixture_repo
-    named = comment_event(gh, "maintainer", f"/bench softmax --vendor nvidia quick sha={head[:12]}")
+    named = comment_event(gh, "maintainer", f"/bench softmax --vendor nvidia quick sha={head}")
     _push(gh, head)
     plan = Run(gh, tmp_path / "a", monkeypatch, "issue_comment", named)
     assert plan("plan") == 0 and plan.outputs()["run"] == "false"
-    assert f"named commit {head[:12]}" in plan.gate()["refusal"]
+    assert f"named commit {head}" in plan.gate()["refusal"]
 
-    fresh = comment_event(gh, "maintainer", f"/bench softmax --vendor nvidia sha={NEW_HEAD[:12]}")
+    fresh = comment_event(gh, "maintainer", f"/bench softmax --vendor nvidia sha={NEW_HEAD}")
     again = Run(gh, tmp_path / "b", monkeypatch, "issue_comment", fresh)
     assert again("plan") == 0
     assert again.outputs()["run"] == "true" and again.outputs()["head-sha"] == NEW_HEAD
-    assert again.gate()["command"]["sha"] == NEW_HEAD[:12]
+    assert again.gate()["command"]["sha"] == NEW_HEAD
     ack = Run(gh, tmp_path / "b", monkeypatch, "issue_comment", fresh, head_sha=NEW_HEAD)
     assert ack("ack") == 0
     reply = bot_comments(gh)[-1]["body"]
-    assert NEW_HEAD[:12] in reply and f"sha={NEW_HEAD[:12]}" in reply
+    assert NEW_HEAD[:12] in reply and f"sha={NEW_HEAD}" in reply
+
+
+def test_a_short_sha_is_refused_and_asks_for_the_full_one(gh, fixture_repo, tmp_path, monkeypatch):
+    # a commit made to share the approved commit's first hex digits (2**28 tries for seven)
+    _, _, head = fixture_repo
+    lookalike = head[:12] + "c" * 28
+    named = comment_event(gh, "maintainer", f"/bench softmax --vendor nvidia sha={head[:12]}")
+    gh.blobs[lookalike] = dict(gh.blobs[head])
+    gh.push(PR, lookalike)
+    plan = Run(gh, tmp_path, monkeypatch, "issue_comment", named)
+    assert plan("plan") == 0 and plan.outputs()["run"] == "false"
+    refusal = plan.gate()["refusal"]
+    assert "paste the full commit sha" in refusal and "40 hex digits" in refusal
+
+
+def test_a_named_sha_pushed_after_the_comment_is_refused(gh, fixture_repo, tmp_path, monkeypatch):
+    # naming a commit does not skip the timeline: one pushed after the comment was not seen
+    _, _, head = fixture_repo
+    named = comment_event(gh, "maintainer", f"/bench softmax --vendor nvidia sha={NEW_HEAD}")
+    _push(gh, head)
+    plan = Run(gh, tmp_path, monkeypatch, "issue_comment", named)
+    assert plan("plan") == 0 and plan.outputs()["run"] == "false"
+    refusal = plan.gate()["refusal"]
+    assert "head moved after the /bench comment" in refusal and "/bench again" in refusal
 
 
 def test_no_push_after_bench_runs_the_head_it_saw(gh, fixture_repo, tmp_path, monkeypatch):

@@ -201,9 +201,16 @@ def test_default_bar_is_write():
 
 
 def test_sha_names_the_approved_commit():
-    cmd = parse_bench("/bench softmax sha=1A2B3C4D5E", POLICY)
-    assert cmd.sha == "1a2b3c4d5e" and cmd.canonical().endswith("full sha=1a2b3c4d5e")
+    full = "1A2B3C4D5E" * 4
+    cmd = parse_bench(f"/bench softmax sha={full}", POLICY)
+    assert cmd.sha == full.lower() and cmd.canonical().endswith(f"full sha={full.lower()}")
     assert parse_bench("/bench softmax", POLICY).sha is None
-    for bad in ("sha=12345", "sha=xyz1234", "sha=" + "a" * 41):
-        with pytest.raises(CommandError, match="7 to 40 hex digits"):
-            parse_bench(f"/bench softmax {bad}", POLICY)
+
+
+@pytest.mark.parametrize(
+    "bad", ["1a2b3c4", "1a2b3c4d5e", "a" * 39, "a" * 41, "xyz1234", "g" * 40, ""]
+)
+def test_sha_must_be_the_full_commit(bad):
+    with pytest.raises(CommandError, match="paste the full commit sha") as err:
+        parse_bench(f"/bench softmax sha={bad}", POLICY)
+    assert "40 hex digits" in str(err.value)
