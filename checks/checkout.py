@@ -171,12 +171,37 @@ def _store(entry: Path, root: Path, files: list[str]) -> None:
 
 
 def _restore(entry: Path, root: Path) -> bool:
+    """Copy a cached build back into ``root``; False when there is none. SetupError, before
+    anything is copied, when a manifest entry is not a path inside both the cache entry's
+    ``files`` folder and ``root`` (``..``, an absolute path, a link out)."""
     try:
         names = json.loads((entry / "manifest.json").read_text())
     except (OSError, ValueError):
         return False
-    for name in names:
-        target = root / name
+    if not isinstance(names, list):
+        raise _bad_manifest(entry, f"its manifest is a {type(names).__name__}, not a list")
+    files = entry / "files"
+    pairs = [(_inside(files, name, entry), _inside(root, name, entry)) for name in names]
+    for source, target in pairs:
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(entry / "files" / name, target)
+        shutil.copy2(source, target)
     return True
+
+
+def _inside(folder: Path, name: object, entry: Path) -> Path:
+    """``folder / name``, where that stays inside ``folder`` once links are followed."""
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise _bad_manifest(entry, f"the entry {name!r} is not a file name")
+    path = folder / name
+    base = folder.resolve()
+    if Path(name).is_absolute() or not path.resolve().is_relative_to(base):
+        raise _bad_manifest(entry, f"the entry {name!r} leaves {folder}")
+    return path
+
+
+def _bad_manifest(entry: Path, what: str) -> SetupError:
+    return SetupError(
+        f"the build cache entry {entry} was refused: {what}; nothing of it was restored",
+        hint=f"delete {entry} (the next run builds again); a cache entry is written only by "
+        "kernel-review, so find what else writes to the cache folder",
+    )

@@ -3,6 +3,7 @@ by the tree it built so a second checkout of the same commit gets the build back
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,23 @@ def test_a_sweep_builds_each_side_and_imports_from_its_python_path(
     assert any("setup (base)" in n and "took" in n for n in result.notes)
     assert any("setup (head)" in n and "from the cache" in n for n in result.notes)
     assert (trees[1] / "src" / "built.py").read_text() == "SCALE = 3.0\n"
+
+
+@pytest.mark.parametrize("entry", ["../escaped.so", "out/../../escaped.so", "ABSOLUTE"])
+def test_a_cache_manifest_entry_that_leaves_its_root_is_refused(
+    repo: Path, tmp_path: Path, entry: str
+) -> None:
+    checkout = Checkout(setup_command=BUILD)
+    cache = tmp_path / "cache"
+    prepare(repo, checkout, log_dir=tmp_path / "logs", cache_dir=cache)
+    [stored] = [p for p in cache.iterdir() if p.is_dir()]
+    entry = str(tmp_path / "escaped.so") if entry == "ABSOLUTE" else entry
+    (stored / "escaped.so").write_text("planted\n")  # what files/../escaped.so reads
+    (stored / "manifest.json").write_text(json.dumps(["build.log", entry]))
+    other = gitutil.add_worktree(repo, tmp_path / "other", "HEAD")
+    with pytest.raises(SetupError) as err:
+        prepare(other, checkout, log_dir=tmp_path / "logs", cache_dir=cache)
+    assert repr(entry) in err.value.message and "leaves" in err.value.message
+    assert str(stored) in err.value.message and "delete" in (err.value.hint or "")
+    assert not (other / "build.log").exists()  # nothing of that entry was restored
+    assert not (tmp_path / "escaped.so").exists()
