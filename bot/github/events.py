@@ -24,6 +24,9 @@ DEFAULT_BOT_LOGINS = ("github-actions[bot]",)
 _BENCH_LINE = re.compile(r"^ {0,3}/bench(?:[ \t]|$)")  # 4 spaces or a tab: indented code
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+# The line endings of GitHub's markdown; str.splitlines also breaks at U+2028, U+2029, U+0085,
+# \v, \f and \x1c-\x1e, which a reader sees inside a line (a quote's, a code block's).
+_LINE_END = re.compile(r"\r\n|\r|\n")
 MAX_COMMAND_CHARS = 1_000
 
 
@@ -64,10 +67,12 @@ def bench_line(body: str) -> str | None:
     """The first line of a comment that starts with ``/bench``, stripped; None if there is none.
 
     Only a line of the comment's own text counts: not one in an HTML comment, a fenced or
-    indented code block, or a quote (``> /bench``).
+    indented code block, or a quote (``> /bench``). Lines end where markdown ends them (``\n``,
+    ``\r\n``, ``\r``), never at a Unicode line or paragraph separator a reader does not see
+    as a break.
     """
     fence: str | None = None
-    for line in _HTML_COMMENT.sub("", body).splitlines():
+    for line in _LINE_END.split(_HTML_COMMENT.sub("", body)):
         m = _FENCE.match(line)
         if fence is None and m:
             fence = m.group(1)

@@ -147,3 +147,25 @@ def test_bench_in_a_comment_a_code_block_or_a_quote_is_not_a_command(body):
 def test_bench_after_a_closed_block_still_counts():
     assert bench_line("```\ncode\n```\n   /bench softmax") == "/bench softmax"
     assert bench_line("<!-- note --> \n/bench softmax") == "/bench softmax"
+
+
+@pytest.mark.parametrize(
+    "separator",
+    ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"],
+    ids=["LS", "PS", "NEL", "VT", "FF", "FS", "GS", "RS"],
+)
+def test_bench_behind_a_unicode_line_separator_is_not_a_command(separator):
+    # GitHub breaks lines only at \n, \r\n and \r: anything else keeps /bench on the line before
+    for body in (
+        f"> quoted{separator}/bench softmax",
+        f"```{separator}/bench softmax{separator}```",
+        f"please do not run{separator}/bench softmax",
+        f"    code{separator}/bench softmax",
+    ):
+        assert bench_line(body) is None, body
+    assert bench_line(f"> quoted{separator}/bench softmax\r\n/bench vector_add") == (
+        "/bench vector_add"
+    )
+    assert bench_line(f"> quoted{separator}/bench softmax\r/bench vector_add") == (
+        "/bench vector_add"
+    )
