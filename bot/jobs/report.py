@@ -173,8 +173,12 @@ def notes(
     evidence: Evidence, decision: GateDecision, accepted: Sequence[AcceptedLine] = ()
 ) -> list[Note]:
     """The kernels that regress, fail or spill, each on the changed kernel's lines where the
-    analysis found them (else on its file); a slower shape an acceptance covers is a notice."""
+    analysis found them (else on its file); a slower shape an acceptance covers is a notice.
+    A note goes on a file only when the pull request's diff changed that file (the gate's
+    analysis lists them); any other path, from a results file or the policy, is dropped and
+    the note is kept without one."""
     plan = decision.plan
+    touched = {p for c in plan.changes for p in (*c.new_paths, *c.old_paths)} if plan else set()
     paths = {k.name: k.paths for k in plan.kernels} if plan else {}
     changes = {c.kernel: c for c in plan.changes} if plan else {}
     judged = {(a.kernel, a.shape, a.dtype, a.vendor): a for a in accepted}
@@ -197,6 +201,7 @@ def notes(
             else:
                 level, title = "failure", "kernel-review: failed"
                 message = f"{case}: {s.verdict.lower()}"
+            files = tuple(f for f in files if f in touched)
             out.append(Note(level, title, message, files[0] if files else None, lines))
     if evidence.compiler is not None:
         for f in evidence.compiler.flags:
@@ -207,8 +212,8 @@ def notes(
                     "warning" if f.severity == "warning" else "failure",
                     "kernel-review: compiler",
                     f"{f.kernel} on {f.vendor} {f.target}: {f.message}",
-                    f.path,
-                    (f.line, f.line) if f.line else None,
+                    f.path if f.path in touched else None,
+                    (f.line, f.line) if f.line and f.path in touched else None,
                 )
             )
     return out

@@ -6,12 +6,25 @@ import json
 
 import pytest
 
-from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+from bot.contracts.evidence import (
+    CompilerEvidence,
+    CompilerFlag,
+    Evidence,
+    ShapeLine,
+    SweepEvidence,
+)
 from bot.contracts.plan import Plan, PlannedKernel, PlannedShape
 from bot.contracts.results import ResultsFile
 from bot.contracts.review import ChangeLine, Requirements
 from bot.jobs.gate import GateDecision
-from bot.jobs.report import MAX_RESULTS_BYTES, annotations, merge_evidence, read_results, status_for
+from bot.jobs.report import (
+    MAX_RESULTS_BYTES,
+    annotations,
+    check_annotations,
+    merge_evidence,
+    read_results,
+    status_for,
+)
 from bot.review.verdict import decide
 
 HEAD, OTHER, BASE = "a" * 40, "b" * 40, "c" * 40
@@ -104,6 +117,54 @@ def test_annotations_are_escaped_workflow_commands_on_the_kernel_file():
     )
     assert all("\n" not in line for line in lines)
     assert "x%0A::error::y" in lines[1]
+
+
+def test_annotations_go_only_on_the_files_the_pull_request_changed():
+    kernel = PlannedKernel(
+        name="softmax",
+        bench="m:f",
+        paths=("k/soft.py", "k/untouched.py"),
+        dtypes=("float16",),
+        shapes=(PlannedShape(dims=(4096, 4096)),),
+        tolerance=0.03,
+        change_kinds=("rewrite",),
+    )
+    other = kernel.model_copy(update={"name": "gelu", "paths": ("k/gelu.py",)})
+    plan = Plan(
+        base_sha=BASE,
+        head_sha=HEAD,
+        vendors=("nvidia",),
+        checks=("sweep",),
+        kernels=(kernel, other),
+        changes=(ChangeLine(kernel="softmax", kind="rewrite", new_paths=("k/soft.py",)),),
+    )
+    decision = GateDecision(repository="o/r", event="pull_request", plan=plan, run=True)
+    outside = ("README.md", "../../etc/passwd", "k/untouched.py", ".github/workflows/ci.yml")
+    flags = tuple(
+        CompilerFlag(
+            severity="error",
+            kernel="softmax",
+            vendor="nvidia",
+            target="sm_90",
+            message=f"spills ({path})",
+            path=path,
+            line=3,
+        )
+        for path in (*outside, "k/soft.py")
+    )
+    ev = Evidence(
+        # gelu was not changed by the pull request: its policy path is not in the diff
+        sweeps=(sweep("nvidia", "SLOWER", 1.2), sweep("nvidia", "SLOWER", 1.3, kernel="gelu")),
+        compiler=CompilerEvidence(flags=flags),
+    )
+    on_files = [a.path for a in check_annotations(ev, decision)]
+    assert on_files and set(on_files) == {"k/soft.py"}
+    lines = annotations(ev, decision)
+    assert len(lines) == 2 + len(flags)  # every note is still logged, outside ones without a file
+    for line in lines:
+        head = line.split("::")[1]
+        assert "file=" not in head or "file=k/soft.py" in head, line
+    assert sum("file=k/soft.py" in line for line in lines) == 2  # softmax's sweep and flag
 
 
 def test_status_follows_the_decision():
