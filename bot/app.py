@@ -335,10 +335,17 @@ def report_mode(env: ActionEnv, client_factory) -> int:
         if env.results_path.is_dir()
         else []
     )
-    kept, dropped = read_results(files, head_sha=d.head_sha or "", vendors=d.plan.vendors)
+    refused: str | None = None
+    try:
+        kept, dropped = read_results(files, head_sha=d.head_sha or "", vendors=d.plan.vendors)
+    except ResultsError as exc:  # the whole artifact: said in the review, not only the log
+        kept, dropped, refused = [], [], exc.message
+        log(f"results refused: {exc.message}")
     for reason in dropped:
         log(f"results dropped: {reason}")
-    evidence = merge_evidence(kept, d.plan.vendors if d.run else ())
+    # a refused artifact is said for every planned vendor, also when the gate ran nothing
+    planned = d.plan.vendors if d.run or refused else ()
+    evidence = merge_evidence(kept, planned, refused=refused)
     evidence = evidence.merge(_history(client, env.history_branch, d.plan.vendors))
     kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
     repo = collect(ApiRevision(client, d.head_sha or ""), kernel_paths, result.policy.owners)

@@ -132,8 +132,11 @@ def read_results(
     return kept, dropped
 
 
-def merge_evidence(results: Sequence[ResultsFile], vendors: Sequence[str]) -> Evidence:
-    """All vendors' and shards' evidence in one; a required vendor with no results is not run.
+def merge_evidence(
+    results: Sequence[ResultsFile], vendors: Sequence[str], *, refused: str | None = None
+) -> Evidence:
+    """All vendors' and shards' evidence in one; a required vendor with no results is not run
+    (``refused``: why the whole artifact was refused, said for each such vendor).
 
     A runner's file contributes what runners measure: the repository facts are read by the
     report job itself, never taken from a runner. A compiler part with no rows and no flags
@@ -146,7 +149,9 @@ def merge_evidence(results: Sequence[ResultsFile], vendors: Sequence[str]) -> Ev
         NotRun(
             check="sweep",
             vendor=vendor,  # type: ignore[arg-type]
-            reason=f"no results came back from the {vendor} runner (the job failed, "
+            reason=f"the results were refused ({refused}); none of them were used"
+            if refused
+            else f"no results came back from the {vendor} runner (the job failed, "
             "was cancelled, or no runner with that label is online)",
         )
         for vendor in vendors

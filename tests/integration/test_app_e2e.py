@@ -17,6 +17,7 @@ from bot.cli import main
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
 from bot.contracts.results import ResultsFile
 from bot.github.sticky import marker_sha
+from bot.jobs.report import MAX_RESULTS_FILES
 from tests.fake_github import BOT, FakeGitHub
 from tests.paths import DATA, ROOT
 
@@ -324,6 +325,26 @@ def test_bench_by_writer_is_pinned_acknowledged_and_reported(
     assert report("report") == 0
     [sticky] = [c for c in bot_comments(gh) if marker_sha(c["body"])]
     assert marker_sha(sticky["body"]) == head
+
+
+def test_too_many_results_files_are_refused_in_the_review_not_dropped_silently(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    _, base, head = fixture_repo
+    event = pr_event("opened", base, head)
+    run = Run(gh, tmp_path, monkeypatch, "pull_request", event)
+    assert run("plan") == 0
+    results_for(run.results, base, head, "nvidia", 1.0)
+    for i in range(MAX_RESULTS_FILES + 1):  # what measured code could add to the artifact
+        (run.results / f"extra-{i}.json").write_text("{}")
+    report = Run(gh, tmp_path, monkeypatch, "pull_request", event)
+    assert report("report") == 0
+    [comment] = bot_comments(gh)
+    assert marker_sha(comment["body"]) == head
+    body = comment["body"]
+    assert "results were refused" in body
+    assert f"{MAX_RESULTS_FILES + 2} results files, more than {MAX_RESULTS_FILES}" in body
+    assert report.outputs()["verdict"] != "approve"
 
 
 def test_bench_by_reader_gets_a_reply_and_nothing_runs(gh, tmp_path, monkeypatch):
