@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.contracts.evidence import SideToolchain
 from bot.errors import ToolchainError
 from bot.outputs import cache_root
-from bot.toolchain.pins import Pin, canonical, file_kind, pins
+from bot.toolchain.pins import Pin, canonical, file_kind, pins, read_pin_file
 from checks.worker_env import SECRET_RE, scrubbed_env
 
 # What a side's environment installs when its pins ask for another version.
@@ -79,16 +79,16 @@ def _toolchain_files(tree: Path) -> Iterable[Path]:
 
 
 def side_pins(tree: Path) -> list[Pin]:
-    """The installable toolchain pins of a checkout, the most exact file first."""
+    """The installable toolchain pins of a checkout, the most exact file first. ToolchainError
+    when a pin file is not a regular file of the checkout or is over its cap."""
     found: list[tuple[int, str, Pin]] = []
     for path in _toolchain_files(tree):
         rel = path.relative_to(tree).as_posix()
         kind = file_kind(rel)
         if kind not in _PRIORITY:
             continue
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text = read_pin_file(tree, rel)  # regular files of the checkout only, bounded
+        if text is None:
             continue
         found += [(_PRIORITY[kind], rel, p) for p in pins(rel, text) if p.package in INSTALLED]
     return [p for _, _, p in sorted(found, key=lambda x: (x[0], x[1]))]

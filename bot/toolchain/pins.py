@@ -17,17 +17,24 @@ read, and how:
 - CI workflows (``.github/workflows/*.yml``): install lines (pip, uv, conda) and job images.
 
 An install line's ``--index-url .../whl/cu128`` is a pin too ("torch wheel index"): moving from
-cu126 to cu128 wheels changes the toolchain as much as a version does. Pure.
+cu126 to cu128 wheels changes the toolchain as much as a version does. Pure, but for
+``read_pin_file``, which reads one of a checkout's files as untrusted: a regular file inside the
+checkout (a link is followed only to one), at most ``MAX_PIN_FILE_BYTES``.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
+
+from bot.errors import ToolchainError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,6 +62,7 @@ _VERSION_VARS = re.compile(r"^(?P<var>(?:PY)?TORCH|TRITON|CUDA|ROCM|HIP)_VERSION
 _VAR_PACKAGE = {"torch": "torch", "pytorch": "torch", "triton": "triton", "hip": "rocm"}
 _IMAGE = re.compile(r"(pytorch|cuda|rocm|triton)", re.IGNORECASE)
 INDEX_PIN = "torch wheel index"
+MAX_PIN_FILE_BYTES = 8 * 2**20  # a lock file of a large project is under 2 MiB
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _OP = r"(?:===|==|~=|!=|<=|>=|<|>)"
@@ -122,6 +130,41 @@ def file_kind(path: str) -> FileKind | None:
     if re.search(r"(^|/)\.github/workflows/[^/]+\.ya?ml$", lower):
         return "workflow"
     return None
+
+
+def read_pin_file(tree: Path, rel: str) -> str | None:
+    """The text of the checkout's file ``rel`` (UTF-8, errors replaced); None when there is no
+    such file (a link to nothing). ToolchainError when it is not a regular file inside ``tree``
+    (a link out of it, a device such as ``/dev/zero``, a pipe) or is over
+    ``MAX_PIN_FILE_BYTES``; it never blocks on a pipe nor reads past the cap."""
+    try:
+        target = (tree / rel).resolve(strict=True)
+        inside = target.is_relative_to(tree.resolve(strict=True))
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ToolchainError(
+            f"cannot read the pin file {rel}: {exc.strerror or exc}",
+            hint=f"make {rel} a readable regular file of the repository, or remove it",
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not inside or not stat.S_ISREG(info.st_mode):
+            raise ToolchainError(
+                f"the pin file {rel} is not a regular file of the checkout ("
+                + ("a link out of it" if not inside else "a device, a pipe or a socket")
+                + "); pins are read only from regular files",
+                hint=f"make {rel} a regular file (or a link to one inside the repository)",
+            )
+        data = handle.read(MAX_PIN_FILE_BYTES + 1)
+    if len(data) > MAX_PIN_FILE_BYTES:
+        raise ToolchainError(
+            f"the pin file {rel} is {max(info.st_size, len(data)):,} bytes, over the "
+            f"{MAX_PIN_FILE_BYTES:,}-byte cap for a file the toolchain pins are read from",
+            hint=f"pin the toolchain in a smaller file than {rel}",
+        )
+    return data.decode("utf-8", errors="replace")
 
 
 def pins(path: str, text: str) -> list[Pin]:
