@@ -318,7 +318,7 @@ def _merge_gate(
 def report_mode(env: ActionEnv, client_factory) -> int:
     from bot.github.sticky import upsert_sticky
     from bot.jobs.accepting import bot_login as resolve_bot_login
-    from bot.jobs.accepting import recorded_acceptances
+    from bot.jobs.accepting import confirmed_acceptances
     from bot.jobs.report import annotations, build_report, merge_evidence, read_results
     from bot.repo_conditions import collect
     from bot.review.accept import measured_ratios
@@ -350,7 +350,11 @@ def report_mode(env: ActionEnv, client_factory) -> int:
     kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
     repo = collect(ApiRevision(client, d.head_sha or ""), kernel_paths, result.policy.owners)
     bot_login = resolve_bot_login(client, env.bot_login)
-    accepted = recorded_acceptances(client.list_comments(d.pr_number), bot_login)
+    accepted, unconfirmed = confirmed_acceptances(
+        client, client.list_comments(d.pr_number), bot_login, result.policy
+    )
+    for reason in unconfirmed:
+        log(reason)
     review = build_report(d, result.policy, evidence, repo, acceptances=accepted)
     sticky = upsert_sticky(
         client,

@@ -7,21 +7,28 @@ record as a comment of the bot's own with the record as hidden state (``bot.gith
 and says in words what was accepted. The report job reads every such comment, and only the
 bot's own, so an acceptance holds across pushes; ``bot.review.accept`` judges each later
 measurement against it.
+
+The bot's login proves little: every workflow of the repository posts as
+``github-actions[bot]``. So the report keeps a record only when the ``/bench accept`` comment it
+names is on the pull request, written by the record's actor (a person, not a bot), names the
+record's kernel, shapes and reason, and the actor has the policy's ``accept_permission`` now,
+asked of the API when the report runs (``confirmed_acceptances``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bot.contracts.accept import Acceptance, AcceptRecord
 from bot.errors import CommandError
 from bot.escape import md_code, md_text
 from bot.github.api import GitHubClient
-from bot.github.events import DEFAULT_BOT_LOGINS
+from bot.github.events import DEFAULT_BOT_LOGINS, bench_line
 from bot.github.hidden import bot_records, hidden
-from bot.github.slash import AcceptCommand
+from bot.github.slash import AcceptCommand, is_accept, parse_accept
 from bot.github.sticky import sticky_state
-from bot.github.types import CommentInfo
+from bot.github.types import CommentInfo, permission_allows
+from bot.policy.model import Policy
 from bot.review.accept import accept_measured
 
 RECORD_KIND = "accept"
@@ -93,10 +100,59 @@ def record_comment(record: AcceptRecord) -> str:
     return "\n".join(lines)
 
 
-def recorded_acceptances(comments: Sequence[CommentInfo], login: str) -> tuple[Acceptance, ...]:
-    """Every acceptance recorded on the pull request by ``/bench accept``, oldest first."""
-    return tuple(
-        a
-        for _, record in bot_records(comments, login, RECORD_KIND, AcceptRecord)
-        for a in record.acceptances
-    )
+def _unconfirmed(
+    record: AcceptRecord,
+    said: dict[int, CommentInfo],
+    policy: Policy,
+    role_of: Callable[[str], str],
+) -> str | None:
+    """Why ``record`` is not what a person allowed to accept said, or None when it is."""
+    comment = said.get(record.comment_id) if record.comment_id is not None else None
+    if comment is None:
+        return f"it names comment {record.comment_id}, which is not on the pull request"
+    if comment.author != record.actor or comment.author_type != "User":
+        return f"comment {comment.id} was written by {comment.author}, not @{record.actor}"
+    line = bench_line(comment.body)
+    try:
+        command = parse_accept(line, policy) if line and is_accept(line) else None
+    except CommandError:
+        command = None
+    if command is None:
+        return f"comment {comment.id} is not a /bench accept that the policy takes"
+    for a in record.acceptances:
+        if (
+            a.kernel != command.kernel
+            or a.reason != command.reason
+            or a.by != f"@{record.actor}"
+            or (command.shapes and not set(a.shapes) <= set(command.shapes))
+        ):
+            return f"comment {comment.id} does not accept {a.kernel} as the record says"
+    role = role_of(record.actor)
+    bar = policy.github.accept_permission
+    if not permission_allows(role, bar):
+        return f"@{record.actor} has {role} permission now; accepting needs {bar}"
+    return None
+
+
+def confirmed_acceptances(
+    client: GitHubClient, comments: Sequence[CommentInfo], login: str, policy: Policy
+) -> tuple[tuple[Acceptance, ...], list[str]]:
+    """The recorded acceptances a person allowed to accept said, oldest first, and why each
+    other record was not used. Each actor's permission is asked of the API, once."""
+    said = {c.id: c for c in comments}
+    roles: dict[str, str] = {}
+
+    def role_of(actor: str) -> str:
+        if actor not in roles:
+            roles[actor] = client.permission(actor)
+        return roles[actor]
+
+    kept: list[Acceptance] = []
+    refused: list[str] = []
+    for comment, record in bot_records(comments, login, RECORD_KIND, AcceptRecord):
+        why = _unconfirmed(record, said, policy, role_of)
+        if why is None:
+            kept.extend(record.acceptances)
+        else:
+            refused.append(f"the accept record in comment {comment.id} is not used: {why}")
+    return tuple(kept), refused

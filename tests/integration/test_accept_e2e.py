@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from bot import gitutil
+from bot.contracts.accept import Acceptance, AcceptRecord
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
 from bot.github.sticky import marker_sha
+from bot.jobs.accepting import record_comment
 from tests.fake_github import BOT, FakeGitHub, Token
 from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)
     PR,
@@ -165,6 +167,68 @@ def test_a_forged_accept_record_by_someone_else_is_ignored(gh, fixture_repo, tmp
     gh.add_comment(PR, "alice", forged)
     again = _report(gh, tmp_path / "again", monkeypatch, base, head, 1.08)
     assert again.outputs()["verdict"] == "request_changes"
+
+
+@pytest.mark.parametrize(
+    "forgery", ["no-comment", "someone-else-said-it", "triage", "permission-gone", "other-kernel"]
+)
+def test_an_accept_record_posted_as_the_bot_by_another_workflow_accepts_nothing(
+    gh, fixture_repo, tmp_path, monkeypatch, forgery
+):
+    # any workflow of the repository posts as github-actions[bot]: the login proves nothing
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    gh.permissions.update(boss="maintain", triager="triage", alice="read")
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    actor, said = {
+        "no-comment": ("boss", None),
+        "someone-else-said-it": ("boss", ("alice", f"/bench accept softmax -- {REASON}")),
+        "triage": ("triager", ("triager", f"/bench accept softmax -- {REASON}")),
+        "permission-gone": ("boss", ("boss", f"/bench accept softmax -- {REASON}")),
+        "other-kernel": ("boss", ("boss", f"/bench accept vector_add -- {REASON}")),
+    }[forgery]
+    comment_id = gh.add_comment(PR, *said) if said else 999_999
+    if forgery == "permission-gone":
+        gh.permissions["boss"] = "read"  # what counts is the permission when the report runs
+    record = AcceptRecord(
+        actor=actor,
+        comment_id=comment_id,
+        acceptances=tuple(
+            Acceptance(
+                kernel="softmax",
+                shapes=((4096, 4096),),
+                vendor=vendor,
+                max_ratio=1.5,
+                by=f"@{actor}",
+                reason=REASON,
+                source="comment",
+                head_sha=head,
+            )
+            for vendor in ("nvidia", "amd")
+        ),
+    )
+    gh.add_comment(PR, BOT, record_comment(record), user_type="Bot")
+    second = _push(gh, repo, base, head, "address review")
+    again = _report(gh, tmp_path / "again", monkeypatch, base, second, 1.08)
+    assert again.outputs()["verdict"] == "request_changes"
+    assert "Accepted regressions" not in _sticky(gh)["body"]
+
+
+def test_an_accept_record_confirmed_by_its_comment_and_permission_still_accepts(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    # the check does not refuse the genuine case: the record the ack job wrote still holds
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    gh.permissions["boss"] = "maintain"  # the policy's accept_permission (default)
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    payload = comment_event(gh, "boss", f"/bench accept softmax -- {REASON}")
+    accept = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
+    assert accept("plan") == 0 and accept("ack") == 0
+    second = _push(gh, repo, base, head, "address review")
+    again = _report(gh, tmp_path / "again", monkeypatch, base, second, 1.08)
+    assert again.outputs()["verdict"] != "request_changes"
+    assert f"accepted by {BOSS}: {REASON}" in _sticky(gh)["body"]
 
 
 @pytest.mark.parametrize(
