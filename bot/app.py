@@ -60,6 +60,7 @@ class ActionEnv:
     step_summary: Path | None
     output: Path | None
     run_url: str | None
+    run_id: int | None
     policy_path: str | None
     bot_login: str | None
     head_sha: str | None
@@ -95,6 +96,7 @@ class ActionEnv:
             step_summary=Path(p) if (p := get("GITHUB_STEP_SUMMARY")) else None,
             output=Path(p) if (p := get("GITHUB_OUTPUT")) else None,
             run_url=f"{server}/{repo}/actions/runs/{run_id}" if repo and run_id else None,
+            run_id=int(run_id) if run_id and run_id.isdigit() else None,
             policy_path=get("INPUT_POLICY_PATH"),
             bot_login=get("INPUT_BOT_LOGIN"),
             head_sha=head,
@@ -237,6 +239,28 @@ def plan_mode(env: ActionEnv, client_factory) -> int:
     return 0
 
 
+def _cancel_stale_review(env: ActionEnv, client: Any, result: GateResult) -> None:
+    """A ``/bench`` the gate authorised (the commenter's permission asked of the API) cancels
+    the pull request's review run still going: the workflow's concurrency group cannot, since
+    a comment's author association does not tell a triage collaborator from a writer."""
+    from bot.github.api import GitHubRequestError
+
+    if env.run_id is None or result.pull is None:
+        return
+    try:
+        cancelled = client.cancel_stale_runs(result.pull, env.run_id)
+    except GitHubRequestError as exc:
+        if exc.status not in (403, 404):
+            raise
+        log(
+            f"the stale review run was not cancelled ({exc.status} {exc.api_message}): give "
+            "the ack job `actions: write` so that /bench cancels it"
+        )
+        return
+    if cancelled:
+        log("cancelled the stale review run(s) " + ", ".join(map(str, cancelled)))
+
+
 def ack_mode(env: ActionEnv, client_factory) -> int:
     result, client = _gate(env, client_factory)
     d = result.decision
@@ -253,6 +277,7 @@ def ack_mode(env: ActionEnv, client_factory) -> int:
         body = record_comment(d.accept)
     elif d.run:
         client.add_reaction(d.comment_id, "rocket")
+        _cancel_stale_review(env, client, result)
         body = (
             f"Measuring head {md_code((d.head_sha or '')[:12])} of this pull request for "
             f"{md_code(d.command.canonical() if d.command else '/bench')}. "

@@ -84,6 +84,7 @@ class FakeGitHub:
         self.check_runs: dict[int, dict[str, Any]] = {}  # id -> run, annotations accumulated
         self.timelines: dict[int, list[dict[str, Any]]] = {}  # number -> events, oldest first
         self.issues: dict[int, dict[str, Any]] = {}  # issues (not pull requests) by number
+        self.workflow_runs: dict[int, dict[str, Any]] = {}  # Actions runs by id
         # Actions settings by path ("/actions/permissions", "/orgs/octo/actions/runner-groups");
         # a path not set answers 403, as GitHub does for a token without admin rights.
         self.settings: dict[str, Any] = {}
@@ -205,6 +206,34 @@ class FakeGitHub:
                 self.diffs[number] = diff
                 self.compares[(self.pulls[number]["base"]["sha"], head_sha)] = diff
 
+    def add_workflow_run(
+        self,
+        run_id: int,
+        *,
+        workflow_id: int = 7,
+        event: str = "pull_request",
+        status: str = "in_progress",
+        pull: int | None = None,
+        head_branch: str | None = None,
+        head_repo: str | None = None,
+    ) -> None:
+        """An Actions run; ``pull``: the pull request GitHub lists on it (none for a fork's);
+        ``head_branch``: a branch of its own unless named."""
+        with self.lock:
+            self.workflow_runs[run_id] = {
+                "id": run_id,
+                "workflow_id": workflow_id,
+                "event": event,
+                "status": status,
+                "conclusion": None,
+                "head_branch": head_branch or f"branch-{run_id}",
+                "head_sha": "0" * 40,
+                "head_repository": {"full_name": head_repo or self.repo},
+                "pull_requests": [{"number": pull}] if pull is not None else [],
+                "url": self._url(f"/actions/runs/{run_id}"),
+                "cancel_url": self._url(f"/actions/runs/{run_id}/cancel"),
+            }
+
     def add_comment(self, number: int, author: str, body: str, *, user_type: str = "User") -> int:
         with self.lock:
             cid = next(self._ids)
@@ -312,7 +341,8 @@ class FakeGitHub:
             return Reply(200, _user(token.login, token.user_type))
         repo = f"/repos/{self.repo}"
         settings = path[len(repo) :] if path.startswith(repo + "/actions/") else path
-        if method == "GET" and (settings.startswith("/actions/") or path.startswith("/orgs/")):
+        is_settings = settings.startswith("/actions/") and not settings.startswith("/actions/runs")
+        if method == "GET" and (is_settings or path.startswith("/orgs/")):
             if settings in self.settings:
                 return Reply(200, self.settings[settings])
             return Reply(403, {"message": "Resource not accessible by integration"})
@@ -349,6 +379,9 @@ class FakeGitHub:
             (r"/check-runs", ("POST", self._create_check_run)),
             (r"/check-runs/(\d+)", ("PATCH", self._update_check_run)),
             (r"/check-runs/(\d+)", ("GET", self._get_check_run)),
+            (r"/actions/runs", ("GET", self._list_workflow_runs)),
+            (r"/actions/runs/(\d+)", ("GET", self._get_workflow_run)),
+            (r"/actions/runs/(\d+)/cancel", ("POST", self._cancel_workflow_run)),
         ]
 
     def _url(self, rest: str) -> str:
@@ -713,6 +746,29 @@ class FakeGitHub:
         }
         out["url"] = self._url(f"/check-runs/{run['id']}")
         return out
+
+    def _list_workflow_runs(self, m, query, headers, body, token) -> Reply:
+        runs = [
+            r
+            for r in self.workflow_runs.values()
+            if r["status"] == query.get("status", r["status"])
+        ]
+        page = self._page(runs, query, "/actions/runs")
+        return Reply(page.status, {"total_count": len(runs), "workflow_runs": page.body},
+                     page.headers)  # fmt: skip
+
+    def _get_workflow_run(self, m, query, headers, body, token) -> Reply:
+        run = self.workflow_runs.get(int(m.group(1)))
+        return Reply(200, run) if run else Reply(404, {"message": "Not Found"})
+
+    def _cancel_workflow_run(self, m, query, headers, body, token) -> Reply:
+        run = self.workflow_runs.get(int(m.group(1)))
+        if run is None:
+            return Reply(404, {"message": "Not Found"})
+        if run["status"] == "completed":
+            return Reply(409, {"message": "Cannot cancel a workflow run that is completed."})
+        run.update(status="completed", conclusion="cancelled")
+        return Reply(202, {})
 
     def _list_statuses(self, m, query, headers, body, token) -> Reply:
         return self._page(

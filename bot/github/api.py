@@ -20,6 +20,7 @@ The sleep and the clock are injectable so tests never wait.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rock
 
 MAX_CHECK_ANNOTATIONS = 50  # the Checks API takes at most 50 annotations per request
 MAX_CHECK_TEXT = 65_535  # characters of a check run's summary
+MAX_RUNS_SCANNED = 300  # Actions runs of one status looked at for a stale review
 MAX_TIMELINE_PAGES = 30  # 3,000 events; a longer timeline is reported as incomplete
 
 T = TypeVar("T")
@@ -478,6 +480,37 @@ class GitHubClient:
         comment = self._comment_ref(comment_id)
         self._call(f"reacting to comment {comment_id}", lambda: comment.create_reaction(content))
 
+    def cancel_stale_runs(self, pull: PullInfo, current_run_id: int) -> list[int]:
+        """Cancel the queued and running runs of the current run's workflow that review
+        ``pull`` (its ``pull_request`` runs: GitHub lists the pull request on them, or, for a
+        fork's, they ran on its head repository and branch), all but ``current_run_id``; the
+        ids cancelled. At most ``MAX_RUNS_SCANNED`` runs of each status are looked at."""
+
+        def stale() -> list[Any]:
+            workflow = self._repo.get_workflow_run(current_run_id).workflow_id
+            found: dict[int, Any] = {}
+            for status in ("queued", "in_progress"):
+                runs = self._repo.get_workflow_runs(status=status)
+                for run in itertools.islice(runs, MAX_RUNS_SCANNED):
+                    if (
+                        run.id != current_run_id
+                        and run.workflow_id == workflow
+                        and _reviews(run.raw_data, pull)
+                    ):
+                        found[run.id] = run
+            return list(found.values())
+
+        cancelled: list[int] = []
+        for run in self._call(f"listing the runs that review #{pull.number}", stale):
+            try:
+                self._call(f"cancelling run {run.id}", run.cancel)
+            except GitHubRequestError as exc:
+                if exc.status != 409:  # 409: it finished in the meantime
+                    raise
+            else:
+                cancelled.append(run.id)
+        return cancelled
+
     def find_issue(self, marker: str, *, author: str | None = None) -> IssueInfo | None:
         """The first open issue (not a pull request) whose body holds ``marker``, by ``author``
         when given; the 100 most recently updated open issues are searched."""
@@ -582,6 +615,19 @@ class GitHubClient:
                 f"adding annotations {n} of {len(batches)} to the check run", more, idempotent=False
             )
         return run_id
+
+
+def _reviews(run: Mapping[str, Any], pull: PullInfo) -> bool:
+    """Whether the Actions run ``run`` (its JSON) is a ``pull_request`` run of ``pull``."""
+    if run.get("event") != "pull_request":
+        return False
+    if any(p.get("number") == pull.number for p in run.get("pull_requests") or ()):
+        return True
+    head_repo = (run.get("head_repository") or {}).get("full_name")
+    return bool(pull.head_repo) and (head_repo, run.get("head_branch")) == (
+        pull.head_repo,
+        pull.head_ref,
+    )
 
 
 def _issue(i: Any) -> IssueInfo:

@@ -181,3 +181,36 @@ def test_an_advisory_verdict_never_turns_the_gate_green():
     assert advisory_reason(_Permissions("write"), pull) is None
     assert advisory_reason(_Permissions("maintain"), pull) is None
     assert advisory_status(*ok, None) == ok
+
+
+@pytest.mark.parametrize(("who", "role"), [("maintainer", "write"), ("helper", "triage")])
+def test_only_a_bench_with_write_permission_cancels_the_stale_run(
+    gh, fixture_repo, tmp_path, monkeypatch, who, role
+):
+    _, _, head = fixture_repo
+    gh.permissions[who] = role
+    gh.add_workflow_run(555, event="issue_comment", head_branch="main")  # this run
+    gh.add_workflow_run(601, pull=PR)  # the pull request's review, running
+    gh.add_workflow_run(602, status="queued", pull=PR)
+    gh.add_workflow_run(603, pull=PR + 1)  # another pull request's
+    gh.add_workflow_run(604, workflow_id=8, pull=PR)  # another workflow's
+    payload = comment_event(gh, who, "/bench softmax --vendor nvidia quick")
+    ack = Run(gh, tmp_path, monkeypatch, "issue_comment", payload, head_sha=head)
+    assert ack("ack") == 0
+    state = {i: gh.workflow_runs[i]["conclusion"] for i in (555, 601, 602, 603, 604)}
+    stale = "cancelled" if role == "write" else None
+    assert state == {555: None, 601: stale, 602: stale, 603: None, 604: None}
+
+
+def test_a_fork_s_stale_run_is_found_by_its_branch(gh, fixture_repo, tmp_path, monkeypatch):
+    # GitHub lists no pull request on a fork's run: its head repository and branch name it
+    _, _, head = fixture_repo
+    pull = gh.pulls[PR]["head"]
+    gh.add_workflow_run(555, event="issue_comment", head_branch="main")
+    gh.add_workflow_run(611, head_branch=pull["ref"], head_repo=pull["repo"]["full_name"])
+    gh.add_workflow_run(612, head_branch=pull["ref"], head_repo="someone/else")
+    payload = comment_event(gh, "maintainer", "/bench softmax --vendor nvidia quick")
+    ack = Run(gh, tmp_path, monkeypatch, "issue_comment", payload, head_sha=head)
+    assert ack("ack") == 0
+    assert gh.workflow_runs[611]["conclusion"] == "cancelled"
+    assert gh.workflow_runs[612]["conclusion"] is None
