@@ -36,46 +36,60 @@ def under(changes: Sequence[ChangeLine], ev: Evidence) -> str:
     return ", ".join(dict.fromkeys(words))
 
 
+def _key(r: CompilerRow) -> tuple[str, str, str, str]:
+    """What one compiled variant is: its vendor, target, config and specialization."""
+    return (r.vendor, r.target, r.config, r.specialization)
+
+
+def _alike(o: CompilerRow, r: CompilerRow) -> bool:
+    return (o.regs_per_thread, o.spill_bytes, o.shared_bytes, bool(o.error)) == (
+        r.regs_per_thread,
+        r.spill_bytes,
+        r.shared_bytes,
+        bool(r.error),
+    )
+
+
 def _compiler_moves(rows: Sequence[CompilerRow], new_words: str) -> list[str]:
-    """Per target: configs that now spill, no longer compile, or take more registers."""
-    old = {(r.target, r.config): r for r in rows if r.side == "old"}
-    by_target: dict[str, list[tuple[CompilerRow | None, CompilerRow]]] = {}
+    """Per target, old against new variant by variant (same config and specialization):
+    variants that now spill, no longer compile, or take more or fewer registers; when every
+    compared variant compiled alike, that."""
+    old = {_key(r): r for r in rows if r.side == "old"}
+    by_target: dict[str, list[tuple[CompilerRow, CompilerRow]]] = {}
     for r in rows:
-        if r.side == "new":
-            by_target.setdefault(r.target, []).append((old.get((r.target, r.config)), r))
+        o = old.get(_key(r))
+        if r.side == "new" and o is not None:
+            by_target.setdefault(r.target, []).append((o, r))
     out = []
     for target, pairs in sorted(by_target.items()):
         n = len(pairs)
-        spill = [1 for o, r in pairs if (r.spill_bytes or 0) > 0 and not (o and o.spill_bytes)]
-        failed = [1 for o, r in pairs if r.error and o is not None and not o.error]
+        noun = "configs" if len({r.config for _, r in pairs}) == n else "variants"
+        spill = [1 for o, r in pairs if (r.spill_bytes or 0) > 0 and not o.spill_bytes]
+        failed = [1 for o, r in pairs if r.error and not o.error]
         more = [
             (o.regs_per_thread, r.regs_per_thread)
             for o, r in pairs
-            if o
-            and o.regs_per_thread
-            and r.regs_per_thread
-            and r.regs_per_thread > o.regs_per_thread
+            if o.regs_per_thread and r.regs_per_thread and r.regs_per_thread > o.regs_per_thread
         ]
         fewer = [
             1
             for o, r in pairs
-            if o
-            and o.regs_per_thread
-            and r.regs_per_thread
-            and r.regs_per_thread < o.regs_per_thread
+            if o.regs_per_thread and r.regs_per_thread and r.regs_per_thread < o.regs_per_thread
         ]
         if spill:
-            out.append(f"{len(spill)} of {n} configs now spill on {target} under {new_words}")
+            out.append(f"{len(spill)} of {n} {noun} now spill on {target} under {new_words}")
         if failed:
-            out.append(f"{len(failed)} of {n} configs no longer compile for {target}")
+            out.append(f"{len(failed)} of {n} {noun} no longer compile for {target}")
         if more:
             worst = max(more, key=lambda p: p[1] - p[0])
             out.append(
-                f"{len(more)} of {n} configs take more registers on {target} "
+                f"{len(more)} of {n} {noun} take more registers on {target} "
                 f"(up to {worst[0]} → {worst[1]})"
             )
         if fewer:
             out.append(f"{len(fewer)} of {n} take fewer registers on {target}")
+        if all(_alike(o, r) for o, r in pairs):
+            out.append(f"compiled alike on {target} ({n} of {n} {noun} unchanged)")
     return out
 
 

@@ -114,3 +114,31 @@ def test_history_shows_how_a_kernel_time_moved() -> None:
         "matmul: median µs over its served shapes on the default branch, 2026-01-02 to "
         "2026-01-07: 101.0 → 99.0 → 150.0 → 151.0 → 150.5 → 149.0 (1.48x; last under triton 3.6.0)"
     )
+
+
+def _variant(side: str, config: str, spec: str, regs: int) -> CompilerRow:
+    return CompilerRow(
+        kernel="matmul", side=side, language="triton", vendor="amd", target="gfx90a",
+        config=config, specialization=spec, regs_per_thread=regs, spill_bytes=0,
+    )  # fmt: skip
+
+
+def test_registers_are_compared_variant_by_variant_not_config_by_config() -> None:
+    # 16 configs, each compiled in 3 specializations that differ in registers; old and new
+    # compile every variant alike, so nothing moved, whatever order the rows come in
+    specs = {"a: *fp16/16, n: i32/16": 96, "a: *fp16/16, n: i32": 104, "a: *bf16/16, n: i32": 128}
+    rows = [
+        _variant(side, f"c{i}", spec, regs)
+        for side in ("old", "new")
+        for i in range(16)
+        for spec, regs in specs.items()
+    ]
+    ev = Evidence(compiler=CompilerEvidence(rows=tuple(rows)))
+    (matmul, _) = toolchain_lines((BUMP,), ev, ["@x"])
+    assert "more registers" not in matmul and "fewer registers" not in matmul
+    assert matmul == "matmul: compiled alike on gfx90a (48 of 48 variants unchanged)"
+    # one variant that did change is counted as one of the 48, with its own old value
+    rows[48 + 4] = _variant("new", "c1", "a: *fp16/16, n: i32", 112)
+    ev = Evidence(compiler=CompilerEvidence(rows=tuple(rows)))
+    (matmul, _) = toolchain_lines((BUMP,), ev, [])
+    assert matmul == "matmul: 1 of 48 variants take more registers on gfx90a (up to 104 → 112)"
