@@ -36,6 +36,29 @@ def under(changes: Sequence[ChangeLine], ev: Evidence) -> str:
     return ", ".join(dict.fromkeys(words))
 
 
+def _differs(c: ChangeLine, ev: Evidence) -> bool | None:
+    """Whether the two sides ran different versions of ``c``'s package: from the versions the
+    workers recorded, else from two different pins; None when neither tells."""
+    base, head = _versions(ev, "base"), _versions(ev, "head")
+    if c.kernel in base and c.kernel in head:
+        return base[c.kernel] != head[c.kernel]
+    if c.old_version and c.new_version:
+        return c.old_version != c.new_version
+    return None
+
+
+def toolchain_differs(changes: Sequence[ChangeLine], ev: Evidence) -> bool | None:
+    """Whether base and head ran a different toolchain: True when some moved pin's package
+    differs, False when every one is known to be the same on both sides (pins added at the
+    versions already installed), None when that is not known."""
+    found = [_differs(c, ev) for c in changes if c.kind == "toolchain"]
+    if any(found):
+        return True
+    if found and all(x is False for x in found):
+        return False
+    return None
+
+
 def _key(r: CompilerRow) -> tuple[str, str, str, str]:
     """What one compiled variant is: its vendor, target, config and specialization."""
     return (r.vendor, r.target, r.config, r.specialization)
@@ -158,6 +181,23 @@ def toolchain_lines(
     if not any(c.kind == "toolchain" for c in changes):
         return []
     new_words = under(changes, ev)
+    differs = toolchain_differs(changes, ev)
+    if differs is False:
+        return [
+            f"both sides ran {new_words}: the pin changed nothing that ran, so no difference "
+            "measured here is the toolchain's"
+        ]
+    lines = []
+    if differs is None:
+        unknown = [c for c in changes if c.kind == "toolchain" and _differs(c, ev) is None]
+        said = ", ".join(
+            f"the {'base' if c.old_version is None else 'head'} did not pin {c.kernel}"
+            for c in unknown
+        )
+        lines.append(
+            f"{said} and the versions each side ran were not recorded, so a difference below "
+            "may not be the toolchain's"
+        )
     kernels: list[str] = []
     for name in (
         *(r.kernel for r in (ev.compiler.rows if ev.compiler else ())),
@@ -166,7 +206,6 @@ def toolchain_lines(
     ):
         if name not in kernels:
             kernels.append(name)
-    lines = []
     if ev.toolchains:
         sides = [
             f"{t.side}: {', '.join(f'{k} {v}' for k, v in sorted(t.versions.items())) or '—'}"

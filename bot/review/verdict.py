@@ -17,6 +17,7 @@ from bot.contracts.evidence import Evidence
 from bot.contracts.review import ChangeLine, Decision, Requirements, Verdict
 from bot.outputs import plural
 from bot.review.conditions import evaluate
+from bot.review.toolchain import toolchain_differs
 
 
 def decide(
@@ -47,7 +48,10 @@ def decide(
     what = []
     if bumps:
         moved = ", ".join(dict.fromkeys(c.kernel for c in bumps))
-        what.append(f"moves the kernels' toolchain ({moved}), which affects every kernel")
+        if toolchain_differs(bumps, ev) is False:
+            what.append(f"pins {moved} at the version both sides already ran")
+        else:
+            what.append(f"moves the kernels' toolchain ({moved}), which affects every kernel")
     if rewrites:
         what.append(f"replaces {plural(len(rewrites), 'hand-written kernel')} with Triton")
     if tunings:

@@ -142,3 +142,30 @@ def test_registers_are_compared_variant_by_variant_not_config_by_config() -> Non
     ev = Evidence(compiler=CompilerEvidence(rows=tuple(rows)))
     (matmul, _) = toolchain_lines((BUMP,), ev, [])
     assert matmul == "matmul: 1 of 48 variants take more registers on gfx90a (up to 104 → 112)"
+
+
+PIN_ADDED = BUMP.model_copy(update={"old_version": None})
+
+
+def test_pins_added_at_the_versions_both_sides_ran_blame_nothing_on_the_toolchain() -> None:
+    same = (
+        SideToolchain(side="base", versions={"triton": "3.6.0"}, environment="the runner's own"),
+        SideToolchain(side="head", versions={"triton": "3.6.0"}, environment="the runner's own"),
+    )
+    ev = _evidence().model_copy(update={"toolchains": same})
+    lines = toolchain_lines((PIN_ADDED,), ev, ["@gpu-team"])
+    assert not any("slower" in x or "spill" in x or "registers" in x for x in lines), lines
+    assert lines[-1] == (
+        "both sides ran triton 3.6.0: the pin changed nothing that ran, so no difference "
+        "measured here is the toolchain's"
+    )
+    verdict = decide((PIN_ADDED,), Requirements(vendors=("nvidia",)), ev)
+    assert "moves the kernels' toolchain" not in verdict.why
+    assert "pins triton at the version both sides already ran" in verdict.why
+    # with the versions each side ran unknown and no old pin, the review says it cannot tell
+    unknown = _evidence().model_copy(update={"toolchains": ()})
+    lines = toolchain_lines((PIN_ADDED,), unknown, ["@gpu-team"])
+    assert lines[0] == (
+        "the base did not pin triton and the versions each side ran were not recorded, "
+        "so a difference below may not be the toolchain's"
+    )
