@@ -42,6 +42,7 @@ def requirements(policy: Policy) -> Requirements:
         deployment=policy.deployment.kind,
         first_call_budget_ms=policy.deployment.first_call_budget_ms,
         tolerance=policy.tolerance,
+        tolerances={k.name: k.effective_tolerance(policy) for k in policy.kernels},
     )
 
 
@@ -65,6 +66,7 @@ def review_context(
         vendors=tuple(policy.vendors),
         note=note,
         owners=tuple(policy.owners),
+        kernels=tuple(k.name for k in policy.kernels),
     )
 
 

@@ -51,7 +51,8 @@ def _condition_block(c: Condition) -> list[str]:
     return out
 
 
-def _changes_table(v: Verdict) -> list[str]:
+def _changes_table(v: Verdict, kernels: Sequence[str] = ()) -> list[str]:
+    """What changed, one row per change; a toolchain change names the policy's ``kernels``."""
     out = ["| kernel | change | old | new | old kernel |", "|---|---|---|---|---|"]
     for c in v.changes:
         if c.kind == "rewrite":
@@ -73,7 +74,7 @@ def _changes_table(v: Verdict) -> list[str]:
         new = "<br>".join(code(p) for p in c.new_paths) or "—"
         name = esc(c.kernel) + ("" if c.mapped else " (not in policy)")
         if c.kind == "toolchain":
-            name = f"{esc(c.kernel)} (every kernel)"
+            name = f"{esc(c.kernel)} ({esc(', '.join(kernels)) if kernels else 'every kernel'})"
         out.append(f"| {name} | {kind} | {old} | {new} | {kept} |")
     return out
 
@@ -91,7 +92,7 @@ def _findings(v: Verdict) -> list[str]:
 def _toolchain(v: Verdict, evidence: Evidence, ctx: ReviewContext) -> list[str]:
     """What a toolchain change moved, and the default branch's history (open sections)."""
     out: list[str] = []
-    moved = toolchain_lines(v.changes, evidence, ctx.owners)
+    moved = toolchain_lines(v.changes, evidence, ctx.owners, ctx.kernels)
     if moved:
         out += ["### What the toolchain change moved", "", *(f"- {esc(x)}" for x in moved), ""]
     history = history_lines(evidence)
@@ -652,7 +653,7 @@ def render_comment(
         why += [f"- {esc(x)}" for x in verdict.not_asking_for]
     lines += _section("Why, and the five conditions before merge", why, full=full)
     lines += _accepted(verdict.accepted)
-    lines += _section("What changed", _changes_table(verdict), full=full)
+    lines += _section("What changed", _changes_table(verdict, ctx.kernels), full=full)
     lines += _findings(verdict)
     lines += _toolchain(verdict, evidence, ctx)
 

@@ -125,6 +125,8 @@ def _sweep_moves(kernel: str, ev: Evidence) -> list[str]:
         label = " (CPU timing, not evidence)" if s.timing_kind == "cpu" else f" on {s.gpu}"
         slower = [x for x in mine if x.verdict == "SLOWER" and x.ratio]
         failed = [x for x in mine if x in s.failures]
+        unmoved = [x for x in mine if x.verdict in ("SAME", "FASTER")]
+        unsure = [x for x in mine if x.verdict == "INCONCLUSIVE"]
         if slower:
             w = max(slower, key=lambda x: x.ratio or 0.0)
             shape = "x".join(str(d) for d in w.shape)
@@ -132,8 +134,10 @@ def _sweep_moves(kernel: str, ev: Evidence) -> list[str]:
                 f"{w.ratio:.2f}x slower at {shape} {w.dtype}{label}"
                 + (f", {len(slower)} of {len(mine)} shapes slower" if len(slower) > 1 else "")
             )
-        elif len(failed) < len(mine):
-            out.append(f"no shape of {len(mine) - len(failed)} timed slower{label}")
+        elif unmoved:
+            out.append(f"no shape of {len(unmoved)} timed slower{label}")
+        if unsure:
+            out.append(f"{len(unsure)} of {len(mine)} shapes inconclusive{label}")
         if failed:
             first = failed[0]
             out.append(
@@ -173,11 +177,27 @@ def history_line(h: KernelHistory) -> str:
     )
 
 
+def _moved(kernel: str, ev: Evidence) -> bool:
+    """Whether the evidence shows ``kernel`` moved: a shape timed slower or faster, or a
+    compiled variant that differs."""
+    rows = [r for r in (ev.compiler.rows if ev.compiler else ()) if r.kernel == kernel]
+    old = {_key(r): r for r in rows if r.side == "old"}
+    return any(
+        x.kernel == kernel and x.verdict in ("SLOWER", "FASTER")
+        for s in ev.sweeps
+        for x in s.shapes
+    ) or any(r.side == "new" and _key(r) in old and not _alike(old[_key(r)], r) for r in rows)
+
+
 def toolchain_lines(
-    changes: Sequence[ChangeLine], ev: Evidence, owners: Sequence[str]
+    changes: Sequence[ChangeLine],
+    ev: Evidence,
+    owners: Sequence[str],
+    policy_kernels: Sequence[str] = (),
 ) -> list[str]:
-    """One line per kernel saying what moved, then who re-tunes; nothing when the change moves
-    no toolchain pin."""
+    """One line per kernel (the policy's, then any other the evidence names) saying what
+    moved, what ran without a difference or inconclusively, or that nothing was measured; which
+    kernels moved; then who re-tunes. Nothing when the change moves no toolchain pin."""
     if not any(c.kind == "toolchain" for c in changes):
         return []
     new_words = under(changes, ev)
@@ -198,7 +218,7 @@ def toolchain_lines(
             f"{said} and the versions each side ran were not recorded, so a difference below "
             "may not be the toolchain's"
         )
-    kernels: list[str] = []
+    kernels: list[str] = list(dict.fromkeys(policy_kernels))
     for name in (
         *(r.kernel for r in (ev.compiler.rows if ev.compiler else ())),
         *(x.kernel for s in ev.sweeps for x in s.shapes),
@@ -213,6 +233,13 @@ def toolchain_lines(
             for t in sorted(ev.toolchains, key=lambda t: t.side)
         ]
         lines.append("each side ran under its own toolchain: " + "; ".join(dict.fromkeys(sides)))
+    seen = {
+        *(r.kernel for r in (ev.compiler.rows if ev.compiler else ())),
+        *(x.kernel for s in ev.sweeps for x in s.shapes),
+        *(f.kernel for f in ev.first_calls),
+    }
+    reasons = [n.reason for n in ev.not_run if n.check == "sweep"] if not ev.sweeps else []
+    why = reasons[0] if reasons else "no sweep, first call or compiler report covered it"
     for kernel in kernels:
         rows = [r for r in (ev.compiler.rows if ev.compiler else ()) if r.kernel == kernel]
         parts = [
@@ -220,11 +247,17 @@ def toolchain_lines(
             *_sweep_moves(kernel, ev),
             *_first_call_moves(kernel, ev),
         ]
-        lines.append(
-            f"{kernel}: " + ("; ".join(parts) or f"nothing measured moved under {new_words}")
-        )
-    if not kernels:
+        lines.append(f"{kernel}: " + ("; ".join(parts) or f"not measured under {new_words}: {why}"))
+    measured = [k for k in kernels if k in seen]
+    if not measured:
         lines.append(f"no kernel was measured under {new_words} yet")
+    else:
+        moved = [k for k in measured if _moved(k, ev)]
+        policy = f"; {len(policy_kernels)} in the policy" if policy_kernels else ""
+        lines.append(
+            f"moved under {new_words}: {', '.join(moved) or 'none'} "
+            f"(of {len(measured)} {'kernel' if len(measured) == 1 else 'kernels'} measured{policy})"
+        )
     who = ", ".join(owners)
     lines.append(
         f"re-tuning for {new_words} is for {who} (policy `owners`)"

@@ -18,6 +18,7 @@ from bot.contracts.review import ChangeLine, Decision, Requirements, Verdict
 from bot.outputs import plural
 from bot.review.conditions import evaluate
 from bot.review.toolchain import toolchain_differs
+from bot.review.words import and_list
 
 
 def decide(
@@ -50,6 +51,11 @@ def decide(
         moved = ", ".join(dict.fromkeys(c.kernel for c in bumps))
         if toolchain_differs(bumps, ev) is False:
             what.append(f"pins {moved} at the version both sides already ran")
+        elif req.kernels:
+            what.append(
+                f"moves the kernels' toolchain ({moved}), which affects every policy kernel: "
+                + and_list(req.kernels)
+            )
         else:
             what.append(f"moves the kernels' toolchain ({moved}), which affects every kernel")
     if rewrites:
@@ -82,8 +88,16 @@ def decide(
             )
             if part
         )
+        timed = any(
+            x.ratio is not None for s in ev.sweeps if s.timing_kind == "gpu" for x in s.shapes
+        ) or any(f.cold_ms is not None and not f.compile_only for f in ev.first_calls)
+        so_far = (
+            "Nothing measured so far argues against it"
+            if timed
+            else "Nothing has been timed on a GPU yet, so no measurement argues for or against it"
+        )
         why = (
-            f"{subject}. Nothing measured so far argues against it, but the evidence is not complete "
+            f"{subject}. {so_far}, but the evidence is not complete "
             f"({counts} of {len(conditions)} conditions): before merge, please close them."
         )
     else:

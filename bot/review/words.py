@@ -8,8 +8,16 @@ guess what a sign means.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 SAME_WITHIN = 0.0005  # |ratio - 1| below this is "as fast" at one decimal of a percent
 MULTIPLE_FROM = 2.0  # from this ratio on: "2.4x slower"
+
+
+def and_list(items: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _amount(ratio: float) -> str:

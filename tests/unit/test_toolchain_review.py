@@ -8,6 +8,7 @@ from bot.contracts.evidence import (
     Evidence,
     FirstCallEvidence,
     KernelHistory,
+    NotRun,
     ShapeLine,
     SideToolchain,
     SweepEvidence,
@@ -134,13 +135,13 @@ def test_registers_are_compared_variant_by_variant_not_config_by_config() -> Non
         for spec, regs in specs.items()
     ]
     ev = Evidence(compiler=CompilerEvidence(rows=tuple(rows)))
-    (matmul, _) = toolchain_lines((BUMP,), ev, ["@x"])
+    matmul = toolchain_lines((BUMP,), ev, ["@x"])[0]
     assert "more registers" not in matmul and "fewer registers" not in matmul
     assert matmul == "matmul: compiled alike on gfx90a (48 of 48 variants unchanged)"
     # one variant that did change is counted as one of the 48, with its own old value
     rows[48 + 4] = _variant("new", "c1", "a: *fp16/16, n: i32", 112)
     ev = Evidence(compiler=CompilerEvidence(rows=tuple(rows)))
-    (matmul, _) = toolchain_lines((BUMP,), ev, [])
+    matmul = toolchain_lines((BUMP,), ev, [])[0]
     assert matmul == "matmul: 1 of 48 variants take more registers on gfx90a (up to 104 → 112)"
 
 
@@ -168,4 +169,44 @@ def test_pins_added_at_the_versions_both_sides_ran_blame_nothing_on_the_toolchai
     assert lines[0] == (
         "the base did not pin triton and the versions each side ran were not recorded, "
         "so a difference below may not be the toolchain's"
+    )
+
+
+KERNELS = ("matmul", "softmax", "vector_add")
+
+
+def test_a_toolchain_change_names_the_kernels_it_affects_and_which_moved() -> None:
+    ev = _evidence()
+    lines = toolchain_lines((BUMP,), ev, ["@gpu-team"], KERNELS)
+    assert "moved under triton 3.6.0: matmul (of 2 kernels measured; 3 in the policy)" in lines
+    tolerances = dict.fromkeys(KERNELS, 0.03)
+    verdict = decide((BUMP,), Requirements(vendors=("nvidia",), tolerances=tolerances), ev)
+    assert "which affects every policy kernel: matmul, softmax and vector_add" in verdict.why
+    ctx = ReviewContext(base_sha="a" * 40, head_sha="b" * 40, kernels=KERNELS)
+    text = render_comment(verdict, ctx, ev)
+    assert "| triton (matmul, softmax, vector\\_add) | toolchain" in text
+    assert "every kernel)" not in text
+
+
+def test_a_kernel_is_not_said_to_be_unmoved_unless_it_was_measured() -> None:
+    shapes = (
+        ShapeLine(kernel="softmax", shape=(1823, 781), dtype="float16", verdict="INCONCLUSIVE", ratio=1.02),
+        ShapeLine(kernel="softmax", shape=(4096, 4096), dtype="float16", verdict="SAME", ratio=1.0),
+    )  # fmt: skip
+    ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
+    lines = toolchain_lines((BUMP,), ev, [], KERNELS)
+    assert not any("nothing measured moved" in x for x in lines), lines
+    assert (
+        "softmax: no shape of 1 timed slower on NVIDIA H200; "
+        "1 of 2 shapes inconclusive on NVIDIA H200" in lines
+    )
+    gap = "not measured under triton ==3.6.0: no sweep, first call or compiler report covered it"
+    assert f"matmul: {gap}" in lines
+    assert f"vector_add: {gap}" in lines
+    # with no sweep at all, the reason it did not run is given
+    gpu = NotRun(check="sweep", reason="needs a GPU runner: none is registered")
+    lines = toolchain_lines((BUMP,), Evidence(not_run=(gpu,)), [], KERNELS)
+    assert (
+        "softmax: not measured under triton ==3.6.0: needs a GPU runner: none is registered"
+        in lines
     )

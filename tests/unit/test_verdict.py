@@ -104,6 +104,13 @@ def test_no_gpu_leaves_conditions_not_run_and_approves_with_conditions():
     }
     assert "needs a GPU runner" in v.conditions[0].summary
     assert "3 not run" in v.why
+    # nothing was timed, so the review does not say that what was measured is fine
+    assert "Nothing measured so far argues against it" not in v.why
+    assert "Nothing has been timed on a GPU yet" in v.why
+    inconclusive = decide(
+        [REWRITE_KEPT], CLI, Evidence(sweeps=(sweep("nvidia", shape("INCONCLUSIVE")),))
+    )
+    assert "Nothing measured so far argues against it" in inconclusive.why
 
 
 def test_cpu_sweep_is_not_evidence():
