@@ -18,7 +18,21 @@ from bot.contracts.review import ChangeLine, Decision, Requirements, Verdict
 from bot.outputs import plural
 from bot.review.conditions import evaluate
 from bot.review.toolchain import toolchain_differs
-from bot.review.words import and_list
+from bot.review.words import and_list, percent
+
+
+def _tolerance_words(changes: Sequence[ChangeLine], req: Requirements, ev: Evidence) -> str:
+    """The tolerance each changed kernel is judged at: the one its swept shapes carry (what
+    decided their verdicts), else its own in the policy, else the policy's."""
+    judged = {x.kernel: x.tolerance for s in ev.sweeps for x in s.shapes if x.tolerance is not None}
+    each = {
+        c.kernel: judged.get(c.kernel, req.tolerances.get(c.kernel, req.tolerance)) for c in changes
+    }
+    if len(set(each.values())) == 1:
+        return f"the {percent(next(iter(each.values())))} tolerance"
+    return (
+        "each kernel's tolerance (" + ", ".join(f"{k} {percent(t)}" for k, t in each.items()) + ")"
+    )
 
 
 def decide(
@@ -107,7 +121,7 @@ def decide(
     not_asking: list[str] = []
     if rewrites:
         not_asking.append(
-            f"Parity with the old kernel: a slowdown within the {req.tolerance * 100:.0f}% tolerance "
+            f"Parity with the old kernel: a slowdown within {_tolerance_words(rewrites, req, ev)} "
             "is a price worth paying for the code this deletes."
         )
     if rewrites or tunings:

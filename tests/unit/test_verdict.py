@@ -291,3 +291,14 @@ def test_where_fresh_autotunings_disagree_the_review_says_which_config_the_sweep
     ):
         c = decide([REWRITE_KEPT], CLI, quiet).conditions[1]
         assert not any("autotunings in fresh processes" in e for e in c.evidence)
+
+
+def test_the_tolerance_quoted_is_the_one_that_decided_each_kernel():
+    # the policy's default is 3%; softmax sets 5%, and its shapes were judged at 5%
+    req = CLI.model_copy(update={"tolerances": {"softmax": 0.05, "vector_add": 0.025}})
+    judged = Evidence(sweeps=(sweep("nvidia", shape(tolerance=0.05)),), repo=GOOD_REPO)
+    (parity, _) = decide([REWRITE_KEPT], req, judged).not_asking_for
+    assert "within the 5% tolerance" in parity and "3%" not in parity
+    # not measured yet: the kernels' own tolerances from the policy, each named where they differ
+    (parity, _) = decide([REWRITE_KEPT, REWRITE_DELETED], req, Evidence()).not_asking_for
+    assert "within each kernel's tolerance (softmax 5%, vector_add 2.5%)" in parity
