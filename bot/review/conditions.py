@@ -16,7 +16,7 @@ from bot.contracts.evidence import Evidence, FirstCallEvidence, ShapeLine, Sweep
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
 from bot.review.explain import kernel_lines
-from bot.review.words import speed, speed_range
+from bot.review.words import number, speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -151,16 +151,16 @@ def _case(kernel: str, shape: Sequence[int], dtype: str, vendor: str) -> tuple:
 def _first_call_line(f: FirstCallEvidence) -> str:
     parts = [f"{f.kernel} on {f.vendor}" + (" (base, for comparison)" if f.side == "base" else "")]
     if f.cold_ms is not None:
-        parts.append(f"cold {f.cold_ms:.0f} ms")
+        parts.append(f"cold {number(f.cold_ms)} ms")
     if f.warm_ms is not None:
-        parts.append(f"warm {f.warm_ms:.0f} ms")
+        parts.append(f"warm {number(f.warm_ms)} ms")
     if f.autotune_ms:
-        parts.append(f"autotune {f.autotune_ms:.0f} ms")
+        parts.append(f"autotune {number(f.autotune_ms)} ms")
     if f.distinct_keys is not None:
         parts.append(f"{plural(f.distinct_keys, 'autotune key')} over the served shapes")
     if f.cold_total_ms is not None:
         how = " (from each shape's own first call)" if f.cold_total_derived else ""
-        parts.append(f"{f.cold_total_ms:.0f} ms to serve every shape once, cold{how}")
+        parts.append(f"{number(f.cold_total_ms)} ms to serve every shape once, cold{how}")
     if f.compile_only:
         parts.append("(compile only, on a CPU)")
     line = ", ".join(parts)
@@ -184,7 +184,7 @@ def _picks_against_sweep(f: FirstCallEvidence, sweeps: Sequence[SweepEvidence]) 
         if line is None:
             continue
         ran = " + ".join(line.head_configs)
-        ratio = f" (head/base {line.ratio:.3f})" if line.ratio is not None else ""
+        ratio = f" (head/base {number(line.ratio, 3)})" if line.ratio is not None else ""
         among = (
             "one of them"
             if set(line.head_configs) <= _picked(spread.configs)
@@ -237,16 +237,16 @@ def first_call(f: Facts) -> Finding:
     ]
     if over:
         rows = lines + tuple(
-            f"{x.kernel}: over the {budget:.0f} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
+            f"{x.kernel}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
             for x in over
         )
         return Finding(
             "open",
-            f"over the `{kind}` budget of {budget:.0f} ms for {plural(len(over), 'kernel')}",
+            f"over the `{kind}` budget of {number(budget or 0.0)} ms for {plural(len(over), 'kernel')}",
             rows,
             blocking=True,
         )
-    return Finding("met", f"within the `{kind}` budget of {budget:.0f} ms", lines)
+    return Finding("met", f"within the `{kind}` budget of {number(budget or 0.0)} ms", lines)
 
 
 def vendors(f: Facts) -> Finding:
@@ -396,11 +396,11 @@ def evaluate(
     the slower shapes an acceptance names (``bot.review.accept.judge``)."""
     facts = Facts(changes=tuple(changes), req=req, ev=ev, accepted=tuple(accepted))
     out = []
-    for number, (key, title, check) in enumerate(CONDITIONS, start=1):
+    for place, (key, title, check) in enumerate(CONDITIONS, start=1):
         found = check(facts)
         out.append(
             Condition(
-                number=number,
+                number=place,
                 key=key,  # type: ignore[arg-type]
                 title=title,
                 state=found.state,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
-from bot.review.words import slower_by
+from bot.review.words import number, slower_by
 
 ALIGN = 16  # Triton specializes integer arguments and pointers on divisibility by 16
 MIN_CONTRAST = 2  # "only at X" needs at least this many timed shapes outside X, not slower
@@ -195,9 +195,9 @@ def compiler_difference(
     else:
         where = "head's variants for these sizes"
         contrast = "at sizes " + ("not divisible" if align else "divisible") + " by 16"
-    for worse, number in _FACTS:
-        a = [v for v in map(number, slow) if v is not None]
-        b = [v for v in map(number, other) if v is not None]
+    for worse, measure in _FACTS:
+        a = [v for v in map(measure, slow) if v is not None]
+        b = [v for v in map(measure, other) if v is not None]
         said = worse(a, b) if a and b else None
         if said:
             return f"{where} {said[0]} ({said[1]} {contrast})"
@@ -205,15 +205,24 @@ def compiler_difference(
 
 
 def _narrower_loads(a: list[float], b: list[float]) -> tuple[str, str] | None:
-    return (f"uses {min(a):g}-bit loads", f"{min(b):g}-bit") if max(a) < min(b) else None
+    return (
+        (f"uses {number(min(a))}-bit loads", f"{number(min(b))}-bit") if max(a) < min(b) else None
+    )
 
 
 def _more_spills(a: list[float], b: list[float]) -> tuple[str, str] | None:
-    return (f"spills {max(a):g} bytes", f"{max(b):g}") if min(a) > max(b) else None
+    return (f"spills {number(max(a))} bytes", f"{number(max(b))}") if min(a) > max(b) else None
 
 
 def _lower_occupancy(a: list[float], b: list[float]) -> tuple[str, str] | None:
-    return (f"runs at {min(a):g}% occupancy", f"{min(b):g}%") if max(a) < min(b) else None
+    return (
+        (
+            f"runs at {number(min(a), 1).removesuffix('.0')}% occupancy",
+            f"{number(min(b), 1).removesuffix('.0')}%",
+        )
+        if max(a) < min(b)
+        else None
+    )
 
 
 # (how the slow variants are worse, if they are; the number compared), in the order tried

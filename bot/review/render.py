@@ -25,7 +25,7 @@ from bot.contracts.evidence import (
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
 from bot.review.toolchain import history_lines, toolchain_lines
-from bot.review.words import speed, speed_range
+from bot.review.words import number, speed, speed_range
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
 STATE_MARKS = {"met": "✅", "open": "❌", "not_run": "⏸️"}
@@ -430,7 +430,7 @@ def _vs_base(x: ShapeLine) -> str:
 
 def _roofline(x: ShapeLine) -> str:
     def pct(v: float | None) -> str:
-        return "—" if v is None else "<1%" if v < 0.005 else f"{v:.0%}"
+        return "—" if v is None else "<1%" if v < 0.005 else f"{number(v * 100)}%"
 
     if x.base_of_roofline is None and x.head_of_roofline is None:
         return "—"
@@ -474,8 +474,8 @@ def _sweep_table(s: SweepEvidence) -> list[str]:
     ]
     for x in _size_order(s.shapes):
         tag = " (small/ragged)" if x.small_or_ragged else ""
-        b = "—" if x.base_us is None else f"{x.base_us:.2f}"
-        h = "—" if x.head_us is None else f"{x.head_us:.2f}"
+        b = "—" if x.base_us is None else number(x.base_us, 2)
+        h = "—" if x.head_us is None else number(x.head_us, 2)
         out.append(
             f"| {esc(x.kernel)} | {'x'.join(map(str, x.shape))}{tag} | {esc(x.dtype)} | {b} | {h} | "
             f"{_vs_base(x)} | {_roofline(x)} | {x.verdict} |"
@@ -509,6 +509,9 @@ def _picks(s: SweepEvidence) -> list[str]:
 DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
 
 
+CHART_CUT = 10.0  # the chart draws a ratio past 10x (or under 1/10) at that bound
+
+
 def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
     """A bar per timed case, by kernel and size, with the tolerance band as two lines where the
     cases carry their tolerance; over ``limit`` cases, the ones furthest from 1.0."""
@@ -525,7 +528,9 @@ def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
         dtype = re.sub(r"[^A-Za-z0-9]", "", DTYPE_SHORT.get(x.dtype, x.dtype))[:8]
         return f'"{kernel} {"x".join(map(str, x.shape))} {dtype}"'
 
-    ratios = [x.ratio or 1.0 for x in timed]
+    raw = [x.ratio or 1.0 for x in timed]
+    ratios = [min(max(r, 1.0 / CHART_CUT), CHART_CUT) for r in raw]
+    cut = ratios != raw
     band = all(x.tolerance is not None for x in timed)
     upper = [1.0 + (x.tolerance or 0.0) for x in timed]
     lower = [1.0 / u for u in upper]
@@ -533,7 +538,7 @@ def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
     hi = max(1.1, *ratios, *(upper if band else ())) + 0.02
 
     def series(values: Sequence[float]) -> str:
-        return ", ".join(f"{v:.3f}" for v in values)
+        return ", ".join(number(v, 3) for v in values)
 
     out = [
         "```mermaid",
@@ -541,9 +546,10 @@ def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
         f'    title "head / base time, {s.vendor}: above 1 is slower'
         + ("; the lines are the tolerance band" if band else "")
         + (f"; the {limit} of {total} furthest from 1.0" if total > limit else "")
+        + (f"; bars cut at {CHART_CUT:g}x either way" if cut else "")
         + '"',
         f"    x-axis [{', '.join(label(x) for x in timed)}]",
-        f'    y-axis "ratio" {lo:.2f} --> {hi:.2f}',
+        f'    y-axis "ratio" {number(lo, 2)} --> {number(hi, 2)}',
         f"    bar [{series(ratios)}]",
     ]
     if band:
@@ -613,7 +619,7 @@ def _meta(ctx: ReviewContext) -> str:
         meta.append(f"policy {code(ctx.policy_source)}")
     dep = f"deployment {code(ctx.deployment)}"
     if ctx.first_call_budget_ms:
-        dep += f" (first-call budget {ctx.first_call_budget_ms:.0f} ms)"
+        dep += f" (first-call budget {number(ctx.first_call_budget_ms)} ms)"
     meta.append(dep)
     if ctx.vendors:
         meta.append("vendors " + ", ".join(ctx.vendors))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from bot.contracts.evidence import CompilerRow, Evidence, KernelHistory
 from bot.contracts.review import ChangeLine
+from bot.review.words import number
 
 HISTORY_POINTS = 6  # the most recent recorded runs a kernel's line shows
 
@@ -131,7 +132,7 @@ def _sweep_moves(kernel: str, ev: Evidence) -> list[str]:
             w = max(slower, key=lambda x: x.ratio or 0.0)
             shape = "x".join(str(d) for d in w.shape)
             out.append(
-                f"{w.ratio:.2f}x slower at {shape} {w.dtype}{label}"
+                f"{number(w.ratio or 1.0, 2)}x slower at {shape} {w.dtype}{label}"
                 + (f", {len(slower)} of {len(mine)} shapes slower" if len(slower) > 1 else "")
             )
         elif unmoved:
@@ -155,7 +156,7 @@ def _first_call_moves(kernel: str, ev: Evidence) -> list[str]:
         old = sides.get(("base", vendor))
         if side != "head" or old is None or old.cold_ms is None or new.cold_ms is None:
             continue
-        out.append(f"first call cold {old.cold_ms:.0f} → {new.cold_ms:.0f} ms ({vendor})")
+        out.append(f"first call cold {number(old.cold_ms)} → {number(new.cold_ms)} ms ({vendor})")
     return out
 
 
@@ -168,12 +169,12 @@ def history_lines(ev: Evidence) -> list[str]:
 def history_line(h: KernelHistory) -> str:
     """How a kernel's median time moved over its most recent recorded runs."""
     points = h.points[-HISTORY_POINTS:]
-    steps = " → ".join(f"{us:.1f}" for _, _, us, _ in points)
+    steps = " → ".join(number(us, 1) for _, _, us, _ in points)
     first, last = points[0], points[-1]
     change = last[2] / first[2]
     return (
         f"median µs over its served shapes on the default branch, {first[0]} to {last[0]}: "
-        f"{steps} ({change:.2f}x; last under {last[3]})"
+        f"{steps} ({number(change, 2)}x; last under {last[3]})"
     )
 
 
