@@ -89,7 +89,18 @@ def conclude(
         (*acceptances, *policy_acceptances(policy)),
         today or date.today(),
     )
-    verdict = decide(changes, requirements(policy), evidence, accepted)
+    if context.base_sha == context.head_sha:
+        verdict = Verdict(
+            decision="approve",
+            why=f"Base and head are the same commit ({context.head_sha[:7]}): there is no "
+            "difference to review.",
+            conditions=(),
+            not_asking_for=(),
+            changes=(),
+            no_kernel_changes=True,
+        )
+    else:
+        verdict = decide(changes, requirements(policy), evidence, accepted)
     part_a = tuple(part_a)
     return ReviewOutput(
         verdict=verdict,
