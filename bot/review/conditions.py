@@ -15,8 +15,8 @@ from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import Evidence, FirstCallEvidence, ShapeLine, SweepEvidence
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
-from bot.review.explain import kernel_lines
-from bot.review.words import number, speed, speed_range
+from bot.review.explain import inconclusive_reason, kernel_lines, varied_between_processes
+from bot.review.words import number, percent, speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -52,7 +52,7 @@ def _shape(s: Sequence[int]) -> str:
 
 def _sweep_line(s: SweepEvidence) -> str:
     """One vendor's sweep in a line: how many shapes, the served shapes overall, the worst."""
-    line = f"{s.vendor} ({s.gpu}): {len(s.shapes)} shapes"
+    line = f"{s.vendor} ({s.gpu}): {plural(len(s.shapes), 'shape')}"
     if s.geomean_ratio is not None:
         notes = [speed_range(*s.geomean_ci)] if s.geomean_ci else []
         notes += ["weighted by how often each is served"] if s.weighted else []
@@ -62,6 +62,18 @@ def _sweep_line(s: SweepEvidence) -> str:
     if worst is not None and worst.ratio is not None:
         line += f"; worst {worst.kernel} {_shape(worst.shape)} {worst.dtype}, {speed(worst.ratio)}"
     return line
+
+
+def _inconclusive_line(x: ShapeLine) -> str:
+    """An inconclusive shape: its interval and, in words, why it could not be decided."""
+    line = f"{x.kernel} {_shape(x.shape)} {x.dtype}: inconclusive"
+    if x.ci_low is not None and x.ci_high is not None:
+        line += f" ({speed_range(x.ci_low, x.ci_high)} at 95%)"
+    reason = inconclusive_reason(x.detail)
+    if reason:
+        return f"{line}: {reason}"
+    tolerance = f" ({percent(x.tolerance)})" if x.tolerance is not None else ""
+    return f"{line}: the interval crosses the edge of the tolerance{tolerance}, neither within it nor clearly past it"
 
 
 def sweep(f: Facts) -> Finding:
@@ -94,6 +106,7 @@ def sweep(f: Facts) -> Finding:
     for s in gpu_sweeps:
         where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
         lines += [where + line for line in kernel_lines(s, ev.compiler)]
+        lines += [where + _inconclusive_line(x) for x in s.inconclusive]
     judged = {_case(a.kernel, a.shape, a.dtype, a.vendor): a.state for a in f.accepted}
     slower: list[ShapeLine] = []  # the slower shapes no acceptance covers
     for s in gpu_sweeps:
@@ -122,12 +135,20 @@ def sweep(f: Facts) -> Finding:
             what.append(f"{n_accepted} accepted")
         return Finding("open", "; ".join(what), rows, blocking=True)
     if inconclusive:
-        return Finding(
-            "open",
-            f"{plural(len(inconclusive), 'shape')} inconclusive: the noise was larger than the "
-            "tolerance within the budget; rerun with `/bench full`",
-            rows,
-        )
+        spread = [x for x in inconclusive if varied_between_processes(x.detail)]
+        if len(spread) == len(inconclusive):
+            why = (
+                "head against base varied from one process to the next by more than the "
+                "tolerance allows; each shape's line says how far and why"
+            )
+        elif spread:
+            why = (
+                f"{len(spread)} varied from one process to the next, the rest were too noisy "
+                "within the budget (rerun those with `/bench full`); each shape's line says why"
+            )
+        else:
+            why = "the noise was larger than the tolerance within the budget; rerun with `/bench full`"
+        return Finding("open", f"{plural(len(inconclusive), 'shape')} inconclusive: {why}", rows)
     if n_accepted:
         return Finding(
             "met",

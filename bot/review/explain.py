@@ -265,3 +265,41 @@ def kernel_lines(sweep: SweepEvidence, compiler: CompilerEvidence | None = None)
             text += f"; {other} slower {_by(rest)}, with no common pattern"
         out.append(f"{line}; {text}")
     return out
+
+
+_STOPS = {
+    "max rounds": "it ran all {n} rounds without the interval getting narrow enough",
+    "max executions": "it ran all its executions (fresh processes, {n} rounds) without them agreeing",
+    "time budget": "its time budget ran out after {n} rounds, before the interval was narrow enough",
+    "throttled": "it stopped after {n} rounds: the GPU was throttling",
+}
+_STOP = re.compile(r"stopped: (.+) after (\d+) rounds?")
+SPREAD = "varied from one execution"  # the sweep's words for executions that disagree
+AUTOTUNER = "the autotuner picks differently"
+
+
+def inconclusive_reason(detail: str) -> str:
+    """Why a shape was inconclusive, from its sweep detail, each thing said once: the stop in
+    words unless the executions' spread says it, the likely cause left out where the autotuner
+    was already named, repeated parts dropped."""
+    parts = list(dict.fromkeys(p.strip() for p in detail.split("; ") if p.strip()))
+    spread = any(SPREAD in p for p in parts)
+    autotuner = any(p.startswith(AUTOTUNER) for p in parts)
+    out = []
+    for p in parts:
+        stop = _STOP.fullmatch(p)
+        if stop:
+            if not spread and stop.group(1) in _STOPS:
+                out.append(_STOPS[stop.group(1)].format(n=stop.group(2)))
+            elif not spread:
+                out.append(p)
+            continue
+        if autotuner and p == "likely cause: the autotuner's picks":
+            continue
+        out.append(p)
+    return "; ".join(out)
+
+
+def varied_between_processes(detail: str) -> bool:
+    """Whether a shape's detail says its executions (fresh processes) disagreed."""
+    return SPREAD in detail
