@@ -116,12 +116,14 @@ def _part_a(tables: Sequence[PartATable]) -> list[str]:
 
 
 def _cell(x: object) -> str:
+    if isinstance(x, int | float) and not isinstance(x, bool):
+        return number(x)
     return "—" if x is None else esc(x)
 
 
 def _span(values: Sequence[int]) -> str:
     lo, hi = min(values), max(values)
-    return str(lo) if lo == hi else f"{lo}–{hi}"
+    return number(lo) if lo == hi else f"{number(lo)}–{number(hi)}"
 
 
 def _occupancy_pct(text: str) -> float:
@@ -152,7 +154,7 @@ def _compiler_rows(rows: Sequence[CompilerRow]) -> list[str]:
         if r.error:
             out.append(f"{head} failed: {esc(r.error)} ||||||")
             continue
-        load = f"{r.load_bits_max} bit" if r.load_bits_max else "—"
+        load = f"{number(r.load_bits_max)} bit" if r.load_bits_max else "—"
         out.append(
             f"{head} {_cell(r.regs_per_thread)} | {_cell(r.spill_bytes)} | {_cell(r.shared_bytes)} | "
             f"{_cell(r.occupancy)} | {_cell(r.matrix_instr)} | {load} |"
@@ -198,7 +200,7 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
         )
         out.append(
             f"| {esc(kernel)} | {side} | {esc(target)} | {variants} | "
-            f"{_span(regs) if regs else '—'} | {max(spills) if spills else '—'} | "
+            f"{_span(regs) if regs else '—'} | {number(max(spills)) if spills else '—'} | "
             f"{_span(shared) if shared else '—'} | {occupancy} | {instr} | "
             f"{_span(loads) if loads else '—'} |"
         )
@@ -454,7 +456,7 @@ def _smem(rows: Sequence[SmemTraffic]) -> list[str]:
     for r in order:
         out.append(
             f"| {esc(r.kernel)} | {'x'.join(map(str, r.shape))} | {esc(r.dtype)} | {r.vendor} | "
-            f"{r.side} | {code(r.function)} | {r.launches} | {_cell(r.accesses)} | {_cell(r.conflicts)} |"
+            f"{r.side} | {code(r.function)} | {number(r.launches)} | {_cell(r.accesses)} | {_cell(r.conflicts)} |"
         )
     return [
         *out,

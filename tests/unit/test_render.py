@@ -248,7 +248,14 @@ def test_no_number_in_the_review_runs_to_dozens_of_digits():
         base_of_roofline=1e40, head_of_roofline=0.5,
     )  # fmt: skip
     wilder = wild.model_copy(update={"shape": (4096, 4096), "ratio": 1e200, "head_us": 1e230})
-    ev = Evidence(sweeps=(SWEEP.model_copy(update={"shapes": (wild, wilder)}),))
+    huge = CompilerRow(
+        kernel="softmax", side="new", language="triton", vendor="nvidia", target="sm_90",
+        config="BLOCK=1024", regs_per_thread=2**52, spill_bytes=2**52, shared_bytes=2**52,
+    )  # fmt: skip
+    ev = Evidence(
+        sweeps=(SWEEP.model_copy(update={"shapes": (wild, wilder)}),),
+        compiler=CompilerEvidence(rows=(huge,)),
+    )
     v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
     for text in (render_comment(v, CTX, ev, PART_A), render_comment(v, CTX, ev, full=True)):
         assert re.search(r"\d{12}", text) is None, re.search(r".{40}\d{12}.{10}", text)
