@@ -89,7 +89,9 @@ def conclude(
         (*acceptances, *policy_acceptances(policy)),
         today or date.today(),
     )
-    if context.base_sha == context.head_sha:
+    if context.base_sha == context.head_sha and not any(c.kind == "toolchain" for c in changes):
+        # one commit on both sides has no code difference; only a toolchain tried against the
+        # pinned one (the scheduled run) is a difference there
         verdict = Verdict(
             decision="approve",
             why=f"Base and head are the same commit ({context.head_sha[:7]}): there is no "

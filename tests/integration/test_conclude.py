@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.contracts.evidence import Evidence, NotRun
+from bot.contracts.review import ChangeLine
 from bot.policy.load import parse_policy
 from bot.review.conclude import conclude, requirements, review_context
 from bot.review.local import ReviewInputs, static_review
@@ -92,5 +93,11 @@ def test_the_same_commit_on_both_sides_says_there_is_nothing_to_review() -> None
             "Base and head are the same commit (ccccccc): there is no difference to review."
         )
         assert "no difference to review" in out.comment.splitlines()[1]
+    # the scheduled run tries a new toolchain on one commit: that is a difference to review
+    bump = ChangeLine(
+        kernel="triton", kind="toolchain", old_version="==3.5.1", new_version="==3.6.0"
+    )
+    out = conclude((bump,), POLICY, Evidence(repo=REPO), ctx)
+    assert not out.verdict.no_kernel_changes and out.verdict.conditions
     # and the requirements carry each kernel's own tolerance, which decides its shapes
     assert requirements(POLICY).tolerances == {"softmax": 0.05}
