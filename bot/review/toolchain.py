@@ -9,11 +9,12 @@ cold, old against new. It names the policy's owners as the ones who re-tune, e.g
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from bot.contracts.evidence import CompilerRow, Evidence, KernelHistory
 from bot.contracts.review import ChangeLine
-from bot.review.words import number
+from bot.review.words import and_list, number
 
 HISTORY_POINTS = 6  # the most recent recorded runs a kernel's line shows
 
@@ -43,9 +44,16 @@ def _differs(c: ChangeLine, ev: Evidence) -> bool | None:
     base, head = _versions(ev, "base"), _versions(ev, "head")
     if c.kernel in base and c.kernel in head:
         return base[c.kernel] != head[c.kernel]
-    if c.old_version and c.new_version:
-        return c.old_version != c.new_version
+    old, new = _exact(c.old_version), _exact(c.new_version)
+    if old and new:
+        return old != new
     return None
+
+
+def _exact(spec: str | None) -> str | None:
+    """The one version an exact pin (``==3.6.0``) fixes; None for a range, none or several."""
+    m = re.fullmatch(r"\s*===?\s*([\w.+!-]+)\s*", spec or "")
+    return m.group(1) if m else None
 
 
 def toolchain_differs(changes: Sequence[ChangeLine], ev: Evidence) -> bool | None:
@@ -208,17 +216,25 @@ def toolchain_lines(
             f"both sides ran {new_words}: the pin changed nothing that ran, so no difference "
             "measured here is the toolchain's"
         ]
-    lines = []
     if differs is None:
         unknown = [c for c in changes if c.kind == "toolchain" and _differs(c, ev) is None]
-        said = ", ".join(
-            f"the {'base' if c.old_version is None else 'head'} did not pin {c.kernel}"
-            for c in unknown
+        said = and_list(
+            [
+                f"{c.kernel} {c.old_version or 'not pinned'} → {c.new_version or 'not pinned'}"
+                for c in unknown
+            ]
         )
-        lines.append(
-            f"{said} and the versions each side ran were not recorded, so a difference below "
-            "may not be the toolchain's"
+        affects = (
+            f"; it may affect every policy kernel: {and_list(policy_kernels)}"
+            if policy_kernels
+            else ""
         )
+        return [
+            f"the versions each side ran were not recorded, and {said} "
+            f"{'does' if len(unknown) == 1 else 'do'} not fix one version on each side, so no "
+            f"difference measured here can be put down to the toolchain{affects}"
+        ]
+    lines = []
     kernels: list[str] = list(dict.fromkeys(policy_kernels))
     for name in (
         *(r.kernel for r in (ev.compiler.rows if ev.compiler else ())),

@@ -63,8 +63,18 @@ def decide(
     what = []
     if bumps:
         moved = ", ".join(dict.fromkeys(c.kernel for c in bumps))
-        if toolchain_differs(bumps, ev) is False:
+        differs = toolchain_differs(bumps, ev)
+        if differs is False:
             what.append(f"pins {moved} at the version both sides already ran")
+        elif differs is None:
+            what.append(
+                f"changes the toolchain pins ({moved})"
+                + (
+                    f", which may affect every policy kernel: {and_list(req.kernels)}"
+                    if req.kernels
+                    else ""
+                )
+            )
         elif req.kernels:
             what.append(
                 f"moves the kernels' toolchain ({moved}), which affects every policy kernel: "

@@ -163,13 +163,23 @@ def test_pins_added_at_the_versions_both_sides_ran_blame_nothing_on_the_toolchai
     verdict = decide((PIN_ADDED,), Requirements(vendors=("nvidia",)), ev)
     assert "moves the kernels' toolchain" not in verdict.why
     assert "pins triton at the version both sides already ran" in verdict.why
-    # with the versions each side ran unknown and no old pin, the review says it cannot tell
+    # the versions each side ran not recorded, and pins that do not fix one version each:
+    # nothing measured is put down to the toolchain, and the review says why
     unknown = _evidence().model_copy(update={"toolchains": ()})
-    lines = toolchain_lines((PIN_ADDED,), unknown, ["@gpu-team"])
-    assert lines[0] == (
-        "the base did not pin triton and the versions each side ran were not recorded, "
-        "so a difference below may not be the toolchain's"
-    )
+    for old, new in ((None, "==3.6.0"), ("(any)", ">=3.6,<3.7"), ("==3.5.1", ">=3.5")):
+        pins = BUMP.model_copy(update={"old_version": old, "new_version": new})
+        lines = toolchain_lines((pins,), unknown, ["@gpu-team"], KERNELS)
+        assert not any("slower" in x or "spill" in x or "registers" in x for x in lines), lines
+        assert lines[0] == (
+            f"the versions each side ran were not recorded, and triton {old or 'not pinned'} → "
+            f"{new} does not fix one version on each side, so no difference measured here can "
+            "be put down to the toolchain; it may affect every policy kernel: matmul, softmax "
+            "and vector_add"
+        )
+        why = decide((pins,), Requirements(vendors=("nvidia",)), unknown).why
+        assert "changes the toolchain pins (triton)" in why and "moves" not in why
+    # two exact pins that differ are a toolchain difference even where nothing was recorded
+    assert "12 of 20 configs now spill" in toolchain_lines((BUMP,), unknown, [])[0]
 
 
 KERNELS = ("matmul", "softmax", "vector_add")
