@@ -70,15 +70,15 @@ def decide(
             what.append(
                 f"changes the toolchain pins ({moved})"
                 + (
-                    f", which may affect every policy kernel: {and_list(req.kernels)}"
+                    f", which may affect every policy kernel ({and_list(req.kernels)})"
                     if req.kernels
                     else ""
                 )
             )
         elif req.kernels:
             what.append(
-                f"moves the kernels' toolchain ({moved}), which affects every policy kernel: "
-                + and_list(req.kernels)
+                f"moves the kernels' toolchain ({moved}), which affects every policy kernel "
+                f"({and_list(req.kernels)})"
             )
         else:
             what.append(f"moves the kernels' toolchain ({moved}), which affects every kernel")

@@ -191,7 +191,7 @@ def test_a_toolchain_change_names_the_kernels_it_affects_and_which_moved() -> No
     assert "moved under triton 3.6.0: matmul (of 2 kernels measured; 3 in the policy)" in lines
     tolerances = dict.fromkeys(KERNELS, 0.03)
     verdict = decide((BUMP,), Requirements(vendors=("nvidia",), tolerances=tolerances), ev)
-    assert "which affects every policy kernel: matmul, softmax and vector_add" in verdict.why
+    assert "which affects every policy kernel (matmul, softmax and vector_add)" in verdict.why
     ctx = ReviewContext(base_sha="a" * 40, head_sha="b" * 40, kernels=KERNELS)
     text = render_comment(verdict, ctx, ev)
     assert "| triton (matmul, softmax, vector\\_add) | toolchain" in text
