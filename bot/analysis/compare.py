@@ -49,6 +49,27 @@ def _configs_changed(old: KernelDef, new: KernelDef) -> bool:
     return collapse(old.configs_built_by or "") != collapse(new.configs_built_by or "")
 
 
+def _defaults_moved_to_configs(old: KernelDef, new: KernelDef) -> bool:
+    """Whether the two kernels differ in nothing but constexpr defaults, each of which an
+    autotuner's configs or a heuristic of either side sets (``triton.autotune`` added and
+    ``BLOCK: tl.constexpr = 1024`` become ``BLOCK: tl.constexpr``, or the reverse)."""
+    if old.digest_without_defaults is None or old.digest == new.digest:
+        return False
+    if old.digest_without_defaults != new.digest_without_defaults:
+        return False
+    moved = {
+        name
+        for name in set(old.constexprs) | set(new.constexprs)
+        if old.constexprs.get(name) != new.constexprs.get(name)
+    }
+    set_by = (
+        {name for k in (old, new) for c in (k.configs or ()) for name in c.kwargs}
+        | set(old.heuristics)
+        | set(new.heuristics)
+    )
+    return bool(moved) and moved <= set_by
+
+
 def compare_kernels(
     old: KernelDef, new: KernelDef, patch: FilePatch | None
 ) -> tuple[ChangeKind | None, list[str], dict[str, str], dict[str, str]]:
@@ -88,6 +109,7 @@ def compare_kernels(
         real = [t for t in changed if t.strip() and not t.strip().startswith(("#", "//"))]
         inside = [t for t in real if not is_tuning_line(t)]
         decorator_only = old.digest is not None and old.digest == new.digest
+        decorator_only = decorator_only or _defaults_moved_to_configs(old, new)
         if inside and not decorator_only:
             body = True
         elif not real and old.digest is not None and not tuning and not t_old:

@@ -83,6 +83,8 @@ class KernelDef(Frozen):
     body_start: int  # first line of the body (after signature, docstring)
     body_end: int
     digest: str | None = None  # body and signature, normalised; None when seen partially
+    # the same, less the defaults of its constexpr parameters (what an autotuner's configs set)
+    digest_without_defaults: str | None = None
     decorators: tuple[str, ...] = ()
     configs: tuple[TritonConfig, ...] | None = None  # None: not autotuned, or not readable
     configs_source: str | None = None  # the configs expression as written (after resolution)

@@ -44,6 +44,25 @@ _DSL_HINT = re.compile("|".join((*MARKER_WORDS, "__global__")))
 # ------------------------------------------------------------------------------ whole files
 
 
+def _signature_without_defaults(args: ast.arguments) -> str:
+    """A signature's parameters, annotations and defaults as text, except the defaults of
+    ``constexpr`` parameters: those an autotuner's configs may set instead."""
+
+    def one(a: ast.arg, default: ast.expr | None) -> str:
+        annotation = ast.unparse(a.annotation) if a.annotation is not None else ""
+        keep = default is not None and "constexpr" not in annotation
+        return f"{a.arg}:{annotation}={ast.unparse(default) if keep and default else ''}"
+
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    defaults += args.defaults
+    parts = [one(a, d) for a, d in zip(positional, defaults, strict=True)]
+    parts += [f"*{args.vararg.arg}" if args.vararg else "*"]
+    parts += [one(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    parts += [f"**{args.kwarg.arg}"] if args.kwarg else []
+    return ", ".join(parts)
+
+
 def scan_python(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan:
     """``markers``: the policy's ``kernel_decorators`` (dotted names, as resolved or written)."""
     hinted = any(m.rsplit(".", 1)[-1] in text for m in markers)
@@ -347,6 +366,8 @@ class _Reader:
             body_start=body[0].lineno,
             body_end=end,
             digest=digest([ast.unparse(stripped)]),
+            digest_without_defaults=digest([_signature_without_defaults(node.args)])
+            + digest([ast.unparse(s) for s in body]),
             decorators=tuple(
                 ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
             ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.contracts.accept import AcceptedLine
 from bot.contracts.base import Frozen, Vendor
@@ -66,6 +66,13 @@ class Requirements(Frozen):
     deployment: DeploymentKind = "long-lived"
     first_call_budget_ms: float | None = None
     tolerance: float = 0.03
+    # each policy kernel's own tolerance (the policy's unless the kernel sets one), by name
+    tolerances: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        """The policy's kernels, in its order."""
+        return tuple(self.tolerances)
 
 
 class Condition(Frozen):
@@ -113,3 +120,4 @@ class ReviewContext(BaseModel):
     vendors: tuple[str, ...] = ()
     note: str = ""  # e.g. "demo on a machine without a GPU"
     owners: tuple[str, ...] = ()  # the policy's: who re-tunes after a toolchain change
+    kernels: tuple[str, ...] = ()  # the policy's kernels: what a toolchain change affects

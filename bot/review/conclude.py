@@ -42,6 +42,7 @@ def requirements(policy: Policy) -> Requirements:
         deployment=policy.deployment.kind,
         first_call_budget_ms=policy.deployment.first_call_budget_ms,
         tolerance=policy.tolerance,
+        tolerances={k.name: k.effective_tolerance(policy) for k in policy.kernels},
     )
 
 
@@ -65,6 +66,7 @@ def review_context(
         vendors=tuple(policy.vendors),
         note=note,
         owners=tuple(policy.owners),
+        kernels=tuple(k.name for k in policy.kernels),
     )
 
 
@@ -87,7 +89,20 @@ def conclude(
         (*acceptances, *policy_acceptances(policy)),
         today or date.today(),
     )
-    verdict = decide(changes, requirements(policy), evidence, accepted)
+    if context.base_sha == context.head_sha and not any(c.kind == "toolchain" for c in changes):
+        # one commit on both sides has no code difference; only a toolchain tried against the
+        # pinned one (the scheduled run) is a difference there
+        verdict = Verdict(
+            decision="approve",
+            why=f"Base and head are the same commit ({context.head_sha[:7]}): there is no "
+            "difference to review.",
+            conditions=(),
+            not_asking_for=(),
+            changes=(),
+            no_kernel_changes=True,
+        )
+    else:
+        verdict = decide(changes, requirements(policy), evidence, accepted)
     part_a = tuple(part_a)
     return ReviewOutput(
         verdict=verdict,

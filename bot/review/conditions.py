@@ -15,8 +15,8 @@ from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import Evidence, FirstCallEvidence, ShapeLine, SweepEvidence
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
-from bot.review.explain import kernel_lines
-from bot.review.words import speed, speed_range
+from bot.review.explain import inconclusive_reason, kernel_lines, varied_between_processes
+from bot.review.words import number, percent, speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -52,7 +52,7 @@ def _shape(s: Sequence[int]) -> str:
 
 def _sweep_line(s: SweepEvidence) -> str:
     """One vendor's sweep in a line: how many shapes, the served shapes overall, the worst."""
-    line = f"{s.vendor} ({s.gpu}): {len(s.shapes)} shapes"
+    line = f"{s.vendor} ({s.gpu}): {plural(len(s.shapes), 'shape')}"
     if s.geomean_ratio is not None:
         notes = [speed_range(*s.geomean_ci)] if s.geomean_ci else []
         notes += ["weighted by how often each is served"] if s.weighted else []
@@ -62,6 +62,18 @@ def _sweep_line(s: SweepEvidence) -> str:
     if worst is not None and worst.ratio is not None:
         line += f"; worst {worst.kernel} {_shape(worst.shape)} {worst.dtype}, {speed(worst.ratio)}"
     return line
+
+
+def _inconclusive_line(x: ShapeLine) -> str:
+    """An inconclusive shape: its interval and, in words, why it could not be decided."""
+    line = f"{x.kernel} {_shape(x.shape)} {x.dtype}: inconclusive"
+    if x.ci_low is not None and x.ci_high is not None:
+        line += f" ({speed_range(x.ci_low, x.ci_high)} at 95%)"
+    reason = inconclusive_reason(x.detail)
+    if reason:
+        return f"{line}: {reason}"
+    tolerance = f" ({percent(x.tolerance)})" if x.tolerance is not None else ""
+    return f"{line}: the interval crosses the edge of the tolerance{tolerance}, neither within it nor clearly past it"
 
 
 def sweep(f: Facts) -> Finding:
@@ -94,6 +106,7 @@ def sweep(f: Facts) -> Finding:
     for s in gpu_sweeps:
         where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
         lines += [where + line for line in kernel_lines(s, ev.compiler)]
+        lines += [where + _inconclusive_line(x) for x in s.inconclusive]
     judged = {_case(a.kernel, a.shape, a.dtype, a.vendor): a.state for a in f.accepted}
     slower: list[ShapeLine] = []  # the slower shapes no acceptance covers
     for s in gpu_sweeps:
@@ -122,12 +135,20 @@ def sweep(f: Facts) -> Finding:
             what.append(f"{n_accepted} accepted")
         return Finding("open", "; ".join(what), rows, blocking=True)
     if inconclusive:
-        return Finding(
-            "open",
-            f"{plural(len(inconclusive), 'shape')} inconclusive: the noise was larger than the "
-            "tolerance within the budget; rerun with `/bench full`",
-            rows,
-        )
+        spread = [x for x in inconclusive if varied_between_processes(x.detail)]
+        if len(spread) == len(inconclusive):
+            why = (
+                "head against base varied from one process to the next by more than the "
+                "tolerance allows; each shape's line says how far and why"
+            )
+        elif spread:
+            why = (
+                f"{len(spread)} varied from one process to the next, the rest were too noisy "
+                "within the budget (rerun those with `/bench full`); each shape's line says why"
+            )
+        else:
+            why = "the noise was larger than the tolerance within the budget; rerun with `/bench full`"
+        return Finding("open", f"{plural(len(inconclusive), 'shape')} inconclusive: {why}", rows)
     if n_accepted:
         return Finding(
             "met",
@@ -151,16 +172,16 @@ def _case(kernel: str, shape: Sequence[int], dtype: str, vendor: str) -> tuple:
 def _first_call_line(f: FirstCallEvidence) -> str:
     parts = [f"{f.kernel} on {f.vendor}" + (" (base, for comparison)" if f.side == "base" else "")]
     if f.cold_ms is not None:
-        parts.append(f"cold {f.cold_ms:.0f} ms")
+        parts.append(f"cold {number(f.cold_ms)} ms")
     if f.warm_ms is not None:
-        parts.append(f"warm {f.warm_ms:.0f} ms")
+        parts.append(f"warm {number(f.warm_ms)} ms")
     if f.autotune_ms:
-        parts.append(f"autotune {f.autotune_ms:.0f} ms")
+        parts.append(f"autotune {number(f.autotune_ms)} ms")
     if f.distinct_keys is not None:
         parts.append(f"{plural(f.distinct_keys, 'autotune key')} over the served shapes")
     if f.cold_total_ms is not None:
         how = " (from each shape's own first call)" if f.cold_total_derived else ""
-        parts.append(f"{f.cold_total_ms:.0f} ms to serve every shape once, cold{how}")
+        parts.append(f"{number(f.cold_total_ms)} ms to serve every shape once, cold{how}")
     if f.compile_only:
         parts.append("(compile only, on a CPU)")
     line = ", ".join(parts)
@@ -184,7 +205,7 @@ def _picks_against_sweep(f: FirstCallEvidence, sweeps: Sequence[SweepEvidence]) 
         if line is None:
             continue
         ran = " + ".join(line.head_configs)
-        ratio = f" (head/base {line.ratio:.3f})" if line.ratio is not None else ""
+        ratio = f" (head/base {number(line.ratio, 3)})" if line.ratio is not None else ""
         among = (
             "one of them"
             if set(line.head_configs) <= _picked(spread.configs)
@@ -237,16 +258,16 @@ def first_call(f: Facts) -> Finding:
     ]
     if over:
         rows = lines + tuple(
-            f"{x.kernel}: over the {budget:.0f} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
+            f"{x.kernel}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
             for x in over
         )
         return Finding(
             "open",
-            f"over the `{kind}` budget of {budget:.0f} ms for {plural(len(over), 'kernel')}",
+            f"over the `{kind}` budget of {number(budget or 0.0)} ms for {plural(len(over), 'kernel')}",
             rows,
             blocking=True,
         )
-    return Finding("met", f"within the `{kind}` budget of {budget:.0f} ms", lines)
+    return Finding("met", f"within the `{kind}` budget of {number(budget or 0.0)} ms", lines)
 
 
 def vendors(f: Facts) -> Finding:
@@ -396,11 +417,11 @@ def evaluate(
     the slower shapes an acceptance names (``bot.review.accept.judge``)."""
     facts = Facts(changes=tuple(changes), req=req, ev=ev, accepted=tuple(accepted))
     out = []
-    for number, (key, title, check) in enumerate(CONDITIONS, start=1):
+    for place, (key, title, check) in enumerate(CONDITIONS, start=1):
         found = check(facts)
         out.append(
             Condition(
-                number=number,
+                number=place,
                 key=key,  # type: ignore[arg-type]
                 title=title,
                 state=found.state,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
-from bot.review.words import slower_by
+from bot.review.words import number, slower_by
 
 ALIGN = 16  # Triton specializes integer arguments and pointers on divisibility by 16
 MIN_CONTRAST = 2  # "only at X" needs at least this many timed shapes outside X, not slower
@@ -195,9 +195,9 @@ def compiler_difference(
     else:
         where = "head's variants for these sizes"
         contrast = "at sizes " + ("not divisible" if align else "divisible") + " by 16"
-    for worse, number in _FACTS:
-        a = [v for v in map(number, slow) if v is not None]
-        b = [v for v in map(number, other) if v is not None]
+    for worse, measure in _FACTS:
+        a = [v for v in map(measure, slow) if v is not None]
+        b = [v for v in map(measure, other) if v is not None]
         said = worse(a, b) if a and b else None
         if said:
             return f"{where} {said[0]} ({said[1]} {contrast})"
@@ -205,15 +205,24 @@ def compiler_difference(
 
 
 def _narrower_loads(a: list[float], b: list[float]) -> tuple[str, str] | None:
-    return (f"uses {min(a):g}-bit loads", f"{min(b):g}-bit") if max(a) < min(b) else None
+    return (
+        (f"uses {number(min(a))}-bit loads", f"{number(min(b))}-bit") if max(a) < min(b) else None
+    )
 
 
 def _more_spills(a: list[float], b: list[float]) -> tuple[str, str] | None:
-    return (f"spills {max(a):g} bytes", f"{max(b):g}") if min(a) > max(b) else None
+    return (f"spills {number(max(a))} bytes", f"{number(max(b))}") if min(a) > max(b) else None
 
 
 def _lower_occupancy(a: list[float], b: list[float]) -> tuple[str, str] | None:
-    return (f"runs at {min(a):g}% occupancy", f"{min(b):g}%") if max(a) < min(b) else None
+    return (
+        (
+            f"runs at {number(min(a), 1).removesuffix('.0')}% occupancy",
+            f"{number(min(b), 1).removesuffix('.0')}%",
+        )
+        if max(a) < min(b)
+        else None
+    )
 
 
 # (how the slow variants are worse, if they are; the number compared), in the order tried
@@ -256,3 +265,41 @@ def kernel_lines(sweep: SweepEvidence, compiler: CompilerEvidence | None = None)
             text += f"; {other} slower {_by(rest)}, with no common pattern"
         out.append(f"{line}; {text}")
     return out
+
+
+_STOPS = {
+    "max rounds": "it ran all {n} rounds without the interval getting narrow enough",
+    "max executions": "it ran all its executions (fresh processes, {n} rounds) without them agreeing",
+    "time budget": "its time budget ran out after {n} rounds, before the interval was narrow enough",
+    "throttled": "it stopped after {n} rounds: the GPU was throttling",
+}
+_STOP = re.compile(r"stopped: (.+) after (\d+) rounds?")
+SPREAD = "varied from one execution"  # the sweep's words for executions that disagree
+AUTOTUNER = "the autotuner picks differently"
+
+
+def inconclusive_reason(detail: str) -> str:
+    """Why a shape was inconclusive, from its sweep detail, each thing said once: the stop in
+    words unless the executions' spread says it, the likely cause left out where the autotuner
+    was already named, repeated parts dropped."""
+    parts = list(dict.fromkeys(p.strip() for p in detail.split("; ") if p.strip()))
+    spread = any(SPREAD in p for p in parts)
+    autotuner = any(p.startswith(AUTOTUNER) for p in parts)
+    out = []
+    for p in parts:
+        stop = _STOP.fullmatch(p)
+        if stop:
+            if not spread and stop.group(1) in _STOPS:
+                out.append(_STOPS[stop.group(1)].format(n=stop.group(2)))
+            elif not spread:
+                out.append(p)
+            continue
+        if autotuner and p == "likely cause: the autotuner's picks":
+            continue
+        out.append(p)
+    return "; ".join(out)
+
+
+def varied_between_processes(detail: str) -> bool:
+    """Whether a shape's detail says its executions (fresh processes) disagreed."""
+    return SPREAD in detail

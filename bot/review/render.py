@@ -25,7 +25,7 @@ from bot.contracts.evidence import (
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
 from bot.review.toolchain import history_lines, toolchain_lines
-from bot.review.words import speed, speed_range
+from bot.review.words import number, speed, speed_range
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
 STATE_MARKS = {"met": "✅", "open": "❌", "not_run": "⏸️"}
@@ -51,7 +51,8 @@ def _condition_block(c: Condition) -> list[str]:
     return out
 
 
-def _changes_table(v: Verdict) -> list[str]:
+def _changes_table(v: Verdict, kernels: Sequence[str] = ()) -> list[str]:
+    """What changed, one row per change; a toolchain change names the policy's ``kernels``."""
     out = ["| kernel | change | old | new | old kernel |", "|---|---|---|---|---|"]
     for c in v.changes:
         if c.kind == "rewrite":
@@ -73,7 +74,7 @@ def _changes_table(v: Verdict) -> list[str]:
         new = "<br>".join(code(p) for p in c.new_paths) or "—"
         name = esc(c.kernel) + ("" if c.mapped else " (not in policy)")
         if c.kind == "toolchain":
-            name = f"{esc(c.kernel)} (every kernel)"
+            name = f"{esc(c.kernel)} ({esc(', '.join(kernels)) if kernels else 'every kernel'})"
         out.append(f"| {name} | {kind} | {old} | {new} | {kept} |")
     return out
 
@@ -91,7 +92,7 @@ def _findings(v: Verdict) -> list[str]:
 def _toolchain(v: Verdict, evidence: Evidence, ctx: ReviewContext) -> list[str]:
     """What a toolchain change moved, and the default branch's history (open sections)."""
     out: list[str] = []
-    moved = toolchain_lines(v.changes, evidence, ctx.owners)
+    moved = toolchain_lines(v.changes, evidence, ctx.owners, ctx.kernels)
     if moved:
         out += ["### What the toolchain change moved", "", *(f"- {esc(x)}" for x in moved), ""]
     history = history_lines(evidence)
@@ -115,12 +116,14 @@ def _part_a(tables: Sequence[PartATable]) -> list[str]:
 
 
 def _cell(x: object) -> str:
+    if isinstance(x, int | float) and not isinstance(x, bool):
+        return number(x)
     return "—" if x is None else esc(x)
 
 
 def _span(values: Sequence[int]) -> str:
     lo, hi = min(values), max(values)
-    return str(lo) if lo == hi else f"{lo}–{hi}"
+    return number(lo) if lo == hi else f"{number(lo)}–{number(hi)}"
 
 
 def _occupancy_pct(text: str) -> float:
@@ -151,7 +154,7 @@ def _compiler_rows(rows: Sequence[CompilerRow]) -> list[str]:
         if r.error:
             out.append(f"{head} failed: {esc(r.error)} ||||||")
             continue
-        load = f"{r.load_bits_max} bit" if r.load_bits_max else "—"
+        load = f"{number(r.load_bits_max)} bit" if r.load_bits_max else "—"
         out.append(
             f"{head} {_cell(r.regs_per_thread)} | {_cell(r.spill_bytes)} | {_cell(r.shared_bytes)} | "
             f"{_cell(r.occupancy)} | {_cell(r.matrix_instr)} | {load} |"
@@ -197,7 +200,7 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
         )
         out.append(
             f"| {esc(kernel)} | {side} | {esc(target)} | {variants} | "
-            f"{_span(regs) if regs else '—'} | {max(spills) if spills else '—'} | "
+            f"{_span(regs) if regs else '—'} | {number(max(spills)) if spills else '—'} | "
             f"{_span(shared) if shared else '—'} | {occupancy} | {instr} | "
             f"{_span(loads) if loads else '—'} |"
         )
@@ -429,7 +432,7 @@ def _vs_base(x: ShapeLine) -> str:
 
 def _roofline(x: ShapeLine) -> str:
     def pct(v: float | None) -> str:
-        return "—" if v is None else "<1%" if v < 0.005 else f"{v:.0%}"
+        return "—" if v is None else "<1%" if v < 0.005 else f"{number(v * 100)}%"
 
     if x.base_of_roofline is None and x.head_of_roofline is None:
         return "—"
@@ -453,7 +456,7 @@ def _smem(rows: Sequence[SmemTraffic]) -> list[str]:
     for r in order:
         out.append(
             f"| {esc(r.kernel)} | {'x'.join(map(str, r.shape))} | {esc(r.dtype)} | {r.vendor} | "
-            f"{r.side} | {code(r.function)} | {r.launches} | {_cell(r.accesses)} | {_cell(r.conflicts)} |"
+            f"{r.side} | {code(r.function)} | {number(r.launches)} | {_cell(r.accesses)} | {_cell(r.conflicts)} |"
         )
     return [
         *out,
@@ -473,8 +476,8 @@ def _sweep_table(s: SweepEvidence) -> list[str]:
     ]
     for x in _size_order(s.shapes):
         tag = " (small/ragged)" if x.small_or_ragged else ""
-        b = "—" if x.base_us is None else f"{x.base_us:.2f}"
-        h = "—" if x.head_us is None else f"{x.head_us:.2f}"
+        b = "—" if x.base_us is None else number(x.base_us, 2)
+        h = "—" if x.head_us is None else number(x.head_us, 2)
         out.append(
             f"| {esc(x.kernel)} | {'x'.join(map(str, x.shape))}{tag} | {esc(x.dtype)} | {b} | {h} | "
             f"{_vs_base(x)} | {_roofline(x)} | {x.verdict} |"
@@ -508,6 +511,9 @@ def _picks(s: SweepEvidence) -> list[str]:
 DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
 
 
+CHART_CUT = 10.0  # the chart draws a ratio past 10x (or under 1/10) at that bound
+
+
 def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
     """A bar per timed case, by kernel and size, with the tolerance band as two lines where the
     cases carry their tolerance; over ``limit`` cases, the ones furthest from 1.0."""
@@ -524,7 +530,9 @@ def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
         dtype = re.sub(r"[^A-Za-z0-9]", "", DTYPE_SHORT.get(x.dtype, x.dtype))[:8]
         return f'"{kernel} {"x".join(map(str, x.shape))} {dtype}"'
 
-    ratios = [x.ratio or 1.0 for x in timed]
+    raw = [x.ratio or 1.0 for x in timed]
+    ratios = [min(max(r, 1.0 / CHART_CUT), CHART_CUT) for r in raw]
+    cut = ratios != raw
     band = all(x.tolerance is not None for x in timed)
     upper = [1.0 + (x.tolerance or 0.0) for x in timed]
     lower = [1.0 / u for u in upper]
@@ -532,7 +540,7 @@ def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
     hi = max(1.1, *ratios, *(upper if band else ())) + 0.02
 
     def series(values: Sequence[float]) -> str:
-        return ", ".join(f"{v:.3f}" for v in values)
+        return ", ".join(number(v, 3) for v in values)
 
     out = [
         "```mermaid",
@@ -540,9 +548,10 @@ def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
         f'    title "head / base time, {s.vendor}: above 1 is slower'
         + ("; the lines are the tolerance band" if band else "")
         + (f"; the {limit} of {total} furthest from 1.0" if total > limit else "")
+        + (f"; bars cut at {CHART_CUT:g}x either way" if cut else "")
         + '"',
         f"    x-axis [{', '.join(label(x) for x in timed)}]",
-        f'    y-axis "ratio" {lo:.2f} --> {hi:.2f}',
+        f'    y-axis "ratio" {number(lo, 2)} --> {number(hi, 2)}',
         f"    bar [{series(ratios)}]",
     ]
     if band:
@@ -612,7 +621,7 @@ def _meta(ctx: ReviewContext) -> str:
         meta.append(f"policy {code(ctx.policy_source)}")
     dep = f"deployment {code(ctx.deployment)}"
     if ctx.first_call_budget_ms:
-        dep += f" (first-call budget {ctx.first_call_budget_ms:.0f} ms)"
+        dep += f" (first-call budget {number(ctx.first_call_budget_ms)} ms)"
     meta.append(dep)
     if ctx.vendors:
         meta.append("vendors " + ", ".join(ctx.vendors))
@@ -652,7 +661,7 @@ def render_comment(
         why += [f"- {esc(x)}" for x in verdict.not_asking_for]
     lines += _section("Why, and the five conditions before merge", why, full=full)
     lines += _accepted(verdict.accepted)
-    lines += _section("What changed", _changes_table(verdict), full=full)
+    lines += _section("What changed", _changes_table(verdict, ctx.kernels), full=full)
     lines += _findings(verdict)
     lines += _toolchain(verdict, evidence, ctx)
 

@@ -9,10 +9,12 @@ cold, old against new. It names the policy's owners as the ones who re-tune, e.g
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from bot.contracts.evidence import CompilerRow, Evidence, KernelHistory
 from bot.contracts.review import ChangeLine
+from bot.review.words import and_list, number
 
 HISTORY_POINTS = 6  # the most recent recorded runs a kernel's line shows
 
@@ -36,46 +38,90 @@ def under(changes: Sequence[ChangeLine], ev: Evidence) -> str:
     return ", ".join(dict.fromkeys(words))
 
 
+def _differs(c: ChangeLine, ev: Evidence) -> bool | None:
+    """Whether the two sides ran different versions of ``c``'s package: from the versions the
+    workers recorded, else from two different pins; None when neither tells."""
+    base, head = _versions(ev, "base"), _versions(ev, "head")
+    if c.kernel in base and c.kernel in head:
+        return base[c.kernel] != head[c.kernel]
+    old, new = _exact(c.old_version), _exact(c.new_version)
+    if old and new:
+        return old != new
+    return None
+
+
+def _exact(spec: str | None) -> str | None:
+    """The one version an exact pin (``==3.6.0``) fixes; None for a range, none or several."""
+    m = re.fullmatch(r"\s*===?\s*([\w.+!-]+)\s*", spec or "")
+    return m.group(1) if m else None
+
+
+def toolchain_differs(changes: Sequence[ChangeLine], ev: Evidence) -> bool | None:
+    """Whether base and head ran a different toolchain: True when some moved pin's package
+    differs, False when every one is known to be the same on both sides (pins added at the
+    versions already installed), None when that is not known."""
+    found = [_differs(c, ev) for c in changes if c.kind == "toolchain"]
+    if any(found):
+        return True
+    if found and all(x is False for x in found):
+        return False
+    return None
+
+
+def _key(r: CompilerRow) -> tuple[str, str, str, str]:
+    """What one compiled variant is: its vendor, target, config and specialization."""
+    return (r.vendor, r.target, r.config, r.specialization)
+
+
+def _alike(o: CompilerRow, r: CompilerRow) -> bool:
+    return (o.regs_per_thread, o.spill_bytes, o.shared_bytes, bool(o.error)) == (
+        r.regs_per_thread,
+        r.spill_bytes,
+        r.shared_bytes,
+        bool(r.error),
+    )
+
+
 def _compiler_moves(rows: Sequence[CompilerRow], new_words: str) -> list[str]:
-    """Per target: configs that now spill, no longer compile, or take more registers."""
-    old = {(r.target, r.config): r for r in rows if r.side == "old"}
-    by_target: dict[str, list[tuple[CompilerRow | None, CompilerRow]]] = {}
+    """Per target, old against new variant by variant (same config and specialization):
+    variants that now spill, no longer compile, or take more or fewer registers; when every
+    compared variant compiled alike, that."""
+    old = {_key(r): r for r in rows if r.side == "old"}
+    by_target: dict[str, list[tuple[CompilerRow, CompilerRow]]] = {}
     for r in rows:
-        if r.side == "new":
-            by_target.setdefault(r.target, []).append((old.get((r.target, r.config)), r))
+        o = old.get(_key(r))
+        if r.side == "new" and o is not None:
+            by_target.setdefault(r.target, []).append((o, r))
     out = []
     for target, pairs in sorted(by_target.items()):
         n = len(pairs)
-        spill = [1 for o, r in pairs if (r.spill_bytes or 0) > 0 and not (o and o.spill_bytes)]
-        failed = [1 for o, r in pairs if r.error and o is not None and not o.error]
+        noun = "configs" if len({r.config for _, r in pairs}) == n else "variants"
+        spill = [1 for o, r in pairs if (r.spill_bytes or 0) > 0 and not o.spill_bytes]
+        failed = [1 for o, r in pairs if r.error and not o.error]
         more = [
             (o.regs_per_thread, r.regs_per_thread)
             for o, r in pairs
-            if o
-            and o.regs_per_thread
-            and r.regs_per_thread
-            and r.regs_per_thread > o.regs_per_thread
+            if o.regs_per_thread and r.regs_per_thread and r.regs_per_thread > o.regs_per_thread
         ]
         fewer = [
             1
             for o, r in pairs
-            if o
-            and o.regs_per_thread
-            and r.regs_per_thread
-            and r.regs_per_thread < o.regs_per_thread
+            if o.regs_per_thread and r.regs_per_thread and r.regs_per_thread < o.regs_per_thread
         ]
         if spill:
-            out.append(f"{len(spill)} of {n} configs now spill on {target} under {new_words}")
+            out.append(f"{len(spill)} of {n} {noun} now spill on {target} under {new_words}")
         if failed:
-            out.append(f"{len(failed)} of {n} configs no longer compile for {target}")
+            out.append(f"{len(failed)} of {n} {noun} no longer compile for {target}")
         if more:
             worst = max(more, key=lambda p: p[1] - p[0])
             out.append(
-                f"{len(more)} of {n} configs take more registers on {target} "
+                f"{len(more)} of {n} {noun} take more registers on {target} "
                 f"(up to {worst[0]} → {worst[1]})"
             )
         if fewer:
             out.append(f"{len(fewer)} of {n} take fewer registers on {target}")
+        if all(_alike(o, r) for o, r in pairs):
+            out.append(f"compiled alike on {target} ({n} of {n} {noun} unchanged)")
     return out
 
 
@@ -88,15 +134,19 @@ def _sweep_moves(kernel: str, ev: Evidence) -> list[str]:
         label = " (CPU timing, not evidence)" if s.timing_kind == "cpu" else f" on {s.gpu}"
         slower = [x for x in mine if x.verdict == "SLOWER" and x.ratio]
         failed = [x for x in mine if x in s.failures]
+        unmoved = [x for x in mine if x.verdict in ("SAME", "FASTER")]
+        unsure = [x for x in mine if x.verdict == "INCONCLUSIVE"]
         if slower:
             w = max(slower, key=lambda x: x.ratio or 0.0)
             shape = "x".join(str(d) for d in w.shape)
             out.append(
-                f"{w.ratio:.2f}x slower at {shape} {w.dtype}{label}"
+                f"{number(w.ratio or 1.0, 2)}x slower at {shape} {w.dtype}{label}"
                 + (f", {len(slower)} of {len(mine)} shapes slower" if len(slower) > 1 else "")
             )
-        elif len(failed) < len(mine):
-            out.append(f"no shape of {len(mine) - len(failed)} timed slower{label}")
+        elif unmoved:
+            out.append(f"no shape of {len(unmoved)} timed slower{label}")
+        if unsure:
+            out.append(f"{len(unsure)} of {len(mine)} shapes inconclusive{label}")
         if failed:
             first = failed[0]
             out.append(
@@ -114,7 +164,7 @@ def _first_call_moves(kernel: str, ev: Evidence) -> list[str]:
         old = sides.get(("base", vendor))
         if side != "head" or old is None or old.cold_ms is None or new.cold_ms is None:
             continue
-        out.append(f"first call cold {old.cold_ms:.0f} → {new.cold_ms:.0f} ms ({vendor})")
+        out.append(f"first call cold {number(old.cold_ms)} → {number(new.cold_ms)} ms ({vendor})")
     return out
 
 
@@ -127,24 +177,65 @@ def history_lines(ev: Evidence) -> list[str]:
 def history_line(h: KernelHistory) -> str:
     """How a kernel's median time moved over its most recent recorded runs."""
     points = h.points[-HISTORY_POINTS:]
-    steps = " → ".join(f"{us:.1f}" for _, _, us, _ in points)
+    steps = " → ".join(number(us, 1) for _, _, us, _ in points)
     first, last = points[0], points[-1]
     change = last[2] / first[2]
     return (
         f"median µs over its served shapes on the default branch, {first[0]} to {last[0]}: "
-        f"{steps} ({change:.2f}x; last under {last[3]})"
+        f"{steps} ({number(change, 2)}x; last under {last[3]})"
     )
 
 
+def _moved(kernel: str, ev: Evidence) -> bool:
+    """Whether the evidence shows ``kernel`` moved: a shape timed slower or faster, or a
+    compiled variant that differs."""
+    rows = [r for r in (ev.compiler.rows if ev.compiler else ()) if r.kernel == kernel]
+    old = {_key(r): r for r in rows if r.side == "old"}
+    return any(
+        x.kernel == kernel and x.verdict in ("SLOWER", "FASTER")
+        for s in ev.sweeps
+        for x in s.shapes
+    ) or any(r.side == "new" and _key(r) in old and not _alike(old[_key(r)], r) for r in rows)
+
+
 def toolchain_lines(
-    changes: Sequence[ChangeLine], ev: Evidence, owners: Sequence[str]
+    changes: Sequence[ChangeLine],
+    ev: Evidence,
+    owners: Sequence[str],
+    policy_kernels: Sequence[str] = (),
 ) -> list[str]:
-    """One line per kernel saying what moved, then who re-tunes; nothing when the change moves
-    no toolchain pin."""
+    """One line per kernel (the policy's, then any other the evidence names) saying what
+    moved, what ran without a difference or inconclusively, or that nothing was measured; which
+    kernels moved; then who re-tunes. Nothing when the change moves no toolchain pin."""
     if not any(c.kind == "toolchain" for c in changes):
         return []
     new_words = under(changes, ev)
-    kernels: list[str] = []
+    differs = toolchain_differs(changes, ev)
+    if differs is False:
+        return [
+            f"both sides ran {new_words}: the pin changed nothing that ran, so no difference "
+            "measured here is the toolchain's"
+        ]
+    if differs is None:
+        unknown = [c for c in changes if c.kind == "toolchain" and _differs(c, ev) is None]
+        said = and_list(
+            [
+                f"{c.kernel} {c.old_version or 'not pinned'} → {c.new_version or 'not pinned'}"
+                for c in unknown
+            ]
+        )
+        affects = (
+            f"; it may affect every policy kernel: {and_list(policy_kernels)}"
+            if policy_kernels
+            else ""
+        )
+        return [
+            f"the versions each side ran were not recorded, and {said} "
+            f"{'does' if len(unknown) == 1 else 'do'} not fix one version on each side, so no "
+            f"difference measured here can be put down to the toolchain{affects}"
+        ]
+    lines = []
+    kernels: list[str] = list(dict.fromkeys(policy_kernels))
     for name in (
         *(r.kernel for r in (ev.compiler.rows if ev.compiler else ())),
         *(x.kernel for s in ev.sweeps for x in s.shapes),
@@ -152,7 +243,6 @@ def toolchain_lines(
     ):
         if name not in kernels:
             kernels.append(name)
-    lines = []
     if ev.toolchains:
         sides = [
             f"{t.side}: {', '.join(f'{k} {v}' for k, v in sorted(t.versions.items())) or '—'}"
@@ -160,6 +250,13 @@ def toolchain_lines(
             for t in sorted(ev.toolchains, key=lambda t: t.side)
         ]
         lines.append("each side ran under its own toolchain: " + "; ".join(dict.fromkeys(sides)))
+    seen = {
+        *(r.kernel for r in (ev.compiler.rows if ev.compiler else ())),
+        *(x.kernel for s in ev.sweeps for x in s.shapes),
+        *(f.kernel for f in ev.first_calls),
+    }
+    reasons = [n.reason for n in ev.not_run if n.check == "sweep"] if not ev.sweeps else []
+    why = reasons[0] if reasons else "no sweep, first call or compiler report covered it"
     for kernel in kernels:
         rows = [r for r in (ev.compiler.rows if ev.compiler else ()) if r.kernel == kernel]
         parts = [
@@ -167,11 +264,17 @@ def toolchain_lines(
             *_sweep_moves(kernel, ev),
             *_first_call_moves(kernel, ev),
         ]
-        lines.append(
-            f"{kernel}: " + ("; ".join(parts) or f"nothing measured moved under {new_words}")
-        )
-    if not kernels:
+        lines.append(f"{kernel}: " + ("; ".join(parts) or f"not measured under {new_words}: {why}"))
+    measured = [k for k in kernels if k in seen]
+    if not measured:
         lines.append(f"no kernel was measured under {new_words} yet")
+    else:
+        moved = [k for k in measured if _moved(k, ev)]
+        policy = f"; {len(policy_kernels)} in the policy" if policy_kernels else ""
+        lines.append(
+            f"moved under {new_words}: {', '.join(moved) or 'none'} "
+            f"(of {len(measured)} {'kernel' if len(measured) == 1 else 'kernels'} measured{policy})"
+        )
     who = ", ".join(owners)
     lines.append(
         f"re-tuning for {new_words} is for {who} (policy `owners`)"

@@ -17,6 +17,22 @@ from bot.contracts.evidence import Evidence
 from bot.contracts.review import ChangeLine, Decision, Requirements, Verdict
 from bot.outputs import plural
 from bot.review.conditions import evaluate
+from bot.review.toolchain import toolchain_differs
+from bot.review.words import and_list, percent
+
+
+def _tolerance_words(changes: Sequence[ChangeLine], req: Requirements, ev: Evidence) -> str:
+    """The tolerance each changed kernel is judged at: the one its swept shapes carry (what
+    decided their verdicts), else its own in the policy, else the policy's."""
+    judged = {x.kernel: x.tolerance for s in ev.sweeps for x in s.shapes if x.tolerance is not None}
+    each = {
+        c.kernel: judged.get(c.kernel, req.tolerances.get(c.kernel, req.tolerance)) for c in changes
+    }
+    if len(set(each.values())) == 1:
+        return f"the {percent(next(iter(each.values())))} tolerance"
+    return (
+        "each kernel's tolerance (" + ", ".join(f"{k} {percent(t)}" for k, t in each.items()) + ")"
+    )
 
 
 def decide(
@@ -47,7 +63,25 @@ def decide(
     what = []
     if bumps:
         moved = ", ".join(dict.fromkeys(c.kernel for c in bumps))
-        what.append(f"moves the kernels' toolchain ({moved}), which affects every kernel")
+        differs = toolchain_differs(bumps, ev)
+        if differs is False:
+            what.append(f"pins {moved} at the version both sides already ran")
+        elif differs is None:
+            what.append(
+                f"changes the toolchain pins ({moved})"
+                + (
+                    f", which may affect every policy kernel ({and_list(req.kernels)})"
+                    if req.kernels
+                    else ""
+                )
+            )
+        elif req.kernels:
+            what.append(
+                f"moves the kernels' toolchain ({moved}), which affects every policy kernel "
+                f"({and_list(req.kernels)})"
+            )
+        else:
+            what.append(f"moves the kernels' toolchain ({moved}), which affects every kernel")
     if rewrites:
         what.append(f"replaces {plural(len(rewrites), 'hand-written kernel')} with Triton")
     if tunings:
@@ -78,8 +112,16 @@ def decide(
             )
             if part
         )
+        timed = any(
+            x.ratio is not None for s in ev.sweeps if s.timing_kind == "gpu" for x in s.shapes
+        ) or any(f.cold_ms is not None and not f.compile_only for f in ev.first_calls)
+        so_far = (
+            "Nothing measured so far argues against it"
+            if timed
+            else "Nothing has been timed on a GPU yet, so no measurement argues for or against it"
+        )
         why = (
-            f"{subject}. Nothing measured so far argues against it, but the evidence is not complete "
+            f"{subject}. {so_far}, but the evidence is not complete "
             f"({counts} of {len(conditions)} conditions): before merge, please close them."
         )
     else:
@@ -89,7 +131,7 @@ def decide(
     not_asking: list[str] = []
     if rewrites:
         not_asking.append(
-            f"Parity with the old kernel: a slowdown within the {req.tolerance * 100:.0f}% tolerance "
+            f"Parity with the old kernel: a slowdown within {_tolerance_words(rewrites, req, ev)} "
             "is a price worth paying for the code this deletes."
         )
     if rewrites or tunings:

@@ -8,14 +8,42 @@ guess what a sign means.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 SAME_WITHIN = 0.0005  # |ratio - 1| below this is "as fast" at one decimal of a percent
 MULTIPLE_FROM = 2.0  # from this ratio on: "2.4x slower"
 
 
+LARGE = 1e6  # from here on a number is written in powers of ten
+
+
+def number(x: float, places: int = 0) -> str:
+    """Every number the review prints, in one form: ``places`` decimals below a million, beyond
+    that a power of ten ("3.2×10^12"), so that no bound or time runs to dozens of digits."""
+    if not math.isfinite(x):
+        return "not a number" if math.isnan(x) else ("∞" if x > 0 else "-∞")
+    if abs(x) >= LARGE:
+        mantissa, exponent = f"{x:.1e}".split("e")
+        return f"{mantissa}×10^{int(exponent)}"
+    return f"{x:.{places}f}"
+
+
+def and_list(items: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def percent(fraction: float) -> str:
+    """A fraction as a percentage with at most one decimal: 0.05 -> "5%", 0.025 -> "2.5%"."""
+    return f"{number(fraction * 100, 1).removesuffix('.0')}%"
+
+
 def _amount(ratio: float) -> str:
     if ratio >= MULTIPLE_FROM:
-        return f"{ratio:.1f}x"
-    return f"{abs(ratio - 1.0) * 100:.1f}%"
+        return f"{number(ratio, 1)}x"
+    return f"{number(abs(ratio - 1.0) * 100, 1)}%"
 
 
 def speed(ratio: float) -> str:

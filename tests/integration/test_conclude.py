@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.contracts.evidence import Evidence, NotRun
+from bot.contracts.review import ChangeLine
 from bot.policy.load import parse_policy
 from bot.review.conclude import conclude, requirements, review_context
 from bot.review.local import ReviewInputs, static_review
@@ -79,3 +80,24 @@ def test_the_local_review_compiles_through_the_function_it_is_given(tmp_path: Pa
     # without one, nothing is compiled and nothing about the compiler is said
     bare = static_review(inputs)
     assert "stand-in" not in bare.review.comment and len(calls) == 1
+
+
+def test_the_same_commit_on_both_sides_says_there_is_nothing_to_review() -> None:
+    ctx = review_context(
+        POLICY, base_sha="c" * 40, head_sha="c" * 40, repository="o/r", policy_source="p.toml"
+    )
+    for changes in ((), CHANGES):  # whatever a caller passes, one commit has no difference
+        out = conclude(changes, POLICY, Evidence(repo=REPO), ctx)
+        assert out.verdict.no_kernel_changes and out.verdict.conditions == ()
+        assert out.verdict.why == (
+            "Base and head are the same commit (ccccccc): there is no difference to review."
+        )
+        assert "no difference to review" in out.comment.splitlines()[1]
+    # the scheduled run tries a new toolchain on one commit: that is a difference to review
+    bump = ChangeLine(
+        kernel="triton", kind="toolchain", old_version="==3.5.1", new_version="==3.6.0"
+    )
+    out = conclude((bump,), POLICY, Evidence(repo=REPO), ctx)
+    assert not out.verdict.no_kernel_changes and out.verdict.conditions
+    # and the requirements carry each kernel's own tolerance, which decides its shapes
+    assert requirements(POLICY).tolerances == {"softmax": 0.05}

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from bot.contracts.evidence import (
     CompilerEvidence,
     CompilerFlag,
@@ -237,3 +239,25 @@ def test_the_chart_keeps_the_cases_furthest_from_one_and_names_dtypes():
     assert '"vector_add 1007 bf16"' in axis  # the outlier is kept
     assert '"vector_add 1000 f32"' not in axis  # the ten closest to 1.0 are left out
     assert "the 40 of 50 furthest from 1.0" in chart
+
+
+def test_no_number_in_the_review_runs_to_dozens_of_digits():
+    wild = ShapeLine(
+        kernel="softmax", shape=(1823, 781), dtype="float16", verdict="INCONCLUSIVE",
+        ratio=3.5, ci_low=1e-30, ci_high=1e220, base_us=1e30, head_us=3.5e30,
+        base_of_roofline=1e40, head_of_roofline=0.5,
+    )  # fmt: skip
+    wilder = wild.model_copy(update={"shape": (4096, 4096), "ratio": 1e200, "head_us": 1e230})
+    huge = CompilerRow(
+        kernel="softmax", side="new", language="triton", vendor="nvidia", target="sm_90",
+        config="BLOCK=1024", regs_per_thread=2**52, spill_bytes=2**52, shared_bytes=2**52,
+    )  # fmt: skip
+    ev = Evidence(
+        sweeps=(SWEEP.model_copy(update={"shapes": (wild, wilder)}),),
+        compiler=CompilerEvidence(rows=(huge,)),
+    )
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    for text in (render_comment(v, CTX, ev, PART_A), render_comment(v, CTX, ev, full=True)):
+        assert re.search(r"\d{12}", text) is None, re.search(r".{40}\d{12}.{10}", text)
+        assert "1.0×10^220x slower" in text  # the bound, still said, in a power of ten
+        assert "1.0×10^30" in text  # the base's time

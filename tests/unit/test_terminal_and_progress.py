@@ -84,3 +84,34 @@ def test_counted_words_agree_with_their_count() -> None:
         "2 changed files",
     ]
     assert plural(1, "round") == "1 round" and plural(3, "process", "processes") == "3 processes"
+
+
+def test_a_chart_is_a_short_table_in_a_terminal_not_its_source() -> None:
+    from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+    from bot.contracts.review import ReviewContext, Verdict
+    from bot.review.render import render_comment
+
+    shapes = tuple(
+        ShapeLine(
+            kernel="softmax",
+            shape=(n, 781),
+            dtype="float16",
+            verdict="SAME",
+            ratio=r,
+            tolerance=0.05,
+        )
+        for n, r in ((1823, 1.012), (4096, 0.91))
+    )
+    ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
+    verdict = Verdict(decision="approve", why="", conditions=(), not_asking_for=(), changes=())
+    ctx = ReviewContext(base_sha="a" * 40, head_sha="b" * 40)
+    comment = render_comment(verdict.model_copy(update={"no_kernel_changes": False}), ctx, ev)
+    assert "xychart-beta" in comment
+    text = terminal_text(comment)
+    assert "xychart" not in text and "```" not in text and "bar [" not in text
+    lines = text.splitlines()
+    start = lines.index("head / base time, nvidia: above 1 is slower; the band is the tolerance")
+    table = lines[start + 1 : start + 5]
+    assert table[0].split() == ["case", "head", "/", "base", "tolerance", "band"]
+    assert table[2].split() == ["softmax", "1823x781", "f16", "1.2%", "slower", "0.952–1.050"]
+    assert table[3].split() == ["softmax", "4096x781", "f16", "9.0%", "faster", "0.952–1.050"]

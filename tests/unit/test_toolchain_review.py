@@ -8,6 +8,7 @@ from bot.contracts.evidence import (
     Evidence,
     FirstCallEvidence,
     KernelHistory,
+    NotRun,
     ShapeLine,
     SideToolchain,
     SweepEvidence,
@@ -113,4 +114,109 @@ def test_history_shows_how_a_kernel_time_moved() -> None:
     assert line == (
         "matmul: median µs over its served shapes on the default branch, 2026-01-02 to "
         "2026-01-07: 101.0 → 99.0 → 150.0 → 151.0 → 150.5 → 149.0 (1.48x; last under triton 3.6.0)"
+    )
+
+
+def _variant(side: str, config: str, spec: str, regs: int) -> CompilerRow:
+    return CompilerRow(
+        kernel="matmul", side=side, language="triton", vendor="amd", target="gfx90a",
+        config=config, specialization=spec, regs_per_thread=regs, spill_bytes=0,
+    )  # fmt: skip
+
+
+def test_registers_are_compared_variant_by_variant_not_config_by_config() -> None:
+    # 16 configs, each compiled in 3 specializations that differ in registers; old and new
+    # compile every variant alike, so nothing moved, whatever order the rows come in
+    specs = {"a: *fp16/16, n: i32/16": 96, "a: *fp16/16, n: i32": 104, "a: *bf16/16, n: i32": 128}
+    rows = [
+        _variant(side, f"c{i}", spec, regs)
+        for side in ("old", "new")
+        for i in range(16)
+        for spec, regs in specs.items()
+    ]
+    ev = Evidence(compiler=CompilerEvidence(rows=tuple(rows)))
+    matmul = toolchain_lines((BUMP,), ev, ["@x"])[0]
+    assert "more registers" not in matmul and "fewer registers" not in matmul
+    assert matmul == "matmul: compiled alike on gfx90a (48 of 48 variants unchanged)"
+    # one variant that did change is counted as one of the 48, with its own old value
+    rows[48 + 4] = _variant("new", "c1", "a: *fp16/16, n: i32", 112)
+    ev = Evidence(compiler=CompilerEvidence(rows=tuple(rows)))
+    matmul = toolchain_lines((BUMP,), ev, [])[0]
+    assert matmul == "matmul: 1 of 48 variants take more registers on gfx90a (up to 104 → 112)"
+
+
+PIN_ADDED = BUMP.model_copy(update={"old_version": None})
+
+
+def test_pins_added_at_the_versions_both_sides_ran_blame_nothing_on_the_toolchain() -> None:
+    same = (
+        SideToolchain(side="base", versions={"triton": "3.6.0"}, environment="the runner's own"),
+        SideToolchain(side="head", versions={"triton": "3.6.0"}, environment="the runner's own"),
+    )
+    ev = _evidence().model_copy(update={"toolchains": same})
+    lines = toolchain_lines((PIN_ADDED,), ev, ["@gpu-team"])
+    assert not any("slower" in x or "spill" in x or "registers" in x for x in lines), lines
+    assert lines[-1] == (
+        "both sides ran triton 3.6.0: the pin changed nothing that ran, so no difference "
+        "measured here is the toolchain's"
+    )
+    verdict = decide((PIN_ADDED,), Requirements(vendors=("nvidia",)), ev)
+    assert "moves the kernels' toolchain" not in verdict.why
+    assert "pins triton at the version both sides already ran" in verdict.why
+    # the versions each side ran not recorded, and pins that do not fix one version each:
+    # nothing measured is put down to the toolchain, and the review says why
+    unknown = _evidence().model_copy(update={"toolchains": ()})
+    for old, new in ((None, "==3.6.0"), ("(any)", ">=3.6,<3.7"), ("==3.5.1", ">=3.5")):
+        pins = BUMP.model_copy(update={"old_version": old, "new_version": new})
+        lines = toolchain_lines((pins,), unknown, ["@gpu-team"], KERNELS)
+        assert not any("slower" in x or "spill" in x or "registers" in x for x in lines), lines
+        assert lines[0] == (
+            f"the versions each side ran were not recorded, and triton {old or 'not pinned'} → "
+            f"{new} does not fix one version on each side, so no difference measured here can "
+            "be put down to the toolchain; it may affect every policy kernel: matmul, softmax "
+            "and vector_add"
+        )
+        why = decide((pins,), Requirements(vendors=("nvidia",)), unknown).why
+        assert "changes the toolchain pins (triton)" in why and "moves" not in why
+    # two exact pins that differ are a toolchain difference even where nothing was recorded
+    assert "12 of 20 configs now spill" in toolchain_lines((BUMP,), unknown, [])[0]
+
+
+KERNELS = ("matmul", "softmax", "vector_add")
+
+
+def test_a_toolchain_change_names_the_kernels_it_affects_and_which_moved() -> None:
+    ev = _evidence()
+    lines = toolchain_lines((BUMP,), ev, ["@gpu-team"], KERNELS)
+    assert "moved under triton 3.6.0: matmul (of 2 kernels measured; 3 in the policy)" in lines
+    tolerances = dict.fromkeys(KERNELS, 0.03)
+    verdict = decide((BUMP,), Requirements(vendors=("nvidia",), tolerances=tolerances), ev)
+    assert "which affects every policy kernel (matmul, softmax and vector_add)" in verdict.why
+    ctx = ReviewContext(base_sha="a" * 40, head_sha="b" * 40, kernels=KERNELS)
+    text = render_comment(verdict, ctx, ev)
+    assert "| triton (matmul, softmax, vector\\_add) | toolchain" in text
+    assert "every kernel)" not in text
+
+
+def test_a_kernel_is_not_said_to_be_unmoved_unless_it_was_measured() -> None:
+    shapes = (
+        ShapeLine(kernel="softmax", shape=(1823, 781), dtype="float16", verdict="INCONCLUSIVE", ratio=1.02),
+        ShapeLine(kernel="softmax", shape=(4096, 4096), dtype="float16", verdict="SAME", ratio=1.0),
+    )  # fmt: skip
+    ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
+    lines = toolchain_lines((BUMP,), ev, [], KERNELS)
+    assert not any("nothing measured moved" in x for x in lines), lines
+    assert (
+        "softmax: no shape of 1 timed slower on NVIDIA H200; "
+        "1 of 2 shapes inconclusive on NVIDIA H200" in lines
+    )
+    gap = "not measured under triton ==3.6.0: no sweep, first call or compiler report covered it"
+    assert f"matmul: {gap}" in lines
+    assert f"vector_add: {gap}" in lines
+    # with no sweep at all, the reason it did not run is given
+    gpu = NotRun(check="sweep", reason="needs a GPU runner: none is registered")
+    lines = toolchain_lines((BUMP,), Evidence(not_run=(gpu,)), [], KERNELS)
+    assert (
+        "softmax: not measured under triton ==3.6.0: needs a GPU runner: none is registered"
+        in lines
     )

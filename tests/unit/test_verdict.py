@@ -104,6 +104,13 @@ def test_no_gpu_leaves_conditions_not_run_and_approves_with_conditions():
     }
     assert "needs a GPU runner" in v.conditions[0].summary
     assert "3 not run" in v.why
+    # nothing was timed, so the review does not say that what was measured is fine
+    assert "Nothing measured so far argues against it" not in v.why
+    assert "Nothing has been timed on a GPU yet" in v.why
+    inconclusive = decide(
+        [REWRITE_KEPT], CLI, Evidence(sweeps=(sweep("nvidia", shape("INCONCLUSIVE")),))
+    )
+    assert "Nothing measured so far argues against it" in inconclusive.why
 
 
 def test_cpu_sweep_is_not_evidence():
@@ -284,3 +291,48 @@ def test_where_fresh_autotunings_disagree_the_review_says_which_config_the_sweep
     ):
         c = decide([REWRITE_KEPT], CLI, quiet).conditions[1]
         assert not any("autotunings in fresh processes" in e for e in c.evidence)
+
+
+def test_the_tolerance_quoted_is_the_one_that_decided_each_kernel():
+    # the policy's default is 3%; softmax sets 5%, and its shapes were judged at 5%
+    req = CLI.model_copy(update={"tolerances": {"softmax": 0.05, "vector_add": 0.025}})
+    judged = Evidence(sweeps=(sweep("nvidia", shape(tolerance=0.05)),), repo=GOOD_REPO)
+    (parity, _) = decide([REWRITE_KEPT], req, judged).not_asking_for
+    assert "within the 5% tolerance" in parity and "3%" not in parity
+    # not measured yet: the kernels' own tolerances from the policy, each named where they differ
+    (parity, _) = decide([REWRITE_KEPT, REWRITE_DELETED], req, Evidence()).not_asking_for
+    assert "within each kernel's tolerance (softmax 5%, vector_add 2.5%)" in parity
+
+
+AUTOTUNER_DETAIL = (
+    "stopped: max executions after 36 rounds; the autotuner picks differently from one process "
+    "to the next: head picked BLOCK_M=64 in 2 of 3, BLOCK_M=128 in 1 of 3 (BLOCK_M=128 ran 7.9% "
+    "slower than BLOCK_M=64 in the executions that picked them); head/base varied from one "
+    "execution (fresh processes) to the next: 0.981 to 1.062 over 3 executions, 3.4% spread "
+    "(one SD) beyond the rounds' noise; likely cause: the autotuner's picks; too much to decide "
+    "at a 3.0% tolerance"
+)
+
+
+def test_an_inconclusive_shape_says_why_once_in_words():
+    x = shape("INCONCLUSIVE", 1.02, detail=AUTOTUNER_DETAIL)
+    v = decide([REWRITE_KEPT], CLI, Evidence(sweeps=(sweep("nvidia", x),)))
+    sweep_condition = v.conditions[0]
+    (line,) = [r for r in sweep_condition.evidence if "inconclusive" in r]
+    assert line.startswith("softmax 4096x4096 float16: inconclusive (1.0–3.0% slower at 95%): ")
+    assert "the autotuner picks differently from one process to the next" in line
+    assert "0.981 to 1.062 over 3 executions" in line
+    assert "likely cause" not in line  # the autotuner was named already
+    assert "stopped: max executions" not in line  # the executions' spread says it
+    assert line.count("autotuner") == 1
+    # the summary does not send the reader to rerun what more rounds cannot settle
+    assert "rerun" not in sweep_condition.summary
+    assert "varied from one process to the next" in sweep_condition.summary
+    # noise alone: the stop in words, and a rerun is what helps
+    noisy = shape("INCONCLUSIVE", 1.02, detail="stopped: time budget after 40 rounds")
+    v = decide([REWRITE_KEPT], CLI, Evidence(sweeps=(sweep("nvidia", noisy),)))
+    (line,) = [r for r in v.conditions[0].evidence if "inconclusive" in r]
+    assert line.endswith(
+        ": its time budget ran out after 40 rounds, before the interval was narrow enough"
+    )
+    assert "rerun with `/bench full`" in v.conditions[0].summary
