@@ -15,7 +15,27 @@ def _have_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _share_module_fixtures(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (scripts/test), the tests of a module that use one of its
+    module-scoped fixtures (a sweep, a compiler report, a toolchain environment) run in one
+    process, so the fixture is built once rather than once per process; a test that names its
+    own ``xdist_group`` keeps it. ``--dist loadgroup`` reads the marks; without xdist they do
+    nothing."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        for name in info.names_closure:
+            defs = info.name2fixturedefs.get(name, ())
+            if any(d.scope == "module" for d in defs):
+                item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+                break
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _share_module_fixtures(items)
     if _have_gpu():
         return
     skip = pytest.mark.skip(reason="needs a GPU (run on a GPU runner: pytest -m gpu)")

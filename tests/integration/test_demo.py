@@ -90,6 +90,7 @@ def test_keep_refuses_a_folder_with_files(tmp_path: Path, capsys) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("fixture-demo")  # one cold compile: the second demo reads its cache
 def test_the_review_shows_the_layouts_the_compiler_chose(tmp_path: Path) -> None:
     """C-1 on real cross-compiles of the fixture (cached after the first run)."""
     out = tmp_path / "review.md"

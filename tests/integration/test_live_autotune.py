@@ -141,6 +141,7 @@ def test_results_files_bound_the_lists():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("fixture-demo")  # beside test_demo's: one cold compile for both
 def test_the_fixture_matmul_retune_shows_its_real_lists(tmp_path: Path) -> None:
     from bot.cli import main
 

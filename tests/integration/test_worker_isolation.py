@@ -161,8 +161,10 @@ def test_a_daemon_left_by_the_measured_code_dies_with_its_worker(tmp_path: Path)
     finally:
         client.close()
     pid_file = next((tmp_path / "triton-cache").rglob("daemon.pid"))
-    pid = int(pid_file.read_text())
     deadline = time.monotonic() + 10
+    while not pid_file.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the grandchild opens the file before it writes its pid
+    pid = int(pid_file.read_text())
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(pid)
