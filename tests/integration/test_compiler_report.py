@@ -442,7 +442,13 @@ def test_cli_compiler_report_json(tmp_path: Path, cache_dir: Path, capsys: pytes
     data = json.loads(out.read_text())
     report = CompilerReport.model_validate(data["report"])
     assert {r.target for r in report.records} == {"sm_90", "gfx942"}
-    assert report.cached == len(report.records)  # the same source compiled above: cache hits
+    # again with the same cache: every variant is read from it (whatever ran before this test)
+    again = tmp_path / "again.json"
+    argv = ["compiler-report", "--repo", str(repo), "--cache-dir", str(cache_dir)]
+    assert main([*argv, "--json", str(again)]) == 0
+    capsys.readouterr()
+    warm = CompilerReport.model_validate(json.loads(again.read_text())["report"])
+    assert warm.cached == len(warm.records) == len(report.records)
 
     assert main(["compiler-report", "--repo", str(repo), "--kernel", "nope"]) == 2
     assert "no kernel named nope" in capsys.readouterr().err
