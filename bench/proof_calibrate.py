@@ -29,7 +29,7 @@ from typing import Any, Literal
 from bot.contracts.base import Frozen
 from checks.sweep.pair_runner import choose_mode
 from checks.sweep.protocol import ProtocolConfig, run_round
-from checks.sweep.tdist import t_ppf
+from checks.sweep.stats import t_ppf
 
 UNIT = 16  # elements per knob step; keeps both sizes multiples of 16 (see the module docstring)
 SPREAD = 0.3  # probes go this far (relative) below and above the root estimate

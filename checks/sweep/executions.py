@@ -36,8 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from checks.sweep.stats import Decision, band_log, median, zone
-from checks.sweep.tdist import betainc
+from checks.sweep.stats import Decision, band_log, betainc, median, zone
 
 # the executions are pooled when the between-execution test's p-value is at least this: a
 # lenient level, so that a between-execution variance that matters is seldom pooled away

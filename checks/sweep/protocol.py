@@ -36,8 +36,7 @@ from checks.sweep.executions import (
     decide_executions,
     execution_looks,
 )
-from checks.sweep.stats import Decision, band_log, look_schedule, median, stdev
-from checks.sweep.tdist import t_ppf
+from checks.sweep.stats import Decision, band_log, look_schedule, median, stdev, t_ppf
 
 StopReason = Literal[
     "decided", "max_rounds", "max_executions", "time_budget", "throttled", "failed"

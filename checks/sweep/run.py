@@ -31,11 +31,18 @@ from checks.sweep.models import (
     SweepResult,
 )
 from checks.sweep.pair_runner import WARMUP_MIN_S, PairRunner, RunnerOptions
-from checks.sweep.passes import closing_reason, combine, needs_another, seed_cache
 from checks.sweep.precompile import Precompile, SideJob, compile_jobs
 from checks.sweep.protocol import ProtocolConfig, default_protocol
 from checks.sweep.shapes import Case, fit_budget
-from checks.sweep.summary import decide_case, finalize, merge, recompute
+from checks.sweep.summary import (
+    closing_reason,
+    combine,
+    decide_case,
+    finalize,
+    merge,
+    needs_another,
+    recompute,
+)
 from checks.sweep.warmer import Warmer, start_warmer
 from checks.sweep.workers import (
     POLL_MS,
@@ -46,6 +53,7 @@ from checks.sweep.workers import (
     WorkerSpec,
     context_marks,
     poll_ms_for,
+    seed_cache,
 )
 from checks.sweep.zygote import Zygote, by_default, bytecode_note, start_zygote
 from checks.worker.timing import MAX_COPIES
@@ -116,7 +124,7 @@ def _now() -> str:
 
 class _Recorder:
     """Collects results from the runner threads, one case's passes joined into one result
-    (``checks.sweep.passes.combine``); appends each to a JSON-lines file at once."""
+    (``checks.sweep.summary.combine``); appends each to a JSON-lines file at once."""
 
     def __init__(
         self,

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,7 +99,7 @@ class WorkerSpec:
     # after a block's answer the worker polls for its next command this long, and the bot polls
     # for a block's answer (``POLL_MS``); 0: both sleep until it comes
     poll_ms: float = 0.0
-    # the sweep's pass (``checks.sweep.passes``): fresh workers, their own Triton cache seeded
+    # the sweep's pass (``checks.sweep.run``): fresh workers, their own Triton cache seeded
     # from the first pass's compiled kernels
     execution: int = 0
 
@@ -140,6 +141,33 @@ class WorkerSpec:
             return self.label
         name = f"{self.side}-gpu{self.gpu}" if self.gpu is not None else self.side
         return name + ("-x" if self.arm else "") + (f"-e{self.execution}" if self.execution else "")
+
+
+AUTOTUNE_SUFFIX = ".autotune.json"  # the autotuner's saved picks in a Triton cache
+
+
+def seed_cache(source: Path, target: Path) -> int:
+    """Fill ``target`` with hard links to ``source``'s files (copies where a link cannot be
+    made), leaving out the autotuner's saved picks: the compiled kernels are reused, each pick is
+    made afresh. Triton writes a cache file under a temporary name and renames it into place,
+    never into an existing file, so a linked file is never changed under another pass. The
+    number of files placed."""
+    placed = 0
+    if not source.is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        return 0
+    for folder, _, files in os.walk(source):
+        into = target / Path(folder).relative_to(source)
+        into.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if name.endswith(AUTOTUNE_SUFFIX) or (into / name).exists():
+                continue
+            try:
+                os.link(Path(folder) / name, into / name)
+            except OSError:
+                shutil.copy2(Path(folder) / name, into / name)
+            placed += 1
+    return placed
 
 
 def _signal_name(code: int) -> str:

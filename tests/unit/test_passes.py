@@ -7,8 +7,9 @@ import random
 from pathlib import Path
 
 from checks.sweep.models import ShapeResult
-from checks.sweep.passes import combine, needs_another, seed_cache
 from checks.sweep.protocol import Block, CaseRun, ProtocolConfig, Round
+from checks.sweep.summary import combine, needs_another
+from checks.sweep.workers import seed_cache
 
 PROTOCOL = ProtocolConfig(crossover=True)
 

@@ -10,6 +10,7 @@ import pytest
 
 from checks.sweep.stats import (
     band_log,
+    betainc,
     bootstrap_geomean,
     evaluate_look,
     holm,
@@ -17,9 +18,10 @@ from checks.sweep.stats import (
     median,
     sequential_decision,
     stdev,
+    t_cdf,
+    t_ppf,
     weighted_geomean,
 )
-from checks.sweep.tdist import betainc, t_cdf, t_ppf
 
 LOOKS = look_schedule(8, 200, 1.5)
 
