@@ -1,8 +1,10 @@
 """``kernel-review bench``: measure a base revision against a head revision on this machine.
 
 Base and head are checked out as git worktrees (head defaults to the working tree itself, base to
-its merge base with the default branch); one worker per side runs on each GPU; the sweep's JSON
-goes to --out (default: a file under the kernel-review cache folder, never the repository) and a
+its merge base with the default branch); workers per side run on each GPU, started afresh for
+each of two to four passes (a verdict rests on several processes, since identical code can run
+faster in one than in the next: its spread is reported where it is too wide to decide); the
+sweep's JSON goes to --out (default: a file under the kernel-review cache folder, never the repository) and a
 table to stdout, with progress on stderr (a bar in a terminal, a line per case in a log).
 --device cpu runs the whole pipeline with CPU timing, labelled as such everywhere.
 
