@@ -1,0 +1,84 @@
+"""Command-line values a user can get wrong are refused before any work starts, with a message
+that says what is wrong and what to do, and exit code 2 (issue 43)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bot import gitutil
+from bot.cli import main
+from checks.sweep import gpus
+
+BENCH = """
+def copy(shape, dtype, *, device="cpu", seed=0):
+    raise RuntimeError("never called: the command line is refused first")
+"""
+
+POLICY = """
+vendors = ["nvidia"]
+
+[deployment]
+kind = "long-lived"
+
+[[kernels]]
+name = "copy"
+bench = "ops:copy"
+paths = ["ops.py"]
+dtypes = ["float32"]
+shapes = [[1000]]
+"""
+
+
+def _err_of(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "Traceback" not in err
+    return err
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "ops"
+    gitutil.init_repo(root)
+    (root / "ops.py").write_text(textwrap.dedent(BENCH))
+    (root / ".github").mkdir()
+    (root / ".github" / "kernel-review.toml").write_text(POLICY)
+    gitutil.commit_all(root, "ops")
+    return root
+
+
+# --- bench --gpus -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["abc", "0,x", "-1", "1.5", ",", "0,,1 2"])
+def test_bench_gpu_ids_must_be_non_negative_integers(
+    repo: Path, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--repo", str(repo), "--gpus", value])
+    assert exc.value.code == 2
+    err = _err_of(capsys)
+    assert "argument --gpus:" in err
+    assert "non-negative integers" in err and "e.g. --gpus 0,1" in err
+
+
+def test_bench_names_gpus_the_machine_does_not_have(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(gpus, "visible_gpus", lambda: ["0", "1"])
+    assert main(["bench", "--repo", str(repo), "--gpus", "1,7,9"]) == 2
+    err = _err_of(capsys)
+    assert "no GPU 7, 9 here" in err
+    assert "this machine's GPUs are 0, 1" in err
+
+
+def test_bench_gpus_on_a_machine_without_one_is_the_no_gpu_error(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(gpus, "visible_gpus", lambda: [])
+    assert main(["bench", "--repo", str(repo), "--gpus", "0"]) == 2
+    err = _err_of(capsys)
+    assert "no GPU 0 here: no GPU is visible to this process" in err
+    assert "--device cpu" in err
