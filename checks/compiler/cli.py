@@ -36,7 +36,12 @@ from bot.errors import (
 from bot.outputs import plural, prepare, write_text
 from bot.progress import Progress
 from bot.review.terminal import columns
-from checks.compiler.targets import vendor_of
+from checks.compiler.targets import (
+    VENDOR_TARGETS,
+    compile_targets,
+    known_target,
+    known_target_names,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -110,6 +115,29 @@ def _policy_and_specs(args: argparse.Namespace) -> tuple[Any, list]:
     return policy, specs
 
 
+def check_targets(targets: list[str], *, policy_targets: list[str]) -> None:
+    """Refuse a ``--target`` this version has no table for (occupancy, register cap) unless the
+    policy's ``[compiler]`` table names it, before anything compiles."""
+    known = known_target_names()
+    for target in targets:
+        if target in policy_targets:
+            continue
+        try:
+            if known_target(target):
+                continue
+        except PolicyError:  # not a name any vendor claims
+            pass
+        raise UsageError(
+            f"--target {target}: not a target this version knows",
+            hint=f"name one of {', '.join(known)}; to compile for another, add it to the "
+            "policy's [compiler] nvidia_targets or amd_targets",
+        )
+
+
+def _policy_targets(policy: Any) -> list[str]:
+    return compile_targets(policy.compiler, [t.vendor for t in VENDOR_TARGETS])
+
+
 def _check_json(where: str | None) -> None:
     """Make ``--json``'s folder before the long work, so a bad path fails at once."""
     if where is not None and where != "-":
@@ -134,9 +162,9 @@ def run_compiler_report(args: argparse.Namespace) -> int:
     if args.base:
         gitutil.rev_parse(gitutil.require_repo(args.repo), args.base)
     _check_json(args.json)
+    if args.target:
+        check_targets(args.target, policy_targets=_policy_targets(policy))
     targets = args.target or targets_from_policy(policy)
-    for target in targets:
-        vendor_of(target)  # an unknown name is refused before anything compiles
     sides = 2 if args.base else 1
     with Progress("compiler report", sides * len(targets), unit="target") as bar:
         report = build_compiler_report(
@@ -285,15 +313,15 @@ def render_comparison(comparison: Any) -> str:
 
 
 def run_first_call(args: argparse.Namespace) -> int:
-    from checks.compiler.targets import VENDOR_TARGETS, compile_targets
     from checks.first_call.measure import measure_first_call
 
     policy, specs = _policy_and_specs(args)
     mode = "compile-only" if args.device == "cpu" else "gpu"
     if mode == "gpu":
         _require_gpu()
-    target = args.target or compile_targets(policy.compiler, [t.vendor for t in VENDOR_TARGETS])[0]
-    vendor_of(target)  # an unknown target is refused before any process starts
+    if args.target:  # an unknown target is refused before any process starts
+        check_targets([args.target], policy_targets=_policy_targets(policy))
+    target = args.target or _policy_targets(policy)[0]
     _check_json(args.json)
     reports = []
     # one priming process, then a cold and a warm one per kernel

@@ -10,6 +10,7 @@ import pytest
 
 from bot import gitutil
 from bot.cli import main
+from bot.errors import UsageError
 from checks.sweep import gpus
 
 BENCH = """
@@ -82,3 +83,27 @@ def test_bench_gpus_on_a_machine_without_one_is_the_no_gpu_error(
     err = _err_of(capsys)
     assert "no GPU 0 here: no GPU is visible to this process" in err
     assert "--device cpu" in err
+
+
+# --- compiler-report / first-call --target ----------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["compiler-report"], ["first-call", "--device", "cpu"]])
+@pytest.mark.parametrize("target", ["sm_999", "gfx999", "nvidia"])
+def test_an_unknown_target_is_a_usage_error_naming_the_known_ones(
+    repo: Path, command: list[str], target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--repo", str(repo), "--target", target]) == 2
+    err = _err_of(capsys)
+    assert f"--target {target}: not a target this version knows" in err
+    assert "sm_80" in err and "sm_90" in err and "gfx942" in err
+
+
+def test_a_target_the_policy_names_is_accepted_though_untabled(repo: Path) -> None:
+    from checks.compiler.cli import check_targets
+    from checks.compiler.targets import known_target
+
+    assert not known_target("sm_87")
+    check_targets(["sm_90", "sm_87"], policy_targets=["sm_87"])  # no error
+    with pytest.raises(UsageError, match="sm_87"):
+        check_targets(["sm_87"], policy_targets=["sm_90"])
