@@ -44,6 +44,17 @@ from checks.compiler.targets import (
 )
 
 
+def _jobs(text: str) -> int:
+    """``--jobs``: a whole number of processes, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of processes") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more (got {value})")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     rep = subparsers.add_parser(
         "compiler-report",
@@ -58,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rep.add_argument(
         "--base", metavar="REV", help="also compile REV (and its .cu files): old vs new"
     )
-    rep.add_argument("--jobs", type=int, help="compile processes per target (default: cores)")
+    rep.add_argument(
+        "--jobs", type=_jobs, help="compile processes per target, 1 or more (default: cores)"
+    )
     rep.add_argument(
         "--cache-dir", type=Path, help="default $KERNEL_REVIEW_CACHE or ~/.cache/kernel-review"
     )

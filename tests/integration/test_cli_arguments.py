@@ -3,6 +3,7 @@ that says what is wrong and what to do, and exit code 2 (issue 43)."""
 
 from __future__ import annotations
 
+import argparse
 import textwrap
 from pathlib import Path
 
@@ -107,3 +108,44 @@ def test_a_target_the_policy_names_is_accepted_though_untabled(repo: Path) -> No
     check_targets(["sm_90", "sm_87"], policy_targets=["sm_87"])  # no error
     with pytest.raises(UsageError, match="sm_87"):
         check_targets(["sm_87"], policy_targets=["sm_90"])
+
+
+# --- --jobs -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("0", "must be 1 or more (got 0)"), ("-2", "must be 1 or more (got -2)"),
+     ("many", "'many' is not a whole number of processes")],
+)  # fmt: skip
+def test_jobs_below_one_is_refused(
+    repo: Path, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["compiler-report", "--repo", str(repo), "--jobs", value])
+    assert exc.value.code == 2
+    assert f"argument --jobs: {message}" in _err_of(capsys)
+
+
+def _jobs_flags(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, argparse.Action]]:
+    """Every ``--jobs`` option of ``parser`` and its subcommands, with the command's name."""
+    found = []
+    for action in parser._actions:
+        if "--jobs" in action.option_strings:
+            found.append((name, action))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                found += _jobs_flags(sub, f"{name} {sub_name}".strip())
+    return found
+
+
+def test_every_jobs_flag_is_checked() -> None:
+    """No command takes a ``--jobs`` that is not checked (a new one is found here)."""
+    from bot.cli import build_parser
+
+    flags = _jobs_flags(build_parser(), "")
+    assert [name for name, _ in flags] == ["compiler-report"]
+    for _, action in flags:
+        assert callable(action.type)
+        with pytest.raises(argparse.ArgumentTypeError, match="must be 1 or more"):
+            action.type("0")
