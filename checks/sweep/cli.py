@@ -426,7 +426,8 @@ def _bench(
 def default_results_path(repo: Path, device: str, base_sha: str, head_label: str) -> Path:
     """Where results go when --out is not given: the cache folder, never the repository."""
     name = f"results-{device}-{base_sha[:12]}-{head_label[:12]}.json"
-    return prepare(cache_root() / "bench" / repo.name / name, option="the results file")
+    where = cache_root() / "bench" / repo.name / name
+    return prepare(where, option="the results file", make_folder=True)
 
 
 def compiled_only_bases(repo: Path, base_sha: str, kernels: list[PlannedKernel]) -> list[str]:

@@ -149,3 +149,40 @@ def test_every_jobs_flag_is_checked() -> None:
         assert callable(action.type)
         with pytest.raises(argparse.ArgumentTypeError, match="must be 1 or more"):
             action.type("0")
+
+
+# --- --out / --json in a folder that does not exist -------------------------------------------
+
+
+def _out_commands(repo: Path, out: Path) -> list[list[str]]:
+    return [
+        ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out)],
+        ["review", "--repo", str(repo), "--base", "HEAD", "--no-compile", "--out", str(out)],
+        ["compiler-report", "--repo", str(repo), "--json", str(out)],
+        ["first-call", "--repo", str(repo), "--device", "cpu", "--json", str(out)],
+        ["init", "--repo", str(repo), "--force", "--out", str(out)],
+    ]
+
+
+@pytest.mark.parametrize("which", range(5), ids=["bench", "review", "compiler", "first", "init"])
+def test_an_output_in_a_missing_folder_is_refused_and_no_folder_made(
+    repo: Path, tmp_path: Path, which: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no" / "such" / "folder"
+    out = missing / "out.json"
+    command = _out_commands(repo, out)[which]
+    option = command[-2]
+    assert main(command) == 2
+    err = _err_of(capsys)
+    assert f"{option} {out}: the folder {missing} does not exist" in err
+    assert f"mkdir -p {missing}" in err
+    assert not (tmp_path / "no").exists()
+
+
+def test_an_output_whose_folder_is_a_file_is_refused(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "plain").write_text("a file, not a folder\n")
+    out = tmp_path / "plain" / "out.md"
+    assert main(["review", "--repo", str(repo), "--base", "HEAD", "--out", str(out)]) == 2
+    assert f"--out {out}: {tmp_path / 'plain'} is not a folder" in _err_of(capsys)
