@@ -327,7 +327,9 @@ def render_comparison(comparison: Any) -> str:
 
 def run_first_call(args: argparse.Namespace) -> int:
     from checks.first_call.measure import measure_first_call
+    from checks.sweep.gpus import require_torch
 
+    require_torch("first-call")  # its probes import it, on a GPU and compile-only alike
     policy, specs = _policy_and_specs(args)
     mode = "compile-only" if args.device == "cpu" else "gpu"
     if mode == "gpu":
@@ -361,14 +363,8 @@ def run_first_call(args: argparse.Namespace) -> int:
 
 
 def _require_gpu() -> None:
-    try:
-        import torch
-    except ImportError:
-        raise CompilerError(
-            "torch is not installed here, so the first call cannot run",
-            hint="install torch (pip install 'kernel-review[gpu]'), or measure the compile-only "
-            "cost: kernel-review first-call --device cpu",
-        ) from None
+    import torch  # installed: run_first_call checked
+
     if not torch.cuda.is_available():
         raise CompilerError(
             "no GPU here, so the first call cannot run for real",

@@ -241,9 +241,11 @@ def planned_kernels(
 
 def run_bench(args: argparse.Namespace) -> int:
     started = args.started  # the command's start (bot.cli.main): the all-in cost counts from it
+    from checks.sweep.gpus import require_torch
     from checks.sweep.warmer import start_warmer
     from checks.sweep.zygote import by_default, start_zygote
 
+    require_torch("bench")  # every worker imports it: say so once, before any starts
     if args.gpus and args.device != "cpu":
         _check_gpus(args.gpus)  # before any process starts
     # The workers' zygote first: its imports (seconds) run while this reads the repository,

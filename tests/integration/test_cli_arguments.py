@@ -4,6 +4,10 @@ that says what is wrong and what to do, and exit code 2 (issue 43)."""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
@@ -186,3 +190,73 @@ def test_an_output_whose_folder_is_a_file_is_refused(
     out = tmp_path / "plain" / "out.md"
     assert main(["review", "--repo", str(repo), "--base", "HEAD", "--out", str(out)]) == 2
     assert f"--out {out}: {tmp_path / 'plain'} is not a folder" in _err_of(capsys)
+
+
+# --- the light install: no torch ------------------------------------------------------------
+
+TORCH_DISTS = ("torch", "functorch", "torchgen")
+TORCH_BENCH = """
+import torch
+
+
+def copy(shape, dtype, *, device="cpu", seed=0):
+    x = torch.ones(shape, dtype=getattr(torch, dtype), device=device)
+    moved = 2 * x.numel() * x.element_size()
+    return {"fn": x.clone, "bytes_moved": moved, "flops": 0, "reference": x.clone}
+"""
+
+
+@pytest.fixture(scope="module")
+def python_without_torch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment with every package of this one but torch: the light install
+    (``pip install kernel-review``), as the measuring commands' own worker processes see it."""
+    root = tmp_path_factory.mktemp("light") / "venv"
+    subprocess.run(
+        [getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", root],
+        check=True,
+        timeout=120,
+    )
+    ours = Path(sysconfig.get_paths()["purelib"])
+    theirs = Path(sysconfig.get_paths(vars={"base": str(root), "platbase": str(root)})["purelib"])
+    for entry in ours.iterdir():
+        if not entry.name.lower().startswith(TORCH_DISTS):
+            (theirs / entry.name).symlink_to(entry)
+    python = root / "bin" / "python"
+    probe = "import importlib.util as u; print(u.find_spec('torch'), u.find_spec('bot'))"
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("None ") and "None" not in done.stdout[5:], done
+    return python
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["bench", "--device", "cpu", "--no-added-shapes", "--max-rounds", "3"],
+     ["bench"],
+     ["first-call", "--device", "cpu"]],
+    ids=["bench-cpu", "bench-cuda", "first-call-cpu"],
+)  # fmt: skip
+def test_without_torch_a_measuring_command_says_so_once_and_measures_nothing(
+    python_without_torch: Path, tmp_path: Path, command: list[str]
+) -> None:
+    repo = tmp_path / "ops"
+    gitutil.init_repo(repo)
+    (repo / "ops.py").write_text(textwrap.dedent(TORCH_BENCH))
+    (repo / ".github").mkdir()
+    (repo / ".github" / "kernel-review.toml").write_text(POLICY)
+    gitutil.commit_all(repo, "ops")
+    out = tmp_path / "out.json"
+    option = "--json" if command[0] == "first-call" else "--out"
+    done = subprocess.run(
+        [python_without_torch, "-m", "bot", *command, "--repo", str(repo), option, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "KERNEL_REVIEW_CACHE": str(tmp_path / "cache")},
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""  # nothing printed as if measured
+    assert done.stderr.count("\n") == 2, done.stderr  # the error and its hint
+    assert f"kernel-review: error: torch is not installed here, so {command[0]}" in done.stderr
+    assert "install kernel-review[gpu] or torch" in done.stderr
+    assert "ModuleNotFoundError" not in done.stderr and not out.exists()
