@@ -152,7 +152,7 @@ def _policy_targets(policy: Any) -> list[str]:
 
 
 def _check_json(where: str | None) -> None:
-    """Make ``--json``'s folder before the long work, so a bad path fails at once."""
+    """Check ``--json``'s path before the long work, so a bad one fails at once."""
     if where is not None and where != "-":
         prepare(where, option="--json")
 
