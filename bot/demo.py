@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from bot.contracts.evidence import Evidence
-from bot.local_review import add_output_arguments, measured_evidence, show
+from bot.local_review import add_output_arguments, check_out, measured_evidence, show
 from bot.review.local import CompilerReport, ReviewInputs, static_review
 
 
@@ -43,6 +43,7 @@ def register(sub: argparse._SubParsersAction, *, compiler_report: CompilerReport
 def run(args: argparse.Namespace) -> int:
     from kernels_fixture.build_repo import build_fixture_repo
 
+    check_out(args)
     if args.keep:
         if args.keep.exists() and any(args.keep.iterdir()):
             from bot.errors import FixtureError

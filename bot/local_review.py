@@ -20,7 +20,7 @@ from bot import gitutil
 from bot.contracts.evidence import Evidence
 from bot.errors import ResultsError
 from bot.github.sticky import fit_body
-from bot.outputs import write_text
+from bot.outputs import prepare, write_text
 from bot.review.local import CompilerReport, ReviewInputs, static_review
 from bot.review.terminal import terminal_text
 
@@ -80,6 +80,12 @@ def measured_evidence(paths: list[Path], head_sha: str, *, how: str) -> Evidence
     return merge_evidence(kept, vendors=())
 
 
+def check_out(args: argparse.Namespace) -> None:
+    """Refuse an ``--out`` that cannot be written before the review is made (see ``prepare``)."""
+    if args.out is not None and str(args.out) != "-":
+        prepare(args.out, option="--out")
+
+
 def show(review, args: argparse.Namespace) -> None:
     """Print the review: the verdict as JSON (``--json``), the markdown (``--out -``) or the
     terminal rendering; and write the markdown to ``--out FILE``."""
@@ -98,6 +104,7 @@ def show(review, args: argparse.Namespace) -> None:
 
 
 def run_local(args: argparse.Namespace, compiler_report: CompilerReport) -> int:
+    check_out(args)
     repo = gitutil.require_repo(args.repo)
     base_sha = gitutil.rev_parse(repo, args.base)
     head_sha = gitutil.rev_parse(repo, args.head or "HEAD")

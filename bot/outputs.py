@@ -1,6 +1,6 @@
 """What a command writes for the user: files where the user asked (``--out``, ``--json``; the
-folder is made when it is missing, and a path that cannot be written is an error that says so,
-not a traceback), the cache folder for what was not asked for, and counted words."""
+folder must exist, never made for the user, and a path that cannot be written is an error that
+says so, not a traceback), the cache folder for what was not asked for, and counted words."""
 
 from __future__ import annotations
 
@@ -10,25 +10,40 @@ from pathlib import Path
 from bot.errors import UsageError
 
 
-def prepare(path: str | Path, *, option: str) -> Path:
-    """``path`` with its folder made; raises ``UsageError`` when that cannot be done."""
+def prepare(path: str | Path, *, option: str, make_folder: bool = False) -> Path:
+    """``path``, checked before the work that writes it: not a folder, in a folder that exists
+    (made, with any folders above it, only with ``make_folder``: the cache's own paths). Raises
+    ``UsageError`` saying what to do otherwise."""
     where = Path(path).expanduser()
     if where.is_dir():
         raise UsageError(
             f"{option} {path} is a folder", hint=f"give {option} a file name, e.g. {where / 'x'}"
         )
-    try:
-        where.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
+    folder = where.parent
+    if make_folder:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"{option} {path}: cannot make the folder {folder} ({exc.strerror})",
+                hint=f"give {option} a path in a folder you can write",
+            ) from None
+    elif not folder.is_dir():
+        if folder.exists() or folder.is_symlink():
+            raise UsageError(
+                f"{option} {path}: {folder} is not a folder",
+                hint=f"give {option} a path in an existing folder",
+            )
         raise UsageError(
-            f"{option} {path}: cannot make the folder {where.parent} ({exc.strerror})",
-            hint=f"give {option} a path in a folder you can write",
-        ) from None
+            f"{option} {path}: the folder {folder} does not exist",
+            hint=f"create it first (mkdir -p {folder}), or give {option} a path in an existing "
+            "folder",
+        )
     return where
 
 
 def write_text(path: str | Path, text: str, *, option: str) -> Path:
-    """Write ``text`` to ``path`` (its folder made when missing)."""
+    """Write ``text`` to ``path``, in a folder that exists (see ``prepare``)."""
     where = prepare(path, option=option)
     try:
         where.write_text(text, encoding="utf-8")

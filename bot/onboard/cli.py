@@ -17,6 +17,7 @@ from pathlib import Path
 from bot.errors import KernelReviewError, PolicyError
 from bot.onboard.scan import read_repository
 from bot.onboard.write import render_policy
+from bot.outputs import prepare
 from bot.policy.load import POLICY_FILE, PYPROJECT_TABLE, tree_policy, validate_policy
 
 HELP = "scan a repository and write a policy for its kernels and benchmarks"
@@ -37,7 +38,7 @@ def run_init(args: argparse.Namespace) -> int:
         raise KernelReviewError(
             f"{repo} is not a folder", hint="pass --repo with the repository's root folder"
         )
-    out = Path(args.out) if args.out else repo / POLICY_FILE
+    out = prepare(args.out, option="--out") if args.out else repo / POLICY_FILE
     if (out.exists() or out.is_symlink()) and not args.force:
         raise KernelReviewError(
             f"{out} already exists; init does not replace it",

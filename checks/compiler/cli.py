@@ -36,7 +36,23 @@ from bot.errors import (
 from bot.outputs import plural, prepare, write_text
 from bot.progress import Progress
 from bot.review.terminal import columns
-from checks.compiler.targets import vendor_of
+from checks.compiler.targets import (
+    VENDOR_TARGETS,
+    compile_targets,
+    known_target,
+    known_target_names,
+)
+
+
+def _jobs(text: str) -> int:
+    """``--jobs``: a whole number of processes, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of processes") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more (got {value})")
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rep.add_argument(
         "--base", metavar="REV", help="also compile REV (and its .cu files): old vs new"
     )
-    rep.add_argument("--jobs", type=int, help="compile processes per target (default: cores)")
+    rep.add_argument(
+        "--jobs", type=_jobs, help="compile processes per target, 1 or more (default: cores)"
+    )
     rep.add_argument(
         "--cache-dir", type=Path, help="default $KERNEL_REVIEW_CACHE or ~/.cache/kernel-review"
     )
@@ -110,8 +128,31 @@ def _policy_and_specs(args: argparse.Namespace) -> tuple[Any, list]:
     return policy, specs
 
 
+def check_targets(targets: list[str], *, policy_targets: list[str]) -> None:
+    """Refuse a ``--target`` this version has no table for (occupancy, register cap) unless the
+    policy's ``[compiler]`` table names it, before anything compiles."""
+    known = known_target_names()
+    for target in targets:
+        if target in policy_targets:
+            continue
+        try:
+            if known_target(target):
+                continue
+        except PolicyError:  # not a name any vendor claims
+            pass
+        raise UsageError(
+            f"--target {target}: not a target this version knows",
+            hint=f"name one of {', '.join(known)}; to compile for another, add it to the "
+            "policy's [compiler] nvidia_targets or amd_targets",
+        )
+
+
+def _policy_targets(policy: Any) -> list[str]:
+    return compile_targets(policy.compiler, [t.vendor for t in VENDOR_TARGETS])
+
+
 def _check_json(where: str | None) -> None:
-    """Make ``--json``'s folder before the long work, so a bad path fails at once."""
+    """Check ``--json``'s path before the long work, so a bad one fails at once."""
     if where is not None and where != "-":
         prepare(where, option="--json")
 
@@ -134,9 +175,9 @@ def run_compiler_report(args: argparse.Namespace) -> int:
     if args.base:
         gitutil.rev_parse(gitutil.require_repo(args.repo), args.base)
     _check_json(args.json)
+    if args.target:
+        check_targets(args.target, policy_targets=_policy_targets(policy))
     targets = args.target or targets_from_policy(policy)
-    for target in targets:
-        vendor_of(target)  # an unknown name is refused before anything compiles
     sides = 2 if args.base else 1
     with Progress("compiler report", sides * len(targets), unit="target") as bar:
         report = build_compiler_report(
@@ -285,15 +326,17 @@ def render_comparison(comparison: Any) -> str:
 
 
 def run_first_call(args: argparse.Namespace) -> int:
-    from checks.compiler.targets import VENDOR_TARGETS, compile_targets
     from checks.first_call.measure import measure_first_call
+    from checks.sweep.gpus import require_torch
 
+    require_torch("first-call")  # its probes import it, on a GPU and compile-only alike
     policy, specs = _policy_and_specs(args)
     mode = "compile-only" if args.device == "cpu" else "gpu"
     if mode == "gpu":
         _require_gpu()
-    target = args.target or compile_targets(policy.compiler, [t.vendor for t in VENDOR_TARGETS])[0]
-    vendor_of(target)  # an unknown target is refused before any process starts
+    if args.target:  # an unknown target is refused before any process starts
+        check_targets([args.target], policy_targets=_policy_targets(policy))
+    target = args.target or _policy_targets(policy)[0]
     _check_json(args.json)
     reports = []
     # one priming process, then a cold and a warm one per kernel
@@ -320,14 +363,8 @@ def run_first_call(args: argparse.Namespace) -> int:
 
 
 def _require_gpu() -> None:
-    try:
-        import torch
-    except ImportError:
-        raise CompilerError(
-            "torch is not installed here, so the first call cannot run",
-            hint="install torch (pip install 'kernel-review[gpu]'), or measure the compile-only "
-            "cost: kernel-review first-call --device cpu",
-        ) from None
+    import torch  # installed: run_first_call checked
+
     if not torch.cuda.is_available():
         raise CompilerError(
             "no GPU here, so the first call cannot run for real",

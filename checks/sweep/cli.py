@@ -34,6 +34,7 @@ from bot.errors import (
     GitError,
     KernelReviewError,
     PolicyError,
+    UsageError,
 )
 from bot.escape import log_safe
 from bot.outputs import cache_root, plural, prepare
@@ -74,6 +75,16 @@ def _rounds(text: str) -> int:
     return value
 
 
+def _gpu_ids(text: str) -> tuple[str, ...]:
+    """``--gpus``: comma-separated physical GPU ids, each a non-negative integer."""
+    ids = tuple(part.strip() for part in text.split(","))
+    if not ids or not all(i.isascii() and i.isdigit() for i in ids):
+        raise argparse.ArgumentTypeError(
+            f"GPU ids are non-negative integers, comma-separated, e.g. --gpus 0,1 (got {text!r})"
+        )
+    return tuple(dict.fromkeys(str(int(i)) for i in ids))
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "bench",
@@ -97,7 +108,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--device", choices=["cuda", "cpu"], default="cuda", help="cuda (GPU) or cpu timing"
     )
-    p.add_argument("--gpus", help="comma-separated GPU ids to use (default: every visible GPU)")
+    p.add_argument(
+        "--gpus",
+        type=_gpu_ids,
+        help="comma-separated GPU ids to use, e.g. 0,1 (default: every visible GPU)",
+    )
     p.add_argument(
         "--block-ms",
         type=_positive_ms,
@@ -228,9 +243,13 @@ def planned_kernels(
 
 def run_bench(args: argparse.Namespace) -> int:
     started = args.started  # the command's start (bot.cli.main): the all-in cost counts from it
+    from checks.sweep.gpus import require_torch
     from checks.sweep.warmer import start_warmer
     from checks.sweep.zygote import by_default, start_zygote
 
+    require_torch("bench")  # every worker imports it: say so once, before any starts
+    if args.gpus and args.device != "cpu":
+        _check_gpus(args.gpus)  # before any process starts
     # The workers' zygote first: its imports (seconds) run while this reads the repository,
     # the policy and the plan and makes the worktrees.
     work = (
@@ -263,8 +282,28 @@ def _gpus(args: argparse.Namespace) -> tuple[str, ...]:
     if args.device == "cpu":
         return ()
     if args.gpus:
-        return tuple(g.strip() for g in args.gpus.split(",") if g.strip())
+        return tuple(args.gpus)
     return tuple(visible_gpus())
+
+
+def _check_gpus(wanted: tuple[str, ...]) -> None:
+    """Refuse GPU ids this machine does not have, naming the ones it has."""
+    from checks.sweep import gpus
+
+    have = gpus.visible_gpus()
+    missing = [g for g in wanted if g not in have]
+    if not missing:
+        return
+    if not have:
+        raise UsageError(
+            f"no GPU {', '.join(missing)} here: no GPU is visible to this process",
+            hint="run on a GPU machine, or pass --device cpu",
+        )
+    raise UsageError(
+        f"no GPU {', '.join(missing)} here: this machine's GPUs are {', '.join(have)}"
+        " (CUDA_VISIBLE_DEVICES, where set, limits them)",
+        hint=f"pass --gpus with some of {', '.join(have)}, or leave it out to use them all",
+    )
 
 
 def _bench(
@@ -391,7 +430,8 @@ def _bench(
 def default_results_path(repo: Path, device: str, base_sha: str, head_label: str) -> Path:
     """Where results go when --out is not given: the cache folder, never the repository."""
     name = f"results-{device}-{base_sha[:12]}-{head_label[:12]}.json"
-    return prepare(cache_root() / "bench" / repo.name / name, option="the results file")
+    where = cache_root() / "bench" / repo.name / name
+    return prepare(where, option="the results file", make_folder=True)
 
 
 def compiled_only_bases(repo: Path, base_sha: str, kernels: list[PlannedKernel]) -> list[str]:

@@ -1,17 +1,37 @@
 """The GPUs this machine has, found without importing torch (importing it takes seconds, and the
 workers import it anyway): how many (``visible_gpus``), and which compiler target each is
 (``gpu_target_name``, for compiling ahead of the workers). NVML on NVIDIA, the KFD topology on
-AMD; torch only as the fallback for the count."""
+AMD; torch only as the fallback for the count. ``require_torch``: whether torch, which every
+measured process imports, is installed at all (the light install has none)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bot.errors import UsageError
+
 KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
 T = TypeVar("T")
+
+
+def require_torch(command: str) -> None:
+    """Refuse to start ``command`` where torch cannot be imported (``pip install kernel-review``
+    without the gpu extra): its measured processes would each fail on ``import torch``. Looks for
+    torch without importing it."""
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a broken or half-removed installation
+        found = False
+    if not found:
+        raise UsageError(
+            f"torch is not installed here, so {command} cannot measure anything",
+            hint="install kernel-review[gpu] or torch (pip install 'kernel-review[gpu]'); "
+            "the plan and report jobs need neither",
+        )
 
 
 def visible_gpus() -> list[str]:

@@ -71,7 +71,7 @@ def _cli(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 def test_compiler_report_cross_compiles_a_perf_report_benchmark(
     perf_repo: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "json" / "report.json"
+    out = tmp_path / "report.json"
     done = _cli("compiler-report", "--repo", str(perf_repo), "--json", str(out), tmp=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "compiler report [1/1] sm_90: compiled, 2 variants" in done.stderr
