@@ -132,8 +132,12 @@ def bot_bytecode(how: str, trees: tuple[Path, ...] = (ROOT,)) -> dict[str, Any]:
 # --------------------------------------------------------------------------------- the repo
 
 
-def policy(tolerance: float, shapes: dict[str, list[list[int]]]) -> str:
-    lines = [
+def policy_header(
+    tolerance: float, *, max_elements: int = 1 << 32, max_gpu_seconds: int = 900
+) -> list[str]:
+    """The lines a benchmark repository's policy starts with: the tolerance, NVIDIA, a
+    long-lived deployment and the limits; its ``[[kernels]]`` follow."""
+    return [
         f"tolerance = {tolerance}",
         'vendors = ["nvidia"]',
         "",
@@ -141,9 +145,13 @@ def policy(tolerance: float, shapes: dict[str, list[list[int]]]) -> str:
         'kind = "long-lived"',
         "",
         "[limits]",
-        "max_elements_per_tensor = 4294967296",
-        "max_gpu_seconds = 900",
+        f"max_elements_per_tensor = {max_elements}",
+        f"max_gpu_seconds = {max_gpu_seconds}",
     ]
+
+
+def policy(tolerance: float, shapes: dict[str, list[list[int]]]) -> str:
+    lines = policy_header(tolerance)
     for name, served in shapes.items():
         lines += [
             "",

@@ -5,8 +5,10 @@ of the slow heads), a generated ``suite.py`` with one bench entry per kernel and
 ``.github/kernel-review.toml``. Each head is one commit on top of base, on its own branch:
 
 - ``aa``: identical code, a comment added to ``suite.py``;
-- ``slow5`` and ``slow10``: ``EXTRA_FRACTION`` in ``suite.py`` set to 0.05 and 0.10, so each
-  kernel's ``fn`` is followed by extra work of that fraction of its own time (``rk_extra``).
+- ``slow5`` and ``slow10`` (``add_slow_head``, once the kernels' times are known):
+  ``EXTRA_FRACTION`` in ``suite.py`` set to 0.05 and 0.10 and ``KERNEL_US`` to the measured
+  times, so each kernel's ``fn`` is followed by extra work of that fraction of its time
+  (``rk_extra``).
 """
 
 from __future__ import annotations
@@ -14,35 +16,29 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
-from rk_catalogue import Group
-
-from bot import gitutil
-
 HERE = Path(__file__).resolve().parent
+if str(HERE.parent) not in sys.path:  # bench/: cli_decision's policy header
+    sys.path.insert(0, str(HERE.parent))
+
+from cli_decision import policy_header  # noqa: E402
+from rk_catalogue import Group  # noqa: E402
+
+from bot import gitutil  # noqa: E402
+
 HEADS = {"aa": 0.0, "slow5": 0.05, "slow10": 0.10}
 FRACTION_LINE = re.compile(r"^EXTRA_FRACTION = .*$", re.M)
-MAX_ELEMENTS = (
-    1 << 36
-)  # a shape is the product of its dims here, not one tensor (embedding_backward)
+# a shape is the product of its dims here, not one tensor (FlagGems' embedding backward)
+MAX_ELEMENTS = 1 << 36
 MAX_GPU_SECONDS = 900
 
 
 def policy_text(group: Group, tolerance: float) -> str:
     """The policy: one ``[[kernels]]`` per catalogue kernel, its bench entry the wrapper in
     ``suite.py``, its served shapes and dtype; a long-lived deployment."""
-    lines = [
-        f"tolerance = {tolerance}",
-        'vendors = ["nvidia"]',
-        "",
-        "[deployment]",
-        'kind = "long-lived"',
-        "",
-        "[limits]",
-        f"max_elements_per_tensor = {MAX_ELEMENTS}",
-        f"max_gpu_seconds = {MAX_GPU_SECONDS}",
-    ]
+    lines = policy_header(tolerance, max_elements=MAX_ELEMENTS, max_gpu_seconds=MAX_GPU_SECONDS)
     for k in group.kernels:
         lines += [
             "",

@@ -197,6 +197,21 @@ def combine(earlier: ShapeResult | None, new: ShapeResult, execution: int) -> Sh
     )
 
 
+def _live_decision(
+    case: ShapeResult, protocol: ProtocolConfig, family_size: int
+) -> tuple[ExecutionDecision, bool]:
+    """The case's test over executions as it stands after its passes so far, and whether one
+    more pass could still change it (not final, and not futile)."""
+    assert case.raw is not None
+    looks = protocol.execution_looks()
+    alpha = protocol.alpha / max(1, family_size)
+    d = decide_executions(case.raw.executions(), tolerance=case.tolerance, alpha=alpha, looks=looks)
+    if d.final:
+        return d, False
+    stuck = d.level == "executions" and futile(d, case.raw.arms, looks, alpha, case.tolerance)
+    return d, not stuck
+
+
 def needs_another(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> bool:
     """Whether the case's test over executions looks again after one more pass: measured, not
     throttled, not decided at the looks it has reached, and not futile: where the executions
@@ -204,13 +219,7 @@ def needs_another(case: ShapeResult, protocol: ProtocolConfig, family_size: int)
     freedom and error budget) would be wider than the tolerance, more passes cannot decide."""
     if case.status != "ok" or case.raw is None or case.raw.stop_reason == "throttled":
         return False
-    looks = protocol.execution_looks()
-    alpha = protocol.alpha / max(1, family_size)
-    executions = case.raw.executions()
-    d = decide_executions(executions, tolerance=case.tolerance, alpha=alpha, looks=looks)
-    if d.final:
-        return False
-    return not (d.level == "executions" and futile(d, case.raw.arms, looks, alpha, case.tolerance))
+    return _live_decision(case, protocol, family_size)[1]
 
 
 def futile(
@@ -238,18 +247,14 @@ def closing_reason(case: ShapeResult, protocol: ProtocolConfig, family_size: int
     run = case.raw
     if run.stop_reason == "throttled":
         reason: StopReason = "throttled"
-    elif not needs_another(case, protocol, family_size):
-        passes = len({e.execution for e in run.executions()})
-        final = decide_executions(
-            run.executions(),
-            tolerance=case.tolerance,
-            alpha=protocol.alpha / max(1, family_size),
-            looks=protocol.execution_looks(),
-        )
-        decided = final.verdict != "INCONCLUSIVE" or passes < protocol.max_executions
-        reason = "decided" if decided else "max_executions"
     else:
-        reason = "time_budget"
+        d, more = _live_decision(case, protocol, family_size)
+        if more:
+            reason = "time_budget"
+        else:
+            passes = len({e.execution for e in run.executions()})
+            decided = d.verdict != "INCONCLUSIVE" or passes < protocol.max_executions
+            reason = "decided" if decided else "max_executions"
     return case.model_copy(update={"raw": run.model_copy(update={"stop_reason": reason})})
 
 
