@@ -247,6 +247,36 @@ def test_crossover_a_a_at_two_microseconds_is_same_at_one_percent(tmp_path) -> N
     assert c.verdict == "SAME", (c.shape, c.ratio, c.ci_low, c.ci_high, c.notes)
 
 
+def test_work_a_graph_does_not_capture_is_timed_eagerly(tmp_path) -> None:
+    """A kernel launched on the legacy default stream (bitsandbytes' quantize ops) is not in a
+    graph captured on another stream: replays took 0.007 us for 5.2 us of work, and identical
+    code read 1.09-1.92x apart. The sweep sees the replay time fall short of the eager call's,
+    says so, and times the case eagerly: a plausible time, and SAME."""
+    case = Case(kernel="legacy_stream", bench="gpu_kernels:legacy_stream", dims=(2**16,),
+                dtype="float32", tolerance=0.03)  # fmt: skip
+    opts = SweepOptions(
+        device="cuda",
+        timeouts=Timeouts(prepare_s=120, block_s=30),
+        max_gpu_seconds=300,
+        ceilings_cache_dir=str(tmp_path / "cache"),
+    )
+    result = run_sweep(
+        [case],
+        base_root=GPU / "base",
+        head_root=GPU / "head",
+        base_rev="b" * 40,
+        head_rev="h" * 40,
+        options=opts,
+        work_dir=tmp_path / "work",
+    )
+    c = result.cases[0]
+    assert c.status == "ok", c.message
+    assert c.mode in ("eager", "eager-noflush"), (c.mode, c.notes)
+    assert any("did not capture" in n for n in c.notes), c.notes
+    assert c.base and c.base_median_us and c.base_median_us > 0.3 * c.base.est_us
+    assert c.verdict == "SAME", (c.ratio, c.ci_low, c.ci_high, c.explanation)
+
+
 def test_a_worker_checks_alike_while_and_after_the_checks_load(tmp_path) -> None:
     """A worker loads the checks' GPU functions in a thread from its start: one checked at once
     (while they load, as a restarted worker is) and one checked after its warm-up both find a

@@ -28,3 +28,20 @@ def scale(shape, dtype="float32", *, device="cuda", seed=0):
 
 
 same = padded = unwritten = out_of_bounds = scale
+
+
+def legacy_stream(shape, dtype="float32", *, device="cuda", seed=0):
+    """``scale`` launched as bitsandbytes 0.50 launches its quantize kernels: the output made on
+    the current stream, the kernel sent to the legacy default stream. Eagerly the same; a CUDA
+    graph captured on another stream does not hold the kernel (it runs once, at the capture)."""
+    (n,) = shape
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(n, generator=gen, device=device)
+
+    def fn():
+        y = torch.empty_like(x)
+        with torch.cuda.stream(torch.cuda.default_stream(x.device)):
+            scale_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        return y
+
+    return {"fn": fn, "reference": lambda: x * 2.0 + 0.5, "bytes_moved": 8 * n, "flops": 2 * n}
