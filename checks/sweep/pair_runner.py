@@ -418,6 +418,7 @@ class PairRunner:
                         execution=self.execution,
                         base=info["base"].configs_picked,
                         head=info["head"].configs_picked,
+                        same_offer=bool(_offers(cb)) and _offers(cb) == _offers(ch),
                     ),
                 )
             }
@@ -621,6 +622,19 @@ def _picks(raw: Any) -> tuple[str, ...]:
     """The worker's autotuner picks as labels; what is not well formed is left out."""
     labels = [picked_label(p) for p in raw[:MAX_PICKS]] if isinstance(raw, list) else []
     return tuple(label for label in labels if label)
+
+
+def _offers(check: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Each autotuner's kernel and the digest of the configs it chose from, as a worker sent them
+    (what is not well formed is left out)."""
+    raw = check.get("configs_picked")
+    out = []
+    for pick in raw[:MAX_PICKS] if isinstance(raw, list) else []:
+        if isinstance(pick, dict):
+            fn, digest = pick.get("function"), pick.get("offered")
+            if isinstance(fn, str) and isinstance(digest, str):
+                out.append((fn[:64], digest[:64]))
+    return tuple(sorted(out))
 
 
 def _loosest(*given: float | None) -> float | None:

@@ -264,6 +264,8 @@ class ExecutionPicks(Frozen):
     execution: int
     base: tuple[str, ...] = ()
     head: tuple[str, ...] = ()
+    # both sides' autotuners chose from the same configs (the same kernels, the same lists)
+    same_offer: bool = False
 
 
 class CaseRun(Frozen):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal
 
 from bot.errors import ResultsError
@@ -25,8 +26,61 @@ from checks.sweep.models import (
     SweepResult,
     WorstCase,
 )
-from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, StopReason, replay_case
+from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, StopReason
 from checks.sweep.stats import band_log, bootstrap_geomean, holm, median, t_ppf
+
+
+def picks_vary(run: CaseRun) -> bool:
+    """Whether the autotuners' picks vary while base and head choose from the same config lists:
+    some pass where the two sides picked differently, or a side that picked differently from one
+    process to the next."""
+    picks = [p for p in run.picks if p.base and p.head]
+    if not picks or len(picks) != len(run.picks) or not all(p.same_offer for p in picks):
+        return False
+    return any(p.base != p.head for p in picks) or any(
+        len(_pick_counts(run, side)) > 1
+        for side in ("base", "head")  # type: ignore[misc]
+    )
+
+
+def decide_run(
+    run: CaseRun,
+    *,
+    tolerance: float,
+    alpha: float,
+    protocol: ProtocolConfig,
+    complete: bool,
+) -> tuple[ExecutionDecision, frozenset[int] | None]:
+    """The test over a case's executions, and the passes it was decided over when the picks
+    varied (None: every pass).
+
+    When base and head choose from the same configs and the picks vary, the executions are a
+    mixture of configs, and identical code can read apart by the spread between configs. The
+    passes whose picks agree compare the same kernel at the same config: they decide when there
+    are enough of them (the first look's count). Otherwise every pass decides, but a difference
+    only at the last look (the most passes the sweep runs): fewer processes cannot tell an
+    autotuner's luck from a change."""
+    looks = protocol.execution_looks()
+    everything = decide_executions(
+        run.executions(), tolerance=tolerance, alpha=alpha, looks=looks, complete=complete
+    )
+    if not picks_vary(run):
+        return everything, None
+    like = frozenset(p.execution for p in run.picks if p.base == p.head)
+    if len(like) >= looks[0]:
+        matched = decide_executions(
+            [e for e in run.executions() if e.execution in like],
+            tolerance=tolerance,
+            alpha=alpha,
+            looks=looks,
+            complete=complete,
+        )
+        if matched.verdict != "INCONCLUSIVE" or complete:
+            return matched, like
+    passes = len({p.execution for p in run.picks})
+    if everything.verdict in ("SLOWER", "FASTER") and passes < looks[-1]:
+        return replace(everything, verdict="INCONCLUSIVE", final=complete), None
+    return everything, None
 
 
 def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> ShapeResult:
@@ -34,14 +88,11 @@ def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -
     if case.status != "ok" or case.raw is None or not case.raw.rounds:
         return case
     alpha = protocol.alpha / max(1, family_size)
-    d = replay_case(
-        case.raw.rounds,
-        case.raw.stop_reason,
-        protocol,
-        tolerance=case.tolerance,
-        alpha=alpha,
-        arms=case.raw.arms,
+    d, like = decide_run(
+        case.raw, tolerance=case.tolerance, alpha=alpha, protocol=protocol, complete=True
     )
+    if case.raw.stop_reason == "throttled" and d.verdict != "INCONCLUSIVE":
+        d = replace(d, verdict="INCONCLUSIVE")
     finite = math.isfinite(d.ci_low_log) and math.isfinite(d.ci_high_log)
     return case.model_copy(
         update={
@@ -60,7 +111,7 @@ def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -
             "decided_over": d.level,
             "execution_ratios": tuple(round(math.exp(v), 6) for v in d.values),
             "execution_spread": d.between_spread if d.executions > 1 else None,
-            "explanation": explain(case.raw, d, case.tolerance),
+            "explanation": explain(case.raw, d, case.tolerance, like, host_bound(case)),
         }
     )
 
@@ -90,24 +141,55 @@ def _pick_counts(run: CaseRun, side: Literal["base", "head"]) -> Counter[str]:
     return Counter(" + ".join(p) for p in run.picks_of(side) if p)
 
 
-def explain(run: CaseRun, d: ExecutionDecision, tolerance: float) -> str:
-    """In words: how far the executions disagreed, and whether the autotuner picked differently
-    from one process to the next ('' when neither is worth saying)."""
+def host_bound(case: ShapeResult) -> str | None:
+    """Why the host's pace may be in a case's time: timed eagerly, and each side's host takes
+    longer to issue a call than the GPU takes to run it (None otherwise)."""
+    sides = [s for s in (case.base, case.head) if s is not None and s.host_us is not None]
+    if case.mode not in ("eager", "eager-noflush") or len(sides) != 2:
+        return None
+    if not all(s.host_us is not None and s.host_us > s.est_us for s in sides):
+        return None
+    host = sorted(s.host_us or 0.0 for s in sides)
+    gpu = sorted(s.est_us for s in sides)
+    return (
+        f"the host's time per call ({host[0]:.0f}-{host[1]:.0f} us, more than the "
+        f"{gpu[0]:.0f}-{gpu[1]:.0f} us the GPU runs): where the op waits for the GPU inside a "
+        "call (.item(), nonzero, a copy to the host), the host's speed, which differs from one "
+        "process to the next, is part of its time"
+    )
+
+
+def explain(
+    run: CaseRun,
+    d: ExecutionDecision,
+    tolerance: float,
+    like: frozenset[int] | None = None,
+    host: str | None = None,
+) -> str:
+    """In words: how far the executions disagreed, whether the autotuner picked differently
+    from one process to the next, and which passes decided ('' when none is worth saying)."""
     said: list[str] = []
     unstable = {
         side: counts
         for side in ("base", "head")
         if len(counts := _pick_counts(run, side)) > 1  # type: ignore[arg-type]
     }
-    if unstable:
+    differ = not unstable and any(p.base != p.head for p in run.picks if p.base and p.head)
+    if unstable or differ:
         parts = []
-        for side, counts in unstable.items():
-            total = sum(counts.values())
-            parts.append(
-                f"{side} picked "
-                + ", ".join(f"{label} in {n} of {total}" for label, n in counts.most_common())
-            )
-        line = "the autotuner picks differently from one process to the next: " + "; ".join(parts)
+        for side in ("base", "head"):
+            counts = _pick_counts(run, side)  # type: ignore[arg-type]
+            if side in unstable or differ:
+                total = sum(counts.values())
+                parts.append(
+                    f"{side} picked "
+                    + ", ".join(f"{label} in {n} of {total}" for label, n in counts.most_common())
+                )
+        line = (
+            "the autotuner picks differently from one process to the next: "
+            if unstable
+            else "base's and head's autotuners picked different configs: "
+        ) + "; ".join(parts)
         times = {k: median(v) for k, v in _pick_times(run).items()}
         if len(times) > 1:
             fast, slow = min(times, key=times.__getitem__), max(times, key=times.__getitem__)
@@ -117,12 +199,19 @@ def explain(run: CaseRun, d: ExecutionDecision, tolerance: float) -> str:
                     "in the executions that picked them)"
                 )
         said.append(line)
+    if like is not None:
+        passes = len({p.execution for p in run.picks})
+        said.append(
+            f"decided over the {len(like)} of {passes} passes in which base and head picked the "
+            "same configs from the same lists (the same kernel at the same config)"
+        )
     if d.executions > 1 and d.level == "executions":
         ratios = [math.exp(v) for v in d.values]
         cause = (
             "the autotuner's picks"
             if unstable
-            else "where each process's buffers and workspaces land (atomics, split reductions, "
+            else host
+            or "where each process's buffers and workspaces land (atomics, split reductions, "
             "placement)"
         )
         line = (
@@ -205,9 +294,13 @@ def _live_decision(
     assert case.raw is not None
     looks = protocol.execution_looks()
     alpha = protocol.alpha / max(1, family_size)
-    d = decide_executions(case.raw.executions(), tolerance=case.tolerance, alpha=alpha, looks=looks)
+    d, _ = decide_run(
+        case.raw, tolerance=case.tolerance, alpha=alpha, protocol=protocol, complete=False
+    )
     if d.final:
         return d, False
+    if picks_vary(case.raw):
+        return d, True  # more passes may bring more that picked alike (the sweep caps the passes)
     stuck = d.level == "executions" and futile(d, case.raw.arms, looks, alpha, case.tolerance)
     return d, not stuck
 

@@ -3,13 +3,17 @@
 The worker wraps a case's first call (where an autotuner times its candidates, or finds its
 pick in Triton's on-disk cache) in ``recording``; each autotuner with more than one config that
 ran inside answers which config it kept, as plain JSON: the kernel's name, the config's
-keyword arguments, and its launch options (``num_warps`` and ``num_stages`` always, the rest
-where set). A process where Triton is not imported records nothing. Standard library only.
+keyword arguments, its launch options (``num_warps`` and ``num_stages`` always, the rest where
+set), and a digest of every config it had to choose from (``offered``: base and head offered
+the same list when the digests agree). A process where Triton is not imported records nothing.
+Standard library only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +41,15 @@ def describe(tuner: Any, config: Any) -> dict[str, Any]:
     return {"function": _name(tuner), "config": values}
 
 
+def offered(tuner: Any) -> str:
+    """A digest of the configs an autotuner chooses from, in any order."""
+    described = sorted(
+        json.dumps(describe(tuner, c)["config"], sort_keys=True, default=str)
+        for c in getattr(tuner, "configs", ())
+    )
+    return hashlib.sha256("\n".join(described).encode()).hexdigest()[:16]
+
+
 @contextlib.contextmanager
 def recording() -> Iterator[list[dict[str, Any]]]:
     """The picks of the autotuners that run inside, each once, in the order they ran."""
@@ -52,7 +65,7 @@ def recording() -> Iterator[list[dict[str, Any]]]:
         result = original(self, *args, **kwargs)
         config = getattr(self, "best_config", None)
         if config is not None and len(getattr(self, "configs", ())) > 1:
-            pick = describe(self, config)
+            pick = {**describe(self, config), "offered": offered(self)}
             if pick not in picks:
                 picks.append(pick)
         return result

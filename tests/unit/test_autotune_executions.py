@@ -18,7 +18,7 @@ from bot.jobs.report import RATIO_SLACK, _inconsistent
 from checks.sweep.evidence import to_evidence
 from checks.sweep.models import ShapeResult, SweepResult
 from checks.sweep.protocol import Block, CaseRun, ExecutionPicks, ProtocolConfig, Round
-from checks.sweep.summary import finalize
+from checks.sweep.summary import finalize, needs_another
 
 FAST, SLOW = "kernel: BLOCK=256, num_warps=4", "kernel: BLOCK=128, num_warps=8"
 US = {FAST: 30.0, SLOW: 100.0}
@@ -105,3 +105,91 @@ def test_a_forged_ratio_far_from_its_times_is_still_refused() -> None:
     assert done.verdict == "SAME"
     forged = done.model_copy(update={"head_median_us": 2 * (done.head_median_us or 0)})
     assert "the times give" in (_refused(_evidence(protocol, forged)) or "")
+
+
+def _case(picks: list[tuple[str, str]], *, same_offer: bool, seed: int) -> ShapeResult:
+    run = CaseRun(
+        rounds=tuple(_rounds(picks, random.Random(seed))),
+        arms=2,
+        picks=tuple(
+            ExecutionPicks(execution=e, base=(b,), head=(h,), same_offer=same_offer)
+            for e, (b, h) in enumerate(picks)
+        ),
+        pass_stops=("decided",) * len(picks),
+        stop_reason="decided",
+    )
+    return ShapeResult(
+        kernel="kernel", shape=(4096,), dtype="float16", tolerance=0.03, status="ok", raw=run
+    )
+
+
+def test_identical_code_whose_picks_vary_is_decided_over_the_passes_that_picked_alike() -> None:
+    """Same config lists, picks that vary: 1.0 at a matched pass, 0.3 or 3.3 at the others.
+    The passes where both sides picked the same config compare the same kernel: SAME."""
+    protocol = ProtocolConfig(crossover=True)
+    picks = [(SLOW, FAST), (FAST, FAST), (SLOW, SLOW), (FAST, SLOW)]
+    (done,), _ = finalize([_case(picks, same_offer=True, seed=3)], protocol, 1)
+    assert done.verdict == "SAME", (done.ratio, done.explanation)
+    assert done.executions == 4  # the two matched passes, both arms
+    assert "decided over the 2 of 4 passes" in done.explanation
+    assert "picks differently from one process to the next" in done.explanation
+    # the same rounds without knowing the lists agree: the mixture, which cannot decide
+    (mixed,), _ = finalize([_case(picks, same_offer=False, seed=3)], protocol, 1)
+    assert mixed.verdict == "INCONCLUSIVE" and mixed.executions == 8
+
+
+def test_sides_that_picked_apart_claim_a_difference_only_after_the_last_pass() -> None:
+    """Base picked the slow config in both processes, head the fast one, from the same lists.
+    Two passes cannot tell an autotuner's luck from a change: INCONCLUSIVE, one more pass asked
+    for. Four passes that all read so make the claim, with the picks said."""
+    protocol = ProtocolConfig(crossover=True)
+    two = _case([(SLOW, FAST)] * 2, same_offer=True, seed=4)
+    assert needs_another(two, protocol, 1)
+    (early,), _ = finalize([two], protocol, 1)
+    assert early.verdict == "INCONCLUSIVE", (early.ratio, early.ci_low, early.ci_high)
+    assert "base's and head's autotuners picked different configs" in early.explanation
+    four = _case([(SLOW, FAST)] * 4, same_offer=True, seed=4)
+    assert not needs_another(four, protocol, 1)
+    (late,), _ = finalize([four], protocol, 1)
+    assert late.verdict == "FASTER", (late.ratio, late.explanation)
+    assert f"base picked {SLOW} in 4 of 4" in late.explanation
+
+
+def test_executions_apart_on_a_host_bound_op_name_the_host_as_the_likely_cause() -> None:
+    """A fused cross entropy on the H200: 1830 us of host time a call against 430-750 us of GPU
+    time, timed eagerly; its executions read 0.78-1.41 apart. The explanation names the host's
+    pace (an op that waits for the GPU inside a call), not buffer placement."""
+    from checks.sweep.models import SideInfo
+
+    rng = random.Random(5)
+    rounds, levels = [], [1.4, 1.0, 0.8, 1.0]
+    for execution, level in enumerate(levels):
+        for i in range(10):
+            for arm in (0, 1):
+                b = 800.0 * math.exp(rng.gauss(0, 0.01))
+                h = 800.0 * level * math.exp(rng.gauss(0, 0.01))
+                rounds.append(
+                    Round(
+                        index=len(rounds),
+                        head_first=bool(i % 2),
+                        base=Block(value_us=b, calls=1, wall_ms=1.0),
+                        head=Block(value_us=h, calls=1, wall_ms=1.0),
+                        arm=arm,
+                        execution=execution // 2,
+                    )
+                )
+
+    def side(host_us: float, est_us: float) -> SideInfo:
+        return SideInfo(entry="e", est_us=est_us, host_us=host_us, bytes_moved=1, flops=0,
+                        copies=8, footprint_bytes=1, prepare_s=0.1)  # fmt: skip
+
+    run = CaseRun(rounds=tuple(rounds), arms=2, pass_stops=("decided",) * 2)
+    common = {"kernel": "ce", "shape": (128,), "dtype": "float16", "tolerance": 0.03}
+    host_bound = ShapeResult(**common, status="ok", raw=run, mode="eager",
+                             base=side(1830.0, 430.0), head=side(1790.0, 750.0))  # fmt: skip
+    (done,), _ = finalize([host_bound], ProtocolConfig(crossover=True), 1)
+    assert done.verdict == "INCONCLUSIVE"
+    assert "likely cause: the host's time per call (1790-1830 us" in done.explanation
+    placed = host_bound.model_copy(update={"base": side(40.0, 430.0), "head": side(40.0, 750.0)})
+    (other,), _ = finalize([placed], ProtocolConfig(crossover=True), 1)
+    assert "likely cause: where each process's buffers" in other.explanation

@@ -8,7 +8,7 @@ import triton
 from bot.contracts.evidence import MAX_LABEL
 from checks.compiler.triton_compat import picked_label
 from checks.sweep.models import MAX_PICKS
-from checks.sweep.pair_runner import _picks
+from checks.sweep.pair_runner import _offers, _picks
 from checks.worker import autotune_picks
 
 
@@ -34,6 +34,21 @@ def test_a_config_is_described_by_its_values_and_the_launch_options_it_sets() ->
     }  # fmt: skip
 
 
+def test_the_configs_offered_are_named_by_a_digest_that_ignores_their_order() -> None:
+    """Whether base and head chose from the same configs: the matched-picks rule of the verdict
+    applies only then."""
+    a = triton.Config({"BLOCK": 64}, num_warps=4)
+    b = triton.Config({"BLOCK": 128}, num_warps=8)
+    c = triton.Config({"BLOCK": 128}, num_warps=4)
+    tuner, reordered, other = _Tuner(matmul_kernel), _Tuner(matmul_kernel), _Tuner(matmul_kernel)
+    tuner.configs, reordered.configs, other.configs = [a, b], [b, a], [a, c]  # type: ignore[attr-defined]
+    assert autotune_picks.offered(tuner) == autotune_picks.offered(reordered)
+    assert autotune_picks.offered(tuner) != autotune_picks.offered(other)
+    sent = {"configs_picked": [{"function": "k", "config": {}, "offered": "ab12"}, {"x": 1}, 7]}
+    assert _offers(sent) == (("k", "ab12"),)
+    assert _offers({"configs_picked": "junk"}) == () == _offers({})
+
+
 def test_what_a_worker_sends_is_kept_only_when_well_formed() -> None:
     good = {"function": "k", "config": {"BLOCK": 64, "num_warps": 4}}
     assert _picks([good, "junk", {"function": 3, "config": {}}, {"function": "k"}, None]) == (
@@ -55,7 +70,7 @@ import torch
 import triton
 import triton.language as tl
 from checks.compiler import triton_compat as compat
-from checks.sweep.pair_runner import _picks
+from checks.sweep.pair_runner import _offers, _picks
 from checks.worker import autotune_picks
 
 CONFIGS = [triton.Config({"BLOCK": 32}, num_warps=1), triton.Config({"BLOCK": 64}, num_warps=2)]
