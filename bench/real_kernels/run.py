@@ -143,13 +143,19 @@ def log(msg: str) -> None:
 
 
 def plan_units(
-    groups: list[Group], heads: list[str], aa_runs: int, *, by_run: bool = False
+    groups: list[Group],
+    heads: list[str],
+    aa_runs: int,
+    *,
+    by_run: bool = False,
+    first_run: int = 1,
 ) -> list[tuple[str, str, int]]:
-    """Every bench call: ``(group, head, run)``, aa ``aa_runs`` times first; group by group, or
+    """Every bench call: ``(group, head, run)``, aa ``aa_runs`` times first (numbered from
+    ``first_run``, so a later call goes on where an earlier one stopped); group by group, or
     with ``by_run`` each head and run over every group before the next (a call cut short then
     leaves every group measured as often as the time allowed)."""
     wanted = [
-        (head, i + 1)
+        (head, i + (first_run if head == "aa" else 1))
         for head in HEAD_ORDER
         if head in heads
         for i in range(aa_runs if head == "aa" else 1)
@@ -509,6 +515,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--runs", type=int, default=AA_RUNS, help=f"A/A runs per group (default {AA_RUNS})"
     )
     ap.add_argument(
+        "--first-run", type=int, default=1, metavar="N",
+        help="number the A/A runs from N (a call that goes on after runs 1..N-1; default 1)",
+    )  # fmt: skip
+    ap.add_argument(
         "--part", type=int, default=1, help="which slice of the work list to run (1-based)"
     )
     ap.add_argument(
@@ -551,6 +561,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if not 0 < args.tolerance <= 1:
         ap.error(f"--tolerance must be above 0 and at most 1, got {args.tolerance}")
+    if args.first_run < 1:
+        ap.error(f"--first-run must be 1 or more, got {args.first_run}")
     if args.runs < 0:
         ap.error(f"--runs must be 0 or more, got {args.runs}")
     if args.parts < 1 or not 1 <= args.part <= args.parts:
@@ -585,7 +597,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     units = slice_units(
-        plan_units(groups, args.heads, args.runs, by_run=args.by_run), args.part, args.parts
+        plan_units(groups, args.heads, args.runs, by_run=args.by_run, first_run=args.first_run),
+        args.part,
+        args.parts,
     )
     out.mkdir(parents=True, exist_ok=True)
     path = part_path(out, args.part)

@@ -295,6 +295,15 @@ def test_plan_units_group_by_group(tmp_path: Path):
     ]
 
 
+def test_a_later_call_numbers_its_a_a_runs_on(tmp_path: Path):
+    groups = load_catalogue(ROOT / "tests/data/real_kernels_standin/catalogue")
+    assert driver.plan_units(groups[:1], ["aa", "slow5"], 2, first_run=2) == [
+        ("standin", "aa", 2),
+        ("standin", "aa", 3),
+        ("standin", "slow5", 1),
+    ]
+
+
 def test_part_path_never_overwrites(tmp_path: Path):
     assert driver.part_path(tmp_path, 2).name == "part2.json"
     (tmp_path / "part2.json").write_text("{}")
