@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -138,11 +138,15 @@ class PairRunner:
         crossed: tuple[WorkerClient, WorkerClient] | None = None,
         warmed_early: Callable[[], bool] | None = None,
         execution: int = 0,
+        modes: Mapping[Any, str] | None = None,
     ) -> None:
         """``warmed_early``: called once the workers answered, ends the GPU's early warm-up
         (``checks.sweep.warmer``) if it still runs and says whether it burnt; then the workers
         burn only if they read the clock down. ``execution``: the sweep's pass these (fresh)
-        workers measure, which their rounds carry."""
+        workers measure, which their rounds carry. ``modes``: by case key, the timing mode an
+        earlier pass used, which this one keeps (a later pass's estimate can take a one-time
+        cost for the kernel's time: fla's cross entropy was timed eagerly in one pass of four,
+        and read 1.59 there)."""
         if options.protocol.crossover != (crossed is not None):
             raise ValueError("crossover needs a second (base, head) pair, and only crossover")
         self.base, self.head = base, head
@@ -151,6 +155,7 @@ class PairRunner:
         self.options = options
         self.gpu_index = gpu_index
         self.execution = execution
+        self.modes = dict(modes or {})
         self.family_size = family_size  # cases in the sweep: each gets alpha / family_size
         self.env: EnvFingerprint | None = None
         self.ceilings: Ceilings | None = None
@@ -367,7 +372,7 @@ class PairRunner:
         pb, ph = {**preps[0], **eb}, {**preps[1], **eh}
         info["base"] = _side_info(pb, cb)
         info["head"] = _side_info(ph, ch)
-        mode = choose_mode(pb["est_us"], ph["est_us"], o.device, cfg)
+        mode = self.modes.get(case.key) or choose_mode(pb["est_us"], ph["est_us"], o.device, cfg)
         notes: list[str] = []
         est = max(float(pb["est_us"]), float(ph["est_us"]))
         copies = int(preps[0]["copies"])

@@ -424,6 +424,7 @@ def run_sweep(
                         else None
                     ),
                     execution=execution,
+                    modes={k: r.mode for k, r in recorder.results.items() if r.mode},
                 )
                 out: dict[str, object] = {}
                 (outs if execution == 0 else pass_outs).append(out)

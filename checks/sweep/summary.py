@@ -152,10 +152,10 @@ def host_bound(case: ShapeResult) -> str | None:
     host = sorted(s.host_us or 0.0 for s in sides)
     gpu = sorted(s.est_us for s in sides)
     return (
-        f"the host's time per call ({host[0]:.0f}-{host[1]:.0f} us, more than the "
-        f"{gpu[0]:.0f}-{gpu[1]:.0f} us the GPU runs): where the op waits for the GPU inside a "
-        "call (.item(), nonzero, a copy to the host), the host's speed, which differs from one "
-        "process to the next, is part of its time"
+        f"the host's pace: it takes {host[0]:.0f}-{host[1]:.0f} us to issue a call the GPU "
+        f"runs in {gpu[0]:.0f}-{gpu[1]:.0f} us, so where the host falls behind (or the op "
+        "waits for the GPU inside a call: .item(), nonzero, a copy to the host) the GPU's time "
+        "follows the host's speed, which differs from one process to the next"
     )
 
 

@@ -123,6 +123,14 @@ class WorkerSpec:
             return self.work_dir / "triton-cache" / self.side_key
         return self.work_dir / "triton-cache" / f"x{self.execution}" / self.side_key
 
+    @property
+    def home(self) -> Path:
+        """The side's home folder in this pass (``HOME``, ``XDG_CACHE_HOME`` under it): what
+        libraries keep there (FlagGems' generated code and its autotuner's timings under
+        ``~/.flaggems``) is shared by a side's two workers of a pass, never by base and head,
+        and a later pass starts without it, as a fresh process on a new machine would."""
+        return self.work_dir / "home" / f"x{self.execution}" / self.side_key
+
     def context_args(self) -> list[str]:
         """On a GPU, the first pair's workers mark when their contexts are made and the
         crossover's second pair makes its own after both (``checks/worker/main.py``'s
@@ -202,6 +210,9 @@ class WorkerClient:
         home.mkdir(parents=True, exist_ok=True)
         env["TRITON_CACHE_DIR"] = str(cache)
         env["TRITON_HOME"] = str(home)
+        s.home.mkdir(parents=True, exist_ok=True)
+        env["HOME"] = str(s.home)
+        env["XDG_CACHE_HOME"] = str(s.home / ".cache")
         if s.lock_path is not None:  # one lock per GPU: a case's first call runs alone on it
             s.lock_path.parent.mkdir(parents=True, exist_ok=True)
             env[GPU_LOCK_ENV] = str(s.lock_path)

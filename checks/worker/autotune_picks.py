@@ -59,19 +59,38 @@ def recording() -> Iterator[list[dict[str, Any]]]:
     if tuner_class is None:
         yield picks
         return
-    original = tuner_class.run
 
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, *args, **kwargs)
-        config = getattr(self, "best_config", None)
-        if config is not None and len(getattr(self, "configs", ())) > 1:
-            pick = {**describe(self, config), "offered": offered(self)}
-            if pick not in picks:
-                picks.append(pick)
-        return result
+    def wrap(original: Any) -> Any:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(self, *args, **kwargs)
+            config = getattr(self, "best_config", None)
+            if config is not None and len(getattr(self, "configs", ())) > 1:
+                pick = {**describe(self, config), "offered": offered(self)}
+                if pick not in picks:
+                    picks.append(pick)
+            return result
 
-    tuner_class.run = run
+        return run
+
+    # Triton's class, and every subclass with a ``run`` of its own (FlagGems' LibTuner picks
+    # through its own ``run`` and never calls Triton's)
+    patched = [c for c in _subclasses(tuner_class) if "run" in vars(c)]
+    originals = {c: vars(c)["run"] for c in patched}
+    for c, original in originals.items():
+        c.run = wrap(original)
     try:
         yield picks
     finally:
-        tuner_class.run = original
+        for c, original in originals.items():
+            c.run = original
+
+
+def _subclasses(cls: type) -> list[type]:
+    """``cls`` and every class below it."""
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        if c not in out:
+            out.append(c)
+            todo.extend(c.__subclasses__())
+    return out

@@ -251,9 +251,11 @@ def test_work_a_graph_does_not_capture_is_timed_eagerly(tmp_path) -> None:
     """A kernel launched on the legacy default stream (bitsandbytes' quantize ops) is not in a
     graph captured on another stream: replays took 0.007 us for 5.2 us of work, and identical
     code read 1.09-1.92x apart. The sweep sees the replay time fall short of the eager call's,
-    says so, and times the case eagerly: a plausible time, and SAME."""
-    case = Case(kernel="legacy_stream", bench="gpu_kernels:legacy_stream", dims=(2**16,),
-                dtype="float32", tolerance=0.03)  # fmt: skip
+    says so, and times the case eagerly: a plausible time, and SAME (2^22 elements, about 15 us
+    a call, under the 50 us below which graphs are chosen; at 2^16, 2 us a call, eager timing
+    read identical code INCONCLUSIVE at 3% on the H200)."""
+    case = Case(kernel="legacy_stream", bench="gpu_kernels:legacy_stream", dims=(2**22,),
+                dtype="float32", tolerance=0.05)  # fmt: skip
     opts = SweepOptions(
         device="cuda",
         timeouts=Timeouts(prepare_s=120, block_s=30),

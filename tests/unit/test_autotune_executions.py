@@ -189,7 +189,9 @@ def test_executions_apart_on_a_host_bound_op_name_the_host_as_the_likely_cause()
                              base=side(1830.0, 430.0), head=side(1790.0, 750.0))  # fmt: skip
     (done,), _ = finalize([host_bound], ProtocolConfig(crossover=True), 1)
     assert done.verdict == "INCONCLUSIVE"
-    assert "likely cause: the host's time per call (1790-1830 us" in done.explanation
+    assert (
+        "likely cause: the host's pace: it takes 1790-1830 us to issue a call" in done.explanation
+    )
     placed = host_bound.model_copy(update={"base": side(40.0, 430.0), "head": side(40.0, 750.0)})
     (other,), _ = finalize([placed], ProtocolConfig(crossover=True), 1)
     assert "likely cause: where each process's buffers" in other.explanation

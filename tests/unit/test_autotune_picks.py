@@ -110,3 +110,25 @@ def test_the_first_call_check_and_the_sweep_name_a_pick_alike() -> None:
     assert got["probe"] == list(got["sweep"])
     assert got["sweep"][0].startswith("double_kernel: BLOCK=")
     assert "num_warps=" in got["sweep"][0] and "num_stages=" in got["sweep"][0]
+
+
+def test_an_autotuner_subclass_with_its_own_run_is_recorded_too() -> None:
+    """FlagGems' LibTuner subclasses Triton's Autotuner and picks in its own ``run`` (timings
+    kept in a database), never calling Triton's: its picks were missing from the sweep, and its
+    cases' spread from process to process was blamed on buffer placement."""
+    from triton.runtime.autotuner import Autotuner
+
+    class OwnRun(Autotuner):
+        def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            self.best_config = self.configs[1]
+            return "ran"
+
+    tuner = object.__new__(OwnRun)
+    tuner.base_fn = matmul_kernel  # type: ignore[attr-defined]
+    tuner.configs = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128}, num_warps=8)]
+    with autotune_picks.recording() as picks:
+        assert tuner.run() == "ran"
+    assert [picked_label(p) for p in picks] == [
+        "matmul_kernel: BLOCK=128, num_warps=8, num_stages=3"
+    ]
+    assert OwnRun.run.__name__ == "run" and "wrap" not in OwnRun.run.__qualname__  # put back
