@@ -330,7 +330,6 @@ def run_unit(
                 f"{what}: no A/A run of {group.name} recorded in this call or --out, so each "
                 "process sizes the extra work itself (it then differs from process to process)"
             )
-    t_unit = time.monotonic()
     results = ctx["runs_dir"] / f"{group.name}-{head}-{run}.json"
     timed_too = not ctx["no_dobench"] and (not ctx["dobench_once"] or (head, run) == ("aa", 1))
     reserve = min(ctx["dobench_s"], left / 3) if timed_too else 0.0
@@ -378,10 +377,14 @@ def run_unit(
         skipped.append(f"{what}: do_bench not run (--no-dobench or --dobench-once)")
     else:
         record["dobench"] = dobench_both(ctx, g, head, record["cases"], what, skipped)
-    # the next unit of this group is expected to take as long as its longest so far, and a bit
-    ctx["unit_s"][group.name] = max(
-        ctx["unit_s"].get(group.name, 0.0), 1.2 * (time.monotonic() - t_unit)
-    )
+    # the next unit of this group is expected to take as long as its longest bench call so far,
+    # and a bit (do_bench's processes have their own reserve, taken only where they run)
+    ctx["unit_s"][group.name] = max(ctx["unit_s"].get(group.name, 0.0), 1.2 * got["wall_s"])
+    # the results file with every round, for replaying the verdicts offline (``recompute``)
+    raw = ctx["raw_dir"] / results.name
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(results, raw)
+    record["raw_results"] = str(raw.relative_to(ctx["raw_dir"].parent))
     return record
 
 
@@ -634,6 +637,7 @@ def main(argv: list[str] | None = None) -> int:
         "unit_s": {},
         "built": {},
         "runs_dir": work / "runs",
+        "raw_dir": out / f"raw-{path.stem}",
         "record": record,
         "earlier_runs": [r for part in read_parts(out)[0] for r in part.get("runs", [])],
     }

@@ -15,8 +15,12 @@ effect (it carries the worker slot's bias, which the arms' average cancels). The
 
 - the **between-execution test**: the executions' spread around their arm's mean against what
   their own rounds' noise predicts (an F test);
-- where the executions agree (p >= ``POOL_ABOVE``), their rounds are pooled: the interval's
-  variance is the rounds' (many degrees of freedom);
+- where the executions agree (p >= ``POOL_ABOVE``) and even a generous bound on their spread
+  (its one-sided 90% upper confidence limit) is under ``POOL_SPREAD`` of the tolerance's band,
+  their rounds are pooled: the interval's variance is the rounds' (many degrees of freedom).
+  The bound matters where rounds are noisy and executions few: four executions of a host-bound
+  fused cross entropy read 0.89-0.94 in one run (no F test can tell that from noise at 2
+  degrees of freedom), 0.76-1.27 in the next, and pooled they made a false FASTER;
 - where they do not, the execution is the unit: the variance is the executions' own spread, with
   as many degrees of freedom as there are executions beyond the arms. That interval is wide
   when the executions disagree, so identical code that varies from process to process reads
@@ -44,6 +48,10 @@ POOL_ABOVE = 0.1
 # SAME is an equivalence test at this level per case (two one-sided tests), spread over the
 # looks; SLOWER and FASTER are claimed at the sweep's far smaller per-case share of its alpha
 SAME_ALPHA = 0.05
+# ... and only when the upper 90% confidence limit of the executions' spread (one SD) is under
+# this share of the band (log of 1 + tolerance)
+POOL_SPREAD = 0.5
+POOL_BOUND_LEVEL = 0.9
 # the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
 HL_VARIANCE = math.pi / 3.0
 # the median absolute deviation times this estimates the standard deviation of normal rounds
@@ -98,8 +106,33 @@ class Components:
     values: tuple[float, ...]  # each execution's estimate, in the order given
 
 
-def components(executions: Sequence[Execution], *, pool_above: float = POOL_ABOVE) -> Components:
-    """Both levels' estimates from the executions that have at least one counted round."""
+def chi2_over_df_ppf(p: float, df: float) -> float:
+    """The ``p`` quantile of a chi-square over its degrees of freedom (an F with ``df`` and
+    infinitely many), by bisection on its distribution."""
+    lo, hi = 0.0, 1.0
+    while 1.0 - f_sf(hi, df, 1e9) < p:
+        hi *= 2.0
+    for _ in range(80):
+        mid = (lo + hi) / 2.0
+        if 1.0 - f_sf(mid, df, 1e9) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+def spread_bound(mean_square: float, df: float, level: float = POOL_BOUND_LEVEL) -> float:
+    """The one-sided ``level`` upper confidence limit of the SD behind a mean square with ``df``
+    degrees of freedom."""
+    return math.sqrt(mean_square / chi2_over_df_ppf(1.0 - level, df))
+
+
+def components(
+    executions: Sequence[Execution], *, pool_above: float = POOL_ABOVE, band: float | None = None
+) -> Components:
+    """Both levels' estimates from the executions that have at least one counted round. With
+    ``band`` (the tolerance's, log scale), rounds are pooled only where the executions' spread
+    is bounded well under it (``POOL_SPREAD``)."""
     used = [e for e in executions if e.logs]
     if not used:
         raise ValueError("no execution has a counted round")
@@ -140,7 +173,8 @@ def components(executions: Sequence[Execution], *, pool_above: float = POOL_ABOV
     f = between_ms / own if own > 0 else (math.inf if between_ms > 0 else 0.0)
     p_between = f_sf(f, df_between, df_within)
     between_sd = math.sqrt(max(0.0, between_ms - own))
-    if p_between >= pool_above:
+    tight = band is None or spread_bound(between_ms, df_between) < POOL_SPREAD * band
+    if p_between >= pool_above and tight:
         return Components(
             estimate,
             math.sqrt(rounds_var),
@@ -226,7 +260,7 @@ def decide_executions(
     last: ExecutionDecision | None = None
     for taken, count in enumerate(points, start=1):
         mine = [e for e in executions if e.execution in passes[:count]]
-        c = components(mine)
+        c = components(mine, band=band)
         rounds = _units(mine)
         lo, hi, ps, pf, pm, verdict = zone(
             c.estimate_log, c.se_log, c.df, band, alpha_look, same_alpha / k

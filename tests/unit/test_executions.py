@@ -94,15 +94,16 @@ def test_large_process_effects_read_inconclusive_with_their_spread() -> None:
 
 
 def test_quiet_identical_code_is_same_at_the_first_look() -> None:
-    """No process effect: the executions agree, so their rounds are pooled (the between test
-    rejects agreement at its lenient level about one time in ten), and two passes decide.
-    SAME is an equivalence test at 95%, so even the executions' own few degrees of freedom
-    settle it here."""
+    """No process effect: the executions agree, so their rounds are mostly pooled (the between
+    test rejects agreement at its lenient level about one time in ten, and four executions'
+    spread, bounded at 90% with 2 degrees of freedom, is not always under half the band), and
+    two passes decide. SAME is an equivalence test at 95%, so even the executions' own few
+    degrees of freedom settle it here."""
     rng = random.Random(4)
     ds = [_case(rng, process_sd=0.0, round_sd=0.004) for _ in range(60)]
     assert all(d.verdict == "SAME" for d in ds)
     assert all(d.looks_taken == 1 and d.executions == 4 for d in ds)
-    assert sum(d.level == "rounds" for d in ds) >= 48
+    assert sum(d.level == "rounds" for d in ds) >= 40
 
 
 @pytest.mark.parametrize("ratio", [1.05, 1.10])
@@ -121,6 +122,26 @@ def test_a_slot_bias_cancels_between_the_arms() -> None:
     d = _case(rng, slot_bias=0.015, tolerance=0.01)
     assert d.verdict == "SAME" and d.level == "rounds"
     assert abs(d.ratio - 1.0) < 0.003
+
+
+def test_executions_that_lean_alike_on_noisy_rounds_are_not_pooled_into_a_claim() -> None:
+    """A host-bound fused cross entropy on the H200, identical code: four executions read
+    0.89, 0.94, 0.93, 0.94 over 100 rounds each with 25% round noise. The F test cannot tell
+    that from noise; pooled, the rounds made FASTER [0.893, 0.960]. The executions' spread,
+    bounded at 90%, is far over half the 3% band: the executions are the unit, INCONCLUSIVE."""
+    rng = random.Random(7)
+    done = [
+        Execution(
+            execution=i // 2,
+            arm=i % 2,
+            logs=tuple(math.log(v) + rng.gauss(0.0, 0.25) for _ in range(100)),
+        )
+        for i, v in enumerate((0.890, 0.942, 0.930, 0.943))
+    ]
+    d = decide_executions(done, tolerance=0.03, alpha=0.01 / 31, looks=LOOKS, complete=True)
+    assert d.level == "executions" and d.verdict == "INCONCLUSIVE", (d.level, d.verdict)
+    pooled = components(done)  # without the band: the F test alone would pool them
+    assert pooled.level == "rounds"
 
 
 def test_fewer_passes_than_the_first_look_never_decide() -> None:
