@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
@@ -464,6 +465,15 @@ def write_summary(out: Path) -> dict[str, Any]:
     return summary
 
 
+def engine_digest(root: Path) -> str:
+    """A digest of the bot's Python sources (``bot/``, ``checks/``): paths and contents, so two
+    records made with the same engine carry the same digest whatever git says."""
+    h = hashlib.sha256()
+    for path in sorted(p for d in ("bot", "checks") for p in (root / d).rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def meta(device: str, tolerance: float, *, versions: bool = True) -> dict[str, Any]:
     """When, where and with what; ``versions`` imports torch and Triton for theirs (done after
     the runs, so this process holds no GPU context while they measure)."""
@@ -474,6 +484,9 @@ def meta(device: str, tolerance: float, *, versions: bool = True) -> dict[str, A
         "python": platform.python_version(),
         "machine": platform.node() or platform.machine(),
         "tree": gitutil.git(ROOT, "rev-parse", "HEAD", check=False).strip() or None,
+        # what ran: the checkout's HEAD can be older than the working tree measured (a copy with
+        # changes not yet committed), so the engine's own sources are named by their content
+        "engine_digest": engine_digest(ROOT),
     }
     if device == "cpu":
         got["label"] = CPU_LABEL

@@ -430,3 +430,14 @@ def test_slow_heads_are_sized_from_the_aa_runs_base_medians():
     ]
     assert driver.kernel_times("g", runs) == {("k", (4096,), "float16"): 12.0}
     assert driver.kernel_times("none", runs) == {}
+
+
+def test_the_engine_digest_follows_the_sources_not_git(tmp_path: Path):
+    for d in ("bot", "checks"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "a.py").write_text("x = 1\n")
+    first = driver.engine_digest(tmp_path)
+    (tmp_path / "notes.txt").write_text("not a source")
+    assert driver.engine_digest(tmp_path) == first
+    (tmp_path / "checks" / "a.py").write_text("x = 2\n")
+    assert driver.engine_digest(tmp_path) != first
