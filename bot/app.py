@@ -638,14 +638,17 @@ def _measurement_engine() -> Callable[..., Any]:
 
 
 REVIEW_USAGE = """\
-kernel-review review --repo PATH --base REV [--head REV] [--results FILE ...] [--out FILE]
+kernel-review review --repo PATH --base REV [--head REV] [--run-repo-code] [--results FILE ...]
+                            [--out FILE]
        kernel-review review --mode {plan,ack,measure,report}"""
 REVIEW_DESCRIPTION = """\
 Two forms.
 
 On this machine, for any repository: --repo PATH --base REV [--head REV] prints the review a
 pull request from --base to --head (default HEAD) would get as its comment, as plain text;
---out FILE writes the comment's markdown. No GitHub access, nothing posted.
+--out FILE writes the comment's markdown. No GitHub access, nothing posted. Nothing of the
+reviewed repository runs unless --run-repo-code (the compiler report of its Triton kernels
+imports its modules); the last line says which it did.
 
 Inside GitHub Actions: --mode plan|ack|measure|report runs one job of the workflow
 (docs/workflows/kernel-review.yml). It reads GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL

@@ -35,16 +35,33 @@ if TYPE_CHECKING:
 
 
 def _compiler_report(
-    repo: Path, base_sha: str, head_sha: str, plan: Plan, policy: Policy
+    repo: Path,
+    base_sha: str,
+    head_sha: str,
+    plan: Plan,
+    policy: Policy,
+    *,
+    run_repo_code: bool,
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
-    """``checks.compiler``'s report for a range, imported only when a review asks for it."""
-    try:
-        from checks.compiler.evidence import compiler_evidence_for_range
-    except ImportError as exc:  # triton is an optional extra
-        from bot.contracts.evidence import NotRun
+    """``checks.compiler``'s report for a range, imported only when a review asks for it.
+    Without ``run_repo_code`` nothing of the repository is imported: only its C++ kernels are
+    compiled, and a not-run says which flag cross-compiles its Triton kernels."""
+    from bot.contracts.evidence import NotRun
 
+    try:
+        from checks.compiler import evidence
+    except ImportError as exc:  # triton is an optional extra
         return None, [NotRun(check="compiler", reason=f"triton is not installed here ({exc.name})")]
-    return compiler_evidence_for_range(repo, base_sha, head_sha, plan, policy)
+    if run_repo_code:
+        return evidence.compiler_evidence_for_range(repo, base_sha, head_sha, plan, policy)
+    from bot.local_review import NOT_IMPORTED
+
+    found, not_run = evidence.compiler_evidence_without_import(
+        repo, base_sha, head_sha, plan, policy
+    )
+    if plan.kernels:
+        not_run.insert(0, NotRun(check="compiler", reason=NOT_IMPORTED))
+    return found, not_run
 
 
 # Each command and the module whose ``register`` adds it, in the order ``--help`` lists them.

@@ -15,16 +15,17 @@ measured for its head on any machine applies; one for another head is refused.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 from pathlib import Path
 
 from bot.contracts.evidence import Evidence
 from bot.local_review import add_output_arguments, check_out, measured_evidence, show
-from bot.review.local import CompilerReport, ReviewInputs, static_review
+from bot.review.local import RepoCompilerReport, ReviewInputs, static_review
 
 
-def register(sub: argparse._SubParsersAction, *, compiler_report: CompilerReport) -> None:
+def register(sub: argparse._SubParsersAction, *, compiler_report: RepoCompilerReport) -> None:
     """Add ``demo``; ``compiler_report`` compiles the fixture's changed kernels (the command
     line passes ``checks.compiler``'s, imported when it runs)."""
     p = sub.add_parser(
@@ -78,6 +79,16 @@ def _review(fixture, args: argparse.Namespace) -> int:
             "runner for this head). Vendors without a results file are marked not run."
         )
     measured = measured or Evidence()
+    compiler_report = None
+    if not args.no_compile:
+        # the fixture is kernel-review's own code, so the demo runs it: its compiler report
+        # imports the fixture's modules, as `review --repo` does only with --run-repo-code
+        compiler_report = functools.partial(args.compiler_report, run_repo_code=True)
+        print(
+            "the fixture's code runs on this machine (bundled with kernel-review): the compiler "
+            "report imports its modules, as `review --run-repo-code` would",
+            file=sys.stderr,
+        )
     review = static_review(
         ReviewInputs(
             repo=Path(fixture.path),
@@ -89,7 +100,7 @@ def _review(fixture, args: argparse.Namespace) -> int:
             compiler=measured.compiler,
             not_run=measured.not_run,
         ),
-        compiler_report=None if args.no_compile else args.compiler_report,
+        compiler_report=compiler_report,
         progress=lambda msg: print(msg, file=sys.stderr),
     ).review
     show(review, args)

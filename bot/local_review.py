@@ -6,6 +6,12 @@ report cross-compiled here, and the measurements of any results files given (``-
 files a measure job or ``kernel-review bench``'s review job wrote for that head). Measurements
 that need a GPU and did not come in are marked not run, with the reason.
 
+Nothing of the reviewed repository runs unless ``--run-repo-code`` says so: a maintainer reviews
+branches nobody has read yet. Without it the compiler report holds what compiles without
+importing the repository (its C++ kernels, where nvcc or hipcc is here) and says that its Triton
+kernels need the flag (they are found and compiled through its bench entry points, which import
+its modules); the command says which it did.
+
 Shared with ``kernel-review demo``: reading the results files and showing the review (a plain
 terminal rendering on stdout; the comment's markdown with ``--out FILE``, ``-`` for stdout).
 """
@@ -13,6 +19,7 @@ terminal rendering on stdout; the comment's markdown with ``--out FILE``, ``-`` 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -21,8 +28,16 @@ from bot.contracts.evidence import Evidence
 from bot.errors import ResultsError
 from bot.github.sticky import fit_body
 from bot.outputs import prepare, write_text
-from bot.review.local import CompilerReport, ReviewInputs, static_review
+from bot.review.local import RepoCompilerReport, ReviewInputs, static_review
 from bot.review.terminal import terminal_text
+
+RUN_REPO_CODE = "--run-repo-code"
+# the compiler report's not-run line when the flag was not given (``bot/cli.py``)
+NOT_IMPORTED = (
+    "its Triton kernels were not cross-compiled: that imports the reviewed repository's modules "
+    f"and runs its bench entry points on this machine; rerun with {RUN_REPO_CODE} for code you "
+    "trust"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -31,6 +46,16 @@ def add_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument("--base", metavar="REV", help="base revision: what the pull request targets")
     p.add_argument(
         "--head", metavar="REV", help="head revision: the pull request's commit (default HEAD)"
+    )
+    p.add_argument(
+        RUN_REPO_CODE,
+        action="store_true",
+        help=(
+            "run the reviewed repository's code here: the compiler report imports its modules "
+            "and calls its bench entry points at base and head to cross-compile its Triton "
+            "kernels. Without it nothing of the repository runs (static analysis, and a compiler "
+            "report of its C++ kernels only). Give it only for code you trust"
+        ),
     )
     add_output_arguments(p)
 
@@ -103,7 +128,26 @@ def show(review, args: argparse.Namespace) -> None:
             print(f"markdown of the comment: {args.out}", file=sys.stderr)
 
 
-def run_local(args: argparse.Namespace, compiler_report: CompilerReport) -> int:
+def repo_code_line(run_repo_code: bool, *, compiled: bool) -> str:
+    """What a local review says of the reviewed repository's code: run (the flag), or not."""
+    if run_repo_code and compiled:
+        return (
+            f"the reviewed repository's code runs on this machine ({RUN_REPO_CODE}): the "
+            "compiler report imports its modules and calls its bench entry points"
+        )
+    if not compiled:
+        return (
+            "the reviewed repository's code was not run: static analysis only (--no-compile: "
+            "no compiler report)"
+        )
+    return (
+        "the reviewed repository's code was not run: static analysis, and a compiler report of "
+        f"what compiles without importing it; {RUN_REPO_CODE} cross-compiles its Triton kernels "
+        "(it imports the repository's modules: only for code you trust)"
+    )
+
+
+def run_local(args: argparse.Namespace, compiler_report: RepoCompilerReport) -> int:
     check_out(args)
     repo = gitutil.require_repo(args.repo)
     base_sha = gitutil.rev_parse(repo, args.base)
@@ -114,6 +158,13 @@ def run_local(args: argparse.Namespace, compiler_report: CompilerReport) -> int:
     if args.results:
         names = ", ".join(p.name for p in args.results)
         note = f"Local review with the measurements of {names}; vendors without one are not run."
+    run_code, compiled = bool(args.run_repo_code), not args.no_compile
+    said = repo_code_line(run_code, compiled=compiled)
+    if run_code and compiled:
+        print(said, file=sys.stderr, flush=True)  # before anything of it runs, too
+        note += f" The compiler report ran the repository's code ({RUN_REPO_CODE})."
+    else:
+        note += " None of the repository's code was run."
     review = static_review(
         ReviewInputs(
             repo=repo,
@@ -125,8 +176,11 @@ def run_local(args: argparse.Namespace, compiler_report: CompilerReport) -> int:
             compiler=measured.compiler,
             not_run=measured.not_run,
         ),
-        compiler_report=None if args.no_compile else compiler_report,
+        compiler_report=(
+            functools.partial(compiler_report, run_repo_code=run_code) if compiled else None
+        ),
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     ).review
     show(review, args)
+    print(said, file=sys.stderr, flush=True)  # the last line: what ran, whatever scrolled by
     return 0

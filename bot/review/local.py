@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -37,6 +38,23 @@ Progress = Callable[[str], None]
 CompilerReport = Callable[
     [Path, str, str, Plan, Policy], tuple[CompilerEvidence | None, list[NotRun]]
 ]
+
+
+class RepoCompilerReport(Protocol):
+    """The command line's compiler report (``bot/cli.py``): a ``CompilerReport`` once told
+    whether it may import the reviewed repository's code (``run_repo_code``: cross-compile its
+    Triton kernels through their bench entry points) or not (only what compiles without it)."""
+
+    def __call__(
+        self,
+        repo: Path,
+        base_sha: str,
+        head_sha: str,
+        plan: Plan,
+        policy: Policy,
+        *,
+        run_repo_code: bool,
+    ) -> tuple[CompilerEvidence | None, list[NotRun]]: ...
 
 
 class ReviewInputs(BaseModel):
@@ -126,7 +144,7 @@ def static_review(
     not_run = list(inputs.not_run)
     compiler = inputs.compiler
     if compiler is None and compiler_report is not None and "compiler" in plan.checks:
-        progress("compiler report: cross-compiling the changed Triton kernels for both vendors")
+        progress("compiler report: compiling the changed kernels for each vendor")
         compiler, more = compiler_report(
             inputs.repo, inputs.base_sha, inputs.head_sha, plan, policy
         )

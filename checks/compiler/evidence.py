@@ -231,6 +231,36 @@ def compiler_evidence_for_range(
                 remove_worktree(Path(repo), tree)
 
 
+def compiler_evidence_without_import(
+    repo: Path, base_sha: str, head_sha: str, plan: Any, policy: Any
+) -> tuple[CompilerEvidence | None, list[NotRun]]:
+    """What the compiler report can say of a range without importing anything of the
+    repository: the base's C++ kernels among the planned kernels' paths, each read by its
+    vendor's C++ compiler where one is here (compiled, never run). Its Triton kernels are
+    found and compiled only through their modules, imported by ``compiler_evidence_for_range``:
+    the caller says how to ask for that. ``head_sha`` is unused: the head's side of a rewrite is
+    its Triton code."""
+    del head_sha
+    targets = compile_targets(policy.compiler, plan.vendors)
+    paths = {k.name: tuple(k.paths) for k in plan.kernels if k.change_kinds != ("toolchain",)}
+    suffixes = {vendor.cxx_suffix for vendor in VENDOR_TARGETS}
+    if not targets or not any(Path(p).suffix in suffixes for rels in paths.values() for p in rels):
+        return None, []
+    not_run: list[NotRun] = []
+    with tempfile.TemporaryDirectory(prefix="kr-compile-side-") as tmp:
+        tree = add_worktree(Path(repo), Path(tmp) / "base", base_sha)
+        try:
+            records = cxx_records(tree, paths, targets, not_run)
+        except KernelReviewError as exc:
+            return None, [NotRun(check="compiler", reason=exc.message)]
+        finally:
+            remove_worktree(Path(repo), tree)
+    if not records:
+        return None, not_run
+    old = make_report(records, targets=tuple(targets))
+    return compiler_evidence(old, make_report((), targets=tuple(targets))), not_run
+
+
 def compiler_evidence_for_trees(
     base_tree: Path,
     head_tree: Path,

@@ -52,7 +52,19 @@ def _bytecode_args() -> list[str]:
 def bytecode_note(came: str) -> str:
     """What a run says when its zygote found torch without compiled bytecode and had to write
     it (``came``: the zygote's answer, ``checks/worker/zygote.py``'s ``keep_bytecode``); ''
-    otherwise."""
+    otherwise; or, when the kept bytecode did not match its manifest, what was done about it."""
+    for done, how in (
+        ("rebuilt: ", "it was removed and compiled afresh, and nothing of it was imported"),
+        ("refused: ", "this run compiled torch's modules without it; delete it by hand"),
+    ):
+        if came.startswith(done):
+            return (
+                "the bytecode kept in kernel-review's cache folder did not match the manifest "
+                f"kernel-review wrote with it ({came[len(done) :]}): {how}. A folder from an "
+                "earlier kernel-review has no manifest; otherwise code run on this machine since "
+                "(a pull request's) changed it: make the GPU runners ephemeral "
+                "(docs/repository-settings.md)"
+            )
     if came != "written":
         return ""
     return (

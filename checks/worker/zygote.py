@@ -33,11 +33,14 @@ import argparse
 import contextlib
 import ctypes
 import gc
+import hashlib
 import importlib.util
 import json
 import os
 import runpy
+import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -97,10 +100,161 @@ def _load(stem: str) -> Any:
 # reads and writes bytecode in kernel-review's folder (``sys.pycache_prefix``, a tree mirroring
 # the sources' paths) while this process imports, and the writing ends before any checkout's code
 # is imported or run; a forked worker reads it. Where torch ships its bytecode nothing changes: a
-# prefix would hide it. Python checks each kept file against its source's size and time, so a
-# changed installation recompiles what changed. The measured code runs as the same user and can
-# write this folder as it can write the installation itself (``SECURITY.md``);
-# ``KERNEL_REVIEW_BYTECODE_CACHE=0`` turns it off (``bot.outputs.bytecode_dir``: no folder given).
+# prefix would hide it. Python checks each kept file against its source's size and time only, so
+# a ``.pyc`` a pull request's code left there would be imported by every later run: the folder
+# has a manifest (``manifest.json``: every file's SHA-256 and its source's, and the interpreter),
+# written by this process when it stops writing, before any checkout's code runs, and every file
+# is checked against it before the folder is used. A file that is not in it, differs from it or
+# is not a regular file, and a folder without one, has the folder removed and compiled afresh
+# (``rebuilt: why``), never imported; a file whose source changed since (an upgrade) is removed
+# alone, and compiled again. The measured code runs as the same user and could
+# rewrite the manifest as well (``SECURITY.md``); ``KERNEL_REVIEW_BYTECODE_CACHE=0`` turns the
+# folder off (``bot.outputs.bytecode_dir``: no folder given).
+
+MANIFEST = "manifest.json"
+MANIFEST_VERSION = 1
+_CHUNK = 1 << 20
+# the folder in use and the files checked against its manifest, by relative path: (SHA-256 of
+# the file, of its source, and the file's (size, mtime_ns, inode) when checked)
+KEPT: dict[str, Any] = {"folder": "", "files": {}}
+
+
+def _interpreter() -> str:
+    """What, beside the sources, decides the bytecode: the interpreter and its build."""
+    return f"{sys.implementation.cache_tag} {sys.version} {sys.executable}"
+
+
+def _sha256(path: str) -> str:
+    """The SHA-256 of a regular file, never through a link."""
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _source_of(folder: str, path: str) -> str | None:
+    """The source file a kept ``.pyc`` was compiled from (the tree under ``folder`` mirrors the
+    sources' paths); None for a file Python would not have written there."""
+    before, sys.pycache_prefix = sys.pycache_prefix, folder
+    try:
+        return importlib.util.source_from_cache(path)
+    except ValueError:
+        return None
+    finally:
+        sys.pycache_prefix = before
+
+
+def _kept_files(folder: str) -> tuple[list[tuple[str, str]], str | None]:
+    """Every file under ``folder`` but the manifest, as (relative path, path); the first entry
+    that is neither a folder nor a regular file stops the walk and is named."""
+    found: list[tuple[str, str]] = []
+    for top, dirs, files in os.walk(folder):
+        for name in (*dirs, *files):
+            path = os.path.join(top, name)
+            rel = os.path.relpath(path, folder)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode):
+                continue
+            if not stat.S_ISREG(mode):
+                return found, f"{rel} is not a regular file"
+            if rel != MANIFEST:
+                found.append((rel, path))
+    return found, None
+
+
+def _entry(folder: str, rel: str, path: str) -> tuple[str, str, list[int]] | str:
+    """A kept file's manifest entry, or why it cannot have one (its source is gone or is not
+    a regular file)."""
+    source = _source_of(folder, path)
+    if source is None or not os.path.isfile(source) or os.path.islink(source):
+        return f"{rel} has no source file"
+    st = os.lstat(path)
+    return _sha256(path), _sha256(source), [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def check_kept(folder: str) -> str | None:
+    """Check every file of ``folder`` against its manifest: None when all match (the entries
+    are kept in ``KEPT`` for the manifest this run writes), else the first reason they do not."""
+    try:
+        with open(os.path.join(folder, MANIFEST), "rb") as handle:
+            manifest = json.loads(handle.read(64 << 20))
+        listed = manifest["files"]
+        if manifest.get("version") != MANIFEST_VERSION or not isinstance(listed, dict):
+            return "its manifest is of another version"
+    except FileNotFoundError:
+        return "it has no manifest"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its manifest cannot be read"
+    if manifest.get("interpreter") != _interpreter():
+        return "it was written by another interpreter"
+    try:
+        files, odd = _kept_files(folder)
+        if odd:
+            return odd
+        checked: dict[str, Any] = {}
+        for rel, path in files:
+            want = listed.get(rel)
+            if not isinstance(want, list) or len(want) != 2:
+                return f"{rel} is not in its manifest"
+            got = _entry(folder, rel, path)
+            if not isinstance(got, str) and got[0] != want[0]:
+                return f"{rel} differs from its manifest"
+            if isinstance(got, str) or got[1] != want[1]:
+                # written by trusted code for a source since changed or removed (the
+                # installation was upgraded): that file goes, Python compiles the source again
+                os.unlink(path)
+                continue
+            checked[rel] = got
+    except OSError as exc:
+        return f"a file cannot be read ({exc.strerror or exc})"
+    KEPT["files"] = checked
+    return None
+
+
+def _remove(folder: str) -> str | None:
+    """Remove ``folder`` (moved aside first, so that no process reads a half-removed tree);
+    None when done, else why not."""
+    aside = f"{folder}.removed-{os.getpid()}"
+    try:
+        os.rename(folder, aside)
+        if os.path.islink(aside) or not os.path.isdir(aside):
+            os.unlink(aside)
+        else:
+            shutil.rmtree(aside)
+    except OSError as exc:
+        return f"{exc.strerror or exc}"
+    return None
+
+
+def write_manifest() -> None:
+    """Record every file of the folder in use with its SHA-256 and its source's; only this
+    process writes it, before any checkout's code is imported (``stop_writing_bytecode``). A
+    file checked at the start and not rewritten since is not hashed again."""
+    folder = KEPT["folder"]
+    if not folder:
+        return
+    with contextlib.suppress(OSError):
+        files, odd = _kept_files(folder)
+        if odd:  # nothing else writes here before this: leave no manifest, so it is rebuilt
+            return
+        entries: dict[str, list[str]] = {}
+        for rel, path in files:
+            known = KEPT["files"].get(rel)
+            st = os.lstat(path)
+            if known is not None and known[2] == [st.st_size, st.st_mtime_ns, st.st_ino]:
+                entries[rel] = [known[0], known[1]]
+            elif not isinstance(got := _entry(folder, rel, path), str):
+                entries[rel] = [got[0], got[1]]
+            else:  # a file without a source cannot be checked: it goes
+                os.unlink(path)
+        text = {"version": MANIFEST_VERSION, "interpreter": _interpreter(), "files": entries}
+        tmp = os.path.join(folder, f"{MANIFEST}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(text, handle)
+        os.replace(tmp, os.path.join(folder, MANIFEST))
 
 
 def _source(module: str) -> str | None:
@@ -132,11 +286,13 @@ def ships_bytecode(module: str) -> bool | None:
 
 
 def keep_bytecode(folder: str | None, module: str = "torch") -> str:
-    """Read and write bytecode in ``folder`` from now on when ``module`` ships none. What was
-    done: ``kept`` (``folder`` in use, and it had ``module``'s bytecode from an earlier run),
-    ``written`` (``folder`` in use, written while this process imports: it had none),
-    ``installed`` (``module`` has its own bytecode), ``off`` (no folder), ``absent``
-    (``module`` is not installed as source)."""
+    """Read and write bytecode in ``folder`` from now on when ``module`` ships none, once every
+    file in it matched its manifest (``check_kept``). What was done: ``kept`` (``folder`` in
+    use, and it had ``module``'s bytecode from an earlier run), ``written`` (``folder`` in use,
+    written while this process imports: it had none), ``rebuilt: WHY`` (it did not match its
+    manifest, for WHY: removed, and written afresh), ``refused: WHY`` (it did not match and
+    could not be removed: not used), ``installed`` (``module`` has its own bytecode), ``off``
+    (no folder), ``absent`` (``module`` is not installed as source)."""
     if not folder:
         return "off"
     source = _source(module)
@@ -144,23 +300,33 @@ def keep_bytecode(folder: str | None, module: str = "torch") -> str:
         return "absent"
     if _compiled(source, None):
         return "installed"
-    had = _compiled(source, folder)
+    why = None
+    if os.path.lexists(folder):
+        why = check_kept(folder)
+        if why is not None and (failed := _remove(folder)) is not None:
+            return f"refused: {why}, and {folder} could not be removed ({failed})"
+    had = why is None and _compiled(source, folder)
     with contextlib.suppress(OSError):
         os.makedirs(folder, mode=0o700, exist_ok=True)
     sys.pycache_prefix = folder
     sys.dont_write_bytecode = False
+    KEPT["folder"] = folder
+    if why is not None:
+        return f"rebuilt: {why}"
     return "kept" if had else "written"
 
 
 def stop_writing_bytecode() -> None:
     """From now on kept bytecode is only read: what this process imports next (a checkout's
-    modules, a test's) is not written into the folder."""
+    modules, a test's) is not written into the folder. What was written is recorded in its
+    manifest first (``write_manifest``)."""
     sys.dont_write_bytecode = True
+    write_manifest()
 
 
 def _bytecode(folder: str | None) -> None:
     BYTECODE["came"] = keep_bytecode(folder)
-    BYTECODE["folder"] = folder if BYTECODE["came"] in ("kept", "written") and folder else ""
+    BYTECODE["folder"] = KEPT["folder"]
 
 
 def _build_utils(folder: str | None) -> None:

@@ -3,7 +3,9 @@ processes (the zygote's flags) on a package written without any: the first proce
 bytecode into the folder while it imports (and says it wrote it), a later one reads it from
 there, nothing imported after ``stop_writing_bytecode`` is kept, and a package that ships its own
 bytecode, or no folder (what the switch gives the zygote), leaves Python as it was; a run that
-had to write it says what to do about it."""
+had to write it says what to do about it. A kept file changed or added between runs (as a pull
+request's code could leave it) does not match the manifest written with the folder: the folder
+is compiled afresh and the tampered code never runs."""
 
 from __future__ import annotations
 
@@ -90,7 +92,8 @@ def test_the_first_process_writes_the_toolchains_bytecode_and_a_later_one_reads_
     assert {p: p.stat().st_mtime_ns for p in folder.rglob("*.pyc")} == written
     # a changed source is compiled again: Python checks each kept file against its source
     (src / "toolpkg" / "part.py").write_text("VALUE = 41  # changed\n")
-    assert _run(src, folder)["value"] == 43
+    changed = _run(src, folder)
+    assert changed["value"] == 43 and changed["came"] == "kept"  # that file alone, again
 
 
 def test_a_package_with_its_own_bytecode_the_switch_and_no_folder_leave_python_as_it_was(
@@ -129,3 +132,48 @@ def test_ships_bytecode_says_none_for_a_module_that_is_not_python_source() -> No
     assert zygote.ships_bytecode("no_such_module_here") is None
     assert zygote.ships_bytecode("sys") is None  # built in
     assert zygote.ships_bytecode("json") in (True, False)
+
+
+def _tampered(pyc: Path, source: Path, text: str) -> None:
+    """Rewrite ``pyc`` with the code of ``text`` under its own header, which Python checks
+    against the source's time and size only: as a pull request's code could leave it."""
+    import marshal
+
+    header = pyc.read_bytes()[:16]
+    pyc.write_bytes(header + marshal.dumps(compile(text, str(source), "exec")))
+
+
+def test_kept_bytecode_changed_between_runs_is_refused_and_compiled_afresh(
+    tmp_path: Path,
+) -> None:
+    src, folder = _tree(tmp_path), tmp_path / "kept"
+    marker = tmp_path / "tampered-code-ran"
+    assert _run(src, folder)["came"] == "written"
+    tag = sys.implementation.cache_tag
+    [part] = folder.rglob(f"part.{tag}.pyc")
+    payload = f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran'); VALUE = 1040\n"
+    _tampered(part, src / "toolpkg" / "part.py", payload)
+    second = _run(src, folder)
+    assert not marker.exists(), "the tampered bytecode was imported"
+    assert second["value"] == 42
+    came = str(second["came"])
+    assert came.startswith("rebuilt: ") and f"part.{tag}.pyc" in came, came
+    note = bytecode_note(came)
+    assert "did not match" in note and "nothing of it was imported" in note
+    assert "docs/repository-settings.md" in note
+    # compiled afresh and trusted again: the next run keeps it
+    third = _run(src, folder)
+    assert third["came"] == "kept" and third["value"] == 42
+
+
+def test_bytecode_planted_beside_the_kept_files_is_refused(tmp_path: Path) -> None:
+    """A ``.pyc`` for a module the first run never imported (one a later worker would) is no
+    file trusted code wrote: the folder is compiled afresh."""
+    src, folder = _tree(tmp_path), tmp_path / "kept"
+    assert _run(src, folder)["came"] == "written"
+    [init] = folder.rglob("__init__.*.pyc")
+    planted = init.parent / init.name.replace("__init__", "extra")
+    planted.write_bytes(init.read_bytes())
+    came = str(_run(src, folder)["came"])
+    assert came.startswith("rebuilt: ") and planted.name in came, came
+    assert not planted.exists()
