@@ -29,7 +29,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.contracts.accept import ReviewState
 from bot.errors import GitHubError, KernelReviewError, ResultsError, UsageError
@@ -46,6 +46,9 @@ MAX_SUMMARY_BYTES = 1_000_000  # GitHub refuses step summaries over 1 MiB
 GATE_FILE = "gate.json"
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _SHARD_RE = re.compile(r"^([0-9]{1,3})/([0-9]{1,3})$")
+
+if TYPE_CHECKING:
+    from bot.contracts.results import ResultsFile
 
 
 @dataclass(frozen=True)
@@ -634,6 +637,13 @@ def _measurement_engine() -> Callable[..., Any]:
     return measure_plan
 
 
+def _bench_results(path: Path, cpu_vendor: str) -> ResultsFile:
+    """``checks.sweep``'s reader of a ``kernel-review bench --out`` file, for ``--results``."""
+    from checks.sweep.evidence import bench_results_file
+
+    return bench_results_file(path, cpu_vendor)
+
+
 # --- CLI --------------------------------------------------------------------------------------
 
 
@@ -688,7 +698,7 @@ def handle(args: argparse.Namespace) -> int:
             )
         from bot.local_review import run_local
 
-        return run_local(args, args.compiler_report)
+        return run_local(args, args.compiler_report, read_bench=_bench_results)
     if args.mode is None:
         raise UsageError(
             "say what to review: --repo PATH --base REV (a local range) or --mode MODE (Actions)",

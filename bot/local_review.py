@@ -2,9 +2,10 @@
 
 The same review a pull request from ``--base`` to ``--head`` would get as its comment: the
 policy from the base commit, the kernel changes, the repository conditions at head, the compiler
-report cross-compiled here, and the measurements of any results files given (``--results``, the
-files a measure job or ``kernel-review bench``'s review job wrote for that head). Measurements
-that need a GPU and did not come in are marked not run, with the reason.
+report cross-compiled here, and the measurements of any results files given (``--results``: a
+measure job's ``results-<vendor>.json``, or the file ``kernel-review bench --out`` wrote for that
+base and head, converted by the reader the command line passes in). Measurements that need a GPU
+and did not come in are marked not run, with the reason.
 
 Nothing of the reviewed repository runs unless ``--run-repo-code`` says so: a maintainer reviews
 branches nobody has read yet. Without it the compiler report holds what compiles without
@@ -20,11 +21,15 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from bot import gitutil
 from bot.contracts.evidence import Evidence
+from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError
 from bot.github.sticky import fit_body
 from bot.outputs import prepare, write_text
@@ -37,6 +42,18 @@ NOT_IMPORTED = (
     "its Triton kernels were not cross-compiled: that imports the reviewed repository's modules "
     f"and runs its bench entry points on this machine; rerun with {RUN_REPO_CODE} for code you "
     "trust"
+)
+# (a file ``kernel-review bench --out`` wrote, the vendor to file a CPU-timed sweep under) ->
+# the results file a measure job would have written for it; ``checks.sweep``'s, passed in
+BenchReader = Callable[[Path, str], ResultsFile]
+MAX_FILE_BYTES = 256 * 2**20  # a bench file keeps every round's raw blocks
+EXPECTED = (
+    "a measure job's results-<vendor>.json (the GitHub workflow's artifact) or the file "
+    "`kernel-review bench --out FILE` writes"
+)
+WRITE_ONE = (
+    "run `kernel-review bench --repo . --base REV --head REV --out FILE` (on a GPU machine; "
+    "--device cpu checks the pipeline) and pass that FILE"
 )
 
 
@@ -67,7 +84,8 @@ def add_output_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -
         type=Path,
         action="append",
         default=[],
-        help="a GPU runner's results file for the head (repeat for more vendors)",
+        help="measurements for the head: the file `kernel-review bench --out` wrote, or a "
+        "measure job's results-<vendor>.json (repeat for more vendors)",
     )
     p.add_argument(
         "--out",
@@ -83,9 +101,47 @@ def add_output_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -
     p.add_argument("--json", action="store_true", help="print the verdict as JSON instead")
 
 
-def measured_evidence(paths: list[Path], head_sha: str, *, how: str) -> Evidence | None:
+def results_form(path: Path) -> Literal["results", "bench"]:
+    """Which of the two files ``path`` is: a measure job's results file or what ``kernel-review
+    bench --out`` wrote; anything else is a ResultsError saying what is expected."""
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ResultsError(
+            f"{path}: {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte cap of a results file",
+            hint=f"pass {EXPECTED}",
+        )
+    try:
+        data = json.loads(path.read_bytes())
+    except (ValueError, RecursionError) as exc:
+        raise ResultsError(
+            f"{path} is not a results file: it is not JSON ({str(exc)[:120]}); expected {EXPECTED}",
+            hint=WRITE_ONE,
+        ) from None
+    keys = set(data) if isinstance(data, dict) else set()
+    if {"head_sha", "evidence"} <= keys:
+        return "results"
+    if {"cases", "protocol", "base_rev", "head_rev"} <= keys:
+        return "bench"
+    raise ResultsError(
+        f"{path} is not a results file: expected {EXPECTED}",
+        hint=WRITE_ONE,
+    )
+
+
+def measured_evidence(
+    paths: list[Path],
+    head_sha: str,
+    *,
+    how: str,
+    base_sha: str | None = None,
+    read_bench: BenchReader | None = None,
+    cpu_vendor: str = "nvidia",
+) -> Evidence | None:
     """The evidence in the results files, all of which must be for ``head_sha``; ``how`` says
-    how to measure that head, for the hint."""
+    how to measure that head, for the hint. A file ``kernel-review bench --out`` wrote is read by
+    ``read_bench`` (a command without one refuses it) and must be for ``base_sha`` too, since
+    its ratios are against that base; a CPU-timed one is filed under ``cpu_vendor``, marked as
+    CPU timing."""
     if not paths:
         return None
     from bot.jobs.report import merge_evidence, read_results
@@ -94,15 +150,48 @@ def measured_evidence(paths: list[Path], head_sha: str, *, how: str) -> Evidence
     if missing:
         raise ResultsError(
             f"no such results file: {', '.join(missing)}",
-            hint="give the path of a results-<vendor>.json written by a measure job",
+            hint=f"pass {EXPECTED}",
         )
-    kept, dropped = read_results(paths, head_sha=head_sha)
+    runner_files: list[Path] = []
+    benches: list[ResultsFile] = []
+    for path in paths:
+        if results_form(path) == "results":
+            runner_files.append(path)
+        elif read_bench is None:
+            raise ResultsError(
+                f"{path} is a `kernel-review bench` file; this command reads a measure job's "
+                "results-<vendor>.json",
+                hint="review it with `kernel-review review --repo . --base REV --results FILE`",
+            )
+        else:
+            benches.append(_bench_for(path, read_bench(path, cpu_vendor), head_sha, base_sha))
+    kept, dropped = read_results(runner_files, head_sha=head_sha) if runner_files else ([], [])
     if dropped:
         raise ResultsError(
             "cannot use " + "; ".join(dropped),
             hint=f"the review needs results measured for the head {head_sha[:12]}: {how}",
         )
-    return merge_evidence(kept, vendors=())
+    return merge_evidence([*kept, *benches], vendors=())
+
+
+def _bench_for(path: Path, got: ResultsFile, head_sha: str, base_sha: str | None) -> ResultsFile:
+    """``got`` (read from ``path``) when it measured this review's base and head."""
+    rerun = (
+        f"`kernel-review bench --base {(base_sha or got.base_sha)[:12]} --head {head_sha[:12]} "
+        "--out FILE`"
+    )
+    if got.head_sha != head_sha:
+        raise ResultsError(
+            f"{path.name} measured the head {got.head_sha[:12]}, not this review's {head_sha[:12]}",
+            hint=f"run {rerun} for this head, or review the head it measured (--head)",
+        )
+    if base_sha is not None and got.base_sha != base_sha:
+        raise ResultsError(
+            f"{path.name} measured against the base {got.base_sha[:12]}, not this review's "
+            f"{base_sha[:12]}: its ratios are against another base",
+            hint=f"run {rerun}, or review against the base it measured (--base)",
+        )
+    return got
 
 
 def check_out(args: argparse.Namespace) -> None:
@@ -147,13 +236,30 @@ def repo_code_line(run_repo_code: bool, *, compiled: bool) -> str:
     )
 
 
-def run_local(args: argparse.Namespace, compiler_report: RepoCompilerReport) -> int:
+def run_local(
+    args: argparse.Namespace,
+    compiler_report: RepoCompilerReport,
+    read_bench: BenchReader | None = None,
+) -> int:
     check_out(args)
     repo = gitutil.require_repo(args.repo)
     base_sha = gitutil.rev_parse(repo, args.base)
     head_sha = gitutil.rev_parse(repo, args.head or "HEAD")
-    how = "use the results-<vendor>.json of the workflow's measure job for that commit"
-    measured = measured_evidence(args.results, head_sha, how=how) or Evidence()
+    how = (
+        f"run `kernel-review bench --base {base_sha[:12]} --head {head_sha[:12]} --out FILE`, "
+        "or use the results-<vendor>.json of the workflow's measure job for that commit"
+    )
+    measured = (
+        measured_evidence(
+            args.results,
+            head_sha,
+            how=how,
+            base_sha=base_sha,
+            read_bench=read_bench,
+            cpu_vendor=_first_vendor(repo, base_sha) if args.results else "nvidia",
+        )
+        or Evidence()
+    )
     note = "Local review: measurements that need a GPU runner are marked not run."
     if args.results:
         names = ", ".join(p.name for p in args.results)
@@ -184,3 +290,13 @@ def run_local(args: argparse.Namespace, compiler_report: RepoCompilerReport) -> 
     show(review, args)
     print(said, file=sys.stderr, flush=True)  # the last line: what ran, whatever scrolled by
     return 0
+
+
+def _first_vendor(repo: Path, base_sha: str) -> str:
+    """The vendor a CPU-timed sweep is filed under: the base policy's first (the review marks
+    it as CPU timing, not evidence for that vendor)."""
+    from bot.policy.load import find_policy
+    from bot.revision import GitRevision
+
+    found = find_policy(GitRevision(repo, base_sha))
+    return found[0].vendors[0] if found and found[0].vendors else "nvidia"

@@ -32,7 +32,8 @@ from checks.compiler.targets import compile_targets, known_target, known_target_
 from checks.job_process import NO_GPU_ENV, run_job
 from checks.worker_env import tree_digest
 
-JOB_CACHE_VERSION = "3"  # 2: the live autotune lists; 3: the layouts of each variant
+JOB_CACHE_VERSION = "4"  # 2: the live autotune lists; 3: the layouts of each variant; 4: a
+# checkout's own `checks`/`bot` package imported (3 cached its import error)
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "build", "dist"}
 _MAX_FILES = 20000
 _MAX_SOURCE_BYTES = 256 * 2**20

@@ -54,11 +54,12 @@ def _error_record(kernel: str, target: str, function: str, label: str, error: st
 
 
 def repo_modules(repo_root: str) -> list[Any]:
-    """The imported modules whose files live under the repository root."""
+    """The imported modules whose files live under the repository root (those of its packages
+    named like the bot's, ``bench_capture.checkout_names``, included)."""
     root = str(Path(repo_root).resolve())
     return [
         m
-        for m in list(sys.modules.values())
+        for m in [*sys.modules.values(), *bench_capture.checkout_modules()]
         if str(getattr(m, "__file__", "") or "").startswith(root + "/")
     ]
 

@@ -3,22 +3,26 @@
 ``sweep_for_plan`` is what a measure job runs for one vendor and shard, in the job's worktrees of
 base and head and under the base policy's limits: the plan's kernels expanded into cases (served,
 small, ragged), this shard's share measured with Holm spread over the whole plan.
-``to_evidence`` turns a ``SweepResult`` into ``bot.contracts.evidence.SweepEvidence``.
+``to_evidence`` turns a ``SweepResult`` into ``bot.contracts.evidence.SweepEvidence``;
+``bench_results_file`` reads what ``kernel-review bench --out`` wrote as the results file a
+measure job would have handed on, for ``kernel-review review --results``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.contracts.base import VENDORS
-from bot.contracts.evidence import ShapeLine, SweepEvidence
+from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
 from bot.contracts.plan import Plan, PlanLimits
+from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError
 from bot.outputs import plural
 from checks.checkout import checkout_for
-from checks.sweep.models import ShapeResult, SweepResult
+from checks.sweep.models import ShapeResult, SweepResult, load_results
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import plan_cases
 from checks.worker_env import run_sealed
@@ -105,6 +109,38 @@ def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvide
         dropped_rounds=result.summary.dropped_rounds,
         gpu_seconds=result.gpu_seconds,
         timing_kind="cpu" if result.timing == "cpu" else "gpu",
+    )
+
+
+WORKING_TREE = "+working-tree"  # bench's head label for uncommitted changes (checks.sweep.cli)
+
+
+def bench_results_file(path: Path, cpu_vendor: str) -> ResultsFile:
+    """The sweep ``kernel-review bench --out`` wrote at ``path``, as the results file a measure
+    job would have written for the same base and head: a GPU sweep under its own vendor, a
+    CPU-timed one under ``cpu_vendor`` (marked as CPU timing, which the review never takes for a
+    GPU measurement)."""
+    result = load_results(path)
+    head = result.head_rev
+    if head.endswith(WORKING_TREE):
+        raise ResultsError(
+            f"{path.name} measured the working tree of {head[:12]} with uncommitted changes; a "
+            "review is of commits",
+            hint="commit the changes, run `kernel-review bench --head HEAD --out FILE` again "
+            "and pass that file",
+        )
+    for side, rev in (("base", result.base_rev), ("head", head)):
+        if not re.fullmatch(r"[0-9a-f]{40}", rev):
+            raise ResultsError(
+                f"{path.name} names its {side} as {rev[:60]!r}, not a commit's 40-hex sha",
+                hint="pass an unmodified file written by `kernel-review bench --out`",
+            )
+    vendor = result.vendor if result.vendor in VENDORS else cpu_vendor
+    return ResultsFile(
+        head_sha=head,
+        base_sha=result.base_rev,
+        vendor=vendor,  # type: ignore[arg-type]
+        evidence=Evidence(sweeps=(to_evidence(result, vendor=vendor),)),
     )
 
 

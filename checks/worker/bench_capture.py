@@ -20,6 +20,11 @@ callable closes over are the case's ``inputs``. The file is loaded under a priva
 ``__main__`` block does not run) with ``perf_report(...).run`` made a no-op, so a script that
 runs its sweep at import times nothing.
 
+The checkout's code is imported (``load_entry``) with the top-level names of the bot's own
+packages (``bot``, ``checks``, ``kernels_fixture``) given to the checkout: a repository with a
+package of one of those names imports its own, and the helper programs that run as ``python -m
+checks...`` (the compiler report, the first-call probe, compiling ahead) keep theirs.
+
 Standard library only, loaded by file path by ``main.py``; triton and torch are the measured
 repository's own imports, looked up when a case is built.
 """
@@ -33,8 +38,15 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
+# the bot's own top-level packages, and the folder they are installed in (this file is
+# checks/worker/bench_capture.py under it)
+OWN_PACKAGES = ("bot", "checks", "kernels_fixture")
+HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the checkout's own modules under those names, kept aside while the bot's are in place
+_CHECKOUT_MODULES: dict[str, ModuleType] = {}
 FORMS = ("perf_report", "do_bench")
 SPEC_RE = re.compile(
     r"^(?P<form>perf_report|do_bench):(?P<path>[^:@\s]+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
@@ -112,6 +124,42 @@ def _no_report_runs() -> Iterator[None]:
         mark.run = original
 
 
+def _own_name(name: str) -> bool:
+    return name.partition(".")[0] in OWN_PACKAGES
+
+
+def _is_bots(module: ModuleType) -> bool:
+    """Whether ``module`` is one of the bot's own (installed under ``HOME``), not the checkout's."""
+    where = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", ())), "")
+    top = module.__name__.partition(".")[0]
+    return bool(where) and os.path.abspath(where).startswith(os.path.join(HOME, top, ""))
+
+
+@contextlib.contextmanager
+def checkout_names() -> Iterator[None]:
+    """While the checkout's code is imported, ``bot``, ``checks`` and ``kernels_fixture`` are the
+    checkout's own (its modules of those names imported before come back); after, the bot's
+    again. The bot's modules stay loaded throughout: what its code has bound keeps working.
+    Nothing changes where no module of those names is loaded (a sweep's worker)."""
+    bots = {n: m for n, m in sys.modules.items() if _own_name(n) and _is_bots(m)}
+    for name in bots:
+        del sys.modules[name]
+    sys.modules.update(_CHECKOUT_MODULES)
+    try:
+        yield
+    finally:
+        for name in [n for n in sys.modules if _own_name(n)]:
+            module = sys.modules.pop(name)
+            if not _is_bots(module):
+                _CHECKOUT_MODULES[name] = module
+        sys.modules.update(bots)
+
+
+def checkout_modules() -> list[ModuleType]:
+    """The checkout's modules that ``checkout_names`` keeps aside (they hold kernels too)."""
+    return list(_CHECKOUT_MODULES.values())
+
+
 def entry_name(spec: str) -> str:
     """The function or benchmark a spec names (``NAME`` of ``module:NAME`` and of the file
     forms), for messages."""
@@ -122,7 +170,13 @@ def entry_name(spec: str) -> str:
 def load_entry(spec: str, root: str) -> Callable[..., dict[str, Any]]:
     """The bench entry point ``spec`` names, in either form: a file form through ``entry_for``,
     ``module:function`` imported (``root`` must already be importable). The sweep's worker, the
-    compiler report and the first-call probe all resolve an entry point here."""
+    compiler report and the first-call probe all resolve an entry point here, the checkout's
+    code imported under ``checkout_names``."""
+    with checkout_names():
+        return _load_entry(spec, root)
+
+
+def _load_entry(spec: str, root: str) -> Callable[..., dict[str, Any]]:
     if is_file_spec(spec):
         return entry_for(spec, root)
     module, _, name = spec.partition(":")

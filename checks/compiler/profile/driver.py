@@ -10,12 +10,13 @@ profile holds the launches of one call and nothing else. Job: ``{"repo_root", "b
 from __future__ import annotations
 
 import ctypes
-import importlib
 import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from checks.worker import bench_capture  # standard library only
 
 
 def _region(kind: str) -> tuple[Any, Any]:
@@ -40,8 +41,7 @@ def run(job: dict) -> dict:
 
     root = job["repo_root"]
     sys.path[:0] = [os.path.join(root, p) for p in job.get("python_path") or ()] + [root]
-    module, _, attr = job["bench"].partition(":")
-    entry = getattr(importlib.import_module(module), attr)
+    entry = bench_capture.load_entry(job["bench"], root)
     case = entry(tuple(job["shape"]), job["dtype"], device="cuda", seed=0)
     case["fn"]()
     torch.cuda.synchronize()
