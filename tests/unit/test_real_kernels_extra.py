@@ -54,7 +54,9 @@ def test_a_fraction_adds_that_share_of_the_kernels_time(entries: list[tuple[Any,
     assert case["fn"]() == "out"
     ((key, extra),) = rk_extra.SIZED.items()
     assert key == ("k", (64,), "float32", "cpu")
-    assert extra.kernel_us == pytest.approx(SLEEP_S * 1e6, rel=0.5)
+    # the kernel's own time, as timed: a sleep never returns early, and a loaded machine
+    # oversleeps (7.3 ms for 4 ms seen with a load of 13 on 2 cores)
+    assert SLEEP_S * 1e6 * 0.9 <= extra.kernel_us <= SLEEP_S * 1e6 * 10
     assert extra.spin_us == pytest.approx(0.5 * extra.kernel_us)
     t0 = time.perf_counter()
     for _ in range(5):
