@@ -160,10 +160,8 @@ def test_a_daemon_left_by_the_measured_code_dies_with_its_worker(tmp_path: Path)
         client.prepare(["standin_kernels:daemon"], SHAPE, "float32", seed=0)
     finally:
         client.close()
-    pid_file = next((tmp_path / "triton-cache").rglob("daemon.pid"))
+    pid_file = next((tmp_path / "triton-cache").rglob("daemon.pid"))  # there when prepare ends
     deadline = time.monotonic() + 10
-    while not pid_file.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)  # the grandchild opens the file before it writes its pid
     pid = int(pid_file.read_text())
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -167,11 +167,18 @@ def negative_atol(shape, dtype, *, device="cpu", seed=0):
 def daemon(shape, dtype, *, device="cpu", seed=0):
     """Leaves a double-forked process behind that would outlive the job; its pid is written to
     the worker's private Triton cache folder so the test can look for it."""
+    path = os.path.join(os.environ["TRITON_CACHE_DIR"], "daemon.pid")
     if os.fork() == 0:
         if os.fork() == 0:
-            with open(os.path.join(os.environ["TRITON_CACHE_DIR"], "daemon.pid"), "w") as f:
+            with open(path + ".tmp", "w") as f:
                 f.write(str(os.getpid()))
+            os.replace(path + ".tmp", path)  # whole, or not there
             time.sleep(120)
+        # the daemon is running and has said so before the entry returns (a loaded machine
+        # could otherwise end the worker before the daemon wrote its pid)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.01)
         os._exit(0)
     os.wait()
     return axpy(shape, dtype, device=device, seed=seed)
