@@ -84,11 +84,6 @@ _PORT_BESIDE = (
 # besides its body, 4 conditions around launches across files, 5 toolchain pins, 6 host-side
 # classes of kernel DSLs, or anything else).
 _REWRITE_CHECKS = ("kind", "replaces", "old_kept")
-_FL_AUTOGPTQ_REWRITE = (
-    "class 1: the CUDA kernels run through the quant_cuda extension imported by the unchanged "
-    "qlinear.py; the switch is make_quant choosing the QuantLinear class by use_triton, which "
-    "no rule follows, so the Triton kernel is new"
-)
 _FL_RAWKERNEL = (
     "class 1: the CUDA kernels are source strings compiled by cupy.RawKernel in the unchanged "
     "kv_kernel.py, not read as kernels; the switch is a backend branch in "
@@ -104,11 +99,6 @@ _FL_DS_BUILDER = (
     "extension) through op-binding classes that now take triton/ops.py functions under "
     "config.use_triton; neither the loader nor the flag switch is followed, so the Triton "
     "kernels are new"
-)
-_FL_STK_SUBMODULE = (
-    "class 1 (and 5): the replaced kernels are the sputnik submodule's, built into "
-    "sputnik_backend by setup.py's CUDAExtension; with no __global__ in the repository's own "
-    "files, the module switch in sputnik.py is not read as a rewrite"
 )
 _FL_PRUNER = (
     "class 3: the change is in the early_config_prune function named in prune_configs_by; "
@@ -212,10 +202,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("state-spaces-mamba-e9594ce1c732", "mamba3_siso_fwd_kernel: reported"): _LAUNCH_PATH,
     # first-look batch1
     **{
-        ("AutoGPTQ-AutoGPTQ-9c405b162891", f"matmul_248_kernel: {k}"): _FL_AUTOGPTQ_REWRITE
-        for k in _REWRITE_CHECKS
-    },
-    **{
         ("ahb-sjsu-turboquant-pro-de9b8658d888", f"{kernel}: {k}"): _FL_RAWKERNEL
         for kernel in ("pck_partials_kernel", "pck_batched_kernel", "polar_split_kernel")
         for k in _REWRITE_CHECKS
@@ -235,11 +221,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         ("microsoft-DeepSpeed-69d1b9f97879", f"{kernel}: {k}"): _FL_DS_BUILDER
         for kernel in ("layer_norm_kernel", "softmax_kernel", "masked_softmax_kernel", "_fp_matmul")
         for k in _REWRITE_CHECKS
-    },
-    **{
-        ("stanford-futuredata-stk-f7623c63b295", f"{kernel}: {k}"): _FL_STK_SUBMODULE
-        for kernel in ("_sdd_kernel", "_dsd_kernel", "_dds_kernel", "_row_indices_kernel")
-        for k in ("kind", "old_kept")
     },
     **{
         ("AutoGPTQ-AutoGPTQ-0891ea4036e4", f"{kernel}: reported"): (

@@ -27,9 +27,18 @@ from dataclasses import dataclass
 from bot.analysis.code_counts import part_a
 from bot.analysis.compare import sources_for
 from bot.analysis.languages import name_noise
-from bot.analysis.model import PYTHON_LANGUAGES, Context, KernelChange, KernelDef, PartA
+from bot.analysis.model import (
+    PYTHON_LANGUAGES,
+    Context,
+    KernelChange,
+    KernelDef,
+    KernelRef,
+    PartA,
+)
 from bot.analysis.reach.call_sites import IMPORT_LINE as _IMPORT
 from bot.analysis.reach.call_sites import from_imports as _from_imports
+from bot.analysis.reach.follow import Op, Side
+from bot.analysis.reach.moved_calls import MovedCall, moved_calls, sides, still_built
 from bot.analysis.scan import scan_source
 from bot.analysis.text import source_kind
 
@@ -72,7 +81,15 @@ class _Old:
 
 
 def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
-    return [_unseen_old_note(c, ctx) for c in _pair(changes, ctx)]
+    switches = _call_switches(ctx)
+    both = sides(ctx)
+    moved = moved_calls(both, switches)
+    switches += [
+        (m.where, {("~" if m.kept else "") + o.name for o in m.ops}, set(m.kernels)) for m in moved
+    ]
+    paired = _pair(changes, ctx, switches, moved)
+    paired = _unseen_ops(paired, moved, ctx, both)
+    return [_unseen_old_note(c, ctx) for c in paired]
 
 
 def _unseen_old_note(c: KernelChange, ctx: Context) -> KernelChange:
@@ -94,9 +111,13 @@ def _unseen_old_note(c: KernelChange, ctx: Context) -> KernelChange:
     return c.model_copy(update={"notes": [*c.notes, note]})
 
 
-def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
+def _pair(
+    changes: list[KernelChange],
+    ctx: Context,
+    switches: list[tuple[str, set[str], set[str]]],
+    moved: list[MovedCall],
+) -> list[KernelChange]:
     triton = [c for c in changes if c.kind == "new" and c.language in PYTHON_LANGUAGES and c.new]
-    switches = _call_switches(ctx)
     switched_in = {a.rsplit(".", 1)[-1] for _, _, added in switches for a in added}
     for f in ctx.files:
         for k in f.new.kernels if f.new else ():
@@ -105,7 +126,9 @@ def _pair(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
                                            path=k.path, new=k.ref()))  # fmt: skip
     if not triton:
         return changes
-    _read_extra(ctx, triton, switches)
+    _read_extra(
+        ctx, triton, switches, [p for m in moved for o in m.ops for p in o.extension.sources]
+    )
     olds = _old_candidates(changes, ctx)
     if not olds:
         return changes
@@ -280,13 +303,16 @@ def _op_files(ctx: Context, switches: list[tuple[str, set[str], set[str]]]) -> l
 
 
 def _read_extra(
-    ctx: Context, triton: list[KernelChange], switches: list[tuple[str, set[str], set[str]]]
+    ctx: Context,
+    triton: list[KernelChange],
+    switches: list[tuple[str, set[str], set[str]]],
+    sources: list[str],
 ) -> None:
     """Read C++ files outside the diff that may hold the old kernel (policy paths, same name,
-    the extension module a switched call site used)."""
+    the extension module a switched call site used, the sources its build names)."""
     if ctx.old_source is None:
         return
-    wanted: list[str] = _module_files(ctx, switches) + _op_files(ctx, switches)
+    wanted: list[str] = sources + _module_files(ctx, switches) + _op_files(ctx, switches)
     ops = {  # the compiled ops switched call sites name: ``quantize_mx_cuda`` -> quantize_mx.cu
         stem(n.lstrip("~"))
         for _, gone, new in switches
@@ -347,6 +373,60 @@ def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
             for w in list(names):
                 names |= bindings.get(w, set())
             out.append(_Old(kernel=k, kept=change is None, names=names, change=change))
+    return out
+
+
+def _unseen_ops(
+    changes: list[KernelChange],
+    moved: list[MovedCall],
+    ctx: Context,
+    both: tuple[Side, Side] | None,
+) -> list[KernelChange]:
+    """New Triton kernels, still unpaired, that took the role of extension ops whose kernels
+    the repository does not hold (built from a submodule, a download, generated sources):
+    rewrites of those ops, with no old kernel to count."""
+    scans = [f.old for f in ctx.files if f.old] + list(ctx.extra_old.values())
+    seen = {s.path for s in scans if s.kernels}
+    by_kernel: dict[str, list[tuple[MovedCall, Op]]] = {}
+    for m in moved:
+        for op in m.ops:
+            if not any(p in seen for p in op.extension.sources):
+                for k in m.kernels:
+                    by_kernel.setdefault(k, []).append((m, op))
+    if not by_kernel:
+        return changes
+    built = still_built(both, {op.extension.name for v in by_kernel.values() for _, op in v})
+    out = list(changes)
+    for current in changes:
+        found = by_kernel.get(current.name)
+        if not found or current.kind != "new" or current.language not in PYTHON_LANGUAGES:
+            continue
+        t = current
+        ops = list(dict.fromkeys(op for _, op in found))
+        kept = any(m.kept for m, _ in found) or any(o.extension.name in built for o in ops)
+        ext = ops[0].extension
+        names = ", ".join(f"{o.extension.name}.{o.name}" for o in ops)
+        note = (
+            f"replaces {names}: the extension {ext.describe()}"
+            + (" builds sources the repository does not hold" if ext.unresolved else "")
+            + ", so no CUDA kernel of it is read and no Part A table is made"
+        )
+        refs = [
+            KernelRef(language="cuda", name=f"{o.extension.name}.{o.name}",
+                      path=o.extension.where or t.path, line_start=1, line_end=1)
+            for o in ops
+        ]  # fmt: skip
+        out[out.index(current)] = current.model_copy(
+            update={
+                "kind": "rewrite",
+                "old": refs[0],
+                "old_variants": refs[1:],
+                "old_language": "cuda",
+                "old_kernel_kept": kept,
+                "evidence": [f"{m.where}: calls {names} moved to {t.name}" for m, _ in found[:1]],
+                "notes": [*current.notes, note, "old kernel kept" if kept else "old op removed"],
+            }
+        )
     return out
 
 

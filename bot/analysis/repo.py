@@ -33,10 +33,11 @@ from bot.revision import GitRevision, Revision
 
 __all__ = ["analyze_diff", "analyze_range", "analyze_repo"]
 
-# Whatever a file needs to contain for a whole read to find more than its diff lines show.
+# Whatever a file needs to contain for a whole read to find more than its diff lines show (a
+# Python file that builds or calls a compiled op too: its switched call sites are followed).
 _MARKERS = (
     r"__global__|<<<|hipLaunchKernel|cudaLaunchKernel|PYBIND11_MODULE|TORCH_LIBRARY|\]\s*\(|"
-    + "|".join(MARKER_WORDS)
+    r"autograd\.Function|" + "|".join(MARKER_WORDS)
 )
 
 

@@ -23,6 +23,7 @@ import ast
 import re
 
 from bot.analysis.model import Context
+from bot.analysis.reach.follow import imports_in
 from bot.analysis.text import parse_python, source_kind
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -90,9 +91,12 @@ def _torch_op(node: ast.AST) -> str | None:
     return None
 
 
-def _refs(func: Func, names: _Names) -> set[str]:
+def _refs(func: Func, names: _Names, path: str = "") -> set[str]:
     out: set[str] = set()
-    for sub in ast.walk(func):
+    nodes = list(ast.walk(func))
+    has_imports = path and any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in nodes)
+    local = imports_in(func.body, path) if has_imports else {}
+    for sub in nodes:
         if isinstance(sub, ast.Call):
             target = sub.func
             if isinstance(target, ast.Subscript):  # kernel[grid](...)
@@ -100,7 +104,8 @@ def _refs(func: Func, names: _Names) -> set[str]:
             name = _dotted(target)
             if name:
                 head, dot, rest = name.partition(".")
-                out.add(names.imports.get(head, head) + dot + rest)
+                for q in sorted(local.get(head) or {names.imports.get(head, head)}):
+                    out.add(q + dot + rest)
                 if name in names.ops:
                     out.add(names.ops[name])
                 op = _torch_op(target)
@@ -168,14 +173,18 @@ def role_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
             out.append((f.patch.path, gone - new, new - gone))
         added = [n for n, _ in f.patch.added_lines()]
         removed = [n for n, _ in f.patch.removed_lines()]
+        rebound = any(  # ``import a as x`` -> ``from b import c as x``: every use of x switched
+            old_names.imports.get(k, v) != v for k, v in new_names.imports.items()
+        )
+        path = f.patch.path
         for name, new_func in new_funcs.items():
             old_func = old_funcs.get(name)
             if old_func is None:
                 continue
-            if not (_touched(new_func, added) or _touched(old_func, removed)):
+            if not (rebound or _touched(new_func, added) or _touched(old_func, removed)):
                 continue  # unchanged: the same references on both sides
-            before = _refs(old_func, old_names)
-            after = _refs(new_func, new_names)
+            before = _refs(old_func, old_names, f.patch.old_path or path)
+            after = _refs(new_func, new_names, path)
             gone, new = before - after, after - before
             kept = {f"~{n}" for n in before & after}
             if new:

@@ -1,0 +1,300 @@
+"""What a Python name reaches, across modules: the Python kernels it launches and the compiled
+extension ops it calls.
+
+A rewrite's call-site switch often names neither kernel: ``make_quant`` picks ``QuantLinear``
+from ``qlinear_triton`` instead of ``qlinear``, an op binding takes ``triton.ops.qkv_gemm_func``
+instead of ``inference_module.qkv_gemm_fp16``, a module imports ``triton_kernels as backend``
+instead of ``sputnik_backend as backend``. Each name is followed through the files of its side
+(imports, module-level and function-local, relative ones too; ``self.method``; a class's
+methods; an autograd Function's ``apply``, which runs its ``forward``) to what it launches
+(``kernel[grid](...)``) and to the extension ops it calls (``reach.extensions``), a few calls
+deep and a bounded number of files. A class is followed per method: its ``forward`` and its
+``backward`` are roles of their own, so a switch pairs forward with forward.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from bot.analysis.model import PYTHON_LANGUAGES
+from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
+from bot.analysis.scan import scan_source
+from bot.analysis.text import parse_python
+
+Reader = Callable[[str], "str | None"]
+Func = ast.FunctionDef | ast.AsyncFunctionDef
+
+_DEPTH = 5
+_MAX_FILES = 24
+_MAX_FUNCS = 200
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op of an extension module, as Python calls it."""
+
+    extension: Extension
+    name: str
+
+
+@dataclass
+class Reach:
+    kernels: set[str] = field(default_factory=set)  # Python kernels launched
+    ops: set[Op] = field(default_factory=set)
+
+    def add(self, other: Reach) -> None:
+        self.kernels |= other.kernels
+        self.ops |= other.ops
+
+
+def module_of(path: str) -> str:
+    """``pkg/sub/mod.py`` -> ``pkg.sub.mod``; ``pkg/__init__.py`` -> ``pkg``."""
+    stem = path[: -len(".py")] if path.endswith(".py") else path
+    parts = stem.split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def absolute(module: str | None, level: int, path: str) -> str:
+    """The module a ``from`` import names, relative ones resolved against ``path``."""
+    if level == 0:
+        return module or ""
+    package = module_of(path).split(".")
+    if not path.endswith("__init__.py"):
+        package = package[:-1]
+    package = package[: len(package) - (level - 1)] if level > 1 else package
+    return ".".join([*package, *([module] if module else [])])
+
+
+def imports_in(nodes: Sequence[ast.AST], path: str) -> dict[str, set[str]]:
+    """Every import in ``nodes`` (nested blocks too, not nested functions' own): local name ->
+    qualified names (several where branches import the same name from different modules)."""
+    out: dict[str, set[str]] = {}
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.ImportFrom):
+            base = absolute(node.module, node.level, path)
+            for a in node.names:
+                out.setdefault(a.asname or a.name, set()).add(
+                    f"{base}.{a.name}" if base else a.name
+                )
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                local = a.asname or a.name.split(".")[0]
+                out.setdefault(local, set()).add(a.name if a.asname else local)
+        elif not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+        ):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+@dataclass
+class _Module:
+    path: str
+    name: str
+    tree: ast.Module
+    imports: dict[str, set[str]]
+    defs: dict[str, Func | ast.ClassDef]  # "f", "Cls", "Cls.method"
+    launches: dict[str, set[str]]  # host function ("f" / "Cls.m") -> kernels it launches
+    kernels: set[str]
+    loaded: dict[str, Extension]  # names bound to a load() build
+
+
+class Side:
+    """One revision's Python, read lazily: modules by name, the extension index."""
+
+    def __init__(self, paths: Sequence[str], read: Reader, extensions: ExtensionIndex) -> None:
+        self.paths = list(paths)
+        self.read = read
+        self.extensions = extensions
+        self._by_module: dict[str, str] = {}
+        for p in self.paths:
+            if p.endswith(".py"):
+                self._by_module.setdefault(module_of(p), p)
+        self._modules: dict[str, _Module | None] = {}
+
+    def path_of(self, module: str) -> str | None:
+        if module in self._by_module:
+            return self._by_module[module]
+        tail = "." + module  # a package under src/ or another root
+        hits = [p for m, p in self._by_module.items() if m.endswith(tail)]
+        return hits[0] if len(hits) == 1 else None
+
+    def module(self, path: str) -> _Module | None:
+        if path in self._modules:
+            return self._modules[path]
+        self._modules[path] = None
+        if len(self._modules) > _MAX_FILES:
+            return None
+        text = self.read(path)
+        if not text:
+            return None
+        try:
+            tree = parse_python(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        defs: dict[str, Func | ast.ClassDef] = {}
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defs[node.name] = node
+            if isinstance(node, ast.ClassDef):
+                for sub in node.body:
+                    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        defs[f"{node.name}.{sub.name}"] = sub
+        scan = scan_source(path, text)
+        launches: dict[str, set[str]] = {}
+        for x in scan.launches:
+            if x.wrapper and x.language in PYTHON_LANGUAGES:
+                launches.setdefault(x.wrapper, set()).add(x.kernel)
+        kernels = {k.name for k in scan.kernels if k.language in PYTHON_LANGUAGES and k.launched}
+        mod = _Module(
+            path=path,
+            name=module_of(path),
+            tree=tree,
+            imports=imports_in(tree.body, path),
+            defs=defs,
+            launches=launches,
+            kernels=kernels,
+            loaded=loaded_extensions(path, tree, self.paths),
+        )
+        self._modules[path] = mod
+        return mod
+
+    def locate(self, qualified: str) -> tuple[_Module, str] | None:
+        """``pkg.mod.Cls.method`` -> (the module, ``Cls.method``), the longest module first."""
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            path = self.path_of(".".join(parts[:cut]))
+            if path is None:
+                continue
+            mod = self.module(path)
+            if mod is not None:
+                return mod, ".".join(parts[cut:])
+            return None
+        return None
+
+    def extension_op(self, qualified: str, mod: _Module | None = None) -> Op | None:
+        """The extension op ``qualified`` names: ``ext.op`` for an imported extension module,
+        a ``load()``-bound name or a loader's result, ``torch.ops.ns.op``."""
+        t = torch_op(qualified)
+        if t is not None:
+            ext = self.extensions.library(t[0], self.extensions.named_cpp(t[0], t[1]))
+            return Op(ext or Extension(name=t[0], how="torch.ops", where=""), t[1])
+        head, _, rest = qualified.rpartition(".")
+        if not head:
+            return None
+        if mod is not None and head.split(".")[0] in mod.loaded:
+            return Op(mod.loaded[head.split(".")[0]], rest)
+        ext = self.extensions.module(head)
+        if ext is not None:
+            return Op(ext, rest)
+        return None
+
+    def follow(self, qualified: str) -> dict[str, Reach]:
+        """Per role, what ``qualified`` reaches: a function's is role ``""``, a class's one per
+        method; an extension op reached directly is role ``""`` too."""
+        op = self.extension_op(qualified)
+        if op is not None:
+            return {"": Reach(ops={op})}
+        found = self.locate(qualified)
+        if found is None:
+            return {}
+        mod, name = found
+        node = mod.defs.get(name)
+        if isinstance(node, ast.ClassDef):
+            out = {}
+            for sub in node.body:
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    reach = self._walk(mod, f"{name}.{sub.name}", _DEPTH, set())
+                    if reach.kernels or reach.ops:
+                        out[sub.name] = reach
+            return out
+        if node is not None:
+            return {"": self._walk(mod, name, _DEPTH, set())}
+        op = self.extension_op(qualified, mod)
+        return {"": Reach(ops={op})} if op is not None else {}
+
+    def _walk(self, mod: _Module, name: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
+        out = Reach()
+        key = (mod.path, name)
+        if key in seen or depth <= 0 or len(seen) > _MAX_FUNCS:
+            return out
+        seen.add(key)
+        node = mod.defs.get(name)
+        if isinstance(node, ast.ClassDef):  # a class called: what its __init__ / __call__ run
+            for method in ("__init__", "__call__", "forward"):
+                if f"{name}.{method}" in mod.defs:
+                    out.add(self._walk(mod, f"{name}.{method}", depth - 1, seen))
+            return out
+        if node is None:
+            return out
+        out.kernels |= mod.launches.get(name, set())
+        cls = name.split(".")[0] if "." in name else None
+        local = imports_in(node.body, mod.path)
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Call):
+                continue
+            target = sub.func.value if isinstance(sub.func, ast.Subscript) else sub.func
+            called = dotted(target)
+            if not called:
+                continue
+            for qualified in self._resolve(mod, called, local, cls):
+                out.add(self._reach_of(mod, qualified, depth, seen))
+        return out
+
+    def _resolve(
+        self, mod: _Module, called: str, local: dict[str, set[str]], cls: str | None
+    ) -> list[str]:
+        head, dot, rest = called.partition(".")
+        if head in ("self", "cls", "__class__") and cls and rest:
+            return [f"{mod.name}.{cls}.{rest}"]
+        if head in local or head in mod.imports:
+            return [q + dot + rest for q in sorted(local.get(head) or mod.imports[head])]
+        if head in mod.defs or head in mod.loaded:
+            return [f"{mod.name}.{called}"]
+        if head == "torch":
+            return [called]
+        return []
+
+    def _reach_of(
+        self, mod: _Module, qualified: str, depth: int, seen: set[tuple[str, str]]
+    ) -> Reach:
+        if qualified.startswith(mod.name + "."):
+            name = qualified[len(mod.name) + 1 :]
+            if name.split(".")[0] in mod.loaded:
+                op = self.extension_op(name, mod)
+                return Reach(ops={op}) if op else Reach()
+            if name in mod.kernels:
+                return Reach(kernels={name})
+            if name.endswith(".apply") and name[: -len(".apply")] in mod.defs:
+                name = name[: -len(".apply")] + ".forward"  # an autograd Function runs forward
+            if name in mod.defs:
+                return self._walk(mod, name, depth - 1, seen)
+        op = self.extension_op(qualified)
+        if op is not None:
+            return Reach(ops={op})
+        found = self.locate(qualified)
+        if found is None:
+            return Reach()
+        other, name = found
+        if name in other.kernels:
+            return Reach(kernels={name})
+        if name.endswith(".apply") and name[: -len(".apply")] in other.defs:
+            name = name[: -len(".apply")] + ".forward"
+        if name in other.defs:
+            return self._walk(other, name, depth - 1, seen)
+        return Reach()

@@ -1,0 +1,82 @@
+"""Calls moved from a compiled extension's ops to code that launches Python kernels, by role.
+
+A switched call site (``call_sites``: what a function stopped and started referring to) is a
+rewrite's evidence when, followed (``follow``), the names it stopped calling reach ops of an
+extension module (``extensions``) and the names it started calling reach Triton kernels. A
+class switched for another is followed per method, so ``forward`` pairs with ``forward`` and
+``backward`` with ``backward``; a role on one side only pairs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.analysis.model import Context
+from bot.analysis.reach.extensions import ExtensionIndex
+from bot.analysis.reach.follow import Op, Reach, Side
+
+Switch = tuple[str, set[str], set[str]]
+
+
+@dataclass(frozen=True)
+class MovedCall:
+    where: str  # path::function, with ``::method`` for a class followed per method
+    ops: tuple[Op, ...]  # what the old names reached
+    kernels: tuple[str, ...]  # what the new names reach
+    kept: bool  # the old name is still referred to at head (a flag keeps it)
+
+
+def sides(ctx: Context) -> tuple[Side, Side] | None:
+    """Base and head as :class:`Side` readers, where the caller can read whole revisions."""
+    if ctx.old_source is None or ctx.new_source is None or ctx.old_files is None:
+        return None
+    old_paths = list(ctx.old_files)
+    gone = {f.patch.old_path for f in ctx.files if f.patch.status == "deleted"}
+    added = [f.patch.new_path for f in ctx.files if f.patch.new_path]
+    new_paths = [p for p in old_paths if p not in gone] + [p for p in added if p]
+    return (
+        Side(old_paths, ctx.old_source, ExtensionIndex(old_paths, ctx.old_source)),
+        Side(new_paths, ctx.new_source, ExtensionIndex(new_paths, ctx.new_source)),
+    )
+
+
+def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[MovedCall]:
+    if both is None:
+        return []
+    old, new = both
+    out = []
+    for where, gone, added in switches:
+        before: dict[str, Reach] = {}
+        kept: dict[str, bool] = {}
+        for name in sorted(gone):
+            for role, reach in old.follow(name.lstrip("~")).items():
+                if reach.ops:
+                    before.setdefault(role, Reach()).add(reach)
+                    kept[role] = kept.get(role, False) or name.startswith("~")
+        if not before:
+            continue
+        after: dict[str, Reach] = {}
+        for name in sorted(added):
+            for role, reach in new.follow(name).items():
+                after.setdefault(role, Reach()).add(reach)
+        for role in sorted(before):
+            kernels = after.get(role, Reach()).kernels
+            if not kernels:
+                continue
+            ops = tuple(sorted(before[role].ops, key=lambda o: (o.extension.name, o.name)))
+            out.append(
+                MovedCall(
+                    where=f"{where}::{role}" if role else where,
+                    ops=ops,
+                    kernels=tuple(sorted(kernels)),
+                    kept=kept[role],
+                )
+            )
+    return out
+
+
+def still_built(both: tuple[Side, Side] | None, names: set[str]) -> set[str]:
+    """Which of the extension modules ``names`` head still builds or registers."""
+    if both is None:
+        return set(names)
+    return {n for n in names if both[1].extensions.module(n) is not None}
