@@ -216,7 +216,8 @@ def test_unknown_top_level_key_names_line_column_and_closest_key() -> None:
     assert message.startswith("p.toml:1:1: tolerence: unknown key 'tolerence'; ")
     assert "did you mean 'tolerance'?" in message
     assert (
-        "allowed keys here: tolerance, vendors, owners, deployment, limits, compiler, " in message
+        "allowed keys here: tolerance, rewrite_price, vendors, owners, deployment, limits, compiler, "
+        in message
     )
 
 
@@ -226,7 +227,10 @@ def test_unknown_key_in_the_second_kernel_points_at_its_line() -> None:
     line = line_of(text, "shapez")
     assert message.startswith(f"p.toml:{line}:3: kernels[1].shapez: unknown key 'shapez'; ")
     assert "did you mean 'shapes'?" in message
-    assert "allowed keys here: name, bench, baseline, paths, dtypes, tolerance, shapes" in message
+    assert (
+        "allowed keys here: name, bench, baseline, paths, dtypes, tolerance, rewrite_price, shapes"
+        in message
+    )
 
 
 def test_unknown_key_inside_a_multiline_inline_table() -> None:
