@@ -657,7 +657,13 @@ class Policy(_Model):
             found.append(
                 (
                     ("rewrite_price",),
-                    _price_below(self.rewrite_price, self.tolerance, "the tolerance"),
+                    _price_below(
+                        self.rewrite_price,
+                        self.tolerance,
+                        "the tolerance"
+                        if "tolerance" in self.model_fields_set
+                        else "the default tolerance",
+                    ),
                 )
             )
         for k, kernel in enumerate(self.kernels):
