@@ -12,7 +12,8 @@ against its rewrite price (the policy's ``rewrite_price``) instead:
 - undecided: the interval crosses ``1 + price``.
 
 A tuning, body or launch change keeps the tolerance, and so does every kernel of a pull request
-that moves the toolchain: there a slowdown may be the toolchain's, not the rewrite's. The
+whose two sides are known to run different toolchains (another triton or torch): there a
+slowdown may be the toolchain's, not the rewrite's. The
 sentence that states a trade says what it costs (how much slower, at how many shapes, within
 which price) and what it gives (Part A's lines and files, the vendors one source serves).
 """
@@ -43,8 +44,9 @@ def _hand_written(c: ChangeLine) -> bool:
 
 def priced_kernels(changes: Sequence[ChangeLine], ev: Evidence) -> frozenset[str]:
     """The policy kernels judged at their rewrite price: each change to them is a rewrite of a
-    hand-written kernel, and the pull request does not move the toolchain."""
-    if any(c.kind == "toolchain" for c in changes) and toolchain_differs(changes, ev) is not False:
+    hand-written kernel, and the two sides are not known to run different toolchains (a rewrite
+    to Triton often adds a triton pin at the version both sides run)."""
+    if toolchain_differs(changes, ev):  # known to run another triton or torch on each side
         return frozenset()
     rewrites: dict[str, bool] = {}
     for c in changes:

@@ -126,6 +126,9 @@ def test_a_toolchain_change_keeps_the_tolerance_even_for_a_rewrite() -> None:
         }
     )
     assert priced_kernels([REWRITE_KEPT, BUMP], same) == {"softmax"}
+    # a rewrite to Triton that adds a triton pin, not known to differ between the sides
+    added = BUMP.model_copy(update={"old_version": None, "new_version": ">=3.6,<3.7"})
+    assert priced_kernels([REWRITE_KEPT, added], ev) == {"softmax"}
 
 
 def test_only_a_rewrite_of_hand_written_code_is_priced() -> None:
