@@ -3,9 +3,11 @@
 Pure. Takes what changed, the policy's requirements and the evidence gathered so far, has each
 condition (``bot.review.conditions``) say whether it is met, open, or not run, and writes the
 decision and its reasons in the words a careful reviewer would use. Measured violations (a
-shape slower than tolerance, a wrong result, a crash, a first call over budget, a config that
-does not compile for a required vendor) request changes; missing evidence or housekeeping
-leaves the pull request approved with conditions.
+shape slower than tolerance, a rewritten kernel's shape over its rewrite price, a wrong result,
+a crash, a first call over budget, a config that does not compile for a required vendor)
+request changes; missing evidence or housekeeping leaves the pull request approved with
+conditions. A rewrite that pays a slowdown within its price has the trade said in one sentence
+(``bot.review.trade``).
 """
 
 from __future__ import annotations
