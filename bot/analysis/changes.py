@@ -73,12 +73,19 @@ def part_a_tables(analysis: Analysis) -> list[PartATable]:
         if c.kind != "rewrite" or c.part_a is None:
             continue
         name = c.policy_kernels[0] if c.policy_kernels else c.name
+        old, new = c.part_a.old, c.part_a.new
         tables.append(
             PartATable(
                 kernel=name,
-                old_label=_label(c.part_a.old.language) or "old",
-                new_label=_label(c.part_a.new.language) or "new",
+                old_label=_label(old.language) or "old",
+                new_label=_label(new.language) or "new",
                 rows=tuple(c.part_a.rows()),
+                old_lines=old.kernel_body_lines + old.host_wrapper_lines,
+                new_lines=new.kernel_body_lines + new.host_wrapper_lines,
+                old_files=old.source_files,
+                new_files=new.source_files,
+                new_vendors=tuple(new.vendors_covered),
+                old_lines_one_vendor=bool(c.part_a.old_twins),
             )
         )
     return tables

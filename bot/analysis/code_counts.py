@@ -316,7 +316,8 @@ def part_a(
         notes.append("no launch of the old kernel was found in the files read: wrapper lines are 0")
     if not new.wrappers:
         notes.append("no launch of the new kernel was found in the files read: wrapper lines are 0")
-    return PartA(old=old, new=new, notes=notes)
+    twin_files = list(dict.fromkeys(path for path, _ in old_twins))
+    return PartA(old=old, new=new, notes=notes, old_twins=twin_files)
 
 
 def _code(path: str, line: str) -> str:

@@ -275,6 +275,7 @@ class PartA(BaseModel):
     old: PartASide
     new: PartASide
     notes: list[str] = []
+    old_twins: list[str] = []  # old files of the same kernel for another vendor: not line-counted
 
     def rows(self) -> list[tuple[str, str, str]]:
         """The seed's table: (measure, old, new) as display strings."""

@@ -19,6 +19,10 @@ State = Literal["met", "open", "not_run"]
 DeploymentKind = Literal["long-lived", "cli", "serverless", "latency-slo"]
 
 
+# The slowdown a rewrite may cost at each measured shape, unless the policy says otherwise: the
+# seed's reviewer pays about 6% for the code a rewrite deletes (bot.policy.model's default too).
+DEFAULT_REWRITE_PRICE = 0.06
+
 DECISION_TITLES: dict[str, str] = {
     "approve": "Approve",
     "approve_with_conditions": "Approve with conditions",
@@ -68,11 +72,25 @@ class Requirements(Frozen):
     tolerance: float = 0.03
     # each policy kernel's own tolerance (the policy's unless the kernel sets one), by name
     tolerances: dict[str, float] = Field(default_factory=dict)
+    rewrite_price: float = DEFAULT_REWRITE_PRICE
+    # each policy kernel's own rewrite price (bot.policy.model: effective_rewrite_price), by name
+    prices: dict[str, float] = Field(default_factory=dict)
 
     @property
     def kernels(self) -> tuple[str, ...]:
         """The policy's kernels, in its order."""
         return tuple(self.tolerances)
+
+    def tolerance_of(self, kernel: str) -> float:
+        """The tolerance ``kernel`` is judged at: its own, else the policy's."""
+        return self.tolerances.get(kernel, self.tolerance)
+
+    def price_of(self, kernel: str) -> float:
+        """The slowdown a rewrite of ``kernel`` may cost at each shape: its own price, else the
+        policy's, never below the kernel's tolerance."""
+        if kernel in self.prices:
+            return self.prices[kernel]
+        return max(self.rewrite_price, self.tolerance_of(kernel))
 
 
 class Condition(Frozen):
@@ -93,6 +111,8 @@ class Verdict(Frozen):
     changes: tuple[ChangeLine, ...]
     no_kernel_changes: bool = False
     accepted: tuple[AcceptedLine, ...] = ()  # slower shapes an acceptance names, judged
+    # one sentence per rewrite that pays a slowdown within its price: what it costs, what it gives
+    trade: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -107,6 +127,14 @@ class PartATable(BaseModel):
     old_label: str
     new_label: str
     rows: tuple[tuple[str, str, str], ...]
+    # the same counts as numbers, for the sentence that says what a rewrite gives: lines of
+    # kernel body and launch wrapper, source files, the vendors the new source covers
+    old_lines: int | None = None
+    new_lines: int | None = None
+    old_files: int | None = None
+    new_files: int | None = None
+    new_vendors: tuple[str, ...] = ()
+    old_lines_one_vendor: bool = False  # old lines counted on one vendor's file of a twin pair
 
 
 class ReviewContext(BaseModel):

@@ -116,6 +116,8 @@ def render_policy(policy: Policy) -> str:
     lines = [
         f"tolerance    {_percent(policy.tolerance)} (head/base time up to "
         f"{1 + policy.tolerance:g} counts as the same)",
+        f"rewrite      {_percent(policy.rewrite_price)} (a CUDA/HIP kernel rewritten in Triton "
+        f"may be up to {1 + policy.rewrite_price:g}x the base time at each shape)",
         f"vendors      {', '.join(policy.vendors)}",
         f"owners       {', '.join(policy.owners) if policy.owners else '(none named)'}",
         f"deployment   {d.kind}{budget}",
@@ -134,6 +136,15 @@ def render_policy(policy: Policy) -> str:
             if kernel.tolerance is not None
             else f"{_percent(policy.tolerance)} (global)"
         )
+        price = kernel.effective_rewrite_price(policy)
+        rewrite = (
+            f"{_percent(price)} (overrides the global {_percent(policy.rewrite_price)})"
+            if kernel.rewrite_price is not None
+            else f"{_percent(price)} (its tolerance; the global {_percent(policy.rewrite_price)} "
+            "is below it)"
+            if price != policy.rewrite_price
+            else f"{_percent(price)} (global)"
+        )
         cases = len(kernel.shapes) * len(kernel.dtypes)
         lines += [
             f"  {kernel.name}",
@@ -142,6 +153,7 @@ def render_policy(policy: Policy) -> str:
             f"    paths      {', '.join(kernel.paths)}",
             f"    dtypes     {', '.join(kernel.dtypes)}",
             f"    tolerance  {tolerance}",
+            f"    rewrite    {rewrite}",
             f"    shapes     {len(kernel.shapes)} x {len(kernel.dtypes)} dtypes = {cases} "
             f"measurements (limit {lim.max_shapes})",
         ]

@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from bot.contracts.base import Vendor
+from bot.contracts.review import DEFAULT_REWRITE_PRICE
 from bot.errors import PolicyError
 
 DeploymentKind = Literal["long-lived", "cli", "serverless", "latency-slo"]
@@ -428,6 +429,11 @@ class KernelPolicy(_Model):
     tolerance: Tolerance | None = Field(
         default=None, description="this kernel's allowed slowdown, 0 < tolerance <= 1"
     )
+    rewrite_price: Tolerance | None = Field(
+        default=None,
+        description="the slowdown this kernel's rewrite (hand-written CUDA/HIP replaced by "
+        "Triton) may cost at each measured shape, 0 < rewrite_price <= 1, at least its tolerance",
+    )
     shapes: list[ServedShape] = Field(
         min_length=1,
         description="the served shapes: a non-empty list of [dims...] or "
@@ -502,6 +508,13 @@ class KernelPolicy(_Model):
         """This kernel's tolerance if it sets one, else the policy's."""
         return policy.tolerance if self.tolerance is None else self.tolerance
 
+    def effective_rewrite_price(self, policy: Policy) -> float:
+        """This kernel's rewrite price if it sets one, else the policy's, never below this
+        kernel's tolerance (a rewrite is not held to less than a tuning change)."""
+        if self.rewrite_price is not None:
+            return self.rewrite_price
+        return max(policy.rewrite_price, self.effective_tolerance(policy))
+
     def covers(self, path: str) -> bool:
         return any(glob_match(glob, path) for glob in self.paths)
 
@@ -545,11 +558,26 @@ class AcceptedEntry(_Model):
         return self.max_ratio if self.max_ratio is not None else 1 + (self.max_percent or 0) / 100
 
 
+def _price_below(price: float, tolerance: float, which: str) -> str:
+    """The message for a rewrite price below the tolerance it goes with."""
+    return (
+        f"{price:g} is below {which} {tolerance:g}: a rewrite would be held to a smaller "
+        f"slowdown than a tuning change; write a rewrite_price of at least {tolerance:g} "
+        f"({tolerance:g} holds rewrites to the tolerance), or leave it out"
+    )
+
+
 class Policy(_Model):
     tolerance: Tolerance = Field(
         default=0.03,
         description="the allowed slowdown: head/base time up to 1 + tolerance counts as the same; "
         "0 < tolerance <= 1",
+    )
+    rewrite_price: Tolerance = Field(
+        default=DEFAULT_REWRITE_PRICE,
+        description="the slowdown a rewrite (hand-written CUDA/HIP replaced by Triton) may cost "
+        "at each measured shape, in return for the code it deletes: head/base time up to "
+        "1 + rewrite_price; 0 < rewrite_price <= 1, at least the tolerance",
     )
     vendors: list[Vendor] = Field(
         default_factory=lambda: ["nvidia", "amd"],
@@ -625,7 +653,29 @@ class Policy(_Model):
         found: list[tuple[tuple[str | int, ...], str]] = []
         first_index: dict[str, int] = {}
         limits = self.limits
+        if "rewrite_price" in self.model_fields_set and self.rewrite_price < self.tolerance:
+            found.append(
+                (
+                    ("rewrite_price",),
+                    _price_below(
+                        self.rewrite_price,
+                        self.tolerance,
+                        "the tolerance"
+                        if "tolerance" in self.model_fields_set
+                        else "the default tolerance",
+                    ),
+                )
+            )
         for k, kernel in enumerate(self.kernels):
+            own = kernel.effective_tolerance(self)
+            if kernel.rewrite_price is not None and kernel.rewrite_price < own:
+                which = "its tolerance" if kernel.tolerance is not None else "the tolerance"
+                found.append(
+                    (
+                        ("kernels", k, "rewrite_price"),
+                        _price_below(kernel.rewrite_price, own, which),
+                    )
+                )
             if kernel.name in first_index:
                 found.append(
                     (

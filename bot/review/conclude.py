@@ -43,6 +43,8 @@ def requirements(policy: Policy) -> Requirements:
         first_call_budget_ms=policy.deployment.first_call_budget_ms,
         tolerance=policy.tolerance,
         tolerances={k.name: k.effective_tolerance(policy) for k in policy.kernels},
+        rewrite_price=policy.rewrite_price,
+        prices={k.name: k.effective_rewrite_price(policy) for k in policy.kernels},
     )
 
 
@@ -89,6 +91,7 @@ def conclude(
         (*acceptances, *policy_acceptances(policy)),
         today or date.today(),
     )
+    part_a = tuple(part_a)
     if context.base_sha == context.head_sha and not any(c.kind == "toolchain" for c in changes):
         # one commit on both sides has no code difference; only a toolchain tried against the
         # pinned one (the scheduled run) is a difference there
@@ -102,8 +105,7 @@ def conclude(
             no_kernel_changes=True,
         )
     else:
-        verdict = decide(changes, requirements(policy), evidence, accepted)
-    part_a = tuple(part_a)
+        verdict = decide(changes, requirements(policy), evidence, accepted, part_a)
     return ReviewOutput(
         verdict=verdict,
         comment=render_comment(verdict, context, evidence, part_a),

@@ -16,6 +16,7 @@ from bot.contracts.evidence import Evidence, FirstCallEvidence, ShapeLine, Sweep
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
 from bot.review.explain import inconclusive_reason, kernel_lines, varied_between_processes
+from bot.review.trade import inconclusive_within, over_words, price_state, priced_kernels
 from bot.review.words import number, percent, speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
@@ -77,9 +78,10 @@ def _inconclusive_line(x: ShapeLine) -> str:
 
 
 def sweep(f: Facts) -> Finding:
-    """A shape sweep on a GPU: every shape within tolerance, none failed. The rows say each
-    vendor's sweep in a line, each failure, and one line per kernel with slower shapes (the
-    shapes themselves are in the per-shape table)."""
+    """A shape sweep on a GPU: every shape within tolerance, none failed; a priced rewrite's
+    shapes within its rewrite price instead (``bot.review.trade``). The rows say each vendor's
+    sweep in a line, each failure, one line per kernel with slower shapes (the shapes themselves
+    are in the per-shape table), and each shape an acceptance or a rewrite price judged."""
     ev = f.ev
     if not f.measured_kernels:
         return Finding("met", f"{NOT_COVERED}, so there is nothing to sweep")
@@ -93,9 +95,9 @@ def sweep(f: Facts) -> Finding:
             else ()
         )
         return Finding("not_run", reasons[0], tuple(reasons[1:]) + extra)
+    priced = priced_kernels(f.changes, ev)
     lines: list[str] = []
     failures = [x for s in gpu_sweeps for x in s.failures]
-    inconclusive = [x for s in gpu_sweeps for x in s.inconclusive]
     total = sum(len(s.shapes) for s in gpu_sweeps)
     for s in gpu_sweeps:
         lines.append(_sweep_line(s))
@@ -103,13 +105,25 @@ def sweep(f: Facts) -> Finding:
             lines.append(f"{s.vendor}: {s.dropped_rounds} throttled rounds dropped")
     for x in failures:
         lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip())
+    inconclusive: list[ShapeLine] = []
+    within: list[ShapeLine] = []  # a priced rewrite's shapes within its price
     for s in gpu_sweeps:
         where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
         lines += [where + line for line in kernel_lines(s, ev.compiler)]
-        lines += [where + _inconclusive_line(x) for x in s.inconclusive]
+        for x in s.inconclusive:
+            price = f.req.price_of(x.kernel)
+            if x.kernel in priced and inconclusive_within(x, price):
+                within.append(x)
+                lines.append(where + _priced_line(x, price, "within"))
+            else:
+                inconclusive.append(x)
+                lines.append(where + _inconclusive_line(x))
     judged = {_case(a.kernel, a.shape, a.dtype, a.vendor): a.state for a in f.accepted}
-    slower: list[ShapeLine] = []  # the slower shapes no acceptance covers
+    slower: list[ShapeLine] = []  # slower than tolerance, no acceptance or price covers them
+    over: list[tuple[str, ShapeLine]] = []  # a priced rewrite's shapes over its price
+    undecided: list[ShapeLine] = []  # ... whose interval crosses its price
     for s in gpu_sweeps:
+        where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
         for x in s.slower:
             state = judged.get(_case(x.kernel, x.shape, x.dtype, s.vendor))
             if state:  # the table lists every slower shape; an acceptance adds its judgement
@@ -117,45 +131,130 @@ def sweep(f: Facts) -> Finding:
                     f"{x.kernel} {_shape(x.shape)} {x.dtype}: {speed(x.ratio or 1.0)}"
                     f" ({_ACCEPT_NOTES[state]})"
                 )
-            if state != "accepted":
+            if state == "accepted":
+                continue
+            if x.kernel not in priced:
                 slower.append(x)
+                continue
+            price = f.req.price_of(x.kernel)
+            priced_state = price_state(x, price) or "over"
+            lines.append(where + _priced_line(x, price, priced_state))
+            if priced_state == "within":
+                within.append(x)
+            elif priced_state == "over":
+                over.append((s.vendor, x))
+            else:
+                undecided.append(x)
     n_accepted = sum(1 for a in f.accepted if a.state == "accepted")
     rows = tuple(lines)
-    if failures or slower:
+    if failures or slower or over:
         what = []
         if failures:
             what.append(f"{plural(len(failures), 'shape')} failed (wrong result, crash or timeout)")
         if slower:
             worst = max(slower, key=lambda x: x.ratio or 1.0)
             what.append(
-                f"{len(slower)} of {total} shapes slower than tolerance, worst {worst.kernel} "
-                f"{_shape(worst.shape)} {worst.dtype} {speed(worst.ratio or 1.0)}"
+                f"{len(slower)} of {total} shapes slower than {_tolerance_of(slower, f.req)}, "
+                f"worst {worst.kernel} {_shape(worst.shape)} {worst.dtype} "
+                f"{speed(worst.ratio or 1.0)}"
             )
+        if over:
+            what.append(over_words(over, f.req, len(gpu_sweeps)))
+        if undecided:
+            what.append(_undecided_words(undecided, f.req))
         if n_accepted:
             what.append(f"{n_accepted} accepted")
         return Finding("open", "; ".join(what), rows, blocking=True)
-    if inconclusive:
-        spread = [x for x in inconclusive if varied_between_processes(x.detail)]
-        if len(spread) == len(inconclusive):
-            why = (
-                "head against base varied from one process to the next by more than the "
-                "tolerance allows; each shape's line says how far and why"
+    if inconclusive or undecided:
+        what = []
+        if inconclusive:
+            what.append(
+                f"{plural(len(inconclusive), 'shape')} inconclusive: {_why_inconclusive(inconclusive)}"
             )
-        elif spread:
-            why = (
-                f"{len(spread)} varied from one process to the next, the rest were too noisy "
-                "within the budget (rerun those with `/bench full`); each shape's line says why"
-            )
-        else:
-            why = "the noise was larger than the tolerance within the budget; rerun with `/bench full`"
-        return Finding("open", f"{plural(len(inconclusive), 'shape')} inconclusive: {why}", rows)
-    if n_accepted:
-        return Finding(
-            "met",
-            f"within tolerance at every shape but {plural(n_accepted, 'accepted slower shape')}",
-            rows,
-        )
+        if undecided:
+            what.append(_undecided_words(undecided, f.req) + "; rerun with `/bench full`")
+        return Finding("open", "; ".join(what), rows)
+    if n_accepted or within:
+        what = [f"within tolerance at {total - n_accepted - len(within)} of {total} shapes"]
+        what += [_within_words(within, f.req)] if within else []
+        what += [plural(n_accepted, "accepted slower shape")] if n_accepted else []
+        return Finding("met", "; ".join(what), rows)
     return Finding("met", f"within tolerance at all {total} shapes", rows)
+
+
+def _tolerance_of(shapes: Sequence[ShapeLine], req: Requirements) -> str:
+    """The tolerance that judged ``shapes``, per kernel: the one each shape carries, else its
+    kernel's in the policy ("matmul's 5% tolerance", "each kernel's tolerance (a 3%, b 5%)")."""
+    each = {
+        x.kernel: x.tolerance if x.tolerance is not None else req.tolerance_of(x.kernel)
+        for x in shapes
+    }
+    if len(each) == 1:
+        [(kernel, tolerance)] = each.items()
+        return f"{kernel}'s {percent(tolerance)} tolerance"
+    if len(set(each.values())) == 1:
+        return f"the {percent(next(iter(each.values())))} tolerance"
+    return (
+        "each kernel's tolerance (" + ", ".join(f"{k} {percent(t)}" for k, t in each.items()) + ")"
+    )
+
+
+def _why_inconclusive(inconclusive: Sequence[ShapeLine]) -> str:
+    """Why shapes were inconclusive, in one clause."""
+    spread = [x for x in inconclusive if varied_between_processes(x.detail)]
+    if len(spread) == len(inconclusive):
+        return (
+            "head against base varied from one process to the next by more than the "
+            "tolerance allows; each shape's line says how far and why"
+        )
+    if spread:
+        return (
+            f"{len(spread)} varied from one process to the next, the rest were too noisy "
+            "within the budget (rerun those with `/bench full`); each shape's line says why"
+        )
+    return "the noise was larger than the tolerance within the budget; rerun with `/bench full`"
+
+
+def _priced_line(x: ShapeLine, price: float, state: str) -> str:
+    """A priced rewrite's shape judged against its rewrite price."""
+    case = f"{x.kernel} {_shape(x.shape)} {x.dtype}"
+    interval = (
+        f" ({speed_range(x.ci_low, x.ci_high)} at 95%)"
+        if x.ci_low is not None and x.ci_high is not None
+        else ""
+    )
+    measured = f"{speed(x.ratio)}{interval}" if x.ratio is not None else "not timed"
+    if x.verdict == "INCONCLUSIVE":
+        tolerance = f" against its {percent(x.tolerance)} tolerance" if x.tolerance else ""
+        measured = f"inconclusive{tolerance}{interval}"
+    judged = {"within": "within", "over": "over", "undecided": "the interval crosses"}[state]
+    return f"{case}: {measured}; {judged} its {percent(price)} rewrite price"
+
+
+def _undecided_words(undecided: Sequence[ShapeLine], req: Requirements) -> str:
+    """ "1 softmax shape not told apart from its 6% rewrite price", kernel by kernel."""
+    parts = []
+    for kernel in dict.fromkeys(x.kernel for x in undecided):
+        n = sum(1 for x in undecided if x.kernel == kernel)
+        parts.append(
+            f"{n} {kernel} {'shape' if n == 1 else 'shapes'} not told apart from its "
+            f"{percent(req.price_of(kernel))} rewrite price (the interval crosses it)"
+        )
+    return "; ".join(parts)
+
+
+def _within_words(within: Sequence[ShapeLine], req: Requirements) -> str:
+    """ "2 softmax shapes within its 6% rewrite price, worst 5.8% slower", kernel by kernel."""
+    parts = []
+    for kernel in dict.fromkeys(x.kernel for x in within):
+        mine = [x for x in within if x.kernel == kernel]
+        worst = max((x.ratio for x in mine if x.ratio is not None), default=None)
+        tail = f", worst {speed(worst)}" if worst is not None and worst > 1.0 else ""
+        parts.append(
+            f"{len(mine)} {kernel} {'shape' if len(mine) == 1 else 'shapes'} within its "
+            f"{percent(req.price_of(kernel))} rewrite price{tail}"
+        )
+    return "; ".join(parts)
 
 
 _ACCEPT_NOTES = {

@@ -636,8 +636,9 @@ def render_comment(
     *,
     full: bool = False,
 ) -> str:
-    """The review as markdown, whole. The first five lines are the verdict, the three facts
-    that decide it and a blank line; the rest folds. ``full`` (the job summary) opens every
+    """The review as markdown, whole. The first lines are the verdict, the three facts that
+    decide it, the trade each rewrite makes within its price (one sentence each) and a blank
+    line; the rest folds. ``full`` (the job summary) opens every
     section and lists every compiler variant; cutting the comment to GitHub's limit is
     ``bot.github.sticky.fit_body``'s."""
     evidence = evidence or Evidence()
@@ -648,6 +649,7 @@ def render_comment(
     for c in deciding(verdict.conditions):
         title = SHORT_TITLES.get(c.key, c.title)
         lines.append(f"- {STATE_MARKS[c.state]} **{title}**: {esc(c.summary)}")
+    lines += [f"- ⚖️ **The trade**: {esc(t)}" for t in verdict.trade]
     lines += ["", _meta(ctx)]
     if ctx.note:
         lines += ["", f"> {esc(ctx.note)}"]

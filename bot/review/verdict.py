@@ -3,9 +3,11 @@
 Pure. Takes what changed, the policy's requirements and the evidence gathered so far, has each
 condition (``bot.review.conditions``) say whether it is met, open, or not run, and writes the
 decision and its reasons in the words a careful reviewer would use. Measured violations (a
-shape slower than tolerance, a wrong result, a crash, a first call over budget, a config that
-does not compile for a required vendor) request changes; missing evidence or housekeeping
-leaves the pull request approved with conditions.
+shape slower than tolerance, a rewritten kernel's shape over its rewrite price, a wrong result,
+a crash, a first call over budget, a config that does not compile for a required vendor)
+request changes; missing evidence or housekeeping leaves the pull request approved with
+conditions. A rewrite that pays a slowdown within its price has the trade said in one sentence
+(``bot.review.trade``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from collections.abc import Sequence
 
 from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import Evidence
-from bot.contracts.review import ChangeLine, Decision, Requirements, Verdict
+from bot.contracts.review import ChangeLine, Decision, PartATable, Requirements, Verdict
 from bot.outputs import plural
 from bot.review.conditions import evaluate
 from bot.review.toolchain import toolchain_differs
+from bot.review.trade import price_words, priced_kernels, trade_sentences
 from bot.review.words import and_list, percent
 
 
@@ -25,9 +28,7 @@ def _tolerance_words(changes: Sequence[ChangeLine], req: Requirements, ev: Evide
     """The tolerance each changed kernel is judged at: the one its swept shapes carry (what
     decided their verdicts), else its own in the policy, else the policy's."""
     judged = {x.kernel: x.tolerance for s in ev.sweeps for x in s.shapes if x.tolerance is not None}
-    each = {
-        c.kernel: judged.get(c.kernel, req.tolerances.get(c.kernel, req.tolerance)) for c in changes
-    }
+    each = {c.kernel: judged.get(c.kernel, req.tolerance_of(c.kernel)) for c in changes}
     if len(set(each.values())) == 1:
         return f"the {percent(next(iter(each.values())))} tolerance"
     return (
@@ -40,9 +41,11 @@ def decide(
     req: Requirements,
     ev: Evidence,
     accepted: Sequence[AcceptedLine] = (),
+    part_a: Sequence[PartATable] = (),
 ) -> Verdict:
     """The verdict on ``changes`` given the policy's requirements and the evidence so far;
-    ``accepted``: the slower shapes an acceptance names, judged (``bot.review.accept.judge``)."""
+    ``accepted``: the slower shapes an acceptance names, judged (``bot.review.accept.judge``);
+    ``part_a``: the rewrites' code counts, for the sentence that states a rewrite's trade."""
     changes = tuple(changes)
     if not changes:
         return Verdict(
@@ -129,7 +132,15 @@ def decide(
         why = f"{subject}, and every condition is met with evidence."
 
     not_asking: list[str] = []
-    if rewrites:
+    priced = [
+        k for k in dict.fromkeys(c.kernel for c in rewrites) if k in priced_kernels(changes, ev)
+    ]
+    if priced:
+        not_asking.append(
+            f"Parity with the old kernel: a slowdown within {price_words(priced, req)} at each "
+            "shape is worth paying for the code the rewrite deletes."
+        )
+    elif rewrites:
         not_asking.append(
             f"Parity with the old kernel: a slowdown within {_tolerance_words(rewrites, req, ev)} "
             "is a price worth paying for the code this deletes."
@@ -157,4 +168,5 @@ def decide(
         not_asking_for=tuple(not_asking),
         changes=changes,
         accepted=tuple(accepted),
+        trade=trade_sentences(changes, req, ev, accepted, part_a),
     )

@@ -159,7 +159,7 @@ def test_every_policy_in_the_docs_is_valid_except_the_wrong_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     blocks = _blocks("toml")
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     for index, block in enumerate(blocks):
         name = "pyproject.toml" if block.startswith("[tool.kernel-review]") else "policy.toml"
         path = write(tmp_path / str(index), name, block)

@@ -216,7 +216,8 @@ def test_unknown_top_level_key_names_line_column_and_closest_key() -> None:
     assert message.startswith("p.toml:1:1: tolerence: unknown key 'tolerence'; ")
     assert "did you mean 'tolerance'?" in message
     assert (
-        "allowed keys here: tolerance, vendors, owners, deployment, limits, compiler, " in message
+        "allowed keys here: tolerance, rewrite_price, vendors, owners, deployment, limits, compiler, "
+        in message
     )
 
 
@@ -226,7 +227,10 @@ def test_unknown_key_in_the_second_kernel_points_at_its_line() -> None:
     line = line_of(text, "shapez")
     assert message.startswith(f"p.toml:{line}:3: kernels[1].shapez: unknown key 'shapez'; ")
     assert "did you mean 'shapes'?" in message
-    assert "allowed keys here: name, bench, baseline, paths, dtypes, tolerance, shapes" in message
+    assert (
+        "allowed keys here: name, bench, baseline, paths, dtypes, tolerance, rewrite_price, shapes"
+        in message
+    )
 
 
 def test_unknown_key_inside_a_multiline_inline_table() -> None:
@@ -281,6 +285,46 @@ def test_kernel_tolerance_out_of_range() -> None:
     message = one_problem(text)
     assert message.startswith(f"p.toml:{line_of(text, 'tolerance = 2')}:13: kernels[0].tolerance")
     assert "must be <= 1" in message
+
+
+def test_rewrite_price_defaults_to_six_percent_and_never_below_a_kernel_tolerance() -> None:
+    policy = parse_policy(MINIMAL)
+    assert policy.rewrite_price == 0.06
+    assert policy.kernels[0].effective_rewrite_price(policy) == 0.06
+    # a kernel that tolerates more than the price is not held to less when it is rewritten
+    lenient = parse_policy(MINIMAL + "tolerance = 0.1\n")
+    assert lenient.kernels[0].effective_rewrite_price(lenient) == 0.1
+    # its own price wins over the global one
+    own = parse_policy("rewrite_price = 0.04\n" + MINIMAL + "rewrite_price = 0.08\n")
+    assert own.kernels[0].effective_rewrite_price(own) == 0.08
+
+
+@pytest.mark.parametrize(
+    ("value", "wrong"),
+    [
+        ("0", "must be > 0"),
+        ("1.5", "must be <= 1"),
+        ('"6%"', 'expected a number, got a string "6%"'),
+    ],
+)
+def test_rewrite_price_out_of_range_or_of_the_wrong_type(value: str, wrong: str) -> None:
+    message = one_problem(f"rewrite_price = {value}\n" + MINIMAL)
+    assert message.startswith("p.toml:1:")
+    assert "rewrite_price: " in message and wrong in message
+
+
+def test_rewrite_price_below_the_tolerance_says_what_to_write() -> None:
+    message = one_problem("tolerance = 0.05\nrewrite_price = 0.02\n" + MINIMAL)
+    assert message.startswith("p.toml:2:17: rewrite_price: 0.02 is below the tolerance 0.05: ")
+    assert "write a rewrite_price of at least 0.05" in message and "or leave it out" in message
+    text = MINIMAL + "tolerance = 0.05\nrewrite_price = 0.04\n"
+    message = one_problem(text)
+    line = line_of(text, "rewrite_price = 0.04")
+    assert message.startswith(f"p.toml:{line}:17: kernels[0].rewrite_price: 0.04 is below its ")
+    assert "tolerance 0.05" in message
+    # the kernel's price is judged against its own tolerance, not the global one
+    text = "tolerance = 0.05\n" + MINIMAL + "tolerance = 0.01\nrewrite_price = 0.02\n"
+    assert parse_policy(text).kernels[0].effective_rewrite_price(parse_policy(text)) == 0.02
 
 
 @pytest.mark.parametrize(

@@ -121,13 +121,14 @@ def test_cpu_sweep_is_not_evidence():
 
 
 def test_slower_shape_requests_changes_and_names_it():
+    # a tuning change: the tolerance decides (a rewrite has its price, test_trade.py)
     slow = sweep("nvidia", shape(), shape("SLOWER", 1.09, shape=(1, 781), small_or_ragged=True))
     ev = FULL.model_copy(update={"sweeps": (slow, sweep("amd"))})
-    v = decide([REWRITE_KEPT], CLI, ev)
+    v = decide([TUNING], CLI, ev)
     assert v.decision == "request_changes"
     sweep_c = v.conditions[0]
     assert sweep_c.state == "open" and sweep_c.blocking
-    assert "1 of 3 shapes slower than tolerance" in sweep_c.summary
+    assert "1 of 3 shapes slower than softmax's 3% tolerance" in sweep_c.summary
     assert "worst softmax 1x781 float16 9.0% slower" in sweep_c.summary
     # the shape itself is listed once, in the table: the evidence has the kernel's line
     assert (
@@ -145,7 +146,7 @@ def test_wrong_result_requests_changes():
 
 def test_inconclusive_is_open_but_not_blocking():
     inc = sweep("nvidia", shape("INCONCLUSIVE", 1.02))
-    v = decide([REWRITE_KEPT], CLI, FULL.model_copy(update={"sweeps": (inc, sweep("amd"))}))
+    v = decide([TUNING], CLI, FULL.model_copy(update={"sweeps": (inc, sweep("amd"))}))
     assert v.decision == "approve_with_conditions"
     assert states(v)["sweep"] == "open" and not v.conditions[0].blocking
 
@@ -293,14 +294,28 @@ def test_where_fresh_autotunings_disagree_the_review_says_which_config_the_sweep
         assert not any("autotunings in fresh processes" in e for e in c.evidence)
 
 
+def test_the_price_quoted_is_the_one_that_decided_each_rewrite():
+    # the policy's price is 6%; softmax's tolerance of 7% lifts its price to 7%
+    req = CLI.model_copy(update={"tolerances": {"softmax": 0.07, "vector_add": 0.025}})
+    judged = Evidence(sweeps=(sweep("nvidia", shape(tolerance=0.07)),), repo=GOOD_REPO)
+    (parity, _) = decide([REWRITE_KEPT], req, judged).not_asking_for
+    assert "within softmax's 7% rewrite price" in parity and "6%" not in parity
+    # each kernel's own price from the policy, each named where they differ
+    (parity, _) = decide([REWRITE_KEPT, REWRITE_DELETED], req, Evidence()).not_asking_for
+    assert "within each rewrite's price (softmax 7%, vector_add 6%)" in parity
+
+
 def test_the_tolerance_quoted_is_the_one_that_decided_each_kernel():
-    # the policy's default is 3%; softmax sets 5%, and its shapes were judged at 5%
+    # a pull request that moves the toolchain judges its rewrites at their tolerance too
+    bump = ChangeLine(
+        kernel="triton", kind="toolchain", old_version="==3.5.1", new_version="==3.6.0"
+    )
     req = CLI.model_copy(update={"tolerances": {"softmax": 0.05, "vector_add": 0.025}})
     judged = Evidence(sweeps=(sweep("nvidia", shape(tolerance=0.05)),), repo=GOOD_REPO)
-    (parity, _) = decide([REWRITE_KEPT], req, judged).not_asking_for
+    (parity, _) = decide([REWRITE_KEPT, bump], req, judged).not_asking_for
     assert "within the 5% tolerance" in parity and "3%" not in parity
     # not measured yet: the kernels' own tolerances from the policy, each named where they differ
-    (parity, _) = decide([REWRITE_KEPT, REWRITE_DELETED], req, Evidence()).not_asking_for
+    (parity, _) = decide([REWRITE_KEPT, REWRITE_DELETED, bump], req, Evidence()).not_asking_for
     assert "within each kernel's tolerance (softmax 5%, vector_add 2.5%)" in parity
 
 
@@ -330,7 +345,7 @@ def test_an_inconclusive_shape_says_why_once_in_words():
     assert "varied from one process to the next" in sweep_condition.summary
     # noise alone: the stop in words, and a rerun is what helps
     noisy = shape("INCONCLUSIVE", 1.02, detail="stopped: time budget after 40 rounds")
-    v = decide([REWRITE_KEPT], CLI, Evidence(sweeps=(sweep("nvidia", noisy),)))
+    v = decide([TUNING], CLI, Evidence(sweeps=(sweep("nvidia", noisy),)))
     (line,) = [r for r in v.conditions[0].evidence if "inconclusive" in r]
     assert line.endswith(
         ": its time budget ran out after 40 rounds, before the interval was narrow enough"
