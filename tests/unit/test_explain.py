@@ -235,13 +235,13 @@ def test_ten_thousand_shapes_are_explained_and_reported_in_seconds():
     many_kernels = _sweep(
         *(_line((i + 1,), "float32", 1.2, kernel=f"k{i}") for i in range(n)), vendor="amd"
     )
-    start = time.perf_counter()
+    start = time.process_time()  # this process's CPU time: the machine's other load aside
     (line,) = kernel_lines(one_kernel)
     comment = _conclude_sweeps(one_kernel, many_kernels)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert line == (
         f"softmax: {2 * (n // 3)} of {n} shapes slower by 20.0%; slower only at the smallest "
         f"{n // 3} sizes, alike in float16 and float32"
     )
     assert "slower only at the smallest" in comment
-    assert elapsed < 10, f"{n} shapes took {elapsed:.1f} s to explain and report"
+    assert elapsed < 10, f"{n} shapes took {elapsed:.1f} s of CPU time to explain and report"
