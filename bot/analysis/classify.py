@@ -238,6 +238,7 @@ def _read_sides(
             if text is not None
             else scan_lines(path, lines, sections, markers)
         )
+        out.notes += [n for n in scan.notes if n not in out.notes]  # what the scan left unread
         if side == "old":
             out.old, out.old_text = scan, text
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
@@ -18,16 +19,35 @@ from bot.analysis.model import (
 from bot.analysis.text import called_helpers, collapse, is_tuning_line
 
 
-def _changed_lines(patch: FilePatch, old: KernelDef | None, new: KernelDef | None) -> list[str]:
+class _Numbered:
+    """Numbered lines (a patch's removed or added ones), to take those within a range of line
+    numbers by bisection: a file with thousands of kernels and a changed line in each made
+    testing every line against every kernel quadratic."""
+
+    def __init__(self, lines: Sequence[tuple[int, str]]) -> None:
+        self.lines = lines
+        self.order = sorted(range(len(lines)), key=lambda i: lines[i][0])
+        self.numbers = [lines[i][0] for i in self.order]
+
+    def within(self, first: int, last: int) -> list[str]:
+        """The lines numbered ``first`` to ``last``, in the patch's order."""
+        taken = self.order[bisect_left(self.numbers, first) : bisect_right(self.numbers, last)]
+        return [self.lines[i][1] for i in sorted(taken)]
+
+
+class PatchLines:
+    """A patch's removed and added lines, indexed by line number once per file."""
+
+    def __init__(self, patch: FilePatch) -> None:
+        self.removed = _Numbered(patch.removed_lines())
+        self.added = _Numbered(patch.added_lines())
+
+
+def _changed_lines(lines: PatchLines, old: KernelDef | None, new: KernelDef | None) -> list[str]:
     """The removed and added lines inside the kernel, less those that only changed whitespace
     (a line removed and added again with other spacing)."""
-    gone: list[str] = []
-    came: list[str] = []
-    for h in patch.hunks:
-        if old is not None:
-            gone += [t for n, t in h.removed if old.line_start <= n <= old.line_end]
-        if new is not None:
-            came += [t for n, t in h.added if new.line_start <= n <= new.line_end]
+    gone = lines.removed.within(old.line_start, old.line_end) if old is not None else []
+    came = lines.added.within(new.line_start, new.line_end) if new is not None else []
     spaced = Counter("".join(t.split()) for t in gone) & Counter("".join(t.split()) for t in came)
     out = []
     for side in (gone, came):
@@ -71,9 +91,10 @@ def _defaults_moved_to_configs(old: KernelDef, new: KernelDef) -> bool:
 
 
 def compare_kernels(
-    old: KernelDef, new: KernelDef, patch: FilePatch | None
+    old: KernelDef, new: KernelDef, patch: FilePatch | None, lines: PatchLines | None = None
 ) -> tuple[ChangeKind | None, list[str], dict[str, str], dict[str, str]]:
-    """``(kind or None, notes, tuning_old, tuning_new)`` for two versions of one kernel."""
+    """``(kind or None, notes, tuning_old, tuning_new)`` for two versions of one kernel.
+    ``lines``: ``patch``'s lines indexed, when the caller compares many kernels of one file."""
     notes: list[str] = []
     t_old: dict[str, str] = {}
     t_new: dict[str, str] = {}
@@ -99,7 +120,9 @@ def compare_kernels(
         a, b = old.constexprs.get(name), new.constexprs.get(name)
         if a != b and name in old.constexprs and name in new.constexprs:
             t_old[name], t_new[name] = a or "-", b or "-"
-    changed = _changed_lines(patch, old, new) if patch is not None else []
+    if patch is not None and lines is None:
+        lines = PatchLines(patch)
+    changed = _changed_lines(lines, old, new) if lines is not None else []
     if old.digest is not None and new.digest is not None:
         differs = old.digest != new.digest
     else:
@@ -132,6 +155,8 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
     for f in ctx.files:
         old = {k.name: k for k in (f.old.kernels if f.old else ())}
         new = {k.name: k for k in (f.new.kernels if f.new else ())}
+        lines = PatchLines(f.patch)
+        texts = _Split(f)
         for name, k in old.items():
             if name not in new:
                 changes.append(_single("deleted", k, f))
@@ -143,14 +168,14 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 # the same name in another language: a port, paired as a rewrite later
                 changes += [_single("deleted", old[name], f), _single("new", k, f)]
                 continue
-            kind, notes, t_old, t_new = compare_kernels(old[name], k, f.patch)
+            kind, notes, t_old, t_new = compare_kernels(old[name], k, f.patch, lines)
             helpers: list[str] = []
             if kind is None and k.language in ("cuda", "hip"):
-                helpers = _helpers_changed(f, old[name], k)
+                helpers = _helpers_changed(f, old[name], k, texts)
                 if helpers:
                     kind = "body"
                     notes.append("the __device__ functions it calls changed: " + ", ".join(helpers))
-            constants = _constants_changed(f, k)
+            constants = _constants_changed(f, k, texts)
             if constants and kind in (None, "tuning"):
                 kind = "tuning"
                 t_old.update({c: (f.old.tuning_constants.get(c) or "-") for c in constants})
@@ -182,16 +207,36 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
     return changes
 
 
-def _helpers_changed(f: FileSides, old: KernelDef, new: KernelDef) -> list[str]:
+class _Split:
+    """A file's two texts split into lines, once per file rather than once per kernel (a file
+    holds up to MAX_PER_FILE kernels)."""
+
+    def __init__(self, f: FileSides) -> None:
+        self.f = f
+        self._old: list[str] | None = None
+        self._new: list[str] | None = None
+
+    def old(self) -> list[str]:
+        if self._old is None:
+            self._old = (self.f.old_text or "").split("\n")
+        return self._old
+
+    def new(self) -> list[str]:
+        if self._new is None:
+            self._new = (self.f.new_text or "").split("\n")
+        return self._new
+
+
+def _helpers_changed(f: FileSides, old: KernelDef, new: KernelDef, texts: _Split) -> list[str]:
     """Names of the ``__device__`` helpers a C++ kernel calls whose code differs (whole files)."""
     if f.old is None or f.new is None or f.old_text is None or f.new_text is None:
         return []
-    before = {(h.name, h.digest) for h in called_helpers(f.old, old, f.old_text.split("\n"))}
-    after = {(h.name, h.digest) for h in called_helpers(f.new, new, f.new_text.split("\n"))}
+    before = {(h.name, h.digest) for h in called_helpers(f.old, old, texts.old())}
+    after = {(h.name, h.digest) for h in called_helpers(f.new, new, texts.new())}
     return sorted({name for name, _ in before ^ after})
 
 
-def _constants_changed(f: FileSides, k: KernelDef) -> list[str]:
+def _constants_changed(f: FileSides, k: KernelDef, texts: _Split) -> list[str]:
     """Module-level / file-level tuning constants (BLOCK_SIZE = 1024, #define THREADS 256) this
     kernel's file changed and the kernel (or a launch in the file) uses."""
     if f.old is None or f.new is None:
@@ -200,10 +245,9 @@ def _constants_changed(f: FileSides, k: KernelDef) -> list[str]:
     changed = [
         n for n in sorted(names) if f.old.tuning_constants.get(n) != f.new.tuning_constants.get(n)
     ]
-    text = f.new_text
-    if text is None:
+    if f.new_text is None or not changed:
         return changed
-    lines = text.split("\n")
+    lines = texts.new()
     used = "\n".join(lines[k.line_start - 1 : k.line_end])
     used += "\n".join(
         "\n".join(lines[(x.wrapper_start or x.line) - 1 : (x.wrapper_end or x.line)])

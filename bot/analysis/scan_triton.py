@@ -86,6 +86,14 @@ def scan_python(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan
         note = f"{path} {why}; its kernels were found by patterns"
         return scan.model_copy(update={"notes": (*scan.notes, note)})
     kernels = tuple(reader.kernels)
+    notes = (
+        (
+            f"{path} has more than {MAX_PER_FILE} kernels: {MAX_PER_FILE} of them were read, "
+            "the others not analysed",
+        )
+        if reader.over_cap
+        else ()
+    )
     return FileScan(
         path=path,
         kind="python",
@@ -94,6 +102,7 @@ def scan_python(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan
         kernels=kernels,
         launches=tuple(reader.launches),
         tuning_constants=reader.tuning_constants(),
+        notes=notes,
     )
 
 
@@ -131,6 +140,9 @@ class _Reader:
         self.funcs: dict[str, ast.FunctionDef] = {}
         self.kernels: list[KernelDef] = []
         self.launches: list[LaunchSite] = []
+        self.over_cap = False  # a kernel past MAX_PER_FILE was left unread
+        self._wrappers: dict[int, tuple[dict[str, str], int, int, str]] = {}  # by the node's id
+        self._locals: dict[int, dict[str, ast.expr]] = {}  # by the node's id
         for node in tree.body:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -144,8 +156,11 @@ class _Reader:
         self.defs = module_bindings(tree.body)  # in ifs and trys too
         self.autotune = Autotune(self.assigns, self.defs, self.funcs)
         imported: list[str] = []
+        functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # one walk for both
         for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append(node)
+            elif isinstance(node, ast.Import):
                 for a in node.names:
                     imported.append(a.name)
                     if a.asname:
@@ -157,9 +172,8 @@ class _Reader:
         self.gpu_file = imports_gpu_module(imported)
         self.kernel_names = {
             f.name
-            for f in ast.walk(tree)
-            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and any(k and k[0] == "jit" for k in self._kinds(f.decorator_list))
+            for f in functions
+            if any(k and k[0] == "jit" for k in self._kinds(f.decorator_list))
         }
 
     def _kinds(self, decorators: list[ast.expr]) -> list[tuple[str, str] | None]:
@@ -222,6 +236,11 @@ class _Reader:
         while todo:
             node, around = todo.pop()
             if isinstance(node, Func):
+                if len(self.kernels) >= MAX_PER_FILE and not self.over_cap:
+                    found = self._kinds(node.decorator_list)
+                    self.over_cap = (around is None and node.name in jitted) or any(
+                        f is not None and f[0] in ("jit", "factory", "host") for f in found
+                    )
                 if around is None and node.name in jitted and len(self.kernels) < MAX_PER_FILE:
                     # ``k = triton.jit(k)`` after an undecorated ``def k``
                     self.kernels.append(self._kernel(node, [None] * len(node.decorator_list),
@@ -284,7 +303,8 @@ class _Reader:
                 if isinstance(node.func, ast.Subscript) and len(self.launches) < MAX_PER_FILE:
                     name = _dotted(node.func.value, {})
                     if name:
-                        name = _bound_kernel(name.split(".")[-1], around)
+                        bindings = self._bindings(around) if around is not None else {}
+                        name = _bound_kernel(name.split(".")[-1], around, bindings)
                     if name:
                         self.launches.append(self._launch(node, name, around))
             elif (
@@ -407,6 +427,41 @@ class _Reader:
                     }
                 )
 
+    def _wrapper(
+        self, wrapper: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> tuple[dict[str, str], int, int, str]:
+        """The tuning values a launching function assigns, its lines and their digest, once
+        per function: one function that launches every kernel of a file was walked per launch."""
+        if id(wrapper) in self._wrappers:
+            return self._wrappers[id(wrapper)]
+        tuning: dict[str, str] = {}
+        for stmt in ast.walk(wrapper):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name) and is_tuning_name(target.id):
+                    key = f"{target.id} (in {wrapper.name})"
+                    value = ast.unparse(stmt.value)
+                    tuning[key] = f"{tuning[key]}; {value}" if key in tuning else value
+        start = min([wrapper.lineno, *(d.lineno for d in wrapper.decorator_list)])
+        end = wrapper.end_lineno or wrapper.lineno
+        lines = self.lines[start - 1 : end]
+        kept = [x for x in lines if not is_tuning_line(x) and not x.strip().startswith("#")]
+        self._wrappers[id(wrapper)] = (tuning, start, end, digest(kept))
+        return self._wrappers[id(wrapper)]
+
+    def _bindings(self, around: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+        """Each name's first assignment in ``around`` (in ``ast.walk``'s order), once per
+        function."""
+        if id(around) not in self._locals:
+            found: dict[str, ast.expr] = {}
+            for stmt in ast.walk(around):
+                if isinstance(stmt, ast.Assign):
+                    for t in stmt.targets:
+                        if isinstance(t, ast.Name):
+                            found.setdefault(t.id, stmt.value)
+            self._locals[id(around)] = found
+        return self._locals[id(around)]
+
     def _launch(
         self, node: ast.Call, kernel: str, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
     ) -> LaunchSite:
@@ -431,22 +486,8 @@ class _Reader:
         w_start = w_end = None
         w_digest = None
         if wrapper is not None:
-            for stmt in ast.walk(wrapper):
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                    target = stmt.targets[0]
-                    if isinstance(target, ast.Name) and is_tuning_name(target.id):
-                        key = f"{target.id} (in {wrapper.name})"
-                        value = ast.unparse(stmt.value)
-                        tuning[key] = f"{tuning[key]}; {value}" if key in tuning else value
-            w_start = min([wrapper.lineno, *(d.lineno for d in wrapper.decorator_list)])
-            w_end = wrapper.end_lineno or wrapper.lineno
-            w_digest = digest(
-                [
-                    line
-                    for line in self.lines[w_start - 1 : w_end]
-                    if not is_tuning_line(line) and not line.strip().startswith("#")
-                ]
-            )
+            w_tuning, w_start, w_end, w_digest = self._wrapper(wrapper)
+            tuning.update(w_tuning)
         return LaunchSite(
             kernel=kernel,
             language=self._launch_language(node, wrapper),
@@ -476,25 +517,27 @@ def _kernels_in_string(
     return [k.model_copy(update={"built_by": host}) for k in scan.kernels]
 
 
-def _bound_kernel(name: str, around: ast.FunctionDef | ast.AsyncFunctionDef | None) -> str | None:
+def _bound_kernel(
+    name: str,
+    around: ast.FunctionDef | ast.AsyncFunctionDef | None,
+    bindings: dict[str, ast.expr],
+) -> str | None:
     """The kernel a launch ``name[grid](...)`` runs: a local ``kernel = _fwd_kernel`` is followed
-    to ``_fwd_kernel``; a parameter, or a local bound to anything else, is no kernel's name."""
+    to ``_fwd_kernel``; a parameter, or a local bound to anything else, is no kernel's name.
+    ``bindings``: each name's first assignment in ``around``."""
     if around is None:
         return name
     params = {a.arg for a in (*around.args.posonlyargs, *around.args.args, *around.args.kwonlyargs)}
     if name in params:
         return None
-    for stmt in ast.walk(around):
-        if isinstance(stmt, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in stmt.targets
-        ):
-            value = stmt.value
-            if isinstance(value, ast.Attribute):
-                return value.attr
-            if isinstance(value, ast.Name):
-                return value.id
-            return None
-    return name
+    value = bindings.get(name)
+    if value is None:
+        return name
+    if isinstance(value, ast.Attribute):
+        return value.attr
+    if isinstance(value, ast.Name):
+        return value.id
+    return None
 
 
 def _dsl_launch(node: ast.Call) -> str | None:

@@ -69,14 +69,17 @@ def called_helpers(scan: FileScan, kernel: KernelDef, lines: Sequence[str]) -> l
     """The functions of the same file ``kernel`` calls, directly or through each other:
     ``__device__`` helpers in C++, other ``@triton.jit`` functions in Python."""
     pool = [*scan.helpers, *(k for k in scan.kernels if k.language in ("triton", "gluon", "cute"))]
+    by_name: dict[str, list[int]] = {}  # where each name is in the pool: a chain of helpers
+    for i, h in enumerate(pool):  # made testing the whole pool per function quadratic
+        by_name.setdefault(h.name, []).append(i)
     out: list[KernelDef] = []
     seen = {(kernel.name, kernel.line_start)}
     todo = [kernel]
     while todo:
         k = todo.pop()
         called = set(CALLED.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
-        for h in pool:
-            if h.name in called and (h.name, h.line_start) not in seen:
+        for h in [pool[i] for i in sorted(i for n in called for i in by_name.get(n, ()))]:
+            if (h.name, h.line_start) not in seen:
                 seen.add((h.name, h.line_start))
                 out.append(h)
                 todo.append(h)

@@ -32,6 +32,8 @@ class Acceptance(Frozen):
     source: Literal["comment", "policy"]
     expires: date | None = None  # policy entries: the last day it accepts
     head_sha: str | None = None  # comment acceptances: the head whose measurement was accepted
+    # comment acceptances: the ratio measured when it was accepted (max_ratio is its bound)
+    measured: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
 
 
 class AcceptRecord(Frozen):

@@ -2,7 +2,8 @@
 
 The gate (read-only) turns the command into an ``AcceptRecord``: the slower cases of the named
 kernel that the bot's review comment last measured (its hidden state, ``bot.github.sticky``),
-each accepted up to the upper end of the interval it was measured with. The ack job posts the
+each accepted up to a bound: the upper end of the interval it was measured with, and at most the
+kernel's tolerance beyond the ratio measured (``bot.review.accept.bound``). The ack job posts the
 record as a comment of the bot's own with the record as hidden state (``bot.github.hidden``),
 and says in words what was accepted. The report job reads every such comment, and only the
 bot's own, so an acceptance holds across pushes; ``bot.review.accept`` judges each later
@@ -51,9 +52,10 @@ def record_for(
     *,
     actor: str,
     comment_id: int | None,
+    tolerance: float,
 ) -> AcceptRecord:
-    """What ``command`` accepts, from the review comment's measurements; a CommandError when
-    that review measured nothing slower to accept."""
+    """What ``command`` accepts, from the review comment's measurements, each bounded under the
+    kernel's ``tolerance``; a CommandError when that review measured nothing slower to accept."""
     state = sticky_state(comments, login)
     if state is None:
         raise CommandError(
@@ -67,6 +69,7 @@ def record_for(
         by=f"@{actor}",
         reason=command.reason,
         head_sha=state.head_sha,
+        tolerance=tolerance,
     )
     if not accepted:
         shapes = ", ".join("x".join(map(str, s)) for s in command.shapes)
@@ -89,13 +92,17 @@ def record_comment(record: AcceptRecord) -> str:
         "",
     ]
     for a in record.acceptances:
+        seen = f" (measured {(a.measured - 1) * 100:.1f}% slower)" if a.measured else ""
         lines.append(
             f"- {md_text(_case(a))} on {a.vendor}: up to {(a.max_ratio - 1) * 100:.1f}% slower"
+            + seen
         )
     lines += [
         "",
-        "The acceptance holds across pushes while the measured slowdown stays within it; a "
-        "larger one is flagged again. The review shows it from its next run (a push, or /bench).",
+        "Each bound is the upper end of the interval measured, and at most the kernel's "
+        "tolerance beyond the slowdown measured. The acceptance holds across pushes while the "
+        "measured slowdown stays within its bound; a larger one is flagged again. The review "
+        "shows it from its next run (a push, or /bench).",
     ]
     return "\n".join(lines)
 

@@ -220,6 +220,7 @@ def _accept(
             command,
             actor=req.actor,
             comment_id=req.comment_id,
+            tolerance=policy.kernel(command.kernel).effective_tolerance(policy),
         )
     except (CommandError, LimitError) as exc:
         return GateResult(

@@ -12,8 +12,11 @@ an owner and an expiry date). The rule, for a shape the sweep found SLOWER:
 - a policy entry accepts up to and including its ``expires`` day; after that it names the shape
   only to say that it expired, and the shape is flagged again.
 
-``/bench accept`` records ``max_ratio`` as the upper end of the interval it saw, so the same
-slowdown measured again stays accepted while a clearly larger one does not.
+``/bench accept`` records ``max_ratio`` as the bound a later push must stay within: the upper
+end of the interval it saw, so the same slowdown measured again stays accepted while a clearly
+larger one does not, but never more than the kernel's tolerance beyond the ratio it measured
+(``bound``). A later push is judged by the lower end of its interval, so an uncapped upper end
+would let one noisy accepted run license any later slowdown.
 """
 
 from __future__ import annotations
@@ -126,6 +129,19 @@ def measured_ratios(sweeps: Iterable[SweepEvidence]) -> tuple[MeasuredRatio, ...
     return tuple(sorted(found, key=lambda m: -m.ratio)[:MAX_MEASURED])
 
 
+def bound(m: MeasuredRatio, tolerance: float) -> float:
+    """The largest ratio a later push may show and stay accepted, for a case measured as ``m``.
+
+    The upper end of ``m``'s interval, where it is narrow: the same slowdown measured again
+    stays accepted. Capped at ``tolerance`` beyond the ratio measured (``ratio * (1 +
+    tolerance)``): the tolerance is what the policy already calls the same speed, so a later
+    push within it of the accepted slowdown is that slowdown, and anything more is one nobody
+    accepted. A fixed cap would be too tight for a kernel with a wide tolerance and too loose
+    for one with a narrow tolerance; the interval alone is as wide as the run was noisy.
+    """
+    return min(max(m.ratio, m.ci_high or m.ratio), m.ratio * (1 + tolerance))
+
+
 def accept_measured(
     measured: Iterable[MeasuredRatio],
     *,
@@ -134,9 +150,10 @@ def accept_measured(
     by: str,
     reason: str,
     head_sha: str,
+    tolerance: float,
 ) -> tuple[Acceptance, ...]:
     """What ``/bench accept KERNEL [SHAPES]`` accepts: each slower case of ``kernel`` (at
-    ``shapes``, when named) up to the upper end of the interval it was measured with."""
+    ``shapes``, when named) up to its ``bound`` under the kernel's ``tolerance``."""
     wanted = {tuple(s) for s in shapes}
     return tuple(
         Acceptance(
@@ -144,11 +161,12 @@ def accept_measured(
             shapes=(m.shape,),
             dtype=m.dtype,
             vendor=m.vendor,
-            max_ratio=max(m.ratio, m.ci_high or m.ratio),
+            max_ratio=bound(m, tolerance),
             by=by,
             reason=reason,
             source="comment",
             head_sha=head_sha,
+            measured=m.ratio,
         )
         for m in measured
         if m.kernel == kernel and (not wanted or m.shape in wanted)

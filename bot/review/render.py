@@ -566,9 +566,10 @@ def accepted_line(a: AcceptedLine) -> str:
     where = " in the policy" if acc.source == "policy" else ""
     until = f", until {acc.expires.isoformat()}" if acc.expires else ""
     if a.state == "accepted":
+        seen = f"; {speed(acc.measured)} when accepted" if acc.measured else ""
         return (
             f"{case}: {speed(a.ratio)}, accepted{where} by {acc.by}: {acc.reason} "
-            f"(up to {speed(acc.max_ratio)}{until})"
+            f"(up to {speed(acc.max_ratio)}{seen}{until})"
         )
     if a.state == "exceeded":
         return (

@@ -119,6 +119,60 @@ def test_bench_accept_by_a_maintainer_holds_across_pushes_until_slower_still(
     assert _check(gh, third)["conclusion"] == "failure"
 
 
+def _noisy_report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float, high: float):
+    """The report of a push whose sweep saw ``ratio`` with a wide interval, up to ``high``."""
+    run = Run(gh, tmp, monkeypatch, "pull_request", pr_event("synchronize", base, head))
+    for vendor in ("nvidia", "amd"):
+        line = ShapeLine(
+            kernel="softmax",
+            shape=(4096, 4096),
+            dtype="float16",
+            verdict="SLOWER",
+            ratio=ratio,
+            ci_low=ratio - 0.01,
+            ci_high=high,
+            base_us=100.0,
+            head_us=100.0 * ratio,
+            weight=10,
+        )
+        sweep = SweepEvidence(vendor=vendor, gpu="NVIDIA H200", shapes=(line,))
+        write_results(run.results, base, head, vendor, Evidence(sweeps=(sweep,)))
+    assert run("report") == 0
+    return run
+
+
+def test_a_noisy_accepted_run_does_not_license_a_later_larger_slowdown(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    # the accepted run saw 8% slower with an interval reaching 150% slower: the bound recorded
+    # is the measured 8% and at most softmax's 5% tolerance beyond it, never the interval's end
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    gh.permissions["boss"] = "maintain"
+    _noisy_report(gh, tmp_path / "first", monkeypatch, base, head, 1.08, 2.5)
+    payload = comment_event(gh, "boss", f"/bench accept softmax 4096x4096 -- {REASON}")
+    accept = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
+    assert accept("plan") == 0 and accept("ack") == 0
+    bounds = [a["max_ratio"] for a in accept.gate()["accept"]["acceptances"]]
+    assert bounds == [pytest.approx(1.08 * 1.05)] * 2
+    [recorded] = [c for c in bot_comments(gh) if "kernel-review:accept v1" in c["body"]]
+    assert "up to 13.4% slower (measured 8.0% slower)" in recorded["body"]
+    assert "at most the kernel's tolerance beyond" in recorded["body"]
+
+    # the same slowdown again: accepted, and the review says the bound a later push must keep
+    second = _push(gh, repo, base, head, "address review")
+    again = _report(gh, tmp_path / "second", monkeypatch, base, second, 1.08)
+    assert again.outputs()["verdict"] != "request_changes"
+    body = _sticky(gh)["body"]
+    assert f"accepted by {BOSS}: {REASON} (up to 13.4% slower; 8.0% slower when accepted)" in body
+
+    # twice as slow, measured closely: flagged again (the interval's end, 2.5, let it through)
+    third = _push(gh, repo, base, second, "twice as slow")
+    worse = _report(gh, tmp_path / "third", monkeypatch, base, third, 2.0)
+    assert worse.outputs()["verdict"] == "request_changes"
+    assert f"2.0x slower, more than the 13.4% slower accepted by {BOSS}" in _sticky(gh)["body"]
+
+
 def test_bench_accept_without_the_permission_gets_a_reply_and_records_nothing(
     gh, fixture_repo, tmp_path, monkeypatch
 ):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from bot.analysis.classify import analyze_diff
-from bot.analysis.model import Analysis, KernelChange, TritonConfig
+from bot.analysis.model import MAX_PER_FILE, Analysis, KernelChange, TritonConfig
 from bot.analysis.repo import analyze_repo
 from bot.errors import KernelReviewError
 from bot.gitutil import commit_all, diff_text, init_repo
@@ -500,6 +501,80 @@ def test_five_thousand_files_are_all_analyzed():
     assert len(analysis.changes) == 2500
     assert {c.kind for c in analysis.changes} == {"body"}
     assert analysis.files_seen == 5000
+
+
+def _many_jit_functions(n: int, body: str) -> str:
+    return "import triton\n" + "".join(f"@triton.jit\ndef k{i}(x):\n    {body}\n" for i in range(n))
+
+
+def test_twelve_thousand_jit_functions_in_one_file_are_analyzed_in_seconds():
+    """Every function's body changed, in a file under the size cap: the functions whose lines
+    the diff touches were found by testing each against every changed line (12,000 took
+    116-174 s). The analysis keeps to MAX_PER_FILE kernels of the file and says so."""
+    n = 12_000
+    old, new = _many_jit_functions(n, "pass"), _many_jit_functions(n, "return x + 1")
+    hunks = "".join(
+        f"@@ -{2 + 3 * i},3 +{2 + 3 * i},3 @@\n @triton.jit\n def k{i}(x):\n"
+        "-    pass\n+    return x + 1\n"
+        for i in range(n)
+    )
+    diff = f"diff --git a/pkg/k.py b/pkg/k.py\n--- a/pkg/k.py\n+++ b/pkg/k.py\n{hunks}"
+    start = time.process_time()  # this process's CPU time: the machine's other load aside
+    analysis = analyze_diff(diff, old_source=lambda _: old, new_source=lambda _: new)
+    elapsed = time.process_time() - start
+    assert len(analysis.changes) == MAX_PER_FILE
+    assert {c.kind for c in analysis.changes} == {"body"}
+    assert any(
+        f"more than {MAX_PER_FILE} kernels: {MAX_PER_FILE} of them" in n for n in analysis.notes
+    )
+    assert elapsed < 10, f"{n} jit functions took {elapsed:.1f} s of CPU time to analyse"
+
+
+def test_jit_helpers_calling_each_other_and_one_launcher_of_every_kernel_stay_linear():
+    """300 kernels, each calling 20 of 300 changed jit helpers, all launched from one function
+    (12 s before: the launcher was walked once per launch and per kernel, and each helper's
+    callers were found by list searches); then 1,000 jit functions each calling the next (a
+    chain of helpers: a fixed point per helper, minutes before)."""
+    n = 300
+    helpers = "".join(f"@triton.jit\ndef h{j}(x):\n    return x + {{v}}\n" for j in range(n))
+    kernels = "".join(
+        f"@triton.jit\ndef k{i}(x):\n    return "
+        + " + ".join(f"h{(i + d) % n}(x)" for d in range(20))
+        + "\n"
+        for i in range(n)
+    )
+    launcher = "def launch(x):\n" + "".join(f"    k{i}[(1,)](x)\n" for i in range(n))
+    fan = "import triton\n" + helpers + kernels + launcher
+    hunks = "".join(
+        f"@@ -{2 + 3 * j},3 +{2 + 3 * j},3 @@\n @triton.jit\n def h{j}(x):\n"
+        "-    return x + 1\n+    return x + 2\n"
+        for j in range(n)
+    )
+    fan_diff = f"diff --git a/pkg/f.py b/pkg/f.py\n--- a/pkg/f.py\n+++ b/pkg/f.py\n{hunks}"
+    m = MAX_PER_FILE
+    chain = [
+        _many_jit_functions(0, "")
+        + "".join(f"@triton.jit\ndef k{i}(x):\n    return k{i + 1}(x){tail}\n" for i in range(m))
+        for tail in ("", " + 1")
+    ]
+    hunks = "".join(
+        f"@@ -{2 + 3 * i},3 +{2 + 3 * i},3 @@\n @triton.jit\n def k{i}(x):\n"
+        f"-    return k{i + 1}(x)\n+    return k{i + 1}(x) + 1\n"
+        for i in range(m)
+    )
+    chain_diff = f"diff --git a/pkg/c.py b/pkg/c.py\n--- a/pkg/c.py\n+++ b/pkg/c.py\n{hunks}"
+    start = time.process_time()  # this process's CPU time: the machine's other load aside
+    folded = analyze_diff(
+        fan_diff,
+        old_source=lambda _: fan.replace("{v}", "1"),
+        new_source=lambda _: fan.replace("{v}", "2"),
+    )
+    chained = analyze_diff(chain_diff, old_source=lambda _: chain[0], new_source=lambda _: chain[1])
+    elapsed = time.process_time() - start
+    assert len(folded.changes) == n and all(len(c.via_helpers) == 20 for c in folded.changes)
+    [head] = chained.changes  # k0 alone is launched by nobody's call: the rest are its helpers
+    assert head.name == "k0" and head.kind == "body"
+    assert elapsed < 10, f"took {elapsed:.1f} s of CPU time to analyse"
 
 
 def test_thrifty_reads_only_files_whose_lines_could_hold_kernels():

@@ -196,13 +196,40 @@ def test_bench_accept_records_the_upper_end_of_what_was_measured() -> None:
     measured = measured_ratios([_sweep(_slower(1.08), _slower(1.3, shape=(1823, 781)))])
     assert [m.ratio for m in measured] == [1.3, 1.08]  # slowest first
     only = accept_measured(
-        measured, kernel="softmax", shapes=[(4096, 4096)], by="@b", reason="r", head_sha="a" * 40
+        measured,
+        kernel="softmax",
+        shapes=[(4096, 4096)],
+        by="@b",
+        reason="r",
+        head_sha="a" * 40,
+        tolerance=0.03,
     )
     assert [(a.shapes, a.max_ratio) for a in only] == [(((4096, 4096),), pytest.approx(1.09))]
+    assert only[0].measured == 1.08
     every = accept_measured(
-        measured, kernel="softmax", shapes=[], by="@b", reason="r", head_sha="a" * 40
+        measured,
+        kernel="softmax",
+        shapes=[],
+        by="@b",
+        reason="r",
+        head_sha="a" * 40,
+        tolerance=0.03,
     )
     assert len(every) == 2 and {a.source for a in every} == {"comment"}
+
+
+def test_a_noisy_accepted_run_records_a_bound_capped_at_the_tolerance_beyond_its_estimate() -> None:
+    # 8% slower, but the interval reached 200% slower: the bound is 8% and the tolerance, 11.2%
+    wide = _slower(1.08).model_copy(update={"ci_high": 3.0})
+    noisy = measured_ratios([_sweep(wide)])
+    [acc] = accept_measured(
+        noisy, kernel="softmax", shapes=[], by="@b", reason="r", head_sha="a" * 40, tolerance=0.03
+    )
+    assert acc.max_ratio == pytest.approx(1.08 * 1.03) and acc.measured == 1.08
+    [again] = judge([_sweep(_slower(1.09))], [acc], TODAY)
+    assert again.state == "accepted"
+    [twice] = judge([_sweep(_slower(2.0))], [acc], TODAY)
+    assert twice.state == "exceeded"
 
 
 # --------------------------------------------------------------------------- the hidden state
@@ -243,6 +270,8 @@ def test_accepted_shapes_stop_requesting_changes_and_the_review_names_who_and_wh
     assert sweep.state == "met" and "2 accepted slower shapes" in sweep.summary
     assert "### Accepted regressions" in out.comment
     assert "8.0% slower, accepted by @\u200bboss: worth it (up to 9.0% slower)" in out.comment
+    measured = _review([_accept(1.09, measured=1.07)]).comment
+    assert "worth it (up to 9.0% slower; 7.0% slower when accepted)" in measured
 
 
 def test_an_expired_policy_entry_requests_changes_and_says_so() -> None:

@@ -6,6 +6,8 @@ pattern where it holds and claim nothing where it does not.
 
 from __future__ import annotations
 
+import time
+
 from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
 from bot.review.explain import find_pattern, kernel_lines
 from bot.review.words import slower_by, speed, speed_range
@@ -199,3 +201,47 @@ def test_the_recorded_h200_fixture_review_explains_vector_add_and_matmul():
         "matmul: 4 of 18 shapes slower by 11.4–18.8%; slower at 4 of the 8 added small and "
         "ragged shapes and at no served shape, alike in bfloat16 and float16"
     )
+
+
+def _conclude_sweeps(*sweeps: SweepEvidence) -> str:
+    from bot.contracts.evidence import Evidence
+    from bot.contracts.review import ChangeLine
+    from bot.policy.load import parse_policy
+    from bot.review.conclude import conclude, review_context
+
+    policy = parse_policy(
+        '[deployment]\nkind = "long-lived"\n\n[[kernels]]\nname = "softmax"\n'
+        'bench = "toyops.bench:softmax"\npaths = ["toyops/softmax.py"]\n'
+        'dtypes = ["float16", "float32"]\nshapes = [[4096, 4096]]\n'
+    )
+    changes = [ChangeLine(kernel="softmax", kind="tuning", new_paths=("toyops/softmax.py",))]
+    ctx = review_context(
+        policy, base_sha="b" * 40, head_sha="a" * 40, repository="o/r", policy_source="p"
+    )
+    return conclude(changes, policy, Evidence(sweeps=sweeps), ctx).comment
+
+
+def test_ten_thousand_shapes_are_explained_and_reported_in_seconds():
+    # every shape its own size: the classes "the smallest k sizes" were 2 x 10,000 classes, each
+    # tested against every shape (4,000 shapes took 83 s); a results file may carry this many
+    n = 10_000
+    one_kernel = _sweep(
+        *(
+            _line((i + 1, 781), dtype, 1.2 if i < n // 3 else 1.0, kernel="softmax")
+            for i in range(n // 2)
+            for dtype in ("float16", "float32")
+        )
+    )
+    many_kernels = _sweep(
+        *(_line((i + 1,), "float32", 1.2, kernel=f"k{i}") for i in range(n)), vendor="amd"
+    )
+    start = time.process_time()  # this process's CPU time: the machine's other load aside
+    (line,) = kernel_lines(one_kernel)
+    comment = _conclude_sweeps(one_kernel, many_kernels)
+    elapsed = time.process_time() - start
+    assert line == (
+        f"softmax: {2 * (n // 3)} of {n} shapes slower by 20.0%; slower only at the smallest "
+        f"{n // 3} sizes, alike in float16 and float32"
+    )
+    assert "slower only at the smallest" in comment
+    assert elapsed < 10, f"{n} shapes took {elapsed:.1f} s of CPU time to explain and report"

@@ -103,6 +103,7 @@ class LaunchPath:
                     for kind in _kinds(ast.unparse(value), self.flags):
                         self.flags[kind].add(name)
         self.tree = tree
+        self._tests_of: dict[int, list[tuple[str, str, int]]] = {}  # by the region's id
         self._index()
 
     @staticmethod
@@ -118,6 +119,7 @@ class LaunchPath:
         self.launches: dict[str, set[int]] = {}
         self.handed: dict[str, set[int]] = {}
         self.refs: dict[int, set[str]] = {}
+        self.referrers: dict[str, set[int]] = {}  # name: the functions that refer to it
         self.by_id: dict[int, ast.AST] = {}
         for defs in self.funcs.values():
             for f in defs:
@@ -138,6 +140,8 @@ class LaunchPath:
                     elif isinstance(sub, ast.Name):
                         refs.add(sub.id)
                 self.refs[id(f)] = refs
+                for name in refs:
+                    self.referrers.setdefault(name, set()).add(id(f))
         self.module_handed: dict[str, set[str]] = {}
         for node in self.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -162,7 +166,7 @@ class LaunchPath:
         for k in self.funcs.get(kernel, []):
             for deco in k.decorator_list:
                 add(f"the decorators of {kernel}", deco)
-        named = {fid for fid, refs in self.refs.items() if kernel in refs}  # ``k = kernel``
+        named = self.referrers.get(kernel, set())  # ``k = kernel``
         found = self.launches.get(kernel, set()) | self.handed.get(kernel, set()) | named
         for fid in sorted(found):
             if fid not in own:
@@ -191,35 +195,45 @@ class LaunchPath:
         out: list[LaunchBranch] = []
         seen: set[tuple[str, str]] = set()
         for where, region in self.regions(kernel):
-            tests: list[ast.expr] = []
-            if isinstance(region, ast.expr) and not isinstance(region, ast.Call):
-                tests.append(region)  # a module-level if test
-            for sub in ast.walk(region):
-                if isinstance(sub, (ast.If, ast.IfExp, ast.While)):
-                    tests.append(sub.test)
-                elif isinstance(sub, ast.comprehension):
-                    tests.extend(sub.ifs)
-                elif isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
-                    value_kinds = _kinds(ast.unparse(sub.value), self.flags)
-                    if value_kinds and isinstance(sub.value, ast.Call):
-                        tests.append(sub.value)  # ``warps = 32 * get_warp_size()``
-            for test in tests:
-                text = collapse(ast.unparse(test))
-                for kind in _kinds(text, self.flags):
-                    if (kind, text) in seen:
-                        continue
-                    seen.add((kind, text))
-                    out.append(
-                        LaunchBranch(
-                            kind=kind,  # type: ignore[arg-type]
-                            path=path,
-                            line=getattr(test, "lineno", 0),
-                            condition=text,
-                            where=where,
-                            note="",
-                        )
+            for kind, text, line in self._tests(region):
+                if (kind, text) in seen:
+                    continue
+                seen.add((kind, text))
+                out.append(
+                    LaunchBranch(
+                        kind=kind,  # type: ignore[arg-type]
+                        path=path,
+                        line=line,
+                        condition=text,
+                        where=where,
+                        note="",
                     )
+                )
         return out
+
+    def _tests(self, region: ast.AST) -> list[tuple[str, str, int]]:
+        """``(kind, condition, line)`` of each vendor or arch test in ``region``, once per
+        region: one launcher of every kernel of a file is a region of each of them."""
+        if id(region) in self._tests_of:
+            return self._tests_of[id(region)]
+        tests: list[ast.expr] = []
+        if isinstance(region, ast.expr) and not isinstance(region, ast.Call):
+            tests.append(region)  # a module-level if test
+        for sub in ast.walk(region):
+            if isinstance(sub, (ast.If, ast.IfExp, ast.While)):
+                tests.append(sub.test)
+            elif isinstance(sub, ast.comprehension):
+                tests.extend(sub.ifs)
+            elif isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
+                value_kinds = _kinds(ast.unparse(sub.value), self.flags)
+                if value_kinds and isinstance(sub.value, ast.Call):
+                    tests.append(sub.value)  # ``warps = 32 * get_warp_size()``
+        found = []
+        for test in tests:
+            text = collapse(ast.unparse(test))
+            found += [(kind, text, getattr(test, "lineno", 0)) for kind in _kinds(text, self.flags)]
+        self._tests_of[id(region)] = found
+        return found
 
 
 def _last(node: ast.AST) -> str | None:

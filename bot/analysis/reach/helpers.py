@@ -30,21 +30,34 @@ def _index(ctx: Context) -> _Index:
     return out
 
 
-def _callers(scan: FileScan, text: str, helper: str) -> list[KernelDef]:
-    """The launched kernels of ``scan`` that reach ``helper`` through calls."""
+_Callers = dict[str, set[str]]  # name: the kernels of the file whose bodies name it
+
+
+def _called_by(scan: FileScan, text: str) -> _Callers:
+    """Which of ``scan``'s kernels name each name in their bodies (calls, or handed on), made
+    once per file: a fixed point over every kernel per helper was cubic in a chain of helpers
+    (1,500 jit functions, each calling the next, took 60 s)."""
     lines = text.split("\n")
     calls = {
         k.name: set(_NAME.findall("\n".join(lines[k.body_start - 1 : k.body_end])))
         for k in scan.kernels
     }
+    out: _Callers = {}
+    for name, called in calls.items():
+        for callee in called:
+            out.setdefault(callee, set()).add(name)
+    return out
+
+
+def _callers(scan: FileScan, called_by: _Callers, helper: str) -> list[KernelDef]:
+    """The launched kernels of ``scan`` that reach ``helper`` through calls."""
     reach = {helper}
-    grew = True
-    while grew:
-        grew = False
-        for name, called in calls.items():
-            if name not in reach and called & reach:
+    todo = [helper]
+    while todo:
+        for name in called_by.get(todo.pop(), ()):
+            if name not in reach:
                 reach.add(name)
-                grew = True
+                todo.append(name)
     return [k for k in scan.kernels if k.launched and k.name in reach and k.name != helper]
 
 
@@ -61,32 +74,42 @@ def _helper(index: _Index, c: KernelChange) -> tuple[FileScan, str, KernelDef] |
 
 
 def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
-    """Replace each helper's change by ``body`` changes of the kernels that reach it."""
-    out = [c for c in changes]
+    """Replace each helper's change by ``body`` changes of the kernels that reach it.
+
+    The changes are kept in slots, with each kernel's (not deleted) slots by name and path, so
+    that a file of many kernels sharing many helpers is not quadratic in list searches."""
+    slots: list[KernelChange | None] = list(changes)
+    live: dict[tuple[str, str], list[int]] = {}  # (name, path): slots not deleted, in order
+    for i, x in enumerate(changes):
+        if x.kind != "deleted":
+            live.setdefault((x.name, x.path), []).append(i)
     index = _index(ctx)
-    for c in changes:
+    graphs: dict[int, _Callers] = {}  # by the scan's id
+    for i, c in enumerate(changes):
         if c.language not in PYTHON_LANGUAGES:
             continue
         found = _helper(index, c)
         if found is None:
             continue
         scan, text, helper = found
-        callers = _callers(scan, text, helper.name)
+        if id(scan) not in graphs:
+            graphs[id(scan)] = _called_by(scan, text)
+        callers = _callers(scan, graphs[id(scan)], helper.name)
         if not callers:
             continue
-        out.remove(c)
+        slots[i] = None
+        if c.kind != "deleted":
+            live[(c.name, c.path)].remove(i)
         if c.kind in ("new", "deleted", "moved"):
             # A helper added or removed changes its callers' text, which their own comparison
             # saw; one moved with its callers changes nothing.
             continue
         for k in callers:
-            existing = next(
-                (x for x in out if x.name == k.name and x.path == k.path and x.kind != "deleted"),
-                None,
-            )
+            at = live.get((k.name, k.path))
             note = f"calls the changed jit helper {helper.name}"
-            if existing is None:
-                out.append(
+            if not at:
+                live.setdefault((k.name, k.path), []).append(len(slots))
+                slots.append(
                     KernelChange(
                         kind="body",
                         name=k.name,
@@ -103,14 +126,16 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
                     )
                 )
                 continue
+            existing = slots[at[0]]
+            assert existing is not None
             kind = existing.kind
             if kind in ("tuning", "launch", "moved"):
                 kind = "body"
-            out[out.index(existing)] = existing.model_copy(
+            slots[at[0]] = existing.model_copy(
                 update={
                     "kind": kind,
                     "via_helpers": [*existing.via_helpers, helper.name],
                     "notes": [*existing.notes, note],
                 }
             )
-    return out
+    return [x for x in slots if x is not None]
