@@ -64,54 +64,6 @@ def test_what_a_worker_sends_is_kept_only_when_well_formed() -> None:
     assert picked_label({"function": "k", "config": {"D": {"x": 1}}}) == "k: D={'x': 1}"
 
 
-_BOTH_LABELS = """
-import json
-import torch
-import triton
-import triton.language as tl
-from checks.compiler import triton_compat as compat
-from checks.sweep.pair_runner import _offers, _picks
-from checks.worker import autotune_picks
-
-CONFIGS = [triton.Config({"BLOCK": 32}, num_warps=1), triton.Config({"BLOCK": 64}, num_warps=2)]
-
-
-@triton.autotune(configs=CONFIGS, key=["n"], do_bench=lambda fn, quantiles: [fn() or 1.0] * 3)
-@triton.jit
-def double_kernel(x_ptr, n, BLOCK: tl.constexpr):
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2, mask=i < n)
-
-
-x = torch.ones(100)
-with compat.observe_compiles_and_autotuning() as (_, tunes), autotune_picks.recording() as picks:
-    double_kernel[lambda m: (triton.cdiv(100, m["BLOCK"]),)](x, 100)
-print(json.dumps({"probe": [f"{t.function}: {t.config}" for t in tunes], "sweep": _picks(picks)}))
-"""
-
-
-def test_the_first_call_check_and_the_sweep_name_a_pick_alike() -> None:
-    """The review sets the config the sweep timed beside the ones fresh processes kept, which
-    needs both checks to write one config the same way."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    from tests.paths import ROOT
-
-    done = subprocess.run(
-        [sys.executable, "-c", _BOTH_LABELS],
-        cwd=ROOT, env={**os.environ, "TRITON_INTERPRET": "1"},
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert got["probe"] == list(got["sweep"])
-    assert got["sweep"][0].startswith("double_kernel: BLOCK=")
-    assert "num_warps=" in got["sweep"][0] and "num_stages=" in got["sweep"][0]
-
-
 def test_an_autotuner_subclass_with_its_own_run_is_recorded_too() -> None:
     """FlagGems' LibTuner subclasses Triton's Autotuner and picks in its own ``run`` (timings
     kept in a database), never calling Triton's: its picks were missing from the sweep, and its
