@@ -119,6 +119,17 @@ def parse_python(text: str) -> ast.Module:
         return ast.parse(text)
 
 
+def parse_python_or_none(text: str | None) -> ast.Module | None:
+    """``parse_python``, or None for no text or text that is not Python a reader can take (a
+    syntax error, a null byte, nesting past the recursion limit, a file too large to hold)."""
+    if not text:
+        return None
+    try:
+        return parse_python(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 Bindings = dict[str, list[tuple[ast.stmt, list[ast.expr]]]]
 
 

@@ -24,28 +24,10 @@ import re
 from bisect import bisect_left
 
 from bot.analysis.model import Context
-from bot.analysis.reach.follow import imports_in
-from bot.analysis.text import parse_python, source_kind
+from bot.analysis.reach.follow import dotted, imports_in
+from bot.analysis.text import parse_python_or_none, source_kind
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-def _parse(text: str | None) -> ast.Module | None:
-    if not text:
-        return None
-    try:
-        return parse_python(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
 
 
 def _string_arg(call: ast.Call) -> str | None:
@@ -86,7 +68,7 @@ class _Names:
 
 
 def _torch_op(node: ast.AST) -> str | None:
-    name = _dotted(node)
+    name = dotted(node)
     if name and name.startswith("torch.ops.") and name.count(".") >= 3:
         return name.split(".")[3]
     return None
@@ -102,7 +84,7 @@ def _refs(func: Func, names: _Names, path: str = "") -> set[str]:
             target = sub.func
             if isinstance(target, ast.Subscript):  # kernel[grid](...)
                 target = target.value
-            name = _dotted(target)
+            name = dotted(target)
             if name:
                 head, dot, rest = name.partition(".")
                 for q in sorted(local.get(head) or {names.imports.get(head, head)}):
@@ -128,7 +110,7 @@ def _refs(func: Func, names: _Names, path: str = "") -> set[str]:
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 out.add(key.value)  # OPS["op"]
         elif isinstance(sub, ast.Attribute):
-            name = _dotted(sub)
+            name = dotted(sub)
             if name and name in names.ops:
                 out.add(names.ops[name])
     return out
@@ -164,7 +146,7 @@ def role_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
     for f in ctx.files:
         if source_kind(f.patch.path) != "python" or not f.patch.hunks:
             continue
-        old_tree, new_tree = _parse(f.old_text), _parse(f.new_text)
+        old_tree, new_tree = parse_python_or_none(f.old_text), parse_python_or_none(f.new_text)
         if old_tree is None or new_tree is None:
             continue
         old_names, new_names = _Names(old_tree), _Names(new_tree)

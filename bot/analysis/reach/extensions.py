@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bot.analysis.text import parse_python, source_kind
+from bot.analysis.text import parse_python_or_none, source_kind
 
 Reader = Callable[[str], "str | None"]
 
@@ -136,9 +136,8 @@ def _match(value: str, folder: str, paths: Sequence[str]) -> list[str]:
 
 def setup_extensions(path: str, text: str, paths: Sequence[str] = ()) -> list[Extension]:
     """``CUDAExtension(name, sources)`` (and the other builders) of one ``setup.py``."""
-    try:
-        tree = parse_python(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python_or_none(text)
+    if tree is None:
         return []
     folder = posixpath.dirname(path)
     out = []

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from bot.analysis.model import PYTHON_LANGUAGES
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
 from bot.analysis.scan import scan_source
-from bot.analysis.text import parse_python
+from bot.analysis.text import parse_python_or_none
 
 Reader = Callable[[str], "str | None"]
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -141,11 +141,8 @@ class Side:
         if len(self._modules) > _MAX_FILES:
             return None
         text = self.read(path)
-        if not text:
-            return None
-        try:
-            tree = parse_python(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parse_python_or_none(text)
+        if text is None or tree is None:
             return None
         defs: dict[str, Func | ast.ClassDef] = {}
         for node in tree.body:
