@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Literal, Protocol
@@ -309,6 +310,10 @@ class CaseRun(Frozen):
         """Each execution's autotuner picks on ``side``, in pass order (none recorded: [])."""
         return [getattr(p, side) for p in sorted(self.picks, key=lambda p: p.execution)]
 
+    def pick_counts(self, side: Literal["base", "head"]) -> Counter[str]:
+        """How many passes picked each config set on ``side`` (passes with no pick left out)."""
+        return Counter(" + ".join(p) for p in self.picks_of(side) if p)
+
 
 def run_round(
     index: int,
@@ -417,6 +422,70 @@ def measure_case(
     return run, decision
 
 
+def picks_vary(run: CaseRun) -> bool:
+    """Whether the autotuners' picks vary while base and head choose from the same config lists:
+    some pass where the two sides picked differently, or a side that picked differently from one
+    process to the next."""
+    picks = [p for p in run.picks if p.base and p.head]
+    if not picks or len(picks) != len(run.picks) or not all(p.same_offer for p in picks):
+        return False
+    return any(p.base != p.head for p in picks) or any(
+        len(run.pick_counts(side)) > 1
+        for side in ("base", "head")  # type: ignore[misc]
+    )
+
+
+def decide_run(
+    run: CaseRun,
+    cfg: ProtocolConfig,
+    *,
+    tolerance: float,
+    alpha: float,
+    complete: bool,
+) -> tuple[ExecutionDecision, frozenset[int] | None]:
+    """The test over a case's executions, and the passes it was decided over when the picks
+    varied (None: every pass).
+
+    When base and head choose from the same configs and the picks vary, the executions are a
+    mixture of configs, and identical code can read apart by the spread between configs. The
+    passes whose picks agree compare the same kernel at the same config: they decide when there
+    are enough of them (the first look's count). Otherwise every pass decides, but a difference
+    only at the last look (the most passes the sweep runs): fewer processes cannot tell an
+    autotuner's luck from a change."""
+    looks = cfg.execution_looks()
+    everything = decide_executions(
+        run.executions(), tolerance=tolerance, alpha=alpha, looks=looks, complete=complete
+    )
+    if not picks_vary(run):
+        return everything, None
+    like = frozenset(p.execution for p in run.picks if p.base == p.head)
+    if len(like) >= looks[0]:
+        matched = decide_executions(
+            [e for e in run.executions() if e.execution in like],
+            tolerance=tolerance,
+            alpha=alpha,
+            looks=looks,
+            complete=complete,
+        )
+        if matched.verdict != "INCONCLUSIVE" or complete:
+            return matched, like
+    passes = len({p.execution for p in run.picks})
+    if everything.verdict in ("SLOWER", "FASTER") and passes < looks[-1]:
+        return replace(everything, verdict="INCONCLUSIVE", final=complete), None
+    return everything, None
+
+
+def replay_run(
+    run: CaseRun, cfg: ProtocolConfig, *, tolerance: float, alpha: float
+) -> tuple[ExecutionDecision, frozenset[int] | None]:
+    """The case's decision over every pass it has: what the sweep decided after its last pass
+    (``decide_run`` with no pass to come). A throttled run makes a claim INCONCLUSIVE."""
+    d, like = decide_run(run, cfg, tolerance=tolerance, alpha=alpha, complete=True)
+    if run.stop_reason == "throttled" and d.verdict != "INCONCLUSIVE":
+        d = replace(d, verdict="INCONCLUSIVE")
+    return d, like
+
+
 def replay_case(
     rounds: Sequence[Round],
     stop_reason: StopReason,
@@ -426,16 +495,6 @@ def replay_case(
     alpha: float,
     arms: int | None = None,
 ) -> ExecutionDecision:
-    """The case's decision over every pass in these recorded rounds: what the sweep decided
-    after its last pass. ``stop_reason`` ``throttled`` makes a claim INCONCLUSIVE."""
-    run = CaseRun(rounds=tuple(rounds), arms=arms or cfg.arms)
-    d = decide_executions(
-        run.executions(),
-        tolerance=tolerance,
-        alpha=alpha,
-        looks=cfg.execution_looks(),
-        complete=True,
-    )
-    if stop_reason == "throttled" and d.verdict != "INCONCLUSIVE":
-        return replace(d, verdict="INCONCLUSIVE")
-    return d
+    """``replay_run`` of these recorded rounds (no autotuner picks)."""
+    run = CaseRun(rounds=tuple(rounds), arms=arms or cfg.arms, stop_reason=stop_reason)
+    return replay_run(run, cfg, tolerance=tolerance, alpha=alpha)[0]

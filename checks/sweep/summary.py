@@ -12,11 +12,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Literal
 
 from bot.errors import ResultsError
-from checks.sweep.executions import SAME_ALPHA, ExecutionDecision, decide_executions
+from checks.sweep.executions import SAME_ALPHA, ExecutionDecision
 from checks.sweep.models import (
     Ceilings,
     GeomeanSummary,
@@ -26,61 +24,16 @@ from checks.sweep.models import (
     SweepResult,
     WorstCase,
 )
-from checks.sweep.protocol import CaseRun, ProtocolConfig, Round, StopReason
+from checks.sweep.protocol import (
+    CaseRun,
+    ProtocolConfig,
+    Round,
+    StopReason,
+    decide_run,
+    picks_vary,
+    replay_run,
+)
 from checks.sweep.stats import band_log, bootstrap_geomean, holm, median, t_ppf
-
-
-def picks_vary(run: CaseRun) -> bool:
-    """Whether the autotuners' picks vary while base and head choose from the same config lists:
-    some pass where the two sides picked differently, or a side that picked differently from one
-    process to the next."""
-    picks = [p for p in run.picks if p.base and p.head]
-    if not picks or len(picks) != len(run.picks) or not all(p.same_offer for p in picks):
-        return False
-    return any(p.base != p.head for p in picks) or any(
-        len(_pick_counts(run, side)) > 1
-        for side in ("base", "head")  # type: ignore[misc]
-    )
-
-
-def decide_run(
-    run: CaseRun,
-    *,
-    tolerance: float,
-    alpha: float,
-    protocol: ProtocolConfig,
-    complete: bool,
-) -> tuple[ExecutionDecision, frozenset[int] | None]:
-    """The test over a case's executions, and the passes it was decided over when the picks
-    varied (None: every pass).
-
-    When base and head choose from the same configs and the picks vary, the executions are a
-    mixture of configs, and identical code can read apart by the spread between configs. The
-    passes whose picks agree compare the same kernel at the same config: they decide when there
-    are enough of them (the first look's count). Otherwise every pass decides, but a difference
-    only at the last look (the most passes the sweep runs): fewer processes cannot tell an
-    autotuner's luck from a change."""
-    looks = protocol.execution_looks()
-    everything = decide_executions(
-        run.executions(), tolerance=tolerance, alpha=alpha, looks=looks, complete=complete
-    )
-    if not picks_vary(run):
-        return everything, None
-    like = frozenset(p.execution for p in run.picks if p.base == p.head)
-    if len(like) >= looks[0]:
-        matched = decide_executions(
-            [e for e in run.executions() if e.execution in like],
-            tolerance=tolerance,
-            alpha=alpha,
-            looks=looks,
-            complete=complete,
-        )
-        if matched.verdict != "INCONCLUSIVE" or complete:
-            return matched, like
-    passes = len({p.execution for p in run.picks})
-    if everything.verdict in ("SLOWER", "FASTER") and passes < looks[-1]:
-        return replace(everything, verdict="INCONCLUSIVE", final=complete), None
-    return everything, None
 
 
 def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> ShapeResult:
@@ -88,11 +41,7 @@ def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -
     if case.status != "ok" or case.raw is None or not case.raw.rounds:
         return case
     alpha = protocol.alpha / max(1, family_size)
-    d, like = decide_run(
-        case.raw, tolerance=case.tolerance, alpha=alpha, protocol=protocol, complete=True
-    )
-    if case.raw.stop_reason == "throttled" and d.verdict != "INCONCLUSIVE":
-        d = replace(d, verdict="INCONCLUSIVE")
+    d, like = replay_run(case.raw, protocol, tolerance=case.tolerance, alpha=alpha)
     finite = math.isfinite(d.ci_low_log) and math.isfinite(d.ci_high_log)
     return case.model_copy(
         update={
@@ -137,10 +86,6 @@ def _pick_times(run: CaseRun) -> dict[str, list[float]]:
     return times
 
 
-def _pick_counts(run: CaseRun, side: Literal["base", "head"]) -> Counter[str]:
-    return Counter(" + ".join(p) for p in run.picks_of(side) if p)
-
-
 def host_bound(case: ShapeResult) -> str | None:
     """Why the host's pace may be in a case's time: timed eagerly, and each side's host takes
     longer to issue a call than the GPU takes to run it (None otherwise)."""
@@ -172,13 +117,13 @@ def explain(
     unstable = {
         side: counts
         for side in ("base", "head")
-        if len(counts := _pick_counts(run, side)) > 1  # type: ignore[arg-type]
+        if len(counts := run.pick_counts(side)) > 1  # type: ignore[arg-type]
     }
     differ = not unstable and any(p.base != p.head for p in run.picks if p.base and p.head)
     if unstable or differ:
         parts = []
         for side in ("base", "head"):
-            counts = _pick_counts(run, side)  # type: ignore[arg-type]
+            counts = run.pick_counts(side)  # type: ignore[arg-type]
             if side in unstable or differ:
                 total = sum(counts.values())
                 parts.append(
@@ -294,9 +239,7 @@ def _live_decision(
     assert case.raw is not None
     looks = protocol.execution_looks()
     alpha = protocol.alpha / max(1, family_size)
-    d, _ = decide_run(
-        case.raw, tolerance=case.tolerance, alpha=alpha, protocol=protocol, complete=False
-    )
+    d, _ = decide_run(case.raw, protocol, tolerance=case.tolerance, alpha=alpha, complete=False)
     if d.final:
         return d, False
     if picks_vary(case.raw):
