@@ -235,7 +235,8 @@ def _live_decision(
     case: ShapeResult, protocol: ProtocolConfig, family_size: int
 ) -> tuple[ExecutionDecision, bool]:
     """The case's test over executions as it stands after its passes so far, and whether one
-    more pass could still change it (not final, and not futile)."""
+    more pass could still change it: not final, and not futile (futility is not asked where
+    the picks vary: a later pass may bring passes that picked alike)."""
     assert case.raw is not None
     looks = protocol.execution_looks()
     alpha = protocol.alpha / max(1, family_size)
