@@ -416,6 +416,7 @@ class PairRunner:
                 on_round=seen.append,
                 execution=self.execution,
             )
+        offered = _offers(cb)
         run = run.model_copy(
             update={
                 "picks": (
@@ -423,7 +424,7 @@ class PairRunner:
                         execution=self.execution,
                         base=info["base"].configs_picked,
                         head=info["head"].configs_picked,
-                        same_offer=bool(_offers(cb)) and _offers(cb) == _offers(ch),
+                        same_offer=bool(offered) and offered == _offers(ch),
                     ),
                 )
             }
