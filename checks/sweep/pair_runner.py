@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,7 @@ class PairRunner:
         warmed_early: Callable[[], bool] | None = None,
         execution: int = 0,
         modes: Mapping[Any, str] | None = None,
+        tuned: Collection[Any] = (),
     ) -> None:
         """``warmed_early``: called once the workers answered, ends the GPU's early warm-up
         (``checks.sweep.warmer``) if it still runs and says whether it burnt; then the workers
@@ -146,7 +147,11 @@ class PairRunner:
         workers measure, which their rounds carry. ``modes``: by case key, the timing mode an
         earlier pass used, which this one keeps (a later pass's estimate can take a one-time
         cost for the kernel's time: fla's cross entropy was timed eagerly in one pass of four,
-        and read 1.59 there)."""
+        and read 1.59 there). ``tuned``: the case keys whose autotuners an earlier pass saw
+        pick: their base checks first and head's autotuners are fixed to base's picks where
+        head's kernel and configs are base's own (identical code then compares one config, not
+        two autotuners' luck: torchao's fp8 casts, each run picking among near-tied block sizes,
+        read INCONCLUSIVE in 5 of 12 identical-code passes otherwise)."""
         if options.protocol.crossover != (crossed is not None):
             raise ValueError("crossover needs a second (base, head) pair, and only crossover")
         self.base, self.head = base, head
@@ -156,6 +161,7 @@ class PairRunner:
         self.gpu_index = gpu_index
         self.execution = execution
         self.modes = dict(modes or {})
+        self.tuned = set(tuned)
         self.family_size = family_size  # cases in the sweep: each gets alpha / family_size
         self.env: EnvFingerprint | None = None
         self.ceilings: Ceilings | None = None
@@ -351,6 +357,8 @@ class PairRunner:
                 message=message,
                 gpu_seconds=time.monotonic() - t0,
             )
+        # every worker of a side times the config that side's check picked
+        pins = {"base": _raw_picks(cb), "head": _raw_picks(ch)}
         with timed(steps, "prepare"):
             preps = in_parallel(
                 [
@@ -360,6 +368,7 @@ class PairRunner:
                         case.dtype,
                         seed=cfg.seed,
                         estimate=False,
+                        **({"pins": pins[w.spec.side]} if pins[w.spec.side] else {}),
                         **kw,
                     )
                     for w in self._arm_order()
@@ -425,6 +434,7 @@ class PairRunner:
                         base=info["base"].configs_picked,
                         head=info["head"].configs_picked,
                         same_offer=bool(offered) and offered == _offers(ch),
+                        head_pinned=any(p.get("pinned") for p in pins["head"]),
                     ),
                 )
             }
@@ -465,12 +475,21 @@ class PairRunner:
             gpu_seconds=time.monotonic() - t0,
         )
 
-    def _check_one(self, w: WorkerClient, case: Case) -> dict[str, Any] | WorkerFailure:
+    def _check_one(
+        self, w: WorkerClient, case: Case, pins: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any] | WorkerFailure:
         entries = case.base_entries if w.spec.side == "base" else case.head_entries
         try:
-            return w.check(entries, case.dims, case.dtype, seed=self.options.check_seed)
+            return w.check(entries, case.dims, case.dtype, seed=self.options.check_seed, pins=pins)
         except WorkerFailure as f:
             return f
+
+    def _checks_pinned(self, case: Case, pair: tuple[WorkerClient, WorkerClient]) -> list[Any]:
+        """Base's check, then head's with its autotuners fixed to base's picks (``tuned``)."""
+        first = self._check_one(pair[0], case)
+        if isinstance(first, WorkerFailure):
+            return [first, self._check_one(pair[1], case)]
+        return [first, self._check_one(pair[1], case, _raw_picks(first))]
 
     def _checks(self, case: Case, pair: tuple[WorkerClient, WorkerClient]) -> list[Any]:
         """Both sides' check on ``pair`` side by side: each answer or failure. When both time
@@ -478,6 +497,8 @@ class PairRunner:
         (``checks.worker.exclusive``): from the pids the lock file names, the hung one's
         failure says so and the waiter's names the side it waited on (``waited_on``)."""
         pids = [w.proc.pid if w.proc is not None else None for w in pair]
+        if case.key in self.tuned:
+            return self._checks_pinned(case, pair)
         got = in_parallel([lambda w=w: self._check_one(w, case) for w in pair])
         timed_out = [isinstance(a, WorkerFailure) and a.kind == "timeout" for a in got]
         if all(timed_out):
@@ -628,6 +649,12 @@ def _picks(raw: Any) -> tuple[str, ...]:
     """The worker's autotuner picks as labels; what is not well formed is left out."""
     labels = [picked_label(p) for p in raw[:MAX_PICKS]] if isinstance(raw, list) else []
     return tuple(label for label in labels if label)
+
+
+def _raw_picks(check: dict[str, Any]) -> list[dict[str, Any]]:
+    """The worker's autotuner picks as it sent them (the well-formed ones), to pin others to."""
+    raw = check.get("configs_picked")
+    return [p for p in raw[:MAX_PICKS] if isinstance(p, dict)] if isinstance(raw, list) else []
 
 
 def _offers(check: dict[str, Any]) -> tuple[tuple[str, str], ...]:

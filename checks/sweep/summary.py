@@ -144,6 +144,12 @@ def explain(
                     "in the executions that picked them)"
                 )
         said.append(line)
+    pinned = sum(p.head_pinned for p in run.picks)
+    if pinned:
+        said.append(
+            f"in {pinned} of {len(run.picks)} passes head ran the config base's autotuner picked "
+            "(the same kernel source and the same configs), so those passes compare one config"
+        )
     if like is not None:
         passes = len({p.execution for p in run.picks})
         said.append(

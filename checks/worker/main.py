@@ -331,9 +331,12 @@ class Worker:
         self.items = [first] + [
             self._call_entry(fn, shape, dtype, seed + i) for i in range(1, copies)
         ]
-        for item in self.items:
-            item["fn"]()  # compile / autotune / first-touch before any timing
-        self._sync()
+        # compile / autotune / first-touch before any timing; ``pins``: the configs this side's
+        # checking worker timed, so that every worker of a side times the same one
+        with autotune_picks.recording(msg.get("pins"), _case_id(msg)) as picks:
+            for item in self.items:
+                item["fn"]()
+            self._sync()
         fns = [item["fn"] for item in self.items]
         if self.slot_bias:
             fns = [timing.biased(fn, self.slot_bias) for fn in fns]
@@ -354,6 +357,7 @@ class Worker:
             "copies": copies,
             "footprint_bytes": footprint,
             "prepare_s": time.perf_counter() - t0,
+            "configs_picked": picks,
         }
 
     def op_estimate(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -387,7 +391,7 @@ class Worker:
         spent = dict(exclusive.SPENT)
         alone = exclusive.exclusive(lock)
         if ref is None:
-            with alone, autotune_picks.recording() as picks:
+            with alone, autotune_picks.recording(msg.get("pins"), _case_id(msg)) as picks:
                 step("lock_wait")
                 sizing = item["fn"]()
                 self._sync()
@@ -398,7 +402,7 @@ class Worker:
         else:
             correctness.poison(correctness.flatten_outputs(ref))
             step("poison")
-            with alone, autotune_picks.recording() as picks:
+            with alone, autotune_picks.recording(msg.get("pins"), _case_id(msg)) as picks:
                 step("lock_wait")
                 out = item["fn"]()
                 self._sync()
@@ -580,6 +584,11 @@ class Steps:
         now = time.perf_counter()
         self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._last, 6)
         self._last = now
+
+
+def _case_id(msg: dict[str, Any]) -> tuple[Any, ...]:
+    """What names a case in a check or prepare message: its entries, shape and dtype."""
+    return (tuple(msg.get("entries") or ()), tuple(msg.get("shape") or ()), msg.get("dtype"))
 
 
 def _tolerance(item: dict[str, Any], key: str) -> float | None:
