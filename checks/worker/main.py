@@ -452,6 +452,10 @@ class Worker:
         except Exception as exc:
             if msg["mode"] == "graph" and classify(exc) == "error":
                 raise EntryError("graph_capture", f"CUDA graph capture failed: {exc}") from exc
+            if str(msg["mode"]).startswith("kernels") and classify(exc) == "error":
+                raise EntryError(
+                    "kernel_timing", f"timing by the GPU's busy time failed: {exc}"
+                ) from exc
             raise
 
     def op_replays(self, msg: dict[str, Any]) -> dict[str, Any]:
