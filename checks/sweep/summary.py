@@ -160,7 +160,7 @@ def explain(
         ratios = [math.exp(v) for v in d.values]
         cause = (
             "the autotuner's picks"
-            if unstable
+            if unstable and like is None  # over matched passes, one config on both sides
             else host
             or "where each process's buffers and workspaces land (atomics, split reductions, "
             "placement)"

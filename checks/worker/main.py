@@ -343,7 +343,13 @@ class Worker:
         if self.device == "cpu":
             self.timer = timing.CpuTimer(fns)
         else:
-            self.timer = timing.CudaTimer(fns, self._torch(), l2_bytes=self._l2_bytes())
+            torch = self._torch()
+            self.timer = timing.CudaTimer(
+                fns,
+                torch,
+                l2_bytes=self._l2_bytes(),
+                make_mark=lambda: _sibling("mark_kernel").marker(torch),
+            )
         # Several workers prepare side by side; the parent then asks each for its estimate in
         # turn, so no estimate times another process's GPU work.
         est = self.timer.estimate_us() if msg.get("estimate", True) else None

@@ -10,7 +10,7 @@ Three GPU modes, chosen by the parent for both sides of a case alike:
   the start event, so the host's pace never shows as kernel time.
 - ``eager-noflush``: as eager without the flush; the fallback when graph capture fails.
 - ``kernels`` / ``kernels-noflush``: as eager (with or without the flush), each call between
-  two marker kernels, and its value the GPU's busy time inside (the union of its kernels',
+  two marker kernels (``mark_kernel``), and its value the GPU's busy time inside (the union of its kernels',
   copies' and memsets' spans from the profiler): for a call whose host is as slow as its GPU
   work or waits for the GPU inside (``.item()``, a copy to the host), where the time between two
   events is the host's pace, which differs from one process to the next.
@@ -108,8 +108,9 @@ def graph_calls(block_ms: float, est_us: float, copies: int) -> int:
     return math.ceil(k / c) * c
 
 
-# the kernel ``torch.cuda._sleep`` launches: two of them around each call of a ``kernels`` block
-MARKER = "spin_kernel"
+# the marker kernel's name (``checks.worker.mark_kernel``): two launches around each call of a
+# ``kernels`` block
+MARKER = "kernel_review_mark"
 MIN_KERNEL_CALLS = 5  # a ``kernels`` block's median is over this many calls at least
 
 
@@ -253,7 +254,16 @@ class CudaTimer(_Timer):
 
     kind = "cuda"
 
-    def __init__(self, fns: Sequence[Fn], torch: Any, *, l2_bytes: int) -> None:
+    def __init__(
+        self,
+        fns: Sequence[Fn],
+        torch: Any,
+        *,
+        l2_bytes: int,
+        make_mark: Callable[[], Fn] | None = None,
+    ) -> None:
+        """``make_mark``: builds the function that launches the marker kernel (``kernels``
+        mode; the worker loads ``mark_kernel``, which imports Triton, only then)."""
         self.fns = list(fns)
         self.torch = torch
         self.flush_bytes = max(2 * int(l2_bytes or 0), 64 * 2**20)
@@ -271,6 +281,8 @@ class CudaTimer(_Timer):
         self._events: list[tuple[Any, Any]] = []
         self.host_us = 0.0  # host time to enqueue one call
         self._cover_us = 0.0
+        self._mark: Fn | None = None  # launches the marker kernel (``kernels`` mode)
+        self._make_mark = make_mark
 
     def _event(self) -> Any:
         return self.torch.cuda.Event(enable_timing=True)
@@ -506,8 +518,13 @@ class CudaTimer(_Timer):
         many calls as ``block_ms`` of GPU work, at least ``MIN_KERNEL_CALLS``; one block is run
         now, so that a profiler that cannot tell the calls apart fails here, not in a round."""
         torch = self.torch
-        if getattr(torch.cuda, "_sleep", None) is None or getattr(torch, "profiler", None) is None:
-            raise RuntimeError("this torch has no torch.cuda._sleep or torch.profiler")
+        if getattr(torch, "profiler", None) is None:
+            raise RuntimeError("this torch has no torch.profiler")
+        if self._mark is None:
+            if self._make_mark is None:
+                raise RuntimeError("no marker kernel was handed to this timer")
+            self._mark = self._make_mark()
+            self._mark()  # compiled and loaded before any block
         got = self._configure_eager(block_ms, est, flush=flush, like=like)
         if not (like and like.get("calls_per_block")):
             self._calls = max(self._calls, MIN_KERNEL_CALLS)
@@ -535,15 +552,15 @@ class CudaTimer(_Timer):
         torch = self.torch
         profiler = torch.profiler
         fns, c = self.fns, len(self.fns)
-        buf, sleep = self._flush_buf, torch.cuda._sleep
+        buf, mark = self._flush_buf, self._mark
         w0 = time.perf_counter()
         with profiler.profile(activities=[profiler.ProfilerActivity.CUDA]) as prof:
             for i in range(self._calls):
                 if flush:
                     buf.zero_()
-                sleep(1)
+                mark()
                 fns[i % c]()
-                sleep(1)
+                mark()
             torch.cuda.synchronize()
         wall_ms = (time.perf_counter() - w0) * 1000.0
         spans = [

@@ -45,3 +45,13 @@ def test_a_host_as_slow_as_its_gpu_work_is_timed_by_busy_time() -> None:
 
     assert host_paced(27.0, 5.2) and "busy time" in (host_paced(2000.0, 405.0) or "")
     assert host_paced(20.0, 300.0) is None and host_paced(0.0, 0.0) is None
+
+
+def test_the_marker_kernel_is_named_as_the_timer_looks_for_it() -> None:
+    """Code under test may launch ``torch.cuda._sleep`` itself (the real-kernel suite's extra
+    work does): the markers are a kernel of the timer's own, under a name nothing else has."""
+    from checks.worker import mark_kernel
+    from checks.worker.timing import MARKER
+
+    assert mark_kernel.NAME == MARKER == mark_kernel.kernel_review_mark.fn.__name__
+    assert "spin_kernel" not in MARKER
