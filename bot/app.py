@@ -297,23 +297,27 @@ def ack_mode(env: ActionEnv, client_factory) -> int:
 
 def _merge_gate(
     env: ActionEnv, client: Any, result: GateResult, review: Any, advisory: str | None
-) -> None:
+) -> str | None:
     """The merge gate: a check run with the verdict, the summary and annotations on the kernel
-    lines; a commit status where the token may not write checks (or the policy asks for one)."""
-    from bot.github.api import MAX_CHECK_TEXT, GitHubRequestError
+    lines; a commit status where the token may not write checks (or the policy asks for one).
+    Returns why GitHub refused the check run and what to do (the status is set instead), else
+    None."""
+    from bot.github.api import MAX_CHECK_TEXT_BYTES, GitHubRequestError
     from bot.github.sticky import fit_body
     from bot.jobs.report import check_annotations, check_for, status_for
 
     d, policy = result.decision, result.policy
     assert policy is not None
+    refused: str | None = None
     if policy.github.merge_gate == "check":
         conclusion, title = check_for(review.verdict, advisory)
         notes = check_annotations(review.evidence, d, review.verdict.accepted)
         summary, _ = fit_body(
             review.summary,
-            limit=MAX_CHECK_TEXT,
+            limit=MAX_CHECK_TEXT_BYTES,
             summary_url=env.run_url,
             artifact_name=env.artifact_name,
+            unit="bytes",
         )
         try:
             run_id = client.publish_check_run(
@@ -326,21 +330,38 @@ def _merge_gate(
                 details_url=env.run_url,
             )
         except GitHubRequestError as exc:
-            if exc.status not in (403, 404):
+            if exc.status not in (403, 404, 422):
                 raise
+            hint = (
+                "give the report job `checks: write` for a check run with annotations (or set "
+                '`merge_gate = "status"` in the policy)'
+                if exc.status in (403, 404)
+                else "GitHub did not take what was sent; please report it with the job log"
+            )
+            refused = f"{exc.status} {exc.api_message}".strip() + f"; {hint}"
             log(
-                f"the check run was refused ({exc.status} {exc.api_message}): give the report job "
-                "`checks: write` for a check run with annotations; setting the kernel-review "
+                f"the check run was refused ({refused}); setting the kernel-review "
                 "commit status instead"
             )
         else:
             log(f"check run {run_id}: {conclusion}, {plural(len(notes), 'annotation')}")
-            return
+            return None
     state, description = advisory_status(*status_for(review.verdict), advisory)
     client.set_status(
         d.head_sha or "", state, description, context="kernel-review", target_url=env.run_url
     )
     log(f"commit status kernel-review: {state}")
+    return refused
+
+
+def refused_check_note(reason: str) -> str:
+    """The line the review comment starts with when GitHub refused the check run (at the top,
+    where cutting a long review to fit cannot drop it)."""
+    return (
+        "> **The kernel-review check run was refused by GitHub** "
+        f"({md_inline(reason, max_chars=400)}). The merge gate is the `kernel-review` commit "
+        "status instead.\n\n"
+    )
 
 
 def report_mode(env: ActionEnv, client_factory) -> int:
@@ -384,22 +405,30 @@ def report_mode(env: ActionEnv, client_factory) -> int:
     for reason in unconfirmed:
         log(reason)
     review = build_report(d, result.policy, evidence, repo, acceptances=accepted)
-    sticky = upsert_sticky(
-        client,
-        d.pr_number,
-        review.comment,
-        head_sha=d.head_sha or "",
-        bot_login=bot_login,
-        current_head_sha=result.pull.head_sha if result.pull else None,
-        summary_url=env.run_url,
-        artifact_name=env.artifact_name,
-        state=ReviewState(
-            head_sha=d.head_sha or "", slower=measured_ratios(review.evidence.sweeps)
-        ),
-    )
+
+    def post(body: str) -> Any:
+        return upsert_sticky(
+            client,
+            d.pr_number,
+            body,
+            head_sha=d.head_sha or "",
+            bot_login=bot_login,
+            current_head_sha=result.pull.head_sha if result.pull else None,
+            summary_url=env.run_url,
+            artifact_name=env.artifact_name,
+            state=ReviewState(
+                head_sha=d.head_sha or "", slower=measured_ratios(review.evidence.sweeps)
+            ),
+        )
+
+    sticky = post(review.comment)
     log(f"review comment {sticky.action}: {sticky.html_url or sticky.comment_id} {sticky.detail}")
     if result.policy.github.merge_gate != "none" and sticky.action != "skipped-stale":
-        _merge_gate(env, client, result, review, advisory_reason(client, result.pull))
+        check_refused = _merge_gate(
+            env, client, result, review, advisory_reason(client, result.pull)
+        )
+        if check_refused is not None:  # the comment says so: a missing check is otherwise silent
+            sticky = post(refused_check_note(check_refused) + review.comment)
     for line in annotations(review.evidence, d, review.verdict.accepted):
         print(line, flush=True)  # already escaped by workflow_command
     write_summary(env.step_summary, review.summary)

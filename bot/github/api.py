@@ -32,6 +32,7 @@ from github import Auth, Github, GithubException
 from bot import __version__
 from bot.contracts.base import Frozen
 from bot.errors import GitHubError
+from bot.escape import clip, clip_bytes
 from bot.github.types import CheckAnnotation, CommentInfo, FileInfo, IssueInfo, PullInfo
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -39,8 +40,24 @@ DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
 MAX_DIFF_CHARS = 20_000_000
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
-MAX_CHECK_ANNOTATIONS = 50  # the Checks API takes at most 50 annotations per request
-MAX_CHECK_TEXT = 65_535  # characters of a check run's summary
+# What GitHub caps, and in which unit. The REST reference for check runs
+# (https://docs.github.com/en/rest/checks/runs#create-a-check-run) gives
+# "output.summary ... Maximum length: 65535 characters", but GitHub counts UTF-8 bytes: a summary
+# of fewer characters with multi-byte text is refused with 422 "summary exceeds a maximum
+# bytesize of 65535" (https://github.com/github/docs/issues/35252,
+# https://github.com/github/rest-api-description/issues/5399). The same reference caps an
+# annotation's message at "64 KB" and its title at "255 characters", and takes at most 50
+# annotations per request. A commit status's description: 140 characters
+# (https://docs.github.com/en/rest/commits/statuses#create-a-commit-status). Comment and issue
+# bodies: GitHub answers 422 "body is too long (maximum is 65536 characters)" (bot.github.sticky
+# cuts them); an issue's title: 256 characters (https://github.com/dead-claudia/github-limits).
+MAX_CHECK_ANNOTATIONS = 50  # annotations per request
+MAX_CHECK_TEXT_BYTES = 65_535  # a check run's output.summary, in UTF-8 bytes
+MAX_CHECK_TITLE_CHARS = 200  # output.title: not documented; kept short, it heads the check
+MAX_ANNOTATION_MESSAGE_BYTES = 64 * 1024  # an annotation's message ("64 KB")
+MAX_ANNOTATION_TITLE_CHARS = 255  # an annotation's title
+MAX_STATUS_DESCRIPTION_CHARS = 140  # a commit status's description
+MAX_ISSUE_TITLE_CHARS = 256  # an issue's title
 MAX_RUNS_SCANNED = 300  # Actions runs of one status looked at for a stale review
 MAX_TIMELINE_PAGES = 30  # 3,000 events; a longer timeline is reported as incomplete
 
@@ -529,7 +546,9 @@ class GitHubClient:
         return self._call("listing open issues", run)
 
     def create_issue(self, title: str, body: str) -> IssueInfo:
-        """Open an issue. Never repeated on a 5xx, like a comment."""
+        """Open an issue (its title cut to GitHub's 256 characters). Never repeated on a 5xx,
+        like a comment."""
+        title = clip(title, MAX_ISSUE_TITLE_CHARS)
         return self._call(
             f"opening the issue {title[:60]!r}",
             lambda: _issue(self._repo.create_issue(title=title, body=body)),
@@ -537,14 +556,15 @@ class GitHubClient:
         )
 
     def edit_issue(self, number: int, title: str, body: str) -> None:
+        title = clip(title, MAX_ISSUE_TITLE_CHARS)
         issue = self._repo.get_issue(number)
         self._call(f"updating issue #{number}", lambda: issue.edit(title=title, body=body))
 
     def set_status(
         self, sha: str, state: str, description: str, *, context: str, target_url: str | None = None
     ) -> None:
-        """A commit status (the merge gate). GitHub caps the description at 140 characters."""
-        desc = description if len(description) <= 140 else description[:139] + "…"
+        """A commit status (the merge gate); the description is cut to GitHub's 140 characters."""
+        desc = clip(description, MAX_STATUS_DESCRIPTION_CHARS)
         kwargs: dict[str, Any] = {"description": desc, "context": context}
         if target_url:
             kwargs["target_url"] = target_url
@@ -564,8 +584,9 @@ class GitHubClient:
     ) -> int:
         """A completed check run on ``head_sha``; returns its id. The Checks API takes 50
         annotations per request: the first 50 go with the run, the rest in updates of it. The
-        caller cuts ``summary`` to ``MAX_CHECK_TEXT``. Never repeated on a 5xx (a second run,
-        or annotations twice, would show)."""
+        caller cuts ``summary`` to ``MAX_CHECK_TEXT_BYTES`` (it knows what to say where it cuts);
+        titles and annotation messages are cut here to GitHub's limits. Never repeated on a 5xx
+        (a second run, or annotations twice, would show)."""
         url = f"/repos/{self.repo_name}/check-runs"
         batches = [
             annotations[i : i + MAX_CHECK_ANNOTATIONS]
@@ -574,7 +595,7 @@ class GitHubClient:
 
         def output(batch: list[CheckAnnotation]) -> dict[str, Any]:
             return {
-                "title": title[:200],
+                "title": clip(title, MAX_CHECK_TITLE_CHARS),
                 "summary": summary,
                 "annotations": [
                     {
@@ -582,8 +603,8 @@ class GitHubClient:
                         "start_line": a.start_line,
                         "end_line": a.end_line,
                         "annotation_level": a.level,
-                        "title": a.title,
-                        "message": a.message,
+                        "title": clip(a.title, MAX_ANNOTATION_TITLE_CHARS),
+                        "message": clip_bytes(a.message, MAX_ANNOTATION_MESSAGE_BYTES),
                     }
                     for a in batch
                 ],

@@ -26,6 +26,7 @@ from bot.contracts.history import HistoryRecord, ScheduledResults
 from bot.contracts.plan import Plan
 from bot.contracts.review import ChangeLine
 from bot.github.api import GitHubClient
+from bot.github.sticky import fit_body
 from bot.plan import make_plan
 from bot.policy.model import Policy
 
@@ -136,8 +137,9 @@ def issue_title(changes: Sequence[ChangeLine], kernels: Sequence[str]) -> str:
 
 def upsert_issue(client: GitHubClient, title: str, body: str, *, bot_login: str) -> str:
     """Open the scheduled run's issue, or update the one it opened before (found by its
-    marker); what was done and the issue's address."""
-    text = f"{ISSUE_MARKER}\n{body}"
+    marker); what was done and the issue's address. A body over GitHub's limit is cut like the
+    review comment (``fit_body``)."""
+    text, _ = fit_body(f"{ISSUE_MARKER}\n{body}")
     found = client.find_issue(ISSUE_MARKER, author=bot_login)
     if found is not None:
         client.edit_issue(found.number, title, text)
