@@ -89,6 +89,7 @@ class FakeGitHub:
         self.timelines: dict[int, list[dict[str, Any]]] = {}  # number -> events, oldest first
         self.issues: dict[int, dict[str, Any]] = {}  # issues (not pull requests) by number
         self.workflow_runs: dict[int, dict[str, Any]] = {}  # Actions runs by id
+        self.workflow_jobs: dict[int, dict[str, Any]] = {}  # their jobs by id
         # Actions settings by path ("/actions/permissions", "/orgs/octo/actions/runner-groups");
         # a path not set answers 403, as GitHub does for a token without admin rights.
         self.settings: dict[str, Any] = {}
@@ -237,6 +238,34 @@ class FakeGitHub:
                 "url": self._url(f"/actions/runs/{run_id}"),
                 "cancel_url": self._url(f"/actions/runs/{run_id}/cancel"),
             }
+
+    def add_workflow_job(
+        self,
+        run_id: int,
+        name: str,
+        *,
+        status: str = "queued",
+        created_at: str = "2026-01-01T00:00:00Z",
+        labels: tuple[str, ...] = ("self-hosted",),
+    ) -> int:
+        """A job of an Actions run; ``status`` queued, in_progress or completed."""
+        with self.lock:
+            job_id = next(self._ids)
+            self.workflow_jobs[job_id] = {
+                "id": job_id,
+                "run_id": run_id,
+                "name": name,
+                "status": status,
+                "conclusion": "success" if status == "completed" else None,
+                "created_at": created_at,
+                "started_at": created_at,
+                "completed_at": None,
+                "labels": list(labels),
+                "runner_name": None,
+                "html_url": f"{self.origin}/{self.repo}/actions/runs/{run_id}/job/{job_id}",
+                "url": self._url(f"/actions/jobs/{job_id}"),
+            }
+            return job_id
 
     def add_comment(self, number: int, author: str, body: str, *, user_type: str = "User") -> int:
         with self.lock:
@@ -387,6 +416,7 @@ class FakeGitHub:
             (r"/actions/runs", ("GET", self._list_workflow_runs)),
             (r"/actions/runs/(\d+)", ("GET", self._get_workflow_run)),
             (r"/actions/runs/(\d+)/cancel", ("POST", self._cancel_workflow_run)),
+            (r"/actions/runs/(\d+)/jobs", ("GET", self._list_workflow_jobs)),
         ]
 
     def _url(self, rest: str) -> str:
@@ -425,8 +455,9 @@ class FakeGitHub:
     def _list_pulls(self, m, query, headers, body, token) -> Reply:
         state = query.get("state", "open")
         head = query.get("head")
+        # GitHub lists "simple" pull requests: no ``merged`` (PyGithub reads the pull for it)
         items = [
-            self._pull_json(n)
+            {k: v for k, v in self._pull_json(n).items() if k != "merged"}
             for n, pr in sorted(self.pulls.items())
             if (state == "all" or pr["state"] == state)
             and (head is None or pr["head"]["label"] == head)
@@ -851,7 +882,18 @@ class FakeGitHub:
         if run["status"] == "completed":
             return Reply(409, {"message": "Cannot cancel a workflow run that is completed."})
         run.update(status="completed", conclusion="cancelled")
+        for job in self.workflow_jobs.values():
+            if job["run_id"] == run["id"] and job["status"] != "completed":
+                job.update(status="completed", conclusion="cancelled")
         return Reply(202, {})
+
+    def _list_workflow_jobs(self, m, query, headers, body, token) -> Reply:
+        run_id = int(m.group(1))
+        if run_id not in self.workflow_runs:
+            return Reply(404, {"message": "Not Found"})
+        jobs = [j for j in self.workflow_jobs.values() if j["run_id"] == run_id]
+        page = self._page(jobs, query, f"/actions/runs/{run_id}/jobs")
+        return Reply(page.status, {"total_count": len(jobs), "jobs": page.body}, page.headers)
 
     def _list_statuses(self, m, query, headers, body, token) -> Reply:
         return self._page(
