@@ -26,6 +26,7 @@ import json
 import os
 import re
 import secrets
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from bot.jobs.approval import advisory_reason, advisory_status, told_before
 from bot.jobs.gate import GateDecision, GateResult, decide_gate, describe
 from bot.outputs import plural
 
-MODES = ("plan", "ack", "measure", "report", "scheduled", "scheduled-report")
+MODES = ("plan", "ack", "measure", "wait", "report", "scheduled", "scheduled-report")
 MAX_EVENT_BYTES = 25 * 2**20  # GitHub caps webhook payloads at 25 MB
 MAX_SUMMARY_BYTES = 1_000_000  # GitHub refuses step summaries over 1 MiB
 GATE_FILE = "gate.json"
@@ -74,6 +75,10 @@ class ActionEnv:
     request_spacing_s: tuple[float, float] | None = (0.25, 1.0)
     history_branch: str = "kernel-review-history"
     history_path: Path = Path("kernel-review-history") / "history.jsonl"
+    sha: str | None = None  # GITHUB_SHA: for a scheduled run, the default branch's head
+    queue_timeout_s: float = 30 * 60.0  # how long a measure job may wait for a runner
+    queue_file: Path = Path("kernel-review-queue.json")  # the wait's report, for the report
+    wait_for: tuple[str, ...] = ()  # the vendors whose measure jobs the wait expects
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str]) -> ActionEnv:
@@ -110,7 +115,47 @@ class ActionEnv:
             request_spacing_s=_spacing(get("KERNEL_REVIEW_REQUEST_SPACING_S")),
             history_branch=get("INPUT_HISTORY_BRANCH") or "kernel-review-history",
             history_path=Path(get("INPUT_HISTORY_PATH") or "kernel-review-history/history.jsonl"),
+            sha=get("GITHUB_SHA"),
+            queue_timeout_s=_minutes(get("KERNEL_REVIEW_QUEUE_TIMEOUT_MINUTES")),
+            queue_file=Path(get("KERNEL_REVIEW_QUEUE_FILE") or "kernel-review-queue.json"),
+            wait_for=_vendor_list(get("KERNEL_REVIEW_VENDORS")),
         )
+
+
+def _minutes(text: str | None) -> float:
+    """KERNEL_REVIEW_QUEUE_TIMEOUT_MINUTES in seconds; 30 minutes when unset."""
+    if text is None:
+        return 30 * 60.0
+    try:
+        minutes = float(text)
+    except ValueError:
+        minutes = -1.0
+    if not 0 < minutes <= 24 * 60:
+        raise UsageError(
+            f"KERNEL_REVIEW_QUEUE_TIMEOUT_MINUTES={text[:40]!r} is not a number of minutes "
+            "between 0 and 1440",
+            hint="e.g. 30: how long a measure job may wait in the queue for a runner",
+        )
+    return minutes * 60
+
+
+def _vendor_list(text: str | None) -> tuple[str, ...]:
+    """KERNEL_REVIEW_VENDORS: the gate's vendors output, a JSON list."""
+    from bot.contracts.base import VENDORS
+
+    if text is None:
+        return ()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(v in VENDORS for v in value):
+        raise UsageError(
+            f"KERNEL_REVIEW_VENDORS={text[:60]!r} is not a JSON list of vendors "
+            f"({', '.join(VENDORS)})",
+            hint="pass the gate job's vendors output: ${{ needs.gate.outputs.vendors }}",
+        )
+    return tuple(value)
 
 
 def _spacing(text: str | None) -> tuple[float, float] | None:
@@ -229,7 +274,35 @@ def _gate_outputs(d: GateDecision, results: Path) -> dict[str, str]:
     }
 
 
+SCHEDULED_EVENTS = ("schedule", "workflow_dispatch")
+
+
+def scheduled_plan(env: ActionEnv, client_factory) -> int:
+    """The scheduled workflow's plan: the vendors the default branch's policy lists (its
+    measure matrix), so a repository measures on the runners it says it has."""
+    from bot.policy.load import find_policy, missing_policy
+    from bot.revision import ApiRevision
+
+    if env.sha is None:
+        raise GitHubError("GITHUB_SHA is not set", hint="run it from a scheduled workflow")
+    revision = ApiRevision(client_factory(), env.sha)
+    found = find_policy(revision, env.policy_path)
+    if found is None:
+        raise missing_policy(
+            revision,
+            place=f"at the default branch's head ({env.sha[:12]})",
+            hint="see docs/policy.md",
+            path=env.policy_path,
+        )
+    vendors = list(found[0].vendors)
+    log(f"scheduled run at {env.sha[:12]}: measuring on {', '.join(vendors)} ({found[1]})")
+    set_outputs(env.output, {"run": "true", "head-sha": env.sha, "vendors": json.dumps(vendors)})
+    return 0
+
+
 def plan_mode(env: ActionEnv, client_factory) -> int:
+    if env.event_name in SCHEDULED_EVENTS:
+        return scheduled_plan(env, client_factory)
     result, _ = _gate(env, client_factory)
     d = result.decision
     env.results_path.mkdir(parents=True, exist_ok=True)
@@ -384,6 +457,7 @@ def report_mode(env: ActionEnv, client_factory) -> int:
         if env.results_path.is_dir()
         else []
     )
+    queued = _read_queue(env.queue_file)
     refused: str | None = None
     try:
         kept, dropped = read_results(files, head_sha=d.head_sha or "", vendors=d.plan.vendors)
@@ -394,7 +468,7 @@ def report_mode(env: ActionEnv, client_factory) -> int:
         log(f"results dropped: {reason}")
     # a refused artifact is said for every planned vendor, also when the gate ran nothing
     planned = d.plan.vendors if d.run or refused else ()
-    evidence = merge_evidence(kept, planned, refused=refused)
+    evidence = merge_evidence(kept, planned, refused=refused, queued=queued)
     evidence = evidence.merge(_history(client, env.history_branch, d.plan.vendors))
     kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
     repo = collect(ApiRevision(client, d.head_sha or ""), kernel_paths, result.policy.owners)
@@ -434,6 +508,8 @@ def report_mode(env: ActionEnv, client_factory) -> int:
     write_summary(env.step_summary, review.summary)
     env.results_path.mkdir(parents=True, exist_ok=True)
     (env.results_path / "review.md").write_text(review.summary, encoding="utf-8")
+    if queued is not None and queued.stuck:
+        _cancel_queued(env, client, queued)
     set_outputs(
         env.output,
         {
@@ -443,6 +519,79 @@ def report_mode(env: ActionEnv, client_factory) -> int:
         },
     )
     return 0
+
+
+def wait_mode(
+    env: ActionEnv,
+    client_factory,
+    *,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Wait for this run's measure jobs: until each has finished, or has sat in the queue for
+    the queue timeout (no runner with its labels); writes the report's ``queue_file``."""
+    from bot.jobs.queue import wait_for_vendor_jobs
+
+    if env.run_id is None:
+        raise UsageError(
+            "--mode wait waits for the measure jobs of this workflow run: GITHUB_RUN_ID is not set",
+            hint="run it as the report job's first step (docs/workflows/kernel-review.yml)",
+        )
+    report = wait_for_vendor_jobs(
+        client_factory(),
+        env.run_id,
+        timeout_s=env.queue_timeout_s,
+        expected=env.wait_for,
+        clock=clock,
+        sleep=sleep,
+        log=log,
+    )
+    env.queue_file.write_text(report.model_dump_json(), encoding="utf-8")
+    if report.stuck:
+        write_summary(
+            env.step_summary,
+            "### kernel-review: no runner\n\n"
+            + "\n".join(f"- {md_inline(report.reason(v), max_chars=400)}" for v in report.vendors),
+        )
+    else:
+        log("every measure job finished")
+    return 0
+
+
+def _read_queue(path: Path) -> Any:
+    """The wait's report, when the wait step ran in this job; else None."""
+    from bot.contracts.queue import QueueReport
+
+    if not path.is_file():
+        return None
+    try:
+        return QueueReport.model_validate_json(path.read_bytes())
+    except ValueError as exc:
+        raise ResultsError(
+            f"{path} is not the wait step's report: {str(exc)[:300]}",
+            hint="the wait step (--mode wait) writes it; do not write it from elsewhere",
+        ) from None
+
+
+def _cancel_queued(env: ActionEnv, client: Any, queued: Any) -> None:
+    """Cancel this run once the review is posted: its stuck measure jobs show as cancelled
+    instead of holding the run for a day. The report job itself runs on (``always()``)."""
+    from bot.github.api import GitHubRequestError
+
+    names = ", ".join(j.name for j in queued.stuck)
+    if env.run_id is None:
+        return
+    try:
+        client.cancel_run(env.run_id)
+    except GitHubRequestError as exc:
+        if exc.status not in (403, 404):
+            raise
+        log(
+            f"the queued job(s) {names} were not cancelled ({exc.status} {exc.api_message}): "
+            "give the report job `actions: write`, or cancel the run by hand"
+        )
+        return
+    log(f"cancelled the run's queued job(s) {names}: no runner took them")
 
 
 def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -> int:
@@ -612,6 +761,13 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
     files = (
         sorted(env.results_path.glob("**/scheduled-*.json")) if env.results_path.is_dir() else []
     )
+    queued = _read_queue(env.queue_file)
+    if not files and queued is not None and queued.stuck:
+        _cancel_queued(env, client_factory(), queued)
+        raise ResultsError(
+            "no scheduled run came back: " + "; ".join(queued.reason(v) for v in queued.vendors),
+            hint="nothing was recorded tonight; the next run tries again",
+        )
     if not files:
         raise ResultsError(
             f"no scheduled-<vendor>.json under {env.results_path}",
@@ -651,6 +807,10 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
     with open(env.history_path, "a", encoding="utf-8") as handle:
         handle.write("".join(line + "\n" for line in lines))
     log(f"appended {plural(len(lines), 'record')} to {env.history_path}")
+    if queued is not None and queued.stuck:
+        for vendor in queued.vendors:
+            log(f"{vendor}: not recorded: {queued.reason(vendor)}")
+        _cancel_queued(env, client, queued)
     return 0
 
 
@@ -739,6 +899,8 @@ def handle(args: argparse.Namespace) -> int:
         return plan_mode(env, factory)
     if args.mode == "ack":
         return ack_mode(env, factory)
+    if args.mode == "wait":
+        return wait_mode(env, factory)
     if args.mode == "report":
         return report_mode(env, factory)
     if args.mode == "scheduled":

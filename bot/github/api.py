@@ -33,7 +33,14 @@ from bot import __version__
 from bot.contracts.base import Frozen
 from bot.errors import GitHubError
 from bot.escape import clip, clip_bytes
-from bot.github.types import CheckAnnotation, CommentInfo, FileInfo, IssueInfo, PullInfo
+from bot.github.types import (
+    CheckAnnotation,
+    CommentInfo,
+    FileInfo,
+    IssueInfo,
+    JobInfo,
+    PullInfo,
+)
 
 DEFAULT_API_URL = "https://api.github.com"
 DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
@@ -517,16 +524,54 @@ class GitHubClient:
                         found[run.id] = run
             return list(found.values())
 
-        cancelled: list[int] = []
-        for run in self._call(f"listing the runs that review #{pull.number}", stale):
-            try:
-                self._call(f"cancelling run {run.id}", run.cancel)
-            except GitHubRequestError as exc:
-                if exc.status != 409:  # 409: it finished in the meantime
-                    raise
-            else:
-                cancelled.append(run.id)
-        return cancelled
+        return [
+            run.id
+            for run in self._call(f"listing the runs that review #{pull.number}", stale)
+            if self.cancel_run(run.id)
+        ]
+
+    def cancel_run(self, run_id: int) -> bool:
+        """Cancel an Actions run (its queued and running jobs); False when it had finished."""
+        url = f"/repos/{self.repo_name}/actions/runs/{run_id}/cancel"
+        try:
+            self._call(
+                f"cancelling run {run_id}",
+                lambda: self._gh.requester.requestJsonAndCheck("POST", url),
+            )
+        except GitHubRequestError as exc:
+            if exc.status != 409:  # 409: it finished in the meantime
+                raise
+            return False
+        return True
+
+    def run_jobs(self, run_id: int) -> list[JobInfo]:
+        """The jobs of an Actions run (its latest attempt), all pages."""
+        url = f"/repos/{self.repo_name}/actions/runs/{run_id}/jobs"
+
+        def page(n: int) -> list[Any]:
+            _, data = self._gh.requester.requestJsonAndCheck(
+                "GET", url, parameters={"per_page": 100, "page": n}
+            )
+            jobs = data.get("jobs") if isinstance(data, dict) else None
+            return jobs if isinstance(jobs, list) else []
+
+        out: list[JobInfo] = []
+        for n in range(1, 11):  # 1,000 jobs; a matrix holds at most 256
+            items = self._call(f"listing the jobs of run {run_id}", lambda n=n: page(n))
+            out += [
+                JobInfo(
+                    id=int(j.get("id") or 0),
+                    name=str(j.get("name") or ""),
+                    status=str(j.get("status") or ""),
+                    created_at=str(j.get("created_at") or ""),
+                    labels=tuple(str(x) for x in j.get("labels") or ()),
+                )
+                for j in items
+                if isinstance(j, dict)
+            ]
+            if len(items) < 100:
+                break
+        return out
 
     def find_issue(self, marker: str, *, author: str | None = None) -> IssueInfo | None:
         """The first open issue (not a pull request) whose body holds ``marker``, by ``author``
