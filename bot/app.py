@@ -76,6 +76,7 @@ class ActionEnv:
     history_branch: str = "kernel-review-history"
     history_path: Path = Path("kernel-review-history") / "history.jsonl"
     sha: str | None = None  # GITHUB_SHA: for a scheduled run, the default branch's head
+    server_url: str = "https://github.com"  # GITHUB_SERVER_URL: for links to commits
     queue_timeout_s: float = 30 * 60.0  # how long a measure job may wait for a runner
     queue_file: Path = Path("kernel-review-queue.json")  # the wait's report, for the report
     wait_for: tuple[str, ...] = ()  # the vendors whose measure jobs the wait expects
@@ -116,6 +117,7 @@ class ActionEnv:
             history_branch=get("INPUT_HISTORY_BRANCH") or "kernel-review-history",
             history_path=Path(get("INPUT_HISTORY_PATH") or "kernel-review-history/history.jsonl"),
             sha=get("GITHUB_SHA"),
+            server_url=server,
             queue_timeout_s=_minutes(get("KERNEL_REVIEW_QUEUE_TIMEOUT_MINUTES")),
             queue_file=Path(get("KERNEL_REVIEW_QUEUE_FILE") or "kernel-review-queue.json"),
             wait_for=_vendor_list(get("KERNEL_REVIEW_VENDORS")),
@@ -753,9 +755,10 @@ def _allowed(name: str, pinned: dict[str, str]) -> str:
 def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
     """Append the scheduled runs' records to the history; open or update the one issue."""
     from bot.contracts.history import ScheduledResults
-    from bot.jobs.scheduled import history_record, issue_title, upsert_issue
+    from bot.jobs.scheduled import history_record, issue_title, read_history, upsert_issue
     from bot.policy.load import find_policy
     from bot.review.conclude import conclude, review_context
+    from bot.review.trend import trend_summary
     from bot.revision import ApiRevision
 
     files = (
@@ -775,6 +778,7 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
         )
     client = client_factory()
     lines = []
+    tolerance: float | None = None  # the policy's: the trend marks a rise past it
     for path in files:
         try:
             results = ScheduledResults.model_validate_json(path.read_bytes())
@@ -792,6 +796,7 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
             log(f"no policy at {results.sha[:12]}; no issue opened")
             continue
         policy, source = found
+        tolerance = policy.tolerance
         ctx = review_context(policy, base_sha=results.sha, head_sha=results.sha,
                              repository=env.repository, policy_source=source,
                              note=f"scheduled run on the default branch ({results.vendor})")  # fmt: skip
@@ -807,11 +812,33 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
     with open(env.history_path, "a", encoding="utf-8") as handle:
         handle.write("".join(line + "\n" for line in lines))
     log(f"appended {plural(len(lines), 'record')} to {env.history_path}")
+    if tolerance is None:
+        tolerance = _tolerance(client, results.sha, env.policy_path)
+    trend = trend_summary(
+        read_history(env.history_path.read_text(encoding="utf-8")),
+        commit_url=lambda sha: f"{env.server_url}/{env.repository}/commit/{sha}",
+        tolerance=tolerance,
+    )
+    write_summary(env.step_summary, trend or "No GPU-timed runs in the history yet.")
     if queued is not None and queued.stuck:
         for vendor in queued.vendors:
             log(f"{vendor}: not recorded: {queued.reason(vendor)}")
         _cancel_queued(env, client, queued)
     return 0
+
+
+def _tolerance(client: Any, sha: str, policy_path: str | None) -> float:
+    """The policy's tolerance at ``sha``; the default where there is no policy to read."""
+    from bot.policy.load import find_policy
+    from bot.policy.model import Policy
+    from bot.revision import ApiRevision
+
+    try:
+        found = find_policy(ApiRevision(client, sha), policy_path)
+    except KernelReviewError as exc:
+        log(f"the policy at {sha[:12]} was not read ({exc.message}); the default tolerance")
+        found = None
+    return found[0].tolerance if found else Policy.model_fields["tolerance"].default
 
 
 def _measurement_engine() -> Callable[..., Any]:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import ValidationError
 
 from bot.contracts.evidence import Evidence, KernelHistory
-from bot.contracts.history import HistoryRecord, ScheduledResults
+from bot.contracts.history import HistoryCase, HistoryRecord, ScheduledResults
 from bot.contracts.plan import Plan
 from bot.contracts.review import ChangeLine
 from bot.github.api import GitHubClient
@@ -86,6 +86,22 @@ def regressed_kernels(ev: Evidence) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _cases(ev: Evidence, tried: bool) -> tuple[HistoryCase, ...]:
+    """Every case timed under the pinned toolchain, with its time under the newest release."""
+    return tuple(
+        HistoryCase(
+            kernel=x.kernel,
+            shape=x.shape,
+            dtype=x.dtype,
+            us=round(x.base_us, 3),
+            candidate_us=round(x.head_us, 3) if tried and x.head_us else None,
+        )
+        for s in ev.sweeps
+        for x in s.shapes
+        if x.base_us
+    )
+
+
 def history_record(results: ScheduledResults) -> HistoryRecord:
     ev = results.evidence
     sides = {t.side: dict(t.versions) for t in ev.toolchains}
@@ -100,6 +116,7 @@ def history_record(results: ScheduledResults) -> HistoryRecord:
         kernels=_medians(ev, "base"),
         candidate_kernels=_medians(ev, "head") if results.changes else {},
         regressed=tuple(regressed_kernels(ev)) if results.changes else (),
+        cases=_cases(ev, bool(results.changes)),
     )
 
 
