@@ -866,7 +866,7 @@ def _bench_results(path: Path, cpu_vendor: str) -> ResultsFile:
 REVIEW_USAGE = """\
 kernel-review review --repo PATH --base REV [--head REV] [--run-repo-code] [--results FILE ...]
                             [--out FILE]
-       kernel-review review --mode {plan,ack,measure,report}"""
+       kernel-review review --mode {plan,ack,measure,wait,report,scheduled,scheduled-report}"""
 REVIEW_DESCRIPTION = """\
 Two forms.
 
@@ -876,7 +876,7 @@ pull request from --base to --head (default HEAD) would get as its comment, as p
 reviewed repository runs unless --run-repo-code (the compiler report of its Triton kernels
 imports its modules); the last line says which it did.
 
-Inside GitHub Actions: --mode plan|ack|measure|report runs one job of the workflow
+Inside GitHub Actions: --mode plan|ack|measure|wait|report runs one job of the workflow
 (docs/workflows/kernel-review.yml). It reads GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL
 and the action's INPUT_* variables, and refuses to run without them."""
 

@@ -308,23 +308,20 @@ def test_policy_accepted_entry_accepts_until_its_expiry_date(
     assert "### Accepted regressions" in body and said in body
 
 
-def _many_slower(results: Path, base: str, head: str, n: int) -> None:
+def _many_cases(results: Path, base: str, head: str, n: int, **line) -> None:
+    """``n`` softmax cases of one kind (``line``: their verdict, ratio, ...) from the nvidia
+    runner."""
     shapes = tuple(
-        ShapeLine(
-            kernel="softmax",
-            shape=(64 * (i + 1), 781),
-            dtype="float16",
-            verdict="SLOWER",
-            ratio=1.2,
-            ci_low=1.15,
-            ci_high=1.25,
-            base_us=10.0,
-            head_us=12.0,
-        )
+        ShapeLine(kernel="softmax", shape=(16 * (i + 1), 781), dtype="float16", **line)
         for i in range(n)
     )
     ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
     write_results(results, base, head, "nvidia", ev)
+
+
+def _many_slower(results: Path, base: str, head: str, n: int) -> None:
+    _many_cases(results, base, head, n, verdict="SLOWER", ratio=1.2, ci_low=1.15, ci_high=1.25,
+                base_us=10.0, head_us=12.0)  # fmt: skip
 
 
 def test_check_run_carries_the_verdict_summary_and_annotations_in_batches_of_50(
@@ -372,20 +369,11 @@ def test_a_token_without_checks_write_falls_back_to_the_commit_status(
 
 
 def _multibyte_summary(results: Path, base: str, head: str) -> None:
-    """Slower shapes enough for a summary over GitHub's 65,535 bytes, each with a failure
-    message in multi-byte text (3 bytes a character)."""
-    shapes = tuple(
-        ShapeLine(
-            kernel="softmax",
-            shape=(16 * (i + 1), 781),
-            dtype="float16",
-            verdict="ERROR",
-            detail="計算結果が参照と一致しません " * 8,
-        )
-        for i in range(400)
+    """Failed cases enough for a summary over GitHub's 65,535 bytes, each with a message in
+    multi-byte text (3 bytes a character)."""
+    _many_cases(
+        results, base, head, 400, verdict="ERROR", detail="計算結果が参照と一致しません " * 8
     )
-    ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
-    write_results(results, base, head, "nvidia", ev)
 
 
 def test_a_summary_in_multibyte_text_is_cut_by_bytes_and_the_check_run_posts(

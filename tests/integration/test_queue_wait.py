@@ -2,8 +2,6 @@
 the review says which vendor had no runner, and the run is cancelled once the review is posted.
 Against the fake GitHub over HTTP (real PyGithub), on the fixture rewrite's real repository."""
 
-# ruff: noqa: F811  (the end-to-end fixtures gh and fixture_repo are imported by name)
-
 from __future__ import annotations
 
 import datetime as dt
@@ -12,14 +10,11 @@ import json
 from bot.github.api import GitHubClient
 from bot.jobs.queue import wait_for_vendor_jobs
 from tests.fake_github import FakeGitHub
-from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)
-    Run,
-    bot_comments,
-    fixture_repo,
-    gh,
-    pr_event,
-    results_for,
-)
+from tests.integration import test_app_e2e as e2e
+from tests.integration.test_app_e2e import Run, bot_comments, pr_event, results_for
+
+fixture_repo = e2e.fixture_repo  # the fixture rewrite in a real repository, as there
+gh = e2e.gh  # the fake GitHub serving it
 
 RUN = 555  # the run id Run gives every job
 QUEUED_AT = "2026-01-01T00:00:00Z"
