@@ -259,7 +259,7 @@ class FakeGitHub:
                 "conclusion": "success" if status == "completed" else None,
                 "created_at": created_at,
                 "started_at": created_at,
-                "completed_at": None,
+                "completed_at": created_at if status == "completed" else None,
                 "labels": list(labels),
                 "runner_name": None,
                 "html_url": f"{self.origin}/{self.repo}/actions/runs/{run_id}/job/{job_id}",

@@ -564,6 +564,7 @@ class GitHubClient:
                     name=str(j.get("name") or ""),
                     status=str(j.get("status") or ""),
                     created_at=str(j.get("created_at") or ""),
+                    completed_at=str(j.get("completed_at") or ""),
                     labels=tuple(str(x) for x in j.get("labels") or ()),
                 )
                 for j in items

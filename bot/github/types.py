@@ -62,6 +62,7 @@ class JobInfo(Frozen):
     name: str
     status: str  # queued | in_progress | completed | waiting | requested | pending
     created_at: str = ""  # ISO 8601: when it was queued
+    completed_at: str = ""  # ISO 8601, once completed
     labels: tuple[str, ...] = ()  # its runs-on labels
 
 

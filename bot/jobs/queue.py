@@ -56,12 +56,21 @@ def stuck_jobs(
     seen = {job_vendor(j) for j in jobs}
     if any(v not in seen for v in expected) and waited_s < timeout_s:
         return None
+    # a job queued behind another of its vendor (one runner, two shards) waits from the moment
+    # that one finished, not from its own creation
+    freed = {
+        v: min((_since(j.completed_at, now) for j in jobs if job_vendor(j) == v and
+                j.status == "completed" and j.completed_at), default=None)
+        for v in seen
+    }  # fmt: skip
     stuck: list[QueuedJob] = []
     for job in jobs:
         vendor = job_vendor(job)
         if vendor is None or job.status == "completed":
             continue
         waited = _since(job.created_at, now)
+        if freed.get(vendor) is not None:
+            waited = min(waited, freed[vendor])
         if job.status not in WAITING or waited < timeout_s:
             return None
         stuck.append(QueuedJob(name=job.name, vendor=vendor, labels=job.labels, waited_s=waited))

@@ -132,3 +132,27 @@ def test_a_queue_timeout_that_is_not_minutes_is_refused_with_what_to_write(
         assert run("wait") == 2
         err = capsys.readouterr().err
         assert "is not a number of minutes" in err and "e.g. 30" in err
+
+
+def test_a_shard_queued_behind_its_vendors_other_shard_waits_from_when_that_one_ended():
+    """One runner, two shards: shard 2 sits in the queue while shard 1 runs; once shard 1 is
+    done, shard 2 counts its wait from then, so it is not given up for the time shard 1 took."""
+    with FakeGitHub() as fake:
+        fake.add_workflow_run(RUN)
+        first = fake.add_workflow_job(RUN, "measure (amd 1/2)", status="in_progress", created_at=QUEUED_AT, labels=("amd",))  # fmt: skip
+        second = fake.add_workflow_job(RUN, "measure (amd 2/2)", created_at=QUEUED_AT, labels=("amd",))  # fmt: skip
+        now = [T0 + 40 * 60.0]  # shard 1 has run for 40 minutes, past the 30-minute timeout
+
+        def sleep(seconds: float) -> None:
+            now[0] += seconds
+            jobs = fake.workflow_jobs
+            if jobs[first]["status"] == "in_progress":  # shard 1 ends; shard 2 still queued
+                stamp = dt.datetime.fromtimestamp(now[0], dt.timezone.utc).isoformat()
+                jobs[first].update(status="completed", conclusion="success", completed_at=stamp)
+            elif now[0] > T0 + 50 * 60:  # the runner takes shard 2, which then ends
+                jobs[second].update(status="completed", conclusion="success")
+
+        report = wait_for_vendor_jobs(
+            _client(fake), RUN, timeout_s=1800, poll_s=60, clock=lambda: now[0], sleep=sleep
+        )
+        assert report.stuck == ()
