@@ -50,38 +50,60 @@ def test_the_star_owns_everything_unless_a_later_match_takes_precedence():
     assert owner("notes/a.txt") == ("@octo-org/octocats",)
 
 
-def test_a_rooted_directory_owns_everything_below_it():
-    # "@doctocat owns any files in the build/logs directory at the root of the repository and
-    # any of its subdirectories."
-    assert matches("/build/logs/", "build/logs/a.log")
-    assert matches("/build/logs/", "build/logs/deep/er/a.log")
-    assert not matches("/build/logs/", "src/build/logs/a.log")
+# (the doc's sentence, the pattern, paths it owns, paths it does not)
+PATTERNS = [
+    (
+        "@doctocat owns any files in the build/logs directory at the root of the repository "
+        "and any of its subdirectories.",
+        "/build/logs/",
+        ["build/logs/a.log", "build/logs/deep/er/a.log"],
+        ["src/build/logs/a.log"],
+    ),
+    (
+        "The `docs/*` pattern will match files like `docs/getting-started.md` but not further "
+        "nested files like `docs/build-app/troubleshooting.md`.",
+        "docs/*",
+        ["docs/getting-started.md"],
+        ["docs/build-app/troubleshooting.md"],
+    ),
+    (
+        "@octocat owns any file in an apps directory anywhere in your repository.",
+        "apps/",
+        ["apps/web/index.html", "services/apps/worker.py"],
+        ["apps.py"],
+    ),
+    (
+        "@doctocat owns any file in the `/docs` directory in the root of your repository and "
+        "any of its subdirectories.",
+        "/docs/",
+        ["docs/getting-started.md", "docs/build-app/troubleshooting.md"],
+        ["src/docs/x.md"],
+    ),
+    (
+        "@octocat owns any file in a `/logs` directory such as `/build/logs`, `/scripts/logs`, "
+        "and `/deeply/nested/logs`.",
+        "**/logs",
+        ["build/logs/a.log", "scripts/logs/b.log", "deeply/nested/logs/c.log"],
+        ["deeply/nested/logsbook.txt"],
+    ),
+]
 
 
-def test_docs_star_matches_direct_children_only():
-    # "The `docs/*` pattern will match files like `docs/getting-started.md` but not further
-    # nested files like `docs/build-app/troubleshooting.md`."
-    assert matches("docs/*", "docs/getting-started.md")
-    assert not matches("docs/*", "docs/build-app/troubleshooting.md")
-    # in the whole file, the nested one falls to the later `/docs/` rule
+@pytest.mark.parametrize("sentence, pattern, owns, not_owns", PATTERNS)
+def test_each_pattern_owns_what_the_doc_says(
+    sentence: str, pattern: str, owns: list[str], not_owns: list[str]
+):
+    for path in owns:
+        assert matches(pattern, path), (sentence, path)
+    for path in not_owns:
+        assert not matches(pattern, path), (sentence, path)
+
+
+def test_a_nested_file_under_docs_star_keeps_an_earlier_owner():
     text = "* @everyone\ndocs/*  docs@example.com\n"
     assert owner("docs/getting-started.md", text) == ("docs@example.com",)
     assert owner("docs/build-app/troubleshooting.md", text) == ("@everyone",)
-
-
-def test_a_directory_without_a_leading_slash_matches_anywhere():
-    # "@octocat owns any file in an apps directory anywhere in your repository."
-    assert matches("apps/", "apps/web/index.html")
-    assert matches("apps/", "services/apps/worker.py")
-    assert not matches("apps/", "apps.py")
-
-
-def test_slash_docs_slash_is_rooted_and_recursive():
-    # "@doctocat owns any file in the `/docs` directory in the root of your repository and any
-    # of its subdirectories."
-    assert matches("/docs/", "docs/getting-started.md")
-    assert matches("/docs/", "docs/build-app/troubleshooting.md")
-    assert not matches("/docs/", "src/docs/x.md")
+    # in the doc's whole file, the later `/docs/` rule owns both
     assert owner("docs/build-app/troubleshooting.md") == ("@doctocat",)
 
 
@@ -89,14 +111,6 @@ def test_several_owners_of_one_directory():
     # "any change inside the `/scripts` directory will require approval from @doctocat or
     # @octocat."
     assert owner("scripts/setup.sh") == ("@doctocat", "@octocat")
-
-
-def test_double_star_logs_matches_a_logs_directory_at_any_depth():
-    # "@octocat owns any file in a `/logs` directory such as `/build/logs`, `/scripts/logs`,
-    # and `/deeply/nested/logs`."
-    for path in ("build/logs/a.log", "scripts/logs/b.log", "deeply/nested/logs/c.log"):
-        assert matches("**/logs", path), path
-    assert not matches("**/logs", "deeply/nested/logsbook.txt")
 
 
 def test_an_empty_owner_list_leaves_a_subdirectory_unowned():
