@@ -43,35 +43,41 @@ PINNED_PACKAGES = ("triton", "torch")
 # --- CODEOWNERS -------------------------------------------------------------------------------
 
 
+def _segment_regex(segment: str) -> str:
+    """One path segment of a pattern: ``*`` and ``?`` stay within the segment; everything else,
+    ``[`` and ``]`` included, is literal (GitHub does not take character ranges)."""
+    return "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in segment)
+
+
 def _codeowners_regex(pattern: str) -> re.Pattern[str]:
-    """Translate one CODEOWNERS (gitignore-style) pattern to a regex over repo-relative paths."""
-    anchored = pattern.startswith("/") or "/" in pattern.rstrip("/")
-    pat = pattern.lstrip("/")
-    directory = pat.endswith("/")
-    pat = pat.rstrip("/")
-    out = []
-    i = 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    body = "".join(out)
-    prefix = "" if anchored else "(?:.*/)?"
-    # A pattern naming a directory (or any path) also owns everything below it.
-    suffix = "/.*" if directory else "(?:/.*)?"
-    return re.compile(f"^{prefix}{body}{suffix}$")
+    """One CODEOWNERS pattern as a regex over repository-relative paths, by GitHub's rules
+    (https://docs.github.com/en/repositories/managing-your-repositorys-settings-and-features/customizing-your-repository/about-code-owners):
+
+    - a slash at the start or in the middle anchors the pattern at the root; otherwise it
+      matches at any depth (``*.js``, ``apps/``);
+    - a trailing slash names a directory: everything below it (``/build/logs/``);
+    - a last segment that is ``*`` matches the files directly inside only: ``docs/*`` owns
+      ``docs/getting-started.md`` but not ``docs/build-app/troubleshooting.md``;
+    - any other last segment matches the path itself and everything below it (``/apps/github``);
+    - ``**`` matches any number of directories (``**/logs``, ``docs/**/*.md``).
+    """
+    directory = pattern.endswith("/")
+    anchored = pattern.startswith("/") or "/" in pattern.strip("/")
+    segments = pattern.strip("/").split("/")
+    out = "" if anchored else "(?:.*/)?"
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        if segment == "**":
+            out += ".+" if last else "(?:[^/]+/)*"
+            continue
+        out += _segment_regex(segment)
+        if not last:
+            out += "/"
+        elif directory:
+            out += "/.+"
+        elif segment != "*":
+            out += "(?:/.+)?"
+    return re.compile(f"^{out}$")
 
 
 def parse_codeowners(text: str) -> list[tuple[int, re.Pattern[str], tuple[str, ...]]]:

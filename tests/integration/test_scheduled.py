@@ -75,7 +75,16 @@ def test_one_issue_opened_then_updated_and_the_history_shown_in_a_review(
     records = read_history(history.read_text())
     assert [r.regressed for r in records] == [("softmax",), ("softmax",), ()]
     assert records[0].kernels == {"softmax": 56.0} and records[0].pinned == {"triton": "3.6.0"}
+    assert [(c.shape, c.us, c.candidate_us) for c in records[0].cases] == [
+        ((4096, 4096), 100.0, 140.0),
+        ((1823, 781), 12.0, 12.0),
+    ]
     assert len(gh.issues) == 1
+    # the job summary draws each case's trend, its runs linked to their commits
+    summary = calm.summary.read_text()
+    assert "## The default branch over time" in summary
+    assert "### `softmax` 4096x4096 float16 on nvidia" in summary and "xychart-beta" in summary
+    assert f"(https://ghe.example/octo/kernels/commit/{base})" in summary
 
     # the history branch holds the file; a pull request's review shows how softmax moved
     gh.put_file("kernel-review-history", "history.jsonl", history.read_text())
