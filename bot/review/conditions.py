@@ -355,10 +355,13 @@ def first_call(f: Facts) -> Finding:
     over = [
         x for x in gpu if x.over_budget_shapes or (budget is not None and (x.cold_ms or 0) > budget)
     ]
-    if over:
-        rows = lines + tuple(
-            f"{x.kernel}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
-            for x in over
+    if over:  # what is over the budget first, then each measurement
+        rows = (
+            tuple(
+                f"{x.kernel}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
+                for x in over
+            )
+            + lines
         )
         return Finding(
             "open",
