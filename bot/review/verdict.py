@@ -92,9 +92,7 @@ def decide(
     others = len(changes) - len(rewrites) - len(tunings) - len(bumps)
     if others:
         what.append(f"changes {plural(others, 'other kernel')}")
-    subject = (
-        "This pull request " + and_list(what) if what else "This pull request changes kernels"
-    )
+    subject = "This pull request " + and_list(what) if what else "This pull request changes kernels"
 
     if blocking:
         decision: Decision = "request_changes"

@@ -104,7 +104,11 @@ def test_a_chart_is_a_text_bar_per_shape_in_a_terminal_not_its_source() -> None:
     )
     ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
     verdict = Verdict(
-        decision="approve", why="", conditions=(), not_asking_for=(), changes=(),
+        decision="approve",
+        why="",
+        conditions=(),
+        not_asking_for=(),
+        changes=(),
         prices={"softmax": 0.08},
     )
     ctx = ReviewContext(base_sha="a" * 40, head_sha="b" * 40)
