@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.contracts.evidence import ShapeLine
+from bot.contracts.evidence import FAILED_VERDICTS, ShapeLine
 from bot.review.words import number, percent, speed
 
 CUT = 10.0  # a bar past 10x (or under 1/10) is drawn at that bound, and the title says so
@@ -41,9 +41,13 @@ def _values(values: Sequence[float]) -> str:
 
 
 def chart_shapes(shapes: Sequence[ShapeLine]) -> tuple[list[ShapeLine], int]:
-    """The timed shapes a chart draws (at most ``LIMIT``: those furthest from 1.0, in the order
-    given) and how many were timed."""
-    timed = [x for x in shapes if x.ratio is not None and x.ratio > 0]
+    """The shapes a chart draws, timed and not failed (at most ``LIMIT``: those furthest from
+    1.0, in the order given), and how many there were: a wrong result's time says nothing."""
+    timed = [
+        x
+        for x in shapes
+        if x.ratio is not None and x.ratio > 0 and x.verdict not in FAILED_VERDICTS
+    ]
     if len(timed) <= LIMIT:
         return timed, len(timed)
     keep = sorted(timed, key=lambda x: -abs(math.log(x.ratio or 1.0)))[:LIMIT]

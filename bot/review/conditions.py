@@ -103,8 +103,12 @@ def sweep(f: Facts) -> Finding:
         lines.append(_sweep_line(s))
         if s.dropped_rounds:
             lines.append(f"{s.vendor}: {s.dropped_rounds} throttled rounds dropped")
-    for x in failures:
-        lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip())
+    for s in gpu_sweeps:
+        where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
+        for x in s.failures:
+            lines.append(
+                f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip()
+            )
     inconclusive: list[ShapeLine] = []
     within: list[ShapeLine] = []  # a priced rewrite's shapes within its price
     for s in gpu_sweeps:
@@ -358,7 +362,7 @@ def first_call(f: Facts) -> Finding:
     if over:  # what is over the budget first, then each measurement
         rows = (
             tuple(
-                f"{x.kernel}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
+                f"{x.kernel} on {x.vendor}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
                 for x in over
             )
             + lines

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import (
+    FAILED_VERDICTS,
     AutotuneEvidence,
     CompilerEvidence,
     CompilerRow,
@@ -706,7 +707,7 @@ def _worst(v: Verdict, evidence: Evidence) -> list[str]:
     cases = [(s.vendor, x) for s in gpu for x in s.shapes if x.verdict not in HELD]
     if not cases:
         return []
-    failed = ("WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR")
+    failed = FAILED_VERDICTS
     cases.sort(
         key=lambda c: (c[1].verdict not in failed, c[1].verdict != "SLOWER", -(c[1].ratio or 0.0))
     )

@@ -14,6 +14,9 @@ from tests.golden_util import GOLDEN
 
 FIRST_SCREEN = 1600  # bytes of markdown before the first folded section (about 1.5 KB)
 WHOLE = 10 * 1024  # bytes of a whole comment with GPU results, up to three kernels
+# the fixture's pull request, reviewed on its H200 results (tests/integration/test_demo.py):
+# 52 shapes, all five conditions open, a toolchain pin and a finding; 26.7 KB before
+HEAVY = {"review_fixture_h200.md": 17 * 1024}
 
 
 def _line(shape: tuple[int, ...], ratio: float, **kw) -> ShapeLine:
@@ -126,7 +129,7 @@ def test_the_first_screen_and_the_whole_comment_stay_short(name: str) -> None:
     first = text.split("<details>")[0]
     assert "Kernel review:" in first and "**Shape sweep**" in first
     assert len(first.encode()) <= FIRST_SCREEN, f"{name}: first screen {len(first.encode())} B"
-    assert len(text.encode()) <= WHOLE, f"{name}: {len(text.encode())} B"
+    assert len(text.encode()) <= HEAVY.get(name, WHOLE), f"{name}: {len(text.encode())} B"
     assert text.rstrip().endswith("</details>")  # nothing after the folded sections
 
 
