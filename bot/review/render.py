@@ -606,7 +606,7 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
             if drawn:
                 out += [esc(chart.legend(mine, price)), "", *drawn, ""]
         table = _sweep_table(s, full=full)
-        if full:
+        if full or len(table) == 1:  # the table whole, or the line saying every shape held
             out += [*table, ""]
         else:
             held = sum(1 for x in s.shapes if x.verdict in HELD)
