@@ -95,7 +95,7 @@ def mermaid(kernel: str, where: str, shapes: Sequence[ShapeLine], price: float |
     every = [*bars, *(v for line in lines for v in line)]
     low, high = min(0.9, *every) - 0.02, max(1.1, *every) + 0.02
     name = re.sub(r"[^A-Za-z0-9_.-]", "", kernel)[:24] or "kernel"
-    place = re.sub(r'["\\\n]', "", where)[:40]
+    place = re.sub(r"[^A-Za-z0-9 _.()-]", "", where)[:40]  # nothing to end a quote or fence
     cut = f", bars cut at {CUT:g}x" if bars != raw else ""
     return [
         "```mermaid",

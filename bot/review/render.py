@@ -291,49 +291,39 @@ def _layout_key(x: TritonLayout) -> str:
 
 
 def _layouts(rows: Sequence[CompilerRow]) -> list[str]:
-    """One line per Triton kernel and target: the layouts of the new side, or, where the old
-    side is Triton too, what changed (the same layouts get one short line)."""
+    """One line per Triton kernel and the targets where it says the same: the layouts of the
+    new side, or, where the old side is Triton too, what changed (the same layouts get one short
+    line)."""
     groups: dict[tuple[str, str], dict[str, list[CompilerRow]]] = {}
     for r in rows:
         if r.layouts:
             groups.setdefault((r.kernel, r.target), {}).setdefault(r.side, []).append(r)
-    out = []
+    said: dict[tuple[str, str], list[str]] = {}  # (kernel, what) -> the targets it holds on
     for (kernel, target), sides in sorted(groups.items()):
         old, new = sides.get("old", []), sides.get("new", [])
         old_keys = {_layout_key(x) for r in old for x in r.layouts}
         new_keys = {_layout_key(x) for r in new for x in r.layouts}
-        where = f"- {esc(kernel)} on {esc(target)}"
         if not old:
-            out.append(f"{where}, new: {_folded_layouts(new)}")
+            text = f", new: {_folded_layouts(new)}"
         elif not new:
-            out.append(f"{where}, old only: {_folded_layouts(old)}")
+            text = f", old only: {_folded_layouts(old)}"
         elif old_keys == new_keys:
-            out.append(f"{where}: the same layouts old and new ({len(new_keys)} distinct)")
+            text = f": the same layouts old and new ({len(new_keys)} distinct)"
         else:
-            text = f"{where}: distinct layouts {len(old_keys)} old → {len(new_keys)} new"
+            text = f": distinct layouts {len(old_keys)} old → {len(new_keys)} new"
             if new_keys - old_keys:
                 text += f"; new: {_folded_layouts(new, new_keys - old_keys)}"
             if old_keys - new_keys:
                 text += f"; gone: {_folded_layouts(old, old_keys - new_keys)}"
-            out.append(text)
-    if not out:
+        said.setdefault((kernel, text), []).append(target)
+    if not said:
         return []
+    out = [
+        f"- {esc(kernel)} on {esc(', '.join(targets))}{text}"
+        for (kernel, text), targets in said.items()
+    ]
     head = "**Layouts the compiler chose** (Triton GPU IR; a warp is a wavefront on AMD; C-1):"
     return [head, "", *out, ""]
-
-
-def _layouts_pointer(rows: Sequence[CompilerRow]) -> list[str]:
-    """The comment's line on the layouts (C-1): where old and new Triton chose different ones;
-    the job summary lists every variant's."""
-    lines = _layouts(rows)
-    if not lines:
-        return []
-    changed = [x.removeprefix("- ").split(":")[0] for x in lines if ": distinct layouts" in x]
-    where = f"; old and new differ for {', '.join(changed)}" if changed else ""
-    return [
-        f"Layouts the compiler chose (Triton GPU IR, C-1): in the job summary, per variant{where}.",
-        "",
-    ]
 
 
 def _layout_rows(rows: Sequence[CompilerRow]) -> list[str]:
@@ -435,7 +425,7 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
         out.append("")
     if ce.autotune:
         out += [*_autotune(ce.autotune), ""]
-    out += _layout_rows(ce.rows) if full else _layouts_pointer(ce.rows)
+    out += _layout_rows(ce.rows) if full else _layouts(ce.rows)
     if ce.rows:
         if full:
             out += _compiler_rows(ce.rows)

@@ -63,19 +63,15 @@ def test_recorded_results_become_the_evidence(capsys) -> None:
     assert "sweep on nvidia" not in review
 
 
-FIRST_SCREEN = 1600  # bytes before the first folded section, as tests/unit/test_chart.py
-WHOLE = 17 * 1024  # bytes: 52 shapes of 3 kernels, all five conditions open (26.7 KB before)
-
-
 def test_the_recorded_review_of_three_kernels_is_short_and_golden(capsys) -> None:
     """The comment for the fixture's pull request (3 kernels: two rewrites and a retune, a
     toolchain pin, 52 shapes on the H200): the verdict, the conditions and the worst shapes in
-    the first screen, the rest folded, and every sentence pinned by a golden file."""
+    the first screen, the rest folded, and every sentence pinned by a golden file (whose size
+    tests/unit/test_chart.py holds to its limits)."""
     assert main(["demo", "--no-compile", "--results", str(RECORDED), "--out", "-"]) == 0
     comment = capsys.readouterr().out.removesuffix("\n")
     check_golden("review_fixture_h200.md", comment)
     first = comment.split("<details>")[0]
-    assert len(first.encode()) <= FIRST_SCREEN and len(comment.encode()) <= WHOLE
     assert first.count("\n- ") == 5 + 3  # the five conditions, then the three worst shapes
     assert "**Worst shapes** (head against base, 95% CI; 12 more under Per-shape results):" in first
     # a chart per kernel; the 15 shapes that did not hold in the table under them
