@@ -17,7 +17,7 @@ from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
 from bot.review.explain import inconclusive_reason, kernel_lines, varied_between_processes
 from bot.review.trade import inconclusive_within, over_words, price_state, priced_kernels
-from bot.review.words import number, percent, speed, speed_range
+from bot.review.words import and_list, number, percent, speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -359,6 +359,7 @@ def first_call(f: Facts) -> Finding:
     over = [
         x for x in gpu if x.over_budget_shapes or (budget is not None and (x.cold_ms or 0) > budget)
     ]
+    gpu_vendors = {x.vendor for x in gpu}
     if over:  # what is over the budget first, then each measurement
         rows = (
             tuple(
@@ -369,7 +370,9 @@ def first_call(f: Facts) -> Finding:
         )
         return Finding(
             "open",
-            f"over the `{kind}` budget of {number(budget or 0.0)} ms for {plural(len(over), 'kernel')}",
+            f"over the `{kind}` budget of {number(budget or 0.0)} ms for "
+            + plural(len({x.kernel for x in over}), "kernel")
+            + (f" on {and_list(sorted({x.vendor for x in over}))}" if len(gpu_vendors) > 1 else ""),
             rows,
             blocking=True,
         )
