@@ -221,7 +221,10 @@ def show(review, args: argparse.Namespace) -> None:
     else:
         print(terminal_text(comment), end="")
         if not args.full:
-            print("every line, shape and compiler variant: --full", file=sys.stderr)
+            print(
+                "what the job summary has besides (every line, shape and variant): --full",
+                file=sys.stderr,
+            )
         if args.out is not None:
             print(f"markdown of the comment: {args.out}", file=sys.stderr)
 
