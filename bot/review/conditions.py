@@ -337,12 +337,14 @@ def first_call(f: Facts) -> Finding:
     head = [x for x in ev.first_calls if x.side == "head"]
     gpu = [x for x in head if not x.compile_only and x.cold_ms is not None]
     failed = [x for x in head if not x.compile_only and x.cold_ms is None]
+    # the slowest kernel's measurements first: the comment lists the first few lines
+    slowest = {x.kernel: -(x.cold_ms or 0.0) for x in sorted(head, key=lambda x: x.cold_ms or 0.0)}
     lines = tuple(
         _first_call_line(x)
         if x.cold_ms is not None or x.compile_only
         else f"{x.kernel} on {x.vendor}{' (base)' if x.side == 'base' else ''}: not measured "
         f"({x.detail or 'no time recorded'})"
-        for x in ev.first_calls
+        for x in sorted(ev.first_calls, key=lambda x: slowest.get(x.kernel, 0.0))
     )
     lines += tuple(line for x in head for line in _picks_against_sweep(x, ev.sweeps))
     kind = req.deployment
