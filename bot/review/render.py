@@ -139,6 +139,19 @@ def _occupancy_pct(text: str) -> float:
     return float(m.group(1)) if m else -1.0
 
 
+_OCCUPANCY = re.compile(r"^(\d+) (\S+) \(([0-9.]+)%\)$")  # "8 warps/SM (12%)"
+
+
+def _occupancy_span(occ: Sequence[str]) -> str:
+    """The lowest and highest occupancy: "8–20 warps/SM (12–31%)" where both read alike."""
+    low, high = _OCCUPANCY.match(occ[0]), _OCCUPANCY.match(occ[-1])
+    if low and high and low.group(2) == high.group(2):
+        return (
+            f"{low.group(1)}–{high.group(1)} {esc(low.group(2))} ({low.group(3)}–{high.group(3)}%)"
+        )
+    return f"{esc(occ[0])} … {esc(occ[-1])}"
+
+
 SHAPES_LISTED = 3  # served shapes named per compiled variant; the rest are counted
 
 
@@ -186,9 +199,7 @@ def _variant_cells(rs: Sequence[CompilerRow]) -> tuple[str, ...]:
     shared = [r.shared_bytes for r in ok if r.shared_bytes is not None]
     occ = sorted({r.occupancy for r in ok if r.occupancy}, key=_occupancy_pct)
     loads = [r.load_bits_max for r in ok if r.load_bits_max]
-    occupancy = (
-        "—" if not occ else esc(occ[0]) if len(occ) == 1 else f"{esc(occ[0])} … {esc(occ[-1])}"
-    )
+    occupancy = "—" if not occ else esc(occ[0]) if len(occ) == 1 else _occupancy_span(occ)
     return (
         variants,
         _span(regs) if regs else "—",

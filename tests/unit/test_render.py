@@ -209,7 +209,7 @@ def test_the_comment_folds_compiler_variants_and_the_summary_lists_them():
     ]
     assert folded == [
         "| matmul | sm\\_90 | new | 4 (1 failed: out of resource: shared memory) | 71–222 | 24 | "
-        "65536–196608 | 4 warps/SM (6%) … 12 warps/SM (19%) | 128 |"
+        "65536–196608 | 4–12 warps/SM (6–19%) | 128 |"
     ]
     assert "wgmma.mma\\_async" not in comment and "wgmma.mma\\_async" in summary
     for config in ("BM=128 DIVISOR=16", "BM=128 DIVISOR=8", "BM=64 DIVISOR=16"):
