@@ -193,3 +193,62 @@ def hog(shape, dtype, *, device="cpu", seed=0):
 
     item = axpy(shape, dtype, device=device, seed=seed)
     return {**item, "fn": fn}
+
+
+def setsid_daemon(shape, dtype, *, device="cpu", seed=0):
+    """Like ``daemon``, but the daemon starts a session of its own (``setsid``), out of reach
+    of a kill of the worker's session; its pid goes to ``setsid_daemon.pid``."""
+    path = os.path.join(os.environ["TRITON_CACHE_DIR"], "setsid_daemon.pid")
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(path + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.replace(path + ".tmp", path)
+            time.sleep(120)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os._exit(0)
+    os.wait()
+    return axpy(shape, dtype, device=device, seed=seed)
+
+
+def escape(shape, dtype, *, device="cpu", seed=0):
+    """Tries to write outside its scratch folder, as code after the runner's per-step files
+    would: appends to every file named in ``targets.txt`` beside the work folder (the test
+    writes it there), and says in ``escape.txt`` (its own cache folder) which writes went
+    through."""
+    cache = os.environ["TRITON_CACHE_DIR"]
+    work = os.path.dirname(os.path.dirname(cache))
+    listing = os.path.join(os.path.dirname(work), "targets.txt")
+    done = []
+    for target in open(listing).read().split():
+        try:
+            with open(target, "a") as f:
+                f.write("PATH=/attacker/bin\n")
+            done.append(target)
+        except OSError:
+            pass
+    with open(os.path.join(cache, "escape.txt"), "w") as f:
+        f.write("\n".join(done))
+    return axpy(shape, dtype, device=device, seed=seed)
+
+
+def shm_hog(shape, dtype, *, device="cpu", seed=0):
+    """Fills /dev/shm and a shared anonymous mapping with 384 MiB each when called: neither is
+    the heap, so ``RLIMIT_DATA`` does not count them."""
+    import mmap
+
+    def fn():
+        chunk = b"\1" * 2**20
+        with open(f"/dev/shm/kernel-review-test-{os.getpid()}", "wb") as f:
+            for _ in range(384):
+                f.write(chunk)
+        shared = mmap.mmap(-1, 384 * 2**20, flags=mmap.MAP_SHARED)
+        for offset in range(0, 384 * 2**20, 2**20):
+            shared[offset : offset + 2**20] = chunk
+        return len(shared)
+
+    item = axpy(shape, dtype, device=device, seed=seed)
+    return {**item, "fn": fn}

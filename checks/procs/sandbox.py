@@ -1,0 +1,236 @@
+"""The sandbox a pull request's code runs in on a GPU runner.
+
+Measured code runs as the runner's user. Unconfined it could rewrite the files through which
+later steps of the job read their environment and PATH (``GITHUB_ENV``, ``GITHUB_PATH``), the
+code of the actions that run after it, or the caches a later run trusts. So on a runner that
+keeps state between jobs, every process that runs a checkout's code is started by
+``sandboxed``:
+
+- in ``bwrap`` (bubblewrap): the whole filesystem read-only, its scratch folders writable, a
+  private /tmp and /dev/shm, no network, the GPU devices passed through, killed with its parent;
+- in cgroups of its own (``checks/procs/cgroup.py``): its memory capped there, so a shared
+  mapping or a file in /dev/shm counts, and everything in them killed when the process is ended
+  (``kill_tree``), a daemon that double-forked into a session of its own included.
+
+``require`` is called before a measurement starts: it turns this on, or refuses to measure with
+what is missing and what to do, unless the runner is declared disposable (one job per fresh
+machine, which takes nothing to the next job). Until then (local commands, which run code the
+user chose to run) processes start as they did. ``isolation_report`` is what
+``kernel-review doctor`` prints.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.errors import KernelReviewError
+from checks.procs import cgroup
+
+ENTER = Path(__file__).resolve().parent / "enter.py"
+DISPOSABLE_ENV = "KERNEL_REVIEW_DISPOSABLE_RUNNER"
+DOCS = "SECURITY.md (Runner isolation)"
+# what a GPU needs of /dev: NVIDIA's devices, AMD's KFD and render nodes
+GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/kfd", "/dev/dri")
+
+
+class IsolationError(KernelReviewError):
+    """The runner cannot confine measured code and was not declared disposable."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What this machine offers: a ``bwrap`` that ran, and a place for cgroups."""
+
+    bwrap: str | None
+    bwrap_problem: str
+    place: cgroup.Place | None
+    cgroup_problem: str
+
+    @property
+    def ready(self) -> bool:
+        return self.bwrap is not None and self.place is not None
+
+    def problems(self) -> list[str]:
+        return [p for p in (self.bwrap_problem, self.cgroup_problem) if p]
+
+
+def bwrap_args(bwrap: str, writable: Iterable[Path], devices: Iterable[str]) -> list[str]:
+    """``bwrap``'s options (before the command): ``/`` read-only, ``writable`` writable, a
+    private /tmp and /dev/shm, the ``devices`` passed through, no network, no shared IPC; it
+    dies with the process that started it. No PID namespace: the workers' zygote hands the
+    processes it forks to the bot, which must see their pids."""
+    args = [bwrap, "--die-with-parent", "--unshare-net", "--unshare-ipc", "--ro-bind", "/", "/"]
+    args += ["--dev", "/dev", "--tmpfs", "/dev/shm"]
+    for device in devices:
+        args += ["--dev-bind", device, device]
+    args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
+    for folder in dict.fromkeys(str(Path(w).resolve()) for w in writable):
+        args += ["--bind", folder, folder]
+    return [*args, "--"]
+
+
+def gpu_devices() -> list[str]:
+    return sorted({path for pattern in GPU_DEVICES for path in glob.glob(pattern)})
+
+
+def _try_bwrap() -> tuple[str | None, str]:
+    found = shutil.which("bwrap")
+    if found is None:
+        return None, "bwrap (bubblewrap) is not installed: apt-get install bubblewrap"
+    probe = Path.cwd()
+    cmd = [*bwrap_args(found, [probe], gpu_devices()), "/bin/sh", "-c", "exit 0"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"bwrap could not be started: {exc}"
+    if done.returncode != 0:
+        said = done.stderr.strip()[-300:] or f"exit code {done.returncode}"
+        return None, (
+            f"bwrap cannot make a sandbox for this user ({said}): unprivileged user namespaces "
+            "are off (sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu 24.04 an AppArmor "
+            "profile for bwrap)"
+        )
+    return found, ""
+
+
+def detect() -> Isolation:
+    """What this machine offers now (starts ``bwrap`` once, makes and removes a cgroup)."""
+    bwrap, bwrap_problem = _try_bwrap()
+    place, why = cgroup.find_place()
+    problem = "" if place is not None else f"no cgroup for the workers: {why}"
+    return Isolation(bwrap, bwrap_problem, place, problem)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    bwrap: str
+    place: cgroup.Place
+    devices: tuple[str, ...]
+
+
+_lock = threading.Lock()
+_active: Confinement | None = None
+
+
+def active() -> Confinement | None:
+    return _active
+
+
+def configure(isolation: Isolation | None) -> None:
+    """Confine every process ``sandboxed`` starts from now on (None: stop doing so)."""
+    global _active
+    with _lock:
+        if isolation is None:
+            _active = None
+            return
+        assert isolation.bwrap is not None and isolation.place is not None
+        _active = Confinement(isolation.bwrap, isolation.place, tuple(gpu_devices()))
+
+
+def declared_disposable(flag: str | None) -> bool:
+    """Whether the workflow's ``runner-isolation: disposable`` input (``flag``) or the runner's
+    ``KERNEL_REVIEW_DISPOSABLE_RUNNER=1`` says this runner takes nothing to its next job."""
+    runner = os.environ.get(DISPOSABLE_ENV, "").strip().lower() in ("1", "true", "yes")
+    return runner or (flag or "").strip().lower() == "disposable"
+
+
+def require(disposable: bool) -> str:
+    """Before measuring a pull request's code: confine what runs it, or raise IsolationError
+    saying what is missing and what to do. A disposable runner runs it unconfined. Returns the
+    line the log says."""
+    if disposable:
+        configure(None)
+        return (
+            "runner declared disposable: the measured code runs without a sandbox (nothing it "
+            "writes outlives this job)"
+        )
+    isolation = detect()
+    if not isolation.ready:
+        raise IsolationError(
+            "this runner cannot confine the measured code, so it is not run: "
+            + "; ".join(isolation.problems()),
+            hint=f"give the runner what {DOCS} lists, or, if every job gets a fresh machine, "
+            "declare it disposable (the action's runner-isolation: disposable, or "
+            f"{DISPOSABLE_ENV}=1 in the runner's environment); kernel-review doctor checks it",
+        )
+    configure(isolation)
+    assert isolation.place is not None
+    return (
+        "the measured code runs in a sandbox (bwrap: read-only filesystem, its scratch folders "
+        f"writable, no network) and in cgroups under {isolation.place.memory_root}"
+    )
+
+
+def sandboxed(argv: Sequence[str], *, writable: Iterable[Path], memory_bytes: int) -> list[str]:
+    """``argv`` started confined, when ``require`` turned that on: in its own cgroups (the
+    memory cap ``memory_bytes``, 0 for none) and in ``bwrap`` with only ``writable`` (created
+    if missing) writable. ``argv`` unchanged otherwise. End it with ``kill_tree``."""
+    conf = _active
+    if conf is None:
+        return list(argv)
+    folders = []
+    for folder in writable:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        folders.append(Path(folder))
+    setup = json.dumps(cgroup.config(conf.place, memory_bytes))
+    jail = bwrap_args(conf.bwrap, folders, conf.devices)
+    return [sys.executable, "-I", "-B", str(ENTER), setup, "--", *jail, *argv]
+
+
+def adopt(pid: int, memory_bytes: int) -> None:
+    """Confine a process that was not started by ``sandboxed`` (forked by the workers' zygote,
+    which is): cgroups of its own, the memory cap. Killed, and IsolationError, when that fails."""
+    conf = _active
+    if conf is None:
+        return
+    try:
+        cgroup.join(conf.place, pid, memory_bytes)
+    except OSError as exc:
+        kill_tree(pid)
+        os.kill(pid, 9)
+        raise IsolationError(
+            f"could not move a worker into its cgroup ({exc}); it was killed",
+            hint="kernel-review doctor checks the runner's cgroups",
+        ) from None
+
+
+def kill_tree(pid: int) -> None:
+    """Kill everything in the cgroups of the confined process started as ``pid``."""
+    conf = _active
+    if conf is not None:
+        cgroup.kill(conf.place, pid)
+
+
+def isolation_report(isolation: Isolation, disposable: bool) -> tuple[list[str], bool]:
+    """``kernel-review doctor``'s lines on the runner's isolation, and whether measuring would
+    be refused."""
+    lines = []
+    if isolation.bwrap is not None:
+        lines.append(f"ok: bwrap at {isolation.bwrap} makes a sandbox for this user")
+    if isolation.place is not None:
+        p = isolation.place
+        lines.append(
+            f"ok: cgroups for the workers under {p.kill_root}"
+            + (f" (memory cap under {p.memory_root}, cgroup v1)" if p.memory_v1 else "")
+        )
+    for problem in isolation.problems():
+        lines.append(f"missing: {problem}")
+    if isolation.ready:
+        return lines, False
+    if disposable:
+        lines.append("the runner is declared disposable: measured code will run unconfined")
+        return lines, False
+    lines.append(
+        f"kernel-review will refuse to measure on this runner: see {DOCS}, or declare it "
+        f"disposable ({DISPOSABLE_ENV}=1, or the action's runner-isolation: disposable)"
+    )
+    return lines, True
