@@ -74,6 +74,7 @@ class ActionEnv:
     request_spacing_s: tuple[float, float] | None = (0.25, 1.0)
     history_branch: str = "kernel-review-history"
     history_path: Path = Path("kernel-review-history") / "history.jsonl"
+    runner_isolation: str = "sandbox"  # or "disposable": one job per fresh machine
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str]) -> ActionEnv:
@@ -89,6 +90,13 @@ class ActionEnv:
             raise GitHubError(
                 f"head-sha {head[:60]!r} is not a 40-hex commit SHA",
                 hint="pass the gate job's head-sha output",
+            )
+        isolation = get("INPUT_RUNNER_ISOLATION") or "sandbox"
+        if isolation not in ("sandbox", "disposable"):
+            raise UsageError(
+                f"runner-isolation {isolation[:40]!r} is not sandbox or disposable",
+                hint="leave it out (sandbox), or write disposable for a runner that gets a fresh "
+                "machine for every job",
             )
         return cls(
             event_name=get("GITHUB_EVENT_NAME") or "",
@@ -110,6 +118,7 @@ class ActionEnv:
             request_spacing_s=_spacing(get("KERNEL_REVIEW_REQUEST_SPACING_S")),
             history_branch=get("INPUT_HISTORY_BRANCH") or "kernel-review-history",
             history_path=Path(get("INPUT_HISTORY_PATH") or "kernel-review-history/history.jsonl"),
+            runner_isolation=isolation,
         )
 
 
@@ -451,6 +460,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
     if env.vendor not in d.plan.vendors:
         log(f"the plan does not measure {env.vendor}; nothing to do")
         return 0
+    _confine(env)
     measure = measure_fn or _measurement_engine()
     evidence = measure(
         d.plan,
@@ -540,6 +550,7 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
     )
     plan = scheduled_plan(policy, sha, changes)
     log(f"scheduled run at {sha[:12]}: " + (", ".join(f"{c.kernel} {c.old_version} -> {c.new_version}" for c in changes) or "the pinned toolchain only (the newest release is the pinned one)"))  # fmt: skip
+    _confine(env)
     measure = measure_fn or _measurement_engine()
     evidence = measure(
         plan,
@@ -623,6 +634,14 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
         handle.write("".join(line + "\n" for line in lines))
     log(f"appended {plural(len(lines), 'record')} to {env.history_path}")
     return 0
+
+
+def _confine(env: ActionEnv) -> None:
+    """Before any of the checkout's code runs: confine it (``checks.procs.sandbox``), or refuse
+    to measure on a runner that cannot, unless it is declared disposable."""
+    from checks.procs.sandbox import declared_disposable, require
+
+    log(require(declared_disposable(env.runner_isolation)))
 
 
 def _measurement_engine() -> Callable[..., Any]:

@@ -131,7 +131,11 @@ def run_job(
         lowered = (program, "-n", str(nice)) if program else ()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                capped([*prefix, *lowered, interpreter, "-m", module, str(job_path)], cap),
+                capped(
+                    [*prefix, *lowered, interpreter, "-m", module, str(job_path)],
+                    cap,
+                    writable=(workdir, triton_cache, triton_cache.parent / "torch-extensions"),
+                ),
                 cwd=str(PACKAGE_ROOT),
                 env=child_env,
                 stdin=subprocess.DEVNULL,

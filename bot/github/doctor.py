@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bot.contracts.base import Frozen
 from bot.escape import log_safe
 from bot.github.api import DEFAULT_API_URL, GitHubClient
+
+if TYPE_CHECKING:
+    from checks.procs.sandbox import Isolation
 
 Status = Literal["ok", "unsafe", "unknown"]
 WORKFLOW = ".github/workflows/kernel-review.yml"
@@ -188,16 +191,45 @@ def assess(s: Settings) -> list[Finding]:
     return out
 
 
-def report(findings: list[Finding]) -> str:
+def report(findings: list[Finding], see: str = "docs/repository-settings.md") -> str:
     lines = [f"{f.status.upper():7} {f.setting}: {f.detail}" for f in findings]
     unsafe = sum(f.status == "unsafe" for f in findings)
     unknown = sum(f.status == "unknown" for f in findings)
     lines.append(
-        f"{unsafe} unsafe, {unknown} unknown; see docs/repository-settings.md"
+        f"{unsafe} unsafe, {unknown} unknown; see {see}"
         if unsafe or unknown
         else "every setting that can be read is safe"
     )
     return "\n".join(lines)
+
+
+def runner_findings(isolation: Isolation, disposable: bool) -> list[Finding]:
+    """What ``--runner`` says of this machine: whether measured code can be confined here
+    (``checks.procs.sandbox``), and whether a measurement would be refused."""
+    from checks.procs.sandbox import DISPOSABLE_ENV
+
+    p = isolation.place
+    memory = f", the memory cap under {p.memory_root} (cgroup v1)" if p and p.memory_v1 else ""
+    found = [
+        ("runner sandbox", isolation.bwrap is not None, isolation.bwrap_problem,
+         f"{isolation.bwrap} makes a sandbox for this user (read-only filesystem, no network)"),
+        ("runner cgroups", p is not None, isolation.cgroup_problem,
+         f"each worker's tree gets cgroups under {p.kill_root if p else ''}{memory}"),
+    ]  # fmt: skip
+    out = [
+        Finding(status="ok" if ok else "unsafe", setting=name, detail=good if ok else bad)
+        for name, ok, bad, good in found
+    ]
+    if not isolation.ready:
+        detail = (
+            "declared disposable: measured code runs unconfined"
+            if disposable
+            else "refused: declare the runner disposable only if every job gets a fresh machine "
+            f"({DISPOSABLE_ENV}=1, or the action's runner-isolation: disposable)"
+        )
+        status: Status = "ok" if disposable else "unsafe"
+        out.append(Finding(status=status, setting="measuring on this runner", detail=detail))
+    return out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -211,10 +243,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--repo", default=os.environ.get("GITHUB_REPOSITORY"), help="owner/name to check"
     )
+    p.add_argument(
+        "--runner",
+        action="store_true",
+        help="check this machine as a GPU runner instead: can it confine the measured code "
+        "(bwrap, cgroups)? No token needed; run it as the runner's user",
+    )
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.runner:
+        from checks.procs.sandbox import declared_disposable, detect
+
+        findings = runner_findings(detect(), declared_disposable(None))
+        print(log_safe(report(findings, "SECURITY.md (Runner isolation)")))
+        return 1 if any(f.status == "unsafe" for f in findings) else 0
     client = GitHubClient(
         os.environ.get("GITHUB_TOKEN", ""),
         args.repo or "",

@@ -15,22 +15,27 @@ keeps state between jobs, every process that runs a checkout's code is started b
 ``require`` is called before a measurement starts: it turns this on, or refuses to measure with
 what is missing and what to do, unless the runner is declared disposable (one job per fresh
 machine, which takes nothing to the next job). Until then (local commands, which run code the
-user chose to run) processes start as they did. ``isolation_report`` is what
-``kernel-review doctor`` prints.
+user chose to run) processes start as they did. ``kernel-review doctor --runner``
+reports what ``detect`` finds.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bot.errors import KernelReviewError
 from checks.procs import cgroup
@@ -115,6 +120,7 @@ class Confinement:
     bwrap: str
     place: cgroup.Place
     devices: tuple[str, ...]
+    scratch: Path  # the run's temporary folders live here; writable to every confined process
 
 
 _lock = threading.Lock()
@@ -125,15 +131,23 @@ def active() -> Confinement | None:
     return _active
 
 
-def configure(isolation: Isolation | None) -> None:
-    """Confine every process ``sandboxed`` starts from now on (None: stop doing so)."""
+def configure(isolation: Isolation | None, scratch: Path | None = None) -> None:
+    """Confine every process ``sandboxed`` starts from now on (None: stop doing so), with
+    ``scratch`` writable to all of them: this process's temporary folder from now on (its
+    worktrees, the helpers' folders), so a process forked by the zygote can write its own."""
     global _active
     with _lock:
         if isolation is None:
             _active = None
+            tempfile.tempdir = None
             return
         assert isolation.bwrap is not None and isolation.place is not None
-        _active = Confinement(isolation.bwrap, isolation.place, tuple(gpu_devices()))
+        if scratch is None:
+            scratch = Path(tempfile.mkdtemp(prefix="kernel-review-run-"))
+            atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+        scratch.mkdir(parents=True, exist_ok=True)
+        tempfile.tempdir = str(scratch)
+        _active = Confinement(isolation.bwrap, isolation.place, tuple(gpu_devices()), scratch)
 
 
 def declared_disposable(flag: str | None) -> bool:
@@ -177,13 +191,20 @@ def sandboxed(argv: Sequence[str], *, writable: Iterable[Path], memory_bytes: in
     conf = _active
     if conf is None:
         return list(argv)
-    folders = []
+    folders = [conf.scratch]
     for folder in writable:
         Path(folder).mkdir(parents=True, exist_ok=True)
         folders.append(Path(folder))
     setup = json.dumps(cgroup.config(conf.place, memory_bytes))
     jail = bwrap_args(conf.bwrap, folders, conf.devices)
     return [sys.executable, "-I", "-B", str(ENTER), setup, "--", *jail, *argv]
+
+
+def popen_confined(
+    argv: Sequence[str], *, writable: Iterable[Path], memory_bytes: int, **popen: Any
+) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` of ``argv`` as ``sandboxed`` starts it."""
+    return subprocess.Popen(sandboxed(argv, writable=writable, memory_bytes=memory_bytes), **popen)
 
 
 def adopt(pid: int, memory_bytes: int) -> None:
@@ -196,7 +217,8 @@ def adopt(pid: int, memory_bytes: int) -> None:
         cgroup.join(conf.place, pid, memory_bytes)
     except OSError as exc:
         kill_tree(pid)
-        os.kill(pid, 9)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
         raise IsolationError(
             f"could not move a worker into its cgroup ({exc}); it was killed",
             hint="kernel-review doctor checks the runner's cgroups",
@@ -208,29 +230,3 @@ def kill_tree(pid: int) -> None:
     conf = _active
     if conf is not None:
         cgroup.kill(conf.place, pid)
-
-
-def isolation_report(isolation: Isolation, disposable: bool) -> tuple[list[str], bool]:
-    """``kernel-review doctor``'s lines on the runner's isolation, and whether measuring would
-    be refused."""
-    lines = []
-    if isolation.bwrap is not None:
-        lines.append(f"ok: bwrap at {isolation.bwrap} makes a sandbox for this user")
-    if isolation.place is not None:
-        p = isolation.place
-        lines.append(
-            f"ok: cgroups for the workers under {p.kill_root}"
-            + (f" (memory cap under {p.memory_root}, cgroup v1)" if p.memory_v1 else "")
-        )
-    for problem in isolation.problems():
-        lines.append(f"missing: {problem}")
-    if isolation.ready:
-        return lines, False
-    if disposable:
-        lines.append("the runner is declared disposable: measured code will run unconfined")
-        return lines, False
-    lines.append(
-        f"kernel-review will refuse to measure on this runner: see {DOCS}, or declare it "
-        f"disposable ({DISPOSABLE_ENV}=1, or the action's runner-isolation: disposable)"
-    )
-    return lines, True

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import ActionEnv, measure_mode
 from checks.procs import cgroup, sandbox
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
 from tests.integration.test_workers import FAST, SHAPE, STANDINS
@@ -27,8 +26,8 @@ needs_isolation = pytest.mark.skipif(
 
 
 @pytest.fixture
-def confined() -> Iterator[None]:
-    sandbox.configure(ISOLATION)
+def confined(tmp_path: Path) -> Iterator[None]:
+    sandbox.configure(ISOLATION, scratch=tmp_path / "scratch")
     try:
         yield
     finally:
@@ -59,7 +58,8 @@ def test_measured_code_cannot_write_the_runners_files(tmp_path: Path, confined: 
         for target in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text("KEEP=1\n")
-        (tmp_path / "targets.txt").write_text("\n".join(map(str, targets)))
+        (tmp_path / "work").mkdir()
+        (tmp_path / "work" / "targets.txt").write_text("\n".join(map(str, targets)))
         client = _client(tmp_path / "work")
         client.start()
         try:  # the worker itself works: it reads its checkout, writes its scratch
@@ -139,8 +139,33 @@ def test_measuring_is_refused_without_bwrap(
     assert "bwrap (bubblewrap) is not installed" in text
     assert "runner-isolation: disposable" in text and sandbox.DISPOSABLE_ENV in text
     assert sandbox.active() is None
-    lines, refuses = sandbox.isolation_report(sandbox.detect(), disposable=False)
-    assert refuses and any(line.startswith("missing: bwrap") for line in lines)
+
+
+def test_doctor_says_what_the_runner_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv(sandbox.DISPOSABLE_ENV, raising=False)
+    assert main(["doctor", "--runner"]) == 1
+    out = capsys.readouterr().out
+    assert "UNSAFE  runner sandbox: bwrap (bubblewrap) is not installed" in out
+    assert "UNSAFE  measuring on this runner: refused" in out
+    monkeypatch.setenv(sandbox.DISPOSABLE_ENV, "1")
+    assert main(["doctor", "--runner"]) == 1  # still no sandbox: said, but measuring is allowed
+    out = capsys.readouterr().out
+    assert "OK      measuring on this runner: declared disposable" in out
+
+
+@needs_isolation
+def test_doctor_passes_a_runner_that_can_confine(capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli import main
+
+    assert main(["doctor", "--runner"]) == 0
+    out = capsys.readouterr().out
+    assert "OK      runner sandbox:" in out and "OK      runner cgroups:" in out
+    assert "every setting that can be read is safe" in out
 
 
 def test_a_cgroup_folder_that_takes_no_children_is_named(
@@ -162,14 +187,47 @@ def test_a_disposable_runner_measures_unconfined(monkeypatch: pytest.MonkeyPatch
     assert sandbox.declared_disposable("disposable") and not sandbox.declared_disposable("")
 
 
-def test_the_measure_job_refuses_before_anything_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@needs_isolation
+def test_a_worker_forked_from_a_confined_zygote_is_confined_in_cgroups_of_its_own(
+    tmp_path: Path, confined: None
 ) -> None:
-    (tmp_path / "results").mkdir()
-    ran: list[object] = []
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.delenv(sandbox.DISPOSABLE_ENV, raising=False)
-    env = ActionEnv.from_environ({"INPUT_VENDOR": "nvidia", "INPUT_RESULTS_PATH": str(tmp_path)})
-    with pytest.raises(sandbox.IsolationError):
-        measure_mode(env, measure_fn=lambda *a, **k: ran.append(a))
-    assert ran == []
+    from checks.sweep.zygote import Forked, start_zygote
+
+    cap = 3 * 2**30
+    # as in a measurement: the zygote's folder and the sweep's are temporary folders
+    zygote = start_zygote("cpu", Path(tempfile.mkdtemp()), memory_bytes=cap)
+    place = ISOLATION.place
+    assert place is not None and zygote.proc is not None
+    zygote_groups = [root / f"{cgroup.PREFIX}{zygote.proc.pid}" for root in place.roots()]
+    try:
+        outside = tmp_path / "runner" / "GITHUB_ENV"  # hidden: /tmp is the sandbox's own
+        outside.parent.mkdir()
+        outside.write_text("KEEP=1\n")
+        work = Path(tempfile.mkdtemp())
+        assert work.parent == tmp_path / "scratch"
+        (work / "targets.txt").write_text(str(outside))
+        spec = WorkerSpec(
+            side="head", root=STANDINS / "head", device="cpu", work_dir=work, timeouts=FAST,
+            memory_bytes=cap,
+        )  # fmt: skip
+        client = WorkerClient(spec, zygote)
+        client.start()
+        try:
+            assert isinstance(client.proc, Forked)
+            pid = client.proc.pid
+            own = {root / f"{cgroup.PREFIX}{pid}" for root in place.roots()}
+            assert all(str(pid) in (g / "cgroup.procs").read_text().split() for g in own)
+            assert client.prepare(["standin_kernels:escape"], SHAPE, "float32", seed=0)["entry"]
+            client.prepare(["standin_kernels:setsid_daemon"], SHAPE, "float32", seed=0)
+        finally:
+            client.close()
+        assert outside.read_text() == "KEEP=1\n"
+        daemon = int(next((work / "triton-cache").rglob("setsid_daemon.pid")).read_text())
+        deadline = time.monotonic() + 10
+        while _alive(daemon) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(daemon)
+        assert not any(g.exists() for g in own)
+    finally:
+        zygote.close()
+    assert not any(g.exists() for g in zygote_groups)

@@ -216,14 +216,16 @@ def setsid_daemon(shape, dtype, *, device="cpu", seed=0):
 
 def escape(shape, dtype, *, device="cpu", seed=0):
     """Tries to write outside its scratch folder, as code after the runner's per-step files
-    would: appends to every file named in ``targets.txt`` beside the work folder (the test
-    writes it there), and says in ``escape.txt`` (its own cache folder) which writes went
+    would: appends to every file named in ``targets.txt`` in the work folder (the test writes
+    it there), and says in ``escape.txt`` (its own cache folder) which writes went
     through."""
     cache = os.environ["TRITON_CACHE_DIR"]
     work = os.path.dirname(os.path.dirname(cache))
-    listing = os.path.join(os.path.dirname(work), "targets.txt")
+    listing = os.path.join(work, "targets.txt")
     done = []
-    for target in open(listing).read().split():
+    with open(listing) as f:
+        targets = f.read().split()
+    for target in targets:
         try:
             with open(target, "a") as f:
                 f.write("PATH=/attacker/bin\n")
