@@ -460,7 +460,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
     if env.vendor not in d.plan.vendors:
         log(f"the plan does not measure {env.vendor}; nothing to do")
         return 0
-    _confine(env)
+    _confine(env, trusted=False)
     measure = measure_fn or _measurement_engine()
     evidence = measure(
         d.plan,
@@ -550,7 +550,7 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
     )
     plan = scheduled_plan(policy, sha, changes)
     log(f"scheduled run at {sha[:12]}: " + (", ".join(f"{c.kernel} {c.old_version} -> {c.new_version}" for c in changes) or "the pinned toolchain only (the newest release is the pinned one)"))  # fmt: skip
-    _confine(env)
+    _confine(env, trusted=True)
     measure = measure_fn or _measurement_engine()
     evidence = measure(
         plan,
@@ -636,12 +636,15 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
     return 0
 
 
-def _confine(env: ActionEnv) -> None:
+def _confine(env: ActionEnv, *, trusted: bool) -> None:
     """Before any of the checkout's code runs: confine it (``checks.procs.sandbox``), or refuse
-    to measure on a runner that cannot, unless it is declared disposable."""
+    to measure on a runner that cannot, unless it is declared disposable. A run that is not
+    ``trusted`` (a pull request's) writes no kept toolchain environment."""
     from checks.procs.sandbox import declared_disposable, require
+    from checks.toolchain_env import trust_this_run
 
     log(require(declared_disposable(env.runner_isolation)))
+    trust_this_run(trusted)
 
 
 def _measurement_engine() -> Callable[..., Any]:

@@ -6,8 +6,9 @@ code of the actions that run after it, or the caches a later run trusts. So on a
 keeps state between jobs, every process that runs a checkout's code is started by
 ``sandboxed``:
 
-- in ``bwrap`` (bubblewrap): the whole filesystem read-only, its scratch folders writable, a
-  private /tmp and /dev/shm, no network, the GPU devices passed through, killed with its parent;
+- in ``bwrap`` (bubblewrap): the whole filesystem read-only, its scratch folders writable (its
+  ``TMPDIR`` among them), a private /dev/shm, no network, the GPU devices passed through,
+  killed with its parent;
 - in cgroups of its own (``checks/procs/cgroup.py``): its memory capped there, so a shared
   mapping or a file in /dev/shm counts, and everything in them killed when the process is ended
   (``kill_tree``), a daemon that double-forked into a session of its own included.
@@ -68,19 +69,21 @@ class Isolation:
         return [p for p in (self.bwrap_problem, self.cgroup_problem) if p]
 
 
-def bwrap_args(bwrap: str, writable: Iterable[Path], devices: Iterable[str]) -> list[str]:
-    """``bwrap``'s options (before the command): ``/`` read-only, ``writable`` writable, a
-    private /tmp and /dev/shm, the ``devices`` passed through, no network, no shared IPC; it
-    dies with the process that started it. No PID namespace: the workers' zygote hands the
-    processes it forks to the bot, which must see their pids."""
+def bwrap_args(
+    bwrap: str, writable: Iterable[Path], devices: Iterable[str], tmp: Path
+) -> list[str]:
+    """``bwrap``'s options (before the command): ``/`` read-only (/tmp included: a side's
+    interpreter may live there), ``writable`` writable, ``tmp`` (one of them) its ``TMPDIR``, a
+    private /dev/shm, the ``devices`` passed through, no network, no shared IPC; it dies with
+    the process that started it. No PID namespace: the workers' zygote hands the processes it
+    forks to the bot, which must see their pids."""
     args = [bwrap, "--die-with-parent", "--unshare-net", "--unshare-ipc", "--ro-bind", "/", "/"]
     args += ["--dev", "/dev", "--tmpfs", "/dev/shm"]
     for device in devices:
         args += ["--dev-bind", device, device]
-    args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
     for folder in dict.fromkeys(str(Path(w).resolve()) for w in writable):
         args += ["--bind", folder, folder]
-    return [*args, "--"]
+    return [*args, "--setenv", "TMPDIR", str(tmp), "--"]
 
 
 def gpu_devices() -> list[str]:
@@ -92,7 +95,7 @@ def _try_bwrap() -> tuple[str | None, str]:
     if found is None:
         return None, "bwrap (bubblewrap) is not installed: apt-get install bubblewrap"
     probe = Path.cwd()
-    cmd = [*bwrap_args(found, [probe], gpu_devices()), "/bin/sh", "-c", "exit 0"]
+    cmd = [*bwrap_args(found, [probe], gpu_devices(), probe), "/bin/sh", "-c", "exit 0"]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -191,12 +194,13 @@ def sandboxed(argv: Sequence[str], *, writable: Iterable[Path], memory_bytes: in
     conf = _active
     if conf is None:
         return list(argv)
+    tmp = conf.scratch / "tmp"
     folders = [conf.scratch]
-    for folder in writable:
+    for folder in [tmp, *writable]:
         Path(folder).mkdir(parents=True, exist_ok=True)
         folders.append(Path(folder))
     setup = json.dumps(cgroup.config(conf.place, memory_bytes))
-    jail = bwrap_args(conf.bwrap, folders, conf.devices)
+    jail = bwrap_args(conf.bwrap, folders, conf.devices, tmp)
     return [sys.executable, "-I", "-B", str(ENTER), setup, "--", *jail, *argv]
 
 

@@ -200,7 +200,7 @@ def test_a_worker_forked_from_a_confined_zygote_is_confined_in_cgroups_of_its_ow
     assert place is not None and zygote.proc is not None
     zygote_groups = [root / f"{cgroup.PREFIX}{zygote.proc.pid}" for root in place.roots()]
     try:
-        outside = tmp_path / "runner" / "GITHUB_ENV"  # hidden: /tmp is the sandbox's own
+        outside = tmp_path / "runner" / "GITHUB_ENV"
         outside.parent.mkdir()
         outside.write_text("KEEP=1\n")
         work = Path(tempfile.mkdtemp())
