@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from bot.contracts.base import Frozen
 from bot.escape import log_safe
 from bot.github.api import DEFAULT_API_URL, GitHubClient
-
-if TYPE_CHECKING:
-    from checks.procs.sandbox import Isolation
 
 Status = Literal["ok", "unsafe", "unknown"]
 WORKFLOW = ".github/workflows/kernel-review.yml"
@@ -203,36 +201,13 @@ def report(findings: list[Finding], see: str = "docs/repository-settings.md") ->
     return "\n".join(lines)
 
 
-def runner_findings(isolation: Isolation, disposable: bool) -> list[Finding]:
-    """What ``--runner`` says of this machine: whether measured code can be confined here
-    (``checks.procs.sandbox``), and whether a measurement would be refused."""
-    from checks.procs.sandbox import DISPOSABLE_ENV
-
-    p = isolation.place
-    memory = f", the memory cap under {p.memory_root} (cgroup v1)" if p and p.memory_v1 else ""
-    found = [
-        ("runner sandbox", isolation.bwrap is not None, isolation.bwrap_problem,
-         f"{isolation.bwrap} makes a sandbox for this user (read-only filesystem, no network)"),
-        ("runner cgroups", p is not None, isolation.cgroup_problem,
-         f"each worker's tree gets cgroups under {p.kill_root if p else ''}{memory}"),
-    ]  # fmt: skip
-    out = [
-        Finding(status="ok" if ok else "unsafe", setting=name, detail=good if ok else bad)
-        for name, ok, bad, good in found
-    ]
-    if not isolation.ready:
-        detail = (
-            "declared disposable: measured code runs unconfined"
-            if disposable
-            else "refused: declare the runner disposable only if every job gets a fresh machine "
-            f"({DISPOSABLE_ENV}=1, or the action's runner-isolation: disposable)"
-        )
-        status: Status = "ok" if disposable else "unsafe"
-        out.append(Finding(status=status, setting="measuring on this runner", detail=detail))
-    return out
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(
+    subparsers: argparse._SubParsersAction,
+    *,
+    runner_check: Callable[[], list[tuple[str, str, str]]] | None = None,
+) -> None:
+    """Add ``doctor``; ``runner_check`` (the command line's, which may import ``checks/``)
+    gives ``--runner``'s findings as (status, setting, detail)."""
     p = subparsers.add_parser(
         "doctor",
         help="check the repository settings that keep the GPU runners safe",
@@ -249,14 +224,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="check this machine as a GPU runner instead: can it confine the measured code "
         "(bwrap, cgroups)? No token needed; run it as the runner's user",
     )
-    p.set_defaults(handler=handle)
+    p.set_defaults(handler=handle, runner_check=runner_check)
 
 
 def handle(args: argparse.Namespace) -> int:
     if args.runner:
-        from checks.procs.sandbox import declared_disposable, detect
-
-        findings = runner_findings(detect(), declared_disposable(None))
+        findings = [
+            Finding(status=status, setting=setting, detail=detail)  # type: ignore[arg-type]
+            for status, setting, detail in args.runner_check()
+        ]
         print(log_safe(report(findings, "SECURITY.md (Runner isolation)")))
         return 1 if any(f.status == "unsafe" for f in findings) else 0
     client = GitHubClient(

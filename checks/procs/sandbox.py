@@ -234,3 +234,26 @@ def kill_tree(pid: int) -> None:
     conf = _active
     if conf is not None:
         cgroup.kill(conf.place, pid)
+
+
+def runner_findings(isolation: Isolation, disposable: bool) -> list[tuple[str, str, str]]:
+    """What ``kernel-review doctor --runner`` says of this machine, as (status, setting,
+    detail): whether measured code can be confined here, and whether measuring is refused."""
+    p = isolation.place
+    memory = f", the memory cap under {p.memory_root} (cgroup v1)" if p and p.memory_v1 else ""
+    found = [
+        ("runner sandbox", isolation.bwrap is not None, isolation.bwrap_problem,
+         f"{isolation.bwrap} makes a sandbox for this user (read-only filesystem, no network)"),
+        ("runner cgroups", p is not None, isolation.cgroup_problem,
+         f"each worker's tree gets cgroups under {p.kill_root if p else ''}{memory}"),
+    ]  # fmt: skip
+    out = [("ok" if ok else "unsafe", name, good if ok else bad) for name, ok, bad, good in found]
+    if not isolation.ready:
+        detail = (
+            "declared disposable: measured code runs unconfined"
+            if disposable
+            else "refused: declare the runner disposable only if every job gets a fresh machine "
+            f"({DISPOSABLE_ENV}=1, or the action's runner-isolation: disposable)"
+        )
+        out.append(("ok" if disposable else "unsafe", "measuring on this runner", detail))
+    return out
