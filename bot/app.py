@@ -641,10 +641,8 @@ def _confine(env: ActionEnv, *, trusted: bool) -> None:
     to measure on a runner that cannot, unless it is declared disposable. A run that is not
     ``trusted`` (a pull request's) writes no kept toolchain environment."""
     from checks.procs.sandbox import declared_disposable, require
-    from checks.toolchain_env import trust_this_run
 
-    log(require(declared_disposable(env.runner_isolation)))
-    trust_this_run(trusted)
+    log(require(declared_disposable(env.runner_isolation), trusted=trusted))
 
 
 def _measurement_engine() -> Callable[..., Any]:

@@ -45,6 +45,7 @@ from bot.contracts.evidence import SideToolchain
 from bot.errors import ToolchainError
 from bot.outputs import cache_root
 from bot.toolchain.pins import Pin, canonical, file_kind, pins, read_pin_file
+from checks.procs.sandbox import trusted_run
 from checks.worker_env import SECRET_RE, scrubbed_env, tree_digest
 
 # What a side's environment installs when its pins ask for another version.
@@ -239,16 +240,6 @@ def env_key(resolved: Iterable[str], index_urls: Iterable[str] = ()) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-_trusted = True  # whether this run may write the kept environments
-
-
-def trust_this_run(trusted: bool) -> None:
-    """Say whether this run may write the kept environments: not one that measures a pull
-    request's code (``bot.app``'s measure job)."""
-    global _trusted
-    _trusted = trusted
-
-
 def _digest(folder: Path) -> str | None:
     return tree_digest(folder, skip_dir=lambda name: False, max_bytes=MAX_ENV_BYTES)
 
@@ -261,7 +252,7 @@ def cached_environment(
     the digest written beside it (``<key>.sha256``) when it was made. A trusted run replaces a
     folder that does not match and keeps what it builds; any other run leaves the cache as it
     is and builds into a throw-away folder, removed when this process ends."""
-    trusted = _trusted if trusted is None else trusted
+    trusted = trusted_run() if trusted is None else trusted
     kept, digest_file = cache_dir / key, cache_dir / f"{key}.sha256"
     note = ""
     if kept.exists() or digest_file.exists():

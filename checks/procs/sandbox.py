@@ -128,6 +128,19 @@ class Confinement:
 
 _lock = threading.Lock()
 _active: Confinement | None = None
+_trusted = True  # whether this run may write what later runs take on trust (kept caches)
+
+
+def trusted_run() -> bool:
+    """Whether this run may write the caches later runs trust (the kept toolchain
+    environments, the compiler's records): not a run that measures a pull request's code."""
+    return _trusted
+
+
+def kept_if_trusted(folders: Iterable[Path]) -> tuple[Path, ...]:
+    """``folders`` (caches kept between runs) where this run may write them, else none: the
+    writable folders a confined process adds for them."""
+    return tuple(folders) if _trusted else ()
 
 
 def active() -> Confinement | None:
@@ -135,13 +148,14 @@ def active() -> Confinement | None:
 
 
 def configure(isolation: Isolation | None, scratch: Path | None = None) -> None:
-    """Confine every process ``sandboxed`` starts from now on (None: stop doing so), with
+    """Confine every process ``sandboxed`` starts from now on (None: stop doing so, and trust
+    this run again, as a local command is), with
     ``scratch`` writable to all of them: this process's temporary folder from now on (its
     worktrees, the helpers' folders), so a process forked by the zygote can write its own."""
-    global _active
+    global _active, _trusted
     with _lock:
         if isolation is None:
-            _active = None
+            _active, _trusted = None, True
             tempfile.tempdir = None
             return
         assert isolation.bwrap is not None and isolation.place is not None
@@ -160,12 +174,15 @@ def declared_disposable(flag: str | None) -> bool:
     return runner or (flag or "").strip().lower() == "disposable"
 
 
-def require(disposable: bool) -> str:
-    """Before measuring a pull request's code: confine what runs it, or raise IsolationError
-    saying what is missing and what to do. A disposable runner runs it unconfined. Returns the
-    line the log says."""
+def require(disposable: bool, *, trusted: bool) -> str:
+    """Before measuring a checkout's code: confine what runs it, or raise IsolationError
+    saying what is missing and what to do. A disposable runner runs it unconfined. A run that
+    is not ``trusted`` (a pull request's) writes no cache a later run takes on trust. Returns
+    the line the log says."""
+    global _trusted
     if disposable:
         configure(None)
+        _trusted = trusted
         return (
             "runner declared disposable: the measured code runs without a sandbox (nothing it "
             "writes outlives this job)"
@@ -180,6 +197,7 @@ def require(disposable: bool) -> str:
             f"{DISPOSABLE_ENV}=1 in the runner's environment); kernel-review doctor checks it",
         )
     configure(isolation)
+    _trusted = trusted
     assert isolation.place is not None
     return (
         "the measured code runs in a sandbox (bwrap: read-only filesystem, its scratch folders "

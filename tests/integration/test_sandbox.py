@@ -128,13 +128,34 @@ def test_a_confined_tree_leaves_no_cgroup_behind(tmp_path: Path, confined: None)
     assert not any(f.exists() for f in folders)
 
 
+@needs_isolation
+@pytest.mark.parametrize("trusted", [False, True])
+def test_only_a_trusted_run_writes_the_caches_kept_between_runs(
+    tmp_path: Path, trusted: bool
+) -> None:
+    from checks.job_process import run_job
+
+    kept = tmp_path / "kept-cache"
+    kept.mkdir()
+    try:
+        sandbox.require(disposable=False, trusted=trusted)  # as the measure job does
+        work = Path(tempfile.mkdtemp())
+        out = run_job("tests.data.jobs.probe", {"do": "write", "path": str(kept / "record")},
+                      workdir=work, triton_cache=work / "tc", timeout_s=60, what="the probe",
+                      kept=(kept,))  # fmt: skip
+    finally:
+        sandbox.configure(None)
+    assert out["wrote"] is trusted
+    assert (kept / "record").exists() is trusted
+
+
 def test_measuring_is_refused_without_bwrap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
     monkeypatch.delenv(sandbox.DISPOSABLE_ENV, raising=False)
     with pytest.raises(sandbox.IsolationError) as refused:
-        sandbox.require(disposable=False)
+        sandbox.require(disposable=False, trusted=False)
     text = str(refused.value)
     assert "bwrap (bubblewrap) is not installed" in text
     assert "runner-isolation: disposable" in text and sandbox.DISPOSABLE_ENV in text
@@ -179,8 +200,10 @@ def test_a_cgroup_folder_that_takes_no_children_is_named(
 
 def test_a_disposable_runner_measures_unconfined(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
-    said = sandbox.require(disposable=True)
-    assert "disposable" in said and sandbox.active() is None
+    said = sandbox.require(disposable=True, trusted=False)
+    assert "disposable" in said and sandbox.active() is None and not sandbox.trusted_run()
+    sandbox.configure(None)
+    assert sandbox.trusted_run()
     monkeypatch.setenv(sandbox.DISPOSABLE_ENV, "1")
     assert sandbox.declared_disposable(None)
     monkeypatch.delenv(sandbox.DISPOSABLE_ENV)
