@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from checks.procs import cgroup, sandbox
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
+from tests.integration.test_worker_isolation import daemon_dies_with_its_worker
 from tests.integration.test_workers import FAST, SHAPE, STANDINS
 
 ISOLATION = sandbox.detect()
@@ -32,15 +32,6 @@ def confined(tmp_path: Path) -> Iterator[None]:
         yield
     finally:
         sandbox.configure(None)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != b"Z"
 
 
 def _client(work: Path, **kw: object) -> WorkerClient:
@@ -79,19 +70,7 @@ def test_a_daemon_that_left_its_session_dies_with_its_worker(
 ) -> None:
     client = _client(tmp_path)
     client.start()
-    try:
-        client.prepare(["standin_kernels:setsid_daemon"], SHAPE, "float32", seed=0)
-    finally:
-        client.close()
-    pid = int(next((tmp_path / "triton-cache").rglob("setsid_daemon.pid")).read_text())
-    try:
-        deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _alive(pid)
-    finally:
-        if _alive(pid):
-            os.kill(pid, 9)
+    daemon_dies_with_its_worker(client, "setsid_daemon")
 
 
 @needs_isolation
@@ -235,21 +214,17 @@ def test_a_worker_forked_from_a_confined_zygote_is_confined_in_cgroups_of_its_ow
         )  # fmt: skip
         client = WorkerClient(spec, zygote)
         client.start()
+        assert isinstance(client.proc, Forked)
+        pid = client.proc.pid
+        own = {root / f"{cgroup.PREFIX}{pid}" for root in place.roots()}
         try:
-            assert isinstance(client.proc, Forked)
-            pid = client.proc.pid
-            own = {root / f"{cgroup.PREFIX}{pid}" for root in place.roots()}
             assert all(str(pid) in (g / "cgroup.procs").read_text().split() for g in own)
             assert client.prepare(["standin_kernels:escape"], SHAPE, "float32", seed=0)["entry"]
-            client.prepare(["standin_kernels:setsid_daemon"], SHAPE, "float32", seed=0)
-        finally:
+        except BaseException:
             client.close()
+            raise
+        daemon_dies_with_its_worker(client, "setsid_daemon")
         assert outside.read_text() == "KEEP=1\n"
-        daemon = int(next((work / "triton-cache").rglob("setsid_daemon.pid")).read_text())
-        deadline = time.monotonic() + 10
-        while _alive(daemon) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _alive(daemon)
         assert not any(g.exists() for g in own)
     finally:
         zygote.close()

@@ -164,11 +164,14 @@ def negative_atol(shape, dtype, *, device="cpu", seed=0):
     return {**item, "atol": -1e-3}
 
 
-def daemon(shape, dtype, *, device="cpu", seed=0):
-    """Leaves a double-forked process behind that would outlive the job; its pid is written to
-    the worker's private Triton cache folder so the test can look for it."""
-    path = os.path.join(os.environ["TRITON_CACHE_DIR"], "daemon.pid")
+def _leave_daemon(name, *, new_session):
+    """Leaves a double-forked process behind that would outlive the job (in a session of its
+    own with ``new_session``); its pid is written to ``<name>.pid`` in the worker's private
+    Triton cache folder so the test can look for it."""
+    path = os.path.join(os.environ["TRITON_CACHE_DIR"], f"{name}.pid")
     if os.fork() == 0:
+        if new_session:
+            os.setsid()
         if os.fork() == 0:
             with open(path + ".tmp", "w") as f:
                 f.write(str(os.getpid()))
@@ -181,6 +184,18 @@ def daemon(shape, dtype, *, device="cpu", seed=0):
             time.sleep(0.01)
         os._exit(0)
     os.wait()
+
+
+def daemon(shape, dtype, *, device="cpu", seed=0):
+    """Leaves a double-forked process behind; its pid in ``daemon.pid``."""
+    _leave_daemon("daemon", new_session=False)
+    return axpy(shape, dtype, device=device, seed=seed)
+
+
+def setsid_daemon(shape, dtype, *, device="cpu", seed=0):
+    """Like ``daemon``, but the daemon starts a session of its own (``setsid``), out of reach
+    of a kill of the worker's session; its pid in ``setsid_daemon.pid``."""
+    _leave_daemon("setsid_daemon", new_session=True)
     return axpy(shape, dtype, device=device, seed=seed)
 
 
@@ -193,25 +208,6 @@ def hog(shape, dtype, *, device="cpu", seed=0):
 
     item = axpy(shape, dtype, device=device, seed=seed)
     return {**item, "fn": fn}
-
-
-def setsid_daemon(shape, dtype, *, device="cpu", seed=0):
-    """Like ``daemon``, but the daemon starts a session of its own (``setsid``), out of reach
-    of a kill of the worker's session; its pid goes to ``setsid_daemon.pid``."""
-    path = os.path.join(os.environ["TRITON_CACHE_DIR"], "setsid_daemon.pid")
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            with open(path + ".tmp", "w") as f:
-                f.write(str(os.getpid()))
-            os.replace(path + ".tmp", path)
-            time.sleep(120)
-        deadline = time.monotonic() + 30
-        while not os.path.exists(path) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        os._exit(0)
-    os.wait()
-    return axpy(shape, dtype, device=device, seed=seed)
 
 
 def escape(shape, dtype, *, device="cpu", seed=0):
