@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,27 @@ def test_a_daemon_that_left_its_session_dies_with_its_worker(
     client = _client(tmp_path)
     client.start()
     daemon_dies_with_its_worker(client, "setsid_daemon")
+
+
+V1_MEMORY = cgroup.candidates(
+    Path("/proc/self/mountinfo").read_text(), Path("/proc/self/cgroup").read_text(), None
+)[1]
+
+
+@needs_isolation
+@pytest.mark.skipif(
+    V1_MEMORY is None or not os.access(V1_MEMORY, os.W_OK), reason="no writable cgroup v1 memory"
+)
+def test_on_cgroup_v1_alone_the_tree_is_killed_pid_by_pid(tmp_path: Path) -> None:
+    assert V1_MEMORY is not None
+    v1_only = cgroup.Place(V1_MEMORY, False, V1_MEMORY, True)  # no cgroup.kill to write
+    sandbox.configure(replace(ISOLATION, place=v1_only), scratch=tmp_path / "scratch")
+    try:
+        client = _client(tmp_path)
+        client.start()
+        daemon_dies_with_its_worker(client, "setsid_daemon")
+    finally:
+        sandbox.configure(None)
 
 
 @needs_isolation
