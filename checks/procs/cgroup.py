@@ -152,7 +152,13 @@ def find_place() -> tuple[Place | None, str]:
     if not v2_ok:
         why = f"this user cannot make cgroups in {where}"
     else:
-        why = f"the memory controller is not enabled for the children of {where}"
+        why = (
+            f"the memory controller is not enabled for the children of {where} (a cgroup with "
+            "processes of its own cannot enable it: give the runner a delegated one whose "
+            "processes live in a child, systemd's Delegate=yes with DelegateSubgroup=, write "
+            f"+memory to its cgroup.subtree_control, and name it in {CGROUP_ENV} if it is not "
+            "this process's)"
+        )
     return None, why
 
 
