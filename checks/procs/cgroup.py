@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-PREFIX = "kernel-review-"  # a confined tree's cgroup is PREFIX + the pid it was started as
+PREFIX = "kernel-review-"  # a confined tree's cgroup: PREFIX, the bot's pid, the tree's pid
 CGROUP_ENV = "KERNEL_REVIEW_CGROUP"
 KILL_WAIT_S = 5.0
 
@@ -162,14 +162,25 @@ def find_place() -> tuple[Place | None, str]:
     return None, why
 
 
+def owner_prefix() -> str:
+    """The start of the names of the cgroups this process makes (``PREFIX``, its pid, ``-``):
+    what it kills at its end, whatever other bots on the machine made."""
+    return f"{PREFIX}{os.getpid()}-"
+
+
+def name(pid: int) -> str:
+    """The cgroup of the tree started as ``pid`` by this process."""
+    return f"{owner_prefix()}{pid}"
+
+
 def join(place: Place, pid: int, memory_bytes: int) -> None:
     """Move the running process ``pid`` (and the children it starts from now on) into cgroups
     of its own, with the memory cap. OSError when a cgroup refuses."""
     for root in place.roots():
-        folder = root / f"{PREFIX}{pid}"
+        folder = root / name(pid)
         folder.mkdir(exist_ok=True)
-        for name, value in place.limits(root, memory_bytes):
-            (folder / name).write_text(value)
+        for file, value in place.limits(root, memory_bytes):
+            (folder / file).write_text(value)
         (folder / "cgroup.procs").write_text(str(pid))
 
 
@@ -177,7 +188,7 @@ def config(place: Place, memory_bytes: int) -> dict[str, object]:
     """``checks/procs/enter.py``'s CONFIG: ``join`` done by the process itself before it
     becomes the command."""
     return {
-        "prefix": PREFIX,
+        "prefix": owner_prefix(),
         "cgroups": [
             {"root": str(root), "limits": place.limits(root, memory_bytes)}
             for root in place.roots()
@@ -197,25 +208,37 @@ def kill(place: Place, pid: int) -> bool:
     empty (up to ``KILL_WAIT_S``) and remove them. Whether the tree had cgroups."""
     found = False
     for root in place.roots():
-        folder = root / f"{PREFIX}{pid}"
-        if not folder.is_dir():
-            continue
-        found = True
-        if place.kill_v2 and root == place.kill_root:
-            with contextlib.suppress(OSError):
-                (folder / "cgroup.kill").write_text("1")
-        deadline = time.monotonic() + KILL_WAIT_S
-        while (members := _members(folder)) and time.monotonic() < deadline:
-            for member in members:  # v1, and anything cgroup.kill has not reached yet
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(member, signal.SIGKILL)
-            time.sleep(0.01)
-        for _ in range(50):  # the last members may take a moment to leave once dead
-            try:
-                folder.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.02)
+        folder = root / name(pid)
+        if folder.is_dir():
+            found = True
+            _kill_folder(place, root, folder)
     return found
+
+
+def kill_all(place: Place) -> None:
+    """``kill`` every tree this process confined and did not end (a worker that died by
+    itself, and what it left running): at its end nothing it started outlives it."""
+    for root in place.roots():
+        for folder in root.glob(f"{owner_prefix()}*"):
+            _kill_folder(place, root, folder)
+
+
+def _kill_folder(place: Place, root: Path, folder: Path) -> None:
+    """Kill everything in ``folder`` (a cgroup under ``root``), then remove it."""
+    if place.kill_v2 and root == place.kill_root:
+        with contextlib.suppress(OSError):
+            (folder / "cgroup.kill").write_text("1")
+    deadline = time.monotonic() + KILL_WAIT_S
+    while (members := _members(folder)) and time.monotonic() < deadline:
+        for member in members:  # v1, and anything cgroup.kill has not reached yet
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(member, signal.SIGKILL)
+        time.sleep(0.01)
+    for _ in range(50):  # the last members may take a moment to leave once dead
+        try:
+            folder.rmdir()
+            break
+        except FileNotFoundError:
+            break
+        except OSError:
+            time.sleep(0.02)

@@ -154,6 +154,8 @@ def configure(isolation: Isolation | None, scratch: Path | None = None) -> None:
     worktrees, the helpers' folders), so a process forked by the zygote can write its own."""
     global _active, _trusted
     with _lock:
+        if _active is not None:  # what the last confinement left running ends with it
+            cgroup.kill_all(_active.place)
         if isolation is None:
             _active, _trusted = None, True
             tempfile.tempdir = None
@@ -165,6 +167,7 @@ def configure(isolation: Isolation | None, scratch: Path | None = None) -> None:
         scratch.mkdir(parents=True, exist_ok=True)
         tempfile.tempdir = str(scratch)
         _active = Confinement(isolation.bwrap, isolation.place, tuple(gpu_devices()), scratch)
+        atexit.register(cgroup.kill_all, isolation.place)  # nothing started outlives the bot
 
 
 def declared_disposable(flag: str | None) -> bool:

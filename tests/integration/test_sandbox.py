@@ -17,7 +17,7 @@ import pytest
 
 from checks.procs import cgroup, sandbox
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
-from tests.integration.test_worker_isolation import daemon_dies_with_its_worker
+from tests.integration.test_worker_isolation import _alive, daemon_dies_with_its_worker
 from tests.integration.test_workers import FAST, SHAPE, STANDINS
 
 ISOLATION = sandbox.detect()
@@ -74,6 +74,28 @@ def test_a_daemon_that_left_its_session_dies_with_its_worker(
     daemon_dies_with_its_worker(client, "setsid_daemon")
 
 
+@needs_isolation
+def test_what_a_worker_nobody_ended_left_running_dies_with_the_run(tmp_path: Path) -> None:
+    sandbox.configure(ISOLATION, scratch=tmp_path / "scratch")
+    client = _client(tmp_path)
+    try:
+        client.start()
+        client.prepare(["standin_kernels:setsid_daemon"], SHAPE, "float32", seed=0)
+        assert client.proc is not None
+        os.kill(client.proc.pid, 9)  # the worker dies by itself; nothing ends its tree
+        client.proc.wait()
+        pid = int(next((tmp_path / "triton-cache").rglob("setsid_daemon.pid")).read_text())
+        assert _alive(pid)
+        sandbox.configure(None)  # the run's end (also at the bot's exit)
+        assert not _alive(pid)
+        place = ISOLATION.place
+        assert place is not None
+        assert not [g for root in place.roots() for g in root.glob(f"{cgroup.owner_prefix()}*")]
+    finally:
+        sandbox.configure(None)
+        client.close()
+
+
 V1_MEMORY = cgroup.candidates(
     Path("/proc/self/mountinfo").read_text(), Path("/proc/self/cgroup").read_text(), None
 )[1]
@@ -123,7 +145,7 @@ def test_a_confined_tree_leaves_no_cgroup_behind(tmp_path: Path, confined: None)
     pid = client.proc.pid
     place = ISOLATION.place
     assert place is not None
-    folders = [root / f"{cgroup.PREFIX}{pid}" for root in place.roots()]
+    folders = [root / cgroup.name(pid) for root in place.roots()]
     assert all(f.is_dir() for f in folders)
     client.close()
     assert not any(f.exists() for f in folders)
@@ -222,7 +244,7 @@ def test_a_worker_forked_from_a_confined_zygote_is_confined_in_cgroups_of_its_ow
     zygote = start_zygote("cpu", Path(tempfile.mkdtemp()), memory_bytes=cap)
     place = ISOLATION.place
     assert place is not None and zygote.proc is not None
-    zygote_groups = [root / f"{cgroup.PREFIX}{zygote.proc.pid}" for root in place.roots()]
+    zygote_groups = [root / cgroup.name(zygote.proc.pid) for root in place.roots()]
     try:
         outside = tmp_path / "runner" / "GITHUB_ENV"
         outside.parent.mkdir()
@@ -238,7 +260,7 @@ def test_a_worker_forked_from_a_confined_zygote_is_confined_in_cgroups_of_its_ow
         client.start()
         assert isinstance(client.proc, Forked)
         pid = client.proc.pid
-        own = {root / f"{cgroup.PREFIX}{pid}" for root in place.roots()}
+        own = {root / cgroup.name(pid) for root in place.roots()}
         try:
             assert all(str(pid) in (g / "cgroup.procs").read_text().split() for g in own)
             assert client.prepare(["standin_kernels:escape"], SHAPE, "float32", seed=0)["entry"]

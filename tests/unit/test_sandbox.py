@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from checks.procs import cgroup
@@ -66,7 +67,7 @@ def test_the_memory_cap_counts_swap_and_is_written_only_where_memory_is(tmp_path
     assert v2.limits(kill, 2**30) == [("memory.max", str(2**30)), ("memory.swap.max", "0")]
     assert v2.limits(kill, 0) == []  # no cap asked for: the cgroup only kills
     config = cgroup.config(v2, 2**30)
-    assert config["prefix"] == cgroup.PREFIX
+    assert config["prefix"] == cgroup.owner_prefix() == f"{cgroup.PREFIX}{os.getpid()}-"
     assert config["cgroups"] == [{"root": str(kill), "limits": v2.limits(kill, 2**30)}]
 
 
