@@ -149,9 +149,9 @@ def active() -> Confinement | None:
 
 def configure(isolation: Isolation | None, scratch: Path | None = None) -> None:
     """Confine every process ``sandboxed`` starts from now on (None: stop doing so, and trust
-    this run again, as a local command is), with
-    ``scratch`` writable to all of them: this process's temporary folder from now on (its
-    worktrees, the helpers' folders), so a process forked by the zygote can write its own."""
+    this run again, as a local command is), with ``scratch`` writable to all of them: this
+    process's temporary folder from now on (its worktrees, the helpers' folders), so a process
+    forked by the zygote can write its own. What the last confinement left running is killed."""
     global _active, _trusted
     with _lock:
         if _active is not None:  # what the last confinement left running ends with it
@@ -197,7 +197,8 @@ def require(disposable: bool, *, trusted: bool) -> str:
             + "; ".join(isolation.problems()),
             hint=f"give the runner what {DOCS} lists, or, if every job gets a fresh machine, "
             "declare it disposable (the action's runner-isolation: disposable, or "
-            f"{DISPOSABLE_ENV}=1 in the runner's environment); kernel-review doctor checks it",
+            f"{DISPOSABLE_ENV}=1 in the runner's environment); kernel-review doctor --runner "
+            "checks it",
         )
     configure(isolation)
     _trusted = trusted
