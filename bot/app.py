@@ -80,6 +80,7 @@ class ActionEnv:
     queue_timeout_s: float = 30 * 60.0  # how long a measure job may wait for a runner
     queue_file: Path = Path("kernel-review-queue.json")  # the wait's report, for the report
     wait_for: tuple[str, ...] = ()  # the vendors whose measure jobs the wait expects
+    runner_isolation: str = "sandbox"  # or "disposable": one job per fresh machine
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str]) -> ActionEnv:
@@ -95,6 +96,13 @@ class ActionEnv:
             raise GitHubError(
                 f"head-sha {head[:60]!r} is not a 40-hex commit SHA",
                 hint="pass the gate job's head-sha output",
+            )
+        isolation = get("INPUT_RUNNER_ISOLATION") or "sandbox"
+        if isolation not in ("sandbox", "disposable"):
+            raise UsageError(
+                f"runner-isolation {isolation[:40]!r} is not sandbox or disposable",
+                hint="leave it out (sandbox), or write disposable for a runner that gets a fresh "
+                "machine for every job",
             )
         return cls(
             event_name=get("GITHUB_EVENT_NAME") or "",
@@ -121,6 +129,7 @@ class ActionEnv:
             queue_timeout_s=_minutes(get("KERNEL_REVIEW_QUEUE_TIMEOUT_MINUTES")),
             queue_file=Path(get("KERNEL_REVIEW_QUEUE_FILE") or "kernel-review-queue.json"),
             wait_for=_vendor_list(get("KERNEL_REVIEW_VENDORS")),
+            runner_isolation=isolation,
         )
 
 
@@ -631,6 +640,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
     if env.vendor not in d.plan.vendors:
         log(f"the plan does not measure {env.vendor}; nothing to do")
         return 0
+    _confine(env, trusted=False)
     measure = measure_fn or _measurement_engine()
     evidence = measure(
         d.plan,
@@ -720,6 +730,7 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
     )
     plan = scheduled_plan(policy, sha, changes)
     log(f"scheduled run at {sha[:12]}: " + (", ".join(f"{c.kernel} {c.old_version} -> {c.new_version}" for c in changes) or "the pinned toolchain only (the newest release is the pinned one)"))  # fmt: skip
+    _confine(env, trusted=True)
     measure = measure_fn or _measurement_engine()
     evidence = measure(
         plan,
@@ -839,6 +850,15 @@ def _tolerance(client: Any, sha: str, policy_path: str | None) -> float:
         log(f"the policy at {sha[:12]} was not read ({exc.message}); the default tolerance")
         found = None
     return found[0].tolerance if found else Policy.model_fields["tolerance"].default
+
+
+def _confine(env: ActionEnv, *, trusted: bool) -> None:
+    """Before any of the checkout's code runs: confine it (``checks.procs.sandbox``), or refuse
+    to measure on a runner that cannot, unless it is declared disposable. A run that is not
+    ``trusted`` (a pull request's) writes no kept toolchain environment."""
+    from checks.procs.sandbox import declared_disposable, require
+
+    log(require(declared_disposable(env.runner_isolation), trusted=trusted))
 
 
 def _measurement_engine() -> Callable[..., Any]:

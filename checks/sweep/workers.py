@@ -283,6 +283,7 @@ class WorkerClient:
                                 *args,
                             ],
                             s.memory_bytes,
+                            writable=(s.work_dir, triton_key_dir()),
                         ),
                         stdin=subprocess.DEVNULL,
                         stdout=log,

@@ -150,22 +150,32 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def daemon_dies_with_its_worker(client: WorkerClient, entry: str) -> None:
+    """Run the stand-in ``entry`` (it leaves a daemon, its pid in ``<entry>.pid`` in the
+    worker's Triton cache) on a started ``client``, end the worker, and see the daemon die."""
+    try:
+        client.prepare([f"standin_kernels:{entry}"], SHAPE, "float32", seed=0)
+    finally:
+        client.close()
+    cache = client.spec.work_dir / "triton-cache"
+    pid = int(next(cache.rglob(f"{entry}.pid")).read_text())  # there when prepare ends
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)
+
+
 def test_a_daemon_left_by_the_measured_code_dies_with_its_worker(tmp_path: Path) -> None:
     spec = WorkerSpec(
         side="head", root=STANDINS / "head", device="cpu", work_dir=tmp_path, timeouts=FAST
     )
     client = WorkerClient(spec)
     client.start()
-    try:
-        client.prepare(["standin_kernels:daemon"], SHAPE, "float32", seed=0)
-    finally:
-        client.close()
-    pid_file = next((tmp_path / "triton-cache").rglob("daemon.pid"))  # there when prepare ends
-    deadline = time.monotonic() + 10
-    pid = int(pid_file.read_text())
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid)
+    daemon_dies_with_its_worker(client, "daemon")
 
 
 def test_a_worker_that_allocates_past_its_cap_fails_as_oom(tmp_path: Path) -> None:
