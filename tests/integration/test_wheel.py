@@ -9,7 +9,6 @@ does; uv's cache makes a second run quick."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -21,6 +20,7 @@ import pytest
 import bot
 from checks.toolchain_env import uv_binary
 from tests.paths import ROOT
+from tests.source_copy import copy_source
 
 PACKAGES = ("bot", "checks", "kernels_fixture")
 DIST_NAME = f"kernel_review-{bot.__version__}"
@@ -43,15 +43,9 @@ def _package_files() -> set[str]:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An sdist, then the wheel built from that sdist (what a release uploads), from a copy of
-    the checkout's files as git sees them: the checkout's own build leftovers (the editable
-    install's ``*.egg-info``, whose file list setuptools would reuse) stay out."""
-    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("dist")
-    listed = _run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], ROOT)
-    for rel in filter(None, listed.split("\0")):
-        if (ROOT / rel).is_file():
-            (src / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, src / rel)
+    """An sdist, then the wheel built from that sdist (what a release uploads)."""
+    src = copy_source(tmp_path_factory.mktemp("src"))
+    out = tmp_path_factory.mktemp("dist")
     _run([uv_binary(), "build", "--quiet", "--out-dir", str(out), str(src)], src)
     return out
 

@@ -10,33 +10,16 @@ from __future__ import annotations
 import re
 
 from bot.app import ActionEnv
+from tests.action_yml import ACTION, run_blocks
 from tests.paths import ROOT
 
-ACTION = (ROOT / "action.yml").read_text()
 WORKFLOWS = {p.name: p.read_text() for p in (ROOT / "docs" / "workflows").glob("*.yml")}
 
 
-def _run_blocks(text: str) -> list[str]:
-    blocks, current = [], None
-    for line in text.splitlines():
-        m = re.match(r"^(\s*)(?:- )?run: \|", line)
-        if m:
-            current = (len(m.group(1)), [])
-            blocks.append(current[1])
-            continue
-        if current is not None:
-            indent = len(line) - len(line.lstrip())
-            if line.strip() and indent <= current[0]:
-                current = None
-            else:
-                current[1].append(line)
-    return ["\n".join(b) for b in blocks]
-
-
 def test_no_expression_is_pasted_into_a_shell_line():
-    blocks = _run_blocks(ACTION)
+    blocks = run_blocks(ACTION)
     assert len(blocks) == 2
-    for text in [*blocks, *(b for w in WORKFLOWS.values() for b in _run_blocks(w))]:
+    for text in [*blocks, *(b for w in WORKFLOWS.values() for b in run_blocks(w))]:
         assert "${{" not in text
 
 
