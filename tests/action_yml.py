@@ -61,3 +61,22 @@ def fields(section: str, text: str = ACTION) -> list[Field]:
             )
         )
     return out
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown_table(section: str) -> str:
+    """The README's table of the action's inputs or outputs, as action.yml says them."""
+    if section == "inputs":
+        rows = ["| input | required | default | what it is |", "|---|---|---|---|"]
+        for f in fields("inputs"):
+            default = f"`{f.default}`" if f.default else ""
+            rows.append(
+                f"| `{f.name}` | {'yes' if f.required else 'no'} | {default} | {_cell(f.description)} |"
+            )
+    else:
+        rows = ["| output | what it is |", "|---|---|"]
+        rows += [f"| `{f.name}` | {_cell(f.description)} |" for f in fields("outputs")]
+    return "\n".join(rows)
