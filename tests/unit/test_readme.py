@@ -1,4 +1,5 @@
-"""The README's tables of the action's inputs and outputs say what action.yml declares."""
+"""The README says what the files it quotes say: the tables of the action's inputs and outputs
+are what action.yml declares, and the review shown under "Why" is a golden file's, verbatim."""
 
 from __future__ import annotations
 
@@ -33,3 +34,17 @@ def test_every_declared_name_has_its_row(section: str) -> None:
     assert all(f.description for f in fields(section))
     for name in names:
         assert f"| `{name}` |" in README
+
+
+def test_the_review_under_why_is_the_golden_files_own_lines() -> None:
+    found = re.search(
+        r"<!-- why-example:start (\S+) -->\n(.*?)\n<!-- why-example:end -->", README, re.S
+    )
+    assert found, "README.md has no <!-- why-example:start FILE --> ... <!-- why-example:end -->"
+    golden = (ROOT / found.group(1)).read_text(encoding="utf-8").splitlines()
+    quoted = [line.removeprefix(">").removeprefix(" ") for line in found.group(2).splitlines()]
+    assert quoted[0].startswith("## ") and "Kernel review:" in quoted[0]
+    at = 0
+    for line in filter(None, quoted):  # each line the golden file's, in its order
+        assert line in golden[at:], f"not in {found.group(1)} (after its line {at}): {line}"
+        at = golden.index(line, at) + 1
