@@ -707,22 +707,25 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
             head, place=f"at the default branch's head ({head.label})", hint="see docs/policy.md"
         )
     policy = found[0]
-    from packaging.requirements import Requirement
+    from bot.toolchain import requirements
 
-    pinned = {Requirement(r).name: r for r in side_requirements(root)}
-    wanted = [
-        u if Requirement(u).specifier else _allowed(Requirement(u).name, pinned)
-        for u in policy.toolchain.upgrade
+    pinned = requirements.names(side_requirements(root))
+    wanted = [  # the policy checked each is a requirement
+        text if req.specifier else _allowed(req.name, pinned)
+        for text in policy.toolchain.upgrade
+        if (req := requirements.parse(text)) is not None
     ]
-    names = {Requirement(w).name for w in wanted}
-    newest = dict(
-        line.split("==", 1)
+    names = set(requirements.names(wanted))
+    newest = {
+        name: version
         for line in resolve(wanted, policy.toolchain.index_urls)
-        if line.split("==", 1)[0] in names
-    )
+        if (name := _name(line)) in names and (version := requirements.exact_version(line))
+    }
     current_all = installed_versions()
     # what the pinned side runs: the exact pin, else whatever of the range the runner has
-    current = {n: pinned[n].split("==", 1)[1] for n in names if "==" in pinned.get(n, "")}
+    current = {
+        n: v for n in names if (v := requirements.exact_version(pinned.get(n, ""))) is not None
+    }
     current = {**installed_versions(names), **current}
     moved = {name: v for name, v in newest.items() if current.get(name) != v}
     changes = candidate_changes(
@@ -759,8 +762,17 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
 def _allowed(name: str, pinned: dict[str, str]) -> str:
     """The newest release the pin allows: its range; an exact pin allows only itself, so the
     newest release of all is tried then."""
+    from bot.toolchain.requirements import exact_version
+
     pin = pinned.get(name)
-    return pin if pin is not None and "==" not in pin else name
+    return pin if pin is not None and exact_version(pin) is None else name
+
+
+def _name(requirement: str) -> str | None:
+    from bot.toolchain.requirements import parse
+
+    req = parse(requirement)
+    return None if req is None else req.name
 
 
 def scheduled_report_mode(env: ActionEnv, client_factory) -> int:

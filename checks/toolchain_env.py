@@ -45,6 +45,8 @@ from bot.contracts.evidence import SideToolchain
 from bot.errors import ToolchainError
 from bot.outputs import cache_root
 from bot.toolchain.pins import Pin, canonical, file_kind, pins, read_pin_file
+from bot.toolchain.requirements import installable, satisfied
+from bot.toolchain.requirements import parse as parse_requirement
 from checks.procs.sandbox import trusted_run
 from checks.worker_env import SECRET_RE, scrubbed_env, tree_digest
 
@@ -108,14 +110,7 @@ def side_pins(tree: Path) -> list[Pin]:
 def requirement_text(pin: Pin) -> str | None:
     """A PEP 508 requirement for one pin, or None when it names no installable version
     (``(any)``, Poetry's ``^2.4``)."""
-    spec = pin.spec.split(" | ")[0]
-    if spec in ("(any)", "") or spec.startswith(("^", "@")):
-        return None
-    if spec[0].isdigit():
-        spec = "==" + spec
-    elif spec.startswith("=") and not spec.startswith("=="):
-        spec = "=" + spec  # conda's =2.4.0
-    return f"{pin.package}{spec}"
+    return installable(pin.package, pin.spec)
 
 
 def side_requirements(tree: Path) -> list[str]:
@@ -138,18 +133,12 @@ def installed_versions(names: Iterable[str] = REPORTED) -> dict[str, str]:
     return out
 
 
-def unsatisfied(requirements: Iterable[str], installed: dict[str, str]) -> list[str]:
+def unsatisfied(wanted: Iterable[str], installed: dict[str, str]) -> list[str]:
     """The requirements the runner's installed versions do not satisfy."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
     out = []
-    for text in requirements:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        have = installed.get(req.name)
-        if have is None or not req.specifier.contains(have, prereleases=True):
+    for text in wanted:
+        req = parse_requirement(text)
+        if req is not None and not satisfied(text, installed.get(req.name)):
             out.append(text)
     return out
 
@@ -383,9 +372,13 @@ def _build(resolved: list[str], partial: Path, index_urls: list[str]) -> None:
 
 
 def _package(requirement: str) -> str:
-    from packaging.requirements import Requirement
-
-    return canonical(Requirement(requirement).name)
+    req = parse_requirement(requirement)
+    if req is None:
+        raise ToolchainError(
+            f"{requirement!r} is not a requirement (PEP 508)",
+            hint="write it as a package name and versions, like 'triton>=3.6,<3.7'",
+        )
+    return canonical(req.name)
 
 
 def side_environment(

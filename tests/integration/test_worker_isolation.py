@@ -16,16 +16,16 @@ import pytest
 from checks.job_process import run_job
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
 from checks.worker_env import default_memory_bytes, scrubbed_env
+from tests.action_yml import ACTION, run_blocks
 from tests.integration.test_workers import FAST, SHAPE, STANDINS
 from tests.paths import ROOT
-from tests.unit.test_action_workflows import ACTION, _run_blocks
 
 SECRET = "ghs_secret_value_0123456789"
 RUNNER_FILES = ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STEP_SUMMARY")
 
 
 def _step(name: str) -> str:
-    install, run = _run_blocks(ACTION)
+    install, run = run_blocks(ACTION)
     return {"install": install, "run": run}[name]
 
 
@@ -48,7 +48,8 @@ def test_the_measure_step_execs_the_bot_with_a_clean_environment(tmp_path: Path)
     _fake_bot(tmp_path / "bin", out)
     runner_files = {name: tmp_path / name.lower() for name in RUNNER_FILES}
     env = {
-        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+        "PATH": "/usr/bin:/bin",
+        "KERNEL_REVIEW_BIN": str(tmp_path / "bin"),  # the install step's output
         "HOME": str(tmp_path),
         "INPUT_MODE": "measure",
         "INPUT_VENDOR": "nvidia",
