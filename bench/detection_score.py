@@ -100,10 +100,6 @@ _FL_DS_BUILDER = (
     "config.use_triton; neither the loader nor the flag switch is followed, so the Triton "
     "kernels are new"
 )
-_FL_PRUNER = (
-    "class 3: the change is in the early_config_prune function named in prune_configs_by; "
-    "the pruner is not followed from the autotune decorator, so nothing is reported"
-)
 _FL_TGI_ROCM = (
     "class 4: the vendor gate (SYSTEM in {'cuda', 'rocm'}) is the import in gptq/__init__.py; "
     "the renamed kernel file alone reads as moved"
@@ -243,19 +239,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "huggingface-text-generation-inference-cece8635f8ec",
         "matmul_248_kernel: vendor_branch",
     ): _FL_TGI_ROCM,
-    **{
-        (case, f"{kernel}: reported"): _FL_PRUNER
-        for case, kernels in (
-            ("microsoft-DeepSpeed-3f3e9fb11e66", ("_fp_matmul", "matmul_4d_kernel")),
-            ("mobiusml-gemlite-41c7d8e608fa", ("gemm_INT_kernel", "gemm_MX_kernel")),
-            ("mobiusml-gemlite-d86accf7d538", ("gemm_splitK_INT_kernel", "gemm_splitK_MX_kernel")),
-        )
-        for kernel in kernels
-    },
-    ("mobiusml-gemlite-413f06fbfc76", "gemm_A16fWnO16f_int32packing_kernel: reported"): (
-        "class 3 (and 4): the AMD config builders chosen at import under `if IS_HIP:` changed; "
-        "config lists built by functions are not followed, nor the vendor branch that picks them"
-    ),
     **{
         ("microsoft-DeepSpeed-807d1b5dfc63", check): _FL_HOST_ASSERT
         for check in (

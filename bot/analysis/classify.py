@@ -81,6 +81,7 @@ def analyze_diff(
     from bot.analysis.controls.async_timing import add_async_timing
     from bot.analysis.controls.lane_primitives import add_lane_primitives
     from bot.analysis.reach.branches import add_branches
+    from bot.analysis.reach.decorator_reads import decorator_reads
     from bot.analysis.reach.helpers import fold_helpers
     from bot.analysis.reach.host_cpp import host_changes
     from bot.analysis.reach.loader_calls import loader_launches
@@ -127,6 +128,7 @@ def analyze_diff(
     changes = fold_helpers(changes, ctx)
     changes = host_changes(changes, ctx)
     changes = loader_launches(changes, ctx)
+    changes = decorator_reads(changes, ctx)
     changes = pair_rewrites(changes, ctx)
     changes = add_lane_primitives(changes, ctx)
     changes = add_async_timing(changes, ctx)
