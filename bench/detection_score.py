@@ -206,13 +206,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         ("flashinfer-ai-flashinfer-f72745bacc42", f"silu_and_mul_kernel: {k}"): _FL_FLASHINFER_JIT
         for k in _REWRITE_CHECKS
     },
-    ("flashinfer-ai-flashinfer-f72745bacc42", "scale_and_clamp: not a changed kernel"): (
-        "class 3: a jit function is a helper only when a jit function of its own file calls it; "
-        "scale_and_clamp is called from the kernel in another module, so it is reported as new"
-    ),
-    ("flashinfer-ai-flashinfer-f72745bacc42", "unlabelled changes"): (
-        "class 3: the same helper, scale_and_clamp, reported as a new kernel"
-    ),
     **{
         ("microsoft-DeepSpeed-69d1b9f97879", f"{kernel}: {k}"): _FL_DS_BUILDER
         for kernel in ("layer_norm_kernel", "softmax_kernel", "masked_softmax_kernel", "_fp_matmul")

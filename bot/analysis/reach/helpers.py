@@ -4,7 +4,9 @@ A ``@triton.jit`` function that other jit functions of its file call and that no
 a helper (``KernelDef.launched`` is False): it is compiled into each kernel that reaches it. Its
 change is a ``body`` change of every launched kernel of the file that calls it, directly or
 through other helpers, with the helper named in ``via_helpers``; the helper itself is not listed.
-A helper that reaches no launched kernel of its file stays listed (its callers are elsewhere).
+A helper that reaches no launched kernel of its file is a helper of the kernels of the other files
+read that import it (``from pkg.kernels.quant import scale_and_clamp``) and call it; one that
+reaches none of those either stays listed.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import re
 
 from bot.analysis.model import PYTHON_LANGUAGES, Context, FileScan, KernelChange, KernelDef
+from bot.analysis.reach.follow import imports_in, module_of
+from bot.analysis.text import parse_python_or_none
 
 _NAME = re.compile(r"\b([A-Za-z_]\w*)\b")  # called, or handed on (``combine_fn=helper``)
 
@@ -61,16 +65,41 @@ def _callers(scan: FileScan, called_by: _Callers, helper: str) -> list[KernelDef
     return [k for k in scan.kernels if k.launched and k.name in reach and k.name != helper]
 
 
-def _helper(index: _Index, c: KernelChange) -> tuple[FileScan, str, KernelDef] | None:
-    """The scan, text and definition of ``c``'s kernel when it is a jit helper."""
+def _helper(index: _Index, c: KernelChange) -> tuple[str, FileScan, str, KernelDef] | None:
+    """The side, scan, text and definition of ``c``'s kernel when it is a jit helper."""
     for side, ref in (("new", c.new), ("old", c.old)):
         if ref is None:
             continue
         scan, text = index.get((side, ref.path), (None, None))
         k = next((k for k in scan.kernels if k.name == ref.name), None) if scan else None
-        if k is not None and scan is not None and text is not None and not k.launched:
-            return scan, text, k
+        if k is None or scan is None or text is None:
+            continue
+        if not k.launched or not any(x.kernel == k.name for x in scan.launches):
+            # a helper, or a jit function its file neither calls nor launches: maybe a
+            # helper of another file's kernels
+            return side, scan, text, k
     return None
+
+
+def _importers(index: _Index, side: str, helper: KernelDef) -> list[tuple[FileScan, str, str]]:
+    """``(scan, text, local name)`` of each other file of ``side`` that imports ``helper`` from
+    its module (under any package root: the module's dotted name may carry a prefix)."""
+    wanted = f"{module_of(helper.path)}.{helper.name}"
+    out = []
+    for (s, path), (scan, text) in index.items():
+        if s != side or path == helper.path or text is None or not scan.kernels:
+            continue
+        if helper.name not in text:
+            continue
+        tree = parse_python_or_none(text)
+        if tree is None:
+            continue
+        for local, names in imports_in(tree.body, path).items():
+            if any(
+                wanted.endswith("." + q) or q.endswith("." + wanted) or q == wanted for q in names
+            ):
+                out.append((scan, text, local))
+    return out
 
 
 def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
@@ -85,16 +114,22 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             live.setdefault((x.name, x.path), []).append(i)
     index = _index(ctx)
     graphs: dict[int, _Callers] = {}  # by the scan's id
+    launched = {x.kernel for x in (*ctx.old_launches(), *ctx.new_launches())}
     for i, c in enumerate(changes):
         if c.language not in PYTHON_LANGUAGES:
             continue
         found = _helper(index, c)
         if found is None:
             continue
-        scan, text, helper = found
+        side, scan, text, helper = found
         if id(scan) not in graphs:
             graphs[id(scan)] = _called_by(scan, text)
-        callers = _callers(scan, graphs[id(scan)], helper.name)
+        callers = _callers(scan, graphs[id(scan)], helper.name) if not helper.launched else []
+        if not callers and helper.name not in launched:
+            for other, other_text, local in _importers(index, side, helper):
+                if id(other) not in graphs:
+                    graphs[id(other)] = _called_by(other, other_text)
+                callers += _callers(other, graphs[id(other)], local)
         if not callers:
             continue
         slots[i] = None
