@@ -16,8 +16,8 @@ mode (``analyze_repo`` on a git repository made of the case's base and head file
 - per case: no change the labels do not name (on a negative control: an invented kernel);
 - per package of a case's ``toolchain`` list: the diff's move of that package's pin (or its new,
   unpinned requirement) is reported as a toolchain change;
-- diff mode only: every file of the diff that holds a kernel is mentioned, as a change or as a
-  file that could not be classified from the diff (never silence).
+- diff mode only: every file of the diff that holds a kernel is mentioned, as a change, in a
+  change's note, or as a file that could not be classified from the diff (never silence).
 
 ``KNOWN_MISSES`` lists the checks still wrong in repo mode, each with its reason; the table says
 the same, and ``tests/integration/test_real_prs.py`` fails on any other wrong check. ``DISPUTED`` lists labels
@@ -100,10 +100,6 @@ _FL_DS_BUILDER = (
     "config.use_triton; neither the loader nor the flag switch is followed, so the Triton "
     "kernels are new"
 )
-_FL_TGI_ROCM = (
-    "class 4: the vendor gate (SYSTEM in {'cuda', 'rocm'}) is the import in gptq/__init__.py; "
-    "the renamed kernel file alone reads as moved"
-)
 
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("FlagOpen-FlagGems-167dd6fe1585", "mm_kernel: reported"): (
@@ -138,15 +134,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("facebookresearch-xformers-c6c0ac31f1b0", "_fwd_kernel_splitK: configs_new"): (
         "autotune is applied by a function of another module: not seen from the kernel's file"
     ),
-    (
-        "fla-org-flash-linear-attention-669c3827aec8",
-        "fused_chunk_gla_fwd_kernel: not a changed kernel",
-    ): _HOST_WRAPPER,
-    (
-        "fla-org-flash-linear-attention-669c3827aec8",
-        "fused_chunk_gla_bwd_kernel: not a changed kernel",
-    ): _HOST_WRAPPER,
-    ("fla-org-flash-linear-attention-669c3827aec8", "unlabelled changes"): _HOST_WRAPPER,
     (
         "fla-org-flash-linear-attention-a46f204c1c7a",
         "causal_conv1d_bwd_kernel: not a changed kernel",
@@ -190,7 +177,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("state-spaces-mamba-9babf40c2acb", "selective_scan_bwd_kernel: reported"): _UNREAD
     + " (reverse_scan.cuh): the kernel reaches WarpReverseScan through BlockReverseScan, whose "
     "code is in the unread header",
-    ("state-spaces-mamba-e9594ce1c732", "mamba3_siso_fwd_kernel: reported"): _LAUNCH_PATH,
     # first-look batch1
     **{
         ("ahb-sjsu-turboquant-pro-de9b8658d888", f"{kernel}: {k}"): _FL_RAWKERNEL
@@ -217,16 +203,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "class 4: the vendor gate is data (SUPPORTS_DEVICES drops DEVICE.XPU) on the class whose "
         "forward reaches the kernel in another, unchanged module"
     ),
-    ("huggingface-text-generation-inference-6624fec1f97c", "matmul_248_kernel: vendor_branch"): (
-        "class 4: the vendor condition (SYSTEM == 'ipex' with device type 'xpu', in "
-        "gptq/__init__.py; torch.xpu in the wrapper) names Intel XPU, which the vendor "
-        "predicates do not know, and the choice is made in another module"
-    ),
-    ("huggingface-text-generation-inference-cece8635f8ec", "matmul_248_kernel: kind"): _FL_TGI_ROCM,
-    (
-        "huggingface-text-generation-inference-cece8635f8ec",
-        "matmul_248_kernel: vendor_branch",
-    ): _FL_TGI_ROCM,
 }
 
 _DIFF_ONLY = (
@@ -406,10 +382,17 @@ def kernel_files(case: Case) -> list[tuple[str, ...]]:
 
 
 def silent_files(case: Case, analysis: Analysis) -> list[str]:
-    """Kernel-bearing files the analysis says nothing about (under either name)."""
+    """Kernel-bearing files the analysis says nothing about (under either name): no change is
+    in it, no note of a change names it (a jit helper's file, for the kernels of another file
+    that call it), and it is not listed as unclassified."""
     said = {p for c in _reported(analysis) for p in _paths(c)}
     said |= {u.path for u in analysis.unclassified}
-    return [names[0] for names in kernel_files(case) if not said & set(names)]
+    notes = "\n".join(n for c in _reported(analysis) for n in c.notes)
+    return [
+        names[0]
+        for names in kernel_files(case)
+        if not said & set(names) and not any(n in notes for n in names)
+    ]
 
 
 def analyse(case: Case, mode: str) -> Analysis:

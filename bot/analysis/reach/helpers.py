@@ -135,13 +135,23 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         slots[i] = None
         if c.kind != "deleted":
             live[(c.name, c.path)].remove(i)
+        elsewhere = any(k.path != helper.path for k in callers)
         if c.kind in ("new", "deleted", "moved"):
             # A helper added or removed changes its callers' text, which their own comparison
-            # saw; one moved with its callers changes nothing.
+            # saw; one moved with its callers changes nothing. A caller in another file names
+            # the helper's file, so that file is not left unmentioned.
+            for k in callers if elsewhere else ():
+                for at in live.get((k.name, k.path), []):
+                    x = slots[at]
+                    if x is not None:
+                        note = f"its jit helper {helper.name} is in {helper.path} ({c.kind})"
+                        slots[at] = x.model_copy(update={"notes": [*x.notes, note]})
             continue
         for k in callers:
             at = live.get((k.name, k.path))
-            note = f"calls the changed jit helper {helper.name}"
+            note = f"calls the changed jit helper {helper.name}" + (
+                f" of {helper.path}" if k.path != helper.path else ""
+            )
             if not at:
                 live.setdefault((k.name, k.path), []).append(len(slots))
                 slots.append(
