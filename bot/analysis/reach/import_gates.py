@@ -1,4 +1,5 @@
-"""Kernels whose module is imported under a vendor or architecture test that changed.
+"""Kernels whose launch a vendor decides in another file: an import under a vendor or
+architecture test that changed, or a class's vendor data that changed.
 
 ``if SYSTEM == "ipex": from .ipex import QuantLinear / elif SYSTEM in {"cuda", "rocm"}: from
 .triton import QuantLinear`` decides, in one module, on which vendors the kernels of another are
@@ -7,9 +8,16 @@ module (a vendor added, the module renamed and imported under a new test), each 
 of that module is a ``launch`` change (a kernel only renamed with it too) with the new tests as
 its vendor / architecture branches, whether or not the module itself changed.
 
+The same holds for data: ``SUPPORTS_DEVICES = [DEVICE.CUDA, DEVICE.XPU]`` on a quantised linear
+class decides on which vendors a backend selector picks it, and so where the kernels its methods
+reach are launched. A class-level binding whose value names a vendor (``VENDORS``' words) and
+changed makes each kernel the class reaches (``follow.Side.follow``, per method, across files)
+a ``launch`` change with the binding as its vendor branch.
+
 The query: per Python file of the diff, its imports (module level, nested blocks too) with the
-``if`` tests around them, at base and at head; an imported module is resolved to a file of its
-side (``follow.Side``), read, and its launched kernels taken from its scan.
+``if`` tests around them, and its classes' bindings, at base and at head; an imported module or
+a class is resolved in its side (``follow.Side``), read, and its launched kernels taken from its
+scan.
 """
 
 from __future__ import annotations
@@ -17,8 +25,8 @@ from __future__ import annotations
 import ast
 
 from bot.analysis.model import Context, KernelChange, LaunchBranch
-from bot.analysis.reach.branches import branch_note, test_kinds
-from bot.analysis.reach.follow import Side, absolute
+from bot.analysis.reach.branches import branch_note, test_kinds, vendors_named
+from bot.analysis.reach.follow import Side, absolute, module_of
 from bot.analysis.reach.moved_calls import sides
 from bot.analysis.text import collapse, parse_python_or_none
 
@@ -111,8 +119,114 @@ def import_gates(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             ]
             branches = [b.model_copy(update={"note": branch_note(b, ctx.policy)}) for b in branches]
             for kernel in sorted(kernels):
-                out = _with_gate(out, kernel, path, branches, module, f.patch.new_path)
+                note = (
+                    f"the tests its module {module} is imported under in {f.patch.new_path} changed"
+                )
+                out = _with_gate(out, kernel, path, branches, note)
+        if old_tree is not None:
+            out = _class_data(out, ctx, new_side, old_tree, new_tree, f.patch.new_path)
     return out
+
+
+def _class_bindings(tree: ast.Module) -> dict[tuple[str, str], ast.stmt]:
+    """``(class, name) -> statement`` of every class-level assignment of a module."""
+    out: dict[tuple[str, str], ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                targets = (
+                    stmt.targets if isinstance(stmt, ast.Assign) else
+                    [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+                )  # fmt: skip
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        out[(node.name, t.id)] = stmt
+    return out
+
+
+def _guards(tree: ast.Module) -> dict[str, set[str]]:
+    """Per class, the tests of its constructor's guards (``if <test>: raise ...``)."""
+    out: dict[str, set[str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for sub in node.body:
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.name == "__init__":
+                out[node.name] = {
+                    collapse(ast.unparse(stmt.test))
+                    for stmt in ast.walk(sub)
+                    if isinstance(stmt, ast.If)
+                    and stmt.body
+                    and isinstance(stmt.body[-1], ast.Raise)
+                }
+    return out
+
+
+def _instance_kernels(side: Side, qualified: str) -> set[str]:
+    """The kernels an instance of the class ``qualified`` launches: what its instance methods
+    reach (a ``classmethod`` / ``staticmethod`` such as a ``validate`` probe runs without one)."""
+    found = side.locate(qualified)
+    if found is None:
+        return set()
+    mod, cls = found
+    out: set[str] = set()
+    for method, reach in side.follow(qualified).items():
+        node = mod.defs.get(f"{cls}.{method}")
+        decorators = {ast.unparse(d) for d in getattr(node, "decorator_list", [])}
+        if not decorators & {"classmethod", "staticmethod"}:
+            out |= reach.kernels
+    return out
+
+
+def _class_data(
+    changes: list[KernelChange],
+    ctx: Context,
+    side: Side,
+    old_tree: ast.Module,
+    new_tree: ast.Module,
+    path: str,
+) -> list[KernelChange]:
+    """Kernels reached by a class whose constructor's guards changed (``if infeatures % 256:
+    raise``: the inputs its instances take), or whose vendor data changed (``SUPPORTS_DEVICES``
+    dropping a vendor, then with that binding as a vendor branch): launch changes."""
+    guards_old, guards_new = _guards(old_tree), _guards(new_tree)
+    for cls in sorted(guards_new.keys() & guards_old.keys()):
+        if guards_new[cls] == guards_old[cls]:
+            continue
+        changed = sorted(guards_new[cls] - guards_old[cls]) or sorted(guards_old[cls])
+        note = (
+            f"the checks {cls}.__init__ refuses inputs by changed (`{changed[0]}`): its instances, "
+            "and the launches of the kernels they reach, take other inputs"
+        )
+        for kernel in sorted(_instance_kernels(side, f"{module_of(path)}.{cls}")):
+            where = side.kernel_path(kernel)
+            if where is not None:
+                changes = _with_gate(changes, kernel, where, [], note)
+    before = _class_bindings(old_tree)
+    after = _class_bindings(new_tree)
+    for (cls, name), stmt in sorted(after.items()):
+        old = before.get((cls, name))
+        if old is None or ast.dump(old) == ast.dump(stmt):
+            continue
+        was, now = collapse(ast.unparse(old)), collapse(ast.unparse(stmt))
+        if not vendors_named(f"{was} {now}"):
+            continue
+        reached = _instance_kernels(side, f"{module_of(path)}.{cls}")
+        branch = LaunchBranch(
+            kind="vendor",
+            path=path,
+            line=stmt.lineno,
+            condition=f"{cls}.{name}: {was.split('=', 1)[-1].strip()} -> {now.split('=', 1)[-1].strip()}",
+            where=f"the class {cls} in {path}",
+            note="",
+        )
+        branch = branch.model_copy(update={"note": branch_note(branch, ctx.policy)})
+        for kernel in sorted(reached):
+            where = side.kernel_path(kernel)
+            if where is not None:
+                note = f"{cls}.{name}, the vendor data of a class that launches it, changed"
+                changes = _with_gate(changes, kernel, where, [branch], note)
+    return changes
 
 
 def _with_gate(
@@ -120,10 +234,8 @@ def _with_gate(
     kernel: str,
     path: str,
     branches: list[LaunchBranch],
-    module: str,
-    where: str,
+    note: str,
 ) -> list[KernelChange]:
-    note = f"the tests its module {module} is imported under in {where} changed"
     for i, c in enumerate(changes):
         if c.name != kernel or path not in {c.path, *(r.path for r in (c.old, c.new) if r)}:
             continue
