@@ -10,10 +10,9 @@ requests are in tests/data/real_prs.
 
 from __future__ import annotations
 
-import difflib
-
 from bot.analysis.classify import analyze_diff
 from bot.analysis.model import Analysis
+from tests.diff_util import file_diff
 
 LINEAR = "gptqmodel/nn_modules/qlinear/tritonv2.py"
 DEQUANT = "gptqmodel/nn_modules/triton_utils/dequant.py"
@@ -93,13 +92,7 @@ class QuantLinearFunction(torch.autograd.Function):
 
 
 def _analyse(after: str) -> Analysis:
-    lines = difflib.unified_diff(
-        LINEAR_TEXT.splitlines(keepends=True),
-        after.splitlines(keepends=True),
-        f"a/{LINEAR}",
-        f"b/{LINEAR}",
-    )
-    diff = f"diff --git a/{LINEAR} b/{LINEAR}\n" + "".join(lines)
+    diff = file_diff(LINEAR, LINEAR_TEXT, after)
     old = {LINEAR: LINEAR_TEXT, DEQUANT: DEQUANT_TEXT}
     new = {LINEAR: after, DEQUANT: DEQUANT_TEXT}
     return analyze_diff(

@@ -9,12 +9,20 @@ change its pruner and its AMD config builders); kernel bodies cut to one line.
 
 from __future__ import annotations
 
-import difflib
-
 from bot.analysis.classify import analyze_diff
 from bot.analysis.model import Analysis
+from tests.diff_util import file_diff
 
 PATH = "gemlite/triton_kernels/gemm_kernels.py"
+
+AUTOTUNED = """\
+@triton.autotune(
+    configs = get_autotune_config(),
+    key = ['M', 'N', 'K'],
+    prune_configs_by = {'early_config_prune': kernel_config_pruner},
+)
+@triton.jit
+"""
 
 BASE = """\
 import triton
@@ -57,23 +65,11 @@ else:
     get_autotune_config = get_fast_autotune_config_nvidia
 
 
-@triton.autotune(
-    configs = get_autotune_config(),
-    key = ['M', 'N', 'K'],
-    prune_configs_by = {'early_config_prune': kernel_config_pruner},
-)
-@triton.jit
-def gemm_INT_kernel(a_ptr, c_ptr, M, N, K, group_size, BLOCK_SIZE_K: tl.constexpr):
+{autotuned}def gemm_INT_kernel(a_ptr, c_ptr, M, N, K, group_size, BLOCK_SIZE_K: tl.constexpr):
     tl.store(c_ptr + tl.arange(0, BLOCK_SIZE_K), tl.load(a_ptr + tl.arange(0, BLOCK_SIZE_K)))
 
 
-@triton.autotune(
-    configs = get_autotune_config(),
-    key = ['M', 'N', 'K'],
-    prune_configs_by = {'early_config_prune': kernel_config_pruner},
-)
-@triton.jit
-def gemm_MX_kernel(a_ptr, c_ptr, M, N, K, group_size, BLOCK_SIZE_K: tl.constexpr):
+{autotuned}def gemm_MX_kernel(a_ptr, c_ptr, M, N, K, group_size, BLOCK_SIZE_K: tl.constexpr):
     tl.store(c_ptr + tl.arange(0, BLOCK_SIZE_K), tl.load(a_ptr + tl.arange(0, BLOCK_SIZE_K)) * 2)
 
 
@@ -85,7 +81,7 @@ def gemm_INT_forward(a, c, group_size):
 def gemm_MX_forward(a, c, group_size):
     M, K = a.shape
     gemm_MX_kernel[(get_closest_m(M),)](a, c, M, c.shape[1], K, group_size)
-"""
+""".replace("{autotuned}", AUTOTUNED)
 
 # 41c7d8e608fa: the pruner keeps num_stages >= 2 for the dot_scaled path.
 PRUNER = BASE.replace(
@@ -105,15 +101,7 @@ AMD = BASE.replace("'waves_per_eu':2}, num_warps=4", "'waves_per_eu':4}, num_war
 
 
 def _analyse(before: str, after: str) -> Analysis:
-    diff = "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            f"a/{PATH}",
-            f"b/{PATH}",
-        )
-    )
-    diff = f"diff --git a/{PATH} b/{PATH}\n" + diff
+    diff = file_diff(PATH, before, after)
     return analyze_diff(diff, old_source={PATH: before}.get, new_source={PATH: after}.get)
 
 

@@ -8,10 +8,9 @@ adds them).
 
 from __future__ import annotations
 
-import difflib
-
 from bot.analysis.classify import analyze_diff
 from bot.analysis.model import Analysis
+from tests.diff_util import file_diff
 
 QUANT = "flashinfer/triton/kernels/quant.py"
 ACT = "flashinfer/triton/kernels/activation.py"
@@ -58,21 +57,8 @@ def silu_and_mul(x, out, scale=None):
 """
 
 
-def _diff(path: str, before: str | None, after: str) -> str:
-    lines = difflib.unified_diff(
-        (before or "").splitlines(keepends=True),
-        after.splitlines(keepends=True),
-        f"a/{path}" if before is not None else "/dev/null",
-        f"b/{path}",
-    )
-    head = f"diff --git a/{path} b/{path}\n" + (
-        "" if before is not None else "new file mode 100644\n"
-    )
-    return head + "".join(lines)
-
-
 def _analyse(old: dict[str, str], new: dict[str, str]) -> Analysis:
-    diff = "".join(_diff(p, old.get(p), new[p]) for p in new)
+    diff = "".join(file_diff(p, old.get(p), new[p]) for p in new)
     return analyze_diff(diff, old_source=old.get, new_source=new.get)
 
 

@@ -8,10 +8,9 @@ to triton.py) in huggingface/text-generation-inference at the parent of cece8635
 
 from __future__ import annotations
 
-import difflib
-
 from bot.analysis.classify import analyze_diff
 from bot.analysis.model import Analysis
+from tests.diff_util import file_diff
 
 INIT = "server/text_generation_server/layers/gptq/__init__.py"
 CUDA = "server/text_generation_server/layers/gptq/cuda.py"
@@ -45,15 +44,8 @@ def matmul248(input, output):
 """
 
 
-def _modified(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-    )
-    return f"diff --git a/{path} b/{path}\n" + "".join(lines)
-
-
 def _analyse(gate_after: str, rename: bool) -> Analysis:
-    diff = _modified(INIT, GATE, gate_after)
+    diff = file_diff(INIT, GATE, gate_after)
     old = {INIT: GATE, CUDA: KERNELS}
     new = {INIT: gate_after, TRITON if rename else CUDA: KERNELS}
     if rename:

@@ -9,12 +9,11 @@ tests/data/real_prs, changes only the assertion).
 
 from __future__ import annotations
 
-import difflib
-
 import pytest
 
 from bot.analysis.classify import analyze_diff
 from bot.analysis.model import Analysis
+from tests.diff_util import file_diff
 
 PATH = "deepspeed/ops/transformer/inference/triton/gelu.py"
 
@@ -48,15 +47,7 @@ def gelu(activations: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
 
 
 def _analyse(after: str) -> Analysis:
-    diff = "".join(
-        difflib.unified_diff(
-            BASE.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            f"a/{PATH}",
-            f"b/{PATH}",
-        )
-    )
-    diff = f"diff --git a/{PATH} b/{PATH}\n" + diff
+    diff = file_diff(PATH, BASE, after)
     return analyze_diff(diff, old_source={PATH: BASE}.get, new_source={PATH: after}.get)
 
 

@@ -21,6 +21,7 @@ import ast
 from collections.abc import Iterator
 
 from bot.analysis.model import PYTHON_LANGUAGES, Context, FileScan, KernelChange, KernelDef
+from bot.analysis.reach.helpers import caused_change
 from bot.analysis.text import module_bindings, parse_python_or_none
 
 _DEPTH = 4
@@ -125,24 +126,9 @@ def decorator_reads(changes: list[KernelChange], ctx: Context) -> list[KernelCha
             )
             if not changed:
                 continue
-            out.append(
-                KernelChange(
-                    kind="tuning",
-                    name=k.name,
-                    language=k.language,
-                    path=k.path,
-                    old=old_k.ref(),
-                    new=k.ref(),
-                    configs_old=list(old_k.configs) if old_k.configs is not None else None,
-                    configs_new=list(k.configs) if k.configs is not None else None,
-                    configs_old_computed=old_k.configs_computed,
-                    configs_new_computed=k.configs_computed,
-                    via_helpers=changed,
-                    notes=[
-                        "its autotune decorator reads "
-                        + ", ".join(changed)
-                        + ", which changed: the configs it tries may differ"
-                    ],
-                )
+            note = (
+                f"its autotune decorator reads {', '.join(changed)}, which changed: the configs "
+                "it tries may differ"
             )
+            out.append(caused_change("tuning", old_k, k, changed, note))
     return out

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import re
 
-from bot.analysis.model import PYTHON_LANGUAGES, Context, FileScan, KernelChange, KernelDef
+from bot.analysis.model import (
+    PYTHON_LANGUAGES,
+    ChangeKind,
+    Context,
+    FileScan,
+    KernelChange,
+    KernelDef,
+)
 from bot.analysis.reach.follow import imports_in, module_of
 from bot.analysis.text import parse_python_or_none
 
@@ -21,6 +28,27 @@ _NAME = re.compile(r"\b([A-Za-z_]\w*)\b")  # called, or handed on (``combine_fn=
 
 
 _Index = dict[tuple[str, str], tuple[FileScan, str | None]]
+
+
+def caused_change(
+    kind: ChangeKind, old: KernelDef, new: KernelDef, via: list[str], note: str
+) -> KernelChange:
+    """The change of a kernel whose own text is the same, caused by what it reads (``via``: a
+    jit helper, an autotune pruner), with its configs as they are on each side."""
+    return KernelChange(
+        kind=kind,
+        name=new.name,
+        language=new.language,
+        path=new.path,
+        old=old.ref(),
+        new=new.ref(),
+        configs_old=list(old.configs) if old.configs is not None else None,
+        configs_new=list(new.configs) if new.configs is not None else None,
+        configs_old_computed=old.configs_computed,
+        configs_new_computed=new.configs_computed,
+        via_helpers=via,
+        notes=[note],
+    )
 
 
 def _index(ctx: Context) -> _Index:
@@ -154,22 +182,7 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             )
             if not at:
                 live.setdefault((k.name, k.path), []).append(len(slots))
-                slots.append(
-                    KernelChange(
-                        kind="body",
-                        name=k.name,
-                        language=k.language,
-                        path=k.path,
-                        old=k.ref(),
-                        new=k.ref(),
-                        configs_old=list(k.configs) if k.configs is not None else None,
-                        configs_new=list(k.configs) if k.configs is not None else None,
-                        configs_old_computed=k.configs_computed,
-                        configs_new_computed=k.configs_computed,
-                        via_helpers=[helper.name],
-                        notes=[note],
-                    )
-                )
+                slots.append(caused_change("body", k, k, [helper.name], note))
                 continue
             existing = slots[at[0]]
             assert existing is not None
