@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,11 @@ def step_times(output: str) -> dict[str, float]:
     return steps
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -68,6 +74,7 @@ def _load() -> list[float]:
 def timed_run(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     """One script run: its wall time, its steps, its output, the load before and after."""
     before = _load()
+    cpu_before = _children_cpu_s()
     start = time.monotonic()
     proc = subprocess.run(
         argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -77,6 +84,9 @@ def timed_run(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]
         "argv": argv,
         "rc": proc.returncode,
         "wall_s": round(wall, 1),
+        # user + system of the run and every process it waited for: what the load cannot
+        # inflate; on an idle 2-core machine the run takes at least half of it
+        "cpu_s": round(_children_cpu_s() - cpu_before, 1),
         "load_before": before,
         "load_after": _load(),
         "steps": step_times(proc.stdout),

@@ -52,7 +52,9 @@ def test_the_recorded_run_is_a_whole_newcomer_run():
     assert "up to date" in runs["demo_cached"]["output"]
     # the steps account for the run: set-up and the review, nothing long left unsaid
     named = sum(s for k, s in first["steps"].items() if k.startswith("demo: kernel-review demo"))
-    setup = sum(s for k, s in first["steps"].items() if k.startswith("setup: kernel-review installed"))
+    setup = sum(
+        s for k, s in first["steps"].items() if k.startswith("setup: kernel-review installed")
+    )
     assert first["wall_s"] - (named + setup) < 5
 
 
