@@ -165,32 +165,37 @@ def _step(run: dict[str, Any], prefix: str) -> float:
     raise KeyError(f"no step named {prefix!r}... in {sorted(run['steps'])}")
 
 
+def _where(rec: dict[str, Any], run: dict[str, Any]) -> str:
+    meta = rec["meta"]
+    return (
+        f"in a fresh clone on a {meta['cores']}-core machine, compile cache {meta['compile_cache']}, "
+        f"{meta['date'][:10]}, load average {_fmt_load(run['load_before'])} before and "
+        f"{_fmt_load(run['load_after'])} after: the machine was shared, and an idle one needs at "
+        "least half the CPU time"
+    )
+
+
 def sentence(rec: dict[str, Any], which: str) -> str:
     """What README.md (``demo``) or tests/README.md (``test``) says of the recorded times."""
-    runs, meta = rec["runs"], rec["meta"]
-    where = (
-        f"measured in a fresh clone on a {meta['cores']}-core machine ({meta['date'][:10]}, load "
-        f"{_fmt_load(runs['demo_first']['load_before'])}-{_fmt_load(runs['demo_first']['load_after'])}: "
-        f"it was shared; compile cache {meta['compile_cache']}; "
-        "`bench/results/cpu/first_run/times.json`)"
-    )
+    runs = rec["runs"]
     first, cached = runs["demo_first"], runs["demo_cached"]
+    source = "`bench/results/cpu/first_run/times.json`"
     if which == "demo":
         setup = _step(first, "setup: kernel-review installed")
         review = _step(first, "demo: kernel-review demo")
         return (
-            f"`scripts/demo` took {first['wall_s']:.0f} s the first time ({setup:.0f} s of it "
-            f"setting up .venv, {review:.0f} s the review with its compiler report) and "
-            f"{cached['wall_s']:.0f} s the next, {where}; every step says what it does and how "
-            "long it took, and the transcript of that first run is in "
-            "[docs/first-run.md](docs/first-run.md)."
+            f"Measured {_where(rec, first)} ({source}): `scripts/demo` took "
+            f"{first['wall_s']:.0f} s the first time, {first['cpu_s']:.0f} CPU-s ({setup:.0f} s "
+            f"setting up .venv, {review:.0f} s the review, most of it the compiler report's first "
+            f"compile), and {cached['wall_s']:.0f} s the next time, {cached['cpu_s']:.0f} CPU-s. "
+            "The transcript of that first run is [docs/first-run.md](docs/first-run.md)."
         )
     dev, dev_cached = runs["setup_dev_first"], runs["setup_dev_cached"]
     return (
-        f"`scripts/setup --dev` (what `scripts/test` adds to the demo's set-up: pytest, "
-        f"pytest-xdist, ruff, and the bytecode of every installed package) took "
-        f"{dev['wall_s']:.0f} s after the demo's set-up and {dev_cached['wall_s']:.0f} s once "
-        f"done, {where}."
+        f"Measured {_where(rec, dev)} ({source}): after the demo's set-up, `scripts/setup --dev` "
+        f"(pytest, pytest-xdist, ruff, and the bytecode of every installed package) took "
+        f"{dev['wall_s']:.0f} s, {dev['cpu_s']:.0f} CPU-s, and {dev_cached['wall_s']:.1f} s once "
+        "done."
     )
 
 

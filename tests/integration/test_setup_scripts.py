@@ -78,8 +78,8 @@ def test_setup_installs_what_is_asked_once(tmp_path: Path):
     first = _setup(root)
     assert first.returncode == 0, first.stderr
     assert _installs(calls) == [
-        "-m pip install --no-compile torch==2.13.0",
-        "-m pip install --no-compile -e .[gpu]",  # the demo's: no pytest, no ruff
+        "-m pip install --no-compile torch==2.13.0 setuptools>=77",
+        "-m pip install --no-compile --no-build-isolation -e .[gpu]",  # no pytest, no ruff
     ]
     said = step_times(first.stderr)
     assert any(s.startswith("setup: torch (torch==2.13.0") for s in said), said
@@ -93,7 +93,7 @@ def test_setup_installs_what_is_asked_once(tmp_path: Path):
 
     dev = _setup(root, "--dev")
     assert dev.returncode == 0, dev.stderr
-    assert _installs(calls)[-1] == "-m pip install --no-compile -e .[gpu,dev]"
+    assert _installs(calls)[-1] == "-m pip install --no-compile --no-build-isolation -e .[gpu,dev]"
     calls.unlink()
     assert "up to date for 'runtime'" in _setup(root).stderr  # dev holds the runtime too
     assert "up to date for 'dev'" in _setup(root, "--dev").stderr
