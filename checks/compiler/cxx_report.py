@@ -247,18 +247,24 @@ def _nvcc_target(
             done = log
     lines = (done.stderr or done.stdout).strip().splitlines()
     message = [ln.strip() for ln in lines if "error" in ln.lower()] or lines[-3:]
-    return [
-        KernelCompileRecord(
-            kernel=kernel,
-            function=source.name,
-            language="cuda",
-            config_label="-",
-            vendor="nvidia",
-            target=target,
-            error=" | ".join(message[:3])[:600] or f"nvcc exited with {done.returncode}",
-            error_stage="compile",
-        )
-    ]
+    error = " | ".join(message[:3])[:600] or f"nvcc exited with {done.returncode}"
+    return [_compile_error(kernel, source, "cuda", target, error)]
+
+
+def _compile_error(
+    kernel: str, source: Path, language: str, target: str, error: str
+) -> KernelCompileRecord:
+    """The one record of a C++ file that did not compile for ``target``."""
+    return KernelCompileRecord(
+        kernel=kernel,
+        function=source.name,
+        language=language,
+        config_label="-",
+        vendor="nvidia" if language == "cuda" else "amd",
+        target=target,
+        error=error,
+        error_stage="compile",
+    )
 
 
 @functools.cache
@@ -376,16 +382,6 @@ def hipcc_report(
             if done.returncode == 0 and out.is_file():
                 records += hip_records(kernel, target, out.read_text(), source=source.name)
                 continue
-        records.append(
-            KernelCompileRecord(
-                kernel=kernel,
-                function=source.name,
-                language="hip",
-                config_label="-",
-                vendor="amd",
-                target=target,
-                error=(done.stderr or done.stdout).strip()[-600:] or "hipcc failed",
-                error_stage="compile",
-            )
-        )
+        error = (done.stderr or done.stdout).strip()[-600:] or "hipcc failed"
+        records.append(_compile_error(kernel, source, "hip", target, error))
     return records
