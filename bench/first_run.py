@@ -41,8 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 READMES = {"README.md": "demo", "tests/README.md": "test"}  # file -> which sentence
 BLOCK = "first_run"
 STEP_LINE = re.compile(r"^== (?P<who>[\w-]+): (?P<what>.+): (?P<s>\d+(?:\.\d+)?) s$")
-# what pip says of this machine's own package index, one line per package: not the project's
-LOCAL_INDEX_NOISE = re.compile(r"^WARNING: Location '.*' is ignored: it is neither a file nor")
+# what pip says of the measuring machine's own package indexes (one warning per package, and
+# where it looks): that machine's set-up, not the project's, and left out of the record
+MACHINE_LINES = re.compile(
+    r"^(WARNING: Location '.*' is ignored: it is neither a file nor|Looking in (indexes|links): )"
+)
 
 RUNS = (
     ("demo_first", ["scripts/demo"]),
@@ -71,6 +74,13 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def without_machine_lines(output: str) -> tuple[str, int]:
+    """``output`` without the lines about the machine's package indexes, and how many."""
+    lines = output.splitlines()
+    kept = [line for line in lines if not MACHINE_LINES.match(line)]
+    return "\n".join(kept) + "\n", len(lines) - len(kept)
+
+
 def timed_run(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     """One script run: its wall time, its steps, its output, the load before and after."""
     before = _load()
@@ -90,8 +100,13 @@ def timed_run(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]
         "load_before": before,
         "load_after": _load(),
         "steps": step_times(proc.stdout),
-        "output": proc.stdout,
+        **_output(proc.stdout),
     }
+
+
+def _output(raw: str) -> dict[str, Any]:
+    output, dropped = without_machine_lines(raw)
+    return {"output": output, "machine_lines_left_out": dropped}
 
 
 def record(empty_compile_cache: bool) -> dict[str, Any]:
@@ -130,11 +145,9 @@ def transcript(rec: dict[str, Any]) -> str:
     """The first demo run's output as markdown, with what the numbers were measured on."""
     run = rec["runs"]["demo_first"]
     meta = rec["meta"]
-    lines = run["output"].splitlines()
-    kept = [line for line in lines if not LOCAL_INDEX_NOISE.match(line)]
-    dropped = len(lines) - len(kept)
+    dropped = run["machine_lines_left_out"]
     note = (
-        f" {dropped} lines of pip's warnings about that machine's local package index are left out."
+        f" {dropped} lines in which pip named that machine's package indexes are left out."
         if dropped
         else ""
     )
@@ -143,13 +156,14 @@ def transcript(rec: dict[str, Any]) -> str:
         f"A fresh clone (commit {meta['commit'][:7]}), on a {meta['cores']}-core machine with "
         f"{meta['memory_gib']} GiB, {meta['date']}; load average {_fmt_load(run['load_before'])} "
         f"before and {_fmt_load(run['load_after'])} after (the machine was shared), the compile "
-        f"cache {meta['compile_cache']}. It took {run['wall_s']:.0f} s; the run after it, with "
-        f".venv and the compile cache kept, {rec['runs']['demo_cached']['wall_s']:.0f} s. "
-        "Made by `python bench/first_run.py --transcript docs/first-run.md`, which records the "
-        "numbers in `bench/results/cpu/first_run/`.\n\n"
+        f"cache {meta['compile_cache']}. It took {run['wall_s']:.0f} s ({run['cpu_s']:.0f} CPU-s); "
+        f"the run after it, with .venv and the caches kept, "
+        f"{rec['runs']['demo_cached']['wall_s']:.0f} s. Made by `python bench/first_run.py"
+        f"{' --empty-compile-cache' if meta['compile_cache'] == 'empty' else ''} "
+        "--out bench/results/cpu/first_run/times.json --transcript docs/first-run.md`.\n\n"
         "stdout (the review) and stderr (each step, pip's own lines, the compiler report's "
         f"progress) as they came, interleaved.{note}\n\n"
-        "```text\n$ scripts/demo\n" + "\n".join(kept) + "\n```\n"
+        "```text\n$ scripts/demo\n" + run["output"] + "```\n"
     )
 
 
@@ -168,10 +182,11 @@ def _step(run: dict[str, Any], prefix: str) -> float:
 def _where(rec: dict[str, Any], run: dict[str, Any]) -> str:
     meta = rec["meta"]
     return (
-        f"in a fresh clone on a {meta['cores']}-core machine, compile cache {meta['compile_cache']}, "
-        f"{meta['date'][:10]}, load average {_fmt_load(run['load_before'])} before and "
-        f"{_fmt_load(run['load_after'])} after: the machine was shared, and an idle one needs at "
-        "least half the CPU time"
+        f"measured in a fresh clone on a {meta['cores']}-core machine (compile cache "
+        f"{meta['compile_cache']}, {meta['date'][:10]}, load average "
+        f"{_fmt_load(run['load_before'])} before and {_fmt_load(run['load_after'])} after: the "
+        "machine was shared, and an idle one needs at least half the CPU time; "
+        "`bench/results/cpu/first_run/times.json`)"
     )
 
 
@@ -179,23 +194,21 @@ def sentence(rec: dict[str, Any], which: str) -> str:
     """What README.md (``demo``) or tests/README.md (``test``) says of the recorded times."""
     runs = rec["runs"]
     first, cached = runs["demo_first"], runs["demo_cached"]
-    source = "`bench/results/cpu/first_run/times.json`"
     if which == "demo":
         setup = _step(first, "setup: kernel-review installed")
         review = _step(first, "demo: kernel-review demo")
         return (
-            f"Measured {_where(rec, first)} ({source}): `scripts/demo` took "
-            f"{first['wall_s']:.0f} s the first time, {first['cpu_s']:.0f} CPU-s ({setup:.0f} s "
-            f"setting up .venv, {review:.0f} s the review, most of it the compiler report's first "
-            f"compile), and {cached['wall_s']:.0f} s the next time, {cached['cpu_s']:.0f} CPU-s. "
-            "The transcript of that first run is [docs/first-run.md](docs/first-run.md)."
+            f"`scripts/demo` took {first['wall_s']:.0f} s the first time, {first['cpu_s']:.0f} "
+            f"CPU-s ({setup:.0f} s setting up .venv, {review:.0f} s the review, most of it the "
+            f"compiler report's first compile), and {cached['wall_s']:.0f} s the next time, "
+            f"{cached['cpu_s']:.0f} CPU-s, {_where(rec, first)}. The transcript of that first "
+            "run is [docs/first-run.md](docs/first-run.md)."
         )
     dev, dev_cached = runs["setup_dev_first"], runs["setup_dev_cached"]
     return (
-        f"Measured {_where(rec, dev)} ({source}): after the demo's set-up, `scripts/setup --dev` "
-        f"(pytest, pytest-xdist, ruff, and the bytecode of every installed package) took "
-        f"{dev['wall_s']:.0f} s, {dev['cpu_s']:.0f} CPU-s, and {dev_cached['wall_s']:.1f} s once "
-        "done."
+        f"After the demo's set-up, `scripts/setup --dev` (pytest, pytest-xdist, ruff, and the "
+        f"bytecode of every installed package) took {dev['wall_s']:.0f} s, {dev['cpu_s']:.0f} "
+        f"CPU-s, and {dev_cached['wall_s']:.1f} s once done, {_where(rec, dev)}."
     )
 
 
