@@ -200,8 +200,8 @@ def sentence(rec: dict[str, Any], which: str) -> str:
         return (
             f"`scripts/demo` took {first['wall_s']:.0f} s the first time, {first['cpu_s']:.0f} "
             f"CPU-s ({setup:.0f} s setting up .venv, {review:.0f} s the review, most of it the "
-            f"compiler report's first compile), and {cached['wall_s']:.0f} s the next time, "
-            f"{cached['cpu_s']:.0f} CPU-s, {_where(rec, first)}. The transcript of that first "
+            f"compiler report's first compile), and {cached['wall_s']:.1f} s the next time, "
+            f"{cached['cpu_s']:.1f} CPU-s, {_where(rec, first)}. The transcript of that first "
             "run is [docs/first-run.md](docs/first-run.md)."
         )
     dev, dev_cached = runs["setup_dev_first"], runs["setup_dev_cached"]
