@@ -15,7 +15,19 @@ from pathlib import Path
 from typing import Any
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-START, END = "<!-- cli_decision:start -->", "<!-- cli_decision:end -->"
+BLOCK = "cli_decision"
+
+
+def fill_block(text: str, name: str, body: str) -> str:
+    """``text`` with the lines between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->``
+    replaced by ``body``; ValueError where there is no such block."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    if start not in text or end not in text:
+        raise ValueError(f"no {start} ... {end} block to fill")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    indent = head[len(head.rstrip(" ")) :]  # the end marker lines up with the start marker
+    return f"{head}{start}\n{body}\n{indent}{end}{tail}"
 
 
 def _n(x: Any, fmt: str = "{:.2f}") -> str:
@@ -87,13 +99,12 @@ def main(argv: list[str]) -> int:
     if summary.get("meta", {}).get("device") == "cpu":
         print("error: this summary is CPU timing; record it on a GPU first", file=sys.stderr)
         return 1
-    text = README.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        print(f"error: README.md has no {START} ... {END} block to fill", file=sys.stderr)
+    try:
+        text = fill_block(README.read_text(encoding="utf-8"), BLOCK, sentence(summary))
+    except ValueError as exc:
+        print(f"error: README.md has {exc}", file=sys.stderr)
         return 1
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    README.write_text(f"{head}{START}\n{sentence(summary)}\n  {END}{tail}", encoding="utf-8")
+    README.write_text(text, encoding="utf-8")
     print(f"README.md: numbers from {argv[0]}")
     return 0
 

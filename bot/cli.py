@@ -53,7 +53,15 @@ def _compiler_report(
     except ImportError as exc:  # triton is an optional extra
         return None, [NotRun(check="compiler", reason=f"triton is not installed here ({exc.name})")]
     if run_repo_code:
-        return evidence.compiler_evidence_for_range(repo, base_sha, head_sha, plan, policy)
+        from bot.progress import Progress
+        from checks.compiler.targets import compile_targets
+
+        # a bar (a line per side and target in a log): the first compile takes minutes
+        sides = 2 * len(compile_targets(policy.compiler, plan.vendors))
+        with Progress("compiler report", sides or None, unit="target") as bar:
+            return evidence.compiler_evidence_for_range(
+                repo, base_sha, head_sha, plan, policy, progress=bar.step
+            )
     from bot.local_review import NOT_IMPORTED
 
     found, not_run = evidence.compiler_evidence_without_import(

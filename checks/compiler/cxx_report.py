@@ -13,6 +13,10 @@ parsed the same way.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,12 +24,18 @@ import tempfile
 from pathlib import Path
 
 from bot.errors import CompilerError
+from bot.outputs import cache_root
 from checks.compiler import isa_parse
 from checks.compiler.occupancy import NVIDIA_ARCHS, gfx_name, nvidia_occupancy, sm_number
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.resources import amd_fields, amd_max_regs, nvidia_max_regs
 
 _ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(")
+# nvcc's reports, kept by what was compiled: the preprocessed source (every header it includes,
+# line markers left out: they name the checkout's temporary folder), the target, the flags and
+# the toolkit. A demo or a review run again reads them instead of compiling (about 2 s a file).
+NVCC_CACHE_VERSION = "1"
+_LINE_MARKER = re.compile(rb"^# \d+ .*$", re.M)
 _NTID = re.compile(r"\.(?:maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 
 
@@ -148,16 +158,20 @@ def nvidia_records(
     return records
 
 
+@functools.cache
 def _nvcc_include_flags() -> list[str]:
-    try:
-        from torch.utils.cpp_extension import include_paths
-    except ImportError:
-        return []
-    flags = []
-    for path in include_paths():
-        flags += ["-I", path]
+    """torch's headers (the folders ``torch.utils.cpp_extension.include_paths()`` gives for the
+    CPU), found without importing torch (3 s of a 2-core machine), and Python's."""
+    import importlib.util
     import sysconfig
 
+    flags = []
+    spec = importlib.util.find_spec("torch")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        include = Path(root) / "include"
+        for path in (include, include / "torch" / "csrc" / "api" / "include"):
+            if path.is_dir():
+                flags += ["-I", str(path)]
     flags += ["-I", sysconfig.get_paths()["include"]]
     return flags
 
@@ -184,43 +198,129 @@ def nvcc_report(
     ptxas = str(Path(nvcc).resolve().parent / "ptxas")
     if not Path(ptxas).exists():
         ptxas = shutil.which("ptxas") or ptxas
+    includes = _nvcc_include_flags()  # torch's headers: what they hold is in the key, not where
+    flags = ["-O3", "-std=c++17", *extra_flags]
     records: list[KernelCompileRecord] = []
     for target in targets:
         arch = target.rstrip("af") + ("a" if target.endswith("a") else "")
-        with tempfile.TemporaryDirectory(prefix="kr-nvcc-") as tmp:
-            ptx_path = Path(tmp) / "k.ptx"
-            cmd = [nvcc, "-ptx", f"-arch={arch}", "-O3", "-std=c++17", "-o", str(ptx_path)]
-            cmd += [*_nvcc_include_flags(), *extra_flags, str(source)]
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-            if done.returncode == 0:
-                log = subprocess.run(
-                    [ptxas, "-v", f"--gpu-name={arch}", str(ptx_path), "-o", str(ptx_path) + ".o"],
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout_s,
-                )
-                if log.returncode == 0:
-                    ptx = ptx_path.read_text()
-                    records += nvidia_records(
-                        kernel, target, ptx, log.stderr + log.stdout, source=source.name
-                    )
-                    continue
-                done = log
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        message = [ln.strip() for ln in lines if "error" in ln.lower()] or lines[-3:]
-        records.append(
-            KernelCompileRecord(
-                kernel=kernel,
-                function=source.name,
-                language="cuda",
-                config_label="-",
-                vendor="nvidia",
-                target=target,
-                error=" | ".join(message[:3])[:600] or f"nvcc exited with {done.returncode}",
-                error_stage="compile",
-            )
+        key = _nvcc_key(nvcc, arch, flags, includes, source, timeout_s)
+        kept = _nvcc_cached(key)
+        if kept is not None:
+            records += kept
+            continue
+        found = _nvcc_target(
+            kernel, source, target, arch, nvcc, ptxas, [*flags, *includes], timeout_s
         )
+        if key is not None and all(r.error is None for r in found):
+            _nvcc_keep(key, found)
+        records += found
     return records
+
+
+def _nvcc_target(
+    kernel: str,
+    source: Path,
+    target: str,
+    arch: str,
+    nvcc: str,
+    ptxas: str,
+    flags: list[str],
+    timeout_s: float,
+) -> list[KernelCompileRecord]:
+    """One ``.cu`` file compiled for one target: its kernels' records, or one error record."""
+    with tempfile.TemporaryDirectory(prefix="kr-nvcc-") as tmp:
+        ptx_path = Path(tmp) / "k.ptx"
+        cmd = [nvcc, "-ptx", f"-arch={arch}", *flags, "-o", str(ptx_path), str(source)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode == 0:
+            log = subprocess.run(
+                [ptxas, "-v", f"--gpu-name={arch}", str(ptx_path), "-o", str(ptx_path) + ".o"],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
+            if log.returncode == 0:
+                ptx = ptx_path.read_text()
+                return nvidia_records(
+                    kernel, target, ptx, log.stderr + log.stdout, source=source.name
+                )
+            done = log
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    message = [ln.strip() for ln in lines if "error" in ln.lower()] or lines[-3:]
+    error = " | ".join(message[:3])[:600] or f"nvcc exited with {done.returncode}"
+    return [_compile_error(kernel, source, "cuda", target, error)]
+
+
+def _compile_error(
+    kernel: str, source: Path, language: str, target: str, error: str
+) -> KernelCompileRecord:
+    """The one record of a C++ file that did not compile for ``target``."""
+    return KernelCompileRecord(
+        kernel=kernel,
+        function=source.name,
+        language=language,
+        config_label="-",
+        vendor="nvidia" if language == "cuda" else "amd",
+        target=target,
+        error=error,
+        error_stage="compile",
+    )
+
+
+@functools.cache
+def _nvcc_version(nvcc: str) -> str:
+    done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+    return done.stdout
+
+
+def _nvcc_key(
+    nvcc: str,
+    arch: str,
+    flags: list[str],
+    includes: list[str],
+    source: Path,
+    timeout_s: float,
+) -> str | None:
+    """What nvcc would compile for ``arch`` with ``flags``, hashed: the source as preprocessed
+    with ``includes`` (another checkout or environment with the same headers shares it); None
+    where it cannot be preprocessed (the compile then says why)."""
+    with tempfile.TemporaryDirectory(prefix="kr-nvcc-") as tmp:
+        out = Path(tmp) / "k.ii"
+        cmd = [nvcc, "-E", f"-arch={arch}", *flags, *includes, "-o", str(out), str(source)]
+        done = subprocess.run(cmd, capture_output=True, timeout=timeout_s)
+        if done.returncode != 0 or not out.is_file():
+            return None
+        text = _LINE_MARKER.sub(b"", out.read_bytes())
+    h = hashlib.sha256()
+    for part in (NVCC_CACHE_VERSION, _nvcc_version(nvcc), arch, json.dumps(flags), source.name):
+        h.update(part.encode() + b"\0")
+    h.update(text)
+    return h.hexdigest()
+
+
+def _nvcc_cache_path(key: str) -> Path:
+    return cache_root() / "nvcc" / f"{key}.json"
+
+
+def _nvcc_cached(key: str | None) -> list[KernelCompileRecord] | None:
+    if key is None:
+        return None
+    try:
+        rows = json.loads(_nvcc_cache_path(key).read_text())
+        return [KernelCompileRecord.model_validate({**r, "cached": True}) for r in rows]
+    except (OSError, ValueError):
+        return None
+
+
+def _nvcc_keep(key: str, records: list[KernelCompileRecord]) -> None:
+    path = _nvcc_cache_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps([r.model_dump(mode="json") for r in records]))
+        tmp.replace(path)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next run a compile
 
 
 def hip_records(kernel: str, target: str, text: str, *, source: str = "") -> list:
@@ -282,16 +382,6 @@ def hipcc_report(
             if done.returncode == 0 and out.is_file():
                 records += hip_records(kernel, target, out.read_text(), source=source.name)
                 continue
-        records.append(
-            KernelCompileRecord(
-                kernel=kernel,
-                function=source.name,
-                language="hip",
-                config_label="-",
-                vendor="amd",
-                target=target,
-                error=(done.stderr or done.stdout).strip()[-600:] or "hipcc failed",
-                error_stage="compile",
-            )
-        )
+        error = (done.stderr or done.stdout).strip()[-600:] or "hipcc failed"
+        records.append(_compile_error(kernel, source, "hip", target, error))
     return records

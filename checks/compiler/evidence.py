@@ -205,9 +205,10 @@ def compiler_evidence_for_range(
     policy: Any,
     *,
     details_dir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
     """Compile the planned kernels at base and at head, each in a worktree made for it, and
-    compare them; ``details_dir`` as for ``compiler_evidence_for_trees``."""
+    compare them; ``details_dir`` and ``progress`` as for ``compiler_evidence_for_trees``."""
     targets = compile_targets(policy.compiler, plan.vendors)
     if not plan.kernels or not targets:
         return None, []
@@ -223,6 +224,7 @@ def compiler_evidence_for_range(
                 targets,
                 details_dir=details_dir,
                 python_path=getattr(policy, "python_path", ()),
+                progress=progress,
             )
         except KernelReviewError as exc:
             return None, [NotRun(check="compiler", reason=exc.message)]
@@ -270,19 +272,35 @@ def compiler_evidence_for_trees(
     details_dir: Path | None = None,
     envs: tuple[SideEnv | None, SideEnv | None] = (None, None),
     python_path: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
     """Compile the planned kernels in the base and head checkouts for ``targets`` and compare
     them; with ``details_dir`` the full reports (every variant) are written there as
     ``compiler-old.json`` and ``compiler-new.json``. ``envs``: each side's own toolchain
-    (base, head), the bot's own where None; ``python_path``: the policy's."""
+    (base, head), the bot's own where None; ``python_path``: the policy's; ``progress`` hears
+    of each side's target as it finishes ("base sm_90: compiled, 65 variants")."""
     not_run: list[NotRun] = []
     specs = specs_for(plan.kernels, python_path)
     # the old side's C++ kernels, for a rewrite; a kernel planned for a toolchain change only
     # has the same source on both sides, so only its Triton configs are compared
     paths = {k.name: tuple(k.paths) for k in plan.kernels if k.change_kinds != ("toolchain",)}
+
+    def side(name: str) -> Callable[[str], None] | None:
+        return None if progress is None else lambda text: progress(f"{name} {text}")
+
     try:
-        old = tree_report(base_tree, specs, targets, cxx_paths=paths, not_run=not_run, env=envs[0])
-        new = tree_report(head_tree, specs, targets, not_run=not_run, env=envs[1])
+        old = tree_report(
+            base_tree,
+            specs,
+            targets,
+            cxx_paths=paths,
+            not_run=not_run,
+            env=envs[0],
+            progress=side("base"),
+        )
+        new = tree_report(
+            head_tree, specs, targets, not_run=not_run, env=envs[1], progress=side("head")
+        )
     except KernelReviewError as exc:
         return None, [NotRun(check="compiler", reason=exc.message)]
     for note in (*old.notes, *new.notes):

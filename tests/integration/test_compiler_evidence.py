@@ -67,10 +67,22 @@ def test_old_against_new_in_worktrees(tmp_path: Path, monkeypatch: pytest.Monkey
     bench.write_text(bench.read_text().replace("BLOCK=1024)", "BLOCK=2048, num_warps=8)"))
     head = commit_all(repo, "head")
     details = tmp_path / "details"
+    heard: list[str] = []
     evidence, not_run = compiler_evidence_for_range(
-        repo, base, head, _plan(base, head), parse_policy(POLICY), details_dir=details
+        repo,
+        base,
+        head,
+        _plan(base, head),
+        parse_policy(POLICY),
+        details_dir=details,
+        progress=heard.append,
     )
     assert evidence is not None
+    # one line per side and target as each finishes, so the demo's first compile shows progress
+    assert sorted(line.split(":")[0] for line in heard) == [
+        "base gfx942", "base sm_90", "head gfx942", "head sm_90"
+    ]  # fmt: skip
+    assert all("compiled" in line and "variant" in line for line in heard)
     new = [r for r in evidence.rows if r.side == "new"]
     old = [r for r in evidence.rows if r.side == "old"]
     assert {(r.target, r.config) for r in new} == {
