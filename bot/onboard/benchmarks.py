@@ -64,6 +64,7 @@ class FoundBenchmark:
     lines: tuple[str, ...] = ()  # perf_report line_vals
     dtypes: tuple[str, ...] = ()  # empty: none could be read
     calls: frozenset[str] = frozenset()  # every name the function calls
+    resolved_calls: frozenset[str] = frozenset()  # those calls through the file's imports
     takes_dtype: bool = False
     notes: tuple[str, ...] = ()
     module: str = ""  # the module an entry point is imported from
@@ -83,6 +84,12 @@ def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenc
     except (SyntaxError, ValueError, RecursionError):
         return []
     env = module_constants(tree)
+    imports = imported_names(tree)
+    local = {
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    } | set(env)
     found: list[FoundBenchmark] = []
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -95,7 +102,55 @@ def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenc
             found.append(dataclasses.replace(entry, module=module, dtypes=()))
         elif _calls_timer(node):
             found.append(_do_bench(path, node, tree, env))
-    return found
+    return [
+        dataclasses.replace(b, resolved_calls=_resolved(node, imports, local))
+        for b, node in zip(found, _benchmark_nodes(tree, found), strict=True)
+    ]
+
+
+def _benchmark_nodes(tree: ast.Module, found: list[FoundBenchmark]) -> list[ast.AST]:
+    by_line = {
+        n.lineno: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    return [by_line[b.line] for b in found]
+
+
+def imported_names(tree: ast.Module) -> dict[str, str]:
+    """What each name a module imports stands for: ``import a.b as c`` binds ``c`` to ``a.b``,
+    ``from a.b import c`` binds ``c`` to ``a.b.c`` (anywhere in the file: benchmarks import in
+    their functions too)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    out[head] = head
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return out
+
+
+def _resolved(fn: ast.AST, imports: dict[str, str], local: set[str]) -> frozenset[str]:
+    """The dotted names ``fn`` calls, their first part spelled out through the file's imports;
+    ``*.name`` for a name of unknown origin (a star import, a builtin), none for the file's own
+    functions and the function's own names."""
+    own = local | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    out = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and dotted(node.func):
+            head, _, rest = dotted(node.func).partition(".")
+            tail = f".{rest}" if rest else ""
+            if head in imports:
+                out.add(imports[head] + tail)
+            elif head not in own:
+                out.add(f"*.{head}{tail}")
+    return frozenset(out)
 
 
 def _is_entry_point(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -200,18 +200,23 @@ def test_what_init_cannot_infer_is_refused_at_its_line_until_filled(
     lines = text.splitlines()
     shapes_line = next(i for i, line in enumerate(lines, 1) if line.startswith("shapes = "))
     assert "FILL-IN" in lines[shapes_line - 1] and "fill in the shapes" in lines[shapes_line - 1]
-    assert f"{POLICY_FILE}:{shapes_line}:" in out and "to fill in (3)" in out
+    assert f"{POLICY_FILE}:{shapes_line}:" in out and "to fill in (2)" in out
+    # no benchmark: the bench is a stub, written beside, that names the op and raises until filled
+    assert 'bench = "kernel_review_bench:scale_add"  # a stub calling scale_add()' in text
+    stub = (repo / "kernel_review_bench.py").read_text()
+    assert "from ops.scale_add import scale_add as op" in stub
+    assert "build the inputs of scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float=2.0)" in (
+        stub
+    )
     assert main(["policy", "check", str(repo)]) == 2
     err = capsys.readouterr().err
     assert (
         f"{POLICY_FILE}:{shapes_line}:10: kernels[0].shapes: fill in the shapes this op serves"
         in err
     )
-    assert "kernels[0].dtypes: fill in the dtypes" in err and "kernels[0].bench: fill in" in err
-    filled = (
-        text.replace('bench = "FILL-IN"', 'bench = "ops.bench:scale_add"')
-        .replace('dtypes = "FILL-IN"', 'dtypes = ["float16"]')
-        .replace('shapes = "FILL-IN"', "shapes = [[4096]]")
+    assert "kernels[0].dtypes: fill in the dtypes" in err and "kernels[0].bench" not in err
+    filled = text.replace('dtypes = "FILL-IN"', 'dtypes = ["float16"]').replace(
+        'shapes = "FILL-IN"', "shapes = [[4096]]"
     )
     (repo / POLICY_FILE).write_text(filled)
     assert main(["policy", "check", str(repo)]) == 0
@@ -314,3 +319,75 @@ def test_the_build_step_init_writes_builds_base_and_skips_a_head_without_setup_p
         assert note.startswith(f"setup ({side.name}): `{SETUP_BUILD}` took")
     assert (base / "ops" / "_C.py").read_text() == "BUILT = True\n"
     assert not (head / "ops" / "_C.py").exists()
+
+
+def _many_ops(count: int) -> dict[str, str]:
+    """A src/ layout with ``count`` Triton ops (each a file, one kernel launched from a method
+    and a public alias), a vendor copy of the first, tests, and perf_report benchmarks for the
+    first half; ops are called from a model file, op ``i`` from ``i`` call sites."""
+    files = {"src/biglib/__init__.py": "", "src/biglib/ops/__init__.py": ""}
+    model = ["import torch"]
+    for i in range(count):
+        op = KERNEL.replace("scale_add", f"op{i:02d}")
+        files[f"src/biglib/ops/op{i:02d}.py"] = op
+        files[f"tests/test_op{i:02d}.py"] = op.replace(f"def op{i:02d}(", "def test_float32(")
+        model.append(f"from biglib.ops.op{i:02d} import op{i:02d}")
+        model += [f"y{i}_{j} = op{i:02d}" + "(x, x)" for j in range(i)]
+        if i < count // 2:
+            files[f"benchmarks/bench_op{i:02d}.py"] = PERF_REPORT.replace(
+                "minilib.scale_add", f"biglib.ops.op{i:02d}"
+            ).replace("scale_add", f"op{i:02d}")
+    files["src/biglib/runtime/backend/_npu/ops/op00.py"] = files["src/biglib/ops/op00.py"]
+    files["src/biglib/model.py"] = "\n".join(model) + "\n"
+    return files
+
+
+def test_init_on_a_large_repository_writes_the_best_ranked_ops_and_lists_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write(tmp_path / "big", _many_ops(60))
+    assert main(["init", "--repo", str(repo), "--max-kernels", "12"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote " in out and "12 of 60 ops" in out and "the policy is valid" in out
+    text = (repo / POLICY_FILE).read_text()
+    assert len(text.encode()) < 16 * 1024
+    policy, problems = validate_policy(text)
+    assert problems == [] and policy is not None
+    # the most called ops with a benchmark (ops 18..29 of the 30 benchmarked), best first; a
+    # benchmark's call counts too
+    assert [k.name for k in policy.kernels] == [f"op{i:02d}" for i in range(29, 17, -1)]
+    assert all(k.bench.startswith("perf_report:benchmarks/") for k in policy.kernels)
+    left = [line for line in out.splitlines() if line.startswith("  op")]
+    left = [line for line in left if ": " in line]
+    assert len(left) == 48  # one short line per op left out
+    assert "  op17 (1 kernel, src/biglib/ops/op17.py): past --max-kernels 12 (18 call sites)" in (
+        out
+    )
+    assert "  op59 (1 kernel, src/biglib/ops/op59.py): no benchmark calls op59(); stub " in out
+    assert "test_float32" not in text and "test_float32" not in out
+    stubs = (repo / "kernel_review_bench.py").read_text()
+    # stubs for the 12 best ranked of the ops without a benchmark
+    assert "def op59(" in stubs and "def op48(" in stubs and "def op47(" not in stubs
+    assert main(["policy", "check", str(repo)]) == 0
+
+
+def test_init_only_keeps_the_ops_under_a_path_and_says_when_none_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write(tmp_path / "big", _many_ops(4))
+    only = ["--only", "src/biglib/ops/op01.py", "--only", "src/biglib/runtime"]
+    assert main(["init", "--repo", str(repo), *only]) == 0
+    assert not (repo / "kernel_review_bench.py").exists()  # every op left out has a benchmark
+    policy = load_policy(repo).policy
+    assert [k.name for k in policy.kernels] == ["op01", "op00"]
+    assert policy.kernel("op00").paths == [
+        "src/biglib/ops/op00.py",
+        "src/biglib/runtime/backend/_npu/ops/op00.py",
+    ]
+    capsys.readouterr()
+    assert main(["init", "--repo", str(repo), "--force", "--only", "docs"]) == 2
+    assert "none of the 4 ops found has a file under --only docs" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        main(["init", "--repo", str(repo), "--force", "--max-kernels", "0"])
+    assert refused.value.code == 2
+    assert "--max-kernels: must be an integer, 1 or more (got '0')" in capsys.readouterr().err
