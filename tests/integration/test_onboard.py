@@ -190,6 +190,81 @@ def test_the_entry_points_init_names_run_in_a_worker_under_the_interpreter(
         client.close()
 
 
+ASV = """\
+import torch
+
+from minilib.scale_add import scale_add
+
+
+class ScaleAdd:
+    params = [[1000, 4096], ["float32", "float16"]]
+    param_names = ["n", "dtype"]
+
+    def setup(self, n, dtype):
+        self.x = torch.rand(n, dtype=getattr(torch, dtype))
+        self.y = torch.rand(n, dtype=getattr(torch, dtype))
+
+    def time_scale_add(self, n, dtype):
+        scale_add(self.x, self.y)
+"""
+
+PYTEST_BENCHMARK = """\
+import pytest
+import torch
+
+from minilib.row_sum import row_sum
+
+
+@pytest.mark.parametrize("shape", [(4, 100), (16, 300)])
+def test_row_sum(benchmark, shape):
+    x = torch.randn(shape, dtype=torch.float32)
+    benchmark(row_sum, x)
+"""
+
+
+def test_asv_and_pytest_benchmark_forms_init_names_run_in_a_worker(tmp_path: Path) -> None:
+    repo = write(
+        tmp_path / "forms",
+        {
+            "src/minilib/__init__.py": "",
+            "src/minilib/scale_add.py": KERNEL,
+            "src/minilib/row_sum.py": ROWSUM,
+            "asv_bench/benchmarks/ops.py": ASV,
+            "benchmarks/test_perf.py": PYTEST_BENCHMARK,
+        },
+    )
+    assert main(["init", "--repo", str(repo)]) == 0
+    policy = load_policy(repo).policy
+    benches = {k.name: k.bench for k in policy.kernels}
+    assert benches == {
+        "scale_add": "asv:asv_bench/benchmarks/ops.py:ScaleAdd.time_scale_add",
+        "row_sum": "pytest_benchmark:benchmarks/test_perf.py:test_row_sum",
+    }
+    assert policy.kernel("scale_add").dtypes == ["float32", "float16"]
+    assert [s.dims for s in policy.kernel("row_sum").shapes] == [(4, 100), (16, 300)]
+    client = WorkerClient(
+        WorkerSpec(
+            side="head",
+            root=repo,
+            device="cpu",
+            work_dir=tmp_path / "work",
+            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
+            python_path=tuple(policy.python_path),
+        )
+    )
+    client.start()
+    try:
+        for kernel in policy.kernels:
+            dims = kernel.shapes[-1].dims
+            checked = client.check([kernel.bench], dims, kernel.dtypes[0], seed=1)
+            assert checked["correct"], (kernel.name, checked)
+            prepared = client.prepare([kernel.bench], dims, kernel.dtypes[0], seed=0)
+            assert prepared["entry"] == kernel.bench and prepared["footprint_bytes"] > 0
+            assert client.finish()["correct"]
+    finally:
+        client.close()
+
+
 def test_what_init_cannot_infer_is_refused_at_its_line_until_filled(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
