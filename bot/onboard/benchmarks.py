@@ -11,14 +11,18 @@ Two forms of benchmark are read further, the ones ``checks/worker/bench_capture.
   dimensions, and a module-level registry of shapes (a list named like ``SHAPES`` or ``SIZES``
   whose entries have that many integers) gives the shapes.
 
-Three more forms, run by ``checks/worker/bench_forms.py``:
+Four more forms, run by ``checks/worker/bench_forms.py``:
 
 - a pytest test taking pytest-benchmark's ``benchmark`` fixture: its ``parametrize`` arguments
   give the shapes (an argument of integer tuples, else the integer arguments' product), the
   dtypes (an argument of dtypes) and the values one may pick (the first argument of strings);
 - an asv benchmark: a ``time_*`` method of a class with ``params``, read the same way through
   its ``param_names``;
-- a function that times with ``torch.utils.benchmark.Timer``: as a do_bench function.
+- a function that times with ``torch.utils.benchmark.Timer``: as a do_bench function;
+- a function of one input object that the script hands to a runner of its own (the form is
+  recognised from that call, ``bench_forms.handing_call``): the call's integer list is the
+  sweep, the string list the function compares with the values one may pick, its dicts'
+  ``dtype`` the dtypes.
 
 Values are read with a small evaluator that knows literals, arithmetic, ``range`` and list
 comprehensions, so ``x_vals=[2**i for i in range(12, 28)]`` is understood; what it cannot read is
@@ -28,6 +32,7 @@ reported in ``notes`` and left for the maintainer. Pure: text in, records out.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import itertools
 import re
@@ -35,8 +40,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.onboard.values import Unknown, dotted, evaluate, module_constants
+from checks.worker.bench_forms import handing_call
 
-Form = Literal["entry", "perf_report", "do_bench", "pytest_benchmark", "asv", "timer"]
+Form = Literal["entry", "perf_report", "do_bench", "pytest_benchmark", "asv", "timer", "run_input"]
 
 TIMERS = ("do_bench", "do_bench_cudagraph")
 REGISTRY_RE = re.compile(r"SHAPE|SIZE|CASE|CONFIG", re.IGNORECASE)
@@ -76,6 +82,8 @@ class FoundBenchmark:
     dtypes: tuple[str, ...] = ()  # empty: none could be read
     calls: frozenset[str] = frozenset()  # every name the function calls
     resolved_calls: frozenset[str] = frozenset()  # those calls through the file's imports
+    # for a line (a string the function compares with), what the branch it guards calls
+    line_calls: tuple[tuple[str, frozenset[str]], ...] = ()
     takes_dtype: bool = False
     notes: tuple[str, ...] = ()
     module: str = ""  # the module an entry point is imported from
@@ -111,6 +119,8 @@ def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenc
         elif module and not node.name.startswith("_") and _is_entry_point(node):
             entry = _found("entry", path, node, (), (), [], [])
             found.append(dataclasses.replace(entry, module=module, dtypes=()))
+        elif len(_parameters(node)[1]) == 1 and handing_call(tree, node.name) is not None:
+            found.append(_run_input(path, node, handing_call(tree, node.name) or {}, env))
         elif "benchmark" in _parameters(node)[1] and node.name.startswith("test"):
             found.append(_parametrized("pytest_benchmark", path, node, _marks(node), env))
         elif _calls_timer(node):
@@ -132,6 +142,62 @@ def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenc
 def _all_args(args: ast.arguments) -> list[ast.arg]:
     rest = [a for a in (args.vararg, args.kwarg) if a is not None]
     return args.posonlyargs + args.args + args.kwonlyargs + rest
+
+
+def _run_input(
+    path: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, call: dict[str, ast.expr], env: dict
+) -> FoundBenchmark:
+    """A function of one input object that the script hands to its runner: the runner call's
+    list of integers is the sweep, its list of strings whose values the function compares with
+    the values one may pick (else its first), the ``dtype`` of its list of dicts the dtypes."""
+    notes: list[str] = []
+    dims: tuple[str, ...] = ()
+    shapes: tuple[tuple[int, ...], ...] = ()
+    choices: list[tuple[str, ...]] = []
+    dtypes: list[str] = []
+    for keyword, node in call.items():
+        if isinstance(node, ast.Name) and node.id == fn.name:
+            continue
+        try:
+            value = _static(node, env)
+        except Unknown as exc:
+            notes.append(f"could not read {keyword} ({exc})")
+            continue
+        if not isinstance(value, list) or not value:
+            continue
+        if _all_ints(value) and not shapes:
+            dims, shapes = (keyword,), tuple(dict.fromkeys((v,) for v in value))
+        elif all(isinstance(v, str) for v in value):
+            choices.append(tuple(value))
+        elif all(isinstance(v, dict) for v in value):
+            dtypes += [d for v in value if (d := _dtype_of(v.get("dtype")))]
+    compared = {
+        c.value
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Compare)
+        for c in ast.walk(n)
+        if isinstance(c, ast.Constant) and isinstance(c.value, str)
+    }
+    # the values one picks are those the function tells apart (``input.provider == "mine"``)
+    picked = [c for c in choices if compared & set(c)] + choices
+    lines = picked[0] if picked else ()
+    found = _found("run_input", path, fn, dims, shapes, dtypes, notes, lines=lines)
+    return dataclasses.replace(found, takes_dtype=bool(dtypes))
+
+
+def _static(node: ast.expr, env: dict[str, Any]) -> Any:
+    """A runner call's keyword value: dicts key by key (what cannot be read left out), lists item
+    by item, ``torch.X`` as its name, anything else through the evaluator."""
+    if isinstance(node, ast.Dict):
+        out = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                with contextlib.suppress(Unknown):
+                    out[key.value] = _static(value, env)
+        return out
+    if isinstance(node, ast.List) and any(isinstance(e, ast.Dict) for e in node.elts):
+        return [_static(e, env) for e in node.elts]
+    return _value(node, env)
 
 
 def _calls_torch_timer(fn: ast.AST) -> bool:
@@ -470,18 +536,41 @@ def _found(
         dtypes = ["float32"]
         notes = [*notes, "its tensors are made without a dtype: torch's default, float32"]
     return FoundBenchmark(
-        form,
-        path,
-        fn.name,
-        fn.lineno,
-        dims,
-        shapes,
+        line_calls=_line_calls(fn),
+        form=form,
+        path=path,
+        name=fn.name,
+        line=fn.lineno,
+        dims=dims,
+        shapes=shapes,
         lines=lines,
         dtypes=tuple(dict.fromkeys(dtypes)),
         calls=_called_names(fn),
         takes_dtype=not isinstance(fn, ast.ClassDef) and "dtype" in _parameters(fn)[1],
         notes=tuple(notes),
     )
+
+
+def _line_calls(fn: ast.AST) -> tuple[tuple[str, frozenset[str]], ...]:
+    """For each string an ``if`` of ``fn`` compares with (``provider == "triton"``), the names
+    its branch calls or hands to a call."""
+    out: dict[str, frozenset[str]] = {}
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.If):
+            continue
+        called = frozenset(name.rsplit(".", 1)[-1] for part in node.body for name in _callees(part))
+        for compare in ast.walk(node.test):
+            if isinstance(compare, ast.Compare):
+                for const in ast.walk(compare):
+                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                        out[const.value] = out.get(const.value, frozenset()) | called
+    for node in ast.walk(fn):
+        if isinstance(node, ast.IfExp):
+            called = frozenset(n.rsplit(".", 1)[-1] for n in _callees(node.body))
+            for const in ast.walk(node.test):
+                if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                    out[const.value] = out.get(const.value, frozenset()) | called
+    return tuple(out.items())
 
 
 def _read(node: ast.expr | None, env: dict[str, Any], notes: list[str], what: str) -> Any:

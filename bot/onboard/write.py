@@ -111,7 +111,7 @@ def render_policy(
 def bench_for(op: Op) -> str:
     """The ``bench`` value written for ``op``; ``""`` when it has no benchmark."""
     b = op.benchmark
-    return b.spec(_line(b, op.name)) if b else ""
+    return b.spec(_line(b, op.name, op.entries or (op.entry,))) if b else ""
 
 
 def _kernel(out: _Lines, op: Op, stubbed: bool) -> None:
@@ -132,7 +132,7 @@ def _kernel(out: _Lines, op: Op, stubbed: bool) -> None:
             "bench", f"no benchmark calls {op.entry}(): write an entry point (docs/bench-entry.md)"
         )
     else:
-        line = _line(b, op.name)
+        line = _line(b, op.name, op.entries or (op.entry,))
         rest = [v for v in b.lines if v != line]
         comment = f"{b.path}:{b.line}" + (f"; its other lines: {', '.join(rest)}" if rest else "")
         out.key("bench", bench_for(op), comment)
@@ -143,9 +143,15 @@ def _kernel(out: _Lines, op: Op, stubbed: bool) -> None:
     _shapes(out, op, b)
 
 
-def _line(b: FoundBenchmark, name: str) -> str | None:
+def _line(b: FoundBenchmark, name: str, entries: tuple[str, ...] = ()) -> str | None:
+    """The line to measure: the one whose branch calls the op, else one named like triton or the
+    op, else the first."""
     if len(b.lines) < 2:
         return None if not b.lines else b.lines[0]
+    calls = dict(b.line_calls)
+    for value in b.lines:
+        if set(entries) & calls.get(value, frozenset()):
+            return value
     for wanted in ("triton", name):
         for value in b.lines:
             if wanted.lower() in value.lower():

@@ -229,7 +229,9 @@ def entry_for(spec: str, root: str) -> Callable[..., dict[str, Any]]:
     forms = _forms()
     if spec.partition(":")[0] in forms.FORMS:
         try:
-            inner = forms.entry_for(spec, lambda path: load_file(root, path), forms.torch_if_loaded)
+            inner = forms.entry_for(
+                spec, lambda path: load_file(root, path), forms.torch_if_loaded, capture
+            )
         except forms.FormError as exc:
             raise BadBenchmark(str(exc)) from None
         except LookupError as exc:

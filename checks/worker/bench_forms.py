@@ -14,6 +14,13 @@ it was given: that callable is the case's ``fn`` (the tensors it closes over its
 - ``asv:PATH:CLASS.METHOD[@VALUE]``: an airspeed velocity benchmark, a ``time_*`` method of a
   class with ``params`` (and ``param_names``). Its parameters are filled as above; the class is
   made, its ``setup(*params)`` run, and the case's ``fn`` calls the method with the parameters.
+- ``run_input:PATH:FUNCTION[@VALUE]``: a function taking one input object, which the script
+  hands to a runner of its own (``run_benchmarks(bench_test_fn=FUNCTION, x_values=[...],
+  kernel_providers=[...], **configs)``). The input object is made from the function's
+  annotated class: each of its fields takes the values of the call's list keyword named after
+  it (``x_values`` for ``x``, ``kernel_providers`` for ``kernel_provider``), filled as a test's
+  parameters above (a dict's ``dtype`` is the case's dtype), and the function runs with
+  ``triton.testing.do_bench`` captured.
 - ``timer:PATH:FUNCTION``: a function of the shape's dimensions that times its kernel with
   ``torch.utils.benchmark.Timer(stmt, setup=..., globals=...)``; the statement (its setup run
   once) in the timer's globals is the case's ``fn``.
@@ -24,17 +31,20 @@ torch) are looked up when a case is built.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import dataclasses
 import inspect
 import itertools
 import re
 import sys
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-FORMS = ("pytest_benchmark", "asv", "timer")
+FORMS = ("pytest_benchmark", "asv", "timer", "run_input")
 SPEC_RE = re.compile(
-    r"^(?P<form>pytest_benchmark|asv|timer):(?P<path>[^:@\s]+\.py):"
+    r"^(?P<form>pytest_benchmark|asv|timer|run_input):(?P<path>[^:@\s]+\.py):"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(@(?P<value>[^:@\s]+))?$"
 )
 DTYPE_NAMES = (
@@ -87,15 +97,20 @@ class CaptureBenchmark:
 
 
 def entry_for(
-    spec: str, module_of: Callable[[str], Any], torch_module: Callable[[], Any]
+    spec: str,
+    module_of: Callable[[str], Any],
+    torch_module: Callable[[], Any],
+    triton_capture: Callable[..., Callable[[], Any]] | None = None,
 ) -> Callable[..., dict[str, Any]]:
     """A bench entry point ``(shape, dtype, *, device, seed) -> dict`` for a spec of these forms;
-    ``module_of(path)`` loads the benchmark's file."""
+    ``module_of(path)`` loads the benchmark's file; ``triton_capture(fn, args, kwargs)`` runs a
+    function with ``triton.testing.do_bench`` captured (``bench_capture.capture``)."""
     match = SPEC_RE.match(spec)
     if match is None:
         raise FormError(
             f"{spec!r} is not 'pytest_benchmark:PATH.py:TEST[@VALUE]', "
-            "'asv:PATH.py:CLASS.METHOD[@VALUE]' or 'timer:PATH.py:FUNCTION'"
+            "'asv:PATH.py:CLASS.METHOD[@VALUE]', 'timer:PATH.py:FUNCTION' or "
+            "'run_input:PATH.py:FUNCTION[@VALUE]'"
         )
     form, path, name, value = match["form"], match["path"], match["name"], match["value"]
     module = module_of(path)
@@ -114,6 +129,9 @@ def entry_for(
             fn = _pytest_case(target, dims, dtype, device, value, torch)
         elif form == "asv":
             fn = _asv_case(holder, attr, dims, dtype, value, torch)
+        elif form == "run_input":
+            assert triton_capture is not None
+            fn = _run_input_case(module, target, dims, dtype, value, torch, triton_capture)
         else:
             fn = _timer_case(target, dims, dtype, device, torch)
         return {"fn": fn, "bytes_moved": 0, "flops": 0, "inputs": closed_over_tensors(fn)}
@@ -253,6 +271,114 @@ def _asv_case(
         setup(*args)
     timed = getattr(instance, method)
     return lambda: timed(*args)
+
+
+# ------------------------------------------------------------------------- run input
+
+
+def handing_call(tree: ast.Module, name: str) -> dict[str, ast.expr] | None:
+    """The keywords of the script's call that hands the function ``name`` over (``runner(fn=name,
+    x_values=[...], **configs)``), a ``**configs`` read through the dict literal the script binds
+    to that name; None where the script hands ``name`` to no call."""
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        given = [*call.args, *(k.value for k in call.keywords)]
+        if not any(isinstance(a, ast.Name) and a.id == name for a in given):
+            continue
+        out: dict[str, ast.expr] = {}
+        for keyword in call.keywords:
+            if keyword.arg:
+                out[keyword.arg] = keyword.value
+            elif isinstance(keyword.value, ast.Name):
+                out.update(_bound_dict(tree, keyword.value.id))
+        return out
+    return None
+
+
+def _bound_dict(tree: ast.Module, name: str) -> dict[str, ast.expr]:
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            and isinstance(node.value, ast.Dict)
+        ):
+            return {
+                k.value: v
+                for k, v in zip(node.value.keys, node.value.values, strict=True)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
+    return {}
+
+
+def field_keyword(field: str, keywords: Sequence[str]) -> str | None:
+    """The call's keyword that lists a field's values: the field's plural (``kernel_providers``
+    for ``kernel_provider``) or the field with a suffix (``x_values`` for ``x``)."""
+    for keyword in keywords:
+        if keyword in (field + "s", field + "es"):
+            return keyword
+    return next((k for k in keywords if k.startswith(field + "_")), None)
+
+
+def _evaluated(node: ast.expr, env: dict[str, Any]) -> Any:
+    """``node``'s value in the module's namespace; a dict literal key by key and a list item by
+    item, leaving out what cannot be evaluated (``args.overwrite`` of a ``__main__`` block)."""
+    if isinstance(node, ast.Dict):
+        out = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            with contextlib.suppress(Exception):
+                out[_evaluated(key, env) if key is not None else None] = _evaluated(value, env)
+        return out
+    if isinstance(node, ast.List):
+        return [_evaluated(e, env) for e in node.elts]
+    return eval(compile(ast.Expression(node), "<benchmark call>", "eval"), env)
+
+
+def _run_input_case(
+    module: Any,
+    fn: Callable[..., Any],
+    dims: tuple[int, ...],
+    dtype: str,
+    value: str | None,
+    torch: Any,
+    triton_capture: Callable[..., Callable[[], Any]],
+) -> Callable[[], Any]:
+    source = inspect.getsource(module)
+    keywords = handing_call(ast.parse(source), fn.__name__) or {}
+    lists: dict[str, list[Any]] = {}
+    for keyword, node in keywords.items():
+        with contextlib.suppress(Exception):
+            got = _evaluated(node, vars(module))
+            if isinstance(got, (list, tuple)) and got:
+                lists[keyword] = list(got)
+    [param, *_] = list(inspect.signature(fn).parameters) or [None]
+    cls = typing.get_type_hints(fn).get(param) if param else None
+    if not inspect.isclass(cls):
+        raise FormError(f"{fn.__name__}'s parameter has no class annotation to make it from")
+    fields = (
+        [f.name for f in dataclasses.fields(cls)]
+        if dataclasses.is_dataclass(cls)
+        else [p for p in inspect.signature(cls).parameters if p != "self"]
+    )
+    named = {f: field_keyword(f, list(lists)) for f in fields}
+    chosen = [f for f, k in named.items() if k]
+    if not chosen:
+        raise FormError(
+            f"the script's call handing {fn.__name__} over lists no values for the fields of "
+            f"{cls.__name__} ({', '.join(fields)})"
+        )
+    values = [lists[named[f]] for f in chosen]  # type: ignore[index]
+    filled = fill(chosen, values, dims, dtype, value, torch)
+    for f, v in filled.items():  # a config dict's dtype is the case's
+        if isinstance(v, dict) and "dtype" in v:
+            given = v["dtype"]
+            filled[f] = {
+                **v,
+                "dtype": dtype
+                if isinstance(given, str) or torch is None
+                else getattr(torch, dtype),
+            }
+    return triton_capture(fn, (cls(**filled),), {})
 
 
 # ----------------------------------------------------------------------------- Timer

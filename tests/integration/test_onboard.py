@@ -265,6 +265,101 @@ def test_asv_and_pytest_benchmark_forms_init_names_run_in_a_worker(tmp_path: Pat
         client.close()
 
 
+RUN_INPUT_UTILS = """\
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class RunInput:
+    x: int
+    provider: str
+    mode: str = "forward"
+    extra_config: dict[str, Any] | None = None
+
+
+def run_benchmarks(bench_test_fn, x_values, providers, modes, extra_configs, overwrite=False):
+    for config in extra_configs:
+        for mode in modes:
+            for provider in providers:
+                for x in x_values:
+                    print(x, provider, bench_test_fn(RunInput(x, provider, mode, config)))
+"""
+
+RUN_INPUT = """\
+from __future__ import annotations
+
+import argparse
+
+import torch
+import triton
+from utils import RunInput, run_benchmarks
+
+from minilib.scale_add import scale_add
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def bench_speed_scale_add(input: RunInput) -> float:
+    cfg = input.extra_config
+    x = torch.rand(cfg["rows"], input.x, dtype=cfg["dtype"], device=device)
+    y = torch.rand(cfg["rows"], input.x, dtype=cfg["dtype"], device=device)
+    fn = (lambda: scale_add(x, y)) if input.provider == "mine" else (lambda: 2.0 * x + y)
+    return triton.testing.do_bench(fn)
+
+
+if __name__ == "__main__":
+    args = argparse.ArgumentParser().parse_args()
+    configs = {
+        "x_values": [2**i for i in range(8, 11)],
+        "providers": ["mine", "torch"],
+        "extra_configs": [{"rows": 4, "dtype": torch.float32}],
+        "overwrite": args.overwrite,
+    }
+    run_benchmarks(bench_test_fn=bench_speed_scale_add, modes=["forward"], **configs)
+"""
+
+
+def test_a_function_of_one_input_object_is_recognised_from_the_scripts_call_and_runs(
+    tmp_path: Path,
+) -> None:
+    repo = write(
+        tmp_path / "runinput",
+        {
+            "src/minilib/__init__.py": "",
+            "src/minilib/scale_add.py": KERNEL,
+            "benchmark/scripts/utils.py": RUN_INPUT_UTILS,
+            "benchmark/scripts/benchmark_scale_add.py": RUN_INPUT,
+        },
+    )
+    assert main(["init", "--repo", str(repo)]) == 0
+    kernel = load_policy(repo).policy.kernel("scale_add")
+    assert kernel.bench == (
+        "run_input:benchmark/scripts/benchmark_scale_add.py:bench_speed_scale_add@mine"
+    )
+    assert kernel.dtypes == ["float32"]
+    assert [s.dims for s in kernel.shapes] == [(256,), (512,), (1024,)]
+    client = WorkerClient(
+        WorkerSpec(
+            side="head",
+            root=repo,
+            device="cpu",
+            work_dir=tmp_path / "work",
+            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
+            python_path=("src",),
+        )
+    )
+    client.start()
+    try:
+        checked = client.check([kernel.bench], (300,), "float32", seed=1)
+        assert checked["correct"], checked
+        prepared = client.prepare([kernel.bench], (300,), "float32", seed=0)
+        assert prepared["footprint_bytes"] == 2 * 4 * 300 * 4  # x and y: 4 rows of 300 floats
+        assert client.finish()["correct"]
+    finally:
+        client.close()
+
+
 def test_what_init_cannot_infer_is_refused_at_its_line_until_filled(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

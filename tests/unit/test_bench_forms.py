@@ -196,3 +196,45 @@ def test_a_timer_statement_is_the_case_with_its_setup_run_once(capture, root: Pa
     import torch.utils.benchmark as tbench
 
     assert tbench.Timer.__name__ == "Timer" and tbench.Timer.__module__.startswith("torch")
+
+
+RUN_INPUT = """\
+import torch
+import triton
+from utils import RunInput, run_benchmarks
+
+
+def bench_speed_norm(input: RunInput):
+    x = torch.randn(input.x, input.extra_config["hidden"], dtype=input.extra_config["dtype"])
+    if input.kernel_provider == "fused":
+        return triton.testing.do_bench(lambda: norm(x))
+    return triton.testing.do_bench(lambda: torch.nn.functional.rms_norm(x, x.shape[-1:]))
+
+
+def helper(input):
+    return input
+
+
+if __name__ == "__main__":
+    args = parse_args()
+    common = {
+        "x_values": [2**i for i in range(10, 13)],
+        "kernel_providers": ["torch", "fused"],
+        "extra_benchmark_configs": [{"hidden": 4096, "dtype": torch.bfloat16}],
+        "overwrite": args.overwrite,
+    }
+    run_benchmarks(bench_test_fn=bench_speed_norm, kernel_operation_modes=["full"], **common)
+"""
+
+
+def test_a_function_of_one_input_object_is_read_from_the_call_that_hands_it_over() -> None:
+    [found] = find_benchmarks("benchmark/scripts/benchmark_norm.py", RUN_INPUT)
+    assert found.form == "run_input" and found.name == "bench_speed_norm"  # not `helper`
+    assert found.dims == ("x_values",) and found.shapes == ((1024,), (2048,), (4096,))
+    assert found.lines == ("torch", "fused")  # compared in the function, unlike the modes
+    assert found.dtypes == ("bfloat16",) and found.takes_dtype
+    from bot.onboard.scan import Op
+    from bot.onboard.write import bench_for
+
+    op = Op("norm", ("triton",), ("_k",), ("pkg/norm.py",), "norm", benchmark=found)
+    assert bench_for(op) == "run_input:benchmark/scripts/benchmark_norm.py:bench_speed_norm@fused"
