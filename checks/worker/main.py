@@ -687,10 +687,15 @@ def serve(worker: Worker, cmd_fd: int, resp_fd: int, poll_s: float = 0.0) -> Non
         except BaseException as exc:  # user code can raise anything, even SystemExit
             traceback.print_exc()
             sys.stderr.flush()
+            why = failures.interpreter_reason(exc)
             answer = {
                 "ok": False,
                 "kind": classify(exc),
-                "error": f"{type(exc).__name__}: {exc}"[:4000],
+                "error": (
+                    f"cannot run under the CPU interpreter: {why}; it needs a GPU"
+                    if why
+                    else f"{type(exc).__name__}: {exc}"
+                )[:4000],
                 "type": type(exc).__name__,
                 "traceback": traceback.format_exc()[-4000:],
             }
