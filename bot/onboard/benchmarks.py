@@ -119,7 +119,11 @@ def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenc
         elif module and not node.name.startswith("_") and _is_entry_point(node):
             entry = _found("entry", path, node, (), (), [], [])
             found.append(dataclasses.replace(entry, module=module, dtypes=()))
-        elif len(_parameters(node)[1]) == 1 and handing_call(tree, node.name) is not None:
+        elif (
+            len(_parameters(node)[1]) == 1
+            and _calls_timer(node)
+            and handing_call(tree, node.name) is not None
+        ):
             found.append(_run_input(path, node, handing_call(tree, node.name) or {}, env))
         elif "benchmark" in _parameters(node)[1] and node.name.startswith("test"):
             found.append(_parametrized("pytest_benchmark", path, node, _marks(node), env))
@@ -413,13 +417,13 @@ def _calls_timer(fn: ast.AST) -> bool:
 
 
 def _callees(fn: ast.AST) -> list[str]:
-    """The dotted names ``fn`` calls, and those it hands to a call (``benchmark(op, x)``: a
-    timer is given the function it times)."""
-    out = []
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Call):
-            out += [dotted(x) for x in (n.func, *n.args) if dotted(x)]
-    return out
+    """The dotted names ``fn`` uses as values: those it calls, hands to a call (``benchmark(op,
+    x)``: a timer is given the function it times) or binds (``norm = l2norm``)."""
+    return [
+        dotted(n)
+        for n in ast.walk(fn)
+        if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) and dotted(n)
+    ]
 
 
 def _called_names(fn: ast.AST) -> frozenset[str]:
@@ -552,18 +556,16 @@ def _found(
 
 
 def _line_calls(fn: ast.AST) -> tuple[tuple[str, frozenset[str]], ...]:
-    """For each string an ``if`` of ``fn`` compares with (``provider == "triton"``), the names
-    its branch calls or hands to a call."""
+    """For each string an ``if`` of ``fn`` tests with (``provider == "triton"``,
+    ``provider.startswith("fused")``), the names its branch uses."""
     out: dict[str, frozenset[str]] = {}
     for node in ast.walk(fn):
         if not isinstance(node, ast.If):
             continue
         called = frozenset(name.rsplit(".", 1)[-1] for part in node.body for name in _callees(part))
-        for compare in ast.walk(node.test):
-            if isinstance(compare, ast.Compare):
-                for const in ast.walk(compare):
-                    if isinstance(const, ast.Constant) and isinstance(const.value, str):
-                        out[const.value] = out.get(const.value, frozenset()) | called
+        for const in ast.walk(node.test):  # == "triton", .startswith("fused"), in (...)
+            if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                out[const.value] = out.get(const.value, frozenset()) | called
     for node in ast.walk(fn):
         if isinstance(node, ast.IfExp):
             called = frozenset(n.rsplit(".", 1)[-1] for n in _callees(node.body))

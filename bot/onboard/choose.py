@@ -32,7 +32,8 @@ class LeftOut:
         """One short line for the output."""
         kernels = len(self.op.kernels)
         plural = "s" if kernels != 1 else ""
-        return f"{self.op.name} ({kernels} kernel{plural}, {self.op.paths[0]}): {self.why}"
+        where = self.op.home or self.op.paths[0]
+        return f"{self.op.name} ({kernels} kernel{plural}, {where}): {self.why}"
 
 
 @dataclass(frozen=True)

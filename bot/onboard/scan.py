@@ -76,6 +76,7 @@ class Op:
     entry: str  # the function users call (or the C++ op's name)
     benchmark: FoundBenchmark | None = None
     entries: tuple[str, ...] = ()  # every public function of the op (entry first)
+    home: str = ""  # the launching file that speaks for the op (a vendor copy's aside)
     module: str = ""  # the import name of the op's file ("" for C++ or none)
     signature: str = ""  # the entry's parameters as written: "x, dim=-1"
     call_sites: int = 0  # calls of an entry outside the op's own files
@@ -231,6 +232,9 @@ def _triton_ops(
         entries = [n for n in functions if n in reached]
         name = _module_op_name(path, entries)
         entries.sort(key=lambda n: (n != name, _unlike(n, kernels), n))
+        # public classes that reach a wrapper (an nn.Module whose forward calls the op) are
+        # called too: benchmarks use them, but an op is not named after one
+        entries += sorted(n for n in _public_classes(tree) if n in reached)
         entry = entries[0] if entries else name
         # a kernel defined in the launching file is that one; another file's, any defining it
         paths = {path} | {p for k in kernels if not scan.kernel(k) for p in where[k]}
@@ -242,6 +246,7 @@ def _triton_ops(
                 paths=tuple(sorted(paths)),
                 entry=entry,
                 entries=tuple(entries),
+                home=path,
                 module=module_name(path, roots),
                 signature=functions.get(entry, ""),
             )
@@ -266,6 +271,14 @@ def _public_functions(tree: ast.Module | None) -> dict[str, str]:
         if not name.startswith(("_", "test")):
             out[name] = params
     return out
+
+
+def _public_classes(tree: ast.Module | None) -> list[str]:
+    return [
+        node.name
+        for node in (tree.body if tree is not None else ())
+        if isinstance(node, ast.ClassDef) and not node.name.startswith(("_", "Test"))
+    ]
 
 
 def _reaching(wrappers: tuple[str, ...], callers: dict[str, set[str]]) -> set[str]:

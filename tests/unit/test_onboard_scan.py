@@ -386,3 +386,67 @@ def test_where_some_op_has_a_benchmark_the_ops_without_one_are_left_out() -> Non
     written = render_policy(scan, choice.kept)
     policy, problems = validate_policy(written.text)
     assert problems == [] and policy is not None and policy.kernel("softmax") is not None
+
+
+NORM_MODULE = """\
+import torch
+import triton
+
+@triton.jit
+def _norm_kernel(x_ptr):
+    pass
+
+class _NormFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        _norm_kernel[(1,)](x)
+        return x
+
+def l2norm(x):
+    return _NormFn.apply(x)
+
+class L2Norm(torch.nn.Module):
+    def forward(self, x):
+        return l2norm(x)
+"""
+
+NORM_BENCH = """\
+import torch
+import triton
+import torch.nn.functional as F
+
+from pkg.modules import L2Norm
+from pkg.modules.l2norm import l2norm
+
+
+@triton.testing.perf_report(
+    triton.testing.Benchmark(["T"], [128, 256], "provider", ["naive", "fused", "fused_bwd"], ["a", "b", "c"], "p", {})
+)
+def bench_alias(T, provider):
+    x = torch.randn(T, 64, dtype=torch.bfloat16)
+    if provider.startswith("naive"):
+        norm = F.normalize
+        return triton.testing.do_bench(lambda: norm(x))
+    if provider.startswith("fused"):
+        norm = l2norm
+        return triton.testing.do_bench(lambda: norm(x))
+
+
+def bench_module(T):
+    x = torch.randn(T, 64)
+    layer = L2Norm()
+    return triton.testing.do_bench(lambda: layer(x))
+"""
+
+
+def test_a_benchmark_using_an_op_through_a_local_name_or_its_module_class_belongs_to_it() -> None:
+    scan = scan_files({"pkg/modules/l2norm.py": NORM_MODULE, "bench/norm.py": NORM_BENCH})
+    [op] = scan.ops
+    assert op.name == "l2norm" and op.entries == ("l2norm", "L2Norm")  # not named after the class
+    assert op.benchmark is not None and op.benchmark.name == "bench_alias"
+    # the line whose branch uses the op, read from a startswith test
+    written = render_policy(scan)
+    assert 'bench = "perf_report:bench/norm.py:bench_alias@fused"' in written.text
+    without = NORM_BENCH.replace("norm = l2norm", "norm = F.normalize")
+    [other] = scan_files({"pkg/modules/l2norm.py": NORM_MODULE, "bench/norm.py": without}).ops
+    assert other.benchmark is not None and other.benchmark.name == "bench_module"  # the class
