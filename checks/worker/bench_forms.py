@@ -47,17 +47,8 @@ SPEC_RE = re.compile(
     r"^(?P<form>pytest_benchmark|asv|timer|run_input):(?P<path>[^:@\s]+\.py):"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(@(?P<value>[^:@\s]+))?$"
 )
-DTYPE_NAMES = (
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "int8",
-    "int32",
-    "int64",
-)
+# a dtype's name as a parameter value gives it (``"float16"``, ``"torch.bfloat16"``, ``"int8"``)
+DTYPE_RE = re.compile(r"^(torch\.)?(b?float|u?int|complex)\d+(_\w+)?$")
 
 
 class FormError(Exception):
@@ -188,7 +179,7 @@ def _int_tuple(v: Any) -> bool:
 
 
 def _dtype_name(v: Any) -> bool:
-    return str(v).removeprefix("torch.") in DTYPE_NAMES
+    return (isinstance(v, str) and bool(DTYPE_RE.match(v))) or type(v).__name__ == "dtype"
 
 
 # ---------------------------------------------------------------------------- pytest

@@ -4,8 +4,11 @@ real worker, under the Triton interpreter on CPU tensors."""
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,6 +126,39 @@ def write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+@contextlib.contextmanager
+def cpu_worker(repo: Path, work: Path, python_path: Sequence[str]) -> Iterator[WorkerClient]:
+    """A started head worker on ``repo`` under the Triton interpreter (``TRITON_INTERPRET=1`` in
+    its environment), closed after."""
+    client = WorkerClient(
+        WorkerSpec(
+            side="head",
+            root=repo,
+            device="cpu",
+            work_dir=work,
+            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
+            python_path=tuple(python_path),
+        )
+    )
+    client.start()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def check_every_kernel(client: WorkerClient, kernels: Sequence[Any], *, last: bool = False) -> None:
+    """Each kernel's bench, checked, prepared and rechecked on one of its shapes."""
+    for kernel in kernels:
+        dims = kernel.shapes[-1 if last else 0].dims
+        checked = client.check([kernel.bench], dims, kernel.dtypes[0], seed=1)
+        assert checked["correct"], (kernel.name, checked)
+        prepared = client.prepare([kernel.bench], dims, kernel.dtypes[0], seed=0)
+        assert prepared["entry"] == kernel.bench and prepared["est_us"] > 0
+        assert prepared["footprint_bytes"] > 0  # the captured callable's tensors
+        assert client.finish()["correct"]
+
+
 @pytest.fixture
 def minirepo(tmp_path: Path) -> Path:
     """A src/ layout with two Triton ops, a perf_report benchmark and a do_bench script."""
@@ -166,28 +202,8 @@ def test_the_entry_points_init_names_run_in_a_worker_under_the_interpreter(
     source = tree_policy(minirepo)
     policy, _ = validate_policy(source.text, source.display)
     assert policy is not None
-    client = WorkerClient(
-        WorkerSpec(
-            side="head",
-            root=minirepo,
-            device="cpu",  # TRITON_INTERPRET=1 in the worker's environment
-            work_dir=tmp_path / "work",
-            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
-            python_path=tuple(policy.python_path),
-        )
-    )
-    client.start()
-    try:
-        for kernel in policy.kernels:
-            dims = kernel.shapes[0].dims
-            checked = client.check([kernel.bench], dims, kernel.dtypes[0], seed=1)
-            assert checked["correct"], (kernel.name, checked)
-            prepared = client.prepare([kernel.bench], dims, kernel.dtypes[0], seed=0)
-            assert prepared["entry"] == kernel.bench and prepared["est_us"] > 0
-            assert prepared["footprint_bytes"] > 0  # the captured lambda's tensors
-            assert client.finish()["correct"]
-    finally:
-        client.close()
+    with cpu_worker(minirepo, tmp_path / "work", policy.python_path) as client:
+        check_every_kernel(client, policy.kernels)
 
 
 ASV = """\
@@ -242,27 +258,8 @@ def test_asv_and_pytest_benchmark_forms_init_names_run_in_a_worker(tmp_path: Pat
     }
     assert policy.kernel("scale_add").dtypes == ["float32", "float16"]
     assert [s.dims for s in policy.kernel("row_sum").shapes] == [(4, 100), (16, 300)]
-    client = WorkerClient(
-        WorkerSpec(
-            side="head",
-            root=repo,
-            device="cpu",
-            work_dir=tmp_path / "work",
-            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
-            python_path=tuple(policy.python_path),
-        )
-    )
-    client.start()
-    try:
-        for kernel in policy.kernels:
-            dims = kernel.shapes[-1].dims
-            checked = client.check([kernel.bench], dims, kernel.dtypes[0], seed=1)
-            assert checked["correct"], (kernel.name, checked)
-            prepared = client.prepare([kernel.bench], dims, kernel.dtypes[0], seed=0)
-            assert prepared["entry"] == kernel.bench and prepared["footprint_bytes"] > 0
-            assert client.finish()["correct"]
-    finally:
-        client.close()
+    with cpu_worker(repo, tmp_path / "work", policy.python_path) as client:
+        check_every_kernel(client, policy.kernels, last=True)
 
 
 RUN_INPUT_UTILS = """\
@@ -339,25 +336,12 @@ def test_a_function_of_one_input_object_is_recognised_from_the_scripts_call_and_
     )
     assert kernel.dtypes == ["float32"]
     assert [s.dims for s in kernel.shapes] == [(256,), (512,), (1024,)]
-    client = WorkerClient(
-        WorkerSpec(
-            side="head",
-            root=repo,
-            device="cpu",
-            work_dir=tmp_path / "work",
-            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
-            python_path=("src",),
-        )
-    )
-    client.start()
-    try:
+    with cpu_worker(repo, tmp_path / "work", ("src",)) as client:
         checked = client.check([kernel.bench], (300,), "float32", seed=1)
         assert checked["correct"], checked
         prepared = client.prepare([kernel.bench], (300,), "float32", seed=0)
         assert prepared["footprint_bytes"] == 2 * 4 * 300 * 4  # x and y: 4 rows of 300 floats
         assert client.finish()["correct"]
-    finally:
-        client.close()
 
 
 def test_what_init_cannot_infer_is_refused_at_its_line_until_filled(

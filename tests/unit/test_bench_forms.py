@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -19,7 +18,6 @@ from bot.policy.load import validate_policy
 from tests.paths import ROOT
 
 DATA = ROOT / "tests" / "data" / "bench_forms"
-WORKER = ROOT / "checks" / "worker" / "bench_capture.py"
 
 
 def real(name: str) -> list:
@@ -82,17 +80,6 @@ def test_init_names_an_asv_benchmark_of_the_op_it_calls() -> None:
     kernel = policy.kernel("nanmin")
     assert kernel.bench == "asv:asv_bench/benchmarks/reduce.py:Time1DReductions.time_nanmin"
     assert kernel.dtypes == ["int32", "int64", "float32", "float64"]
-
-
-@pytest.fixture(scope="module")
-def capture():
-    spec = importlib.util.spec_from_file_location("_test_bench_forms_capture", WORKER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
 
 
 FORMS = """\
