@@ -21,13 +21,20 @@ CUDA_MARKERS = (
 )
 
 
+# what torch says when code asks it for a GPU it does not have
+NO_GPU_MARKERS = (
+    "Torch not compiled with CUDA enabled",
+    "Found no NVIDIA driver",
+    "No CUDA GPUs are available",
+)
 LIBDEVICE_RE = re.compile(r"\blibdevice\.(\w+)\s*\(")
 
 
 def interpreter_reason(exc: BaseException) -> str | None:
     """Why the code cannot run under Triton's CPU interpreter (``TRITON_INTERPRET=1``), where
     that is what ``exc`` says: a ``libdevice`` function the interpreter has no implementation
-    of (named from the kernel's failing line), or a GPU driver asked for; None otherwise."""
+    of (named from the kernel's failing line), a GPU driver asked for, or a GPU asked of torch
+    (a benchmark that picks its own device); None otherwise."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         return None
     seen: list[BaseException] = []
@@ -41,6 +48,8 @@ def interpreter_reason(exc: BaseException) -> str | None:
                 "it asks Triton for a GPU driver (triton.runtime.driver.active), and the CPU "
                 "interpreter has none"
             )
+        if any(marker in str(one) for marker in NO_GPU_MARKERS):
+            return f"it puts its tensors on a GPU, and there is none here ({one})"
     if not any("InterpreterError" in {c.__name__ for c in type(e).__mro__} for e in seen):
         return None
     for one in seen:

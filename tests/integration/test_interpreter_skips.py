@@ -1,6 +1,6 @@
 """A kernel that cannot run under Triton's CPU interpreter (``bench --device cpu``) says why,
-the missing libdevice function or the GPU driver it asks for, and that it needs a GPU; the
-sweep marks such a case skipped, not failed."""
+the missing libdevice function, the GPU driver it asks for or the GPU it puts its tensors on,
+and that it needs a GPU; the sweep marks such a case skipped, not failed."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ def _erfcinv_kernel(x_ptr, n, BLOCK: tl.constexpr):
 def erfcinv(shape, dtype, *, device="cpu", seed=0):
     x = torch.rand(shape, device=device)
     return {"fn": lambda: _erfcinv_kernel[(1,)](x, x.numel(), BLOCK=64), "inputs": [x]}
+
+
+def own_device(shape, dtype, *, device="cpu", seed=0):
+    x = torch.rand(shape, device="cuda")  # a benchmark that picks its device itself
+    return {"fn": lambda: x + 1}
 
 
 def driver(shape, dtype, *, device="cpu", seed=0):
@@ -61,6 +66,7 @@ def client(tmp_path: Path):
     [
         ("ops:erfcinv", "libdevice.erfcinv has no implementation in Triton's CPU interpreter"),
         ("ops:driver", "it asks Triton for a GPU driver (triton.runtime.driver.active)"),
+        ("ops:own_device", "it puts its tensors on a GPU, and there is none here"),
     ],
 )
 def test_a_kernel_the_interpreter_cannot_run_says_why_and_is_skipped(
