@@ -299,8 +299,9 @@ def _unlike(name: str, kernels: tuple[str, ...]) -> bool:
 
 
 def _module_op_name(path: str, entries: list[str]) -> str:
-    """An op's name: its only public function, or the one named like its file; else the
-    module's (a generic stem gives way to its folder's name)."""
+    """An op's name: its only public function, or the one named like its file, or the shortest
+    one named after its file; else the module's (a generic stem gives way to its folder's
+    name)."""
     parts = path.removesuffix(".py").split("/")
     stems = [MODULE_SUFFIX_RE.sub("", p.strip("_")) or p for p in reversed(parts)]
     module = next((s for s in stems if s.lower() not in GENERIC_STEMS), stems[0])
@@ -309,7 +310,10 @@ def _module_op_name(path: str, entries: list[str]) -> str:
     for name in entries:
         if name in (parts[-1], module):
             return name
-    return module
+    # ops/gla/chunk.py with chunk_gla and chunk_gla_fwd: the shortest named after the module
+    # (the module's own name is shared by every op folder's chunk.py)
+    prefixed = [n for n in entries if n.startswith((f"{parts[-1]}_", f"{module}_"))]
+    return min(prefixed, key=lambda n: (len(n), n)) if prefixed else module
 
 
 def _top_level_callers(tree: ast.Module | None) -> dict[str, set[str]]:

@@ -450,3 +450,13 @@ def test_a_benchmark_using_an_op_through_a_local_name_or_its_module_class_belong
     without = NORM_BENCH.replace("norm = l2norm", "norm = F.normalize")
     [other] = scan_files({"pkg/modules/l2norm.py": NORM_MODULE, "bench/norm.py": without}).ops
     assert other.benchmark is not None and other.benchmark.name == "bench_module"  # the class
+
+
+def test_ops_in_files_of_the_same_name_are_named_after_their_own_functions() -> None:
+    scan = scan_files(
+        {
+            "pkg/ops/gla/chunk.py": _op_file(["chunk_gla", "chunk_gla_fwd"]),
+            "pkg/ops/comba/chunk.py": _op_file(["chunk_comba", "chunk_comba_bwd"]),
+        }
+    )
+    assert sorted(op.name for op in scan.ops) == ["chunk_comba", "chunk_gla"]  # not one "chunk"
