@@ -545,6 +545,10 @@ def format_table(result: SweepResult) -> str:
         lines.append(
             f"worst: {w.kernel} {w.dtype} {'x'.join(map(str, w.shape))} {speed(w.ratio)} ({_interval(w.ci_low, w.ci_high)})"
         )
+    for c in result.cases:  # why a case has no verdict, where the table cannot say it
+        if c.status != "ok" and c.message:
+            shape = "x".join(map(str, c.shape))
+            lines.append(f"{c.status}: {c.kernel} {c.dtype} {shape}: {c.message[:300]}")
     lines.append(cost_line(result))
     from checks.sweep.summary import time_line
 
