@@ -24,6 +24,9 @@ from bot.policy.model import DTYPES, MAX_DIMS, PLACEHOLDER, Limits
 
 MAX_SERVED = 12
 MAX_LISTED = 6  # kernels named in an op's comment
+# what an op whose bench is a stub is written with: the stub makes its inputs from them
+STUB_DTYPES = ("float16",)
+STUB_SHAPES = ([4096, 4096],)
 MATMUL_DIMS = ("M", "N", "K")
 MATMUL_TENSORS = [[0, 2], [2, 1], [0, 1]]
 
@@ -100,6 +103,12 @@ def render_policy(
     for op in ops:
         out.add()
         _kernel(out, op, op.name in stubbed)
+    if any(op.benchmark is None and op.name in stubbed for op in ops):
+        guesses.append(
+            f"the ops whose bench is a stub ({STUB_MODULE}.py) are written with dtypes "
+            f"{list(STUB_DTYPES)} and shapes {[list(s) for s in STUB_SHAPES]}: fill in each stub "
+            "and the values it serves"
+        )
     return Written(
         text="\n".join(out.lines) + "\n",
         gaps=tuple(out.gaps),
@@ -139,6 +148,11 @@ def _kernel(out: _Lines, op: Op, stubbed: bool) -> None:
         for note in b.notes:
             out.add(f"# {b.name}: {note}")
     out.key("paths", list(op.paths))
+    if b is None and stubbed:  # the stub builds its inputs from these: written, to be confirmed
+        where = f"{STUB_MODULE}.{stub_name(op)}"
+        out.key("dtypes", list(STUB_DTYPES), f"a guess: the dtypes {op.name} runs in ({where})")
+        out.key("shapes", list(STUB_SHAPES), f"a guess: the shapes {op.name} serves ({where})")
+        return
     _dtypes(out, op, b)
     _shapes(out, op, b)
 
