@@ -26,6 +26,7 @@ import json
 import os
 import re
 import secrets
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from bot.jobs.approval import advisory_reason, advisory_status, told_before
 from bot.jobs.gate import GateDecision, GateResult, decide_gate, describe
 from bot.outputs import plural
 
-MODES = ("plan", "ack", "measure", "report", "scheduled", "scheduled-report")
+MODES = ("plan", "ack", "measure", "wait", "report", "scheduled", "scheduled-report")
 MAX_EVENT_BYTES = 25 * 2**20  # GitHub caps webhook payloads at 25 MB
 MAX_SUMMARY_BYTES = 1_000_000  # GitHub refuses step summaries over 1 MiB
 GATE_FILE = "gate.json"
@@ -74,6 +75,12 @@ class ActionEnv:
     request_spacing_s: tuple[float, float] | None = (0.25, 1.0)
     history_branch: str = "kernel-review-history"
     history_path: Path = Path("kernel-review-history") / "history.jsonl"
+    sha: str | None = None  # GITHUB_SHA: for a scheduled run, the default branch's head
+    server_url: str = "https://github.com"  # GITHUB_SERVER_URL: for links to commits
+    queue_timeout_s: float = 30 * 60.0  # how long a measure job may wait for a runner
+    queue_file: Path = Path("kernel-review-queue.json")  # the wait's report, for the report
+    wait_for: tuple[str, ...] = ()  # the vendors whose measure jobs the wait expects
+    runner_isolation: str = "sandbox"  # or "disposable": one job per fresh machine
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str]) -> ActionEnv:
@@ -89,6 +96,13 @@ class ActionEnv:
             raise GitHubError(
                 f"head-sha {head[:60]!r} is not a 40-hex commit SHA",
                 hint="pass the gate job's head-sha output",
+            )
+        isolation = get("INPUT_RUNNER_ISOLATION") or "sandbox"
+        if isolation not in ("sandbox", "disposable"):
+            raise UsageError(
+                f"runner-isolation {isolation[:40]!r} is not sandbox or disposable",
+                hint="leave it out (sandbox), or write disposable for a runner that gets a fresh "
+                "machine for every job",
             )
         return cls(
             event_name=get("GITHUB_EVENT_NAME") or "",
@@ -110,7 +124,49 @@ class ActionEnv:
             request_spacing_s=_spacing(get("KERNEL_REVIEW_REQUEST_SPACING_S")),
             history_branch=get("INPUT_HISTORY_BRANCH") or "kernel-review-history",
             history_path=Path(get("INPUT_HISTORY_PATH") or "kernel-review-history/history.jsonl"),
+            sha=get("GITHUB_SHA"),
+            server_url=server,
+            queue_timeout_s=_minutes(get("KERNEL_REVIEW_QUEUE_TIMEOUT_MINUTES")),
+            queue_file=Path(get("KERNEL_REVIEW_QUEUE_FILE") or "kernel-review-queue.json"),
+            wait_for=_vendor_list(get("KERNEL_REVIEW_VENDORS")),
+            runner_isolation=isolation,
         )
+
+
+def _minutes(text: str | None) -> float:
+    """KERNEL_REVIEW_QUEUE_TIMEOUT_MINUTES in seconds; 30 minutes when unset."""
+    if text is None:
+        return 30 * 60.0
+    try:
+        minutes = float(text)
+    except ValueError:
+        minutes = -1.0
+    if not 0 < minutes <= 24 * 60:
+        raise UsageError(
+            f"KERNEL_REVIEW_QUEUE_TIMEOUT_MINUTES={text[:40]!r} is not a number of minutes "
+            "between 0 and 1440",
+            hint="e.g. 30: how long a measure job may wait in the queue for a runner",
+        )
+    return minutes * 60
+
+
+def _vendor_list(text: str | None) -> tuple[str, ...]:
+    """KERNEL_REVIEW_VENDORS: the gate's vendors output, a JSON list."""
+    from bot.contracts.base import VENDORS
+
+    if text is None:
+        return ()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(v in VENDORS for v in value):
+        raise UsageError(
+            f"KERNEL_REVIEW_VENDORS={text[:60]!r} is not a JSON list of vendors "
+            f"({', '.join(VENDORS)})",
+            hint="pass the gate job's vendors output: ${{ needs.gate.outputs.vendors }}",
+        )
+    return tuple(value)
 
 
 def _spacing(text: str | None) -> tuple[float, float] | None:
@@ -229,7 +285,35 @@ def _gate_outputs(d: GateDecision, results: Path) -> dict[str, str]:
     }
 
 
+SCHEDULED_EVENTS = ("schedule", "workflow_dispatch")
+
+
+def scheduled_plan(env: ActionEnv, client_factory) -> int:
+    """The scheduled workflow's plan: the vendors the default branch's policy lists (its
+    measure matrix), so a repository measures on the runners it says it has."""
+    from bot.policy.load import find_policy, missing_policy
+    from bot.revision import ApiRevision
+
+    if env.sha is None:
+        raise GitHubError("GITHUB_SHA is not set", hint="run it from a scheduled workflow")
+    revision = ApiRevision(client_factory(), env.sha)
+    found = find_policy(revision, env.policy_path)
+    if found is None:
+        raise missing_policy(
+            revision,
+            place=f"at the default branch's head ({env.sha[:12]})",
+            hint="see docs/policy.md",
+            path=env.policy_path,
+        )
+    vendors = list(found[0].vendors)
+    log(f"scheduled run at {env.sha[:12]}: measuring on {', '.join(vendors)} ({found[1]})")
+    set_outputs(env.output, {"run": "true", "head-sha": env.sha, "vendors": json.dumps(vendors)})
+    return 0
+
+
 def plan_mode(env: ActionEnv, client_factory) -> int:
+    if env.event_name in SCHEDULED_EVENTS:
+        return scheduled_plan(env, client_factory)
     result, _ = _gate(env, client_factory)
     d = result.decision
     env.results_path.mkdir(parents=True, exist_ok=True)
@@ -297,23 +381,27 @@ def ack_mode(env: ActionEnv, client_factory) -> int:
 
 def _merge_gate(
     env: ActionEnv, client: Any, result: GateResult, review: Any, advisory: str | None
-) -> None:
+) -> str | None:
     """The merge gate: a check run with the verdict, the summary and annotations on the kernel
-    lines; a commit status where the token may not write checks (or the policy asks for one)."""
-    from bot.github.api import MAX_CHECK_TEXT, GitHubRequestError
+    lines; a commit status where the token may not write checks (or the policy asks for one).
+    Returns why GitHub refused the check run and what to do (the status is set instead), else
+    None."""
+    from bot.github.api import MAX_CHECK_TEXT_BYTES, GitHubRequestError
     from bot.github.sticky import fit_body
     from bot.jobs.report import check_annotations, check_for, status_for
 
     d, policy = result.decision, result.policy
     assert policy is not None
+    refused: str | None = None
     if policy.github.merge_gate == "check":
         conclusion, title = check_for(review.verdict, advisory)
         notes = check_annotations(review.evidence, d, review.verdict.accepted)
         summary, _ = fit_body(
             review.summary,
-            limit=MAX_CHECK_TEXT,
+            limit=MAX_CHECK_TEXT_BYTES,
             summary_url=env.run_url,
             artifact_name=env.artifact_name,
+            unit="bytes",
         )
         try:
             run_id = client.publish_check_run(
@@ -326,21 +414,38 @@ def _merge_gate(
                 details_url=env.run_url,
             )
         except GitHubRequestError as exc:
-            if exc.status not in (403, 404):
+            if exc.status not in (403, 404, 422):
                 raise
+            hint = (
+                "give the report job `checks: write` for a check run with annotations (or set "
+                '`merge_gate = "status"` in the policy)'
+                if exc.status in (403, 404)
+                else "GitHub did not take what was sent; please report it with the job log"
+            )
+            refused = f"{exc.status} {exc.api_message}".strip() + f"; {hint}"
             log(
-                f"the check run was refused ({exc.status} {exc.api_message}): give the report job "
-                "`checks: write` for a check run with annotations; setting the kernel-review "
+                f"the check run was refused ({refused}); setting the kernel-review "
                 "commit status instead"
             )
         else:
             log(f"check run {run_id}: {conclusion}, {plural(len(notes), 'annotation')}")
-            return
+            return None
     state, description = advisory_status(*status_for(review.verdict), advisory)
     client.set_status(
         d.head_sha or "", state, description, context="kernel-review", target_url=env.run_url
     )
     log(f"commit status kernel-review: {state}")
+    return refused
+
+
+def refused_check_note(reason: str) -> str:
+    """The line the review comment starts with when GitHub refused the check run (at the top,
+    where cutting a long review to fit cannot drop it)."""
+    return (
+        "> **The kernel-review check run was refused by GitHub** "
+        f"({md_inline(reason, max_chars=400)}). The merge gate is the `kernel-review` commit "
+        "status instead.\n\n"
+    )
 
 
 def report_mode(env: ActionEnv, client_factory) -> int:
@@ -363,6 +468,7 @@ def report_mode(env: ActionEnv, client_factory) -> int:
         if env.results_path.is_dir()
         else []
     )
+    queued = _read_queue(env.queue_file)
     refused: str | None = None
     try:
         kept, dropped = read_results(files, head_sha=d.head_sha or "", vendors=d.plan.vendors)
@@ -373,7 +479,7 @@ def report_mode(env: ActionEnv, client_factory) -> int:
         log(f"results dropped: {reason}")
     # a refused artifact is said for every planned vendor, also when the gate ran nothing
     planned = d.plan.vendors if d.run or refused else ()
-    evidence = merge_evidence(kept, planned, refused=refused)
+    evidence = merge_evidence(kept, planned, refused=refused, queued=queued)
     evidence = evidence.merge(_history(client, env.history_branch, d.plan.vendors))
     kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
     repo = collect(ApiRevision(client, d.head_sha or ""), kernel_paths, result.policy.owners)
@@ -384,27 +490,37 @@ def report_mode(env: ActionEnv, client_factory) -> int:
     for reason in unconfirmed:
         log(reason)
     review = build_report(d, result.policy, evidence, repo, acceptances=accepted)
-    sticky = upsert_sticky(
-        client,
-        d.pr_number,
-        review.comment,
-        head_sha=d.head_sha or "",
-        bot_login=bot_login,
-        current_head_sha=result.pull.head_sha if result.pull else None,
-        summary_url=env.run_url,
-        artifact_name=env.artifact_name,
-        state=ReviewState(
-            head_sha=d.head_sha or "", slower=measured_ratios(review.evidence.sweeps)
-        ),
-    )
+
+    def post(body: str) -> Any:
+        return upsert_sticky(
+            client,
+            d.pr_number,
+            body,
+            head_sha=d.head_sha or "",
+            bot_login=bot_login,
+            current_head_sha=result.pull.head_sha if result.pull else None,
+            summary_url=env.run_url,
+            artifact_name=env.artifact_name,
+            state=ReviewState(
+                head_sha=d.head_sha or "", slower=measured_ratios(review.evidence.sweeps)
+            ),
+        )
+
+    sticky = post(review.comment)
     log(f"review comment {sticky.action}: {sticky.html_url or sticky.comment_id} {sticky.detail}")
     if result.policy.github.merge_gate != "none" and sticky.action != "skipped-stale":
-        _merge_gate(env, client, result, review, advisory_reason(client, result.pull))
+        check_refused = _merge_gate(
+            env, client, result, review, advisory_reason(client, result.pull)
+        )
+        if check_refused is not None:  # the comment says so: a missing check is otherwise silent
+            sticky = post(refused_check_note(check_refused) + review.comment)
     for line in annotations(review.evidence, d, review.verdict.accepted):
         print(line, flush=True)  # already escaped by workflow_command
     write_summary(env.step_summary, review.summary)
     env.results_path.mkdir(parents=True, exist_ok=True)
     (env.results_path / "review.md").write_text(review.summary, encoding="utf-8")
+    if queued is not None and queued.stuck:
+        _cancel_queued(env, client, queued)
     set_outputs(
         env.output,
         {
@@ -414,6 +530,79 @@ def report_mode(env: ActionEnv, client_factory) -> int:
         },
     )
     return 0
+
+
+def wait_mode(
+    env: ActionEnv,
+    client_factory,
+    *,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Wait for this run's measure jobs: until each has finished, or has sat in the queue for
+    the queue timeout (no runner with its labels); writes the report's ``queue_file``."""
+    from bot.jobs.queue import wait_for_vendor_jobs
+
+    if env.run_id is None:
+        raise UsageError(
+            "--mode wait waits for the measure jobs of this workflow run: GITHUB_RUN_ID is not set",
+            hint="run it as the report job's first step (docs/workflows/kernel-review.yml)",
+        )
+    report = wait_for_vendor_jobs(
+        client_factory(),
+        env.run_id,
+        timeout_s=env.queue_timeout_s,
+        expected=env.wait_for,
+        clock=clock,
+        sleep=sleep,
+        log=log,
+    )
+    env.queue_file.write_text(report.model_dump_json(), encoding="utf-8")
+    if report.stuck:
+        write_summary(
+            env.step_summary,
+            "### kernel-review: no runner\n\n"
+            + "\n".join(f"- {md_inline(report.reason(v), max_chars=400)}" for v in report.vendors),
+        )
+    else:
+        log("every measure job finished")
+    return 0
+
+
+def _read_queue(path: Path) -> Any:
+    """The wait's report, when the wait step ran in this job; else None."""
+    from bot.contracts.queue import QueueReport
+
+    if not path.is_file():
+        return None
+    try:
+        return QueueReport.model_validate_json(path.read_bytes())
+    except ValueError as exc:
+        raise ResultsError(
+            f"{path} is not the wait step's report: {str(exc)[:300]}",
+            hint="the wait step (--mode wait) writes it; do not write it from elsewhere",
+        ) from None
+
+
+def _cancel_queued(env: ActionEnv, client: Any, queued: Any) -> None:
+    """Cancel this run once the review is posted: its stuck measure jobs show as cancelled
+    instead of holding the run for a day. The report job itself runs on (``always()``)."""
+    from bot.github.api import GitHubRequestError
+
+    names = ", ".join(j.name for j in queued.stuck)
+    if env.run_id is None:
+        return
+    try:
+        client.cancel_run(env.run_id)
+    except GitHubRequestError as exc:
+        if exc.status not in (403, 404):
+            raise
+        log(
+            f"the queued job(s) {names} were not cancelled ({exc.status} {exc.api_message}): "
+            "give the report job `actions: write`, or cancel the run by hand"
+        )
+        return
+    log(f"cancelled the run's queued job(s) {names}: no runner took them")
 
 
 def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -> int:
@@ -451,6 +640,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
     if env.vendor not in d.plan.vendors:
         log(f"the plan does not measure {env.vendor}; nothing to do")
         return 0
+    _confine(env, trusted=False)
     measure = measure_fn or _measurement_engine()
     evidence = measure(
         d.plan,
@@ -517,22 +707,25 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
             head, place=f"at the default branch's head ({head.label})", hint="see docs/policy.md"
         )
     policy = found[0]
-    from packaging.requirements import Requirement
+    from bot.toolchain import requirements
 
-    pinned = {Requirement(r).name: r for r in side_requirements(root)}
-    wanted = [
-        u if Requirement(u).specifier else _allowed(Requirement(u).name, pinned)
-        for u in policy.toolchain.upgrade
+    pinned = requirements.names(side_requirements(root))
+    wanted = [  # the policy checked each is a requirement
+        text if req.specifier else _allowed(req.name, pinned)
+        for text in policy.toolchain.upgrade
+        if (req := requirements.parse(text)) is not None
     ]
-    names = {Requirement(w).name for w in wanted}
-    newest = dict(
-        line.split("==", 1)
+    names = set(requirements.names(wanted))
+    newest = {
+        name: version
         for line in resolve(wanted, policy.toolchain.index_urls)
-        if line.split("==", 1)[0] in names
-    )
+        if (name := _name(line)) in names and (version := requirements.exact_version(line))
+    }
     current_all = installed_versions()
     # what the pinned side runs: the exact pin, else whatever of the range the runner has
-    current = {n: pinned[n].split("==", 1)[1] for n in names if "==" in pinned.get(n, "")}
+    current = {
+        n: v for n in names if (v := requirements.exact_version(pinned.get(n, ""))) is not None
+    }
     current = {**installed_versions(names), **current}
     moved = {name: v for name, v in newest.items() if current.get(name) != v}
     changes = candidate_changes(
@@ -540,6 +733,7 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
     )
     plan = scheduled_plan(policy, sha, changes)
     log(f"scheduled run at {sha[:12]}: " + (", ".join(f"{c.kernel} {c.old_version} -> {c.new_version}" for c in changes) or "the pinned toolchain only (the newest release is the pinned one)"))  # fmt: skip
+    _confine(env, trusted=True)
     measure = measure_fn or _measurement_engine()
     evidence = measure(
         plan,
@@ -568,21 +762,38 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
 def _allowed(name: str, pinned: dict[str, str]) -> str:
     """The newest release the pin allows: its range; an exact pin allows only itself, so the
     newest release of all is tried then."""
+    from bot.toolchain.requirements import exact_version
+
     pin = pinned.get(name)
-    return pin if pin is not None and "==" not in pin else name
+    return pin if pin is not None and exact_version(pin) is None else name
+
+
+def _name(requirement: str) -> str | None:
+    from bot.toolchain.requirements import parse
+
+    req = parse(requirement)
+    return None if req is None else req.name
 
 
 def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
     """Append the scheduled runs' records to the history; open or update the one issue."""
     from bot.contracts.history import ScheduledResults
-    from bot.jobs.scheduled import history_record, issue_title, upsert_issue
+    from bot.jobs.scheduled import history_record, issue_title, read_history, upsert_issue
     from bot.policy.load import find_policy
     from bot.review.conclude import conclude, review_context
+    from bot.review.trend import trend_summary
     from bot.revision import ApiRevision
 
     files = (
         sorted(env.results_path.glob("**/scheduled-*.json")) if env.results_path.is_dir() else []
     )
+    queued = _read_queue(env.queue_file)
+    if not files and queued is not None and queued.stuck:
+        _cancel_queued(env, client_factory(), queued)
+        raise ResultsError(
+            "no scheduled run came back: " + "; ".join(queued.reason(v) for v in queued.vendors),
+            hint="nothing was recorded tonight; the next run tries again",
+        )
     if not files:
         raise ResultsError(
             f"no scheduled-<vendor>.json under {env.results_path}",
@@ -590,6 +801,7 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
         )
     client = client_factory()
     lines = []
+    tolerance: float | None = None  # the policy's: the trend marks a rise past it
     for path in files:
         try:
             results = ScheduledResults.model_validate_json(path.read_bytes())
@@ -607,6 +819,7 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
             log(f"no policy at {results.sha[:12]}; no issue opened")
             continue
         policy, source = found
+        tolerance = policy.tolerance
         ctx = review_context(policy, base_sha=results.sha, head_sha=results.sha,
                              repository=env.repository, policy_source=source,
                              note=f"scheduled run on the default branch ({results.vendor})")  # fmt: skip
@@ -622,7 +835,42 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
     with open(env.history_path, "a", encoding="utf-8") as handle:
         handle.write("".join(line + "\n" for line in lines))
     log(f"appended {plural(len(lines), 'record')} to {env.history_path}")
+    if tolerance is None:
+        tolerance = _tolerance(client, results.sha, env.policy_path)
+    trend = trend_summary(
+        read_history(env.history_path.read_text(encoding="utf-8")),
+        commit_url=lambda sha: f"{env.server_url}/{env.repository}/commit/{sha}",
+        tolerance=tolerance,
+    )
+    write_summary(env.step_summary, trend or "No GPU-timed runs in the history yet.")
+    if queued is not None and queued.stuck:
+        for vendor in queued.vendors:
+            log(f"{vendor}: not recorded: {queued.reason(vendor)}")
+        _cancel_queued(env, client, queued)
     return 0
+
+
+def _tolerance(client: Any, sha: str, policy_path: str | None) -> float:
+    """The policy's tolerance at ``sha``; the default where there is no policy to read."""
+    from bot.policy.load import find_policy
+    from bot.policy.model import Policy
+    from bot.revision import ApiRevision
+
+    try:
+        found = find_policy(ApiRevision(client, sha), policy_path)
+    except KernelReviewError as exc:
+        log(f"the policy at {sha[:12]} was not read ({exc.message}); the default tolerance")
+        found = None
+    return found[0].tolerance if found else Policy.model_fields["tolerance"].default
+
+
+def _confine(env: ActionEnv, *, trusted: bool) -> None:
+    """Before any of the checkout's code runs: confine it (``checks.procs.sandbox``), or refuse
+    to measure on a runner that cannot, unless it is declared disposable. A run that is not
+    ``trusted`` (a pull request's) writes no kept toolchain environment."""
+    from checks.procs.sandbox import declared_disposable, require
+
+    log(require(declared_disposable(env.runner_isolation), trusted=trusted))
 
 
 def _measurement_engine() -> Callable[..., Any]:
@@ -650,7 +898,7 @@ def _bench_results(path: Path, cpu_vendor: str) -> ResultsFile:
 REVIEW_USAGE = """\
 kernel-review review --repo PATH --base REV [--head REV] [--run-repo-code] [--results FILE ...]
                             [--out FILE]
-       kernel-review review --mode {plan,ack,measure,report}"""
+       kernel-review review --mode {plan,ack,measure,wait,report,scheduled,scheduled-report}"""
 REVIEW_DESCRIPTION = """\
 Two forms.
 
@@ -660,7 +908,7 @@ pull request from --base to --head (default HEAD) would get as its comment, as p
 reviewed repository runs unless --run-repo-code (the compiler report of its Triton kernels
 imports its modules); the last line says which it did.
 
-Inside GitHub Actions: --mode plan|ack|measure|report runs one job of the workflow
+Inside GitHub Actions: --mode plan|ack|measure|wait|report runs one job of the workflow
 (docs/workflows/kernel-review.yml). It reads GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL
 and the action's INPUT_* variables, and refuses to run without them."""
 
@@ -710,6 +958,8 @@ def handle(args: argparse.Namespace) -> int:
         return plan_mode(env, factory)
     if args.mode == "ack":
         return ack_mode(env, factory)
+    if args.mode == "wait":
+        return wait_mode(env, factory)
     if args.mode == "report":
         return report_mode(env, factory)
     if args.mode == "scheduled":

@@ -81,6 +81,13 @@ COMMANDS: dict[str, str] = {
 _WITH_COMPILER_REPORT = ("bot.demo", "bot.app")  # their register takes ``compiler_report``
 
 
+def _runner_check() -> list[tuple[str, str, str]]:
+    """``kernel-review doctor --runner``'s findings on this machine (``checks.procs``)."""
+    from checks.procs.sandbox import declared_disposable, detect, runner_findings
+
+    return runner_findings(detect(), declared_disposable(None))
+
+
 def _registrations(
     command: str | None = None,
 ) -> list[Callable[[argparse._SubParsersAction], None]]:
@@ -92,6 +99,8 @@ def _registrations(
         register = importlib.import_module(name).register
         if name in _WITH_COMPILER_REPORT:
             register = functools.partial(register, compiler_report=_compiler_report)
+        if name == COMMANDS["doctor"]:
+            register = functools.partial(register, runner_check=_runner_check)
         out.append(register)
     return out
 

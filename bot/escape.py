@@ -89,6 +89,19 @@ def clip(text: str, max_chars: int) -> str:
     return text[: max_chars - 1] + "…"
 
 
+def utf8_prefix(text: str, max_bytes: int) -> str:
+    """The longest prefix of ``text`` of at most ``max_bytes`` UTF-8 bytes (never half a
+    character): for the limits GitHub counts in bytes."""
+    return text.encode("utf-8")[: max(0, max_bytes)].decode("utf-8", errors="ignore")
+
+
+def clip_bytes(text: str, max_bytes: int) -> str:
+    """At most ``max_bytes`` UTF-8 bytes, ending in an ellipsis (3 bytes) when cut."""
+    if len(text.encode("utf-8")) <= max_bytes:
+        return text
+    return utf8_prefix(text, max_bytes - 3) + "…" if max_bytes >= 3 else ""
+
+
 def md_inline(text: object, *, max_chars: int = 200) -> str:
     """User text made safe to place inside a markdown paragraph or a table cell.
 

@@ -99,6 +99,12 @@ def add_output_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -
         help="skip the compiler report (cross-compiling every config takes a while on a cold cache)",
     )
     p.add_argument("--json", action="store_true", help="print the verdict as JSON instead")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="the review as the job summary has it, instead of the comment: every evidence "
+        "line, shape, autotuner pick and compiler variant, nothing folded (also with --out)",
+    )
 
 
 def results_form(path: Path) -> Literal["results", "bench"]:
@@ -203,7 +209,8 @@ def check_out(args: argparse.Namespace) -> None:
 def show(review, args: argparse.Namespace) -> None:
     """Print the review: the verdict as JSON (``--json``), the markdown (``--out -``) or the
     terminal rendering; and write the markdown to ``--out FILE``."""
-    comment, _ = fit_body(review.comment)  # as it would be posted
+    # as it would be posted, or the job summary whole (``--full``)
+    comment = review.summary if args.full else fit_body(review.comment)[0]
     to_stdout = args.out is not None and str(args.out) == "-"
     if args.out is not None and not to_stdout:
         write_text(args.out, comment, option="--out")
@@ -213,6 +220,11 @@ def show(review, args: argparse.Namespace) -> None:
         print(comment)
     else:
         print(terminal_text(comment), end="")
+        if not args.full:
+            print(
+                "what the job summary has besides (every line, shape and variant): --full",
+                file=sys.stderr,
+            )
         if args.out is not None:
             print(f"markdown of the comment: {args.out}", file=sys.stderr)
 

@@ -6,7 +6,8 @@ so a git commit and the GitHub contents API give the same conditions. Nothing he
 code.
 
 - a named owner for each changed kernel path (CODEOWNERS, else the policy's ``owners``);
-- a version pin for triton and torch (pyproject, requirements/constraints files, lock files);
+- a version pin for triton and torch (pyproject, requirements/constraints files, lock files,
+  read by ``bot.toolchain.pins``);
 - a perf gate in CI (a workflow that runs this action or ``kernel-review bench``);
 - the old kernel kept for one release as rollback (from the diff analysis).
 """
@@ -15,9 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
+from bot.toolchain.pins import Pin, pins
+from bot.toolchain.requirements import ANY, spec_kind
 
 if TYPE_CHECKING:
     from bot.revision import Revision
@@ -43,35 +46,41 @@ PINNED_PACKAGES = ("triton", "torch")
 # --- CODEOWNERS -------------------------------------------------------------------------------
 
 
+def _segment_regex(segment: str) -> str:
+    """One path segment of a pattern: ``*`` and ``?`` stay within the segment; everything else,
+    ``[`` and ``]`` included, is literal (GitHub does not take character ranges)."""
+    return "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in segment)
+
+
 def _codeowners_regex(pattern: str) -> re.Pattern[str]:
-    """Translate one CODEOWNERS (gitignore-style) pattern to a regex over repo-relative paths."""
-    anchored = pattern.startswith("/") or "/" in pattern.rstrip("/")
-    pat = pattern.lstrip("/")
-    directory = pat.endswith("/")
-    pat = pat.rstrip("/")
-    out = []
-    i = 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    body = "".join(out)
-    prefix = "" if anchored else "(?:.*/)?"
-    # A pattern naming a directory (or any path) also owns everything below it.
-    suffix = "/.*" if directory else "(?:/.*)?"
-    return re.compile(f"^{prefix}{body}{suffix}$")
+    """One CODEOWNERS pattern as a regex over repository-relative paths, by GitHub's rules
+    (https://docs.github.com/en/repositories/managing-your-repositorys-settings-and-features/customizing-your-repository/about-code-owners):
+
+    - a slash at the start or in the middle anchors the pattern at the root; otherwise it
+      matches at any depth (``*.js``, ``apps/``);
+    - a trailing slash names a directory: everything below it (``/build/logs/``);
+    - a last segment that is ``*`` matches the files directly inside only: ``docs/*`` owns
+      ``docs/getting-started.md`` but not ``docs/build-app/troubleshooting.md``;
+    - any other last segment matches the path itself and everything below it (``/apps/github``);
+    - ``**`` matches any number of directories (``**/logs``, ``docs/**/*.md``).
+    """
+    directory = pattern.endswith("/")
+    anchored = pattern.startswith("/") or "/" in pattern.strip("/")
+    segments = pattern.strip("/").split("/")
+    out = "" if anchored else "(?:.*/)?"
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        if segment == "**":
+            out += ".+" if last else "(?:[^/]+/)*"
+            continue
+        out += _segment_regex(segment)
+        if not last:
+            out += "/"
+        elif directory:
+            out += "/.+"
+        elif segment != "*":
+            out += "(?:/.+)?"
+    return re.compile(f"^{out}$")
 
 
 def parse_codeowners(text: str) -> list[tuple[int, re.Pattern[str], tuple[str, ...]]]:
@@ -112,73 +121,34 @@ def find_owners(
 
 # --- version pins ------------------------------------------------------------------------------
 
-_REQ_RE = re.compile(
-    r"""^\s*["']?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#"']*)""",
-)
 
-
-def classify_spec(spec: str) -> Literal["exact", "range", "unbounded"]:
-    spec = spec.replace(" ", "")
-    if spec.startswith("===") or (spec.startswith("==") and "*" not in spec):
-        return "exact"
-    if "==" in spec and "*" in spec:  # ==3.6.* is a range
-        return "range"
-    if "~=" in spec or "<" in spec:
-        return "range"
-    return "unbounded"
-
-
-def _scan_requirement_lines(text: str, package: str) -> tuple[str, int] | None:
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip().lstrip("-").strip()
-        for candidate in re.findall(r"""["']([^"']+)["']""", line) or [stripped]:
-            m = _REQ_RE.match(candidate)
-            if m and m.group("name").lower().replace("_", "-") == package:
-                spec = m.group("spec").strip().rstrip(",")
-                return spec, lineno
-        # poetry style:  triton = "^3.6"  /  triton = { version = "3.6.0" }
-        m = re.match(rf"""^\s*{package}\s*=\s*(?:\{{[^}}]*version\s*=\s*)?["']([^"']+)["']""", line)
-        if m:
-            spec = m.group(1)
-            if spec.startswith("^") or spec.startswith("~"):
-                spec = f"~={spec[1:]}"
-            elif spec[0].isdigit():
-                spec = f"=={spec}"
-            return spec, lineno
-    return None
-
-
-def _locked_version(text: str, package: str) -> str | None:
-    m = re.search(
-        rf"""(?:name\s*=\s*"{package}"\s*\n\s*version\s*=\s*"([^"]+)")|(?:"{package}":\s*\{{[^}}]*"version":\s*"==([^"]+)")""",
-        text,
-    )
-    if m:
-        return m.group(1) or m.group(2)
-    return None
+def _pin_in(path: str, text: str, package: str) -> Pin | None:
+    """The pin of ``package`` the file states: its first exact or bounded one, else its first."""
+    found = [p for p in pins(path, text) if p.package == package]
+    return next((p for p in found if spec_kind(p.spec) != "unbounded"), found[0] if found else None)
 
 
 def find_pins(read: Reader, packages: Sequence[str] = PINNED_PACKAGES) -> tuple[PinFact, ...]:
+    """Each package's pin: from the first pin file that bounds it (``PIN_FILES`` in order), else
+    the first lock file that locks it, else the first file that names it unbounded."""
+    texts = {path: text for path in (*PIN_FILES, *LOCK_FILES) if (text := read(path)) is not None}
     facts = []
     for package in packages:
         best: PinFact | None = None
         for path in PIN_FILES:
-            text = read(path)
-            if text is None:
+            pin = _pin_in(path, texts[path], package) if path in texts else None
+            if pin is None:
                 continue
-            found = _scan_requirement_lines(text, package)
-            if found is None:
-                continue
-            spec, lineno = found
-            kind = classify_spec(spec) if spec else "unbounded"
-            fact = PinFact(package=package, spec=spec or None, source=f"{path}:{lineno}", kind=kind)
+            spec = None if pin.spec == ANY else pin.spec
+            kind = spec_kind(pin.spec)
+            fact = PinFact(package=package, spec=spec, source=f"{path}:{pin.line}", kind=kind)
             if best is None or (not best.pinned and fact.pinned):
                 best = fact
         if best is None or not best.pinned:
             for path in LOCK_FILES:
-                text = read(path)
-                version = _locked_version(text, package) if text else None
-                if version:
+                pin = _pin_in(path, texts[path], package) if path in texts else None
+                if pin is not None and pin.spec != ANY:
+                    version = pin.spec.lstrip("=")
                     best = PinFact(
                         package=package, spec=f"locked {version}", source=path, kind="lock"
                     )

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from bot import gitutil
 from bot.errors import GitError, KernelReviewError
 from bot.outputs import cache_root
+from checks.procs.sandbox import kill_tree, popen_confined
 from checks.worker_env import scrubbed_env
 
 MAX_CACHED_BYTES = 4 * 2**30
@@ -117,8 +118,10 @@ def _run(root: Path, command: str, timeout_s: float, log: Path, python: str) -> 
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log, "wb") as handle:
-        proc = subprocess.Popen(
+        proc = popen_confined(
             ["/bin/sh", "-c", command],
+            writable=(root, log.parent),  # it builds in its worktree
+            memory_bytes=0,  # a compiler's build may take more than a worker
             cwd=root,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -136,6 +139,8 @@ def _run(root: Path, command: str, timeout_s: float, log: Path, python: str) -> 
                 + _tail(log),
                 hint="raise [setup] timeout_s in the policy, or make the build faster",
             ) from None
+        finally:
+            kill_tree(proc.pid)  # what the build left running, when it ran confined
     if code != 0:
         raise SetupError(
             f"the setup command `{command}` exited with code {code} in {root.name}" + _tail(log),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from checks.procs.sandbox import kept_if_trusted
 from checks.worker_env import (
     capped,
     default_memory_bytes,
@@ -91,6 +92,7 @@ def run_job(
     cancel: threading.Event | None = None,
     nice: int = 0,
     forker: JobForker | None = None,
+    kept: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Run ``python -m module JOB`` with ``job`` (plus ``out``) and return what it wrote to ``out``,
     or ``{"fatal": message}`` when it timed out or died without writing it. ``python``: the
@@ -104,7 +106,9 @@ def run_job(
     interpreter and cap and no ``prefix`` is asked for; started afresh otherwise.
     C++ extensions that ``torch.utils.cpp_extension.load`` builds go beside ``triton_cache``
     (``torch-extensions``), not in the machine's shared folder: an empty cache folder is then a
-    cold start for them too, and no other job's build of the same name is picked up."""
+    cold start for them too, and no other job's build of the same name is picked up.
+    ``kept``: caches kept between runs that the job writes, writable to it when the run is
+    trusted (``checks.procs.sandbox.kept_if_trusted``) or unconfined."""
     if cancel is not None and cancel.is_set():  # not wanted before it started: start nothing
         return {"fatal": f"{what} was stopped: its answer is no longer needed"}
     job = {**job, "out": str(workdir / "out.json")}
@@ -131,7 +135,12 @@ def run_job(
         lowered = (program, "-n", str(nice)) if program else ()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                capped([*prefix, *lowered, interpreter, "-m", module, str(job_path)], cap),
+                capped(
+                    [*prefix, *lowered, interpreter, "-m", module, str(job_path)],
+                    cap,
+                    # the cache's folder holds its torch-extensions, a probe's caches per shape
+                    writable=(workdir, triton_cache.parent, *kept_if_trusted(kept)),
+                ),
                 cwd=str(PACKAGE_ROOT),
                 env=child_env,
                 stdin=subprocess.DEVNULL,

@@ -7,9 +7,16 @@ first, then requirements and constraints files, then ``pyproject.toml`` and cond
 that side runs under the runner's interpreter. Otherwise ``side_environment`` makes one with
 ``uv``: the pins the runner does not satisfy are resolved (``uv pip compile``), and the
 environment is made once per resolved set, in ``<cache>/envs/<key>``, keyed by the resolved
-requirements, the interpreter and the platform. The new environment sees the runner's own
-packages after its own (a ``.pth`` line), so a side that pins only triton gets that triton and
-the runner's torch, numpy and the bot's own dependencies.
+requirements, the package indexes, the interpreter and the platform. The new environment sees
+the runner's own packages after its own (a ``.pth`` line), so a side that pins only triton gets
+that triton and the runner's torch, numpy and the bot's own dependencies.
+
+The kept environments outlive a run, so a run that measures a pull request's code must not be
+able to leave one for a later run to use (``cached_environment``): only a trusted run (the
+default branch's scheduled run, or a local command) writes the cache; every use checks the
+environment against the SHA-256 digest of its files written beside it when it was made; a pull
+request's run uses a kept environment that matches its digest, and makes any other it needs in
+a throw-away folder of its own.
 
 A Docker image or a CI install line is reported as a toolchain change but cannot be installed
 here: a policy ``[setup]`` command runs in each checkout with that side's interpreter first on
@@ -18,6 +25,7 @@ here: a policy ``[setup]`` command runs in each checkout with that side's interp
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.metadata
 import json
@@ -27,7 +35,8 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -36,7 +45,10 @@ from bot.contracts.evidence import SideToolchain
 from bot.errors import ToolchainError
 from bot.outputs import cache_root
 from bot.toolchain.pins import Pin, canonical, file_kind, pins, read_pin_file
-from checks.worker_env import SECRET_RE, scrubbed_env
+from bot.toolchain.requirements import installable, satisfied
+from bot.toolchain.requirements import parse as parse_requirement
+from checks.procs.sandbox import trusted_run
+from checks.worker_env import SECRET_RE, scrubbed_env, tree_digest
 
 # What a side's environment installs when its pins ask for another version.
 INSTALLED = ("triton", "torch", "pytorch-triton", "pytorch-triton-rocm")
@@ -45,6 +57,7 @@ _PRIORITY = {"lock": 0, "requirements": 1, "toml": 2, "conda": 3}
 _SKIP_DIRS = {".git", "node_modules", "venv", ".venv", "site-packages", "build", "dist"}
 _MAX_DEPTH = 3
 UV_TIMEOUT_S = 1800.0
+MAX_ENV_BYTES = 16 * 2**30  # an environment larger than this is never taken from the cache
 ENV_VERSION = "1"
 # what reaching the package index may need: certificates and proxies
 _NETWORK_VARS = frozenset(
@@ -97,14 +110,7 @@ def side_pins(tree: Path) -> list[Pin]:
 def requirement_text(pin: Pin) -> str | None:
     """A PEP 508 requirement for one pin, or None when it names no installable version
     (``(any)``, Poetry's ``^2.4``)."""
-    spec = pin.spec.split(" | ")[0]
-    if spec in ("(any)", "") or spec.startswith(("^", "@")):
-        return None
-    if spec[0].isdigit():
-        spec = "==" + spec
-    elif spec.startswith("=") and not spec.startswith("=="):
-        spec = "=" + spec  # conda's =2.4.0
-    return f"{pin.package}{spec}"
+    return installable(pin.package, pin.spec)
 
 
 def side_requirements(tree: Path) -> list[str]:
@@ -127,18 +133,12 @@ def installed_versions(names: Iterable[str] = REPORTED) -> dict[str, str]:
     return out
 
 
-def unsatisfied(requirements: Iterable[str], installed: dict[str, str]) -> list[str]:
+def unsatisfied(wanted: Iterable[str], installed: dict[str, str]) -> list[str]:
     """The requirements the runner's installed versions do not satisfy."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
     out = []
-    for text in requirements:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        have = installed.get(req.name)
-        if have is None or not req.specifier.contains(have, prereleases=True):
+    for text in wanted:
+        req = parse_requirement(text)
+        if req is not None and not satisfied(text, installed.get(req.name)):
             out.append(text)
     return out
 
@@ -219,11 +219,65 @@ def resolve(requirements: list[str], index_urls: Iterable[str] = ()) -> list[str
     return [ln.strip() for ln in out.splitlines() if ln.strip() and not ln.startswith("#")]
 
 
-def env_key(resolved: Iterable[str]) -> str:
+def env_key(resolved: Iterable[str], index_urls: Iterable[str] = ()) -> str:
+    """The cache key of an environment: all that defines its content."""
     text = "\n".join(
-        [ENV_VERSION, sys.version, platform.machine(), sys.platform, *sorted(resolved)]
+        [ENV_VERSION, sys.executable, sys.version, platform.machine(), sys.platform]
+        + sorted(resolved)
+        + [f"index {url}" for url in index_urls]
     )
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _digest(folder: Path) -> str | None:
+    return tree_digest(folder, skip_dir=lambda name: False, max_bytes=MAX_ENV_BYTES)
+
+
+def cached_environment(
+    cache_dir: Path, key: str, build: Callable[[Path], None], *, trusted: bool | None = None
+) -> tuple[Path, str]:
+    """The folder ``build`` makes for ``key``, kept in ``cache_dir`` between runs, and a note
+    ('' when the kept one was used or written). A kept folder is used only when its files match
+    the digest written beside it (``<key>.sha256``) when it was made. A trusted run replaces a
+    folder that does not match and keeps what it builds; any other run leaves the cache as it
+    is and builds into a throw-away folder, removed when this process ends."""
+    trusted = trusted_run() if trusted is None else trusted
+    kept, digest_file = cache_dir / key, cache_dir / f"{key}.sha256"
+    note = ""
+    if kept.exists() or digest_file.exists():
+        try:
+            recorded = digest_file.read_text().strip()
+        except OSError:
+            recorded = ""
+        if recorded and kept.is_dir() and _digest(kept) == recorded:
+            return kept, ""
+        note = f"the kept environment {kept} did not match its digest"
+        if not trusted:
+            note += " and was not used (a trusted run replaces it)"
+    if not trusted:
+        scratch = Path(tempfile.mkdtemp(prefix="kernel-review-env-"))
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+        _build_or_remove(build, scratch / key)
+        return scratch / key, note
+    if note:
+        shutil.rmtree(kept, ignore_errors=True)
+        digest_file.unlink(missing_ok=True)
+        note += " and was made again"
+    partial = kept.with_name(kept.name + f".partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    _build_or_remove(build, partial)
+    try:
+        partial.rename(kept)
+    except OSError:  # another job made the same environment first: its digest says
+        shutil.rmtree(partial, ignore_errors=True)
+        return cached_environment(cache_dir, key, build, trusted=False)
+    recorded = _digest(kept)
+    if recorded is not None:
+        tmp = digest_file.with_name(digest_file.name + f".{os.getpid()}")
+        tmp.write_text(recorded + "\n")
+        tmp.replace(digest_file)
+    return kept, note
 
 
 def _env_python(env: Path) -> Path:
@@ -254,14 +308,26 @@ def _query_versions(python: Path) -> dict[str, str]:
     return json.loads(proc.stdout)
 
 
-def make_environment(resolved: list[str], cache_dir: Path, index_urls: Iterable[str] = ()) -> Path:
-    """The environment of ``resolved`` (made once; the cache keeps it): its folder."""
-    env = cache_dir / env_key(resolved)
-    if (env / "kernel-review-env.json").is_file():
-        return env
-    partial = env.with_name(env.name + f".partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.parent.mkdir(parents=True, exist_ok=True)
+def _build_or_remove(build: Callable[[Path], None], into: Path) -> None:
+    try:
+        build(into)
+    except BaseException:
+        shutil.rmtree(into, ignore_errors=True)
+        raise
+
+
+def make_environment(
+    resolved: list[str], cache_dir: Path, index_urls: Iterable[str] = ()
+) -> tuple[Path, str]:
+    """The environment of ``resolved`` (made once; a trusted run keeps it, see
+    ``cached_environment``): its folder, and a note on a kept one that was refused."""
+    index_urls = list(index_urls)
+    return cached_environment(
+        cache_dir, env_key(resolved, index_urls), lambda into: _build(resolved, into, index_urls)
+    )
+
+
+def _build(resolved: list[str], partial: Path, index_urls: list[str]) -> None:
     _uv(
         ["venv", "--quiet", "--python", sys.executable, str(partial)],
         what="making a virtual environment",
@@ -292,6 +358,9 @@ def make_environment(resolved: list[str], cache_dir: Path, index_urls: Iterable[
             "--no-deps",
             "--only-binary",
             ":all:",
+            # every module's bytecode now, so a later import writes none (it would change the
+            # digest) and none written by other code is taken for it
+            "--compile-bytecode",
             "--python",
             str(_env_python(partial)),
             *_index_args(index_urls),
@@ -300,17 +369,16 @@ def make_environment(resolved: list[str], cache_dir: Path, index_urls: Iterable[
         what=f"installing {', '.join(resolved)}",
     )
     (partial / "kernel-review-env.json").write_text(json.dumps({"resolved": resolved}))
-    try:
-        partial.rename(env)
-    except OSError:  # another job made the same environment first
-        shutil.rmtree(partial, ignore_errors=True)
-    return env
 
 
 def _package(requirement: str) -> str:
-    from packaging.requirements import Requirement
-
-    return canonical(Requirement(requirement).name)
+    req = parse_requirement(requirement)
+    if req is None:
+        raise ToolchainError(
+            f"{requirement!r} is not a requirement (PEP 508)",
+            hint="write it as a package name and versions, like 'triton>=3.6,<3.7'",
+        )
+    return canonical(req.name)
 
 
 def side_environment(
@@ -334,11 +402,12 @@ def side_environment(
         return env.model_copy(update={"requirements": tuple(requirements)})
     index_urls = list(index_urls)
     resolved = resolve(missing, index_urls)
-    folder = make_environment(resolved, cache_dir or default_cache_dir(), index_urls)
+    folder, note = make_environment(resolved, cache_dir or default_cache_dir(), index_urls)
     python = _env_python(folder)
     return SideEnv(
         python=str(python),
         versions=_query_versions(python),
-        environment=f"uv environment {folder.name} ({', '.join(missing)})",
+        environment=f"uv environment {folder.name} ({', '.join(missing)})"
+        + (f"; {note}" if note else ""),
         requirements=tuple(requirements),
     )

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from bot.errors import ResultsError, UsageError
 from checks.memory_cap import MEMORY_ENV, memory_from_env
+from checks.procs.sandbox import kill_tree, sandboxed
 from checks.worker.profiling import PROFILE_ENV
 from checks.worker.timing import SLOT_BIAS_ENV
 
@@ -151,15 +152,18 @@ _CAPPED = (
 )
 
 
-def capped(argv: list[str], max_bytes: int) -> list[str]:
+def capped(argv: list[str], max_bytes: int, *, writable: Sequence[Path] = ()) -> list[str]:
     """``argv`` started with its heap and private mappings capped at ``max_bytes``
     (``RLIMIT_DATA``, soft and hard, so the measured code cannot raise it again): an allocation
     past it fails with MemoryError, reported as ``oom``, instead of taking the machine's memory.
     ``RLIMIT_AS`` would also count the address space CUDA reserves, so it is not used. ``argv``
-    as it is where the system has no such limit, or ``max_bytes`` is 0."""
-    if max_bytes <= 0 or not sys.platform.startswith("linux"):
-        return argv
-    return [sys.executable, "-I", "-c", _CAPPED, str(max_bytes), *argv]
+    as it is where the system has no such limit, or ``max_bytes`` is 0. Once a measurement
+    required it (``checks.procs.sandbox``), it also runs confined: in cgroups of its own, whose
+    memory cap (``max_bytes`` again) counts shared mappings and /dev/shm too, and in a sandbox
+    where only the ``writable`` folders are."""
+    if max_bytes > 0 and sys.platform.startswith("linux"):
+        argv = [sys.executable, "-I", "-c", _CAPPED, str(max_bytes), *argv]
+    return sandboxed(argv, writable=writable, memory_bytes=max_bytes)
 
 
 PR_SET_DUMPABLE = 4
@@ -188,8 +192,11 @@ def prctl(option: int, value: int) -> bool:
 
 def kill_session(sid: int) -> None:
     """SIGKILL every process of session ``sid`` (a worker started with ``start_new_session``):
-    its process group, and children that left the group or outlived the worker. A process that
-    started a session of its own escapes this; the runner reaps it by ``RUNNER_TRACKING_ID``."""
+    its process group, and children that left the group or outlived the worker; and, for a
+    process started confined (``checks.procs.sandbox``), everything in its cgroups, a process
+    that started a session of its own included (unconfined, the runner reaps that one by
+    ``RUNNER_TRACKING_ID``)."""
+    kill_tree(sid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(sid, signal.SIGKILL)
     try:

@@ -1,9 +1,13 @@
 """One fake GitHub REST server for every test: real HTTP on 127.0.0.1, driven by the real PyGithub.
 
-It serves what the bot uses (pull requests, their files and diff, issue comments with ``Link``
-pagination, reactions, collaborator permissions, contents, commit statuses, check runs with
-their annotations (at most 50 per request, as GitHub takes them), ``/user``) under a
-path prefix, as GitHub Enterprise does (``/api/v3``). Failures are injected per method and path:
+It serves what the bot uses (pull requests, their files and diff, issues (a pull request is
+an issue with a ``pull_request`` key, as on GitHub), issue comments with ``Link`` pagination,
+reactions, collaborator permissions, contents, commit statuses, check runs with their
+annotations (at most 50 per request, as GitHub takes them), ``/user``) under a path prefix, as
+GitHub Enterprise does (``/api/v3``). It refuses what GitHub refuses, in GitHub's units: a check
+run's summary over 65,535 UTF-8 bytes, an annotation's message over 64 KB, a title too long.
+``tests/integration/test_fake_contract.py`` checks its answers against GitHub's REST
+description. Failures are injected per method and path:
 a 502 after the write really happened, 403 or 429 with ``Retry-After``, a 422 "body is too
 long", and anything else a test needs. Every request is logged so tests can count them.
 """
@@ -85,6 +89,7 @@ class FakeGitHub:
         self.timelines: dict[int, list[dict[str, Any]]] = {}  # number -> events, oldest first
         self.issues: dict[int, dict[str, Any]] = {}  # issues (not pull requests) by number
         self.workflow_runs: dict[int, dict[str, Any]] = {}  # Actions runs by id
+        self.workflow_jobs: dict[int, dict[str, Any]] = {}  # their jobs by id
         # Actions settings by path ("/actions/permissions", "/orgs/octo/actions/runner-groups");
         # a path not set answers 403, as GitHub does for a token without admin rights.
         self.settings: dict[str, Any] = {}
@@ -234,6 +239,34 @@ class FakeGitHub:
                 "cancel_url": self._url(f"/actions/runs/{run_id}/cancel"),
             }
 
+    def add_workflow_job(
+        self,
+        run_id: int,
+        name: str,
+        *,
+        status: str = "queued",
+        created_at: str = "2026-01-01T00:00:00Z",
+        labels: tuple[str, ...] = ("self-hosted",),
+    ) -> int:
+        """A job of an Actions run; ``status`` queued, in_progress or completed."""
+        with self.lock:
+            job_id = next(self._ids)
+            self.workflow_jobs[job_id] = {
+                "id": job_id,
+                "run_id": run_id,
+                "name": name,
+                "status": status,
+                "conclusion": "success" if status == "completed" else None,
+                "created_at": created_at,
+                "started_at": created_at,
+                "completed_at": created_at if status == "completed" else None,
+                "labels": list(labels),
+                "runner_name": None,
+                "html_url": f"{self.origin}/{self.repo}/actions/runs/{run_id}/job/{job_id}",
+                "url": self._url(f"/actions/jobs/{job_id}"),
+            }
+            return job_id
+
     def add_comment(self, number: int, author: str, body: str, *, user_type: str = "User") -> int:
         with self.lock:
             cid = next(self._ids)
@@ -363,6 +396,7 @@ class FakeGitHub:
             (r"/pulls/(\d+)/files", ("GET", self._list_files)),
             (r"/issues", ("GET", self._list_issues)),
             (r"/issues", ("POST", self._create_issue)),
+            (r"/issues/(\d+)", ("GET", self._get_issue)),
             (r"/issues/(\d+)", ("PATCH", self._edit_issue)),
             (r"/issues/(\d+)/comments", ("GET", self._list_comments)),
             (r"/issues/(\d+)/comments", ("POST", self._create_comment)),
@@ -382,6 +416,7 @@ class FakeGitHub:
             (r"/actions/runs", ("GET", self._list_workflow_runs)),
             (r"/actions/runs/(\d+)", ("GET", self._get_workflow_run)),
             (r"/actions/runs/(\d+)/cancel", ("POST", self._cancel_workflow_run)),
+            (r"/actions/runs/(\d+)/jobs", ("GET", self._list_workflow_jobs)),
         ]
 
     def _url(self, rest: str) -> str:
@@ -420,8 +455,9 @@ class FakeGitHub:
     def _list_pulls(self, m, query, headers, body, token) -> Reply:
         state = query.get("state", "open")
         head = query.get("head")
+        # GitHub lists "simple" pull requests: no ``merged`` (PyGithub reads the pull for it)
         items = [
-            self._pull_json(n)
+            {k: v for k, v in self._pull_json(n).items() if k != "merged"}
             for n, pr in sorted(self.pulls.items())
             if (state == "all" or pr["state"] == state)
             and (head is None or pr["head"]["label"] == head)
@@ -482,22 +518,68 @@ class FakeGitHub:
         return None
 
     def _issue_json(self, i: dict[str, Any]) -> dict[str, Any]:
+        """An issue as GitHub sends it: the ``pull_request`` key only on a pull request."""
         return {
             **i,
             "url": self._url(f"/issues/{i['number']}"),
             "html_url": f"{self.origin}/{self.repo}/issues/{i['number']}",
-            "pull_request": None,
+            "comments_url": self._url(f"/issues/{i['number']}/comments"),
         }
 
+    def _pull_issue_json(self, number: int) -> dict[str, Any]:
+        """A pull request seen through the issues API: its ``pull_request`` key says so."""
+        pr = self.pulls[number]
+        return {
+            "id": number,
+            "number": number,
+            "title": pr["title"],
+            "body": pr.get("body"),
+            "state": pr["state"],
+            "user": pr["user"],
+            "created_at": _stamp(number),
+            "updated_at": _stamp(number),
+            "url": self._url(f"/issues/{number}"),
+            "html_url": f"{self.origin}/{self.repo}/pull/{number}",
+            "comments_url": self._url(f"/issues/{number}/comments"),
+            "pull_request": {
+                "url": self._url(f"/pulls/{number}"),
+                "html_url": f"{self.origin}/{self.repo}/pull/{number}",
+                "diff_url": f"{self.origin}/{self.repo}/pull/{number}.diff",
+                "patch_url": f"{self.origin}/{self.repo}/pull/{number}.patch",
+            },
+        }
+
+    def _get_issue(self, m, query, headers, body, token) -> Reply:
+        number = int(m.group(1))
+        if number in self.issues:
+            return Reply(200, self._issue_json(self.issues[number]))
+        if number in self.pulls:
+            return Reply(200, self._pull_issue_json(number))
+        return Reply(404, {"message": "Not Found"})
+
+    def _title_error(self, title: Any) -> Reply | None:
+        if isinstance(title, str) and 0 < len(title) <= self.MAX_ISSUE_TITLE_CHARS:
+            return None
+        return Reply(
+            422,
+            {
+                "message": "Validation Failed",
+                "errors": [{"resource": "Issue", "code": "custom", "field": "title"}],
+            },
+        )
+
     def _list_issues(self, m, query, headers, body, token) -> Reply:
+        """Issues and, as GitHub lists them here too, pull requests (with ``pull_request``)."""
         wanted = query.get("state", "open")
-        found = [i for i in self.issues.values() if wanted == "all" or i["state"] == wanted]
+        found = [self._issue_json(i) for i in self.issues.values()]
+        found += [self._pull_issue_json(n) for n in self.pulls]
+        found = [i for i in found if wanted == "all" or i["state"] == wanted]
         found.sort(key=lambda i: i["updated_at"], reverse=True)
-        return self._page([self._issue_json(i) for i in found], query, "/issues")
+        return self._page(found, query, "/issues")
 
     def _create_issue(self, m, query, headers, body, token) -> Reply:
         text = (body or {}).get("body", "")
-        error = self._body_error(text)
+        error = self._title_error((body or {}).get("title")) or self._body_error(text)
         if error:
             return error
         number = next(self._ids)
@@ -518,8 +600,14 @@ class FakeGitHub:
         issue = self.issues.get(int(m.group(1)))
         if issue is None:
             return Reply(404, {"message": "Not Found"})
+        body = body or {}
+        error = ("title" in body and self._title_error(body["title"])) or (
+            "body" in body and self._body_error(body["body"])
+        )
+        if error:
+            return error
         for key in ("title", "body", "state"):
-            if key in (body or {}):
+            if key in body:
                 issue[key] = body[key]
         issue["updated_at"] = _stamp(next(self._ids))
         return Reply(200, self._issue_json(issue))
@@ -655,6 +743,14 @@ class FakeGitHub:
     )
     ANNOTATION_LEVELS = frozenset({"notice", "warning", "failure"})
 
+    # GitHub's limits, in GitHub's units (bot/github/api.py cites where each is documented):
+    # a check run's summary and text in UTF-8 bytes, an annotation's message in bytes ("64 KB"),
+    # its title in characters.
+    MAX_CHECK_TEXT_BYTES = 65_535
+    MAX_ANNOTATION_MESSAGE_BYTES = 64 * 1024
+    MAX_ANNOTATION_TITLE_CHARS = 255
+    MAX_ISSUE_TITLE_CHARS = 256
+
     def _check_output_error(self, output: Any) -> Reply | None:
         """What GitHub answers for an output it does not take, or None."""
         if output is None:
@@ -663,8 +759,24 @@ class FakeGitHub:
             return Reply(
                 422, {"message": "Invalid request.", "errors": ["output needs title and summary"]}
             )
-        if len(output["summary"]) > 65_535:
-            return Reply(422, {"message": "Invalid request.", "errors": ["summary is too long"]})
+        for key in ("summary", "text"):
+            if len(str(output.get(key) or "").encode("utf-8")) > self.MAX_CHECK_TEXT_BYTES:
+                # the body GitHub sends (https://github.com/github/docs/issues/35252)
+                return Reply(
+                    422,
+                    {
+                        "message": "Validation Failed",
+                        "errors": [
+                            {
+                                "resource": "CheckRun",
+                                "code": "custom",
+                                "field": key,
+                                "message": f"{key} exceeds a maximum bytesize of "
+                                f"{self.MAX_CHECK_TEXT_BYTES}",
+                            }
+                        ],
+                    },
+                )
         notes = output.get("annotations") or []
         if len(notes) > 50:
             return Reply(
@@ -677,6 +789,8 @@ class FakeGitHub:
                 or not isinstance(a.get("end_line"), int)
                 or a.get("annotation_level") not in self.ANNOTATION_LEVELS
                 or not a.get("message")
+                or len(a["message"].encode("utf-8")) > self.MAX_ANNOTATION_MESSAGE_BYTES
+                or len(a.get("title") or "") > self.MAX_ANNOTATION_TITLE_CHARS
             ):
                 return Reply(422, {"message": "Invalid request.", "errors": [f"annotation {a}"]})
         return None
@@ -768,7 +882,18 @@ class FakeGitHub:
         if run["status"] == "completed":
             return Reply(409, {"message": "Cannot cancel a workflow run that is completed."})
         run.update(status="completed", conclusion="cancelled")
+        for job in self.workflow_jobs.values():
+            if job["run_id"] == run["id"] and job["status"] != "completed":
+                job.update(status="completed", conclusion="cancelled")
         return Reply(202, {})
+
+    def _list_workflow_jobs(self, m, query, headers, body, token) -> Reply:
+        run_id = int(m.group(1))
+        if run_id not in self.workflow_runs:
+            return Reply(404, {"message": "Not Found"})
+        jobs = [j for j in self.workflow_jobs.values() if j["run_id"] == run_id]
+        page = self._page(jobs, query, f"/actions/runs/{run_id}/jobs")
+        return Reply(page.status, {"total_count": len(jobs), "jobs": page.body}, page.headers)
 
     def _list_statuses(self, m, query, headers, body, token) -> Reply:
         return self._page(

@@ -26,7 +26,7 @@ from checks.sweep import executions  # noqa: E402
 from checks.sweep.models import SweepResult  # noqa: E402
 from checks.sweep.summary import recompute  # noqa: E402
 
-RAW = ROOT / "bench" / "results" / "h200" / "real_kernels" / "raw-part1"
+RAW = ROOT / "bench" / "results" / "h200" / "real_kernels_steps" / "a595e8f" / "raw-part1"
 SHIFTS = (0.0, 0.05, 0.10)
 SPREADS = (0.5, 1.0, float("inf"))  # the rule's POOL_SPREAD, a looser one, and none (F test only)
 

@@ -39,6 +39,7 @@ from bot.analysis.model import (
     KernelChange,
     SourceFn,
 )
+from bot.analysis.reach.branches import VENDOR
 from bot.analysis.scan import scan_lines, scan_source
 from bot.analysis.text import source_kind
 from bot.toolchain.detect import diff_toolchain, file_kind
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 _MARKERS = {
     "python": re.compile(
         r"triton|tl\.|constexpr|kernel|\]\s*\(|Config|\bjit\b|" + "|".join(MARKER_WORDS) + "|"
-        r"(?i:block|tile|warps|stages|threads|group_size|split_k|maxnreg)"
+        r"(?i:block|tile|warps|stages|threads|group_size|split_k|maxnreg)|" + VENDOR.pattern
     ),
     "cpp": re.compile(
         r"__global__|__device__|__shared__|<<<|LaunchKernel|PYBIND11|TORCH_LIBRARY|\.def\(|\.impl\(|"
@@ -81,8 +82,10 @@ def analyze_diff(
     from bot.analysis.controls.async_timing import add_async_timing
     from bot.analysis.controls.lane_primitives import add_lane_primitives
     from bot.analysis.reach.branches import add_branches
+    from bot.analysis.reach.decorator_reads import decorator_reads
     from bot.analysis.reach.helpers import fold_helpers
     from bot.analysis.reach.host_cpp import host_changes
+    from bot.analysis.reach.import_gates import import_gates
     from bot.analysis.reach.loader_calls import loader_launches
 
     skipped = list(parsed.skipped)
@@ -127,10 +130,12 @@ def analyze_diff(
     changes = fold_helpers(changes, ctx)
     changes = host_changes(changes, ctx)
     changes = loader_launches(changes, ctx)
+    changes = decorator_reads(changes, ctx)
     changes = pair_rewrites(changes, ctx)
     changes = add_lane_primitives(changes, ctx)
     changes = add_async_timing(changes, ctx)
     changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
+    changes = import_gates(changes, ctx)
     changes = [_unrecognised(c, sides) for c in changes]
     changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
     moved = [c for c in changes if c.kind == "moved"]

@@ -120,7 +120,9 @@ class LaunchSite(Frozen):
     wrapper: str | None = None  # the enclosing host function
     wrapper_start: int | None = None
     wrapper_end: int | None = None
-    wrapper_digest: str | None = None  # the host function without its tuning lines
+    # what of the host function decides the launch (Python: its backward slice, less tuning
+    # lines; C++: the function less its tuning lines)
+    wrapper_digest: str | None = None
 
 
 class FileScan(Frozen):

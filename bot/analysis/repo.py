@@ -24,6 +24,7 @@ from bot.analysis.classify import analyze_diff
 from bot.analysis.diff import ParsedDiff, parse_diff
 from bot.analysis.languages import MARKER_WORDS
 from bot.analysis.model import Analysis
+from bot.analysis.reach.branches import VENDOR_MARKERS
 from bot.analysis.text import source_kind
 from bot.gitutil import diff_text as git_diff
 from bot.gitutil import git, list_files
@@ -37,7 +38,7 @@ __all__ = ["analyze_diff", "analyze_range", "analyze_repo"]
 # Python file that builds or calls a compiled op too: its switched call sites are followed).
 _MARKERS = (
     r"__global__|<<<|hipLaunchKernel|cudaLaunchKernel|PYBIND11_MODULE|TORCH_LIBRARY|\]\s*\(|"
-    r"autograd\.Function|" + "|".join(MARKER_WORDS)
+    r"autograd\.Function|" + "|".join(MARKER_WORDS) + "|" + VENDOR_MARKERS
 )
 
 

@@ -20,6 +20,7 @@ from bot.analysis.languages import (
     imports_gpu_module,
     kernel_like,
 )
+from bot.analysis.launch_slice import FunctionSlices
 from bot.analysis.model import (
     MAX_PER_FILE,
     FileScan,
@@ -141,8 +142,9 @@ class _Reader:
         self.kernels: list[KernelDef] = []
         self.launches: list[LaunchSite] = []
         self.over_cap = False  # a kernel past MAX_PER_FILE was left unread
-        self._wrappers: dict[int, tuple[dict[str, str], int, int, str]] = {}  # by the node's id
+        self._wrappers: dict[int, tuple[dict[str, str], int, int]] = {}  # by the node's id
         self._locals: dict[int, dict[str, ast.expr]] = {}  # by the node's id
+        self._slices: dict[int, FunctionSlices] = {}  # by the host function's id
         for node in tree.body:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -429,8 +431,8 @@ class _Reader:
 
     def _wrapper(
         self, wrapper: ast.FunctionDef | ast.AsyncFunctionDef
-    ) -> tuple[dict[str, str], int, int, str]:
-        """The tuning values a launching function assigns, its lines and their digest, once
+    ) -> tuple[dict[str, str], int, int]:
+        """The tuning values a launching function assigns and its lines, once
         per function: one function that launches every kernel of a file was walked per launch."""
         if id(wrapper) in self._wrappers:
             return self._wrappers[id(wrapper)]
@@ -444,9 +446,7 @@ class _Reader:
                     tuning[key] = f"{tuning[key]}; {value}" if key in tuning else value
         start = min([wrapper.lineno, *(d.lineno for d in wrapper.decorator_list)])
         end = wrapper.end_lineno or wrapper.lineno
-        lines = self.lines[start - 1 : end]
-        kept = [x for x in lines if not is_tuning_line(x) and not x.strip().startswith("#")]
-        self._wrappers[id(wrapper)] = (tuning, start, end, digest(kept))
+        self._wrappers[id(wrapper)] = (tuning, start, end)
         return self._wrappers[id(wrapper)]
 
     def _bindings(self, around: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
@@ -486,8 +486,11 @@ class _Reader:
         w_start = w_end = None
         w_digest = None
         if wrapper is not None:
-            w_tuning, w_start, w_end, w_digest = self._wrapper(wrapper)
+            w_tuning, w_start, w_end = self._wrapper(wrapper)
             tuning.update(w_tuning)
+            if id(wrapper) not in self._slices:
+                self._slices[id(wrapper)] = FunctionSlices(wrapper, lambda t: not is_tuning_line(t))
+            w_digest = self._slices[id(wrapper)].launch_digest(node, kernel)
         return LaunchSite(
             kernel=kernel,
             language=self._launch_language(node, wrapper),

@@ -53,6 +53,9 @@ def _merged(a: _Part, b: _Part) -> _Part:
     return type(a)(**out)
 
 
+FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR"})  # no time to compare
+
+
 class ShapeLine(Frozen):
     """One shape of the sweep, as the review quotes it."""
 
@@ -95,9 +98,7 @@ class SweepEvidence(Frozen):
 
     @property
     def failures(self) -> tuple[ShapeLine, ...]:
-        return tuple(
-            s for s in self.shapes if s.verdict in ("WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR")
-        )
+        return tuple(s for s in self.shapes if s.verdict in FAILED_VERDICTS)
 
     @property
     def slower(self) -> tuple[ShapeLine, ...]:

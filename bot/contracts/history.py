@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from bot.contracts.base import Frozen, Vendor
-from bot.contracts.evidence import Evidence, Label, Positive
+from bot.contracts.evidence import Dim, Evidence, Label, Positive
 from bot.contracts.review import ChangeLine
 
 HISTORY_SCHEMA_VERSION = 1
@@ -28,6 +28,16 @@ class ScheduledResults(Frozen):
     evidence: Evidence
 
 
+class HistoryCase(Frozen):
+    """One served case of one kernel on one scheduled run: its median time per side."""
+
+    kernel: Label
+    shape: tuple[Dim, ...] = Field(max_length=8)
+    dtype: Label
+    us: Positive  # median µs, pinned toolchain
+    candidate_us: Positive | None = None  # median µs under the newest release, if tried
+
+
 class HistoryRecord(Frozen):
     schema_version: int = HISTORY_SCHEMA_VERSION
     date: str
@@ -39,3 +49,6 @@ class HistoryRecord(Frozen):
     kernels: dict[Label, Positive] = Field(default_factory=dict)  # median µs, pinned toolchain
     candidate_kernels: dict[Label, Positive] = Field(default_factory=dict)  # median µs, newest
     regressed: tuple[Label, ...] = ()  # kernels that would regress under the candidate
+    # every timed case (records written before cases were kept have none): the trend per
+    # kernel and shape (bot/review/trend.py)
+    cases: tuple[HistoryCase, ...] = Field(default=(), max_length=4096)

@@ -32,15 +32,39 @@ from github import Auth, Github, GithubException
 from bot import __version__
 from bot.contracts.base import Frozen
 from bot.errors import GitHubError
-from bot.github.types import CheckAnnotation, CommentInfo, FileInfo, IssueInfo, PullInfo
+from bot.escape import clip, clip_bytes
+from bot.github.types import (
+    CheckAnnotation,
+    CommentInfo,
+    FileInfo,
+    IssueInfo,
+    JobInfo,
+    PullInfo,
+)
 
 DEFAULT_API_URL = "https://api.github.com"
 DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
 MAX_DIFF_CHARS = 20_000_000
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
-MAX_CHECK_ANNOTATIONS = 50  # the Checks API takes at most 50 annotations per request
-MAX_CHECK_TEXT = 65_535  # characters of a check run's summary
+# What GitHub caps, and in which unit. The REST reference for check runs
+# (https://docs.github.com/en/rest/checks/runs#create-a-check-run) gives
+# "output.summary ... Maximum length: 65535 characters", but GitHub counts UTF-8 bytes: a summary
+# of fewer characters with multi-byte text is refused with 422 "summary exceeds a maximum
+# bytesize of 65535" (https://github.com/github/docs/issues/35252,
+# https://github.com/github/rest-api-description/issues/5399). The same reference caps an
+# annotation's message at "64 KB" and its title at "255 characters", and takes at most 50
+# annotations per request. A commit status's description: 140 characters
+# (https://docs.github.com/en/rest/commits/statuses#create-a-commit-status). Comment and issue
+# bodies: GitHub answers 422 "body is too long (maximum is 65536 characters)" (bot.github.sticky
+# cuts them); an issue's title: 256 characters (https://github.com/dead-claudia/github-limits).
+MAX_CHECK_ANNOTATIONS = 50  # annotations per request
+MAX_CHECK_TEXT_BYTES = 65_535  # a check run's output.summary, in UTF-8 bytes
+MAX_CHECK_TITLE_CHARS = 200  # output.title: not documented; kept short, it heads the check
+MAX_ANNOTATION_MESSAGE_BYTES = 64 * 1024  # an annotation's message ("64 KB")
+MAX_ANNOTATION_TITLE_CHARS = 255  # an annotation's title
+MAX_STATUS_DESCRIPTION_CHARS = 140  # a commit status's description
+MAX_ISSUE_TITLE_CHARS = 256  # an issue's title
 MAX_RUNS_SCANNED = 300  # Actions runs of one status looked at for a stale review
 MAX_TIMELINE_PAGES = 30  # 3,000 events; a longer timeline is reported as incomplete
 
@@ -500,16 +524,55 @@ class GitHubClient:
                         found[run.id] = run
             return list(found.values())
 
-        cancelled: list[int] = []
-        for run in self._call(f"listing the runs that review #{pull.number}", stale):
-            try:
-                self._call(f"cancelling run {run.id}", run.cancel)
-            except GitHubRequestError as exc:
-                if exc.status != 409:  # 409: it finished in the meantime
-                    raise
-            else:
-                cancelled.append(run.id)
-        return cancelled
+        return [
+            run.id
+            for run in self._call(f"listing the runs that review #{pull.number}", stale)
+            if self.cancel_run(run.id)
+        ]
+
+    def cancel_run(self, run_id: int) -> bool:
+        """Cancel an Actions run (its queued and running jobs); False when it had finished."""
+        url = f"/repos/{self.repo_name}/actions/runs/{run_id}/cancel"
+        try:
+            self._call(
+                f"cancelling run {run_id}",
+                lambda: self._gh.requester.requestJsonAndCheck("POST", url),
+            )
+        except GitHubRequestError as exc:
+            if exc.status != 409:  # 409: it finished in the meantime
+                raise
+            return False
+        return True
+
+    def run_jobs(self, run_id: int) -> list[JobInfo]:
+        """The jobs of an Actions run (its latest attempt), all pages."""
+        url = f"/repos/{self.repo_name}/actions/runs/{run_id}/jobs"
+
+        def page(n: int) -> list[Any]:
+            _, data = self._gh.requester.requestJsonAndCheck(
+                "GET", url, parameters={"per_page": 100, "page": n}
+            )
+            jobs = data.get("jobs") if isinstance(data, dict) else None
+            return jobs if isinstance(jobs, list) else []
+
+        out: list[JobInfo] = []
+        for n in range(1, 11):  # 1,000 jobs; a matrix holds at most 256
+            items = self._call(f"listing the jobs of run {run_id}", lambda n=n: page(n))
+            out += [
+                JobInfo(
+                    id=int(j.get("id") or 0),
+                    name=str(j.get("name") or ""),
+                    status=str(j.get("status") or ""),
+                    created_at=str(j.get("created_at") or ""),
+                    completed_at=str(j.get("completed_at") or ""),
+                    labels=tuple(str(x) for x in j.get("labels") or ()),
+                )
+                for j in items
+                if isinstance(j, dict)
+            ]
+            if len(items) < 100:
+                break
+        return out
 
     def find_issue(self, marker: str, *, author: str | None = None) -> IssueInfo | None:
         """The first open issue (not a pull request) whose body holds ``marker``, by ``author``
@@ -529,7 +592,9 @@ class GitHubClient:
         return self._call("listing open issues", run)
 
     def create_issue(self, title: str, body: str) -> IssueInfo:
-        """Open an issue. Never repeated on a 5xx, like a comment."""
+        """Open an issue (its title cut to GitHub's 256 characters). Never repeated on a 5xx,
+        like a comment."""
+        title = clip(title, MAX_ISSUE_TITLE_CHARS)
         return self._call(
             f"opening the issue {title[:60]!r}",
             lambda: _issue(self._repo.create_issue(title=title, body=body)),
@@ -537,14 +602,15 @@ class GitHubClient:
         )
 
     def edit_issue(self, number: int, title: str, body: str) -> None:
+        title = clip(title, MAX_ISSUE_TITLE_CHARS)
         issue = self._repo.get_issue(number)
         self._call(f"updating issue #{number}", lambda: issue.edit(title=title, body=body))
 
     def set_status(
         self, sha: str, state: str, description: str, *, context: str, target_url: str | None = None
     ) -> None:
-        """A commit status (the merge gate). GitHub caps the description at 140 characters."""
-        desc = description if len(description) <= 140 else description[:139] + "…"
+        """A commit status (the merge gate); the description is cut to GitHub's 140 characters."""
+        desc = clip(description, MAX_STATUS_DESCRIPTION_CHARS)
         kwargs: dict[str, Any] = {"description": desc, "context": context}
         if target_url:
             kwargs["target_url"] = target_url
@@ -564,8 +630,9 @@ class GitHubClient:
     ) -> int:
         """A completed check run on ``head_sha``; returns its id. The Checks API takes 50
         annotations per request: the first 50 go with the run, the rest in updates of it. The
-        caller cuts ``summary`` to ``MAX_CHECK_TEXT``. Never repeated on a 5xx (a second run,
-        or annotations twice, would show)."""
+        caller cuts ``summary`` to ``MAX_CHECK_TEXT_BYTES`` (it knows what to say where it cuts);
+        titles and annotation messages are cut here to GitHub's limits. Never repeated on a 5xx
+        (a second run, or annotations twice, would show)."""
         url = f"/repos/{self.repo_name}/check-runs"
         batches = [
             annotations[i : i + MAX_CHECK_ANNOTATIONS]
@@ -574,7 +641,7 @@ class GitHubClient:
 
         def output(batch: list[CheckAnnotation]) -> dict[str, Any]:
             return {
-                "title": title[:200],
+                "title": clip(title, MAX_CHECK_TITLE_CHARS),
                 "summary": summary,
                 "annotations": [
                     {
@@ -582,8 +649,8 @@ class GitHubClient:
                         "start_line": a.start_line,
                         "end_line": a.end_line,
                         "annotation_level": a.level,
-                        "title": a.title,
-                        "message": a.message,
+                        "title": clip(a.title, MAX_ANNOTATION_TITLE_CHARS),
+                        "message": clip_bytes(a.message, MAX_ANNOTATION_MESSAGE_BYTES),
                     }
                     for a in batch
                 ],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from typing import Any, Literal
 
 from bot.contracts.base import Frozen
@@ -188,19 +189,25 @@ def assess(s: Settings) -> list[Finding]:
     return out
 
 
-def report(findings: list[Finding]) -> str:
+def report(findings: list[Finding], see: str = "docs/repository-settings.md") -> str:
     lines = [f"{f.status.upper():7} {f.setting}: {f.detail}" for f in findings]
     unsafe = sum(f.status == "unsafe" for f in findings)
     unknown = sum(f.status == "unknown" for f in findings)
     lines.append(
-        f"{unsafe} unsafe, {unknown} unknown; see docs/repository-settings.md"
+        f"{unsafe} unsafe, {unknown} unknown; see {see}"
         if unsafe or unknown
         else "every setting that can be read is safe"
     )
     return "\n".join(lines)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(
+    subparsers: argparse._SubParsersAction,
+    *,
+    runner_check: Callable[[], list[tuple[str, str, str]]] | None = None,
+) -> None:
+    """Add ``doctor``; ``runner_check`` (the command line's, which may import ``checks/``)
+    gives ``--runner``'s findings as (status, setting, detail)."""
     p = subparsers.add_parser(
         "doctor",
         help="check the repository settings that keep the GPU runners safe",
@@ -211,10 +218,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--repo", default=os.environ.get("GITHUB_REPOSITORY"), help="owner/name to check"
     )
-    p.set_defaults(handler=handle)
+    p.add_argument(
+        "--runner",
+        action="store_true",
+        help="check this machine as a GPU runner instead: can it confine the measured code "
+        "(bwrap, cgroups)? No token needed; run it as the runner's user",
+    )
+    p.set_defaults(handler=handle, runner_check=runner_check)
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.runner:
+        findings = [
+            Finding(status=status, setting=setting, detail=detail)  # type: ignore[arg-type]
+            for status, setting, detail in args.runner_check()
+        ]
+        print(log_safe(report(findings, "SECURITY.md (Runner isolation)")))
+        return 1 if any(f.status == "unsafe" for f in findings) else 0
     client = GitHubClient(
         os.environ.get("GITHUB_TOKEN", ""),
         args.repo or "",

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.contracts.accept import ReviewState
 from bot.errors import GitHubError
-from bot.escape import md_code
+from bot.escape import md_code, utf8_prefix
 from bot.github.api import GitHubRequestError
 from bot.github.hidden import hidden, read_hidden
 from bot.github.types import CommentInfo
@@ -106,9 +106,7 @@ def _size(text: str, unit: Literal["chars", "bytes"]) -> int:
 
 
 def _prefix_within(text: str, budget: int, unit: Literal["chars", "bytes"]) -> str:
-    if unit == "bytes":
-        return text.encode("utf-8")[: max(0, budget)].decode("utf-8", errors="ignore")
-    return text[: max(0, budget)]
+    return utf8_prefix(text, budget) if unit == "bytes" else text[: max(0, budget)]
 
 
 def _cut_at_line(text: str) -> str:

@@ -55,6 +55,17 @@ class CheckAnnotation(Frozen):
     message: str
 
 
+class JobInfo(Frozen):
+    """One job of an Actions run."""
+
+    id: int
+    name: str
+    status: str  # queued | in_progress | completed | waiting | requested | pending
+    created_at: str = ""  # ISO 8601: when it was queued
+    completed_at: str = ""  # ISO 8601, once completed
+    labels: tuple[str, ...] = ()  # its runs-on labels
+
+
 class IssueInfo(Frozen):
     number: int
     title: str

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from bot.contracts.accept import Acceptance, AcceptedLine
 from bot.contracts.evidence import Evidence, NotRun, merge_all
+from bot.contracts.queue import QueueReport
 from bot.contracts.repo import RepoConditions
 from bot.contracts.results import ResultsFile
 from bot.contracts.review import PartATable, Verdict
@@ -133,10 +134,15 @@ def read_results(
 
 
 def merge_evidence(
-    results: Sequence[ResultsFile], vendors: Sequence[str], *, refused: str | None = None
+    results: Sequence[ResultsFile],
+    vendors: Sequence[str],
+    *,
+    refused: str | None = None,
+    queued: QueueReport | None = None,
 ) -> Evidence:
     """All vendors' and shards' evidence in one; a required vendor with no results is not run
-    (``refused``: why the whole artifact was refused, said for each such vendor).
+    (``refused``: why the whole artifact was refused, said for each such vendor), and so is a
+    vendor whose measure job no runner picked up (``queued``), said with its runner labels.
 
     A runner's file contributes what runners measure: the repository facts are read by the
     report job itself, never taken from a runner. A compiler part with no rows and no flags
@@ -145,17 +151,20 @@ def merge_evidence(
         r.evidence.model_copy(update={"repo": None, "rollbacks": ()}) for r in results
     )
     seen = {r.vendor for r in results}
+    stuck = queued.vendors if queued is not None else ()
     missing = tuple(
         NotRun(
             check="sweep",
             vendor=vendor,  # type: ignore[arg-type]
             reason=f"the results were refused ({refused}); none of them were used"
             if refused
+            else queued.reason(vendor)
+            if queued is not None and vendor in stuck
             else f"no results came back from the {vendor} runner (the job failed, "
             "was cancelled, or no runner with that label is online)",
         )
         for vendor in vendors
-        if vendor not in seen
+        if vendor not in seen or vendor in stuck
     )
     compiler = merged.compiler
     if compiler is not None and not (compiler.rows or compiler.flags):

@@ -22,10 +22,11 @@ from collections.abc import Iterable, Sequence
 from pydantic import ValidationError
 
 from bot.contracts.evidence import Evidence, KernelHistory
-from bot.contracts.history import HistoryRecord, ScheduledResults
+from bot.contracts.history import HistoryCase, HistoryRecord, ScheduledResults
 from bot.contracts.plan import Plan
 from bot.contracts.review import ChangeLine
 from bot.github.api import GitHubClient
+from bot.github.sticky import fit_body
 from bot.plan import make_plan
 from bot.policy.model import Policy
 
@@ -85,6 +86,22 @@ def regressed_kernels(ev: Evidence) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _cases(ev: Evidence, tried: bool) -> tuple[HistoryCase, ...]:
+    """Every case timed under the pinned toolchain, with its time under the newest release."""
+    return tuple(
+        HistoryCase(
+            kernel=x.kernel,
+            shape=x.shape,
+            dtype=x.dtype,
+            us=round(x.base_us, 3),
+            candidate_us=round(x.head_us, 3) if tried and x.head_us else None,
+        )
+        for s in ev.sweeps
+        for x in s.shapes
+        if x.base_us
+    )
+
+
 def history_record(results: ScheduledResults) -> HistoryRecord:
     ev = results.evidence
     sides = {t.side: dict(t.versions) for t in ev.toolchains}
@@ -99,6 +116,7 @@ def history_record(results: ScheduledResults) -> HistoryRecord:
         kernels=_medians(ev, "base"),
         candidate_kernels=_medians(ev, "head") if results.changes else {},
         regressed=tuple(regressed_kernels(ev)) if results.changes else (),
+        cases=_cases(ev, bool(results.changes)),
     )
 
 
@@ -136,8 +154,9 @@ def issue_title(changes: Sequence[ChangeLine], kernels: Sequence[str]) -> str:
 
 def upsert_issue(client: GitHubClient, title: str, body: str, *, bot_login: str) -> str:
     """Open the scheduled run's issue, or update the one it opened before (found by its
-    marker); what was done and the issue's address."""
-    text = f"{ISSUE_MARKER}\n{body}"
+    marker); what was done and the issue's address. A body over GitHub's limit is cut like the
+    review comment (``fit_body``)."""
+    text, _ = fit_body(f"{ISSUE_MARKER}\n{body}")
     found = client.find_issue(ISSUE_MARKER, author=bot_login)
     if found is not None:
         client.edit_issue(found.number, title, text)

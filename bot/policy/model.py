@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 from bot.contracts.base import Vendor
 from bot.contracts.review import DEFAULT_REWRITE_PRICE
 from bot.errors import PolicyError
+from bot.toolchain.requirements import parse as parse_requirement
 
 DeploymentKind = Literal["long-lived", "cli", "serverless", "latency-slo"]
 DType = Literal[
@@ -380,6 +381,17 @@ class Toolchain(_Model):
         description="what a scheduled run tries at the newest release its pin allows, like "
         '["triton", "torch"]',
     )
+
+    @field_validator("upgrade")
+    @classmethod
+    def _requirements(cls, upgrade: list[str]) -> list[str]:
+        for text in upgrade:
+            if parse_requirement(text) is None:
+                raise _problem(
+                    f"{text[:80]!r} is not a package requirement: write a name, optionally "
+                    "with versions, like 'triton' or 'triton>=3.6,<3.8'"
+                )
+        return upgrade
 
 
 class ServedShape(_Model):

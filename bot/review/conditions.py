@@ -17,7 +17,7 @@ from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
 from bot.review.explain import inconclusive_reason, kernel_lines, varied_between_processes
 from bot.review.trade import inconclusive_within, over_words, price_state, priced_kernels
-from bot.review.words import number, percent, speed, speed_range
+from bot.review.words import and_list, number, percent, speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -103,8 +103,12 @@ def sweep(f: Facts) -> Finding:
         lines.append(_sweep_line(s))
         if s.dropped_rounds:
             lines.append(f"{s.vendor}: {s.dropped_rounds} throttled rounds dropped")
-    for x in failures:
-        lines.append(f"{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip())
+    for s in gpu_sweeps:
+        where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
+        for x in s.failures:
+            lines.append(
+                f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip()
+            )
     inconclusive: list[ShapeLine] = []
     within: list[ShapeLine] = []  # a priced rewrite's shapes within its price
     for s in gpu_sweeps:
@@ -333,12 +337,14 @@ def first_call(f: Facts) -> Finding:
     head = [x for x in ev.first_calls if x.side == "head"]
     gpu = [x for x in head if not x.compile_only and x.cold_ms is not None]
     failed = [x for x in head if not x.compile_only and x.cold_ms is None]
+    # the slowest kernel's measurements first: the comment lists the first few lines
+    slowest = {x.kernel: -(x.cold_ms or 0.0) for x in sorted(head, key=lambda x: x.cold_ms or 0.0)}
     lines = tuple(
         _first_call_line(x)
         if x.cold_ms is not None or x.compile_only
         else f"{x.kernel} on {x.vendor}{' (base)' if x.side == 'base' else ''}: not measured "
         f"({x.detail or 'no time recorded'})"
-        for x in ev.first_calls
+        for x in sorted(ev.first_calls, key=lambda x: slowest.get(x.kernel, 0.0))
     )
     lines += tuple(line for x in head for line in _picks_against_sweep(x, ev.sweeps))
     kind = req.deployment
@@ -355,14 +361,20 @@ def first_call(f: Facts) -> Finding:
     over = [
         x for x in gpu if x.over_budget_shapes or (budget is not None and (x.cold_ms or 0) > budget)
     ]
-    if over:
-        rows = lines + tuple(
-            f"{x.kernel}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
-            for x in over
+    gpu_vendors = {x.vendor for x in gpu}
+    if over:  # what is over the budget first, then each measurement
+        rows = (
+            tuple(
+                f"{x.kernel} on {x.vendor}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
+                for x in over
+            )
+            + lines
         )
         return Finding(
             "open",
-            f"over the `{kind}` budget of {number(budget or 0.0)} ms for {plural(len(over), 'kernel')}",
+            f"over the `{kind}` budget of {number(budget or 0.0)} ms for "
+            + plural(len({x.kernel for x in over}), "kernel")
+            + (f" on {and_list(sorted({x.vendor for x in over}))}" if len(gpu_vendors) > 1 else ""),
             rows,
             blocking=True,
         )

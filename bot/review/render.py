@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import (
+    FAILED_VERDICTS,
     AutotuneEvidence,
     CompilerEvidence,
     CompilerRow,
@@ -24,8 +25,12 @@ from bot.contracts.evidence import (
 )
 from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
+from bot.outputs import plural
+from bot.review import chart
+from bot.review.chart import dtype_short
 from bot.review.toolchain import history_lines, toolchain_lines
-from bot.review.words import number, speed, speed_range
+from bot.review.trade import price_state
+from bot.review.words import number, percent, speed, speed_range
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
 STATE_MARKS = {"met": "✅", "open": "❌", "not_run": "⏸️"}
@@ -44,11 +49,14 @@ def _short(sha: str) -> str:
     return sha[:7]
 
 
-def _condition_block(c: Condition) -> list[str]:
-    out = [f"{c.number}. **{c.title}** — {STATE_ICONS[c.state]}: {esc(c.summary)}"]
-    for line in c.evidence:
-        out.append(f"   - {esc(line)}")
-    return out
+def _condition_block(c: Condition, *, full: bool) -> list[str]:
+    """A condition and its evidence; its summary only in the job summary (``full``), since the
+    comment's first screen has it."""
+    summary = f": {esc(c.summary)}" if full else ""
+    return [
+        f"{c.number}. **{c.title}** — {STATE_ICONS[c.state]}{summary}",
+        *_evidence(c, full=full),
+    ]
 
 
 def _changes_table(v: Verdict, kernels: Sequence[str] = ()) -> list[str]:
@@ -131,6 +139,19 @@ def _occupancy_pct(text: str) -> float:
     return float(m.group(1)) if m else -1.0
 
 
+_OCCUPANCY = re.compile(r"^(\d+) (\S+) \(([0-9.]+)%\)$")  # "8 warps/SM (12%)"
+
+
+def _occupancy_span(occ: Sequence[str]) -> str:
+    """The lowest and highest occupancy: "8–20 warps/SM (12–31%)" where both read alike."""
+    low, high = _OCCUPANCY.match(occ[0]), _OCCUPANCY.match(occ[-1])
+    if low and high and low.group(2) == high.group(2):
+        return (
+            f"{low.group(1)}–{high.group(1)} {esc(low.group(2))} ({low.group(3)}–{high.group(3)}%)"
+        )
+    return f"{esc(occ[0])} … {esc(occ[-1])}"
+
+
 SHAPES_LISTED = 3  # served shapes named per compiled variant; the rest are counted
 
 
@@ -162,48 +183,59 @@ def _compiler_rows(rows: Sequence[CompilerRow]) -> list[str]:
     return out
 
 
+def _variant_cells(rs: Sequence[CompilerRow]) -> tuple[str, ...]:
+    """The compiled variants of one kernel, side and target in the comment's columns: how many
+    (and how many failed), then the range of each measure over them. A spill shows its max."""
+    ok = [r for r in rs if not r.error]
+    errors = [r.error for r in rs if r.error]
+    variants = str(len(rs)) if len(rs) > 1 else f"1: {esc(rs[0].config)}"
+    specs = {r.specialization for r in rs if r.specialization}
+    if len(specs) > 1:
+        variants += f" ({len(specs)} specializations)"
+    if errors:
+        variants += f" ({len(errors)} failed: {esc(errors[0])})"
+    regs = [r.regs_per_thread for r in ok if r.regs_per_thread is not None]
+    spills = [r.spill_bytes for r in ok if r.spill_bytes is not None]
+    shared = [r.shared_bytes for r in ok if r.shared_bytes is not None]
+    occ = sorted({r.occupancy for r in ok if r.occupancy}, key=_occupancy_pct)
+    loads = [r.load_bits_max for r in ok if r.load_bits_max]
+    occupancy = "—" if not occ else esc(occ[0]) if len(occ) == 1 else _occupancy_span(occ)
+    return (
+        variants,
+        _span(regs) if regs else "—",
+        number(max(spills)) if spills else "—",
+        _span(shared) if shared else "—",
+        occupancy,
+        _span(loads) if loads else "—",
+    )
+
+
 def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
-    """One row per kernel, side and target (the comment): how many variants, and the range of
-    each column over them. A spill or a failure anywhere shows."""
-    groups: dict[tuple[str, str, str], list[CompilerRow]] = {}
+    """One row per kernel and target (the comment): each measure's range over the compiled
+    variants, old → new where the two sides differ, one value where they agree, and the side
+    named where only one has the kernel (a rewrite's old CUDA/HIP is another language)."""
+    groups: dict[tuple[str, str], dict[str, list[CompilerRow]]] = {}
     for r in rows:
-        groups.setdefault((r.kernel, r.side, r.target), []).append(r)
+        groups.setdefault((r.kernel, r.target), {}).setdefault(r.side, []).append(r)
     out = [
-        "| kernel | side | target | variants | regs/thread | spill bytes (max) | shared bytes | occupancy | matrix instr | widest load (bits) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| kernel | target | side | variants | regs/thread | spill bytes (max) | shared bytes | occupancy | widest load (bits) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for (kernel, side, target), rs in sorted(
-        groups.items(), key=lambda kv: (kv[0][0], kv[0][1] != "old", kv[0][2])
-    ):
-        ok = [r for r in rs if not r.error]
-        errors = [r.error for r in rs if r.error]
-        variants = str(len(rs)) if len(rs) > 1 else f"1: {esc(rs[0].config)}"
-        specs = {r.specialization for r in rs if r.specialization}
-        if len(specs) > 1:
-            variants += f" ({len(specs)} specializations)"
-        if errors:
-            variants += f" ({len(errors)} failed: {esc(errors[0])})"
-        regs = [r.regs_per_thread for r in ok if r.regs_per_thread is not None]
-        spills = [r.spill_bytes for r in ok if r.spill_bytes is not None]
-        shared = [r.shared_bytes for r in ok if r.shared_bytes is not None]
-        occ = sorted({r.occupancy for r in ok if r.occupancy}, key=_occupancy_pct)
-        instrs = sorted({r.matrix_instr for r in ok if r.matrix_instr})
-        loads = [r.load_bits_max for r in ok if r.load_bits_max]
-        occupancy = (
-            "—" if not occ else esc(occ[0]) if len(occ) == 1 else f"{esc(occ[0])} … {esc(occ[-1])}"
-        )
-        instr = (
-            "—"
-            if not instrs
-            else ", ".join(esc(i) for i in instrs[:2])
-            + (f" (+{len(instrs) - 2})" if len(instrs) > 2 else "")
-        )
-        out.append(
-            f"| {esc(kernel)} | {side} | {esc(target)} | {variants} | "
-            f"{_span(regs) if regs else '—'} | {number(max(spills)) if spills else '—'} | "
-            f"{_span(shared) if shared else '—'} | {occupancy} | {instr} | "
-            f"{_span(loads) if loads else '—'} |"
-        )
+    same: dict[str, list[str]] = {}
+    for (kernel, target), sides in sorted(groups.items()):
+        old, new = (_variant_cells(sides[s]) if s in sides else None for s in ("old", "new"))
+        if old is not None and old == new:
+            same.setdefault(kernel, []).append(target)
+            continue
+        if old is not None and new is not None:
+            side = "old → new"
+            cells = [o if o == n else f"{o} → {n}" for o, n in zip(old, new, strict=True)]
+        else:
+            side, cells = ("old", old) if new is None else ("new", new)
+        out.append(f"| {esc(kernel)} | {esc(target)} | {side} | {' | '.join(cells or ())} |")
+    said = [f"{esc(k)} on {esc(', '.join(targets))}" for k, targets in same.items()]
+    if said:
+        out += ["", f"The same old and new in every column: {'; '.join(said)}."]
     return out
 
 
@@ -270,33 +302,37 @@ def _layout_key(x: TritonLayout) -> str:
 
 
 def _layouts(rows: Sequence[CompilerRow]) -> list[str]:
-    """One line per Triton kernel and target: the layouts of the new side, or, where the old
-    side is Triton too, what changed (the same layouts get one short line)."""
+    """One line per Triton kernel and the targets where it says the same: the layouts of the
+    new side, or, where the old side is Triton too, what changed (the same layouts get one short
+    line)."""
     groups: dict[tuple[str, str], dict[str, list[CompilerRow]]] = {}
     for r in rows:
         if r.layouts:
             groups.setdefault((r.kernel, r.target), {}).setdefault(r.side, []).append(r)
-    out = []
+    said: dict[tuple[str, str], list[str]] = {}  # (kernel, what) -> the targets it holds on
     for (kernel, target), sides in sorted(groups.items()):
         old, new = sides.get("old", []), sides.get("new", [])
         old_keys = {_layout_key(x) for r in old for x in r.layouts}
         new_keys = {_layout_key(x) for r in new for x in r.layouts}
-        where = f"- {esc(kernel)} on {esc(target)}"
         if not old:
-            out.append(f"{where}, new: {_folded_layouts(new)}")
+            text = f", new: {_folded_layouts(new)}"
         elif not new:
-            out.append(f"{where}, old only: {_folded_layouts(old)}")
+            text = f", old only: {_folded_layouts(old)}"
         elif old_keys == new_keys:
-            out.append(f"{where}: the same layouts old and new ({len(new_keys)} distinct)")
+            text = f": the same layouts old and new ({len(new_keys)} distinct)"
         else:
-            text = f"{where}: distinct layouts {len(old_keys)} old → {len(new_keys)} new"
+            text = f": distinct layouts {len(old_keys)} old → {len(new_keys)} new"
             if new_keys - old_keys:
                 text += f"; new: {_folded_layouts(new, new_keys - old_keys)}"
             if old_keys - new_keys:
                 text += f"; gone: {_folded_layouts(old, old_keys - new_keys)}"
-            out.append(text)
-    if not out:
+        said.setdefault((kernel, text), []).append(target)
+    if not said:
         return []
+    out = [
+        f"- {esc(kernel)} on {esc(', '.join(targets))}{text}"
+        for (kernel, text), targets in said.items()
+    ]
     head = "**Layouts the compiler chose** (Triton GPU IR; a warp is a wavefront on AMD; C-1):"
     return [head, "", *out, ""]
 
@@ -408,8 +444,9 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
             out += _compiler_folded(ce.rows)
             out += [
                 "",
-                "One row per kernel, side and target, with the range over its compiled "
-                "variants (configs and specializations); the job summary has one row per variant.",
+                "One row per kernel and target, with the range over its compiled variants "
+                "(configs and specializations), old → new where they differ; the job summary "
+                "has one row per variant, with the matrix instructions.",
             ]
     return out
 
@@ -427,7 +464,13 @@ def _vs_base(x: ShapeLine) -> str:
         return "—"
     if x.ci_low is None or x.ci_high is None:
         return speed(x.ratio)
-    return f"{speed(x.ratio)} ({speed_range(x.ci_low, x.ci_high)})"
+    said, interval = speed(x.ratio), speed_range(x.ci_low, x.ci_high)
+    if interval == said:
+        return said
+    for word in (" slower", " faster"):  # "3.5% slower (3.2–3.8%)": the word said once
+        if said.endswith(word) and interval.endswith(word) and " to " not in interval:
+            interval = interval.removesuffix(word)
+    return f"{said} ({interval})"
 
 
 def _roofline(x: ShapeLine) -> str:
@@ -466,97 +509,119 @@ def _smem(rows: Sequence[SmemTraffic]) -> list[str]:
     ]
 
 
-def _sweep_table(s: SweepEvidence) -> list[str]:
+HELD = ("SAME", "FASTER")  # verdicts of a shape that held; the rest are what a reviewer reads
+ADDED = "†"  # marks a shape the sweep added (small or ragged), not one the policy serves
+
+
+def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
+    """One vendor's shapes, a row each (the kernel named on its first row), and the configs the
+    autotuners picked: every shape in the job summary (``full``); in the comment, whose charts
+    draw every shape, the shapes that did not hold."""
+    shown = [x for x in _size_order(s.shapes) if full or x.verdict not in HELD]
+    if not shown:
+        return ["Every shape held (SAME or FASTER); the job summary has each one's times."]
     out = [
-        f"**{s.vendor}** on {esc(s.gpu)}"
-        + (" (CPU timing: pipeline check only, not evidence)" if s.timing_kind == "cpu" else ""),
-        "",
         "| kernel | shape | dtype | base µs | head µs | head against base (95% CI) | of roofline, base → head | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for x in _size_order(s.shapes):
-        tag = " (small/ragged)" if x.small_or_ragged else ""
+    kernel = None
+    for x in shown:
+        name = esc(x.kernel) if x.kernel != kernel else ""
+        kernel = x.kernel
+        tag = ADDED if x.small_or_ragged else ""
         b = "—" if x.base_us is None else number(x.base_us, 2)
         h = "—" if x.head_us is None else number(x.head_us, 2)
         out.append(
-            f"| {esc(x.kernel)} | {'x'.join(map(str, x.shape))}{tag} | {esc(x.dtype)} | {b} | {h} | "
-            f"{_vs_base(x)} | {_roofline(x)} | {x.verdict} |"
+            f"| {name} | {'x'.join(map(str, x.shape))}{tag} | {esc(dtype_short(x.dtype))} | {b} | "
+            f"{h} | {_vs_base(x)} | {_roofline(x)} | {x.verdict} |"
         )
-    return out + _picks(s)
+    if any(x.small_or_ragged for x in shown):
+        out += ["", f"{ADDED} a small or ragged shape the sweep added, not one the policy serves."]
+    return out + _picks(s, full=full)
 
 
-def _picks(s: SweepEvidence) -> list[str]:
+def _picks(s: SweepEvidence, *, full: bool = True) -> list[str]:
     """Which config each side's autotuners kept, per config the shapes where the timed runs used
-    it: the tiles, warps and stages that actually ran."""
+    it: the tiles, warps and stages that actually ran (``full``: at every shape; else at the
+    shapes that did not hold)."""
     groups: dict[tuple[str, tuple[str, ...]], list[ShapeLine]] = {}
     for x in _size_order(s.shapes):
+        if not full and x.verdict in HELD:
+            continue
         for side, configs in (("base", x.base_configs), ("head", x.head_configs)):
             if configs:
                 groups.setdefault((side, configs), []).append(x)
     if not groups:
         return []
-    out = ["", "What the autotuners picked (the configs the timed runs used):", ""]
+    where = "" if full else " at these shapes"
+    every = "" if full else "; the job summary has every shape's"
+    out = ["", f"What the autotuners picked{where} (the configs the timed runs used{every}):", ""]
     for side in ("base", "head"):
         for (of, configs), shapes in groups.items():
             if of == side:
-                where = ", ".join(
-                    f"{esc(x.kernel)} {'x'.join(map(str, x.shape))} "
-                    f"{DTYPE_SHORT.get(x.dtype, esc(x.dtype))}"
+                cases = ", ".join(
+                    f"{esc(x.kernel)} {'x'.join(map(str, x.shape))} {esc(dtype_short(x.dtype))}"
                     for x in shapes
                 )
-                out.append(f"- {side} {' + '.join(code(c) for c in configs)}: {where}")
+                out.append(f"- {side} {' + '.join(code(c) for c in configs)}: {cases}")
     return out
 
 
-DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
+CHARTS = 8  # kernels charted per vendor; past it, those whose shapes moved most
 
 
-CHART_CUT = 10.0  # the chart draws a ratio past 10x (or under 1/10) at that bound
+def _charted(kernels: dict[str, list[ShapeLine]]) -> list[str]:
+    """The kernels to chart, in the sweep's order: all, or the ``CHARTS`` whose furthest shape
+    is furthest from 1."""
+    if len(kernels) <= CHARTS:
+        return list(kernels)
+
+    def moved(k: str) -> float:
+        return max((abs(math.log(x.ratio)) for x in kernels[k] if x.ratio), default=0.0)
+
+    keep = set(sorted(kernels, key=moved, reverse=True)[:CHARTS])
+    return [k for k in kernels if k in keep]
 
 
-def _mermaid(s: SweepEvidence, limit: int = 40) -> list[str]:
-    """A bar per timed case, by kernel and size, with the tolerance band as two lines where the
-    cases carry their tolerance; over ``limit`` cases, the ones furthest from 1.0."""
-    timed = [x for x in s.shapes if x.ratio is not None and x.ratio > 0]
-    if not timed:
-        return []
-    total = len(timed)
-    if total > limit:
-        timed = sorted(timed, key=lambda x: -abs(math.log(x.ratio or 1.0)))[:limit]
-    timed = _size_order(timed)
-
-    def label(x: ShapeLine) -> str:
-        kernel = re.sub(r"[^A-Za-z0-9_x.-]", "", x.kernel)[:16]
-        dtype = re.sub(r"[^A-Za-z0-9]", "", DTYPE_SHORT.get(x.dtype, x.dtype))[:8]
-        return f'"{kernel} {"x".join(map(str, x.shape))} {dtype}"'
-
-    raw = [x.ratio or 1.0 for x in timed]
-    ratios = [min(max(r, 1.0 / CHART_CUT), CHART_CUT) for r in raw]
-    cut = ratios != raw
-    band = all(x.tolerance is not None for x in timed)
-    upper = [1.0 + (x.tolerance or 0.0) for x in timed]
-    lower = [1.0 / u for u in upper]
-    lo = min(0.9, *ratios, *(lower if band else ())) - 0.02
-    hi = max(1.1, *ratios, *(upper if band else ())) + 0.02
-
-    def series(values: Sequence[float]) -> str:
-        return ", ".join(number(v, 3) for v in values)
-
-    out = [
-        "```mermaid",
-        "xychart-beta",
-        f'    title "head / base time, {s.vendor}: above 1 is slower'
-        + ("; the lines are the tolerance band" if band else "")
-        + (f"; the {limit} of {total} furthest from 1.0" if total > limit else "")
-        + (f"; bars cut at {CHART_CUT:g}x either way" if cut else "")
-        + '"',
-        f"    x-axis [{', '.join(label(x) for x in timed)}]",
-        f'    y-axis "ratio" {number(lo, 2)} --> {number(hi, 2)}',
-        f"    bar [{series(ratios)}]",
-    ]
-    if band:
-        out += [f"    line [{series(upper)}]", f"    line [{series(lower)}]"]
-    return [*out, "```"]
+def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
+    """Per vendor, a chart per kernel (head / base per shape, the tolerance band, a priced
+    rewrite's price), then every shape's row: folded under the charts in the comment."""
+    out: list[str] = []
+    for s in evidence.sweeps:
+        cpu = " (CPU timing: pipeline check only, not evidence)" if s.timing_kind == "cpu" else ""
+        out += [f"**{s.vendor}** on {esc(s.gpu)}{cpu}", ""]
+        kernels: dict[str, list[ShapeLine]] = {}
+        for x in _size_order(s.shapes):
+            kernels.setdefault(x.kernel, []).append(x)
+        drawn_kernels = _charted(kernels)
+        if len(drawn_kernels) < len(kernels):
+            out += [
+                f"Charts for the {len(drawn_kernels)} of {len(kernels)} kernels whose shapes "
+                "moved most; the table has the others' shapes that did not hold.",
+                "",
+            ]
+        for kernel in drawn_kernels:
+            mine = kernels[kernel]
+            price = v.prices.get(kernel)
+            drawn = chart.mermaid(kernel, s.gpu, mine, price)
+            if drawn:
+                out += [esc(chart.legend(mine, price)), "", *drawn, ""]
+        table = _sweep_table(s, full=full)
+        if full or len(table) == 1:  # the table whole, or the line saying every shape held
+            out += [*table, ""]
+        else:
+            held = sum(1 for x in s.shapes if x.verdict in HELD)
+            out += [
+                "<details>",
+                f"<summary>{s.vendor}: the {plural(len(s.shapes) - held, 'shape')} that did not "
+                f"hold, in a table ({held} held: SAME or FASTER)</summary>",
+                "",
+                *table,
+                "",
+                "</details>",
+                "",
+            ]
+    return out
 
 
 def accepted_line(a: AcceptedLine) -> str:
@@ -596,19 +661,85 @@ SHORT_TITLES = {
     "ownership": "Owner, pin and perf gate",
     "rollback": "Rollback",
 }
-FACTS = 3  # conditions in the comment's first lines: the ones that decide the verdict
 _URGENCY = {"open": 1, "not_run": 2, "met": 3}
+WORST_LISTED = 3  # shapes named in the comment's first screen
+EVIDENCE_LISTED = 4  # evidence lines per condition in the comment; the job summary has all
 
 
 def deciding(conditions: Sequence[Condition]) -> list[Condition]:
-    """The ``FACTS`` conditions that decide the verdict: measured violations, then the other
-    open ones, then those not run, then met ones, each in their order."""
-    ranked = sorted(conditions, key=lambda c: (0 if c.blocking else _URGENCY[c.state], c.number))
-    return ranked[:FACTS]
+    """The conditions in the order that decides the verdict: measured violations, then the
+    other open ones, then those not run, then met ones, each in their order."""
+    return sorted(conditions, key=lambda c: (0 if c.blocking else _URGENCY[c.state], c.number))
+
+
+def _judged(x: ShapeLine, vendor: str, v: Verdict) -> str:
+    """What judged a shape that did not hold: a failure's detail, an acceptance, the kernel's
+    rewrite price or its tolerance."""
+    if x.verdict not in ("SLOWER", "INCONCLUSIVE"):
+        return f"{x.verdict}" + (f" ({x.detail})" if x.detail else "")
+    for a in v.accepted:
+        if (a.kernel, tuple(a.shape), a.dtype, a.vendor) == (
+            x.kernel,
+            tuple(x.shape),
+            x.dtype,
+            vendor,
+        ):
+            return {"accepted": "accepted", "exceeded": "more than accepted"}.get(
+                a.state, "its acceptance expired"
+            ) + f" (by {a.acceptance.by})"
+    price = v.prices.get(x.kernel)
+    if price is not None:
+        state = price_state(x, price)
+        where = {"within": "within", "over": "over"}.get(state or "", "not told apart from")
+        return f"{where} its {percent(price)} rewrite price"
+    tolerance = (
+        f" its {percent(x.tolerance)} tolerance" if x.tolerance is not None else " its tolerance"
+    )
+    if x.verdict == "INCONCLUSIVE":
+        return "not told apart from" + tolerance
+    return "past" + tolerance
+
+
+def _worst(v: Verdict, evidence: Evidence) -> list[str]:
+    """The ``WORST_LISTED`` shapes the verdict rests on: failures, then the slowest of those
+    that did not hold, each with its interval and what judged it; a shape the sweep added is
+    said to be one nobody serves."""
+    gpu = [s for s in evidence.sweeps if s.timing_kind == "gpu"]
+    cases = [(s.vendor, x) for s in gpu for x in s.shapes if x.verdict not in HELD]
+    if not cases:
+        return []
+    failed = FAILED_VERDICTS
+    cases.sort(
+        key=lambda c: (c[1].verdict not in failed, c[1].verdict != "SLOWER", -(c[1].ratio or 0.0))
+    )
+    out = []
+    for vendor, x in cases[:WORST_LISTED]:
+        on = f" on {vendor}" if len(gpu) > 1 else ""
+        measured = "" if x.verdict in failed or x.ratio is None else _vs_base(x) + "; "
+        added = "; an added shape, not served" if x.small_or_ragged else ""
+        out.append(
+            f"- {esc(x.kernel)} {'x'.join(map(str, x.shape))} {esc(dtype_short(x.dtype))}{on}: "
+            f"{measured}{esc(_judged(x, vendor, v))}{added}"
+        )
+    more = len(cases) - WORST_LISTED
+    rest = f"; {more} more under Per-shape results" if more > 0 else ""
+    return [f"**Worst shapes** (head against base, 95% CI{rest}):", *out, ""]
+
+
+def _evidence(c: Condition, *, full: bool) -> list[str]:
+    """A condition's evidence lines: all in the job summary, the first ``EVIDENCE_LISTED`` in
+    the comment with a count of the rest."""
+    shown = c.evidence if full else c.evidence[:EVIDENCE_LISTED]
+    out = [f"   - {esc(line)}" for line in shown]
+    if len(c.evidence) > len(shown):
+        out.append(f"   - {len(c.evidence) - len(shown)} more in the job summary")
+    return out
 
 
 def _section(title: str, body: list[str], *, full: bool) -> list[str]:
     """A folded ``<details>`` in the comment; a heading with everything open in the summary."""
+    while body and not body[-1]:
+        body = body[:-1]
     if not body:
         return []
     if full:
@@ -637,11 +768,11 @@ def render_comment(
     *,
     full: bool = False,
 ) -> str:
-    """The review as markdown, whole. The first lines are the verdict, the three facts that
-    decide it, the trade each rewrite makes within its price (one sentence each) and a blank
-    line; the rest folds. ``full`` (the job summary) opens every
-    section and lists every compiler variant; cutting the comment to GitHub's limit is
-    ``bot.github.sticky.fit_body``'s."""
+    """The review as markdown, whole. The first screen is the verdict, every condition in a
+    line (those that decide it first), the trade each rewrite makes within its price, the
+    worst shapes and what judged them; every other section folds. ``full`` (the job summary)
+    opens every section and lists every evidence line, shape pick and compiler variant;
+    cutting the comment to GitHub's limit is ``bot.github.sticky.fit_body``'s."""
     evidence = evidence or Evidence()
     lines = [f"## {DECISION_ICONS[verdict.decision]} Kernel review: {verdict.title}"]
     if verdict.no_kernel_changes:
@@ -651,28 +782,27 @@ def render_comment(
         title = SHORT_TITLES.get(c.key, c.title)
         lines.append(f"- {STATE_MARKS[c.state]} **{title}**: {esc(c.summary)}")
     lines += [f"- ⚖️ **The trade**: {esc(t)}" for t in verdict.trade]
-    lines += ["", _meta(ctx)]
+    lines.append("")
+    lines += _worst(verdict, evidence)
+    lines.append(_meta(ctx))
     if ctx.note:
         lines += ["", f"> {esc(ctx.note)}"]
     lines.append("")
 
     why = [esc(verdict.why), ""]
     for c in verdict.conditions:
-        why += _condition_block(c)
+        why += _condition_block(c, full=full)
     if verdict.not_asking_for:
         why += ["", "Not asking for:", ""]
         why += [f"- {esc(x)}" for x in verdict.not_asking_for]
+    if verdict.accepted:
+        why += ["", *_accepted(verdict.accepted)]
     lines += _section("Why, and the five conditions before merge", why, full=full)
-    lines += _accepted(verdict.accepted)
-    lines += _section("What changed", _changes_table(verdict, ctx.kernels), full=full)
-    lines += _findings(verdict)
-    lines += _toolchain(verdict, evidence, ctx)
+    changed = [*_changes_table(verdict, ctx.kernels), ""]
+    changed += _findings(verdict) + _toolchain(verdict, evidence, ctx)
+    lines += _section("What changed", changed, full=full)
 
-    per_shape: list[str] = []
-    for s in evidence.sweeps:
-        per_shape += [*_sweep_table(s), ""]
-        per_shape += _mermaid(s)
-    lines += _section("Per-shape results", per_shape, full=full)
+    lines += _section("Per-shape results", _per_shape(verdict, evidence, full=full), full=full)
     lines += _section("What the rewrite deleted (code counts, Part A)", _part_a(part_a), full=full)
     if evidence.compiler is not None:
         lines += _section(

@@ -4,8 +4,8 @@ The comment is GitHub markdown made safe for a pull request (``bot.escape``): HT
 backslash escapes, a zero-width space after each ``@``, ``<details>`` sections, ``<sub>`` and
 ``<br>`` inside table cells. A terminal shows all of that raw. ``terminal_text`` undoes it for
 the markup this project writes: headings underlined, tables aligned in columns, collapsed
-sections shown open under their summary, emphasis and code marks dropped, and a chart as a short
-table of its values. Pure.
+sections shown open under their summary, emphasis and code marks dropped, and a chart as a text
+bar per shape. Pure.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import html
 import re
 import unicodedata
 
-from bot.review.words import number, speed
+from bot.review import chart
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _TAG = re.compile(r"</?(?:sub|sup|b|i|em|strong|code|p|span)\b[^>]*>", re.IGNORECASE)
@@ -93,39 +93,11 @@ def _table(rows: list[str]) -> list[str]:
     return columns([_cells(r) for r in rows if not _RULE.match(r)])
 
 
-_QUOTED = re.compile(r'"([^"]*)"')
-_SERIES = re.compile(r"^\s*(bar|line)\s*\[(.*)\]\s*$")
-
-
-def chart_table(source: list[str]) -> list[str]:
-    """A mermaid bar chart of head / base ratios (as ``bot.review.render`` draws it) as its
-    title and a short table: each case, its ratio in words, and the tolerance band where the
-    chart has one. Another chart is left out with a line saying so."""
-    title, cases, series = "", [], []
-    for line in source:
-        text = line.strip()
-        if text.startswith("title"):
-            found = _QUOTED.search(text)
-            title = found.group(1) if found else ""
-        elif text.startswith("x-axis"):
-            cases = _QUOTED.findall(text)
-        elif m := _SERIES.match(text):
-            try:
-                series.append([float(v) for v in m.group(2).split(",")])
-            except ValueError:
-                return ["(a chart: see the comment on GitHub)"]
-    if not cases or not series or any(len(v) != len(cases) for v in series):
-        return ["(a chart: see the comment on GitHub)"]
-    bars, lines = series[0], series[1:]
-    rows = [["case", "head / base"] + (["tolerance band"] if len(lines) == 2 else [])]
-    for i, case in enumerate(cases):
-        row = [case, speed(bars[i])]
-        if len(lines) == 2:
-            low, high = sorted((lines[0][i], lines[1][i]))
-            row.append(f"{number(low, 3)}–{number(high, 3)}")
-        rows.append(row)
-    title = title.replace("; the lines are the tolerance band", "; the band is the tolerance")
-    return [title, *columns(rows)] if title else columns(rows)
+def chart_text(source: list[str]) -> list[str]:
+    """A mermaid chart as ``bot.review.chart`` writes it, as text bars (``chart.text_bars``);
+    any other chart is left out with a line saying so."""
+    found = chart.read(source)
+    return chart.text_bars(found) if found else ["(a chart: see the comment on GitHub)"]
 
 
 def terminal_text(markdown: str) -> str:
@@ -149,7 +121,7 @@ def terminal_text(markdown: str) -> str:
                 block.append(lines[i])
                 i += 1
             i += 1  # the closing fence
-            out += chart_table(block)
+            out += chart_text(block)
             continue
         if _DETAILS.match(line):
             continue

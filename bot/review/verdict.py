@@ -92,16 +92,14 @@ def decide(
     others = len(changes) - len(rewrites) - len(tunings) - len(bumps)
     if others:
         what.append(f"changes {plural(others, 'other kernel')}")
-    subject = (
-        "This pull request " + " and ".join(what) if what else "This pull request changes kernels"
-    )
+    subject = "This pull request " + and_list(what) if what else "This pull request changes kernels"
 
     if blocking:
         decision: Decision = "request_changes"
+        named = [f"{c.number} ({c.title.lower()})" for c in blocking]
         why = (
-            f"{subject}, and the evidence shows a cost beyond what the policy allows: "
-            + "; ".join(f"{c.title.lower()} - {c.summary}" for c in blocking)
-            + "."
+            f"{subject}, and the evidence shows a cost beyond what the policy allows at "
+            f"{'condition' if len(named) == 1 else 'conditions'} {and_list(named)}: see below."
         )
     elif unfinished:
         decision = "approve_with_conditions"
@@ -169,4 +167,5 @@ def decide(
         changes=changes,
         accepted=tuple(accepted),
         trade=trade_sentences(changes, req, ev, accepted, part_a),
+        prices={k: req.price_of(k) for k in sorted(priced_kernels(changes, ev))},
     )

@@ -6,10 +6,12 @@ or the extra it belongs to, so two extras pinning different torch builds stay ap
 read, and how:
 
 - requirement files (``requirements*.txt``, ``constraints*.txt``, ``*.in``, under a
-  ``requirements/`` folder too), and ``setup.py``'s quoted requirement strings;
+  ``requirements/`` folder too, ``setup.cfg``), and ``setup.py``'s quoted requirement strings
+  (each read as PEP 508 by ``requirements.py``);
 - ``pyproject.toml`` and ``pixi.toml``: every requirement string in a list, and every
   ``name = "spec"`` / ``name = {version = "spec"}`` table entry (Poetry, pixi);
-- ``uv.lock`` and ``poetry.lock``: each ``[[package]]``'s ``name`` and ``version``;
+- ``uv.lock``, ``poetry.lock`` and ``pdm.lock``: each ``[[package]]``'s ``name`` and
+  ``version``; ``Pipfile.lock``: each package's ``version``;
 - ``pixi.lock`` and conda ``environment*.yml``: the package files it names (``triton-3.5.1-``
   in a URL) and ``- name=version`` lines;
 - Dockerfiles: the base image when it is a CUDA, ROCm or PyTorch image, ``ARG``/``ENV``
@@ -24,6 +26,7 @@ checkout (a link is followed only to one), at most ``MAX_PIN_FILE_BYTES``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -35,6 +38,7 @@ from typing import Any, Literal
 from urllib.parse import unquote
 
 from bot.errors import ToolchainError
+from bot.toolchain import requirements
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,10 +70,6 @@ MAX_PIN_FILE_BYTES = 8 * 2**20  # a lock file of a large project is under 2 MiB
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _OP = r"(?:===|==|~=|!=|<=|>=|<|>)"
-_REQ = re.compile(
-    rf"^\s*(?P<name>{_NAME})\s*(?:\[[^\]]*\])?\s*"
-    rf"(?P<spec>@\s*\S+|{_OP}\s*[^;,\s'\"]+(?:\s*,\s*{_OP}\s*[^;,\s'\"]+)*)?\s*(?:;.*)?$"
-)
 _FILE_VERSION = re.compile(
     r"(?:^|/)(?P<name>[A-Za-z0-9_.+-]+?)-(?P<version>\d[A-Za-z0-9_.+!]*)"
     r"(?:-[^/]*)?\.(?:whl|conda|tar\.bz2|tar\.gz)\b"
@@ -107,7 +107,7 @@ def file_kind(path: str) -> FileKind | None:
     """What kind of toolchain file ``path`` is, or None when it states no toolchain."""
     lower = path.lower()
     name = lower.rsplit("/", 1)[-1]
-    if name in ("uv.lock", "poetry.lock", "pdm.lock"):
+    if name in ("uv.lock", "poetry.lock", "pdm.lock", "pipfile.lock"):
         return "lock"
     if name in ("pyproject.toml", "pixi.toml"):
         return "toml"
@@ -117,6 +117,8 @@ def file_kind(path: str) -> FileKind | None:
         return "conda"
     if name == "setup.py":
         return "setup"
+    if name == "setup.cfg":  # install_requires: one requirement a line
+        return "requirements"
     if re.fullmatch(r"[\w.-]*(requirements|constraints)[\w.-]*\.(txt|in)", name) or (
         "requirements/" in lower and name.endswith((".txt", ".in"))
     ):
@@ -175,7 +177,7 @@ def pins(path: str, text: str) -> list[Pin]:
     reader = {
         "requirements": _requirements,
         "toml": _toml,
-        "lock": _lock,
+        "lock": _pipfile_lock if path.lower().endswith("pipfile.lock") else _lock,
         "conda": _conda,
         "docker": _docker,
         "workflow": _workflow,
@@ -187,14 +189,14 @@ def pins(path: str, text: str) -> list[Pin]:
 def requirement_pin(text: str, *, where: str = "", line: int = 0) -> Pin | None:
     """A pin from one requirement string (``triton==3.5.1``, ``torch @ URL``), or None when it
     is not a toolchain package."""
-    m = _REQ.match(text)
-    if not m or not is_toolchain(m["name"]):
+    req = requirements.parse(text)
+    if req is None or not is_toolchain(req.name):
         return None
-    name = canonical(m["name"])
-    spec = (m["spec"] or "").strip()
+    name = canonical(req.name)
+    spec = requirements.written_spec(text, req)
     if spec.startswith("@"):
-        spec = _url_version(spec[1:].strip(), name) or spec.replace(" ", "")
-    return Pin(name, re.sub(r"\s+", "", spec) or "(any)", where, line)
+        spec = _url_version(spec[1:], name) or spec
+    return Pin(name, spec or requirements.ANY, where, line)
 
 
 def _url_version(url: str, name: str) -> str | None:
@@ -260,7 +262,7 @@ def _toml(text: str) -> Iterator[Pin]:
             pin = requirement_pin(value, where=where)
         else:  # a table entry: name = "spec" or name = {version = "spec"}
             name, spec = value
-            pin = Pin(canonical(name), spec.replace(" ", "") or "(any)", where)
+            pin = Pin(canonical(name), spec.replace(" ", "") or requirements.ANY, where)
         if pin is not None:
             yield Pin(pin.package, pin.spec, pin.where, _line_of(text, pin.package.split("-")[0]))
 
@@ -292,6 +294,20 @@ def _lock(text: str) -> Iterator[Pin]:
         name, version = package.get("name"), package.get("version")
         if isinstance(name, str) and isinstance(version, str) and is_toolchain(name):
             yield Pin(canonical(name), version, "", _line_of(text, f'name = "{name}"'))
+
+
+def _pipfile_lock(text: str) -> Iterator[Pin]:
+    """Pipenv's lock (JSON): ``{"default": {"torch": {"version": "==2.5.1"}}}``."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return
+    for section in ("default", "develop"):
+        packages = data.get(section) if isinstance(data, dict) else None
+        for name, entry in (packages if isinstance(packages, dict) else {}).items():
+            version = entry.get("version") if isinstance(entry, dict) else None
+            if isinstance(version, str) and is_toolchain(name):
+                yield Pin(canonical(name), version.lstrip("="), "", _line_of(text, f'"{name}"'))
 
 
 def _conda(text: str) -> Iterator[Pin]:

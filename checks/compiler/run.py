@@ -129,6 +129,7 @@ def _run_worker(
             what=f"compiling for {target}",
             python=python,
             env=NO_GPU_ENV,  # it cross-compiles, with inputs on the CPU
+            kept=(cache_dir,),  # its records, written by a trusted run only
         )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,26 @@ def graph_missed(eager_us: float, graph_call_us: float | None) -> str | None:
     )
 
 
+# An eager call whose host takes at least this share of its GPU time to issue it is timed by the
+# GPU's busy time (``kernels`` mode). The hold before each timed call covers 1.5 host calls, less
+# what the flush covers: 4 us of margin for bitsandbytes' 4-bit quantize (27 us of host for 5 us of
+# GPU work), and identical code read 0.54-1.81x apart; an op that waits for the GPU inside a call
+# (cut-cross-entropy's: 2 ms of host for 0.4 ms of GPU) cannot be covered at all.
+HOST_PACED_SHARE = 0.5
+
+
+def host_paced(host_us: float, est_us: float) -> str | None:
+    """Why an eager case is timed by the GPU's busy time instead of events (None: it is not)."""
+    if est_us <= 0 or host_us < HOST_PACED_SHARE * est_us:
+        return None
+    return (
+        f"the host takes {host_us:.3g} us to issue a call the GPU runs in {est_us:.3g} us: "
+        "timed by the GPU's busy time in each call (its kernels', copies' and memsets' spans "
+        "from the profiler), so the host's pace, which differs from one process to the next, "
+        "is not counted as kernel time"
+    )
+
+
 @contextlib.contextmanager
 def timed(into: dict[str, float], step: str) -> Iterator[None]:
     """Add the seconds the block takes to ``into[step]`` (also when it raises)."""
@@ -140,6 +160,7 @@ class PairRunner:
         warmed_early: Callable[[], bool] | None = None,
         execution: int = 0,
         modes: Mapping[Any, str] | None = None,
+        tuned: Collection[Any] = (),
     ) -> None:
         """``warmed_early``: called once the workers answered, ends the GPU's early warm-up
         (``checks.sweep.warmer``) if it still runs and says whether it burnt; then the workers
@@ -147,7 +168,11 @@ class PairRunner:
         workers measure, which their rounds carry. ``modes``: by case key, the timing mode an
         earlier pass used, which this one keeps (a later pass's estimate can take a one-time
         cost for the kernel's time: fla's cross entropy was timed eagerly in one pass of four,
-        and read 1.59 there)."""
+        and read 1.59 there). ``tuned``: the case keys whose autotuners an earlier pass saw
+        pick: their base checks first and head's autotuners are fixed to base's picks where
+        head's kernel and configs are base's own (identical code then compares one config, not
+        two autotuners' luck: torchao's fp8 casts, each run picking among near-tied block sizes,
+        read INCONCLUSIVE in 5 of 12 identical-code passes otherwise)."""
         if options.protocol.crossover != (crossed is not None):
             raise ValueError("crossover needs a second (base, head) pair, and only crossover")
         self.base, self.head = base, head
@@ -157,6 +182,7 @@ class PairRunner:
         self.gpu_index = gpu_index
         self.execution = execution
         self.modes = dict(modes or {})
+        self.tuned = set(tuned)
         self.family_size = family_size  # cases in the sweep: each gets alpha / family_size
         self.env: EnvFingerprint | None = None
         self.ceilings: Ceilings | None = None
@@ -352,6 +378,8 @@ class PairRunner:
                 message=message,
                 gpu_seconds=time.monotonic() - t0,
             )
+        # every worker of a side times the config that side's check picked
+        pins = {"base": _raw_picks(cb), "head": _raw_picks(ch)}
         with timed(steps, "prepare"):
             preps = in_parallel(
                 [
@@ -361,6 +389,7 @@ class PairRunner:
                         case.dtype,
                         seed=cfg.seed,
                         estimate=False,
+                        **({"pins": pins[w.spec.side]} if pins[w.spec.side] else {}),
                         **kw,
                     )
                     for w in self._arm_order()
@@ -377,20 +406,35 @@ class PairRunner:
         notes: list[str] = []
         est = max(float(pb["est_us"]), float(ph["est_us"]))
         copies = int(preps[0]["copies"])
+        host = max(float(pb.get("host_us") or 0.0), float(ph.get("host_us") or 0.0))
         with timed(steps, "configure"):
             try:
                 configs = self._configure(mode, cfg.block_ms, est, copies)
             except WorkerFailure as f:
-                if f.kind != "graph_capture":
+                if f.kind not in ("graph_capture", "kernel_timing"):
                     raise
-                notes.append(f"{f.side}: {f.message}; timed eagerly without L2 flush instead")
-                mode = "eager-noflush"
+                mode = "eager" if mode == "kernels" else "eager-noflush"
+                how = "eagerly" if mode == "eager" else "eagerly without L2 flush"
+                notes.append(f"{f.side}: {f.message}; timed {how} instead")
                 configs = self._configure(mode, cfg.block_ms, est, copies)
             missed = graph_missed(float(pb["est_us"]), configs[0].get("graph_call_us"))
             if mode == "graph" and missed:
                 notes.append(missed)
                 mode = "eager" if cfg.flush_l2 else "eager-noflush"
                 configs = self._configure(mode, cfg.block_ms, est, copies)
+            paced = host_paced(host, est)
+            if mode in ("eager", "eager-noflush") and paced and o.device != "cpu":
+                try:
+                    configs = self._configure(
+                        mode.replace("eager", "kernels"), cfg.block_ms, est, copies
+                    )
+                    mode = mode.replace("eager", "kernels")
+                    notes.append(paced)
+                except WorkerFailure as f:
+                    if f.kind != "kernel_timing":
+                        raise
+                    notes.append(f"{f.side}: {f.message}; timed eagerly by events instead")
+                    configs = self._configure(mode, cfg.block_ms, est, copies)
         kb, kh = configs[0], configs[1]
         info["base"] = info["base"].model_copy(
             update={"calls_per_block": kb.get("calls_per_block")}
@@ -426,6 +470,7 @@ class PairRunner:
                         base=info["base"].configs_picked,
                         head=info["head"].configs_picked,
                         same_offer=bool(offered) and offered == _offers(ch),
+                        head_pinned=any(p.get("pinned") for p in pins["head"]),
                     ),
                 )
             }
@@ -466,12 +511,21 @@ class PairRunner:
             gpu_seconds=time.monotonic() - t0,
         )
 
-    def _check_one(self, w: WorkerClient, case: Case) -> dict[str, Any] | WorkerFailure:
+    def _check_one(
+        self, w: WorkerClient, case: Case, pins: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any] | WorkerFailure:
         entries = case.base_entries if w.spec.side == "base" else case.head_entries
         try:
-            return w.check(entries, case.dims, case.dtype, seed=self.options.check_seed)
+            return w.check(entries, case.dims, case.dtype, seed=self.options.check_seed, pins=pins)
         except WorkerFailure as f:
             return f
+
+    def _checks_pinned(self, case: Case, pair: tuple[WorkerClient, WorkerClient]) -> list[Any]:
+        """Base's check, then head's with its autotuners fixed to base's picks (``tuned``)."""
+        first = self._check_one(pair[0], case)
+        if isinstance(first, WorkerFailure):
+            return [first, self._check_one(pair[1], case)]
+        return [first, self._check_one(pair[1], case, _raw_picks(first))]
 
     def _checks(self, case: Case, pair: tuple[WorkerClient, WorkerClient]) -> list[Any]:
         """Both sides' check on ``pair`` side by side: each answer or failure. When both time
@@ -479,6 +533,8 @@ class PairRunner:
         (``checks.worker.exclusive``): from the pids the lock file names, the hung one's
         failure says so and the waiter's names the side it waited on (``waited_on``)."""
         pids = [w.proc.pid if w.proc is not None else None for w in pair]
+        if case.key in self.tuned:
+            return self._checks_pinned(case, pair)
         got = in_parallel([lambda w=w: self._check_one(w, case) for w in pair])
         timed_out = [isinstance(a, WorkerFailure) and a.kind == "timeout" for a in got]
         if all(timed_out):
@@ -629,6 +685,12 @@ def _picks(raw: Any) -> tuple[str, ...]:
     """The worker's autotuner picks as labels; what is not well formed is left out."""
     labels = [picked_label(p) for p in raw[:MAX_PICKS]] if isinstance(raw, list) else []
     return tuple(label for label in labels if label)
+
+
+def _raw_picks(check: dict[str, Any]) -> list[dict[str, Any]]:
+    """The worker's autotuner picks as it sent them (the well-formed ones), to pin others to."""
+    raw = check.get("configs_picked")
+    return [p for p in raw[:MAX_PICKS] if isinstance(p, dict)] if isinstance(raw, list) else []
 
 
 def _offers(check: dict[str, Any]) -> tuple[tuple[str, str], ...]:

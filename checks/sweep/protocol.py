@@ -267,6 +267,9 @@ class ExecutionPicks(Frozen):
     head: tuple[str, ...] = ()
     # both sides' autotuners chose from the same configs (the same kernels, the same lists)
     same_offer: bool = False
+    # head's autotuners were fixed to base's picks (the same kernel source and configs): head
+    # timed what base's autotuner chose instead of choosing again
+    head_pinned: bool = False
 
 
 class CaseRun(Frozen):
@@ -307,11 +310,15 @@ class CaseRun(Frozen):
         return median([median(v) for v in by.values()]) if by else None
 
     def picks_of(self, side: Literal["base", "head"]) -> list[tuple[str, ...]]:
-        """Each execution's autotuner picks on ``side``, in pass order (none recorded: [])."""
-        return [getattr(p, side) for p in sorted(self.picks, key=lambda p: p.execution)]
+        """Each execution's autotuner picks on ``side``, in pass order (none recorded: []): the
+        side's own choices, so head's passes that ran base's pick (``head_pinned``) are left
+        out."""
+        ordered = sorted(self.picks, key=lambda p: p.execution)
+        return [getattr(p, side) for p in ordered if side == "base" or not p.head_pinned]
 
     def pick_counts(self, side: Literal["base", "head"]) -> Counter[str]:
-        """How many passes picked each config set on ``side`` (passes with no pick left out)."""
+        """How many passes picked each config set on ``side`` (passes with no pick, and head's
+        passes that ran base's pick, left out)."""
         return Counter(" + ".join(p) for p in self.picks_of(side) if p)
 
 

@@ -210,6 +210,12 @@ def decided_line(r: ShapeResult) -> str:
     )
 
 
+def _tuned(r: ShapeResult) -> bool:
+    """Whether both sides' autotuners picked in an earlier pass of the case: later passes check
+    base first and fix head's autotuners to its picks where the kernels are alike."""
+    return bool(r.base and r.head and r.base.configs_picked and r.head.configs_picked)
+
+
 def _skipped(case: Case, message: str, gpu_index: int | None) -> ShapeResult:
     return ShapeResult(
         kernel=case.kernel,
@@ -425,6 +431,7 @@ def run_sweep(
                     ),
                     execution=execution,
                     modes={k: r.mode for k, r in recorder.results.items() if r.mode},
+                    tuned={k for k, r in recorder.results.items() if _tuned(r)},
                 )
                 out: dict[str, object] = {}
                 (outs if execution == 0 else pass_outs).append(out)

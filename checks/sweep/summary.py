@@ -144,6 +144,12 @@ def explain(
                     "in the executions that picked them)"
                 )
         said.append(line)
+    pinned = sum(p.head_pinned for p in run.picks)
+    if pinned:
+        said.append(
+            f"in {pinned} of {len(run.picks)} passes head ran the config base's autotuner picked "
+            "(the same kernel source and the same configs), so those passes compare one config"
+        )
     if like is not None:
         passes = len({p.execution for p in run.picks})
         said.append(
@@ -154,7 +160,7 @@ def explain(
         ratios = [math.exp(v) for v in d.values]
         cause = (
             "the autotuner's picks"
-            if unstable
+            if unstable and like is None  # over matched passes, one config on both sides
             else host
             or "where each process's buffers and workspaces land (atomics, split reductions, "
             "placement)"

@@ -283,6 +283,7 @@ class WorkerClient:
                                 *args,
                             ],
                             s.memory_bytes,
+                            writable=(s.work_dir, triton_key_dir()),
                         ),
                         stdin=subprocess.DEVNULL,
                         stdout=log,
@@ -454,8 +455,17 @@ class WorkerClient:
         )
 
     def check(
-        self, entries: list[str], shape: tuple[int, ...], dtype: str, *, seed: int
+        self,
+        entries: list[str],
+        shape: tuple[int, ...],
+        dtype: str,
+        *,
+        seed: int,
+        pins: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
+        """Check the case's first call (compiling, autotuning); ``pins``: picks another worker
+        made, which fix this side's autotuners where the kernel and its configs are the same
+        (``checks.worker.autotune_picks``)."""
         return self.call(
             "check",
             timeout=self.spec.timeouts.check_s,
@@ -463,6 +473,7 @@ class WorkerClient:
             shape=list(shape),
             dtype=dtype,
             seed=seed,
+            **({"pins": pins} if pins else {}),
         )
 
     def configure(

@@ -31,6 +31,7 @@ from typing import Any
 
 from bot.outputs import bytecode_dir, triton_key_dir
 from checks.job_process import JobProcess
+from checks.procs.sandbox import adopt, popen_confined
 from checks.worker_env import default_memory_bytes, device_env, end_session, prctl
 
 ZYGOTE_MAIN = Path(__file__).resolve().parent.parent / "worker" / "zygote.py"
@@ -166,7 +167,7 @@ class Zygote:
         logs.mkdir(parents=True, exist_ok=True)
         try:
             with open(logs / "zygote.log", "wb") as log:
-                proc = subprocess.Popen(
+                proc = popen_confined(
                     [
                         kind.python,
                         "-I",
@@ -183,6 +184,8 @@ class Zygote:
                         str(work_dir / "triton-utils"),
                         *_bytecode_args(),
                     ],
+                    writable=(work_dir, triton_key_dir(), *_bytecode_args()[1:]),
+                    memory_bytes=kind.memory_bytes,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -258,6 +261,7 @@ class Zygote:
                 self.marks.update(
                     {k: float(v) for k, v in marks.items() if isinstance(v, (int, float))}
                 )
+            adopt(pid, self.kind.memory_bytes)  # its own cgroups, out of the zygote's
             return Forked(pid), ""
 
     @staticmethod

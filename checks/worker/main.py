@@ -332,16 +332,25 @@ class Worker:
         self.items = [first] + [
             self._call_entry(fn, shape, dtype, seed + i) for i in range(1, copies)
         ]
-        for item in self.items:
-            item["fn"]()  # compile / autotune / first-touch before any timing
-        self._sync()
+        # compile / autotune / first-touch before any timing; ``pins``: the configs this side's
+        # checking worker timed, so that every worker of a side times the same one
+        with autotune_picks.recording(msg.get("pins"), _case_id(msg)) as picks:
+            for item in self.items:
+                item["fn"]()
+            self._sync()
         fns = [item["fn"] for item in self.items]
         if self.slot_bias:
             fns = [timing.biased(fn, self.slot_bias) for fn in fns]
         if self.device == "cpu":
             self.timer = timing.CpuTimer(fns)
         else:
-            self.timer = timing.CudaTimer(fns, self._torch(), l2_bytes=self._l2_bytes())
+            torch = self._torch()
+            self.timer = timing.CudaTimer(
+                fns,
+                torch,
+                l2_bytes=self._l2_bytes(),
+                make_mark=lambda: _sibling("mark_kernel").marker(torch),
+            )
         # Several workers prepare side by side; the parent then asks each for its estimate in
         # turn, so no estimate times another process's GPU work.
         est = self.timer.estimate_us() if msg.get("estimate", True) else None
@@ -355,6 +364,7 @@ class Worker:
             "copies": copies,
             "footprint_bytes": footprint,
             "prepare_s": time.perf_counter() - t0,
+            "configs_picked": picks,
         }
 
     def op_estimate(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -390,7 +400,7 @@ class Worker:
         spent = dict(exclusive.SPENT)
         alone = exclusive.exclusive(lock)
         if ref is None:
-            with alone, autotune_picks.recording() as picks:
+            with alone, autotune_picks.recording(msg.get("pins"), _case_id(msg)) as picks:
                 step("lock_wait")
                 sizing = item["fn"]()
                 self._sync()
@@ -402,7 +412,7 @@ class Worker:
         else:
             correctness.poison(correctness.flatten_outputs(ref))
             step("poison")
-            with alone, autotune_picks.recording() as picks:
+            with alone, autotune_picks.recording(msg.get("pins"), _case_id(msg)) as picks:
                 step("lock_wait")
                 out = item["fn"]()
                 self._sync()
@@ -452,6 +462,10 @@ class Worker:
         except Exception as exc:
             if msg["mode"] == "graph" and classify(exc) == "error":
                 raise EntryError("graph_capture", f"CUDA graph capture failed: {exc}") from exc
+            if str(msg["mode"]).startswith("kernels") and classify(exc) == "error":
+                raise EntryError(
+                    "kernel_timing", f"timing by the GPU's busy time failed: {exc}"
+                ) from exc
             raise
 
     def op_replays(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -587,6 +601,11 @@ class Steps:
         now = time.perf_counter()
         self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._last, 6)
         self._last = now
+
+
+def _case_id(msg: dict[str, Any]) -> tuple[Any, ...]:
+    """What names a case in a check or prepare message: its entries, shape and dtype."""
+    return (tuple(msg.get("entries") or ()), tuple(msg.get("shape") or ()), msg.get("dtype"))
 
 
 def _tolerance(item: dict[str, Any], key: str) -> float | None:

@@ -9,6 +9,11 @@ Three GPU modes, chosen by the parent for both sides of a case alike:
   enqueue a call than the flush keeps the GPU busy, the stream is also held (``_sleep``) before
   the start event, so the host's pace never shows as kernel time.
 - ``eager-noflush``: as eager without the flush; the fallback when graph capture fails.
+- ``kernels`` / ``kernels-noflush``: as eager (with or without the flush), each call between
+  two marker kernels (``mark_kernel``), and its value the GPU's busy time inside (the union of its kernels',
+  copies' and memsets' spans from the profiler): for a call whose host is as slow as its GPU
+  work or waits for the GPU inside (``.item()``, a copy to the host), where the time between two
+  events is the host's pace, which differs from one process to the next.
 
 ``CpuTimer`` stands in on a machine without a GPU (labelled CPU timing in every result).
 Standard library only at import; the worker hands in torch.
@@ -101,6 +106,37 @@ def graph_calls(block_ms: float, est_us: float, copies: int) -> int:
     span_us = min(block_ms / GRAPH_SHARE, GRAPH_MAX_MS) * 1000.0
     k = max(c, min(MAX_GRAPH_CALLS, math.ceil(span_us / max(est_us, 1e-3))))
     return math.ceil(k / c) * c
+
+
+# the marker kernel's name (``checks.worker.mark_kernel``): two launches around each call of a
+# ``kernels`` block
+MARKER = "kernel_review_mark"
+MIN_KERNEL_CALLS = 5  # a ``kernels`` block's median is over this many calls at least
+
+
+def busy_per_call(spans: Sequence[tuple[str, int, int]], calls: int) -> list[float]:
+    """Each call's GPU busy time (us) from a ``kernels`` block's device activities (name, start
+    ns, end ns): what ran between the call's two markers, overlaps counted once. Raises when the
+    markers do not pair up with the calls (a profiler that lost activities)."""
+    ordered = sorted(spans, key=lambda s: (s[1], s[2]))
+    marks = [i for i, (name, _, _) in enumerate(ordered) if MARKER in name]
+    if len(marks) != 2 * calls:
+        raise RuntimeError(
+            f"the profiler recorded {len(marks)} marker kernels for {calls} calls "
+            f"(expected {2 * calls}): the GPU's busy time per call cannot be told apart"
+        )
+    out = []
+    for c in range(calls):
+        busy, end = 0, None
+        for _, start, stop in ordered[marks[2 * c] + 1 : marks[2 * c + 1]]:
+            if end is None or start >= end:
+                busy += stop - start
+                end = stop
+            elif stop > end:
+                busy += stop - end
+                end = stop
+        out.append(busy / 1000.0)
+    return out
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -218,7 +254,16 @@ class CudaTimer(_Timer):
 
     kind = "cuda"
 
-    def __init__(self, fns: Sequence[Fn], torch: Any, *, l2_bytes: int) -> None:
+    def __init__(
+        self,
+        fns: Sequence[Fn],
+        torch: Any,
+        *,
+        l2_bytes: int,
+        make_mark: Callable[[], Fn] | None = None,
+    ) -> None:
+        """``make_mark``: builds the function that launches the marker kernel (``kernels``
+        mode; the worker loads ``mark_kernel``, which imports Triton, only then)."""
         self.fns = list(fns)
         self.torch = torch
         self.flush_bytes = max(2 * int(l2_bytes or 0), 64 * 2**20)
@@ -236,6 +281,8 @@ class CudaTimer(_Timer):
         self._events: list[tuple[Any, Any]] = []
         self.host_us = 0.0  # host time to enqueue one call
         self._cover_us = 0.0
+        self._mark: Fn | None = None  # launches the marker kernel (``kernels`` mode)
+        self._make_mark = make_mark
 
     def _event(self) -> Any:
         return self.torch.cuda.Event(enable_timing=True)
@@ -309,6 +356,10 @@ class CudaTimer(_Timer):
         if mode in ("eager", "eager-noflush"):
             return self._configure_eager(
                 plan.block_ms, plan.est, flush=mode == "eager", like=plan.like
+            )
+        if mode in ("kernels", "kernels-noflush"):
+            return self._configure_kernels(
+                plan.block_ms, plan.est, flush=mode == "kernels", like=plan.like
             )
         raise ValueError(f"unknown timing mode {mode!r}")
 
@@ -455,12 +506,75 @@ class CudaTimer(_Timer):
             "host_us": self.host_us,
         }
 
+    def _configure_kernels(
+        self,
+        block_ms: float,
+        est: float,
+        *,
+        flush: bool,
+        like: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Blocks of eager calls timed by the GPU's busy time in each (``busy_per_call``): as
+        many calls as ``block_ms`` of GPU work, at least ``MIN_KERNEL_CALLS``; one block is run
+        now, so that a profiler that cannot tell the calls apart fails here, not in a round."""
+        torch = self.torch
+        if getattr(torch, "profiler", None) is None:
+            raise RuntimeError("this torch has no torch.profiler")
+        if self._mark is None:
+            if self._make_mark is None:
+                raise RuntimeError("no marker kernel was handed to this timer")
+            self._mark = self._make_mark()
+            self._mark()  # compiled and loaded before any block
+        got = self._configure_eager(block_ms, est, flush=flush, like=like)
+        if not (like and like.get("calls_per_block")):
+            self._calls = max(self._calls, MIN_KERNEL_CALLS)
+        self._cover_us = 0.0
+        self._events = []
+        self.mode = "kernels" if flush else "kernels-noflush"
+        self._kernels_block(flush=flush)
+        return {
+            **got,
+            "mode": self.mode,
+            "calls_per_block": self._calls,
+            "cover_us": 0.0,
+        }
+
     # ---------------------------------------------------------------------------------- block
 
     def block(self) -> dict[str, Any]:
         if self.mode == "graph":
             return self._graph_block()
+        if self.mode in ("kernels", "kernels-noflush"):
+            return self._kernels_block(flush=self.mode == "kernels")
         return self._eager_block(flush=self.mode == "eager")
+
+    def _kernels_block(self, *, flush: bool) -> dict[str, Any]:
+        torch = self.torch
+        profiler = torch.profiler
+        fns, c = self.fns, len(self.fns)
+        buf, mark = self._flush_buf, self._mark
+        w0 = time.perf_counter()
+        with profiler.profile(activities=[profiler.ProfilerActivity.CUDA]) as prof:
+            for i in range(self._calls):
+                if flush:
+                    buf.zero_()
+                mark()
+                fns[i % c]()
+                mark()
+            torch.cuda.synchronize()
+        wall_ms = (time.perf_counter() - w0) * 1000.0
+        spans = [
+            (e.name(), int(e.start_ns()), int(e.end_ns()))
+            for e in prof.profiler.kineto_results.events()
+            if str(e.device_type()).endswith("CUDA")
+        ]
+        times = busy_per_call(spans, self._calls)
+        return {
+            "value_us": _median(times),
+            "calls": len(times),
+            "wall_ms": wall_ms,
+            "gpu_ms": sum(times) / 1000.0,
+        }
 
     def _graph_block(self) -> dict[str, Any]:
         if not self._replays:

@@ -273,9 +273,40 @@ def test_work_a_graph_does_not_capture_is_timed_eagerly(tmp_path) -> None:
     )
     c = result.cases[0]
     assert c.status == "ok", c.message
-    assert c.mode in ("eager", "eager-noflush"), (c.mode, c.notes)
+    assert c.mode in ("eager", "eager-noflush", "kernels", "kernels-noflush"), (c.mode, c.notes)
     assert any("did not capture" in n for n in c.notes), c.notes
     assert c.base and c.base_median_us and c.base_median_us > 0.3 * c.base.est_us
+    assert c.verdict == "SAME", (c.ratio, c.ci_low, c.ci_high, c.explanation)
+
+
+def test_a_call_that_waits_for_the_gpu_is_timed_by_its_busy_time(tmp_path) -> None:
+    """An op that reads a value back mid-call and then spends 0.3 ms on the host: events around
+    the call time the host's pace (cut-cross-entropy's loss read identical code 0.68-1.25x apart
+    on the H200). Timed by the GPU's busy time, the case's time is its two kernels' (well under
+    the host's 0.3 ms), and identical code reads SAME."""
+    case = Case(kernel="waits_inside", bench="gpu_kernels:waits_inside", dims=(2**22,),
+                dtype="float32", tolerance=0.03)  # fmt: skip
+    opts = SweepOptions(
+        device="cuda",
+        timeouts=Timeouts(prepare_s=120, block_s=30),
+        max_gpu_seconds=300,
+        ceilings_cache_dir=str(tmp_path / "cache"),
+    )
+    result = run_sweep(
+        [case],
+        base_root=GPU / "base",
+        head_root=GPU / "head",
+        base_rev="b" * 40,
+        head_rev="h" * 40,
+        options=opts,
+        work_dir=tmp_path / "work",
+    )
+    c = result.cases[0]
+    assert c.status == "ok", c.message
+    assert c.mode in ("kernels", "kernels-noflush"), (c.mode, c.notes)
+    assert any("busy time" in n for n in c.notes), c.notes
+    assert c.base and c.base.host_us and c.base.host_us > 300
+    assert c.base_median_us is not None and 5 < c.base_median_us < 150, c.base_median_us
     assert c.verdict == "SAME", (c.ratio, c.ci_low, c.ci_high, c.explanation)
 
 

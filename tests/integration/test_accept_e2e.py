@@ -308,23 +308,20 @@ def test_policy_accepted_entry_accepts_until_its_expiry_date(
     assert "### Accepted regressions" in body and said in body
 
 
-def _many_slower(results: Path, base: str, head: str, n: int) -> None:
+def _many_cases(results: Path, base: str, head: str, n: int, **line) -> None:
+    """``n`` softmax cases of one kind (``line``: their verdict, ratio, ...) from the nvidia
+    runner."""
     shapes = tuple(
-        ShapeLine(
-            kernel="softmax",
-            shape=(64 * (i + 1), 781),
-            dtype="float16",
-            verdict="SLOWER",
-            ratio=1.2,
-            ci_low=1.15,
-            ci_high=1.25,
-            base_us=10.0,
-            head_us=12.0,
-        )
+        ShapeLine(kernel="softmax", shape=(16 * (i + 1), 781), dtype="float16", **line)
         for i in range(n)
     )
     ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
     write_results(results, base, head, "nvidia", ev)
+
+
+def _many_slower(results: Path, base: str, head: str, n: int) -> None:
+    _many_cases(results, base, head, n, verdict="SLOWER", ratio=1.2, ci_low=1.15, ci_high=1.25,
+                base_us=10.0, head_us=12.0)  # fmt: skip
 
 
 def test_check_run_carries_the_verdict_summary_and_annotations_in_batches_of_50(
@@ -369,3 +366,50 @@ def test_a_token_without_checks_write_falls_back_to_the_commit_status(
     log = capsys.readouterr().out
     assert "the check run was refused (403" in log and "checks: write" in log
     assert "setting the kernel-review commit status instead" in log
+
+
+def _multibyte_summary(results: Path, base: str, head: str) -> None:
+    """Failed cases enough for a summary over GitHub's 65,535 bytes, each with a message in
+    multi-byte text (3 bytes a character)."""
+    _many_cases(
+        results, base, head, 400, verdict="ERROR", detail="計算結果が参照と一致しません " * 8
+    )
+
+
+def test_a_summary_in_multibyte_text_is_cut_by_bytes_and_the_check_run_posts(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    _, base, head = fixture_repo
+    _policy(gh, base)
+    run = Run(gh, tmp_path, monkeypatch, "pull_request", pr_event("opened", base, head))
+    _multibyte_summary(run.results, base, head)
+    assert run("report") == 0
+    full = (run.results / "review.md").read_text(encoding="utf-8")
+    assert len(full.encode("utf-8")) > 65_535  # too long for GitHub, so cut
+    summary = _check(gh, head)["output"]["summary"]
+    assert len(summary.encode("utf-8")) <= 65_535
+    assert "This review was truncated to fit" in summary
+    assert gh.statuses.get(head) is None  # the check run is the merge gate
+
+
+def test_a_check_run_github_refuses_is_said_in_the_comment_and_the_status_is_set(
+    gh, fixture_repo, tmp_path, monkeypatch, capsys
+):
+    _, base, head = fixture_repo
+    _policy(gh, base)
+    refusal = {
+        "message": "Validation Failed",
+        "errors": [{"resource": "CheckRun", "code": "custom", "field": "summary",
+                    "message": "summary exceeds a maximum bytesize of 65535"}],
+    }  # fmt: skip
+    gh.fail("POST", r"/check-runs$", 422, body=refusal)
+    run = _report(gh, tmp_path, monkeypatch, base, head, 1.08)
+    assert run.outputs()["verdict"] == "request_changes"
+    assert gh.checks_on(head) == []
+    [status] = gh.statuses[head]
+    assert status["state"] == "failure" and status["context"] == "kernel-review"
+    body = _sticky(gh)["body"]
+    assert "The kernel-review check run was refused by GitHub" in body
+    assert "422 Validation Failed: summary exceeds a maximum bytesize of 65535" in body
+    assert "Kernel review: Request changes" in body  # the review itself is still there
+    assert "the check run was refused (422" in capsys.readouterr().out

@@ -142,6 +142,7 @@ class Run:
             "INPUT_TOKEN",
             "INPUT_HISTORY_PATH",
             "INPUT_HISTORY_BRANCH",
+            "INPUT_RUNNER_ISOLATION",
         ):
             monkeypatch.delenv(key, raising=False)
         for key, value in {**env, **{f"INPUT_{k.upper()}": v for k, v in inputs.items()}}.items():
@@ -226,6 +227,30 @@ def write_results(results_dir: Path, base: str, head: str, vendor: str, ev: Evid
 
 def bot_comments(fake: FakeGitHub) -> list[dict]:
     return [c for c in fake.comments_on(PR) if c["user"]["login"] == BOT]
+
+
+def test_measure_is_refused_on_a_runner_that_cannot_confine_the_code(
+    gh, fixture_repo, tmp_path, monkeypatch, capsys
+):
+    from checks.procs.sandbox import DISPOSABLE_ENV
+
+    _, base, head = fixture_repo
+    event = pr_event("opened", base, head)
+    assert Run(gh, tmp_path / "plan", monkeypatch, "pull_request", event)("plan") == 0
+    measure = Run(gh, tmp_path / "plan", monkeypatch, "pull_request", event, vendor="nvidia")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bwrap-here"))
+    monkeypatch.delenv(DISPOSABLE_ENV, raising=False)
+    capsys.readouterr()
+    assert measure("measure") == 2
+    err = capsys.readouterr().err
+    assert "this runner cannot confine the measured code, so it is not run" in err
+    assert "bwrap (bubblewrap) is not installed" in err
+    assert "runner-isolation: disposable" in err and "kernel-review doctor" in err
+    assert not list(measure.results.glob("results-*.json"))
+    # a typo in the input is an error, not a silent choice
+    monkeypatch.setenv("INPUT_RUNNER_ISOLATION", "disposible")
+    assert measure("measure") == 2
+    assert "runner-isolation 'disposible' is not sandbox or disposable" in capsys.readouterr().err
 
 
 def test_pull_request_plan_measure_report_then_push_updates_the_same_comment(

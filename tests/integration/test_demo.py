@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from tests.golden_util import check_golden
 from tests.paths import ROOT
 
 RECORDED = ROOT / "bench" / "results" / "h200" / "fixture_review" / "results-nvidia.json"
@@ -29,12 +30,13 @@ def test_without_a_gpu_every_measurement_is_not_run_with_its_reason(tmp_path: Pa
 
 
 def test_recorded_results_become_the_evidence(capsys) -> None:
-    assert main(["demo", "--no-compile", "--results", str(RECORDED), "--out", "-"]) == 0
+    """Everything the H200 recorded, as the job summary has it (``--full``)."""
+    assert main(["demo", "--no-compile", "--results", str(RECORDED), "--full", "--out", "-"]) == 0
     review = capsys.readouterr().out
     assert review.startswith("## ⛔ Kernel review: Request changes")
     # the H200's sweep, with the bf16 ragged vector_add regression it found
     assert "nvidia (NVIDIA H200): 52 shapes" in review
-    assert "| vector\\_add | 67108859 (small/ragged) | bfloat16 |" in review
+    assert "|  | 67108859† | bf16 | 101.02 | 245.15 | 2.4x slower | 94% → 39% | SLOWER |" in review
     assert "worst vector\\_add 67108859 bfloat16" in review
     # first call measured in fresh processes on the GPU, judged against the cli budget
     assert "matmul on nvidia, cold" in review and "10 autotune keys" in review
@@ -59,6 +61,24 @@ def test_recorded_results_become_the_evidence(capsys) -> None:
     # AMD has no results: not run, and the condition stays open
     assert "sweep on amd: needs an AMD GPU runner" in review
     assert "sweep on nvidia" not in review
+
+
+def test_the_recorded_review_of_three_kernels_is_short_and_golden(capsys) -> None:
+    """The comment for the fixture's pull request (3 kernels: two rewrites and a retune, a
+    toolchain pin, 52 shapes on the H200): the verdict, the conditions and the worst shapes in
+    the first screen, the rest folded, and every sentence pinned by a golden file (whose size
+    tests/unit/test_chart.py holds to its limits)."""
+    assert main(["demo", "--no-compile", "--results", str(RECORDED), "--out", "-"]) == 0
+    comment = capsys.readouterr().out.removesuffix("\n")
+    check_golden("review_fixture_h200.md", comment)
+    first = comment.split("<details>")[0]
+    assert first.count("\n- ") == 5 + 3  # the five conditions, then the three worst shapes
+    assert "**Worst shapes** (head against base, 95% CI; 12 more under Per-shape results):" in first
+    # a chart per kernel; the 15 shapes that did not hold in the table under them
+    assert [line for line in comment.splitlines() if line.startswith("    title ")] == [
+        f'    title "{k} on NVIDIA H200: head / base"' for k in ("vector_add", "softmax", "matmul")
+    ]
+    assert "<summary>nvidia: the 15 shapes that did not hold, in a table (37 held" in comment
 
 
 def test_results_for_another_head_are_refused(tmp_path: Path, capsys) -> None:
@@ -97,9 +117,11 @@ def test_the_review_shows_the_layouts_the_compiler_chose(tmp_path: Path) -> None
     assert main(["demo", "--out", str(out)]) == 0
     review = out.read_text()
     assert "**Layouts the compiler chose** (Triton GPU IR" in review
+    softmax = [x for x in review.splitlines() if x.startswith("- softmax on ")]
     for target, lanes in (("sm\\_90", 32), ("gfx942", 64), ("gfx90a", 64)):
         # the softmax row: one blocked layout over 4 to 16 warps, its reductions across them
-        line = next(x for x in review.splitlines() if x.startswith(f"- softmax on {target}, new:"))
+        # (one line for the targets where it reads the same: the two AMD ones)
+        line = next(x for x in softmax if target in x.split(", new:")[0])
         assert f"threadsPerWarp [{lanes}] warpsPerCTA [4] | [8] | [16] order [0]`" in line
         assert "a reduction spans up to 16 warps, so it meets in shared memory" in line
     # the matmul retune changed the Hopper tiles, and with them the wgmma layouts; AMD kept its

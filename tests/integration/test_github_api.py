@@ -256,3 +256,55 @@ def test_diff_from_files_marks_added_removed_renamed():
 
 def test_bot_constant_matches_fake_default():
     assert BOT == "github-actions[bot]"
+
+
+def test_annotation_texts_and_an_issue_title_are_cut_to_githubs_units(fake):
+    """An annotation's message is capped in bytes ("64 KB"), its title and an issue's title in
+    characters; the fake refuses what GitHub refuses, so what it stored was taken."""
+    from bot.github.api import MAX_ANNOTATION_MESSAGE_BYTES
+    from bot.github.types import CheckAnnotation
+
+    client, _ = make_client(fake)
+    message = "é" * 40_000  # 40,000 characters, 80,000 bytes
+    note = CheckAnnotation(
+        path="k.py", start_line=1, end_line=2, level="warning", title="t" * 300, message=message
+    )
+    run_id = client.publish_check_run(
+        HEAD, name="kernel-review", conclusion="failure", title="x", summary="s",
+        annotations=[note],
+    )  # fmt: skip
+    [stored] = fake.check_runs[run_id]["output"]["annotations"]
+    assert len(stored["message"].encode("utf-8")) <= MAX_ANNOTATION_MESSAGE_BYTES
+    assert stored["message"].startswith("é" * 1000) and stored["message"].endswith("…")
+    assert len(stored["title"]) == 255
+    issue = client.create_issue("kernel-review: triton 3.7.0 would regress " + "k, " * 200, "b")
+    assert len(fake.issues[issue.number]["title"]) == 256
+    client.edit_issue(issue.number, "y" * 300, "b")
+    assert len(fake.issues[issue.number]["title"]) == 256
+
+
+def test_the_fake_refuses_a_summary_over_65535_bytes_as_github_does(fake):
+    client, _ = make_client(fake)
+    with pytest.raises(GitHubRequestError) as info:
+        client.publish_check_run(
+            HEAD,
+            name="kernel-review",
+            conclusion="failure",
+            title="x",
+            summary="€" * 30_000,
+            annotations=[],
+        )  # 30,000 characters, 90,000 bytes
+    assert info.value.status == 422
+    assert "summary exceeds a maximum bytesize of 65535" in info.value.api_message
+
+
+def test_an_issue_is_read_and_a_pull_request_is_an_issue_with_a_pull_request_key(fake):
+    made = make_client(fake)[0].create_issue("a title", "a body")
+    client, _ = make_client(fake)
+    repo = client._repo
+    assert repo.get_issue(made.number).pull_request is None
+    assert "pull_request" not in repo.get_issue(made.number).raw_data
+    assert repo.get_issue(7).pull_request is not None
+    # find_issue skips pull requests, which GitHub lists among the issues
+    fake.pulls[7]["body"] = "<!-- marker -->"
+    assert client.find_issue("<!-- marker -->") is None

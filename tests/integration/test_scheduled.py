@@ -75,7 +75,16 @@ def test_one_issue_opened_then_updated_and_the_history_shown_in_a_review(
     records = read_history(history.read_text())
     assert [r.regressed for r in records] == [("softmax",), ("softmax",), ()]
     assert records[0].kernels == {"softmax": 56.0} and records[0].pinned == {"triton": "3.6.0"}
+    assert [(c.shape, c.us, c.candidate_us) for c in records[0].cases] == [
+        ((4096, 4096), 100.0, 140.0),
+        ((1823, 781), 12.0, 12.0),
+    ]
     assert len(gh.issues) == 1
+    # the job summary draws each case's trend, its runs linked to their commits
+    summary = calm.summary.read_text()
+    assert "## The default branch over time" in summary
+    assert "### `softmax` 4096x4096 float16 on nvidia" in summary and "xychart-beta" in summary
+    assert f"(https://ghe.example/octo/kernels/commit/{base})" in summary
 
     # the history branch holds the file; a pull request's review shows how softmax moved
     gh.put_file("kernel-review-history", "history.jsonl", history.read_text())
@@ -117,6 +126,7 @@ shapes = [[4096]]
 @pytest.mark.slow
 def test_the_scheduled_measure_runs_the_pin_and_the_newest_release(tmp_path, monkeypatch):
     from checks.measure import measure_plan
+    from checks.procs.sandbox import configure, detect
     from kernels_fixture.build_repo import build_fixture_repo
     from kernels_fixture.toolchain_bump import add_toolchain_bump
 
@@ -130,9 +140,12 @@ def test_the_scheduled_measure_runs_the_pin_and_the_newest_release(tmp_path, mon
         return measure_plan(plan, sweep_options=CPU_SWEEP, env_cache_dir=tmp_path / "envs", **job)
 
     monkeypatch.chdir(bump.path)
+    # confined where this machine can (checks/procs); else as on a disposable runner
+    isolation = "sandbox" if detect().ready else "disposable"
     for key, value in {
         "INPUT_VENDOR": "nvidia",
         "INPUT_RESULTS_PATH": str(tmp_path / "out"),
+        "INPUT_RUNNER_ISOLATION": isolation,
     }.items():
         monkeypatch.setenv(key, value)
     env = app.ActionEnv.from_environ(dict(__import__("os").environ))
@@ -142,6 +155,8 @@ def test_the_scheduled_measure_runs_the_pin_and_the_newest_release(tmp_path, mon
         pytest.skip(
             f"triton 3.5.1 cannot be installed here (package index unreachable?): {exc.message}"
         )
+    finally:
+        configure(None)  # the next test's processes start as a local command's do
     results = ScheduledResults.model_validate_json(
         (tmp_path / "out" / "scheduled-nvidia.json").read_text()
     )

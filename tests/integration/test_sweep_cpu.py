@@ -767,3 +767,87 @@ def test_a_fault_that_ends_both_sides_is_laid_on_the_side_that_fails_alone(tmp_p
     assert got.status == "crashed" and got.failed_side == "head", (got.failed_side, got.message)
     logs = {p.name for p in (tmp_path / "work" / "logs").iterdir()}
     assert {"base-1.log", "base-2.log"} <= logs  # base was checked again on a fresh worker
+
+
+LUCKY_BENCH = """
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w, num_stages=2) for b, w in CHOICES]
+TRIED = []
+
+
+def _luck(fn, quantiles):  # near-tied configs: each process's timings favour another at random
+    fn()
+    return [hash((os.getpid(), TRIED[-1])) % 1000 + 1.0] * len(quantiles)
+
+
+def _hook(kwargs, reset_only=False):
+    TRIED.append(kwargs["BLOCK"])
+    with open(LOG, "a") as f:
+        f.write(f"{SIDE} {os.getpid()} {kwargs['BLOCK']}\\n")
+
+
+@triton.autotune(configs=CONFIGS, key=["n"], do_bench=_luck, pre_hook=_hook)
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2.0, mask=i < n)
+
+
+def scale(shape, dtype, *, device="cpu", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).to(getattr(torch, dtype))
+    out = torch.empty_like(x)
+
+    def fn():
+        scale_kernel[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, out, x.numel())
+        return out
+
+    return {"fn": fn, "reference": lambda: x * 2, "bytes_moved": 2 * x.nbytes, "flops": x.numel()}
+"""
+
+
+def test_identical_autotuned_code_times_the_config_base_picked_from_the_second_pass(
+    tmp_path: Path,
+) -> None:
+    """Each process's autotuner picks among near-tied configs by its own luck. From the second
+    pass on, base checks first and head runs base's pick (same kernel source, same configs), and
+    every worker of a side runs the config that side's check picked."""
+    log = tmp_path / "runs.log"
+    choices = "CHOICES = [(64, 1), (128, 2), (256, 4), (512, 4)]"
+    for side in ("base", "head"):
+        (tmp_path / side).mkdir()
+        body = LUCKY_BENCH.replace("LOG", repr(str(log)))
+        # the side's name last: the kernel's source and line numbers stay the same
+        (tmp_path / side / "lucky.py").write_text(f"{choices}\n{body}\nSIDE = {side!r}\n")
+    case = Case(kernel="scale", bench="lucky:scale", dims=(3000,), dtype="float32", tolerance=0.9)
+    protocol = QUICK.model_copy(update={"min_executions": 3, "max_executions": 3})
+    options = SweepOptions(
+        device="cpu",
+        protocol=protocol,
+        timeouts=Timeouts(start_s=60, prepare_s=60, check_s=60),
+        max_gpu_seconds=600,
+    )
+    result = _standin_sweep([case], options, tmp_path / "work", checkouts=tmp_path)
+    (c,) = result.cases
+    assert c.status == "ok", c.message
+    picks = sorted(c.raw.picks, key=lambda p: p.execution)
+    assert len(picks) == 3 and all(p.same_offer and p.base and p.head for p in picks)
+    assert not picks[0].head_pinned  # the first pass: each side's autotuner chooses
+    for p in picks[1:]:
+        assert p.head_pinned and p.base == p.head, p
+    # each worker ran one config after its first call's choice (no worker tuned on its own
+    # once its side's check had picked); base's autotuners tuned, head's only in the first pass
+    ran: dict[tuple[str, str], list[int]] = {}
+    for line in log.read_text().split("\n"):
+        if line:
+            side, pid, block = line.split()
+            ran.setdefault((side, pid), []).append(int(block))
+    tuning = {key for key, blocks in ran.items() if len(set(blocks)) > 1}
+    assert {side for side, _ in tuning} <= {"base", "head"}
+    assert sum(side == "head" for side, _ in tuning) <= 2  # first pass: check and crossed worker
+    assert sum(side == "base" for side, _ in tuning) >= 3

@@ -16,16 +16,16 @@ import pytest
 from checks.job_process import run_job
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
 from checks.worker_env import default_memory_bytes, scrubbed_env
+from tests.action_yml import ACTION, run_blocks
 from tests.integration.test_workers import FAST, SHAPE, STANDINS
 from tests.paths import ROOT
-from tests.unit.test_action_workflows import ACTION, _run_blocks
 
 SECRET = "ghs_secret_value_0123456789"
 RUNNER_FILES = ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STEP_SUMMARY")
 
 
 def _step(name: str) -> str:
-    install, run = _run_blocks(ACTION)
+    install, run = run_blocks(ACTION)
     return {"install": install, "run": run}[name]
 
 
@@ -48,7 +48,8 @@ def test_the_measure_step_execs_the_bot_with_a_clean_environment(tmp_path: Path)
     _fake_bot(tmp_path / "bin", out)
     runner_files = {name: tmp_path / name.lower() for name in RUNNER_FILES}
     env = {
-        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+        "PATH": "/usr/bin:/bin",
+        "KERNEL_REVIEW_BIN": str(tmp_path / "bin"),  # the install step's output
         "HOME": str(tmp_path),
         "INPUT_MODE": "measure",
         "INPUT_VENDOR": "nvidia",
@@ -150,22 +151,32 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def daemon_dies_with_its_worker(client: WorkerClient, entry: str) -> None:
+    """Run the stand-in ``entry`` (it leaves a daemon, its pid in ``<entry>.pid`` in the
+    worker's Triton cache) on a started ``client``, end the worker, and see the daemon die."""
+    try:
+        client.prepare([f"standin_kernels:{entry}"], SHAPE, "float32", seed=0)
+    finally:
+        client.close()
+    cache = client.spec.work_dir / "triton-cache"
+    pid = int(next(cache.rglob(f"{entry}.pid")).read_text())  # there when prepare ends
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)
+
+
 def test_a_daemon_left_by_the_measured_code_dies_with_its_worker(tmp_path: Path) -> None:
     spec = WorkerSpec(
         side="head", root=STANDINS / "head", device="cpu", work_dir=tmp_path, timeouts=FAST
     )
     client = WorkerClient(spec)
     client.start()
-    try:
-        client.prepare(["standin_kernels:daemon"], SHAPE, "float32", seed=0)
-    finally:
-        client.close()
-    pid_file = next((tmp_path / "triton-cache").rglob("daemon.pid"))  # there when prepare ends
-    deadline = time.monotonic() + 10
-    pid = int(pid_file.read_text())
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid)
+    daemon_dies_with_its_worker(client, "daemon")
 
 
 def test_a_worker_that_allocates_past_its_cap_fails_as_oom(tmp_path: Path) -> None:

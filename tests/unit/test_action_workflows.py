@@ -10,33 +10,16 @@ from __future__ import annotations
 import re
 
 from bot.app import ActionEnv
+from tests.action_yml import ACTION, run_blocks
 from tests.paths import ROOT
 
-ACTION = (ROOT / "action.yml").read_text()
 WORKFLOWS = {p.name: p.read_text() for p in (ROOT / "docs" / "workflows").glob("*.yml")}
 
 
-def _run_blocks(text: str) -> list[str]:
-    blocks, current = [], None
-    for line in text.splitlines():
-        m = re.match(r"^(\s*)(?:- )?run: \|", line)
-        if m:
-            current = (len(m.group(1)), [])
-            blocks.append(current[1])
-            continue
-        if current is not None:
-            indent = len(line) - len(line.lstrip())
-            if line.strip() and indent <= current[0]:
-                current = None
-            else:
-                current[1].append(line)
-    return ["\n".join(b) for b in blocks]
-
-
 def test_no_expression_is_pasted_into_a_shell_line():
-    blocks = _run_blocks(ACTION)
+    blocks = run_blocks(ACTION)
     assert len(blocks) == 2
-    for text in [*blocks, *(b for w in WORKFLOWS.values() for b in _run_blocks(w))]:
+    for text in [*blocks, *(b for w in WORKFLOWS.values() for b in run_blocks(w))]:
         assert "${{" not in text
 
 
@@ -71,12 +54,41 @@ def test_every_input_reaches_the_cli_as_an_environment_variable():
     assert env.api_url == "https://ghe/api/v3" and env.head_sha == "a" * 40
 
 
-def test_every_action_is_pinned_to_a_full_sha():
-    for name, text in WORKFLOWS.items():
-        uses = re.findall(r"^\s*(?:- )?uses: (\S+)", text, re.M)
+OWN_WORKFLOWS = {p.name: p.read_text() for p in (ROOT / ".github" / "workflows").glob("*.yml")}
+
+
+def _placeholder(sha: str) -> bool:
+    """A commit SHA nobody made: one digit repeated, or a run of one word (deadbeef...)."""
+    return len(set(sha)) <= 2 or any(sha == (w * 5)[:40] for w in ("deadbeef", "12345678", "abcdef12"))  # fmt: skip
+
+
+def test_every_action_is_pinned_to_a_full_sha_with_its_version_in_a_comment():
+    assert "release.yml" in OWN_WORKFLOWS
+    for name, text in {**WORKFLOWS, **OWN_WORKFLOWS}.items():
+        uses = re.findall(r"^\s*(?:- )?uses: (.*)$", text, re.M)
         assert uses, name
-        for ref in uses:
-            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), (name, ref)
+        for line in uses:
+            m = re.fullmatch(r"([\w.-]+/[\w.-]+)@(\S+) # (\S.*)", line)
+            assert m, f"{name}: `uses: {line}` is not `owner/repo@<full sha> # <version>`"
+            action, ref, version = m.groups()
+            assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{name}: {action}@{ref} is not a full SHA"
+            assert not _placeholder(ref), f"{name}: {action}@{ref} is a placeholder, not a commit"
+            assert re.match(r"v\d+\.\d+\.\d+\b|main \d{4}-\d{2}-\d{2}\b", version), (name, line)
+
+
+def test_the_placeholder_check_catches_placeholders():
+    assert _placeholder("0" * 40) and _placeholder("f" * 40) and _placeholder("deadbeef" * 5)
+    assert not _placeholder("11bd71901bbe5b1630ceea73d27597364c9af683")
+
+
+def test_dependabot_keeps_the_pinned_actions_current():
+    config = (ROOT / ".github" / "dependabot.yml").read_text()
+    ecosystem = config.split("package-ecosystem: github-actions", 1)[1].split(
+        "- package-ecosystem", 1
+    )[0]
+    dirs = re.findall(r'^\s+- "(/[^"]*)"$', ecosystem, re.M)
+    assert dirs == ["/", "/docs/workflows"]  # .github/workflows and action.yml, and the copies
+    assert re.search(r"interval: (daily|weekly)", ecosystem)
 
 
 def test_measure_job_has_no_token_and_checks_out_the_pinned_sha():

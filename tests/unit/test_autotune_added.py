@@ -3,11 +3,10 @@ set loses its default in the signature; a real change of the body still reads as
 
 from __future__ import annotations
 
-import difflib
-
 import pytest
 
 from bot.analysis.classify import analyze_diff
+from tests.diff_util import file_diff
 
 BEFORE = """\
 import triton
@@ -45,15 +44,7 @@ def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 def _kind(before: str, after: str) -> str:
     path = "ops/add.py"
-    diff = "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            f"a/{path}",
-            f"b/{path}",
-        )
-    )
-    diff = f"diff --git a/{path} b/{path}\n" + diff
+    diff = file_diff(path, before, after)
     analysis = analyze_diff(diff, old_source={path: before}.get, new_source={path: after}.get)
     [change] = analysis.changes
     return change.kind

@@ -195,3 +195,24 @@ def test_executions_apart_on_a_host_bound_op_name_the_host_as_the_likely_cause()
     placed = host_bound.model_copy(update={"base": side(40.0, 430.0), "head": side(40.0, 750.0)})
     (other,), _ = finalize([placed], ProtocolConfig(crossover=True), 1)
     assert "likely cause: where each process's buffers" in other.explanation
+
+
+def test_passes_where_head_ran_bases_pick_decide_and_are_said_as_such() -> None:
+    """From the second pass, head runs what base's autotuner picked (same kernel source, same
+    configs): base's own picks still vary from process to process, head's count only its first,
+    unpinned pass, and the matched passes decide."""
+    protocol = ProtocolConfig(crossover=True)
+    picks = [(SLOW, FAST), (FAST, FAST), (SLOW, SLOW), (FAST, FAST)]
+    case = _case(picks, same_offer=True, seed=5)
+    assert case.raw is not None
+    run = case.raw.model_copy(
+        update={"picks": tuple(p.model_copy(update={"head_pinned": p.execution > 0})
+                               for p in case.raw.picks)}
+    )  # fmt: skip
+    assert run.pick_counts("head") == {FAST: 1}  # its own choice, once
+    assert run.pick_counts("base") == {SLOW: 2, FAST: 2}
+    (done,), _ = finalize([case.model_copy(update={"raw": run})], protocol, 1)
+    assert done.verdict == "SAME", (done.ratio, done.explanation)
+    assert done.executions >= 4  # pinned passes only, both arms (the first look may decide)
+    assert "in 3 of 4 passes head ran the config base's autotuner picked" in done.explanation
+    assert "decided over the 3 of 4 passes" in done.explanation

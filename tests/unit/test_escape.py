@@ -131,3 +131,13 @@ def test_ordinary_text_is_left_as_it_reads(text):
 def test_pipes_inside_code_spans_cannot_split_a_table_cell():
     assert md_text("path `a|b` here |x") == "path `a\\|b` here \\|x"
     assert md_code("a|b") == "`a\\|b`"
+
+
+def test_utf8_prefix_and_clip_bytes_count_bytes_and_never_split_a_character():
+    from bot.escape import clip_bytes, utf8_prefix
+
+    assert utf8_prefix("aé€", 3) == "aé"  # 1 + 2 bytes; the euro sign's 3 would make 6
+    assert utf8_prefix("aé€", 2) == "a"  # never half of é
+    assert clip_bytes("€" * 10, 30) == "€" * 10
+    cut = clip_bytes("€" * 10, 12)
+    assert cut == "€€€…" and len(cut.encode("utf-8")) == 12

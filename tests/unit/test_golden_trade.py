@@ -11,6 +11,7 @@ import pytest
 
 from bot.contracts.evidence import (
     CompilerEvidence,
+    CompilerRow,
     Evidence,
     FirstCallEvidence,
     ShapeLine,
@@ -24,8 +25,7 @@ from bot.review.conclude import conclude, review_context
 from tests.golden_util import check_golden
 
 # softmax's rewrite may cost 8%, matmul's tuning 5%; everything else 3% and a 6% price
-POLICY = parse_policy(
-    """\
+POLICY_TEXT = """\
 tolerance = 0.03
 rewrite_price = 0.06
 vendors = ["nvidia"]
@@ -51,7 +51,7 @@ tolerance = 0.05
 shapes = [[4096, 4096, 4096], [1024, 1024, 1024], [7, 13, 31]]
 tensors = [[0, 2], [2, 1], [0, 1]]
 """
-)
+POLICY = parse_policy(POLICY_TEXT)
 REWRITE = ChangeLine(
     kernel="softmax",
     kind="rewrite",
@@ -160,19 +160,19 @@ def _evidence(*shapes: ShapeLine, **kw) -> Evidence:
 SOFTMAX_WITHIN = (
     _shape("softmax", (4096, 4096), "SAME", 1.01, weight=10),
     _shape("softmax", (32768, 1024), "SLOWER", 1.043),
-    _shape("softmax", (1823, 781), "SLOWER", 1.061, small_or_ragged=True),
-    _shape("softmax", (1, 781), "FASTER", 0.93, small_or_ragged=True),
+    _shape("softmax", (1823, 781), "SLOWER", 1.061),
+    _shape("softmax", (1, 781), "FASTER", 0.93),
 )
 SOFTMAX_OVER = (
     _shape("softmax", (4096, 4096), "SAME", 1.02, weight=10),
     _shape("softmax", (32768, 1024), "SLOWER", 1.047),
-    _shape("softmax", (1823, 781), "SLOWER", 1.13, small_or_ragged=True),
-    _shape("softmax", (1, 781), "SLOWER", 1.31, half=0.03, small_or_ragged=True),
+    _shape("softmax", (1823, 781), "SLOWER", 1.13),
+    _shape("softmax", (1, 781), "SLOWER", 1.31, half=0.03),
 )
 MATMUL_ONE_SLOW = (
     _shape("matmul", (4096, 4096, 4096), "SAME", 0.99),
     _shape("matmul", (1024, 1024, 1024), "FASTER", 0.94),
-    _shape("matmul", (7, 13, 31), "SLOWER", 1.09, small_or_ragged=True),
+    _shape("matmul", (7, 13, 31), "SLOWER", 1.09),
 )
 BOTH_TOOLCHAINS = (
     SideToolchain(side="base", versions={"triton": "3.5.1"}, environment="uv environment 3f2a"),
@@ -213,15 +213,97 @@ CASES = {
 }
 
 
+# three kernels in one pull request, as the comment's size is aimed at (about 10 KB): softmax
+# rewritten within its price, matmul retuned (faster at most shapes, slower at its tiny one),
+# rmsnorm's body changed and as fast; 6 shapes each (some the sweep added), with compiler rows
+POLICY_3 = parse_policy(
+    POLICY_TEXT
+    + """
+[[kernels]]
+name = "rmsnorm"
+bench = "ops.bench:rmsnorm"
+paths = ["ops/rmsnorm.py"]
+dtypes = ["bfloat16"]
+shapes = [[4096, 4096], [8192, 1024], [1, 4096], [32768, 512]]
+"""
+)
+BODY = TUNING.model_copy(
+    update={
+        "kernel": "rmsnorm",
+        "kind": "body",
+        "old_paths": ("ops/rmsnorm.py",),
+        "new_paths": ("ops/rmsnorm.py",),
+    }
+)
+THREE = (
+    *SOFTMAX_WITHIN,
+    _shape("softmax", (64, 16384), "FASTER", 0.92),
+    _shape("softmax", (32749, 1021), "SAME", 1.02, small_or_ragged=True),
+    *MATMUL_ONE_SLOW,
+    _shape("matmul", (1, 4096, 4096), "FASTER", 0.91),
+    _shape("matmul", (17, 4096, 4096), "FASTER", 0.69),
+    _shape("matmul", (8191, 1021, 8191), "SAME", 1.01, small_or_ragged=True),
+    *(
+        _shape("rmsnorm", shape, "SAME", ratio, tolerance=0.03, small_or_ragged=added)
+        for shape, ratio, added in (
+            ((4096, 4096), 1.0, False),
+            ((8192, 1024), 0.99, False),
+            ((1, 4096), 1.01, False),
+            ((32768, 512), 1.0, False),
+            ((7, 13), 1.02, True),
+            ((1811, 773), 0.98, True),
+        )
+    ),
+)
+
+
+def _row(kernel: str, side: str, config: str, regs: int, occupancy: str) -> CompilerRow:
+    return CompilerRow(
+        kernel=kernel,
+        side=side,  # type: ignore[arg-type]
+        language="cuda" if side == "old" and kernel == "softmax" else "triton",
+        vendor="nvidia",
+        target="sm_90",
+        config=config,
+        regs_per_thread=regs,
+        spill_bytes=0,
+        shared_bytes=0 if kernel != "matmul" else 65536,
+        occupancy=occupancy,
+        load_bits_max=128,
+    )
+
+
+COMPILER_3 = CompilerEvidence(
+    rows=(
+        _row("softmax", "old", "softmax_row_kernel threads=256", 32, "64 warps/SM (100%)"),
+        _row("softmax", "new", "BLOCK_SIZE=1024, num_warps=4", 30, "64 warps/SM (100%)"),
+        _row("softmax", "new", "BLOCK_SIZE=16384, num_warps=16", 62, "32 warps/SM (50%)"),
+        _row("matmul", "old", "BLOCK_M=128, BLOCK_N=128, num_warps=4", 168, "12 warps/SM (19%)"),
+        _row("matmul", "new", "BLOCK_M=128, BLOCK_N=256, num_warps=8", 228, "8 warps/SM (12%)"),
+        _row("matmul", "new", "BLOCK_M=64, BLOCK_N=64, num_warps=4", 96, "20 warps/SM (31%)"),
+        _row("rmsnorm", "old", "BLOCK=4096, num_warps=8", 40, "64 warps/SM (100%)"),
+        _row("rmsnorm", "new", "BLOCK=4096, num_warps=8", 40, "64 warps/SM (100%)"),
+    )
+)
+CASES["trade_three_kernels.md"] = (
+    "request_changes",
+    (REWRITE, TUNING, BODY),
+    _evidence(*THREE, geomean=0.97, geomean_ci=(0.96, 0.98)).model_copy(
+        update={"compiler": COMPILER_3}
+    ),
+)
+
+
 def _review(changes, evidence, head: str = "b" * 40):
+    policy = POLICY_3 if any(c.kernel == "rmsnorm" for c in changes) else POLICY
     ctx = review_context(
-        POLICY,
+        policy,
         base_sha="a" * 40,
         head_sha=head,
         repository="acme/ops",
         policy_source=".github/kernel-review.toml",
     )
-    return conclude(changes, POLICY, evidence, ctx, PART_A, today=date(2026, 1, 15))
+    return conclude(changes, policy, evidence, ctx, PART_A, today=date(2026, 1, 15))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

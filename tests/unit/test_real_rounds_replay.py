@@ -1,6 +1,6 @@
 """The verdict rule replayed on rounds real kernels gave on an H200 with identical code on both
-sides (``bench/results/h200/real_kernels/raw-part1``: bitsandbytes' and cut-cross-entropy's ops,
-three A/A runs, the sweep's own results files). Whatever the rule becomes, identical code must
+sides (``bench/results/h200/real_kernels/raw-part*``: the A/A runs of 35 kernels of five
+repositories, and the earlier engine's in ``real_kernels_steps``; the sweep's own results files). Whatever the rule becomes, identical code must
 never read SLOWER or FASTER there, and each INCONCLUSIVE says why."""
 
 from __future__ import annotations
@@ -13,7 +13,13 @@ from checks.sweep.models import SweepResult
 from checks.sweep.summary import recompute
 from tests.paths import ROOT
 
-RAW = sorted((ROOT / "bench" / "results" / "h200" / "real_kernels" / "raw-part1").glob("*.json"))
+H200 = ROOT / "bench" / "results" / "h200"
+RAW = sorted(
+    [
+        *H200.glob("real_kernels/raw-part*/*.json"),
+        *H200.glob("real_kernels_steps/*/raw-part*/*.json"),
+    ]
+)
 
 
 @pytest.mark.parametrize("path", RAW, ids=[p.stem for p in RAW])
@@ -28,4 +34,4 @@ def test_identical_code_on_real_kernels_never_reads_a_difference(path) -> None:
 
 
 def test_the_replayed_record_is_there() -> None:
-    assert len(RAW) >= 5
+    assert len(RAW) >= 18

@@ -86,7 +86,7 @@ def test_counted_words_agree_with_their_count() -> None:
     assert plural(1, "round") == "1 round" and plural(3, "process", "processes") == "3 processes"
 
 
-def test_a_chart_is_a_short_table_in_a_terminal_not_its_source() -> None:
+def test_a_chart_is_a_text_bar_per_shape_in_a_terminal_not_its_source() -> None:
     from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
     from bot.contracts.review import ReviewContext, Verdict
     from bot.review.render import render_comment
@@ -96,22 +96,38 @@ def test_a_chart_is_a_short_table_in_a_terminal_not_its_source() -> None:
             kernel="softmax",
             shape=(n, 781),
             dtype="float16",
-            verdict="SAME",
+            verdict="SAME" if r < 1.05 else "SLOWER",
             ratio=r,
             tolerance=0.05,
         )
-        for n, r in ((1823, 1.012), (4096, 0.91))
+        for n, r in ((1823, 1.012), (4096, 0.91), (8192, 1.8))
     )
     ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=shapes),))
-    verdict = Verdict(decision="approve", why="", conditions=(), not_asking_for=(), changes=())
+    verdict = Verdict(
+        decision="approve",
+        why="",
+        conditions=(),
+        not_asking_for=(),
+        changes=(),
+        prices={"softmax": 0.08},
+    )
     ctx = ReviewContext(base_sha="a" * 40, head_sha="b" * 40)
-    comment = render_comment(verdict.model_copy(update={"no_kernel_changes": False}), ctx, ev)
+    comment = render_comment(verdict, ctx, ev)
     assert "xychart-beta" in comment
     text = terminal_text(comment)
     assert "xychart" not in text and "```" not in text and "bar [" not in text
+    assert "plotColorPalette" not in text and "---\nconfig" not in text
     lines = text.splitlines()
-    start = lines.index("head / base time, nvidia: above 1 is slower; the band is the tolerance")
-    table = lines[start + 1 : start + 5]
-    assert table[0].split() == ["case", "head", "/", "base", "tolerance", "band"]
-    assert table[2].split() == ["softmax", "1823x781", "f16", "1.2%", "slower", "0.952–1.050"]
-    assert table[3].split() == ["softmax", "4096x781", "f16", "9.0%", "faster", "0.952–1.050"]
+    start = lines.index("softmax on NVIDIA H200: head / base")
+    key, *bars = lines[start + 1 : start + 5]
+    assert key.split()[:2] == ["faster", "slower"]
+    assert "(| as fast, : the 5% tolerance band, ! the 8% rewrite price)" in key
+    # 1.0 at the middle column; slower to the right, faster to the left, past the scale: »
+    middle = key.index("faster") + 16
+    assert bars[0].startswith("1823x781 f16") and bars[0].endswith("1.2% slower")
+    assert bars[0][middle] == "|" and bars[0][middle + 1] == "█" and bars[0][middle - 1] != "█"
+    assert bars[1].startswith("4096x781 f16") and bars[1].endswith("9.0% faster")
+    assert bars[1][middle - 1] == "█" and bars[1][middle + 1] != "█"
+    assert bars[2].endswith("» 80.0% slower".replace("» ", "»  "))
+    # the band's edges and the price are marked where no bar covers them
+    assert bars[1][middle + 1 :].count(":") == 1 and bars[1].count("!") == 1

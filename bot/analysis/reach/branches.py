@@ -25,19 +25,49 @@ from bot.analysis.text import collapse, module_bindings, parse_python, source_ki
 if TYPE_CHECKING:
     from bot.policy.model import Policy
 
+# The GPU vendors a launch may be chosen by, as data: each with the words its predicates and
+# device types are spelled with (``is_xpu()``, ``IS_HIP``, ``torch.npu``, ``device.type ==
+# "xpu"``, ``SYSTEM == "ipex"``). NVIDIA's ``cuda`` is PyTorch's device type on ROCm too, so
+# only its explicit tests (``torch.version.cuda``, ``IS_CUDA``, ``is_nvidia()``) name it.
+VENDORS: dict[str, tuple[str, ...]] = {
+    "nvidia": ("nvidia",),
+    "amd": ("hip", "rocm", "amd", "cdna", "rdna"),
+    "intel": ("xpu", "ipex", "intel", "sycl"),
+    "ascend": ("npu", "ascend"),
+    "cambricon": ("mlu",),
+    "moore threads": ("musa",),
+    "apple": ("mps",),
+}
+_DEVICE_WORDS = "|".join(w for v, words in VENDORS.items() if v != "nvidia" for w in words)
+_ALL_WORDS = "|".join(w for words in VENDORS.values() for w in words)
 VENDOR = re.compile(
-    r"\b(?:is_hip|is_amd|is_rocm|is_cdna|is_rdna|is_intel|is_xpu|is_npu|"
-    r"torch\.version\.(?:hip|cuda)|IS_(?:AMD|ROCM|HIP|INTEL|XPU|NPU|CUDA|NVIDIA)|"
+    rf"\b(?:is_(?:{_ALL_WORDS})|IS_(?:{_ALL_WORDS.upper()}|CUDA)|"
+    rf"torch\.version\.(?:hip|cuda)|torch\.(?:{_DEVICE_WORDS})\b|"
     r"USE_ROCM|BNB_HIP|__HIP_PLATFORM_AMD__|__HIPCC__|__HIP__|__AMDGCN_WAVEFRONT_SIZE|__GFX\w*|"
     r"warp_size|WARP_SIZE|WARP_THREADS|hipDeviceAttributeWarpSize)\b"
+    rf"|[\"'](?:{_DEVICE_WORDS})[\"']"
 )
+
+# The same words for ``git grep -E`` (no Python-only syntax): a file of the diff that tests a
+# vendor is read whole (an import it gates may decide where another file's kernels run).
+VENDOR_MARKERS = (
+    rf"\b(is|IS)_({_ALL_WORDS}|{_ALL_WORDS.upper()})\b|torch\.version\.|"
+    rf"torch\.({_DEVICE_WORDS})\b|[\"']({_DEVICE_WORDS})[\"']"
+)
+
+
+def vendors_named(condition: str) -> list[str]:
+    """The vendors a condition names, in ``VENDORS``' order."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", condition.replace("_", " "))}
+    return [v for v, names in VENDORS.items() if words & set(names)]
+
+
 ARCH = re.compile(
     r"\b(?:get_device_capability|device_capability|compute_capability|"
     r"cudaDevAttrComputeCapability\w*|__CUDA_ARCH__|IS_NVIDIA_(?:HOPPER|BLACKWELL|AMPERE)|"
     r"is_(?:hopper|blackwell|ampere|volta|sm\d+)|get_device_name|isSM\d+\w*|sm_?\d{2,3}[af]?|"
     r"SM\d{2,3}|gfx\d{3,4}\w*)\b|(?:dprops|props|prop)\s*(?:->|\.)\s*major"
 )
-_OTHER_VENDORS = re.compile(r"\b(?:is_intel|is_xpu|is_npu|IS_INTEL|IS_XPU|IS_NPU)\b")
 _CAPABILITY = re.compile(r"\(\s*(\d{1,2})\s*,\s*(\d)\s*\)|\bsm_?(\d{2,3})|major\s*[=!<>]=?\s*(\d+)")
 _PP_IF = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif)\b(.*)$")
 _PP_END = re.compile(r"^\s*#\s*endif\b")
@@ -69,9 +99,16 @@ def add_branches(
         if not found:
             out.append(c)
             continue
-        found = [b.model_copy(update={"note": _note(b, policy)}) for b in found[:MAX_BRANCHES]]
+        found = [
+            b.model_copy(update={"note": branch_note(b, policy)}) for b in found[:MAX_BRANCHES]
+        ]
         out.append(c.model_copy(update={"branches": found}))
     return out
+
+
+def test_kinds(text: str) -> list[str]:
+    """``vendor`` and / or ``arch``: what a test as written chooses by."""
+    return _kinds(text, {"vendor": set(), "arch": set()})
 
 
 def _kinds(text: str, flags: dict[str, set[str]]) -> list[str]:
@@ -299,7 +336,7 @@ def _enclosing_ifs(lines: list[str], number: int) -> list[tuple[int, str]]:
     return out[:4]
 
 
-def _note(b: LaunchBranch, policy: Policy | None) -> str:
+def branch_note(b: LaunchBranch, policy: Policy | None) -> str:
     vendors = list(policy.vendors) if policy is not None else ["nvidia", "amd"]
     targets = (
         [*policy.compiler.nvidia_targets, *policy.compiler.amd_targets]
@@ -307,10 +344,11 @@ def _note(b: LaunchBranch, policy: Policy | None) -> str:
         else ["sm_90", "gfx942", "gfx90a"]
     )
     if b.kind == "vendor":
-        if _OTHER_VENDORS.search(b.condition):
+        others = [v for v in vendors_named(b.condition) if v not in vendors]
+        if others:
             return (
                 f"the measured runners ({', '.join(vendors)}) never take the side of "
-                f"`{b.condition}` meant for another vendor"
+                f"`{b.condition}` meant for {' and '.join(others)}"
             )
         if len(vendors) < 2:
             return (

@@ -102,6 +102,25 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
+def _chosen(func: ast.AST) -> dict[str, list[str]]:
+    """Local names a function binds to other names (``fn = A``, ``fn = A if flag else B``):
+    the names a call through them may reach."""
+    out: dict[str, list[str]] = {}
+    for sub in ast.walk(func):
+        if not (isinstance(sub, ast.Assign) and len(sub.targets) == 1):
+            continue
+        target = sub.targets[0]
+        if not isinstance(target, ast.Name):
+            continue
+        values = (
+            [sub.value.body, sub.value.orelse] if isinstance(sub.value, ast.IfExp) else [sub.value]
+        )
+        names = [d for v in values if (d := dotted(v))]
+        if names and len(names) == len(values):
+            out.setdefault(target.id, []).extend(names)
+    return out
+
+
 @dataclass
 class _Module:
     path: str
@@ -170,6 +189,13 @@ class Side:
         )
         self._modules[path] = mod
         return mod
+
+    def kernel_path(self, name: str) -> str | None:
+        """The file of the modules read so far that defines the launched kernel ``name``."""
+        for mod in self._modules.values():
+            if mod is not None and name in mod.kernels:
+                return mod.path
+        return None
 
     def locate(self, qualified: str) -> tuple[_Module, str] | None:
         """``pkg.mod.Cls.method`` -> (the module, ``Cls.method``), the longest module first."""
@@ -242,6 +268,7 @@ class Side:
         out.kernels |= mod.launches.get(name, set())
         cls = name.split(".")[0] if "." in name else None
         local = imports_in(node.body, mod.path)
+        chosen = _chosen(node)
         for sub in ast.walk(node):
             if not isinstance(sub, ast.Call):
                 continue
@@ -249,8 +276,12 @@ class Side:
             called = dotted(target)
             if not called:
                 continue
-            for qualified in self._resolve(mod, called, local, cls):
-                out.add(self._reach_of(mod, qualified, depth, seen))
+            head, dot, rest = called.partition(".")
+            for alias in chosen.get(head, [called]):
+                for qualified in self._resolve(
+                    mod, alias + dot + rest if alias != called else called, local, cls
+                ):
+                    out.add(self._reach_of(mod, qualified, depth, seen))
         return out
 
     def _resolve(

@@ -4,19 +4,51 @@ A ``@triton.jit`` function that other jit functions of its file call and that no
 a helper (``KernelDef.launched`` is False): it is compiled into each kernel that reaches it. Its
 change is a ``body`` change of every launched kernel of the file that calls it, directly or
 through other helpers, with the helper named in ``via_helpers``; the helper itself is not listed.
-A helper that reaches no launched kernel of its file stays listed (its callers are elsewhere).
+A helper that reaches no launched kernel of its file is a helper of the kernels of the other files
+read that import it (``from pkg.kernels.quant import scale_and_clamp``) and call it; one that
+reaches none of those either stays listed.
 """
 
 from __future__ import annotations
 
 import re
 
-from bot.analysis.model import PYTHON_LANGUAGES, Context, FileScan, KernelChange, KernelDef
+from bot.analysis.model import (
+    PYTHON_LANGUAGES,
+    ChangeKind,
+    Context,
+    FileScan,
+    KernelChange,
+    KernelDef,
+)
+from bot.analysis.reach.follow import imports_in, module_of
+from bot.analysis.text import parse_python_or_none
 
 _NAME = re.compile(r"\b([A-Za-z_]\w*)\b")  # called, or handed on (``combine_fn=helper``)
 
 
 _Index = dict[tuple[str, str], tuple[FileScan, str | None]]
+
+
+def caused_change(
+    kind: ChangeKind, old: KernelDef, new: KernelDef, via: list[str], note: str
+) -> KernelChange:
+    """The change of a kernel whose own text is the same, caused by what it reads (``via``: a
+    jit helper, an autotune pruner), with its configs as they are on each side."""
+    return KernelChange(
+        kind=kind,
+        name=new.name,
+        language=new.language,
+        path=new.path,
+        old=old.ref(),
+        new=new.ref(),
+        configs_old=list(old.configs) if old.configs is not None else None,
+        configs_new=list(new.configs) if new.configs is not None else None,
+        configs_old_computed=old.configs_computed,
+        configs_new_computed=new.configs_computed,
+        via_helpers=via,
+        notes=[note],
+    )
 
 
 def _index(ctx: Context) -> _Index:
@@ -61,16 +93,41 @@ def _callers(scan: FileScan, called_by: _Callers, helper: str) -> list[KernelDef
     return [k for k in scan.kernels if k.launched and k.name in reach and k.name != helper]
 
 
-def _helper(index: _Index, c: KernelChange) -> tuple[FileScan, str, KernelDef] | None:
-    """The scan, text and definition of ``c``'s kernel when it is a jit helper."""
+def _helper(index: _Index, c: KernelChange) -> tuple[str, FileScan, str, KernelDef] | None:
+    """The side, scan, text and definition of ``c``'s kernel when it is a jit helper."""
     for side, ref in (("new", c.new), ("old", c.old)):
         if ref is None:
             continue
         scan, text = index.get((side, ref.path), (None, None))
         k = next((k for k in scan.kernels if k.name == ref.name), None) if scan else None
-        if k is not None and scan is not None and text is not None and not k.launched:
-            return scan, text, k
+        if k is None or scan is None or text is None:
+            continue
+        if not k.launched or not any(x.kernel == k.name for x in scan.launches):
+            # a helper, or a jit function its file neither calls nor launches: maybe a
+            # helper of another file's kernels
+            return side, scan, text, k
     return None
+
+
+def _importers(index: _Index, side: str, helper: KernelDef) -> list[tuple[FileScan, str, str]]:
+    """``(scan, text, local name)`` of each other file of ``side`` that imports ``helper`` from
+    its module (under any package root: the module's dotted name may carry a prefix)."""
+    wanted = f"{module_of(helper.path)}.{helper.name}"
+    out = []
+    for (s, path), (scan, text) in index.items():
+        if s != side or path == helper.path or text is None or not scan.kernels:
+            continue
+        if helper.name not in text:
+            continue
+        tree = parse_python_or_none(text)
+        if tree is None:
+            continue
+        for local, names in imports_in(tree.body, path).items():
+            if any(
+                wanted.endswith("." + q) or q.endswith("." + wanted) or q == wanted for q in names
+            ):
+                out.append((scan, text, local))
+    return out
 
 
 def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
@@ -85,46 +142,47 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             live.setdefault((x.name, x.path), []).append(i)
     index = _index(ctx)
     graphs: dict[int, _Callers] = {}  # by the scan's id
+    launched = {x.kernel for x in (*ctx.old_launches(), *ctx.new_launches())}
     for i, c in enumerate(changes):
         if c.language not in PYTHON_LANGUAGES:
             continue
         found = _helper(index, c)
         if found is None:
             continue
-        scan, text, helper = found
+        side, scan, text, helper = found
         if id(scan) not in graphs:
             graphs[id(scan)] = _called_by(scan, text)
-        callers = _callers(scan, graphs[id(scan)], helper.name)
+        callers = _callers(scan, graphs[id(scan)], helper.name) if not helper.launched else []
+        if not callers and helper.name not in launched:
+            for other, other_text, local in _importers(index, side, helper):
+                if id(other) not in graphs:
+                    graphs[id(other)] = _called_by(other, other_text)
+                callers += _callers(other, graphs[id(other)], local)
         if not callers:
             continue
         slots[i] = None
         if c.kind != "deleted":
             live[(c.name, c.path)].remove(i)
+        elsewhere = any(k.path != helper.path for k in callers)
         if c.kind in ("new", "deleted", "moved"):
             # A helper added or removed changes its callers' text, which their own comparison
-            # saw; one moved with its callers changes nothing.
+            # saw; one moved with its callers changes nothing. A caller in another file names
+            # the helper's file, so that file is not left unmentioned.
+            for k in callers if elsewhere else ():
+                for at in live.get((k.name, k.path), []):
+                    x = slots[at]
+                    if x is not None:
+                        note = f"its jit helper {helper.name} is in {helper.path} ({c.kind})"
+                        slots[at] = x.model_copy(update={"notes": [*x.notes, note]})
             continue
         for k in callers:
             at = live.get((k.name, k.path))
-            note = f"calls the changed jit helper {helper.name}"
+            note = f"calls the changed jit helper {helper.name}" + (
+                f" of {helper.path}" if k.path != helper.path else ""
+            )
             if not at:
                 live.setdefault((k.name, k.path), []).append(len(slots))
-                slots.append(
-                    KernelChange(
-                        kind="body",
-                        name=k.name,
-                        language=k.language,
-                        path=k.path,
-                        old=k.ref(),
-                        new=k.ref(),
-                        configs_old=list(k.configs) if k.configs is not None else None,
-                        configs_new=list(k.configs) if k.configs is not None else None,
-                        configs_old_computed=k.configs_computed,
-                        configs_new_computed=k.configs_computed,
-                        via_helpers=[helper.name],
-                        notes=[note],
-                    )
-                )
+                slots.append(caused_change("body", k, k, [helper.name], note))
                 continue
             existing = slots[at[0]]
             assert existing is not None

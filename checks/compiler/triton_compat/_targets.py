@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from bot.errors import CompilerError
+from bot.toolchain.requirements import series as release_series
 from checks.compiler.targets import parse_target
 
 SUPPORTED_SERIES = ((3, 5), (3, 6))
@@ -22,11 +23,12 @@ def check_triton_version(version: str | None = None) -> str:
                 hint="install the measuring extra: pip install 'kernel-review[gpu]'",
             ) from exc
         version = triton.__version__
-    parts = version.split("+")[0].split(".")
-    try:
-        series = (int(parts[0]), int(parts[1]))
-    except (IndexError, ValueError) as exc:
-        raise CompilerError(f"cannot read the Triton version {version!r}") from exc
+    series = release_series(version)
+    if series is None:
+        raise CompilerError(
+            f"cannot read the Triton version {version!r} (not a PEP 440 version)",
+            hint="reinstall Triton from a release: pip install 'kernel-review[gpu]'",
+        )
     if series not in SUPPORTED_SERIES:
         wanted = ", ".join(f"{a}.{b}.x" for a, b in SUPPORTED_SERIES)
         raise CompilerError(

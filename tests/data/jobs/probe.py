@@ -1,6 +1,6 @@
 """A stand-in helper program for checks.job_process: echo the environment, the memory cap, the
 CPU priority and whether torch was imported before it ran (a process forked from the zygote),
-sleep, or die."""
+whether it could write a file, sleep, or die."""
 
 import json
 import os
@@ -18,6 +18,14 @@ if job["do"] == "sleep":
 elif job["do"] == "die":
     print("boom", file=sys.stderr)
     sys.exit(3)
+wrote = False
+if job["do"] == "write":
+    try:
+        with open(job["path"], "w") as f:
+            f.write("a record a later run would trust\n")
+        wrote = True
+    except OSError:
+        pass
 with open(job["out"], "w") as f:
     json.dump(
         {
@@ -26,6 +34,7 @@ with open(job["out"], "w") as f:
             "nice": os.nice(0),
             "torch_imported": "torch" in sys.modules,
             "cwd": os.getcwd(),
+            "wrote": wrote,
         },
         f,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import torch
 import triton
 import triton.language as tl
@@ -45,3 +47,27 @@ def legacy_stream(shape, dtype="float32", *, device="cuda", seed=0):
         return y
 
     return {"fn": fn, "reference": lambda: x * 2.0 + 0.5, "bytes_moved": 8 * n, "flops": 2 * n}
+
+
+def waits_inside(shape, dtype="float32", *, device="cuda", seed=0):
+    """``scale`` twice with a wait for the GPU between (``.item()``, as an op that reads a count
+    back does) and a slow host after it (0.3 ms of Python work): timed between two events, the
+    call's time is mostly the host's, whose pace differs from one process to the next."""
+    (n,) = shape
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(n, generator=gen, device=device)
+
+    def fn():
+        y = torch.empty_like(x)
+        scale_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        if y[:1].sum().item() == float("inf"):
+            raise ValueError("not reached")
+        until = time.perf_counter() + 3e-4
+        while time.perf_counter() < until:
+            pass
+        z = torch.empty_like(x)
+        scale_kernel[(triton.cdiv(n, 1024),)](x, z, n, BLOCK=1024)
+        torch.cuda._sleep(1000)  # a spin kernel of the op's own (the timer's marker must differ)
+        return z
+
+    return {"fn": fn, "reference": lambda: x * 2.0 + 0.5, "bytes_moved": 16 * n, "flops": 4 * n}

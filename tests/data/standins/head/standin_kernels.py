@@ -164,11 +164,14 @@ def negative_atol(shape, dtype, *, device="cpu", seed=0):
     return {**item, "atol": -1e-3}
 
 
-def daemon(shape, dtype, *, device="cpu", seed=0):
-    """Leaves a double-forked process behind that would outlive the job; its pid is written to
-    the worker's private Triton cache folder so the test can look for it."""
-    path = os.path.join(os.environ["TRITON_CACHE_DIR"], "daemon.pid")
+def _leave_daemon(name, *, new_session):
+    """Leaves a double-forked process behind that would outlive the job (in a session of its
+    own with ``new_session``); its pid is written to ``<name>.pid`` in the worker's private
+    Triton cache folder so the test can look for it."""
+    path = os.path.join(os.environ["TRITON_CACHE_DIR"], f"{name}.pid")
     if os.fork() == 0:
+        if new_session:
+            os.setsid()
         if os.fork() == 0:
             with open(path + ".tmp", "w") as f:
                 f.write(str(os.getpid()))
@@ -181,6 +184,18 @@ def daemon(shape, dtype, *, device="cpu", seed=0):
             time.sleep(0.01)
         os._exit(0)
     os.wait()
+
+
+def daemon(shape, dtype, *, device="cpu", seed=0):
+    """Leaves a double-forked process behind; its pid in ``daemon.pid``."""
+    _leave_daemon("daemon", new_session=False)
+    return axpy(shape, dtype, device=device, seed=seed)
+
+
+def setsid_daemon(shape, dtype, *, device="cpu", seed=0):
+    """Like ``daemon``, but the daemon starts a session of its own (``setsid``), out of reach
+    of a kill of the worker's session; its pid in ``setsid_daemon.pid``."""
+    _leave_daemon("setsid_daemon", new_session=True)
     return axpy(shape, dtype, device=device, seed=seed)
 
 
@@ -190,6 +205,48 @@ def hog(shape, dtype, *, device="cpu", seed=0):
     def fn():
         buf = bytearray(4 * 2**30)
         return len(buf)
+
+    item = axpy(shape, dtype, device=device, seed=seed)
+    return {**item, "fn": fn}
+
+
+def escape(shape, dtype, *, device="cpu", seed=0):
+    """Tries to write outside its scratch folder, as code after the runner's per-step files
+    would: appends to every file named in ``targets.txt`` in the work folder (the test writes
+    it there), and says in ``escape.txt`` (its own cache folder) which writes went
+    through."""
+    cache = os.environ["TRITON_CACHE_DIR"]
+    work = os.path.dirname(os.path.dirname(cache))
+    listing = os.path.join(work, "targets.txt")
+    done = []
+    with open(listing) as f:
+        targets = f.read().split()
+    for target in targets:
+        try:
+            with open(target, "a") as f:
+                f.write("PATH=/attacker/bin\n")
+            done.append(target)
+        except OSError:
+            pass
+    with open(os.path.join(cache, "escape.txt"), "w") as f:
+        f.write("\n".join(done))
+    return axpy(shape, dtype, device=device, seed=seed)
+
+
+def shm_hog(shape, dtype, *, device="cpu", seed=0):
+    """Fills /dev/shm and a shared anonymous mapping with 384 MiB each when called: neither is
+    the heap, so ``RLIMIT_DATA`` does not count them."""
+    import mmap
+
+    def fn():
+        chunk = b"\1" * 2**20
+        with open(f"/dev/shm/kernel-review-test-{os.getpid()}", "wb") as f:
+            for _ in range(384):
+                f.write(chunk)
+        shared = mmap.mmap(-1, 384 * 2**20, flags=mmap.MAP_SHARED)
+        for offset in range(0, 384 * 2**20, 2**20):
+            shared[offset : offset + 2**20] = chunk
+        return len(shared)
 
     item = axpy(shape, dtype, device=device, seed=seed)
     return {**item, "fn": fn}

@@ -1,0 +1,141 @@
+"""The sweep's charts (bot.review.chart): what a mermaid xychart needs to draw them as meant, the
+chart read back for a terminal, and the comment's size with them (the first screen and the
+whole, on every golden comment with results)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bot.contracts.evidence import ShapeLine
+from bot.review import chart
+from tests.golden_util import GOLDEN
+
+FIRST_SCREEN = 1600  # bytes of markdown before the first folded section (about 1.5 KB)
+WHOLE = 10 * 1024  # bytes of a whole comment with GPU results, up to three kernels
+# the fixture's pull request, reviewed on its H200 results (tests/integration/test_demo.py):
+# 52 shapes, all five conditions open, a toolchain pin and a finding; 26.7 KB before
+HEAVY = {"review_fixture_h200.md": 18 * 1024}
+
+
+def _line(shape: tuple[int, ...], ratio: float, **kw) -> ShapeLine:
+    kw.setdefault("tolerance", 0.03)
+    kw.setdefault("dtype", "float16")
+    return ShapeLine(kernel="softmax", shape=shape, verdict="SAME", ratio=ratio, **kw)
+
+
+def _series(source: list[str]) -> dict[str, list[list[float]]]:
+    out: dict[str, list[list[float]]] = {"bar": [], "line": []}
+    for text in source:
+        m = re.match(r"\s*(bar|line) \[(.*)\]$", text)
+        if m:
+            out[m.group(1)].append([float(v) for v in m.group(2).split(", ")])
+    return out
+
+
+def _y_range(source: list[str]) -> tuple[float, float]:
+    (axis,) = [x for x in source if "y-axis" in x]
+    low, high = re.findall(r"(-?[0-9.]+) --> (-?[0-9.]+)", axis)[0]
+    return float(low), float(high)
+
+
+def test_a_chart_has_a_bar_per_shape_the_band_and_the_price_inside_its_axis() -> None:
+    shapes = [_line((n, 781), r) for n, r in ((1, 0.93), (1823, 1.061), (4096, 1.01))]
+    source = chart.mermaid("softmax", "NVIDIA H200", shapes, 0.08)
+    assert source[0] == "```mermaid" and source[-1] == "```"
+    assert "xychart-beta" in source
+    (axis,) = [x for x in source if "x-axis" in x]
+    assert re.findall(r'"([^"]*)"', axis) == ["1x781 f16", "1823x781 f16", "4096x781 f16"]
+    series = _series(source)
+    assert series["bar"] == [[0.93, 1.061, 1.01]]
+    # the band's two edges, then the price, one value per shape each
+    assert series["line"] == [[1.03] * 3, [0.971] * 3, [1.08] * 3]
+    low, high = _y_range(source)
+    assert low < 0.93 and high > 1.08
+    palette = next(x for x in source if "plotColorPalette" in x)
+    assert palette.count("#") == 4  # a colour for the bars and each line, in their order
+    assert chart.legend(shapes, 0.08) == (
+        "Bars: head / base per shape, above 1 slower; grey: the 3% tolerance band; "
+        "red: the 8% rewrite price."
+    )
+
+
+def test_a_chart_without_a_price_or_a_common_tolerance_draws_only_what_it_has() -> None:
+    shapes = [_line((1, 781), 1.0, tolerance=0.03), _line((2, 781), 1.2, tolerance=0.05)]
+    source = chart.mermaid("softmax", "H200", shapes, None)
+    assert _series(source) == {"bar": [[1.0, 1.2]], "line": []}
+    assert chart.legend(shapes, None) == "Bars: head / base per shape, above 1 slower."
+    assert (
+        chart.mermaid(
+            "softmax", "H200", [_line((1,), 1.0).model_copy(update={"ratio": None})], None
+        )
+        == []
+    )
+
+
+def test_a_chart_keeps_its_syntax_whatever_the_names_and_cuts_wild_bars() -> None:
+    shapes = [_line((1,), 40.0), _line((2,), 0.001), _line((3,), 1.0, dtype='f"16]')]
+    source = chart.mermaid('soft"max [x], y', 'GPU "one"\nx', shapes, None)
+    title = next(x for x in source if x.strip().startswith("title"))
+    assert title.count('"') == 2 and "[" not in title and "\n" not in title
+    assert "bars cut at 10x" in title
+    (axis,) = [x for x in source if "x-axis" in x]
+    assert axis.count('"') == 6 and '"3 f16"' in axis
+    assert _series(source)["bar"] == [[10.0, 0.1, 1.0]]
+
+
+def test_past_the_limit_a_chart_keeps_the_shapes_furthest_from_one_in_order() -> None:
+    shapes = [_line((i + 1,), 1.0 + 0.001 * i) for i in range(chart.LIMIT + 5)]
+    drawn, total = chart.chart_shapes(shapes)
+    assert total == chart.LIMIT + 5 and len(drawn) == chart.LIMIT
+    assert drawn == shapes[5:]  # the five closest to 1.0 left out, the order kept
+    assert f"(the {chart.LIMIT} of {total} furthest from 1)" in chart.legend(shapes, None)
+
+
+def test_a_chart_read_back_is_what_was_drawn() -> None:
+    shapes = [_line((n, 781), r) for n, r in ((1, 0.93), (1823, 1.061))]
+    source = chart.mermaid("softmax", "NVIDIA H200", shapes, 0.08)
+    read = chart.read(source[1:-1])
+    assert read == chart.Chart(
+        title="softmax on NVIDIA H200: head / base",
+        cases=("1x781 f16", "1823x781 f16"),
+        ratios=(0.93, 1.061),
+        band=(0.971, 1.03),
+        price=1.08,
+    )
+    no_price = chart.read(chart.mermaid("softmax", "H200", shapes, None)[1:-1])
+    assert no_price is not None and no_price.price is None and no_price.band == (0.971, 1.03)
+    # a chart of another shape is not guessed at
+    assert chart.read(["xychart-beta", '  x-axis ["a", "b"]', "  bar [1, 2, 3]"]) is None
+    assert chart.read(["pie", '  "a" : 1']) is None
+
+
+def _with_results() -> list[str]:
+    """The golden comments with GPU results (the job summary, which opens everything, is not a
+    comment)."""
+    return sorted(
+        p.name
+        for p in GOLDEN.glob("*.md")
+        if "xychart-beta" in p.read_text(encoding="utf-8") and not p.name.startswith("summary_")
+    )
+
+
+@pytest.mark.parametrize("name", _with_results())
+def test_the_first_screen_and_the_whole_comment_stay_short(name: str) -> None:
+    """A comment with GPU results: the verdict, the conditions and the worst shapes in the
+    first screen, the rest folded; the whole within ``WHOLE`` for up to three kernels."""
+    text = (GOLDEN / name).read_text(encoding="utf-8")
+    first = text.split("<details>")[0]
+    assert "Kernel review:" in first and "**Shape sweep**" in first
+    assert len(first.encode()) <= FIRST_SCREEN, f"{name}: first screen {len(first.encode())} B"
+    assert len(text.encode()) <= HEAVY.get(name, WHOLE), f"{name}: {len(text.encode())} B"
+    assert text.rstrip().endswith("</details>")  # nothing after the folded sections
+
+
+def test_the_size_limits_are_measured_on_a_three_kernel_comment() -> None:
+    names = _with_results()
+    assert "trade_three_kernels.md" in names
+    text = (GOLDEN / "trade_three_kernels.md").read_text(encoding="utf-8")
+    kernels = re.findall(r'title "(\w+) on ', text)
+    assert kernels == ["softmax", "matmul", "rmsnorm"]
