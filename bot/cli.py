@@ -144,9 +144,19 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    # Ctrl-C: the helper jobs still running are killed (``checks.job_process.STOPPING``), so the
+    # threads waiting for them end and the command unwinds at once, not when they finish.
+    jobs = sys.modules.get("checks.job_process")
+    if jobs is not None:
+        jobs.STOPPING.set()
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        signal.signal(signal.SIGINT, _interrupt)
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(named_command(words))
     args = parser.parse_args(words)

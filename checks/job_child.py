@@ -13,14 +13,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from checks.memory_cap import memory_cap_hint
 from checks.worker.exiting import end_now
 
 
 def short_error(exc: BaseException, *, lines: int = 3, limit: int = 600) -> str:
     """``Type: message`` on one line: its first ``lines`` non-empty lines, at most ``limit``
-    characters."""
+    characters; where it ran out of memory under the worker's cap, the cap and how to raise it
+    after."""
     kept = [ln for ln in f"{type(exc).__name__}: {exc}".splitlines() if ln.strip()]
-    return " | ".join(kept[:lines])[:limit]
+    hint = memory_cap_hint(exc)
+    return " | ".join(kept[:lines])[:limit] + (f" ({hint})" if hint else "")
 
 
 def main(argv: list[str], run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:

@@ -153,10 +153,10 @@ def run_job(
         while True:
             left = max(0.0, deadline - time.monotonic())
             try:
-                proc.wait(timeout=min(left, 0.5) if cancel else left)
+                proc.wait(timeout=min(left, 0.5))
                 break
             except subprocess.TimeoutExpired:
-                stopped = cancel is not None and cancel.is_set()
+                stopped = STOPPING.is_set() or (cancel is not None and cancel.is_set())
                 if stopped or time.monotonic() >= deadline:
                     kill_session(proc.pid)
                     proc.wait()
@@ -170,6 +170,11 @@ def run_job(
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-800:]
         return {"fatal": f"{what} exited with {proc.returncode}: {tail}"}
     return json.loads(out.read_text())
+
+
+# Set when the command is interrupted (Ctrl-C: ``bot.cli``): every job still running is killed
+# within half a second, so the threads that wait for them end and the command can exit.
+STOPPING = threading.Event()
 
 
 def _job_path() -> tuple[str, ...]:

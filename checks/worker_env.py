@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bot.errors import ResultsError
+from bot.errors import ResultsError, UsageError
+from checks.memory_cap import MEMORY_ENV, memory_from_env
 from checks.procs.sandbox import kill_tree, sandboxed
 from checks.worker.profiling import PROFILE_ENV
 from checks.worker.timing import SLOT_BIAS_ENV
@@ -127,8 +128,15 @@ MIN_WORKER_MEMORY = 4 * 2**30
 
 
 def default_memory_bytes() -> int:
-    """A worker's memory cap: a quarter of the machine's memory (base and head run side by side,
-    and the bot beside them), at least 4 GiB; 0 (no cap) where the size cannot be read."""
+    """A worker's memory cap: ``KERNEL_REVIEW_WORKER_MEMORY_GIB`` where set (``memory_cap.py``),
+    else a quarter of the machine's memory (base and head run side by side, and the bot beside
+    them), at least 4 GiB; 0 (no cap) where the size cannot be read."""
+    try:
+        chosen = memory_from_env()
+    except ValueError as exc:
+        raise UsageError(str(exc), hint=f"unset {MEMORY_ENV} or give it a whole number") from None
+    if chosen is not None:
+        return chosen
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):

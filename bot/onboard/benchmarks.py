@@ -11,6 +11,19 @@ Two forms of benchmark are read further, the ones ``checks/worker/bench_capture.
   dimensions, and a module-level registry of shapes (a list named like ``SHAPES`` or ``SIZES``
   whose entries have that many integers) gives the shapes.
 
+Four more forms, run by ``checks/worker/bench_forms.py``:
+
+- a pytest test taking pytest-benchmark's ``benchmark`` fixture: its ``parametrize`` arguments
+  give the shapes (an argument of integer tuples, else the integer arguments' product), the
+  dtypes (an argument of dtypes) and the values one may pick (the first argument of strings);
+- an asv benchmark: a ``time_*`` method of a class with ``params``, read the same way through
+  its ``param_names``;
+- a function that times with ``torch.utils.benchmark.Timer``: as a do_bench function;
+- a function of one input object that the script hands to a runner of its own (the form is
+  recognised from that call, ``bench_forms.handing_call``): the call's integer list is the
+  sweep, the string list the function compares with the values one may pick, its dicts'
+  ``dtype`` the dtypes.
+
 Values are read with a small evaluator that knows literals, arithmetic, ``range`` and list
 comprehensions, so ``x_vals=[2**i for i in range(12, 28)]`` is understood; what it cannot read is
 reported in ``notes`` and left for the maintainer. Pure: text in, records out.
@@ -19,18 +32,22 @@ reported in ``notes`` and left for the maintainer. Pure: text in, records out.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.onboard.values import Unknown, dotted, evaluate, module_constants
+from checks.worker.bench_forms import handing_call
 
-Form = Literal["entry", "perf_report", "do_bench"]
+Form = Literal["entry", "perf_report", "do_bench", "pytest_benchmark", "asv", "timer", "run_input"]
 
 TIMERS = ("do_bench", "do_bench_cudagraph")
 REGISTRY_RE = re.compile(r"SHAPE|SIZE|CASE|CONFIG", re.IGNORECASE)
 NOT_DIMENSIONS = ("dtype", "device", "provider")
+MAX_PRODUCT = 64  # parameter combinations read as shapes
 
 TORCH_FACTORIES = frozenset(
     f"torch.{name}" for name in ("randn", "rand", "randint", "zeros", "ones", "empty", "full")
@@ -64,6 +81,9 @@ class FoundBenchmark:
     lines: tuple[str, ...] = ()  # perf_report line_vals
     dtypes: tuple[str, ...] = ()  # empty: none could be read
     calls: frozenset[str] = frozenset()  # every name the function calls
+    resolved_calls: frozenset[str] = frozenset()  # those calls through the file's imports
+    # for a line (a string the function compares with), what the branch it guards calls
+    line_calls: tuple[tuple[str, frozenset[str]], ...] = ()
     takes_dtype: bool = False
     notes: tuple[str, ...] = ()
     module: str = ""  # the module an entry point is imported from
@@ -83,6 +103,12 @@ def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenc
     except (SyntaxError, ValueError, RecursionError):
         return []
     env = module_constants(tree)
+    imports = imported_names(tree)
+    local = {
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    } | set(env)
     found: list[FoundBenchmark] = []
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -93,9 +119,283 @@ def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenc
         elif module and not node.name.startswith("_") and _is_entry_point(node):
             entry = _found("entry", path, node, (), (), [], [])
             found.append(dataclasses.replace(entry, module=module, dtypes=()))
+        elif (
+            len(_parameters(node)[1]) == 1
+            and _calls_timer(node)
+            and handing_call(tree, node.name) is not None
+        ):
+            found.append(_run_input(path, node, handing_call(tree, node.name) or {}, env))
+        elif "benchmark" in _parameters(node)[1] and node.name.startswith("test"):
+            found.append(_parametrized("pytest_benchmark", path, node, _marks(node), env))
         elif _calls_timer(node):
             found.append(_do_bench(path, node, tree, env))
-    return found
+        elif _calls_torch_timer(node):
+            found.append(dataclasses.replace(_do_bench(path, node, tree, env), form="timer"))
+    found += _asv(path, tree, env)
+    nodes = {
+        n.lineno: n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+    return [
+        dataclasses.replace(b, resolved_calls=_resolved(nodes[b.line], imports, local))
+        for b in found
+    ]
+
+
+def _all_args(args: ast.arguments) -> list[ast.arg]:
+    rest = [a for a in (args.vararg, args.kwarg) if a is not None]
+    return args.posonlyargs + args.args + args.kwonlyargs + rest
+
+
+def _run_input(
+    path: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, call: dict[str, ast.expr], env: dict
+) -> FoundBenchmark:
+    """A function of one input object that the script hands to its runner: the runner call's
+    list of integers is the sweep, its list of strings whose values the function compares with
+    the values one may pick (else its first), the ``dtype`` of its list of dicts the dtypes."""
+    notes: list[str] = []
+    dims: tuple[str, ...] = ()
+    shapes: tuple[tuple[int, ...], ...] = ()
+    choices: list[tuple[str, ...]] = []
+    dtypes: list[str] = []
+    for keyword, node in call.items():
+        if isinstance(node, ast.Name) and node.id == fn.name:
+            continue
+        try:
+            value = _static(node, env)
+        except Unknown as exc:
+            notes.append(f"could not read {keyword} ({exc})")
+            continue
+        if not isinstance(value, list) or not value:
+            continue
+        if _all_ints(value) and not shapes:
+            dims, shapes = (keyword,), tuple(dict.fromkeys((v,) for v in value))
+        elif all(isinstance(v, str) for v in value):
+            choices.append(tuple(value))
+        elif all(isinstance(v, dict) for v in value):
+            dtypes += [d for v in value if (d := _dtype_of(v.get("dtype")))]
+    compared = {
+        c.value
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Compare)
+        for c in ast.walk(n)
+        if isinstance(c, ast.Constant) and isinstance(c.value, str)
+    }
+    # the values one picks are those the function tells apart (``input.provider == "mine"``)
+    picked = [c for c in choices if compared & set(c)] + choices
+    lines = picked[0] if picked else ()
+    found = _found("run_input", path, fn, dims, shapes, dtypes, notes, lines=lines)
+    return dataclasses.replace(found, takes_dtype=bool(dtypes))
+
+
+def _static(node: ast.expr, env: dict[str, Any]) -> Any:
+    """A runner call's keyword value: dicts key by key (what cannot be read left out), lists item
+    by item, ``torch.X`` as its name, anything else through the evaluator."""
+    if isinstance(node, ast.Dict):
+        out = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                with contextlib.suppress(Unknown):
+                    out[key.value] = _static(value, env)
+        return out
+    if isinstance(node, ast.List) and any(isinstance(e, ast.Dict) for e in node.elts):
+        return [_static(e, env) for e in node.elts]
+    return _value(node, env)
+
+
+def _calls_torch_timer(fn: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "Timer"
+        for n in ast.walk(fn)
+    )
+
+
+def _marks(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ast.expr, ast.expr]]:
+    """``(argnames, argvalues)`` of each ``@pytest.mark.parametrize`` of ``fn``."""
+    return [
+        (d.args[0], d.args[1])
+        for d in fn.decorator_list
+        if isinstance(d, ast.Call) and dotted(d.func).endswith("parametrize") and len(d.args) >= 2
+    ]
+
+
+def _param_values(node: ast.expr, env: dict[str, Any], width: int) -> list[tuple[Any, ...]]:
+    """The rows of a parametrize argument list (``pytest.param(...)`` read as its values;
+    ``torch.float16`` as ``"torch.float16"``)."""
+    if isinstance(node, ast.Name) and isinstance(env.get(node.id), (list, tuple)):
+        return [v if width > 1 and isinstance(v, tuple) else (v,) for v in env[node.id]]
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        raise Unknown(f"a {type(node).__name__} of values")
+    rows = []
+    for element in node.elts:
+        if isinstance(element, ast.Call) and dotted(element.func).endswith("param"):
+            rows.append(tuple(_value(a, env) for a in element.args))
+        elif width > 1 and isinstance(element, (ast.Tuple, ast.List)):
+            rows.append(tuple(_value(a, env) for a in element.elts))
+        else:
+            rows.append((_value(element, env),))
+    return rows
+
+
+def _value(node: ast.expr, env: dict[str, Any]) -> Any:
+    name = dotted(node)
+    if name.startswith("torch."):
+        return name
+    return evaluate(node, env)
+
+
+def _dtype_of(value: Any) -> str | None:
+    return TORCH_DTYPES.get(str(value).removeprefix("torch."))
+
+
+def _read_params(
+    names: list[str], values: list[list[Any]], notes: list[str]
+) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...], list[str], tuple[str, ...], bool]:
+    """(dims, shapes, dtypes, lines, takes_dtype) from named parameter values, as the worker
+    fills them (``bench_forms.fill``)."""
+    dims: tuple[str, ...] = ()
+    shapes: tuple[tuple[int, ...], ...] = ()
+    dtypes: list[str] = []
+    lines: tuple[str, ...] = ()
+    ints = []
+    for name, vals in zip(names, values, strict=True):
+        if not vals:
+            continue
+        if all(isinstance(v, (tuple, list)) and v and _all_ints(v) for v in vals):
+            if not shapes:
+                dims, shapes = (name,), tuple(tuple(v) for v in vals)
+        elif _all_ints(vals):
+            ints.append((name, vals))
+        elif all(_dtype_of(v) for v in vals):
+            dtypes += [d for v in vals if (d := _dtype_of(v))]
+        elif all(isinstance(v, str) for v in vals) and not lines:
+            lines = tuple(vals)
+    if not shapes and ints:
+        dims = tuple(n for n, _ in ints)
+        product = list(itertools.islice(itertools.product(*(v for _, v in ints)), MAX_PRODUCT))
+        shapes = tuple(dict.fromkeys(product))
+        if len(product) == MAX_PRODUCT:
+            notes.append(f"the first {MAX_PRODUCT} combinations of {', '.join(dims)}")
+    return dims, shapes, dtypes, lines, bool(dtypes)
+
+
+def _all_ints(values: Any) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def _parametrized(
+    form: Form,
+    path: str,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+    marks: list[tuple[ast.expr, ast.expr]],
+    env: dict[str, Any],
+    *,
+    name: str = "",
+) -> FoundBenchmark:
+    """A pytest-benchmark test or an asv benchmark class, from its parameters' names and
+    values."""
+    notes: list[str] = []
+    names: list[str] = []
+    values: list[list[Any]] = []
+    for argnames, argvalues in marks:
+        try:
+            split = _argnames(evaluate(argnames, env))
+            rows = _param_values(argvalues, env, len(split))
+        except Unknown as exc:
+            notes.append(f"could not read a parameter's values ({exc})")
+            continue
+        for index, arg in enumerate(split):
+            names.append(arg)
+            values.append(list(dict.fromkeys(r[index] for r in rows if len(r) > index)))
+    dims, shapes, dtypes, lines, takes_dtype = _read_params(names, values, notes)
+    found = _found(form, path, fn, dims, shapes, dtypes, notes, lines=lines)
+    return dataclasses.replace(found, name=name or fn.name, takes_dtype=takes_dtype)
+
+
+def _argnames(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [a.strip() for a in value.split(",") if a.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise Unknown("parameter names that are not strings")
+
+
+def _asv(path: str, tree: ast.Module, env: dict[str, Any]) -> list[FoundBenchmark]:
+    """asv benchmarks: the first ``time_*`` method of each class with ``params`` (its own or a
+    base class's of the same module)."""
+    out = []
+    classes: dict[str, dict[str, ast.expr]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        attrs = {
+            t.id: n.value
+            for n in node.body
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        timed = [
+            n.name
+            for n in node.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("time_")
+        ]
+        for base in node.bases:  # params set on a base class of the same module
+            attrs = {**classes.get(dotted(base), {}), **attrs}
+        classes[node.name] = attrs
+        params = attrs.get("params")
+        if not timed or not isinstance(params, (ast.List, ast.Tuple)) or not params.elts:
+            continue
+        nested = isinstance(params.elts[0], (ast.List, ast.Tuple, ast.Name))
+        lists = list(params.elts) if nested else [params]
+        try:
+            names = _argnames(evaluate(attrs["param_names"], env))
+        except (KeyError, Unknown):
+            names = [f"param{i + 1}" for i in range(len(lists))]
+        marks: list[tuple[ast.expr, ast.expr]] = [
+            (ast.Constant(n), v) for n, v in zip(names, lists, strict=False)
+        ]
+        out.append(_parametrized("asv", path, node, marks, env, name=f"{node.name}.{timed[0]}"))
+    return out
+
+
+def imported_names(tree: ast.Module) -> dict[str, str]:
+    """What each name a module imports stands for: ``import a.b as c`` binds ``c`` to ``a.b``,
+    ``from a.b import c`` binds ``c`` to ``a.b.c`` (anywhere in the file: benchmarks import in
+    their functions too)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    out[head] = head
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return out
+
+
+def _resolved(fn: ast.AST, imports: dict[str, str], local: set[str]) -> frozenset[str]:
+    """The dotted names ``fn`` calls (or hands to a call), their first part spelled out through the file's imports;
+    ``*.name`` for a name of unknown origin (a star import, a builtin), none for the file's own
+    functions and the function's own names."""
+    own = local | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    own |= {a.arg for n in ast.walk(fn) if isinstance(n, ast.arguments) for a in _all_args(n)}
+    out = set()
+    for name in _callees(fn):
+        head, _, rest = name.partition(".")
+        tail = f".{rest}" if rest else ""
+        if head in imports:
+            out.add(imports[head] + tail)
+        elif head not in own:
+            out.add(f"*.{head}{tail}")
+    return frozenset(out)
 
 
 def _is_entry_point(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -116,12 +416,18 @@ def _calls_timer(fn: ast.AST) -> bool:
     )
 
 
-def _called_names(fn: ast.AST) -> frozenset[str]:
-    return frozenset(
-        dotted(n.func).rsplit(".", 1)[-1]
+def _callees(fn: ast.AST) -> list[str]:
+    """The dotted names ``fn`` uses as values: those it calls, hands to a call (``benchmark(op,
+    x)``: a timer is given the function it times) or binds (``norm = l2norm``)."""
+    return [
+        dotted(n)
         for n in ast.walk(fn)
-        if isinstance(n, ast.Call) and dotted(n.func)
-    )
+        if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) and dotted(n)
+    ]
+
+
+def _called_names(fn: ast.AST) -> frozenset[str]:
+    return frozenset(name.rsplit(".", 1)[-1] for name in _callees(fn))
 
 
 def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[str], list[str]]:
@@ -219,7 +525,7 @@ def _do_bench(
 def _found(
     form: Form,
     path: str,
-    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
     dims: tuple[str, ...],
     shapes: tuple[tuple[int, ...], ...],
     dtypes: list[str],
@@ -234,18 +540,39 @@ def _found(
         dtypes = ["float32"]
         notes = [*notes, "its tensors are made without a dtype: torch's default, float32"]
     return FoundBenchmark(
-        form,
-        path,
-        fn.name,
-        fn.lineno,
-        dims,
-        shapes,
+        line_calls=_line_calls(fn),
+        form=form,
+        path=path,
+        name=fn.name,
+        line=fn.lineno,
+        dims=dims,
+        shapes=shapes,
         lines=lines,
         dtypes=tuple(dict.fromkeys(dtypes)),
         calls=_called_names(fn),
-        takes_dtype="dtype" in _parameters(fn)[1],
+        takes_dtype=not isinstance(fn, ast.ClassDef) and "dtype" in _parameters(fn)[1],
         notes=tuple(notes),
     )
+
+
+def _line_calls(fn: ast.AST) -> tuple[tuple[str, frozenset[str]], ...]:
+    """For each string an ``if`` of ``fn`` tests with (``provider == "triton"``,
+    ``provider.startswith("fused")``), the names its branch uses."""
+    out: dict[str, frozenset[str]] = {}
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.If):
+            continue
+        called = frozenset(name.rsplit(".", 1)[-1] for part in node.body for name in _callees(part))
+        for const in ast.walk(node.test):  # == "triton", .startswith("fused"), in (...)
+            if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                out[const.value] = out.get(const.value, frozenset()) | called
+    for node in ast.walk(fn):
+        if isinstance(node, ast.IfExp):
+            called = frozenset(n.rsplit(".", 1)[-1] for n in _callees(node.body))
+            for const in ast.walk(node.test):
+                if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                    out[const.value] = out.get(const.value, frozenset()) | called
+    return tuple(out.items())
 
 
 def _read(node: ast.expr | None, env: dict[str, Any], notes: list[str], what: str) -> Any:

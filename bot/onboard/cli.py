@@ -1,10 +1,17 @@
-"""``kernel-review init [--repo .] [--force] [--out PATH]``: write a policy for a repository.
+"""``kernel-review init [--repo .] [--force] [--out PATH] [--only PATH] [--max-kernels N]``:
+write a policy for a repository.
 
-Scans the repository's source (no import, no build), writes ``.github/kernel-review.toml`` (or
-``--out``) with one ``[[kernels]]`` per op found, then validates what it wrote: every value it
-could not infer is listed with its line, and ``kernel-review policy check`` refuses those lines
-until they are filled. Without ``--force`` it replaces no file and does not shadow a
-``[tool.kernel-review]`` table in ``pyproject.toml``.
+Scans the repository's source (no import, no build) and writes ``.github/kernel-review.toml``
+(or ``--out``) with one ``[[kernels]]`` per op (a launching file: its kernels, its paths, named
+after its public function or module). Where the repository has benchmarks, the ops they call
+are written, ranked by how many call sites launch them (``--rank recent``: by their last
+change), at most ``--max-kernels`` of them (40) and no more than fit in half the policy's size
+cap; ``--only PATH`` keeps the ops with a file under PATH. Every op left out is printed on one
+line with the reason; the ops no benchmark calls get a bench entry stub in
+``kernel_review_bench.py`` at the root (never replaced). Where no op has a benchmark, they are
+written with the values to fill in, which ``kernel-review policy check`` refuses at their lines.
+Without ``--force`` it replaces no file and does not shadow a ``[tool.kernel-review]`` table in
+``pyproject.toml``.
 """
 
 from __future__ import annotations
@@ -15,11 +22,20 @@ import tempfile
 from pathlib import Path
 
 from bot.errors import KernelReviewError, PolicyError
-from bot.onboard.scan import read_repository
+from bot.onboard.choose import DEFAULT_MAX_KERNELS, RANKS, Choice, choose, drop_last
+from bot.onboard.scan import Op, read_repository
+from bot.onboard.stubs import STUB_MODULE, render_stubs, stub_name
 from bot.onboard.write import render_policy
 from bot.outputs import prepare
-from bot.policy.load import POLICY_FILE, PYPROJECT_TABLE, tree_policy, validate_policy
+from bot.policy.load import (
+    MAX_POLICY_BYTES,
+    POLICY_FILE,
+    PYPROJECT_TABLE,
+    tree_policy,
+    validate_policy,
+)
 
+SIZE_BUDGET = MAX_POLICY_BYTES // 2  # well under the cap, with room for the maintainer's edits
 HELP = "scan a repository and write a policy for its kernels and benchmarks"
 
 
@@ -29,6 +45,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--repo", default=".", help="the repository root (default .)")
     parser.add_argument("--out", help=f"where to write the policy (default REPO/{POLICY_FILE})")
     parser.add_argument("--force", action="store_true", help="replace an existing file")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="keep the ops with a file under PATH, relative to the root (repeatable)",
+    )
+    parser.add_argument(
+        "--max-kernels",
+        type=_positive,
+        default=DEFAULT_MAX_KERNELS,
+        metavar="N",
+        help=f"write at most N ops, the best ranked (default {DEFAULT_MAX_KERNELS})",
+    )
+    parser.add_argument(
+        "--rank",
+        choices=RANKS,
+        default="calls",
+        help="rank ops by how many call sites launch them (calls, the default) or by how "
+        "recently their files changed in git (recent)",
+    )
     parser.set_defaults(handler=run_init)
 
 
@@ -58,14 +95,38 @@ def run_init(args: argparse.Namespace) -> int:
             f"({scan.files_scanned} source files read)",
             hint="run init in the repository's root, or write the policy by hand (docs/policy.md)",
         )
-    written = render_policy(scan)
+    choice = choose(scan.ops, only=args.only, max_kernels=args.max_kernels, rank=args.rank)
+    if not choice.kept:
+        raise KernelReviewError(
+            f"none of the {len(scan.ops)} ops found has a file under --only " + " ".join(args.only),
+            hint="give --only a folder or file of the repository, relative to its root",
+        )
+    written = render_policy(scan, choice.kept)
+    while len(written.text.encode()) > SIZE_BUDGET and len(choice.kept) > 1:
+        choice = drop_last(choice, f"the policy is kept under {SIZE_BUDGET // 1024} KiB")
+        written = render_policy(scan, choice.kept)
+    stubs = _write_stubs(repo, _wanting(choice, args.max_kernels))
+    if set(stubs) & set(choice.kept):
+        written = render_policy(scan, choice.kept, stubbed=frozenset(op.name for op in stubs))
     shown = os.path.relpath(out, repo) if not out.is_absolute() or args.out is None else str(out)
     policy, problems = validate_policy(written.text, shown)
     _write(out, written.text)
-    print(f"wrote {out}: {len(scan.ops)} ops from {scan.files_scanned} source files")
-    languages = {op.name: "+".join(op.languages) for op in scan.ops}
+    print(
+        f"wrote {out}: {len(choice.kept)} of {len(scan.ops)} ops from {scan.files_scanned} "
+        "source files"
+    )
+    languages = {op.name: "+".join(op.languages) for op in choice.kept}
     for name, bench in written.benches:
         print(f"  {name:<24} {languages[name]:<16} {bench or 'no benchmark found'}")
+    if choice.left_out:
+        print(f"left out ({len(choice.left_out)}):")
+        for left in choice.left_out:
+            stub = f"; stub {STUB_MODULE}:{stub_name(left.op)}" if left.op in stubs else ""
+            print(f"  {left.line()}{stub}")
+    if scan.unmatched:
+        named = ", ".join(b.spec() for b in scan.unmatched[:3])
+        more = f" and {len(scan.unmatched) - 3} more" if len(scan.unmatched) > 3 else ""
+        print(f"benchmarks that call none of the ops ({len(scan.unmatched)}): {named}{more}")
     for guess in written.guesses:
         print(f"check: {guess}")
     if policy is not None:
@@ -77,6 +138,37 @@ def run_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer, 1 or more (got {text!r})")
+    return value
+
+
+def _wanting(choice: Choice, most: int) -> tuple[Op, ...]:
+    """The ops that get a bench entry stub: those written without a benchmark (none has one),
+    else the best ranked of those left out for want of one, at most ``most``."""
+    if not any(op.benchmark for op in choice.kept):
+        return choice.kept
+    return tuple(x.op for x in choice.left_out if x.unbenched)[:most]
+
+
+def _write_stubs(repo: Path, wanting: tuple[Op, ...]) -> tuple[Op, ...]:
+    """Write bench entry stubs for ``wanting`` into ``REPO/kernel_review_bench.py``, unless
+    that file exists; the ops given a stub."""
+    path = repo / f"{STUB_MODULE}.py"
+    if not wanting or path.exists():
+        if wanting:
+            print(f"{path} exists: no bench entry stubs written")
+        return ()
+    _write(path, render_stubs(wanting))
+    print(f"wrote {path}: bench entry stubs for {len(wanting)} ops no benchmark calls")
+    return wanting
+
+
 def _has_pyproject_policy(repo: Path) -> bool:
     try:
         return tree_policy(repo).table == PYPROJECT_TABLE
@@ -86,9 +178,10 @@ def _has_pyproject_policy(repo: Path) -> bool:
 
 def _write(out: Path, text: str) -> None:
     """Write ``text`` to ``out`` whole or not at all (a temporary file renamed into place)."""
+    suffix = out.suffix or ".tmp"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".kernel-review-", suffix=".toml", dir=out.parent)
+        fd, tmp = tempfile.mkstemp(prefix=".kernel-review-", suffix=suffix, dir=out.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, out)

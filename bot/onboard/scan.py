@@ -1,12 +1,19 @@
 """A repository as ``init`` sees it: its ops (kernels and the functions that launch them), the
 benchmarks that call each op, the import path and the build step.
 
-An op is named by the function users call: for a Triton kernel, the top-level function of the
-launching file that (directly or through the file's other functions) calls the host wrapper
-(``LaunchSite.wrapper``), preferring a public one named like the kernel; for a C++/CUDA/HIP
-kernel, the file's stem without ``_kernel``/``_binding`` (``csrc/softmax.cu`` and
-``csrc/softmax_binding.cpp`` are op ``softmax``). A Triton op and a C++ op of the same name are
-one op, covering both: that is a rewrite. A benchmark belongs to the op it calls.
+A Triton op is a launching file: its kernels, and the public top-level functions of the file
+that (directly or through the file's other functions) call a host wrapper
+(``LaunchSite.wrapper``), its *entries*. It is named after its public function when it has one,
+or one named like the file, else after the module (the file's stem without ``_kernel``-like
+suffixes; the folder for a generic stem such as ``__init__``): never after a method
+(``forward``) or a test. Test files hold no ops. For a C++/CUDA/HIP kernel, the op is the file's
+stem without ``_kernel``/``_binding`` (``csrc/softmax.cu`` and ``csrc/softmax_binding.cpp`` are
+op ``softmax``). Ops of the same name are one op, covering every file: a Triton op and a C++ op
+(a rewrite), or a vendor back-end's copy of an op. A benchmark belongs to the op it calls,
+through an import of the op's package or in the op's own file.
+
+Each op also counts its call sites (calls of an entry outside the op's own files), and, given
+the files' last commit times, when it last changed: ``init`` ranks by these.
 
 :func:`scan_files` is pure (paths and texts in); :func:`read_repository` reads a folder.
 """
@@ -14,6 +21,7 @@ one op, covering both: that is a rewrite. A benchmark belongs to the op it calls
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -22,7 +30,9 @@ from pathlib import Path
 
 from bot.analysis.model import MAX_SOURCE_CHARS, FileScan
 from bot.analysis.scan import scan_source
-from bot.analysis.text import source_kind
+from bot.analysis.text import parse_python_or_none, source_kind
+from bot.errors import GitError
+from bot.gitutil import git
 from bot.onboard.benchmarks import FoundBenchmark, find_benchmarks
 from bot.onboard.values import dotted
 
@@ -42,6 +52,15 @@ SKIP_DIRS = frozenset(
 )
 MAX_FILES = 20_000
 CXX_SUFFIX_RE = re.compile(r"(_kernels?|_binding|_bindings|_ext|_cuda|_hip|_launch(er)?)$")
+MODULE_SUFFIX_RE = re.compile(r"(_kernels?|_triton|_ops?|_impl|_fwd|_bwd)$")
+# stems that say nothing about the op: the folder names it instead
+GENERIC_STEMS = frozenset(
+    {
+        "__init__", "init", "ops", "op", "kernels", "kernel", "utils", "util", "triton", "impl",
+        "functional", "interface", "core", "common", "main", "api", "layers", "modules",
+        "fused", "wrapper", "wrappers", "helpers", "src", "lib",
+    }
+)  # fmt: skip
 BUILD_MARKERS = ("CUDAExtension", "CppExtension", "cpp_extension", "HIPExtension")
 # The build step runs on both sides, and a rewrite to Triton often deletes setup.py with the
 # extension: the test skips the build on a side that has none instead of failing it.
@@ -56,6 +75,12 @@ class Op:
     paths: tuple[str, ...]
     entry: str  # the function users call (or the C++ op's name)
     benchmark: FoundBenchmark | None = None
+    entries: tuple[str, ...] = ()  # every public function of the op (entry first)
+    home: str = ""  # the launching file that speaks for the op (a vendor copy's aside)
+    module: str = ""  # the import name of the op's file ("" for C++ or none)
+    signature: str = ""  # the entry's parameters as written: "x, dim=-1"
+    call_sites: int = 0  # calls of an entry outside the op's own files
+    changed: int = 0  # the newest commit time of its files (0: unknown)
 
 
 @dataclass(frozen=True)
@@ -87,7 +112,26 @@ def read_repository(root: Path) -> RepoScan:
     layout = src.is_dir() and any(
         (p / "__init__.py").is_file() for p in src.iterdir() if p.is_dir()
     )
-    return scan_files(texts, src_layout=layout)
+    return scan_files(texts, src_layout=layout, changed=last_changes(root))
+
+
+def last_changes(root: Path, commits: int = 5000) -> dict[str, int]:
+    """Each file's newest commit time (seconds) over the last ``commits`` commits; empty where
+    ``root`` is not a git repository."""
+    if not (root / ".git").exists():
+        return {}
+    try:
+        log = git(root, "log", f"-n{commits}", "--format=%x01%ct", "--name-only", "--no-renames")
+    except GitError:
+        return {}
+    out: dict[str, int] = {}
+    when = 0
+    for line in log.splitlines():
+        if line.startswith("\x01"):
+            when = int(line[1:] or 0)
+        elif line:
+            out.setdefault(line, when)
+    return out
 
 
 def _source_files(root: Path) -> Iterable[str]:
@@ -104,8 +148,11 @@ def _source_files(root: Path) -> Iterable[str]:
             yield rel
 
 
-def scan_files(texts: Mapping[str, str], *, src_layout: bool = False) -> RepoScan:
-    """The repository's ops and benchmarks from ``{path: text}``."""
+def scan_files(
+    texts: Mapping[str, str], *, src_layout: bool = False, changed: Mapping[str, int] | None = None
+) -> RepoScan:
+    """The repository's ops and benchmarks from ``{path: text}`` (``changed``: each file's last
+    commit time, for ranking)."""
     scans = {path: scan_source(path, text) for path, text in sorted(texts.items())}
     roots = ("src/",) if src_layout else ()
     benchmarks = [
@@ -114,7 +161,8 @@ def scan_files(texts: Mapping[str, str], *, src_layout: bool = False) -> RepoSca
         if source_kind(path) == "python"
         for b in find_benchmarks(path, text, module=module_name(path, roots))
     ]
-    ops = _merge(_triton_ops(scans, texts) + _cxx_ops(scans))
+    ops = _merge(_triton_ops(scans, texts, roots) + _cxx_ops(scans))
+    ops = _ranked_facts(ops, texts, changed or {})
     matched, unmatched = _match(ops, benchmarks)
     setup_py = texts.get("setup.py", "")
     setup = SETUP_BUILD if any(marker in setup_py for marker in BUILD_MARKERS) else None
@@ -125,6 +173,18 @@ def scan_files(texts: Mapping[str, str], *, src_layout: bool = False) -> RepoSca
         python_path=("src",) if src_layout else (),
         setup=setup,
         files_scanned=len(scans),
+    )
+
+
+def is_test_path(path: str) -> bool:
+    """A test file or a file under a tests folder (its kernels are test doubles, not ops)."""
+    parts = path.split("/")
+    name = parts[-1]
+    return (
+        any(p in ("test", "tests", "testing") for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
     )
 
 
@@ -150,43 +210,117 @@ def _kernel_files(scans: Mapping[str, FileScan]) -> dict[str, list[str]]:
     return where
 
 
-def _triton_ops(scans: Mapping[str, FileScan], texts: Mapping[str, str]) -> list[Op]:
-    where = _kernel_files(scans)
+def _triton_ops(
+    scans: Mapping[str, FileScan], texts: Mapping[str, str], roots: tuple[str, ...]
+) -> list[Op]:
+    where = {
+        k: [p for p in paths if not is_test_path(p)] for k, paths in _kernel_files(scans).items()
+    }
     ops: list[Op] = []
     for path, scan in scans.items():
-        launches = [x for x in scan.launches if x.language == "triton" and x.wrapper]
-        if not launches:
+        if is_test_path(path):
             continue
-        callers = _top_level_callers(texts[path])
-        for wrapper in dict.fromkeys(x.wrapper for x in launches if x.wrapper):
-            kernels = tuple(
-                dict.fromkeys(
-                    x.kernel for x in launches if x.wrapper == wrapper and x.kernel in where
-                )
+        launches = [x for x in scan.launches if x.language == "triton" and x.wrapper]
+        kernels = tuple(dict.fromkeys(x.kernel for x in launches if where.get(x.kernel)))
+        if not kernels:
+            continue
+        wrappers = tuple(dict.fromkeys(x.wrapper for x in launches if x.kernel in kernels))
+        tree = parse_python_or_none(texts[path])
+        functions = _public_functions(tree)
+        callers = _top_level_callers(tree)
+        reached = _reaching(wrappers, callers)
+        entries = [n for n in functions if n in reached]
+        name = _module_op_name(path, entries)
+        entries.sort(key=lambda n: (n != name, _unlike(n, kernels), n))
+        # public classes that reach a wrapper (an nn.Module whose forward calls the op) are
+        # called too: benchmarks use them, but an op is not named after one
+        entries += sorted(n for n in _public_classes(tree) if n in reached)
+        entry = entries[0] if entries else name
+        # a kernel defined in the launching file is that one; another file's, any defining it
+        paths = {path} | {p for k in kernels if not scan.kernel(k) for p in where[k]}
+        ops.append(
+            Op(
+                name=_op_name(name),
+                languages=("triton",),
+                kernels=kernels,
+                paths=tuple(sorted(paths)),
+                entry=entry,
+                entries=tuple(entries),
+                home=path,
+                module=module_name(path, roots),
+                signature=functions.get(entry, ""),
             )
-            if not kernels:
-                continue
-            entry = _user_function(wrapper, kernels, callers)
-            paths = {path} | {p for k in kernels for p in where.get(k, [])}
-            ops.append(
-                Op(
-                    name=_op_name(entry),
-                    languages=("triton",),
-                    kernels=kernels,
-                    paths=tuple(sorted(paths)),
-                    entry=entry,
-                )
-            )
+        )
     return ops
 
 
-def _top_level_callers(text: str) -> dict[str, set[str]]:
+def _public_functions(tree: ast.Module | None) -> dict[str, str]:
+    """The file's public top-level functions (and ``name = _Function.apply`` aliases), each
+    with its parameters as written; tests are not public functions."""
+    out: dict[str, str] = {}
+    for node in tree.body if tree is not None else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name, params = node.name, ast.unparse(node.args)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if not isinstance(target, ast.Name) or not dotted(node.value).endswith(".apply"):
+                continue
+            name, params = target.id, "*args"
+        else:
+            continue
+        if not name.startswith(("_", "test")):
+            out[name] = params
+    return out
+
+
+def _public_classes(tree: ast.Module | None) -> list[str]:
+    return [
+        node.name
+        for node in (tree.body if tree is not None else ())
+        if isinstance(node, ast.ClassDef) and not node.name.startswith(("_", "Test"))
+    ]
+
+
+def _reaching(wrappers: tuple[str, ...], callers: dict[str, set[str]]) -> set[str]:
+    """The wrappers and every name that calls or contains one, directly or not."""
+    seen = set(wrappers)
+    frontier = list(wrappers)
+    while frontier:
+        for caller in callers.get(frontier.pop(), ()):
+            if caller not in seen:
+                seen.add(caller)
+                frontier.append(caller)
+    return seen
+
+
+def _unlike(name: str, kernels: tuple[str, ...]) -> bool:
+    stems = [k.removesuffix("_kernel").strip("_") for k in kernels]
+    return not any(s and (s.startswith(name) or name.startswith(s)) for s in stems)
+
+
+def _module_op_name(path: str, entries: list[str]) -> str:
+    """An op's name: its only public function, or the one named like its file, or the shortest
+    one named after its file; else the module's (a generic stem gives way to its folder's
+    name)."""
+    parts = path.removesuffix(".py").split("/")
+    stems = [MODULE_SUFFIX_RE.sub("", p.strip("_")) or p for p in reversed(parts)]
+    module = next((s for s in stems if s.lower() not in GENERIC_STEMS), stems[0])
+    if len(entries) == 1:
+        return entries[0]
+    for name in entries:
+        if name in (parts[-1], module):
+            return name
+    # ops/gla/chunk.py with chunk_gla and chunk_gla_fwd: the shortest named after the module
+    # (the module's own name is shared by every op folder's chunk.py)
+    prefixed = [n for n in entries if n.startswith((f"{parts[-1]}_", f"{module}_"))]
+    return min(prefixed, key=lambda n: (len(n), n)) if prefixed else module
+
+
+def _top_level_callers(tree: ast.Module | None) -> dict[str, set[str]]:
     """Who reaches whom in one file: for each function (nested ones and methods included), the
     top-level names that call or contain it. A class contains its methods, and a module-level
     alias (``rms_norm = _RMSNorm.apply``, the autograd.Function pattern) reaches its class."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
+    if tree is None:
         return {}
     classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
     callers: dict[str, set[str]] = {}
@@ -212,28 +346,6 @@ def _top_level_callers(text: str) -> dict[str, set[str]]:
                 if name.split(".", 1)[0] in classes:  # _RMSNorm.apply(...)
                     reach(name.split(".", 1)[0], node.name)
     return callers
-
-
-def _user_function(wrapper: str, kernels: tuple[str, ...], callers: dict[str, set[str]]) -> str:
-    """The function users call to reach ``wrapper``: among the wrapper and the file's functions
-    that call it (directly or not), a public one named like the kernel, else the nearest public
-    one, else the wrapper."""
-    distance = {wrapper: 0}
-    frontier = [wrapper]
-    while frontier:
-        name = frontier.pop(0)
-        for caller in sorted(callers.get(name, set())):
-            if caller not in distance:
-                distance[caller] = distance[name] + 1
-                frontier.append(caller)
-    public = [name for name in distance if not name.startswith("_")]
-    stems = [k.removesuffix("_kernel").strip("_") for k in kernels]
-
-    def rank(name: str) -> tuple[bool, int, str]:
-        like = any(s and (s.startswith(name) or name.startswith(s)) for s in stems)
-        return (not like, distance[name], name)
-
-    return min(public, key=rank) if public else wrapper
 
 
 def _cxx_ops(scans: Mapping[str, FileScan]) -> list[Op]:
@@ -267,47 +379,96 @@ def _op_name(text: str) -> str:
 
 
 def _merge(ops: list[Op]) -> list[Op]:
-    """Ops of the same name (a Triton rewrite next to its C++ original) as one."""
+    """Ops of the same name (a Triton rewrite next to its C++ original, a vendor back-end's copy)
+    as one; the Triton op on the shortest path speaks for it."""
     merged: dict[str, Op] = {}
     for op in ops:
         old = merged.get(op.name)
         if old is None:
             merged[op.name] = op
             continue
-        merged[op.name] = Op(
-            name=op.name,
+        first, second = sorted((old, op), key=_speaks_first)
+        merged[op.name] = dataclasses.replace(
+            first,
             languages=tuple(dict.fromkeys(old.languages + op.languages)),
             kernels=tuple(dict.fromkeys(old.kernels + op.kernels)),
             paths=tuple(sorted(set(old.paths) | set(op.paths))),
-            entry=old.entry if "triton" in old.languages else op.entry,
+            entries=tuple(dict.fromkeys(first.entries + second.entries)),
         )
     return list(merged.values())
+
+
+def _speaks_first(op: Op) -> tuple[bool, int, str]:
+    return ("triton" not in op.languages, min(p.count("/") for p in op.paths), op.paths[0])
+
+
+CALL_RE_LIMIT = 4000  # entries per call-counting pattern
+
+
+def _ranked_facts(ops: list[Op], texts: Mapping[str, str], changed: Mapping[str, int]) -> list[Op]:
+    """Each op with its call sites (``entry(`` outside its own files and definitions) and its
+    newest change."""
+    owners: dict[str, list[int]] = {}
+    for index, op in enumerate(ops):
+        for entry in op.entries:
+            owners.setdefault(entry, []).append(index)
+    counts = [0] * len(ops)
+    names = sorted(owners, key=len, reverse=True)
+    for start in range(0, len(names), CALL_RE_LIMIT):
+        pattern = re.compile(
+            r"(?<!def )\b("
+            + "|".join(map(re.escape, names[start : start + CALL_RE_LIMIT]))
+            + r")\s*\("
+        )
+        for path, text in texts.items():
+            if source_kind(path) != "python":
+                continue
+            for match in pattern.finditer(text):
+                for index in owners[match[1]]:
+                    if path not in ops[index].paths:
+                        counts[index] += 1
+    return [
+        dataclasses.replace(
+            op, call_sites=count, changed=max((changed.get(p, 0) for p in op.paths), default=0)
+        )
+        for op, count in zip(ops, counts, strict=True)
+    ]
 
 
 def _match(
     ops: list[Op], benchmarks: list[FoundBenchmark]
 ) -> tuple[list[Op], list[FoundBenchmark]]:
     """Give each op a benchmark: an entry point named like the op first (it is written for
-    kernel-review), else the first benchmark that calls the op's entry function."""
+    kernel-review), else the first benchmark that calls one of the op's entries, the entry first
+    (through an import from the op's package, or in the op's own file)."""
     used: set[int] = set()
     out = []
     for op in ops:
         free = [i for i in range(len(benchmarks)) if i not in used]
         named = [i for i in free if benchmarks[i].form == "entry" and benchmarks[i].name == op.name]
-        calling = [i for i in free if op.entry in benchmarks[i].calls]
+        calling = [
+            i
+            for entry in (op.entries or (op.entry,))
+            for i in free
+            if _calls_op(benchmarks[i], op, entry)
+        ]
         index = (named + calling + [None])[0]
         if index is None:
             out.append(op)
             continue
         used.add(index)
-        out.append(
-            Op(
-                name=op.name,
-                languages=op.languages,
-                kernels=op.kernels,
-                paths=op.paths,
-                entry=op.entry,
-                benchmark=benchmarks[index],
-            )
-        )
+        out.append(dataclasses.replace(op, benchmark=benchmarks[index]))
     return out, [b for i, b in enumerate(benchmarks) if i not in used]
+
+
+def _calls_op(bench: FoundBenchmark, op: Op, entry: str) -> bool:
+    """Whether ``bench`` calls ``entry`` of ``op``: a call resolved through the benchmark file's
+    imports to the op's package, or any call of it from inside the op's own files (a C++ op,
+    which has no module, by name); a call of a name of unknown origin (a star import) counts."""
+    if bench.path in op.paths or not op.module:
+        return entry in bench.calls
+    package = op.module.split(".", 1)[0]
+    return any(
+        full.rsplit(".", 1)[-1] == entry and full.split(".", 1)[0] in (package, "*")
+        for full in bench.resolved_calls
+    )

@@ -1,6 +1,8 @@
 """The policy ``init`` writes for a scanned repository, as TOML text with a comment on each guess.
 
-One ``[[kernels]]`` per op. Its ``bench`` names the benchmark that calls the op (the line whose
+One ``[[kernels]]`` per op written (``init`` chooses them, ``choose.py``); a comment line names
+its kernels and the function it is called through, nothing else, so a large repository's policy
+stays small. Its ``bench`` names the benchmark that calls the op (the line whose
 name says triton, when a perf_report compares several); its shapes are the benchmark's sweep
 (at most :data:`MAX_SERVED` of them, evenly spread), its dtypes the ones the benchmark makes its
 tensors in. What could not be read is written as :data:`bot.policy.model.PLACEHOLDER` with a
@@ -12,13 +14,19 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.onboard.benchmarks import FoundBenchmark
 from bot.onboard.scan import Op, RepoScan
+from bot.onboard.stubs import STUB_MODULE, stub_name
 from bot.policy.model import DTYPES, MAX_DIMS, PLACEHOLDER, Limits
 
 MAX_SERVED = 12
+MAX_LISTED = 6  # kernels named in an op's comment
+# what an op whose bench is a stub is written with: the stub makes its inputs from them
+STUB_DTYPES = ("float16",)
+STUB_SHAPES = ([4096, 4096],)
 MATMUL_DIMS = ("M", "N", "K")
 MATMUL_TENSORS = [[0, 2], [2, 1], [0, 1]]
 
@@ -64,8 +72,12 @@ class _Lines:
         self.gaps.append(Gap(line=len(self.lines), key=key, message=why))
 
 
-def render_policy(scan: RepoScan) -> Written:
-    """The policy text for ``scan`` (which must have at least one op)."""
+def render_policy(
+    scan: RepoScan, ops: Sequence[Op] | None = None, *, stubbed: frozenset[str] = frozenset()
+) -> Written:
+    """The policy text for ``ops`` of ``scan`` (default: all of them; at least one); an op in
+    ``stubbed`` without a benchmark names its bench entry stub (``stubs.py``)."""
+    ops = scan.ops if ops is None else tuple(ops)
     out = _Lines()
     guesses: list[str] = []
     out.add("# kernel-review policy, written by `kernel-review init`; every key: docs/policy.md")
@@ -88,57 +100,72 @@ def render_policy(scan: RepoScan) -> Written:
             f"[setup] command = {scan.setup!r} builds the extension in place"
             " (on a side without setup.py, nothing)"
         )
-    for op in scan.ops:
+    for op in ops:
         out.add()
-        _kernel(out, op, scan.unmatched)
-    if scan.unmatched:
-        out.add()
-        out.add("# Benchmarks found that call none of the ops above:")
-        for b in scan.unmatched:
-            out.add(f"#   {b.spec()}  ({b.path}:{b.line})")
+        _kernel(out, op, op.name in stubbed)
+    if any(op.benchmark is None and op.name in stubbed for op in ops):
+        guesses.append(
+            f"the ops whose bench is a stub ({STUB_MODULE}.py) are written with dtypes "
+            f"{list(STUB_DTYPES)} and shapes {[list(s) for s in STUB_SHAPES]}: fill in each stub "
+            "and the values it serves"
+        )
     return Written(
         text="\n".join(out.lines) + "\n",
         gaps=tuple(out.gaps),
         guesses=tuple(guesses),
-        benches=tuple((op.name, bench_for(op)) for op in scan.ops),
+        benches=tuple((op.name, bench_for(op)) for op in ops),
     )
 
 
 def bench_for(op: Op) -> str:
     """The ``bench`` value written for ``op``; ``""`` when it has no benchmark."""
     b = op.benchmark
-    return b.spec(_line(b, op.name)) if b else ""
+    return b.spec(_line(b, op.name, op.entries or (op.entry,))) if b else ""
 
 
-def _kernel(out: _Lines, op: Op, unmatched: tuple[FoundBenchmark, ...]) -> None:
+def _kernel(out: _Lines, op: Op, stubbed: bool) -> None:
     out.add("[[kernels]]")
     out.key("name", op.name)
     languages = "+".join(op.languages)
-    out.add(f"# {languages}: {', '.join(op.kernels)}; called through {op.entry}()")
+    kernels = ", ".join(op.kernels[:MAX_LISTED]) + (
+        f" and {len(op.kernels) - MAX_LISTED} more" if len(op.kernels) > MAX_LISTED else ""
+    )
+    out.add(f"# {languages}: {kernels}; called through {op.entry}()")
     b = op.benchmark
-    if b is None:
-        others = (
-            f"; benchmarks found: {', '.join(x.spec() for x in unmatched)}" if unmatched else ""
+    if b is None and stubbed:
+        out.key(
+            "bench", f"{STUB_MODULE}:{stub_name(op)}", f"a stub calling {op.entry}(): fill it in"
         )
+    elif b is None:
         out.gap(
-            "bench",
-            f"no benchmark calls {op.entry}(): write an entry point (docs/bench-entry.md){others}",
+            "bench", f"no benchmark calls {op.entry}(): write an entry point (docs/bench-entry.md)"
         )
     else:
-        line = _line(b, op.name)
+        line = _line(b, op.name, op.entries or (op.entry,))
         rest = [v for v in b.lines if v != line]
         comment = f"{b.path}:{b.line}" + (f"; its other lines: {', '.join(rest)}" if rest else "")
         out.key("bench", bench_for(op), comment)
         for note in b.notes:
             out.add(f"# {b.name}: {note}")
     out.key("paths", list(op.paths))
+    if b is None and stubbed:  # the stub builds its inputs from these: written, to be confirmed
+        where = f"{STUB_MODULE}.{stub_name(op)}"
+        out.key("dtypes", list(STUB_DTYPES), f"a guess: the dtypes {op.name} runs in ({where})")
+        out.key("shapes", list(STUB_SHAPES), f"a guess: the shapes {op.name} serves ({where})")
+        return
     _dtypes(out, op, b)
     _shapes(out, op, b)
 
 
-def _line(b: FoundBenchmark, name: str) -> str | None:
+def _line(b: FoundBenchmark, name: str, entries: tuple[str, ...] = ()) -> str | None:
+    """The line to measure: the one whose branch calls the op, else one named like triton or the
+    op, else the first."""
     if len(b.lines) < 2:
         return None if not b.lines else b.lines[0]
+    calls = dict(b.line_calls)
+    for value in b.lines:
+        if set(entries) & calls.get(value, frozenset()):
+            return value
     for wanted in ("triton", name):
         for value in b.lines:
             if wanted.lower() in value.lower():

@@ -59,16 +59,30 @@ ENTRY_POINT_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][
 # A benchmark the repository already has, named by file: ``perf_report:bench/x.py:name[@provider]``
 # (a ``triton.testing.perf_report`` benchmark) or ``do_bench:bench/x.py:function`` (a function
 # of the shape's dimensions that times its kernel with ``triton.testing.do_bench``).
+# Other forms (docs/bench-entry.md): ``pytest_benchmark:tests/x.py:test[@value]``,
+# ``asv:benchmarks/x.py:Class.time_method[@value]``, ``timer:bench/x.py:function``,
+# ``run_input:bench/x.py:function[@value]``.
 BENCH_FILE_RE = (
-    r"^(?P<form>perf_report|do_bench):(?P<path>[^:@\s]+):(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
-    r"(@(?P<provider>[^:@\s]+))?$"
+    r"^(?P<form>perf_report|do_bench|pytest_benchmark|asv|timer|run_input):(?P<path>[^:@\s]+):"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(@(?P<provider>[^:@\s]+))?$"
 )
-BENCH_FORMS = ("perf_report", "do_bench")
+BENCH_FORMS = ("perf_report", "do_bench", "pytest_benchmark", "asv", "timer", "run_input")
 ENTRY_DESCRIPTION = (
     "'module.path:function' (a bench entry point, docs/bench-entry.md), "
-    "'perf_report:path/to/bench.py:name[@provider]' (a triton.testing.perf_report benchmark) or "
-    "'do_bench:path/to/bench.py:function' (a function of the shape that calls do_bench)"
+    "'perf_report:path/to/bench.py:name[@provider]' (a triton.testing.perf_report benchmark), "
+    "'do_bench:path/to/bench.py:function' (a function of the shape that calls do_bench), "
+    "'pytest_benchmark:path/to/test.py:test[@value]', 'asv:path/to/bench.py:Class.time_x[@value]'"
+    ", 'timer:path/to/bench.py:function' (a torch.utils.benchmark.Timer script) or "
+    "'run_input:path/to/bench.py:function[@value]' (a function of one input object)"
 )
+BENCH_FORM_USAGE = {
+    "perf_report": "'perf_report:path/to/bench.py:name' or 'perf_report:path/to/bench.py:name@provider'",
+    "do_bench": "'do_bench:path/to/bench.py:function'",
+    "pytest_benchmark": "'pytest_benchmark:path/to/test.py:test' or '...:test@value'",
+    "asv": "'asv:path/to/bench.py:Class.time_method' or '...:Class.time_method@value'",
+    "timer": "'timer:path/to/bench.py:function'",
+    "run_input": "'run_input:path/to/bench.py:function' or '...:function@value'",
+}
 # What ``kernel-review init`` writes where it could not infer a value; refused until replaced.
 PLACEHOLDER = "FILL-IN"
 KERNEL_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
@@ -188,23 +202,21 @@ def check_entry(spec: str) -> str:
     if sep and form in BENCH_FORMS:
         match = re.match(BENCH_FILE_RE, spec)
         if match is None:
-            raise _problem(
-                f"{spec!r} is not a {form} benchmark; write "
-                + (
-                    "'perf_report:path/to/bench.py:name' or 'perf_report:path/to/bench.py:name@provider'"
-                    if form == "perf_report"
-                    else "'do_bench:path/to/bench.py:function'"
-                )
-            )
+            raise _problem(f"{spec!r} is not a {form} benchmark; write {BENCH_FORM_USAGE[form]}")
         path = match["path"]
         if not path.endswith(".py"):
             raise _problem(f"{path!r} is not a Python file; name the benchmark's .py file")
         where = _relative_path_problem(path)
         if where:
             raise _problem(where)
-        if form == "do_bench" and match["provider"]:
+        if form in ("do_bench", "timer") and match["provider"]:
             raise _problem(
-                f"'@{match['provider']}' picks a perf_report line; a do_bench function has none"
+                f"'@{match['provider']}' picks a perf_report line; a {form} function has none"
+            )
+        if ("." in match["name"]) != (form == "asv"):
+            raise _problem(
+                f"{match['name']!r}: an asv benchmark is named 'Class.time_method', any other "
+                "form by its function's name alone"
             )
         return spec
     close = difflib.get_close_matches(form, BENCH_FORMS, n=1, cutoff=0.7) if sep else []

@@ -545,6 +545,10 @@ def format_table(result: SweepResult) -> str:
         lines.append(
             f"worst: {w.kernel} {w.dtype} {'x'.join(map(str, w.shape))} {speed(w.ratio)} ({_interval(w.ci_low, w.ci_high)})"
         )
+    for c in result.cases:  # why a case has no verdict, where the table cannot say it
+        if c.status != "ok" and c.message:
+            shape = "x".join(map(str, c.shape))
+            lines.append(f"{c.status}: {c.kernel} {c.dtype} {shape}: {c.message[:300]}")
     lines.append(cost_line(result))
     from checks.sweep.summary import time_line
 
@@ -557,14 +561,16 @@ def format_table(result: SweepResult) -> str:
 
 
 def cost_line(result: SweepResult) -> str:
-    """What the sweep cost all in: the GPU held from the command's start, per verdict."""
+    """What the sweep cost all in: the GPU (the CPU, for CPU timing) held from the command's
+    start, per verdict."""
     verdicts = sum(1 for c in result.cases if c.status == "ok")
     held, per = result.held_gpu_seconds, result.gpu_s_per_verdict_all_in
+    unit = "CPU-s" if result.timing == "cpu" else "GPU-s"
     if held is None:
-        return f"cost: {result.gpu_seconds:.1f} GPU-s in cases, {verdicts} verdicts"
+        return f"cost: {result.gpu_seconds:.1f} {unit} in cases, {verdicts} verdicts"
     first = f"; first verdict at {result.first_verdict_s:.1f} s" if result.first_verdict_s else ""
-    each = f" = {per:.3f} GPU-s per verdict all in" if per is not None else ""
+    each = f" = {per:.3f} {unit} per verdict all in" if per is not None else ""
     return (
-        f"cost: {held:.1f} GPU-s held from the start for {verdicts} verdicts{each} "
+        f"cost: {held:.1f} {unit} held from the start for {verdicts} verdicts{each} "
         f"({result.gpu_seconds:.1f} s in the cases themselves){first}"
     )

@@ -53,6 +53,7 @@ STATUS_OF_KIND = {
     "compile_error": "compile_error",
     "missing_entry": "missing_entry",
     "wrong_result": "wrong_result",
+    "interpreter": "skipped",  # cannot run under the CPU interpreter: the message says why
 }
 
 

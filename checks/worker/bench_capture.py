@@ -25,6 +25,9 @@ packages (``bot``, ``checks``, ``kernels_fixture``) given to the checkout: a rep
 package of one of those names imports its own, and the helper programs that run as ``python -m
 checks...`` (the compiler report, the first-call probe, compiling ahead) keep theirs.
 
+The other forms a repository's benchmarks take (pytest-benchmark, asv, ``torch.utils.benchmark``
+Timer) are run by ``bench_forms.py`` beside this file.
+
 Standard library only, loaded by file path by ``main.py``; triton and torch are the measured
 repository's own imports, looked up when a case is built.
 """
@@ -71,8 +74,22 @@ class _Captured(BaseException):
 
 
 def is_file_spec(spec: str) -> bool:
-    """Whether ``spec`` names a benchmark by file (``perf_report:...`` or ``do_bench:...``)."""
-    return spec.partition(":")[0] in FORMS
+    """Whether ``spec`` names a benchmark by file (``perf_report:...``, ``do_bench:...`` or one
+    of ``bench_forms.FORMS``)."""
+    return spec.partition(":")[0] in FORMS + _forms().FORMS
+
+
+def _forms() -> ModuleType:
+    """``bench_forms.py``, loaded once by file path (this module is loaded either way)."""
+    name = "_kernel_review_worker_bench_forms"
+    if name not in sys.modules:
+        where = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_forms.py")
+        spec = importlib.util.spec_from_file_location(name, where)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def load_file(root: str, path: str) -> Any:
@@ -163,7 +180,7 @@ def checkout_modules() -> list[ModuleType]:
 def entry_name(spec: str) -> str:
     """The function or benchmark a spec names (``NAME`` of ``module:NAME`` and of the file
     forms), for messages."""
-    match = SPEC_RE.match(spec)
+    match = SPEC_RE.match(spec) or _forms().SPEC_RE.match(spec)
     return match["name"] if match else spec.rpartition(":")[2]
 
 
@@ -209,6 +226,24 @@ def first_entry(candidates: list[str], root: str) -> tuple[str, Callable[..., di
 
 def entry_for(spec: str, root: str) -> Callable[..., dict[str, Any]]:
     """A bench entry point ``(shape, dtype, *, device, seed) -> dict`` for a file spec."""
+    forms = _forms()
+    if spec.partition(":")[0] in forms.FORMS:
+        try:
+            inner = forms.entry_for(
+                spec, lambda path: load_file(root, path), forms.torch_if_loaded, capture
+            )
+        except forms.FormError as exc:
+            raise BadBenchmark(str(exc)) from None
+        except LookupError as exc:
+            raise NotFound(str(exc)) from None
+
+        def entry(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            try:
+                return inner(*args, **kwargs)
+            except forms.FormError as exc:
+                raise BadBenchmark(str(exc)) from None
+
+        return entry
     match = SPEC_RE.match(spec)
     if match is None:
         raise BadBenchmark(

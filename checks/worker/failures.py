@@ -3,6 +3,10 @@ exception classes are recognised by name so torch and triton need not be importe
 
 from __future__ import annotations
 
+import linecache
+import os
+import re
+
 CUDA_MARKERS = (
     "cuda error",
     "illegal memory access",
@@ -17,8 +21,52 @@ CUDA_MARKERS = (
 )
 
 
+# what torch says when code asks it for a GPU it does not have
+NO_GPU_MARKERS = (
+    "Torch not compiled with CUDA enabled",
+    "Found no NVIDIA driver",
+    "No CUDA GPUs are available",
+)
+LIBDEVICE_RE = re.compile(r"\blibdevice\.(\w+)\s*\(")
+
+
+def interpreter_reason(exc: BaseException) -> str | None:
+    """Why the code cannot run under Triton's CPU interpreter (``TRITON_INTERPRET=1``), where
+    that is what ``exc`` says: a ``libdevice`` function the interpreter has no implementation
+    of (named from the kernel's failing line), a GPU driver asked for, or a GPU asked of torch
+    (a benchmark that picks its own device); None otherwise."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return None
+    seen: list[BaseException] = []
+    at: BaseException | None = exc
+    while at is not None and at not in seen and len(seen) < 8:
+        seen.append(at)
+        at = at.__cause__ or at.__context__
+    for one in seen:
+        if "active drivers" in str(one):
+            return (
+                "it asks Triton for a GPU driver (triton.runtime.driver.active), and the CPU "
+                "interpreter has none"
+            )
+        if any(marker in str(one) for marker in NO_GPU_MARKERS):
+            return f"it puts its tensors on a GPU, and there is none here ({one})"
+    if not any("InterpreterError" in {c.__name__ for c in type(e).__mro__} for e in seen):
+        return None
+    for one in seen:
+        tb = one.__traceback__
+        while tb is not None:
+            line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+            found = LIBDEVICE_RE.search(line)
+            if found:
+                return f"libdevice.{found[1]} has no implementation in Triton's CPU interpreter"
+            tb = tb.tb_next
+    return None
+
+
 def classify(exc: BaseException) -> str:
     """A failure kind the parent maps to a case status (and to a restart where needed)."""
+    if interpreter_reason(exc):
+        return "interpreter"
     names = {c.__name__ for c in type(exc).__mro__}
     text = str(exc).lower()
     if "OutOfResources" in names:

@@ -319,6 +319,7 @@ class Worker:
         shape, dtype, seed = msg["shape"], msg["dtype"], int(msg.get("seed", 0))
         self._torch()
         first = self._call_entry(fn, shape, dtype, seed)
+        first["restore"] = correctness.keep_inputs(first.get("inputs"))  # the recheck's calls
         footprint = int(first.get("bytes_moved") or 0) or _nbytes(first.get("inputs"))
         copies = timing.input_copies(
             footprint,
@@ -384,9 +385,11 @@ class Worker:
         step("resolve")
         item = self._call_entry(fn, msg["shape"], msg["dtype"], int(msg["seed"]))
         step("inputs")
+        restore = correctness.keep_inputs(item.get("inputs"))  # each call gets the inputs made
         ref_fn = item.get("reference")
-        ref = ref_fn() if callable(ref_fn) else None
+        ref = correctness.own_outputs(ref_fn(), item.get("inputs")) if callable(ref_fn) else None
         self._sync()
+        restore()
         step("reference")
         # the first call compiles and autotunes: alone on the GPU (``exclusive``), Triton's
         # compiles and loads with the lock let go (the checkout has imported its Triton by now)
@@ -404,6 +407,7 @@ class Worker:
                 step("first_call")
             correctness.poison(correctness.flatten_outputs(sizing))
             del sizing
+            restore()
             out = item["fn"]()
         else:
             correctness.poison(correctness.flatten_outputs(ref))
@@ -433,7 +437,7 @@ class Worker:
         result["correct"] = result.pop("ok")
         result["digest"] = correctness.digest(out)
         step("digest")
-        del out, ref, item
+        del out, ref, item, restore
         self._release()
         step("release")
         if not self.marks_told:
@@ -493,7 +497,10 @@ class Worker:
             wait = msg.get("lock_wait_s")
             with exclusive.exclusive(lock, float(wait) if wait is not None else None) as held:
                 step("lock_wait")
-                out = item["fn"]()
+                item["restore"]()
+                out = correctness.own_outputs(item["fn"](), item.get("inputs"))
+                self._sync()
+                item["restore"]()
                 ref = item["reference"]()
                 self._sync()
             step("calls")
@@ -699,10 +706,15 @@ def serve(worker: Worker, cmd_fd: int, resp_fd: int, poll_s: float = 0.0) -> Non
         except BaseException as exc:  # user code can raise anything, even SystemExit
             traceback.print_exc()
             sys.stderr.flush()
+            why = failures.interpreter_reason(exc)
             answer = {
                 "ok": False,
                 "kind": classify(exc),
-                "error": f"{type(exc).__name__}: {exc}"[:4000],
+                "error": (
+                    f"cannot run under the CPU interpreter: {why}; it needs a GPU"
+                    if why
+                    else f"{type(exc).__name__}: {exc}"
+                )[:4000],
                 "type": type(exc).__name__,
                 "traceback": traceback.format_exc()[-4000:],
             }

@@ -4,8 +4,11 @@ real worker, under the Triton interpreter on CPU tensors."""
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,6 +126,39 @@ def write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+@contextlib.contextmanager
+def cpu_worker(repo: Path, work: Path, python_path: Sequence[str]) -> Iterator[WorkerClient]:
+    """A started head worker on ``repo`` under the Triton interpreter (``TRITON_INTERPRET=1`` in
+    its environment), closed after."""
+    client = WorkerClient(
+        WorkerSpec(
+            side="head",
+            root=repo,
+            device="cpu",
+            work_dir=work,
+            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
+            python_path=tuple(python_path),
+        )
+    )
+    client.start()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def check_every_kernel(client: WorkerClient, kernels: Sequence[Any], *, last: bool = False) -> None:
+    """Each kernel's bench, checked, prepared and rechecked on one of its shapes."""
+    for kernel in kernels:
+        dims = kernel.shapes[-1 if last else 0].dims
+        checked = client.check([kernel.bench], dims, kernel.dtypes[0], seed=1)
+        assert checked["correct"], (kernel.name, checked)
+        prepared = client.prepare([kernel.bench], dims, kernel.dtypes[0], seed=0)
+        assert prepared["entry"] == kernel.bench and prepared["est_us"] > 0
+        assert prepared["footprint_bytes"] > 0  # the captured callable's tensors
+        assert client.finish()["correct"]
+
+
 @pytest.fixture
 def minirepo(tmp_path: Path) -> Path:
     """A src/ layout with two Triton ops, a perf_report benchmark and a do_bench script."""
@@ -166,54 +202,167 @@ def test_the_entry_points_init_names_run_in_a_worker_under_the_interpreter(
     source = tree_policy(minirepo)
     policy, _ = validate_policy(source.text, source.display)
     assert policy is not None
-    client = WorkerClient(
-        WorkerSpec(
-            side="head",
-            root=minirepo,
-            device="cpu",  # TRITON_INTERPRET=1 in the worker's environment
-            work_dir=tmp_path / "work",
-            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
-            python_path=tuple(policy.python_path),
-        )
+    with cpu_worker(minirepo, tmp_path / "work", policy.python_path) as client:
+        check_every_kernel(client, policy.kernels)
+
+
+ASV = """\
+import torch
+
+from minilib.scale_add import scale_add
+
+
+class ScaleAdd:
+    params = [[1000, 4096], ["float32", "float16"]]
+    param_names = ["n", "dtype"]
+
+    def setup(self, n, dtype):
+        self.x = torch.rand(n, dtype=getattr(torch, dtype))
+        self.y = torch.rand(n, dtype=getattr(torch, dtype))
+
+    def time_scale_add(self, n, dtype):
+        scale_add(self.x, self.y)
+"""
+
+PYTEST_BENCHMARK = """\
+import pytest
+import torch
+
+from minilib.row_sum import row_sum
+
+
+@pytest.mark.parametrize("shape", [(4, 100), (16, 300)])
+def test_row_sum(benchmark, shape):
+    x = torch.randn(shape, dtype=torch.float32)
+    benchmark(row_sum, x)
+"""
+
+
+def test_asv_and_pytest_benchmark_forms_init_names_run_in_a_worker(tmp_path: Path) -> None:
+    repo = write(
+        tmp_path / "forms",
+        {
+            "src/minilib/__init__.py": "",
+            "src/minilib/scale_add.py": KERNEL,
+            "src/minilib/row_sum.py": ROWSUM,
+            "asv_bench/benchmarks/ops.py": ASV,
+            "benchmarks/test_perf.py": PYTEST_BENCHMARK,
+        },
     )
-    client.start()
-    try:
-        for kernel in policy.kernels:
-            dims = kernel.shapes[0].dims
-            checked = client.check([kernel.bench], dims, kernel.dtypes[0], seed=1)
-            assert checked["correct"], (kernel.name, checked)
-            prepared = client.prepare([kernel.bench], dims, kernel.dtypes[0], seed=0)
-            assert prepared["entry"] == kernel.bench and prepared["est_us"] > 0
-            assert prepared["footprint_bytes"] > 0  # the captured lambda's tensors
-            assert client.finish()["correct"]
-    finally:
-        client.close()
+    assert main(["init", "--repo", str(repo)]) == 0
+    policy = load_policy(repo).policy
+    benches = {k.name: k.bench for k in policy.kernels}
+    assert benches == {
+        "scale_add": "asv:asv_bench/benchmarks/ops.py:ScaleAdd.time_scale_add",
+        "row_sum": "pytest_benchmark:benchmarks/test_perf.py:test_row_sum",
+    }
+    assert policy.kernel("scale_add").dtypes == ["float32", "float16"]
+    assert [s.dims for s in policy.kernel("row_sum").shapes] == [(4, 100), (16, 300)]
+    with cpu_worker(repo, tmp_path / "work", policy.python_path) as client:
+        check_every_kernel(client, policy.kernels, last=True)
 
 
-def test_what_init_cannot_infer_is_refused_at_its_line_until_filled(
+RUN_INPUT_UTILS = """\
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class RunInput:
+    x: int
+    provider: str
+    mode: str = "forward"
+    extra_config: dict[str, Any] | None = None
+
+
+def run_benchmarks(bench_test_fn, x_values, providers, modes, extra_configs, overwrite=False):
+    for config in extra_configs:
+        for mode in modes:
+            for provider in providers:
+                for x in x_values:
+                    print(x, provider, bench_test_fn(RunInput(x, provider, mode, config)))
+"""
+
+RUN_INPUT = """\
+from __future__ import annotations
+
+import argparse
+
+import torch
+import triton
+from utils import RunInput, run_benchmarks
+
+from minilib.scale_add import scale_add
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def bench_speed_scale_add(input: RunInput) -> float:
+    cfg = input.extra_config
+    x = torch.rand(cfg["rows"], input.x, dtype=cfg["dtype"], device=device)
+    y = torch.rand(cfg["rows"], input.x, dtype=cfg["dtype"], device=device)
+    fn = (lambda: scale_add(x, y)) if input.provider == "mine" else (lambda: 2.0 * x + y)
+    return triton.testing.do_bench(fn)
+
+
+if __name__ == "__main__":
+    args = argparse.ArgumentParser().parse_args()
+    configs = {
+        "x_values": [2**i for i in range(8, 11)],
+        "providers": ["mine", "torch"],
+        "extra_configs": [{"rows": 4, "dtype": torch.float32}],
+        "overwrite": args.overwrite,
+    }
+    run_benchmarks(bench_test_fn=bench_speed_scale_add, modes=["forward"], **configs)
+"""
+
+
+def test_a_function_of_one_input_object_is_recognised_from_the_scripts_call_and_runs(
+    tmp_path: Path,
+) -> None:
+    repo = write(
+        tmp_path / "runinput",
+        {
+            "src/minilib/__init__.py": "",
+            "src/minilib/scale_add.py": KERNEL,
+            "benchmark/scripts/utils.py": RUN_INPUT_UTILS,
+            "benchmark/scripts/benchmark_scale_add.py": RUN_INPUT,
+        },
+    )
+    assert main(["init", "--repo", str(repo)]) == 0
+    kernel = load_policy(repo).policy.kernel("scale_add")
+    assert kernel.bench == (
+        "run_input:benchmark/scripts/benchmark_scale_add.py:bench_speed_scale_add@mine"
+    )
+    assert kernel.dtypes == ["float32"]
+    assert [s.dims for s in kernel.shapes] == [(256,), (512,), (1024,)]
+    with cpu_worker(repo, tmp_path / "work", ("src",)) as client:
+        checked = client.check([kernel.bench], (300,), "float32", seed=1)
+        assert checked["correct"], checked
+        prepared = client.prepare([kernel.bench], (300,), "float32", seed=0)
+        assert prepared["footprint_bytes"] == 2 * 4 * 300 * 4  # x and y: 4 rows of 300 floats
+        assert client.finish()["correct"]
+
+
+def test_an_op_no_benchmark_calls_gets_a_stub_and_a_policy_that_passes_the_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = write(tmp_path / "nobench", {"ops/scale_add.py": KERNEL})
     assert main(["init", "--repo", str(repo)]) == 0
     out = capsys.readouterr().out
     text = (repo / POLICY_FILE).read_text()
-    lines = text.splitlines()
-    shapes_line = next(i for i, line in enumerate(lines, 1) if line.startswith("shapes = "))
-    assert "FILL-IN" in lines[shapes_line - 1] and "fill in the shapes" in lines[shapes_line - 1]
-    assert f"{POLICY_FILE}:{shapes_line}:" in out and "to fill in (3)" in out
-    assert main(["policy", "check", str(repo)]) == 2
-    err = capsys.readouterr().err
-    assert (
-        f"{POLICY_FILE}:{shapes_line}:10: kernels[0].shapes: fill in the shapes this op serves"
-        in err
+    # the bench is a stub, written beside, that names the op and raises until filled in; the
+    # dtypes and shapes it is written with are marked as guesses and listed in the output
+    assert 'bench = "kernel_review_bench:scale_add"  # a stub calling scale_add()' in text
+    assert 'dtypes = ["float16"]  # a guess: the dtypes scale_add runs in' in text
+    assert "shapes = [[4096, 4096]]  # a guess: the shapes scale_add serves" in text
+    assert "check: the ops whose bench is a stub (kernel_review_bench.py)" in out
+    assert "the policy is valid" in out
+    stub = (repo / "kernel_review_bench.py").read_text()
+    assert "from ops.scale_add import scale_add as op" in stub
+    assert "build the inputs of scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float=2.0)" in (
+        stub
     )
-    assert "kernels[0].dtypes: fill in the dtypes" in err and "kernels[0].bench: fill in" in err
-    filled = (
-        text.replace('bench = "FILL-IN"', 'bench = "ops.bench:scale_add"')
-        .replace('dtypes = "FILL-IN"', 'dtypes = ["float16"]')
-        .replace('shapes = "FILL-IN"', "shapes = [[4096]]")
-    )
-    (repo / POLICY_FILE).write_text(filled)
     assert main(["policy", "check", str(repo)]) == 0
 
 
@@ -314,3 +463,75 @@ def test_the_build_step_init_writes_builds_base_and_skips_a_head_without_setup_p
         assert note.startswith(f"setup ({side.name}): `{SETUP_BUILD}` took")
     assert (base / "ops" / "_C.py").read_text() == "BUILT = True\n"
     assert not (head / "ops" / "_C.py").exists()
+
+
+def _many_ops(count: int) -> dict[str, str]:
+    """A src/ layout with ``count`` Triton ops (each a file, one kernel launched from a method
+    and a public alias), a vendor copy of the first, tests, and perf_report benchmarks for the
+    first half; ops are called from a model file, op ``i`` from ``i`` call sites."""
+    files = {"src/biglib/__init__.py": "", "src/biglib/ops/__init__.py": ""}
+    model = ["import torch"]
+    for i in range(count):
+        op = KERNEL.replace("scale_add", f"op{i:02d}")
+        files[f"src/biglib/ops/op{i:02d}.py"] = op
+        files[f"tests/test_op{i:02d}.py"] = op.replace(f"def op{i:02d}(", "def test_float32(")
+        model.append(f"from biglib.ops.op{i:02d} import op{i:02d}")
+        model += [f"y{i}_{j} = op{i:02d}" + "(x, x)" for j in range(i)]
+        if i < count // 2:
+            files[f"benchmarks/bench_op{i:02d}.py"] = PERF_REPORT.replace(
+                "minilib.scale_add", f"biglib.ops.op{i:02d}"
+            ).replace("scale_add", f"op{i:02d}")
+    files["src/biglib/runtime/backend/_npu/ops/op00.py"] = files["src/biglib/ops/op00.py"]
+    files["src/biglib/model.py"] = "\n".join(model) + "\n"
+    return files
+
+
+def test_init_on_a_large_repository_writes_the_best_ranked_ops_and_lists_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write(tmp_path / "big", _many_ops(60))
+    assert main(["init", "--repo", str(repo), "--max-kernels", "12"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote " in out and "12 of 60 ops" in out and "the policy is valid" in out
+    text = (repo / POLICY_FILE).read_text()
+    assert len(text.encode()) < 16 * 1024
+    policy, problems = validate_policy(text)
+    assert problems == [] and policy is not None
+    # the most called ops with a benchmark (ops 18..29 of the 30 benchmarked), best first; a
+    # benchmark's call counts too
+    assert [k.name for k in policy.kernels] == [f"op{i:02d}" for i in range(29, 17, -1)]
+    assert all(k.bench.startswith("perf_report:benchmarks/") for k in policy.kernels)
+    left = [line for line in out.splitlines() if line.startswith("  op")]
+    left = [line for line in left if ": " in line]
+    assert len(left) == 48  # one short line per op left out
+    assert "  op17 (1 kernel, src/biglib/ops/op17.py): past --max-kernels 12 (18 call sites)" in (
+        out
+    )
+    assert "  op59 (1 kernel, src/biglib/ops/op59.py): no benchmark calls op59(); stub " in out
+    assert "test_float32" not in text and "test_float32" not in out
+    stubs = (repo / "kernel_review_bench.py").read_text()
+    # stubs for the 12 best ranked of the ops without a benchmark
+    assert "def op59(" in stubs and "def op48(" in stubs and "def op47(" not in stubs
+    assert main(["policy", "check", str(repo)]) == 0
+
+
+def test_init_only_keeps_the_ops_under_a_path_and_says_when_none_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write(tmp_path / "big", _many_ops(4))
+    only = ["--only", "src/biglib/ops/op01.py", "--only", "src/biglib/runtime"]
+    assert main(["init", "--repo", str(repo), *only]) == 0
+    assert not (repo / "kernel_review_bench.py").exists()  # every op left out has a benchmark
+    policy = load_policy(repo).policy
+    assert [k.name for k in policy.kernels] == ["op01", "op00"]
+    assert policy.kernel("op00").paths == [
+        "src/biglib/ops/op00.py",
+        "src/biglib/runtime/backend/_npu/ops/op00.py",
+    ]
+    capsys.readouterr()
+    assert main(["init", "--repo", str(repo), "--force", "--only", "docs"]) == 2
+    assert "none of the 4 ops found has a file under --only docs" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        main(["init", "--repo", str(repo), "--force", "--max-kernels", "0"])
+    assert refused.value.code == 2
+    assert "--max-kernels: must be an integer, 1 or more (got '0')" in capsys.readouterr().err

@@ -3,29 +3,12 @@ benchmarked callable returned instead of timed, the timers put back afterwards."
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import triton.testing
-
-from tests.paths import ROOT
-
-WORKER = ROOT / "checks" / "worker" / "bench_capture.py"
-
-
-@pytest.fixture(scope="module")
-def capture():
-    spec = importlib.util.spec_from_file_location("_test_bench_capture", WORKER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
-
 
 BENCH = """\
 import triton

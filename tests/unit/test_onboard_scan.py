@@ -9,7 +9,9 @@ import textwrap
 import pytest
 
 from bot.onboard.benchmarks import find_benchmarks
+from bot.onboard.choose import choose
 from bot.onboard.scan import module_name, scan_files
+from bot.onboard.stubs import render_stubs
 from bot.onboard.values import Unknown, evaluate
 from bot.onboard.write import MAX_SERVED, render_policy
 from bot.policy.load import validate_policy
@@ -153,7 +155,8 @@ def test_many_shapes_are_thinned_and_an_mnk_sweep_gets_its_tensors() -> None:
     assert kernel_policy.shapes[-1].dims == (4992, 4992, 4992)
     assert kernel_policy.tensors == [[0, 2], [2, 1], [0, 1]]
     assert kernel_policy.bench.endswith("@triton")
-    assert "#   perf_report:bench/b.py:bench_softmax" in written.text  # calls none of the ops
+    assert [b.name for b in scan.unmatched] == ["bench_softmax"]  # calls none of the ops
+    assert "bench_softmax" not in written.text  # listed in init's output, not in the file
 
 
 def test_every_gap_is_listed_with_its_line() -> None:
@@ -249,3 +252,211 @@ def test_dtypes_are_read_through_a_local_name_or_default_to_torchs() -> None:
     rms, linear = find_benchmarks("bench/rms.py", RMS_BENCH)
     assert rms.dtypes == ("float32",) and "torch's default, float32" in rms.notes[0]
     assert linear.dtypes == ("bfloat16",) and linear.notes == ()
+
+
+def _op_file(names: list[str], *, method: bool = False) -> str:
+    """A Triton file whose kernel is launched from each public function of ``names`` (from a
+    ``forward`` method with ``method``)."""
+    lines = [
+        "import torch",
+        "import triton",
+        "",
+        "@triton.jit",
+        "def _k(x_ptr):",
+        "    pass",
+        "",
+        "def _launch(x):",
+        "    _k[(1,)](x)",
+        "",
+    ]
+    if method:
+        lines += [
+            "class _Fn(torch.autograd.Function):",
+            "    @staticmethod",
+            "    def forward(ctx, x):",
+            "        _k[(1,)](x)",
+            "",
+        ]
+    for name in names:
+        lines += [f"def {name}(x, dim=-1):", "    return _launch(x)", ""]
+    return "\n".join(lines)
+
+
+def test_an_op_is_a_file_named_after_its_function_or_module_never_a_method_or_a_test() -> None:
+    scan = scan_files(
+        {
+            "pkg/ops/softmax.py": _op_file(["softmax", "softmax_backward"]),
+            "pkg/ops/activations.py": _op_file(["gelu", "silu"]),
+            "pkg/ops/flash/__init__.py": _op_file([], method=True),
+            "pkg/ops/layer_norm_kernels.py": _op_file([], method=True),
+            "tests/test_softmax.py": _op_file(["test_float32_internal"]),
+            "pkg/test_utils.py": _op_file(["check"]),
+        }
+    )
+    names = {op.name: op for op in scan.ops}
+    assert sorted(names) == ["activations", "flash", "layer_norm", "softmax"]
+    assert names["softmax"].entries == ("softmax", "softmax_backward")
+    assert names["softmax"].signature == "x, dim=-1"
+    assert names["activations"].entries == ("gelu", "silu")
+    assert names["layer_norm"].paths == ("pkg/ops/layer_norm_kernels.py",)
+
+
+def test_a_vendor_copy_of_an_op_is_the_same_op_spoken_for_by_the_shortest_path() -> None:
+    scan = scan_files(
+        {
+            "pkg/runtime/backend/_npu/ops/softmax.py": _op_file(["softmax"]),
+            "pkg/ops/softmax.py": _op_file(["softmax"]),
+        }
+    )
+    [op] = scan.ops
+    assert op.paths == ("pkg/ops/softmax.py", "pkg/runtime/backend/_npu/ops/softmax.py")
+    assert op.module == "pkg.ops.softmax"
+
+
+BENCH_CALLS = """\
+import torch
+import triton
+from pkg.ops.softmax import softmax as fused
+
+SHAPES = [(64, 64), (128, 256)]
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+def bench_torch(n):
+    x = torch.randn(n, n)
+    return triton.testing.do_bench(lambda: torch.softmax(x, -1))
+
+def bench_local(n):
+    x = torch.randn(n, n)
+    return triton.testing.do_bench(lambda: softmax(x))
+
+def bench_pkg(rows, cols):
+    x = torch.randn(rows, cols)
+    return triton.testing.do_bench(lambda: fused(x))
+"""
+
+
+def test_a_benchmark_belongs_to_an_op_only_through_an_import_of_its_package() -> None:
+    scan = scan_files(
+        {"pkg/ops/softmax.py": _op_file(["softmax"]), "bench/b.py": BENCH_CALLS},
+    )
+    [op] = scan.ops
+    assert op.benchmark is not None and op.benchmark.name == "bench_pkg"
+    assert {b.name for b in scan.unmatched} == {"bench_torch", "bench_local"}
+
+
+def test_call_sites_and_last_changes_rank_the_ops() -> None:
+    users = "from pkg.ops.a import a\nfrom pkg.ops.b import b\n\ndef f(x):\n    return b(a(b(x)))\n"
+    scan = scan_files(
+        {"pkg/ops/a.py": _op_file(["a"]), "pkg/ops/b.py": _op_file(["b"]), "pkg/use.py": users},
+        changed={"pkg/ops/a.py": 200, "pkg/ops/b.py": 100},
+    )
+    facts = {op.name: (op.call_sites, op.changed) for op in scan.ops}
+    assert facts == {"a": (1, 200), "b": (2, 100)}
+    assert [op.name for op in choose(scan.ops).kept] == ["b", "a"]
+    assert [op.name for op in choose(scan.ops, rank="recent").kept] == ["a", "b"]
+    capped = choose(scan.ops, max_kernels=1)
+    assert [op.name for op in capped.kept] == ["b"]
+    [left] = capped.left_out
+    assert left.line() == "a (1 kernel, pkg/ops/a.py): past --max-kernels 1 (1 call sites)"
+    only = choose(scan.ops, only=["pkg/ops/a.py"])
+    assert [op.name for op in only.kept] == ["a"]
+    assert only.left_out[0].why == "no file under --only pkg/ops/a.py"
+
+
+def test_where_some_op_has_a_benchmark_the_ops_without_one_are_left_out() -> None:
+    scan = scan_files(
+        {
+            "pkg/ops/softmax.py": _op_file(["softmax"]),
+            "pkg/ops/gelu.py": _op_file(["gelu"]),
+            "bench/b.py": BENCH_CALLS,
+        }
+    )
+    choice = choose(scan.ops)
+    assert [op.name for op in choice.kept] == ["softmax"]
+    assert [x.line() for x in choice.left_out] == [
+        "gelu (1 kernel, pkg/ops/gelu.py): no benchmark calls gelu()"
+    ]
+    stubs = render_stubs([x.op for x in choice.left_out])
+    assert "from pkg.ops.gelu import gelu as op" in stubs
+    assert "def gelu(shape: tuple[int, ...], dtype: str, *, device" in stubs
+    assert "build the inputs of gelu(x, dim=-1)" in stubs
+    ast.parse(stubs)
+    written = render_policy(scan, choice.kept)
+    policy, problems = validate_policy(written.text)
+    assert problems == [] and policy is not None and policy.kernel("softmax") is not None
+
+
+NORM_MODULE = """\
+import torch
+import triton
+
+@triton.jit
+def _norm_kernel(x_ptr):
+    pass
+
+class _NormFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        _norm_kernel[(1,)](x)
+        return x
+
+def l2norm(x):
+    return _NormFn.apply(x)
+
+class L2Norm(torch.nn.Module):
+    def forward(self, x):
+        return l2norm(x)
+"""
+
+NORM_BENCH = """\
+import torch
+import triton
+import torch.nn.functional as F
+
+from pkg.modules import L2Norm
+from pkg.modules.l2norm import l2norm
+
+
+@triton.testing.perf_report(
+    triton.testing.Benchmark(["T"], [128, 256], "provider", ["naive", "fused", "fused_bwd"], ["a", "b", "c"], "p", {})
+)
+def bench_alias(T, provider):
+    x = torch.randn(T, 64, dtype=torch.bfloat16)
+    if provider.startswith("naive"):
+        norm = F.normalize
+        return triton.testing.do_bench(lambda: norm(x))
+    if provider.startswith("fused"):
+        norm = l2norm
+        return triton.testing.do_bench(lambda: norm(x))
+
+
+def bench_module(T):
+    x = torch.randn(T, 64)
+    layer = L2Norm()
+    return triton.testing.do_bench(lambda: layer(x))
+"""
+
+
+def test_a_benchmark_using_an_op_through_a_local_name_or_its_module_class_belongs_to_it() -> None:
+    scan = scan_files({"pkg/modules/l2norm.py": NORM_MODULE, "bench/norm.py": NORM_BENCH})
+    [op] = scan.ops
+    assert op.name == "l2norm" and op.entries == ("l2norm", "L2Norm")  # not named after the class
+    assert op.benchmark is not None and op.benchmark.name == "bench_alias"
+    # the line whose branch uses the op, read from a startswith test
+    written = render_policy(scan)
+    assert 'bench = "perf_report:bench/norm.py:bench_alias@fused"' in written.text
+    without = NORM_BENCH.replace("norm = l2norm", "norm = F.normalize")
+    [other] = scan_files({"pkg/modules/l2norm.py": NORM_MODULE, "bench/norm.py": without}).ops
+    assert other.benchmark is not None and other.benchmark.name == "bench_module"  # the class
+
+
+def test_ops_in_files_of_the_same_name_are_named_after_their_own_functions() -> None:
+    scan = scan_files(
+        {
+            "pkg/ops/gla/chunk.py": _op_file(["chunk_gla", "chunk_gla_fwd"]),
+            "pkg/ops/comba/chunk.py": _op_file(["chunk_comba", "chunk_comba_bwd"]),
+        }
+    )
+    assert sorted(op.name for op in scan.ops) == ["chunk_comba", "chunk_gla"]  # not one "chunk"

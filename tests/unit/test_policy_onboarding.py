@@ -37,6 +37,10 @@ def problems(text: str) -> list[str]:
         "perf_report:benchmarks/bench_softmax.py:benchmark",
         "perf_report:benchmarks/bench_softmax.py:benchmark@triton",
         "do_bench:bench.py:time_softmax",
+        "pytest_benchmark:tests/test_perf.py:test_softmax@triton",
+        "asv:asv_bench/benchmarks/ops.py:Softmax.time_softmax",
+        "asv:asv_bench/benchmarks/ops.py:Softmax.time_softmax@C",
+        "timer:bench/timer.py:time_softmax",
     ],
 )
 def test_every_bench_form_is_accepted(bench: str) -> None:
@@ -51,6 +55,10 @@ def test_every_bench_form_is_accepted(bench: str) -> None:
         ("do_bench:/abs/bench.py:b", "'/abs/bench.py' is absolute"),
         ("do_bench:../up/bench.py:b", "leaves the repository with '..'"),
         ("do_bench:bench.py:b@triton", "'@triton' picks a perf_report line"),
+        ("timer:bench.py:b@triton", "a timer function has none"),
+        ("asv:bench.py:time_softmax", "an asv benchmark is named 'Class.time_method'"),
+        ("pytest_benchmark:t.py:A.test_b", "any other form by its function's name alone"),
+        ("asv:bench.py", "is not a asv benchmark; write 'asv:path/to/bench.py:Class.time_method'"),
         ("perf_reprot:bench.py:b", "did you mean 'perf_report'?"),
         ("softmax", "is not a bench entry point; write 'module.path:function'"),
     ],

@@ -1,0 +1,80 @@
+"""A kernel that cannot run under Triton's CPU interpreter (``bench --device cpu``) says why,
+the missing libdevice function, the GPU driver it asks for or the GPU it puts its tensors on,
+and that it needs a GPU; the sweep marks such a case skipped, not failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checks.sweep.pair_runner import STATUS_OF_KIND
+from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
+from checks.worker_env import WorkerFailure
+
+OPS = """\
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def _erfcinv_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, libdevice.erfcinv(x), mask=offs < n)
+
+
+def erfcinv(shape, dtype, *, device="cpu", seed=0):
+    x = torch.rand(shape, device=device)
+    return {"fn": lambda: _erfcinv_kernel[(1,)](x, x.numel(), BLOCK=64), "inputs": [x]}
+
+
+def own_device(shape, dtype, *, device="cpu", seed=0):
+    x = torch.rand(shape, device="cuda")  # a benchmark that picks its device itself
+    return {"fn": lambda: x + 1}
+
+
+def driver(shape, dtype, *, device="cpu", seed=0):
+    x = torch.rand(shape, device=device)
+    index = triton.runtime.driver.active.get_current_device()
+    return {"fn": lambda: x + index}
+"""
+
+
+@pytest.fixture
+def client(tmp_path: Path):
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "ops.py").write_text(OPS)
+    worker = WorkerClient(
+        WorkerSpec(
+            side="head",
+            root=tmp_path / "repo",
+            device="cpu",  # TRITON_INTERPRET=1
+            work_dir=tmp_path / "work",
+            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
+        )
+    )
+    worker.start()
+    yield worker
+    worker.close()
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        ("ops:erfcinv", "libdevice.erfcinv has no implementation in Triton's CPU interpreter"),
+        ("ops:driver", "it asks Triton for a GPU driver (triton.runtime.driver.active)"),
+        ("ops:own_device", "it puts its tensors on a GPU, and there is none here"),
+    ],
+)
+def test_a_kernel_the_interpreter_cannot_run_says_why_and_is_skipped(
+    client: WorkerClient, entry: str, reason: str
+) -> None:
+    with pytest.raises(WorkerFailure) as failed:
+        client.check([entry], (64,), "float32", seed=1)
+    assert failed.value.kind == "interpreter"
+    assert failed.value.message.startswith("cannot run under the CPU interpreter: ")
+    assert reason in failed.value.message and "it needs a GPU" in failed.value.message
+    assert STATUS_OF_KIND[failed.value.kind] == "skipped"
