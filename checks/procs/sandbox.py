@@ -6,9 +6,9 @@ code of the actions that run after it, or the caches a later run trusts. So on a
 keeps state between jobs, every process that runs a checkout's code is started by
 ``sandboxed``:
 
-- in ``bwrap`` (bubblewrap): the whole filesystem read-only, its scratch folders writable (its
-  ``TMPDIR`` among them), a private /dev/shm, no network, the GPU devices passed through,
-  killed with its parent;
+- in ``bwrap`` (bubblewrap): the whole filesystem read-only, its scratch folders writable, a
+  /tmp of its own in the run's scratch (its ``TMPDIR`` too), a private /dev/shm, no network,
+  the GPU devices passed through, killed with its parent;
 - in cgroups of its own (``checks/procs/cgroup.py``): its memory capped there, so a shared
   mapping or a file in /dev/shm counts, and everything in them killed when the process is ended
   (``kill_tree``), a daemon that double-forked into a session of its own included.
@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,7 @@ DISPOSABLE_ENV = "KERNEL_REVIEW_DISPOSABLE_RUNNER"
 DOCS = "SECURITY.md (Runner isolation)"
 # what a GPU needs of /dev: NVIDIA's devices, AMD's KFD and render nodes
 GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/kfd", "/dev/dri")
+HOST_TMP = Path("/tmp")
 
 
 class IsolationError(KernelReviewError):
@@ -70,20 +72,48 @@ class Isolation:
 
 
 def bwrap_args(
-    bwrap: str, writable: Iterable[Path], devices: Iterable[str], tmp: Path
+    bwrap: str,
+    writable: Iterable[Path],
+    devices: Iterable[str],
+    tmp: Path,
+    *,
+    host_tmp: Path = HOST_TMP,
 ) -> list[str]:
-    """``bwrap``'s options (before the command): ``/`` read-only (/tmp included: a side's
-    interpreter may live there), ``writable`` writable, ``tmp`` (one of them) its ``TMPDIR``, a
-    private /dev/shm, the ``devices`` passed through, no network, no shared IPC; it dies with
-    the process that started it. No PID namespace: the workers' zygote hands the processes it
-    forks to the bot, which must see their pids."""
+    """``bwrap``'s options (before the command): ``/`` read-only, ``writable`` writable, ``tmp``
+    (a folder of the run's scratch) mounted as its ``/tmp`` and named its ``TMPDIR``, so a tool
+    that writes a fixed path in /tmp (ncu's lock file) works and nothing reaches the machine's
+    /tmp; the folders this user has in the machine's /tmp (``host_tmp``: a side's interpreter, a
+    test's files may live there) read-only at their places in it; a private /dev/shm, the
+    ``devices`` passed through, no network, no shared IPC; it dies with the process that
+    started it. No PID namespace: the workers' zygote hands the processes it forks to the bot,
+    which must see their pids."""
     args = [bwrap, "--die-with-parent", "--unshare-net", "--unshare-ipc", "--ro-bind", "/", "/"]
     args += ["--dev", "/dev", "--tmpfs", "/dev/shm"]
     for device in devices:
         args += ["--dev-bind", device, device]
-    for folder in dict.fromkeys(str(Path(w).resolve()) for w in writable):
+    folders = list(dict.fromkeys(str(Path(w).resolve()) for w in writable))
+    args += ["--bind", str(Path(tmp).resolve()), "/tmp"]
+    for folder in _own_folders(host_tmp):  # bwrap reads sources outside: the machine's /tmp
+        if folder not in folders:
+            args += ["--ro-bind-try", folder, folder]  # gone by then: skipped
+    for folder in folders:
         args += ["--bind", folder, folder]
     return [*args, "--setenv", "TMPDIR", str(tmp), "--"]
+
+
+def _own_folders(host_tmp: Path) -> list[str]:
+    """The folders (not links, not files) this user owns in ``host_tmp``."""
+    uid, out = os.geteuid(), []
+    try:
+        with os.scandir(host_tmp) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
+                        out.append(str(Path(entry.path).resolve()))
+    except OSError:
+        return []
+    return sorted(out)
 
 
 def gpu_devices() -> list[str]:

@@ -273,3 +273,21 @@ def test_a_worker_forked_from_a_confined_zygote_is_confined_in_cgroups_of_its_ow
     finally:
         zygote.close()
     assert not any(g.exists() for g in zygote_groups)
+
+
+@needs_isolation
+def test_a_tool_that_writes_a_fixed_path_in_tmp_works_confined_and_leaves_the_machines_tmp_alone(
+    tmp_path: Path, confined: None
+) -> None:
+    from checks.job_process import run_job
+
+    lock = Path("/tmp") / f"kernel-review-test-lock-{os.getpid()}"  # as ncu's lock file
+    work = Path(tempfile.mkdtemp())  # in the run's scratch, as a helper's folder is
+    try:
+        out = run_job("tests.data.jobs.probe", {"do": "write", "path": str(lock)},
+                      workdir=work, triton_cache=work / "tc", timeout_s=60, what="the probe")  # fmt: skip
+        assert out["wrote"]
+        assert not lock.exists()  # it went to the run's own /tmp, in its scratch folder
+        assert list((tmp_path / "scratch").rglob(lock.name))
+    finally:
+        lock.unlink(missing_ok=True)
