@@ -288,6 +288,13 @@ def kill_tree(pid: int) -> None:
         cgroup.kill(conf.place, pid)
 
 
+def killed_at_memory_cap(pid: int) -> bool:
+    """Whether the kernel killed a process of the confined tree started as ``pid`` at its
+    cgroup's memory cap (ask before ``kill_tree`` removes the cgroup)."""
+    conf = _active
+    return conf is not None and cgroup.oom_kills(conf.place, pid) > 0
+
+
 def runner_findings(isolation: Isolation, disposable: bool) -> list[tuple[str, str, str]]:
     """What ``kernel-review doctor --runner`` says of this machine, as (status, setting,
     detail): whether measured code can be confined here, and whether measuring is refused."""
