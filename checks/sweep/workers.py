@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.outputs import triton_key_dir
-from checks.procs.sandbox import killed_at_memory_cap
+from checks.procs.sandbox import kept_if_trusted, killed_at_memory_cap
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
 from checks.worker.exclusive import GPU_LOCK_ENV
@@ -284,7 +284,7 @@ class WorkerClient:
                                 *args,
                             ],
                             s.memory_bytes,
-                            writable=(s.work_dir, triton_key_dir()),
+                            writable=(s.work_dir, *kept_if_trusted([triton_key_dir()])),
                         ),
                         stdin=subprocess.DEVNULL,
                         stdout=log,

@@ -293,3 +293,46 @@ def test_a_tool_that_writes_a_fixed_path_in_tmp_works_confined_and_leaves_the_ma
         assert list((tmp_path / "scratch").rglob(lock.name))
     finally:
         lock.unlink(missing_ok=True)
+
+
+@needs_isolation
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_pull_requests_workers_cannot_write_the_kept_bytecode_or_triton_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool
+) -> None:
+    from bot.outputs import bytecode_dir, triton_key_dir
+    from checks.sweep.zygote import Forked, start_zygote
+
+    monkeypatch.setenv("KERNEL_REVIEW_CACHE", str(tmp_path / "cache"))
+    kept = [bytecode_dir(), triton_key_dir()]  # what the zygote and the workers keep
+    targets = []
+    for folder in kept:
+        assert folder is not None
+        folder.mkdir(parents=True)  # as an earlier trusted run left them
+        targets.append(folder / "planted")
+    cap = 3 * 2**30
+    sandbox.require(disposable=False, trusted=trusted)  # as the measure job does
+    try:
+        zygote = start_zygote("cpu", Path(tempfile.mkdtemp()), memory_bytes=cap)
+        work = Path(tempfile.mkdtemp())
+        (work / "targets.txt").write_text("\n".join(map(str, targets)))
+        spec = WorkerSpec(
+            side="head", root=STANDINS / "head", device="cpu", work_dir=work, timeouts=FAST,
+            memory_bytes=cap,
+        )  # fmt: skip
+        forked, started = WorkerClient(spec, zygote), _client(Path(tempfile.mkdtemp()))
+        (started.spec.work_dir / "targets.txt").write_text("\n".join(map(str, targets)))
+        try:
+            for client in (forked, started):
+                client.start()
+                client.prepare(["standin_kernels:escape"], SHAPE, "float32", seed=0)
+            assert isinstance(forked.proc, Forked)  # the zygote's sandbox is the one it shares
+        finally:
+            forked.close()
+            started.close()
+            zygote.close()
+    finally:
+        sandbox.configure(None)
+    # a pull request's run reads the kept folders (checked against their manifests by their
+    # readers) and writes none; a trusted run (the scheduled one) keeps what it makes
+    assert [t.exists() for t in targets] == [trusted, trusted]
