@@ -336,3 +336,44 @@ def test_a_pull_requests_workers_cannot_write_the_kept_bytecode_or_triton_key(
     # a pull request's run reads the kept folders (checked against their manifests by their
     # readers) and writes none; a trusted run (the scheduled one) keeps what it makes
     assert [t.exists() for t in targets] == [trusted, trusted]
+
+
+@needs_isolation
+def test_a_helper_forked_from_a_confined_zygote_runs_nothing_before_it_is_in_its_own_cgroups(
+    tmp_path: Path, confined: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import time
+
+    from checks.job_process import PACKAGE_ROOT, JobProcess, _job_path
+    from checks.sweep.zygote import start_zygote
+    from checks.worker_env import scrubbed_env
+
+    moved = cgroup.join
+
+    def busy_then_moved(place: cgroup.Place, pid: int, memory_bytes: int) -> None:
+        time.sleep(0.5)  # the bot busy for a moment between the fork's answer and the move
+        moved(place, pid, memory_bytes)
+
+    monkeypatch.setattr(cgroup, "join", busy_then_moved)
+    zygote = start_zygote("cpu", Path(tempfile.mkdtemp()), memory_bytes=3 * 2**30)
+    work = Path(tempfile.mkdtemp())
+    job = work / "job.json"
+    job.write_text(json.dumps({"do": "probe", "out": str(work / "out.json")}))
+    env = {**scrubbed_env(), "TRITON_CACHE_DIR": str(work / "tc")}
+    process = JobProcess(
+        "tests.data.jobs.probe", job, env, PACKAGE_ROOT, work / "log", _job_path(), 0
+    )
+    try:
+        helper = zygote.fork_job(process, timeout=60)
+        assert helper is not None
+        assert helper.wait(timeout=60) == 0, (work / "log").read_text()
+        sandbox.kill_tree(helper.pid)
+    finally:
+        zygote.close()
+    at_start = json.loads((work / "out.json").read_text())["cgroups_at_start"]
+    # its first line ran in its own cgroups already (a daemon it starts is in them too), not in
+    # the zygote's, where it would outlive the helper's end
+    place = ISOLATION.place
+    assert place is not None
+    assert at_start.count(f"/{cgroup.name(helper.pid)}\n") == len(place.roots()), at_start
