@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import KernelReviewError
+from bot.outputs import cache_root
 from checks.procs import cgroup
 
 ENTER = Path(__file__).resolve().parent / "enter.py"
@@ -77,13 +77,15 @@ def bwrap_args(
     devices: Iterable[str],
     tmp: Path,
     *,
+    needed: Iterable[str] = (),
     host_tmp: Path = HOST_TMP,
 ) -> list[str]:
     """``bwrap``'s options (before the command): ``/`` read-only, ``writable`` writable, ``tmp``
     (a folder of the run's scratch) mounted as its ``/tmp`` and named its ``TMPDIR``, so a tool
     that writes a fixed path in /tmp (ncu's lock file) works and nothing reaches the machine's
-    /tmp; the folders this user has in the machine's /tmp (``host_tmp``: a side's interpreter, a
-    test's files may live there) read-only at their places in it; a private /dev/shm, the
+    /tmp; of the machine's /tmp (``host_tmp``), only the entries that hold a path of ``needed``
+    (the command's arguments, the bot's import path, its caches: a side's interpreter or a
+    test's files may live there) read-only at their places; a private /dev/shm, the
     ``devices`` passed through, no network, no shared IPC; it dies with the process that
     started it. No PID namespace: the workers' zygote hands the processes it forks to the bot,
     which must see their pids."""
@@ -93,26 +95,26 @@ def bwrap_args(
         args += ["--dev-bind", device, device]
     folders = list(dict.fromkeys(str(Path(w).resolve()) for w in writable))
     args += ["--bind", str(Path(tmp).resolve()), "/tmp"]
-    for folder in _own_folders(host_tmp):  # bwrap reads sources outside: the machine's /tmp
-        if folder not in folders:
-            args += ["--ro-bind-try", folder, folder]  # gone by then: skipped
+    for entry in _entries_holding(host_tmp, needed):  # bwrap reads sources outside its /tmp
+        if entry not in folders:
+            args += ["--ro-bind-try", entry, entry]  # gone by then: skipped
     for folder in folders:
         args += ["--bind", folder, folder]
     return [*args, "--setenv", "TMPDIR", str(tmp), "--"]
 
 
-def _own_folders(host_tmp: Path) -> list[str]:
-    """The folders (not links, not files) this user owns in ``host_tmp``."""
-    uid, out = os.geteuid(), []
-    try:
-        with os.scandir(host_tmp) as entries:
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    info = entry.stat(follow_symlinks=False)
-                    if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
-                        out.append(str(Path(entry.path).resolve()))
-    except OSError:
-        return []
+def _entries_holding(host_tmp: Path, needed: Iterable[str]) -> list[str]:
+    """The entries of ``host_tmp`` that are, or hold, a path of ``needed`` (an absolute path,
+    or one after ``=`` in an option), as written or with its links followed."""
+    top = os.path.realpath(host_tmp)
+    out: set[str] = set()
+    for item in needed:
+        for token in (item, item.partition("=")[2]):
+            if not token.startswith("/"):
+                continue
+            for path in {os.path.abspath(token), os.path.realpath(token)}:
+                if path.startswith(top + os.sep):
+                    out.add(os.path.join(top, path[len(top) + 1 :].split(os.sep)[0]))
     return sorted(out)
 
 
@@ -124,10 +126,13 @@ def _try_bwrap() -> tuple[str | None, str]:
     found = shutil.which("bwrap")
     if found is None:
         return None, "bwrap (bubblewrap) is not installed: apt-get install bubblewrap"
-    probe = Path.cwd()
-    cmd = [*bwrap_args(found, [probe], gpu_devices(), probe), "/bin/sh", "-c", "exit 0"]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        with tempfile.TemporaryDirectory(prefix="kernel-review-probe-") as folder:
+            probe = Path(folder)
+            args = bwrap_args(found, [probe], gpu_devices(), probe)
+            done = subprocess.run(
+                [*args, "/bin/sh", "-c", "exit 0"], capture_output=True, text=True, timeout=30
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"bwrap could not be started: {exc}"
     if done.returncode != 0:
@@ -252,7 +257,8 @@ def sandboxed(argv: Sequence[str], *, writable: Iterable[Path], memory_bytes: in
         Path(folder).mkdir(parents=True, exist_ok=True)
         folders.append(Path(folder))
     setup = json.dumps(cgroup.config(conf.place, memory_bytes))
-    jail = bwrap_args(conf.bwrap, folders, conf.devices, tmp)
+    needed = [*argv, *sys.path, sys.prefix, sys.base_prefix, str(cache_root())]
+    jail = bwrap_args(conf.bwrap, folders, conf.devices, tmp, needed=needed)
     return [sys.executable, "-I", "-B", str(ENTER), setup, "--", *jail, *argv]
 
 
