@@ -482,7 +482,8 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
         tuned = [x for x in tuned if not x.endswith(", the same old and new")]
     out += [*tuned, ""] if tuned else []
     if full:
-        return out + _layouts(ce.rows) + _layout_rows(ce.rows) + _compiler_rows(ce.rows)
+        rows = _compiler_rows(ce.rows) if ce.rows else []
+        return out + _layouts(ce.rows) + _layout_rows(ce.rows) + rows
     if ce.rows:
         changes = _compiler_changes(ce.rows)
         ranges = any(" → " in x for x in changes)
