@@ -59,12 +59,23 @@ def _condition_block(c: Condition, *, full: bool) -> list[str]:
     ]
 
 
+_LANGUAGES = {"cuda": "CUDA", "hip": "HIP", "triton": "Triton"}
+
+
+def _language(name: str | None) -> str:
+    """A language as the review writes it: "cuda+hip" -> "CUDA + HIP", an unknown one as given."""
+    if not name:
+        return "?"
+    parts = [p.strip() for p in re.split(r"\s*\+\s*", name)]
+    return " + ".join(_LANGUAGES.get(p.lower(), esc(p)) for p in parts)
+
+
 def _changes_table(v: Verdict, kernels: Sequence[str] = ()) -> list[str]:
     """What changed, one row per change; a toolchain change names the policy's ``kernels``."""
     out = ["| kernel | change | old | new | old kernel |", "|---|---|---|---|---|"]
     for c in v.changes:
         if c.kind == "rewrite":
-            kind = f"rewrite {c.old_language or '?'} → {c.new_language or '?'}"
+            kind = f"rewrite {_language(c.old_language)} → {_language(c.new_language)}"
         elif c.kind == "toolchain":
             before, after = c.old_version or "not pinned", c.new_version or "not pinned"
             kind = f"toolchain {code(before)} → {code(after)}"
@@ -507,7 +518,7 @@ def _size_order(shapes: Sequence[ShapeLine]) -> list[ShapeLine]:
 
 
 def _vs_base(x: ShapeLine) -> str:
-    if x.ratio is None:
+    if x.ratio is None or x.verdict in FAILED_VERDICTS:  # a failure's time says nothing
         return "—"
     if x.ci_low is None or x.ci_high is None:
         return speed(x.ratio)

@@ -195,3 +195,14 @@ def test_a_condition_with_no_lines_lists_nothing_in_the_job_summary() -> None:
     verdict = decide([TUNING], Requirements(), Evidence()).model_copy(update={"conditions": (met,)})
     summary = render_comment(verdict, CTX, full=True)
     assert "5. **T** — ✅ met: all kept\n" in summary  # the summary sits on the title's line
+
+
+def test_languages_are_written_as_their_names_and_a_wrong_result_is_not_compared() -> None:
+    from bot.review.render import _language, _vs_base
+
+    assert _language("cuda+hip") == "CUDA + HIP" and _language("triton") == "Triton"
+    assert _language("mojo") == "mojo" and _language(None) == "?"
+    # a wrong result's time says nothing: the table does not say "as fast"
+    wrong = _shape("WRONG", 1.0, (0.99, 1.01))
+    assert _vs_base(wrong) == "—"
+    assert _vs_base(_shape("SLOWER", 1.2, (1.19, 1.21))) == "20.0% slower (19.0–21.0%)"
