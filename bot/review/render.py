@@ -811,6 +811,8 @@ def _brief(line: str) -> str:
     return _LABELS.sub(cut, line)
 
 
+# a sweep evidence line about one shape: "[vendor, ]kernel 1823x781 float16: ..."
+_ONE_SHAPE = re.compile(r"^(?:\w+, )?\S+ \d+(?:x\d+)* \w+: ")
 CLIP = 240  # characters of an evidence line in the comment, cut at a clause
 _CLOSE = {"(": ")", "[": "]"}
 
@@ -844,8 +846,11 @@ def _evidence(c: Condition, *, full: bool) -> list[str]:
     if not c.evidence:
         return [] if full else [f"   - {esc(c.summary)}"]
     listed = EVIDENCE_LISTED_BY_KEY.get(c.key, EVIDENCE_LISTED)
-    listed = listed if len(c.evidence) > listed + 1 else listed + 1  # a line, not "1 more"
-    shown = c.evidence if full else [_clip(_brief(x)) for x in c.evidence[:listed]]
+    lines = c.evidence
+    if c.key == "sweep" and not full:  # a shape's own line: the worst shapes say it, above
+        lines = tuple(x for x in lines if not _ONE_SHAPE.match(x))
+    listed = listed if len(lines) > listed + 1 else listed + 1  # a line, not "1 more"
+    shown = c.evidence if full else [_clip(_brief(x)) for x in lines[:listed]]
     out = [f"   - {esc(line)}" for line in shown]
     if len(c.evidence) > len(shown):
         out.append(f"   - {len(c.evidence) - len(shown)} more in the job summary")
