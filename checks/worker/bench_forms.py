@@ -24,6 +24,17 @@ it was given: that callable is the case's ``fn`` (the tensors it closes over its
 - ``timer:PATH:FUNCTION``: a function of the shape's dimensions that times its kernel with
   ``torch.utils.benchmark.Timer(stmt, setup=..., globals=...)``; the statement (its setup run
   once) in the timer's globals is the case's ``fn``.
+- ``bench_class:PATH:TEST[@VALUE]``: a test that makes an object of a benchmark class and calls
+  its ``run()`` (FlagGems' form: ``bench = base.UnaryPointwiseBenchmark(op_name="abs",
+  torch_op=torch.abs, dtypes=...); bench.run()``), the class making each input with
+  ``get_input_iter(dtype)`` from its ``shapes`` and timing ``op(*args, **kwargs)`` in
+  ``get_latency``. The test is called (its parameters filled as above) with ``run`` captured;
+  the object gets the case's shape and dtype, its first input is the case's, and the case's
+  ``fn`` calls its ``gems_op`` where it has one. Where it has none, the op is its ``torch_op``
+  as ``run()`` times it, inside what ``run()`` holds around ``get_latency`` (FlagGems' ``with
+  use_gems():``, its kernels registered in place of torch's): ``run()`` runs once in a thread
+  of its own that stops inside ``get_latency`` and stays there for the rest of the process, so
+  that state stays in force (state of the process, not thread-local state).
 
 Standard library only, loaded by ``bench_capture.py``; the benchmark's own imports (pytest,
 torch) are looked up when a case is built.
@@ -38,13 +49,14 @@ import inspect
 import itertools
 import re
 import sys
+import threading
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-FORMS = ("pytest_benchmark", "asv", "timer", "run_input")
+FORMS = ("pytest_benchmark", "asv", "timer", "run_input", "bench_class")
 SPEC_RE = re.compile(
-    r"^(?P<form>pytest_benchmark|asv|timer|run_input):(?P<path>[^:@\s]+\.py):"
+    r"^(?P<form>pytest_benchmark|asv|timer|run_input|bench_class):(?P<path>[^:@\s]+\.py):"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(@(?P<value>[^:@\s]+))?$"
 )
 # a dtype's name as a parameter value gives it (``"float16"``, ``"torch.bfloat16"``, ``"int8"``)
@@ -100,8 +112,8 @@ def entry_for(
     if match is None:
         raise FormError(
             f"{spec!r} is not 'pytest_benchmark:PATH.py:TEST[@VALUE]', "
-            "'asv:PATH.py:CLASS.METHOD[@VALUE]', 'timer:PATH.py:FUNCTION' or "
-            "'run_input:PATH.py:FUNCTION[@VALUE]'"
+            "'asv:PATH.py:CLASS.METHOD[@VALUE]', 'timer:PATH.py:FUNCTION', "
+            "'run_input:PATH.py:FUNCTION[@VALUE]' or 'bench_class:PATH.py:TEST[@VALUE]'"
         )
     form, path, name, value = match["form"], match["path"], match["name"], match["value"]
     module = module_of(path)
@@ -123,6 +135,8 @@ def entry_for(
         elif form == "run_input":
             assert triton_capture is not None
             fn = _run_input_case(module, target, dims, dtype, value, torch, triton_capture)
+        elif form == "bench_class":
+            fn = _bench_class_case(target, dims, dtype, device, value, torch)
         else:
             fn = _timer_case(target, dims, dtype, device, torch)
         return {"fn": fn, "bytes_moved": 0, "flops": 0, "inputs": closed_over_tensors(fn)}
@@ -370,6 +384,150 @@ def _run_input_case(
                 else getattr(torch, dtype),
             }
     return triton_capture(fn, (cls(**filled),), {})
+
+
+# ----------------------------------------------------------------------- bench class
+
+
+class _Made(BaseException):
+    def __init__(self, bench: Any) -> None:
+        super().__init__("made")
+        self.bench = bench
+
+
+# (the test's file, its name) -> the thread holding what its ``run()`` holds around the timing
+_HELD: dict[tuple[str, str], threading.Thread] = {}
+HOLD_WAIT_S = 600.0  # for ``run()`` to reach ``get_latency`` (the repository's imports, a compile)
+
+
+def _bench_classes(test: Callable[..., Any]) -> list[type]:
+    """The benchmark classes (``get_input_iter`` and ``run``) the test's module reaches: its
+    own, and those of the modules it imports (``from . import base``)."""
+    seen: list[type] = []
+    for value in list(getattr(test, "__globals__", {}).values()):
+        members = list(vars(value).values()) if inspect.ismodule(value) else [value]
+        for item in members:
+            if (
+                inspect.isclass(item)
+                and callable(getattr(item, "get_input_iter", None))
+                and callable(getattr(item, "run", None))
+                and item not in seen
+            ):
+                seen.append(item)
+    return seen
+
+
+def _made_bench(test: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """The benchmark object ``test`` makes, caught at its ``run()``."""
+
+    def made(self: Any, *_a: Any, **_k: Any) -> Any:
+        raise _Made(self)
+
+    owners = {
+        c for cls in _bench_classes(test) for c in cls.__mro__ if "run" in vars(c)
+    }  # every class that defines a ``run`` of its own
+    originals = {c: vars(c)["run"] for c in owners}
+    for c in owners:
+        c.run = made
+    try:
+        test(**kwargs)
+    except _Made as got:
+        return got.bench
+    finally:
+        for c, original in originals.items():
+            c.run = original
+    raise FormError(f"{test.__name__} made no benchmark object whose run() it called")
+
+
+def _first_input(bench: Any, dims: tuple[int, ...], dtype: Any) -> tuple[list[Any], dict]:
+    """The object's first input for one shape: its ``shapes`` set to that shape alone (a shape
+    in a 1-tuple where its ``get_input_iter`` unpacks one), split by its own
+    ``unpack_to_args_kwargs`` where it has one."""
+    made = None
+    for shapes in ([tuple(dims)], [(tuple(dims),)]):
+        bench.shapes = shapes
+        try:
+            made = next(iter(bench.get_input_iter(dtype)))
+            break
+        except (TypeError, ValueError):
+            continue
+        except StopIteration:
+            raise FormError(
+                f"{type(bench).__name__}.get_input_iter made no input for the shape {list(dims)}"
+            ) from None
+    if made is None:
+        raise FormError(f"{type(bench).__name__}.get_input_iter takes no shape {list(dims)}")
+    unpack = getattr(bench, "unpack_to_args_kwargs", None)
+    if callable(unpack):
+        args, kwargs = unpack(made)
+        return list(args), dict(kwargs)
+    return list(made if isinstance(made, (tuple, list)) else (made,)), {}
+
+
+def _hold_run(key: tuple[str, str], bench: Any) -> None:
+    """``bench.run()`` in a thread of its own, stopped inside its ``get_latency`` for the rest
+    of the process: what ``run()`` holds around the timing stays in force."""
+    if key in _HELD and _HELD[key].is_alive():
+        return
+    reached = threading.Event()
+    failed: list[BaseException] = []
+
+    def held(*_a: Any, **_k: Any) -> Any:
+        reached.set()
+        threading.Event().wait()  # never set: the thread ends with the process
+
+    def body() -> None:
+        try:
+            bench.run()
+        except BaseException as exc:  # said to the caller below
+            failed.append(exc)
+        reached.set()
+
+    bench.get_latency = held
+    bench.init_user_config = lambda *a, **k: None  # the case's shape and dtype, not its config
+    thread = threading.Thread(target=body, name="kernel-review-bench-class", daemon=True)
+    thread.start()
+    if not reached.wait(HOLD_WAIT_S) or failed or not thread.is_alive():
+        why = f": {type(failed[0]).__name__}: {failed[0]}" if failed else ""
+        raise FormError(f"{type(bench).__name__}.run() did not reach get_latency{why}"[:600])
+    _HELD[key] = thread
+
+
+def _bench_class_case(
+    test: Callable[..., Any],
+    dims: tuple[int, ...],
+    dtype: str,
+    device: str,
+    value: str | None,
+    torch: Any,
+) -> Callable[[], Any]:
+    names, values = _parametrized(test)
+    kwargs = fill(names, values, dims, dtype, value, torch)
+    params = inspect.signature(test).parameters
+    missing = [p for p in params if p not in kwargs and params[p].default is params[p].empty]
+    if missing:
+        raise FormError(
+            f"{test.__name__} needs the fixture(s) {', '.join(missing)}, which only pytest can "
+            "make; write a bench entry point (docs/bench-entry.md)"
+        )
+    bench = _made_bench(test, {k: v for k, v in kwargs.items() if k in params})
+    if getattr(bench, "is_backward", False):
+        raise FormError(
+            f"{test.__name__} times a backward pass, which this form does not run; write a "
+            "bench entry point (docs/bench-entry.md)"
+        )
+    as_dtype = getattr(torch, dtype) if torch is not None else dtype
+    bench.device = device
+    bench.dtypes = bench.to_bench_dtypes = [as_dtype]
+    bench.to_bench_metrics = ["latency"]
+    args, call_kwargs = _first_input(bench, dims, as_dtype)
+    op = getattr(bench, "gems_op", None)
+    if op is None:
+        op = getattr(bench, "torch_op", None)
+        if not callable(op):
+            raise FormError(f"{type(bench).__name__} has neither a gems_op nor a torch_op")
+        _hold_run((test.__code__.co_filename, test.__name__), bench)
+    return lambda: op(*args, **call_kwargs)
 
 
 # ----------------------------------------------------------------------------- Timer
