@@ -159,7 +159,7 @@ def scan_files(
         b
         for path, text in sorted(texts.items())
         if source_kind(path) == "python"
-        for b in find_benchmarks(path, text, module=module_name(path, roots))
+        for b in find_benchmarks(path, text, module=module_name(path, roots), texts=texts)
     ]
     ops = _merge(_triton_ops(scans, texts, roots) + _cxx_ops(scans))
     ops = _ranked_facts(ops, texts, changed or {})

@@ -2,7 +2,9 @@
 builds its inputs from ``shapes`` (``get_input_iter``) and times its op in ``run()``; the
 worker's ``bench_forms.py`` runs it as a bench entry point, in-process here, on a small package
 of that shape (relative imports, a base class in ``base.py``, an op whose kernels are put in
-place by a context that ``run()`` holds around the timing, as FlagGems' ``use_gems()`` does)."""
+place by a context that ``run()`` holds around the timing, as FlagGems' ``use_gems()`` does); and
+``init`` reads the form from real files of flagos-ai/FlagGems and flagos-ai/FlagGems-sglang
+(``tests/data/bench_forms``: its README names each source, commit and licence)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,12 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from bot.onboard.benchmarks import find_benchmarks, yaml_block
+from bot.onboard.scan import scan_files
+from bot.onboard.write import render_policy
+from bot.policy.load import validate_policy
+from tests.paths import ROOT
 
 MYLIB = """\
 import contextlib
@@ -174,3 +182,88 @@ def test_what_the_form_cannot_run_is_said(capture, root: Path) -> None:
     none = capture.entry_for("bench_class:benchmark/test_op.py:test_no_run", str(root))
     with pytest.raises(capture.BadBenchmark, match="made no benchmark object whose run"):
         none((4,), "float32", device="cpu")
+
+
+# ---------------------------------------------------------------------- init reads the form
+
+DATA = ROOT / "tests" / "data" / "bench_forms"
+FLAGGEMS = {  # the files of flagos-ai/FlagGems the test reads, at their paths there
+    "benchmark/test_abs.py": "flaggems_test_abs.py.txt",
+    "benchmark/base.py": "flaggems_base.py.txt",
+    "benchmark/consts.py": "flaggems_consts.py.txt",
+    "benchmark/core_shapes.yaml": "flaggems_core_shapes.yaml.txt",
+    "benchmark/test_ones.py": "flaggems_test_ones.py.txt",
+    "src/flag_gems/ops/ones.py": "flaggems_ops_ones.py.txt",
+}
+L2NORM_OP = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _l2norm_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+def l2norm(x):
+    _l2norm_kernel[(1,)](x, x, x.numel(), BLOCK=128)
+    return x
+"""
+
+
+def flaggems() -> dict[str, str]:
+    return {path: (DATA / name).read_text() for path, name in FLAGGEMS.items()}
+
+
+def test_flaggems_tests_name_their_op_and_read_dtypes_and_shapes_from_their_package() -> None:
+    texts = flaggems()
+    path = "benchmark/test_abs.py"
+    found = find_benchmarks(path, texts[path], texts=texts)
+    assert [(b.form, b.name, b.op_name) for b in found] == [
+        ("bench_class", "test_abs", "abs"),
+        ("bench_class", "test_abs_inplace", "abs_"),
+    ]
+    abs_ = found[0]
+    assert abs_.spec() == "bench_class:benchmark/test_abs.py:test_abs"
+    assert abs_.dtypes == ("float16", "float32", "bfloat16")  # consts.FLOAT_DTYPES
+    # no key for abs in the shapes file: its class's block, UnaryPointwiseBenchmark
+    assert abs_.shapes[1:3] == ((64, 64), (4096, 4096)) and abs_.dims == ("(B)", "M", "N")
+    assert "shapes from benchmark/core_shapes.yaml (UnaryPointwiseBenchmark)" in abs_.notes
+    assert "*.abs" in abs_.resolved_calls  # op_name: the op, though it times torch.abs
+
+
+def test_a_shapes_file_block_merged_from_an_anchor_and_a_base_class_block() -> None:
+    yaml = (DATA / "flaggems_core_shapes.yaml.txt").read_text()
+    assert yaml_block(yaml, "vdot") == (((64,), (1024,), (2048,), (4096,), (65536,)), "M")
+    assert yaml_block(yaml, "Benchmark") is not None and yaml_block(yaml, "nothing") is None
+
+
+def test_init_matches_flaggems_ops_to_their_benchmark_and_the_policy_is_valid() -> None:
+    """ones (a kernel launched on a grid) is matched to test_ones, which times torch.ones and
+    names no dtypes: its class's default (Benchmark.DEFAULT_DTYPES, consts.FLOAT_DTYPES) and
+    its base's shapes (the shapes file's Benchmark block)."""
+    scan = scan_files(flaggems())
+    [op] = scan.ops
+    assert op.name == "ones" and op.benchmark is not None
+    assert op.benchmark.name == "test_ones"
+    policy, problems = validate_policy(render_policy(scan).text)
+    assert problems == [] and policy is not None
+    kernel = policy.kernel("ones")
+    assert kernel.bench == "bench_class:benchmark/test_ones.py:test_ones"
+    assert kernel.dtypes and set(kernel.dtypes) <= {"float16", "float32", "bfloat16"}
+    assert (4096, 4096) in [s.dims for s in kernel.shapes]  # the shapes file's Benchmark block
+
+
+def test_a_flaggems_sglang_test_gives_its_shapes_and_the_op_it_sets() -> None:
+    path = "benchmark/test_l2norm.py"
+    text = (DATA / "flaggems_sglang_test_l2norm.py.txt").read_text()
+    [found] = find_benchmarks(path, text)
+    assert (found.form, found.op_name, found.dtypes) == ("bench_class", "l2norm", ("bfloat16",))
+    assert found.dims == ("t", "d") and found.shapes[:2] == ((1, 64), (1, 128))
+    assert len(found.shapes) == 12  # SHAPES, a comprehension
+    assert "flaggems_sglang.l2norm" in found.resolved_calls  # bench.set_gems(...)
+    scan = scan_files({path: text, "flaggems_sglang/ops/l2norm.py": L2NORM_OP})
+    [op] = scan.ops
+    assert op.benchmark is not None and op.benchmark.spec() == (
+        "bench_class:benchmark/test_l2norm.py:test_perf_l2norm"
+    )
