@@ -38,6 +38,7 @@ reported in ``notes`` and left for the maintainer. Pure: text in, records out.
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import dataclasses
 import itertools
@@ -62,6 +63,7 @@ Form = Literal[
 ]
 
 TIMERS = ("do_bench", "do_bench_cudagraph")
+BUILTINS = frozenset(dir(builtins))
 REGISTRY_RE = re.compile(r"SHAPE|SIZE|CASE|CONFIG", re.IGNORECASE)
 NOT_DIMENSIONS = ("dtype", "device", "provider")
 MAX_PRODUCT = 64  # parameter combinations read as shapes
@@ -312,12 +314,16 @@ class _Package:
         self.folder = posixpath.dirname(path)
         self.tree = tree
         self.texts = texts
-        self.modules: dict[str, str] = {}  # a name the file binds -> the sibling file's path
+        self.modules: dict[str, str] = {}  # ``from . import consts``: consts -> its path
+        self.names: dict[str, tuple[str, str]] = {}  # ``from .consts import X``: X -> (path, X)
         for node in tree.body:
             if isinstance(node, ast.ImportFrom) and node.level == 1:
                 for alias in node.names:
-                    where = node.module or alias.name
-                    self.modules[alias.asname or alias.name] = self._sibling(where)
+                    bound = alias.asname or alias.name
+                    if node.module:
+                        self.names[bound] = (self._sibling(node.module), alias.name)
+                    else:
+                        self.modules[bound] = self._sibling(alias.name)
 
     def _sibling(self, module: str) -> str:
         return posixpath.join(self.folder, module.replace(".", "/") + ".py")
@@ -340,6 +346,9 @@ class _Package:
             return [d for e in node.elts for d in _dtype_names(e)]
         owner, _, name = dotted(node).rpartition(".")
         tree = self._tree(self.modules[owner]) if owner in self.modules else self.tree
+        if not owner and name in self.names:  # ``from .consts import FLOAT_DTYPES``
+            path, name = self.names[name]
+            tree = self._tree(path)
         value = next(
             (
                 n.value
@@ -355,21 +364,26 @@ class _Package:
         return self.dtypes(value, notes)
 
     def class_chain(self, name: str) -> list[tuple[str, ast.ClassDef | None, str]]:
-        """The class ``name`` (``base.UnaryPointwiseBenchmark``) and its bases, nearest first:
-        each name, its statement and its file, as far as the package's files define them."""
-        owner, _, cls = name.rpartition(".")
-        path = self.modules.get(owner, "") if owner else ""
+        """The class ``name`` (``base.UnaryPointwiseBenchmark``) and its bases, nearest first
+        (every base, breadth first): each name, its statement and its file, as far as the
+        package's files define them."""
         out: list[tuple[str, ast.ClassDef | None, str]] = []
-        for _ in range(8):
+        queue = [(name, self)]
+        while queue and len(out) < 16:
+            dotted_name, where = queue.pop(0)
+            owner, _, cls = dotted_name.rpartition(".")
+            path = where.modules.get(owner, "") if owner else ""
+            if not owner and cls in where.names:  # ``from .base import Benchmark``
+                path, cls = where.names[cls]
             if not cls or cls in [c for c, _, _ in out]:
-                break
-            tree = (self._tree(path) if path else None) or self.tree
+                continue
+            tree = (where._tree(path) if path else None) or where.tree
             node = next(
                 (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None
             )
-            out.append((cls, node, path))
-            bases = [dotted(b).rpartition(".")[2] for b in node.bases] if node else []
-            cls = bases[0] if bases else ""
+            out.append((cls, node, path or where.path))
+            home = _Package(path, tree, self.texts) if path else where
+            queue += [(dotted(b), home) for b in (node.bases if node else ()) if dotted(b)]
         return out
 
     def class_dtypes(self, name: str, notes: list[str]) -> list[str]:
@@ -379,8 +393,8 @@ class _Package:
                 if isinstance(stmt, ast.Assign) and any(
                     isinstance(t, ast.Name) and t.id == "DEFAULT_DTYPES" for t in stmt.targets
                 ):
-                    tree = (self._tree(path) if path else None) or self.tree
-                    return _Package(path or self.path, tree, self.texts).dtypes(stmt.value, notes)
+                    tree = self._tree(path) or self.tree
+                    return _Package(path, tree, self.texts).dtypes(stmt.value, notes)
         return []
 
     def yaml_shapes(
@@ -633,7 +647,7 @@ def _resolved(fn: ast.AST, imports: dict[str, str], local: set[str]) -> frozense
         tail = f".{rest}" if rest else ""
         if head in imports:
             out.add(imports[head] + tail)
-        elif head not in own:
+        elif head not in own and head not in BUILTINS:  # ``range(...)`` calls no op
             out.add(f"*.{head}{tail}")
     return frozenset(out)
 

@@ -464,6 +464,16 @@ def _first_input(bench: Any, dims: tuple[int, ...], dtype: Any) -> tuple[list[An
     return list(made if isinstance(made, (tuple, list)) else (made,)), {}
 
 
+def _monkeypatch(test: Callable[..., Any]) -> Any:
+    try:
+        import pytest
+    except ImportError:
+        raise FormError(
+            f"{test.__name__} takes pytest's monkeypatch fixture, and pytest is not installed"
+        ) from None
+    return pytest.MonkeyPatch()
+
+
 def _hold_run(key: tuple[str, str], bench: Any) -> None:
     """``bench.run()`` in a thread of its own, stopped inside its ``get_latency`` for the rest
     of the process: what ``run()`` holds around the timing stays in force."""
@@ -504,6 +514,8 @@ def _bench_class_case(
     names, values = _parametrized(test)
     kwargs = fill(names, values, dims, dtype, value, torch)
     params = inspect.signature(test).parameters
+    if "monkeypatch" in params:  # pytest's own, its changes kept for the process
+        kwargs["monkeypatch"] = _monkeypatch(test)
     missing = [p for p in params if p not in kwargs and params[p].default is params[p].empty]
     if missing:
         raise FormError(

@@ -8,6 +8,7 @@ place by a context that ``run()`` holds around the timing, as FlagGems' ``use_ge
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -108,7 +109,8 @@ import mylib
 from . import base
 
 
-def test_op():
+def test_op(monkeypatch):  # FlagGems' tests take pytest's monkeypatch
+    monkeypatch.setenv("MYLIB_TEST_OP", "1")
     bench = base.UnaryPointwiseBenchmark(
         op_name="op", torch_op=mylib.op, dtypes=[torch.float16, torch.float32]
     )
@@ -163,6 +165,7 @@ def test_the_object_a_test_makes_gives_the_case(capture, root: Path) -> None:
     assert torch.equal(again["inputs"][0], x) and torch.equal(again["fn"](), x * 3)
     mylib = sys.modules["mylib"]
     assert mylib.ENABLED == [True]  # held for the rest of the process
+    assert os.environ.pop("MYLIB_TEST_OP") == "1"  # its monkeypatch was pytest's
 
 
 def test_a_gems_op_is_called_directly_with_shapes_as_the_class_takes_them(
@@ -193,6 +196,7 @@ FLAGGEMS = {  # the files of flagos-ai/FlagGems the test reads, at their paths t
     "benchmark/consts.py": "flaggems_consts.py.txt",
     "benchmark/core_shapes.yaml": "flaggems_core_shapes.yaml.txt",
     "benchmark/test_ones.py": "flaggems_test_ones.py.txt",
+    "benchmark/test_blas_perf_parallel.py": "flaggems_test_blas_perf_parallel.py.txt",
     "src/flag_gems/ops/ones.py": "flaggems_ops_ones.py.txt",
 }
 L2NORM_OP = """\
@@ -230,6 +234,24 @@ def test_flaggems_tests_name_their_op_and_read_dtypes_and_shapes_from_their_pack
     assert abs_.shapes[1:3] == ((64, 64), (4096, 4096)) and abs_.dims == ("(B)", "M", "N")
     assert "shapes from benchmark/core_shapes.yaml (UnaryPointwiseBenchmark)" in abs_.notes
     assert "*.abs" in abs_.resolved_calls  # op_name: the op, though it times torch.abs
+
+
+def test_names_imported_from_the_package_and_every_base_class_are_followed() -> None:
+    """``from .consts import FLOAT_DTYPES``; ``class ParallelMulBenchmark(ParallelBenchmarkMixin,
+    Benchmark)`` with ``from .base import Benchmark``: the second base's shapes."""
+    texts = flaggems()
+    path = "benchmark/test_blas_perf_parallel.py"
+    [mul] = find_benchmarks(path, texts[path], texts=texts)
+    assert (mul.name, mul.op_name) == ("test_perf_mul", "mul")
+    assert mul.dtypes == ("float16", "float32", "bfloat16")
+    assert "shapes from benchmark/core_shapes.yaml (Benchmark)" in mul.notes
+    assert (64, 512, 512) in mul.shapes
+
+
+def test_a_builtin_a_benchmark_calls_is_no_call_of_an_op() -> None:
+    text = "def bench_range(n):\n    for i in range(n):\n        do_bench(lambda: op(i))\n"
+    [found] = find_benchmarks("bench/b.py", text)
+    assert "*.op" in found.resolved_calls and "*.range" not in found.resolved_calls
 
 
 def test_a_shapes_file_block_merged_from_an_anchor_and_a_base_class_block() -> None:
