@@ -49,18 +49,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.onboard.values import Unknown, dotted, evaluate, module_constants
+from bot.policy.model import BenchForm
 from checks.worker.bench_forms import handing_call
 
-Form = Literal[
-    "entry",
-    "perf_report",
-    "do_bench",
-    "pytest_benchmark",
-    "asv",
-    "timer",
-    "run_input",
-    "bench_class",
-]
+Form = Literal["entry", BenchForm]  # an entry point, or a benchmark named by file
 
 TIMERS = ("do_bench", "do_bench_cudagraph")
 BUILTINS = frozenset(dir(builtins))

@@ -67,15 +67,10 @@ BENCH_FILE_RE = (
     r"(?P<path>[^:@\s]+):"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(@(?P<provider>[^:@\s]+))?$"
 )
-BENCH_FORMS = (
-    "perf_report",
-    "do_bench",
-    "pytest_benchmark",
-    "asv",
-    "timer",
-    "run_input",
-    "bench_class",
-)
+BenchForm = Literal[
+    "perf_report", "do_bench", "pytest_benchmark", "asv", "timer", "run_input", "bench_class"
+]
+BENCH_FORMS: tuple[BenchForm, ...] = get_args(BenchForm)
 ENTRY_DESCRIPTION = (
     "'module.path:function' (a bench entry point, docs/bench-entry.md), "
     "'perf_report:path/to/bench.py:name[@provider]' (a triton.testing.perf_report benchmark), "

@@ -129,14 +129,14 @@ def entry_for(
             torch.manual_seed(seed)
         dims = tuple(int(d) for d in shape)
         if form == "pytest_benchmark":
-            fn = _pytest_case(target, dims, dtype, device, value, torch)
+            fn = _pytest_case(target, Case(dims, dtype, device, value, torch))
         elif form == "asv":
             fn = _asv_case(holder, attr, dims, dtype, value, torch)
         elif form == "run_input":
             assert triton_capture is not None
             fn = _run_input_case(module, target, dims, dtype, value, torch, triton_capture)
         elif form == "bench_class":
-            fn = _bench_class_case(target, dims, dtype, device, value, torch)
+            fn = _bench_class_case(target, Case(dims, dtype, device, value, torch))
         else:
             fn = _timer_case(target, dims, dtype, device, torch)
         return {"fn": fn, "bytes_moved": 0, "flops": 0, "inputs": closed_over_tensors(fn)}
@@ -230,29 +230,41 @@ def _unique(items: Iterator[Any]) -> list[Any]:
     return out
 
 
-def _pytest_case(
-    test: Callable[..., Any],
-    dims: tuple[int, ...],
-    dtype: str,
-    device: str,
-    value: str | None,
-    torch: Any,
-) -> Callable[[], Any]:
-    names, values = _parametrized(test)
-    kwargs = fill(names, values, dims, dtype, value, torch)
-    params = inspect.signature(test).parameters
-    if "benchmark" not in params:
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """What a test form is called for: the shape, dtype, device, ``@VALUE`` and torch."""
+
+    dims: tuple[int, ...]
+    dtype: str
+    device: str
+    value: str | None
+    torch: Any
+
+
+def _pytest_case(test: Callable[..., Any], case: Case) -> Callable[[], Any]:
+    if "benchmark" not in inspect.signature(test).parameters:
         raise FormError(f"{test.__name__} takes no 'benchmark' fixture")
-    kwargs["benchmark"] = CaptureBenchmark()
-    if "device" in params and "device" not in kwargs:
-        kwargs["device"] = device
+    fixtures = {"benchmark": CaptureBenchmark(), "device": case.device}
+    return _run_captured(test, (), call_arguments(test, case, fixtures))
+
+
+def call_arguments(
+    test: Callable[..., Any], case: Case, fixtures: dict[str, Any]
+) -> dict[str, Any]:
+    """A test's arguments for a case: its ``parametrize`` arguments filled, then ``fixtures``
+    where it takes them (a parameter wins over a fixture of its name); one that only pytest can
+    make is refused, named."""
+    names, values = _parametrized(test)
+    kwargs = fill(names, values, case.dims, case.dtype, case.value, case.torch)
+    params = inspect.signature(test).parameters
+    kwargs |= {k: v for k, v in fixtures.items() if k in params and k not in kwargs}
     missing = [p for p in params if p not in kwargs and params[p].default is params[p].empty]
     if missing:
         raise FormError(
             f"{test.__name__} needs the fixture(s) {', '.join(missing)}, which only pytest can "
             "make; write a bench entry point (docs/bench-entry.md)"
         )
-    return _run_captured(test, (), {k: v for k, v in kwargs.items() if k in params})
+    return {k: v for k, v in kwargs.items() if k in params}
 
 
 # ------------------------------------------------------------------------------- asv
@@ -503,33 +515,20 @@ def _hold_run(key: tuple[str, str], bench: Any) -> None:
     _HELD[key] = thread
 
 
-def _bench_class_case(
-    test: Callable[..., Any],
-    dims: tuple[int, ...],
-    dtype: str,
-    device: str,
-    value: str | None,
-    torch: Any,
-) -> Callable[[], Any]:
-    names, values = _parametrized(test)
-    kwargs = fill(names, values, dims, dtype, value, torch)
+def _bench_class_case(test: Callable[..., Any], case: Case) -> Callable[[], Any]:
     params = inspect.signature(test).parameters
-    if "monkeypatch" in params:  # pytest's own, its changes kept for the process
-        kwargs["monkeypatch"] = _monkeypatch(test)
-    missing = [p for p in params if p not in kwargs and params[p].default is params[p].empty]
-    if missing:
-        raise FormError(
-            f"{test.__name__} needs the fixture(s) {', '.join(missing)}, which only pytest can "
-            "make; write a bench entry point (docs/bench-entry.md)"
-        )
-    bench = _made_bench(test, {k: v for k, v in kwargs.items() if k in params})
+    # pytest's own monkeypatch, its changes kept for the process
+    fixtures = {"monkeypatch": _monkeypatch(test)} if "monkeypatch" in params else {}
+    kwargs = call_arguments(test, case, fixtures)
+    dims, dtype, torch = case.dims, case.dtype, case.torch
+    bench = _made_bench(test, kwargs)
     if getattr(bench, "is_backward", False):
         raise FormError(
             f"{test.__name__} times a backward pass, which this form does not run; write a "
             "bench entry point (docs/bench-entry.md)"
         )
     as_dtype = getattr(torch, dtype) if torch is not None else dtype
-    bench.device = device
+    bench.device = case.device
     bench.dtypes = bench.to_bench_dtypes = [as_dtype]
     bench.to_bench_metrics = ["latency"]
     args, call_kwargs = _first_input(bench, dims, as_dtype)
