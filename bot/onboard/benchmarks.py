@@ -143,7 +143,7 @@ def find_benchmarks(
         elif "benchmark" in _parameters(node)[1] and node.name.startswith("test"):
             found.append(_parametrized("pytest_benchmark", path, node, _marks(node), env))
         elif (made := _made_object(node)) is not None:
-            found.append(_bench_class(path, node, made, tree, env, texts or {}))
+            found.append(_bench_class(node, made, _Package(path, tree, texts or {}), env))
         elif _calls_timer(node):
             found.append(_do_bench(path, node, tree, env))
         elif _calls_torch_timer(node):
@@ -248,21 +248,15 @@ def _made_object(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | None:
 
 
 def _bench_class(
-    path: str,
-    fn: ast.FunctionDef | ast.AsyncFunctionDef,
-    made: ast.Call,
-    tree: ast.Module,
-    env: dict[str, Any],
-    texts: Mapping[str, str],
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, made: ast.Call, package: _Package, env: dict
 ) -> FoundBenchmark:
     """A test that makes a benchmark object and runs it: its op from ``op_name``, its dtypes
     from ``dtypes=`` (or a parametrized dtype), its shapes from ``shapes=`` or the package's
     shapes file."""
     named = {k.arg: k.value for k in made.keywords if k.arg}
     op_name = str(getattr(named["op_name"], "value", ""))
-    found = _parametrized("bench_class", path, fn, _marks(fn), env)
+    found = _parametrized("bench_class", package.path, fn, _marks(fn), env)
     notes = list(found.notes)
-    package = _Package(path, tree, texts)
     dtypes = list(found.dtypes)
     if "dtypes" in named and not dtypes:
         dtypes = package.dtypes(named["dtypes"], notes)
