@@ -31,10 +31,11 @@ it was given: that callable is the case's ``fn`` (the tensors it closes over its
   ``get_latency``. The test is called (its parameters filled as above) with ``run`` captured;
   the object gets the case's shape and dtype, its first input is the case's, and the case's
   ``fn`` calls its ``gems_op`` where it has one. Where it has none, the op is its ``torch_op``
-  as ``run()`` times it, inside what ``run()`` holds around ``get_latency`` (FlagGems' ``with
-  use_gems():``, its kernels registered in place of torch's): ``run()`` runs once in a thread
-  of its own that stops inside ``get_latency`` and stays there for the rest of the process, so
-  that state stays in force (state of the process, not thread-local state).
+  as ``run()`` times it, inside the ``with`` statements ``run()`` holds around that
+  ``get_latency`` call (FlagGems' ``with flag_gems.use_gems(exclude=[...]):``, its kernels
+  registered in place of torch's), read from its source on the path its ``if`` tests take for
+  the object, and entered once for the rest of the process. ``run()`` itself is not called (it
+  reads the configuration pytest's hooks set up).
 
 Standard library only, loaded by ``bench_capture.py``; the benchmark's own imports (pytest,
 torch) are looked up when a case is built.
@@ -49,7 +50,7 @@ import inspect
 import itertools
 import re
 import sys
-import threading
+import textwrap
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -407,9 +408,8 @@ class _Made(BaseException):
         self.bench = bench
 
 
-# (the test's file, its name) -> the thread holding what its ``run()`` holds around the timing
-_HELD: dict[tuple[str, str], threading.Thread] = {}
-HOLD_WAIT_S = 600.0  # for ``run()`` to reach ``get_latency`` (the repository's imports, a compile)
+# (``run()``'s file, the ``with`` statement's line) -> the context entered for the process
+_HELD: dict[tuple[str, int], Any] = {}
 
 
 def _bench_classes(test: Callable[..., Any]) -> list[type]:
@@ -486,33 +486,81 @@ def _monkeypatch(test: Callable[..., Any]) -> Any:
     return pytest.MonkeyPatch()
 
 
-def _hold_run(key: tuple[str, str], bench: Any) -> None:
-    """``bench.run()`` in a thread of its own, stopped inside its ``get_latency`` for the rest
-    of the process: what ``run()`` holds around the timing stays in force."""
-    if key in _HELD and _HELD[key].is_alive():
-        return
-    reached = threading.Event()
-    failed: list[BaseException] = []
+def _contexts_around_timing(bench: Any) -> list[tuple[ast.withitem, int]]:
+    """The ``with`` items ``run()`` holds around its ``self.get_latency(self.torch_op, ...)``
+    call, on the path its ``if`` tests take for this object (an ``if`` it cannot evaluate: its
+    first branch that reaches the call), each with its statement's line."""
+    run = type(bench).run
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(run)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    scope = {**getattr(run, "__globals__", {}), "self": bench}
 
-    def held(*_a: Any, **_k: Any) -> Any:
-        reached.set()
-        threading.Event().wait()  # never set: the thread ends with the process
+    def times_torch_op(node: ast.AST) -> bool:
+        return any(
+            isinstance(n, ast.Call)
+            and _source(n.func) == "self.get_latency"
+            and bool(n.args)
+            and _source(n.args[0]) == "self.torch_op"
+            for n in ast.walk(node)
+        )
 
-    def body() -> None:
+    def walk(body: list[ast.stmt], held: list[tuple[ast.withitem, int]]) -> list | None:
+        for stmt in body:
+            if not times_torch_op(stmt):
+                continue
+            if isinstance(stmt, ast.If):
+                try:
+                    taken = [stmt.body if eval(_code(stmt.test), scope) else stmt.orelse]
+                except Exception:
+                    taken = [stmt.body, stmt.orelse]
+                for branch in taken:
+                    found = walk(branch, held)
+                    if found is not None:
+                        return found
+                continue
+            if isinstance(stmt, (ast.With, ast.AsyncWith)):
+                return walk(stmt.body, held + [(i, stmt.lineno) for i in stmt.items])
+            inner = [b for f in ("body", "orelse", "finalbody") for b in getattr(stmt, f, [])]
+            inner += [b for h in getattr(stmt, "handlers", []) for b in h.body]
+            if inner:
+                return walk(inner, held)
+            return held
+        return None
+
+    return walk(tree.body[0].body if tree.body else [], []) or []
+
+
+def _source(node: ast.AST) -> str:
+    return ast.unparse(node)
+
+
+def _code(node: ast.expr) -> Any:
+    return compile(ast.Expression(node), "<benchmark run>", "eval")
+
+
+def _hold_contexts(bench: Any) -> None:
+    """Enter, for the rest of the process, what ``run()`` holds around the timing of its
+    ``torch_op`` (FlagGems' ``with flag_gems.use_gems(...):``), once per ``with`` statement."""
+    run = type(bench).run
+    where = getattr(getattr(run, "__code__", None), "co_filename", "")
+    start = getattr(getattr(run, "__code__", None), "co_firstlineno", 1) - 1
+    scope = {**getattr(run, "__globals__", {}), "self": bench}
+    for item, line in _contexts_around_timing(bench):
+        key = (where, start + line)
+        if key in _HELD:
+            continue
         try:
-            bench.run()
-        except BaseException as exc:  # said to the caller below
-            failed.append(exc)
-        reached.set()
-
-    bench.get_latency = held
-    bench.init_user_config = lambda *a, **k: None  # the case's shape and dtype, not its config
-    thread = threading.Thread(target=body, name="kernel-review-bench-class", daemon=True)
-    thread.start()
-    if not reached.wait(HOLD_WAIT_S) or failed or not thread.is_alive():
-        why = f": {type(failed[0]).__name__}: {failed[0]}" if failed else ""
-        raise FormError(f"{type(bench).__name__}.run() did not reach get_latency{why}"[:600])
-    _HELD[key] = thread
+            context = eval(_code(item.context_expr), scope)
+            context.__enter__()
+        except Exception as exc:
+            raise FormError(
+                f"{type(bench).__name__}.run() times its op inside `with "
+                f"{_source(item.context_expr)}`, which could not be entered here: "
+                f"{type(exc).__name__}: {exc}"[:600]
+            ) from None
+        _HELD[key] = context
 
 
 def _bench_class_case(test: Callable[..., Any], case: Case) -> Callable[[], Any]:
@@ -537,7 +585,7 @@ def _bench_class_case(test: Callable[..., Any], case: Case) -> Callable[[], Any]
         op = getattr(bench, "torch_op", None)
         if not callable(op):
             raise FormError(f"{type(bench).__name__} has neither a gems_op nor a torch_op")
-        _hold_run((test.__code__.co_filename, test.__name__), bench)
+        _hold_contexts(bench)
     return lambda: op(*args, **call_kwargs)
 
 
