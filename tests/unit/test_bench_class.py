@@ -8,6 +8,7 @@ place by a context that ``run()`` holds around the timing, as FlagGems' ``use_ge
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import textwrap
@@ -192,6 +193,27 @@ def test_a_gems_op_is_called_directly_with_shapes_as_the_class_takes_them(
     [x] = case["inputs"]
     assert x.shape == (4, 6) and x.dtype == torch.float32  # the parametrized dtype is the case's
     assert torch.equal(case["fn"](), x * 5)
+
+
+def test_flaggems_own_run_gives_the_with_it_times_its_torch_op_in(capture, tmp_path: Path) -> None:
+    """FlagGems' Benchmark.run (its source, real): for op "abs" the `with
+    flag_gems.use_gems(exclude=["zero_"])` of its last branch, for "zero_" the one before."""
+    capture._forms()  # bench_forms.py, loaded as the worker loads it
+    forms = sys.modules["_kernel_review_worker_bench_forms"]
+    source = (DATA / "flaggems_base_run.py.txt").read_text()
+    (tmp_path / "fg_base_run.py").write_text(source)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import fg_base_run  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("fg_base_run", None)
+    bench = fg_base_run.Benchmark.__new__(fg_base_run.Benchmark)
+    bench.to_bench_metrics, bench.gems_op, bench.torch_op = ["latency"], None, torch.abs
+    for op, held in (("abs", "flag_gems.use_gems(exclude=['zero_'])"), ("zero_", None)):
+        bench.op_name = op
+        [(item, _)] = forms._contexts_around_timing(bench)
+        assert ast.unparse(item.context_expr) == (held or "flag_gems.use_gems()")
 
 
 def test_what_the_form_cannot_run_is_said(capture, root: Path) -> None:
