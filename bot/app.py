@@ -26,6 +26,7 @@ import json
 import os
 import re
 import secrets
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _SHARD_RE = re.compile(r"^([0-9]{1,3})/([0-9]{1,3})$")
 
 if TYPE_CHECKING:
+    from bot.contracts.plan import Plan
     from bot.contracts.results import ResultsFile
 
 
@@ -892,12 +894,35 @@ def _bench_results(path: Path, cpu_vendor: str) -> ResultsFile:
     return bench_results_file(path, cpu_vendor)
 
 
+def _sweep_here(repo: Path, plan: Plan, device: str, started: float) -> tuple[Path, int]:
+    """``kernel-review bench --plan`` of the review's plan on this machine (``review
+    --measure``): its table and lines go to stderr, the review being stdout's; returns the file
+    it wrote (under the cache folder) and its exit code."""
+    import contextlib
+    import tempfile
+
+    from checks.sweep import cli as bench
+
+    parser = argparse.ArgumentParser(prog="kernel-review")
+    bench.register(parser.add_subparsers())
+    out = bench.default_results_path(repo, device, plan.base_sha, plan.head_sha)
+    with tempfile.TemporaryDirectory(prefix="kernel-review-plan-") as tmp:
+        plan_path = Path(tmp) / "plan.json"
+        plan_path.write_text(plan.model_dump_json(), encoding="utf-8")
+        words = ["bench", "--repo", str(repo), "--plan", str(plan_path), "--device", device]
+        args = parser.parse_args([*words, "--out", str(out)] + (["--no-added-shapes"] * plan.quick))
+        args.started = started
+        with contextlib.redirect_stdout(sys.stderr):
+            code = bench.run_bench(args)
+    return out, code
+
+
 # --- CLI --------------------------------------------------------------------------------------
 
 
 REVIEW_USAGE = """\
 kernel-review review --repo PATH --base REV [--head REV] [--run-repo-code] [--results FILE ...]
-                            [--out FILE]
+                            [--measure [--device {cuda,cpu}]] [--out FILE]
        kernel-review review --mode {plan,ack,measure,wait,report,scheduled,scheduled-report}"""
 REVIEW_DESCRIPTION = """\
 Two forms.
@@ -906,7 +931,9 @@ On this machine, for any repository: --repo PATH --base REV [--head REV] prints 
 pull request from --base to --head (default HEAD) would get as its comment, as plain text;
 --out FILE writes the comment's markdown. No GitHub access, nothing posted. Nothing of the
 reviewed repository runs unless --run-repo-code (the compiler report of its Triton kernels
-imports its modules); the last line says which it did.
+imports its modules) or --measure (the shape sweep of the changed kernels, run here first as
+`kernel-review bench` runs it; then the command exits as bench does); the last line says which
+it did.
 
 Inside GitHub Actions: --mode plan|ack|measure|wait|report runs one job of the workflow
 (docs/workflows/kernel-review.yml). It reads GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL
@@ -946,7 +973,9 @@ def handle(args: argparse.Namespace) -> int:
             )
         from bot.local_review import run_local
 
-        return run_local(args, args.compiler_report, read_bench=_bench_results)
+        return run_local(
+            args, args.compiler_report, read_bench=_bench_results, run_sweep=_sweep_here
+        )
     if args.mode is None:
         raise UsageError(
             "say what to review: --repo PATH --base REV (a local range) or --mode MODE (Actions)",

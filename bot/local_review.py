@@ -7,8 +7,12 @@ measure job's ``results-<vendor>.json``, or the file ``kernel-review bench --out
 base and head, converted by the reader the command line passes in). Measurements that need a GPU
 and did not come in are marked not run, with the reason.
 
-Nothing of the reviewed repository runs unless ``--run-repo-code`` says so: a maintainer reviews
-branches nobody has read yet. Without it the compiler report holds what compiles without
+``--measure`` runs the shape sweep here first, as ``kernel-review bench`` does, of the kernels
+the pull request's plan names (``--device cpu``: under the CPU interpreter, labelled as CPU
+timing), and reviews with its results; it runs the repository's code, as ``--run-repo-code``.
+
+Nothing of the reviewed repository runs unless ``--run-repo-code`` or ``--measure`` says so: a
+maintainer reviews branches nobody has read yet. Without it the compiler report holds what compiles without
 importing the repository (its C++ kernels, where nvcc or hipcc is here) and says that its Triton
 kernels need the flag (they are found and compiled through its bench entry points, which import
 its modules); the command says which it did.
@@ -29,8 +33,9 @@ from typing import Literal
 
 from bot import gitutil
 from bot.contracts.evidence import Evidence
+from bot.contracts.plan import Plan
 from bot.contracts.results import ResultsFile
-from bot.errors import ResultsError
+from bot.errors import ResultsError, UsageError
 from bot.github.sticky import fit_body
 from bot.outputs import prepare, write_text
 from bot.review.local import RepoCompilerReport, ReviewInputs, static_review
@@ -46,6 +51,10 @@ NOT_IMPORTED = (
 # (a file ``kernel-review bench --out`` wrote, the vendor to file a CPU-timed sweep under) ->
 # the results file a measure job would have written for it; ``checks.sweep``'s, passed in
 BenchReader = Callable[[Path, str], ResultsFile]
+# (the repository, the plan, the device, the command's start) -> (the file the sweep wrote,
+# bench's exit code); ``kernel-review bench``'s sweep, passed in
+SweepRunner = Callable[[Path, Plan, str, float], tuple[Path, int]]
+MEASURE = "--measure"
 MAX_FILE_BYTES = 256 * 2**20  # a bench file keeps every round's raw blocks
 EXPECTED = (
     "a measure job's results-<vendor>.json (the GitHub workflow's artifact) or the file "
@@ -73,6 +82,22 @@ def add_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
             "kernels. Without it nothing of the repository runs (static analysis, and a compiler "
             "report of its C++ kernels only). Give it only for code you trust"
         ),
+    )
+    p.add_argument(
+        MEASURE,
+        action="store_true",
+        help=(
+            "run the shape sweep here first, base against head, of the kernels the pull "
+            "request's plan names (as `kernel-review bench` does; its table on stderr, its file "
+            "under the cache folder), and review with its results. Runs the repository's code "
+            f"and implies {RUN_REPO_CODE}: only for code you trust"
+        ),
+    )
+    p.add_argument(
+        "--device",
+        choices=["cuda", "cpu"],
+        help="with --measure: cuda (this machine's GPU, the default) or cpu (the CPU "
+        "interpreter, CPU timing: checks the pipeline, measures nothing a GPU would)",
     )
     add_output_arguments(p)
 
@@ -229,8 +254,14 @@ def show(review, args: argparse.Namespace) -> None:
             print(f"markdown of the comment: {args.out}", file=sys.stderr)
 
 
-def repo_code_line(run_repo_code: bool, *, compiled: bool) -> str:
-    """What a local review says of the reviewed repository's code: run (the flag), or not."""
+def repo_code_line(run_repo_code: bool, *, compiled: bool, measured: bool = False) -> str:
+    """What a local review says of the reviewed repository's code: run (the flags), or not."""
+    if measured:
+        also = " and the compiler report imports its modules" if compiled else ""
+        return (
+            f"the reviewed repository's code runs on this machine: the shape sweep ({MEASURE}) "
+            f"calls its bench entry points at base and head{also}"
+        )
     if run_repo_code and compiled:
         return (
             f"the reviewed repository's code runs on this machine ({RUN_REPO_CODE}): the "
@@ -252,8 +283,21 @@ def run_local(
     args: argparse.Namespace,
     compiler_report: RepoCompilerReport,
     read_bench: BenchReader | None = None,
+    run_sweep: SweepRunner | None = None,
 ) -> int:
+    """The review of the range; with ``--measure``, after ``run_sweep`` measured it here, exiting
+    as ``kernel-review bench`` does (0 none slower, 4 slower, 5 nothing measured, 6 some failed)."""
     check_out(args)
+    if args.device is not None and not args.measure:
+        raise UsageError(
+            "--device says where --measure runs the sweep",
+            hint=f"add {MEASURE}, or leave --device out",
+        )
+    if args.measure and (run_sweep is None or read_bench is None):
+        raise UsageError(
+            f"{MEASURE} needs the measurement engine, which this command was not given",
+            hint="run `kernel-review review --repo . --base REV --measure`",
+        )
     repo = gitutil.require_repo(args.repo)
     base_sha = gitutil.rev_parse(repo, args.base)
     head_sha = gitutil.rev_parse(repo, args.head or "HEAD")
@@ -272,17 +316,36 @@ def run_local(
         )
         or Evidence()
     )
-    note = "Local review: measurements that need a GPU runner are marked not run."
-    if args.results:
-        names = ", ".join(p.name for p in args.results)
+    names = ", ".join(p.name for p in args.results)
+    # the sweep runs the repository's code: the compiler report of the same code may import it
+    run_code, compiled = bool(args.run_repo_code or args.measure), not args.no_compile
+    said = repo_code_line(run_code, compiled=compiled, measured=args.measure)
+    if args.measure:
+        given = f" and the measurements of {names}" if names else ""
+        ran = "The sweep and the compiler report" if compiled else "The sweep"
+        note = (
+            f"Local review with a shape sweep measured on this machine ({MEASURE}){given}; "
+            f"vendors without one are not run. {ran} ran the repository's code."
+        )
+    elif names:
         note = f"Local review with the measurements of {names}; vendors without one are not run."
-    run_code, compiled = bool(args.run_repo_code), not args.no_compile
-    said = repo_code_line(run_code, compiled=compiled)
-    if run_code and compiled:
-        print(said, file=sys.stderr, flush=True)  # before anything of it runs, too
-        note += f" The compiler report ran the repository's code ({RUN_REPO_CODE})."
     else:
+        note = "Local review: measurements that need a GPU runner are marked not run."
+    if run_code and compiled and not args.measure:
+        note += f" The compiler report ran the repository's code ({RUN_REPO_CODE})."
+    elif not args.measure:
         note += " None of the repository's code was run."
+    if args.measure or (run_code and compiled):
+        print(said, file=sys.stderr, flush=True)  # before anything of it runs, too
+    swept: list[int] = []  # bench's exit code, once the sweep ran
+
+    def measure(plan: Plan) -> Evidence:
+        assert run_sweep is not None and read_bench is not None  # checked above
+        path, code = run_sweep(repo, plan, args.device or "cuda", args.started)
+        swept.append(code)
+        got = _bench_for(path, read_bench(path, plan.vendors[0]), head_sha, base_sha)
+        return got.evidence
+
     review = static_review(
         ReviewInputs(
             repo=repo,
@@ -297,11 +360,17 @@ def run_local(
         compiler_report=(
             functools.partial(compiler_report, run_repo_code=run_code) if compiled else None
         ),
+        measure=measure if args.measure else None,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
-    ).review
-    show(review, args)
+    )
+    show(review.review, args)
+    if args.measure and not swept:
+        print(
+            f"{MEASURE}: nothing to measure: the range changes no kernel the policy names",
+            file=sys.stderr,
+        )
     print(said, file=sys.stderr, flush=True)  # the last line: what ran, whatever scrolled by
-    return 0
+    return swept[0] if swept else 0
 
 
 def _first_vendor(repo: Path, base_sha: str) -> str:

@@ -22,7 +22,13 @@ Four more forms, run by ``checks/worker/bench_forms.py``:
 - a function of one input object that the script hands to a runner of its own (the form is
   recognised from that call, ``bench_forms.handing_call``): the call's integer list is the
   sweep, the string list the function compares with the values one may pick, its dicts'
-  ``dtype`` the dtypes.
+  ``dtype`` the dtypes;
+- a test that makes a benchmark object naming its op and calls its ``run()`` (FlagGems'
+  ``bench = base.UnaryPointwiseBenchmark(op_name="abs", torch_op=torch.abs,
+  dtypes=consts.FLOAT_DTYPES); bench.run()``): ``op_name`` names the op it measures, the
+  ``dtypes`` are read where the file's package defines them (``consts.py``), the shapes from
+  its ``shapes=`` or the package's shapes file (a YAML mapping of op names and class names, the
+  class's bases in turn, to ``shapes:`` lists).
 
 Values are read with a small evaluator that knows literals, arithmetic, ``range`` and list
 comprehensions, so ``x_vals=[2**i for i in range(12, 28)]`` is understood; what it cannot read is
@@ -32,19 +38,24 @@ reported in ``notes`` and left for the maintainer. Pure: text in, records out.
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import dataclasses
 import itertools
+import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.onboard.values import Unknown, dotted, evaluate, module_constants
+from bot.policy.model import BenchForm
 from checks.worker.bench_forms import handing_call
 
-Form = Literal["entry", "perf_report", "do_bench", "pytest_benchmark", "asv", "timer", "run_input"]
+Form = Literal["entry", BenchForm]  # an entry point, or a benchmark named by file
 
 TIMERS = ("do_bench", "do_bench_cudagraph")
+BUILTINS = frozenset(dir(builtins))
 REGISTRY_RE = re.compile(r"SHAPE|SIZE|CASE|CONFIG", re.IGNORECASE)
 NOT_DIMENSIONS = ("dtype", "device", "provider")
 MAX_PRODUCT = 64  # parameter combinations read as shapes
@@ -87,6 +98,7 @@ class FoundBenchmark:
     takes_dtype: bool = False
     notes: tuple[str, ...] = ()
     module: str = ""  # the module an entry point is imported from
+    op_name: str = ""  # the op a benchmark object names (``op_name="abs"``)
 
     def spec(self, line: str | None = None) -> str:
         """The policy's ``bench`` value for this benchmark (and one of its lines)."""
@@ -95,9 +107,12 @@ class FoundBenchmark:
         return f"{self.form}:{self.path}:{self.name}" + (f"@{line}" if line else "")
 
 
-def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenchmark]:
-    """Every benchmark in one Python file (``module`` is its import name); an unreadable file
-    has none."""
+def find_benchmarks(
+    path: str, text: str, *, module: str = "", texts: Mapping[str, str] | None = None
+) -> list[FoundBenchmark]:
+    """Every benchmark in one Python file (``module`` is its import name; ``texts``, the
+    repository's files, for what a benchmark reads from its package); an unreadable file has
+    none."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
@@ -127,6 +142,8 @@ def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenc
             found.append(_run_input(path, node, handing_call(tree, node.name) or {}, env))
         elif "benchmark" in _parameters(node)[1] and node.name.startswith("test"):
             found.append(_parametrized("pytest_benchmark", path, node, _marks(node), env))
+        elif (made := _made_object(node)) is not None:
+            found.append(_bench_class(node, made, _Package(path, tree, texts or {}), env))
         elif _calls_timer(node):
             found.append(_do_bench(path, node, tree, env))
         elif _calls_torch_timer(node):
@@ -138,7 +155,12 @@ def find_benchmarks(path: str, text: str, *, module: str = "") -> list[FoundBenc
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     }
     return [
-        dataclasses.replace(b, resolved_calls=_resolved(nodes[b.line], imports, local))
+        dataclasses.replace(
+            b,
+            # the op a benchmark object names is the op it measures, wherever it is defined
+            resolved_calls=_resolved(nodes[b.line], imports, local)
+            | ({f"*.{b.op_name}"} if b.op_name else set()),
+        )
         for b in found
     ]
 
@@ -202,6 +224,224 @@ def _static(node: ast.expr, env: dict[str, Any]) -> Any:
     if isinstance(node, ast.List) and any(isinstance(e, ast.Dict) for e in node.elts):
         return [_static(e, env) for e in node.elts]
     return _value(node, env)
+
+
+def _made_object(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | None:
+    """The call ``fn`` makes a benchmark object with (``bench = X(op_name="abs", ...)``) when it
+    then calls that object's ``run()``."""
+    for node in ast.walk(fn):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+        ):
+            continue
+        named = {k.arg: k.value for k in node.value.keywords if k.arg}
+        op = named.get("op_name")
+        if not (isinstance(op, ast.Constant) and isinstance(op.value, str)):
+            continue
+        runs = f"{node.targets[0].id}.run"
+        if any(isinstance(n, ast.Call) and dotted(n.func) == runs for n in ast.walk(fn)):
+            return node.value
+    return None
+
+
+def _bench_class(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, made: ast.Call, package: _Package, env: dict
+) -> FoundBenchmark:
+    """A test that makes a benchmark object and runs it: its op from ``op_name``, its dtypes
+    from ``dtypes=`` (or a parametrized dtype), its shapes from ``shapes=`` or the package's
+    shapes file."""
+    named = {k.arg: k.value for k in made.keywords if k.arg}
+    op_name = str(getattr(named["op_name"], "value", ""))
+    found = _parametrized("bench_class", package.path, fn, _marks(fn), env)
+    notes = list(found.notes)
+    dtypes = list(found.dtypes)
+    if "dtypes" in named and not dtypes:
+        dtypes = package.dtypes(named["dtypes"], notes)
+    elif not dtypes:
+        dtypes = package.class_dtypes(dotted(made.func), notes)
+    dims: tuple[str, ...] = ()
+    desc = named.get("shape_desc")
+    if isinstance(desc, ast.Constant) and isinstance(desc.value, str):
+        dims = tuple(d.strip() for d in desc.value.split(",") if d.strip())
+    shapes: tuple[tuple[int, ...], ...] = ()
+    if "shapes" in named:
+        values = _read(named["shapes"], env, notes, "shapes") or ()
+        shapes = _shapes(values, len(values[0]) if values and _listed(values[0]) else 1, notes)
+    else:
+        keys = [op_name, *(c for c, _, _ in package.class_chain(dotted(made.func)))]
+        shapes, file_dims, where = package.yaml_shapes(keys)
+        dims = dims or file_dims
+        if where:
+            notes.append(f"shapes from {where}")
+    return dataclasses.replace(
+        found,
+        dims=dims,
+        shapes=shapes,
+        dtypes=tuple(dict.fromkeys(dtypes)),
+        takes_dtype=True,
+        notes=tuple(notes),
+        op_name=op_name,
+    )
+
+
+def _listed(value: Any) -> bool:
+    return isinstance(value, (list, tuple))
+
+
+class _Package:
+    """What a benchmark file reads from its package's other files: its modules' dtype lists,
+    its classes' bases, its YAML shapes files."""
+
+    def __init__(self, path: str, tree: ast.Module, texts: Mapping[str, str]) -> None:
+        self.path = path
+        self.folder = posixpath.dirname(path)
+        self.tree = tree
+        self.texts = texts
+        self.modules: dict[str, str] = {}  # ``from . import consts``: consts -> its path
+        self.names: dict[str, tuple[str, str]] = {}  # ``from .consts import X``: X -> (path, X)
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                for alias in node.names:
+                    bound = alias.asname or alias.name
+                    if node.module:
+                        self.names[bound] = (self._sibling(node.module), alias.name)
+                    else:
+                        self.modules[bound] = self._sibling(alias.name)
+
+    def _sibling(self, module: str) -> str:
+        return posixpath.join(self.folder, module.replace(".", "/") + ".py")
+
+    def _tree(self, path: str) -> ast.Module | None:
+        text = self.texts.get(path)
+        if text is None:
+            return None
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+
+    def dtypes(self, node: ast.expr, notes: list[str]) -> list[str]:
+        """The dtype names of ``[torch.float16, ...]``, of ``consts.FLOAT_DTYPES`` defined so in
+        a sibling module, and of sums of those."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self.dtypes(node.left, notes) + self.dtypes(node.right, notes)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [d for e in node.elts for d in _dtype_names(e)]
+        owner, _, name = dotted(node).rpartition(".")
+        tree = self._tree(self.modules[owner]) if owner in self.modules else self.tree
+        if not owner and name in self.names:  # ``from .consts import FLOAT_DTYPES``
+            path, name = self.names[name]
+            tree = self._tree(path)
+        value = next(
+            (
+                n.value
+                for n in (tree.body if tree else [])
+                if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+            ),
+            None,
+        )
+        if value is None or value is node:
+            notes.append(f"could not read the dtypes {dotted(node) or 'given'}")
+            return []
+        return self.dtypes(value, notes)
+
+    def class_chain(self, name: str) -> list[tuple[str, ast.ClassDef | None, str]]:
+        """The class ``name`` (``base.UnaryPointwiseBenchmark``) and its bases, nearest first
+        (every base, breadth first): each name, its statement and its file, as far as the
+        package's files define them."""
+        out: list[tuple[str, ast.ClassDef | None, str]] = []
+        queue = [(name, self)]
+        while queue and len(out) < 16:
+            dotted_name, where = queue.pop(0)
+            owner, _, cls = dotted_name.rpartition(".")
+            path = where.modules.get(owner, "") if owner else ""
+            if not owner and cls in where.names:  # ``from .base import Benchmark``
+                path, cls = where.names[cls]
+            if not cls or cls in [c for c, _, _ in out]:
+                continue
+            tree = (where._tree(path) if path else None) or where.tree
+            node = next(
+                (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None
+            )
+            out.append((cls, node, path or where.path))
+            home = _Package(path, tree, self.texts) if path else where
+            queue += [(dotted(b), home) for b in (node.bases if node else ()) if dotted(b)]
+        return out
+
+    def class_dtypes(self, name: str, notes: list[str]) -> list[str]:
+        """The dtypes the class ``name`` or a base of it defaults to (``DEFAULT_DTYPES``)."""
+        for _, node, path in self.class_chain(name):
+            for stmt in node.body if node else ():
+                if isinstance(stmt, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "DEFAULT_DTYPES" for t in stmt.targets
+                ):
+                    tree = self._tree(path) or self.tree
+                    return _Package(path, tree, self.texts).dtypes(stmt.value, notes)
+        return []
+
+    def yaml_shapes(
+        self, keys: list[str]
+    ) -> tuple[tuple[tuple[int, ...], ...], tuple[str, ...], str]:
+        """The ``shapes:`` of the first of ``keys`` a YAML file beside the benchmark has, its
+        ``shape_desc`` as dimension names, and where they were read."""
+        files = sorted(
+            p
+            for p in self.texts
+            if posixpath.dirname(p) == self.folder and p.endswith((".yaml", ".yml"))
+        )
+        for key in keys:
+            for path in files:
+                block = yaml_block(self.texts[path], key)
+                if block is not None and block[0]:
+                    shapes, desc = block
+                    dims = tuple(d.strip() for d in desc.split(",") if d.strip())
+                    return shapes, dims, f"{path} ({key})"
+        return (), (), ""
+
+
+YAML_KEY_RE = re.compile(r"^(?P<key>[A-Za-z_][\w.]*):\s*(&(?P<anchor>\w+))?\s*(#.*)?$")
+
+
+def yaml_block(text: str, key: str) -> tuple[tuple[tuple[int, ...], ...], str] | None:
+    """``key``'s ``shapes:`` (``- [64, 64]`` items) and ``shape_desc`` in a YAML mapping of the
+    form shapes files use; ``<<: *anchor`` takes an anchored block's. None where it has no
+    ``key``. A reader of that form only, not of YAML."""
+    blocks: dict[str, list[str]] = {}
+    anchors: dict[str, str] = {}
+    current = None
+    for line in text.splitlines():
+        match = YAML_KEY_RE.match(line)
+        if match:
+            current = match["key"]
+            blocks[current] = []
+            if match["anchor"]:
+                anchors[match["anchor"]] = current
+        elif current is not None and line.startswith((" ", "\t")):
+            blocks[current].append(line.strip())
+    seen: set[str] = set()
+    while key in blocks and key not in seen:
+        seen.add(key)
+        lines = blocks[key]
+        merged = next((ln.split("*", 1)[1].strip() for ln in lines if ln.startswith("<<:")), None)
+        shapes: list[tuple[int, ...]] = []
+        desc = ""
+        for ln in lines:
+            item = ln.split("#", 1)[0].strip()
+            if item.startswith("- [") and item.endswith("]"):
+                with contextlib.suppress(ValueError, SyntaxError):
+                    value = ast.literal_eval(item[2:])
+                    if _all_ints(value) and value:
+                        shapes.append(tuple(value))
+            elif item.startswith("shape_desc:"):
+                desc = item.split(":", 1)[1].strip().strip("\"'")
+        if shapes or merged is None:
+            return tuple(dict.fromkeys(shapes)), desc
+        key = anchors.get(merged, "")
+    return None
 
 
 def _calls_torch_timer(fn: ast.AST) -> bool:
@@ -393,7 +633,7 @@ def _resolved(fn: ast.AST, imports: dict[str, str], local: set[str]) -> frozense
         tail = f".{rest}" if rest else ""
         if head in imports:
             out.add(imports[head] + tail)
-        elif head not in own:
+        elif head not in own and head not in BUILTINS:  # ``range(...)`` calls no op
             out.add(f"*.{head}{tail}")
     return frozenset(out)
 

@@ -94,8 +94,13 @@ class RepoScan:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+# besides the sources: the YAML files a benchmark class reads its shapes from (``core_shapes.yaml``)
+SHAPE_FILES = (".yaml", ".yml")
+
+
 def read_repository(root: Path) -> RepoScan:
-    """Scan every source file under ``root`` (skipping virtualenvs, build output and VCS)."""
+    """Scan every source file under ``root`` (skipping virtualenvs, build output and VCS), with
+    the YAML files beside them that benchmarks read."""
     texts: dict[str, str] = {}
     for path in _source_files(root):
         try:
@@ -140,7 +145,9 @@ def _source_files(root: Path) -> Iterable[str]:
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
             rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
-            if source_kind(rel) is None or os.path.islink(os.path.join(folder, name)):
+            if os.path.islink(os.path.join(folder, name)):
+                continue
+            if source_kind(rel) is None and not rel.endswith(SHAPE_FILES):
                 continue
             count += 1
             if count > MAX_FILES:
@@ -153,13 +160,17 @@ def scan_files(
 ) -> RepoScan:
     """The repository's ops and benchmarks from ``{path: text}`` (``changed``: each file's last
     commit time, for ranking)."""
-    scans = {path: scan_source(path, text) for path, text in sorted(texts.items())}
+    scans = {
+        path: scan_source(path, text)
+        for path, text in sorted(texts.items())
+        if not path.endswith(SHAPE_FILES)
+    }
     roots = ("src/",) if src_layout else ()
     benchmarks = [
         b
         for path, text in sorted(texts.items())
         if source_kind(path) == "python"
-        for b in find_benchmarks(path, text, module=module_name(path, roots))
+        for b in find_benchmarks(path, text, module=module_name(path, roots), texts=texts)
     ]
     ops = _merge(_triton_ops(scans, texts, roots) + _cxx_ops(scans))
     ops = _ranked_facts(ops, texts, changed or {})

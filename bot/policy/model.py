@@ -61,19 +61,24 @@ ENTRY_POINT_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][
 # of the shape's dimensions that times its kernel with ``triton.testing.do_bench``).
 # Other forms (docs/bench-entry.md): ``pytest_benchmark:tests/x.py:test[@value]``,
 # ``asv:benchmarks/x.py:Class.time_method[@value]``, ``timer:bench/x.py:function``,
-# ``run_input:bench/x.py:function[@value]``.
+# ``run_input:bench/x.py:function[@value]``, ``bench_class:benchmark/test_x.py:test[@value]``.
 BENCH_FILE_RE = (
-    r"^(?P<form>perf_report|do_bench|pytest_benchmark|asv|timer|run_input):(?P<path>[^:@\s]+):"
+    r"^(?P<form>perf_report|do_bench|pytest_benchmark|asv|timer|run_input|bench_class):"
+    r"(?P<path>[^:@\s]+):"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(@(?P<provider>[^:@\s]+))?$"
 )
-BENCH_FORMS = ("perf_report", "do_bench", "pytest_benchmark", "asv", "timer", "run_input")
+BenchForm = Literal[
+    "perf_report", "do_bench", "pytest_benchmark", "asv", "timer", "run_input", "bench_class"
+]
+BENCH_FORMS: tuple[BenchForm, ...] = get_args(BenchForm)
 ENTRY_DESCRIPTION = (
     "'module.path:function' (a bench entry point, docs/bench-entry.md), "
     "'perf_report:path/to/bench.py:name[@provider]' (a triton.testing.perf_report benchmark), "
     "'do_bench:path/to/bench.py:function' (a function of the shape that calls do_bench), "
     "'pytest_benchmark:path/to/test.py:test[@value]', 'asv:path/to/bench.py:Class.time_x[@value]'"
-    ", 'timer:path/to/bench.py:function' (a torch.utils.benchmark.Timer script) or "
-    "'run_input:path/to/bench.py:function[@value]' (a function of one input object)"
+    ", 'timer:path/to/bench.py:function' (a torch.utils.benchmark.Timer script), "
+    "'run_input:path/to/bench.py:function[@value]' (a function of one input object) or "
+    "'bench_class:path/to/test.py:test[@value]' (a test that runs a benchmark object)"
 )
 BENCH_FORM_USAGE = {
     "perf_report": "'perf_report:path/to/bench.py:name' or 'perf_report:path/to/bench.py:name@provider'",
@@ -82,6 +87,7 @@ BENCH_FORM_USAGE = {
     "asv": "'asv:path/to/bench.py:Class.time_method' or '...:Class.time_method@value'",
     "timer": "'timer:path/to/bench.py:function'",
     "run_input": "'run_input:path/to/bench.py:function' or '...:function@value'",
+    "bench_class": "'bench_class:path/to/test.py:test' or '...:test@value'",
 }
 # What ``kernel-review init`` writes where it could not infer a value; refused until replaced.
 PLACEHOLDER = "FILL-IN"

@@ -4,7 +4,9 @@ The static part needs no GPU: the policy from the base commit, the kernel change
 the repository conditions at head. The compiler report is the caller's to supply (a function,
 ``CompilerReport``; the command line wires in ``checks.compiler``), and results from GPU runners,
 when there are any, come in as evidence. What needs a GPU and did not run is said, with the
-reason. Used by ``demo`` and by ``bench/fixture_review_gpu.py``; the review ends in ``conclude``.
+reason. A measurement made here, once the plan is known (``Measure``: the command line's
+``review --measure`` wires in the shape sweep), adds its evidence the same way. Used by ``demo``
+and by ``bench/fixture_review_gpu.py``; the review ends in ``conclude``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ Progress = Callable[[str], None]
 CompilerReport = Callable[
     [Path, str, str, Plan, Policy], tuple[CompilerEvidence | None, list[NotRun]]
 ]
+
+# the plan a pull request for the range would get -> the evidence measured for it on this machine
+Measure = Callable[[Plan], Evidence]
 
 
 class RepoCompilerReport(Protocol):
@@ -91,22 +96,27 @@ def gpu_vendor() -> str | None:
     return "amd" if getattr(torch.version, "hip", None) else "nvidia"
 
 
-def _not_measured_here(inputs: ReviewInputs, plan: Plan) -> list[NotRun]:
+def _not_measured_here(
+    plan: Plan, sweeps: tuple[SweepEvidence, ...], first_calls: tuple[FirstCallEvidence, ...]
+) -> list[NotRun]:
     """A not-run for each planned vendor no GPU sweep came in for, saying what it needs."""
     out: list[NotRun] = []
-    measured_vendors = {s.vendor for s in inputs.sweeps if s.timing_kind == "gpu"}
+    measured_vendors = {s.vendor for s in sweeps if s.timing_kind == "gpu"}
     here = gpu_vendor()
     for vendor in plan.vendors:
         if vendor in measured_vendors or not plan.kernels:
             continue
         name = VENDOR_NAMES[vendor]
         if here == vendor:
-            reason = f"an {name} GPU is here, but no sweep was run: use `kernel-review bench`"
+            reason = (
+                f"an {name} GPU is here, but no sweep was run: use `kernel-review review "
+                "--measure` or `kernel-review bench`"
+            )
         else:
             has = f"an {VENDOR_NAMES[here]} GPU" if here else "no GPU"
             reason = f"needs an {name} GPU runner; this machine has {has}"
         out.append(NotRun(check="sweep", vendor=vendor, reason=reason))
-        if not any(f.vendor == vendor and not f.compile_only for f in inputs.first_calls):
+        if not any(f.vendor == vendor and not f.compile_only for f in first_calls):
             out.append(NotRun(check="first_call", vendor=vendor, reason=reason))
     return out
 
@@ -115,10 +125,13 @@ def static_review(
     inputs: ReviewInputs,
     *,
     compiler_report: CompilerReport | None = None,
+    measure: Measure | None = None,
     progress: Progress = lambda _m: None,
 ) -> LocalReview:
     """Review ``inputs``' range; ``compiler_report``, when given and the plan has the compiler
-    check and no compiler evidence came in, compiles the changed kernels here."""
+    check and no compiler evidence came in, compiles the changed kernels here; ``measure``, when
+    given and the plan has kernels to sweep, measures them here and its evidence joins the
+    evidence that came in."""
     progress("reading the policy from the base commit")
     found = find_policy(GitRevision(inputs.repo, inputs.base_sha))
     if found is None:
@@ -142,6 +155,13 @@ def static_review(
     repo_facts = collect(GitRevision(inputs.repo, inputs.head_sha), kernel_paths, policy.owners)
 
     not_run = list(inputs.not_run)
+    sweeps, first_calls = inputs.sweeps, inputs.first_calls
+    if measure is not None and plan.kernels and "sweep" in plan.checks:
+        progress(f"shape sweep: {', '.join(k.name for k in plan.kernels)}, base against head")
+        measured = measure(plan)
+        sweeps += measured.sweeps
+        first_calls += measured.first_calls
+        not_run += measured.not_run
     compiler = inputs.compiler
     if compiler is None and compiler_report is not None and "compiler" in plan.checks:
         progress("compiler report: compiling the changed kernels for each vendor")
@@ -149,10 +169,10 @@ def static_review(
             inputs.repo, inputs.base_sha, inputs.head_sha, plan, policy
         )
         not_run += more
-    not_run += _not_measured_here(inputs, plan)
+    not_run += _not_measured_here(plan, sweeps, first_calls)
     evidence = Evidence(
-        sweeps=inputs.sweeps,
-        first_calls=inputs.first_calls,
+        sweeps=sweeps,
+        first_calls=first_calls,
         compiler=compiler,
         repo=repo_facts,
         not_run=tuple(not_run),

@@ -95,7 +95,8 @@ def _forms() -> ModuleType:
 def load_file(root: str, path: str) -> Any:
     """The module in ``root/path``, loaded once under a private name (not as ``__main__``, so its
     ``if __name__ == "__main__":`` block does not run). Its folder is importable after the
-    checkout, for benchmarks that import their neighbours."""
+    checkout, for benchmarks that import their neighbours; in a package (a folder with an
+    ``__init__.py``), its relative imports are of that package's modules."""
     full = os.path.normpath(os.path.join(root, path))
     if not full.startswith(os.path.join(os.path.normpath(root), "")):
         raise NotFound(f"{path} is outside the checkout")
@@ -110,6 +111,9 @@ def load_file(root: str, path: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, full)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    package = os.path.relpath(folder, root)
+    if package != "." and os.path.isfile(os.path.join(folder, "__init__.py")):
+        module.__package__ = package.replace(os.sep, ".")  # ``from . import base`` works
     sys.modules[name] = module
     try:
         with _no_report_runs():

@@ -24,6 +24,18 @@ it was given: that callable is the case's ``fn`` (the tensors it closes over its
 - ``timer:PATH:FUNCTION``: a function of the shape's dimensions that times its kernel with
   ``torch.utils.benchmark.Timer(stmt, setup=..., globals=...)``; the statement (its setup run
   once) in the timer's globals is the case's ``fn``.
+- ``bench_class:PATH:TEST[@VALUE]``: a test that makes an object of a benchmark class and calls
+  its ``run()`` (FlagGems' form: ``bench = base.UnaryPointwiseBenchmark(op_name="abs",
+  torch_op=torch.abs, dtypes=...); bench.run()``), the class making each input with
+  ``get_input_iter(dtype)`` from its ``shapes`` and timing ``op(*args, **kwargs)`` in
+  ``get_latency``. The test is called (its parameters filled as above) with ``run`` captured;
+  the object gets the case's shape and dtype, its first input is the case's, and the case's
+  ``fn`` calls its ``gems_op`` where it has one. Where it has none, the op is its ``torch_op``
+  as ``run()`` times it, inside the ``with`` statements ``run()`` holds around that
+  ``get_latency`` call (FlagGems' ``with flag_gems.use_gems(exclude=[...]):``, its kernels
+  registered in place of torch's), read from its source on the path its ``if`` tests take for
+  the object, and entered once for the rest of the process. ``run()`` itself is not called (it
+  reads the configuration pytest's hooks set up).
 
 Standard library only, loaded by ``bench_capture.py``; the benchmark's own imports (pytest,
 torch) are looked up when a case is built.
@@ -38,13 +50,14 @@ import inspect
 import itertools
 import re
 import sys
+import textwrap
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-FORMS = ("pytest_benchmark", "asv", "timer", "run_input")
+FORMS = ("pytest_benchmark", "asv", "timer", "run_input", "bench_class")
 SPEC_RE = re.compile(
-    r"^(?P<form>pytest_benchmark|asv|timer|run_input):(?P<path>[^:@\s]+\.py):"
+    r"^(?P<form>pytest_benchmark|asv|timer|run_input|bench_class):(?P<path>[^:@\s]+\.py):"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(@(?P<value>[^:@\s]+))?$"
 )
 # a dtype's name as a parameter value gives it (``"float16"``, ``"torch.bfloat16"``, ``"int8"``)
@@ -100,8 +113,8 @@ def entry_for(
     if match is None:
         raise FormError(
             f"{spec!r} is not 'pytest_benchmark:PATH.py:TEST[@VALUE]', "
-            "'asv:PATH.py:CLASS.METHOD[@VALUE]', 'timer:PATH.py:FUNCTION' or "
-            "'run_input:PATH.py:FUNCTION[@VALUE]'"
+            "'asv:PATH.py:CLASS.METHOD[@VALUE]', 'timer:PATH.py:FUNCTION', "
+            "'run_input:PATH.py:FUNCTION[@VALUE]' or 'bench_class:PATH.py:TEST[@VALUE]'"
         )
     form, path, name, value = match["form"], match["path"], match["name"], match["value"]
     module = module_of(path)
@@ -117,12 +130,14 @@ def entry_for(
             torch.manual_seed(seed)
         dims = tuple(int(d) for d in shape)
         if form == "pytest_benchmark":
-            fn = _pytest_case(target, dims, dtype, device, value, torch)
+            fn = _pytest_case(target, Case(dims, dtype, device, value, torch))
         elif form == "asv":
             fn = _asv_case(holder, attr, dims, dtype, value, torch)
         elif form == "run_input":
             assert triton_capture is not None
             fn = _run_input_case(module, target, dims, dtype, value, torch, triton_capture)
+        elif form == "bench_class":
+            fn = _bench_class_case(target, Case(dims, dtype, device, value, torch))
         else:
             fn = _timer_case(target, dims, dtype, device, torch)
         return {"fn": fn, "bytes_moved": 0, "flops": 0, "inputs": closed_over_tensors(fn)}
@@ -216,29 +231,41 @@ def _unique(items: Iterator[Any]) -> list[Any]:
     return out
 
 
-def _pytest_case(
-    test: Callable[..., Any],
-    dims: tuple[int, ...],
-    dtype: str,
-    device: str,
-    value: str | None,
-    torch: Any,
-) -> Callable[[], Any]:
-    names, values = _parametrized(test)
-    kwargs = fill(names, values, dims, dtype, value, torch)
-    params = inspect.signature(test).parameters
-    if "benchmark" not in params:
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """What a test form is called for: the shape, dtype, device, ``@VALUE`` and torch."""
+
+    dims: tuple[int, ...]
+    dtype: str
+    device: str
+    value: str | None
+    torch: Any
+
+
+def _pytest_case(test: Callable[..., Any], case: Case) -> Callable[[], Any]:
+    if "benchmark" not in inspect.signature(test).parameters:
         raise FormError(f"{test.__name__} takes no 'benchmark' fixture")
-    kwargs["benchmark"] = CaptureBenchmark()
-    if "device" in params and "device" not in kwargs:
-        kwargs["device"] = device
+    fixtures = {"benchmark": CaptureBenchmark(), "device": case.device}
+    return _run_captured(test, (), call_arguments(test, case, fixtures))
+
+
+def call_arguments(
+    test: Callable[..., Any], case: Case, fixtures: dict[str, Any]
+) -> dict[str, Any]:
+    """A test's arguments for a case: its ``parametrize`` arguments filled, then ``fixtures``
+    where it takes them (a parameter wins over a fixture of its name); one that only pytest can
+    make is refused, named."""
+    names, values = _parametrized(test)
+    kwargs = fill(names, values, case.dims, case.dtype, case.value, case.torch)
+    params = inspect.signature(test).parameters
+    kwargs |= {k: v for k, v in fixtures.items() if k in params and k not in kwargs}
     missing = [p for p in params if p not in kwargs and params[p].default is params[p].empty]
     if missing:
         raise FormError(
             f"{test.__name__} needs the fixture(s) {', '.join(missing)}, which only pytest can "
             "make; write a bench entry point (docs/bench-entry.md)"
         )
-    return _run_captured(test, (), {k: v for k, v in kwargs.items() if k in params})
+    return {k: v for k, v in kwargs.items() if k in params}
 
 
 # ------------------------------------------------------------------------------- asv
@@ -370,6 +397,196 @@ def _run_input_case(
                 else getattr(torch, dtype),
             }
     return triton_capture(fn, (cls(**filled),), {})
+
+
+# ----------------------------------------------------------------------- bench class
+
+
+class _Made(BaseException):
+    def __init__(self, bench: Any) -> None:
+        super().__init__("made")
+        self.bench = bench
+
+
+# (``run()``'s file, the ``with`` statement's line) -> the context entered for the process
+_HELD: dict[tuple[str, int], Any] = {}
+
+
+def _bench_classes(test: Callable[..., Any]) -> list[type]:
+    """The benchmark classes (``get_input_iter`` and ``run``) the test's module reaches: its
+    own, and those of the modules it imports (``from . import base``)."""
+    seen: list[type] = []
+    for value in list(getattr(test, "__globals__", {}).values()):
+        members = list(vars(value).values()) if inspect.ismodule(value) else [value]
+        for item in members:
+            if (
+                inspect.isclass(item)
+                and callable(getattr(item, "get_input_iter", None))
+                and callable(getattr(item, "run", None))
+                and item not in seen
+            ):
+                seen.append(item)
+    return seen
+
+
+def _made_bench(test: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """The benchmark object ``test`` makes, caught at its ``run()``."""
+
+    def made(self: Any, *_a: Any, **_k: Any) -> Any:
+        raise _Made(self)
+
+    owners = {
+        c for cls in _bench_classes(test) for c in cls.__mro__ if "run" in vars(c)
+    }  # every class that defines a ``run`` of its own
+    originals = {c: vars(c)["run"] for c in owners}
+    for c in owners:
+        c.run = made
+    try:
+        test(**kwargs)
+    except _Made as got:
+        return got.bench
+    finally:
+        for c, original in originals.items():
+            c.run = original
+    raise FormError(f"{test.__name__} made no benchmark object whose run() it called")
+
+
+def _first_input(bench: Any, dims: tuple[int, ...], dtype: Any) -> tuple[list[Any], dict]:
+    """The object's first input for one shape: its ``shapes`` set to that shape alone (a shape
+    in a 1-tuple where its ``get_input_iter`` unpacks one), split by its own
+    ``unpack_to_args_kwargs`` where it has one."""
+    made = None
+    for shapes in ([tuple(dims)], [(tuple(dims),)]):
+        bench.shapes = shapes
+        try:
+            made = next(iter(bench.get_input_iter(dtype)))
+            break
+        except (TypeError, ValueError):
+            continue
+        except StopIteration:
+            raise FormError(
+                f"{type(bench).__name__}.get_input_iter made no input for the shape {list(dims)}"
+            ) from None
+    if made is None:
+        raise FormError(f"{type(bench).__name__}.get_input_iter takes no shape {list(dims)}")
+    unpack = getattr(bench, "unpack_to_args_kwargs", None)
+    if callable(unpack):
+        args, kwargs = unpack(made)
+        return list(args), dict(kwargs)
+    return list(made if isinstance(made, (tuple, list)) else (made,)), {}
+
+
+def _monkeypatch(test: Callable[..., Any]) -> Any:
+    try:
+        import pytest
+    except ImportError:
+        raise FormError(
+            f"{test.__name__} takes pytest's monkeypatch fixture, and pytest is not installed"
+        ) from None
+    return pytest.MonkeyPatch()
+
+
+def _contexts_around_timing(bench: Any) -> list[tuple[ast.withitem, int]]:
+    """The ``with`` items ``run()`` holds around its ``self.get_latency(self.torch_op, ...)``
+    call, on the path its ``if`` tests take for this object (an ``if`` it cannot evaluate: its
+    first branch that reaches the call), each with its statement's line."""
+    run = type(bench).run
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(run)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    scope = {**getattr(run, "__globals__", {}), "self": bench}
+
+    def times_torch_op(node: ast.AST) -> bool:
+        return any(
+            isinstance(n, ast.Call)
+            and _source(n.func) == "self.get_latency"
+            and bool(n.args)
+            and _source(n.args[0]) == "self.torch_op"
+            for n in ast.walk(node)
+        )
+
+    def walk(body: list[ast.stmt], held: list[tuple[ast.withitem, int]]) -> list | None:
+        for stmt in body:
+            if not times_torch_op(stmt):
+                continue
+            if isinstance(stmt, ast.If):
+                try:
+                    taken = [stmt.body if eval(_code(stmt.test), scope) else stmt.orelse]
+                except Exception:
+                    taken = [stmt.body, stmt.orelse]
+                for branch in taken:
+                    found = walk(branch, held)
+                    if found is not None:
+                        return found
+                continue
+            if isinstance(stmt, (ast.With, ast.AsyncWith)):
+                return walk(stmt.body, held + [(i, stmt.lineno) for i in stmt.items])
+            inner = [b for f in ("body", "orelse", "finalbody") for b in getattr(stmt, f, [])]
+            inner += [b for h in getattr(stmt, "handlers", []) for b in h.body]
+            if inner:
+                return walk(inner, held)
+            return held
+        return None
+
+    return walk(tree.body[0].body if tree.body else [], []) or []
+
+
+def _source(node: ast.AST) -> str:
+    return ast.unparse(node)
+
+
+def _code(node: ast.expr) -> Any:
+    return compile(ast.Expression(node), "<benchmark run>", "eval")
+
+
+def _hold_contexts(bench: Any) -> None:
+    """Enter, for the rest of the process, what ``run()`` holds around the timing of its
+    ``torch_op`` (FlagGems' ``with flag_gems.use_gems(...):``), once per ``with`` statement."""
+    run = type(bench).run
+    where = getattr(getattr(run, "__code__", None), "co_filename", "")
+    start = getattr(getattr(run, "__code__", None), "co_firstlineno", 1) - 1
+    scope = {**getattr(run, "__globals__", {}), "self": bench}
+    for item, line in _contexts_around_timing(bench):
+        key = (where, start + line)
+        if key in _HELD:
+            continue
+        try:
+            context = eval(_code(item.context_expr), scope)
+            context.__enter__()
+        except Exception as exc:
+            raise FormError(
+                f"{type(bench).__name__}.run() times its op inside `with "
+                f"{_source(item.context_expr)}`, which could not be entered here: "
+                f"{type(exc).__name__}: {exc}"[:600]
+            ) from None
+        _HELD[key] = context
+
+
+def _bench_class_case(test: Callable[..., Any], case: Case) -> Callable[[], Any]:
+    params = inspect.signature(test).parameters
+    # pytest's own monkeypatch, its changes kept for the process
+    fixtures = {"monkeypatch": _monkeypatch(test)} if "monkeypatch" in params else {}
+    kwargs = call_arguments(test, case, fixtures)
+    dims, dtype, torch = case.dims, case.dtype, case.torch
+    bench = _made_bench(test, kwargs)
+    if getattr(bench, "is_backward", False):
+        raise FormError(
+            f"{test.__name__} times a backward pass, which this form does not run; write a "
+            "bench entry point (docs/bench-entry.md)"
+        )
+    as_dtype = getattr(torch, dtype) if torch is not None else dtype
+    bench.device = case.device
+    bench.dtypes = bench.to_bench_dtypes = [as_dtype]
+    bench.to_bench_metrics = ["latency"]
+    args, call_kwargs = _first_input(bench, dims, as_dtype)
+    op = getattr(bench, "gems_op", None)
+    if op is None:
+        op = getattr(bench, "torch_op", None)
+        if not callable(op):
+            raise FormError(f"{type(bench).__name__} has neither a gems_op nor a torch_op")
+        _hold_contexts(bench)
+    return lambda: op(*args, **call_kwargs)
 
 
 # ----------------------------------------------------------------------------- Timer

@@ -1,7 +1,7 @@
-"""The local loop: `kernel-review bench --out FILE` on this machine, then `kernel-review review
---results FILE` prints the review a pull request would get with those measurements. Real
-processes throughout: a CPU sweep of a real Triton kernel (the interpreter) in a real git
-repository, and the review reading the file the bench wrote."""
+"""The local loop: `kernel-review review --measure` runs the sweep on this machine and prints the
+review a pull request would get with its measurements; `kernel-review review --results FILE`
+reads the file a sweep wrote. Real processes throughout: a CPU sweep of a real Triton kernel
+(the interpreter) in a real git repository, and the review reading the file the bench wrote."""
 
 from __future__ import annotations
 
@@ -30,27 +30,64 @@ def kernel_review(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedPro
 
 @pytest.fixture(scope="module")
 def benched(tmp_path_factory: pytest.TempPathFactory) -> tuple[ToyRepo, Path, Path]:
-    """The toy repository and the file a real CPU bench of it wrote (one case; workers forked
-    from one process that imported torch and Triton, so the sweep takes a few seconds)."""
+    """The toy repository, and the file a real CPU sweep of it wrote, run by `review --repo .
+    --base main --measure --device cpu` in a checkout of the pull request's branch (one case,
+    three executions of 40 rounds: about 20 s); its review is ``review.md`` beside the file,
+    its output ``measured.json``."""
     tmp = tmp_path_factory.mktemp("loop")
     toy = build_toy_repo(tmp / "toyops")
-    out = tmp / "bench.json"
     done = kernel_review(
-        "bench", "--repo", str(toy.path), "--base", toy.base_sha, "--head", toy.head_sha,
-        "--device", "cpu", "--zygote", "--no-added-shapes", "--max-rounds", "3",
-        "--out", str(out), cwd=tmp, cache=tmp / "cache",
+        "review", "--repo", ".", "--base", "main", "--measure", "--device", "cpu",
+        "--no-compile", "--out", str(tmp / "review.md"), "--full", cwd=toy.path,
+        cache=tmp / "cache",
     )  # fmt: skip
-    assert done.returncode in (0, 4), done.stderr  # measured (slower or not: CPU timing)
-    assert out.is_file()
+    (tmp / "measured.json").write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
+    assert done.returncode in (0, 4), done.stderr  # as bench exits: measured (CPU timing)
+    err = done.stderr.splitlines()
+    written = Path(next(line for line in err if line.startswith("results: ")).split(": ", 1)[1])
+    out = tmp / "bench.json"
+    out.write_bytes(written.read_bytes())
     return toy, out, tmp
+
+
+def _holds_the_case(comment: str, case: dict) -> None:
+    """The review's per-shape table has the bench's own times of ``case``, labelled CPU timing,
+    which is no GPU evidence: the sweep is still to run on the policy's vendor."""
+    row = next(line for line in comment.splitlines() if line.startswith("| scale | 256 |"))
+    assert f"{case['base_median_us']:.2f}" in row and f"{case['head_median_us']:.2f}" in row
+    assert "(CPU timing: pipeline check only, not evidence)" in comment
+    assert "a CPU-timed sweep ran the pipeline end to end" in comment
+
+
+def test_review_measure_runs_the_sweep_and_prints_the_review(
+    benched: tuple[ToyRepo, Path, Path],
+) -> None:
+    """The sweep of the kernel the change touches, then the review with its results; the
+    bench's table on stderr, the review alone on stdout."""
+    toy, _, tmp = benched
+    _, stdout, stderr = json.loads((tmp / "measured.json").read_text())
+    err = stderr.splitlines()
+    assert "shape sweep: scale, base against head" in err
+    assert any(line.startswith("kernel-review bench: 1 case") for line in err)
+    # the file the sweep wrote, under the cache folder, for this base and head
+    written = Path(next(line for line in err if line.startswith("results: ")).split(": ", 1)[1])
+    assert written.is_relative_to(tmp / "cache")
+    bench = json.loads(written.read_text())
+    assert (bench["base_rev"], bench["head_rev"]) == (toy.base_sha, toy.head_sha)
+    [case] = bench["cases"]
+    assert case["status"] == "ok" and case["kernel"] == "scale"
+    comment = (tmp / "review.md").read_text()
+    assert "Local review with a shape sweep measured on this machine (--measure)" in comment
+    _holds_the_case(comment, case)
+    # stdout is the review alone; the last line says the repository's code ran, and how
+    assert "# CPU timing" not in stdout and "scale   256" in stdout
+    assert err[-1].startswith("the reviewed repository's code runs on this machine: the shape")
 
 
 def test_review_reads_the_file_bench_wrote(benched: tuple[ToyRepo, Path, Path]) -> None:
     toy, out, tmp = benched
-    bench = json.loads(out.read_text())
-    case = bench["cases"][0]
-    assert case["status"] == "ok" and case["kernel"] == "scale"
-    md = tmp / "review.md"
+    case = json.loads(out.read_text())["cases"][0]
+    md = tmp / "from-file.md"
     done = kernel_review(
         "review", "--repo", str(toy.path), "--base", toy.base_sha, "--head", toy.head_sha,
         "--no-compile", "--results", str(out), "--out", str(md), "--full", cwd=tmp,
@@ -60,14 +97,23 @@ def test_review_reads_the_file_bench_wrote(benched: tuple[ToyRepo, Path, Path]) 
     assert "validation error" not in done.stderr
     comment = md.read_text()  # as the job summary has it: every shape in the table
     assert "Local review with the measurements of bench.json" in comment
-    # the measured case in the per-shape table, with the bench's own times, labelled CPU timing
-    row = next(line for line in comment.splitlines() if line.startswith("| scale | 256 |"))
-    assert f"{case['base_median_us']:.2f}" in row and f"{case['head_median_us']:.2f}" in row
-    assert "(CPU timing: pipeline check only, not evidence)" in comment
+    _holds_the_case(comment, case)
     # the terminal text has the same case
     assert "scale   256" in done.stdout and "CPU timing" in done.stdout
-    # CPU timing is no GPU evidence: the sweep is still to run on the policy's vendor
-    assert "a CPU-timed sweep ran the pipeline end to end" in comment
+
+
+def test_review_measure_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--device without --measure is refused; a range that changes no kernel measures nothing
+    and says so (no worker starts)."""
+    toy = build_toy_repo(tmp_path / "toyops")
+    args = ["review", "--repo", str(toy.path), "--no-compile"]
+    assert main([*args, "--base", toy.base_sha, "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "--device says where --measure runs the sweep" in err and "add --measure" in err
+    assert main([*args, "--base", toy.head_sha, "--measure", "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert "--measure: nothing to measure: the range changes no kernel the policy names" in err
+    assert "kernel-review bench:" not in err
 
 
 def test_a_bench_file_of_another_range_is_refused(
