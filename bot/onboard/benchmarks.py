@@ -37,7 +37,7 @@ import dataclasses
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from bot.onboard.values import Unknown, dotted, evaluate, module_constants
 from checks.worker.bench_forms import handing_call
@@ -405,7 +405,7 @@ def _is_entry_point(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return positional[:2] == ["shape", "dtype"] and {"device", "seed"} <= named
 
 
-def _is_perf_report(decorator: ast.expr) -> bool:
+def _is_perf_report(decorator: ast.expr) -> TypeGuard[ast.Call]:
     return isinstance(decorator, ast.Call) and dotted(decorator.func).endswith("perf_report")
 
 

@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from bot.contracts.base import Vendor
+from bot.contracts.base import VENDORS, Vendor
 from bot.contracts.review import DEFAULT_REWRITE_PRICE
 from bot.errors import PolicyError
 from bot.toolchain.requirements import parse as parse_requirement
@@ -43,7 +43,6 @@ DType = Literal[
     "int32",
     "int64",
 ]
-VENDORS: tuple[str, ...] = get_args(Vendor)
 DEPLOYMENT_KINDS: tuple[str, ...] = get_args(DeploymentKind)
 DTYPES: tuple[str, ...] = get_args(DType)
 MAX_DIMS = 8
@@ -604,7 +603,7 @@ class Policy(_Model):
         "1 + rewrite_price; 0 < rewrite_price <= 1, at least the tolerance",
     )
     vendors: list[Vendor] = Field(
-        default_factory=lambda: ["nvidia", "amd"],
+        default_factory=lambda: list(VENDORS),
         min_length=1,
         description="the vendors that must be measured, a non-empty subset of nvidia, amd",
     )

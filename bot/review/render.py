@@ -227,6 +227,7 @@ def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
         if old is not None and old == new:
             same.setdefault(kernel, []).append(target)
             continue
+        cells: Sequence[str] | None
         if old is not None and new is not None:
             side = "old → new"
             cells = [o if o == n else f"{o} → {n}" for o, n in zip(old, new, strict=True)]
