@@ -96,7 +96,7 @@ class FunctionSlices:
         self.owner: dict[int, ast.stmt] = {}  # a call's statement, by the call's id
         todo: list[ast.stmt] = list(func.body)
         for s in func.body:
-            self.parent[id(s)] = func  # type: ignore[assignment]
+            self.parent[id(s)] = func
         while todo:
             stmt = todo.pop()
             defs, reads, text = _header(stmt)

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bot.contracts.evidence import (
     MAX_CONFIGS,
@@ -94,8 +94,14 @@ def tree_report(
 ) -> CompilerReport:
     """The compiler report of the checkout at ``tree``; with ``cxx_paths``, the C++ kernels
     among those paths too; with ``env``, cross-compiled under that side's own Triton."""
-    toolchain = {"python": env.python, "triton_version": env.versions.get("triton")} if env else {}
-    report = build_compiler_report(tree, specs, targets, progress=progress, **toolchain)
+    report = build_compiler_report(
+        tree,
+        specs,
+        targets,
+        progress=progress,
+        python=env.python if env else None,
+        triton_version=env.versions.get("triton") if env else None,
+    )
     extra = cxx_records(tree, cxx_paths, targets, not_run) if cxx_paths else []
     if not extra:
         return report
@@ -162,7 +168,9 @@ def rows(side: str, report: CompilerReport) -> list[CompilerRow]:
     return [_row(side, g) for _, g in sorted(groups.items())]
 
 
-def autotune_evidence(side: str, lists: tuple[AutotuneList, ...]) -> list[AutotuneEvidence]:
+def autotune_evidence(
+    side: Literal["old", "new"], lists: tuple[AutotuneList, ...]
+) -> list[AutotuneEvidence]:
     """One side's live autotune lists, the targets that imported the same list joined."""
     joined: dict[str, AutotuneEvidence] = {}
     for a in lists:

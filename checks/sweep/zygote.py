@@ -184,7 +184,7 @@ class Zygote:
                         str(work_dir / "triton-utils"),
                         *_bytecode_args(),
                     ],
-                    writable=(work_dir, triton_key_dir(), *_bytecode_args()[1:]),
+                    writable=(work_dir, triton_key_dir(), *map(Path, _bytecode_args()[1:])),
                     memory_bytes=kind.memory_bytes,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
