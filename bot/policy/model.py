@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Iterable
 from datetime import date
 from functools import lru_cache
 from typing import Annotated, Any, Literal, get_args
@@ -316,6 +317,12 @@ class CompilerTargets(_Model):
         min_length=1,
         description="AMD architectures to compile for, like 'gfx942' or 'gfx90a'",
     )
+
+    def for_vendors(self, vendors: Iterable[str]) -> tuple[str, ...]:
+        """The targets listed for ``vendors`` (each vendor's ``<vendor>_targets``), vendor by
+        vendor in the order of ``VENDORS``."""
+        wanted = set(vendors)
+        return tuple(t for v in VENDORS if v in wanted for t in getattr(self, f"{v}_targets"))
 
 
 class Profiling(_Model):

@@ -33,7 +33,7 @@ from bot.gitutil import add_worktree, remove_worktree
 from checks.compiler.records import CompilerReport, Flag, KernelCompileRecord
 from checks.compiler.report import compare_reports, make_report
 from checks.compiler.run import KernelSpec, build_compiler_report, specs_for
-from checks.compiler.targets import VENDOR_TARGETS, compile_targets, target_for
+from checks.compiler.targets import VENDOR_TARGETS, target_for
 from checks.toolchain_env import SideEnv
 
 
@@ -217,7 +217,7 @@ def compiler_evidence_for_range(
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
     """Compile the planned kernels at base and at head, each in a worktree made for it, and
     compare them; ``details_dir`` and ``progress`` as for ``compiler_evidence_for_trees``."""
-    targets = compile_targets(policy.compiler, plan.vendors)
+    targets = list(plan.compiler_targets or ())  # make_plan's, from the base policy
     if not plan.kernels or not targets:
         return None, []
     with tempfile.TemporaryDirectory(prefix="kr-compile-side-") as tmp:
@@ -251,7 +251,7 @@ def compiler_evidence_without_import(
     the caller says how to ask for that. ``head_sha`` is unused: the head's side of a rewrite is
     its Triton code."""
     del head_sha
-    targets = compile_targets(policy.compiler, plan.vendors)
+    targets = list(plan.compiler_targets or ())  # make_plan's, from the base policy
     paths = {k.name: tuple(k.paths) for k in plan.kernels if k.change_kinds != ("toolchain",)}
     suffixes = {vendor.cxx_suffix for vendor in VENDOR_TARGETS}
     if not targets or not any(Path(p).suffix in suffixes for rels in paths.values() for p in rels):
