@@ -8,9 +8,14 @@ that will import the result (each side's own toolchain when the change moves it,
 ``checks.toolchain_env``), and killed with its process group after ``timeout_s``.
 
 It is cached by the tree it built: after a build of a clean worktree, the files it left that git
-does not track are copied to the cache under a key made of the tree's hash, the command and the
-interpreter; the next checkout of the same tree gets those files back instead of a rebuild. A
-worktree with local changes is always built.
+does not track are copied to the cache under a key made of all that decides them (the tree's
+hash, the command, the interpreter and the distributions installed beside it); the next checkout
+of the same tree gets those files back instead of a rebuild. A worktree with local changes is
+always built. The cache outlives the run, so only a trusted run writes it
+(``checks.procs.sandbox.trusted_run``: not a pull request's measure job, whose build runs the
+pull request's code), with the SHA-256 digest of the entry beside it (``<key>.sha256``); an entry
+is restored only while it matches that digest. An untrusted run restores what matches and keeps
+nothing; a trusted run replaces an entry that does not match.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from pydantic import BaseModel, ConfigDict
 from bot import gitutil
 from bot.errors import GitError, KernelReviewError
 from bot.outputs import cache_root
-from checks.procs.sandbox import kill_tree, popen_confined
-from checks.worker_env import scrubbed_env
+from checks.procs.sandbox import kill_tree, popen_confined, trusted_run
+from checks.worker_env import scrubbed_env, tree_digest
 
 MAX_CACHED_BYTES = 4 * 2**30
 LOG_TAIL = 2000
@@ -82,14 +87,22 @@ def prepare(
     python = python or sys.executable
     cache = cache_dir or default_cache_dir()
     key = _cache_key(root, command, python)
-    if key is not None and _restore(cache / key, root):
-        return f"setup ({root.name}): restored the build of this tree from the cache"
+    mismatch = ""
+    if key is not None:
+        restored, mismatch = _restore(cache / key, root)
+        if restored:
+            return f"setup ({root.name}): restored the build of this tree from the cache"
     before = set(_untracked(root))
     log = log_dir / f"setup-{root.name}.log"
     seconds = _run(root, command, checkout.setup_timeout_s, log, python)
-    if key is not None:
+    trusted = trusted_run()
+    if key is not None and trusted:
         _store(cache / key, root, sorted(set(_untracked(root)) - before))
-    return f"setup ({root.name}): `{command}` took {seconds:.0f} s"
+    said = f"setup ({root.name}): `{command}` took {seconds:.0f} s"
+    if mismatch:
+        done = "stored again" if trusted else "not used (a trusted run replaces it)"
+        said += f"; {mismatch} and was {done}"
+    return said
 
 
 def _cache_key(root: Path, command: str, python: str) -> str | None:
@@ -100,8 +113,19 @@ def _cache_key(root: Path, command: str, python: str) -> str | None:
         return None
     if dirty:
         return None
-    text = "\n".join((tree, command, python, sys.version))
+    text = "\n".join((tree, command, python, sys.version, *_installed(python)))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _installed(python: str) -> list[str]:
+    """The distributions (name and version) installed beside ``python``: a build against
+    another torch is another build."""
+    prefix = Path(python).parent.parent
+    return sorted(p.name for p in prefix.glob("lib*/python*/site-packages/*.dist-info"))
+
+
+def _digest(entry: Path) -> str | None:
+    return tree_digest(entry, skip_dir=lambda name: False, max_bytes=MAX_CACHED_BYTES + 2**20)
 
 
 def _untracked(root: Path) -> list[str]:
@@ -169,28 +193,54 @@ def _store(entry: Path, root: Path, files: list[str]) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / name, target)
     (partial / "manifest.json").write_text(json.dumps(sorted(sizes)))
+    digest = _digest(partial)
+    if digest is None:
+        shutil.rmtree(partial, ignore_errors=True)
+        return
+    digest_file = _digest_file(entry)
+    if entry.exists() or digest_file.exists():  # one that did not match its digest
+        shutil.rmtree(entry, ignore_errors=True)
+        digest_file.unlink(missing_ok=True)
     try:
         partial.rename(entry)
     except OSError:  # another process stored the same tree first
         shutil.rmtree(partial, ignore_errors=True)
+        return
+    tmp = digest_file.with_name(digest_file.name + f".{os.getpid()}")
+    tmp.write_text(digest + "\n")
+    tmp.replace(digest_file)
 
 
-def _restore(entry: Path, root: Path) -> bool:
-    """Copy a cached build back into ``root``; False when there is none. SetupError, before
+def _digest_file(entry: Path) -> Path:
+    return entry.with_name(entry.name + ".sha256")
+
+
+def _restore(entry: Path, root: Path) -> tuple[bool, str]:
+    """Copy a cached build back into ``root``: whether it was, and why not when the entry was
+    there but did not match the digest a trusted run wrote beside it. SetupError, before
     anything is copied, when a manifest entry is not a path inside both the cache entry's
     ``files`` folder and ``root`` (``..``, an absolute path, a link out)."""
+    if not entry.exists() and not _digest_file(entry).exists():
+        return False, ""
+    mismatch = f"the cached build {entry} did not match its digest"
     try:
         names = json.loads((entry / "manifest.json").read_text())
     except (OSError, ValueError):
-        return False
+        return False, mismatch
     if not isinstance(names, list):
         raise _bad_manifest(entry, f"its manifest is a {type(names).__name__}, not a list")
     files = entry / "files"
     pairs = [(_inside(files, name, entry), _inside(root, name, entry)) for name in names]
+    try:
+        recorded = _digest_file(entry).read_text().strip()
+    except OSError:
+        recorded = ""
+    if not recorded or _digest(entry) != recorded:
+        return False, mismatch
     for source, target in pairs:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target)
-    return True
+    return True, ""
 
 
 def _inside(folder: Path, name: object, entry: Path) -> Path:

@@ -5,9 +5,12 @@ A chart has, in this order: a bar per timed shape (head time / base time, cut at
 way), two lines for the tolerance band (``1 + tolerance`` and ``1 / (1 + tolerance)``) where the
 shapes carry their tolerance, and a line at ``1 + price`` where the kernel is a rewrite judged
 at its rewrite price. xychart has no legend, so the sentence above the chart says which line is
-which (``legend``), and the colours are set in the chart's front matter: the bars blue, the band
-grey, the price red. Syntax: https://mermaid.js.org/syntax/xyChart.html (checked by mermaid's
-own parser in tests/integration/test_mermaid_charts.py).
+which by its value (``legend``): every line is level, so its height names it. No colours are
+set: GitHub documents no support for a diagram's own configuration (front matter or
+``%%{init}%%``) and draws in its own light or dark theme, and a notification e-mail or the
+mobile app shows the source, so nothing may rest on a colour. Syntax:
+https://mermaid.js.org/syntax/xyChart.html (checked by mermaid's own parser in
+tests/integration/test_mermaid_charts.py).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from bot.review.words import number, percent, speed
 
 CUT = 10.0  # a bar past 10x (or under 1/10) is drawn at that bound, and the title says so
 LIMIT = 24  # bars per chart; past it, the shapes furthest from 1.0
-BAR, BAND, PRICE = "#4e79a7", "#9e9e9e", "#e15759"
+SHORT = 9  # bars per chart in the comment, whose job summary has the chart at ``LIMIT``
+HELD = ("SAME", "FASTER")  # verdicts of a shape that held
 DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
 
 
@@ -40,17 +44,19 @@ def _values(values: Sequence[float]) -> str:
     return ", ".join(number(v, 3).rstrip("0").rstrip(".") for v in values)
 
 
-def chart_shapes(shapes: Sequence[ShapeLine]) -> tuple[list[ShapeLine], int]:
-    """The shapes a chart draws, timed and not failed (at most ``LIMIT``: those furthest from
-    1.0, in the order given), and how many there were: a wrong result's time says nothing."""
+def chart_shapes(shapes: Sequence[ShapeLine], limit: int = LIMIT) -> tuple[list[ShapeLine], int]:
+    """The shapes a chart draws, timed and not failed (at most ``limit``: those that did not
+    hold, then those furthest from 1.0, in the order given), and how many there were: a wrong
+    result's time says nothing."""
     timed = [
         x
         for x in shapes
         if x.ratio is not None and x.ratio > 0 and x.verdict not in FAILED_VERDICTS
     ]
-    if len(timed) <= LIMIT:
+    if len(timed) <= limit:
         return timed, len(timed)
-    keep = sorted(timed, key=lambda x: -abs(math.log(x.ratio or 1.0)))[:LIMIT]
+    keep = sorted(timed, key=lambda x: (x.verdict in HELD, -abs(math.log(x.ratio or 1.0))))
+    keep = keep[:limit]
     kept = {id(x) for x in keep}
     return [x for x in timed if id(x) in kept], len(timed)
 
@@ -61,37 +67,44 @@ def _tolerance(shapes: Sequence[ShapeLine]) -> float | None:
     return found.pop() if len(found) == 1 and None not in found else None
 
 
-def legend(shapes: Sequence[ShapeLine], price: float | None) -> str:
-    """The sentence above a chart: what the bars and each line are."""
-    drawn, total = chart_shapes(shapes)
+def legend(shapes: Sequence[ShapeLine], price: float | None, limit: int = LIMIT) -> str:
+    """The sentence above a chart: what the bars are, and each line by the value it is at."""
+    drawn, total = chart_shapes(shapes, limit)
     text = "Bars: head / base per shape, above 1 slower"
     if total > len(drawn):
-        text += f" (the {len(drawn)} of {total} furthest from 1)"
+        text += f" ({len(drawn)} of {total}: those that did not hold first)"
+    lines = []
     tolerance = _tolerance(drawn)
     if tolerance is not None:
-        text += f"; grey: the {percent(tolerance)} tolerance band"
+        low, high = (_values([v]) for v in _band(tolerance))
+        lines.append(f"the {percent(tolerance)} tolerance band ({high}, {low})")
     if price is not None:
-        text += f"; red: the {percent(price)} rewrite price"
-    return text + "."
+        lines.append(f"the {percent(price)} rewrite price ({_values([1.0 + price])})")
+    return text + (f"; lines: {', '.join(lines)}" if lines else "") + "."
 
 
-def mermaid(kernel: str, where: str, shapes: Sequence[ShapeLine], price: float | None) -> list[str]:
+def _band(tolerance: float) -> tuple[float, float]:
+    """The tolerance band's edges, as the chart draws them: faster and slower by it."""
+    return 1.0 / (1.0 + tolerance), 1.0 + tolerance
+
+
+def mermaid(
+    kernel: str, where: str, shapes: Sequence[ShapeLine], price: float | None, limit: int = LIMIT
+) -> list[str]:
     """The chart of one kernel's ``shapes`` on one GPU (``where``), as the lines of a fenced
-    mermaid block; none when nothing was timed."""
-    drawn, _ = chart_shapes(shapes)
+    mermaid block, at most ``limit`` bars; none when nothing was timed."""
+    drawn, _ = chart_shapes(shapes, limit)
     if not drawn:
         return []
     raw = [x.ratio or 1.0 for x in drawn]
     bars = [min(max(r, 1.0 / CUT), CUT) for r in raw]
     tolerance = _tolerance(drawn)
     lines: list[list[float]] = []
-    colours = [BAR]
     if tolerance is not None:
-        lines += [[1.0 + tolerance] * len(drawn), [1.0 / (1.0 + tolerance)] * len(drawn)]
-        colours += [BAND, BAND]
+        low, high = _band(tolerance)
+        lines += [[high] * len(drawn), [low] * len(drawn)]
     if price is not None:
         lines.append([1.0 + price] * len(drawn))
-        colours.append(PRICE)
     every = [*bars, *(v for line in lines for v in line)]
     low, high = min(0.9, *every) - 0.02, max(1.1, *every) + 0.02
     name = re.sub(r"[^A-Za-z0-9_.-]", "", kernel)[:24] or "kernel"
@@ -99,12 +112,6 @@ def mermaid(kernel: str, where: str, shapes: Sequence[ShapeLine], price: float |
     cut = f", bars cut at {CUT:g}x" if bars != raw else ""
     return [
         "```mermaid",
-        "---",
-        "config:",
-        "  themeVariables:",
-        "    xyChart:",
-        f'      plotColorPalette: "{", ".join(colours)}"',
-        "---",
         "xychart-beta",
         f'    title "{name} on {place}: head / base{cut}"',
         f"    x-axis [{', '.join(_label(x) for x in drawn)}]",

@@ -8,11 +8,18 @@ them in the order the review shows them; a condition's number is its place there
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bot.contracts.accept import AcceptedLine
-from bot.contracts.evidence import Evidence, FirstCallEvidence, ShapeLine, SweepEvidence
+from bot.contracts.evidence import (
+    FAILED_VERDICTS,
+    Evidence,
+    FirstCallEvidence,
+    ShapeLine,
+    SweepEvidence,
+)
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
 from bot.review.explain import inconclusive_reason, kernel_lines, varied_between_processes
@@ -59,9 +66,12 @@ def _sweep_line(s: SweepEvidence) -> str:
         notes += ["weighted by how often each is served"] if s.weighted else []
         more = f" ({'; '.join(notes)})" if notes else ""
         line += f"; the served shapes together {speed(s.geomean_ratio)}{more}"
-    worst = s.worst
-    if worst is not None and worst.ratio is not None:
+    timed = [x for x in s.shapes if x.ratio is not None and x.verdict not in FAILED_VERDICTS]
+    worst = max(timed, key=lambda x: x.ratio or 0.0, default=None)
+    if worst is not None and worst.ratio is not None and speed(worst.ratio).endswith("slower"):
         line += f"; worst {worst.kernel} {_shape(worst.shape)} {worst.dtype}, {speed(worst.ratio)}"
+    elif worst is not None:  # a failure's time says nothing: it is counted apart
+        line += "; no timed shape slower"
     return line
 
 
@@ -87,14 +97,17 @@ def sweep(f: Facts) -> Finding:
         return Finding("met", f"{NOT_COVERED}, so there is nothing to sweep")
     gpu_sweeps = [s for s in ev.sweeps if s.timing_kind == "gpu"]
     if not gpu_sweeps:
-        reasons = [n.reason for n in ev.not_run if n.check == "sweep"] or ["needs a GPU runner"]
+        skipped = [n for n in ev.not_run if n.check == "sweep"]
+        reasons = [n.reason for n in skipped] or ["needs a GPU runner"]
         cpu = [s for s in ev.sweeps if s.timing_kind == "cpu"]
         extra = (
             ("a CPU-timed sweep ran the pipeline end to end; CPU timings are not evidence",)
             if cpu
             else ()
         )
-        return Finding("not_run", reasons[0], tuple(reasons[1:]) + extra)
+        # each vendor's reason, the first one's too: the summary says only the first
+        each = tuple(f"{n.vendor}: {n.reason}" if n.vendor else n.reason for n in skipped)
+        return Finding("not_run", reasons[0], (each if len(each) > 1 else ()) + extra)
     priced = priced_kernels(f.changes, ev)
     lines: list[str] = []
     failures = [x for s in gpu_sweeps for x in s.failures]
@@ -216,7 +229,26 @@ def _why_inconclusive(inconclusive: Sequence[ShapeLine]) -> str:
             f"{len(spread)} varied from one process to the next, the rest were too noisy "
             "within the budget (rerun those with `/bench full`); each shape's line says why"
         )
-    return "the noise was larger than the tolerance within the budget; rerun with `/bench full`"
+    noisy = [x for x in inconclusive if _noisier_than_tolerance(x)]
+    if len(noisy) == len(inconclusive):
+        return "the noise was larger than the tolerance within the budget; rerun with `/bench full`"
+    if noisy:
+        return (
+            f"{len(noisy)} too noisy within the budget, the rest with an interval across the "
+            "tolerance's edge; rerun with `/bench full` to narrow them"
+        )
+    return (
+        "the interval crosses the tolerance's edge: the difference is about the tolerance "
+        "itself; rerun with `/bench full` to narrow it"
+    )
+
+
+def _noisier_than_tolerance(x: ShapeLine) -> bool:
+    """Whether a shape's interval is wider than its tolerance band (``1 ± tolerance``): no
+    interval or no tolerance counts as noisy."""
+    if x.ci_low is None or x.ci_high is None or x.tolerance is None:
+        return True
+    return x.ci_high - x.ci_low > 2 * x.tolerance
 
 
 def _priced_line(x: ShapeLine, price: float, state: str) -> str:
@@ -285,9 +317,7 @@ def _first_call_line(f: FirstCallEvidence) -> str:
     if f.cold_total_ms is not None:
         how = " (from each shape's own first call)" if f.cold_total_derived else ""
         parts.append(f"{number(f.cold_total_ms)} ms to serve every shape once, cold{how}")
-    if f.compile_only:
-        parts.append("(compile only, on a CPU)")
-    line = ", ".join(parts)
+    line = ", ".join(parts) + (" (compile only, on a CPU)" if f.compile_only else "")
     # where the cold time went: imports and context are paid by any torch process, old kernel too
     return f"{line} ({f.detail})" if f.detail else line
 
@@ -386,10 +416,17 @@ def vendors(f: Facts) -> Finding:
     with a row for each launch setting chosen by vendor or architecture, since a runner of one
     vendor measures only its own side of such a branch."""
     finding = _vendors_measured(f)
-    branch_rows = tuple(f"{c.kernel}: {b}" for c in f.changes for b in c.branches)
+    branch_rows = tuple(
+        f"{c.kernel}: {b}" for c in f.changes for b in sorted(c.branches, key=_natural)
+    )
     if not branch_rows:
         return finding
     return replace(finding, rows=(*finding.rows, *branch_rows))
+
+
+def _natural(text: str) -> list[str | int]:
+    """A sort key that orders the numbers inside ``text`` by value: path:99 before path:201."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
 def _vendors_measured(f: Facts) -> Finding:
@@ -399,7 +436,7 @@ def _vendors_measured(f: Facts) -> Finding:
     measured = {s.vendor for s in ev.sweeps if s.timing_kind == "gpu"}
     missing = [v for v in req.vendors if v not in measured]
     lines: list[str] = []
-    for v in req.vendors:
+    for v in sorted(req.vendors, key=lambda v: v in measured):  # those not run first
         if v in measured:
             lines.append(f"{v}: measured")
         else:
@@ -475,9 +512,16 @@ def ownership(f: Facts) -> Finding:
     if not repo.perf_gate.workflow:
         missing.append("a perf gate in CI")
     lines.append(f"perf gate: {repo.perf_gate.detail}")
-    if missing:
-        return Finding("open", "missing " + ", ".join(missing), tuple(lines))
+    if missing:  # what is missing first: the comment lists the first few lines
+        gaps = [x for x in lines if _is_gap(x)]
+        rows = (*gaps, *(x for x in lines if x not in gaps))
+        return Finding("open", "missing " + ", ".join(missing), rows)
     return Finding("met", "owner, pins and perf gate are in place", tuple(lines))
+
+
+def _is_gap(row: str) -> bool:
+    """Whether an ownership row says something is missing."""
+    return row.startswith(("owner: none", "perf gate: no ")) or " not pinned" in row
 
 
 def rollback(f: Facts) -> Finding:

@@ -280,6 +280,11 @@ def kernel_lines(sweep: SweepEvidence, compiler: CompilerEvidence | None = None)
         if not slow:
             continue
         timed = [x for x in shapes if x.verdict in TIMED]
+        if len(slow) == 1:  # one shape makes no pattern: name it
+            (x,) = slow
+            shape = "x".join(map(str, x.shape))
+            out.append(f"{kernel}: 1 of {len(timed)} shapes slower, {shape} {x.dtype} {_by(slow)}")
+            continue
         line = f"{kernel}: {len(slow)} of {len(timed)} shapes slower {_by(slow)}"
         p = find_pattern(shapes)
         if p is None:

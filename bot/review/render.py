@@ -23,14 +23,14 @@ from bot.contracts.evidence import (
     SweepEvidence,
     TritonLayout,
 )
-from bot.contracts.review import Condition, PartATable, ReviewContext, Verdict
+from bot.contracts.review import ChangeLine, Condition, PartATable, ReviewContext, Verdict
 from bot.escape import md_code, md_text
 from bot.outputs import plural
 from bot.review import chart
 from bot.review.chart import dtype_short
 from bot.review.toolchain import history_lines, toolchain_lines
 from bot.review.trade import price_state
-from bot.review.words import number, percent, speed, speed_range
+from bot.review.words import and_list, number, percent, speed, speed_range
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
 STATE_MARKS = {"met": "✅", "open": "❌", "not_run": "⏸️"}
@@ -59,12 +59,23 @@ def _condition_block(c: Condition, *, full: bool) -> list[str]:
     ]
 
 
+_LANGUAGES = {"cuda": "CUDA", "hip": "HIP", "triton": "Triton"}
+
+
+def _language(name: str | None) -> str:
+    """A language as the review writes it: "cuda+hip" -> "CUDA + HIP", an unknown one as given."""
+    if not name:
+        return "?"
+    parts = [p.strip() for p in re.split(r"\s*\+\s*", name)]
+    return " + ".join(_LANGUAGES.get(p.lower(), esc(p)) for p in parts)
+
+
 def _changes_table(v: Verdict, kernels: Sequence[str] = ()) -> list[str]:
     """What changed, one row per change; a toolchain change names the policy's ``kernels``."""
     out = ["| kernel | change | old | new | old kernel |", "|---|---|---|---|---|"]
     for c in v.changes:
         if c.kind == "rewrite":
-            kind = f"rewrite {c.old_language or '?'} → {c.new_language or '?'}"
+            kind = f"rewrite {_language(c.old_language)} → {_language(c.new_language)}"
         elif c.kind == "toolchain":
             before, after = c.old_version or "not pinned", c.new_version or "not pinned"
             kind = f"toolchain {code(before)} → {code(after)}"
@@ -109,17 +120,20 @@ def _toolchain(v: Verdict, evidence: Evidence, ctx: ReviewContext) -> list[str]:
     return out
 
 
-def _part_a(tables: Sequence[PartATable]) -> list[str]:
-    out: list[str] = []
-    for t in tables:
-        out += [
-            f"**{esc(t.kernel)}**",
-            "",
-            f"| measure | {esc(t.old_label)} | {esc(t.new_label)} |",
-            "|---|---|---|",
-        ]
-        out += [f"| {esc(m)} | {esc(o)} | {esc(n)} |" for m, o, n in t.rows]
-        out.append("")
+def _part_a(tables: Sequence[PartATable], changes: Sequence[ChangeLine]) -> list[str]:
+    """The code counts of the rewrites this pull request makes, one column per kernel: old →
+    new, one value where the two agree."""
+    rewritten = {c.kernel for c in changes if c.kind == "rewrite"}
+    tables = [t for t in tables if t.kernel in rewritten]
+    if not tables:
+        return []
+    measures = list(dict.fromkeys(m for t in tables for m, _, _ in t.rows))
+    cells = {(t.kernel, m): o if o == n else f"{o} → {n}" for t in tables for m, o, n in t.rows}
+    head = [f"{esc(t.kernel)}: {esc(t.old_label)} → {esc(t.new_label)}" for t in tables]
+    out = [f"| measure | {' | '.join(head)} |", "|---" * (len(tables) + 1) + "|"]
+    for m in measures:
+        row = [esc(cells.get((t.kernel, m), "—")) for t in tables]
+        out.append(f"| {esc(m)} | {' | '.join(row)} |")
     return out
 
 
@@ -210,33 +224,61 @@ def _variant_cells(rs: Sequence[CompilerRow]) -> tuple[str, ...]:
     )
 
 
-def _compiler_folded(rows: Sequence[CompilerRow]) -> list[str]:
-    """One row per kernel and target (the comment): each measure's range over the compiled
-    variants, old → new where the two sides differ, one value where they agree, and the side
-    named where only one has the kernel (a rewrite's old CUDA/HIP is another language)."""
+_MEASURES = (
+    "variants",
+    "regs/thread",
+    "spill bytes (max)",
+    "shared bytes",
+    "occupancy",
+    "widest load (bits)",
+)
+
+
+def _compiler_changes(rows: Sequence[CompilerRow]) -> list[str]:
+    """What the compiler decided differently, a line per kernel and the targets where it reads
+    the same (the comment): each measure's range over the compiled variants that differs old →
+    new, and the layouts where both sides are Triton; where one side compiled alone, only its
+    name. The job summary has every variant."""
     groups: dict[tuple[str, str], dict[str, list[CompilerRow]]] = {}
     for r in rows:
         groups.setdefault((r.kernel, r.target), {}).setdefault(r.side, []).append(r)
-    out = [
-        "| kernel | target | side | variants | regs/thread | spill bytes (max) | shared bytes | occupancy | widest load (bits) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    same: dict[str, list[str]] = {}
+    said: dict[tuple[str, str], list[str]] = {}  # (kernel, what) -> the targets it holds on
+    alone: dict[str, dict[str, list[str]]] = {}  # side -> kernel -> the targets only it has
     for (kernel, target), sides in sorted(groups.items()):
         old, new = (_variant_cells(sides[s]) if s in sides else None for s in ("old", "new"))
-        if old is not None and old == new:
-            same.setdefault(kernel, []).append(target)
-            continue
-        cells: Sequence[str] | None
         if old is not None and new is not None:
-            side = "old → new"
-            cells = [o if o == n else f"{o} → {n}" for o, n in zip(old, new, strict=True)]
+            keys = [{_layout_key(x) for r in sides[s] for x in r.layouts} for s in ("old", "new")]
+            moved = [
+                f"{name} {o} → {n}"
+                for name, o, n in zip(_MEASURES, old, new, strict=True)
+                if o != n and name != "variants"
+            ]
+            if keys[0] and keys[1] and keys[0] != keys[1]:
+                added, gone = len(keys[1] - keys[0]), len(keys[0] - keys[1])
+                moved.append(f"layouts changed ({added} new, {gone} gone)")
+            if not moved:  # compiled the same: nothing to say
+                continue
+            text = "; ".join(moved)
         else:
-            side, cells = ("old", old) if new is None else ("new", new)
-        out.append(f"| {esc(kernel)} | {esc(target)} | {side} | {' | '.join(cells or ())} |")
-    said = [f"{esc(k)} on {esc(', '.join(targets))}" for k, targets in same.items()]
-    if said:
-        out += ["", f"The same old and new in every column: {'; '.join(said)}."]
+            alone.setdefault("old" if new is None else "new", {}).setdefault(kernel, []).append(
+                target
+            )
+            text = ""
+        errors = [r.error for r in sides.get("new", []) if r.error]
+        if errors:
+            failed = (
+                f"{len(errors)} of {len(sides['new'])} variants failed to compile ({errors[0]})"
+            )
+            text = f"{text}; {failed}" if text else failed
+        if text:
+            said.setdefault((kernel, text), []).append(target)
+    out = [f"- {esc(k)} on {esc(', '.join(t))}: {esc(text)}" for (k, text), t in said.items()]
+    for side, kernels in sorted(alone.items()):
+        targets: dict[str, list[str]] = {}  # the targets -> the kernels only one side has there
+        for k, t in kernels.items():
+            targets.setdefault(", ".join(t), []).append(k)
+        where = "; ".join(f"{esc(', '.join(k))} on {esc(t)}" for t, k in targets.items())
+        out.append(f"- {side} side only, nothing to compare: {where}")
     return out
 
 
@@ -378,9 +420,10 @@ def _autotune_extras(a: AutotuneEvidence) -> str:
     return text
 
 
-def _autotune_change(pair: dict[str, AutotuneEvidence]) -> str:
+def _autotune_change(pair: dict[str, AutotuneEvidence], *, full: bool) -> str:
     """Old against new for one autotune list (``pair`` has one side or both): the counts, then
-    what was added and removed, then what the new side (else the old) says besides."""
+    what was added and removed (quoted in the job summary, ``full``; counted in the comment),
+    then what the new side (else the old) says besides."""
     old, new = pair.get("old"), pair.get("new")
     if old is None or new is None:
         (side, only), other = next(iter(pair.items())), "new" if new is None else "old"
@@ -391,14 +434,17 @@ def _autotune_change(pair: dict[str, AutotuneEvidence]) -> str:
         text = f"old {_count(old)} → new {_count(new)}"
         added = [c for c in new.configs if c not in old.configs]
         removed = [c for c in old.configs if c not in new.configs]
-        text += f"; added: {_quoted(added)}" if added else ""
-        text += f"; removed: {_quoted(removed)}" if removed else ""
+        if full:
+            text += f"; added: {_quoted(added)}" if added else ""
+            text += f"; removed: {_quoted(removed)}" if removed else ""
+        elif (added or removed) and not (old.more_configs or new.more_configs):
+            text += f" ({len(added)} added, {len(removed)} removed)"
     if old.key != new.key:
         text += f"; key ({esc(', '.join(old.key))}) → ({esc(', '.join(new.key))})"
     return text + _autotune_extras(new)
 
 
-def _autotune(items: Sequence[AutotuneEvidence]) -> list[str]:
+def _autotune(items: Sequence[AutotuneEvidence], *, full: bool) -> list[str]:
     """One line per kernel (per autotuned function where it has several): the live config
     lists of old and new, per group of targets that saw the same pair."""
     functions: dict[str, set[str]] = {}
@@ -421,34 +467,45 @@ def _autotune(items: Sequence[AutotuneEvidence]) -> list[str]:
         name = esc(kernel) + (f" {code(function)}" if function else "")
         for pair, targets in groups.values():
             where = f" on {esc(', '.join(targets))}" if len(groups) > 1 else ""
-            change = _autotune_change(pair)
+            change = _autotune_change(pair, full=full)
             out.append(f"- {name}{where}: autotune configs, read on the runner: {change}")
     return out
 
 
 def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
+    """The compiler's decisions: its flags, the autotune lists, then, in the job summary
+    (``full``), the layouts and every compiled variant; in the comment, what changed per kernel
+    and target, and where the rest is."""
     out: list[str] = []
     if ce.flags:
         for f in ce.flags:
             where = f" ({code(f.path)}:{f.line})" if f.path and f.line else ""
+            # the line names the kernel and target: a message that starts with them says so once
+            said = f.message.removeprefix(f"{f.kernel} on {f.target}: ").removeprefix(
+                f"{f.kernel}: "
+            )
             out.append(
-                f"- **{f.severity}** {esc(f.kernel)} on {f.vendor} {esc(f.target)}: {esc(f.message)}{where}"
+                f"- **{f.severity}** {esc(f.kernel)} on {f.vendor} {esc(f.target)}: {esc(said)}{where}"
             )
         out.append("")
-    if ce.autotune:
-        out += [*_autotune(ce.autotune), ""]
-    out += _layout_rows(ce.rows) if full else _layouts(ce.rows)
+    tuned = _autotune(ce.autotune, full=full)
+    if not full:  # the comment: only the lists that changed
+        tuned = [x for x in tuned if not x.endswith(", the same old and new")]
+    out += [*tuned, ""] if tuned else []
+    if full:
+        rows = _compiler_rows(ce.rows) if ce.rows else []
+        return out + _layouts(ce.rows) + _layout_rows(ce.rows) + rows
     if ce.rows:
-        if full:
-            out += _compiler_rows(ce.rows)
-        else:
-            out += _compiler_folded(ce.rows)
-            out += [
-                "",
-                "One row per kernel and target, with the range over its compiled variants "
-                "(configs and specializations), old → new where they differ; the job summary "
-                "has one row per variant, with the matrix instructions.",
-            ]
+        changes = _compiler_changes(ce.rows)
+        ranges = any(" → " in x for x in changes)
+        out += [
+            *changes,
+            *([""] if changes else []),
+            "Old → new, each a range over the compiled variants; the job summary has each one, "
+            "with its layouts."
+            if ranges
+            else "The job summary has each compiled variant, with its layouts.",
+        ]
     return out
 
 
@@ -461,7 +518,7 @@ def _size_order(shapes: Sequence[ShapeLine]) -> list[ShapeLine]:
 
 
 def _vs_base(x: ShapeLine) -> str:
-    if x.ratio is None:
+    if x.ratio is None or x.verdict in FAILED_VERDICTS:  # a failure's time says nothing
         return "—"
     if x.ci_low is None or x.ci_high is None:
         return speed(x.ratio)
@@ -510,13 +567,22 @@ def _smem(rows: Sequence[SmemTraffic]) -> list[str]:
     ]
 
 
-HELD = ("SAME", "FASTER")  # verdicts of a shape that held; the rest are what a reviewer reads
+HELD = chart.HELD  # verdicts of a shape that held; the rest are what a reviewer reads
 ADDED = "†"  # marks a shape the sweep added (small or ragged), not one the policy serves
 
 
+TABLE_LISTED = 6  # shapes that did not hold a comment lists in a table; more: the job summary
+
+
+def _weight(x: ShapeLine) -> tuple[bool, bool, float]:
+    """A shape that did not hold, ordered by how much the verdict rests on it: failures, then
+    slower shapes, then the rest, each the slowest first."""
+    return (x.verdict not in FAILED_VERDICTS, x.verdict != "SLOWER", -(x.ratio or 0.0))
+
+
 def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
-    """One vendor's shapes, a row each (the kernel named on its first row), and the configs the
-    autotuners picked: every shape in the job summary (``full``); in the comment, whose charts
+    """One vendor's shapes, a row each (the kernel named on its first row): every shape and the
+    configs the autotuners picked in the job summary (``full``); in the comment, whose charts
     draw every shape, the shapes that did not hold."""
     shown = [x for x in _size_order(s.shapes) if full or x.verdict not in HELD]
     if not shown:
@@ -538,25 +604,20 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
         )
     if any(x.small_or_ragged for x in shown):
         out += ["", f"{ADDED} a small or ragged shape the sweep added, not one the policy serves."]
-    return out + _picks(s, full=full)
+    return out + (_picks(s) if full else [])
 
 
-def _picks(s: SweepEvidence, *, full: bool = True) -> list[str]:
+def _picks(s: SweepEvidence) -> list[str]:
     """Which config each side's autotuners kept, per config the shapes where the timed runs used
-    it: the tiles, warps and stages that actually ran (``full``: at every shape; else at the
-    shapes that did not hold)."""
+    it: the tiles, warps and stages that actually ran (the job summary)."""
     groups: dict[tuple[str, tuple[str, ...]], list[ShapeLine]] = {}
     for x in _size_order(s.shapes):
-        if not full and x.verdict in HELD:
-            continue
         for side, configs in (("base", x.base_configs), ("head", x.head_configs)):
             if configs:
                 groups.setdefault((side, configs), []).append(x)
     if not groups:
         return []
-    where = "" if full else " at these shapes"
-    every = "" if full else "; the job summary has every shape's"
-    out = ["", f"What the autotuners picked{where} (the configs the timed runs used{every}):", ""]
+    out = ["", "What the autotuners picked (the configs the timed runs used):", ""]
     for side in ("base", "head"):
         for (of, configs), shapes in groups.items():
             if of == side:
@@ -604,18 +665,26 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
         for kernel in drawn_kernels:
             mine = kernels[kernel]
             price = v.prices.get(kernel)
-            drawn = chart.mermaid(kernel, s.gpu, mine, price)
+            bars = chart.LIMIT if full else chart.SHORT
+            drawn = chart.mermaid(kernel, s.gpu, mine, price, bars)
             if drawn:
-                out += [esc(chart.legend(mine, price)), "", *drawn, ""]
+                out += [esc(chart.legend(mine, price, bars)), "", *drawn, ""]
         table = _sweep_table(s, full=full)
+        held = sum(1 for x in s.shapes if x.verdict in HELD)
+        missed = len(s.shapes) - held
         if full or len(table) == 1:  # the table whole, or the line saying every shape held
             out += [*table, ""]
+        elif missed > TABLE_LISTED:  # a long list: the charts draw it, the job summary has it
+            out += [
+                f"{s.vendor}: {missed} shapes did not hold, {held} held; the job summary has "
+                "every shape's times and chart.",
+                "",
+            ]
         else:
-            held = sum(1 for x in s.shapes if x.verdict in HELD)
             out += [
                 "<details>",
-                f"<summary>{s.vendor}: the {plural(len(s.shapes) - held, 'shape')} that did not "
-                f"hold, in a table ({held} held: SAME or FASTER)</summary>",
+                f"<summary>{s.vendor}: the {plural(missed, 'shape')} that did not hold, in a "
+                f"table ({held} held: SAME or FASTER)</summary>",
                 "",
                 *table,
                 "",
@@ -664,7 +733,9 @@ SHORT_TITLES = {
 }
 _URGENCY = {"open": 1, "not_run": 2, "met": 3}
 WORST_LISTED = 3  # shapes named in the comment's first screen
-EVIDENCE_LISTED = 4  # evidence lines per condition in the comment; the job summary has all
+EVIDENCE_LISTED = 3  # evidence lines per condition in the comment; the job summary has all
+# ... but the sweep's: a line per vendor, then one per kernel with a slower shape (three kernels)
+EVIDENCE_LISTED_BY_KEY = {"sweep": 4}
 
 
 def deciding(conditions: Sequence[Condition]) -> list[Condition]:
@@ -709,14 +780,11 @@ def _worst(v: Verdict, evidence: Evidence) -> list[str]:
     cases = [(s.vendor, x) for s in gpu for x in s.shapes if x.verdict not in HELD]
     if not cases:
         return []
-    failed = FAILED_VERDICTS
-    cases.sort(
-        key=lambda c: (c[1].verdict not in failed, c[1].verdict != "SLOWER", -(c[1].ratio or 0.0))
-    )
+    cases.sort(key=lambda c: _weight(c[1]))
     out = []
     for vendor, x in cases[:WORST_LISTED]:
         on = f" on {vendor}" if len(gpu) > 1 else ""
-        measured = "" if x.verdict in failed or x.ratio is None else _vs_base(x) + "; "
+        measured = "" if x.verdict in FAILED_VERDICTS or x.ratio is None else _vs_base(x) + "; "
         added = "; an added shape, not served" if x.small_or_ragged else ""
         out.append(
             f"- {esc(x.kernel)} {'x'.join(map(str, x.shape))} {esc(dtype_short(x.dtype))}{on}: "
@@ -727,10 +795,62 @@ def _worst(v: Verdict, evidence: Evidence) -> list[str]:
     return [f"**Worst shapes** (head against base, 95% CI{rest}):", *out, ""]
 
 
+LABELS_LISTED = 1  # shape labels of a long list an evidence line names in the comment
+_LABEL = r"\d+(?:x\d+)*:\w+"  # a served shape as the evidence names it: "1x4096x4096:float16"
+_LABELS = re.compile(rf"{_LABEL}(?:, {_LABEL}){{{LABELS_LISTED + 1},}}")
+
+
+def _brief(line: str) -> str:
+    """An evidence line for the comment: a list of more than ``LABELS_LISTED + 1`` shapes cut to
+    its first ``LABELS_LISTED`` and a count (the job summary has the line whole)."""
+
+    def cut(m: re.Match[str]) -> str:
+        labels = m.group(0).split(", ")
+        return f"{', '.join(labels[:LABELS_LISTED])} and {len(labels) - LABELS_LISTED} more"
+
+    return _LABELS.sub(cut, line)
+
+
+# a sweep evidence line about one shape: "[vendor, ]kernel 1823x781 float16: ..."
+_ONE_SHAPE = re.compile(r"^(?:\w+, )?\S+ \d+(?:x\d+)* \w+: ")
+CLIP = 240  # characters of an evidence line in the comment, cut at a clause
+_CLOSE = {"(": ")", "[": "]"}
+
+
+def _clip(line: str) -> str:
+    """An evidence line for the comment: past ``CLIP`` characters, cut at its last clause
+    boundary ("; " outside code) before them, marked "…" and its brackets closed: each clause
+    says one thing, so what is left stays true (the job summary has the line whole)."""
+    if len(line) <= CLIP:
+        return line
+    opened: list[str] = []
+    quoted, cut, closing = False, 0, ""
+    for i, ch in enumerate(line[:CLIP]):
+        if ch == "`":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif ch in _CLOSE:
+            opened.append(_CLOSE[ch])
+        elif ch in _CLOSE.values() and opened:
+            opened.pop()
+        elif ch == ";" and line[i + 1 : i + 2] == " ":
+            cut, closing = i, "".join(reversed(opened))
+    return f"{line[:cut]} …{closing}" if cut else line
+
+
 def _evidence(c: Condition, *, full: bool) -> list[str]:
-    """A condition's evidence lines: all in the job summary, the first ``EVIDENCE_LISTED`` in
-    the comment with a count of the rest."""
-    shown = c.evidence if full else c.evidence[:EVIDENCE_LISTED]
+    """A condition's evidence lines: all in the job summary, the first few in the comment
+    (``EVIDENCE_LISTED``), long lines and lists of shapes cut, with a count of the rest; a
+    condition with none says its summary."""
+    if not c.evidence:
+        return [] if full else [f"   - {esc(c.summary)}"]
+    listed = EVIDENCE_LISTED_BY_KEY.get(c.key, EVIDENCE_LISTED)
+    lines = c.evidence
+    if c.key == "sweep" and not full:  # a shape's own line: the worst shapes say it, above
+        lines = tuple(x for x in lines if not _ONE_SHAPE.match(x))
+    listed = listed if len(lines) > listed + 1 else listed + 1  # a line, not "1 more"
+    shown = c.evidence if full else [_clip(_brief(x)) for x in lines[:listed]]
     out = [f"   - {esc(line)}" for line in shown]
     if len(c.evidence) > len(shown):
         out.append(f"   - {len(c.evidence) - len(shown)} more in the job summary")
@@ -746,6 +866,29 @@ def _section(title: str, body: list[str], *, full: bool) -> list[str]:
     if full:
         return [f"### {title}", "", *body, ""]
     return ["<details>", f"<summary>{title}</summary>", "", *body, "", "</details>", ""]
+
+
+def _not_run(evidence: Evidence) -> list[str]:
+    """What did not run, a line per vendor and reason, naming the checks (and the files, for
+    the compiler) it holds for."""
+    said: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (vendor, reason) -> (check, path)s
+    for n in evidence.not_run:
+        where, _, why = n.reason.partition(": ") if n.check == "compiler" else ("", "", n.reason)
+        if not why:
+            where, why = "", n.reason
+        checks = said.setdefault((n.vendor or "", why), [])
+        checks.append((_CHECK_WORDS.get(n.check, n.check), where))
+    out = []
+    for (vendor, why), checks in said.items():
+        paths: dict[str, list[str]] = {}  # a check -> the files it could not read
+        for check, where in checks:
+            paths.setdefault(check, []).extend([where] if where else [])
+        named = [check + (f" ({', '.join(p)})" if p else "") for check, p in paths.items()]
+        out.append(f"- {esc(and_list(named))}{' on ' + vendor if vendor else ''}: {esc(why)}")
+    return out
+
+
+_CHECK_WORDS = {"first_call": "first call", "repo": "repository", "smem": "shared-memory profile"}
 
 
 def _meta(ctx: ReviewContext) -> str:
@@ -804,7 +947,11 @@ def render_comment(
     lines += _section("What changed", changed, full=full)
 
     lines += _section("Per-shape results", _per_shape(verdict, evidence, full=full), full=full)
-    lines += _section("What the rewrite deleted (code counts, Part A)", _part_a(part_a), full=full)
+    lines += _section(
+        "What the rewrite deleted (code counts, Part A)",
+        _part_a(part_a, verdict.changes),
+        full=full,
+    )
     if evidence.compiler is not None:
         lines += _section(
             "What the compiler decided (Part C)", _compiler(evidence.compiler, full=full), full=full
@@ -813,10 +960,7 @@ def render_comment(
         lines += _section(
             "Shared-memory traffic, old and new (Part C-3)", _smem(evidence.smem), full=full
         )
-    not_run = [
-        f"- {n.check}{' on ' + n.vendor if n.vendor else ''}: {esc(n.reason)}"
-        for n in evidence.not_run
-    ]
+    not_run = _not_run(evidence)
     not_run += [
         f"- compiler report for {esc(c.kernel)}: {esc(c.not_compiled)}"
         for c in verdict.changes

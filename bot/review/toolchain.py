@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from bot.contracts.evidence import CompilerRow, Evidence, KernelHistory
 from bot.contracts.review import ChangeLine
-from bot.review.words import and_list, number
+from bot.review.words import and_list, number, speed
 
 HISTORY_POINTS = 6  # the most recent recorded runs a kernel's line shows
 
@@ -140,11 +140,19 @@ def _sweep_moves(kernel: str, ev: Evidence) -> list[str]:
             w = max(slower, key=lambda x: x.ratio or 0.0)
             shape = "x".join(str(d) for d in w.shape)
             out.append(
-                f"{number(w.ratio or 1.0, 2)}x slower at {shape} {w.dtype}{label}"
+                f"{speed(w.ratio or 1.0)} at {shape} {w.dtype}{label}"
                 + (f", {len(slower)} of {len(mine)} shapes slower" if len(slower) > 1 else "")
             )
         elif unmoved:
-            out.append(f"no shape of {len(unmoved)} timed slower{label}")
+            faster = [x for x in mine if x.verdict == "FASTER" and x.ratio]
+            best = min(faster, key=lambda x: x.ratio or 1.0, default=None)
+            said = (  # what moved it, where nothing moved it slower
+                f"; {len(faster)} faster, the most {speed(best.ratio or 1.0)} at "
+                f"{'x'.join(str(d) for d in best.shape)} {best.dtype}"
+                if best
+                else ""
+            )
+            out.append(f"no shape of {len(unmoved)} timed slower{label}{said}")
         if unsure:
             out.append(f"{len(unsure)} of {len(mine)} shapes inconclusive{label}")
         if failed:
@@ -224,15 +232,11 @@ def toolchain_lines(
                 for c in unknown
             ]
         )
-        affects = (
-            f"; it may affect every policy kernel: {and_list(policy_kernels)}"
-            if policy_kernels
-            else ""
-        )
+        # the kernels it may affect are named where the review says what the change does
         return [
             f"the versions each side ran were not recorded, and {said} "
             f"{'does' if len(unknown) == 1 else 'do'} not fix one version on each side, so no "
-            f"difference measured here can be put down to the toolchain{affects}"
+            "difference measured here can be put down to the toolchain"
         ]
     lines = []
     kernels: list[str] = list(dict.fromkeys(policy_kernels))

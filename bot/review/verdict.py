@@ -36,6 +36,14 @@ def _tolerance_words(changes: Sequence[ChangeLine], req: Requirements, ev: Evide
     )
 
 
+_OTHER_KINDS = {  # what a change that is neither a rewrite, a retune nor a pin does, in words
+    "body": "changes the body of {n}",
+    "launch": "changes the launch of {n}",
+    "new": "adds {n}",
+    "deleted": "deletes {n}",
+}
+
+
 def decide(
     changes: Sequence[ChangeLine],
     req: Requirements,
@@ -89,17 +97,18 @@ def decide(
         what.append(f"replaces {plural(len(rewrites), 'hand-written kernel')} with Triton")
     if tunings:
         what.append(f"retunes {plural(len(tunings), 'Triton kernel')}")
-    others = len(changes) - len(rewrites) - len(tunings) - len(bumps)
-    if others:
-        what.append(f"changes {plural(others, 'other kernel')}")
+    for kind, words in _OTHER_KINDS.items():
+        n = sum(1 for c in changes if c.kind == kind)
+        if n:
+            what.append(words.format(n=plural(n, "kernel")))
     subject = "This pull request " + and_list(what) if what else "This pull request changes kernels"
 
     if blocking:
         decision: Decision = "request_changes"
-        named = [f"{c.number} ({c.title.lower()})" for c in blocking]
+        named = [str(c.number) for c in blocking]
         why = (
             f"{subject}, and the evidence shows a cost beyond what the policy allows at "
-            f"{'condition' if len(named) == 1 else 'conditions'} {and_list(named)}: see below."
+            f"{'condition' if len(named) == 1 else 'conditions'} {and_list(named)} below."
         )
     elif unfinished:
         decision = "approve_with_conditions"
@@ -125,9 +134,12 @@ def decide(
             f"{subject}. {so_far}, but the evidence is not complete "
             f"({counts} of {len(conditions)} conditions): before merge, please close them."
         )
-    else:
+    elif any(c.mapped for c in changes):
         decision = "approve"
         why = f"{subject}, and every condition is met with evidence."
+    else:  # met because nothing is covered: the sentence on unmapped kernels says what to do
+        decision = "approve"
+        why = f"{subject}."
 
     not_asking: list[str] = []
     priced = [

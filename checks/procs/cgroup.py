@@ -196,6 +196,23 @@ def config(place: Place, memory_bytes: int) -> dict[str, object]:
     }
 
 
+def oom_kills(place: Place, pid: int) -> int:
+    """How many processes the kernel killed at the memory cap of the tree started as ``pid``
+    (``oom_kill`` in ``memory.events`` on v2, ``memory.oom_control`` on v1); 0 when it has no
+    such cgroup (any more)."""
+    folder = place.memory_root / name(pid)
+    events = "memory.oom_control" if place.memory_v1 else "memory.events"
+    try:
+        text = (folder / events).read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
 def _members(folder: Path) -> list[int]:
     try:
         return [int(p) for p in (folder / "cgroup.procs").read_text().split()]

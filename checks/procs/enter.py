@@ -2,9 +2,9 @@
 
 Started in place of the command (``checks.procs.sandbox.sandboxed``), it makes one cgroup named
 after its own pid under each folder CONFIG lists, writes the limits CONFIG gives (the memory
-cap), moves itself in, and becomes COMMAND (``execvp``: same pid, same descriptors). The bot
-finds the cgroups again from that pid to kill everything in them. Nothing of COMMAND runs when a
-step fails: it exits 126 and says which file refused.
+cap), moves itself in, and becomes COMMAND (``execvp``: same pid, same descriptors), with the
+cgroups' name in ``NAME_ENV``. The bot finds the cgroups again from that pid to kill everything
+in them. Nothing of COMMAND runs when a step fails: it exits 126 and says which file refused.
 
 Standard library only, and run isolated (``-I``): nothing of the checkout is on its path.
 """
@@ -16,11 +16,16 @@ import os
 import sys
 
 REFUSED = 126
+# the name of the cgroups COMMAND runs in: the workers' zygote waits, in each process it forks,
+# until the bot has moved that process out of them (``checks/worker/zygote.py``)
+NAME_ENV = "KERNEL_REVIEW_CGROUP_NAME"
 
 
 def enter(config: dict[str, object], pid: int) -> None:
-    """Make and join the cgroups ``config`` lists, for process ``pid``."""
+    """Make and join the cgroups ``config`` lists, for process ``pid``; their name in
+    ``NAME_ENV``."""
     prefix = str(config["prefix"])
+    os.environ[NAME_ENV] = f"{prefix}{pid}"
     for entry in config["cgroups"]:  # type: ignore[attr-defined]
         folder = os.path.join(str(entry["root"]), f"{prefix}{pid}")
         os.makedirs(folder, exist_ok=True)

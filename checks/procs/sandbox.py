@@ -6,9 +6,9 @@ code of the actions that run after it, or the caches a later run trusts. So on a
 keeps state between jobs, every process that runs a checkout's code is started by
 ``sandboxed``:
 
-- in ``bwrap`` (bubblewrap): the whole filesystem read-only, its scratch folders writable (its
-  ``TMPDIR`` among them), a private /dev/shm, no network, the GPU devices passed through,
-  killed with its parent;
+- in ``bwrap`` (bubblewrap): the whole filesystem read-only, its scratch folders writable, a
+  /tmp of its own in the run's scratch (its ``TMPDIR`` too), a private /dev/shm, no network,
+  the GPU devices passed through, killed with its parent;
 - in cgroups of its own (``checks/procs/cgroup.py``): its memory capped there, so a shared
   mapping or a file in /dev/shm counts, and everything in them killed when the process is ended
   (``kill_tree``), a daemon that double-forked into a session of its own included.
@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import KernelReviewError
+from bot.outputs import cache_root
 from checks.procs import cgroup
 
 ENTER = Path(__file__).resolve().parent / "enter.py"
@@ -46,6 +47,7 @@ DISPOSABLE_ENV = "KERNEL_REVIEW_DISPOSABLE_RUNNER"
 DOCS = "SECURITY.md (Runner isolation)"
 # what a GPU needs of /dev: NVIDIA's devices, AMD's KFD and render nodes
 GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/kfd", "/dev/dri")
+HOST_TMP = Path("/tmp")
 
 
 class IsolationError(KernelReviewError):
@@ -70,20 +72,50 @@ class Isolation:
 
 
 def bwrap_args(
-    bwrap: str, writable: Iterable[Path], devices: Iterable[str], tmp: Path
+    bwrap: str,
+    writable: Iterable[Path],
+    devices: Iterable[str],
+    tmp: Path,
+    *,
+    needed: Iterable[str] = (),
+    host_tmp: Path = HOST_TMP,
 ) -> list[str]:
-    """``bwrap``'s options (before the command): ``/`` read-only (/tmp included: a side's
-    interpreter may live there), ``writable`` writable, ``tmp`` (one of them) its ``TMPDIR``, a
-    private /dev/shm, the ``devices`` passed through, no network, no shared IPC; it dies with
-    the process that started it. No PID namespace: the workers' zygote hands the processes it
-    forks to the bot, which must see their pids."""
+    """``bwrap``'s options (before the command): ``/`` read-only, ``writable`` writable, ``tmp``
+    (a folder of the run's scratch) mounted as its ``/tmp`` and named its ``TMPDIR``, so a tool
+    that writes a fixed path in /tmp (ncu's lock file) works and nothing reaches the machine's
+    /tmp; of the machine's /tmp (``host_tmp``), only the entries that hold a path of ``needed``
+    (the command's arguments, the bot's import path, its caches: a side's interpreter or a
+    test's files may live there) read-only at their places; a private /dev/shm, the
+    ``devices`` passed through, no network, no shared IPC; it dies with the process that
+    started it. No PID namespace: the workers' zygote hands the processes it forks to the bot,
+    which must see their pids."""
     args = [bwrap, "--die-with-parent", "--unshare-net", "--unshare-ipc", "--ro-bind", "/", "/"]
     args += ["--dev", "/dev", "--tmpfs", "/dev/shm"]
     for device in devices:
         args += ["--dev-bind", device, device]
-    for folder in dict.fromkeys(str(Path(w).resolve()) for w in writable):
+    folders = list(dict.fromkeys(str(Path(w).resolve()) for w in writable))
+    args += ["--bind", str(Path(tmp).resolve()), "/tmp"]
+    for entry in _entries_holding(host_tmp, needed):  # bwrap reads sources outside its /tmp
+        if entry not in folders:
+            args += ["--ro-bind-try", entry, entry]  # gone by then: skipped
+    for folder in folders:
         args += ["--bind", folder, folder]
     return [*args, "--setenv", "TMPDIR", str(tmp), "--"]
+
+
+def _entries_holding(host_tmp: Path, needed: Iterable[str]) -> list[str]:
+    """The entries of ``host_tmp`` that are, or hold, a path of ``needed`` (an absolute path,
+    or one after ``=`` in an option), as written or with its links followed."""
+    top = os.path.realpath(host_tmp)
+    out: set[str] = set()
+    for item in needed:
+        for token in (item, item.partition("=")[2]):
+            if not token.startswith("/"):
+                continue
+            for path in {os.path.abspath(token), os.path.realpath(token)}:
+                if path.startswith(top + os.sep):
+                    out.add(os.path.join(top, path[len(top) + 1 :].split(os.sep)[0]))
+    return sorted(out)
 
 
 def gpu_devices() -> list[str]:
@@ -94,10 +126,13 @@ def _try_bwrap() -> tuple[str | None, str]:
     found = shutil.which("bwrap")
     if found is None:
         return None, "bwrap (bubblewrap) is not installed: apt-get install bubblewrap"
-    probe = Path.cwd()
-    cmd = [*bwrap_args(found, [probe], gpu_devices(), probe), "/bin/sh", "-c", "exit 0"]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        with tempfile.TemporaryDirectory(prefix="kernel-review-probe-") as folder:
+            probe = Path(folder)
+            args = bwrap_args(found, [probe], gpu_devices(), probe)
+            done = subprocess.run(
+                [*args, "/bin/sh", "-c", "exit 0"], capture_output=True, text=True, timeout=30
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"bwrap could not be started: {exc}"
     if done.returncode != 0:
@@ -222,7 +257,8 @@ def sandboxed(argv: Sequence[str], *, writable: Iterable[Path], memory_bytes: in
         Path(folder).mkdir(parents=True, exist_ok=True)
         folders.append(Path(folder))
     setup = json.dumps(cgroup.config(conf.place, memory_bytes))
-    jail = bwrap_args(conf.bwrap, folders, conf.devices, tmp)
+    needed = [*argv, *sys.path, sys.prefix, sys.base_prefix, str(cache_root())]
+    jail = bwrap_args(conf.bwrap, folders, conf.devices, tmp, needed=needed)
     return [sys.executable, "-I", "-B", str(ENTER), setup, "--", *jail, *argv]
 
 
@@ -256,6 +292,13 @@ def kill_tree(pid: int) -> None:
     conf = _active
     if conf is not None:
         cgroup.kill(conf.place, pid)
+
+
+def killed_at_memory_cap(pid: int) -> bool:
+    """Whether the kernel killed a process of the confined tree started as ``pid`` at its
+    cgroup's memory cap (ask before ``kill_tree`` removes the cgroup)."""
+    conf = _active
+    return conf is not None and cgroup.oom_kills(conf.place, pid) > 0
 
 
 def runner_findings(isolation: Isolation, disposable: bool) -> list[tuple[str, str, str]]:

@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.outputs import triton_key_dir
+from checks.procs.sandbox import kept_if_trusted, killed_at_memory_cap
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
 from checks.worker.exclusive import GPU_LOCK_ENV
@@ -283,7 +284,7 @@ class WorkerClient:
                                 *args,
                             ],
                             s.memory_bytes,
-                            writable=(s.work_dir, triton_key_dir()),
+                            writable=(s.work_dir, *kept_if_trusted([triton_key_dir()])),
                         ),
                         stdin=subprocess.DEVNULL,
                         stdout=log,
@@ -426,7 +427,14 @@ class WorkerClient:
                 code = self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 code = None
+        capped = self.proc is not None and killed_at_memory_cap(self.proc.pid)
         self._kill()
+        if capped:  # the kernel killed it at its cgroup's cap (shared memory, /dev/shm count)
+            cap = f"{self.spec.memory_bytes / 2**20:.0f} MiB"
+            return self._fail(
+                "oom", f"the {self.spec.side} worker was killed at its memory cap of {cap} "
+                f"(its cgroup's, which counts shared memory and /dev/shm) during {op}",
+            )  # fmt: skip
         if code is None:
             how = "stopped answering"
         elif code < 0:

@@ -31,7 +31,7 @@ from typing import Any
 
 from bot.outputs import bytecode_dir, triton_key_dir
 from checks.job_process import JobProcess
-from checks.procs.sandbox import adopt, popen_confined
+from checks.procs.sandbox import active, adopt, kept_if_trusted, popen_confined
 from checks.worker_env import default_memory_bytes, device_env, end_session, prctl
 
 ZYGOTE_MAIN = Path(__file__).resolve().parent.parent / "worker" / "zygote.py"
@@ -45,9 +45,17 @@ def _subreaper() -> bool:
 
 def _bytecode_args() -> list[str]:
     """Where the zygote keeps torch's bytecode when its installation has none; nothing when
-    that is turned off."""
+    that is turned off, or for a confined run that may not write it (a pull request's) when no
+    trusted run made it yet (it is read-only to that run's zygote)."""
     folder = bytecode_dir()
-    return ["--bytecode-dir", str(folder)] if folder is not None else []
+    if folder is None or not (kept_if_trusted([folder]) or active() is None or folder.is_dir()):
+        return []
+    return ["--bytecode-dir", str(folder)]
+
+
+def _kept() -> list[Path]:
+    """The folders the zygote keeps between runs: Triton's key, the bytecode (when on)."""
+    return [triton_key_dir(), *map(Path, _bytecode_args()[1:])]
 
 
 def bytecode_note(came: str) -> str:
@@ -56,7 +64,11 @@ def bytecode_note(came: str) -> str:
     otherwise; or, when the kept bytecode did not match its manifest, what was done about it."""
     for done, how in (
         ("rebuilt: ", "it was removed and compiled afresh, and nothing of it was imported"),
-        ("refused: ", "this run compiled torch's modules without it; delete it by hand"),
+        (
+            "refused: ",
+            "this run compiled torch's modules without it; a trusted run (a "
+            "scheduled one, a local command) replaces it, or delete it by hand",
+        ),
     ):
         if came.startswith(done):
             return (
@@ -184,7 +196,7 @@ class Zygote:
                         str(work_dir / "triton-utils"),
                         *_bytecode_args(),
                     ],
-                    writable=(work_dir, triton_key_dir(), *map(Path, _bytecode_args()[1:])),
+                    writable=(work_dir, *kept_if_trusted(_kept())),  # a PR's: read-only
                     memory_bytes=kind.memory_bytes,
                     stdin=subprocess.DEVNULL,
                     stdout=log,

@@ -62,6 +62,44 @@ UTILS: dict[str, Any] = {}
 BYTECODE: dict[str, str] = {"came": "off", "folder": ""}
 
 
+# started confined (``checks/procs/enter.py``), the lines of /proc/self/cgroup that name this
+# process's own cgroups: a forked process runs nothing of its request until none of them is
+# its own any more (the bot moves it into cgroups of its own once it has its pid), so that
+# nothing it starts stays in this process's cgroups, out of reach of its end and its cap
+CONFINED: dict[str, frozenset[str]] = {"lines": frozenset()}
+ADOPTION_WAIT_S = 120.0
+
+
+def _cgroup_lines() -> frozenset[str]:
+    with open("/proc/self/cgroup") as handle:
+        return frozenset(handle.read().splitlines())
+
+
+def _own_cgroups() -> frozenset[str]:
+    """The lines of /proc/self/cgroup naming the cgroups ``enter.py`` made for this process."""
+    name = os.environ.get("KERNEL_REVIEW_CGROUP_NAME", "")
+    if not name:
+        return frozenset()
+    with contextlib.suppress(OSError):
+        return frozenset(line for line in _cgroup_lines() if line.endswith(f"/{name}"))
+    return frozenset()
+
+
+def _wait_until_adopted() -> None:
+    """In a forked process: return once it is out of every cgroup of this process's (at
+    once, unconfined); exit, running nothing, when the bot has not moved it in time."""
+    lines = CONFINED["lines"]
+    deadline, pause = time.monotonic() + ADOPTION_WAIT_S, 0.0005
+    try:
+        while lines and lines & _cgroup_lines():
+            if time.monotonic() > deadline:
+                os._exit(1)
+            time.sleep(pause)
+            pause = min(0.01, pause * 2)
+    except OSError:
+        os._exit(1)
+
+
 def _undumpable() -> None:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -453,6 +491,7 @@ def _fork(sock: socket.socket, request: dict[str, Any], fds: list[int], program:
         if pid == 0:
             os.close(w)
             sock.close()
+            _wait_until_adopted()
             _become(request, fds, program, utils)
         os.write(w, str(pid).encode())
         os._exit(0)
@@ -501,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _cap(args.memory_bytes)
     _undumpable()
+    CONFINED["lines"] = _own_cgroups()
     t0 = MARKS["main_at"] = time.monotonic()
     _bytecode(args.bytecode_dir)
     _build_utils(args.utils_dir)

@@ -141,3 +141,55 @@ def test_a_cache_manifest_entry_that_leaves_its_root_is_refused(
     assert str(stored) in err.value.message and "delete" in (err.value.hint or "")
     assert not (other / "build.log").exists()  # nothing of that entry was restored
     assert not (tmp_path / "escaped.so").exists()
+
+
+def _stored(cache: Path) -> list[Path]:
+    return [p for p in cache.iterdir() if p.is_dir()] if cache.exists() else []
+
+
+def test_a_pull_requests_run_writes_no_build_to_the_cache(repo: Path, tmp_path: Path) -> None:
+    from checks.procs import sandbox
+
+    checkout = Checkout(setup_command=BUILD)
+    cache = tmp_path / "cache"
+    sandbox.require(disposable=True, trusted=False)  # as a pull request's measure job does
+    try:
+        first = prepare(repo, checkout, log_dir=tmp_path / "logs", cache_dir=cache)
+    finally:
+        sandbox.configure(None)
+    assert "took" in first and (repo / "out" / "ext.so").exists()
+    assert _stored(cache) == []  # a later run of this tree builds it again
+    other = gitutil.add_worktree(repo, tmp_path / "other", "HEAD")
+    assert "took" in prepare(other, checkout, log_dir=tmp_path / "logs", cache_dir=cache)
+
+
+def test_a_cached_build_changed_or_planted_is_not_restored_and_only_a_trusted_run_replaces_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    from checks.procs import sandbox
+
+    checkout = Checkout(setup_command=BUILD)
+    cache, logs = tmp_path / "cache", tmp_path / "logs"
+    prepare(repo, checkout, log_dir=logs, cache_dir=cache)  # a trusted run keeps its build
+    [stored] = _stored(cache)
+    (stored / "files" / "out" / "ext.so").write_text("poisoned\n")  # code run since changed it
+    other = gitutil.add_worktree(repo, tmp_path / "other", "HEAD")
+    sandbox.require(disposable=True, trusted=False)
+    try:
+        said = prepare(other, checkout, log_dir=logs, cache_dir=cache)
+    finally:
+        sandbox.configure(None)
+    assert "took" in said and "did not match its digest" in said and str(stored) in said
+    assert (other / "out" / "ext.so").read_text() == "\n"  # built, not restored
+    assert (stored / "files" / "out" / "ext.so").read_text() == "poisoned\n"  # left alone
+    third = gitutil.add_worktree(repo, tmp_path / "third", "HEAD")
+    said = prepare(third, checkout, log_dir=logs, cache_dir=cache)  # trusted: replaces it
+    assert "did not match its digest" in said and "stored again" in said
+    assert (stored / "files" / "out" / "ext.so").read_text() == "\n"
+    # an entry without the digest a trusted run writes beside it (planted) is never restored
+    for digest in cache.glob("*.sha256"):
+        digest.unlink()
+    fourth = gitutil.add_worktree(repo, tmp_path / "fourth", "HEAD")
+    assert "took" in prepare(fourth, checkout, log_dir=logs, cache_dir=cache)
+    fifth = gitutil.add_worktree(repo, tmp_path / "fifth", "HEAD")
+    assert "restored" in prepare(fifth, checkout, log_dir=logs, cache_dir=cache)

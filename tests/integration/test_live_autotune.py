@@ -108,10 +108,11 @@ def test_same_lists_say_so_and_targets_that_agree_share_a_line():
             _live("new", ("A=1, num_warps=4",), both),
         )
     )
-    assert _compiler(ce, full=False) == [
+    assert _compiler(ce, full=True) == [
         "- mm: autotune configs, read on the runner: 1, the same old and new",
         "",
     ]
+    assert _compiler(ce, full=False) == []  # the comment says only what changed
 
 
 def test_a_list_on_one_side_only_and_untrusted_text_escaped():
@@ -146,7 +147,7 @@ def test_the_fixture_matmul_retune_shows_its_real_lists(tmp_path: Path) -> None:
     from bot.cli import main
 
     out = tmp_path / "review.md"
-    assert main(["demo", "--out", str(out)]) == 0
+    assert main(["demo", "--full", "--out", str(out)]) == 0  # the job summary quotes the lists
     review = out.read_text()
     # the Hopper retune: BLOCK_SIZE_K 32 -> 64 on NVIDIA, the AMD list untouched
     assert (

@@ -125,7 +125,9 @@ def test_shared_memory_past_the_cap_is_stopped(tmp_path: Path, confined: None) -
     try:
         with pytest.raises(WorkerFailure) as failure:
             client.prepare(["standin_kernels:shm_hog"], SHAPE, "float32", seed=0)
-        assert failure.value.kind in ("crashed", "oom")
+        # killed by the kernel at its cgroup's cap: out of memory, the cap named, not a crash
+        assert failure.value.kind == "oom", failure.value.message
+        assert "memory cap of 256 MiB" in failure.value.message
         client.restart()  # the next case runs on a fresh worker
         assert client.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["entry"]
     finally:
@@ -273,3 +275,104 @@ def test_a_worker_forked_from_a_confined_zygote_is_confined_in_cgroups_of_its_ow
     finally:
         zygote.close()
     assert not any(g.exists() for g in zygote_groups)
+
+
+@needs_isolation
+def test_a_tool_that_writes_a_fixed_path_in_tmp_works_confined_and_leaves_the_machines_tmp_alone(
+    tmp_path: Path, confined: None
+) -> None:
+    from checks.job_process import run_job
+
+    lock = Path("/tmp") / f"kernel-review-test-lock-{os.getpid()}"  # as ncu's lock file
+    work = Path(tempfile.mkdtemp())  # in the run's scratch, as a helper's folder is
+    try:
+        out = run_job("tests.data.jobs.probe", {"do": "write", "path": str(lock)},
+                      workdir=work, triton_cache=work / "tc", timeout_s=60, what="the probe")  # fmt: skip
+        assert out["wrote"]
+        assert not lock.exists()  # it went to the run's own /tmp, in its scratch folder
+        assert list((tmp_path / "scratch").rglob(lock.name))
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+@needs_isolation
+def test_a_pull_requests_workers_cannot_write_the_kept_bytecode_or_triton_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.outputs import bytecode_dir, triton_key_dir
+    from checks.sweep.zygote import Forked, start_zygote
+
+    monkeypatch.setenv("KERNEL_REVIEW_CACHE", str(tmp_path / "cache"))
+    kept = [bytecode_dir(), triton_key_dir()]  # what the zygote and the workers keep
+    targets = []
+    for folder in kept:
+        assert folder is not None
+        folder.mkdir(parents=True)  # as an earlier trusted run left them
+        targets.append(folder / "planted")
+    cap = 3 * 2**30
+    sandbox.require(disposable=False, trusted=False)  # as a pull request's measure job does
+    try:
+        zygote = start_zygote("cpu", Path(tempfile.mkdtemp()), memory_bytes=cap)
+        work = Path(tempfile.mkdtemp())
+        (work / "targets.txt").write_text("\n".join(map(str, targets)))
+        spec = WorkerSpec(
+            side="head", root=STANDINS / "head", device="cpu", work_dir=work, timeouts=FAST,
+            memory_bytes=cap,
+        )  # fmt: skip
+        forked, started = WorkerClient(spec, zygote), _client(Path(tempfile.mkdtemp()))
+        (started.spec.work_dir / "targets.txt").write_text("\n".join(map(str, targets)))
+        try:
+            for client in (forked, started):
+                client.start()
+                client.prepare(["standin_kernels:escape"], SHAPE, "float32", seed=0)
+            assert isinstance(forked.proc, Forked)  # the zygote's sandbox is the one it shares
+        finally:
+            forked.close()
+            started.close()
+            zygote.close()
+    finally:
+        sandbox.configure(None)
+    # a pull request's run reads the kept folders (the bytecode checked against its manifest
+    # by the zygote) and writes none (a trusted run's processes do: the test above)
+    assert [t.exists() for t in targets] == [False, False]
+
+
+@needs_isolation
+def test_a_helper_forked_from_a_confined_zygote_runs_nothing_before_it_is_in_its_own_cgroups(
+    tmp_path: Path, confined: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import time
+
+    from checks.job_process import PACKAGE_ROOT, JobProcess, _job_path
+    from checks.sweep.zygote import start_zygote
+    from checks.worker_env import scrubbed_env
+
+    moved = cgroup.join
+
+    def busy_then_moved(place: cgroup.Place, pid: int, memory_bytes: int) -> None:
+        time.sleep(0.5)  # the bot busy for a moment between the fork's answer and the move
+        moved(place, pid, memory_bytes)
+
+    monkeypatch.setattr(cgroup, "join", busy_then_moved)
+    zygote = start_zygote("cpu", Path(tempfile.mkdtemp()), memory_bytes=3 * 2**30)
+    work = Path(tempfile.mkdtemp())
+    job = work / "job.json"
+    job.write_text(json.dumps({"do": "probe", "out": str(work / "out.json")}))
+    env = {**scrubbed_env(), "TRITON_CACHE_DIR": str(work / "tc")}
+    process = JobProcess(
+        "tests.data.jobs.probe", job, env, PACKAGE_ROOT, work / "log", _job_path(), 0
+    )
+    try:
+        helper = zygote.fork_job(process, timeout=60)
+        assert helper is not None
+        assert helper.wait(timeout=60) == 0, (work / "log").read_text()
+        sandbox.kill_tree(helper.pid)
+    finally:
+        zygote.close()
+    at_start = json.loads((work / "out.json").read_text())["cgroups_at_start"]
+    # its first line ran in its own cgroups already (a daemon it starts is in them too), not in
+    # the zygote's, where it would outlive the helper's end
+    place = ISOLATION.place
+    assert place is not None
+    assert at_start.count(f"/{cgroup.name(helper.pid)}\n") == len(place.roots()), at_start

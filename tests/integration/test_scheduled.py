@@ -61,13 +61,13 @@ def test_one_issue_opened_then_updated_and_the_history_shown_in_a_review(
     assert issue["title"] == "kernel-review: triton 3.7.0 would regress softmax"
     assert issue["body"].startswith(ISSUE_MARKER)
     assert "### What the toolchain change moved" in issue["body"]
-    assert "softmax: 1.40x slower at 4096x4096 float16 on NVIDIA H200" in issue["body"]
+    assert "softmax: 40.0% slower at 4096x4096 float16 on NVIDIA H200" in issue["body"]
 
     _scheduled(tmp_path / "night2", base, 1.30, "2026-02-02T03:00:00+00:00")
     again = Run(gh, tmp_path / "night2", monkeypatch, "schedule", event, history_path=str(history))
     assert again("scheduled-report") == 0
     [updated] = gh.issues.values()  # the same issue, updated
-    assert updated["number"] == issue["number"] and "1.30x slower" in updated["body"]
+    assert updated["number"] == issue["number"] and "30.0% slower" in updated["body"]
 
     _scheduled(tmp_path / "night3", base, 1.0, "2026-02-03T03:00:00+00:00")
     calm = Run(gh, tmp_path / "night3", monkeypatch, "schedule", event, history_path=str(history))

@@ -101,6 +101,6 @@ def test_the_installed_wheel_runs_the_demo_and_a_review_of_its_repository(
         text = md.read_text(encoding="utf-8")
         assert "Kernel review:" in text.splitlines()[0]
         assert "| vector\\_add | rewrite CUDA + HIP → Triton |" in text
-        assert "sweep on nvidia: needs an NVIDIA GPU runner" in text
+        assert "sweep and first call on nvidia: needs an NVIDIA GPU runner" in text
     assert "Demo on the bundled fixture" in demo_md.read_text(encoding="utf-8")
     assert "None of the repository's code was run" in review_md.read_text(encoding="utf-8")

@@ -172,3 +172,17 @@ def test_no_comment_shares_the_review_runs_group():
             assert group == "kernel-review-42-777", (association, body)
     ack = WORKFLOWS["kernel-review.yml"].split("\n  ack:\n", 1)[1].split("\n  measure", 1)[0]
     assert re.search(r"^      actions: write\b", ack, re.M)
+
+
+def test_every_example_step_that_runs_measured_code_runs_it_in_the_sandbox():
+    # a step of the action in measure or scheduled mode, and what its `with:` block says
+    step = re.compile(r"\n( +)with:\n((?:\1  .*\n)+)")
+    measuring = []
+    for name, text in WORKFLOWS.items():
+        for _, block in step.findall(text):
+            if re.search(r"^ +mode: (measure|scheduled) *(#.*)?$", block, re.M):
+                measuring.append(name)
+                isolation = re.search(r"^ +runner-isolation: (\S+)", block, re.M)
+                assert isolation is not None and isolation.group(1) == "sandbox", name
+    assert sorted(set(measuring)) == ["kernel-review-scheduled.yml", "kernel-review.yml"]
+    assert re.search(r"runner-isolation:\n(?:    .*\n)*?    default: sandbox\n", ACTION)

@@ -131,28 +131,34 @@ def _row(side: str, config: str, *layouts: TritonLayout, target: str = "sm_90") 
     )
 
 
-def test_the_comment_shows_new_layouts_and_the_warps_a_reduction_spans():
+def test_the_job_summary_shows_new_layouts_and_the_warps_a_reduction_spans():
     rows = (
         _row("old", "softmax_kernel threads=256"),  # the C++ side: no layouts
         _row("new", "BLOCK_SIZE=1024, num_warps=4", _reduce(4)),
         _row("new", "BLOCK_SIZE=4096, num_warps=16", _reduce(16)),
     )
-    text = "\n".join(_compiler(CompilerEvidence(rows=rows), full=False))
+    full = "\n".join(_compiler(CompilerEvidence(rows=rows), full=True))
     assert (
         "- softmax on sm\\_90, new: reduce `blocked sizePerThread [8] | [32] threadsPerWarp "
         "[32] warpsPerCTA [4] | [16] order [0]` (2 of 2 variants; a reduction spans up to 16 "
         "warps, so it meets in shared memory)"
-    ) in text
-    full = "\n".join(_compiler(CompilerEvidence(rows=rows), full=True))
+    ) in full
+    # the comment points there
+    text = _compiler(CompilerEvidence(rows=rows), full=False)
+    assert "blocked" not in "\n".join(text) and text[-1].endswith(", with its layouts.")
     assert "| softmax | new | sm\\_90 | BLOCK\\_SIZE=4096, num\\_warps=16 | reduce 4096:" in full
     assert "(reduction over 16 warps)" in full
 
 
-def test_the_comment_says_what_changed_between_two_triton_sides():
+def test_what_changed_between_two_triton_sides():
     same = (_row("old", "A=1", _reduce(4)), _row("new", "A=1", _reduce(4)))
-    text = "\n".join(_compiler(CompilerEvidence(rows=same), full=False))
+    text = "\n".join(_compiler(CompilerEvidence(rows=same), full=True))
     assert "- softmax on sm\\_90: the same layouts old and new (1 distinct)" in text
+    comment = "\n".join(_compiler(CompilerEvidence(rows=same), full=False))
+    assert "- softmax" not in comment  # compiled the same: nothing to say
     moved = (_row("old", "A=1", _reduce(4)), _row("new", "A=2", _reduce(8)))
-    text = "\n".join(_compiler(CompilerEvidence(rows=moved), full=False))
+    text = "\n".join(_compiler(CompilerEvidence(rows=moved), full=True))
     assert "distinct layouts 1 old → 1 new; new: reduce `blocked sizePerThread [16]" in text
     assert "; gone: reduce `blocked sizePerThread [32]" in text
+    comment = "\n".join(_compiler(CompilerEvidence(rows=moved), full=False))
+    assert "- softmax on sm\\_90: layouts changed (1 new, 1 gone)" in comment

@@ -81,12 +81,34 @@ def test_the_sandbox_is_read_only_but_its_scratch_with_the_gpus_and_no_network(
     pairs = list(zip(args, args[1:], args[2:], strict=False))
     assert ("--ro-bind", "/", "/") in pairs
     assert ("--bind", str(tmp_path), str(tmp_path)) in pairs
-    assert args.count("--bind") == 1  # the same folder once
+    assert pairs.count(("--bind", str(tmp_path), str(tmp_path))) == 1  # the same folder once
     assert ("--dev-bind", "/dev/nvidia0", "/dev/nvidia0") in pairs
     assert ("--dev-bind", "/dev/kfd", "/dev/kfd") in pairs
     for flag in ("--unshare-net", "--unshare-ipc", "--die-with-parent"):
         assert flag in args
     assert ("--tmpfs", "/dev/shm", "--dev-bind") in pairs
     assert ("--setenv", "TMPDIR", str(tmp_path)) in pairs
-    assert "/tmp" not in args  # read-only as the rest: a side's interpreter may live there
     assert "--unshare-pid" not in args  # the zygote's forks are reparented to the bot
+
+
+def test_the_sandboxs_tmp_is_its_own_folder_with_what_it_needs_of_the_machines_tmp_read_only(
+    tmp_path: Path,
+) -> None:
+    host = tmp_path / "host-tmp"  # the machine's /tmp
+    (host / "venv-of-a-side" / "bin").mkdir(parents=True)  # what a side's interpreter is in
+    (host / "pytest-of-someone").mkdir()  # another folder there
+    (host / "nsight-compute-lock").write_text("")  # a file of a tool's, at a fixed path
+    scratch, private = tmp_path / "scratch", tmp_path / "scratch" / "tmp"
+    python = host / "venv-of-a-side" / "bin" / "python"
+    needed = [str(python), "-I", f"--cache={host}/pytest-of-someone/x", "relative/path"]
+    args = bwrap_args("/usr/bin/bwrap", [scratch], [], private, needed=needed, host_tmp=host)
+    pairs = list(zip(args, args[1:], args[2:], strict=False))
+    # /tmp is writable and the run's own (in its scratch folder), so a tool that writes a fixed
+    # path there (ncu's lock file) works, and nothing it writes reaches the machine's /tmp
+    bind_tmp = pairs.index(("--bind", str(private), "/tmp"))
+    for entry in ("venv-of-a-side", "pytest-of-someone"):  # what it was given, read-only
+        path = str((host / entry).resolve())
+        assert pairs.index(("--ro-bind-try", path, path)) > bind_tmp
+    assert args.count("--ro-bind-try") == 2
+    assert str(host / "nsight-compute-lock") not in args  # nothing else of the machine's /tmp
+    assert pairs.index(("--bind", str(scratch), str(scratch))) > bind_tmp

@@ -75,7 +75,7 @@ def test_each_kernel_says_what_moved_and_the_owner_is_named() -> None:
     assert matmul.startswith("matmul: 12 of 20 configs now spill on sm_90 under triton 3.6.0; ")
     assert "12 of 20 configs take more registers on sm_90 (up to 200 → 255)" in matmul
     assert "8 of 20 take fewer registers on sm_90" in matmul
-    assert "2.10x slower at 8192x1024x8192 bfloat16 on NVIDIA H200" in matmul
+    assert "2.1x slower at 8192x1024x8192 bfloat16 on NVIDIA H200" in matmul
     assert "first call cold 2100 → 2900 ms (nvidia)" in matmul
     assert lines[2] == "softmax: no shape of 1 timed slower on NVIDIA H200"
     assert lines[-1] == "re-tuning for triton 3.6.0 is for @gpu-team (policy `owners`)"
@@ -173,11 +173,13 @@ def test_pins_added_at_the_versions_both_sides_ran_blame_nothing_on_the_toolchai
         assert lines[0] == (
             f"the versions each side ran were not recorded, and triton {old or 'not pinned'} → "
             f"{new} does not fix one version on each side, so no difference measured here can "
-            "be put down to the toolchain; it may affect every policy kernel: matmul, softmax "
-            "and vector_add"
+            "be put down to the toolchain"
         )
-        why = decide((pins,), Requirements(vendors=("nvidia",)), unknown).why
+        req = Requirements(vendors=("nvidia",), tolerances=dict.fromkeys(KERNELS, 0.03))
+        why = decide((pins,), req, unknown).why
         assert "changes the toolchain pins (triton)" in why and "moves" not in why
+        # the kernels it may affect are named once, where the review says what changed
+        assert "which may affect every policy kernel (matmul, softmax and vector_add)" in why
     # two exact pins that differ are a toolchain difference even where nothing was recorded
     assert "12 of 20 configs now spill" in toolchain_lines((BUMP,), unknown, [])[0]
 

@@ -1,6 +1,9 @@
 """A stand-in helper program for checks.job_process: echo the environment, the memory cap, the
 CPU priority and whether torch was imported before it ran (a process forked from the zygote),
-whether it could write a file, sleep, or die."""
+the cgroups it was in when its first line ran, whether it could write a file, sleep, or die."""
+
+with open("/proc/self/cgroup") as f:  # before anything else of it runs
+    CGROUPS_AT_START = f.read()
 
 import json
 import os
@@ -35,6 +38,7 @@ with open(job["out"], "w") as f:
             "torch_imported": "torch" in sys.modules,
             "cwd": os.getcwd(),
             "wrote": wrote,
+            "cgroups_at_start": CGROUPS_AT_START,
         },
         f,
     )

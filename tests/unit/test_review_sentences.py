@@ -1,0 +1,208 @@
+"""Sentences of the review a maintainer found false or unclear on the golden comments, each
+held to what is true: a condition without evidence lines, code counts of a kernel the pull
+request does not rewrite, a pattern claimed over one shape, noise blamed for an interval that
+merely crosses the tolerance's edge, one vendor's reason standing for both, a failed shape
+called the worst, "met with evidence" where nothing was covered, a body change called "other",
+launch branches in the order a hash gave them; and the comment's long lines and lists cut
+without losing what they say."""
+
+from __future__ import annotations
+
+from bot.contracts.evidence import (
+    Evidence,
+    FirstCallEvidence,
+    NotRun,
+    ShapeLine,
+    SweepEvidence,
+)
+from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
+from bot.contracts.review import ChangeLine, Condition, PartATable, Requirements, ReviewContext
+from bot.review.conditions import Facts, first_call, sweep, vendors
+from bot.review.render import _brief, _clip, _not_run, render_comment
+from bot.review.verdict import decide
+from tests.unit.test_verdict import REWRITE_KEPT as REWRITE
+from tests.unit.test_verdict import TUNING
+
+CTX = ReviewContext(base_sha="a" * 40, head_sha="b" * 40)
+SOFTMAX_COUNTS = PartATable(
+    kernel="softmax",
+    old_label="CUDA + HIP",
+    new_label="Triton",
+    rows=(("Lines in the kernel body", "38", "12"), ("Explicit barriers", "4", "0")),
+)
+
+
+def _shape(verdict: str, ratio: float, ci: tuple[float, float], **kw) -> ShapeLine:
+    kw.setdefault("kernel", "matmul")
+    kw.setdefault("shape", (4096, 4096))
+    return ShapeLine(
+        dtype="float16", verdict=verdict, ratio=ratio, ci_low=ci[0], ci_high=ci[1], **kw
+    )
+
+
+def _facts(*shapes: ShapeLine, changes=(TUNING,), **ev) -> Facts:
+    sweeps = (SweepEvidence(vendor="nvidia", gpu="H200", shapes=shapes),) if shapes else ()
+    return Facts(
+        changes=tuple(changes),
+        req=Requirements(vendors=("nvidia", "amd")),
+        ev=Evidence(sweeps=sweeps, **ev),
+    )
+
+
+def test_the_code_counts_are_shown_only_for_a_kernel_this_pull_request_rewrites() -> None:
+    # before: a retune of matmul showed softmax's Part A table, as if softmax were rewritten
+    tuning = render_comment(
+        decide([TUNING], Requirements(), Evidence()), CTX, None, [SOFTMAX_COUNTS]
+    )
+    assert "Part A" not in tuning and "Lines in the kernel body" not in tuning
+    rewrite = render_comment(
+        decide([REWRITE], Requirements(), Evidence()), CTX, None, [SOFTMAX_COUNTS]
+    )
+    assert "| measure | softmax: CUDA + HIP → Triton |" in rewrite
+    assert "| Lines in the kernel body | 38 → 12 |" in rewrite
+
+
+def test_a_condition_without_evidence_lines_says_its_summary_under_its_title() -> None:
+    # before: "5. ... — ✅ met" with nothing under it in the folded section
+    text = render_comment(decide([TUNING], Requirements(), Evidence()), CTX)
+    why = text.split("<summary>Why")[1]
+    assert (
+        "5. **The old kernel kept for one release as rollback** — ✅ met\n"
+        "   - no hand-written kernel is replaced; the previous version is in history"
+    ) in why
+
+
+def test_one_slower_shape_is_named_and_no_pattern_is_claimed_over_it() -> None:
+    found = sweep(
+        _facts(
+            _shape("SLOWER", 1.09, (1.08, 1.10), shape=(7, 13, 31)),
+            _shape("SAME", 1.0, (0.99, 1.01)),
+            _shape("FASTER", 0.9, (0.89, 0.91), shape=(1024, 1024)),
+        )
+    )
+    assert "matmul: 1 of 3 shapes slower, 7x13x31 float16 by 9.0%" in found.rows
+    assert not any("pattern" in row for row in found.rows)
+
+
+def test_an_interval_across_the_tolerance_edge_is_not_called_noise() -> None:
+    # 3.0-5.0% slower against a 3% tolerance: narrower than the band, it straddles its edge
+    edge = _shape("INCONCLUSIVE", 1.04, (1.03, 1.05), tolerance=0.03)
+    found = sweep(_facts(edge))
+    assert "noise" not in found.summary
+    assert "the interval crosses the tolerance's edge" in found.summary
+    # an interval wider than the whole band is noise
+    wide = _shape("INCONCLUSIVE", 1.0, (0.9, 1.1), tolerance=0.03)
+    assert "the noise was larger than the tolerance" in sweep(_facts(wide)).summary
+
+
+def test_a_sweep_not_run_on_two_vendors_gives_each_vendor_its_reason() -> None:
+    # before: the summary said NVIDIA's reason and the only evidence line AMD's
+    not_run = (
+        NotRun(check="sweep", vendor="nvidia", reason="needs an NVIDIA GPU runner"),
+        NotRun(check="sweep", vendor="amd", reason="needs an AMD GPU runner"),
+    )
+    found = sweep(_facts(not_run=not_run))
+    assert found.state == "not_run" and found.summary == "needs an NVIDIA GPU runner"
+    assert found.rows == ("nvidia: needs an NVIDIA GPU runner", "amd: needs an AMD GPU runner")
+
+
+def test_a_compile_only_first_call_reads_as_one_clause() -> None:
+    compiled = FirstCallEvidence(
+        vendor="nvidia", kernel="matmul", cold_ms=2100.0, warm_ms=700.0, compile_only=True
+    )
+    found = first_call(_facts(first_calls=(compiled,)))
+    assert found.rows == ("matmul on nvidia, cold 2100 ms, warm 700 ms (compile only, on a CPU)",)
+
+
+def test_the_worst_shape_of_a_vendor_is_a_timed_one_and_slower() -> None:
+    # before: "worst matmul 4096x4096x4096 bfloat16, as fast" for a shape whose result was wrong
+    wrong = _shape("WRONG", 1.0, (0.99, 1.01), shape=(4096, 4096, 4096))
+    faster = _shape("FASTER", 0.91, (0.9, 0.92))
+    line = sweep(_facts(wrong, faster)).rows[0]
+    assert "worst" not in line and line.endswith("; no timed shape slower")
+    slower = _shape("SLOWER", 1.2, (1.19, 1.21), shape=(1, 781))
+    assert (
+        sweep(_facts(wrong, slower)).rows[0].endswith("; worst matmul 1x781 float16, 20.0% slower")
+    )
+
+
+def test_approval_with_nothing_covered_does_not_say_met_with_evidence() -> None:
+    layernorm = ChangeLine(kernel="layernorm", kind="tuning", mapped=False)
+    repo = RepoConditions(
+        owners=(OwnerFact(path="ops/layernorm.py", owners=("@gpu",), source="CODEOWNERS:1"),),
+        pins=(PinFact(package="triton", spec="==3.6.0", source="pyproject.toml:5", kind="exact"),),
+        perf_gate=PerfGateFact(workflow=".github/workflows/perf.yml", detail="perf.yml:9"),
+    )
+    verdict = decide([layernorm], Requirements(), Evidence(repo=repo))
+    assert verdict.decision == "approve"
+    why = verdict.why
+    assert "met with evidence" not in why
+    assert why == (
+        "This pull request retunes 1 Triton kernel. 1 changed kernel is not covered by the "
+        "policy and was not measured: add it to `kernels` with a bench entry point."
+    )
+
+
+def test_a_body_change_is_named_as_one() -> None:
+    body = ChangeLine(kernel="rmsnorm", kind="body")
+    assert "changes the body of 1 kernel" in decide([TUNING, body], Requirements(), Evidence()).why
+
+
+def test_launch_branches_are_listed_in_file_order_whatever_order_they_came_in() -> None:
+    branches = ("ops/mm.py:267 (matmul): b", "ops/mm.py:99 (configs): a", "ops/mm.py:201 (x): c")
+    change = TUNING.model_copy(update={"branches": branches})
+    rows = vendors(_facts(_shape("SAME", 1.0, (0.99, 1.01)), changes=(change,))).rows
+    assert [r for r in rows if r.startswith("matmul: ops/")] == [
+        "matmul: ops/mm.py:99 (configs): a",
+        "matmul: ops/mm.py:201 (x): c",
+        "matmul: ops/mm.py:267 (matmul): b",
+    ]
+
+
+def test_a_long_evidence_line_is_cut_at_a_clause_its_brackets_closed() -> None:
+    line = "k on nvidia, cold 1 ms (imports 2 ms; " + "x" * 300 + ")"
+    assert _clip(line) == "k on nvidia, cold 1 ms (imports 2 ms …)"
+    short = "a; b"
+    assert _clip(short) == short
+    # a ";" inside code is not a clause boundary; a line with none is kept whole
+    code = "a `" + "y; " * 100 + "`"
+    assert _clip(code) == code
+
+
+def test_a_long_list_of_shapes_is_cut_to_its_first_and_a_count() -> None:
+    line = "over the 3000 ms budget at 1x781:float32, 1823x781:float32, 4096x4096:float16"
+    assert _brief(line) == "over the 3000 ms budget at 1x781:float32 and 2 more"
+    assert _brief("at 1x781:float32, 2x2:float16") == "at 1x781:float32, 2x2:float16"
+
+
+def test_what_did_not_run_is_one_line_per_vendor_and_reason() -> None:
+    ev = Evidence(
+        not_run=(
+            NotRun(check="compiler", vendor="amd", reason="a.hip: no hipcc on this machine"),
+            NotRun(check="compiler", vendor="amd", reason="b.hip: no hipcc on this machine"),
+            NotRun(check="sweep", vendor="amd", reason="needs an AMD GPU runner"),
+            NotRun(check="first_call", vendor="amd", reason="needs an AMD GPU runner"),
+        )
+    )
+    assert _not_run(ev) == [
+        "- compiler (a.hip, b.hip) on amd: no hipcc on this machine",
+        "- sweep and first call on amd: needs an AMD GPU runner",
+    ]
+
+
+def test_a_condition_with_no_lines_lists_nothing_in_the_job_summary() -> None:
+    met = Condition(number=5, key="rollback", title="T", state="met", summary="all kept")
+    verdict = decide([TUNING], Requirements(), Evidence()).model_copy(update={"conditions": (met,)})
+    summary = render_comment(verdict, CTX, full=True)
+    assert "5. **T** — ✅ met: all kept\n" in summary  # the summary sits on the title's line
+
+
+def test_languages_are_written_as_their_names_and_a_wrong_result_is_not_compared() -> None:
+    from bot.review.render import _language, _vs_base
+
+    assert _language("cuda+hip") == "CUDA + HIP" and _language("triton") == "Triton"
+    assert _language("mojo") == "mojo" and _language(None) == "?"
+    # a wrong result's time says nothing: the table does not say "as fast"
+    wrong = _shape("WRONG", 1.0, (0.99, 1.01))
+    assert _vs_base(wrong) == "—"
+    assert _vs_base(_shape("SLOWER", 1.2, (1.19, 1.21))) == "20.0% slower (19.0–21.0%)"
