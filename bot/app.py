@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.contracts.accept import ReviewState
+from bot.contracts.base import VENDORS
 from bot.errors import GitHubError, KernelReviewError, ResultsError, UsageError
 from bot.escape import log_safe, md_code, md_inline
 from bot.github.events import DEFAULT_BOT_LOGINS, ReviewRequest, parse_event
@@ -353,7 +354,7 @@ def _cancel_stale_review(env: ActionEnv, client: Any, result: GateResult) -> Non
 def ack_mode(env: ActionEnv, client_factory) -> int:
     result, client = _gate(env, client_factory)
     d = result.decision
-    if d.event != "issue_comment" or d.comment_id is None or d.ignored:
+    if d.event != "issue_comment" or d.comment_id is None or d.pr_number is None or d.ignored:
         log(describe(d))
         return 0
     client.add_reaction(d.comment_id, "eyes")
@@ -454,14 +455,14 @@ def report_mode(env: ActionEnv, client_factory) -> int:
     from bot.github.sticky import upsert_sticky
     from bot.jobs.accepting import bot_login as resolve_bot_login
     from bot.jobs.accepting import confirmed_acceptances
-    from bot.jobs.report import annotations, build_report, merge_evidence, read_results
+    from bot.jobs.report import build_report, log_annotations, merge_evidence, read_results
     from bot.repo_conditions import collect
     from bot.review.accept import measured_ratios
     from bot.revision import ApiRevision
 
     result, client = _gate(env, client_factory)
     d = result.decision
-    if d.ignored or d.refusal or d.plan is None or result.policy is None:
+    if d.ignored or d.refusal or d.plan is None or d.pr_number is None or result.policy is None:
         log(describe(d))
         set_outputs(env.output, {"verdict": "none", "results-path": str(env.results_path)})
         return 0
@@ -492,11 +493,12 @@ def report_mode(env: ActionEnv, client_factory) -> int:
     for reason in unconfirmed:
         log(reason)
     review = build_report(d, result.policy, evidence, repo, acceptances=accepted)
+    pr_number = d.pr_number
 
     def post(body: str) -> Any:
         return upsert_sticky(
             client,
-            d.pr_number,
+            pr_number,
             body,
             head_sha=d.head_sha or "",
             bot_login=bot_login,
@@ -516,7 +518,7 @@ def report_mode(env: ActionEnv, client_factory) -> int:
         )
         if check_refused is not None:  # the comment says so: a missing check is otherwise silent
             sticky = post(refused_check_note(check_refused) + review.comment)
-    for line in annotations(review.evidence, d, review.verdict.accepted):
+    for line in log_annotations(review.evidence, d, review.verdict.accepted):
         print(line, flush=True)  # already escaped by workflow_command
     write_summary(env.step_summary, review.summary)
     env.results_path.mkdir(parents=True, exist_ok=True)
@@ -618,7 +620,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
             hint="run it from docs/workflows/kernel-review.yml on a GPU runner; on this machine "
             "use kernel-review bench, or kernel-review review --repo . --base REV",
         )
-    if env.vendor not in ("nvidia", "amd"):
+    if env.vendor not in VENDORS:
         raise KernelReviewError(
             f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
             hint="set the action's vendor input",
@@ -693,7 +695,7 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
     from bot.revision import GitRevision
     from checks.toolchain_env import installed_versions, resolve, side_requirements
 
-    if env.vendor not in ("nvidia", "amd"):
+    if env.vendor not in VENDORS:
         raise KernelReviewError(
             f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
             hint="set the action's vendor input",

@@ -54,10 +54,9 @@ def _compiler_report(
         return None, [NotRun(check="compiler", reason=f"triton is not installed here ({exc.name})")]
     if run_repo_code:
         from bot.progress import Progress
-        from checks.compiler.targets import compile_targets
 
         # a bar (a line per side and target in a log): the first compile takes minutes
-        sides = 2 * len(compile_targets(policy.compiler, plan.vendors))
+        sides = 2 * len(plan.compiler_targets or ())
         with Progress("compiler report", sides or None, unit="target") as bar:
             return evidence.compiler_evidence_for_range(
                 repo, base_sha, head_sha, plan, policy, progress=bar.step

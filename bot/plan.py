@@ -4,7 +4,9 @@ The Plan is the JSON contract between the gate job (which plans on a hosted runn
 pull-request code) and the measure jobs (one per vendor, on GPU runners). :func:`make_plan` is
 the only place a ``PlannedKernel`` is made (``kernel-review bench`` plans with it too, every
 kernel as "requested"), so every planned kernel carries the policy's ``tensors``. A toolchain
-change (a pin of triton or torch moved) plans every policy kernel, each within the limits. Pure.
+change (a pin of triton or torch moved) plans every policy kernel, each within the limits. The
+plan also carries what the measure jobs need of the base policy (its limits, deployment and the
+compile targets of the plan's vendors), so that no later job reads the policy again. Pure.
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.contracts.plan import Check, Plan, PlannedKernel, PlannedShape
+from bot.contracts.plan import (
+    Check,
+    Plan,
+    PlanDeployment,
+    PlanLimits,
+    PlannedKernel,
+    PlannedShape,
+)
 from bot.contracts.review import ChangeLine
 from bot.errors import LimitError
 
@@ -144,4 +153,7 @@ def make_plan(
         quick=quick,
         unmapped=tuple(unmapped),
         changes=tuple(changes),
+        limits=PlanLimits.model_validate(policy.limits.model_dump()),
+        deployment=PlanDeployment.model_validate(policy.deployment.model_dump()),
+        compiler_targets=policy.compiler.for_vendors(plan_vendors),
     )

@@ -272,10 +272,10 @@ def cached_environment(
     except OSError:  # another job made the same environment first: its digest says
         shutil.rmtree(partial, ignore_errors=True)
         return cached_environment(cache_dir, key, build, trusted=False)
-    recorded = _digest(kept)
-    if recorded is not None:
+    digest = _digest(kept)
+    if digest is not None:
         tmp = digest_file.with_name(digest_file.name + f".{os.getpid()}")
-        tmp.write_text(recorded + "\n")
+        tmp.write_text(digest + "\n")
         tmp.replace(digest_file)
     return kept, note
 

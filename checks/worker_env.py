@@ -26,7 +26,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from bot.errors import ResultsError, UsageError
 from checks.memory_cap import MEMORY_ENV, memory_from_env
@@ -231,7 +231,13 @@ def end_session(proc: Any, *, wait: bool = True) -> None:
 
 class WorkerFailure(Exception):
     def __init__(
-        self, kind: str, message: str, *, side: str = "", log_tail: str = "", worker: str = ""
+        self,
+        kind: str,
+        message: str,
+        *,
+        side: Literal["base", "head", ""] = "",
+        log_tail: str = "",
+        worker: str = "",
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -240,7 +246,7 @@ class WorkerFailure(Exception):
         self.log_tail = log_tail
         self.worker = worker  # the failing worker's name, where several run one side
         # the side whose worker held the GPU lock this one waited for, when that one hung
-        self.waited_on = ""
+        self.waited_on: Literal["base", "head", ""] = ""
 
     @property
     def needs_restart(self) -> bool:

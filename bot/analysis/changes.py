@@ -38,6 +38,8 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
     lines: list[ChangeLine] = []
     seen: set[tuple[str, str, tuple[str, ...], tuple[str, ...]]] = set()
     for c in analysis.changes:
+        if c.kind == "moved":  # listed in analysis.moved, never among its changes
+            continue
         old_paths, new_paths = _paths(c)
         name = c.policy_kernels[0] if c.policy_kernels else c.name
         key = (name, c.kind, old_paths, new_paths)

@@ -137,7 +137,7 @@ def analyze_diff(
     changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
     changes = import_gates(changes, ctx)
     changes = [_unrecognised(c, sides) for c in changes]
-    changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
+    changes.sort(key=lambda c: (c.path, _first_line(c)))
     moved = [c for c in changes if c.kind == "moved"]
     changes = [c for c in changes if c.kind != "moved"]
     partial = {
@@ -307,6 +307,11 @@ def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChang
 
 
 # --------------------------------------------------------------------------- per-file kernels
+
+
+def _first_line(change: KernelChange) -> int:
+    ref = change.new or change.old
+    return ref.line_start if ref else 0
 
 
 def _unrecognised(change: KernelChange, sides: Sequence[FileSides]) -> KernelChange:

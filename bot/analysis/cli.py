@@ -207,10 +207,10 @@ def render_table(analysis: Analysis) -> str:
             continue
         table = c.part_a
         lines += ["", f"Part A: {c.name} ({table.old.language} -> {table.new.language})"]
-        rows = [("Measure", table.old.language, table.new.language), *table.rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        for row in rows:
-            lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
+        cells = [("Measure", table.old.language, table.new.language), *table.rows()]
+        widths = [max(len(r[i]) for r in cells) for i in range(3)]
+        for measure in cells:
+            lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(measure)))
         lines += ["  " + note for note in table.notes]
     if analysis.moved:
         lines += ["", f"Moved, code unchanged ({len(analysis.moved)}):"]

@@ -155,6 +155,8 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
     for f in ctx.files:
         old = {k.name: k for k in (f.old.kernels if f.old else ())}
         new = {k.name: k for k in (f.new.kernels if f.new else ())}
+        old_constants = f.old.tuning_constants if f.old else {}
+        new_constants = f.new.tuning_constants if f.new else {}
         lines = PatchLines(f.patch)
         texts = _Split(f)
         for name, k in old.items():
@@ -164,22 +166,23 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
             if name not in old:
                 changes.append(_single("new", k, f))
                 continue
-            if k.language != old[name].language:
+            before = old[name]
+            if k.language != before.language:
                 # the same name in another language: a port, paired as a rewrite later
-                changes += [_single("deleted", old[name], f), _single("new", k, f)]
+                changes += [_single("deleted", before, f), _single("new", k, f)]
                 continue
-            kind, notes, t_old, t_new = compare_kernels(old[name], k, f.patch, lines)
+            kind, notes, t_old, t_new = compare_kernels(before, k, f.patch, lines)
             helpers: list[str] = []
             if kind is None and k.language in ("cuda", "hip"):
-                helpers = _helpers_changed(f, old[name], k, texts)
+                helpers = _helpers_changed(f, before, k, texts)
                 if helpers:
                     kind = "body"
                     notes.append("the __device__ functions it calls changed: " + ", ".join(helpers))
             constants = _constants_changed(f, k, texts)
             if constants and kind in (None, "tuning"):
                 kind = "tuning"
-                t_old.update({c: (f.old.tuning_constants.get(c) or "-") for c in constants})
-                t_new.update({c: (f.new.tuning_constants.get(c) or "-") for c in constants})
+                t_old.update({c: (old_constants.get(c) or "-") for c in constants})
+                t_new.update({c: (new_constants.get(c) or "-") for c in constants})
             renamed = f.patch.status == "renamed"
             if kind is None and not renamed:
                 continue
@@ -191,11 +194,11 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                     name=name,
                     language=k.language,
                     path=k.path,
-                    old=old[name].ref(),
+                    old=before.ref(),
                     new=k.ref(),
-                    configs_old=list(old[name].configs) if old[name].configs is not None else None,
+                    configs_old=list(before.configs) if before.configs is not None else None,
                     configs_new=list(k.configs) if k.configs is not None else None,
-                    configs_old_computed=old[name].configs_computed,
+                    configs_old_computed=before.configs_computed,
                     configs_new_computed=k.configs_computed,
                     moved_from=f.patch.old_path if renamed else None,
                     via_helpers=helpers,

@@ -69,12 +69,10 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
             notes.append("host wrapper changed; grid and launch arguments did not")
         elif wrapper_changed and not grid_changed:
             notes.append("host wrapper changed, and launch-time tuning values with it")
-        update = {
-            "tuning_old": {k: t_old.get(k, "-") for k in keys},
-            "tuning_new": {k: t_new.get(k, "-") for k in keys},
-            "launches_old": [_launch_text(x) for x in a] if grid_changed else [],
-            "launches_new": [_launch_text(x) for x in b] if grid_changed else [],
-        }
+        tuning_old = {k: t_old.get(k, "-") for k in keys}
+        tuning_new = {k: t_new.get(k, "-") for k in keys}
+        launches_old = [_launch_text(x) for x in a] if grid_changed else []
+        launches_new = [_launch_text(x) for x in b] if grid_changed else []
         existing = next(
             (c for c in changes if c.name == name and _family(c.language) == _family(language)),
             None,
@@ -91,7 +89,10 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
                     old=old_k.ref() if old_k else None,
                     new=new_k.ref() if new_k else None,
                     notes=notes,
-                    **update,
+                    tuning_old=tuning_old,
+                    tuning_new=tuning_new,
+                    launches_old=launches_old,
+                    launches_new=launches_new,
                 )
             )
         elif existing.kind not in ("new", "deleted"):
@@ -100,13 +101,14 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
                 merged_kind = "launch"
             elif existing.kind == "body":
                 notes.append("its launch changed too" if kind == "launch" else "")
-            update["tuning_old"] = {**existing.tuning_old, **update["tuning_old"]}
-            update["tuning_new"] = {**existing.tuning_new, **update["tuning_new"]}
             changes[changes.index(existing)] = existing.model_copy(
                 update={
                     "kind": merged_kind,
                     "notes": existing.notes + [n for n in notes if n],
-                    **update,
+                    "tuning_old": {**existing.tuning_old, **tuning_old},
+                    "tuning_new": {**existing.tuning_new, **tuning_new},
+                    "launches_old": launches_old,
+                    "launches_new": launches_new,
                 }
             )
     return out

@@ -59,7 +59,7 @@ def _header(stmt: ast.stmt) -> tuple[set[str], set[str], str]:
         return defs, reads, "with " + ", ".join(ast.unparse(i) for i in stmt.items)
     if isinstance(stmt, (ast.Assert, ast.Raise, ast.Pass, ast.Break, ast.Continue)):
         return set(), set(), ""  # changes nothing a launch reads
-    defs: set[str] = set()
+    defs = set()
     targets: list[ast.expr] = []
     if isinstance(stmt, ast.Assign):
         targets = list(stmt.targets)
@@ -96,7 +96,7 @@ class FunctionSlices:
         self.owner: dict[int, ast.stmt] = {}  # a call's statement, by the call's id
         todo: list[ast.stmt] = list(func.body)
         for s in func.body:
-            self.parent[id(s)] = func  # type: ignore[assignment]
+            self.parent[id(s)] = func
         while todo:
             stmt = todo.pop()
             defs, reads, text = _header(stmt)
@@ -125,9 +125,9 @@ class FunctionSlices:
             positional[len(positional) - len(args.defaults) :], args.defaults, strict=True
         ):
             self.defaults[a.arg] = ast.unparse(d)
-        for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-            if d is not None:
-                self.defaults[a.arg] = ast.unparse(d)
+        for a, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+            if kw_default is not None:
+                self.defaults[a.arg] = ast.unparse(kw_default)
 
     def _enclosing(self, stmt: ast.stmt) -> list[ast.stmt]:
         out = []

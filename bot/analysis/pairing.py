@@ -223,8 +223,13 @@ def _score(
     if _file_stem(k.path) and _file_stem(k.path) == _file_stem(t.path):
         score += 1
         why.append("same file name")
-        a, b = posixpath.dirname(k.path), posixpath.dirname(t.path)
-        if a == b or a.startswith(b + "/") or b.startswith(a + "/") or not b:
+        k_dir, t_dir = posixpath.dirname(k.path), posixpath.dirname(t.path)
+        if (
+            k_dir == t_dir
+            or k_dir.startswith(t_dir + "/")
+            or t_dir.startswith(k_dir + "/")
+            or not t_dir
+        ):
             score += 0.5
     return score, why, by_role
 

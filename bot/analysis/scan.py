@@ -72,8 +72,8 @@ def scan_lines(
 
     def at(n: int) -> int:
         index = min(max(n, 1), len(real)) - 1
-        if real[index] is not None:
-            return real[index]
+        if (seen := real[index]) is not None:
+            return seen
         before = next((r for r in reversed(real[:index]) if r is not None), 0)
         return before + 1  # an unseen run: the line after the last one seen
 

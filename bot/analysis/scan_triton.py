@@ -109,7 +109,7 @@ def scan_python(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan
 
 def deco_kind(
     dotted: str | None, markers: tuple[str, ...] = (), written: str | None = None
-) -> tuple[str, str] | None:
+) -> tuple[str, Language] | None:
     """``(kind, language)``: kind ``jit`` (a kernel), ``autotune``, ``heuristics``, ``factory``
     (``@tilelang.jit``) or ``host`` (``@cute.jit``), by the languages' decorators."""
     found = decorator_role(dotted, markers, written)
@@ -121,7 +121,7 @@ def deco_kind(
     return ("jit" if role == "kernel" else role), language
 
 
-def _kernel_language(found: list[tuple[str, str] | None]) -> str:
+def _kernel_language(found: list[tuple[str, Language] | None]) -> Language:
     """The language of a function's kernel (or factory) decorator; Triton's when none says."""
     for f in found:
         if f is not None and f[0] in ("jit", "factory", "host"):
@@ -159,18 +159,18 @@ class _Reader:
         self.autotune = Autotune(self.assigns, self.defs, self.funcs)
         imported: list[str] = []
         functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # one walk for both
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                functions.append(node)
-            elif isinstance(node, ast.Import):
-                for a in node.names:
+        for walked in ast.walk(tree):
+            if isinstance(walked, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append(walked)
+            elif isinstance(walked, ast.Import):
+                for a in walked.names:
                     imported.append(a.name)
                     if a.asname:
                         self.aliases[a.asname] = a.name
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                imported.append(node.module)
-                for a in node.names:
-                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(walked, ast.ImportFrom) and walked.module and walked.level == 0:
+                imported.append(walked.module)
+                for a in walked.names:
+                    self.aliases[a.asname or a.name] = f"{walked.module}.{a.name}"
         self.gpu_file = imports_gpu_module(imported)
         self.kernel_names = {
             f.name
@@ -178,7 +178,7 @@ class _Reader:
             if any(k and k[0] == "jit" for k in self._kinds(f.decorator_list))
         }
 
-    def _kinds(self, decorators: list[ast.expr]) -> list[tuple[str, str] | None]:
+    def _kinds(self, decorators: list[ast.expr]) -> list[tuple[str, Language] | None]:
         return [
             deco_kind(_dotted(d, self.aliases), self.markers, _dotted(d, {})) for d in decorators
         ]
@@ -569,9 +569,9 @@ def _constexprs(args: ast.arguments) -> dict[str, str | None]:
         positional[len(positional) - len(args.defaults) :], args.defaults, strict=True
     ):
         defaults[arg.arg] = ast.unparse(default)
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-        if default is not None:
-            defaults[arg.arg] = ast.unparse(default)
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if kw_default is not None:
+            defaults[arg.arg] = ast.unparse(kw_default)
     return {
         a.arg: defaults.get(a.arg)
         for a in every

@@ -93,8 +93,7 @@ def scan_python_lines(
             # The hunk sits inside this function until a line as little indented as its ``def``.
             indent = len(header) - len(header.lstrip())
             end = first - 2
-            while end + 1 < n and sparse[end + 1] is not None:
-                line = sparse[end + 1]
+            while end + 1 < n and (line := sparse[end + 1]) is not None:
                 if line.strip() and len(line) - len(line.lstrip()) <= indent:
                     break
                 end += 1

@@ -68,8 +68,8 @@ def parse_config(node: ast.AST) -> TritonConfig | None:
     kwargs: dict[str, int | float | bool | str] = {}
     if isinstance(kwargs_node, ast.Dict):
         for k, v in zip(kwargs_node.keys, kwargs_node.values, strict=True):
-            key = _literal(k) if k is not None else "**"
-            kwargs[str(key)] = _literal(v)
+            arg_name = _literal(k) if k is not None else "**"
+            kwargs[str(arg_name)] = _literal(v)
     elif kwargs_node is not None:
         extra["kwargs"] = ast.unparse(kwargs_node)
     return TritonConfig(kwargs=kwargs, extra=extra, **fields)

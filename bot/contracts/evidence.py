@@ -53,6 +53,9 @@ def _merged(a: _Part, b: _Part) -> _Part:
     return type(a)(**out)
 
 
+ShapeVerdict = Literal[
+    "SLOWER", "SAME", "FASTER", "INCONCLUSIVE", "WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR"
+]
 FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR"})  # no time to compare
 
 
@@ -62,9 +65,7 @@ class ShapeLine(Frozen):
     kernel: str
     shape: tuple[Dim, ...]
     dtype: str
-    verdict: Literal[
-        "SLOWER", "SAME", "FASTER", "INCONCLUSIVE", "WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR"
-    ]
+    verdict: ShapeVerdict
     ratio: Positive | None = None  # head time / base time
     ci_low: NonNegative | None = None
     ci_high: NonNegative | None = None

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.contracts.base import Vendor
 from bot.contracts.evidence import Evidence
 
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION: Final = 1
 
 
 SHA = Field(pattern=r"^[0-9a-f]{40}$")

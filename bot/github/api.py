@@ -24,6 +24,7 @@ import itertools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import requests
@@ -306,7 +307,7 @@ class GitHubClient:
         def run() -> PullInfo | None:
             found = [_pull(p) for p in self._repo.get_pulls(state="open", head=head_label)]
             exact = [p for p in found if p.head_sha == head_sha]
-            return (exact or found or [None])[0]
+            return next(iter(exact or found), None)
 
         return self._call(f"finding the pull request for {head_label}", run)
 
@@ -389,7 +390,7 @@ class GitHubClient:
 
         events: list[TimelineEvent] = []
         for n in range(1, MAX_TIMELINE_PAGES + 1):
-            items = self._call(f"reading the timeline of #{number}", lambda n=n: page(n))
+            items = self._call(f"reading the timeline of #{number}", partial(page, n))
             events += [_timeline_event(item) for item in items if isinstance(item, dict)]
             if len(items) < 100:
                 return events, True
@@ -557,7 +558,7 @@ class GitHubClient:
 
         out: list[JobInfo] = []
         for n in range(1, 11):  # 1,000 jobs; a matrix holds at most 256
-            items = self._call(f"listing the jobs of run {run_id}", lambda n=n: page(n))
+            items = self._call(f"listing the jobs of run {run_id}", partial(page, n))
             out += [
                 JobInfo(
                     id=int(j.get("id") or 0),
@@ -733,7 +734,9 @@ def _pull(p: Any) -> PullInfo:
 def _timeline_event(item: dict[str, Any]) -> TimelineEvent:
     event = str(item.get("event") or "")
     if event == "committed":
-        committer = item.get("committer") if isinstance(item.get("committer"), dict) else {}
+        committer = item.get("committer")
+        if not isinstance(committer, dict):
+            committer = {}
         return TimelineEvent(
             event=event, at=str(committer.get("date") or ""), sha=str(item.get("sha") or "")
         )

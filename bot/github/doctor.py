@@ -230,7 +230,7 @@ def register(
 def handle(args: argparse.Namespace) -> int:
     if args.runner:
         findings = [
-            Finding(status=status, setting=setting, detail=detail)  # type: ignore[arg-type]
+            Finding(status=status, setting=setting, detail=detail)
             for status, setting, detail in args.runner_check()
         ]
         print(log_safe(report(findings, "SECURITY.md (Runner isolation)")))

@@ -69,8 +69,9 @@ def stuck_jobs(
         if vendor is None or job.status == "completed":
             continue
         waited = _since(job.created_at, now)
-        if freed.get(vendor) is not None:
-            waited = min(waited, freed[vendor])
+        freed_s = freed.get(vendor)
+        if freed_s is not None:
+            waited = min(waited, freed_s)
         if job.status not in WAITING or waited < timeout_s:
             return None
         stuck.append(QueuedJob(name=job.name, vendor=vendor, labels=job.labels, waited_s=waited))

@@ -172,11 +172,14 @@ def merge_evidence(
     return merged.merge(Evidence(not_run=missing)).model_copy(update={"compiler": compiler})
 
 
+NoteLevel = Literal["notice", "warning", "failure"]
+
+
 @dataclass(frozen=True)
 class Note:
     """One thing to point at in the code: the log's annotations and the check run's."""
 
-    level: Literal["notice", "warning", "failure"]
+    level: NoteLevel
     title: str
     message: str
     path: str | None = None
@@ -205,6 +208,7 @@ def notes(
             lines = change.new_lines if change and change.new_paths else None
             case = f"{s.kernel} {'x'.join(map(str, s.shape))} {s.dtype} on {sweep.vendor}"
             judgement = judged.get((s.kernel, s.shape, s.dtype, sweep.vendor))
+            level: NoteLevel
             if judgement is not None:
                 level = "notice" if judgement.state == "accepted" else "warning"
                 title = f"kernel-review: {judgement.state} regression"
@@ -233,7 +237,7 @@ def notes(
     return out
 
 
-def annotations(
+def log_annotations(
     evidence: Evidence, decision: GateDecision, accepted: Sequence[AcceptedLine] = ()
 ) -> list[str]:
     """``::warning`` lines for the log (escaped; bounded)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -105,7 +106,9 @@ def _cases(ev: Evidence, tried: bool) -> tuple[HistoryCase, ...]:
 def history_record(results: ScheduledResults) -> HistoryRecord:
     ev = results.evidence
     sides = {t.side: dict(t.versions) for t in ev.toolchains}
-    timing = "cpu" if any(s.timing_kind == "cpu" for s in ev.sweeps) else "gpu"
+    timing: Literal["gpu", "cpu"] = (
+        "cpu" if any(s.timing_kind == "cpu" for s in ev.sweeps) else "gpu"
+    )
     return HistoryRecord(
         date=results.date,
         sha=results.sha,

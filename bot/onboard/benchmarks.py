@@ -46,7 +46,7 @@ import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from bot.onboard.values import Unknown, dotted, evaluate, module_constants
 from bot.policy.model import BenchForm
@@ -645,7 +645,7 @@ def _is_entry_point(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return positional[:2] == ["shape", "dtype"] and {"device", "seed"} <= named
 
 
-def _is_perf_report(decorator: ast.expr) -> bool:
+def _is_perf_report(decorator: ast.expr) -> TypeGuard[ast.Call]:
     return isinstance(decorator, ast.Call) and dotted(decorator.func).endswith("perf_report")
 
 

@@ -235,7 +235,9 @@ def _triton_ops(
         kernels = tuple(dict.fromkeys(x.kernel for x in launches if where.get(x.kernel)))
         if not kernels:
             continue
-        wrappers = tuple(dict.fromkeys(x.wrapper for x in launches if x.kernel in kernels))
+        wrappers = tuple(
+            dict.fromkeys(x.wrapper for x in launches if x.wrapper and x.kernel in kernels)
+        )
         tree = parse_python_or_none(texts[path])
         functions = _public_functions(tree)
         callers = _top_level_callers(tree)

@@ -10,6 +10,7 @@ import argparse
 import json
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from bot.errors import PolicyError
 from bot.policy.load import (
@@ -78,6 +79,7 @@ def run_check(args: argparse.Namespace) -> int:
     where = {"path": source.path, "table": ".".join(source.table) or None}
     warnings = policy_warnings(policy, date.today()) if policy is not None else []
     if args.json:
+        doc: dict[str, Any]
         if policy is None:
             doc = {"valid": False, **where, "problems": [p.model_dump() for p in problems]}
         else:

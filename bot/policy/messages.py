@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -76,7 +77,7 @@ def syntax_problem(exc: Exception, text: str, source: str) -> PolicyProblem:
     return whole_file_problem(source, f"TOML syntax error: {message}", line, col)
 
 
-def _expand(error: dict[str, Any]) -> list[dict[str, Any]]:
+def _expand(error: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Split the policy's cross-field checks into one error per key path they name."""
     ctx = error.get("ctx") or {}
     if error["type"] == "policy_many":
@@ -90,7 +91,11 @@ def _expand(error: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _problem_from(
-    error: dict[str, Any], data: Any, table: tuple[str, ...], locations: TomlLocations, source: str
+    error: Mapping[str, Any],
+    data: Any,
+    table: tuple[str, ...],
+    locations: TomlLocations,
+    source: str,
 ) -> PolicyProblem:
     loc = tuple(error["loc"])
     shown = _data_path(data, loc)
@@ -250,7 +255,7 @@ def _suggest(word: str, choices: list[str]) -> str:
     return f"did you mean {close[0]!r}? " if close else ""
 
 
-def _message(error: dict[str, Any], loc: tuple[str | int, ...]) -> str:
+def _message(error: Mapping[str, Any], loc: tuple[str | int, ...]) -> str:
     kind = error["type"]
     value = error.get("input")
     ctx = error.get("ctx") or {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Iterable
 from datetime import date
 from functools import lru_cache
 from typing import Annotated, Any, Literal, get_args
@@ -26,7 +27,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from bot.contracts.base import Vendor
+from bot.contracts.base import VENDORS, Vendor
 from bot.contracts.review import DEFAULT_REWRITE_PRICE
 from bot.errors import PolicyError
 from bot.toolchain.requirements import parse as parse_requirement
@@ -43,7 +44,6 @@ DType = Literal[
     "int32",
     "int64",
 ]
-VENDORS: tuple[str, ...] = get_args(Vendor)
 DEPLOYMENT_KINDS: tuple[str, ...] = get_args(DeploymentKind)
 DTYPES: tuple[str, ...] = get_args(DType)
 MAX_DIMS = 8
@@ -323,6 +323,12 @@ class CompilerTargets(_Model):
         min_length=1,
         description="AMD architectures to compile for, like 'gfx942' or 'gfx90a'",
     )
+
+    def for_vendors(self, vendors: Iterable[str]) -> tuple[str, ...]:
+        """The targets listed for ``vendors`` (each vendor's ``<vendor>_targets``), vendor by
+        vendor in the order of ``VENDORS``."""
+        wanted = set(vendors)
+        return tuple(t for v in VENDORS if v in wanted for t in getattr(self, f"{v}_targets"))
 
 
 class Profiling(_Model):
@@ -610,7 +616,7 @@ class Policy(_Model):
         "1 + rewrite_price; 0 < rewrite_price <= 1, at least the tolerance",
     )
     vendors: list[Vendor] = Field(
-        default_factory=lambda: ["nvidia", "amd"],
+        default_factory=lambda: list(VENDORS),
         min_length=1,
         description="the vendors that must be measured, a non-empty subset of nvidia, amd",
     )

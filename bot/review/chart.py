@@ -141,7 +141,9 @@ _SERIES = re.compile(r"^\s*(bar|line)\s*\[(.*)\]\s*$")
 def read(source: Sequence[str]) -> Chart | None:
     """The chart in the lines of a mermaid block (fences excluded) as ``mermaid`` writes it;
     None for anything else."""
-    title, cases, bars, lines = "", [], [], []
+    title, cases = "", []
+    bars: list[list[float]] = []
+    lines: list[list[float]] = []
     for text in source:
         text = text.strip()
         if text.startswith("title"):

@@ -577,7 +577,7 @@ def evaluate(
         out.append(
             Condition(
                 number=place,
-                key=key,  # type: ignore[arg-type]
+                key=key,
                 title=title,
                 state=found.state,
                 summary=found.summary,

@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import accumulate
 
 from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
@@ -67,6 +68,14 @@ _FIXED = (
 )
 
 
+def _size_at_most(size: int, x: ShapeLine) -> bool:
+    return math.prod(x.shape) <= size
+
+
+def _size_at_least(size: int, x: ShapeLine) -> bool:
+    return math.prod(x.shape) >= size
+
+
 def _classes(scope: Sequence[ShapeLine]) -> Iterator[tuple[_Class, int, int]]:
     """Each class over ``scope``, in the order they are tried, with how many of the scope's
     shapes it holds and how many of those are slow.
@@ -92,17 +101,13 @@ def _classes(scope: Sequence[ShapeLine]) -> Iterator[tuple[_Class, int, int]]:
         small, large = sizes[k - 1], sizes[-k]
         few = "size" if k == 1 else f"{k} sizes"
         yield (
-            _Class(
-                lambda x, s=small: math.prod(x.shape) <= s, f"the smallest {few}", "", subset=False
-            ),
+            _Class(partial(_size_at_most, small), f"the smallest {few}", "", subset=False),
             upto[k - 1],
             slow_upto[k - 1],
         )
         below = len(sizes) - k - 1  # the largest size under the class
         yield (
-            _Class(
-                lambda x, s=large: math.prod(x.shape) >= s, f"the largest {few}", "", subset=False
-            ),
+            _Class(partial(_size_at_least, large), f"the largest {few}", "", subset=False),
             total - upto[below],
             total_slow - slow_upto[below],
         )

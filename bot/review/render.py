@@ -871,7 +871,7 @@ def _section(title: str, body: list[str], *, full: bool) -> list[str]:
 def _not_run(evidence: Evidence) -> list[str]:
     """What did not run, a line per vendor and reason, naming the checks (and the files, for
     the compiler) it holds for."""
-    said: dict[tuple[str, str], list[str]] = {}  # (vendor, reason) -> checks and paths
+    said: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (vendor, reason) -> (check, path)s
     for n in evidence.not_run:
         where, _, why = n.reason.partition(": ") if n.check == "compiler" else ("", "", n.reason)
         if not why:

@@ -153,8 +153,8 @@ def trade_sentences(
             continue
         timed = sum(1 for _, x in cases if x.ratio is not None)
         ratios = [x.ratio or 1.0 for _, x in paid]
-        vendor, worst = max(paid, key=lambda p: p[1].ratio or 1.0)
-        on = f" on {vendor}" if len(gpu) > 1 else ""
+        worst_vendor, worst = max(paid, key=lambda p: p[1].ratio or 1.0)
+        on = f" on {worst_vendor}" if len(gpu) > 1 else ""
         out.append(
             f"{kernel} is slower {slower_by(min(ratios), max(ratios))} at {len(paid)} of its "
             f"{timed} measured shapes (the most at {_shape(worst)}{on}), within its "

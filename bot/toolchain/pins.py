@@ -315,9 +315,9 @@ def _conda(text: str) -> Iterator[Pin]:
         for m in _FILE_VERSION.finditer(line):
             if is_toolchain(m["name"]):
                 yield Pin(canonical(m["name"]), m["version"], "", number)
-        m = _CONDA_LINE.match(line)
-        if m and is_toolchain(m["name"]):
-            yield Pin(canonical(m["name"]), m["spec"].replace(" ", ""), "", number)
+        conda = _CONDA_LINE.match(line)
+        if conda and is_toolchain(conda["name"]):
+            yield Pin(canonical(conda["name"]), conda["spec"].replace(" ", ""), "", number)
 
 
 def _quoted(text: str) -> Iterator[Pin]:

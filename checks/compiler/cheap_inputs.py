@@ -60,7 +60,7 @@ def unfilled_random() -> Iterator[None]:
     for name in _LIKE:
         setattr(torch, name, like)
     torch.randint = randint
-    torch.randint_like = randint_like
+    torch.randint_like = randint_like  # type: ignore[assignment]  # torch types it overloaded
     for name in _IN_PLACE:
         setattr(torch.Tensor, name, in_place)
     try:

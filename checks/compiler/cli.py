@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bot import gitutil
 from bot.errors import (
@@ -331,7 +331,7 @@ def run_first_call(args: argparse.Namespace) -> int:
 
     require_torch("first-call")  # its probes import it, on a GPU and compile-only alike
     policy, specs = _policy_and_specs(args)
-    mode = "compile-only" if args.device == "cpu" else "gpu"
+    mode: Literal["gpu", "compile-only"] = "compile-only" if args.device == "cpu" else "gpu"
     if mode == "gpu":
         _require_gpu()
     if args.target:  # an unknown target is refused before any process starts

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from bot.errors import CompilerError
 from bot.outputs import cache_root
@@ -252,7 +253,7 @@ def _nvcc_target(
 
 
 def _compile_error(
-    kernel: str, source: Path, language: str, target: str, error: str
+    kernel: str, source: Path, language: Literal["cuda", "hip"], target: str, error: str
 ) -> KernelCompileRecord:
     """The one record of a C++ file that did not compile for ``target``."""
     return KernelCompileRecord(

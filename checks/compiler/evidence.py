@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bot.contracts.evidence import (
     MAX_CONFIGS,
@@ -33,7 +33,7 @@ from bot.gitutil import add_worktree, remove_worktree
 from checks.compiler.records import CompilerReport, Flag, KernelCompileRecord
 from checks.compiler.report import compare_reports, make_report
 from checks.compiler.run import KernelSpec, build_compiler_report, specs_for
-from checks.compiler.targets import VENDOR_TARGETS, compile_targets, target_for
+from checks.compiler.targets import VENDOR_TARGETS, target_for
 from checks.toolchain_env import SideEnv
 
 
@@ -94,8 +94,14 @@ def tree_report(
 ) -> CompilerReport:
     """The compiler report of the checkout at ``tree``; with ``cxx_paths``, the C++ kernels
     among those paths too; with ``env``, cross-compiled under that side's own Triton."""
-    toolchain = {"python": env.python, "triton_version": env.versions.get("triton")} if env else {}
-    report = build_compiler_report(tree, specs, targets, progress=progress, **toolchain)
+    report = build_compiler_report(
+        tree,
+        specs,
+        targets,
+        progress=progress,
+        python=env.python if env else None,
+        triton_version=env.versions.get("triton") if env else None,
+    )
     extra = cxx_records(tree, cxx_paths, targets, not_run) if cxx_paths else []
     if not extra:
         return report
@@ -162,7 +168,9 @@ def rows(side: str, report: CompilerReport) -> list[CompilerRow]:
     return [_row(side, g) for _, g in sorted(groups.items())]
 
 
-def autotune_evidence(side: str, lists: tuple[AutotuneList, ...]) -> list[AutotuneEvidence]:
+def autotune_evidence(
+    side: Literal["old", "new"], lists: tuple[AutotuneList, ...]
+) -> list[AutotuneEvidence]:
     """One side's live autotune lists, the targets that imported the same list joined."""
     joined: dict[str, AutotuneEvidence] = {}
     for a in lists:
@@ -209,7 +217,7 @@ def compiler_evidence_for_range(
 ) -> tuple[CompilerEvidence | None, list[NotRun]]:
     """Compile the planned kernels at base and at head, each in a worktree made for it, and
     compare them; ``details_dir`` and ``progress`` as for ``compiler_evidence_for_trees``."""
-    targets = compile_targets(policy.compiler, plan.vendors)
+    targets = list(plan.compiler_targets or ())  # make_plan's, from the base policy
     if not plan.kernels or not targets:
         return None, []
     with tempfile.TemporaryDirectory(prefix="kr-compile-side-") as tmp:
@@ -243,7 +251,7 @@ def compiler_evidence_without_import(
     the caller says how to ask for that. ``head_sha`` is unused: the head's side of a rewrite is
     its Triton code."""
     del head_sha
-    targets = compile_targets(policy.compiler, plan.vendors)
+    targets = list(plan.compiler_targets or ())  # make_plan's, from the base policy
     paths = {k.name: tuple(k.paths) for k in plan.kernels if k.change_kinds != ("toolchain",)}
     suffixes = {vendor.cxx_suffix for vendor in VENDOR_TARGETS}
     if not targets or not any(Path(p).suffix in suffixes for rels in paths.values() for p in rels):

@@ -140,7 +140,7 @@ def _shared_list_flag(kernel: str, records: tuple[KernelCompileRecord, ...]) -> 
     vendors = [t for t in VENDOR_TARGETS if any(r.vendor == t.vendor for r in mine)]
     widest = max(vendors, key=lambda t: t.lane_width)
     flagged = next(r for r in mine if r.vendor == widest.vendor)
-    warps = sorted({r.config.get("num_warps") for r in mine} - {None})
+    warps = sorted({r.config["num_warps"] for r in mine if r.config.get("num_warps") is not None})
     example = warps[0] if warps else 4
     threads = [
         f"{example * t.lane_width}{' threads' if i == 0 else ''} on {t.display}"
@@ -239,8 +239,13 @@ def compare_reports(old: CompilerReport, new: CompilerReport) -> ReportCompariso
         if not before or not after:
             continue
         vendor = vendor_of(target)
-        base = {"kernel": kernel, "vendor": vendor, "target": target}
-        whole = CompareRow(**base, **_summary(before, "old"), **_summary(after, "new"))
+        whole = CompareRow(
+            kernel=kernel,
+            vendor=vendor,
+            target=target,
+            **_summary(before, "old"),
+            **_summary(after, "new"),
+        )
         rows.append(whole)
         old_labels = {(r.config_label, r.specialization): r for r in before}
         for r in after:
@@ -248,7 +253,9 @@ def compare_reports(old: CompilerReport, new: CompilerReport) -> ReportCompariso
             if o is not None:
                 rows.append(
                     CompareRow(
-                        **base,
+                        kernel=kernel,
+                        vendor=vendor,
+                        target=target,
                         config_label=r.config_label,
                         **_summary([o], "old"),
                         **_summary([r], "new"),

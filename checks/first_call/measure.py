@@ -308,7 +308,7 @@ def measure_first_call(
     step = progress or (lambda _text: None)
     with tempfile.TemporaryDirectory(prefix="kr-first-call-caches-") as tmp:
         root = Path(workdir) if workdir else Path(tmp)
-        job = {
+        job: dict[str, Any] = {
             "repo_root": str(Path(repo_root).resolve()),
             "bench": spec.bench,
             "shapes": [list(s) for s in spec.shapes],

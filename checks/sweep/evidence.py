@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.contracts.base import VENDORS
-from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+from bot.contracts.evidence import Evidence, ShapeLine, ShapeVerdict, SweepEvidence
 from bot.contracts.plan import Plan, PlanLimits
 from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError
@@ -30,7 +30,7 @@ from checks.worker_env import run_sealed
 if TYPE_CHECKING:
     from bot.policy.model import Policy
 
-SHAPE_VERDICT = {
+SHAPE_VERDICT: dict[str, ShapeVerdict] = {
     "wrong_result": "WRONG",
     "crashed": "CRASHED",
     "cuda_error": "CRASHED",
@@ -41,7 +41,9 @@ SHAPE_VERDICT = {
 
 
 def _line(c: ShapeResult) -> ShapeLine:
-    verdict = c.verdict if c.status == "ok" else SHAPE_VERDICT.get(c.status, "ERROR")
+    verdict: ShapeVerdict | None = (
+        c.verdict if c.status == "ok" else SHAPE_VERDICT.get(c.status, "ERROR")
+    )
     details = []
     if c.status != "ok":
         side = f"{c.failed_side}: " if c.failed_side else ""
@@ -99,7 +101,7 @@ def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvide
         )
     served = result.summary.served
     return SweepEvidence(
-        vendor=v,  # type: ignore[arg-type]
+        vendor=v,
         gpu=result.envs[0].device_name if result.envs else result.vendor,
         tolerance_note=_tolerance_note(result),
         shapes=tuple(_line(c) for c in result.cases),

@@ -39,6 +39,7 @@ Status = Literal[
     "skipped",  # not run (GPU-seconds budget spent, worker could not start)
 ]
 Timing = Literal["cuda-events", "cpu"]
+FailedSide = Literal["base", "head", "both"]
 
 
 class EnvFingerprint(Frozen):
@@ -104,7 +105,7 @@ class ShapeResult(Frozen):
     weight: float = 1.0
     tolerance: float
     status: Status
-    failed_side: Literal["base", "head", "both"] | None = None
+    failed_side: FailedSide | None = None
     message: str = ""
     log_tail: str = ""
     # the decision (status ok only); ratio = head time / base time

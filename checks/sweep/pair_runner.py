@@ -25,13 +25,21 @@ import secrets
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
 from bot.outputs import cache_root
 from checks.compiler.triton_compat import picked_label
-from checks.sweep.models import MAX_PICKS, Ceilings, EnvFingerprint, ShapeResult, SideInfo
+from checks.sweep.models import (
+    MAX_PICKS,
+    Ceilings,
+    EnvFingerprint,
+    FailedSide,
+    ShapeResult,
+    SideInfo,
+    Status,
+)
 from checks.sweep.protocol import CaseRun, ExecutionPicks, ProtocolConfig, Round, measure_case
 from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
@@ -44,7 +52,7 @@ WARMUP_MIN_S = 0.25
 # failures after which a worker's GPU context (or the process) is gone
 CONTEXT_LOST = frozenset({"cuda_error", "crashed"})
 
-STATUS_OF_KIND = {
+STATUS_OF_KIND: dict[str, Status] = {
     "crashed": "crashed",
     "timeout": "timeout",
     "oom": "oom",
@@ -55,6 +63,13 @@ STATUS_OF_KIND = {
     "wrong_result": "wrong_result",
     "interpreter": "skipped",  # cannot run under the CPU interpreter: the message says why
 }
+
+
+class _Sides(TypedDict, total=False):
+    """What each side's worker said of a case, once both checked it."""
+
+    base: SideInfo
+    head: SideInfo
 
 
 class RunnerOptions(BaseModel):
@@ -157,7 +172,7 @@ class PairRunner:
         gpu_index: int | None = None,
         family_size: int = 1,
         crossed: tuple[WorkerClient, WorkerClient] | None = None,
-        warmed_early: Callable[[], bool] | None = None,
+        warmed_early: Callable[..., bool] | None = None,  # called with no arguments
         execution: int = 0,
         modes: Mapping[Any, str] | None = None,
         tuned: Collection[Any] = (),
@@ -296,7 +311,7 @@ class PairRunner:
         one's recheck (with crossover): its ``measure`` then takes that check."""
         t0 = time.monotonic()
         seen: list[Round] = []
-        info: dict[str, SideInfo] = {}
+        info: _Sides = {}
         steps: dict[str, float] = {}
         common: dict[str, Any] = {
             "kernel": case.kernel,
@@ -347,7 +362,7 @@ class PairRunner:
         self,
         case: Case,
         seen: list[Round],
-        info: dict[str, SideInfo],
+        info: _Sides,
         common: dict[str, Any],
         t0: float,
         steps: dict[str, float],
@@ -368,6 +383,7 @@ class PairRunner:
                 cb, ch = self._check(case, ahead[1], ahead[2])
             else:
                 cb, ch = self._check(case, (self.base, self.head))
+        side: FailedSide | None
         problem = _correctness_problem(cb, ch, compare_sides=o.compare_sides)
         if problem:
             side, message = problem
@@ -486,6 +502,7 @@ class PairRunner:
             notes.append(
                 f"rechecked without the GPU lock: the next case's check held it past {waited[0]:g} s"
             )
+        status: Status
         status, side, message = "ok", None, ""
         bad = sorted(
             {
@@ -535,7 +552,7 @@ class PairRunner:
         pids = [w.proc.pid if w.proc is not None else None for w in pair]
         if case.key in self.tuned:
             return self._checks_pinned(case, pair)
-        got = in_parallel([lambda w=w: self._check_one(w, case) for w in pair])
+        got: list[Any] = in_parallel([lambda w=w: self._check_one(w, case) for w in pair])
         timed_out = [isinstance(a, WorkerFailure) and a.kind == "timeout" for a in got]
         if all(timed_out):
             held = exclusive.holders(pair[0].spec.lock_path)
@@ -593,7 +610,7 @@ class PairRunner:
             except WorkerFailure as f:
                 return f
 
-        answers = in_parallel(
+        answers: list[Any] = in_parallel(
             [lambda w=w: finish(w) for w in rechecking]
             + [lambda: self._checks(following, checking)]
         )
@@ -714,8 +731,9 @@ def _loosest(*given: float | None) -> float | None:
 
 def _correctness_problem(
     cb: dict[str, Any], ch: dict[str, Any], *, compare_sides: bool
-) -> tuple[str, str] | None:
-    wrong = [(s, c) for s, c in (("base", cb), ("head", ch)) if not c["correct"]]
+) -> tuple[FailedSide, str] | None:
+    sides: tuple[tuple[FailedSide, dict[str, Any]], ...] = (("base", cb), ("head", ch))
+    wrong = [(s, c) for s, c in sides if not c["correct"]]
     if len(wrong) == 2:
         return "both", f"base: {cb['message']}; head: {ch['message']}"
     if wrong:

@@ -437,8 +437,7 @@ def picks_vary(run: CaseRun) -> bool:
     if not picks or len(picks) != len(run.picks) or not all(p.same_offer for p in picks):
         return False
     return any(p.base != p.head for p in picks) or any(
-        len(run.pick_counts(side)) > 1
-        for side in ("base", "head")  # type: ignore[misc]
+        len(run.pick_counts(side)) > 1 for side in ("base", "head")
     )
 
 

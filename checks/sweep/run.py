@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -384,7 +384,7 @@ def run_sweep(
             zygote,
         )
 
-    outs: list[dict[str, object]] = []
+    outs: list[dict[str, Any]] = []  # what each GPU's runner thread hands back
     helpers: Precompile | None = None
     pending = list(cases)
     # Every object made so far (the imports, the policy, the plan) is left out of the garbage
@@ -398,6 +398,7 @@ def run_sweep(
             recorder.next_pass(execution, len(pending))
             if execution:
                 shutil.rmtree(context_marks(work_dir), ignore_errors=True)
+            pass_outs: list[dict[str, Any]]
             threads, ahead, pass_outs = [], [], []
             for index, gpu in enumerate(gpus):
                 mine = list(pending[index :: len(gpus)])
@@ -433,7 +434,7 @@ def run_sweep(
                     modes={k: r.mode for k, r in recorder.results.items() if r.mode},
                     tuned={k for k, r in recorder.results.items() if _tuned(r)},
                 )
-                out: dict[str, object] = {}
+                out: dict[str, Any] = {}
                 (outs if execution == 0 else pass_outs).append(out)
                 threads.append(
                     threading.Thread(
@@ -454,7 +455,7 @@ def run_sweep(
             for t in threads:
                 t.join()
             for o in pass_outs:  # a later pass's workers' start (its slowest GPU's)
-                restart = sum((o.get("startup_s") or {}).values())  # type: ignore[attr-defined]
+                restart = sum((o.get("startup_s") or {}).values())
                 startup[f"start_e{execution}"] = max(
                     startup.get(f"start_e{execution}", 0.0), restart
                 )
@@ -486,9 +487,13 @@ def run_sweep(
         for c in cases
         if c.key in recorder.results
     ]
-    envs = tuple(o["env"] for o in outs if isinstance(o.get("env"), EnvFingerprint))
-    ceilings = tuple(o["ceilings"] for o in outs if isinstance(o.get("ceilings"), Ceilings))
-    all_notes = run_notes + [n for o in outs for n in (o.get("notes") or [])]  # type: ignore[union-attr]
+    envs: tuple[EnvFingerprint, ...] = tuple(
+        o["env"] for o in outs if isinstance(o.get("env"), EnvFingerprint)
+    )
+    ceilings: tuple[Ceilings, ...] = tuple(
+        o["ceilings"] for o in outs if isinstance(o.get("ceilings"), Ceilings)
+    )
+    all_notes = run_notes + [n for o in outs for n in (o.get("notes") or [])]
     if protocol.max_case_seconds < options.protocol.max_case_seconds:
         all_notes.append(
             f"per-case time cap lowered to {protocol.max_case_seconds:.1f} s so {len(cases)} cases fit "
@@ -497,12 +502,14 @@ def run_sweep(
     marks: dict[str, float] = {}
     for o in outs:  # the slowest GPU's start-up and wrap-up steps
         for into, key in ((startup, "startup_s"), (wrapup, "wrapup_s"), (marks, "start_marks_s")):
-            for step, seconds in (o.get(key) or {}).items():  # type: ignore[union-attr]
+            for step, seconds in (o.get(key) or {}).items():
                 into[step] = max(into.get(step, 0.0), seconds)
     final, summary = finalize(ordered, protocol, family, ceilings)
     held = (time.monotonic() - t_start) * max(1, len(threads))
     verdicts = sum(1 for c in final if c.status == "ok")
-    vendor = envs[0].vendor if envs else ("cpu" if options.device == "cpu" else "nvidia")
+    vendor: Literal["nvidia", "amd", "cpu"] = (
+        envs[0].vendor if envs else ("cpu" if options.device == "cpu" else "nvidia")
+    )
     return SweepResult(
         vendor=vendor,
         timing="cpu" if options.device == "cpu" else "cuda-events",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from bot.contracts.base import Frozen
 from bot.errors import LimitError
@@ -49,8 +49,10 @@ class Case(Frozen):
 
 
 class _Shape(Protocol):
-    dims: tuple[int, ...]
-    weight: float
+    @property
+    def dims(self) -> tuple[int, ...]: ...
+    @property
+    def weight(self) -> float: ...
 
 
 class KernelLike(Protocol):
@@ -59,9 +61,12 @@ class KernelLike(Protocol):
     name: str
     bench: str
     baseline: str | None
-    dtypes: Sequence[str]
-    shapes: Sequence[_Shape]
     tolerance: float
+
+    @property  # read-only: a frozen model's tuples are kernels too
+    def dtypes(self) -> Sequence[str]: ...
+    @property
+    def shapes(self) -> Sequence[_Shape]: ...
 
 
 def is_prime(n: int) -> bool:
@@ -143,7 +148,7 @@ def plan_cases(
                     f"limits.max_elements_per_tensor = {max_elements_per_tensor:,}",
                     hint="use a smaller shape, or raise limits.max_elements_per_tensor",
                 )
-        common = {
+        common: dict[str, Any] = {
             "kernel": k.name,
             "bench": k.bench,
             "baseline": k.baseline,

@@ -161,7 +161,7 @@ class Look:
     verdict: Verdict
 
 
-def _tail_above(z: float, df: int) -> float:
+def _tail_above(z: float, df: float) -> float:
     return 1.0 - t_cdf(z, df)
 
 

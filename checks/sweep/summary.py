@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import cast
 
 from bot.errors import ResultsError
 from checks.sweep.executions import SAME_ALPHA, ExecutionDecision
@@ -33,7 +34,7 @@ from checks.sweep.protocol import (
     picks_vary,
     replay_run,
 )
-from checks.sweep.stats import band_log, bootstrap_geomean, holm, median, t_ppf
+from checks.sweep.stats import Verdict, band_log, bootstrap_geomean, holm, median, t_ppf
 
 
 def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> ShapeResult:
@@ -115,15 +116,13 @@ def explain(
     from one process to the next, and which passes decided ('' when none is worth saying)."""
     said: list[str] = []
     unstable = {
-        side: counts
-        for side in ("base", "head")
-        if len(counts := run.pick_counts(side)) > 1  # type: ignore[arg-type]
+        side: counts for side in ("base", "head") if len(counts := run.pick_counts(side)) > 1
     }
     differ = not unstable and any(p.base != p.head for p in run.picks if p.base and p.head)
     if unstable or differ:
         parts = []
         for side in ("base", "head"):
-            counts = run.pick_counts(side)  # type: ignore[arg-type]
+            counts = run.pick_counts(side)
             if side in unstable or differ:
                 total = sum(counts.values())
                 parts.append(
@@ -376,11 +375,12 @@ def finalize(
     tested = [i for i, c in enumerate(decided) if c.p_slower is not None]
     # Holm over the whole family: cases planned but not measured count as p = 1.
     m_extra = max(0, family_size - len(tested))
-    pvals = [float(decided[i].p_slower) for i in tested] + [1.0] * m_extra
+    pvals = [float(cast(float, decided[i].p_slower)) for i in tested] + [1.0] * m_extra
     adjusted = holm(pvals)[: len(tested)]
     out = list(decided)
     for i, p_adj in zip(tested, adjusted, strict=True):
         c = decided[i]
+        verdict: Verdict | None
         if p_adj <= protocol.alpha and c.case_verdict in ("SLOWER", "INCONCLUSIVE"):
             verdict = "SLOWER"
         elif c.case_verdict == "SLOWER":

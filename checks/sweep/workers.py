@@ -564,10 +564,11 @@ class WorkerClient:
         return self.call("ceilings", timeout=self.spec.timeouts.ceilings_s)["ceilings"]
 
 
-def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
+def in_parallel(calls: Sequence[Callable[..., T]]) -> list[T]:
     """Run each call in its own thread (one per worker, so no client is driven by two threads)
     and wait for all; the first WorkerFailure, in the order given, is raised once every call has
-    ended, so no worker is left with an answer unread."""
+    ended, so no worker is left with an answer unread. Each is called with no arguments (typed
+    ``...`` for the lambdas that bind their worker as a default argument)."""
     if len(calls) == 1:
         return [calls[0]()]
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:

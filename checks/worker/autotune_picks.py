@@ -151,7 +151,7 @@ def recording(
 
     # Triton's class, and every subclass with a ``run`` of its own (FlagGems' LibTuner picks
     # through its own ``run`` and never calls Triton's)
-    patched = [c for c in _subclasses(tuner_class) if "run" in vars(c)]
+    patched: list[Any] = [c for c in _subclasses(tuner_class) if "run" in vars(c)]
     originals = {c: vars(c)["run"] for c in patched}
     for c, original in originals.items():
         c.run = wrap(original)

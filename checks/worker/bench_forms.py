@@ -369,7 +369,7 @@ def _run_input_case(
             got = _evaluated(node, vars(module))
             if isinstance(got, (list, tuple)) and got:
                 lists[keyword] = list(got)
-    [param, *_] = list(inspect.signature(fn).parameters) or [None]
+    param = next(iter(inspect.signature(fn).parameters), None)
     cls = typing.get_type_hints(fn).get(param) if param else None
     if not inspect.isclass(cls):
         raise FormError(f"{fn.__name__}'s parameter has no class annotation to make it from")

@@ -176,7 +176,8 @@ def compare(
     outs, refs = flatten_outputs(out), flatten_outputs(ref)
     if len(outs) != len(refs):
         return {"ok": False, "message": f"{len(outs)} outputs, reference has {len(refs)}"}
-    bad_total, worst, first_bad = 0, 0.0, None
+    bad_total, worst = 0, 0.0
+    first_bad: Any = None
     for k, (o, r) in enumerate(zip(outs, refs, strict=True)):
         if _shape(o) != _shape(r):
             return {
@@ -268,10 +269,10 @@ def _chunk_errors(o: Any, r: Any, start: int, tol: tuple[float, float]) -> Any:
             a = a.to(b.device)
         bad = ~torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
         finite = torch.isfinite(a) & torch.isfinite(b)
-        err = torch.where(finite, (a - b).abs(), 0.0).max()
+        err: Any = torch.where(finite, (a - b).abs(), 0.0).max()  # numpy's below: a float
         # a 1-element index: indexing with a 0-dim one reads it back to the host (.item()),
         # which on a GPU is a wait per chunk
-        idx = bad.to(torch.uint8).argmax().reshape(1)
+        idx: Any = bad.to(torch.uint8).argmax().reshape(1)
         n_bad = bad.sum().to(torch.float64)
         f64 = torch.float64
         return torch.cat(
@@ -406,7 +407,7 @@ def _sums(x: Any, start: int, stop: int) -> Any:
         import torch
 
         f64 = torch.float64
-        kept = torch.where(torch.isfinite(a), a, 0.0)
+        kept: Any = torch.where(torch.isfinite(a), a, 0.0)
         nan, inf = torch.isnan(a).sum(), torch.isinf(a).sum()
         return torch.stack(
             [kept.sum(dtype=f64), kept.abs().sum(dtype=f64), nan.to(f64), inf.to(f64)]

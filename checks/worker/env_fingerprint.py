@@ -42,6 +42,7 @@ def collect(
     vendor = "amd" if hip else "nvidia"
     warp = getattr(props, "warp_size", None) or (64 if vendor == "amd" else 32)
     uuid = getattr(props, "uuid", None)
+    arch: str | None
     if vendor == "nvidia":
         arch = f"sm_{props.major}{props.minor}"
     else:

@@ -45,7 +45,7 @@ import subprocess
 import sys
 import time
 import traceback
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_REQUEST = 1 << 20
@@ -435,7 +435,21 @@ def _enter(request: dict[str, Any], utils: str | None) -> None:
         _load("driver_utils").copy_into(utils, cache)
 
 
-def _become(request: dict[str, Any], fds: list[int], program: Any, utils: str | None) -> NoReturn:
+class _Exiting(Protocol):
+    def end_now(self, code: int) -> NoReturn: ...
+
+
+class _Program(Protocol):
+    """What the zygote uses of ``main.py`` (loaded by path)."""
+
+    exiting: _Exiting
+
+    def main(self, argv: list[str] | None = None) -> int: ...
+
+
+def _become(
+    request: dict[str, Any], fds: list[int], program: _Program, utils: str | None
+) -> NoReturn:
     """In the forked child: a worker running ``main.py`` on its two pipes, or (a request with a
     ``module``) one of the bot's helper programs on its job file, as ``python -m MODULE JOB``
     would run it, with the request's ``sys_path`` first and its CPU priority lowered by

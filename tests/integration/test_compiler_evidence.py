@@ -50,6 +50,7 @@ def _plan(base: str, head: str) -> Plan:
         vendors=("nvidia", "amd"),
         kernels=(kernel,),
         checks=("compiler",),
+        compiler_targets=("sm_90", "gfx942"),  # the policy's, as make_plan carries them
     )
 
 

@@ -123,3 +123,29 @@ def test_shared_memory_profiling_is_planned_only_when_the_policy_opts_in():
     with pytest.raises(PolicyError) as err:
         parse_policy(text.replace("shapes = 1", "shapes = 0"), "kernel-review.toml")
     assert "profile.shapes: 0 is out of range: must be > 0" in str(err.value)
+
+
+def test_the_plan_carries_what_the_measure_jobs_need_of_the_policy():
+    """Limits, deployment and compile targets come from the policy the gate read, once: a
+    measure job takes them from the plan instead of reading the base policy again."""
+    targeted = parse_policy(
+        POLICY_TEXT.replace(
+            '[deployment]\nkind = "long-lived"',
+            '[deployment]\nkind = "cli"\nfirst_call_budget_ms = 800\n'
+            '[compiler]\nnvidia_targets = ["sm_90a", "sm_80"]\namd_targets = ["gfx90a"]',
+        ).replace(
+            "max_elements_per_tensor = 100000000",
+            "max_elements_per_tensor = 100000000\nmax_gpu_seconds = 90\nworker_memory_gib = 6",
+        ),
+        "kernel-review.toml",
+    )
+    p = make_plan((SOFTMAX,), targeted, base_sha="a" * 40, head_sha="b" * 40)
+    assert p.limits is not None and p.deployment is not None
+    assert (p.limits.max_shapes, p.limits.max_elements_per_tensor) == (6, 100_000_000)
+    assert (p.limits.max_gpu_seconds, p.limits.worker_memory_gib) == (90, 6)
+    assert (p.deployment.kind, p.deployment.first_call_budget_ms) == ("cli", 800)
+    assert p.compiler_targets == ("sm_90a", "sm_80", "gfx90a")
+    # the targets follow the plan's vendors: an AMD-only request compiles for AMD only
+    amd = make_plan((SOFTMAX,), targeted, base_sha="a" * 40, head_sha="b" * 40, vendors=["amd"])
+    assert amd.compiler_targets == ("gfx90a",)
+    assert Plan.model_validate_json(p.model_dump_json()) == p

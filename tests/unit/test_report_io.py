@@ -19,8 +19,8 @@ from bot.contracts.review import ChangeLine, Requirements
 from bot.jobs.gate import GateDecision
 from bot.jobs.report import (
     MAX_RESULTS_BYTES,
-    annotations,
     check_annotations,
+    log_annotations,
     merge_evidence,
     read_results,
     status_for,
@@ -111,7 +111,7 @@ def test_annotations_are_escaped_workflow_commands_on_the_kernel_file():
             sweep("nvidia", "CRASHED", None, kernel="x\n::error::y"),
         )
     )
-    lines = annotations(ev, decision)
+    lines = log_annotations(ev, decision)
     assert lines[0].startswith(
         "::warning file=k/soft%3Amax.py,title=kernel-review%3A slower::soft,max 4096x4096"
     )
@@ -159,7 +159,7 @@ def test_annotations_go_only_on_the_files_the_pull_request_changed():
     )
     on_files = [a.path for a in check_annotations(ev, decision)]
     assert on_files and set(on_files) == {"k/soft.py"}
-    lines = annotations(ev, decision)
+    lines = log_annotations(ev, decision)
     assert len(lines) == 2 + len(flags)  # every note is still logged, outside ones without a file
     for line in lines:
         head = line.split("::")[1]

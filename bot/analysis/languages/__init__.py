@@ -18,6 +18,7 @@ from bot.analysis.languages.gluon import GLUON
 from bot.analysis.languages.helion import HELION
 from bot.analysis.languages.tilelang import TILELANG
 from bot.analysis.languages.triton import TRITON
+from bot.analysis.model import Language
 
 __all__ = ["LANGUAGES", "KernelLanguage", "Role", "decorator_role", "language_named"]
 
@@ -93,7 +94,7 @@ def language_named(name: str) -> KernelLanguage | None:
 
 def decorator_role(
     dotted: str | None, markers: Sequence[str] = (), written: str | None = None
-) -> tuple[Role, str] | None:
+) -> tuple[Role, Language] | None:
     """``(role, language)`` of a decorator (its dotted name, resolved through the file's
     imports), or None for a decorator no language claims. ``markers``: the policy's
     ``kernel_decorators``, matched as resolved or as ``written``."""

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bot.analysis.model import Language
+
 Role = Literal["kernel", "tuner", "factory", "host"]
 
 # An allocation written in Python, in any DSL's host code (torch allocates for all of them).
@@ -25,7 +27,7 @@ class KernelLanguage:
     (``from triton.experimental import gluon`` makes ``@gluon.jit`` read
     ``triton.experimental.gluon.jit``) and, for the lines a diff shows, as usually written."""
 
-    name: str  # the ``language`` of its kernels and changes
+    name: Language  # the ``language`` of its kernels and changes
     display: str  # as the review names it
     modules: tuple[str, ...]  # importing one of these (or a submodule) marks a file
     roles: dict[str, Role]  # decorator -> what it makes of the function under it

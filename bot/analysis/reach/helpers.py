@@ -169,11 +169,11 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             # saw; one moved with its callers changes nothing. A caller in another file names
             # the helper's file, so that file is not left unmentioned.
             for k in callers if elsewhere else ():
-                for at in live.get((k.name, k.path), []):
-                    x = slots[at]
-                    if x is not None:
+                for slot in live.get((k.name, k.path), []):
+                    caller = slots[slot]
+                    if caller is not None:
                         note = f"its jit helper {helper.name} is in {helper.path} ({c.kind})"
-                        slots[at] = x.model_copy(update={"notes": [*x.notes, note]})
+                        slots[slot] = caller.model_copy(update={"notes": [*caller.notes, note]})
             continue
         for k in callers:
             at = live.get((k.name, k.path))

@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 
 from bot.analysis.compare import sources_for
 from bot.analysis.diff import FilePatch, whole_text_from_diff
-from bot.analysis.model import MAX_SOURCE_CHARS, Context, KernelChange, KernelDef
+from bot.analysis.model import (
+    MAX_SOURCE_CHARS,
+    ChangeKind,
+    Context,
+    KernelChange,
+    KernelDef,
+)
 from bot.analysis.scan import scan_source
 from bot.analysis.scan_cpp import _IDENT, _function_header, _Text, mask
 from bot.analysis.text import source_kind
@@ -302,7 +308,7 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             | ({p for p in roots.host.values()} if launched else set())
         )
         notes = [f"{p}: host code or a header it uses changed" for p in where]
-        kind = "launch" if launched else "body"
+        kind: ChangeKind = "launch" if launched else "body"
         existing = next(
             (c for c in out if c.name == k.name and c.language in ("cuda", "hip")
              and (c.path == path or (c.new and c.new.path == path))),

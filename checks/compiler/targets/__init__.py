@@ -68,8 +68,6 @@ def known_target_names() -> list[str]:
 
 
 def compile_targets(compiler: Any, vendors: Iterable[str]) -> list[str]:
-    """The targets a policy's ``[compiler]`` table names for ``vendors``, vendor by vendor."""
-    wanted = {target_for(v).vendor for v in vendors}
-    return [
-        name for t in VENDOR_TARGETS if t.vendor in wanted for name in t.policy_targets(compiler)
-    ]
+    """The targets a policy's ``[compiler]`` table names for ``vendors``, vendor by vendor (a
+    name no vendor claims is refused)."""
+    return list(compiler.for_vendors(target_for(v).vendor for v in vendors))

@@ -45,9 +45,6 @@ class Amd(VendorTarget):
     def known_archs(self) -> tuple[Arch, ...]:
         return tuple(AMD_ARCHS)
 
-    def policy_targets(self, compiler: Any) -> tuple[str, ...]:
-        return tuple(compiler.amd_targets)
-
     def triton_target(self, arch: Arch) -> tuple[str, Arch, int]:
         """RDNA (gfx10 and later) runs waves of 32; CDNA (gfx9) waves of 64."""
         gfx = str(arch)

@@ -81,10 +81,6 @@ class VendorTarget(ABC):
         return arch in self.known_archs()
 
     @abstractmethod
-    def policy_targets(self, compiler: Any) -> tuple[str, ...]:
-        """This vendor's targets in a policy's ``[compiler]`` table."""
-
-    @abstractmethod
     def triton_target(self, arch: Arch) -> tuple[str, Arch, int]:
         """Triton's ``GPUTarget(backend, arch, warp_size)`` arguments for ``arch``."""
 

@@ -45,9 +45,6 @@ class Nvidia(VendorTarget):
     def known_archs(self) -> tuple[Arch, ...]:
         return tuple(NVIDIA_ARCHS)
 
-    def policy_targets(self, compiler: Any) -> tuple[str, ...]:
-        return tuple(compiler.nvidia_targets)
-
     def triton_target(self, arch: Arch) -> tuple[str, Arch, int]:
         return "cuda", arch, 32
 

@@ -46,7 +46,7 @@ def observe_compiles_and_autotuning() -> Iterator[tuple[list[CompileEvent], list
     original_run = autotuner.Autotuner.run
 
     def listener(*, src: Any, metadata: dict, times: Any, cache_hit: bool, **_: Any) -> None:
-        target = metadata.get("target")
+        target: Any = metadata.get("target")
         name = (
             _target_name(target.backend, target.arch)
             if hasattr(target, "backend")
@@ -117,7 +117,7 @@ def observe_module_builds() -> Iterator[list[ModuleBuild]]:
     patched: list[tuple[Any, Any]] = []
     for name in ("triton.backends.nvidia.driver", "triton.backends.amd.driver"):
         try:
-            module = importlib.import_module(name)
+            module: Any = importlib.import_module(name)
         except Exception:  # a backend this Triton lacks, or cannot import here
             continue
         original = getattr(module, "compile_module_from_src", None)
