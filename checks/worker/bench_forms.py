@@ -440,14 +440,14 @@ def _made_bench(test: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     }  # every class that defines a ``run`` of its own
     originals = {c: vars(c)["run"] for c in owners}
     for c in owners:
-        c.run = made
+        setattr(c, "run", made)  # noqa: B010  (any class: no ``run`` declared to the checker)
     try:
         test(**kwargs)
     except _Made as got:
         return got.bench
     finally:
         for c, original in originals.items():
-            c.run = original
+            setattr(c, "run", original)  # noqa: B010
     raise FormError(f"{test.__name__} made no benchmark object whose run() it called")
 
 
@@ -529,7 +529,9 @@ def _contexts_around_timing(bench: Any) -> list[tuple[ast.withitem, int]]:
             return held
         return None
 
-    return walk(tree.body[0].body if tree.body else [], []) or []
+    first = tree.body[0] if tree.body else None
+    body = first.body if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    return walk(body, []) or []
 
 
 def _source(node: ast.AST) -> str:
