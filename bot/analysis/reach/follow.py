@@ -251,6 +251,22 @@ class Side:
         op = self.extension_op(qualified, mod)
         return {"": Reach(ops={op})} if op is not None else {}
 
+    def reach_call(self, path: str, func: str, called: str) -> Reach:
+        """What the call ``called`` (as written, ``mod.f`` / ``self.m`` / ``f``) made in the
+        function ``func`` (``f`` / ``Cls.m``) of the module at ``path`` reaches."""
+        mod = self.module(path)
+        node = mod.defs.get(func) if mod is not None else None
+        if mod is None or node is None or isinstance(node, ast.ClassDef):
+            return Reach()
+        cls = func.split(".")[0] if "." in func else None
+        out = Reach()
+        local = imports_in(node.body, mod.path)
+        head, dot, rest = called.partition(".")
+        for alias in _chosen(node).get(head, [head]):
+            for qualified in self._resolve(mod, alias + dot + rest, local, cls):
+                out.add(self._reach_of(mod, qualified, _DEPTH, set()))
+        return out
+
     def _walk(self, mod: _Module, name: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
         out = Reach()
         key = (mod.path, name)
