@@ -197,11 +197,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         for kernel in ("layer_norm_kernel", "softmax_kernel", "masked_softmax_kernel", "_fp_matmul")
         for k in _REWRITE_CHECKS
     },
-    ("AutoGPTQ-AutoGPTQ-0891ea4036e4", "transpose_quant_matmul_248_kernel: reported"): (
-        "class 4: the changed guard is in QuantLinear.__init__; the kernel runs in the backward "
-        "of the autograd Function its forward applies, and a Function's apply is followed to its "
-        "forward only (so that forward pairs with forward)"
-    ),
     # first-look batch2: wrong on first sight, scored after the fixes above and not tuned on
     **{
         ("InternLM-lmdeploy-c2e715809dc7", f"{kernel}: reported"): (

@@ -20,6 +20,7 @@ import ast
 
 from bot.analysis.model import Context, KernelChange, LaunchBranch
 from bot.analysis.reach.branches import LaunchPath, branch_note, test_kinds
+from bot.analysis.reach.call_sites import functions
 from bot.analysis.reach.follow import Side, dotted
 from bot.analysis.reach.import_gates import _with_gate
 from bot.analysis.reach.moved_calls import sides
@@ -83,18 +84,6 @@ def guarded_calls(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Guards:
     return out
 
 
-def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-    out: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out[node.name] = node
-        elif isinstance(node, ast.ClassDef):
-            for sub in node.body:
-                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    out[f"{node.name}.{sub.name}"] = sub
-    return out
-
-
 def _text(func: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> list[str]:
     """A function's lines, less their indentation (a class around it may have moved)."""
     return [ln.strip() for ln in lines[func.lineno - 1 : func.end_lineno or func.lineno]]
@@ -102,10 +91,12 @@ def _text(func: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> lis
 
 def call_gates(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     both = sides(ctx)
-    if both is None:
-        return changes
-    old_side, new_side = both
-    out = list(changes)
+    return changes if both is None else _gates(list(changes), ctx, *both)
+
+
+def _gates(
+    out: list[KernelChange], ctx: Context, old_side: Side, new_side: Side
+) -> list[KernelChange]:
     followed = 0
     for f in ctx.files:
         if not f.patch.path.endswith(".py") or not f.patch.old_path or not f.patch.new_path:
@@ -113,7 +104,7 @@ def call_gates(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
         old_tree, new_tree = parse_python_or_none(f.old_text), parse_python_or_none(f.new_text)
         if old_tree is None or new_tree is None:
             continue
-        olds, news = _functions(old_tree), _functions(new_tree)
+        olds, news = functions(old_tree), functions(new_tree)
         flags: dict[str, set[str]] | None = None
         old_lines, new_lines = (f.old_text or "").split("\n"), (f.new_text or "").split("\n")
         for name in sorted(olds.keys() & news.keys()):
