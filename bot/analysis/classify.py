@@ -88,6 +88,7 @@ def analyze_diff(
     from bot.analysis.reach.host_cpp import host_changes
     from bot.analysis.reach.import_gates import import_gates
     from bot.analysis.reach.loader_calls import loader_launches
+    from bot.analysis.reach.predicates import predicate_gates
 
     skipped = list(parsed.skipped)
     sides: list[FileSides] = []
@@ -138,6 +139,7 @@ def analyze_diff(
     changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
     changes = import_gates(changes, ctx)
     changes = call_gates(changes, ctx)
+    changes = predicate_gates(changes, ctx)
     changes = [_unrecognised(c, sides) for c in changes]
     changes.sort(key=lambda c: (c.path, (c.new or c.old).line_start if (c.new or c.old) else 0))
     moved = [c for c in changes if c.kind == "moved"]

@@ -17,8 +17,9 @@ holds the new guards (base for a guard removed).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
-from bot.analysis.model import Context, KernelChange, LaunchBranch
+from bot.analysis.model import Context, FileSides, KernelChange, LaunchBranch
 from bot.analysis.reach.branches import LaunchPath, branch_note, test_kinds
 from bot.analysis.reach.call_sites import functions
 from bot.analysis.reach.follow import Side, dotted
@@ -26,6 +27,7 @@ from bot.analysis.reach.import_gates import _with_gate
 from bot.analysis.reach.moved_calls import sides
 from bot.analysis.text import collapse, parse_python_or_none
 
+Func = ast.FunctionDef | ast.AsyncFunctionDef
 _MAX_CALLEES = 24  # per analysis: each is followed across files
 Guards = dict[str, set[tuple[str, ...]]]  # callee as written -> the test sets around its calls
 
@@ -84,9 +86,27 @@ def guarded_calls(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Guards:
     return out
 
 
-def _text(func: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> list[str]:
+def function_lines(func: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> list[str]:
     """A function's lines, less their indentation (a class around it may have moved)."""
     return [ln.strip() for ln in lines[func.lineno - 1 : func.end_lineno or func.lineno]]
+
+
+def changed_functions(
+    ctx: Context,
+) -> Iterator[tuple[FileSides, ast.Module, str, Func, Func]]:
+    """Each function (``f`` / ``Cls.m``) of a Python file of the diff present on both sides whose
+    text changed: ``(file, head tree, name, base function, head function)``."""
+    for f in ctx.files:
+        if not f.patch.path.endswith(".py") or not f.patch.old_path or not f.patch.new_path:
+            continue
+        old_tree, new_tree = parse_python_or_none(f.old_text), parse_python_or_none(f.new_text)
+        if old_tree is None or new_tree is None:
+            continue
+        olds, news = functions(old_tree), functions(new_tree)
+        old_lines, new_lines = (f.old_text or "").split("\n"), (f.new_text or "").split("\n")
+        for name in sorted(olds.keys() & news.keys()):
+            if function_lines(olds[name], old_lines) != function_lines(news[name], new_lines):
+                yield f, new_tree, name, olds[name], news[name]
 
 
 def call_gates(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
@@ -98,35 +118,26 @@ def _gates(
     out: list[KernelChange], ctx: Context, old_side: Side, new_side: Side
 ) -> list[KernelChange]:
     followed = 0
-    for f in ctx.files:
-        if not f.patch.path.endswith(".py") or not f.patch.old_path or not f.patch.new_path:
-            continue
-        old_tree, new_tree = parse_python_or_none(f.old_text), parse_python_or_none(f.new_text)
-        if old_tree is None or new_tree is None:
-            continue
-        olds, news = functions(old_tree), functions(new_tree)
-        flags: dict[str, set[str]] | None = None
-        old_lines, new_lines = (f.old_text or "").split("\n"), (f.new_text or "").split("\n")
-        for name in sorted(olds.keys() & news.keys()):
-            if _text(olds[name], old_lines) == _text(news[name], new_lines):
+    flags: dict[str, dict[str, set[str]]] = {}  # per file
+    for f, new_tree, name, old_func, new_func in changed_functions(ctx):
+        before, after = guarded_calls(old_func), guarded_calls(new_func)
+        for callee in sorted(before.keys() | after.keys()):
+            was, now = before.get(callee, set()), after.get(callee, set())
+            if was == now or followed >= _MAX_CALLEES:
                 continue
-            before, after = guarded_calls(olds[name]), guarded_calls(news[name])
-            for callee in sorted(before.keys() | after.keys()):
-                was, now = before.get(callee, set()), after.get(callee, set())
-                if was == now or followed >= _MAX_CALLEES:
-                    continue
-                followed += 1
-                side, path, gates = (
-                    (new_side, f.patch.new_path, now) if now else (old_side, f.patch.old_path, was)
-                )
-                reach = side.reach_call(path, name, callee)
-                if not reach.kernels:
-                    continue
-                fresh = sorted({t for g in gates - was for t in g} or {t for g in gates for t in g})
-                if flags is None:
-                    flags = LaunchPath(new_tree).flags
-                where = f"the call to {callee} in {name} ({f.patch.new_path})"
-                out = _gate(out, side, reach.kernels, where, fresh, flags, ctx)
+            followed += 1
+            side, path, gates = (
+                (new_side, f.patch.new_path, now) if now else (old_side, f.patch.old_path, was)
+            )
+            reach = side.reach_call(path, name, callee)
+            if not reach.kernels:
+                continue
+            fresh = sorted({t for g in gates - was for t in g} or {t for g in gates for t in g})
+            path = f.patch.new_path or ""
+            if path not in flags:
+                flags[path] = LaunchPath(new_tree).flags
+            where = f"the call to {callee} in {name} ({path})"
+            out = _gate(out, side, reach.kernels, where, fresh, flags[path], ctx)
     return out
 
 
