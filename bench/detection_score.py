@@ -285,6 +285,12 @@ DISPUTED: dict[tuple[str, str], str] = {
     "is a rewrite with the old kernel kept (the rule for a Triton -> DSL port)"
     for key, why in KNOWN_MISSES.items()
     if why == _PORT_BESIDE
+} | {
+    ("InternLM-lmdeploy-c2e715809dc7", "toolchain: torchvision"): (
+        "torchvision compiles and runs no kernel of the repository (its pin moves with torch's, "
+        "which is reported); the toolchain is the compilers and runtimes kernels are built or "
+        "run with, so the label should not count it"
+    ),
 }
 
 
