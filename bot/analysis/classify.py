@@ -82,11 +82,13 @@ def analyze_diff(
     from bot.analysis.controls.async_timing import add_async_timing
     from bot.analysis.controls.lane_primitives import add_lane_primitives
     from bot.analysis.reach.branches import add_branches
+    from bot.analysis.reach.call_gates import call_gates
     from bot.analysis.reach.decorator_reads import decorator_reads
     from bot.analysis.reach.helpers import fold_helpers
     from bot.analysis.reach.host_cpp import host_changes
     from bot.analysis.reach.import_gates import import_gates
     from bot.analysis.reach.loader_calls import loader_launches
+    from bot.analysis.reach.predicates import predicate_gates
 
     skipped = list(parsed.skipped)
     sides: list[FileSides] = []
@@ -136,6 +138,8 @@ def analyze_diff(
     changes = add_async_timing(changes, ctx)
     changes = add_branches([_with_policy(c, policy) for c in changes], ctx, policy)
     changes = import_gates(changes, ctx)
+    changes = call_gates(changes, ctx)
+    changes = predicate_gates(changes, ctx)
     changes = [_unrecognised(c, sides) for c in changes]
     changes.sort(key=lambda c: (c.path, _first_line(c)))
     moved = [c for c in changes if c.kind == "moved"]

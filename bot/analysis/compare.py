@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
@@ -59,6 +60,34 @@ def _changed_lines(lines: PatchLines, old: KernelDef | None, new: KernelDef | No
                 continue
             out.append(t)
     return out
+
+
+_TOKEN = re.compile(r"[A-Za-z_]\w*|\S")
+
+
+def renamed_only(gone: Sequence[str], came: Sequence[str]) -> bool:
+    """Whether the added lines are the removed ones with names renamed one for one throughout
+    (``l`` to ``l_i`` on every line that has it), each new name fresh: what the diff's lines
+    show of a local renamed, when the whole files are not at hand."""
+    if not gone or len(gone) != len(came):
+        return False
+    mapping: dict[str, str] = {}
+    for a, b in zip(gone, came, strict=True):
+        ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+        if len(ta) != len(tb):
+            return False
+        for x, y in zip(ta, tb, strict=True):
+            if x == y:
+                continue
+            if not (x[0].isalpha() or x[0] == "_") or not (y[0].isalpha() or y[0] == "_"):
+                return False
+            if mapping.setdefault(x, y) != y:
+                return False
+    if not mapping or len(set(mapping.values())) != len(mapping):
+        return False
+    before = {x for a in gone for x in _TOKEN.findall(a)}
+    after = {y for b in came for y in _TOKEN.findall(b)}
+    return not (set(mapping.values()) & before) and not (set(mapping) & after)
 
 
 def _configs_changed(old: KernelDef, new: KernelDef) -> bool:
@@ -125,8 +154,13 @@ def compare_kernels(
     changed = _changed_lines(lines, old, new) if lines is not None else []
     if old.digest is not None and new.digest is not None:
         differs = old.digest != new.digest
-    else:
-        differs = bool(changed)
+    else:  # the diff's lines only
+        gone = lines.removed.within(old.line_start, old.line_end) if lines is not None else []
+        came = lines.added.within(new.line_start, new.line_end) if lines is not None else []
+        differs = bool(changed) and not renamed_only(
+            [t for t in gone if t.strip() and not t.strip().startswith(("#", "//"))],
+            [t for t in came if t.strip() and not t.strip().startswith(("#", "//"))],
+        )
     body = False
     if differs:
         real = [t for t in changed if t.strip() and not t.strip().startswith(("#", "//"))]

@@ -50,6 +50,10 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
     out = []
     for name, language in sorted(set(olds) & set(news)):
         a, b = olds[(name, language)], news[(name, language)]
+        if all(x.value_digest for x in a + b) and sorted(x.value_digest or "" for x in a) == sorted(
+            x.value_digest or "" for x in b
+        ):
+            continue  # the same values launched, whatever the text
         grid_changed = sorted((x.grid, x.args) for x in a) != sorted((x.grid, x.args) for x in b)
         t_old: dict[str, str] = {}
         t_new: dict[str, str] = {}

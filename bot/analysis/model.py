@@ -123,6 +123,9 @@ class LaunchSite(Frozen):
     # what of the host function decides the launch (Python: its backward slice, less tuning
     # lines; C++: the function less its tuning lines)
     wrapper_digest: str | None = None
+    # the grid, arguments and options as values (``launch_values``): equal on both sides, the
+    # launch is the same whatever its text
+    value_digest: str | None = None
 
 
 class FileScan(Frozen):

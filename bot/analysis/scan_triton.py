@@ -10,8 +10,10 @@ module-level name, a ``+`` of lists or a no-argument helper that returns a list,
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import re
+from collections.abc import Iterator
 
 from bot.analysis.languages import (
     MARKER_WORDS,
@@ -21,6 +23,7 @@ from bot.analysis.languages import (
     kernel_like,
 )
 from bot.analysis.launch_slice import FunctionSlices
+from bot.analysis.launch_values import LaunchValues
 from bot.analysis.model import (
     MAX_PER_FILE,
     FileScan,
@@ -40,6 +43,33 @@ from bot.analysis.triton_config import Autotune, _dotted, _literal
 
 _LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without a DSL's name or this, no kernels
 _DSL_HINT = re.compile("|".join((*MARKER_WORDS, "__global__")))
+
+
+@contextlib.contextmanager
+def _canonical_locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[None]:
+    """Within the block, ``func``'s local variables (names it assigns, less its parameters and
+    those it declares ``global``/``nonlocal``) are named ``_v0``, ``_v1``, ... in the order they
+    first appear: two kernels that differ only by a local renamed throughout (``l`` to ``l_i``)
+    compile to the same program, and read the same here. The names are put back on exit (no
+    copy of the tree)."""
+    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    names = [n for s in func.body for n in ast.walk(s) if isinstance(n, ast.Name)]
+    declared = {
+        n for s in func.body for x in ast.walk(s) if isinstance(x, (ast.Global, ast.Nonlocal))
+        for n in x.names
+    }  # fmt: skip
+    order: dict[str, str] = {}
+    for n in names:
+        if isinstance(n.ctx, (ast.Store, ast.Del)) and n.id not in params | declared:
+            order.setdefault(n.id, f"_v{len(order)}")
+    swapped = [(n, n.id) for n in names if n.id in order]
+    for n, name in swapped:
+        n.id = order[name]
+    try:
+        yield
+    finally:
+        for n, name in swapped:
+            n.id = name
 
 
 # ------------------------------------------------------------------------------ whole files
@@ -145,6 +175,7 @@ class _Reader:
         self._wrappers: dict[int, tuple[dict[str, str], int, int]] = {}  # by the node's id
         self._locals: dict[int, dict[str, ast.expr]] = {}  # by the node's id
         self._slices: dict[int, FunctionSlices] = {}  # by the host function's id
+        self._values: dict[int, LaunchValues] = {}
         for node in tree.body:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -379,6 +410,11 @@ class _Reader:
         stripped.body = body
         if language == "tilelang" and around is not None:
             stripped = around  # a prim_func is made by its factory: the factory is its code
+        with _canonical_locals(node):
+            code = digest([ast.unparse(stripped)])
+            code_without_defaults = digest([_signature_without_defaults(node.args)]) + digest(
+                [ast.unparse(s) for s in body]
+            )
         return KernelDef(
             language=language,
             name=node.name,
@@ -387,9 +423,8 @@ class _Reader:
             line_end=end,
             body_start=body[0].lineno,
             body_end=end,
-            digest=digest([ast.unparse(stripped)]),
-            digest_without_defaults=digest([_signature_without_defaults(node.args)])
-            + digest([ast.unparse(s) for s in body]),
+            digest=code,
+            digest_without_defaults=code_without_defaults,
             decorators=tuple(
                 ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
             ),
@@ -484,13 +519,16 @@ class _Reader:
             else:
                 args.append(f"{kw.arg or '**'}={text}")
         w_start = w_end = None
-        w_digest = None
+        w_digest = v_digest = None
         if wrapper is not None:
             w_tuning, w_start, w_end = self._wrapper(wrapper)
             tuning.update(w_tuning)
             if id(wrapper) not in self._slices:
                 self._slices[id(wrapper)] = FunctionSlices(wrapper, lambda t: not is_tuning_line(t))
             w_digest = self._slices[id(wrapper)].launch_digest(node, kernel)
+            if id(wrapper) not in self._values:
+                self._values[id(wrapper)] = LaunchValues(wrapper)
+            v_digest = self._values[id(wrapper)].digest(node)
         return LaunchSite(
             kernel=kernel,
             language=self._launch_language(node, wrapper),
@@ -503,6 +541,7 @@ class _Reader:
             wrapper_start=w_start,
             wrapper_end=w_end,
             wrapper_digest=w_digest,
+            value_digest=v_digest,
         )
 
 

@@ -176,4 +176,6 @@ def test_follow_a_class_per_method_to_ops_and_kernels():
     assert {(o.extension.name, o.name) for o in before["forward"].ops} == {
         ("quant_cuda", "vecquant4matmul")
     }
-    assert after["forward"].kernels == {"mm_kernel"}  # not the backward's kernel
+    # apply runs the backward too, kept apart as its role: forward pairs with forward
+    assert after["forward"].forward().kernels == {"mm_kernel"}
+    assert after["forward"].back_kernels == {"mm_t_kernel"}

@@ -36,6 +36,9 @@ VENDORS: dict[str, tuple[str, ...]] = {
     "ascend": ("npu", "ascend"),
     "cambricon": ("mlu",),
     "moore threads": ("musa",),
+    "iluvatar": ("iluvatar", "corex"),
+    "hygon": ("hygon", "dcu"),
+    "metax": ("metax", "maca"),
     "apple": ("mps",),
 }
 _DEVICE_WORDS = "|".join(w for v, words in VENDORS.items() if v != "nvidia" for w in words)
@@ -46,6 +49,8 @@ VENDOR = re.compile(
     r"USE_ROCM|BNB_HIP|__HIP_PLATFORM_AMD__|__HIPCC__|__HIP__|__AMDGCN_WAVEFRONT_SIZE|__GFX\w*|"
     r"warp_size|WARP_SIZE|WARP_THREADS|hipDeviceAttributeWarpSize)\b"
     rf"|[\"'](?:{_DEVICE_WORDS})[\"']"
+    # a member of a vendor enum: ``gpu_vendor == GPUVendor.Iluvatar``
+    rf"|\b\w*(?:Vendor|VENDOR|vendor)\w*\s*\.\s*(?i:{_ALL_WORDS})\b"
 )
 
 # The same words for ``git grep -E`` (no Python-only syntax): a file of the diff that tests a
@@ -106,9 +111,10 @@ def add_branches(
     return out
 
 
-def test_kinds(text: str) -> list[str]:
-    """``vendor`` and / or ``arch``: what a test as written chooses by."""
-    return _kinds(text, {"vendor": set(), "arch": set()})
+def test_kinds(text: str, flags: dict[str, set[str]] | None = None) -> list[str]:
+    """``vendor`` and / or ``arch``: what a test as written chooses by; ``flags``: a module's
+    names made of such tests (``LaunchPath.flags``)."""
+    return _kinds(text, flags or {"vendor": set(), "arch": set()})
 
 
 def _kinds(text: str, flags: dict[str, set[str]]) -> list[str]:
@@ -140,6 +146,7 @@ class LaunchPath:
                     for kind in _kinds(ast.unparse(value), self.flags):
                         self.flags[kind].add(name)
         self.tree = tree
+        self.def_tests = _def_tests(tree.body, ())
         self._tests_of: dict[int, list[tuple[str, str, int]]] = {}  # by the region's id
         self._index()
 
@@ -212,6 +219,12 @@ class LaunchPath:
         for name in sorted(self.module_handed.get(kernel, set())):
             for f in self.funcs.get(name, []):
                 add(name, f)
+        # a helper the body calls, defined twice under a module-level test (``if cap[0] >= 8:
+        # def _convert(...)`` / ``else: def _convert(...)``): the test picks the kernel's code
+        for k in self.funcs.get(kernel, []):
+            for name in sorted(self.refs.get(id(k), set()) & self.def_tests.keys()):
+                for test in self.def_tests[name]:
+                    add(f"the definition of {name}", test)
         # one level down: what those regions call or read from the module
         for _where, node in list(regions):
             refs = self.refs.get(id(node))
@@ -271,6 +284,22 @@ class LaunchPath:
             found += [(kind, text, getattr(test, "lineno", 0)) for kind in _kinds(text, self.flags)]
         self._tests_of[id(region)] = found
         return found
+
+
+def _def_tests(body: list[ast.stmt], tests: tuple[ast.expr, ...]) -> dict[str, list[ast.expr]]:
+    """The functions a module defines under ``if`` tests, with those tests."""
+    out: dict[str, list[ast.expr]] = {}
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and tests:
+            out.setdefault(stmt.name, []).extend(tests)
+        elif isinstance(stmt, ast.If):
+            for block in (stmt.body, stmt.orelse):
+                for name, found in _def_tests(block, (*tests, stmt.test)).items():
+                    out.setdefault(name, []).extend(t for t in found if t not in out.get(name, []))
+        elif isinstance(stmt, (ast.Try, ast.With)):
+            for name, found in _def_tests(stmt.body, tests).items():
+                out.setdefault(name, []).extend(found)
+    return out
 
 
 def _last(node: ast.AST) -> str | None:

@@ -116,7 +116,8 @@ def _refs(func: Func, names: _Names, path: str = "") -> set[str]:
     return out
 
 
-def _functions(tree: ast.Module) -> dict[str, Func]:
+def functions(tree: ast.Module) -> dict[str, Func]:
+    """A module's functions and its classes' methods, by ``f`` / ``Cls.m``."""
     out: dict[str, Func] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -150,7 +151,7 @@ def role_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
         if old_tree is None or new_tree is None:
             continue
         old_names, new_names = _Names(old_tree), _Names(new_tree)
-        old_funcs, new_funcs = _functions(old_tree), _functions(new_tree)
+        old_funcs, new_funcs = functions(old_tree), functions(new_tree)
         gone_funcs = [f for n, f in old_funcs.items() if n not in new_funcs]
         new_only = [f for n, f in new_funcs.items() if n not in old_funcs]
         gone = set().union(*(_refs(f, old_names) for f in gone_funcs)) if gone_funcs else set()

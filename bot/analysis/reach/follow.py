@@ -6,7 +6,8 @@ from ``qlinear_triton`` instead of ``qlinear``, an op binding takes ``triton.ops
 instead of ``inference_module.qkv_gemm_fp16``, a module imports ``triton_kernels as backend``
 instead of ``sputnik_backend as backend``. Each name is followed through the files of its side
 (imports, module-level and function-local, relative ones too; ``self.method``; a class's
-methods; an autograd Function's ``apply``, which runs its ``forward``) to what it launches
+methods; an autograd Function's ``apply``, which runs its ``forward`` and, differentiated, its
+``backward``) to what it launches
 (``kernel[grid](...)``) and to the extension ops it calls (``reach.extensions``), a few calls
 deep and a bounded number of files. A class is followed per method: its ``forward`` and its
 ``backward`` are roles of their own, so a switch pairs forward with forward.
@@ -43,10 +44,19 @@ class Op:
 class Reach:
     kernels: set[str] = field(default_factory=set)  # Python kernels launched
     ops: set[Op] = field(default_factory=set)
+    # of those, what only an autograd Function's backward reaches (its role is backward)
+    back_kernels: set[str] = field(default_factory=set)
+    back_ops: set[Op] = field(default_factory=set)
 
     def add(self, other: Reach) -> None:
         self.kernels |= other.kernels
         self.ops |= other.ops
+        self.back_kernels |= other.back_kernels
+        self.back_ops |= other.back_ops
+
+    def forward(self) -> Reach:
+        """What runs in the forward role: all but what only a backward reaches."""
+        return Reach(kernels=self.kernels - self.back_kernels, ops=self.ops - self.back_ops)
 
 
 def module_of(path: str) -> str:
@@ -251,6 +261,22 @@ class Side:
         op = self.extension_op(qualified, mod)
         return {"": Reach(ops={op})} if op is not None else {}
 
+    def reach_call(self, path: str, func: str, called: str) -> Reach:
+        """What the call ``called`` (as written, ``mod.f`` / ``self.m`` / ``f``) made in the
+        function ``func`` (``f`` / ``Cls.m``) of the module at ``path`` reaches."""
+        mod = self.module(path)
+        node = mod.defs.get(func) if mod is not None else None
+        if mod is None or node is None or isinstance(node, ast.ClassDef):
+            return Reach()
+        cls = func.split(".")[0] if "." in func else None
+        out = Reach()
+        local = imports_in(node.body, mod.path)
+        head, dot, rest = called.partition(".")
+        for alias in _chosen(node).get(head, [head]):
+            for qualified in self._resolve(mod, alias + dot + rest, local, cls):
+                out.add(self._reach_of(mod, qualified, _DEPTH, set()))
+        return out
+
     def _walk(self, mod: _Module, name: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
         out = Reach()
         key = (mod.path, name)
@@ -298,6 +324,19 @@ class Side:
             return [called]
         return []
 
+    def _applied(self, mod: _Module, cls: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
+        """``Fn.apply(...)`` of an autograd Function: its ``forward`` runs, and its ``backward``
+        when the result is differentiated (both launch at the call)."""
+        out = Reach()
+        if f"{cls}.forward" in mod.defs:
+            out.add(self._walk(mod, f"{cls}.forward", depth - 1, seen))
+        if f"{cls}.backward" in mod.defs:
+            back = self._walk(mod, f"{cls}.backward", depth - 1, seen)
+            out.back_kernels |= back.kernels - out.kernels
+            out.back_ops |= back.ops - out.ops
+            out.add(back)
+        return out
+
     def _reach_of(
         self, mod: _Module, qualified: str, depth: int, seen: set[tuple[str, str]]
     ) -> Reach:
@@ -309,7 +348,7 @@ class Side:
             if name in mod.kernels:
                 return Reach(kernels={name})
             if name.endswith(".apply") and name[: -len(".apply")] in mod.defs:
-                name = name[: -len(".apply")] + ".forward"  # an autograd Function runs forward
+                return self._applied(mod, name[: -len(".apply")], depth, seen)
             if name in mod.defs:
                 return self._walk(mod, name, depth - 1, seen)
         op = self.extension_op(qualified)
@@ -322,7 +361,7 @@ class Side:
         if name in other.kernels:
             return Reach(kernels={name})
         if name.endswith(".apply") and name[: -len(".apply")] in other.defs:
-            name = name[: -len(".apply")] + ".forward"
+            return self._applied(other, name[: -len(".apply")], depth, seen)
         if name in other.defs:
             return self._walk(other, name, depth - 1, seen)
         return Reach()

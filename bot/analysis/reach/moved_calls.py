@@ -49,7 +49,7 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
         before: dict[str, Reach] = {}
         kept: dict[str, bool] = {}
         for name in sorted(gone):
-            for role, reach in old.follow(name.lstrip("~")).items():
+            for role, reach in _roles(old.follow(name.lstrip("~"))):
                 if reach.ops:
                     before.setdefault(role, Reach()).add(reach)
                     kept[role] = kept.get(role, False) or name.startswith("~")
@@ -57,7 +57,7 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
             continue
         after: dict[str, Reach] = {}
         for name in sorted(added):
-            for role, reach in new.follow(name).items():
+            for role, reach in _roles(new.follow(name)):
                 after.setdefault(role, Reach()).add(reach)
         for role in sorted(before):
             kernels = after.get(role, Reach()).kernels
@@ -72,6 +72,18 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
                     kept=kept[role],
                 )
             )
+    return out
+
+
+def _roles(found: dict[str, Reach]) -> list[tuple[str, Reach]]:
+    """Each role's reach, what an autograd Function's ``apply`` reaches only through its
+    ``backward`` split off as a role of its own, so that backward pairs with backward."""
+    out = []
+    for role, reach in found.items():
+        out.append((role, reach.forward()))
+        if reach.back_kernels or reach.back_ops:
+            back = Reach(kernels=set(reach.back_kernels), ops=set(reach.back_ops))
+            out.append((f"{role}.backward" if role else "backward", back))
     return out
 
 

@@ -1,0 +1,236 @@
+"""What a launch passes, as values: each grid and argument expression with the host function's
+own assignments substituted, under the tests that reach it.
+
+``BLOCK_SIZE_K=BLOCK_SIZE_K_X`` where ``BLOCK_SIZE_K_X`` is ``64 if K <= 64 else 32`` and
+``BLOCK_SIZE_K=BLOCK_SIZE_K`` where ``BLOCK_SIZE = 64 if K <= 64 else 32; BLOCK_SIZE_K =
+BLOCK_SIZE`` launch the same values from the same inputs; as text they differ. A function is read
+once, top to bottom: an assignment binds its name to its value with the names known so far
+substituted, an ``if`` binds each name it assigns on either side to ``a if test else b``, a name
+assigned in a loop or bound any other way stays opaque (``name__opaque<k>``), and a launch records its
+grid, arguments and launch options so substituted, with the tests around it and the calls before
+it that may change an argument in place (``out.zero_()``, ``fill(out)``). Two launches with the
+same record launch the same values. A function whose record grows past a bound gets none (the
+launch is then compared as text, as before).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from bot.analysis.text import digest
+
+Func = ast.FunctionDef | ast.AsyncFunctionDef
+_MAX_TEXT = 4000  # characters of one substituted expression
+_Env = dict[str, str]  # name -> its value as text
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _subst(expr: ast.expr, env: _Env) -> str:
+    """``expr`` as text with each name ``env`` knows written as its value (in parentheses). The
+    names are swapped in place and put back, which costs no copy of the tree."""
+    swapped = []
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in env:
+            swapped.append((n, n.id))
+            n.id = f"({env[n.id]})"
+    try:
+        text = ast.unparse(expr)
+    finally:
+        for n, name in swapped:
+            n.id = name
+    return _norm(text)
+
+
+def _norm(text: str) -> str:
+    """``text`` parsed and written again: ``((64) if ((k) <= 64) else (32))`` and ``64 if k <=
+    64 else 32`` read the same."""
+    if len(text) > _MAX_TEXT:
+        raise _TooBig
+    try:
+        return ast.unparse(ast.parse(text, mode="eval"))
+    except (SyntaxError, ValueError):
+        return text
+
+
+def _names(target: ast.expr) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+class LaunchValues:
+    """One host function's launches, each as its substituted record (by the call's id)."""
+
+    def __init__(self, func: Func) -> None:
+        self.records: dict[int, str] = {}
+        self._seen: dict[str, int] = {}
+        args = func.args
+        positional = [*args.posonlyargs, *args.args]
+        pairs = [
+            *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+        ]
+        pairs += [
+            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+        ]
+        self._defaults = [f"{a.arg}={ast.unparse(d)}" for a, d in pairs]
+        try:
+            self._block(func.body, {}, (), [])
+        except (_TooBig, RecursionError):
+            self.records = {}
+
+    def _opaque(self, name: str) -> str:
+        """A value not followed: the ``k``-th such binding of ``name`` (a count, not a line,
+        so that code moved by lines added above it reads the same)."""
+        self._seen[name] = self._seen.get(name, 0) + 1
+        return f"{name}__opaque{self._seen[name]}"
+
+    def digest(self, launch: ast.Call) -> str | None:
+        text = self.records.get(id(launch))
+        return digest([text]) if text is not None else None
+
+    # -------------------------------------------------------------------------------- walk
+
+    def _block(
+        self, body: list[ast.stmt], env: _Env, tests: tuple[str, ...], effects: list[str]
+    ) -> _Env:
+        for stmt in body:
+            env = self._stmt(stmt, env, tests, effects)
+        return env
+
+    def _stmt(self, stmt: ast.stmt, env: _Env, tests: tuple[str, ...], effects: list[str]) -> _Env:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return {k: v for k, v in env.items() if k != stmt.name}
+        self._launches(stmt, env, tests, effects)
+        if isinstance(stmt, ast.Assign):
+            value = _subst(stmt.value, env)
+            env = dict(env)
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    env[target.id] = value
+                elif (
+                    isinstance(target, (ast.Tuple, ast.List))
+                    and isinstance(stmt.value, (ast.Tuple, ast.List))
+                    and len(target.elts) == len(stmt.value.elts)
+                ):
+                    for t, v in zip(target.elts, stmt.value.elts, strict=True):
+                        for n in _names(t):
+                            env[n] = _subst(v, env) if isinstance(t, ast.Name) else self._opaque(n)
+                else:
+                    for n in _names(target):
+                        env[n] = self._opaque(n)
+                    self._effect(target, env, effects)
+            return env
+        if isinstance(stmt, ast.AugAssign):
+            env = dict(env)
+            if isinstance(stmt.target, ast.Name):
+                now = env.get(stmt.target.id, stmt.target.id)
+                op = ast.unparse(ast.BinOp(left=ast.Name("a"), op=stmt.op, right=ast.Name("b")))
+                env[stmt.target.id] = _norm(f"({now}) {op[2:-2]} ({_subst(stmt.value, env)})")
+            else:
+                self._effect(stmt.target, env, effects)
+            return env
+        if isinstance(stmt, ast.AnnAssign):
+            env = dict(env)
+            if isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                env[stmt.target.id] = _subst(stmt.value, env)
+            return env
+        if isinstance(stmt, ast.If):
+            text = _subst(stmt.test, env)
+            yes = self._block(stmt.body, dict(env), (*tests, text), effects)
+            no = self._block(stmt.orelse, dict(env), (*tests, f"not ({text})"), effects)
+            merged = dict(env)
+            for name in yes.keys() | no.keys():
+                a, b = yes.get(name, name), no.get(name, name)
+                merged[name] = a if a == b else _norm(f"({a}) if ({text}) else ({b})")
+            return merged
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            assigned = {
+                n for s in stmt.body + stmt.orelse for sub in ast.walk(s)
+                for n in (_names(sub.target) if isinstance(sub, (ast.For, ast.AsyncFor)) else
+                          [t.id for t in getattr(sub, "targets", [])
+                           if isinstance(t, ast.Name)] +
+                          ([sub.target.id] if isinstance(sub, (ast.AugAssign, ast.AnnAssign))
+                           and isinstance(sub.target, ast.Name) else []))
+            }  # fmt: skip
+            if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                assigned |= set(_names(stmt.target))
+                head = f"for {ast.unparse(stmt.target)} in {_subst(stmt.iter, env)}"
+            else:
+                head = f"while {_subst(stmt.test, env)}"
+            inner = {k: v for k, v in env.items() if k not in assigned}
+            inner |= {n: self._opaque(n) for n in assigned}
+            self._block(stmt.body, inner, (*tests, head), effects)
+            self._block(stmt.orelse, dict(inner), tests, effects)
+            return {**env, **{n: self._opaque(n) for n in assigned}}
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            env = dict(env)
+            inside = tests  # ``with torch.cuda.device(x):`` decides where the launches run
+            for item in stmt.items:
+                inside = (*inside, f"with {_subst(item.context_expr, env)}")
+                if item.optional_vars is not None:
+                    for n in _names(item.optional_vars):
+                        env[n] = self._opaque(n)
+            return self._block(stmt.body, env, inside, effects)
+        if isinstance(stmt, ast.Try):
+            env = self._block(stmt.body, dict(env), tests, effects)
+            for h in stmt.handlers:
+                self._block(h.body, dict(env), (*tests, "except"), effects)
+            env = self._block(stmt.orelse, env, tests, effects)
+            return self._block(stmt.finalbody, env, tests, effects)
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and not isinstance(stmt.value.func, ast.Subscript)  # a launch changes no name
+        ):
+            call = stmt.value
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+                self._effect(call.func.value, env, effects, call)  # ``out.zero_()``
+            for a in call.args:
+                if isinstance(a, ast.Name):
+                    self._effect(a, env, effects, call)  # ``fill(out)``
+        return env
+
+    def _effect(
+        self, target: ast.expr, env: _Env, effects: list[str], call: ast.Call | None = None
+    ) -> None:
+        root = target
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(root, ast.Name):
+            what = call if call is not None else target
+            effects.append(f"{root.id}: {_subst(what, env)}")
+
+    def _launches(
+        self, stmt: ast.stmt, env: _Env, tests: tuple[str, ...], effects: list[str]
+    ) -> None:
+        if isinstance(
+            stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
+        ):
+            return  # the launches in its blocks are read when the walk reaches them
+        for sub in ast.walk(stmt):
+            if not isinstance(sub, ast.Call):
+                continue
+            func = sub.func
+            launch = isinstance(func, ast.Subscript) or (
+                isinstance(func, ast.Attribute)
+                and func.attr == "launch"
+                and isinstance(func.value, ast.Call)
+            )
+            if not launch:
+                continue
+            if isinstance(func, ast.Subscript):
+                grid, call = _subst(func.slice, env), sub
+                options = sub.keywords
+            else:
+                assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)
+                call = func.value
+                grid = ", ".join(f"{k.arg}={_subst(k.value, env)}" for k in sub.keywords)
+                options = call.keywords
+            args = [_subst(a, env) for a in call.args]
+            args += [f"{k.arg or '**'}={_subst(k.value, env)}" for k in options]
+            reads = {n.id for n in ast.walk(sub) if isinstance(n, ast.Name)}
+            touched = sorted(e for e in effects if e.split(":", 1)[0] in reads)
+            self.records[id(sub)] = "\n".join(
+                [f"grid {grid}", *args, *(f"if {t}" for t in tests), *touched, *self._defaults]
+            )
