@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from checks.sweep.models import ShapeResult
 from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case
@@ -247,15 +248,8 @@ def test_crossover_a_a_at_two_microseconds_is_same_at_one_percent(tmp_path) -> N
     assert c.verdict == "SAME", (c.shape, c.ratio, c.ci_low, c.ci_high, c.notes)
 
 
-def test_work_a_graph_does_not_capture_is_timed_eagerly(tmp_path) -> None:
-    """A kernel launched on the legacy default stream (bitsandbytes' quantize ops) is not in a
-    graph captured on another stream: replays took 0.007 us for 5.2 us of work, and identical
-    code read 1.09-1.92x apart. The sweep sees the replay time fall short of the eager call's,
-    says so, and times the case eagerly: a plausible time, and SAME (2^22 elements, about 15 us
-    a call, under the 50 us below which graphs are chosen; at 2^16, 2 us a call, eager timing
-    read identical code INCONCLUSIVE at 3% on the H200)."""
-    case = Case(kernel="legacy_stream", bench="gpu_kernels:legacy_stream", dims=(2**22,),
-                dtype="float32", tolerance=0.05)  # fmt: skip
+def _stand_in_case(case: Case, tmp_path) -> ShapeResult:
+    """``case`` swept on the GPU stand-ins (base against head), its one result."""
     opts = SweepOptions(
         device="cuda",
         timeouts=Timeouts(prepare_s=120, block_s=30),
@@ -271,7 +265,19 @@ def test_work_a_graph_does_not_capture_is_timed_eagerly(tmp_path) -> None:
         options=opts,
         work_dir=tmp_path / "work",
     )
-    c = result.cases[0]
+    return result.cases[0]
+
+
+def test_work_a_graph_does_not_capture_is_timed_eagerly(tmp_path) -> None:
+    """A kernel launched on the legacy default stream (bitsandbytes' quantize ops) is not in a
+    graph captured on another stream: replays took 0.007 us for 5.2 us of work, and identical
+    code read 1.09-1.92x apart. The sweep sees the replay time fall short of the eager call's,
+    says so, and times the case eagerly: a plausible time, and SAME (2^22 elements, about 15 us
+    a call, under the 50 us below which graphs are chosen; at 2^16, 2 us a call, eager timing
+    read identical code INCONCLUSIVE at 3% on the H200)."""
+    case = Case(kernel="legacy_stream", bench="gpu_kernels:legacy_stream", dims=(2**22,),
+                dtype="float32", tolerance=0.05)  # fmt: skip
+    c = _stand_in_case(case, tmp_path)
     assert c.status == "ok", c.message
     assert c.mode in ("eager", "eager-noflush", "kernels", "kernels-noflush"), (c.mode, c.notes)
     assert any("did not capture" in n for n in c.notes), c.notes
@@ -286,22 +292,7 @@ def test_a_call_that_waits_for_the_gpu_is_timed_by_its_busy_time(tmp_path) -> No
     the host's 0.3 ms), and identical code reads SAME."""
     case = Case(kernel="waits_inside", bench="gpu_kernels:waits_inside", dims=(2**22,),
                 dtype="float32", tolerance=0.03)  # fmt: skip
-    opts = SweepOptions(
-        device="cuda",
-        timeouts=Timeouts(prepare_s=120, block_s=30),
-        max_gpu_seconds=300,
-        ceilings_cache_dir=str(tmp_path / "cache"),
-    )
-    result = run_sweep(
-        [case],
-        base_root=GPU / "base",
-        head_root=GPU / "head",
-        base_rev="b" * 40,
-        head_rev="h" * 40,
-        options=opts,
-        work_dir=tmp_path / "work",
-    )
-    c = result.cases[0]
+    c = _stand_in_case(case, tmp_path)
     assert c.status == "ok", c.message
     assert c.mode in ("kernels", "kernels-noflush"), (c.mode, c.notes)
     assert any("busy time" in n for n in c.notes), c.notes
