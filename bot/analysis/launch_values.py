@@ -186,9 +186,9 @@ class LaunchValues:
             call = stmt.value
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
                 self._effect(call.func.value, env, effects, call)  # ``out.zero_()``
-            for a in call.args:
-                if isinstance(a, ast.Name):
-                    self._effect(a, env, effects, call)  # ``fill(out)``
+            for arg in call.args:
+                if isinstance(arg, ast.Name):
+                    self._effect(arg, env, effects, call)  # ``fill(out)``
         return env
 
     def _effect(

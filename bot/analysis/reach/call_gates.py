@@ -129,6 +129,8 @@ def _gates(
             side, path, gates = (
                 (new_side, f.patch.new_path, now) if now else (old_side, f.patch.old_path, was)
             )
+            if path is None:  # the file is gone on that side: nothing there to reach
+                continue
             reach = side.reach_call(path, name, callee)
             if not reach.kernels:
                 continue
