@@ -34,6 +34,9 @@ def _share_module_fixtures(items: list[pytest.Item]) -> None:
                 break
 
 
+# before pytest-xdist's own hook, which reads the groups into the tests' ids (it ran first, and
+# each worker built a module's shared set-up again: the local loop's sweep three times)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _share_module_fixtures(items)
     if _have_gpu():
