@@ -634,6 +634,28 @@ def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(tmp_p
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(runs)), runs
 
 
+# an autotuned Triton kernel and its bench entry; the checkout's text before it defines CONFIGS,
+# the benchmarker BENCHMARKER and the autotuner's pre-hook _hook
+SCALE_ENTRY = """
+@triton.autotune(configs=CONFIGS, key=["n"], do_bench=BENCHMARKER, pre_hook=_hook)
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2.0, mask=i < n)
+
+
+def scale(shape, dtype, *, device="cpu", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).to(getattr(torch, dtype))
+    out = torch.empty_like(x)
+
+    def fn():
+        scale_kernel[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, out, x.numel())
+        return out
+
+    return {"fn": fn, "reference": lambda: x * 2, "bytes_moved": 2 * x.nbytes, "flops": x.numel()}
+"""
+
 TUNED_BENCH = """
 import time
 
@@ -656,24 +678,7 @@ def _hook(kwargs, reset_only=False):
     PICKED.append(kwargs["BLOCK"])
 
 
-@triton.autotune(configs=CONFIGS, key=["n"], do_bench=_by_block, pre_hook=_hook)
-@triton.jit
-def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2.0, mask=i < n)
-
-
-def scale(shape, dtype, *, device="cpu", seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(shape, generator=g).to(getattr(torch, dtype))
-    out = torch.empty_like(x)
-
-    def fn():
-        scale_kernel[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, out, x.numel())
-        return out
-
-    return {"fn": fn, "reference": lambda: x * 2, "bytes_moved": 2 * x.nbytes, "flops": x.numel()}
-"""
+""" + SCALE_ENTRY.replace("BENCHMARKER", "_by_block")
 
 
 def test_the_sweep_records_which_config_each_autotuner_ran(tmp_path: Path) -> None:
@@ -791,24 +796,7 @@ def _hook(kwargs, reset_only=False):
         f.write(f"{SIDE} {os.getpid()} {kwargs['BLOCK']}\\n")
 
 
-@triton.autotune(configs=CONFIGS, key=["n"], do_bench=_luck, pre_hook=_hook)
-@triton.jit
-def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2.0, mask=i < n)
-
-
-def scale(shape, dtype, *, device="cpu", seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(shape, generator=g).to(getattr(torch, dtype))
-    out = torch.empty_like(x)
-
-    def fn():
-        scale_kernel[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, out, x.numel())
-        return out
-
-    return {"fn": fn, "reference": lambda: x * 2, "bytes_moved": 2 * x.nbytes, "flops": x.numel()}
-"""
+""" + SCALE_ENTRY.replace("BENCHMARKER", "_luck")
 
 
 def test_identical_autotuned_code_times_the_config_base_picked_from_the_second_pass(
