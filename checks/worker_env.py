@@ -247,6 +247,9 @@ class WorkerFailure(Exception):
         self.worker = worker  # the failing worker's name, where several run one side
         # the side whose worker held the GPU lock this one waited for, when that one hung
         self.waited_on: Literal["base", "head", ""] = ""
+        # a timeout's: when (time.monotonic()) it was killed holding the GPU lock; None when
+        # it did not hold it then
+        self.held_lock_at: float | None = None
 
     @property
     def needs_restart(self) -> bool:

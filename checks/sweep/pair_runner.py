@@ -548,17 +548,23 @@ class PairRunner:
         """Both sides' check on ``pair`` side by side: each answer or failure. When both time
         out, one hung in its first call holding the GPU lock and the other waited for it
         (``checks.worker.exclusive``): from the pids the lock file names, the hung one's
-        failure says so and the waiter's names the side it waited on (``waited_on``)."""
-        pids = [w.proc.pid if w.proc is not None else None for w in pair]
+        failure says so and the waiter's names the side it waited on (``waited_on``). Which
+        one held it is read as each is killed (``held_lock_at``): the waiter may take the lock
+        once the hung one is killed, and let it go (emptying the file) or be killed holding it
+        before its own time runs out; the one killed holding it first hung."""
+        pids = [w.pid for w in pair]
         if case.key in self.tuned:
             return self._checks_pinned(case, pair)
         got: list[Any] = in_parallel([lambda w=w: self._check_one(w, case) for w in pair])
         timed_out = [isinstance(a, WorkerFailure) and a.kind == "timeout" for a in got]
         if all(timed_out):
-            held = exclusive.holders(pair[0].spec.lock_path)
-            first = next((p for p in held if p in pids), None)
-            if first is not None:
-                hung = pids.index(first)
+            named = sorted((a.held_lock_at, i) for i, a in enumerate(got) if a.held_lock_at)
+            if not named:  # neither held it as it was killed: the file says who did
+                held = exclusive.holders(pair[0].spec.lock_path)
+                first = next((p for p in held if p in pids), None)
+                named = [(0.0, pids.index(first))] if first is not None else []
+            if named:
+                hung = named[0][1]
                 waiter = got[1 - hung]
                 waiter.waited_on = pair[hung].spec.side
                 got[hung].message += (

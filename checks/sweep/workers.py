@@ -30,7 +30,7 @@ from bot.outputs import triton_key_dir
 from checks.procs.sandbox import kept_if_trusted, killed_at_memory_cap
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
-from checks.worker.exclusive import GPU_LOCK_ENV
+from checks.worker.exclusive import GPU_LOCK_ENV, holders
 from checks.worker.timing import ROUND_OPS
 from checks.worker_env import (
     WorkerFailure,
@@ -195,6 +195,7 @@ class WorkerClient:
         self.proc: subprocess.Popen[bytes] | Forked | None = None
         self.incarnation = 0
         self.spawned_at = 0.0  # time.monotonic() at the last spawn
+        self.worker_pid: int | None = None  # its own, said at its hello
         self.log_path: Path | None = None
         self._w: int | None = None
         self._r: int | None = None
@@ -237,6 +238,7 @@ class WorkerClient:
         make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
         self.spawned_at = time.monotonic()
         self.incarnation += 1
+        self.worker_pid = None
         logs = s.work_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"{s.name}-{self.incarnation}.log"
@@ -387,7 +389,21 @@ class WorkerClient:
         if not answer.get("ok"):
             kind = str(answer.get("kind") or "error")
             raise self._fail(kind, str(answer.get("error") or f"{op} failed"))
+        if op == "hello" and isinstance(answer.get("pid"), int):
+            self.worker_pid = answer["pid"]
         return answer
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's own process id, as it said at its hello: not the launcher's (a
+        sandbox's ``bwrap`` runs it as a child), which ``proc`` is."""
+        return self.worker_pid or (self.proc.pid if self.proc is not None else None)
+
+    def holds_lock(self) -> bool:
+        """Whether this worker holds its GPU's lock now: the lock file's last line names it
+        (those before it died holding the lock)."""
+        names = holders(self.spec.lock_path)
+        return bool(names) and names[-1] == self.pid
 
     def _read_line(self, op: str, timeout: float) -> dict[str, Any]:
         assert self._r is not None
@@ -398,10 +414,15 @@ class WorkerClient:
             now = time.monotonic()
             remaining = deadline - now
             if remaining <= 0:
+                # read before the kill: whether this worker hung holding the GPU lock (the
+                # other side's check may take it and let it go, emptying the file, after)
+                held = self.holds_lock()
                 self._kill()
-                raise self._fail(
+                failure = self._fail(
                     "timeout", f"{op} did not finish within {timeout:g}s; killed the worker"
                 )
+                failure.held_lock_at = time.monotonic() if held else None
+                raise failure
             if now >= poll_until:
                 ready, _, _ = select.select([self._r], [], [], remaining)
                 if not ready:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from checks.sweep.workers import (
     in_parallel,
     start_all,
 )
+from checks.worker import exclusive
 from checks.worker_env import scrubbed_env
 from tests.cxx_standin import write_ext_repo
 from tests.paths import DATA
@@ -97,6 +99,54 @@ def test_each_fault_has_its_kind_and_a_restart_recovers(
             os.killpg(first_pid, 0)  # the whole process group is gone
     _alive_after_restart(w)
     assert w.incarnation == 2
+
+
+def test_a_check_killed_while_holding_the_gpu_lock_says_so_and_a_waiter_does_not(
+    tmp_path: Path,
+) -> None:
+    """The parent blames the side whose first call hung holding the lock, not the one that
+    waited for it; which is which is read as each is killed, since the waiter may take the
+    lock and let it go (emptying the lock file) before its own time runs out."""
+
+    def worker(side: str, check_s: float) -> WorkerClient:
+        timeouts = FAST.model_copy(update={"check_s": check_s})
+        spec = WorkerSpec(
+            side=side, root=STANDINS / side, device="cpu", work_dir=tmp_path, timeouts=timeouts
+        )  # type: ignore[arg-type]
+        client = WorkerClient(spec)
+        client.start()
+        return client
+
+    hung, impatient, patient = worker("head", 4), worker("base", 1), worker("base", 30)
+    try:
+        lock = hung.spec.lock_path
+        assert lock is not None and lock == patient.spec.lock_path
+        lock.write_text("4194304\n")  # a worker of an earlier case that died holding it
+
+        def hang() -> Exception:
+            try:
+                hung.check(["standin_kernels:hang"], SHAPE, "float32", seed=7)
+            except WorkerFailure as f:
+                return f
+            return AssertionError("the hanging check came back")
+
+        def axpy(w: WorkerClient) -> Any:
+            time.sleep(0.5)  # after the hanging call took the lock
+            try:
+                return w.check(["standin_kernels:axpy"], SHAPE, "float32", seed=7)
+            except WorkerFailure as f:
+                return f
+
+        got = in_parallel([hang, lambda: axpy(impatient), lambda: axpy(patient)])
+        assert isinstance(got[0], WorkerFailure) and got[0].kind == "timeout"
+        assert got[0].held_lock_at is not None
+        assert isinstance(got[1], WorkerFailure) and got[1].kind == "timeout"
+        assert got[1].held_lock_at is None  # it waited, and was killed waiting
+        assert got[2]["correct"]  # took the lock once the hung worker died, and let it go
+        assert exclusive.holders(lock) == []
+    finally:
+        for w in (hung, impatient, patient):
+            w.close()
 
 
 def test_a_wrong_result_is_caught_by_the_check(make_worker) -> None:

@@ -173,10 +173,17 @@ def _leave_daemon(name, *, new_session):
         if new_session:
             os.setsid()
         if os.fork() == 0:
-            with open(path + ".tmp", "w") as f:
-                f.write(str(os.getpid()))
-            os.replace(path + ".tmp", path)  # whole, or not there
-            time.sleep(120)
+            # a copy of the worker: whatever happens here must never reach its command loop,
+            # which would answer on the worker's channel. Its own temporary name: an entry
+            # called more than once leaves a daemon per call, and they must not share one
+            try:
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "w") as f:
+                    f.write(str(os.getpid()))
+                os.replace(tmp, path)  # whole, or not there
+                time.sleep(120)
+            finally:
+                os._exit(0)
         # the daemon is running and has said so before the entry returns (a loaded machine
         # could otherwise end the worker before the daemon wrote its pid)
         deadline = time.monotonic() + 30
