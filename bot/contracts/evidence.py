@@ -54,9 +54,19 @@ def _merged(a: _Part, b: _Part) -> _Part:
 
 
 ShapeVerdict = Literal[
-    "SLOWER", "SAME", "FASTER", "INCONCLUSIVE", "WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR"
+    "SLOWER",
+    "SAME",
+    "FASTER",
+    "INCONCLUSIVE",
+    "WRONG",
+    "CRASHED",
+    "TIMEOUT",
+    "OOM",
+    "ERROR",
+    "SKIPPED",  # not run: the CPU interpreter cannot run it, the budget was spent (detail: why)
 ]
-FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR"})  # no time to compare
+# no time to compare (a skipped shape is no evidence either)
+FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR", "SKIPPED"})
 
 
 class ShapeLine(Frozen):

@@ -600,11 +600,19 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
         h = "—" if x.head_us is None else number(x.head_us, 2)
         out.append(
             f"| {name} | {'x'.join(map(str, x.shape))}{tag} | {esc(dtype_short(x.dtype))} | {b} | "
-            f"{h} | {_vs_base(x)} | {_roofline(x)} | {x.verdict} |"
+            f"{h} | {_vs_base(x)} | {_roofline(x)} | {_verdict_cell(x)} |"
         )
     if any(x.small_or_ragged for x in shown):
         out += ["", f"{ADDED} a small or ragged shape the sweep added, not one the policy serves."]
     return out + (_picks(s) if full else [])
+
+
+def _verdict_cell(x: ShapeLine) -> str:
+    """The verdict; a skipped shape's with why it was not run (the CPU interpreter cannot run
+    it: what it lacks)."""
+    if x.verdict != "SKIPPED" or not x.detail:
+        return x.verdict
+    return f"SKIPPED: {esc(x.detail.removeprefix('skipped: '))}"
 
 
 def _picks(s: SweepEvidence) -> list[str]:

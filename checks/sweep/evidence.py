@@ -37,6 +37,7 @@ SHAPE_VERDICT: dict[str, ShapeVerdict] = {
     "timeout": "TIMEOUT",
     "oom": "OOM",
     "out_of_resources": "OOM",
+    "skipped": "SKIPPED",
 }
 
 

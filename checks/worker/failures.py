@@ -27,14 +27,18 @@ NO_GPU_MARKERS = (
     "Found no NVIDIA driver",
     "No CUDA GPUs are available",
 )
+# what a package says on import when its own device detection finds no GPU (FlagGems'
+# ``runtime/error.py``: ``import flag_gems`` raises it on a machine without one)
+NO_DEVICE_MARKERS = ("No device were detected",)
 LIBDEVICE_RE = re.compile(r"\blibdevice\.(\w+)\s*\(")
 
 
 def interpreter_reason(exc: BaseException) -> str | None:
     """Why the code cannot run under Triton's CPU interpreter (``TRITON_INTERPRET=1``), where
     that is what ``exc`` says: a ``libdevice`` function the interpreter has no implementation
-    of (named from the kernel's failing line), a GPU driver asked for, or a GPU asked of torch
-    (a benchmark that picks its own device); None otherwise."""
+    of (named from the kernel's failing line), a GPU driver asked for, a GPU asked of torch
+    (a benchmark that picks its own device), or a package's own search for a device on import
+    finding none; None otherwise."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         return None
     seen: list[BaseException] = []
@@ -50,6 +54,8 @@ def interpreter_reason(exc: BaseException) -> str | None:
             )
         if any(marker in str(one) for marker in NO_GPU_MARKERS):
             return f"it puts its tensors on a GPU, and there is none here ({one})"
+        if any(marker in str(one) for marker in NO_DEVICE_MARKERS):
+            return f"it looks for a GPU and finds none here ({' '.join(str(one).split())})"
     if not any("InterpreterError" in {c.__name__ for c in type(e).__mro__} for e in seen):
         return None
     for one in seen:

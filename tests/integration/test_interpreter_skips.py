@@ -1,6 +1,6 @@
 """A kernel that cannot run under Triton's CPU interpreter (``bench --device cpu``) says why,
-the missing libdevice function, the GPU driver it asks for or the GPU it puts its tensors on,
-and that it needs a GPU; the sweep marks such a case skipped, not failed."""
+the missing libdevice function, the GPU driver it asks for, the GPU it puts its tensors on or
+the device its package looks for on import, and that it needs a GPU; the sweep marks such a case skipped, not failed."""
 
 from __future__ import annotations
 
@@ -42,11 +42,21 @@ def driver(shape, dtype, *, device="cpu", seed=0):
     return {"fn": lambda: x + index}
 """
 
+# FlagGems' device detection on a machine without a GPU (flagos-ai/FlagGems ed2508bcb5a0,
+# src/flag_gems/runtime/error.py, Apache 2.0): what ``import flag_gems`` raises
+GEMS = """\
+raise RuntimeError(
+    "No device were detected on your machine ! \\n "
+    "Please check that your driver is complete. "
+)
+"""
+
 
 @pytest.fixture
 def client(tmp_path: Path):
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "ops.py").write_text(OPS)
+    (tmp_path / "repo" / "gems.py").write_text(GEMS)
     worker = WorkerClient(
         WorkerSpec(
             side="head",
@@ -67,6 +77,7 @@ def client(tmp_path: Path):
         ("ops:erfcinv", "libdevice.erfcinv has no implementation in Triton's CPU interpreter"),
         ("ops:driver", "it asks Triton for a GPU driver (triton.runtime.driver.active)"),
         ("ops:own_device", "it puts its tensors on a GPU, and there is none here"),
+        ("gems:ones", "it looks for a GPU and finds none here (No device were detected"),
     ],
 )
 def test_a_kernel_the_interpreter_cannot_run_says_why_and_is_skipped(

@@ -1,0 +1,70 @@
+"""A case the sweep skipped (the CPU interpreter cannot run it, the budget was spent) reads as
+skipped with its reason in the review's shape table, not as an error; it is still no evidence,
+so a GPU sweep with a skipped shape does not meet the condition."""
+
+from __future__ import annotations
+
+from bot.contracts.base import VENDORS
+from bot.contracts.evidence import Evidence
+from bot.contracts.review import Requirements
+from bot.review.render import render_comment
+from bot.review.verdict import decide
+from checks.sweep.evidence import to_evidence
+from checks.sweep.models import ShapeResult, SweepResult
+from checks.sweep.protocol import ProtocolConfig
+from tests.unit.test_render import CHANGES, CTX
+
+WHY = (
+    "cannot run under the CPU interpreter: it looks for a GPU and finds none here "
+    "(No device were detected on your machine ! Please check that your driver is complete.); "
+    "it needs a GPU"
+)
+
+
+def _sweep(timing: str, *cases: ShapeResult) -> SweepResult:
+    return SweepResult(
+        vendor="cpu" if timing == "cpu" else "nvidia",
+        timing=timing,
+        base_rev="a" * 40,
+        head_rev="b" * 40,
+        protocol=ProtocolConfig(),
+        family_size=len(cases),
+        cases=cases,
+    )
+
+
+def _case(status: str, message: str, shape: tuple[int, ...]) -> ShapeResult:
+    return ShapeResult(
+        kernel="ones",
+        shape=shape,
+        dtype="float16",
+        tolerance=0.03,
+        status=status,
+        failed_side="base",
+        message=message,
+    )
+
+
+SKIPPED = _case("skipped", WHY, (64, 64))
+ERROR = _case("error", "RuntimeError: boom", (4096, 4096))
+
+
+def test_a_skipped_case_reads_skipped_with_its_reason_and_an_error_stays_an_error() -> None:
+    ev = to_evidence(_sweep("cpu", SKIPPED, ERROR), vendor=VENDORS[0])
+    skipped, error = ev.shapes
+    assert skipped.verdict == "SKIPPED" and "it looks for a GPU and finds none" in skipped.detail
+    assert error.verdict == "ERROR"
+    evidence = Evidence(sweeps=(ev,))
+    text = render_comment(decide(CHANGES, Requirements(), evidence), CTX, evidence, full=True)
+    [row] = [line for line in text.splitlines() if line.startswith("| ") and "64x64" in line]
+    assert "SKIPPED: base: cannot run under the CPU interpreter" in row, row
+    assert "ERROR" not in row
+
+
+def test_a_gpu_sweep_with_a_skipped_shape_is_not_met() -> None:
+    ev = to_evidence(_sweep("cuda-events", SKIPPED))
+    evidence = Evidence(sweeps=(ev,))
+    verdict = decide(CHANGES, Requirements(), evidence)
+    [sweep] = [c for c in verdict.conditions if c.key == "sweep"]
+    assert sweep.state != "met"
+    assert any("SKIPPED" in line for line in sweep.evidence), sweep.evidence
