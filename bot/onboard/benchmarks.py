@@ -41,6 +41,7 @@ import ast
 import builtins
 import contextlib
 import dataclasses
+import functools
 import itertools
 import posixpath
 import re
@@ -48,6 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
+from bot.analysis.text import parse_python_or_none
 from bot.onboard.values import Unknown, dotted, evaluate, module_constants
 from bot.policy.model import BenchForm
 from checks.worker.bench_forms import handing_call
@@ -107,16 +109,37 @@ class FoundBenchmark:
         return f"{self.form}:{self.path}:{self.name}" + (f"@{line}" if line else "")
 
 
+# Text every form's benchmark holds (a decorator, a timer, a parameter or method name): a file
+# without any holds none and is not parsed. ``shape`` and ``seed`` for entry points.
+FORM_HINT_RE = re.compile(r"perf_report|do_bench|Timer|benchmark|op_name|def\s+time_")
+
+
+def may_hold_benchmark(text: str) -> bool:
+    """Whether ``text`` holds what one of the forms needs (``find_benchmarks`` finds none in a
+    file that does not)."""
+    return bool(FORM_HINT_RE.search(text)) or ("shape" in text and "seed" in text)
+
+
 def find_benchmarks(
-    path: str, text: str, *, module: str = "", texts: Mapping[str, str] | None = None
+    path: str,
+    text: str,
+    *,
+    module: str = "",
+    texts: Mapping[str, str] | None = None,
+    trees: dict[str, ast.Module | None] | None = None,
 ) -> list[FoundBenchmark]:
     """Every benchmark in one Python file (``module`` is its import name; ``texts``, the
-    repository's files, for what a benchmark reads from its package); an unreadable file has
-    none."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
+    repository's files, for what a benchmark reads from its package; ``trees``, those files
+    parsed, kept across calls); an unreadable file has none."""
+    if not may_hold_benchmark(text):
         return []
+    tree = parse_python_or_none(text)
+    if tree is None:
+        return []
+    return _benchmarks_in(path, tree, module, _Files(texts or {}, trees))
+
+
+def _benchmarks_in(path: str, tree: ast.Module, module: str, files: _Files) -> list[FoundBenchmark]:
     env = module_constants(tree)
     imports = imported_names(tree)
     local = {
@@ -143,12 +166,14 @@ def find_benchmarks(
         elif "benchmark" in _parameters(node)[1] and node.name.startswith("test"):
             found.append(_parametrized("pytest_benchmark", path, node, _marks(node), env))
         elif (made := _made_object(node)) is not None:
-            found.append(_bench_class(node, made, _Package(path, tree, texts or {}), env))
+            found.append(_bench_class(node, made, _Package(path, tree, files), env))
         elif _calls_timer(node):
             found.append(_do_bench(path, node, tree, env))
         elif _calls_torch_timer(node):
             found.append(dataclasses.replace(_do_bench(path, node, tree, env), form="timer"))
     found += _asv(path, tree, env)
+    if not found:
+        return []
     nodes = {
         n.lineno: n
         for n in ast.walk(tree)
@@ -291,15 +316,24 @@ def _listed(value: Any) -> bool:
     return isinstance(value, (list, tuple))
 
 
+@dataclass(frozen=True)
+class _Files:
+    """The repository's files, and those of them parsed so far (by path)."""
+
+    texts: Mapping[str, str]
+    trees: dict[str, ast.Module | None] | None = None
+
+
 class _Package:
     """What a benchmark file reads from its package's other files: its modules' dtype lists,
     its classes' bases, its YAML shapes files."""
 
-    def __init__(self, path: str, tree: ast.Module, texts: Mapping[str, str]) -> None:
+    def __init__(self, path: str, tree: ast.Module, files: _Files) -> None:
         self.path = path
         self.folder = posixpath.dirname(path)
         self.tree = tree
-        self.texts = texts
+        self.files = files
+        self.texts = files.texts
         self.modules: dict[str, str] = {}  # ``from . import consts``: consts -> its path
         self.names: dict[str, tuple[str, str]] = {}  # ``from .consts import X``: X -> (path, X)
         for node in tree.body:
@@ -315,13 +349,13 @@ class _Package:
         return posixpath.join(self.folder, module.replace(".", "/") + ".py")
 
     def _tree(self, path: str) -> ast.Module | None:
-        text = self.texts.get(path)
-        if text is None:
-            return None
-        try:
-            return ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError):
-            return None
+        trees = self.files.trees
+        if trees is not None and path in trees:
+            return trees[path]
+        tree = parse_python_or_none(self.texts.get(path))
+        if trees is not None:
+            trees[path] = tree
+        return tree
 
     def dtypes(self, node: ast.expr, notes: list[str]) -> list[str]:
         """The dtype names of ``[torch.float16, ...]``, of ``consts.FLOAT_DTYPES`` defined so in
@@ -368,7 +402,7 @@ class _Package:
                 (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None
             )
             out.append((cls, node, path or where.path))
-            home = _Package(path, tree, self.texts) if path else where
+            home = _Package(path, tree, self.files) if path else where
             queue += [(dotted(b), home) for b in (node.bases if node else ()) if dotted(b)]
         return out
 
@@ -380,7 +414,7 @@ class _Package:
                     isinstance(t, ast.Name) and t.id == "DEFAULT_DTYPES" for t in stmt.targets
                 ):
                     tree = self._tree(path) or self.tree
-                    return _Package(path, tree, self.texts).dtypes(stmt.value, notes)
+                    return _Package(path, tree, self.files).dtypes(stmt.value, notes)
         return []
 
     def yaml_shapes(
@@ -406,10 +440,10 @@ class _Package:
 YAML_KEY_RE = re.compile(r"^(?P<key>[A-Za-z_][\w.]*):\s*(&(?P<anchor>\w+))?\s*(#.*)?$")
 
 
-def yaml_block(text: str, key: str) -> tuple[tuple[tuple[int, ...], ...], str] | None:
-    """``key``'s ``shapes:`` (``- [64, 64]`` items) and ``shape_desc`` in a YAML mapping of the
-    form shapes files use; ``<<: *anchor`` takes an anchored block's. None where it has no
-    ``key``. A reader of that form only, not of YAML."""
+@functools.lru_cache(maxsize=8)
+def _yaml_blocks(text: str) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """A shapes file's top-level keys, each with its indented lines, and its anchors' keys
+    (every benchmark of a package reads the same file: read once)."""
     blocks: dict[str, list[str]] = {}
     anchors: dict[str, str] = {}
     current = None
@@ -422,6 +456,14 @@ def yaml_block(text: str, key: str) -> tuple[tuple[tuple[int, ...], ...], str] |
                 anchors[match["anchor"]] = current
         elif current is not None and line.startswith((" ", "\t")):
             blocks[current].append(line.strip())
+    return blocks, anchors
+
+
+def yaml_block(text: str, key: str) -> tuple[tuple[tuple[int, ...], ...], str] | None:
+    """``key``'s ``shapes:`` (``- [64, 64]`` items) and ``shape_desc`` in a YAML mapping of the
+    form shapes files use; ``<<: *anchor`` takes an anchored block's. None where it has no
+    ``key``. A reader of that form only, not of YAML."""
+    blocks, anchors = _yaml_blocks(text)
     seen: set[str] = set()
     while key in blocks and key not in seen:
         seen.add(key)

@@ -159,20 +159,26 @@ def scan_files(
     texts: Mapping[str, str], *, src_layout: bool = False, changed: Mapping[str, int] | None = None
 ) -> RepoScan:
     """The repository's ops and benchmarks from ``{path: text}`` (``changed``: each file's last
-    commit time, for ranking)."""
-    scans = {
-        path: scan_source(path, text)
-        for path, text in sorted(texts.items())
-        if not path.endswith(SHAPE_FILES)
-    }
+    commit time, for ranking). Each file is parsed once, read for kernels, for benchmarks and,
+    where it launches a Triton kernel, for its functions, in turn while its tree is at hand."""
     roots = ("src/",) if src_layout else ()
-    benchmarks = [
-        b
-        for path, text in sorted(texts.items())
-        if source_kind(path) == "python"
-        for b in find_benchmarks(path, text, module=module_name(path, roots), texts=texts)
-    ]
-    ops = _merge(_triton_ops(scans, texts, roots) + _cxx_ops(scans))
+    scans: dict[str, FileScan] = {}
+    launching: dict[str, _Functions] = {}
+    benchmarks: list[FoundBenchmark] = []
+    trees: dict[str, ast.Module | None] = {}  # the files benchmarks read from their package
+    for path, text in sorted(texts.items()):
+        if path.endswith(SHAPE_FILES):
+            continue
+        scan = scans[path] = scan_source(path, text)
+        if source_kind(path) != "python":
+            continue
+        if not is_test_path(path) and any(
+            x.language == "triton" and x.wrapper for x in scan.launches
+        ):
+            launching[path] = _Functions.of(parse_python_or_none(text))
+        module = module_name(path, roots)
+        benchmarks += find_benchmarks(path, text, module=module, texts=texts, trees=trees)
+    ops = _merge(_triton_ops(scans, launching, roots) + _cxx_ops(scans))
     ops = _ranked_facts(ops, texts, changed or {})
     matched, unmatched = _match(ops, benchmarks)
     setup_py = texts.get("setup.py", "")
@@ -221,8 +227,22 @@ def _kernel_files(scans: Mapping[str, FileScan]) -> dict[str, list[str]]:
     return where
 
 
+@dataclass(frozen=True)
+class _Functions:
+    """What a launching file's tree says of its functions: its public functions (with their
+    parameters), its public classes, and who reaches whom (``_top_level_callers``)."""
+
+    public: dict[str, str]
+    classes: list[str]
+    callers: dict[str, set[str]]
+
+    @classmethod
+    def of(cls, tree: ast.Module | None) -> _Functions:
+        return cls(_public_functions(tree), _public_classes(tree), _top_level_callers(tree))
+
+
 def _triton_ops(
-    scans: Mapping[str, FileScan], texts: Mapping[str, str], roots: tuple[str, ...]
+    scans: Mapping[str, FileScan], launching: Mapping[str, _Functions], roots: tuple[str, ...]
 ) -> list[Op]:
     where = {
         k: [p for p in paths if not is_test_path(p)] for k, paths in _kernel_files(scans).items()
@@ -238,16 +258,14 @@ def _triton_ops(
         wrappers = tuple(
             dict.fromkeys(x.wrapper for x in launches if x.wrapper and x.kernel in kernels)
         )
-        tree = parse_python_or_none(texts[path])
-        functions = _public_functions(tree)
-        callers = _top_level_callers(tree)
+        functions, callers = launching[path].public, launching[path].callers
         reached = _reaching(wrappers, callers)
         entries = [n for n in functions if n in reached]
         name = _module_op_name(path, entries)
         entries.sort(key=lambda n: (n != name, _unlike(n, kernels), n))
         # public classes that reach a wrapper (an nn.Module whose forward calls the op) are
         # called too: benchmarks use them, but an op is not named after one
-        entries += sorted(n for n in _public_classes(tree) if n in reached)
+        entries += sorted(n for n in launching[path].classes if n in reached)
         entry = entries[0] if entries else name
         # a kernel defined in the launching file is that one; another file's, any defining it
         paths = {path} | {p for k in kernels if not scan.kernel(k) for p in where[k]}
@@ -415,7 +433,8 @@ def _speaks_first(op: Op) -> tuple[bool, int, str]:
     return ("triton" not in op.languages, min(p.count("/") for p in op.paths), op.paths[0])
 
 
-CALL_RE_LIMIT = 4000  # entries per call-counting pattern
+# a name followed by its call's parenthesis, not in its own ``def``; names are looked up after
+CALL_RE = re.compile(r"(?<!def )\b(\w+)\s*\(")
 
 
 def _ranked_facts(ops: list[Op], texts: Mapping[str, str], changed: Mapping[str, int]) -> list[Op]:
@@ -426,20 +445,13 @@ def _ranked_facts(ops: list[Op], texts: Mapping[str, str], changed: Mapping[str,
         for entry in op.entries:
             owners.setdefault(entry, []).append(index)
     counts = [0] * len(ops)
-    names = sorted(owners, key=len, reverse=True)
-    for start in range(0, len(names), CALL_RE_LIMIT):
-        pattern = re.compile(
-            r"(?<!def )\b("
-            + "|".join(map(re.escape, names[start : start + CALL_RE_LIMIT]))
-            + r")\s*\("
-        )
-        for path, text in texts.items():
-            if source_kind(path) != "python":
-                continue
-            for match in pattern.finditer(text):
-                for index in owners[match[1]]:
-                    if path not in ops[index].paths:
-                        counts[index] += 1
+    for path, text in texts.items():
+        if source_kind(path) != "python":
+            continue
+        for match in CALL_RE.finditer(text):
+            for index in owners.get(match[1], ()):
+                if path not in ops[index].paths:
+                    counts[index] += 1
     return [
         dataclasses.replace(
             op, call_sites=count, changed=max((changed.get(p, 0) for p in op.paths), default=0)
