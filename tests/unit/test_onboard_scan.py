@@ -14,6 +14,7 @@ from bot.onboard.scan import module_name, scan_files
 from bot.onboard.stubs import render_stubs
 from bot.onboard.values import Unknown, evaluate
 from bot.onboard.write import MAX_SERVED, render_policy
+from tests.paths import ROOT
 from bot.policy.load import validate_policy
 
 
@@ -460,3 +461,30 @@ def test_ops_in_files_of_the_same_name_are_named_after_their_own_functions() -> 
         }
     )
     assert sorted(op.name for op in scan.ops) == ["chunk_comba", "chunk_gla"]  # not one "chunk"
+
+
+def test_a_file_left_unparsed_for_benchmarks_holds_none() -> None:
+    """``find_benchmarks`` parses only a file holding what one of the forms needs: on every
+    Python file of the test data and the benchmark scripts, the files it skips have no benchmark
+    when read whole, and the others give what a whole reading gives."""
+    from bot.analysis.text import parse_python_or_none
+    from bot.onboard.benchmarks import _benchmarks_in, _Files, may_hold_benchmark
+
+    paths = [
+        p
+        for folder in (ROOT / "tests" / "data", ROOT / "bench", ROOT / "kernels_fixture")
+        for p in sorted(folder.rglob("*.py*"))
+        if p.name.endswith((".py", ".py.txt"))
+    ]
+    skipped = 0
+    for path in paths:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        tree = parse_python_or_none(text)
+        if tree is None:
+            continue
+        whole = _benchmarks_in(path.name, tree, "m", _Files({}))
+        assert find_benchmarks(path.name, text, module="m") == whole, path
+        if not may_hold_benchmark(text):
+            skipped += 1
+            assert whole == [], path
+    assert skipped > 50 and len(paths) - skipped > 20  # both kinds were seen
