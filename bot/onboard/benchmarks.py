@@ -172,6 +172,7 @@ def _benchmarks_in(path: str, tree: ast.Module, module: str, files: _Files) -> l
         elif _calls_torch_timer(node):
             found.append(dataclasses.replace(_do_bench(path, node, tree, env), form="timer"))
     found += _asv(path, tree, env)
+    found += _tritonbench(path, tree, env)
     if not found:
         return []
     nodes = {
@@ -640,6 +641,108 @@ def _asv(path: str, tree: ast.Module, env: dict[str, Any]) -> list[FoundBenchmar
         ]
         out.append(_parametrized("asv", path, node, marks, env, name=f"{node.name}.{timed[0]}"))
     return out
+
+
+# tritonbench's precisions (``DEFAULT_PRECISION``) as the policy's dtypes
+PRECISIONS = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _tritonbench(path: str, tree: ast.Module, env: dict[str, Any]) -> list[FoundBenchmark]:
+    """tritonbench operators: each ``@register_benchmark`` method of a ``BenchmarkOperator``
+    subclass. The shapes are what ``get_input_iter`` loops over (read through its own
+    assignments, or the ``get_x_vals()`` it calls), named after the loop's variables; the dtype
+    is the class's ``DEFAULT_PRECISION`` (float32 without one: the operator's tensors are then
+    made in torch's default)."""
+    out = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef) or not any(
+            dotted(b).rsplit(".", 1)[-1] == "BenchmarkOperator" for b in node.bases
+        ):
+            continue
+        methods = {
+            n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        notes: list[str] = []
+        dims, shapes = _input_sweep(methods, env, notes)
+        precision = next(
+            (
+                n.value
+                for n in node.body
+                if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "DEFAULT_PRECISION" for t in n.targets)
+            ),
+            None,
+        )
+        dtype = PRECISIONS.get(str(getattr(precision, "value", "")), "")
+        if not dtype:
+            notes.append("no DEFAULT_PRECISION: torch's default dtype, float32")
+        for method in methods.values():
+            if not any(
+                dotted(_callee(d)).endswith("register_benchmark") for d in method.decorator_list
+            ):
+                continue
+            found = _found("tritonbench", path, method, dims, shapes, [dtype or "float32"], notes)
+            out.append(
+                dataclasses.replace(found, name=f"{node.name}.{method.name}", takes_dtype=True)
+            )
+    return out
+
+
+def _callee(node: ast.expr) -> ast.expr:
+    return node.func if isinstance(node, ast.Call) else node
+
+
+def _input_sweep(
+    methods: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    env: dict[str, Any],
+    notes: list[str],
+) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...]]:
+    """What ``get_input_iter`` loops over: the first ``for`` whose values read as integers or
+    tuples of them, with its variables as the dimensions' names."""
+    method = methods.get("get_input_iter")
+    if method is None:
+        notes.append("no get_input_iter method")
+        return (), ()
+    scope = dict(env)
+    for stmt in method.body:  # its own constants: ``M = 4096; shapes = [(M, 128 * i) ...]``
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                with contextlib.suppress(Unknown):
+                    scope[target.id] = evaluate(stmt.value, scope)
+    for loop in ast.walk(method):
+        if not isinstance(loop, ast.For):
+            continue
+        values = _sweep_values(loop.iter, methods, scope)
+        if not isinstance(values, (list, tuple)) or not values:
+            continue
+        target = loop.target
+        names = (
+            [e.id for e in target.elts if isinstance(e, ast.Name)]
+            if isinstance(target, ast.Tuple)
+            else []
+        )
+        dims = tuple(names) if names else (dotted(target) or "x",)
+        width = len(values[0]) if isinstance(values[0], (list, tuple)) else 1
+        shapes = _shapes(values, width, notes)
+        if shapes:
+            return (dims if len(dims) == width else ()), shapes
+    notes.append("could not read the shapes get_input_iter loops over")
+    return (), ()
+
+
+def _sweep_values(
+    node: ast.expr, methods: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef], scope: dict
+) -> Any:
+    """A loop's values: read, or what ``self.method()`` of the operator returns."""
+    if isinstance(node, ast.Call) and dotted(node.func).startswith("self.") and not node.args:
+        called = methods.get(dotted(node.func).removeprefix("self."))
+        returned = [n for n in ast.walk(called) if isinstance(n, ast.Return)] if called else []
+        node = returned[0].value if len(returned) == 1 and returned[0].value else node
+    try:
+        return evaluate(node, scope)
+    except Unknown:
+        return None
 
 
 def imported_names(tree: ast.Module) -> dict[str, str]:

@@ -10,7 +10,8 @@ suffixes; the folder for a generic stem such as ``__init__``): never after a met
 stem without ``_kernel``/``_binding`` (``csrc/softmax.cu`` and ``csrc/softmax_binding.cpp`` are
 op ``softmax``). Ops of the same name are one op, covering every file: a Triton op and a C++ op
 (a rewrite), or a vendor back-end's copy of an op. A benchmark belongs to the op it calls,
-through an import of the op's package or in the op's own file.
+through an import of the op's package or in the op's own file (there, launching one of its
+kernels counts: a tritonbench operator's method launches the kernel itself).
 
 Each op also counts its call sites (calls of an entry outside the op's own files), and, given
 the files' last commit times, when it last changed: ``init`` ranks by these.
@@ -58,7 +59,7 @@ GENERIC_STEMS = frozenset(
     {
         "__init__", "init", "ops", "op", "kernels", "kernel", "utils", "util", "triton", "impl",
         "functional", "interface", "core", "common", "main", "api", "layers", "modules",
-        "fused", "wrapper", "wrappers", "helpers", "src", "lib",
+        "fused", "wrapper", "wrappers", "helpers", "src", "lib", "operator",
     }
 )  # fmt: skip
 BUILD_MARKERS = ("CUDAExtension", "CppExtension", "cpp_extension", "HIPExtension")
@@ -490,7 +491,9 @@ def _calls_op(bench: FoundBenchmark, op: Op, entry: str) -> bool:
     """Whether ``bench`` calls ``entry`` of ``op``: a call resolved through the benchmark file's
     imports to the op's package, or any call of it from inside the op's own files (a C++ op,
     which has no module, by name); a call of a name of unknown origin (a star import) counts."""
-    if bench.path in op.paths or not op.module:
+    if bench.path in op.paths:  # in the op's own file: calling it or launching its kernel
+        return entry in bench.calls or not bench.calls.isdisjoint(op.kernels)
+    if not op.module:
         return entry in bench.calls
     package = op.module.split(".", 1)[0]
     return any(

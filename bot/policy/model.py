@@ -61,14 +61,22 @@ ENTRY_POINT_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][
 # of the shape's dimensions that times its kernel with ``triton.testing.do_bench``).
 # Other forms (docs/bench-entry.md): ``pytest_benchmark:tests/x.py:test[@value]``,
 # ``asv:benchmarks/x.py:Class.time_method[@value]``, ``timer:bench/x.py:function``,
-# ``run_input:bench/x.py:function[@value]``, ``bench_class:benchmark/test_x.py:test[@value]``.
+# ``run_input:bench/x.py:function[@value]``, ``bench_class:benchmark/test_x.py:test[@value]``,
+# ``tritonbench:operators/x/operator.py:Operator.method``.
 BENCH_FILE_RE = (
-    r"^(?P<form>perf_report|do_bench|pytest_benchmark|asv|timer|run_input|bench_class):"
+    r"^(?P<form>perf_report|do_bench|pytest_benchmark|asv|timer|run_input|bench_class|tritonbench):"
     r"(?P<path>[^:@\s]+):"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(@(?P<provider>[^:@\s]+))?$"
 )
 BenchForm = Literal[
-    "perf_report", "do_bench", "pytest_benchmark", "asv", "timer", "run_input", "bench_class"
+    "perf_report",
+    "do_bench",
+    "pytest_benchmark",
+    "asv",
+    "timer",
+    "run_input",
+    "bench_class",
+    "tritonbench",
 ]
 BENCH_FORMS: tuple[BenchForm, ...] = get_args(BenchForm)
 ENTRY_DESCRIPTION = (
@@ -77,8 +85,9 @@ ENTRY_DESCRIPTION = (
     "'do_bench:path/to/bench.py:function' (a function of the shape that calls do_bench), "
     "'pytest_benchmark:path/to/test.py:test[@value]', 'asv:path/to/bench.py:Class.time_x[@value]'"
     ", 'timer:path/to/bench.py:function' (a torch.utils.benchmark.Timer script), "
-    "'run_input:path/to/bench.py:function[@value]' (a function of one input object) or "
-    "'bench_class:path/to/test.py:test[@value]' (a test that runs a benchmark object)"
+    "'run_input:path/to/bench.py:function[@value]' (a function of one input object), "
+    "'bench_class:path/to/test.py:test[@value]' (a test that runs a benchmark object) or "
+    "'tritonbench:path/to/operator.py:Operator.method' (a tritonbench operator's benchmark)"
 )
 BENCH_FORM_USAGE = {
     "perf_report": "'perf_report:path/to/bench.py:name' or 'perf_report:path/to/bench.py:name@provider'",
@@ -88,6 +97,7 @@ BENCH_FORM_USAGE = {
     "timer": "'timer:path/to/bench.py:function'",
     "run_input": "'run_input:path/to/bench.py:function' or '...:function@value'",
     "bench_class": "'bench_class:path/to/test.py:test' or '...:test@value'",
+    "tritonbench": "'tritonbench:path/to/operator.py:Operator.method'",
 }
 # What ``kernel-review init`` writes where it could not infer a value; refused until replaced.
 PLACEHOLDER = "FILL-IN"
@@ -219,10 +229,10 @@ def check_entry(spec: str) -> str:
             raise _problem(
                 f"'@{match['provider']}' picks a perf_report line; a {form} function has none"
             )
-        if ("." in match["name"]) != (form == "asv"):
+        if ("." in match["name"]) != (form in ("asv", "tritonbench")):
             raise _problem(
-                f"{match['name']!r}: an asv benchmark is named 'Class.time_method', any other "
-                "form by its function's name alone"
+                f"{match['name']!r}: an asv benchmark is named 'Class.time_method', a "
+                "tritonbench one 'Operator.method', any other form by its function's name alone"
             )
         return spec
     close = difflib.get_close_matches(form, BENCH_FORMS, n=1, cutoff=0.7) if sep else []

@@ -124,6 +124,29 @@ def load_file(root: str, path: str) -> Any:
     return module
 
 
+def load_package_module(root: str, path: str) -> Any:
+    """The module in ``root/path`` imported by its dotted name, from the highest folder above it
+    that still has an ``__init__.py`` (``tritonbench/operators/softmax/operator.py`` as
+    ``tritonbench.operators.softmax.operator``): for code that reads its own ``__module__``. A
+    file outside a package is loaded as ``load_file`` loads it."""
+    full = os.path.normpath(os.path.join(root, path))
+    if not full.startswith(os.path.join(os.path.normpath(root), "")):
+        raise NotFound(f"{path} is outside the checkout")
+    if not os.path.isfile(full):
+        raise NotFound(f"no file {path} in this checkout")
+    parts = [os.path.splitext(os.path.basename(full))[0]]
+    folder = os.path.dirname(full)
+    while os.path.isfile(os.path.join(folder, "__init__.py")) and folder != os.path.normpath(root):
+        parts.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    if len(parts) == 1 or not all(p.isidentifier() for p in parts):
+        return load_file(root, path)
+    if folder not in sys.path:
+        sys.path.append(folder)
+    with _no_report_runs():
+        return importlib.import_module(".".join(parts))
+
+
 @contextlib.contextmanager
 def _no_report_runs() -> Iterator[None]:
     """``perf_report(...).run(...)`` does nothing while a benchmark file is loaded: a script
@@ -231,10 +254,13 @@ def first_entry(candidates: list[str], root: str) -> tuple[str, Callable[..., di
 def entry_for(spec: str, root: str) -> Callable[..., dict[str, Any]]:
     """A bench entry point ``(shape, dtype, *, device, seed) -> dict`` for a file spec."""
     forms = _forms()
-    if spec.partition(":")[0] in forms.FORMS:
+    form = spec.partition(":")[0]
+    if form in forms.FORMS:
+        # a tritonbench operator registers its benchmarks under its module's own dotted name
+        load = load_package_module if form == "tritonbench" else load_file
         try:
             inner = forms.entry_for(
-                spec, lambda path: load_file(root, path), forms.torch_if_loaded, capture
+                spec, lambda path: load(root, path), forms.torch_if_loaded, capture
             )
         except forms.FormError as exc:
             raise BadBenchmark(str(exc)) from None

@@ -37,17 +37,27 @@ it was given: that callable is the case's ``fn`` (the tensors it closes over its
   the object, and entered once for the rest of the process. ``run()`` itself is not called (it
   reads the configuration pytest's hooks set up).
 
+- ``tritonbench:PATH:OPERATOR.METHOD``: a ``@register_benchmark`` method of a tritonbench
+  operator (a ``BenchmarkOperator`` subclass, tritonbench's form: ``def triton_add(self, x,
+  y): ... return _inner``). The operator object is made without its constructor, with the
+  attributes its methods read for a forward run (``device``, ``dtype``, ``name``, ``mode``,
+  ``tb_args`` with every option off); its ``get_input_iter()`` is walked to the first input
+  whose first tensor has the case's shape, or whose ``get_x_val`` is it, and the method
+  called with that input returns the case's ``fn``.
+
 Standard library only, loaded by ``bench_capture.py``; the benchmark's own imports (pytest,
 torch) are looked up when a case is built.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import contextlib
 import dataclasses
 import inspect
 import itertools
+import posixpath
 import re
 import sys
 import textwrap
@@ -55,9 +65,10 @@ import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-FORMS = ("pytest_benchmark", "asv", "timer", "run_input", "bench_class")
+FORMS = ("pytest_benchmark", "asv", "timer", "run_input", "bench_class", "tritonbench")
 SPEC_RE = re.compile(
-    r"^(?P<form>pytest_benchmark|asv|timer|run_input|bench_class):(?P<path>[^:@\s]+\.py):"
+    r"^(?P<form>pytest_benchmark|asv|timer|run_input|bench_class|tritonbench):"
+    r"(?P<path>[^:@\s]+\.py):"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(@(?P<value>[^:@\s]+))?$"
 )
 # a dtype's name as a parameter value gives it (``"float16"``, ``"torch.bfloat16"``, ``"int8"``)
@@ -114,7 +125,8 @@ def entry_for(
         raise FormError(
             f"{spec!r} is not 'pytest_benchmark:PATH.py:TEST[@VALUE]', "
             "'asv:PATH.py:CLASS.METHOD[@VALUE]', 'timer:PATH.py:FUNCTION', "
-            "'run_input:PATH.py:FUNCTION[@VALUE]' or 'bench_class:PATH.py:TEST[@VALUE]'"
+            "'run_input:PATH.py:FUNCTION[@VALUE]', 'bench_class:PATH.py:TEST[@VALUE]' or "
+            "'tritonbench:PATH.py:Operator.METHOD'"
         )
     form, path, name, value = match["form"], match["path"], match["name"], match["value"]
     module = module_of(path)
@@ -138,6 +150,8 @@ def entry_for(
             fn = _run_input_case(module, target, dims, dtype, value, torch, triton_capture)
         elif form == "bench_class":
             fn = _bench_class_case(target, Case(dims, dtype, device, value, torch))
+        elif form == "tritonbench":
+            fn = _tritonbench_case(holder, attr, path, Case(dims, dtype, device, value, torch))
         else:
             fn = _timer_case(target, dims, dtype, device, torch)
         return {"fn": fn, "bytes_moved": 0, "flops": 0, "inputs": closed_over_tensors(fn)}
@@ -592,6 +606,86 @@ def _bench_class_case(test: Callable[..., Any], case: Case) -> Callable[[], Any]
 
 
 # ----------------------------------------------------------------------------- Timer
+
+
+class _Args(argparse.Namespace):
+    """tritonbench's parsed arguments, as its operators read them: every option not given (None),
+    so ``self.tb_args.production_shapes`` and the like are off."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
+MAX_INPUTS = 10_000  # a tritonbench operator's inputs walked looking for the case's shape
+
+
+def _tritonbench_case(cls: Any, method: str, path: str, case: Case) -> Callable[[], Any]:
+    """A tritonbench operator's benchmark for one case: the operator object is made without its
+    constructor (which parses tritonbench's command line and sets its run up), with what its
+    methods read set as tritonbench sets it for a forward run (``device``, ``dtype``, ``name``,
+    ``mode``, ``tb_args`` with every option off); ``get_input_iter()`` is walked to the first
+    input whose first tensor has the case's shape (or whose ``get_x_val`` is it), and the
+    benchmark method called with that input: the function it returns is the case's ``fn``."""
+    if not isinstance(cls, type) or not callable(getattr(cls, method, None)):
+        raise FormError(f"{cls!r} is not a class with a method {method!r}")
+    op: Any = object.__new__(cls)
+    base = next((c for c in cls.__mro__ if c.__name__ == "BenchmarkOperator"), None)
+    modes = getattr(sys.modules.get(base.__module__ if base else ""), "Mode", None)
+    fields: dict[str, Any] = {
+        "device": case.device,
+        "dtype": getattr(case.torch, case.dtype) if case.torch is not None else case.dtype,
+        "name": posixpath.basename(posixpath.dirname(path)) or cls.__name__,
+        "tb_args": _Args(),
+        "extra_args": [],
+        "mode": getattr(modes, "FWD", "fwd"),
+        "requires_grad": True,
+    }
+    for key, value in fields.items():
+        setattr(op, key, value)
+    seen: list[str] = []
+    try:
+        for inputs in itertools.islice(op.get_input_iter(), MAX_INPUTS):
+            if inputs is None:  # TorchBench's iterators end in ``while True: yield None``
+                break
+            found = _input_shapes(op, inputs)
+            if case.dims in found:
+                op.example_inputs = inputs
+                made = getattr(op, method)
+                fn = made(**inputs) if isinstance(inputs, dict) else made(*_as_tuple(inputs))
+                if not callable(fn):
+                    raise FormError(f"{method} returned {type(fn).__name__}, not a function")
+                return fn
+            if len(seen) < 4:
+                seen.append(str(list(found[0])) if found else "?")
+    except AttributeError as exc:
+        raise FormError(
+            f"the operator reads {exc.name or exc}, which kernel-review does not set (it sets "
+            f"{', '.join(fields)}): give it a default in the class"
+        ) from exc
+    raise FormError(
+        f"{cls.__name__}.get_input_iter() yields no input of shape {list(case.dims)} (its "
+        f"first: {', '.join(seen) or 'none'}): give the policy's shapes from those it yields"
+    )
+
+
+def _as_tuple(inputs: Any) -> tuple[Any, ...]:
+    return tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+
+
+def _input_shapes(op: Any, inputs: Any) -> list[tuple[int, ...]]:
+    """The shapes an input may be named by: its first tensor's, and what ``get_x_val`` says of
+    it (a GEMM's ``(M, N, K)``)."""
+    out = []
+    values = inputs.values() if isinstance(inputs, dict) else _as_tuple(inputs)
+    first = next((v for v in values if hasattr(v, "shape") and hasattr(v, "dtype")), None)
+    if first is not None:
+        out.append(tuple(int(d) for d in first.shape))
+    with contextlib.suppress(Exception):
+        x = op.get_x_val(inputs)
+        out.append((int(x),) if isinstance(x, int) else tuple(int(d) for d in x))
+    return out
 
 
 def _timer_case(
