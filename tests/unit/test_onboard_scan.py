@@ -14,8 +14,8 @@ from bot.onboard.scan import module_name, scan_files
 from bot.onboard.stubs import render_stubs
 from bot.onboard.values import Unknown, evaluate
 from bot.onboard.write import MAX_SERVED, render_policy
-from tests.paths import ROOT
 from bot.policy.load import validate_policy
+from tests.paths import ROOT
 
 
 def value(text: str, env: dict | None = None):
