@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import multiprocessing
 import os
 import re
+import signal
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bot.analysis.model import MAX_SOURCE_CHARS, FileScan
 from bot.analysis.scan import scan_source
@@ -118,7 +121,8 @@ def read_repository(root: Path) -> RepoScan:
     layout = src.is_dir() and any(
         (p / "__init__.py").is_file() for p in src.iterdir() if p.is_dir()
     )
-    return scan_files(texts, src_layout=layout, changed=last_changes(root))
+    jobs = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    return scan_files(texts, src_layout=layout, changed=last_changes(root), jobs=jobs)
 
 
 def last_changes(root: Path, commits: int = 5000) -> dict[str, int]:
@@ -157,28 +161,22 @@ def _source_files(root: Path) -> Iterable[str]:
 
 
 def scan_files(
-    texts: Mapping[str, str], *, src_layout: bool = False, changed: Mapping[str, int] | None = None
+    texts: Mapping[str, str],
+    *,
+    src_layout: bool = False,
+    changed: Mapping[str, int] | None = None,
+    jobs: int = 1,
 ) -> RepoScan:
     """The repository's ops and benchmarks from ``{path: text}`` (``changed``: each file's last
     commit time, for ranking). Each file is parsed once, read for kernels, for benchmarks and,
-    where it launches a Triton kernel, for its functions, in turn while its tree is at hand."""
+    where it launches a Triton kernel, for its functions, in turn while its tree is at hand;
+    ``jobs`` processes share the files where there are many (the result is the same)."""
     roots = ("src/",) if src_layout else ()
-    scans: dict[str, FileScan] = {}
-    launching: dict[str, _Functions] = {}
-    benchmarks: list[FoundBenchmark] = []
-    trees: dict[str, ast.Module | None] = {}  # the files benchmarks read from their package
-    for path, text in sorted(texts.items()):
-        if path.endswith(SHAPE_FILES):
-            continue
-        scan = scans[path] = scan_source(path, text)
-        if source_kind(path) != "python":
-            continue
-        if not is_test_path(path) and any(
-            x.language == "triton" and x.wrapper for x in scan.launches
-        ):
-            launching[path] = _Functions.of(parse_python_or_none(text))
-        module = module_name(path, roots)
-        benchmarks += find_benchmarks(path, text, module=module, texts=texts, trees=trees)
+    paths = [p for p in sorted(texts) if not p.endswith(SHAPE_FILES)]
+    reads = _read_all(texts, paths, roots, jobs)
+    scans = {path: reads[path].scan for path in paths}
+    launching = {p: r.functions for p, r in reads.items() if r.functions is not None}
+    benchmarks = [b for path in paths for b in reads[path].benchmarks]
     ops = _merge(_triton_ops(scans, launching, roots) + _cxx_ops(scans))
     ops = _ranked_facts(ops, texts, changed or {})
     matched, unmatched = _match(ops, benchmarks)
@@ -192,6 +190,72 @@ def scan_files(
         setup=setup,
         files_scanned=len(scans),
     )
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What one file gives: its kernels and launches, its functions where it launches a Triton
+    kernel, its benchmarks."""
+
+    scan: FileScan
+    functions: _Functions | None
+    benchmarks: list[FoundBenchmark]
+
+
+def _read_file(
+    path: str,
+    texts: Mapping[str, str],
+    roots: tuple[str, ...],
+    trees: dict[str, ast.Module | None],
+) -> _Read:
+    text = texts[path]
+    scan = scan_source(path, text)
+    if source_kind(path) != "python":
+        return _Read(scan, None, [])
+    functions = None
+    if not is_test_path(path) and any(x.language == "triton" and x.wrapper for x in scan.launches):
+        functions = _Functions.of(parse_python_or_none(text))
+    module = module_name(path, roots)
+    found = find_benchmarks(path, text, module=module, texts=texts, trees=trees)
+    return _Read(scan, functions, found)
+
+
+PARALLEL_FROM = 400  # files: fewer are read in this process
+_SHARED: dict[str, Any] = {}  # what a forked reader process reads its files from
+
+
+def _read_all(
+    texts: Mapping[str, str], paths: list[str], roots: tuple[str, ...], jobs: int
+) -> dict[str, _Read]:
+    """Every file read, in ``jobs`` forked processes where there are many files (each process
+    takes every ``n``-th file, so large and small files spread evenly); in this one otherwise."""
+    jobs = min(jobs, len(paths) // (PARALLEL_FROM // 2) or 1)
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        trees: dict[str, ast.Module | None] = {}
+        return {path: _read_file(path, texts, roots, trees) for path in paths}
+    _SHARED.update(texts=texts, roots=roots)
+    shares = [paths[i :: jobs * 4] for i in range(jobs * 4)]
+    pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_ignore_interrupts)
+    try:
+        out: dict[str, _Read] = {}
+        for read in pool.imap_unordered(_read_share, shares):
+            out.update(read)
+        pool.close()
+        return out
+    finally:
+        pool.terminate()  # Ctrl-C or an error here: the readers go at once
+        pool.join()
+        _SHARED.clear()
+
+
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops them (``terminate``)
+
+
+def _read_share(paths: list[str]) -> dict[str, _Read]:
+    texts, roots = _SHARED["texts"], _SHARED["roots"]
+    trees: dict[str, ast.Module | None] = {}
+    return {path: _read_file(path, texts, roots, trees) for path in paths}
 
 
 def is_test_path(path: str) -> bool:

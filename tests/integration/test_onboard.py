@@ -5,6 +5,7 @@ real worker, under the Triton interpreter on CPU tensors."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 import textwrap
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -535,3 +536,52 @@ def test_init_only_keeps_the_ops_under_a_path_and_says_when_none_is(
         main(["init", "--repo", str(repo), "--force", "--max-kernels", "0"])
     assert refused.value.code == 2
     assert "--max-kernels: must be an integer, 1 or more (got '0')" in capsys.readouterr().err
+
+
+def test_init_on_tritonbench_operators_names_their_triton_methods_which_run_in_a_worker(
+    tmp_path: Path,
+) -> None:
+    """Two operators of tritonbench (their files as the repository has them, its
+    ``utils/triton_op.py`` a stand-in): ``init`` names each operator's Triton method, the policy
+    passes its check, and the first runs in a worker under the interpreter."""
+    ops = "tritonbench/operators"
+    repo = tmp_path / "tb"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "tritonbench_standin", repo)
+    for op in ("vector_add", "softmax"):
+        write(repo, {f"{ops}/{op}/__init__.py": "from .operator import Operator\n"})
+        write(repo, {f"{ops}/{op}/operator.py": bench_form(f"tritonbench_{op}_operator")})
+    write(repo, {f"{ops}/vector_add/kernels.py": bench_form("tritonbench_vector_add_kernels")})
+    assert main(["init", "--repo", str(repo)]) == 0
+    policy = load_policy(repo).policy
+    assert {k.name: k.bench for k in policy.kernels} == {
+        "vector_add": f"tritonbench:{ops}/vector_add/operator.py:Operator.triton_add",
+        "softmax": f"tritonbench:{ops}/softmax/operator.py:Operator.triton_softmax",
+    }
+    with cpu_worker(repo, tmp_path / "work", policy.python_path) as client:
+        check_every_kernel(client, [policy.kernel("vector_add")])  # softmax: minutes interpreted
+
+
+def bench_form(name: str) -> str:
+    return (Path(__file__).parents[1] / "data" / "bench_forms" / f"{name}.py.txt").read_text()
+
+
+def test_files_read_in_several_processes_give_what_one_process_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``init`` reads a large repository's files in forked processes: the same ops, benchmarks
+    and matches as in one, on this project's fixture, benchmark scripts and test data (the
+    threshold lowered to their number)."""
+    from bot.onboard import scan
+
+    root = Path(__file__).parents[2]
+    texts = {
+        str(p.relative_to(root)): p.read_text(encoding="utf-8", errors="replace")
+        for folder in ("kernels_fixture", "bench", "tests/data/bench_forms", "tests/data/kernels")
+        for p in sorted((root / folder).rglob("*.py*"))
+        if p.name.endswith((".py", ".py.txt"))
+    }
+    texts = {k.removesuffix(".txt"): v for k, v in texts.items()}
+    monkeypatch.setattr(scan, "PARALLEL_FROM", len(texts) // 2)
+    alone = scan.scan_files(texts, jobs=1)
+    assert alone.ops and alone.benchmarks  # the fixture's kernels and bench/'s benchmarks
+    assert scan.scan_files(texts, jobs=2) == alone

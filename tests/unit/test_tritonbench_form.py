@@ -5,6 +5,7 @@ worker's ``bench_forms.py``, the operator's own module imported by its dotted na
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,55 +75,18 @@ def test_init_names_the_operator_folder_and_its_triton_method_and_the_policy_is_
         assert kernel.dtypes == ["float32"] and kernel.shapes[0].dims == (4096,)
 
 
-# A stand-in for tritonbench's ``utils/triton_op.py``: what an operator imports from it, its
-# ``register_benchmark`` asserting, as tritonbench's does, that the operator's module is
-# imported by its dotted name (``tritonbench.operators.<op>...``).
-TRITON_OP = """\
-import enum
-
-
-class Mode(enum.Enum):
-    FWD = "fwd"
-    BWD = "bwd"
-
-
-class BenchmarkOperatorMetrics:
-    pass
-
-
-class BenchmarkOperator:
-    def __init__(self, tb_args, extra_args=None):
-        raise RuntimeError("parses tritonbench's command line")
-
-
-def register_benchmark(baseline=False, **_options):
-    def decorator(function):
-        assert function.__module__.startswith("tritonbench.operators."), function.__module__
-        return function
-
-    return decorator
-
-
-def register_metric(**_options):
-    return lambda function: function
-"""
+STANDIN = ROOT / "tests" / "data" / "tritonbench_standin"
 
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # the kernel runs on the CPU
-    files = {
-        "tritonbench/__init__.py": "",
-        "tritonbench/utils/__init__.py": "",
-        "tritonbench/utils/triton_op.py": TRITON_OP,
-        "tritonbench/operators/__init__.py": "",
-        "tritonbench/operators/vector_add/__init__.py": "from .operator import Operator\n",
-        "tritonbench/operators/vector_add/operator.py": text("tritonbench_vector_add_operator"),
-        "tritonbench/operators/vector_add/kernels.py": text("tritonbench_vector_add_kernels"),
-    }
-    for path, body in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(body)
+    shutil.copytree(STANDIN, tmp_path, dirs_exist_ok=True)
+    folder = tmp_path / "tritonbench" / "operators" / "vector_add"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("from .operator import Operator\n")
+    (folder / "operator.py").write_text(text("tritonbench_vector_add_operator"))
+    (folder / "kernels.py").write_text(text("tritonbench_vector_add_kernels"))
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
     for name in [m for m in sys.modules if m == "tritonbench" or m.startswith("tritonbench.")]:
