@@ -42,8 +42,9 @@ it was given: that callable is the case's ``fn`` (the tensors it closes over its
   y): ... return _inner``). The operator object is made without its constructor, with the
   attributes its methods read for a forward run (``device``, ``dtype``, ``name``, ``mode``,
   ``tb_args`` with every option off); its ``get_input_iter()`` is walked to the first input
-  whose first tensor has the case's shape, or whose ``get_x_val`` is it, and the method
-  called with that input returns the case's ``fn``.
+  whose first tensor has the case's shape, or whose ``get_x_val`` is it (where none is: its
+  first input, the tensors shaped like its first tensor made anew in the case's shape), and
+  the method called with that input returns the case's ``fn``.
 
 Standard library only, loaded by ``bench_capture.py``; the benchmark's own imports (pytest,
 torch) are looked up when a case is built.
@@ -645,20 +646,20 @@ def _tritonbench_case(cls: Any, method: str, path: str, case: Case) -> Callable[
     for key, value in fields.items():
         setattr(op, key, value)
     seen: list[str] = []
+    first: Any = None
     try:
         for inputs in itertools.islice(op.get_input_iter(), MAX_INPUTS):
             if inputs is None:  # TorchBench's iterators end in ``while True: yield None``
                 break
             found = _input_shapes(op, inputs)
+            first = inputs if first is None else first
             if case.dims in found:
-                op.example_inputs = inputs
-                made = getattr(op, method)
-                fn = made(**inputs) if isinstance(inputs, dict) else made(*_as_tuple(inputs))
-                if not callable(fn):
-                    raise FormError(f"{method} returned {type(fn).__name__}, not a function")
-                return fn
+                return _benchmark_fn(op, method, inputs)
             if len(seen) < 4:
                 seen.append(str(list(found[0])) if found else "?")
+        resized = _resized(first, case) if first is not None else None
+        if resized is not None:
+            return _benchmark_fn(op, method, resized)
     except AttributeError as exc:
         raise FormError(
             f"the operator reads {exc.name or exc}, which kernel-review does not set (it sets "
@@ -666,8 +667,44 @@ def _tritonbench_case(cls: Any, method: str, path: str, case: Case) -> Callable[
         ) from exc
     raise FormError(
         f"{cls.__name__}.get_input_iter() yields no input of shape {list(case.dims)} (its "
-        f"first: {', '.join(seen) or 'none'}): give the policy's shapes from those it yields"
+        f"first: {', '.join(seen) or 'none'}), and its first input's tensors have another "
+        "number of dimensions: give the policy's shapes from those it yields"
     )
+
+
+def _benchmark_fn(op: Any, method: str, inputs: Any) -> Callable[[], Any]:
+    op.example_inputs = inputs
+    made = getattr(op, method)
+    fn = made(**inputs) if isinstance(inputs, dict) else made(*_as_tuple(inputs))
+    if not callable(fn):
+        raise FormError(f"{method} returned {type(fn).__name__}, not a function")
+    return fn
+
+
+def _resized(inputs: Any, case: Case) -> Any:
+    """The operator's first input with the case's shape, for a shape it does not yield (a served
+    shape, the sweep's ragged ones): each tensor shaped like its first tensor made anew in that
+    shape (random values of its dtype, on its device), the rest kept; None where the first
+    tensor has another number of dimensions."""
+    values = list(inputs.values()) if isinstance(inputs, dict) else list(_as_tuple(inputs))
+    tensors = [v for v in values if hasattr(v, "shape") and hasattr(v, "dtype")]
+    if not tensors or len(tensors[0].shape) != len(case.dims) or case.torch is None:
+        return None
+    like = tuple(tensors[0].shape)
+    torch = case.torch
+
+    def remade(v: Any) -> Any:
+        if not (hasattr(v, "shape") and tuple(v.shape) == like):
+            return v
+        if v.is_floating_point():
+            new = torch.randn(case.dims, dtype=v.dtype, device=v.device)
+        else:
+            new = torch.randint(0, 8, case.dims, dtype=v.dtype, device=v.device)
+        return new.requires_grad_(v.requires_grad) if v.is_floating_point() else new
+
+    if isinstance(inputs, dict):
+        return {k: remade(v) for k, v in inputs.items()}
+    return tuple(remade(v) for v in values)
 
 
 def _as_tuple(inputs: Any) -> tuple[Any, ...]:

@@ -104,5 +104,9 @@ def test_an_operator_method_is_called_with_the_input_of_the_case_shape(capture, 
     baseline = capture.entry_for(spec.replace("triton_add", "torch_add"), str(root))
     half = baseline((4096,), "float16", device="cpu")
     assert half["fn"]().dtype == torch.float16  # the operator's dtype is the case's
-    with pytest.raises(capture.BadBenchmark, match=r"yields no input of shape \[4097\]"):
-        entry((4097,), "float32", device="cpu")
+    ragged = entry((4097,), "float32", device="cpu")  # a shape it does not yield
+    out = ragged["fn"]()
+    x, y = [t for t in ragged["inputs"] if t is not out]  # both made anew in that shape
+    assert x.shape == y.shape == (4097,) and torch.equal(out, x + y)
+    with pytest.raises(capture.BadBenchmark, match=r"yields no input of shape \[64, 64\]"):
+        entry((64, 64), "float32", device="cpu")  # its tensors have one dimension
