@@ -42,9 +42,10 @@ it was given: that callable is the case's ``fn`` (the tensors it closes over its
   y): ... return _inner``). The operator object is made without its constructor, with the
   attributes its methods read for a forward run (``device``, ``dtype``, ``name``, ``mode``,
   ``tb_args`` with every option off); its ``get_input_iter()`` is walked to the first input
-  whose first tensor has the case's shape, or whose ``get_x_val`` is it (where none is: its
-  first input, the tensors shaped like its first tensor made anew in the case's shape), and
-  the method called with that input returns the case's ``fn``.
+  whose first tensor has the case's shape, or whose ``get_x_val`` is it, and no further than
+  the first larger one (operators yield their sizes in increasing order; none of the case's
+  shape: its first input, the tensors shaped like its first tensor made anew in the case's
+  shape), and the method called with that input returns the case's ``fn``.
 
 Standard library only, loaded by ``bench_capture.py``; the benchmark's own imports (pytest,
 torch) are looked up when a case is built.
@@ -58,6 +59,7 @@ import contextlib
 import dataclasses
 import inspect
 import itertools
+import math
 import posixpath
 import re
 import sys
@@ -647,6 +649,7 @@ def _tritonbench_case(cls: Any, method: str, path: str, case: Case) -> Callable[
         setattr(op, key, value)
     seen: list[str] = []
     first: Any = None
+    size = math.prod(case.dims)
     try:
         for inputs in itertools.islice(op.get_input_iter(), MAX_INPUTS):
             if inputs is None:  # TorchBench's iterators end in ``while True: yield None``
@@ -657,6 +660,8 @@ def _tritonbench_case(cls: Any, method: str, path: str, case: Case) -> Callable[
                 return _benchmark_fn(op, method, inputs)
             if len(seen) < 4:
                 seen.append(str(list(found[0])) if found else "?")
+            if found and len(found[0]) == len(case.dims) and math.prod(found[0]) > size:
+                break  # past the case's size: operators yield their sizes in increasing order
         resized = _resized(first, case) if first is not None else None
         if resized is not None:
             return _benchmark_fn(op, method, resized)
