@@ -246,6 +246,8 @@ class Worker:
         # the first check 0.3 s on the H200
         self.held = False
         self.marks_told = False  # the first check's answer tells ``MARKS``, the threads' too
+        # what importing an entry raised, by its candidates: raised again for each later case
+        self.import_failures: dict[tuple[str, ...], Exception] = {}
 
     # ----------------------------------------------------------------------------- utilities
 
@@ -269,12 +271,18 @@ class Worker:
     def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
         join_warm()  # before the checkout's code is imported (the warm-up usually waited already)
         join_driver()
+        failed = self.import_failures.get(tuple(candidates))
+        if failed is not None:  # not imported again: a half-imported package fails otherwise
+            raise failed
         try:
             return bench_capture.first_entry(candidates, self.root)
         except bench_capture.NotFound as exc:
             raise EntryError("missing_entry", str(exc)) from None
         except bench_capture.BadBenchmark as exc:
             raise EntryError("error", str(exc)) from None
+        except Exception as exc:
+            self.import_failures[tuple(candidates)] = exc
+            raise
 
     def _call_entry(self, fn: Any, shape: list[int], dtype: str, seed: int) -> dict[str, Any]:
         self.held = True

@@ -43,12 +43,30 @@ def driver(shape, dtype, *, device="cpu", seed=0):
 """
 
 # FlagGems' device detection on a machine without a GPU (flagos-ai/FlagGems ed2508bcb5a0,
-# src/flag_gems/runtime/error.py, Apache 2.0): what ``import flag_gems`` raises
+# src/flag_gems/runtime/error.py, Apache 2.0): what ``import flag_gems`` raises. Its detector
+# is a singleton that keeps its half-made self, so a second import fails otherwise
+# (``'DeviceDetector' object has no attribute 'vendor_name'``): the stand-in does the same.
 GEMS = """\
-raise RuntimeError(
-    "No device were detected on your machine ! \\n "
-    "Please check that your driver is complete. "
-)
+from gems_device import DeviceDetector
+
+vendor = DeviceDetector().vendor_name
+"""
+GEMS_DEVICE = """\
+class DeviceDetector:
+    _made = None
+
+    def __new__(cls):
+        cls._made = cls._made or super().__new__(cls)
+        return cls._made
+
+    def __init__(self):
+        if getattr(self, "started", False):
+            return
+        self.started = True
+        raise RuntimeError(
+            "No device were detected on your machine ! \\n "
+            "Please check that your driver is complete. "
+        )
 """
 
 
@@ -57,6 +75,7 @@ def client(tmp_path: Path):
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "ops.py").write_text(OPS)
     (tmp_path / "repo" / "gems.py").write_text(GEMS)
+    (tmp_path / "repo" / "gems_device.py").write_text(GEMS_DEVICE)
     worker = WorkerClient(
         WorkerSpec(
             side="head",
@@ -89,3 +108,13 @@ def test_a_kernel_the_interpreter_cannot_run_says_why_and_is_skipped(
     assert failed.value.message.startswith("cannot run under the CPU interpreter: ")
     assert reason in failed.value.message and "it needs a GPU" in failed.value.message
     assert STATUS_OF_KIND[failed.value.kind] == "skipped"
+
+
+def test_an_entry_whose_import_failed_fails_alike_on_every_later_case(client: WorkerClient) -> None:
+    """A module that failed to import is not imported again for the next case: the second
+    import of a half-imported package fails otherwise, without the reason."""
+    for shape in ((64,), (128,)):
+        with pytest.raises(WorkerFailure) as failed:
+            client.check(["gems:ones"], shape, "float32", seed=1)
+        assert failed.value.kind == "interpreter", failed.value.message
+        assert "it looks for a GPU and finds none here" in failed.value.message
