@@ -154,9 +154,9 @@ def test_a_folder_that_is_not_a_repository_is_named(
     [
         ("--max-rounds", "2", "must be 3 or more"),
         ("--max-rounds", "0", "must be 3 or more"),
-        ("--block-ms", "-1", "must be more than 0 ms"),
-        ("--block-ms", "0", "must be more than 0 ms"),
-        ("--block-ms", "fast", "'fast' is not a number"),
+        ("--engine-option", "block_ms=-1", "block_ms: must be more than 0 ms"),
+        ("--engine-option", "block_ms=0", "block_ms: must be more than 0 ms"),
+        ("--engine-option", "block_ms=fast", "block_ms: 'fast' is not a number"),
     ],
 )
 def test_bench_values_out_of_range_are_refused(
