@@ -591,7 +591,7 @@ def clock_up(reading: dict[str, Any] | None, fraction: float) -> bool | None:
 
 class Steps:
     """Seconds since the previous step, by name, for a command's answer (``steps_s``): where a
-    check's or a recheck's time went (``bench/timeline.py`` reads them)."""
+    check's or a recheck's time went."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}

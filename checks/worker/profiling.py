@@ -1,4 +1,5 @@
-"""Where a worker's own time goes, command by command (``cProfile``), for ``bench/cost_diag.py``.
+"""Where a worker's own time goes, command by command (``cProfile``), a diagnostic
+(bench/README.md, "Compiling ahead").
 
 Off unless the parent sets ``KERNEL_REVIEW_WORKER_PROFILE`` to a folder: then each command's
 handler runs under one profiler per command name, and at ``quit`` the worker writes

@@ -375,7 +375,7 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
     )
     results = {}
     for crossover in (False, True):
-        if crossover:  # its workers also profile their commands (bench/cost_diag.py --profile)
+        if crossover:  # its workers also profile their commands (KERNEL_REVIEW_WORKER_PROFILE)
             monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "profiles"))
         protocol = ONE_PASS.model_copy(update={"crossover": crossover, "max_rounds": 12})
         results[crossover] = _a_a(case, tmp_path / f"crossover-{crossover}", protocol=protocol)
