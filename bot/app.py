@@ -663,7 +663,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
         )
     if env.vendor not in VENDORS:
         raise KernelReviewError(
-            f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
+            f"vendor {str(env.vendor)[:40]!r} is not {' or '.join(VENDORS)}",
             hint="set the action's vendor input",
         )
     m = _SHARD_RE.fullmatch(env.shard)
@@ -732,7 +732,7 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
 
     if env.vendor not in VENDORS:
         raise KernelReviewError(
-            f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
+            f"vendor {str(env.vendor)[:40]!r} is not {' or '.join(VENDORS)}",
             hint="set the action's vendor input",
         )
     root = Path.cwd()

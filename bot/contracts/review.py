@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.contracts.accept import AcceptedLine
-from bot.contracts.base import Frozen, Vendor
+from bot.contracts.base import VENDORS, Frozen, Vendor
 
 Decision = Literal["approve", "approve_with_conditions", "request_changes"]
 
@@ -66,7 +66,7 @@ class ChangeLine(Frozen):
 class Requirements(Frozen):
     """The parts of the policy the verdict needs."""
 
-    vendors: tuple[Vendor, ...] = ("nvidia", "amd")
+    vendors: tuple[Vendor, ...] = VENDORS
     deployment: DeploymentKind = "long-lived"
     first_call_budget_ms: float | None = None
     tolerance: float = 0.03

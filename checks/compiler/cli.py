@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot import gitutil
+from bot.contracts.base import VENDORS
 from bot.errors import (
     EXIT_NOTHING_MEASURED,
     EXIT_OK,
@@ -149,7 +150,7 @@ def check_targets(targets: list[str], *, policy_targets: list[str]) -> None:
         raise UsageError(
             f"--target {target}: not a target this version knows",
             hint=f"name one of {', '.join(known)}; to compile for another, add it to the "
-            "policy's [compiler] nvidia_targets or amd_targets",
+            "policy's [compiler] " + " or ".join(f"{v}_targets" for v in VENDORS),
         )
 
 
