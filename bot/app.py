@@ -947,9 +947,9 @@ def _sweep_here(repo: Path, plan: Plan, device: str, started: float) -> tuple[Pa
     with tempfile.TemporaryDirectory(prefix="kernel-review-plan-") as tmp:
         plan_path = Path(tmp) / "plan.json"
         plan_path.write_text(plan.model_dump_json(), encoding="utf-8")
-        words = ["bench", "--repo", str(repo), "--plan", str(plan_path), "--device", device]
-        args = parser.parse_args([*words, "--out", str(out)] + (["--no-added-shapes"] * plan.quick))
-        args.started = started
+        words = ["bench", "--repo", str(repo), "--device", device, "--out", str(out)]
+        args = parser.parse_args(words + (["--no-added-shapes"] * plan.quick))
+        args.plan, args.started = str(plan_path), started
         with contextlib.redirect_stdout(sys.stderr):
             code = bench.run_bench(args)
     return out, code

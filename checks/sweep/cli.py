@@ -153,7 +153,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--head", help="head revision (default: the working tree, uncommitted changes included)"
     )
     p.add_argument("--kernels", help="comma-separated kernel names from the policy (default: all)")
-    p.add_argument("--plan", help="a plan JSON from the gate job: its kernels, base and head SHAs")
     p.add_argument(
         "--out",
         help="results JSON (default: under the cache folder, ~/.cache/kernel-review/bench/REPO/)",
@@ -168,7 +167,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     add_engine_option(p, ENGINE_OPTIONS)
-    p.set_defaults(handler=run_bench)
+    # ``plan``: a plan JSON file whose kernels, base and head SHAs to measure, handed in by a
+    # caller (``review --measure``), not a flag
+    p.set_defaults(handler=run_bench, plan=None)
 
 
 def default_branch(repo: Path) -> str:

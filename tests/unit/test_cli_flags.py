@@ -17,7 +17,7 @@ MOST = {
     "policy check": 1,
     "analyze": 6,
     "review": 11,
-    "bench": 10,
+    "bench": 9,
     "compiler-report": 6,
     "first-call": 6,
     "doctor": 2,
@@ -41,7 +41,7 @@ def test_each_command_keeps_its_flags_few() -> None:
     _flags(build_parser(), "", found)
     over = {name: flags for name, flags in found.items() if len(flags) > MOST.get(name, 0)}
     assert not over, over
-    assert sum(len(flags) for flags in found.values()) <= sum(MOST.values()) == 55
+    assert sum(len(flags) for flags in found.values()) <= sum(MOST.values()) == 54
 
 
 def test_the_measuring_commands_take_their_advanced_settings_as_engine_options() -> None:
@@ -51,7 +51,7 @@ def test_the_measuring_commands_take_their_advanced_settings_as_engine_options()
         assert "--engine-option" in found[name]
     retired = {"--gpus", "--block-ms", "--no-crossover", "--no-precompile", "--no-zygote",
                "--no-first-call-alone", "--no-early-warm", "--no-poll", "--work-dir",
-               "--keep-work-dir", "--jobs", "--cache-dir", "--time-distribution"}  # fmt: skip
+               "--keep-work-dir", "--jobs", "--cache-dir", "--time-distribution", "--plan"}  # fmt: skip
     assert not retired & {flag for flags in found.values() for flag in flags}
     # a review prints the comment (its markdown with --out -), not a second form of the verdict
     assert "--json" not in found["demo"] and "--json" not in found["review"]
