@@ -933,7 +933,7 @@ def _bench_results(path: Path, cpu_vendor: str) -> ResultsFile:
 
 
 def _sweep_here(repo: Path, plan: Plan, device: str, started: float) -> tuple[Path, int]:
-    """``kernel-review bench --plan`` of the review's plan on this machine (``review
+    """``kernel-review bench`` over the review's plan on this machine (``review
     --measure``): its table and lines go to stderr, the review being stdout's; returns the file
     it wrote (under the cache folder) and its exit code."""
     import contextlib
