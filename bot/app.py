@@ -9,8 +9,8 @@ pieces and passes them in, so everything below it can be tested with plain value
 - ack (write token, no checkout): react to a ``/bench`` comment (eyes, then rocket or confused)
   and reply: the refusal with what is allowed, or the pinned SHA that will be measured.
 - measure (GPU runner, ``permissions: {}``, no token): run the plan for one vendor and shard.
-- report (write token): read the gate's plan and policy (``gate.json``; the gate is not run
-  again), merge the results, decide, update the one sticky comment, set the
+- report (write token): read the gate's plan and policy (``gate.json``, as the ack does; the
+  gate is not run again), merge the results, decide, update the one sticky comment, set the
   merge-gate status, write the job summary and annotations; each kernel's recorded history on
   the default branch (the history branch's ``history.jsonl``) comes into the review.
 - scheduled (GPU runner, no token; ``schedule`` or ``workflow_dispatch``): measure the policy's
@@ -353,7 +353,7 @@ def _cancel_stale_review(env: ActionEnv, client: Any, result: GateResult) -> Non
 
 
 def ack_mode(env: ActionEnv, client_factory) -> int:
-    result, client = _gate(env, client_factory)
+    result, client = _decided(env, client_factory)
     d = result.decision
     if d.event != "issue_comment" or d.comment_id is None or d.pr_number is None or d.ignored:
         log(describe(d))
@@ -468,14 +468,14 @@ def read_gate(env: ActionEnv) -> GateDecision:
 
 
 def _decided(env: ActionEnv, client_factory) -> tuple[GateResult, Any]:
-    """What the report reports on: the gate's decision as the gate job wrote it (never decided
-    again, the policy never read again), with the pull request as it is now; a fork's report
-    (``workflow_run``: its run's artifacts come from the fork's copy of the workflow) decides
-    here instead."""
+    """What the ack and the report act on: the gate's decision as the gate job wrote it (never
+    decided again, the policy never read again), with the pull request as it is now; a fork's
+    report (``workflow_run``: its run's artifacts come from the fork's copy of the workflow)
+    decides here instead."""
     if env.event_name == "workflow_run":
         return _gate(env, client_factory)
     d = read_gate(env)
-    if d.ignored or d.refusal or d.pr_number is None:
+    if d.ignored or d.pr_number is None:
         return GateResult(decision=d), None
     found = parse_event(env.event_name, load_event(env.event_path), bot_logins=_bot_logins(env))
     event_pr = found.pr_number if isinstance(found, ReviewRequest) else None

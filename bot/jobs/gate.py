@@ -5,8 +5,8 @@ commit through the contents API, so a pull request cannot loosen its own rules. 
 found by the same analysis as ``kernel-review analyze --repo`` (``analyze_range``), reading
 whole files through the contents API, at most ``MAX_SOURCE_READS`` per side. The head SHA is
 pinned here: a push after the decision is not covered by it. The decision carries the base
-policy it was made under, so the measure and report jobs read the plan and the policy from
-``gate.json`` (the gate job's own artifact) and the policy is read once per pull request; only
+policy it was made under, so the ack, measure and report jobs read the decision, the plan and
+the policy from ``gate.json`` (the gate job's own artifact) and the policy is read once per pull request; only
 a fork's report (``workflow_run``, whose run's artifacts the fork's workflow wrote) decides
 again here.
 """

@@ -317,7 +317,26 @@ def test_pull_request_plan_measure_report_then_push_updates_the_same_comment(
     assert marker_sha(still["body"]) == new_head
 
 
-def test_the_policy_is_read_once_per_pull_request(gh, fixture_repo, tmp_path, monkeypatch):
+@pytest.fixture
+def policy_reads(monkeypatch) -> list[str]:
+    """Every read of a policy file from here on (the revision it was read from), wherever the
+    job reads it: the contents API, git or a folder."""
+    from bot.policy import load
+
+    reads: list[str] = []
+    locate = load.locate_policy
+
+    def counted(revision, path=None):
+        reads.append(revision.label)
+        return locate(revision, path)
+
+    monkeypatch.setattr(load, "locate_policy", counted)
+    return reads
+
+
+def test_the_policy_is_read_once_per_pull_request(
+    gh, fixture_repo, tmp_path, monkeypatch, policy_reads
+):
     """A pull request's plan, measure and report jobs: the gate reads the base policy; the
     measure job's context and the report take it, and the plan, from the gate's gate.json."""
     from bot import app
@@ -328,14 +347,8 @@ def test_the_policy_is_read_once_per_pull_request(gh, fixture_repo, tmp_path, mo
     repo, base, head = fixture_repo
     written = load.find_policy(GitRevision(repo, base))
     assert written is not None
-    reads: list[str] = []
-    locate = load.locate_policy
-
-    def counted(revision, path=None):
-        reads.append(revision.label)
-        return locate(revision, path)
-
-    monkeypatch.setattr(load, "locate_policy", counted)
+    reads = policy_reads
+    reads.clear()  # the test's own read above is no job's
     event = pr_event("opened", base, head)
     plan = Run(gh, tmp_path, monkeypatch, "pull_request", event)
     assert plan("plan") == 0 and len(reads) == 1
@@ -366,6 +379,21 @@ def test_the_policy_is_read_once_per_pull_request(gh, fixture_repo, tmp_path, mo
     assert len(reads) == 1, reads  # the gate's read alone
     policy_gets = [p for m, p in gh.requests if "kernel-review.toml" in p]
     assert len(policy_gets) == 1
+
+
+def test_a_bench_comment_s_jobs_read_the_policy_once(
+    gh, fixture_repo, tmp_path, monkeypatch, policy_reads
+):
+    """/bench: the gate reads the base policy; the ack and the report take it from gate.json."""
+    _, base, head = fixture_repo
+    payload = comment_event(gh, "maintainer", "/bench softmax --vendor nvidia")
+    run = Run(gh, tmp_path, monkeypatch, "issue_comment", payload, head_sha=head)
+    assert run("plan") == 0 and run.outputs()["run"] == "true" and len(policy_reads) == 1
+    assert run("ack") == 0
+    assert [r["content"] for r in gh.reactions[payload["comment"]["id"]]] == ["eyes", "rocket"]
+    results_for(run.results, base, head, "nvidia", 1.0)
+    assert run("report") == 0 and run.outputs()["verdict"] != "none"
+    assert len(policy_reads) == 1, policy_reads
 
 
 def test_the_report_refuses_a_gate_decision_of_another_head(
