@@ -6,9 +6,9 @@ found by the same analysis as ``kernel-review analyze --repo`` (``analyze_range`
 whole files through the contents API, at most ``MAX_SOURCE_READS`` per side. The head SHA is
 pinned here: a push after the decision is not covered by it. The decision carries the base
 policy it was made under, so the ack, measure and report jobs read the decision, the plan and
-the policy from ``gate.json`` (the gate job's own artifact) and the policy is read once per pull request; only
-a fork's report (``workflow_run``, whose run's artifacts the fork's workflow wrote) decides
-again here.
+the policy from ``gate.json`` (the gate job's own artifact), and the policy is read once per
+pull request; only a fork's report (``workflow_run``, whose run's artifacts the fork's workflow
+wrote) decides again here.
 """
 
 from __future__ import annotations
