@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
-import functools
 import gc
 import importlib
 import importlib.util
@@ -54,7 +53,6 @@ fingerprint = _sibling("env_fingerprint")
 ceilings = _sibling("ceilings")
 failures = _sibling("failures")
 bench_capture = _sibling("bench_capture")
-profiling = _sibling("profiling")
 triton_key = _sibling("triton_key")
 exclusive = _sibling("exclusive")
 autotune_picks = _sibling("autotune_picks")
@@ -680,9 +678,6 @@ class Commands:
 def serve(worker: Worker, cmd_fd: int, resp_fd: int, poll_s: float = 0.0) -> None:
     cmds = Commands(cmd_fd, poll_s)
     resp = os.fdopen(resp_fd, "w", encoding="utf-8")
-    prof = profiling.OpProfiler.from_env(
-        os.environ, f"{worker.side}-slot{worker.slot}-{os.getpid()}"
-    )
     op: Any = None
     while (line := cmds.next(op)) is not None:
         if not line.strip():
@@ -690,7 +685,6 @@ def serve(worker: Worker, cmd_fd: int, resp_fd: int, poll_s: float = 0.0) -> Non
         msg = json.loads(line)
         op = msg.get("op")
         if op == "quit":
-            prof.dump()
             resp.write(json.dumps({"ok": True}) + "\n")
             resp.flush()
             return
@@ -700,7 +694,7 @@ def serve(worker: Worker, cmd_fd: int, resp_fd: int, poll_s: float = 0.0) -> Non
         try:
             if handler is None:
                 raise EntryError("error", f"unknown command {op!r}")
-            answer = {"ok": True, **prof.run(str(op), functools.partial(handler, msg))}
+            answer = {"ok": True, **handler(msg)}
         except EntryError as exc:
             answer = {"ok": False, "kind": exc.kind, "error": str(exc), "type": "EntryError"}
         except BaseException as exc:  # user code can raise anything, even SystemExit
