@@ -6,8 +6,10 @@ decision and its reasons in the words a careful reviewer would use. Measured vio
 shape slower than tolerance, a rewritten kernel's shape over its rewrite price, a wrong result,
 a crash, a first call over budget, a config that does not compile for a required vendor)
 request changes; missing evidence or housekeeping leaves the pull request approved with
-conditions. A rewrite that pays a slowdown within its price has the trade said in one sentence
-(``bot.review.trade``).
+conditions. A rewrite that pays a slowdown within its price has the trade said in one sentence,
+and one over it what it gives up and what it deletes (``bot.review.trade``). A slowdown at a
+shape the policy does not serve is an open condition unless it collapsed
+(``bot.review.served``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from bot.contracts.review import ChangeLine, Decision, PartATable, Requirements,
 from bot.outputs import plural
 from bot.review.conditions import evaluate
 from bot.review.toolchain import toolchain_differs
-from bot.review.trade import price_words, priced_kernels, trade_sentences
+from bot.review.trade import over_sentences, price_words, priced_kernels, trade_sentences
 from bot.review.words import and_list, percent
 
 
@@ -179,5 +181,6 @@ def decide(
         changes=changes,
         accepted=tuple(accepted),
         trade=trade_sentences(changes, req, ev, accepted, part_a),
+        trade_over=over_sentences(changes, req, ev, accepted, part_a),
         prices={k: req.price_of(k) for k in sorted(priced_kernels(changes, ev))},
     )

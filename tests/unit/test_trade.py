@@ -68,16 +68,26 @@ def test_a_rewrite_within_its_price_is_approved_with_the_trade_in_one_sentence()
         "softmax is slower by 4.0–5.8% at 2 of its 3 measured shapes (the most at 1823x781 "
         "float16), within its 8% rewrite price; in return it replaces 2 files of CUDA + HIP "
         "(240 lines of kernel and launch code per vendor) with 1 file of Triton (60 lines), one "
-        "source for NVIDIA and AMD.",
+        "source for NVIDIA and AMD, and needs no nvcc or hipcc build for it once the kept kernel goes.",
     )
+    assert v.trade_over == ()
 
 
 def test_without_part_a_the_trade_names_the_languages() -> None:
     v = decide([REWRITE_KEPT], REQ, evidence(*SLOW_WITHIN))
-    assert v.trade[0].endswith("in return it replaces hand-written cuda+hip with triton.")
+    assert v.trade[0].endswith(
+        "in return it replaces hand-written CUDA + HIP with Triton, and needs no nvcc or hipcc build "
+        "for it once the kept kernel goes."
+    )
 
 
-def test_a_rewrite_over_its_price_requests_changes_naming_the_shapes() -> None:
+def test_a_deleted_kernel_takes_its_build_with_it() -> None:
+    deleted = REWRITE_DELETED.model_copy(update={"kernel": "softmax"})
+    v = decide([deleted], REQ, evidence(*SLOW_WITHIN))
+    assert v.trade[0].endswith("with Triton, and needs no nvcc or hipcc build for it.")
+
+
+def test_a_rewrite_over_its_price_requests_changes_and_says_what_it_trades() -> None:
     over = (
         shape("SAME", 1.01),
         shape("SLOWER", 1.12, shape=(1823, 781)),
@@ -85,11 +95,18 @@ def test_a_rewrite_over_its_price_requests_changes_naming_the_shapes() -> None:
     )
     v = decide([REWRITE_KEPT], REQ, evidence(*over), part_a=PART_A)
     assert v.decision == "request_changes" and v.trade == ()
+    # what it gives up there and what it deletes, for the maintainer to weigh
+    assert v.trade_over == (
+        "softmax, slower by 12.0–31.0% at 2 of its 3 measured shapes, replaces 2 files of CUDA "
+        "+ HIP (240 lines of kernel and launch code per vendor) with 1 file of Triton (60 lines), "
+        "one source for NVIDIA and AMD, and needs no nvcc or hipcc build for it once the kept "
+        "kernel goes.",
+    )
     (sweep_c,) = [c for c in v.conditions if c.key == "sweep"]
     assert sweep_c.blocking
+    # counted: the first screen's worst shapes name them, each once
     assert sweep_c.summary == (
-        "softmax over its 8% rewrite price at 1x781 float16 (31.0% slower) and 1823x781 "
-        "float16 (12.0% slower)"
+        "over softmax's 8% rewrite price at 2 of its 3 shapes (up to 31.0% slower)"
     )
 
 
