@@ -22,7 +22,8 @@ from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
 from bot.contracts.review import ChangeLine, PartATable
 from bot.policy.load import parse_policy
 from bot.review.conclude import conclude, review_context
-from tests.golden_util import check_golden
+from tests.golden_util import GOLDEN, check_golden
+from tests.paths import ROOT
 
 # softmax's rewrite may cost 8%, matmul's tuning 5%; everything else 3% and a 6% price
 POLICY_TEXT = """\
@@ -328,3 +329,21 @@ def test_the_trade_quotes_the_kernels_own_price_and_tolerance() -> None:
     assert "slower than matmul's 5% tolerance" in tuning and "rewrite price" not in tuning
     bump = _review(*CASES["trade_toolchain_bump.md"][1:]).comment
     assert "slower than softmax's 3% tolerance" in bump and "The trade" not in bump
+
+
+def test_the_policy_docs_quote_the_trades_as_the_review_says_them() -> None:
+    """docs/policy.md's worked example of the rewrite price quotes the golden comments' own
+    sentences (whitespace and quote marks aside), so it cannot drift from what the bot says."""
+    docs = (ROOT / "docs" / "policy.md").read_text(encoding="utf-8")
+    quoted = " ".join(
+        line.removeprefix(">").strip() for line in docs.splitlines() if line.startswith(">")
+    )
+    said = " ".join(quoted.split())
+    for name in ("trade_rewrite_within_price.md", "trade_rewrite_over_price.md"):
+        text = (GOLDEN / name).read_text(encoding="utf-8")
+        trades = [x for x in text.splitlines() if "**The trade**" in x]
+        trades += [x for x in text.splitlines() if x.startswith("- softmax, slower")]
+        assert trades, name
+        for line in trades:  # a list item's dash is the comment's, not the sentence's
+            line = line.removeprefix("- ")
+            assert line in said, f"docs/policy.md does not quote {name}'s line: {line}"
