@@ -122,9 +122,8 @@ def sweep(f: Facts) -> Finding:
     for s in gpu_sweeps:
         where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
         for x in s.failures:
-            lines.append(
-                f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip()
-            )
+            why = f" ({x.detail})" if x.detail else ""
+            lines.append(f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict}{why}")
     inconclusive: list[ShapeLine] = []
     within: list[ShapeLine] = []  # a priced rewrite's shapes within its price
     for s in gpu_sweeps:
@@ -252,7 +251,7 @@ def _why_inconclusive(inconclusive: Sequence[ShapeLine]) -> str:
             "tolerance's edge; rerun with `/bench full` to narrow them"
         )
     return (
-        "the interval crosses the tolerance's edge: the difference is about the tolerance "
+        "the interval crosses the tolerance's edge, so the difference is about the tolerance "
         "itself; rerun with `/bench full` to narrow it"
     )
 

@@ -598,11 +598,13 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
         name = esc(x.kernel) if x.kernel != kernel else ""
         kernel = x.kernel
         tag = ADDED if x.small_or_ragged else ""
+        failed = x.verdict in FAILED_VERDICTS  # the head's time and roofline say nothing
         b = "—" if x.base_us is None else number(x.base_us, 2)
-        h = "—" if x.head_us is None else number(x.head_us, 2)
+        h = "—" if x.head_us is None or failed else number(x.head_us, 2)
+        roofline = "—" if failed else _roofline(x)
         out.append(
             f"| {name} | {'x'.join(map(str, x.shape))}{tag} | {esc(dtype_short(x.dtype))} | {b} | "
-            f"{h} | {_vs_base(x)} | {_roofline(x)} | {x.verdict} |"
+            f"{h} | {_vs_base(x)} | {roofline} | {x.verdict} |"
         )
     if any(x.small_or_ragged for x in shown):
         out += ["", f"{ADDED} a small or ragged shape the sweep added, not one the policy serves."]

@@ -116,13 +116,11 @@ def decide(
         decision = "approve_with_conditions"
         n_open = sum(1 for c in unfinished if c.state == "open")
         n_not_run = sum(1 for c in unfinished if c.state == "not_run")
-        counts = ", ".join(
-            part
-            for part in (
-                f"{n_open} open" if n_open else "",
-                f"{n_not_run} not run" if n_not_run else "",
-            )
-            if part
+        of = f"{n_open + n_not_run} of {len(conditions)} conditions"
+        counts = (
+            f"{of}: {n_open} open, {n_not_run} not run"
+            if n_open and n_not_run
+            else f"{of} {'open' if n_open else 'not run'}"
         )
         timed = any(
             x.ratio is not None for s in ev.sweeps if s.timing_kind == "gpu" for x in s.shapes
@@ -133,8 +131,8 @@ def decide(
             else "Nothing has been timed on a GPU yet, so no measurement argues for or against it"
         )
         why = (
-            f"{subject}. {so_far}, but the evidence is not complete "
-            f"({counts} of {len(conditions)} conditions): before merge, please close them."
+            f"{subject}. {so_far}, but the evidence is not complete ({counts}): before merge, "
+            "please close them."
         )
     elif any(c.mapped for c in changes):
         decision = "approve"

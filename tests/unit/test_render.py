@@ -312,3 +312,22 @@ def test_the_worst_shapes_say_where_the_rest_are() -> None:
         assert f"95% CI; {more} more {where}):" in render_comment(v, CTX, ev, PART_A)
         full = render_comment(v, CTX, ev, PART_A, full=True)
         assert f"95% CI; {more} more under Per-shape results):" in full
+
+
+def test_a_failed_shape_compares_no_times_in_the_table() -> None:
+    """A wrong result's head time and roofline say nothing (its interval column is "—"
+    already): before, the row read "10.00 | 10.00 | — | 80% → 80% | WRONG"."""
+    wrong = SWEEP.shapes[0].model_copy(
+        update={
+            "verdict": "WRONG",
+            "base_us": 10.0,
+            "head_us": 10.0,
+            "base_of_roofline": 0.8,
+            "head_of_roofline": 0.8,
+            "detail": "max abs error 0.5",
+        }
+    )
+    ev = Evidence(sweeps=(SWEEP.model_copy(update={"shapes": (wrong,)}),))
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    text = render_comment(v, CTX, ev, PART_A)
+    assert "| softmax | 4096x4096 | f16 | 10.00 | — | — | — | WRONG |" in text

@@ -208,3 +208,21 @@ def test_languages_are_written_as_their_names_and_a_wrong_result_is_not_compared
     wrong = _shape("WRONG", 1.0, (0.99, 1.01))
     assert _vs_base(wrong) == "—"
     assert _vs_base(_shape("SLOWER", 1.2, (1.19, 1.21))) == "20.0% slower (19.0–21.0%)"
+
+
+def test_a_failed_shape_reads_as_its_verdict_and_why() -> None:
+    # before: "matmul 4096x4096x4096 float16: WRONG max abs err 0.5 > 0.01", two clauses run on
+    wrong = _shape("WRONG", 1.0, (0.99, 1.01), shape=(4096, 4096, 4096))
+    wrong = wrong.model_copy(update={"detail": "max abs err 0.5 > 0.01"})
+    rows = sweep(_facts(wrong)).rows
+    assert "matmul 4096x4096x4096 float16: WRONG (max abs err 0.5 > 0.01)" in rows
+
+
+def test_an_inconclusive_shape_across_the_edge_reads_without_a_colon_run() -> None:
+    # before: "1 shape inconclusive: the interval crosses the tolerance's edge: the difference..."
+    edge = _shape("INCONCLUSIVE", 1.03, (1.02, 1.04)).model_copy(update={"tolerance": 0.03})
+    summary = sweep(_facts(edge)).summary
+    assert summary == (
+        "1 shape inconclusive: the interval crosses the tolerance's edge, so the difference is "
+        "about the tolerance itself; rerun with `/bench full` to narrow it"
+    )

@@ -103,7 +103,10 @@ def test_no_gpu_leaves_conditions_not_run_and_approves_with_conditions():
         "rollback": "met",
     }
     assert "needs a GPU runner" in v.conditions[0].summary
-    assert "3 not run" in v.why
+    # before: "(3 not run of 5 conditions)"
+    assert "the evidence is not complete (3 of 5 conditions not run)" in v.why
+    mixed = decide([REWRITE_DELETED], CLI, ev)
+    assert "(4 of 5 conditions: 1 open, 3 not run)" in mixed.why
     # nothing was timed, so the review does not say that what was measured is fine
     assert "Nothing measured so far argues against it" not in v.why
     assert "Nothing has been timed on a GPU yet" in v.why
