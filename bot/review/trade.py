@@ -25,7 +25,7 @@ maintainer can weigh it, and what to do either way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,7 +36,7 @@ from bot.outputs import plural
 from bot.review.explain import varied_between_processes
 from bot.review.served import decides
 from bot.review.toolchain import toolchain_differs
-from bot.review.words import and_list, language, percent, slower_by, speed
+from bot.review.words import language, percent, slower_by
 
 PriceState = Literal["within", "over", "undecided"]
 HAND_WRITTEN = frozenset({"cuda", "hip"})  # the languages a priced rewrite replaces
@@ -254,21 +254,3 @@ OVER_ADVICE = (
     "bring those shapes within it or, if the code deleted is worth more, raise the kernel's "
     "`rewrite_price` in the base branch's policy"
 )
-
-
-def over_words(
-    over: Sequence[tuple[str, ShapeLine]], req: Requirements, timed: Mapping[str, int]
-) -> str:
-    """The shapes over their kernel's rewrite price, counted kernel by kernel (``timed``: each
-    kernel's timed shapes): "over softmax's 8% rewrite price at 2 of its 4 shapes (up to 31.0%
-    slower)", "over the 6% rewrite price at 3 of vector_add's 16 shapes (up to 2.4x slower) and
-    1 of softmax's 18 (8.4% slower)". The first screen's worst shapes name them."""
-    kernels = list(dict.fromkeys(x.kernel for _, x in over))
-    parts = []
-    for i, kernel in enumerate(kernels):
-        mine = [x for _, x in over if x.kernel == kernel]
-        worst = speed(max(x.ratio or 1.0 for x in mine))
-        whose = "its" if len(kernels) == 1 else f"{kernel}'s"
-        of = f" {whose} {timed[kernel]} shapes" if i == 0 else f" {whose} {timed[kernel]}"
-        parts.append(f"{len(mine)} of{of} ({'up to ' if len(mine) > 1 else ''}{worst})")
-    return f"over {price_words(kernels, req)} at {and_list(parts)}"

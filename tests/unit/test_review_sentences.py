@@ -226,3 +226,12 @@ def test_an_inconclusive_shape_across_the_edge_reads_without_a_colon_run() -> No
         "1 shape inconclusive: the interval crosses the tolerance's edge, so the difference is "
         "about the tolerance itself; rerun with `/bench full` to narrow it"
     )
+
+
+def test_the_sweep_counts_slower_shapes_per_kernel_and_the_rest_in_one() -> None:
+    slow = [_shape("SLOWER", 1.2, (1.19, 1.21), kernel=f"k{i}", tolerance=0.03) for i in range(5)]
+    summary = sweep(_facts(*slow, _shape("SAME", 1.0, (0.99, 1.01), kernel="k0"))).summary
+    assert summary == (
+        "past the 3% tolerance at 1 of k0's 2 shapes (20.0% slower), 1 of k1's 1 (20.0% "
+        "slower), 1 of k2's 1 (20.0% slower) and 2 shapes of 2 more kernels"
+    )
