@@ -251,6 +251,6 @@ def over_sentences(
 
 
 OVER_ADVICE = (
-    "bring those shapes within it or, if the code deleted is worth more, raise the kernel's "
-    "`rewrite_price` in the base branch's policy"
+    "bring each shape over it back within it or, if the code deleted is worth more, raise the "
+    "kernel's `rewrite_price` in the base branch's policy"
 )
