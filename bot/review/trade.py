@@ -205,49 +205,38 @@ def trade_sentences(
     ev: Evidence,
     accepted: Sequence[AcceptedLine] = (),
     part_a: Sequence[PartATable] = (),
-) -> tuple[str, ...]:
-    """One sentence per priced rewrite that pays a measured slowdown within its price and
-    nothing beyond it at a shape that decides: shapes slower than its tolerance, every one
-    within its price or at a shape nobody serves, none failed or undecided. Shapes an
-    acceptance covers are the acceptance's, not the trade's."""
-    out = []
-    for k in _priced(changes, req, ev, accepted):
-        if not k.clear or k.over or not k.paid:
-            continue
-        by, at = _where(k.paid, ev)
-        aside = (
-            f", and past it at {plural(k.aside, 'added shape')} nobody serves (condition 1)"
-            if k.aside
-            else ""
-        )
-        out.append(
-            f"{k.kernel} is slower {by} at {len(k.paid)} of its {k.timed} measured shapes "
-            f"({at}), within its {percent(k.price)} rewrite price{aside}; in "
-            f"return it {_gives(k.kernel, changes, part_a)}."
-        )
-    return tuple(out)
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The trade each priced rewrite makes, in one sentence: those within their price, then
+    those over it.
 
-
-def over_sentences(
-    changes: Sequence[ChangeLine],
-    req: Requirements,
-    ev: Evidence,
-    accepted: Sequence[AcceptedLine] = (),
-    part_a: Sequence[PartATable] = (),
-) -> tuple[str, ...]:
-    """One sentence per priced rewrite over its price at a shape that decides: what it gives up
-    there and what it deletes, so that a maintainer can weigh the two (``OVER_ADVICE`` says
-    what to do either way)."""
-    out = []
+    Within: a rewrite that pays a measured slowdown within its price and nothing beyond it at a
+    shape that decides (shapes slower than its tolerance, every one within its price or at a
+    shape nobody serves, none failed or undecided). Over: a rewrite over its price at a shape
+    that decides, what it gives up there and what it deletes, so that a maintainer can weigh
+    the two (``OVER_ADVICE`` says what to do either way). Shapes an acceptance covers are the
+    acceptance's, not the trade's."""
+    within, over = [], []
     for k in _priced(changes, req, ev, accepted):
-        if not k.over:
-            continue
-        by, _ = _where(k.over, ev)  # the worst shapes name them
-        out.append(
-            f"{k.kernel}, slower {by} at {len(k.over)} of its {k.timed} measured shapes, "
-            f"{_gives(k.kernel, changes, part_a)}."
-        )
-    return tuple(out)
+        gives = _gives(k.kernel, changes, part_a)
+        if k.over:
+            by, _ = _where(k.over, ev)  # the worst shapes name them
+            over.append(
+                f"{k.kernel}, slower {by} at {len(k.over)} of its {k.timed} measured shapes, "
+                f"{gives}."
+            )
+        elif k.clear and k.paid:
+            by, at = _where(k.paid, ev)
+            aside = (
+                f", and past it at {plural(k.aside, 'added shape')} nobody serves (condition 1)"
+                if k.aside
+                else ""
+            )
+            within.append(
+                f"{k.kernel} is slower {by} at {len(k.paid)} of its {k.timed} measured shapes "
+                f"({at}), within its {percent(k.price)} rewrite price{aside}; in return it "
+                f"{gives}."
+            )
+    return tuple(within), tuple(over)
 
 
 OVER_ADVICE = (

@@ -22,7 +22,7 @@ from bot.contracts.review import ChangeLine, Decision, PartATable, Requirements,
 from bot.outputs import plural
 from bot.review.conditions import evaluate
 from bot.review.toolchain import toolchain_differs
-from bot.review.trade import over_sentences, price_words, priced_kernels, trade_sentences
+from bot.review.trade import price_words, priced_kernels, trade_sentences
 from bot.review.words import and_list, percent
 
 
@@ -171,6 +171,7 @@ def decide(
             )
             + " to `kernels` with a bench entry point."
         )
+    trade, trade_over = trade_sentences(changes, req, ev, accepted, part_a)
     return Verdict(
         decision=decision,
         why=why,
@@ -178,7 +179,7 @@ def decide(
         not_asking_for=tuple(not_asking),
         changes=changes,
         accepted=tuple(accepted),
-        trade=trade_sentences(changes, req, ev, accepted, part_a),
-        trade_over=over_sentences(changes, req, ev, accepted, part_a),
+        trade=trade,
+        trade_over=trade_over,
         prices={k: req.price_of(k) for k in sorted(priced_kernels(changes, ev))},
     )

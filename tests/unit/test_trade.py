@@ -181,7 +181,7 @@ def test_price_states_and_no_trade_without_a_measured_cost() -> None:
     assert price_state(shape("SLOWER", 1.05), 0.03) == "over"
     assert price_state(shape("SLOWER", 1.06), 0.06) == "undecided"
     assert price_state(shape("WRONG", None), 0.06) is None
-    assert trade_sentences([REWRITE_KEPT], REQ, evidence(shape("SAME", 1.0))) == ()
+    assert trade_sentences([REWRITE_KEPT], REQ, evidence(shape("SAME", 1.0))) == ((), ())
 
 
 def test_the_price_defaults_to_the_policy_and_never_below_the_kernel_tolerance() -> None:
