@@ -298,7 +298,10 @@ def _priced_line(x: ShapeLine, price: float, state: str) -> str:
         if x.ci_low is not None and x.ci_high is not None
         else ""
     )
-    measured = f"{speed(x.ratio)}{interval}" if x.ratio is not None else "not timed"
+    measured = "not timed" if x.ratio is None else speed(x.ratio)
+    if x.ratio is not None and x.ci_low is not None and x.ci_high is not None:
+        # "5.8% slower (4.8–6.8% at 95%)": the word said once
+        measured += f" ({interval_words(x.ratio, x.ci_low, x.ci_high)} at 95%)"
     if x.verdict == "INCONCLUSIVE":
         tolerance = f" against its {percent(x.tolerance)} tolerance" if x.tolerance else ""
         measured = f"inconclusive{tolerance}{interval}"

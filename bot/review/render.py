@@ -58,9 +58,9 @@ def _short(sha: str) -> str:
 
 
 def _condition_block(c: Condition, *, full: bool) -> list[str]:
-    """A condition and its evidence; its summary only in the job summary (``full``), since the
-    comment's first screen has it."""
-    summary = f": {esc(c.summary)}" if full else ""
+    """A condition and its evidence; its summary, which the first screen has (in the job
+    summary too), only where it has no evidence to show, on the title's line."""
+    summary = "" if c.evidence else f": {esc(c.summary)}"
     return [
         f"{c.number}. **{c.title}** — {STATE_ICONS[c.state]}{summary}",
         *_evidence(c, full=full),
@@ -890,10 +890,9 @@ def _clip(line: str) -> str:
 
 def _evidence(c: Condition, *, full: bool) -> list[str]:
     """A condition's evidence lines: all in the job summary, the first few in the comment
-    (``EVIDENCE_LISTED``), long lines and lists of shapes cut, with a count of the rest; a
-    condition with none says its summary."""
-    if not c.evidence:
-        return [] if full else [f"   - {esc(c.summary)}"]
+    (``EVIDENCE_LISTED``), long lines and lists of shapes cut, with a count of the rest."""
+    if not c.evidence:  # the title's line says the summary
+        return []
     listed = EVIDENCE_LISTED_BY_KEY.get(c.key, EVIDENCE_LISTED)
     lines = c.evidence
     if c.key == "sweep" and not full:  # a shape's own line: the worst shapes say it, above

@@ -62,14 +62,16 @@ def test_the_code_counts_are_shown_only_for_a_kernel_this_pull_request_rewrites(
     assert "| Lines in the kernel body | 38 → 12 |" in rewrite
 
 
-def test_a_condition_without_evidence_lines_says_its_summary_under_its_title() -> None:
-    # before: "5. ... — ✅ met" with nothing under it in the folded section
-    text = render_comment(decide([TUNING], Requirements(), Evidence()), CTX)
-    why = text.split("<summary>Why")[1]
-    assert (
-        "5. **The old kernel kept for one release as rollback** — ✅ met\n"
-        "   - no hand-written kernel is replaced; the previous version is in history"
-    ) in why
+def test_a_condition_without_evidence_lines_says_its_summary_on_its_title_line() -> None:
+    # before: "5. ... — ✅ met" with nothing under it in the folded section; the comment and the
+    # job summary say it the same way
+    for full in (False, True):
+        text = render_comment(decide([TUNING], Requirements(), Evidence()), CTX, full=full)
+        why = text.split("Why, and the five conditions")[1]
+        assert (
+            "5. **The old kernel kept for one release as rollback** — ✅ met: no hand-written "
+            "kernel is replaced; the previous version is in history\n"
+        ) in why
 
 
 def test_one_slower_shape_is_named_and_no_pattern_is_claimed_over_it() -> None:

@@ -67,7 +67,7 @@ def test_a_rewrite_over_its_price_only_at_an_added_shape_is_not_blocking() -> No
     assert v.decision == "approve_with_conditions" and not _sweep(v).blocking
     assert "slower than allowed (20.0% slower, +2.0 µs a call)" in _sweep(v).summary
     assert (
-        "softmax 1811x773 float16: 20.0% slower (19.0–21.0% slower at 95%); over its 8% "
+        "softmax 1811x773 float16: 20.0% slower (19.0–21.0% at 95%); over its 8% "
         "rewrite price at a shape the policy does not serve" in _sweep(v).evidence
     )
     assert v.trade_over == ()  # nothing over the price where it decides
