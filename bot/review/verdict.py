@@ -21,6 +21,7 @@ from bot.contracts.evidence import Evidence
 from bot.contracts.review import ChangeLine, Decision, PartATable, Requirements, Verdict
 from bot.outputs import plural
 from bot.review.conditions import evaluate
+from bot.review.served import decides
 from bot.review.toolchain import toolchain_differs
 from bot.review.trade import price_words, priced_kernels, trade_sentences
 from bot.review.words import and_list, percent
@@ -125,15 +126,23 @@ def decide(
         timed = any(
             x.ratio is not None for s in ev.sweeps if s.timing_kind == "gpu" for x in s.shapes
         ) or any(f.cold_ms is not None and not f.compile_only for f in ev.first_calls)
+        aside = any(  # slower only where nobody is served: it argues, but does not decide
+            x.verdict == "SLOWER" and not decides(x)
+            for s in ev.sweeps
+            if s.timing_kind == "gpu"
+            for x in s.shapes
+        )
         so_far = (
-            "Nothing measured so far argues against it"
-            if timed
-            else "Nothing has been timed on a GPU yet, so no measurement argues for or against it"
+            "Nothing has been timed on a GPU yet, so no measurement argues for or against it"
+            if not timed
+            else "Nothing measured at a shape the policy serves argues against it"
+            if aside
+            else "Nothing measured so far argues against it"
         )
-        why = (
-            f"{subject}. {so_far}, but the evidence is not complete ({counts}): before merge, "
-            "please close them."
-        )
+        are = "is" if n_open == 1 else "are"
+        gap = f"the evidence is not complete ({counts})" if n_not_run else f"{of} {are} open"
+        them = "them" if n_open + n_not_run > 1 else "it"
+        why = f"{subject}. {so_far}, but {gap}: before merge, please close {them}."
     elif any(c.mapped for c in changes):
         decision = "approve"
         why = f"{subject}, and every condition is met with evidence."

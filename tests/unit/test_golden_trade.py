@@ -1,7 +1,8 @@
 """Golden comments for the trade (the seed's Part D), made end to end: a policy as maintainers
-write it, hand-made evidence, and ``conclude``, the one review tail. Five pull requests: a
-rewrite within its price, a rewrite over it, a tuning regression at one shape, a toolchain
-bump, and no difference at all. Each pins the decision and every sentence of the comment."""
+write it, hand-made evidence, and ``conclude``, the one review tail. Six pull requests: a
+rewrite within its price, a rewrite over it, a tuning regression at one served shape, a tuning
+slower only at a shape nobody serves, a toolchain bump, and no difference at all. Each pins the
+decision and every sentence of the comment."""
 
 from __future__ import annotations
 
@@ -198,6 +199,22 @@ CASES = {
         "request_changes",
         (TUNING,),
         _evidence(*MATMUL_ONE_SLOW, geomean=0.98, geomean_ci=(0.97, 0.99)),
+    ),
+    # matmul autotuned: 5-9% faster at its served shapes, but 51% slower at a 7x13x31 shape the
+    # planner added (0.94 -> 1.42 µs: the autotuner's launch): a condition, not a blocker
+    "trade_tuning_unserved_shape.md": (
+        "approve_with_conditions",
+        (TUNING,),
+        _evidence(
+            _shape("matmul", (4096, 4096, 4096), "FASTER", 0.95),
+            _shape("matmul", (1024, 1024, 1024), "FASTER", 0.91),
+            _shape("matmul", (7, 13, 31), "SAME", 1.01),
+            _shape("matmul", (7, 13, 29), "SLOWER", 1.51, small_or_ragged=True).model_copy(
+                update={"base_us": 0.94, "head_us": 1.42}
+            ),
+            geomean=0.93,
+            geomean_ci=(0.92, 0.94),
+        ),
     ),
     # triton 3.5.1 -> 3.6.0: softmax 4-6% slower is the toolchain's, judged at its tolerance
     "trade_toolchain_bump.md": (

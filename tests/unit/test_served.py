@@ -101,3 +101,13 @@ def test_the_worst_shapes_say_whether_an_added_shape_blocks() -> None:
         "- matmul 67108859 bf16: 2.4x slower; past its 3% tolerance; an added shape, but 2x "
         "slower or more blocks anywhere"
     ]
+
+
+def test_the_why_says_what_was_measured_where_it_is_served() -> None:
+    # before: "Nothing measured so far argues against it, but the evidence is not complete
+    # (1 open of 5 conditions)", beside a 51% slower shape: all was measured, one shape argues
+    why = decide([TUNING], REQ, evidence(SERVED, TINY)).why
+    assert why == (
+        "This pull request retunes 1 Triton kernel. Nothing measured at a shape the policy "
+        "serves argues against it, but 1 of 5 conditions is open: before merge, please close it."
+    )
