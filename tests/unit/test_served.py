@@ -111,3 +111,18 @@ def test_the_why_says_what_was_measured_where_it_is_served() -> None:
         "This pull request retunes 1 Triton kernel. Nothing measured at a shape the policy "
         "serves argues against it, but 1 of 5 conditions is open: before merge, please close it."
     )
+
+
+def test_a_rewrite_within_its_price_where_served_still_states_its_trade() -> None:
+    """Within the price at its served shapes, past it only at an added one: the trade is said,
+    and it says the shape it leaves to the condition."""
+    req = REQ.model_copy(update={"prices": {"softmax": 0.08}})
+    served = shape("SLOWER", 1.05, shape=(1823, 781))
+    added = shape("SLOWER", 1.2, shape=(1811, 773), small_or_ragged=True)
+    v = decide([REWRITE_KEPT], req, evidence(shape("SAME", 1.0), served, added), part_a=PART_A)
+    assert v.decision == "approve_with_conditions" and v.trade_over == ()
+    assert v.trade[0].startswith(
+        "softmax is slower by 5.0% at 1 of its 3 measured shapes (at 1823x781 float16), within "
+        "its 8% rewrite price, and past it at 1 added shape nobody serves (condition 1); in "
+        "return it replaces 2 files of CUDA + HIP"
+    )
