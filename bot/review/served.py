@@ -43,8 +43,8 @@ def _added_us(x: ShapeLine) -> float | None:
 
 def unserved_words(aside: Sequence[tuple[str, ShapeLine]], vendors: int) -> str:
     """The added shapes slower than allowed that do not block, in one clause: how many, how
-    much slower at most, and the time the one that adds the most adds to a call (named where
-    there are several: the first screen's worst shapes are those slowest by ratio)."""
+    much slower at most, and the most time one adds to a call, that shape named where it is not
+    the slowest (the first screen's worst shapes name the slowest)."""
     shapes = [x for _, x in aside]
     n = len(shapes)
     worst = max(x.ratio or 1.0 for x in shapes)
@@ -55,7 +55,9 @@ def unserved_words(aside: Sequence[tuple[str, ShapeLine]], vendors: int) -> str:
         amount = f"+{number(extra, 2 if extra < 1 else 1 if extra < 10 else 0)} µs a call"
         on = f" on {vendor}" if vendors > 1 else ""
         where = f"{x.kernel} {'x'.join(map(str, x.shape))} {x.dtype}{on}"
-        notes.append(f"up to {amount}, at {where}" if n > 1 else amount)
+        # named where it is not the slowest, which the first screen's worst shapes name
+        slowest = (x.ratio or 1.0) >= worst
+        notes.append(amount if n == 1 else f"up to {amount}" + ("" if slowest else f", at {where}"))
     them = "them" if n > 1 else "it"
     return (
         f"not blocking: {plural(n, 'added shape')} the policy does not serve, slower than "

@@ -97,10 +97,6 @@ def price_words(kernels: Sequence[str], req: Requirements) -> str:
     return "each rewrite's price (" + ", ".join(f"{k} {percent(p)}" for k, p in each.items()) + ")"
 
 
-def _shape(x: ShapeLine) -> str:
-    return f"{'x'.join(map(str, x.shape))} {x.dtype}"
-
-
 _BUILDS = {"cuda": "nvcc", "hip": "hipcc"}  # the compiler a hand-written language needs
 
 
@@ -143,8 +139,8 @@ class _Priced:
     kernel: str
     price: float
     timed: int  # shapes with a ratio
-    paid: tuple[tuple[str, ShapeLine], ...]  # slower than tolerance, within the price
-    over: tuple[tuple[str, ShapeLine], ...]  # over it at a shape that decides (served, collapsed)
+    paid: tuple[ShapeLine, ...]  # slower than tolerance, within the price
+    over: tuple[ShapeLine, ...]  # over it at a shape that decides (served, collapsed)
     aside: int  # over it only at shapes nobody serves (bot.review.served): named, not paid
     clear: bool  # nothing failed, nothing undecided against the price
 
@@ -177,9 +173,9 @@ def _priced(
             elif x.verdict != "SLOWER":  # a failure
                 clear = False
             elif price_state(x, price) == "within":
-                paid.append((vendor, x))
+                paid.append(x)
             elif price_state(x, price) == "over" and decides(x):
-                over.append((vendor, x))
+                over.append(x)
             elif price_state(x, price) == "over":
                 aside += 1
             else:
@@ -189,14 +185,11 @@ def _priced(
     return out
 
 
-def _where(shapes: Sequence[tuple[str, ShapeLine]], ev: Evidence) -> tuple[str, str]:
-    """How much slower ``shapes`` are, "by 4.3–6.1%", and where: "the most at 1823x781
-    float16", for one shape "at 1x781 float16"."""
-    vendors = len([s for s in ev.sweeps if s.timing_kind == "gpu"])
-    ratios = [x.ratio or 1.0 for _, x in shapes]
-    vendor, worst = max(shapes, key=lambda p: p[1].ratio or 1.0)
-    at = f"at {_shape(worst)}{f' on {vendor}' if vendors > 1 else ''}"
-    return slower_by(min(ratios), max(ratios)), at if len(shapes) == 1 else f"the most {at}"
+def _slower_by(shapes: Sequence[ShapeLine]) -> str:
+    """How much slower ``shapes`` are: "by 4.3–6.1%" (the first screen's worst shapes name
+    them)."""
+    ratios = [x.ratio or 1.0 for x in shapes]
+    return slower_by(min(ratios), max(ratios))
 
 
 def trade_sentences(
@@ -219,21 +212,19 @@ def trade_sentences(
     for k in _priced(changes, req, ev, accepted):
         gives = _gives(k.kernel, changes, part_a)
         if k.over:
-            by, _ = _where(k.over, ev)  # the worst shapes name them
             over.append(
-                f"{k.kernel}, slower {by} at {len(k.over)} of its {k.timed} measured shapes, "
+                f"{k.kernel}, slower {_slower_by(k.over)} at {len(k.over)} of its {k.timed} measured shapes, "
                 f"{gives}."
             )
         elif k.clear and k.paid:
-            by, at = _where(k.paid, ev)
             aside = (
                 f", and past it at {plural(k.aside, 'added shape')} nobody serves (condition 1)"
                 if k.aside
                 else ""
             )
             within.append(
-                f"{k.kernel} is slower {by} at {len(k.paid)} of its {k.timed} measured shapes "
-                f"({at}), within its {percent(k.price)} rewrite price{aside}; in return it "
+                f"{k.kernel} is slower {_slower_by(k.paid)} at {len(k.paid)} of its {k.timed} "
+                f"measured shapes, within its {percent(k.price)} rewrite price{aside}; in return it "
                 f"{gives}."
             )
     return tuple(within), tuple(over)

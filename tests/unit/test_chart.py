@@ -169,3 +169,14 @@ def test_a_run_of_charts_says_what_the_bars_are_once() -> None:
     assert chart.legend(shapes, 0.06, first=False) == (
         "Bars as above; lines: the 3% tolerance band (1.03, 0.971), the 6% rewrite price (1.06)."
     )
+
+
+@pytest.mark.parametrize("name", _with_results())
+def test_the_first_screen_names_each_worst_shape_once(name: str) -> None:
+    """The sweep's line counts the shapes and the worst shapes name them: before, a rewrite over
+    its price named the same shapes in both ("softmax over its 8% rewrite price at 1x781
+    float16 (31.0% slower) and ..." above "- softmax 1x781 f16: 31.0% slower ...")."""
+    first = (GOLDEN / name).read_text(encoding="utf-8").split("<details>")[0]
+    worst = re.findall(r"^- \S+ (\d+(?:x\d+)*) ", first, re.M)
+    for shape in worst:
+        assert len(re.findall(rf"(?<![\dx]){shape}(?![\dx])", first)) == 1, (name, shape)

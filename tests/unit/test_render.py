@@ -331,3 +331,25 @@ def test_a_failed_shape_compares_no_times_in_the_table() -> None:
     v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
     text = render_comment(v, CTX, ev, PART_A)
     assert "| softmax | 4096x4096 | f16 | 10.00 | — | — | — | WRONG |" in text
+
+
+def test_a_compiler_flag_a_condition_already_says_is_left_to_the_condition() -> None:
+    """Before, the comment said "vector_add: one config list serves both vendors" under both
+    vendors and again as a Part C warning; the job summary keeps the warning, with its
+    numbers, and a flag no condition says stays in the comment."""
+    from bot.review.render import _compiler
+
+    shared = COMPILER.flags[0].model_copy(
+        update={
+            "kernel": "vector_add",
+            "target": "gfx90a",
+            "message": "vector_add: one config list serves both vendors; num_warps=8 is 256 "
+            "threads on NVIDIA and 512 on AMD",
+        }
+    )
+    ce = COMPILER.model_copy(update={"flags": (shared, COMPILER.flags[0])})
+    said = ["vector_add: one config list serves both vendors; the same num_warps is twice ..."]
+    comment = "\n".join(_compiler(ce, full=False, conditions=said))
+    assert "one config list" not in comment and "spills 45 VGPRs" in comment
+    summary = "\n".join(_compiler(ce, full=True, conditions=said))
+    assert "num\\_warps=8 is 256 threads on NVIDIA and 512 on AMD" in summary

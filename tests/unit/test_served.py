@@ -122,7 +122,7 @@ def test_a_rewrite_within_its_price_where_served_still_states_its_trade() -> Non
     v = decide([REWRITE_KEPT], req, evidence(shape("SAME", 1.0), served, added), part_a=PART_A)
     assert v.decision == "approve_with_conditions" and v.trade_over == ()
     assert v.trade[0].startswith(
-        "softmax is slower by 5.0% at 1 of its 3 measured shapes (at 1823x781 float16), within "
+        "softmax is slower by 5.0% at 1 of its 3 measured shapes, within "
         "its 8% rewrite price, and past it at 1 added shape nobody serves (condition 1); in "
         "return it replaces 2 files of CUDA + HIP"
     )
