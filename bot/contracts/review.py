@@ -113,6 +113,8 @@ class Verdict(Frozen):
     accepted: tuple[AcceptedLine, ...] = ()  # slower shapes an acceptance names, judged
     # one sentence per rewrite that pays a slowdown within its price: what it costs, what it gives
     trade: tuple[str, ...] = ()
+    # one sentence per rewrite over its price: what it gives up there and what it deletes
+    trade_over: tuple[str, ...] = ()
     # the rewrite price each kernel judged at one (bot.review.trade.priced_kernels) was judged at
     prices: dict[str, float] = Field(default_factory=dict)
 
