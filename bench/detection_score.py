@@ -205,39 +205,12 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     # first-look batch3: wrong on first sight, scored after the fixes of batch2's misses and
     # not tuned on
     **{
-        ("Dao-AILab-causal-conv1d-fcf86720f137", check): (
-            "anything else: C++ launchers are compared as text (less tuning lines); an #ifndef "
-            "USE_ROCM / #else pair replaced by a ROCM_ONLY(x) macro that expands to the same calls "
-            "on each vendor, and the macro's definition at the top of each .cu file, read as "
-            "changed host code of every kernel of the file"
-        )
-        for check in (
-            "causal_conv1d_fwd_kernel: not a changed kernel",
-            "causal_conv1d_bwd_kernel: not a changed kernel",
-            "invented kernels",
-        )
-    },
-    **{
         ("FlagOpen-FlagAttention-3a81561d7f0b", f"{kernel}: kind"): (
             "class 4: the launchers now pick BLOCK_M, BLOCK_N, num_stages and num_warps under a "
             "capability test (the arch branch is found); a test added to the launch's slice makes "
             "the change a launch change, though only tuning values depend on it"
         )
         for kernel in ("_fwd_kernel", "_bwd_preprocess")
-    },
-    **{
-        ("FlagOpen-FlagAttention-548382d704db", check): (
-            "anything else: an unused local removed (input_dtype = Q.dtype.element_ty) changes the "
-            "kernel's code; bodies are compared as code, with no dead-store analysis"
-        )
-        for check in ("_total_attention_kernel: not a changed kernel", "invented kernels")
-    },
-    **{
-        ("FlagOpen-FlagAttention-7b91f0039c73", check): (
-            "anything else: `if not DIVISIBLE_M:` right after `if DIVISIBLE_M:` on a constexpr "
-            "became `else:`; the same control flow in other code reads as a body change"
-        )
-        for check in ("_bwd_preprocess: not a changed kernel", "unlabelled changes")
     },
     **{
         ("predibase-lorax-902a68c425ec", f"{kernel}: {k}"): (
