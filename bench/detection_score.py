@@ -217,24 +217,11 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
             "class 1: the switch is layers.py taking PunicaWrapper.add_lora (the Triton kernels) "
             "before the kept CUDA functions of punica.py (`elif has_sgmv()`), and it is not "
             "followed; kernels are paired only where punica.py calls a CUDA op and a Triton "
-            "function side by side, which the expand kernels' CUDA path (the op sgmv_cutlass: "
-            "precompute_sgmv_args, then CUTLASS's grouped GEMM) and bgmv_expand_slice never are"
+            "function side by side, which the prefill expand kernels' CUDA path (the op "
+            "sgmv_cutlass: precompute_sgmv_args, then CUTLASS's grouped GEMM) never is"
         )
-        for kernel in (
-            "_sgmv_expand_kernel",
-            "_sgmv_expand_slice_kernel",
-            "_bgmv_expand_slice_kernel",
-        )
+        for kernel in ("_sgmv_expand_kernel", "_sgmv_expand_slice_kernel")
         for k in _REWRITE_CHECKS
-    },
-    **{
-        ("predibase-lorax-902a68c425ec", f"{kernel}: replaces"): (
-            "class 1: dispatch_bgmv is one extension op that runs bgmv_shrink_kernel or "
-            "bgmv_expand_kernel by shape; which kernel serves which role inside the op is not "
-            "followed, and the side-by-side evidence (add_lora_logits calls both) pairs them "
-            "crosswise"
-        )
-        for kernel in ("_bgmv_shrink_kernel", "_bgmv_expand_kernel")
     },
 }
 

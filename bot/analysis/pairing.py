@@ -89,7 +89,47 @@ def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChang
     ]
     paired = _pair(changes, ctx, switches, moved)
     paired = _unseen_ops(paired, moved, ctx, both)
+    paired = _variants(paired)
     return [_unseen_old_note(c, ctx) for c in paired]
+
+
+def _variants(changes: list[KernelChange]) -> list[KernelChange]:
+    """A new Python kernel left unpaired whose operation is a paired rewrite's with a word
+    added (``_bgmv_expand_slice_kernel`` beside ``_bgmv_expand_kernel``, in the same folder):
+    a variant of that rewrite, replacing the same old kernels."""
+    rewrites = [c for c in changes if c.kind == "rewrite" and c.language in PYTHON_LANGUAGES]
+    if not rewrites:
+        return changes
+    out = list(changes)
+    for i, c in enumerate(changes):
+        if c.kind != "new" or c.language not in PYTHON_LANGUAGES or not stem(c.name):
+            continue
+        words = stem(c.name).split("_")
+        base = [
+            r
+            for r in rewrites
+            if stem(r.name)
+            and posixpath.dirname(r.path) == posixpath.dirname(c.path)
+            and len(words) == len(stem(r.name).split("_")) + 1
+            and words[: len(words) - 1] == stem(r.name).split("_")
+        ]
+        if len(base) != 1:
+            continue
+        r = base[0]
+        out[i] = c.model_copy(
+            update={
+                "kind": "rewrite",
+                "old": r.old,
+                "old_variants": r.old_variants,
+                "old_language": r.old_language,
+                "old_kernel_kept": r.old_kernel_kept,
+                "evidence": [f"a variant of {r.name} ({words[-1]}), which replaces {r.old.name}"]
+                if r.old
+                else [],
+                "notes": [*c.notes, f"a variant of {r.name}: paired as it is"],
+            }
+        )
+    return out
 
 
 def _unseen_old_note(c: KernelChange, ctx: Context) -> KernelChange:
@@ -135,12 +175,13 @@ def _pair(
     new_wrappers = ctx.new_wrappers()
     best: dict[int, tuple[float, int, list[str]]] = {}
     by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
+    new_names = {n for t in triton for n in {t.name} | new_wrappers.get(t.name, set())}
     for ti, t in enumerate(triton):
         t_names = {t.name} | new_wrappers.get(t.name, set())
         for oi, old in enumerate(olds):
             if old.kernel.language == t.language:
                 continue  # the same language: a new kernel beside it, not a port of it
-            score, why, role = _score(t, t_names, old, ctx, switches)
+            score, why, role = _score(t, t_names, old, ctx, switches, new_names)
             if role:
                 by_role[(oi, ti)] = why
             if t.name in new_wrappers:
@@ -173,9 +214,16 @@ def _pair(
 
 
 def _score(
-    t: KernelChange, t_names: set[str], old: _Old, ctx: Context, switches
+    t: KernelChange,
+    t_names: set[str],
+    old: _Old,
+    ctx: Context,
+    switches,
+    new_names: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> tuple[float, list[str], bool]:
-    """``(score, why, by_role)``: by_role when one function's call site switched."""
+    """``(score, why, by_role)``: by_role when one function's call site switched. ``new_names``:
+    the new kernels of the diff and their wrappers (none of them is the compiled op kept beside
+    ``t``, whatever its name)."""
     k = old.kernel
     score = 0.0
     why: list[str] = []
@@ -204,7 +252,7 @@ def _score(
             n
             for n in added
             if stem(_last(n))
-            and _last(n) not in t_names
+            and _last(n) not in t_names | new_names
             and (_last(n) in old.names or stem(_last(n)) in old_stems)
         )
         if gone:
