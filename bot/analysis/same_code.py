@@ -235,6 +235,40 @@ def _single_assign(stmts: list[ast.stmt]) -> tuple[str, ast.expr] | None:
     return None
 
 
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)(.+)$")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def unread_assignments(removed: list[str], seen: list[str]) -> bool:
+    """What the diff's lines show of an unread local removed: ``removed`` (lines of one kernel,
+    nothing added) all assign a local from a value without effects, and no other line of the
+    kernel the diff shows reads it. Whether a line the diff does not show reads it is unknown,
+    so this is not "no change" either: the kernel is left to be named unclassified."""
+    if not removed:
+        return False
+    names = set()
+    for line in removed:
+        m = _ASSIGNMENT.match(line)
+        if m is None or m.group(2).rstrip().endswith(","):  # ``num_warps=4,``: a parameter
+            return False
+        value = parse_expression(m.group(2))
+        if value is None or not _without_effects(value):
+            return False
+        names.add(m.group(1))
+    others = list(seen)
+    for line in removed:  # the removed lines themselves are among those seen
+        if line in others:
+            others.remove(line)
+    return not any(names & set(_WORD.findall(line)) for line in others)
+
+
+def parse_expression(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+
 # ------------------------------------------------------------------------------ C++
 
 _COMMENT_OR_TEXT = re.compile(

@@ -121,6 +121,16 @@ def test_an_unread_local_removed_is_no_change():
     assert _changes(TOTAL, TOTAL_BEFORE, TOTAL_AFTER) == []
 
 
+def test_from_the_diff_alone_an_unread_local_removed_is_left_unclassified():
+    analysis = analyze_diff(file_diff(TOTAL, TOTAL_BEFORE, TOTAL_AFTER))
+    assert analysis.changes == []
+    assert [u.path for u in analysis.unclassified] == [TOTAL]
+    read = TOTAL_BEFORE.replace("tl.load(Q + offs_m)", "tl.load(Q + offs_m).to(input_dtype)")
+    gone = read.replace("    input_dtype = Q.dtype.element_ty\n", "")
+    analysis = analyze_diff(file_diff(TOTAL, read, gone))  # a line the diff shows reads it
+    assert [f"{c.kind} {c.name}" for c in analysis.changes] == ["body _total_attention_kernel"]
+
+
 def test_a_local_that_is_read_removed_is_a_body_change():
     after = TOTAL_AFTER.replace("tl.exp(q * sm_scale - l)", "tl.exp(q * sm_scale)")
     assert _changes(TOTAL, TOTAL_BEFORE, after) == ["body _total_attention_kernel"]
