@@ -27,6 +27,7 @@ judged wrong after careful reading (never edited): they are scored as written an
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -514,25 +515,38 @@ def analyse(case: Case, mode: str) -> Analysis:
 def run(cases: list[Case], progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     checks: list[Check] = []
     seconds = {mode: 0.0 for mode in MODES}
+    cpu = {mode: 0.0 for mode in MODES}  # process time: what the analysis costs, load aside
+    slowest = {mode: (0.0, "") for mode in MODES}
     setup = 0.0  # making the git repositories, not analysis
     started = time.perf_counter()
+
+    def timed(mode: str, name: str, analyse: Callable[[], Analysis]) -> Analysis:
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = analyse()
+        seconds[mode] += time.perf_counter() - t0
+        spent = time.process_time() - c0
+        cpu[mode] += spent
+        slowest[mode] = max(slowest[mode], (spent, name))
+        return out
+
     for case in cases:
         t0 = time.perf_counter()
         with materialise(case) as repo:
-            t1 = time.perf_counter()
-            analysis = analyze_repo(repo.path, repo.base, repo.head, use_base_policy=False)
-            seconds["repo"] += time.perf_counter() - t1
-            setup += t1 - t0
+            setup += time.perf_counter() - t0
+            call = functools.partial(
+                analyze_repo, repo.path, repo.base, repo.head, use_base_policy=False
+            )
+            analysis = timed("repo", case.name, call)
         checks += score_case(case, analysis, "repo")
-        t0 = time.perf_counter()
-        analysis = analyze_diff(case.diff)
-        seconds["diff"] += time.perf_counter() - t0
+        analysis = timed("diff", case.name, functools.partial(analyze_diff, case.diff))
         checks += score_case(case, analysis, "diff")
         if progress:
             progress(case.name)
     return {
         "checks": checks,
         "seconds": seconds,
+        "cpu": cpu,
+        "slowest": slowest,
         "setup": setup,
         "wall": time.perf_counter() - started,
     }
@@ -564,6 +578,11 @@ def totals(cases: list[Case], result: dict[str, Any]) -> dict[str, Any]:
             "negatives_with_invented_kernels": invented,
             "silent_on_kernel_files": silences,
             "seconds": round(result["seconds"][mode], 2),
+            "cpu_seconds": round(result["cpu"][mode], 2),
+            "slowest_cpu_seconds": [
+                round(result["slowest"][mode][0], 2),
+                result["slowest"][mode][1],
+            ],
         }
     out["seconds_analysis_whole_corpus"] = round(sum(result["seconds"].values()), 2)
     out["seconds_making_repositories"] = round(result["setup"], 2)
