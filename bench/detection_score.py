@@ -90,11 +90,6 @@ _FL_RAWKERNEL = (
     "kv_kernel.py, not read as kernels; the switch is a backend branch in "
     "PreparedPCKBlock.partials"
 )
-_FL_FLASHINFER_JIT = (
-    "class 1: the CUDA act_and_mul_kernel runs through a JIT-built module "
-    "(get_act_and_mul_module) from an unchanged file; a Triton wrapper of the same name beside "
-    "it is not paired with it"
-)
 _FL_DS_BUILDER = (
     "class 1: the CUDA ops come from InferenceBuilder().load() (an op builder's JIT-built "
     "extension) through op-binding classes that now take triton/ops.py functions under "
@@ -194,10 +189,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     **{
         ("ahb-sjsu-turboquant-pro-de9b8658d888", f"{kernel}: {k}"): _FL_RAWKERNEL
         for kernel in ("pck_partials_kernel", "pck_batched_kernel", "polar_split_kernel")
-        for k in _REWRITE_CHECKS
-    },
-    **{
-        ("flashinfer-ai-flashinfer-f72745bacc42", f"silu_and_mul_kernel: {k}"): _FL_FLASHINFER_JIT
         for k in _REWRITE_CHECKS
     },
     **{

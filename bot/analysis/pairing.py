@@ -20,6 +20,7 @@ when the caller can read base (``old_source``, and ``old_files`` for globs and n
 
 from __future__ import annotations
 
+import ast
 import posixpath
 import re
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from bot.analysis.reach.call_sites import from_imports as _from_imports
 from bot.analysis.reach.follow import Op, Side
 from bot.analysis.reach.moved_calls import MovedCall, moved_calls, sides, still_built
 from bot.analysis.scan import scan_source
-from bot.analysis.text import source_kind
+from bot.analysis.text import parse_python_or_none, source_kind
 
 _NOISE = {
     "kernel", "kernels", "kern", "cuda", "hip", "fwd", "forward", "impl",
@@ -176,12 +177,17 @@ def _pair(
     best: dict[int, tuple[float, int, list[str]]] = {}
     by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
     new_names = {n for t in triton for n in {t.name} | new_wrappers.get(t.name, set())}
+    beside = _same_named(ctx, triton)
     for ti, t in enumerate(triton):
         t_names = {t.name} | new_wrappers.get(t.name, set())
         for oi, old in enumerate(olds):
             if old.kernel.language == t.language:
                 continue  # the same language: a new kernel beside it, not a port of it
             score, why, role = _score(t, t_names, old, ctx, switches, new_names)
+            twin = beside.get(t.name, {}).get(_file_stem(old.kernel.path))
+            if twin:
+                score += 2
+                why.append(f"its wrapper has the name of {twin}, kept beside it")
             if role:
                 by_role[(oi, ti)] = why
             if t.name in new_wrappers:
@@ -211,6 +217,40 @@ def _pair(
                 drop.add(id(c))
         out.append(_rewrite(t, mine, ctx))
     return [c for c in changes if id(c) not in drop] + out
+
+
+def _same_named(ctx: Context, triton: list[KernelChange]) -> dict[str, dict[str, str]]:
+    """A second implementation offered beside the first: per new kernel, the file names (as
+    stems) of modules at base that define a function named as the new kernel's wrapper, in a
+    file named as the wrapper's (``flashinfer/triton/activation.py``'s ``silu_and_mul`` beside
+    ``flashinfer/activation.py``'s, which runs the CUDA kernel of ``activation.cuh``): an old
+    kernel in a file of that name is the one the new kernel stands beside. Values: the old
+    function, as ``path:name``."""
+    if ctx.old_source is None or not ctx.old_files:
+        return {}
+    wanted = {t.name for t in triton}
+    sites = [x for x in ctx.new_launches() if x.kernel in wanted and x.wrapper]
+    by_base: dict[str, list[str]] = {}
+    for p in ctx.old_files:
+        if p.endswith(".py"):
+            by_base.setdefault(posixpath.basename(p), []).append(p)
+    out: dict[str, dict[str, str]] = {}
+    read = 0
+    for x in sites:
+        for p in by_base.get(posixpath.basename(x.path), []):
+            if p == x.path or read >= _MAX_EXTRA_FILES:
+                continue
+            text = sources_for([p], ctx.texts_old, ctx.old_source).get(p)
+            read += 1
+            tree = parse_python_or_none(text)
+            if tree is None:
+                continue
+            names = {
+                n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+            if x.wrapper in names:
+                out.setdefault(x.kernel, {})[_file_stem(p)] = f"{p}:{x.wrapper}"
+    return out
 
 
 def _score(
