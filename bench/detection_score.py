@@ -211,17 +211,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         )
         for kernel in ("_fwd_kernel", "_bwd_preprocess")
     },
-    **{
-        ("predibase-lorax-902a68c425ec", f"{kernel}: {k}"): (
-            "class 1: the switch is layers.py taking PunicaWrapper.add_lora (the Triton kernels) "
-            "before the kept CUDA functions of punica.py (`elif has_sgmv()`), and it is not "
-            "followed; kernels are paired only where punica.py calls a CUDA op and a Triton "
-            "function side by side, which the prefill expand kernels' CUDA path (the op "
-            "sgmv_cutlass: precompute_sgmv_args, then CUTLASS's grouped GEMM) never is"
-        )
-        for kernel in ("_sgmv_expand_kernel", "_sgmv_expand_slice_kernel")
-        for k in _REWRITE_CHECKS
-    },
     # first-look batch4: wrong on first sight, scored after the fixes of batch3's misses and
     # not tuned on
     ("chengzeyi-stable-fast-2536cc5d83f0", "group_norm_4d_forward_kernel: reported"): _FL_FACTORY,

@@ -94,6 +94,9 @@ def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChang
     return [_unseen_old_note(c, ctx) for c in paired]
 
 
+_PAIRING_NOTES = ("old kernel kept in", "old kernel deleted from", "no Part A table")
+
+
 def _variants(changes: list[KernelChange]) -> list[KernelChange]:
     """A new Python kernel left unpaired whose operation is a paired rewrite's with a word
     added (``_bgmv_expand_slice_kernel`` beside ``_bgmv_expand_kernel``, in the same folder):
@@ -103,13 +106,19 @@ def _variants(changes: list[KernelChange]) -> list[KernelChange]:
         return changes
     out = list(changes)
     for i, c in enumerate(changes):
-        if c.kind != "new" or c.language not in PYTHON_LANGUAGES or not stem(c.name):
+        if c.language not in PYTHON_LANGUAGES or not stem(c.name):
+            continue
+        paired = [r.name for r in [c.old, *c.old_variants] if r is not None]
+        if c.kind == "rewrite" and any(_words(c.name) & _words(n) for n in paired):
+            continue  # paired by name already
+        if c.kind not in ("new", "rewrite"):
             continue
         words = stem(c.name).split("_")
         base = [
             r
             for r in rewrites
-            if stem(r.name)
+            if r is not c
+            and stem(r.name)
             and posixpath.dirname(r.path) == posixpath.dirname(c.path)
             and len(words) == len(stem(r.name).split("_")) + 1
             and words[: len(words) - 1] == stem(r.name).split("_")
@@ -127,7 +136,11 @@ def _variants(changes: list[KernelChange]) -> list[KernelChange]:
                 "evidence": [f"a variant of {r.name} ({words[-1]}), which replaces {r.old.name}"]
                 if r.old
                 else [],
-                "notes": [*c.notes, f"a variant of {r.name}: paired as it is"],
+                "part_a": None,  # counted for the kernel it is a variant of
+                "notes": [
+                    *(n for n in c.notes if not n.startswith(_PAIRING_NOTES)),
+                    f"a variant of {r.name}: paired as it is (no Part A table of its own)",
+                ],
             }
         )
     return out
@@ -204,7 +217,9 @@ def _pair(
     drop: set[int] = set()
     out = []
     for ti, t in enumerate(triton):
-        mine = [(olds[oi], why) for (oi, tj), why in sorted(pairs.items()) if tj == ti]
+        mine = _closest(
+            t.name, [(olds[oi], why) for (oi, tj), why in sorted(pairs.items()) if tj == ti]
+        )
         if not mine:
             continue
         mine.sort(key=lambda x: (x[0].kernel.language != "cuda", x[0].kernel.path))
@@ -217,6 +232,22 @@ def _pair(
                 drop.add(id(c))
         out.append(_rewrite(t, mine, ctx))
     return [c for c in changes if id(c) not in drop] + out
+
+
+def _words(name: str) -> set[str]:
+    return set(stem(name).split("_")) - {""}
+
+
+def _closest(name: str, mine: list[tuple[_Old, list[str]]]) -> list[tuple[_Old, list[str]]]:
+    """Of the old kernels paired with the new kernel ``name`` (a role switched from several
+    ops to several kernels pairs them all), those whose names share the most words with it,
+    where some share any: the shrink kernel with the shrink kernel, not with the expand one."""
+    if len(mine) < 2:
+        return mine
+    words = _words(name)
+    shared = [len(words & _words(o.kernel.name)) for o, _ in mine]
+    top = max(shared)
+    return [m for m, n in zip(mine, shared, strict=True) if n == top] if top else mine
 
 
 def _same_named(ctx: Context, triton: list[KernelChange]) -> dict[str, dict[str, str]]:
