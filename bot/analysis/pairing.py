@@ -94,6 +94,18 @@ def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChang
     return [_unseen_old_note(c, ctx) for c in paired]
 
 
+def _olds(c: KernelChange) -> set[tuple[str, str]]:
+    return {(r.path, r.name) for r in [c.old, *c.old_variants] if r is not None}
+
+
+def _undiscriminated(c: KernelChange, rewrites: list[KernelChange]) -> bool:
+    """Whether ``c`` was paired only as one of many new kernels a broad role switched to: its
+    old kernels are exactly another rewrite's, of another operation."""
+    return any(
+        r is not c and stem(r.name) != stem(c.name) and _olds(r) == _olds(c) for r in rewrites
+    )
+
+
 _PAIRING_NOTES = ("old kernel kept in", "old kernel deleted from", "no Part A table")
 
 
@@ -109,8 +121,10 @@ def _variants(changes: list[KernelChange]) -> list[KernelChange]:
         if c.language not in PYTHON_LANGUAGES or not stem(c.name):
             continue
         paired = [r.name for r in [c.old, *c.old_variants] if r is not None]
-        if c.kind == "rewrite" and any(_words(c.name) & _words(n) for n in paired):
-            continue  # paired by name already
+        if c.kind == "rewrite" and (
+            any(_words(c.name) & _words(n) for n in paired) or not _undiscriminated(c, rewrites)
+        ):
+            continue  # paired by name, or by a role of its own
         if c.kind not in ("new", "rewrite"):
             continue
         words = stem(c.name).split("_")
