@@ -29,6 +29,8 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 
+from bot.analysis.scan_cpp import _balanced, _split_args
+
 # ------------------------------------------------------------------------------ Python
 
 # The last name of a call with an effect beyond its value (a store, an atomic, a print or
@@ -340,11 +342,12 @@ def _expand_calls(line: str, macros: dict[str, tuple[list[str], str]]) -> str:
                 m = re.compile(rf"\b{re.escape(name)}\s*\(").search(line, start)
                 if m is None:
                     break
-                args, end = _call_args(line, m.end())
-                if end is None:
+                close = _balanced(line, m.end() - 1)
+                if close is None:
                     break
+                args = _split_args(line[m.end() : close])
                 value = _substitute(body, dict(zip(params, args, strict=False)))
-                line = line[: m.start()] + value + line[end:]
+                line = line[: m.start()] + value + line[close + 1 :]
                 start = m.start() + len(value)
                 found = True
         if not found:
@@ -357,27 +360,6 @@ def _substitute(body: str, values: dict[str, str]) -> str:
         return body
     names = re.compile(r"\b(" + "|".join(re.escape(p) for p in values) + r")\b")
     return names.sub(lambda m: values[m.group(1)], body)
-
-
-def _call_args(line: str, at: int) -> tuple[list[str], int | None]:
-    depth = 1
-    args: list[str] = []
-    current: list[str] = []
-    for i in range(at, len(line)):
-        c = line[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                args.append("".join(current).strip())
-                return args, i + 1
-        elif c == "," and depth == 1:
-            args.append("".join(current).strip())
-            current = []
-            continue
-        current.append(c)
-    return args, None
 
 
 def _expansions(lines: list[str], tested: list[str]) -> Iterator[str]:

@@ -54,13 +54,7 @@ def _bwd_preprocess(Out, DO, Delta, M, BLOCK_M: tl.constexpr, DIVISIBLE_M: tl.co
 FLASH_AFTER = FLASH_BEFORE.replace("    if not DIVISIBLE_M:", "    else:")
 
 CU = "csrc/causal_conv1d_fwd.cu"
-CU_BEFORE = """\
-#ifndef USE_ROCM
-    #include <cub/block/block_load.cuh>
-#else
-    #include <hipcub/hipcub.hpp>
-    namespace cub = hipcub;
-#endif
+CU_LAUNCHER = """\
 
 template<typename Ktraits>
 __global__ void causal_conv1d_fwd_kernel(ConvParamsBase params) { params.out_ptr = 0; }
@@ -69,44 +63,46 @@ template<int kNThreads, int kWidth, typename input_t, typename weight_t>
 void causal_conv1d_fwd_launch(ConvParamsBase &params, cudaStream_t stream) {
     auto kernel = &causal_conv1d_fwd_kernel<Ktraits>;
     if (kSmemSize >= 48 * 1024) {
-        #ifndef USE_ROCM
-        C10_CUDA_CHECK(cudaFuncSetAttribute(
-            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemSize));
-        #else
-        // There is a slight signature discrepancy in HIP and CUDA "FuncSetAttribute" function.
-        C10_CUDA_CHECK(cudaFuncSetAttribute(
-            (void *) kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemSize));
-        std::cerr << "Warning (causal_conv1d fwd launch): non-op on AMD" << std::endl;
-        #endif
-    }
+@SET@    }
     kernel<<<grid, Ktraits::kNThreads, kSmemSize, stream>>>(params);
 }
 """
-CU_AFTER = """\
-#ifndef USE_ROCM
-    #include <cub/block/block_load.cuh>
-    #define ROCM_ONLY(x)
-#else
-    #include <hipcub/hipcub.hpp>
-    namespace cub = hipcub;
-    #define ROCM_ONLY(x) x
-#endif
-
-template<typename Ktraits>
-__global__ void causal_conv1d_fwd_kernel(ConvParamsBase params) { params.out_ptr = 0; }
-
-template<int kNThreads, int kWidth, typename input_t, typename weight_t>
-void causal_conv1d_fwd_launch(ConvParamsBase &params, cudaStream_t stream) {
-    auto kernel = &causal_conv1d_fwd_kernel<Ktraits>;
-    if (kSmemSize >= 48 * 1024) {
-        // There is a slight signature discrepancy in HIP and CUDA "FuncSetAttribute" function.
-        C10_CUDA_CHECK(cudaFuncSetAttribute(
-            ROCM_ONLY((void *)) kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemSize));
-        ROCM_ONLY(std::cerr << "Warning (causal_conv1d fwd launch): non-op on AMD" << std::endl);
-    }
-    kernel<<<grid, Ktraits::kNThreads, kSmemSize, stream>>>(params);
-}
-"""
+WARNING = 'std::cerr << "Warning (causal_conv1d fwd launch): non-op on AMD" << std::endl'
+CU_BEFORE = (
+    "#ifndef USE_ROCM\n"
+    "    #include <cub/block/block_load.cuh>\n"
+    "#else\n"
+    "    #include <hipcub/hipcub.hpp>\n"
+    "    namespace cub = hipcub;\n"
+    "#endif\n"
+) + CU_LAUNCHER.replace(
+    "@SET@",
+    "        #ifndef USE_ROCM\n"
+    "        C10_CUDA_CHECK(cudaFuncSetAttribute(\n"
+    "            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemSize));\n"
+    "        #else\n"
+    "        // There is a slight signature discrepancy in HIP and CUDA FuncSetAttribute.\n"
+    "        C10_CUDA_CHECK(cudaFuncSetAttribute(\n"
+    "            (void *) kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemSize));\n"
+    f"        {WARNING};\n"
+    "        #endif\n",
+)
+CU_AFTER = (
+    "#ifndef USE_ROCM\n"
+    "    #include <cub/block/block_load.cuh>\n"
+    "    #define ROCM_ONLY(x)\n"
+    "#else\n"
+    "    #include <hipcub/hipcub.hpp>\n"
+    "    namespace cub = hipcub;\n"
+    "    #define ROCM_ONLY(x) x\n"
+    "#endif\n"
+) + CU_LAUNCHER.replace(
+    "@SET@",
+    "        // There is a slight signature discrepancy in HIP and CUDA FuncSetAttribute.\n"
+    "        C10_CUDA_CHECK(cudaFuncSetAttribute(\n"
+    "            ROCM_ONLY((void *)) kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemSize));\n"
+    f"        ROCM_ONLY({WARNING});\n",
+)
 
 
 def _changes(path: str, before: str, after: str) -> list[str]:
