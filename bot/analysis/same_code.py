@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import itertools
 import re
 from collections import Counter
@@ -337,9 +338,11 @@ def _expand_calls(line: str, macros: dict[str, tuple[list[str], str]]) -> str:
     for _ in range(_ROUNDS):
         found = False
         for name, (params, body) in macros.items():
+            if name not in line:
+                continue
             start = 0
             while True:
-                m = re.compile(rf"\b{re.escape(name)}\s*\(").search(line, start)
+                m = _invocation(name).search(line, start)
                 if m is None:
                     break
                 close = _balanced(line, m.end() - 1)
@@ -353,6 +356,11 @@ def _expand_calls(line: str, macros: dict[str, tuple[list[str], str]]) -> str:
         if not found:
             break
     return line
+
+
+@functools.lru_cache(maxsize=256)
+def _invocation(name: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(name)}\s*\(")
 
 
 def _substitute(body: str, values: dict[str, str]) -> str:
