@@ -43,6 +43,7 @@ from checks.sweep.pair_runner import choose_mode  # noqa: E402
 from checks.sweep.protocol import ProtocolConfig, run_round  # noqa: E402
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec  # noqa: E402
 from checks.worker import ceilings as ceilings_mod  # noqa: E402
+from checks.worker import contract  # noqa: E402
 from checks.worker.timing import CpuTimer, CudaTimer  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parent / "proof_kernels"
@@ -227,14 +228,14 @@ def record_size(
         t0 = time.perf_counter()
         for k, n in sizes.items():
             c = workers[k].check([ENTRY], (n,), "float32", seed=100 * seg + 99)
-            if not c["correct"]:
-                raise RuntimeError(f"proof kernel wrong on {k}: {c['message']}")
+            if not c.correct:
+                raise RuntimeError(f"proof kernel wrong on {k}: {c.message}")
         checked_s = time.perf_counter() - t0
         preps = {
             k: workers[k].prepare([ENTRY], (n,), "float32", seed=100 * seg, copies=copies)
             for k, n in sizes.items()
         }
-        ests = {k: p["est_us"] for k, p in preps.items()}
+        ests = {k: p.est_us or 0.0 for k, p in preps.items()}
         t0 = time.perf_counter()
         mode = choose_mode(max(ests.values()), 0.0, device, cfg)
         modes.add(mode)
@@ -375,13 +376,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for w in workers.values():
             w.start()
-        env = workers["A1"].env_info()
+        env = contract.as_json(workers["A1"].env_info())
         raw["meta"]["env"] = env
         try:
             ceil = (
                 ceilings_mod.measure(local.torch, args.device)
                 if args.device != "cpu"
-                else workers["A1"].ceilings()
+                else contract.as_json(workers["A1"].ceilings())
             )
             raw["meta"]["ceilings"] = ceil
             log(

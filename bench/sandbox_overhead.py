@@ -72,7 +72,7 @@ def lives(confined: bool) -> float:
             for c in clients:
                 c.spawn()
             for c in clients:
-                c.call("hello", timeout=TIMEOUTS.start_s)
+                c.hello()
                 c.prepare(["standin_kernels:axpy"], (1000,), "float32", seed=0)
             for c in clients:
                 c.close()

@@ -41,16 +41,18 @@ t_start = time.monotonic()
 from checks.sweep import pair_runner, workers
 events = []
 call = workers.WorkerClient.call
-def traced(self, op, *, timeout, **args):
-    t0 = time.monotonic()
+def traced(self, request, *, timeout):
+    from checks.worker import contract
+    op, t0 = request.OP, time.monotonic()
     out = None
     try:
-        out = call(self, op, timeout=timeout, **args)
+        out = call(self, request, timeout=timeout)
         return out
     finally:
-        steps = out.get("steps_s") if isinstance(out, dict) else None
-        marks = out.get("marks") if isinstance(out, dict) else None
-        timed = {k: out.get(k) for k in ("wall_ms", "gpu_ms")} if op == "block" and out else {}
+        steps = getattr(out, "steps_s", None)
+        marks = getattr(out, "marks", None)
+        marks = contract.as_json(marks) if marks is not None else None
+        timed = {k: getattr(out, k, None) for k in ("wall_ms", "gpu_ms")} if out else {}
         events.append({"w": self.spec.name, "op": op, "t0": t0, "t1": time.monotonic(),
                        "ok": out is not None, "steps": steps, "marks": marks, **timed})
 workers.WorkerClient.call = traced

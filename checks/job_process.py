@@ -18,11 +18,11 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from checks.procs.sandbox import kept_if_trusted
+from checks.worker.contract import ForkJob
 from checks.worker_env import (
     capped,
     default_memory_bytes,
@@ -54,28 +54,13 @@ def lower_this_thread(by: int = BACKGROUND_NICE) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class JobProcess:
-    """A helper program's process as ``run_job`` starts it: ``python -m module job``, in ``cwd``
-    with ``env``, its output in ``log``, ``sys_path`` where it finds the bot's packages, its CPU
-    priority lowered by ``nice``."""
-
-    module: str
-    job: Path
-    env: dict[str, str]
-    cwd: Path
-    log: Path
-    sys_path: tuple[str, ...]
-    nice: int
-
-
 class JobForker(Protocol):
     """What gives a helper program a process forked with its imports done
     (``checks.sweep.zygote.Zygote``); None from ``fork_job`` when it cannot."""
 
     def serves_jobs(self, python: str, memory_bytes: int) -> bool: ...
 
-    def fork_job(self, process: JobProcess, timeout: float) -> Any: ...
+    def fork_job(self, process: ForkJob, timeout: float) -> Any: ...
 
 
 def run_job(
@@ -128,7 +113,9 @@ def run_job(
     interpreter, cap = python or sys.executable, default_memory_bytes()
     proc: Any = None
     if forker is not None and not prefix and forker.serves_jobs(interpreter, cap):
-        process = JobProcess(module, job_path, child_env, PACKAGE_ROOT, log_path, _job_path(), nice)
+        process = ForkJob(
+            module, str(job_path), child_env, str(PACKAGE_ROOT), str(log_path), _job_path(), nice
+        )
         proc = forker.fork_job(process, timeout=min(timeout_s, 120.0))
     if proc is None:
         program = shutil.which("nice") if nice else None

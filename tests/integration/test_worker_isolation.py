@@ -191,7 +191,7 @@ def test_a_worker_that_allocates_past_its_cap_fails_as_oom(tmp_path: Path) -> No
             client.prepare(["standin_kernels:hog"], SHAPE, "float32", seed=0)
         assert failure.value.kind == "oom"
         client.restart()  # and the next case runs on a fresh worker
-        assert client.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["entry"]
+        assert client.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0).entry
     finally:
         client.close()
 
