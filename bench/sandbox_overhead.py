@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from side_by_side import alternate, record  # noqa: E402
 
-from checks.procs import sandbox  # noqa: E402
+from checks.procs import launch, sandbox  # noqa: E402
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec  # noqa: E402
 from checks.sweep.zygote import start_zygote  # noqa: E402
 
@@ -41,9 +41,8 @@ def one_process(confined: bool) -> float:
             sandbox.configure(sandbox.detect(), scratch=Path(tmp))
         try:
             t0 = time.perf_counter()
-            proc = sandbox.popen_confined(
-                [sys.executable, "-I", "-c", "pass"], writable=(), memory_bytes=2**30
-            )
+            one = launch.Launch((sys.executable, "-I", "-c", "pass"), {}, Path(tmp), 2**30)
+            proc = launch.start(one, Path(tmp) / "log")
             proc.wait()
             sandbox.kill_tree(proc.pid)
             return time.perf_counter() - t0

@@ -21,15 +21,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from checks.procs import launch
 from checks.procs.sandbox import kept_if_trusted
 from checks.worker.contract import ForkJob
-from checks.worker_env import (
-    capped,
-    default_memory_bytes,
-    kill_session,
-    make_undumpable,
-    scrubbed_env,
-)
+from checks.worker_env import default_memory_bytes, scrubbed_env
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # how much lower work runs that must not slow what is being measured: compiling ahead, which the
@@ -109,7 +104,7 @@ def run_job(
     child_env["TRITON_CACHE_DIR"] = str(triton_cache)
     child_env["TORCH_EXTENSIONS_DIR"] = str(triton_cache.parent / "torch-extensions")
     child_env.update(env or {})
-    make_undumpable()
+    launch.make_undumpable()
     interpreter, cap = python or sys.executable, default_memory_bytes()
     proc: Any = None
     if forker is not None and not prefix and forker.serves_jobs(interpreter, cap):
@@ -120,21 +115,15 @@ def run_job(
     if proc is None:
         program = shutil.which("nice") if nice else None
         lowered = (program, "-n", str(nice)) if program else ()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                capped(
-                    [*prefix, *lowered, interpreter, "-m", module, str(job_path)],
-                    cap,
-                    # the cache's folder holds its torch-extensions, a probe's caches per shape
-                    writable=(workdir, triton_cache.parent, *kept_if_trusted(kept)),
-                ),
-                cwd=str(PACKAGE_ROOT),
-                env=child_env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        started = launch.Launch(
+            (*prefix, *lowered, interpreter, "-m", module, str(job_path)),
+            child_env,
+            PACKAGE_ROOT,
+            memory_bytes=cap,
+            # the cache's folder holds its torch-extensions, a probe's caches per shape
+            writable=(workdir, triton_cache.parent, *kept_if_trusted(kept)),
+        )
+        proc = launch.start(started, log_path)
     deadline = time.monotonic() + timeout_s
     try:
         while True:
@@ -145,13 +134,13 @@ def run_job(
             except subprocess.TimeoutExpired:
                 stopped = STOPPING.is_set() or (cancel is not None and cancel.is_set())
                 if stopped or time.monotonic() >= deadline:
-                    kill_session(proc.pid)
+                    launch.kill_session(proc.pid)
                     proc.wait()
                     if stopped:
                         return {"fatal": f"{what} was stopped: its answer is no longer needed"}
                     return {"fatal": f"{what} took longer than {timeout_s:.0f} s"}
     finally:
-        kill_session(proc.pid)  # what the job left running goes with it
+        launch.kill_session(proc.pid)  # what the job left running goes with it
     out = Path(job["out"])
     if not out.is_file():
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-800:]

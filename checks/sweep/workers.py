@@ -26,19 +26,13 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.outputs import triton_key_dir
+from checks.procs import launch
 from checks.procs.sandbox import kept_if_trusted, killed_at_memory_cap
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
 from checks.worker import contract
 from checks.worker.exclusive import GPU_LOCK_ENV, holders
-from checks.worker_env import (
-    WorkerFailure,
-    capped,
-    default_memory_bytes,
-    device_env,
-    end_session,
-    make_undumpable,
-)
+from checks.worker_env import WorkerFailure, default_memory_bytes, device_env
 
 WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
 Side = Literal["base", "head"]
@@ -235,7 +229,7 @@ class WorkerClient:
         """Start the process without waiting for it to answer (``start`` waits; several workers
         spawned first and greeted after start side by side)."""
         s = self.spec
-        make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
+        launch.make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
         self.spawned_at = time.monotonic()
         self.incarnation += 1
         self.worker_pid = None
@@ -270,32 +264,17 @@ class WorkerClient:
                     cmd_r, cmd_w = os.pipe()
                     resp_r, resp_w = os.pipe()
             if self.proc is None:
-                with open(self.log_path, "wb") as log:
-                    self.proc = subprocess.Popen(
-                        capped(
-                            [
-                                s.python,
-                                "-I",
-                                "-B",
-                                "-u",
-                                str(WORKER_MAIN),
-                                "--cmd-fd",
-                                str(cmd_r),
-                                "--resp-fd",
-                                str(resp_w),
-                                *args,
-                            ],
-                            s.memory_bytes,
-                            writable=(s.work_dir, *kept_if_trusted([triton_key_dir()])),
-                        ),
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        pass_fds=(cmd_r, resp_w),
-                        env=self.env(),
-                        cwd=str(root),
-                        start_new_session=True,
-                    )
+                program = (s.python, "-I", "-B", "-u", str(WORKER_MAIN))
+                fds = ("--cmd-fd", str(cmd_r), "--resp-fd", str(resp_w))
+                started = launch.Launch(
+                    (*program, *fds, *args),
+                    self.env(),
+                    root,
+                    memory_bytes=s.memory_bytes,
+                    writable=(s.work_dir, *kept_if_trusted([triton_key_dir()])),
+                    pass_fds=(cmd_r, resp_w),
+                )
+                self.proc = launch.start(started, self.log_path)
         finally:
             os.close(cmd_r)
             os.close(resp_w)
@@ -329,7 +308,7 @@ class WorkerClient:
         left running (a double-forked daemon) goes with it. Without ``wait``, a thread waits
         for the process to end, not the caller."""
         if self.proc is not None:
-            end_session(self.proc, wait=wait)
+            launch.stop(self.proc, wait=wait)
         self._close_fds()
 
     def _close_fds(self) -> None:

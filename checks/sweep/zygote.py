@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.outputs import bytecode_dir, triton_key_dir
-from checks.procs.sandbox import active, adopt, kept_if_trusted, popen_confined
+from checks.procs import launch
+from checks.procs.sandbox import active, adopt, kept_if_trusted
 from checks.worker import contract
-from checks.worker_env import default_memory_bytes, device_env, end_session, prctl
+from checks.worker_env import default_memory_bytes, device_env, prctl
 
 ZYGOTE_MAIN = Path(__file__).resolve().parent.parent / "worker" / "zygote.py"
 PR_SET_CHILD_SUBREAPER = 36
@@ -175,35 +176,25 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         logs = work_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
+        argv = (
+            *(kind.python, "-I", "-B", "-u", str(ZYGOTE_MAIN), "--sock-fd", str(theirs.fileno())),
+            *("--memory-bytes", str(kind.memory_bytes)),  # the workers' cap, set by the zygote
+            *("--triton-key-dir", str(triton_key_dir())),
+            # Triton's driver utilities, built once for the sweep
+            *("--utils-dir", str(work_dir / "triton-utils")),
+            *_bytecode_args(),
+        )
+        started = launch.Launch(
+            argv,
+            env,
+            work_dir,
+            memory_bytes=kind.memory_bytes,
+            writable=(work_dir, *kept_if_trusted(_kept())),  # a PR's: read-only
+            pass_fds=(theirs.fileno(),),
+            caps_itself=True,
+        )
         try:
-            with open(logs / "zygote.log", "wb") as log:
-                proc = popen_confined(
-                    [
-                        kind.python,
-                        "-I",
-                        "-B",
-                        "-u",
-                        str(ZYGOTE_MAIN),
-                        "--sock-fd",
-                        str(theirs.fileno()),
-                        "--memory-bytes",  # the cap (``capped``'s), set by the zygote itself
-                        str(kind.memory_bytes),
-                        "--triton-key-dir",
-                        str(triton_key_dir()),
-                        "--utils-dir",  # Triton's driver utilities, built once for the sweep
-                        str(work_dir / "triton-utils"),
-                        *_bytecode_args(),
-                    ],
-                    writable=(work_dir, *kept_if_trusted(_kept())),  # a PR's: read-only
-                    memory_bytes=kind.memory_bytes,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(theirs.fileno(),),
-                    env=env,
-                    cwd=str(work_dir),
-                    start_new_session=True,
-                )
+            proc = launch.start(started, logs / "zygote.log")
         except OSError as exc:
             ours.close()
             return cls(kind, None, None, f"could not start: {exc}")
@@ -291,7 +282,7 @@ class Zygote:
                     self.sock.close()
                 self.sock = None
             if self.proc is not None:
-                end_session(self.proc)
+                launch.stop(self.proc)
                 self.proc = None
 
 

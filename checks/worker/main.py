@@ -29,7 +29,34 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the types only: the worker loads ``contract.py`` by path (``_sibling``)
+    from checks.worker.contract import (
+        Block,
+        BlockReply,
+        CeilingsReply,
+        Check,
+        CheckReply,
+        Configure,
+        ConfigureReply,
+        Env,
+        EnvReply,
+        Estimate,
+        EstimateReply,
+        Finish,
+        FinishReply,
+        Hello,
+        HelloReply,
+        MeasureCeilings,
+        Pick,
+        Prepare,
+        PrepareReply,
+        Replays,
+        ReplaysReply,
+        Warmup,
+        WarmupReply,
+    )
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_COUNT = 2**53  # bytes and flops of one call: larger is no real kernel (and no JSON number)
@@ -266,17 +293,17 @@ class Worker:
         if self.device != "cpu":
             self._torch().cuda.synchronize()
 
-    def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
+    def _resolve(self, candidates: Sequence[str]) -> tuple[str, Any]:
         join_warm()  # before the checkout's code is imported (the warm-up usually waited already)
         join_driver()
         try:
-            return bench_capture.first_entry(candidates, self.root)
+            return bench_capture.first_entry(list(candidates), self.root)
         except bench_capture.NotFound as exc:
             raise EntryError("missing_entry", str(exc)) from None
         except bench_capture.BadBenchmark as exc:
             raise EntryError("error", str(exc)) from None
 
-    def _call_entry(self, fn: Any, shape: list[int], dtype: str, seed: int) -> dict[str, Any]:
+    def _call_entry(self, fn: Any, shape: Sequence[int], dtype: str, seed: int) -> dict[str, Any]:
         self.held = True
         item = fn(tuple(shape), dtype, device=self.device, seed=seed)
         if not isinstance(item, dict) or not callable(item.get("fn")):
@@ -297,7 +324,7 @@ class Worker:
 
     # ------------------------------------------------------------------------------ commands
 
-    def op_hello(self, msg: Any) -> Any:
+    def op_hello(self, msg: Hello) -> HelloReply:
         problem = contract.version_problem(msg.version, "bot")
         if problem:
             raise EntryError("error", problem)
@@ -311,13 +338,13 @@ class Worker:
             **MARKS,  # when its program began and its torch was ready (system monotonic clock)
         )
 
-    def op_env(self, msg: Any) -> Any:
+    def op_env(self, msg: Env) -> EnvReply:
         torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
         nv = self.nvml.static_info() if self.nvml else None
         env = fingerprint.collect(self.device, torch=torch, nvml_info=nv)
         return contract.EnvReply(contract.from_json(contract.Fingerprint, env))
 
-    def op_prepare(self, msg: Any) -> Any:
+    def op_prepare(self, msg: Prepare) -> PrepareReply:
         self._release()
         t0 = time.perf_counter()
         spec, fn = self._resolve(msg.entries)
@@ -372,13 +399,13 @@ class Worker:
             configs_picked=_picks(picks),
         )
 
-    def op_estimate(self, msg: Any) -> Any:
+    def op_estimate(self, msg: Estimate) -> EstimateReply:
         if self.timer is None:
             raise EntryError("error", "estimate before prepare")
         est = self.timer.estimate_us()
         return contract.EstimateReply(est_us=est, host_us=getattr(self.timer, "host_us", None))
 
-    def op_check(self, msg: Any) -> Any:
+    def op_check(self, msg: Check) -> CheckReply:
         step = Steps()
         self._release()
         self._torch()
@@ -452,7 +479,7 @@ class Worker:
         result["digest"] = tuple(contract.from_json(contract.Digest, d) for d in result["digest"])
         return contract.CheckReply(**result, steps_s=step.seconds)
 
-    def op_configure(self, msg: Any) -> Any:
+    def op_configure(self, msg: Configure) -> ConfigureReply:
         if self.timer is None:
             raise EntryError("error", "configure before prepare")
         like = contract.as_json(msg.like) if msg.like is not None else None
@@ -475,7 +502,7 @@ class Worker:
             raise
         return contract.from_json(contract.ConfigureReply, got)
 
-    def op_replays(self, msg: Any) -> Any:
+    def op_replays(self, msg: Replays) -> ReplaysReply:
         """A captured graph's replays per block: given, or timed now for ``block_ms``."""
         set_replays = getattr(self.timer, "set_replays", None)
         if set_replays is None:
@@ -486,13 +513,13 @@ class Worker:
             got = set_replays(block_ms=msg.block_ms)
         return contract.from_json(contract.ReplaysReply, got)
 
-    def op_block(self, msg: Any) -> Any:
+    def op_block(self, msg: Block) -> BlockReply:
         out = self.timer.block()
         tel = self.nvml.read() if self.nvml else None
         # built as it is, and checked once, as its line is written (``contract.encode_reply``)
         return contract.BlockReply(**out, telemetry=contract.Telemetry(**tel) if tel else None)
 
-    def op_finish(self, msg: Any) -> Any:
+    def op_finish(self, msg: Finish) -> FinishReply:
         """Recheck the timed copy's output against its reference, then free everything."""
         step = Steps()
         result: dict[str, Any] = {"rechecked": False, "correct": True, "message": ""}
@@ -524,7 +551,7 @@ class Worker:
         step("release")
         return contract.FinishReply(**result, steps_s=step.seconds)
 
-    def op_warmup(self, msg: Any) -> Any:
+    def op_warmup(self, msg: Warmup) -> WarmupReply:
         """Keep the GPU busy until its SM clock holds at ``clock_fraction`` of its maximum
         (three readings in a row, at least ``min_s``). With ``unless_up``, nothing is burnt
         when the clock already reads up: the work before (an autotuner's benchmarks) kept it
@@ -571,7 +598,7 @@ class Worker:
         if self.loading is not None:
             self.loading.join()
 
-    def op_ceilings(self, msg: Any) -> Any:
+    def op_ceilings(self, msg: MeasureCeilings) -> CeilingsReply:
         torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
         self.held = True
         measured = ceilings.measure(torch, self.device)
@@ -612,17 +639,17 @@ class Steps:
         self._last = now
 
 
-def _case_id(msg: Any) -> tuple[Any, ...]:
+def _case_id(msg: Prepare | Check) -> tuple[Any, ...]:
     """What names a case in a check or prepare message: its entries, shape and dtype."""
     return (tuple(msg.entries), tuple(msg.shape), msg.dtype)
 
 
-def _pins(msg: Any) -> list[dict[str, Any]] | None:
+def _pins(msg: Prepare | Check) -> list[dict[str, Any]] | None:
     """A check's or prepare's pins as ``autotune_picks.recording`` reads them."""
     return [contract.as_json(p) for p in msg.pins] if msg.pins else None
 
 
-def _picks(picks: list[dict[str, Any]]) -> tuple[Any, ...]:
+def _picks(picks: list[dict[str, Any]]) -> tuple[Pick, ...]:
     """The picks ``autotune_picks.recording`` made, as the contract's."""
     return tuple(contract.from_json(contract.Pick, p) for p in picks)
 

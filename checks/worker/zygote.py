@@ -106,7 +106,7 @@ def _undumpable() -> None:
 
 
 def _cap(max_bytes: int) -> None:
-    """The workers' memory cap (``checks.worker_env.capped``: ``RLIMIT_DATA``, soft and hard),
+    """The workers' memory cap (``checks.procs.launch.capped``: ``RLIMIT_DATA``, soft and hard),
     set here first thing, before anything is imported, rather than by a Python started only to
     set it and exec this one (0.03-0.05 s of every run's start). Every fork inherits it."""
     if max_bytes > 0 and sys.platform.startswith("linux"):

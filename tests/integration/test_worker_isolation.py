@@ -107,7 +107,7 @@ UNDUMPABLE_PROBE = """
 import os, subprocess, sys
 sys.path.insert(0, sys.argv[1])
 if sys.argv[2] == "1":
-    from checks.worker_env import make_undumpable
+    from checks.procs.launch import make_undumpable
     assert make_undumpable()
 child = f"import os; p = os.getppid(); open(f'/proc/{{p}}/{sys.argv[3]}', '{sys.argv[4]}'); print('read')"
 r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
