@@ -43,7 +43,6 @@ from checks.sweep.pair_runner import choose_mode  # noqa: E402
 from checks.sweep.protocol import ProtocolConfig, run_round  # noqa: E402
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerFailure, WorkerSpec  # noqa: E402
 from checks.worker import ceilings as ceilings_mod  # noqa: E402
-from checks.worker import contract  # noqa: E402
 from checks.worker.timing import CpuTimer, CudaTimer  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parent / "proof_kernels"
@@ -376,13 +375,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for w in workers.values():
             w.start()
-        env = contract.as_json(workers["A1"].env_info())
+        env = workers["A1"].env_info().model_dump(exclude={"gpu_index"})
         raw["meta"]["env"] = env
         try:
             ceil = (
                 ceilings_mod.measure(local.torch, args.device)
                 if args.device != "cpu"
-                else contract.as_json(workers["A1"].ceilings())
+                else workers["A1"].ceilings()
             )
             raw["meta"]["ceilings"] = ceil
             log(

@@ -230,12 +230,9 @@ class PairRunner:
             self.start_marks_s = start_all(self.workers)
         early = self.warmed_early() if self.warmed_early is not None else False
         with timed(steps, "env"):
-            raw = contract.as_json(self.base.env_info())
-        fields = EnvFingerprint.model_fields
-        self.env = EnvFingerprint(
-            **{k: v for k, v in raw.items() if k in fields}, gpu_index=self.gpu_index
-        )
-        self._env_raw = raw
+            env = self.base.env_info()
+        self.env = env.model_copy(update={"gpu_index": self.gpu_index})
+        self._env_raw = env.model_dump(exclude_none=True, exclude={"gpu_index"})
         if self.options.measure_ceilings:
             with timed(steps, "ceilings"):
                 self._ceilings(cached_only=True)
@@ -279,9 +276,7 @@ class PairRunner:
         if cached is None and cached_only:
             return
         try:
-            data, was_cached = (
-                (cached, True) if cached else (contract.as_json(self.base.ceilings()), False)
-            )
+            data, was_cached = (cached, True) if cached else (self.base.ceilings(), False)
         except WorkerFailure as f:  # after the last case: nothing is left to restart it for
             self.notes.append(f"ceilings not measured on GPU {self.gpu_index}: {f.message}")
             return

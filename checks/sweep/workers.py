@@ -21,13 +21,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.outputs import triton_key_dir
 from checks.procs import launch
 from checks.procs.sandbox import kept_if_trusted, killed_at_memory_cap
+from checks.sweep.models import Ceilings, EnvFingerprint
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
 from checks.worker import contract
@@ -38,6 +39,7 @@ WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
 Side = Literal["base", "head"]
 T = TypeVar("T")
 R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
 # Polling (``WorkerSpec.poll_ms``): during the rounds a worker's next command comes a few ms
 # after its answer (three other blocks), and a block's answer a millisecond or two after it was
 # sent; a process asleep in ``select`` or a blocking read takes a wakeup to see it. On the H200
@@ -560,11 +562,28 @@ class WorkerClient:
         request = contract.Warmup(min_s, max_s, clock_fraction, unless_up)
         return self.call(request, timeout=self.spec.timeouts.warmup_s + max_s)
 
-    def env_info(self) -> contract.Fingerprint:
-        return self.call(contract.Env(), timeout=self.spec.timeouts.env_s).env
+    def env_info(self) -> EnvFingerprint:
+        """The machine the worker runs on, as the results file records it."""
+        env = self.call(contract.Env(), timeout=self.spec.timeouts.env_s).env
+        return self._read(EnvFingerprint, env, contract.Env.OP)
 
-    def ceilings(self) -> contract.Ceilings:
-        return self.call(contract.MeasureCeilings(), timeout=self.spec.timeouts.ceilings_s).ceilings
+    def ceilings(self) -> dict[str, Any]:
+        """The device's ceilings as the worker measured them (what the ceilings cache keeps),
+        each field checked against the results file's record of them."""
+        got = self.call(contract.MeasureCeilings(), timeout=self.spec.timeouts.ceilings_s)
+        self._read(Ceilings, got.ceilings, contract.MeasureCeilings.OP)
+        return dict(got.ceilings)
+
+    def _read(self, model: type[M], data: dict[str, Any], op: str) -> M:
+        """``data`` of ``op``'s answer as ``model``; a WorkerFailure (the worker ended) for an
+        answer whose fields are not the model's."""
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            self._kill()
+            raise self._fail(
+                "crashed", f"the worker sent an answer outside the contract: {op}: {exc}"
+            ) from None
 
 
 def in_parallel(calls: Sequence[Callable[..., T]]) -> list[T]:

@@ -266,9 +266,11 @@ class Pick:
 
 @dataclass(frozen=True, kw_only=True)
 class Marks:
-    """``time.monotonic()`` (the system's clock, the bot's too) when the worker's program began,
-    its torch had the GPU, its start was done, each start-up thread ended and its GPU context was
-    asked for and made (``main.py``'s ``MARKS``); None: not by then, or not on this device."""
+    """``time.monotonic()`` (the system's clock, the bot's too) when a worker's program, or the
+    zygote's, began, had Triton's key and torch, was ready, each of its start-up threads ended
+    and its GPU context was asked for and made (``main.py``'s ``MARKS``), or it had imported and
+    loaded the worker program (the zygote's, ``zygote.py``'s ``MARKS``); None: not by then, or
+    not in this process."""
 
     main_at: float | None = None
     torch_at: float | None = None
@@ -279,6 +281,8 @@ class Marks:
     checks_at: float | None = None
     context_asked_at: float | None = None
     context_at: float | None = None
+    imported_at: float | None = None
+    program_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -293,45 +297,6 @@ class Telemetry:
     throttle_reasons: int | None
     throttle_names: tuple[str, ...]
     throttled: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class Fingerprint:
-    """The machine a worker runs on (``env_fingerprint.collect``); the GPU's fields are None on
-    the CPU, NVML's where it cannot be read."""
-
-    python_version: str
-    platform: str
-    cpu: str
-    torch_version: str | None = None
-    triton_version: str | None = None
-    vendor: str
-    device_name: str
-    timing: str
-    device_uuid: str | None = None
-    driver_version: str | None = None
-    cuda_version: str | None = None
-    hip_version: str | None = None
-    warp_size: int | None = None
-    sm_count: int | None = None
-    l2_bytes: int | None = None
-    total_memory_bytes: int | None = None
-    arch: str | None = None
-    max_sm_clock_mhz: float | None = None
-    max_mem_clock_mhz: float | None = None
-    power_limit_w: float | None = None
-
-
-@dataclass(frozen=True)
-class Ceilings:
-    """The device's copy bandwidth and matmul rate (``ceilings.measure``)."""
-
-    copy_gbps: float
-    matmul_tflops: float
-    matmul_dtype: str
-    copy_bytes: int
-    matmul_n: int
-    timing: str
 
 
 @dataclass(frozen=True)
@@ -372,7 +337,11 @@ class HelloReply(Marks):
 
 @dataclass(frozen=True)
 class EnvReply:
-    env: Fingerprint
+    """The machine the worker runs on (``env_fingerprint.collect``): its fields are those of the
+    results file's record of it, ``checks.sweep.models.EnvFingerprint``, which the bot reads it
+    into (``WorkerClient.env_info``)."""
+
+    env: dict[str, Scalar]
 
 
 @dataclass(frozen=True)
@@ -475,7 +444,11 @@ class WarmupReply:
 
 @dataclass(frozen=True)
 class CeilingsReply:
-    ceilings: Ceilings
+    """The device's copy bandwidth and matmul rate (``ceilings.measure``): its fields are those
+    of the results file's record, ``checks.sweep.models.Ceilings``, which the bot reads it into
+    (``WorkerClient.ceilings``)."""
+
+    ceilings: dict[str, Scalar]
 
 
 @dataclass(frozen=True)
@@ -649,10 +622,7 @@ def encode_request(request: Request[Any]) -> bytes:
 
 def decode_request(line: bytes | str) -> Request[Any]:
     """The command a line holds; ContractError when it is none the contract knows."""
-    try:
-        data = json.loads(line)
-    except ValueError as exc:
-        raise ContractError(f"a command that is not JSON: {exc}") from None
+    data = _json(line, "a command")
     if not isinstance(data, dict):
         raise ContractError(f"a command must be an object, got {_shown(data)}")
     op = data.pop("op", None)
@@ -674,10 +644,7 @@ def encode_reply(reply: Any) -> bytes:
 def decode_reply(request: Request[R], line: bytes | str) -> R | Failure:
     """The answer to ``request`` a line holds: its reply, or the Failure the worker sent;
     ContractError when it is neither."""
-    try:
-        data = json.loads(line)
-    except ValueError as exc:
-        raise ContractError(f"{request.OP}: an answer that is not JSON: {exc}") from None
+    data = _json(line, f"{request.OP}: an answer")
     if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
         raise ContractError(
             f"{request.OP}: an answer must be an object with ok, got {_shown(data)}"
@@ -716,21 +683,10 @@ class ForkJob:
     nice: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class ZygoteMarks:
-    """When the zygote's program began, imported, loaded the worker program (its ``MARKS``)."""
-
-    main_at: float | None = None
-    key_at: float | None = None
-    torch_at: float | None = None
-    imported_at: float | None = None
-    program_at: float | None = None
-
-
 @dataclass(frozen=True)
 class Forked:
     pid: int
-    marks: ZygoteMarks
+    marks: Marks
     bytecode: str  # where its imports' bytecode came from (``keep_bytecode``)
 
 
@@ -739,33 +695,32 @@ class ForkRefused:
     error: str
 
 
-def encode_fork(request: ForkWorker | ForkJob) -> bytes:
-    return json.dumps(as_json(request)).encode()
+def encode_fork(message: ForkWorker | ForkJob | Forked | ForkRefused) -> bytes:
+    """A message on the zygote's socket: a request, or its answer."""
+    return json.dumps(as_json(message)).encode()
 
 
 def decode_fork(data: bytes) -> ForkWorker | ForkJob:
     """A fork request: a helper's job (it names a module), or a worker."""
-    try:
-        raw = json.loads(data)
-    except ValueError as exc:
-        raise ContractError(f"a fork request that is not JSON: {exc}") from None
+    raw = _json(data, "a fork request")
     if isinstance(raw, dict) and "module" in raw:
         return _from_dict(ForkJob, raw, "fork job")
     return _from_dict(ForkWorker, raw, "fork worker")
 
 
-def encode_forked(answer: Forked | ForkRefused) -> bytes:
-    return json.dumps(as_json(answer)).encode()
-
-
 def decode_forked(data: bytes) -> Forked | ForkRefused:
-    try:
-        raw = json.loads(data)
-    except ValueError as exc:
-        raise ContractError(f"a zygote answer that is not JSON: {exc}") from None
+    """The zygote's answer: the process it forked, or why it did not."""
+    raw = _json(data, "a zygote answer")
     if isinstance(raw, dict) and "error" in raw:
         return _from_dict(ForkRefused, raw, "zygote refusal")
     return _from_dict(Forked, raw, "zygote answer")
+
+
+def _json(data: bytes | str, what: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise ContractError(f"{what} that is not JSON: {exc}") from None
 
 
 def from_json(cls: type[M], data: Mapping[str, Any], where: str = "") -> M:

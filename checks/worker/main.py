@@ -342,7 +342,7 @@ class Worker:
         torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
         nv = self.nvml.static_info() if self.nvml else None
         env = fingerprint.collect(self.device, torch=torch, nvml_info=nv)
-        return contract.EnvReply(contract.from_json(contract.Fingerprint, env))
+        return contract.EnvReply(env)
 
     def op_prepare(self, msg: Prepare) -> PrepareReply:
         self._release()
@@ -601,8 +601,7 @@ class Worker:
     def op_ceilings(self, msg: MeasureCeilings) -> CeilingsReply:
         torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
         self.held = True
-        measured = ceilings.measure(torch, self.device)
-        return contract.CeilingsReply(contract.from_json(contract.Ceilings, measured))
+        return contract.CeilingsReply(ceilings.measure(torch, self.device))
 
     def _release(self) -> None:
         if self.timer is not None:

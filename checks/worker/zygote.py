@@ -522,7 +522,7 @@ def serve(sock: socket.socket, program: Any) -> None:
             pid = _fork(sock, request, fds, program)
             if pid <= 0:
                 raise OSError("the process could not be forked")
-            marks = CONTRACT.ZygoteMarks(**MARKS)
+            marks = CONTRACT.Marks(**MARKS)
             answer = CONTRACT.Forked(pid, marks, BYTECODE["came"])
         except Exception as exc:
             answer = CONTRACT.ForkRefused(f"{type(exc).__name__}: {exc}")
@@ -530,7 +530,7 @@ def serve(sock: socket.socket, program: Any) -> None:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        sock.send(CONTRACT.encode_forked(answer))
+        sock.send(CONTRACT.encode_fork(answer))
 
 
 def main(argv: list[str] | None = None) -> int:

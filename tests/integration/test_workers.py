@@ -19,7 +19,7 @@ from checks.sweep.workers import (
     in_parallel,
     start_all,
 )
-from checks.worker import exclusive
+from checks.worker import contract, exclusive
 from checks.worker_env import scrubbed_env
 from tests.cxx_standin import write_ext_repo
 from tests.paths import DATA
@@ -49,7 +49,7 @@ def make_worker(tmp_path: Path):
         c.close()
 
 
-def _prepare(client: WorkerClient, name: str) -> dict:
+def _prepare(client: WorkerClient, name: str) -> contract.PrepareReply:
     return client.prepare([f"standin_kernels:{name}"], SHAPE, "float32", seed=0)
 
 
@@ -70,6 +70,15 @@ def test_a_good_kernel_runs_the_whole_command_set(make_worker) -> None:
     assert b.value_us > 0 and b.calls >= 1 and b.telemetry is None
     assert w.finish().correct
     assert w.env_info().vendor == "cpu"
+
+
+def test_a_worker_refuses_a_bot_of_another_protocol_version_and_says_why(make_worker) -> None:
+    w = make_worker("base")
+    with pytest.raises(WorkerFailure) as info:
+        w.call(contract.Hello(version=contract.VERSION + 1), timeout=FAST.start_s)
+    assert f"the bot speaks version {contract.VERSION + 1}" in info.value.message
+    assert "reinstall kernel-review" in info.value.message
+    assert w.hello().version == contract.VERSION  # the same worker goes on
 
 
 @pytest.mark.parametrize(

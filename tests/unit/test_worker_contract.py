@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from checks.sweep.models import Ceilings, EnvFingerprint
 from checks.sweep.protocol import Block as ProtocolBlock
 from checks.worker import contract as c
 from tests.paths import DATA, ROOT
@@ -28,27 +29,11 @@ PICK = c.Pick(
     source="a0b1c2d3e4f50617",
 )
 PINNED = dataclasses.replace(PICK, pinned=True)
-MARKS = c.Marks(
-    main_at=10.0,
-    torch_at=12.5,
-    ready_at=12.6,
-    key_at=11.1,
-    utils_at=11.3,
-    driver_at=12.8,
-    checks_at=13.0,
-    context_asked_at=12.7,
-    context_at=12.9,
-)
-TELEMETRY = c.Telemetry(
-    sm_clock_mhz=1965.0,
-    mem_clock_mhz=3201.0,
-    max_sm_clock_mhz=1980.0,
-    temp_c=47.0,
-    power_w=611.779,
-    throttle_reasons=4,
-    throttle_names=("sw_power_cap",),
-    throttled=False,
-)
+# every mark set, each a little later than the one before
+MARKS = c.Marks(**{f.name: 10.0 + i / 10 for i, f in enumerate(dataclasses.fields(c.Marks))})
+# a reading recorded on the H200 that names a throttle reason
+TELEMETRY = c.from_json(c.Telemetry, RECORDED["blocks"][-1]["block"]["telemetry"])
+assert TELEMETRY.throttle_names
 
 # one of each command, with every field set that the bot sets anywhere
 REQUESTS: list[c.Request[Any]] = [
@@ -77,7 +62,7 @@ REQUESTS: list[c.Request[Any]] = [
 REPLIES: list[tuple[c.Request[Any], Any]] = [
     (c.Hello(), c.HelloReply(version=c.VERSION, pid=4242, python="3.12.3", side="head",
                              root="/w/head", gc_frozen=81234, **c.as_json(MARKS))),
-    (c.Env(), c.EnvReply(c.from_json(c.Fingerprint, RECORDED["env"]))),
+    (c.Env(), c.EnvReply(RECORDED["env"])),
     (c.Prepare(("m:b",), (4,), "f"), c.PrepareReply(
         entry="perf_report:bench/b.py:bench", est_us=None, host_us=None, bytes_moved=49152,
         flops=0, copies=64, footprint_bytes=49152, prepare_s=0.0069, configs_picked=(PICK,))),
@@ -112,7 +97,7 @@ REPLIES: list[tuple[c.Request[Any], Any]] = [
                                steps_s={"lock_wait": 60.0, "calls": 0.01})),
     (c.Warmup(), c.WarmupReply(seconds=0.31, reached=True, sm_clock_mhz=1980.0, skipped=True)),
     (c.Warmup(), c.WarmupReply(seconds=0.0, reached=True)),
-    (c.MeasureCeilings(), c.CeilingsReply(c.from_json(c.Ceilings, RECORDED["ceilings"]))),
+    (c.MeasureCeilings(), c.CeilingsReply(RECORDED["ceilings"])),
     (c.Quit(), c.QuitReply()),
 ]  # fmt: skip
 
@@ -168,10 +153,9 @@ def test_the_samples_cover_every_command_and_every_field_of_every_message() -> N
     assert {type(r) for _, r in REPLIES} == {cls.REPLY for cls in c.REQUESTS.values()}
     seen = set().union(*(_set_fields(m) for m in [*REQUESTS, *(r for _, r in REPLIES)]))
     messages = [*c.REQUESTS.values(), *(cls.REPLY for cls in c.REQUESTS.values())]
-    nested = [c.Pick, c.Marks, c.Telemetry, c.Fingerprint, c.Ceilings, c.Digest, c.Like]
+    nested = [c.Pick, c.Marks, c.Telemetry, c.Digest, c.Like]
     wanted = set().union(*(_all_fields(m) for m in [*messages, *nested]))
-    # a Fingerprint's AMD field: None on the recorded H200
-    assert wanted - seen == {("Fingerprint", "hip_version")}
+    assert wanted == seen
 
 
 def test_a_failure_comes_back_as_one() -> None:
@@ -199,14 +183,17 @@ def test_a_field_left_at_none_is_left_out_of_the_line() -> None:
 
 
 def test_the_env_and_ceilings_answers_recorded_on_the_h200_fit_the_contract() -> None:
-    env = c.decode_reply(c.Env(), json.dumps({"ok": True, "env": RECORDED["env"]}))
-    assert isinstance(env, c.EnvReply)
-    assert env.env.device_name == "NVIDIA H200" and env.env.arch == "sm_90"
-    assert env.env.max_sm_clock_mhz == 1980.0 and env.env.hip_version is None
-    got = c.decode_reply(
+    """Their fields are the results file's records' (``WorkerClient.env_info``, ``ceilings``)."""
+    got = c.decode_reply(c.Env(), json.dumps({"ok": True, "env": RECORDED["env"]}))
+    assert isinstance(got, c.EnvReply)
+    env = EnvFingerprint.model_validate(got.env)
+    assert env.device_name == "NVIDIA H200" and env.arch == "sm_90"
+    assert env.max_sm_clock_mhz == 1980.0 and env.hip_version is None
+    measured = c.decode_reply(
         c.MeasureCeilings(), json.dumps({"ok": True, "ceilings": RECORDED["ceilings"]})
     )
-    assert isinstance(got, c.CeilingsReply) and got.ceilings.matmul_dtype == "bfloat16"
+    assert isinstance(measured, c.CeilingsReply)
+    assert Ceilings.model_validate(measured.ceilings).matmul_dtype == "bfloat16"
 
 
 @pytest.mark.parametrize("recorded", RECORDED["blocks"], ids=lambda b: f"{b['kernel']}-{b['mode']}")
@@ -317,10 +304,11 @@ def test_a_value_of_a_subclass_travels_as_its_base() -> None:
     class Version(str):
         pass
 
-    env = c.from_json(c.Fingerprint, {**RECORDED["env"], "torch_version": Version("2.11.0")})
-    assert type(env.torch_version) is str and env.torch_version == "2.11.0"
-    with pytest.raises(c.ContractError, match=r"warp_size: expected int, got 32\.0"):
-        c.from_json(c.Fingerprint, {**RECORDED["env"], "warp_size": 32.0})
+    pick = c.from_json(c.Pick, {**c.as_json(PICK), "source": Version("a0b1")})
+    assert type(pick.source) is str and pick.source == "a0b1"
+    with pytest.raises(c.ContractError, match=r"Digest\.nan: expected int, got 1\.0"):
+        c.from_json(c.Digest, {"shape": [1], "dtype": "f", "nan": 1.0, "inf": 0, "idx": [],
+                               "samples": [], "parts": []})  # fmt: skip
 
 
 def test_a_timing_mode_is_one_the_timers_know() -> None:
@@ -347,10 +335,10 @@ def test_fork_requests_and_answers_come_back_from_their_messages() -> None:
                     "/j/output.log", ("/p", "/site"), 10)  # fmt: skip
     for request_ in (worker, job):
         assert c.decode_fork(c.encode_fork(request_)) == request_
-    forked = c.Forked(77, c.ZygoteMarks(main_at=1.0, imported_at=3.0, program_at=3.1), "written")
+    forked = c.Forked(77, c.Marks(main_at=1.0, imported_at=3.0, program_at=3.1), "written")
     refused = c.ForkRefused("ValueError: this request needs 2 descriptors, got 0")
     for answer in (forked, refused):
-        assert c.decode_forked(c.encode_forked(answer)) == answer
+        assert c.decode_forked(c.encode_fork(answer)) == answer
     with pytest.raises(c.ContractError, match=r"fork job\.nice: expected int, got None"):
         c.decode_fork(json.dumps({**c.as_json(job), "nice": None}).encode())
 
@@ -378,7 +366,11 @@ def _keys_returned(module: str, function: str) -> set[str]:
 
 
 def _names(cls: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
+    """A contract message's fields, or a results record's (what the worker's answer is read
+    into: ``EnvFingerprint``, ``Ceilings``)."""
+    if dataclasses.is_dataclass(cls):
+        return {f.name for f in dataclasses.fields(cls)}
+    return set(cls.model_fields)
 
 
 @pytest.mark.parametrize(
@@ -393,9 +385,9 @@ def _names(cls: type) -> set[str]:
         ("timing", "_graph_block", c.BlockReply),
         ("timing", "_eager_block", c.BlockReply),
         ("telemetry", "read", c.Telemetry),
-        ("env_fingerprint", "collect", c.Fingerprint),
-        ("ceilings", "measure", c.Ceilings),
-        ("ceilings", "_measure_cpu", c.Ceilings),
+        ("env_fingerprint", "collect", EnvFingerprint),
+        ("ceilings", "measure", Ceilings),
+        ("ceilings", "_measure_cpu", Ceilings),
         ("correctness", "digest", c.Digest),
         ("autotune_picks", "describe", c.Pick),
         ("autotune_picks", "run", c.Pick),
@@ -418,9 +410,11 @@ def test_the_worker_code_fills_every_field_the_contract_requires() -> None:
     for function in ("_kernels_block", "_graph_block", "_eager_block"):
         assert required(c.BlockReply) <= _keys_returned("timing", function)
     assert _names(c.Telemetry) == _keys_returned("telemetry", "read")
-    assert _names(c.Ceilings) == _keys_returned("ceilings", "_measure_cpu")
+    record_only = {"device_uuid", "cached"}  # the results file's, not the worker's
+    assert set(Ceilings.model_fields) - record_only == _keys_returned("ceilings", "_measure_cpu")
     assert _names(c.Digest) == _keys_returned("correctness", "digest")
-    assert required(c.Fingerprint) <= _keys_returned("env_fingerprint", "collect")
+    env_required = {n for n, f in EnvFingerprint.model_fields.items() if f.is_required()}
+    assert env_required <= _keys_returned("env_fingerprint", "collect")
 
 
 def test_the_contract_imports_only_the_standard_library() -> None:
