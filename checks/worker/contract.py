@@ -672,7 +672,8 @@ class ForkWorker:
 @dataclass(frozen=True)
 class ForkJob:
     """One of the bot's helper programs, as ``python -m module job`` runs it
-    (``checks.job_process.JobProcess``)."""
+    (``checks.job_process.run_job``): in ``cwd`` with ``env``, its output in ``log``,
+    ``sys_path`` where it finds the bot's packages, its CPU priority lowered by ``nice``."""
 
     module: str
     job: str

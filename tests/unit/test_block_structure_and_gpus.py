@@ -130,7 +130,7 @@ def test_the_checks_load_beside_the_start_warm_up_and_first_check_and_nothing_el
     import threading
     import time
 
-    from checks.worker import main
+    from checks.worker import contract, main
 
     ended: list[float] = []
 
@@ -160,8 +160,8 @@ def test_the_checks_load_beside_the_start_warm_up_and_first_check_and_nothing_el
     serving = threading.Thread(target=main.serve, args=(worker, cmd_r, resp_w))
     serving.start()
     with os.fdopen(cmd_w, "w", encoding="utf-8") as cmds:
-        for op in ("hello", "block", "quit"):
-            cmds.write(json.dumps({"op": op}) + "\n")
+        for request in (contract.Hello(), contract.Block(), contract.Quit()):
+            cmds.write(contract.encode_request(request).decode())
     serving.join(10)
     reader.join(10)
     assert ended, "the checks never loaded"
