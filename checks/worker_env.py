@@ -26,7 +26,6 @@ from typing import Any, Literal, TypeVar
 
 from bot.errors import ResultsError, UsageError
 from checks.memory_cap import MEMORY_ENV, memory_from_env
-from checks.worker.profiling import PROFILE_ENV
 from checks.worker.timing import SLOT_BIAS_ENV
 
 T = TypeVar("T")
@@ -113,9 +112,8 @@ def device_env(device: str, gpu: str | None) -> dict[str, str]:
     elif gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
         env["HIP_VISIBLE_DEVICES"] = gpu
-    for var in (SLOT_BIAS_ENV, PROFILE_ENV):  # a test's slot bias; cost_diag's profiles
-        if os.environ.get(var):
-            env[var] = os.environ[var]
+    if os.environ.get(SLOT_BIAS_ENV):  # a test's slot bias
+        env[SLOT_BIAS_ENV] = os.environ[SLOT_BIAS_ENV]
     return env
 
 

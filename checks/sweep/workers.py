@@ -44,7 +44,7 @@ M = TypeVar("M", bound=BaseModel)
 # after its answer (three other blocks), and a block's answer a millisecond or two after it was
 # sent; a process asleep in ``select`` or a blocking read takes a wakeup to see it. On the H200
 # host (16 cores) a command's round trip beyond its work was 0.17 ms sleeping, 0.05 ms polling
-# (``bench/pipe_wakeup.py``). Polling keeps a core busy per process, so only where every worker
+# (``bench/results/h200/cost_side_by_side/overlap_poll/pipe_wakeup/``). Polling keeps a core busy per process, so only where every worker
 # and the bot have two cores each, and the bot only with one GPU (one thread drives its workers).
 POLL_MS = 20.0
 # the share of the finish timeout a recheck beside the next case's check waits for the GPU lock

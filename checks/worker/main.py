@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
-import functools
 import gc
 import importlib
 import importlib.util
@@ -80,7 +79,6 @@ fingerprint = _sibling("env_fingerprint")
 ceilings = _sibling("ceilings")
 failures = _sibling("failures")
 bench_capture = _sibling("bench_capture")
-profiling = _sibling("profiling")
 triton_key = _sibling("triton_key")
 exclusive = _sibling("exclusive")
 autotune_picks = _sibling("autotune_picks")
@@ -626,7 +624,7 @@ def clock_up(reading: dict[str, Any] | None, fraction: float) -> bool | None:
 
 class Steps:
     """Seconds since the previous step, by name, for a command's answer (``steps_s``): where a
-    check's or a recheck's time went (``bench/timeline.py`` reads them)."""
+    check's or a recheck's time went."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -713,9 +711,6 @@ class Commands:
 def serve(worker: Worker, cmd_fd: int, resp_fd: int, poll_s: float = 0.0) -> None:
     cmds = Commands(cmd_fd, poll_s)
     resp = os.fdopen(resp_fd, "wb")
-    prof = profiling.OpProfiler.from_env(
-        os.environ, f"{worker.side}-slot{worker.slot}-{os.getpid()}"
-    )
     polled = False
     while (line := cmds.next(polled)) is not None:
         if not line.strip():
@@ -729,15 +724,13 @@ def serve(worker: Worker, cmd_fd: int, resp_fd: int, poll_s: float = 0.0) -> Non
             continue
         polled = msg.POLLED
         if isinstance(msg, contract.Quit):
-            prof.dump()
             resp.write(contract.encode_reply(contract.QuitReply()))
             resp.flush()
             return
         if not msg.BESIDE_LOADING:
             worker.join_loading()
         try:
-            handler = getattr(worker, f"op_{msg.OP}")
-            answer = prof.run(msg.OP, functools.partial(handler, msg))
+            answer = getattr(worker, f"op_{msg.OP}")(msg)
         except EntryError as exc:
             answer = contract.Failure(exc.kind, str(exc), "EntryError")
         except BaseException as exc:  # user code can raise anything, even SystemExit
