@@ -25,6 +25,7 @@ from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case, plan_cases
 from checks.sweep.summary import merge, recompute, time_line
 from checks.sweep.workers import Timeouts
+from checks.worker import contract
 from checks.worker.timing import SLOT_BIAS_ENV
 from tests.paths import DATA
 
@@ -168,12 +169,12 @@ def test_ceilings_are_measured_after_the_last_case_and_read_from_the_cache_at_st
     # one process faster than the head's on identical code: head/base 1.33 on a CPU
     from checks.sweep.workers import WorkerClient
 
-    ops: list[str] = []
+    ops: list[type] = []
     call = WorkerClient.call
 
-    def recording(self: WorkerClient, op: str, **kw: Any) -> dict[str, Any]:
-        ops.append(op)
-        return call(self, op, **kw)
+    def recording(self: WorkerClient, request: contract.Request[Any], *, timeout: float) -> Any:
+        ops.append(type(request))
+        return call(self, request, timeout=timeout)
 
     monkeypatch.setattr(WorkerClient, "call", recording)
     case = Case(
@@ -184,11 +185,12 @@ def test_ceilings_are_measured_after_the_last_case_and_read_from_the_cache_at_st
     )
     first = _standin_sweep([case], options, tmp_path / "one")
     assert first.ceilings and not first.ceilings[0].cached and first.cases[0].status == "ok"
-    assert ops.count("ceilings") == 1
-    assert ops.index("ceilings") > max(i for i, op in enumerate(ops) if op in ("block", "finish"))
+    ceilings, timed = contract.MeasureCeilings, (contract.Block, contract.Finish)
+    assert ops.count(ceilings) == 1
+    assert ops.index(ceilings) > max(i for i, op in enumerate(ops) if op in timed)
     ops.clear()
     again = _standin_sweep([case], options, tmp_path / "two")
-    assert again.ceilings and again.ceilings[0].cached and "ceilings" not in ops
+    assert again.ceilings and again.ceilings[0].cached and ceilings not in ops
     assert again.ceilings[0].copy_gbps == first.ceilings[0].copy_gbps
 
 
