@@ -15,7 +15,9 @@ printed with the clone's path taken out); a difference fails the run.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
+import platform
 import resource
 import statistics
 import subprocess
@@ -25,10 +27,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from side_by_side import alternate, record  # noqa: E402
-
 OUTPUTS = (".github/kernel-review.toml", "kernel_review_bench.py")
 
 
@@ -63,34 +61,36 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--out", type=Path, help="write the record here too")
     args = parser.parse_args()
+    trees = {"old": args.old.resolve(), "new": ROOT}
+    runs: dict[str, list[tuple[float, float, dict[str, str]]]] = {name: [] for name in trees}
     with tempfile.TemporaryDirectory() as work:
-        runs = alternate(
-            {
-                "old": lambda: run_init(args.old.resolve(), args.repo.resolve(), Path(work)),
-                "new": lambda: run_init(ROOT, args.repo.resolve(), Path(work)),
-            },
-            args.repeats,
-        )
+        for i in range(args.repeats):  # old, new, then new, old: the order turned each repeat
+            for name in list(trees) if i % 2 == 0 else list(trees)[::-1]:
+                runs[name].append(run_init(trees[name], args.repo.resolve(), Path(work)))
     same = all(r[2] == runs["old"][0][2] for rs in runs.values() for r in rs)
     head = subprocess.run(
         ["git", "-C", str(args.repo), "rev-parse", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
-    files = runs["new"][0][2]["stdout"].splitlines()[1] if runs["new"][0][2]["stdout"] else ""
-    text = record(
-        __file__,
-        f"repository {args.repo.name} at {head[:12]}; {files}",
-        "kernel-review init, wall seconds",
-        {name: [r[0] for r in rs] for name, rs in runs.items()},
-        None,
-    )
-    cpu = "\n".join(
-        f"{name} CPU median {statistics.median(r[1] for r in rs):.1f} s  "
-        + " ".join(f"{r[1]:.1f}" for r in rs)
-        for name, rs in runs.items()
-    )
-    extra = cpu + f"\nthe same policy, stubs and output from both: {'yes' if same else 'NO'}\n"
-    print(extra, end="")  # ``record`` printed the rest
-    text += extra
+    stdout = runs["new"][0][2]["stdout"].splitlines()
+    rows = [
+        f"# {Path(__file__).name}: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
+        f"# {platform.node()} {platform.machine()}, {len(os.sched_getaffinity(0))} cores; "
+        f"repository {args.repo.name} at {head[:12]}; {stdout[1] if len(stdout) > 1 else ''}",
+        "# kernel-review init, wall seconds, alternating order",
+    ]
+    for name, rs in runs.items():
+        rows.append(
+            f"{name} median {statistics.median(r[0] for r in rs):.3f} s  "
+            + " ".join(f"{r[0]:.3f}" for r in rs)
+        )
+    for name, rs in runs.items():
+        rows.append(
+            f"{name} CPU median {statistics.median(r[1] for r in rs):.1f} s  "
+            + " ".join(f"{r[1]:.1f}" for r in rs)
+        )
+    rows.append(f"the same policy, stubs and output from both: {'yes' if same else 'NO'}")
+    text = "\n".join(rows) + "\n"
+    print(text, end="")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)

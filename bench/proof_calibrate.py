@@ -243,7 +243,7 @@ def worker_measure(
         try:
             pa = a1.prepare([entry], (n_a,), "float32", seed=s, copies=copies)
             pb = b.prepare([entry], (n_a + knob * UNIT,), "float32", seed=s + 1, copies=copies)
-            mode = choose_mode(max(pa["est_us"], pb["est_us"]), 0.0, device, cfg)
+            mode = choose_mode(max(pa.est_us or 0.0, pb.est_us or 0.0), 0.0, device, cfg)
             info["modes"].add(mode)
             for w in (a1, b):
                 w.configure(mode, cfg.block_ms)
@@ -285,8 +285,8 @@ def calibrate_b(
     record kept in raw_streams.json."""
     for k in ("A1", "B"):  # compile (and check) before the clock starts
         c = workers[k].check([entry], (n_a,), "float32", seed=1)
-        if not c["correct"]:
-            raise RuntimeError(f"proof kernel wrong on {k}: {c['message']}")
+        if not c.correct:
+            raise RuntimeError(f"proof kernel wrong on {k}: {c.message}")
     t0 = time.monotonic()
     deadline = t0 + seconds
     # as many more elements as the slowdown asked for: right where time is proportional to them

@@ -98,10 +98,10 @@ def record_fixture(
                 "target": f">= {target:.0%} of {'copy GB/s' if judge == 'copy' else 'torch.matmul'}",
             }
             try:
-                ok = head.check([entry], shape, dtype, seed=5)["correct"]
+                ok = head.check([entry], shape, dtype, seed=5).correct
                 pb = base.prepare([ref], shape, dtype, seed=0)
                 ph = head.prepare([entry], shape, dtype, seed=0)
-                mode = choose_mode(pb["est_us"], ph["est_us"], spec_kw["device"], cfg)
+                mode = choose_mode(pb.est_us or 0.0, ph.est_us or 0.0, spec_kw["device"], cfg)
                 base.configure(mode, cfg.block_ms)
                 head.configure(mode, cfg.block_ms)
                 run, d = measure_case(base, head, cfg, tolerance=0.03, alpha=cfg.alpha)

@@ -227,14 +227,14 @@ def record_size(
         t0 = time.perf_counter()
         for k, n in sizes.items():
             c = workers[k].check([ENTRY], (n,), "float32", seed=100 * seg + 99)
-            if not c["correct"]:
-                raise RuntimeError(f"proof kernel wrong on {k}: {c['message']}")
+            if not c.correct:
+                raise RuntimeError(f"proof kernel wrong on {k}: {c.message}")
         checked_s = time.perf_counter() - t0
         preps = {
             k: workers[k].prepare([ENTRY], (n,), "float32", seed=100 * seg, copies=copies)
             for k, n in sizes.items()
         }
-        ests = {k: p["est_us"] for k, p in preps.items()}
+        ests = {k: p.est_us or 0.0 for k, p in preps.items()}
         t0 = time.perf_counter()
         mode = choose_mode(max(ests.values()), 0.0, device, cfg)
         modes.add(mode)
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for w in workers.values():
             w.start()
-        env = workers["A1"].env_info()
+        env = workers["A1"].env_info().model_dump(exclude={"gpu_index"})
         raw["meta"]["env"] = env
         try:
             ceil = (

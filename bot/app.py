@@ -9,7 +9,8 @@ pieces and passes them in, so everything below it can be tested with plain value
 - ack (write token, no checkout): react to a ``/bench`` comment (eyes, then rocket or confused)
   and reply: the refusal with what is allowed, or the pinned SHA that will be measured.
 - measure (GPU runner, ``permissions: {}``, no token): run the plan for one vendor and shard.
-- report (write token): merge the results, decide, update the one sticky comment, set the
+- report (write token): read the gate's plan and policy (``gate.json``, as the ack does; the
+  gate is not run again), merge the results, decide, update the one sticky comment, set the
   merge-gate status, write the job summary and annotations; each kernel's recorded history on
   the default branch (the history branch's ``history.jsonl``) comes into the review.
 - scheduled (GPU runner, no token; ``schedule`` or ``workflow_dispatch``): measure the policy's
@@ -352,7 +353,7 @@ def _cancel_stale_review(env: ActionEnv, client: Any, result: GateResult) -> Non
 
 
 def ack_mode(env: ActionEnv, client_factory) -> int:
-    result, client = _gate(env, client_factory)
+    result, client = _decided(env, client_factory)
     d = result.decision
     if d.event != "issue_comment" or d.comment_id is None or d.pr_number is None or d.ignored:
         log(describe(d))
@@ -451,6 +452,46 @@ def refused_check_note(reason: str) -> str:
     )
 
 
+def read_gate(env: ActionEnv) -> GateDecision:
+    """The gate job's decision, ``gate.json`` in results-path: its plan and the base policy it
+    was made under. Only the gate job writes it (its own artifact, downloaded beside nothing
+    else at that path)."""
+    path = env.results_path / GATE_FILE
+    try:
+        return GateDecision.model_validate_json(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise ResultsError(
+            f"cannot read the gate's decision {path}: {str(exc)[:300]}",
+            hint="download the gate job's artifact (kernel-review-gate) into results-path first "
+            "(docs/workflows/kernel-review.yml)",
+        ) from None
+
+
+def _decided(env: ActionEnv, client_factory) -> tuple[GateResult, Any]:
+    """What the ack and the report act on: the gate's decision as the gate job wrote it (never
+    decided again, the policy never read again), with the pull request as it is now; a fork's
+    report (``workflow_run``: its run's artifacts come from the fork's copy of the workflow)
+    decides here instead."""
+    if env.event_name == "workflow_run":
+        return _gate(env, client_factory)
+    d = read_gate(env)
+    if d.ignored or d.pr_number is None:
+        return GateResult(decision=d), None
+    found = parse_event(env.event_name, load_event(env.event_path), bot_logins=_bot_logins(env))
+    event_pr = found.pr_number if isinstance(found, ReviewRequest) else None
+    stale = env.head_sha is not None and d.head_sha != env.head_sha
+    if d.repository != env.repository or d.pr_number != event_pr or stale:
+        raise ResultsError(
+            f"the gate's decision in {env.results_path / GATE_FILE} is for {d.repository[:100]} "
+            f"#{d.pr_number} at {(d.head_sha or '')[:12]}, not this run's "
+            f"{env.repository[:100]} #{event_pr} at {(env.head_sha or '')[:12]}",
+            hint="download this run's gate artifact (kernel-review-gate) into results-path, "
+            "and pass the gate job's head-sha output as head-sha",
+        )
+    client = client_factory()
+    return GateResult(decision=d, pull=client.get_pull(d.pr_number)), client
+
+
 def report_mode(env: ActionEnv, client_factory) -> int:
     from bot.github.sticky import upsert_sticky
     from bot.jobs.accepting import bot_login as resolve_bot_login
@@ -460,7 +501,7 @@ def report_mode(env: ActionEnv, client_factory) -> int:
     from bot.review.accept import measured_ratios
     from bot.revision import ApiRevision
 
-    result, client = _gate(env, client_factory)
+    result, client = _decided(env, client_factory)
     d = result.decision
     if d.ignored or d.refusal or d.plan is None or d.pr_number is None or result.policy is None:
         log(describe(d))
@@ -622,7 +663,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
         )
     if env.vendor not in VENDORS:
         raise KernelReviewError(
-            f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
+            f"vendor {str(env.vendor)[:40]!r} is not {' or '.join(VENDORS)}",
             hint="set the action's vendor input",
         )
     m = _SHARD_RE.fullmatch(env.shard)
@@ -630,14 +671,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
         raise KernelReviewError(
             f"shard {env.shard[:40]!r} is not I/N with 1 <= I <= N", hint="e.g. shard: 1/2"
         )
-    gate_path = env.results_path / GATE_FILE
-    try:
-        d = GateDecision.model_validate_json(gate_path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise ResultsError(
-            f"cannot read the gate's decision {gate_path}: {str(exc)[:300]}",
-            hint="download the gate job's artifact into results-path first",
-        ) from None
+    d = read_gate(env)
     if not d.run or d.plan is None:
         log(f"nothing to measure: {describe(d)}")
         return 0
@@ -653,6 +687,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
         repo_root=Path.cwd(),
         details_dir=env.results_path,
         progress=log,
+        policy=d.policy,  # as the gate read it: the base policy is not read again
     )
     out = ResultsFile(
         head_sha=d.plan.head_sha,
@@ -697,7 +732,7 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
 
     if env.vendor not in VENDORS:
         raise KernelReviewError(
-            f"vendor {str(env.vendor)[:40]!r} is not nvidia or amd",
+            f"vendor {str(env.vendor)[:40]!r} is not {' or '.join(VENDORS)}",
             hint="set the action's vendor input",
         )
     root = Path.cwd()
@@ -746,6 +781,7 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
         details_dir=env.results_path,
         progress=log,
         env_override={"head": tuple(f"{k}=={v}" for k, v in moved.items())} if changes else {},
+        policy=policy,  # read once, above
     )
     out = ScheduledResults(
         sha=sha,
@@ -897,7 +933,7 @@ def _bench_results(path: Path, cpu_vendor: str) -> ResultsFile:
 
 
 def _sweep_here(repo: Path, plan: Plan, device: str, started: float) -> tuple[Path, int]:
-    """``kernel-review bench --plan`` of the review's plan on this machine (``review
+    """``kernel-review bench`` over the review's plan on this machine (``review
     --measure``): its table and lines go to stderr, the review being stdout's; returns the file
     it wrote (under the cache folder) and its exit code."""
     import contextlib
@@ -911,9 +947,9 @@ def _sweep_here(repo: Path, plan: Plan, device: str, started: float) -> tuple[Pa
     with tempfile.TemporaryDirectory(prefix="kernel-review-plan-") as tmp:
         plan_path = Path(tmp) / "plan.json"
         plan_path.write_text(plan.model_dump_json(), encoding="utf-8")
-        words = ["bench", "--repo", str(repo), "--plan", str(plan_path), "--device", device]
-        args = parser.parse_args([*words, "--out", str(out)] + (["--no-added-shapes"] * plan.quick))
-        args.started = started
+        words = ["bench", "--repo", str(repo), "--device", device, "--out", str(out)]
+        args = parser.parse_args(words + (["--no-added-shapes"] * plan.quick))
+        args.plan, args.started = str(plan_path), started
         with contextlib.redirect_stdout(sys.stderr):
             code = bench.run_bench(args)
     return out, code

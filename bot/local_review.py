@@ -123,7 +123,6 @@ def add_output_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -
         action="store_true",
         help="skip the compiler report (cross-compiling every config takes a while on a cold cache)",
     )
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON instead")
     p.add_argument(
         "--full",
         action="store_true",
@@ -232,16 +231,14 @@ def check_out(args: argparse.Namespace) -> None:
 
 
 def show(review, args: argparse.Namespace) -> None:
-    """Print the review: the verdict as JSON (``--json``), the markdown (``--out -``) or the
-    terminal rendering; and write the markdown to ``--out FILE``."""
+    """Print the review: the markdown (``--out -``) or the terminal rendering; and write the
+    markdown to ``--out FILE``."""
     # as it would be posted, or the job summary whole (``--full``)
     comment = review.summary if args.full else fit_body(review.comment)[0]
     to_stdout = args.out is not None and str(args.out) == "-"
     if args.out is not None and not to_stdout:
         write_text(args.out, comment, option="--out")
-    if args.json:
-        print(review.verdict.model_dump_json(indent=2))
-    elif to_stdout:
+    if to_stdout:
         print(comment)
     else:
         print(terminal_text(comment), end="")

@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -35,7 +34,8 @@ from pydantic import BaseModel, ConfigDict
 from bot import gitutil
 from bot.errors import GitError, KernelReviewError
 from bot.outputs import cache_root
-from checks.procs.sandbox import kill_tree, popen_confined, trusted_run
+from checks.procs import launch
+from checks.procs.sandbox import trusted_run
 from checks.worker_env import scrubbed_env, tree_digest
 
 MAX_CACHED_BYTES = 4 * 2**30
@@ -141,30 +141,25 @@ def _run(root: Path, command: str, timeout_s: float, log: Path, python: str) -> 
     env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with open(log, "wb") as handle:
-        proc = popen_confined(
-            ["/bin/sh", "-c", command],
-            writable=(root, log.parent),  # it builds in its worktree
-            memory_bytes=0,  # a compiler's build may take more than a worker
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise SetupError(
-                f"the setup command `{command}` ran past {timeout_s:g} s in {root.name}; killed it"
-                + _tail(log),
-                hint="raise [setup] timeout_s in the policy, or make the build faster",
-            ) from None
-        finally:
-            kill_tree(proc.pid)  # what the build left running, when it ran confined
+    build = launch.Launch(
+        ("/bin/sh", "-c", command),
+        env,
+        root,
+        memory_bytes=0,  # a compiler's build may take more than a worker
+        writable=(root, log.parent),  # it builds in its worktree
+    )
+    proc = launch.start(build, log)
+    try:
+        code = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        launch.stop(proc)
+        raise SetupError(
+            f"the setup command `{command}` ran past {timeout_s:g} s in {root.name}; killed it"
+            + _tail(log),
+            hint="raise [setup] timeout_s in the policy, or make the build faster",
+        ) from None
+    finally:
+        launch.kill_session(proc.pid)  # what the build left running
     if code != 0:
         raise SetupError(
             f"the setup command `{command}` exited with code {code} in {root.name}" + _tail(log),

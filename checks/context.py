@@ -1,7 +1,8 @@
 """What every check of one measure job shares, made once per job: ``MeasureContext``.
 
-The plan, the vendor and shard this runner measures, the base policy (read once, from the
-base commit: a pull request cannot loosen its own rules), the worktrees of base and head (each
+The plan, the vendor and shard this runner measures, the base policy (as the gate job read it,
+handed over with the plan; read from the base commit only where no gate read it: a pull
+request cannot loosen its own rules), the worktrees of base and head (each
 made the first time a check asks for it, and all removed when the job ends), each side's
 interpreter (its own toolchain's when the change moves a pin, ``checks.toolchain_env``), a scratch folder,
 the folder detailed results are written to, and the progress callback.
@@ -61,24 +62,33 @@ class MeasureContext:
     @classmethod
     @contextlib.contextmanager
     def open(
-        cls, plan: Plan, *, vendor: str, repo_root: Path, **options: Any
+        cls,
+        plan: Plan,
+        *,
+        vendor: str,
+        repo_root: Path,
+        policy: Policy | None = None,
+        **options: Any,
     ) -> Iterator[MeasureContext]:
         """The context of one job; its worktrees and scratch space are gone when it closes.
-        ``options`` are the fields of the same names (shard, details_dir, progress,
-        sweep_options, env_cache_dir, env_override). An unknown ``vendor`` is a PolicyError."""
+        ``policy``: the base policy as the gate read it (the measure job's gate.json); None
+        reads it from the base commit. ``options`` are the fields of the same names (shard,
+        details_dir, progress, sweep_options, env_cache_dir, env_override). An unknown
+        ``vendor`` is a PolicyError."""
         target = target_for(vendor)
         repo_root = Path(repo_root)
-        base = GitRevision(repo_root, plan.base_sha)
-        found = find_policy(base)  # the base's rules, never the head's
         no_policy = None
-        if found is None:
-            no_policy = missing_policy(
-                base,
-                place=f"at the base commit ({base.label})",
-                hint="commit .github/kernel-review.toml to the base branch (see docs/policy.md)",
-            )
-        with tempfile.TemporaryDirectory(prefix="kernel-review-measure-") as tmp:
+        if policy is None:
+            base = GitRevision(repo_root, plan.base_sha)
+            found = find_policy(base)  # the base's rules, never the head's
             policy = found[0] if found else None
+            if found is None:
+                no_policy = missing_policy(
+                    base,
+                    place=f"at the base commit ({base.label})",
+                    hint="commit .github/kernel-review.toml to the base branch (see docs/policy.md)",
+                )
+        with tempfile.TemporaryDirectory(prefix="kernel-review-measure-") as tmp:
             ctx = cls(plan, target, repo_root, policy, no_policy, Path(tmp), **options)
             try:
                 yield ctx

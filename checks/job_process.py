@@ -18,18 +18,13 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from checks.procs import launch
 from checks.procs.sandbox import kept_if_trusted
-from checks.worker_env import (
-    capped,
-    default_memory_bytes,
-    kill_session,
-    make_undumpable,
-    scrubbed_env,
-)
+from checks.worker.contract import ForkJob
+from checks.worker_env import default_memory_bytes, scrubbed_env
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # how much lower work runs that must not slow what is being measured: compiling ahead, which the
@@ -54,28 +49,13 @@ def lower_this_thread(by: int = BACKGROUND_NICE) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class JobProcess:
-    """A helper program's process as ``run_job`` starts it: ``python -m module job``, in ``cwd``
-    with ``env``, its output in ``log``, ``sys_path`` where it finds the bot's packages, its CPU
-    priority lowered by ``nice``."""
-
-    module: str
-    job: Path
-    env: dict[str, str]
-    cwd: Path
-    log: Path
-    sys_path: tuple[str, ...]
-    nice: int
-
-
 class JobForker(Protocol):
     """What gives a helper program a process forked with its imports done
     (``checks.sweep.zygote.Zygote``); None from ``fork_job`` when it cannot."""
 
     def serves_jobs(self, python: str, memory_bytes: int) -> bool: ...
 
-    def fork_job(self, process: JobProcess, timeout: float) -> Any: ...
+    def fork_job(self, process: ForkJob, timeout: float) -> Any: ...
 
 
 def run_job(
@@ -124,30 +104,26 @@ def run_job(
     child_env["TRITON_CACHE_DIR"] = str(triton_cache)
     child_env["TORCH_EXTENSIONS_DIR"] = str(triton_cache.parent / "torch-extensions")
     child_env.update(env or {})
-    make_undumpable()
+    launch.make_undumpable()
     interpreter, cap = python or sys.executable, default_memory_bytes()
     proc: Any = None
     if forker is not None and not prefix and forker.serves_jobs(interpreter, cap):
-        process = JobProcess(module, job_path, child_env, PACKAGE_ROOT, log_path, _job_path(), nice)
+        process = ForkJob(
+            module, str(job_path), child_env, str(PACKAGE_ROOT), str(log_path), _job_path(), nice
+        )
         proc = forker.fork_job(process, timeout=min(timeout_s, 120.0))
     if proc is None:
         program = shutil.which("nice") if nice else None
         lowered = (program, "-n", str(nice)) if program else ()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                capped(
-                    [*prefix, *lowered, interpreter, "-m", module, str(job_path)],
-                    cap,
-                    # the cache's folder holds its torch-extensions, a probe's caches per shape
-                    writable=(workdir, triton_cache.parent, *kept_if_trusted(kept)),
-                ),
-                cwd=str(PACKAGE_ROOT),
-                env=child_env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        started = launch.Launch(
+            (*prefix, *lowered, interpreter, "-m", module, str(job_path)),
+            child_env,
+            PACKAGE_ROOT,
+            memory_bytes=cap,
+            # the cache's folder holds its torch-extensions, a probe's caches per shape
+            writable=(workdir, triton_cache.parent, *kept_if_trusted(kept)),
+        )
+        proc = launch.start(started, log_path)
     deadline = time.monotonic() + timeout_s
     try:
         while True:
@@ -158,13 +134,13 @@ def run_job(
             except subprocess.TimeoutExpired:
                 stopped = STOPPING.is_set() or (cancel is not None and cancel.is_set())
                 if stopped or time.monotonic() >= deadline:
-                    kill_session(proc.pid)
+                    launch.kill_session(proc.pid)
                     proc.wait()
                     if stopped:
                         return {"fatal": f"{what} was stopped: its answer is no longer needed"}
                     return {"fatal": f"{what} took longer than {timeout_s:.0f} s"}
     finally:
-        kill_session(proc.pid)  # what the job left running goes with it
+        launch.kill_session(proc.pid)  # what the job left running goes with it
     out = Path(job["out"])
     if not out.is_file():
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-800:]

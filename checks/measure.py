@@ -1,7 +1,8 @@
 """The measure job: run a Plan's checks on this GPU runner and reduce them to Evidence.
 
-``measure_plan(plan, vendor=..., shard=(i, n), repo_root=...)`` is what ``kernel-review review
---mode measure`` calls. It makes one ``MeasureContext`` for the job (the base policy read once,
+``measure_plan(plan, vendor=..., shard=(i, n), repo_root=..., policy=...)`` is what
+``kernel-review review --mode measure`` calls, with the base policy the gate read. It makes one
+``MeasureContext`` for the job (that policy, read from the base commit only where none is given;
 the worktrees of base and head made once) and runs every check of ``checks.registry.CHECKS``
 that applies to this vendor and shard, merging each one's part of the evidence, and the
 toolchain each side ran under when the change moves one. Every check
@@ -33,8 +34,8 @@ from checks.registry import Check
 
 def measure_plan(plan: Plan, *, alongside: bool = True, **job: Any) -> Evidence:
     """The evidence of every check that applies. ``job``: ``vendor`` and ``repo_root``, and
-    optionally ``shard`` (i, n), ``details_dir``, ``progress`` (a callable taking one line) and
-    ``sweep_options`` (a checks.sweep.run.SweepOptions overriding the sweep's defaults), as
+    optionally ``policy`` (the gate's), ``shard`` (i, n), ``details_dir``, ``progress`` (a
+    callable taking one line) and ``sweep_options`` (a checks.sweep.run.SweepOptions overriding the sweep's defaults), as
     ``MeasureContext`` takes them. ``alongside``: run the checks that need no GPU while the
     others run (the default), or every check in turn. An unknown ``vendor`` is a PolicyError."""
     with MeasureContext.open(plan, **job) as ctx:

@@ -2,7 +2,7 @@
 that ran into it says.
 
 Every process that runs a checkout's code (the sweep's workers, the compiler report's and the
-first-call probe's helpers) runs with its heap capped (``worker_env.capped``): by the policy's
+first-call probe's helpers) runs with its heap capped (``checks.procs.launch``): by the policy's
 ``[limits] worker_memory_gib`` in a sweep, else by ``KERNEL_REVIEW_WORKER_MEMORY_GIB``, else a
 quarter of the machine's memory (at least 4 GiB). An allocation past it fails inside the
 measured code (``MemoryError``, or torch's ``DefaultCPUAllocator: can't allocate memory``);

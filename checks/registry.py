@@ -12,7 +12,9 @@ NotRun row for whatever it could not do, and ``machine``, what it needs of the r
   its turn once the ``"cpu"`` checks have finished.
 
 ``checks.measure.measure_plan`` runs them so and merges the parts in ``CHECKS`` order; a new
-check is one class here and its entry in ``CHECKS``, nothing else.
+check is one class here and its entry in ``CHECKS``, with the files docs/ARCHITECTURE.md lists
+(its name in ``bot.contracts.base.Check``, the plan asking for it, its evidence and how the
+review shows it).
 
 Nothing here imports torch or triton: each check imports what it measures with inside ``run``.
 """

@@ -1,11 +1,11 @@
 """What a process running pull-request code may see, take and leave behind.
 
-- what it sees: the scrubbed environment; the parent made non-dumpable, so its ``/proc``
-  entries (environment, descriptors) are closed to processes of the same user;
-- what it takes: a memory cap set before it starts (its per-command timeouts are
+- what it sees: the scrubbed environment (it is started, capped, confined and ended by
+  ``checks.procs.launch``);
+- what it takes: the memory cap's size (its per-command timeouts are
   ``checks.sweep.workers.Timeouts``);
-- what it leaves: its session, killed whole; the trees it ran in, hashed before and after, so
-  measured code that rewrote one voids the run it took part in;
+- what it leaves: the trees it ran in, hashed before and after, so measured code that rewrote
+  one voids the run it took part in;
 - and the failure a command ends in.
 
 Standard library only (and ``bot.errors``): ``kernel-review bench`` imports it to start the
@@ -14,24 +14,18 @@ workers' zygote, whose imports are the longest part of a run's start.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import hashlib
 import os
 import re
-import signal
 import stat
-import subprocess
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from bot.errors import ResultsError, UsageError
 from checks.memory_cap import MEMORY_ENV, memory_from_env
-from checks.procs.sandbox import kill_tree, sandboxed
-from checks.worker.profiling import PROFILE_ENV
 from checks.worker.timing import SLOT_BIAS_ENV
 
 T = TypeVar("T")
@@ -118,9 +112,8 @@ def device_env(device: str, gpu: str | None) -> dict[str, str]:
     elif gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
         env["HIP_VISIBLE_DEVICES"] = gpu
-    for var in (SLOT_BIAS_ENV, PROFILE_ENV):  # a test's slot bias; cost_diag's profiles
-        if os.environ.get(var):
-            env[var] = os.environ[var]
+    if os.environ.get(SLOT_BIAS_ENV):  # a test's slot bias
+        env[SLOT_BIAS_ENV] = os.environ[SLOT_BIAS_ENV]
     return env
 
 
@@ -144,40 +137,6 @@ def default_memory_bytes() -> int:
     return max(MIN_WORKER_MEMORY, total // 4)
 
 
-# Run in an isolated interpreter (-I: a resource.py in the checkout cannot shadow the module),
-# it sets the cap and becomes the real command, same pid, same descriptors.
-_CAPPED = (
-    "import os, resource, sys; n = int(sys.argv[1]); "
-    "resource.setrlimit(resource.RLIMIT_DATA, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
-)
-
-
-def capped(argv: list[str], max_bytes: int, *, writable: Sequence[Path] = ()) -> list[str]:
-    """``argv`` started with its heap and private mappings capped at ``max_bytes``
-    (``RLIMIT_DATA``, soft and hard, so the measured code cannot raise it again): an allocation
-    past it fails with MemoryError, reported as ``oom``, instead of taking the machine's memory.
-    ``RLIMIT_AS`` would also count the address space CUDA reserves, so it is not used. ``argv``
-    as it is where the system has no such limit, or ``max_bytes`` is 0. Once a measurement
-    required it (``checks.procs.sandbox``), it also runs confined: in cgroups of its own, whose
-    memory cap (``max_bytes`` again) counts shared mappings and /dev/shm too, and in a sandbox
-    where only the ``writable`` folders are."""
-    if max_bytes > 0 and sys.platform.startswith("linux"):
-        argv = [sys.executable, "-I", "-c", _CAPPED, str(max_bytes), *argv]
-    return sandboxed(argv, writable=writable, memory_bytes=max_bytes)
-
-
-PR_SET_DUMPABLE = 4
-
-
-def make_undumpable() -> bool:
-    """Mark this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``): a process of the
-    same user, such as the measured code, can then no longer read its ``/proc/<pid>/environ``,
-    open its ``/proc/<pid>/fd/*`` (the step's log among them) or attach to it. The children it
-    starts get the default back when they exec. False where the system does not offer it; it
-    does not stop root."""
-    return prctl(PR_SET_DUMPABLE, 0)
-
-
 def prctl(option: int, value: int) -> bool:
     """Linux ``prctl(option, value)`` for this process; False where the system says no or has
     no such call."""
@@ -188,45 +147,6 @@ def prctl(option: int, value: int) -> bool:
         return int(libc.prctl(option, value, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
-
-
-def kill_session(sid: int) -> None:
-    """SIGKILL every process of session ``sid`` (a worker started with ``start_new_session``):
-    its process group, and children that left the group or outlived the worker; and, for a
-    process started confined (``checks.procs.sandbox``), everything in its cgroups, a process
-    that started a session of its own included (unconfined, the runner reaps that one by
-    ``RUNNER_TRACKING_ID``)."""
-    kill_tree(sid)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(sid, signal.SIGKILL)
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                fields = f.read().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        if len(fields) > 3 and int(fields[3]) == sid and pid != os.getpid():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def end_session(proc: Any, *, wait: bool = True) -> None:
-    """Kill ``proc`` (a ``subprocess.Popen``, or anything with its ``pid``, ``poll``, ``kill``
-    and ``wait``) with its whole session (``kill_session``), then wait for it up to 10 s; without
-    ``wait``, a thread waits for it instead of the caller (a process with a GPU context spends
-    its teardown in its exit)."""
-    kill_session(proc.pid)
-    if proc.poll() is None:
-        proc.kill()
-    if wait:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
-    else:
-        threading.Thread(target=proc.wait, name="reap", daemon=True).start()
 
 
 class WorkerFailure(Exception):

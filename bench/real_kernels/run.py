@@ -563,7 +563,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="measure each kernel's first N served shapes only (default: all)")  # fmt: skip
     ap.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
                     help="an extra argument for every `python -m bot bench` call (repeat it; "
-                    "--bench-arg=--no-poll for one that starts with --)")  # fmt: skip
+                    "--bench-arg=--no-added-shapes for one that starts with --)")  # fmt: skip
     ap.add_argument("--install-wheels", type=Path, metavar="DIR",
                     help="first install the selected groups' pins from DIR into this Python "
                     "(pip --no-index --no-deps)")  # fmt: skip

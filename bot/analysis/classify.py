@@ -40,6 +40,7 @@ from bot.analysis.model import (
     SourceFn,
 )
 from bot.analysis.reach.branches import VENDOR
+from bot.analysis.same_code import same_cpp_program
 from bot.analysis.scan import scan_lines, scan_source
 from bot.analysis.text import source_kind
 from bot.toolchain.detect import diff_toolchain, file_kind
@@ -111,7 +112,11 @@ def analyze_diff(
             continue
         if source_kind(patch.path) is None and source_kind(patch.old_path or "") is None:
             continue
-        sides.append(_read_sides(patch, old_source, new_source, policy, thrifty))
+        side = _read_sides(patch, old_source, new_source, policy, thrifty)
+        if _text_only(side):
+            skipped.append(SkippedFile(path=patch.path, reason=_TEXT_ONLY))
+            continue
+        sides.append(side)
     ctx = Context(
         files=sides,
         old_source=old_source,
@@ -187,6 +192,22 @@ def analyze_diff(
 
 
 # ------------------------------------------------------------------------------ reading
+
+_TEXT_ONLY = (
+    "C++ text changed, not the program: the same tokens under each configuration of the "
+    "macros the file tests (macros expanded, comments dropped)"
+)
+
+
+def _text_only(side: FileSides) -> bool:
+    """A C++ file both of whose versions were read whole and are the same program."""
+    return (
+        source_kind(side.patch.path) == "cpp"
+        and side.patch.status == "modified"
+        and side.old_text is not None
+        and side.new_text is not None
+        and same_cpp_program(side.old_text, side.new_text)
+    )
 
 
 def _read_sides(

@@ -17,6 +17,7 @@ from bot.analysis.model import (
     KernelDef,
     SourceFn,
 )
+from bot.analysis.same_code import unread_assignments
 from bot.analysis.text import called_helpers, collapse, is_tuning_line
 
 
@@ -42,23 +43,32 @@ class PatchLines:
     def __init__(self, patch: FilePatch) -> None:
         self.removed = _Numbered(patch.removed_lines())
         self.added = _Numbered(patch.added_lines())
+        self.old_seen = _Numbered([x for h in patch.hunks for x in h.old_lines()])
 
 
 def _changed_lines(lines: PatchLines, old: KernelDef | None, new: KernelDef | None) -> list[str]:
     """The removed and added lines inside the kernel, less those that only changed whitespace
     (a line removed and added again with other spacing)."""
+    gone, came = _changed_sides(lines, old, new)
+    return gone + came
+
+
+def _changed_sides(
+    lines: PatchLines, old: KernelDef | None, new: KernelDef | None
+) -> tuple[list[str], list[str]]:
+    """``_changed_lines`` as (removed, added)."""
     gone = lines.removed.within(old.line_start, old.line_end) if old is not None else []
     came = lines.added.within(new.line_start, new.line_end) if new is not None else []
     spaced = Counter("".join(t.split()) for t in gone) & Counter("".join(t.split()) for t in came)
-    out = []
-    for side in (gone, came):
+    out: tuple[list[str], list[str]] = ([], [])
+    for side, into in ((gone, out[0]), (came, out[1])):
         left = Counter(spaced)
         for t in side:
             key = "".join(t.split())
             if left[key] > 0:
                 left[key] -= 1
                 continue
-            out.append(t)
+            into.append(t)
     return out
 
 
@@ -157,10 +167,18 @@ def compare_kernels(
     else:  # the diff's lines only
         gone = lines.removed.within(old.line_start, old.line_end) if lines is not None else []
         came = lines.added.within(new.line_start, new.line_end) if lines is not None else []
-        differs = bool(changed) and not renamed_only(
-            [t for t in gone if t.strip() and not t.strip().startswith(("#", "//"))],
-            [t for t in came if t.strip() and not t.strip().startswith(("#", "//"))],
-        )
+        gone_code = [t for t in gone if t.strip() and not t.strip().startswith(("#", "//"))]
+        came_code = [t for t in came if t.strip() and not t.strip().startswith(("#", "//"))]
+        differs = bool(changed) and not renamed_only(gone_code, came_code)
+        if differs and lines is not None:
+            only_gone, only_came = _changed_sides(lines, old, new)
+            real_gone = [t for t in only_gone if t.strip() and not t.strip().startswith("#")]
+            in_body = lines.removed.within(old.body_start or old.line_end + 1, old.line_end)
+            if all(t in in_body for t in real_gone) and not any(
+                t.strip() and not t.strip().startswith("#") for t in only_came
+            ):  # statements of the body removed, nothing added
+                seen = lines.old_seen.within(old.line_start, old.line_end)
+                differs = not unread_assignments(real_gone, seen)  # unclassified, not a change
     body = False
     if differs:
         real = [t for t in changed if t.strip() and not t.strip().startswith(("#", "//"))]

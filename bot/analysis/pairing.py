@@ -20,6 +20,7 @@ when the caller can read base (``old_source``, and ``old_files`` for globs and n
 
 from __future__ import annotations
 
+import ast
 import posixpath
 import re
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from bot.analysis.reach.call_sites import from_imports as _from_imports
 from bot.analysis.reach.follow import Op, Side
 from bot.analysis.reach.moved_calls import MovedCall, moved_calls, sides, still_built
 from bot.analysis.scan import scan_source
-from bot.analysis.text import source_kind
+from bot.analysis.text import parse_python_or_none, source_kind
 
 _NOISE = {
     "kernel", "kernels", "kern", "cuda", "hip", "fwd", "forward", "impl",
@@ -89,7 +90,74 @@ def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChang
     ]
     paired = _pair(changes, ctx, switches, moved)
     paired = _unseen_ops(paired, moved, ctx, both)
+    paired = _variants(paired)
     return [_unseen_old_note(c, ctx) for c in paired]
+
+
+def _olds(c: KernelChange) -> set[tuple[str, str]]:
+    return {(r.path, r.name) for r in [c.old, *c.old_variants] if r is not None}
+
+
+def _undiscriminated(c: KernelChange, rewrites: list[KernelChange]) -> bool:
+    """Whether ``c`` was paired only as one of many new kernels a broad role switched to: its
+    old kernels are exactly another rewrite's, of another operation."""
+    return any(
+        r is not c and stem(r.name) != stem(c.name) and _olds(r) == _olds(c) for r in rewrites
+    )
+
+
+_PAIRING_NOTES = ("old kernel kept in", "old kernel deleted from", "no Part A table")
+
+
+def _variants(changes: list[KernelChange]) -> list[KernelChange]:
+    """A new Python kernel left unpaired whose operation is a paired rewrite's with a word
+    added (``_bgmv_expand_slice_kernel`` beside ``_bgmv_expand_kernel``, in the same folder):
+    a variant of that rewrite, replacing the same old kernels."""
+    rewrites = [c for c in changes if c.kind == "rewrite" and c.language in PYTHON_LANGUAGES]
+    if not rewrites:
+        return changes
+    out = list(changes)
+    for i, c in enumerate(changes):
+        if c.language not in PYTHON_LANGUAGES or not stem(c.name):
+            continue
+        paired = [r.name for r in [c.old, *c.old_variants] if r is not None]
+        if c.kind == "rewrite" and (
+            any(_words(c.name) & _words(n) for n in paired) or not _undiscriminated(c, rewrites)
+        ):
+            continue  # paired by name, or by a role of its own
+        if c.kind not in ("new", "rewrite"):
+            continue
+        words = stem(c.name).split("_")
+        base = [
+            r
+            for r in rewrites
+            if r is not c
+            and stem(r.name)
+            and posixpath.dirname(r.path) == posixpath.dirname(c.path)
+            and len(words) == len(stem(r.name).split("_")) + 1
+            and words[: len(words) - 1] == stem(r.name).split("_")
+        ]
+        if len(base) != 1:
+            continue
+        r = base[0]
+        out[i] = c.model_copy(
+            update={
+                "kind": "rewrite",
+                "old": r.old,
+                "old_variants": r.old_variants,
+                "old_language": r.old_language,
+                "old_kernel_kept": r.old_kernel_kept,
+                "evidence": [f"a variant of {r.name} ({words[-1]}), which replaces {r.old.name}"]
+                if r.old
+                else [],
+                "part_a": None,  # counted for the kernel it is a variant of
+                "notes": [
+                    *(n for n in c.notes if not n.startswith(_PAIRING_NOTES)),
+                    f"a variant of {r.name}: paired as it is (no Part A table of its own)",
+                ],
+            }
+        )
+    return out
 
 
 def _unseen_old_note(c: KernelChange, ctx: Context) -> KernelChange:
@@ -135,12 +203,18 @@ def _pair(
     new_wrappers = ctx.new_wrappers()
     best: dict[int, tuple[float, int, list[str]]] = {}
     by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
+    new_names = {n for t in triton for n in {t.name} | new_wrappers.get(t.name, set())}
+    beside = _same_named(ctx, triton)
     for ti, t in enumerate(triton):
         t_names = {t.name} | new_wrappers.get(t.name, set())
         for oi, old in enumerate(olds):
             if old.kernel.language == t.language:
                 continue  # the same language: a new kernel beside it, not a port of it
-            score, why, role = _score(t, t_names, old, ctx, switches)
+            score, why, role = _score(t, t_names, old, ctx, switches, new_names)
+            twin = beside.get(t.name, {}).get(_file_stem(old.kernel.path))
+            if twin:
+                score += 2
+                why.append(f"its wrapper has the name of {twin}, kept beside it")
             if role:
                 by_role[(oi, ti)] = why
             if t.name in new_wrappers:
@@ -157,7 +231,9 @@ def _pair(
     drop: set[int] = set()
     out = []
     for ti, t in enumerate(triton):
-        mine = [(olds[oi], why) for (oi, tj), why in sorted(pairs.items()) if tj == ti]
+        mine = _closest(
+            t.name, [(olds[oi], why) for (oi, tj), why in sorted(pairs.items()) if tj == ti]
+        )
         if not mine:
             continue
         mine.sort(key=lambda x: (x[0].kernel.language != "cuda", x[0].kernel.path))
@@ -172,10 +248,67 @@ def _pair(
     return [c for c in changes if id(c) not in drop] + out
 
 
+def _words(name: str) -> set[str]:
+    return set(stem(name).split("_")) - {""}
+
+
+def _closest(name: str, mine: list[tuple[_Old, list[str]]]) -> list[tuple[_Old, list[str]]]:
+    """Of the old kernels paired with the new kernel ``name`` (a role switched from several
+    ops to several kernels pairs them all), those whose names share the most words with it,
+    where some share any: the shrink kernel with the shrink kernel, not with the expand one."""
+    if len(mine) < 2:
+        return mine
+    words = _words(name)
+    shared = [len(words & _words(o.kernel.name)) for o, _ in mine]
+    top = max(shared)
+    return [m for m, n in zip(mine, shared, strict=True) if n == top] if top else mine
+
+
+def _same_named(ctx: Context, triton: list[KernelChange]) -> dict[str, dict[str, str]]:
+    """A second implementation offered beside the first: per new kernel, the file names (as
+    stems) of modules at base that define a function named as the new kernel's wrapper, in a
+    file named as the wrapper's (``flashinfer/triton/activation.py``'s ``silu_and_mul`` beside
+    ``flashinfer/activation.py``'s, which runs the CUDA kernel of ``activation.cuh``): an old
+    kernel in a file of that name is the one the new kernel stands beside. Values: the old
+    function, as ``path:name``."""
+    if ctx.old_source is None or not ctx.old_files:
+        return {}
+    wanted = {t.name for t in triton}
+    sites = [x for x in ctx.new_launches() if x.kernel in wanted and x.wrapper]
+    by_base: dict[str, list[str]] = {}
+    for p in ctx.old_files:
+        if p.endswith(".py"):
+            by_base.setdefault(posixpath.basename(p), []).append(p)
+    out: dict[str, dict[str, str]] = {}
+    read = 0
+    for x in sites:
+        for p in by_base.get(posixpath.basename(x.path), []):
+            if p == x.path or read >= _MAX_EXTRA_FILES:
+                continue
+            text = sources_for([p], ctx.texts_old, ctx.old_source).get(p)
+            read += 1
+            tree = parse_python_or_none(text)
+            if tree is None:
+                continue
+            names = {
+                n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+            if x.wrapper in names:
+                out.setdefault(x.kernel, {})[_file_stem(p)] = f"{p}:{x.wrapper}"
+    return out
+
+
 def _score(
-    t: KernelChange, t_names: set[str], old: _Old, ctx: Context, switches
+    t: KernelChange,
+    t_names: set[str],
+    old: _Old,
+    ctx: Context,
+    switches,
+    new_names: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> tuple[float, list[str], bool]:
-    """``(score, why, by_role)``: by_role when one function's call site switched."""
+    """``(score, why, by_role)``: by_role when one function's call site switched. ``new_names``:
+    the new kernels of the diff and their wrappers (none of them is the compiled op kept beside
+    ``t``, whatever its name)."""
     k = old.kernel
     score = 0.0
     why: list[str] = []
@@ -204,7 +337,7 @@ def _score(
             n
             for n in added
             if stem(_last(n))
-            and _last(n) not in t_names
+            and _last(n) not in t_names | new_names
             and (_last(n) in old.names or stem(_last(n)) in old_stems)
         )
         if gone:

@@ -31,6 +31,7 @@ from bot.analysis.model import (
     Language,
     LaunchSite,
 )
+from bot.analysis.same_code import normal_function
 from bot.analysis.text import (
     collapse,
     digest,
@@ -410,10 +411,11 @@ class _Reader:
         stripped.body = body
         if language == "tilelang" and around is not None:
             stripped = around  # a prim_func is made by its factory: the factory is its code
-        with _canonical_locals(node):
-            code = digest([ast.unparse(stripped)])
+        normal = normal_function(stripped)  # text-only differences put in one form
+        with _canonical_locals(normal):
+            code = digest([ast.unparse(normal)])
             code_without_defaults = digest([_signature_without_defaults(node.args)]) + digest(
-                [ast.unparse(s) for s in body]
+                [ast.unparse(s) for s in normal.body]
             )
         return KernelDef(
             language=language,

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
-from bot.contracts.base import Frozen, Vendor
+from bot.contracts.base import Check, Frozen, Vendor
 from bot.contracts.repo import RepoConditions
 
 # Bounds on what a results file from a runner may carry; NaN fails every one of them.
@@ -286,7 +286,7 @@ class RolloutFact(Frozen):
 
 
 class NotRun(Frozen):
-    check: Literal["sweep", "first_call", "compiler", "repo", "smem"]
+    check: Check
     vendor: Vendor | None = None
     reason: str
 

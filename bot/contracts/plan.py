@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from bot.contracts.base import Frozen, Vendor
+from bot.contracts.base import Check, Frozen, Vendor
 from bot.contracts.review import ChangeLine, DeploymentKind
 
-Check = Literal["sweep", "first_call", "compiler", "repo", "smem"]
+__all__ = ["Check", "Plan", "PlanDeployment", "PlanLimits", "PlannedKernel", "PlannedShape"]
 
 
 PLAN_SCHEMA_VERSION = 1

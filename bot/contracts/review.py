@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.contracts.accept import AcceptedLine
-from bot.contracts.base import Frozen, Vendor
+from bot.contracts.base import VENDORS, Frozen, Vendor
 
 Decision = Literal["approve", "approve_with_conditions", "request_changes"]
 
@@ -66,7 +66,7 @@ class ChangeLine(Frozen):
 class Requirements(Frozen):
     """The parts of the policy the verdict needs."""
 
-    vendors: tuple[Vendor, ...] = ("nvidia", "amd")
+    vendors: tuple[Vendor, ...] = VENDORS
     deployment: DeploymentKind = "long-lived"
     first_call_budget_ms: float | None = None
     tolerance: float = 0.03
@@ -113,6 +113,8 @@ class Verdict(Frozen):
     accepted: tuple[AcceptedLine, ...] = ()  # slower shapes an acceptance names, judged
     # one sentence per rewrite that pays a slowdown within its price: what it costs, what it gives
     trade: tuple[str, ...] = ()
+    # one sentence per rewrite over its price: what it gives up there and what it deletes
+    trade_over: tuple[str, ...] = ()
     # the rewrite price each kernel judged at one (bot.review.trade.priced_kernels) was judged at
     prices: dict[str, float] = Field(default_factory=dict)
 

@@ -4,13 +4,18 @@ Runs no pull-request code and needs only a read-only token. The policy comes fro
 commit through the contents API, so a pull request cannot loosen its own rules. The changes are
 found by the same analysis as ``kernel-review analyze --repo`` (``analyze_range``), reading
 whole files through the contents API, at most ``MAX_SOURCE_READS`` per side. The head SHA is
-pinned here: a push after the decision is not covered by it. The report job calls the same
-function again with the pinned SHA rather than trusting a file produced by another job.
+pinned here: a push after the decision is not covered by it. The decision carries the base
+policy it was made under, so the ack, measure and report jobs read the decision, the plan and
+the policy from ``gate.json`` (the gate job's own artifact), and the policy is read once per
+pull request; only a fork's report (``workflow_run``, whose run's artifacts the fork's workflow
+wrote) decides again here.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_serializer
 
 from bot.analysis.changes import change_lines, part_a_tables
 from bot.analysis.repo import analyze_range
@@ -36,7 +41,7 @@ from bot.plan import make_plan
 from bot.policy.load import Policy, find_policy, missing_policy
 from bot.revision import ApiRevision, Revision
 
-GATE_SCHEMA_VERSION = 1
+GATE_SCHEMA_VERSION = 2  # 2: the decision carries the base policy
 MAX_SOURCE_READS = 200  # whole files fetched per side to classify changes; the rest from the diff
 
 
@@ -62,7 +67,14 @@ class GateDecision(BaseModel):
     accepting: bool = False  # the comment was /bench accept (recorded, never measured)
     accept: AcceptRecord | None = None  # what it records (the ack job posts it)
     policy_source: str | None = None
+    policy: Policy | None = None  # the base policy the decision was made under
     plan: Plan | None = None
+
+    @field_serializer("policy")
+    def _policy_as_written(self, policy: Policy | None) -> dict[str, Any] | None:
+        # the keys the maintainers wrote, not every default: a rule that reads which keys were
+        # written (a rewrite_price below a set tolerance) decides the same in every job
+        return None if policy is None else policy.model_dump(mode="json", exclude_unset=True)
 
     @property
     def vendors(self) -> tuple[str, ...]:
@@ -73,9 +85,12 @@ class GateResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     decision: GateDecision
-    policy: Policy | None = None
     pull: PullInfo | None = None
     part_a: tuple[PartATable, ...] = ()
+
+    @property
+    def policy(self) -> Policy | None:
+        return self.decision.policy
 
 
 def read_base_policy(base: Revision, path: str | None = None) -> tuple[Policy, str]:
@@ -142,7 +157,7 @@ def decide_gate(
         "head_sha": head,
     }
     policy, source = read_base_policy(ApiRevision(client, pull.base_sha), policy_path)
-    fields["policy_source"] = source
+    fields.update(policy_source=source, policy=policy)
     if req.event == "issue_comment" and is_accept(req.command or ""):
         decision = base.model_copy(update={**fields, "accepting": True})
         return _accept(req, client, pull, policy, decision, bot_login)
@@ -181,9 +196,7 @@ def decide_gate(
             check_request(command, policy, [k.name for k in plan.kernels])
     except (CommandError, LimitError) as exc:
         return GateResult(
-            decision=base.model_copy(update={**fields, "refusal": str(exc)}),
-            policy=policy,
-            pull=pull,
+            decision=base.model_copy(update={**fields, "refusal": str(exc)}), pull=pull
         )
     fields["plan"] = plan
     note = None
@@ -197,9 +210,7 @@ def decide_gate(
     elif not plan.kernels:
         note = "no kernel that the policy covers was changed; nothing to measure"
     fields.update(run=run, note=note)
-    return GateResult(
-        decision=base.model_copy(update=fields), policy=policy, pull=pull, part_a=tuple(part_a)
-    )
+    return GateResult(decision=base.model_copy(update=fields), pull=pull, part_a=tuple(part_a))
 
 
 def _accept(
@@ -223,14 +234,10 @@ def _accept(
             tolerance=policy.kernel(command.kernel).effective_tolerance(policy),
         )
     except (CommandError, LimitError) as exc:
-        return GateResult(
-            decision=decision.model_copy(update={"refusal": str(exc)}), policy=policy, pull=pull
-        )
+        return GateResult(decision=decision.model_copy(update={"refusal": str(exc)}), pull=pull)
     note = f"/bench accept: {len(record.acceptances)} slower case(s) of {command.kernel} accepted"
     return GateResult(
-        decision=decision.model_copy(update={"accept": record, "note": note}),
-        policy=policy,
-        pull=pull,
+        decision=decision.model_copy(update={"accept": record, "note": note}), pull=pull
     )
 
 

@@ -12,6 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from bot.contracts.base import VENDORS
 from bot.errors import PolicyError
 from bot.policy.load import (
     POLICY_FILE,
@@ -126,7 +127,7 @@ def render_policy(policy: Policy) -> str:
         f"limits       {lim.max_shapes} shapes x dtypes per kernel, "
         f"{lim.max_elements_per_tensor:,} elements per tensor, "
         f"{lim.max_gpu_seconds} GPU-seconds per run",
-        f"compiler     nvidia {', '.join(comp.nvidia_targets)}; amd {', '.join(comp.amd_targets)}",
+        "compiler     " + "; ".join(f"{v} {', '.join(comp.for_vendors([v]))}" for v in VENDORS),
         f"github       /bench needs {gh.bench_permission} permission, /bench accept "
         f"{gh.accept_permission}; merge gate: {gh.merge_gate}",
         "",

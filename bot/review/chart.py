@@ -25,7 +25,7 @@ from bot.review.words import number, percent, speed
 
 CUT = 10.0  # a bar past 10x (or under 1/10) is drawn at that bound, and the title says so
 LIMIT = 24  # bars per chart; past it, the shapes furthest from 1.0
-SHORT = 9  # bars per chart in the comment, whose job summary has the chart at ``LIMIT``
+SHORT = 6  # bars per chart in the comment, whose job summary has the chart at ``LIMIT``
 HELD = ("SAME", "FASTER")  # verdicts of a shape that held
 DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
 
@@ -67,12 +67,29 @@ def _tolerance(shapes: Sequence[ShapeLine]) -> float | None:
     return found.pop() if len(found) == 1 and None not in found else None
 
 
-def legend(shapes: Sequence[ShapeLine], price: float | None, limit: int = LIMIT) -> str:
-    """The sentence above a chart: what the bars are, and each line by the value it is at."""
+def legend(
+    shapes: Sequence[ShapeLine], price: float | None, limit: int = LIMIT, *, first: bool = True
+) -> str:
+    """The sentence above a chart: what the bars are (said in full over the ``first`` chart of
+    a run of them), and each line by the value it is at."""
     drawn, total = chart_shapes(shapes, limit)
-    text = "Bars: head / base per shape, above 1 slower"
+    text = "Bars: head / base per shape, above 1 slower" if first else "Bars as above"
     if total > len(drawn):
-        text += f" ({len(drawn)} of {total}: those that did not hold first)"
+        missed = sum(
+            1
+            for x in shapes
+            if x.ratio is not None and x.ratio > 0 and x.verdict not in (*HELD, *FAILED_VERDICTS)
+        )
+        which = (
+            ", those furthest from 1"
+            if not missed
+            else f": the {missed} that did not hold, then those furthest from 1"
+            if missed < len(drawn)
+            else f": the {missed} that did not hold"
+            if missed == len(drawn)
+            else f": of the {missed} that did not hold, those furthest from 1"
+        )
+        text += f" ({len(drawn)} of its {total} shapes{which})"
     lines = []
     tolerance = _tolerance(drawn)
     if tolerance is not None:

@@ -9,7 +9,7 @@ them in the order the review shows them; a condition's number is its place there
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bot.contracts.accept import AcceptedLine
@@ -23,8 +23,14 @@ from bot.contracts.evidence import (
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
 from bot.review.explain import inconclusive_reason, kernel_lines, varied_between_processes
-from bot.review.trade import inconclusive_within, over_words, price_state, priced_kernels
-from bot.review.words import and_list, number, percent, speed, speed_range
+from bot.review.served import decides, unserved_words
+from bot.review.trade import (
+    inconclusive_within,
+    price_state,
+    price_words,
+    priced_kernels,
+)
+from bot.review.words import and_list, interval_words, number, percent, speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -59,18 +65,18 @@ def _shape(s: Sequence[int]) -> str:
 
 
 def _sweep_line(s: SweepEvidence) -> str:
-    """One vendor's sweep in a line: how many shapes, the served shapes overall, the worst."""
+    """One vendor's sweep in a line: how many shapes, the served shapes overall, and that no
+    timed shape was slower where none was (the worst shapes name those that were)."""
     line = f"{s.vendor} ({s.gpu}): {plural(len(s.shapes), 'shape')}"
     if s.geomean_ratio is not None:
-        notes = [speed_range(*s.geomean_ci)] if s.geomean_ci else []
+        notes = [interval_words(s.geomean_ratio, *s.geomean_ci)] if s.geomean_ci else []
         notes += ["weighted by how often each is served"] if s.weighted else []
         more = f" ({'; '.join(notes)})" if notes else ""
         line += f"; the served shapes together {speed(s.geomean_ratio)}{more}"
     timed = [x for x in s.shapes if x.ratio is not None and x.verdict not in FAILED_VERDICTS]
-    worst = max(timed, key=lambda x: x.ratio or 0.0, default=None)
-    if worst is not None and worst.ratio is not None and speed(worst.ratio).endswith("slower"):
-        line += f"; worst {worst.kernel} {_shape(worst.shape)} {worst.dtype}, {speed(worst.ratio)}"
-    elif worst is not None:  # a failure's time says nothing: it is counted apart
+    # a slower shape is the worst shapes' and its kernel's line's to name; a failure's time
+    # says nothing: it is counted apart
+    if timed and not any(speed(x.ratio or 1.0).endswith("slower") for x in timed):
         line += "; no timed shape slower"
     return line
 
@@ -89,7 +95,9 @@ def _inconclusive_line(x: ShapeLine) -> str:
 
 def sweep(f: Facts) -> Finding:
     """A shape sweep on a GPU: every shape within tolerance, none failed; a priced rewrite's
-    shapes within its rewrite price instead (``bot.review.trade``). The rows say each vendor's
+    shapes within its rewrite price instead (``bot.review.trade``); a slowdown at a shape the
+    policy does not serve open but not blocking, unless it collapsed (``bot.review.served``).
+    The rows say each vendor's
     sweep in a line, each failure, one line per kernel with slower shapes (the shapes themselves
     are in the per-shape table), and each shape an acceptance or a rewrite price judged."""
     ev = f.ev
@@ -119,9 +127,8 @@ def sweep(f: Facts) -> Finding:
     for s in gpu_sweeps:
         where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
         for x in s.failures:
-            lines.append(
-                f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict} {x.detail}".rstrip()
-            )
+            why = f" ({x.detail})" if x.detail else ""
+            lines.append(f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict}{why}")
     inconclusive: list[ShapeLine] = []
     within: list[ShapeLine] = []  # a priced rewrite's shapes within its price
     for s in gpu_sweeps:
@@ -139,6 +146,7 @@ def sweep(f: Facts) -> Finding:
     slower: list[ShapeLine] = []  # slower than tolerance, no acceptance or price covers them
     over: list[tuple[str, ShapeLine]] = []  # a priced rewrite's shapes over its price
     undecided: list[ShapeLine] = []  # ... whose interval crosses its price
+    aside: list[tuple[str, ShapeLine]] = []  # past either at a shape nobody serves: named only
     for s in gpu_sweeps:
         where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
         for x in s.slower:
@@ -151,15 +159,20 @@ def sweep(f: Facts) -> Finding:
             if state == "accepted":
                 continue
             if x.kernel not in priced:
-                slower.append(x)
+                if decides(x):
+                    slower.append(x)
+                else:
+                    aside.append((s.vendor, x))
                 continue
             price = f.req.price_of(x.kernel)
             priced_state = price_state(x, price) or "over"
             lines.append(where + _priced_line(x, price, priced_state))
             if priced_state == "within":
                 within.append(x)
-            elif priced_state == "over":
+            elif priced_state == "over" and decides(x):
                 over.append((s.vendor, x))
+            elif priced_state == "over":
+                aside.append((s.vendor, x))
             else:
                 undecided.append(x)
     n_accepted = sum(1 for a in f.accepted if a.state == "accepted")
@@ -168,22 +181,26 @@ def sweep(f: Facts) -> Finding:
         what = []
         if failures:
             what.append(f"{plural(len(failures), 'shape')} failed (wrong result, crash or timeout)")
-        if slower:
-            worst = max(slower, key=lambda x: x.ratio or 1.0)
-            what.append(
-                f"{len(slower)} of {total} shapes slower than {_tolerance_of(slower, f.req)}, "
-                f"worst {worst.kernel} {_shape(worst.shape)} {worst.dtype} "
-                f"{speed(worst.ratio or 1.0)}"
-            )
+        timed: dict[str, int] = {}  # each kernel's timed shapes, over the vendors
+        for s in gpu_sweeps:
+            for x in s.shapes:
+                timed[x.kernel] = timed.get(x.kernel, 0) + (x.ratio is not None)
+        if slower:  # counted: the first screen's worst shapes name them
+            what.append(f"past {_tolerance_of(slower, f.req)} at {_counted(slower, timed)}")
         if over:
-            what.append(over_words(over, f.req, len(gpu_sweeps)))
+            kernels = list(dict.fromkeys(x.kernel for _, x in over))
+            what.append(
+                f"over {price_words(kernels, f.req)} at {_counted([x for _, x in over], timed)}"
+            )
         if undecided:
             what.append(_undecided_words(undecided, f.req))
+        if aside:
+            what.append(unserved_words(aside, len(gpu_sweeps)))
         if n_accepted:
             what.append(f"{n_accepted} accepted")
         return Finding("open", "; ".join(what), rows, blocking=True)
-    if inconclusive or undecided:
-        what = []
+    if inconclusive or undecided or aside:
+        what = [unserved_words(aside, len(gpu_sweeps))] if aside else []
         if inconclusive:
             what.append(
                 f"{plural(len(inconclusive), 'shape')} inconclusive: {_why_inconclusive(inconclusive)}"
@@ -197,6 +214,28 @@ def sweep(f: Facts) -> Finding:
         what += [plural(n_accepted, "accepted slower shape")] if n_accepted else []
         return Finding("met", "; ".join(what), rows)
     return Finding("met", f"within tolerance at all {total} shapes", rows)
+
+
+KERNELS_COUNTED = 3  # kernels a sweep summary counts by name; the rest in one count
+
+
+def _counted(shapes: Sequence[ShapeLine], timed: Mapping[str, int]) -> str:
+    """``shapes`` counted kernel by kernel against each kernel's ``timed`` shapes: "1 of its 6
+    shapes (9.0% slower)", "3 of vector_add's 16 shapes (up to 2.4x slower) and 1 of softmax's
+    18 (8.4% slower)". The first screen's worst shapes name them."""
+    kernels = list(dict.fromkeys(x.kernel for x in shapes))
+    parts = []
+    for i, kernel in enumerate(kernels[:KERNELS_COUNTED]):
+        mine = [x for x in shapes if x.kernel == kernel]
+        worst = speed(max(x.ratio or 1.0 for x in mine))
+        whose = "its" if len(kernels) == 1 else f"{kernel}'s"
+        of = f"{whose} {timed[kernel]}" + (" shapes" if i == 0 else "")
+        parts.append(f"{len(mine)} of {of} ({'up to ' if len(mine) > 1 else ''}{worst})")
+    rest = kernels[KERNELS_COUNTED:]
+    if rest:
+        n = sum(1 for x in shapes if x.kernel in set(rest))
+        parts.append(f"{plural(n, 'shape')} of {plural(len(rest), 'more kernel')}")
+    return and_list(parts)
 
 
 def _tolerance_of(shapes: Sequence[ShapeLine], req: Requirements) -> str:
@@ -238,7 +277,7 @@ def _why_inconclusive(inconclusive: Sequence[ShapeLine]) -> str:
             "tolerance's edge; rerun with `/bench full` to narrow them"
         )
     return (
-        "the interval crosses the tolerance's edge: the difference is about the tolerance "
+        "the interval crosses the tolerance's edge, so the difference is about the tolerance "
         "itself; rerun with `/bench full` to narrow it"
     )
 
@@ -259,12 +298,16 @@ def _priced_line(x: ShapeLine, price: float, state: str) -> str:
         if x.ci_low is not None and x.ci_high is not None
         else ""
     )
-    measured = f"{speed(x.ratio)}{interval}" if x.ratio is not None else "not timed"
+    measured = "not timed" if x.ratio is None else speed(x.ratio)
+    if x.ratio is not None and x.ci_low is not None and x.ci_high is not None:
+        # "5.8% slower (4.8–6.8% at 95%)": the word said once
+        measured += f" ({interval_words(x.ratio, x.ci_low, x.ci_high)} at 95%)"
     if x.verdict == "INCONCLUSIVE":
         tolerance = f" against its {percent(x.tolerance)} tolerance" if x.tolerance else ""
         measured = f"inconclusive{tolerance}{interval}"
     judged = {"within": "within", "over": "over", "undecided": "the interval crosses"}[state]
-    return f"{case}: {measured}; {judged} its {percent(price)} rewrite price"
+    aside = " at a shape the policy does not serve" if state == "over" and not decides(x) else ""
+    return f"{case}: {measured}; {judged} its {percent(price)} rewrite price{aside}"
 
 
 def _undecided_words(undecided: Sequence[ShapeLine], req: Requirements) -> str:
@@ -436,10 +479,8 @@ def _vendors_measured(f: Facts) -> Finding:
     measured = {s.vendor for s in ev.sweeps if s.timing_kind == "gpu"}
     missing = [v for v in req.vendors if v not in measured]
     lines: list[str] = []
-    for v in sorted(req.vendors, key=lambda v: v in measured):  # those not run first
-        if v in measured:
-            lines.append(f"{v}: measured")
-        else:
+    for v in req.vendors:  # those not run first, what is wrong next, those measured last
+        if v not in measured:
             why = [n.reason for n in ev.not_run if n.vendor == v and n.check == "sweep"] or [
                 "needs a GPU runner"
             ]
@@ -459,6 +500,7 @@ def _vendors_measured(f: Facts) -> Finding:
     )
     for x in failed_compiles:
         lines.append(f"{x.kernel} on {x.vendor} {x.target}: {x.message}")
+    lines += [f"{v}: measured" for v in req.vendors if v in measured]
     rows = tuple(lines)
     if failed_compiles:
         return Finding(

@@ -283,7 +283,8 @@ def kernel_lines(sweep: SweepEvidence, compiler: CompilerEvidence | None = None)
         if len(slow) == 1:  # one shape makes no pattern: name it
             (x,) = slow
             shape = "x".join(map(str, x.shape))
-            out.append(f"{kernel}: 1 of {len(timed)} shapes slower, {shape} {x.dtype} {_by(slow)}")
+            of = f"1 of {len(timed)} shapes" if len(timed) > 1 else "its one timed shape"
+            out.append(f"{kernel}: {of} slower, {shape} {x.dtype} {_by(slow)}")
             continue
         line = f"{kernel}: {len(slow)} of {len(timed)} shapes slower {_by(slow)}"
         p = find_pattern(shapes)

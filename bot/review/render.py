@@ -28,9 +28,17 @@ from bot.escape import md_code, md_text
 from bot.outputs import plural
 from bot.review import chart
 from bot.review.chart import dtype_short
+from bot.review.served import collapsed
 from bot.review.toolchain import history_lines, toolchain_lines
-from bot.review.trade import price_state
-from bot.review.words import and_list, number, percent, speed, speed_range
+from bot.review.trade import OVER_ADVICE, price_state
+from bot.review.words import (
+    and_list,
+    language,
+    number,
+    percent,
+    speed,
+    speed_within,
+)
 
 STATE_ICONS = {"met": "✅ met", "open": "❌ open", "not_run": "⏸️ not run"}
 STATE_MARKS = {"met": "✅", "open": "❌", "not_run": "⏸️"}
@@ -50,24 +58,18 @@ def _short(sha: str) -> str:
 
 
 def _condition_block(c: Condition, *, full: bool) -> list[str]:
-    """A condition and its evidence; its summary only in the job summary (``full``), since the
-    comment's first screen has it."""
-    summary = f": {esc(c.summary)}" if full else ""
+    """A condition and its evidence; its summary, which the first screen has (in the job
+    summary too), only where it has no evidence to show, on the title's line."""
+    summary = "" if c.evidence else f": {esc(c.summary)}"
     return [
         f"{c.number}. **{c.title}** — {STATE_ICONS[c.state]}{summary}",
         *_evidence(c, full=full),
     ]
 
 
-_LANGUAGES = {"cuda": "CUDA", "hip": "HIP", "triton": "Triton"}
-
-
 def _language(name: str | None) -> str:
-    """A language as the review writes it: "cuda+hip" -> "CUDA + HIP", an unknown one as given."""
-    if not name:
-        return "?"
-    parts = [p.strip() for p in re.split(r"\s*\+\s*", name)]
-    return " + ".join(_LANGUAGES.get(p.lower(), esc(p)) for p in parts)
+    """A language as the review writes it (``words.language``), escaped; "?" when unknown."""
+    return esc(language(name)) if name else "?"
 
 
 def _changes_table(v: Verdict, kernels: Sequence[str] = ()) -> list[str]:
@@ -101,7 +103,9 @@ def _changes_table(v: Verdict, kernels: Sequence[str] = ()) -> list[str]:
 def _findings(v: Verdict) -> list[str]:
     """What the changed code does that a reviewer should hear about (its own section)."""
     rows = [
-        f"- **{esc(c.kernel)}** ({code(f'{f.path}:{f.line}')}): {esc(f.message)}"
+        f"- **{esc(c.kernel)}**"
+        + ("" if f"{f.path}:{f.line}" in f.message else f" ({code(f'{f.path}:{f.line}')})")
+        + f": {esc(f.message)}"  # the place once: a message may say it already
         for c in v.changes
         for f in c.findings
     ]
@@ -472,10 +476,11 @@ def _autotune(items: Sequence[AutotuneEvidence], *, full: bool) -> list[str]:
     return out
 
 
-def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
+def _compiler(ce: CompilerEvidence, *, full: bool, conditions: Sequence[str] = ()) -> list[str]:
     """The compiler's decisions: its flags, the autotune lists, then, in the job summary
     (``full``), the layouts and every compiled variant; in the comment, what changed per kernel
-    and target, and where the rest is."""
+    and target, and where the rest is. The comment leaves out a flag whose first clause a
+    condition's evidence line (``conditions``) already says of the kernel."""
     out: list[str] = []
     if ce.flags:
         for f in ce.flags:
@@ -484,10 +489,13 @@ def _compiler(ce: CompilerEvidence, *, full: bool) -> list[str]:
             said = f.message.removeprefix(f"{f.kernel} on {f.target}: ").removeprefix(
                 f"{f.kernel}: "
             )
+            clause = f"{f.kernel}: {said.split(';')[0]}"
+            if not full and any(line.startswith(clause) for line in conditions):
+                continue
             out.append(
                 f"- **{f.severity}** {esc(f.kernel)} on {f.vendor} {esc(f.target)}: {esc(said)}{where}"
             )
-        out.append("")
+        out += [""] if out else []
     tuned = _autotune(ce.autotune, full=full)
     if not full:  # the comment: only the lists that changed
         tuned = [x for x in tuned if not x.endswith(", the same old and new")]
@@ -522,13 +530,7 @@ def _vs_base(x: ShapeLine) -> str:
         return "—"
     if x.ci_low is None or x.ci_high is None:
         return speed(x.ratio)
-    said, interval = speed(x.ratio), speed_range(x.ci_low, x.ci_high)
-    if interval == said:
-        return said
-    for word in (" slower", " faster"):  # "3.5% slower (3.2–3.8%)": the word said once
-        if said.endswith(word) and interval.endswith(word) and " to " not in interval:
-            interval = interval.removesuffix(word)
-    return f"{said} ({interval})"
+    return speed_within(x.ratio, x.ci_low, x.ci_high)
 
 
 def _roofline(x: ShapeLine) -> str:
@@ -596,11 +598,13 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
         name = esc(x.kernel) if x.kernel != kernel else ""
         kernel = x.kernel
         tag = ADDED if x.small_or_ragged else ""
+        failed = x.verdict in FAILED_VERDICTS  # the head's time and roofline say nothing
         b = "—" if x.base_us is None else number(x.base_us, 2)
-        h = "—" if x.head_us is None else number(x.head_us, 2)
+        h = "—" if x.head_us is None or failed else number(x.head_us, 2)
+        roofline = "—" if failed else _roofline(x)
         out.append(
             f"| {name} | {'x'.join(map(str, x.shape))}{tag} | {esc(dtype_short(x.dtype))} | {b} | "
-            f"{h} | {_vs_base(x)} | {_roofline(x)} | {_verdict_cell(x)} |"
+            f"{h} | {_vs_base(x)} | {roofline} | {_verdict_cell(x)} |"
         )
     if any(x.small_or_ragged for x in shown):
         out += ["", f"{ADDED} a small or ragged shape the sweep added, not one the policy serves."]
@@ -660,6 +664,7 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
     for s in evidence.sweeps:
         cpu = " (CPU timing: pipeline check only, not evidence)" if s.timing_kind == "cpu" else ""
         out += [f"**{s.vendor}** on {esc(s.gpu)}{cpu}", ""]
+        start = len(out)  # the first chart of this vendor says what the bars are
         kernels: dict[str, list[ShapeLine]] = {}
         for x in _size_order(s.shapes):
             kernels.setdefault(x.kernel, []).append(x)
@@ -676,7 +681,8 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
             bars = chart.LIMIT if full else chart.SHORT
             drawn = chart.mermaid(kernel, s.gpu, mine, price, bars)
             if drawn:
-                out += [esc(chart.legend(mine, price, bars)), "", *drawn, ""]
+                first = not any(x.startswith("```mermaid") for x in out[start:])
+                out += [esc(chart.legend(mine, price, bars, first=first)), "", *drawn, ""]
         table = _sweep_table(s, full=full)
         held = sum(1 for x in s.shapes if x.verdict in HELD)
         missed = len(s.shapes) - held
@@ -741,7 +747,7 @@ SHORT_TITLES = {
 }
 _URGENCY = {"open": 1, "not_run": 2, "met": 3}
 WORST_LISTED = 3  # shapes named in the comment's first screen
-EVIDENCE_LISTED = 3  # evidence lines per condition in the comment; the job summary has all
+EVIDENCE_LISTED = 2  # evidence lines per condition in the comment; the job summary has all
 # ... but the sweep's: a line per vendor, then one per kernel with a slower shape (three kernels)
 EVIDENCE_LISTED_BY_KEY = {"sweep": 4}
 
@@ -752,21 +758,45 @@ def deciding(conditions: Sequence[Condition]) -> list[Condition]:
     return sorted(conditions, key=lambda c: (0 if c.blocking else _URGENCY[c.state], c.number))
 
 
+def _acceptance(x: ShapeLine, vendor: str, v: Verdict) -> AcceptedLine | None:
+    """The judged acceptance that names shape ``x`` on ``vendor``, if any."""
+    case = (x.kernel, tuple(x.shape), x.dtype, vendor)
+    return next(
+        (a for a in v.accepted if (a.kernel, tuple(a.shape), a.dtype, a.vendor) == case), None
+    )
+
+
+def _past_limit(x: ShapeLine, vendor: str, v: Verdict) -> bool:
+    """Whether ``x`` is slower than its kernel allows: past its tolerance, or over its rewrite
+    price, and no acceptance covers it."""
+    a = _acceptance(x, vendor, v)
+    if x.verdict != "SLOWER" or (a is not None and a.state == "accepted"):
+        return False
+    price = v.prices.get(x.kernel)
+    return price is None or price_state(x, price) == "over"
+
+
+def _added(x: ShapeLine, vendor: str, v: Verdict) -> str:
+    """What a shape the sweep added is worth to the verdict (``bot.review.served``)."""
+    if not x.small_or_ragged:
+        return ""
+    if not _past_limit(x, vendor, v):
+        return "; an added shape, not served"
+    if collapsed(x):
+        return "; an added shape, but 2x slower or more blocks anywhere"
+    return "; an added shape, not served: not blocking"
+
+
 def _judged(x: ShapeLine, vendor: str, v: Verdict) -> str:
     """What judged a shape that did not hold: a failure's detail, an acceptance, the kernel's
     rewrite price or its tolerance."""
     if x.verdict not in ("SLOWER", "INCONCLUSIVE"):
         return f"{x.verdict}" + (f" ({x.detail})" if x.detail else "")
-    for a in v.accepted:
-        if (a.kernel, tuple(a.shape), a.dtype, a.vendor) == (
-            x.kernel,
-            tuple(x.shape),
-            x.dtype,
-            vendor,
-        ):
-            return {"accepted": "accepted", "exceeded": "more than accepted"}.get(
-                a.state, "its acceptance expired"
-            ) + f" (by {a.acceptance.by})"
+    a = _acceptance(x, vendor, v)
+    if a is not None:
+        return {"accepted": "accepted", "exceeded": "more than accepted"}.get(
+            a.state, "its acceptance expired"
+        ) + f" (by {a.acceptance.by})"
     price = v.prices.get(x.kernel)
     if price is not None:
         state = price_state(x, price)
@@ -780,10 +810,11 @@ def _judged(x: ShapeLine, vendor: str, v: Verdict) -> str:
     return "past" + tolerance
 
 
-def _worst(v: Verdict, evidence: Evidence) -> list[str]:
+def _worst(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
     """The ``WORST_LISTED`` shapes the verdict rests on: failures, then the slowest of those
     that did not hold, each with its interval and what judged it; a shape the sweep added is
-    said to be one nobody serves."""
+    said to be one nobody serves. The rest are counted, and said to be under the per-shape
+    results where those show each of them, else in the job summary."""
     gpu = [s for s in evidence.sweeps if s.timing_kind == "gpu"]
     cases = [(s.vendor, x) for s in gpu for x in s.shapes if x.verdict not in HELD]
     if not cases:
@@ -793,14 +824,32 @@ def _worst(v: Verdict, evidence: Evidence) -> list[str]:
     for vendor, x in cases[:WORST_LISTED]:
         on = f" on {vendor}" if len(gpu) > 1 else ""
         measured = "" if x.verdict in FAILED_VERDICTS or x.ratio is None else _vs_base(x) + "; "
-        added = "; an added shape, not served" if x.small_or_ragged else ""
+        added = _added(x, vendor, v)
         out.append(
             f"- {esc(x.kernel)} {'x'.join(map(str, x.shape))} {esc(dtype_short(x.dtype))}{on}: "
             f"{measured}{esc(_judged(x, vendor, v))}{added}"
         )
     more = len(cases) - WORST_LISTED
-    rest = f"; {more} more under Per-shape results" if more > 0 else ""
+    below = {id(x) for s in gpu for x in _shown(s, full=full)}
+    where = (
+        "under Per-shape results"
+        if all(id(x) in below for _, x in cases[WORST_LISTED:])
+        else "in the job summary"
+    )
+    rest = f"; {more} more {where}" if more > 0 else ""
     return [f"**Worst shapes** (head against base, 95% CI{rest}):", *out, ""]
+
+
+def _shown(s: SweepEvidence, *, full: bool) -> list[ShapeLine]:
+    """The shapes of ``s`` the per-shape section names or draws: all in the job summary
+    (``full``); in the comment those in its table, or, where it has none, its charts' bars."""
+    missed = [x for x in s.shapes if x.verdict not in HELD]
+    if full or len(missed) <= TABLE_LISTED:
+        return list(s.shapes)
+    kernels: dict[str, list[ShapeLine]] = {}
+    for x in _size_order(s.shapes):
+        kernels.setdefault(x.kernel, []).append(x)
+    return [x for k in _charted(kernels) for x in chart.chart_shapes(kernels[k], chart.SHORT)[0]]
 
 
 LABELS_LISTED = 1  # shape labels of a long list an evidence line names in the comment
@@ -849,10 +898,9 @@ def _clip(line: str) -> str:
 
 def _evidence(c: Condition, *, full: bool) -> list[str]:
     """A condition's evidence lines: all in the job summary, the first few in the comment
-    (``EVIDENCE_LISTED``), long lines and lists of shapes cut, with a count of the rest; a
-    condition with none says its summary."""
-    if not c.evidence:
-        return [] if full else [f"   - {esc(c.summary)}"]
+    (``EVIDENCE_LISTED``), long lines and lists of shapes cut, with a count of the rest."""
+    if not c.evidence:  # the title's line says the summary
+        return []
     listed = EVIDENCE_LISTED_BY_KEY.get(c.key, EVIDENCE_LISTED)
     lines = c.evidence
     if c.key == "sweep" and not full:  # a shape's own line: the worst shapes say it, above
@@ -935,13 +983,16 @@ def render_comment(
         lines.append(f"- {STATE_MARKS[c.state]} **{title}**: {esc(c.summary)}")
     lines += [f"- ⚖️ **The trade**: {esc(t)}" for t in verdict.trade]
     lines.append("")
-    lines += _worst(verdict, evidence)
+    lines += _worst(verdict, evidence, full=full)
     lines.append(_meta(ctx))
     if ctx.note:
         lines += ["", f"> {esc(ctx.note)}"]
     lines.append("")
 
     why = [esc(verdict.why), ""]
+    if verdict.trade_over:  # what each rewrite over its price trades, and what to do
+        why += [f"⚖️ **The trade**, over the rewrite price ({OVER_ADVICE}):", ""]
+        why += [f"- {esc(t)}" for t in verdict.trade_over] + [""]
     for c in verdict.conditions:
         why += _condition_block(c, full=full)
     if verdict.not_asking_for:
@@ -962,7 +1013,13 @@ def render_comment(
     )
     if evidence.compiler is not None:
         lines += _section(
-            "What the compiler decided (Part C)", _compiler(evidence.compiler, full=full), full=full
+            "What the compiler decided (Part C)",
+            _compiler(
+                evidence.compiler,
+                full=full,
+                conditions=[x for c in verdict.conditions for x in c.evidence],
+            ),
+            full=full,
         )
     if evidence.smem:
         lines += _section(

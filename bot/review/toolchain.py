@@ -226,17 +226,13 @@ def toolchain_lines(
         ]
     if differs is None:
         unknown = [c for c in changes if c.kind == "toolchain" and _differs(c, ev) is None]
-        said = and_list(
-            [
-                f"{c.kernel} {c.old_version or 'not pinned'} → {c.new_version or 'not pinned'}"
-                for c in unknown
-            ]
-        )
-        # the kernels it may affect are named where the review says what the change does
+        said = and_list([c.kernel for c in unknown])
+        # the kernels it may affect are named where the review says what the change does, the
+        # versions in the table of what changed, above this
         return [
-            f"the versions each side ran were not recorded, and {said} "
-            f"{'does' if len(unknown) == 1 else 'do'} not fix one version on each side, so no "
-            "difference measured here can be put down to the toolchain"
+            f"the versions each side ran were not recorded, and the {said} "
+            f"{'pin does' if len(unknown) == 1 else 'pins do'} not fix one version on each side, "
+            "so no difference measured here can be put down to the toolchain"
         ]
     lines = []
     kernels: list[str] = list(dict.fromkeys(policy_kernels))

@@ -11,16 +11,22 @@ against its rewrite price (the policy's ``rewrite_price``) instead:
 - over the price: the lower end is above ``1 + price``, so the sweep tells it apart;
 - undecided: the interval crosses ``1 + price``.
 
+A shape the policy does not serve decides neither way unless it collapsed
+(``bot.review.served``): over the price there, it is named as a condition of its own.
+
 A tuning, body or launch change keeps the tolerance, and so does every kernel of a pull request
 whose two sides are known to run different toolchains (another triton or torch): there a
 slowdown may be the toolchain's, not the rewrite's. The
 sentence that states a trade says what it costs (how much slower, at how many shapes, within
-which price) and what it gives (Part A's lines and files, the vendors one source serves).
+which price) and what it gives (Part A's lines and files, the vendors one source serves, the
+nvcc or hipcc build it no longer needs); over the price, a sentence says the same so that a
+maintainer can weigh it, and what to do either way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from bot.contracts.accept import AcceptedLine
@@ -28,8 +34,9 @@ from bot.contracts.evidence import Evidence, ShapeLine
 from bot.contracts.review import ChangeLine, PartATable, Requirements
 from bot.outputs import plural
 from bot.review.explain import varied_between_processes
+from bot.review.served import decides
 from bot.review.toolchain import toolchain_differs
-from bot.review.words import and_list, percent, slower_by, speed
+from bot.review.words import language, percent, slower_by
 
 PriceState = Literal["within", "over", "undecided"]
 HAND_WRITTEN = frozenset({"cuda", "hip"})  # the languages a priced rewrite replaces
@@ -90,19 +97,29 @@ def price_words(kernels: Sequence[str], req: Requirements) -> str:
     return "each rewrite's price (" + ", ".join(f"{k} {percent(p)}" for k, p in each.items()) + ")"
 
 
-def _shape(x: ShapeLine) -> str:
-    return f"{'x'.join(map(str, x.shape))} {x.dtype}"
+_BUILDS = {"cuda": "nvcc", "hip": "hipcc"}  # the compiler a hand-written language needs
+
+
+def _builds(change: ChangeLine) -> str:
+    """The build a rewrite no longer needs: ", and needs no nvcc or hipcc build for it" (once
+    the kept kernel goes, where it is kept)."""
+    old = [p.strip().lower() for p in (change.old_language or "").split("+")]
+    tools = [_BUILDS[p] for p in old if p in _BUILDS]
+    if not tools:
+        return ""
+    kept = " once the kept kernel goes" if change.old_kernel_kept else ""
+    return f", and needs no {' or '.join(tools)} build for it{kept}"
 
 
 def _gives(kernel: str, changes: Sequence[ChangeLine], part_a: Sequence[PartATable]) -> str:
-    """What a rewrite gives, in Part A's numbers where they were counted."""
+    """What a rewrite gives, in Part A's numbers where they were counted, and the build it
+    no longer needs."""
+    change = next(c for c in changes if c.kernel == kernel)
     table = next((t for t in part_a if t.kernel == kernel), None)
     if table is None or table.old_lines is None or table.new_lines is None:
-        change = next(c for c in changes if c.kernel == kernel)
-        return (
-            f"replaces hand-written {change.old_language or 'CUDA/HIP'} with "
-            f"{change.new_language or 'a kernel language'}"
-        )
+        old = language(change.old_language) if change.old_language else "CUDA/HIP"
+        new = language(change.new_language) if change.new_language else "a kernel language"
+        return f"replaces hand-written {old} with {new}{_builds(change)}"
     per_vendor = " per vendor" if table.old_lines_one_vendor else ""
     old_files = f"{plural(table.old_files, 'file')} of " if table.old_files else ""
     new_files = f"{plural(table.new_files, 'file')} of " if table.new_files else ""
@@ -112,19 +129,29 @@ def _gives(kernel: str, changes: Sequence[ChangeLine], part_a: Sequence[PartATab
     )
     if table.new_files == 1 and {"nvidia", "amd"} <= set(table.new_vendors):
         text += ", one source for NVIDIA and AMD"
-    return text
+    return text + _builds(change)
 
 
-def trade_sentences(
+@dataclass(frozen=True)
+class _Priced:
+    """A priced rewrite's slower shapes, by where they stand against its price."""
+
+    kernel: str
+    price: float
+    timed: int  # shapes with a ratio
+    paid: tuple[ShapeLine, ...]  # slower than tolerance, within the price
+    over: tuple[ShapeLine, ...]  # over it at a shape that decides (served, collapsed)
+    aside: int  # over it only at shapes nobody serves (bot.review.served): named, not paid
+    clear: bool  # nothing failed, nothing undecided against the price
+
+
+def _priced(
     changes: Sequence[ChangeLine],
     req: Requirements,
     ev: Evidence,
-    accepted: Sequence[AcceptedLine] = (),
-    part_a: Sequence[PartATable] = (),
-) -> tuple[str, ...]:
-    """One sentence per priced rewrite that pays a measured slowdown within its price and
-    nothing beyond it: shapes slower than its tolerance, every one within its price, none over
-    it, undecided or failed. Shapes an acceptance covers are the acceptance's, not the trade's."""
+    accepted: Sequence[AcceptedLine],
+) -> list[_Priced]:
+    """Each priced rewrite's slower shapes (those an acceptance covers are the acceptance's)."""
     covered = {
         (a.kernel, tuple(a.shape), a.dtype, a.vendor) for a in accepted if a.state == "accepted"
     }
@@ -134,53 +161,76 @@ def trade_sentences(
     for kernel in dict.fromkeys(c.kernel for c in changes if c.kernel in priced):
         price = req.price_of(kernel)
         cases = [(s.vendor, x) for s in gpu for x in s.shapes if x.kernel == kernel]
-        paid: list[tuple[str, ShapeLine]] = []
-        clear = True
+        paid, over = [], []
+        aside, clear = 0, True
         for vendor, x in cases:
             if x.verdict in ("SAME", "FASTER"):
                 continue
             if x.verdict == "SLOWER" and (kernel, tuple(x.shape), x.dtype, vendor) in covered:
                 continue
-            within = (
-                price_state(x, price) == "within"
-                if x.verdict == "SLOWER"
-                else x.verdict == "INCONCLUSIVE" and inconclusive_within(x, price)
-            )
-            clear = clear and within
-            if within and x.verdict == "SLOWER":
-                paid.append((vendor, x))
-        if not clear or not paid:
-            continue
+            if x.verdict == "INCONCLUSIVE":
+                clear = clear and inconclusive_within(x, price)
+            elif x.verdict != "SLOWER":  # a failure
+                clear = False
+            elif price_state(x, price) == "within":
+                paid.append(x)
+            elif price_state(x, price) == "over" and decides(x):
+                over.append(x)
+            elif price_state(x, price) == "over":
+                aside += 1
+            else:
+                clear = False
         timed = sum(1 for _, x in cases if x.ratio is not None)
-        ratios = [x.ratio or 1.0 for _, x in paid]
-        worst_vendor, worst = max(paid, key=lambda p: p[1].ratio or 1.0)
-        on = f" on {worst_vendor}" if len(gpu) > 1 else ""
-        out.append(
-            f"{kernel} is slower {slower_by(min(ratios), max(ratios))} at {len(paid)} of its "
-            f"{timed} measured shapes (the most at {_shape(worst)}{on}), within its "
-            f"{percent(price)} rewrite price; in return it {_gives(kernel, changes, part_a)}."
-        )
-    return tuple(out)
+        out.append(_Priced(kernel, price, timed, tuple(paid), tuple(over), aside, clear))
+    return out
 
 
-LISTED = 3  # shapes over the price named per kernel; the rest are counted
+def _slower_by(shapes: Sequence[ShapeLine]) -> str:
+    """How much slower ``shapes`` are: "by 4.3–6.1%" (the first screen's worst shapes name
+    them)."""
+    ratios = [x.ratio or 1.0 for x in shapes]
+    return slower_by(min(ratios), max(ratios))
 
 
-def over_words(over: Sequence[tuple[str, ShapeLine]], req: Requirements, vendors: int) -> str:
-    """The shapes over their kernel's rewrite price, named, kernel by kernel: "softmax over its
-    6% rewrite price at 1823x781 float16 (9.1% slower) and 1x781 float16 (31.0% slower)"."""
-    parts = []
-    for kernel in dict.fromkeys(x.kernel for _, x in over):
-        mine = sorted(
-            ((v, x) for v, x in over if x.kernel == kernel), key=lambda p: -(p[1].ratio or 1.0)
-        )
-        named = [
-            f"{_shape(x)}{f' on {v}' if vendors > 1 else ''} ({speed(x.ratio or 1.0)})"
-            for v, x in mine[:LISTED]
-        ]
-        if len(mine) > LISTED:
-            named.append(f"{len(mine) - LISTED} more")
-        parts.append(
-            f"{kernel} over its {percent(req.price_of(kernel))} rewrite price at {and_list(named)}"
-        )
-    return "; ".join(parts)
+def trade_sentences(
+    changes: Sequence[ChangeLine],
+    req: Requirements,
+    ev: Evidence,
+    accepted: Sequence[AcceptedLine] = (),
+    part_a: Sequence[PartATable] = (),
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The trade each priced rewrite makes, in one sentence: those within their price, then
+    those over it.
+
+    Within: a rewrite that pays a measured slowdown within its price and nothing beyond it at a
+    shape that decides (shapes slower than its tolerance, every one within its price or at a
+    shape nobody serves, none failed or undecided). Over: a rewrite over its price at a shape
+    that decides, what it gives up there and what it deletes, so that a maintainer can weigh
+    the two (``OVER_ADVICE`` says what to do either way). Shapes an acceptance covers are the
+    acceptance's, not the trade's."""
+    within, over = [], []
+    for k in _priced(changes, req, ev, accepted):
+        gives = _gives(k.kernel, changes, part_a)
+        if k.over:
+            over.append(
+                f"{k.kernel}, slower {_slower_by(k.over)} at {len(k.over)} of its {k.timed} measured shapes, "
+                f"{gives}."
+            )
+        elif k.clear and k.paid:
+            aside = (
+                f", and past it at {plural(k.aside, 'added shape')} nobody serves (condition 1)"
+                if k.aside
+                else ""
+            )
+            within.append(
+                f"{k.kernel} is slower {_slower_by(k.paid)} at {len(k.paid)} of its {k.timed} "
+                f"measured shapes, within its {percent(k.price)} rewrite price{aside}; in return it "
+                f"{gives}."
+            )
+    return tuple(within), tuple(over)
+
+
+OVER_ADVICE = (
+    "bring each shape over it back within it or, if the code deleted is worth more, raise the "
+    "kernel's `rewrite_price` in the base branch's policy"
+)

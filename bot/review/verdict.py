@@ -6,8 +6,10 @@ decision and its reasons in the words a careful reviewer would use. Measured vio
 shape slower than tolerance, a rewritten kernel's shape over its rewrite price, a wrong result,
 a crash, a first call over budget, a config that does not compile for a required vendor)
 request changes; missing evidence or housekeeping leaves the pull request approved with
-conditions. A rewrite that pays a slowdown within its price has the trade said in one sentence
-(``bot.review.trade``).
+conditions. A rewrite that pays a slowdown within its price has the trade said in one sentence,
+and one over it what it gives up and what it deletes (``bot.review.trade``). A slowdown at a
+shape the policy does not serve is an open condition unless it collapsed
+(``bot.review.served``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from bot.contracts.evidence import Evidence
 from bot.contracts.review import ChangeLine, Decision, PartATable, Requirements, Verdict
 from bot.outputs import plural
 from bot.review.conditions import evaluate
+from bot.review.served import decides
 from bot.review.toolchain import toolchain_differs
 from bot.review.trade import price_words, priced_kernels, trade_sentences
 from bot.review.words import and_list, percent
@@ -114,26 +117,32 @@ def decide(
         decision = "approve_with_conditions"
         n_open = sum(1 for c in unfinished if c.state == "open")
         n_not_run = sum(1 for c in unfinished if c.state == "not_run")
-        counts = ", ".join(
-            part
-            for part in (
-                f"{n_open} open" if n_open else "",
-                f"{n_not_run} not run" if n_not_run else "",
-            )
-            if part
+        of = f"{n_open + n_not_run} of {len(conditions)} conditions"
+        counts = (
+            f"{of}: {n_open} open, {n_not_run} not run"
+            if n_open and n_not_run
+            else f"{of} {'open' if n_open else 'not run'}"
         )
         timed = any(
             x.ratio is not None for s in ev.sweeps if s.timing_kind == "gpu" for x in s.shapes
         ) or any(f.cold_ms is not None and not f.compile_only for f in ev.first_calls)
+        aside = any(  # slower only where nobody is served: it argues, but does not decide
+            x.verdict == "SLOWER" and not decides(x)
+            for s in ev.sweeps
+            if s.timing_kind == "gpu"
+            for x in s.shapes
+        )
         so_far = (
-            "Nothing measured so far argues against it"
-            if timed
-            else "Nothing has been timed on a GPU yet, so no measurement argues for or against it"
+            "Nothing has been timed on a GPU yet, so no measurement argues for or against it"
+            if not timed
+            else "Nothing measured at a shape the policy serves argues against it"
+            if aside
+            else "Nothing measured so far argues against it"
         )
-        why = (
-            f"{subject}. {so_far}, but the evidence is not complete "
-            f"({counts} of {len(conditions)} conditions): before merge, please close them."
-        )
+        are = "is" if n_open == 1 else "are"
+        gap = f"the evidence is not complete ({counts})" if n_not_run else f"{of} {are} open"
+        them = "them" if n_open + n_not_run > 1 else "it"
+        why = f"{subject}. {so_far}, but {gap}: before merge, please close {them}."
     elif any(c.mapped for c in changes):
         decision = "approve"
         why = f"{subject}, and every condition is met with evidence."
@@ -171,6 +180,7 @@ def decide(
             )
             + " to `kernels` with a bench entry point."
         )
+    trade, trade_over = trade_sentences(changes, req, ev, accepted, part_a)
     return Verdict(
         decision=decision,
         why=why,
@@ -178,6 +188,7 @@ def decide(
         not_asking_for=tuple(not_asking),
         changes=changes,
         accepted=tuple(accepted),
-        trade=trade_sentences(changes, req, ev, accepted, part_a),
+        trade=trade,
+        trade_over=trade_over,
         prices={k: req.price_of(k) for k in sorted(priced_kernels(changes, ev))},
     )

@@ -9,6 +9,7 @@ guess what a sign means.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 SAME_WITHIN = 0.0005  # |ratio - 1| below this is "as fast" at one decimal of a percent
@@ -65,6 +66,25 @@ def speed_range(low: float, high: float) -> str:
     return f"{speed(low)} to {speed(high)}"
 
 
+def interval_words(ratio: float, low: float, high: float) -> str:
+    """The interval of ``ratio`` as said beside it: "3.2–3.8%" beside "3.5% slower" (the word
+    said once); an interval that crosses 1 in full."""
+    said, interval = speed(ratio), speed_range(low, high)
+    for word in (" slower", " faster"):
+        if said.endswith(word) and interval.endswith(word) and " to " not in interval:
+            return interval.removesuffix(word)
+    return interval
+
+
+def speed_within(ratio: float, low: float, high: float) -> str:
+    """A ratio and its interval: "3.5% slower (3.2–3.8%)"; the ratio alone where its interval
+    reads the same."""
+    said = speed(ratio)
+    return (
+        said if speed_range(low, high) == said else f"{said} ({interval_words(ratio, low, high)})"
+    )
+
+
 def slower_by(low: float, high: float) -> str:
     """How much slower a set of ratios above 1 is, lowest to highest: "by 5.7%", "by 3.7–5.7%",
     "by 4.4% to 2.4x", "by 2.2–2.4x"."""
@@ -75,3 +95,13 @@ def slower_by(low: float, high: float) -> str:
     if a[-1] == b[-1]:
         return f"by {a[:-1]}–{b}"
     return f"by {a} to {b}"
+
+
+_LANGUAGES = {"cuda": "CUDA", "hip": "HIP", "triton": "Triton"}
+
+
+def language(name: str) -> str:
+    """A kernel language as the review writes it: "cuda+hip" -> "CUDA + HIP", an unknown one
+    as given."""
+    parts = [p.strip() for p in re.split(r"\s*\+\s*", name)]
+    return " + ".join(_LANGUAGES.get(p.lower(), p) for p in parts)

@@ -9,8 +9,8 @@ new.
 
 ``first-call`` measures what a fresh process pays before a kernel's first result, cold and warm:
 on a GPU for real, or on a CPU by compiling for one target (``--device cpu``). Serving every
-shape once from cold is derived from each shape's own first call (``--time-distribution`` times
-it instead, autotuning every key once more). It exits 0 when
+shape once from cold is derived from each shape's own first call (``--engine-option
+time_distribution=on`` times it instead, autotuning every key once more). It exits 0 when
 every kernel is within the deployment's budget (or the deployment has none), 4 when one is over
 it, 5 when nothing could be measured and 6 when some kernels could not be.
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot import gitutil
+from bot.contracts.base import VENDORS
 from bot.errors import (
     EXIT_NOTHING_MEASURED,
     EXIT_OK,
@@ -42,10 +43,11 @@ from checks.compiler.targets import (
     known_target,
     known_target_names,
 )
+from checks.engine_options import Known, add_engine_option, given, on_off
 
 
 def _jobs(text: str) -> int:
-    """``--jobs``: a whole number of processes, 1 or more."""
+    """``--engine-option jobs=``: a whole number of processes, 1 or more."""
     try:
         value = int(text)
     except ValueError:
@@ -53,6 +55,21 @@ def _jobs(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more (got {value})")
     return value
+
+
+# compiler-report's ``--engine-option`` keys (the compile cache is $KERNEL_REVIEW_CACHE's)
+REPORT_OPTIONS: Known = {
+    "jobs": (_jobs, "compile processes per target, 1 or more (default: cores)"),
+}
+# first-call's
+FIRST_CALL_OPTIONS: Known = {
+    "time_distribution": (
+        on_off,
+        "on|off: time serving every shape once as a pass of its own in the cold process (every "
+        "key autotuned once more) instead of deriving it from each shape's own first call "
+        "(default: off)",
+    ),
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -69,12 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rep.add_argument(
         "--base", metavar="REV", help="also compile REV (and its .cu files): old vs new"
     )
-    rep.add_argument(
-        "--jobs", type=_jobs, help="compile processes per target, 1 or more (default: cores)"
-    )
-    rep.add_argument(
-        "--cache-dir", type=Path, help="default $KERNEL_REVIEW_CACHE or ~/.cache/kernel-review"
-    )
+    add_engine_option(rep, REPORT_OPTIONS)
     rep.set_defaults(handler=run_compiler_report)
 
     first = subparsers.add_parser(
@@ -91,12 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="'cuda' (a GPU: real first calls) or 'cpu' (compile-only for --target)",
     )
     first.add_argument("--target", help="compile-only target (default: the policy's first)")
-    first.add_argument(
-        "--time-distribution",
-        action="store_true",
-        help="time serving every shape once as a pass of its own in the cold process (every "
-        "key autotuned once more) instead of deriving it from each shape's own first call",
-    )
+    add_engine_option(first, FIRST_CALL_OPTIONS)
     first.set_defaults(handler=run_first_call)
 
 
@@ -143,7 +150,7 @@ def check_targets(targets: list[str], *, policy_targets: list[str]) -> None:
         raise UsageError(
             f"--target {target}: not a target this version knows",
             hint=f"name one of {', '.join(known)}; to compile for another, add it to the "
-            "policy's [compiler] nvidia_targets or amd_targets",
+            "policy's [compiler] " + " or ".join(f"{v}_targets" for v in VENDORS),
         )
 
 
@@ -179,9 +186,14 @@ def run_compiler_report(args: argparse.Namespace) -> int:
         check_targets(args.target, policy_targets=_policy_targets(policy))
     targets = args.target or targets_from_policy(policy)
     sides = 2 if args.base else 1
+    jobs = given(args.engine_option).get("jobs")
     with Progress("compiler report", sides * len(targets), unit="target") as bar:
         report = build_compiler_report(
-            args.repo, specs, targets, cache_dir=args.cache_dir, jobs=args.jobs, progress=bar.step
+            args.repo,
+            specs,
+            targets,
+            jobs=jobs if isinstance(jobs, int) else None,
+            progress=bar.step,
         )
         old = _base_report(args, policy, specs, targets, bar.step) if args.base else None
     out = sys.stderr if args.json == "-" else sys.stdout
@@ -329,6 +341,7 @@ def run_first_call(args: argparse.Namespace) -> int:
     from checks.first_call.measure import measure_first_call
     from checks.sweep.gpus import require_torch
 
+    timed = given(args.engine_option).get("time_distribution") is True
     require_torch("first-call")  # its probes import it, on a GPU and compile-only alike
     policy, specs = _policy_and_specs(args)
     mode: Literal["gpu", "compile-only"] = "compile-only" if args.device == "cpu" else "gpu"
@@ -353,7 +366,7 @@ def run_first_call(args: argparse.Namespace) -> int:
                     device=args.device,
                     progress=bar.step,
                     prime=i == 0,
-                    distribution="measured" if args.time_distribution else "derived",
+                    distribution="measured" if timed else "derived",
                 )
             )
     out = sys.stderr if args.json == "-" else sys.stdout

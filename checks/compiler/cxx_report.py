@@ -30,6 +30,8 @@ from checks.compiler import isa_parse
 from checks.compiler.occupancy import NVIDIA_ARCHS, gfx_name, nvidia_occupancy, sm_number
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.resources import amd_fields, amd_max_regs, nvidia_max_regs
+from checks.procs import launch
+from checks.worker_env import scrubbed_env
 
 _ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(")
 # nvcc's reports, kept by what was compiled: the preprocessed source (every header it includes,
@@ -218,6 +220,21 @@ def nvcc_report(
     return records
 
 
+def _compiler(cmd: list[str], scratch: str, timeout_s: float) -> launch.Ran:
+    """A compiler run on a checkout's source as every process that reads a checkout's code is
+    run (``checks.procs.launch``): the scrubbed environment, confined where the run is (only
+    ``scratch`` writable), its whole tree killed at ``timeout_s`` (then TimeoutExpired)."""
+    tool = launch.Launch(tuple(cmd), scrubbed_env(), Path.cwd(), writable=(Path(scratch),))
+    ran = launch.run(tool, timeout_s)
+    if ran.timed_out:
+        raise subprocess.TimeoutExpired(cmd, timeout_s)
+    return ran
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
 def _nvcc_target(
     kernel: str,
     source: Path,
@@ -232,21 +249,19 @@ def _nvcc_target(
     with tempfile.TemporaryDirectory(prefix="kr-nvcc-") as tmp:
         ptx_path = Path(tmp) / "k.ptx"
         cmd = [nvcc, "-ptx", f"-arch={arch}", *flags, "-o", str(ptx_path), str(source)]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        done = _compiler(cmd, tmp, timeout_s)
         if done.returncode == 0:
-            log = subprocess.run(
+            log = _compiler(
                 [ptxas, "-v", f"--gpu-name={arch}", str(ptx_path), "-o", str(ptx_path) + ".o"],
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
+                tmp,
+                timeout_s,
             )
             if log.returncode == 0:
                 ptx = ptx_path.read_text()
-                return nvidia_records(
-                    kernel, target, ptx, log.stderr + log.stdout, source=source.name
-                )
+                said = _text(log.stderr + log.stdout)
+                return nvidia_records(kernel, target, ptx, said, source=source.name)
             done = log
-    lines = (done.stderr or done.stdout).strip().splitlines()
+    lines = _text(done.stderr or done.stdout).strip().splitlines()
     message = [ln.strip() for ln in lines if "error" in ln.lower()] or lines[-3:]
     error = " | ".join(message[:3])[:600] or f"nvcc exited with {done.returncode}"
     return [_compile_error(kernel, source, "cuda", target, error)]
@@ -288,7 +303,7 @@ def _nvcc_key(
     with tempfile.TemporaryDirectory(prefix="kr-nvcc-") as tmp:
         out = Path(tmp) / "k.ii"
         cmd = [nvcc, "-E", f"-arch={arch}", *flags, *includes, "-o", str(out), str(source)]
-        done = subprocess.run(cmd, capture_output=True, timeout=timeout_s)
+        done = _compiler(cmd, tmp, timeout_s)
         if done.returncode != 0 or not out.is_file():
             return None
         text = _LINE_MARKER.sub(b"", out.read_bytes())
@@ -374,15 +389,10 @@ def hipcc_report(
         with tempfile.TemporaryDirectory(prefix="kr-hipcc-") as tmp:
             out = Path(tmp) / "k.s"
             cmd = [hipcc, f"--offload-arch={target}", "--cuda-device-only", "-O3", "-S"]
-            done = subprocess.run(
-                [*cmd, "-o", str(out), str(source)],
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-            )
+            done = _compiler([*cmd, "-o", str(out), str(source)], tmp, timeout_s)
             if done.returncode == 0 and out.is_file():
                 records += hip_records(kernel, target, out.read_text(), source=source.name)
                 continue
-        error = (done.stderr or done.stdout).strip()[-600:] or "hipcc failed"
+        error = _text(done.stderr or done.stdout).strip()[-600:] or "hipcc failed"
         records.append(_compile_error(kernel, source, "hip", target, error))
     return records

@@ -3,8 +3,8 @@
 Measured code runs as the runner's user. Unconfined it could rewrite the files through which
 later steps of the job read their environment and PATH (``GITHUB_ENV``, ``GITHUB_PATH``), the
 code of the actions that run after it, or the caches a later run trusts. So on a runner that
-keeps state between jobs, every process that runs a checkout's code is started by
-``sandboxed``:
+keeps state between jobs, every process that runs a checkout's code is started (by
+``checks.procs.launch``) through ``sandboxed``:
 
 - in ``bwrap`` (bubblewrap): the whole filesystem read-only, its scratch folders writable, a
   /tmp of its own in the run's scratch (its ``TMPDIR`` too), a private /dev/shm, no network,
@@ -36,7 +36,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bot.errors import KernelReviewError
 from bot.outputs import cache_root
@@ -260,13 +259,6 @@ def sandboxed(argv: Sequence[str], *, writable: Iterable[Path], memory_bytes: in
     needed = [*argv, *sys.path, sys.prefix, sys.base_prefix, str(cache_root())]
     jail = bwrap_args(conf.bwrap, folders, conf.devices, tmp, needed=needed)
     return [sys.executable, "-I", "-B", str(ENTER), setup, "--", *jail, *argv]
-
-
-def popen_confined(
-    argv: Sequence[str], *, writable: Iterable[Path], memory_bytes: int, **popen: Any
-) -> subprocess.Popen[bytes]:
-    """``subprocess.Popen`` of ``argv`` as ``sandboxed`` starts it."""
-    return subprocess.Popen(sandboxed(argv, writable=writable, memory_bytes=memory_bytes), **popen)
 
 
 def adopt(pid: int, memory_bytes: int) -> None:

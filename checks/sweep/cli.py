@@ -22,6 +22,8 @@ import argparse
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +42,7 @@ from bot.escape import log_safe
 from bot.outputs import cache_root, plural, prepare
 from bot.progress import Progress
 from bot.review.words import speed, speed_range
+from checks.engine_options import Known, add_engine_option, folder, given, on_off
 
 if TYPE_CHECKING:
     from bot.contracts.plan import PlannedKernel
@@ -76,13 +79,63 @@ def _rounds(text: str) -> int:
 
 
 def _gpu_ids(text: str) -> tuple[str, ...]:
-    """``--gpus``: comma-separated physical GPU ids, each a non-negative integer."""
+    """``--engine-option gpus=``: comma-separated physical GPU ids, each a non-negative integer."""
     ids = tuple(part.strip() for part in text.split(","))
     if not ids or not all(i.isascii() and i.isdigit() for i in ids):
         raise argparse.ArgumentTypeError(
-            f"GPU ids are non-negative integers, comma-separated, e.g. --gpus 0,1 (got {text!r})"
+            f"GPU ids are non-negative integers, comma-separated, e.g. gpus=0,1 (got {text!r})"
         )
     return tuple(dict.fromkeys(str(int(i)) for i in ids))
+
+
+# ``--engine-option KEY=VALUE``: what each key reads, and what it does (its line of --help).
+# Settings a maintainer rarely changes, each with a measured reason to exist
+# (bench/README.md): the everyday flags stay few.
+ENGINE_OPTIONS: Known = {
+    "gpus": (_gpu_ids, "comma-separated GPU ids, e.g. gpus=0,1 (default: every visible GPU)"),
+    "block_ms": (
+        _positive_ms,
+        "timed work per block in ms, > 0 (default 1.0; 5 without crossover; cpu 2)",
+    ),
+    "crossover": (
+        on_off,
+        "on|off: time each side in both worker slots, cancelling a per-process bias (default: "
+        "on for cuda, off for cpu)",
+    ),
+    "precompile": (
+        on_off,
+        "on|off: on a GPU, compile each side's Triton kernels ahead in helper processes beside "
+        "the workers (default: on)",
+    ),
+    "zygote": (
+        on_off,
+        "on|off: fork the workers from one process that imported torch and Triton (default: on "
+        "for cuda, off for cpu)",
+    ),
+    "work_dir": (
+        folder,
+        "where worktrees, worker logs and caches go, kept after the run (default: a temporary "
+        "folder, removed)",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """The ``--engine-option`` settings of one run; None: the engine's default."""
+
+    gpus: tuple[str, ...] | None = None
+    block_ms: float | None = None
+    crossover: bool | None = None
+    precompile: bool = True
+    zygote: bool | None = None
+    work_dir: Path | None = None
+
+    @classmethod
+    def given(cls, pairs: Sequence[tuple[str, object]]) -> EngineOptions:
+        """The options of a command line's ``--engine-option`` pairs (a key given twice is a
+        UsageError)."""
+        return cls(**given(pairs))  # type: ignore[arg-type]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -100,7 +153,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--head", help="head revision (default: the working tree, uncommitted changes included)"
     )
     p.add_argument("--kernels", help="comma-separated kernel names from the policy (default: all)")
-    p.add_argument("--plan", help="a plan JSON from the gate job: its kernels, base and head SHAs")
     p.add_argument(
         "--out",
         help="results JSON (default: under the cache folder, ~/.cache/kernel-review/bench/REPO/)",
@@ -109,70 +161,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--device", choices=["cuda", "cpu"], default="cuda", help="cuda (GPU) or cpu timing"
     )
     p.add_argument(
-        "--gpus",
-        type=_gpu_ids,
-        help="comma-separated GPU ids to use, e.g. 0,1 (default: every visible GPU)",
-    )
-    p.add_argument(
-        "--block-ms",
-        type=_positive_ms,
-        help="timed work per block in ms, > 0 (default 1.0; 5 without crossover; cpu 2)",
-    )
-    p.add_argument(
         "--max-rounds",
         type=_rounds,
         help=f"rounds per case at most, {MIN_ROUNDS} or more (default 200; cpu 40)",
     )
-    p.add_argument(
-        "--crossover",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="time each side in both worker slots, cancelling a per-process bias (default: on "
-        "for cuda, off for cpu)",
-    )
-    p.add_argument(
-        "--precompile",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="on a GPU, compile each side's Triton kernels ahead in helper processes beside the "
-        "workers (default: on)",
-    )
-    p.add_argument(
-        "--first-call-alone",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="a case's first call (where a kernel compiles and autotunes) runs on the GPU one "
-        "worker at a time, so no side autotunes while the other's kernels run; Triton's "
-        "compiles in it run side by side (default: on)",
-    )
-    p.add_argument(
-        "--zygote",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="fork the workers from one process that imported torch and Triton, started first "
-        "thing, instead of starting each (default: on for cuda, off for cpu)",
-    )
-    p.add_argument(
-        "--early-warm",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="bring each GPU's clock up while the workers start (a small process copying "
-        "through the CUDA driver), so their own warm-up burns nothing (default: on; nothing "
-        "where no CUDA driver library loads)",
-    )
-    p.add_argument(
-        "--poll",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="during the rounds the workers and this process poll for each other's commands "
-        "and answers instead of sleeping until they come (0.1 ms a command on a 16-core host), "
-        "a core busy per process (default: on a GPU, where every worker and this process have "
-        "two cores and one GPU is used)",
-    )
     p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
-    p.add_argument("--work-dir", help="where worktrees, logs and caches go (default: a temp dir)")
-    p.add_argument("--keep-work-dir", action="store_true", help="keep worktrees and worker logs")
-    p.set_defaults(handler=run_bench)
+    add_engine_option(p, ENGINE_OPTIONS)
+    # ``plan``: a plan JSON file whose kernels, base and head SHAs to measure, handed in by a
+    # caller (``review --measure``), not a flag
+    p.set_defaults(handler=run_bench, plan=None)
 
 
 def default_branch(repo: Path) -> str:
@@ -247,42 +244,40 @@ def run_bench(args: argparse.Namespace) -> int:
     from checks.sweep.warmer import start_warmer
     from checks.sweep.zygote import by_default, start_zygote
 
+    engine = EngineOptions.given(args.engine_option or [])
     require_torch("bench")  # every worker imports it: say so once, before any starts
-    if args.gpus and args.device != "cpu":
-        _check_gpus(args.gpus)  # before any process starts
+    if engine.gpus and args.device != "cpu":
+        _check_gpus(engine.gpus)  # before any process starts
     # The workers' zygote first: its imports (seconds) run while this reads the repository,
     # the policy and the plan and makes the worktrees.
-    work = (
-        Path(args.work_dir).resolve()
-        if args.work_dir
-        else Path(tempfile.mkdtemp(prefix="kernel-review-bench-"))
-    )
+    work = engine.work_dir or Path(tempfile.mkdtemp(prefix="kernel-review-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    if args.zygote is None:
-        args.zygote = by_default(args.device)
-    zygote = start_zygote(args.device, work) if args.zygote else None
+    if engine.zygote is None:
+        engine = replace(engine, zygote=by_default(args.device))
+    zygote = start_zygote(args.device, work) if engine.zygote else None
     # and each GPU's early warm-up: its clock comes up while the workers start
-    gpus = _gpus(args)
-    warmer = start_warmer(args.device, gpus, work) if args.early_warm and gpus else None
+    gpus = _gpus(args.device, engine)
+    warmer = start_warmer(args.device, gpus, work) if gpus else None
     try:
-        return _bench(args, started, work, gpus, zygote, warmer)
+        return _bench(args, engine, started, work, gpus, zygote, warmer)
     finally:
         if zygote is not None:
             zygote.close()
         if warmer is not None:
             warmer.close()
-        if not args.keep_work_dir and not args.work_dir:
+        if engine.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _gpus(args: argparse.Namespace) -> tuple[str, ...]:
-    """The GPUs ``--gpus`` names, else every visible one; none for ``--device cpu``."""
+def _gpus(device: str, engine: EngineOptions) -> tuple[str, ...]:
+    """The GPUs the ``gpus`` engine option names, else every visible one; none for ``--device
+    cpu``."""
     from checks.sweep.gpus import visible_gpus
 
-    if args.device == "cpu":
+    if device == "cpu":
         return ()
-    if args.gpus:
-        return tuple(args.gpus)
+    if engine.gpus:
+        return tuple(engine.gpus)
     return tuple(visible_gpus())
 
 
@@ -302,12 +297,14 @@ def _check_gpus(wanted: tuple[str, ...]) -> None:
     raise UsageError(
         f"no GPU {', '.join(missing)} here: this machine's GPUs are {', '.join(have)}"
         " (CUDA_VISIBLE_DEVICES, where set, limits them)",
-        hint=f"pass --gpus with some of {', '.join(have)}, or leave it out to use them all",
+        hint=f"pass --engine-option gpus= with some of {', '.join(have)}, or leave it out to "
+        "use them all",
     )
 
 
 def _bench(
     args: argparse.Namespace,
+    engine: EngineOptions,
     started: float,
     work: Path,
     visible: tuple[str, ...],
@@ -353,7 +350,10 @@ def _bench(
                 hint="run on a GPU machine, or pass --device cpu",
             )
     protocol = default_protocol(
-        args.device, crossover=args.crossover, block_ms=args.block_ms, max_rounds=args.max_rounds
+        args.device,
+        crossover=engine.crossover,
+        block_ms=engine.block_ms,
+        max_rounds=args.max_rounds,
     )
     if protocol.max_rounds < FIRST_LOOK:  # the first look cannot need more rounds than allowed
         protocol = protocol.model_copy(update={"min_rounds": protocol.max_rounds})
@@ -363,11 +363,8 @@ def _bench(
         gpus=gpus,
         max_gpu_seconds=float(policy.limits.max_gpu_seconds),
         checkout=checkout_for(policy),
-        precompile=args.precompile,
-        first_call_alone=args.first_call_alone,
-        zygote=args.zygote,
-        warm_early=args.early_warm,
-        poll=args.poll,
+        precompile=engine.precompile,
+        zygote=engine.zygote,
     )
     if options.checkout.setup_command:
         # the build step may install into the interpreter the zygote imported from, and takes
@@ -419,7 +416,7 @@ def _bench(
         for line in failure_lines(result):
             print(log_safe(line), file=sys.stderr)
         print(f"results: {out}", file=sys.stderr)
-        if args.keep_work_dir:
+        if engine.work_dir is not None:
             print(f"worker logs: {work / 'logs'}", file=sys.stderr)
         return exit_code(result)
     finally:

@@ -44,7 +44,7 @@ from checks.sweep.protocol import CaseRun, ExecutionPicks, ProtocolConfig, Round
 from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
 from checks.worker import ceilings as ceilings_cache
-from checks.worker import exclusive
+from checks.worker import contract, exclusive
 from checks.worker.correctness import compare_digests
 from checks.worker.timing import MAX_COPIES, graph_calls
 
@@ -205,7 +205,7 @@ class PairRunner:
         self.startup_s: dict[str, float] = {}  # seconds per start-up step
         self.start_marks_s: dict[str, float] = {}  # inside the start (``start_all``)
         self._last_active = 0.0
-        self._env_raw: dict[str, Any] = {}
+        self._env_raw: dict[str, Any] = {}  # the fingerprint as JSON: the ceilings cache's key
         # the next case's check, made during the last one's recheck: the case, the pair that
         # checked it, each worker's answer or failure
         self._ahead: tuple[Case, tuple[WorkerClient, WorkerClient], list[Any]] | None = None
@@ -230,12 +230,9 @@ class PairRunner:
             self.start_marks_s = start_all(self.workers)
         early = self.warmed_early() if self.warmed_early is not None else False
         with timed(steps, "env"):
-            raw = self.base.env_info()
-        fields = EnvFingerprint.model_fields
-        self.env = EnvFingerprint(
-            **{k: v for k, v in raw.items() if k in fields}, gpu_index=self.gpu_index
-        )
-        self._env_raw = raw
+            env = self.base.env_info()
+        self.env = env.model_copy(update={"gpu_index": self.gpu_index})
+        self._env_raw = env.model_dump(exclude_none=True, exclude={"gpu_index"})
         if self.options.measure_ceilings:
             with timed(steps, "ceilings"):
                 self._ceilings(cached_only=True)
@@ -253,10 +250,10 @@ class PairRunner:
                     ]
                 )
             w = answers[0]
-            if not w.get("reached"):
+            if not w.reached:
                 self.notes.append(
-                    f"GPU {self.gpu_index}: clock did not settle during {w.get('seconds', 0):.1f} s of warm-up "
-                    f"(last {w.get('sm_clock_mhz')} MHz)"
+                    f"GPU {self.gpu_index}: clock did not settle during {w.seconds:.1f} s of warm-up "
+                    f"(last {w.sm_clock_mhz} MHz)"
                 )
             self._last_active = time.monotonic()
 
@@ -370,7 +367,6 @@ class PairRunner:
     ) -> ShapeResult:
         o = self.options
         cfg = o.protocol
-        kw = {"max_copies": o.max_copies, "max_copy_bytes": o.max_copy_bytes}
         entries = {"base": case.base_entries, "head": case.head_entries}
         # Correctness first, on fresh inputs and before the timing copies take memory. The first
         # pair checks, compiling (and autotuning) side by side; the crossover's second pair runs
@@ -405,8 +401,9 @@ class PairRunner:
                         case.dtype,
                         seed=cfg.seed,
                         estimate=False,
-                        **({"pins": pins[w.spec.side]} if pins[w.spec.side] else {}),
-                        **kw,
+                        pins=pins[w.spec.side],
+                        max_copies=o.max_copies,
+                        max_copy_bytes=o.max_copy_bytes,
                     )
                     for w in self._arm_order()
                 ]
@@ -415,14 +412,13 @@ class PairRunner:
         # blocks (``_configure``), so the second pair's are not asked for.
         with timed(steps, "estimate"):
             eb, eh = (w.estimate() for w in (self.base, self.head))
-        pb, ph = {**preps[0], **eb}, {**preps[1], **eh}
-        info["base"] = _side_info(pb, cb)
-        info["head"] = _side_info(ph, ch)
-        mode = self.modes.get(case.key) or choose_mode(pb["est_us"], ph["est_us"], o.device, cfg)
+        info["base"] = _side_info(preps[0], eb, cb)
+        info["head"] = _side_info(preps[1], eh, ch)
+        mode = self.modes.get(case.key) or choose_mode(eb.est_us, eh.est_us, o.device, cfg)
         notes: list[str] = []
-        est = max(float(pb["est_us"]), float(ph["est_us"]))
-        copies = int(preps[0]["copies"])
-        host = max(float(pb.get("host_us") or 0.0), float(ph.get("host_us") or 0.0))
+        est = max(eb.est_us, eh.est_us)
+        copies = preps[0].copies
+        host = max(eb.host_us or 0.0, eh.host_us or 0.0)
         with timed(steps, "configure"):
             try:
                 configs = self._configure(mode, cfg.block_ms, est, copies)
@@ -433,7 +429,7 @@ class PairRunner:
                 how = "eagerly" if mode == "eager" else "eagerly without L2 flush"
                 notes.append(f"{f.side}: {f.message}; timed {how} instead")
                 configs = self._configure(mode, cfg.block_ms, est, copies)
-            missed = graph_missed(float(pb["est_us"]), configs[0].get("graph_call_us"))
+            missed = graph_missed(eb.est_us, configs[0].graph_call_us)
             if mode == "graph" and missed:
                 notes.append(missed)
                 mode = "eager" if cfg.flush_l2 else "eager-noflush"
@@ -452,12 +448,8 @@ class PairRunner:
                     notes.append(f"{f.side}: {f.message}; timed eagerly by events instead")
                     configs = self._configure(mode, cfg.block_ms, est, copies)
         kb, kh = configs[0], configs[1]
-        info["base"] = info["base"].model_copy(
-            update={"calls_per_block": kb.get("calls_per_block")}
-        )
-        info["head"] = info["head"].model_copy(
-            update={"calls_per_block": kh.get("calls_per_block")}
-        )
+        info["base"] = info["base"].model_copy(update={"calls_per_block": kb.calls_per_block})
+        info["head"] = info["head"].model_copy(update={"calls_per_block": kh.calls_per_block})
         with timed(steps, "rewarm"):
             self._rewarm()
         alpha = cfg.alpha / max(1, self.family_size)
@@ -486,7 +478,7 @@ class PairRunner:
                         base=info["base"].configs_picked,
                         head=info["head"].configs_picked,
                         same_offer=bool(offered) and offered == _offers(ch),
-                        head_pinned=any(p.get("pinned") for p in pins["head"]),
+                        head_pinned=any(p.pinned for p in pins["head"]),
                     ),
                 )
             }
@@ -497,7 +489,7 @@ class PairRunner:
             else:
                 rechecked = self._arm_order()
                 finished = in_parallel([lambda w=w: w.finish(recheck=o.recheck) for w in rechecked])
-        waited = [f["lock_not_taken_s"] for f in finished if f.get("lock_not_taken_s")]
+        waited = [f.lock_not_taken_s for f in finished if f.lock_not_taken_s]
         if waited:
             notes.append(
                 f"rechecked without the GPU lock: the next case's check held it past {waited[0]:g} s"
@@ -505,16 +497,12 @@ class PairRunner:
         status: Status
         status, side, message = "ok", None, ""
         bad = sorted(
-            {
-                w.spec.side
-                for w, f in zip(rechecked, finished, strict=True)
-                if not f.get("correct", True)
-            }
+            {w.spec.side for w, f in zip(rechecked, finished, strict=True) if not f.correct}
         )
         if bad:
             status, side = "wrong_result", bad[0] if len(bad) == 1 else "both"
-            first = next(f for f in finished if not f.get("correct", True))
-            message = "output changed after timing: " + first.get("message", "")
+            first = next(f for f in finished if not f.correct)
+            message = "output changed after timing: " + first.message
         return ShapeResult(
             **common,
             **info,
@@ -529,8 +517,8 @@ class PairRunner:
         )
 
     def _check_one(
-        self, w: WorkerClient, case: Case, pins: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any] | WorkerFailure:
+        self, w: WorkerClient, case: Case, pins: tuple[contract.Pick, ...] = ()
+    ) -> contract.CheckReply | WorkerFailure:
         entries = case.base_entries if w.spec.side == "base" else case.head_entries
         try:
             return w.check(entries, case.dims, case.dtype, seed=self.options.check_seed, pins=pins)
@@ -578,7 +566,7 @@ class PairRunner:
         case: Case,
         pair: tuple[WorkerClient, WorkerClient],
         got: list[Any] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[contract.CheckReply]:
         """Both sides' check on ``pair`` (base's worker, head's), side by side, or their answers
         ``got`` when the check ran already (``_checks``). A fault that ends one GPU context can
         end the other side's too while both run (an illegal address in head's kernel took
@@ -599,7 +587,9 @@ class PairRunner:
             raise min(failed, key=lambda f: bool(f.waited_on))
         return got
 
-    def _finish_and_check(self, following: Case) -> tuple[list[WorkerClient], list[dict[str, Any]]]:
+    def _finish_and_check(
+        self, following: Case
+    ) -> tuple[list[WorkerClient], list[contract.FinishReply]]:
         """One pair, drawn at random, rechecks and releases what it timed while the other checks
         ``following`` (a check releases first); that check is kept for ``following``'s
         ``measure``. The rechecking workers and their answers. A recheck that failed fails the
@@ -610,7 +600,7 @@ class PairRunner:
         rechecking, checking = self.arms[k], self.arms[1 - k]
         recheck = self.options.recheck
 
-        def finish(w: WorkerClient) -> dict[str, Any] | WorkerFailure:
+        def finish(w: WorkerClient) -> contract.FinishReply | WorkerFailure:
             try:
                 return w.finish(recheck=recheck, alone=True)
             except WorkerFailure as f:
@@ -640,7 +630,7 @@ class PairRunner:
 
     def _configure(
         self, mode: str, block_ms: float, est_us: float, copies: int
-    ) -> list[dict[str, Any]]:
+    ) -> list[contract.ConfigureReply]:
         """Every worker times blocks of one structure: the first is sized from the slower
         side's estimate, the others take its calls (graph size and replays, or eager calls), so
         no side's block differs in how many launches or replays it spreads over.
@@ -652,7 +642,7 @@ class PairRunner:
         pre = self.options.protocol.graph_preroll
         first, *rest = self._arm_order()
         if mode == "graph" and rest:
-            like = {"graph_calls": graph_calls(block_ms, est_us, copies)}
+            like = contract.Like(graph_calls=graph_calls(block_ms, est_us, copies))
             captured = in_parallel(
                 [
                     lambda w=w: w.configure(
@@ -661,11 +651,11 @@ class PairRunner:
                     for w in (first, *rest)
                 ]
             )
-            lead = first.replays(block_ms=block_ms)
-            took = in_parallel([lambda w=w: w.replays(replays=lead["replays"]) for w in rest])
-            return [{**c, **r} for c, r in zip(captured, [lead, *took], strict=True)]
+            sized = first.replays(block_ms=block_ms)
+            took = in_parallel([lambda w=w: w.replays(replays=sized.replays) for w in rest])
+            return [c.with_replays(r) for c, r in zip(captured, [sized, *took], strict=True)]
         lead = first.configure(mode, block_ms, est_us=est_us, preroll=pre)
-        like = {k: lead[k] for k in ("calls_per_block", "graph_calls", "replays") if k in lead}
+        like = lead.like()
         return [
             lead,
             *in_parallel(
@@ -688,45 +678,38 @@ class PairRunner:
             self._touch()
 
 
-def _side_info(prep: dict[str, Any], check: dict[str, Any]) -> SideInfo:
-    err = check.get("max_abs_err")
+def _side_info(
+    prep: contract.PrepareReply, est: contract.EstimateReply, check: contract.CheckReply
+) -> SideInfo:
     return SideInfo(
-        entry=prep["entry"],
-        est_us=float(prep["est_us"]),
-        host_us=float(prep["host_us"]) if prep.get("host_us") is not None else None,
-        bytes_moved=int(prep["bytes_moved"]),
-        flops=int(prep["flops"]),
-        copies=int(prep["copies"]),
-        footprint_bytes=int(prep["footprint_bytes"]),
-        prepare_s=float(prep["prepare_s"]),
-        max_abs_err=float(err) if err is not None else None,
-        configs_picked=_picks(check.get("configs_picked")),
+        entry=prep.entry,
+        est_us=est.est_us,
+        host_us=est.host_us,
+        bytes_moved=prep.bytes_moved,
+        flops=prep.flops,
+        copies=prep.copies,
+        footprint_bytes=prep.footprint_bytes,
+        prepare_s=prep.prepare_s,
+        max_abs_err=check.max_abs_err,
+        configs_picked=_picks(check),
     )
 
 
-def _picks(raw: Any) -> tuple[str, ...]:
-    """The worker's autotuner picks as labels; what is not well formed is left out."""
-    labels = [picked_label(p) for p in raw[:MAX_PICKS]] if isinstance(raw, list) else []
+def _picks(check: contract.CheckReply) -> tuple[str, ...]:
+    """The worker's autotuner picks as labels."""
+    labels = [picked_label(contract.as_json(p)) for p in check.configs_picked[:MAX_PICKS]]
     return tuple(label for label in labels if label)
 
 
-def _raw_picks(check: dict[str, Any]) -> list[dict[str, Any]]:
-    """The worker's autotuner picks as it sent them (the well-formed ones), to pin others to."""
-    raw = check.get("configs_picked")
-    return [p for p in raw[:MAX_PICKS] if isinstance(p, dict)] if isinstance(raw, list) else []
+def _raw_picks(check: contract.CheckReply) -> tuple[contract.Pick, ...]:
+    """The worker's autotuner picks as it sent them, to pin others to."""
+    return check.configs_picked[:MAX_PICKS]
 
 
-def _offers(check: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    """Each autotuner's kernel and the digest of the configs it chose from, as a worker sent them
-    (what is not well formed is left out)."""
-    raw = check.get("configs_picked")
-    out = []
-    for pick in raw[:MAX_PICKS] if isinstance(raw, list) else []:
-        if isinstance(pick, dict):
-            fn, digest = pick.get("function"), pick.get("offered")
-            if isinstance(fn, str) and isinstance(digest, str):
-                out.append((fn[:64], digest[:64]))
-    return tuple(sorted(out))
+def _offers(check: contract.CheckReply) -> tuple[tuple[str, str], ...]:
+    """Each autotuner's kernel and the digest of the configs it chose from."""
+    picks = check.configs_picked[:MAX_PICKS]
+    return tuple(sorted((p.function[:64], p.offered[:64]) for p in picks))
 
 
 def _loosest(*given: float | None) -> float | None:
@@ -736,23 +719,23 @@ def _loosest(*given: float | None) -> float | None:
 
 
 def _correctness_problem(
-    cb: dict[str, Any], ch: dict[str, Any], *, compare_sides: bool
+    cb: contract.CheckReply, ch: contract.CheckReply, *, compare_sides: bool
 ) -> tuple[FailedSide, str] | None:
-    sides: tuple[tuple[FailedSide, dict[str, Any]], ...] = (("base", cb), ("head", ch))
-    wrong = [(s, c) for s, c in sides if not c["correct"]]
+    sides: tuple[tuple[FailedSide, contract.CheckReply], ...] = (("base", cb), ("head", ch))
+    wrong = [(s, c) for s, c in sides if not c.correct]
     if len(wrong) == 2:
-        return "both", f"base: {cb['message']}; head: {ch['message']}"
+        return "both", f"base: {cb.message}; head: {ch.message}"
     if wrong:
-        return wrong[0][0], f"{wrong[0][0]} differs from the reference: {wrong[0][1]['message']}"
+        return wrong[0][0], f"{wrong[0][0]} differs from the reference: {wrong[0][1].message}"
     if not compare_sides:
         return None
-    both_ref = cb["has_reference"] and ch["has_reference"]
+    both_ref = cb.has_reference and ch.has_reference
     scale = 2.0 if both_ref else 1.0
     diff = compare_digests(
-        cb["digest"],
-        ch["digest"],
-        atol=_loosest(cb.get("atol"), ch.get("atol")),
-        rtol=_loosest(cb.get("rtol"), ch.get("rtol")),
+        contract.as_json(cb.digest),
+        contract.as_json(ch.digest),
+        atol=_loosest(cb.atol, ch.atol),
+        rtol=_loosest(cb.rtol, ch.rtol),
         scale=scale,
     )
     return ("head", f"head differs from base: {diff}") if diff else None

@@ -45,7 +45,6 @@ from checks.sweep.summary import (
 )
 from checks.sweep.warmer import Warmer, start_warmer
 from checks.sweep.workers import (
-    POLL_MS,
     Side,
     Timeouts,
     WorkerClient,
@@ -87,11 +86,6 @@ class SweepOptions(BaseModel):
     # workers forked from one process that imported torch and Triton (checks.sweep.zygote);
     # None: on a GPU, not on the CPU (``zygote.by_default``)
     zygote: bool | None = None
-    # on a GPU: bring its clock up while the workers start (checks.sweep.warmer)
-    warm_early: bool = True
-    # the workers and the bot poll for the rounds' commands and answers instead of sleeping
-    # (``workers.poll_ms_for``); None: on a GPU, where the machine has the cores for it
-    poll: bool | None = None
 
 
 def _ahead(
@@ -274,10 +268,8 @@ def _run_pair(
 
 
 def _poll_ms(options: SweepOptions, workers: int, runners: int) -> float:
-    """How long the workers and the bot poll (``workers.poll_ms_for``): ``options.poll`` true
-    polls, false never; None polls on a GPU where the machine's cores allow."""
-    if options.poll is not None:
-        return POLL_MS if options.poll else 0.0
+    """How long the workers and the bot poll for the rounds' commands and answers instead of
+    sleeping (``workers.poll_ms_for``): on a GPU where the machine's cores allow, else never."""
     if options.device == "cpu":
         return 0.0
     return poll_ms_for(len(os.sched_getaffinity(0)), workers, runners)
@@ -312,7 +304,7 @@ def run_sweep(
 
     ``zygote``: one its caller started earlier (``start_zygote``; the caller closes it); with
     ``options.zygote`` and none given, the sweep starts and closes its own. ``warmer`` likewise
-    (``start_warmer``, with ``options.warm_early``)."""
+    (``start_warmer``)."""
     t_start = time.monotonic() if started is None else started
     startup: dict[str, float] = {"before_sweep": time.monotonic() - t_start}
     started_at = _now()
@@ -357,7 +349,7 @@ def run_sweep(
             python=pythons["base"],
             memory_bytes=options.worker_memory_bytes,
         )
-    own_warmer = warmer is None and options.warm_early
+    own_warmer = warmer is None  # on a GPU, its clock brought up while the workers start
     if own_warmer:
         warmer = start_warmer(options.device, gpus, work_dir)
     runners = sum(1 for index in range(len(gpus)) if cases[index :: len(gpus)])

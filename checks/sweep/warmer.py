@@ -19,7 +19,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from checks.worker_env import device_env, end_session
+from checks.procs import launch
+from checks.worker_env import device_env
 
 WARMER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "warmer.py"
 BURN_S = 0.6  # how long it copies, then ends by itself, whatever happens to the bot
@@ -68,7 +69,7 @@ class Warmer:
         if got is None:
             return False
         proc, log_path = got
-        end_session(proc, wait=False)
+        launch.stop(proc, wait=False)
         if proc.stdin is not None:  # its end of the pipe that would stop it, had the bot died
             with contextlib.suppress(OSError):
                 proc.stdin.close()

@@ -10,7 +10,6 @@ worker and goes on with the next case.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import shutil
@@ -24,31 +23,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.outputs import triton_key_dir
+from checks.procs import launch
 from checks.procs.sandbox import kept_if_trusted, killed_at_memory_cap
+from checks.sweep.models import Ceilings, EnvFingerprint
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
+from checks.worker import contract
 from checks.worker.exclusive import GPU_LOCK_ENV, holders
-from checks.worker.timing import ROUND_OPS
-from checks.worker_env import (
-    WorkerFailure,
-    capped,
-    default_memory_bytes,
-    device_env,
-    end_session,
-    make_undumpable,
-)
+from checks.worker_env import WorkerFailure, default_memory_bytes, device_env
 
 WORKER_MAIN = Path(__file__).resolve().parent.parent / "worker" / "main.py"
 Side = Literal["base", "head"]
 T = TypeVar("T")
+R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
 # Polling (``WorkerSpec.poll_ms``): during the rounds a worker's next command comes a few ms
 # after its answer (three other blocks), and a block's answer a millisecond or two after it was
 # sent; a process asleep in ``select`` or a blocking read takes a wakeup to see it. On the H200
 # host (16 cores) a command's round trip beyond its work was 0.17 ms sleeping, 0.05 ms polling
-# (``bench/pipe_wakeup.py``). Polling keeps a core busy per process, so only where every worker
+# (``bench/results/h200/cost_side_by_side/overlap_poll/pipe_wakeup/``). Polling keeps a core busy per process, so only where every worker
 # and the bot have two cores each, and the bot only with one GPU (one thread drives its workers).
 POLL_MS = 20.0
 # the share of the finish timeout a recheck beside the next case's check waits for the GPU lock
@@ -229,13 +225,13 @@ class WorkerClient:
 
     def start(self) -> None:
         self.spawn()
-        self.call("hello", timeout=self.spec.timeouts.start_s)
+        self.hello()
 
     def spawn(self) -> None:
         """Start the process without waiting for it to answer (``start`` waits; several workers
         spawned first and greeted after start side by side)."""
         s = self.spec
-        make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
+        launch.make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
         self.spawned_at = time.monotonic()
         self.incarnation += 1
         self.worker_pid = None
@@ -270,32 +266,17 @@ class WorkerClient:
                     cmd_r, cmd_w = os.pipe()
                     resp_r, resp_w = os.pipe()
             if self.proc is None:
-                with open(self.log_path, "wb") as log:
-                    self.proc = subprocess.Popen(
-                        capped(
-                            [
-                                s.python,
-                                "-I",
-                                "-B",
-                                "-u",
-                                str(WORKER_MAIN),
-                                "--cmd-fd",
-                                str(cmd_r),
-                                "--resp-fd",
-                                str(resp_w),
-                                *args,
-                            ],
-                            s.memory_bytes,
-                            writable=(s.work_dir, *kept_if_trusted([triton_key_dir()])),
-                        ),
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        pass_fds=(cmd_r, resp_w),
-                        env=self.env(),
-                        cwd=str(root),
-                        start_new_session=True,
-                    )
+                program = (s.python, "-I", "-B", "-u", str(WORKER_MAIN))
+                fds = ("--cmd-fd", str(cmd_r), "--resp-fd", str(resp_w))
+                started = launch.Launch(
+                    (*program, *fds, *args),
+                    self.env(),
+                    root,
+                    memory_bytes=s.memory_bytes,
+                    writable=(s.work_dir, *kept_if_trusted([triton_key_dir()])),
+                    pass_fds=(cmd_r, resp_w),
+                )
+                self.proc = launch.start(started, self.log_path)
         finally:
             os.close(cmd_r)
             os.close(resp_w)
@@ -329,7 +310,7 @@ class WorkerClient:
         left running (a double-forked daemon) goes with it. Without ``wait``, a thread waits
         for the process to end, not the caller."""
         if self.proc is not None:
-            end_session(self.proc, wait=wait)
+            launch.stop(self.proc, wait=wait)
         self._close_fds()
 
     def _close_fds(self) -> None:
@@ -350,7 +331,7 @@ class WorkerClient:
         nothing of it is needed once it answered."""
         if self.alive() and self._w is not None:
             try:
-                self.call("quit", timeout=5.0)
+                self.call(contract.Quit(), timeout=5.0)
                 assert self.proc is not None
                 if wait:
                     self.proc.wait(timeout=5)
@@ -372,12 +353,14 @@ class WorkerClient:
             kind, message, side=self.spec.side, log_tail=self.log_tail(), worker=self.spec.name
         )
 
-    def call(self, op: str, *, timeout: float, **args: Any) -> dict[str, Any]:
+    def call(self, request: contract.Request[R], *, timeout: float) -> R:
         """Send one command and wait for its answer; WorkerFailure when it does not come back
-        well. After a crash or a timeout the process is gone: ``restart`` before the next call."""
+        well (the worker's own failure, or an answer outside the contract). After a crash or a
+        timeout the process is gone: ``restart`` before the next call."""
+        op = request.OP
         if self._w is None or self._r is None or not self.alive():
             raise self._fail("crashed", f"worker {self.spec.name} is not running")
-        line = (json.dumps({"op": op, **args}) + "\n").encode()
+        line = contract.encode_request(request)
         try:
             view = memoryview(line)
             while view:
@@ -385,12 +368,27 @@ class WorkerClient:
                 view = view[n:]
         except (BrokenPipeError, OSError):
             raise self._died(op) from None
-        answer = self._read_line(op, timeout)
-        if not answer.get("ok"):
-            kind = str(answer.get("kind") or "error")
-            raise self._fail(kind, str(answer.get("error") or f"{op} failed"))
-        if op == "hello" and isinstance(answer.get("pid"), int):
-            self.worker_pid = answer["pid"]
+        raw = self._read_line(op, request.POLLED, timeout)
+        try:
+            answer = contract.decode_reply(request, raw)
+        except contract.ContractError as exc:
+            self._kill()
+            raise self._fail(
+                "crashed", f"the worker sent an answer outside the contract: {exc}"
+            ) from None
+        if isinstance(answer, contract.Failure):
+            raise self._fail(answer.kind, answer.error or f"{op} failed")
+        return answer
+
+    def hello(self) -> contract.HelloReply:
+        """Greet the worker once it started: its own pid, when its start's steps ended; a
+        worker of another protocol version is ended with a WorkerFailure that says so."""
+        answer = self.call(contract.Hello(), timeout=self.spec.timeouts.start_s)
+        problem = contract.version_problem(answer.version, "worker")
+        if problem:
+            self._kill()
+            raise self._fail("error", problem)
+        self.worker_pid = answer.pid
         return answer
 
     @property
@@ -405,10 +403,11 @@ class WorkerClient:
         names = holders(self.spec.lock_path)
         return bool(names) and names[-1] == self.pid
 
-    def _read_line(self, op: str, timeout: float) -> dict[str, Any]:
+    def _read_line(self, op: str, polled: bool, timeout: float) -> bytes:
+        """The answer's line; ``polled``: a command of the rounds (polled for, where set)."""
         assert self._r is not None
         deadline = time.monotonic() + timeout
-        polled = self.spec.poll_ms > 0 and op in ROUND_OPS
+        polled = self.spec.poll_ms > 0 and polled
         poll_until = time.monotonic() + self.spec.poll_ms / 1000.0 if polled else 0.0
         while b"\n" not in self._buf:
             now = time.monotonic()
@@ -435,11 +434,7 @@ class WorkerClient:
                 raise self._died(op)
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
-        try:
-            return json.loads(line)
-        except ValueError:
-            self._kill()
-            raise self._fail("crashed", f"{op}: the worker sent an unreadable answer") from None
+        return line
 
     def _died(self, op: str) -> WorkerFailure:
         code = None
@@ -466,44 +461,50 @@ class WorkerClient:
 
     # ------------------------------------------------------------------------ typed shortcuts
 
-    def estimate(self) -> dict[str, Any]:
+    def estimate(self) -> contract.EstimateReply:
         """The prepared case's GPU time per call (``est_us``) and host time (``host_us``)."""
-        return self.call("estimate", timeout=self.spec.timeouts.configure_s)
+        return self.call(contract.Estimate(), timeout=self.spec.timeouts.configure_s)
 
     def prepare(
-        self, entries: list[str], shape: tuple[int, ...], dtype: str, *, seed: int, **kw: Any
-    ) -> dict[str, Any]:
-        return self.call(
-            "prepare",
-            timeout=self.spec.timeouts.prepare_s,
-            entries=entries,
-            shape=list(shape),
-            dtype=dtype,
-            seed=seed,
-            **kw,
-        )
-
-    def check(
         self,
-        entries: list[str],
+        entries: Sequence[str],
         shape: tuple[int, ...],
         dtype: str,
         *,
         seed: int,
-        pins: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
+        estimate: bool = True,
+        pins: Sequence[contract.Pick] = (),
+        max_copies: int | None = None,
+        max_copy_bytes: int | None = None,
+        copies: int | None = None,
+    ) -> contract.PrepareReply:
+        request = contract.Prepare(
+            tuple(entries),
+            tuple(shape),
+            dtype,
+            seed=seed,
+            estimate=estimate,
+            pins=tuple(pins) or None,
+            max_copies=max_copies,
+            max_copy_bytes=max_copy_bytes,
+            copies=copies,
+        )
+        return self.call(request, timeout=self.spec.timeouts.prepare_s)
+
+    def check(
+        self,
+        entries: Sequence[str],
+        shape: tuple[int, ...],
+        dtype: str,
+        *,
+        seed: int,
+        pins: Sequence[contract.Pick] = (),
+    ) -> contract.CheckReply:
         """Check the case's first call (compiling, autotuning); ``pins``: picks another worker
         made, which fix this side's autotuners where the kernel and its configs are the same
         (``checks.worker.autotune_picks``)."""
-        return self.call(
-            "check",
-            timeout=self.spec.timeouts.check_s,
-            entries=entries,
-            shape=list(shape),
-            dtype=dtype,
-            seed=seed,
-            **({"pins": pins} if pins else {}),
-        )
+        request = contract.Check(tuple(entries), tuple(shape), dtype, seed, tuple(pins) or None)
+        return self.call(request, timeout=self.spec.timeouts.check_s)
 
     def configure(
         self,
@@ -511,54 +512,43 @@ class WorkerClient:
         block_ms: float,
         *,
         est_us: float | None = None,
-        like: dict[str, Any] | None = None,
+        like: contract.Like | None = None,
         preroll: bool = True,
         time_replays: bool = True,
-    ) -> dict[str, Any]:
+    ) -> contract.ConfigureReply:
         """Blocks of about ``block_ms`` sized from ``est_us``, or exactly ``like``'s calls;
         ``preroll``: graph blocks start after an untimed pass over the input copies;
         ``time_replays`` false: a graph's replays per block are left to ``replays``."""
-        return self.call(
-            "configure",
-            timeout=self.spec.timeouts.configure_s,
-            mode=mode,
-            block_ms=block_ms,
-            preroll=preroll,
-            **({"est_us": est_us} if est_us else {}),
-            **({"like": like} if like else {}),
-            **({} if time_replays else {"time_replays": False}),
+        request = contract.Configure(
+            contract.as_mode(mode), block_ms, preroll, est_us or None, like, time_replays
         )
+        return self.call(request, timeout=self.spec.timeouts.configure_s)
 
     def replays(
         self, *, block_ms: float | None = None, replays: int | None = None
-    ) -> dict[str, Any]:
+    ) -> contract.ReplaysReply:
         """The captured graph's replays per block: ``replays``, or timed now for ``block_ms``."""
-        return self.call(
-            "replays",
-            timeout=self.spec.timeouts.configure_s,
-            **({"replays": replays} if replays else {"block_ms": block_ms}),
-        )
+        request = contract.Replays(replays or None, None if replays else block_ms)
+        return self.call(request, timeout=self.spec.timeouts.configure_s)
 
     def block(self) -> Block:
-        a = self.call("block", timeout=self.spec.timeouts.block_s)
-        tel = a.get("telemetry")
+        a = self.call(contract.Block(), timeout=self.spec.timeouts.block_s)
+        tel = a.telemetry
         return Block(
-            value_us=float(a["value_us"]),
-            calls=int(a["calls"]),
-            wall_ms=float(a["wall_ms"]),
-            gpu_ms=a.get("gpu_ms"),
-            telemetry=Telemetry(**{**tel, "throttle_names": tuple(tel.get("throttle_names") or ())})
-            if tel
-            else None,
+            value_us=a.value_us,
+            calls=a.calls,
+            wall_ms=a.wall_ms,
+            gpu_ms=a.gpu_ms,
+            telemetry=Telemetry(**vars(tel)) if tel else None,
         )
 
-    def finish(self, *, recheck: bool = True, alone: bool = False) -> dict[str, Any]:
+    def finish(self, *, recheck: bool = True, alone: bool = False) -> contract.FinishReply:
         """Recheck the timed copy's output (``alone``: holding the GPU lock for its calls, while
         another pair checks the next case; waiting for it at most half the finish timeout, then
         without it: ``lock_not_taken_s`` in the answer), then release everything."""
         t = self.spec.timeouts.finish_s
-        lock = {"alone": True, "lock_wait_s": t * LOCK_WAIT_SHARE} if alone else {}
-        return self.call("finish", timeout=t, recheck=recheck, **lock)
+        request = contract.Finish(recheck, alone, t * LOCK_WAIT_SHARE if alone else None)
+        return self.call(request, timeout=t)
 
     def warmup(
         self,
@@ -567,22 +557,33 @@ class WorkerClient:
         max_s: float = 5.0,
         clock_fraction: float = 0.85,
         unless_up: bool = False,
-    ) -> dict[str, Any]:
+    ) -> contract.WarmupReply:
         """Burn until the SM clock is up; with ``unless_up``, not at all when it already is."""
-        return self.call(
-            "warmup",
-            timeout=self.spec.timeouts.warmup_s + max_s,
-            min_s=min_s,
-            max_s=max_s,
-            clock_fraction=clock_fraction,
-            unless_up=unless_up,
-        )
+        request = contract.Warmup(min_s, max_s, clock_fraction, unless_up)
+        return self.call(request, timeout=self.spec.timeouts.warmup_s + max_s)
 
-    def env_info(self) -> dict[str, Any]:
-        return self.call("env", timeout=self.spec.timeouts.env_s)["env"]
+    def env_info(self) -> EnvFingerprint:
+        """The machine the worker runs on, as the results file records it."""
+        env = self.call(contract.Env(), timeout=self.spec.timeouts.env_s).env
+        return self._read(EnvFingerprint, env, contract.Env.OP)
 
     def ceilings(self) -> dict[str, Any]:
-        return self.call("ceilings", timeout=self.spec.timeouts.ceilings_s)["ceilings"]
+        """The device's ceilings as the worker measured them (what the ceilings cache keeps),
+        each field checked against the results file's record of them."""
+        got = self.call(contract.MeasureCeilings(), timeout=self.spec.timeouts.ceilings_s)
+        self._read(Ceilings, got.ceilings, contract.MeasureCeilings.OP)
+        return dict(got.ceilings)
+
+    def _read(self, model: type[M], data: dict[str, Any], op: str) -> M:
+        """``data`` of ``op``'s answer as ``model``; a WorkerFailure (the worker ended) for an
+        answer whose fields are not the model's."""
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            self._kill()
+            raise self._fail(
+                "crashed", f"the worker sent an answer outside the contract: {op}: {exc}"
+            ) from None
 
 
 def in_parallel(calls: Sequence[Callable[..., T]]) -> list[T]:
@@ -608,13 +609,10 @@ def start_all(clients: Sequence[WorkerClient]) -> dict[str, float]:
     its torch was ready (``to_ready``)."""
     for c in clients:
         c.spawn()
-    hellos = in_parallel(
-        [lambda c=c: c.call("hello", timeout=c.spec.timeouts.start_s) for c in clients]
-    )
+    hellos = in_parallel([lambda c=c: c.hello() for c in clients])
     spans: dict[str, float] = {}
     for c, hello in zip(clients, hellos, strict=True):
-        for key, mark in (("to_main", "main_at"), ("to_ready", "ready_at")):
-            at = hello.get(mark)
-            if isinstance(at, (int, float)):
-                spans[key] = max(spans.get(key, 0.0), float(at) - c.spawned_at)
+        for key, at in (("to_main", hello.main_at), ("to_ready", hello.ready_at)):
+            if at is not None:
+                spans[key] = max(spans.get(key, 0.0), at - c.spawned_at)
     return spans

@@ -17,7 +17,6 @@ when the zygote's intermediate child exits, and can be waited for like any child
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -25,14 +24,14 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bot.outputs import bytecode_dir, triton_key_dir
-from checks.job_process import JobProcess
-from checks.procs.sandbox import active, adopt, kept_if_trusted, popen_confined
-from checks.worker_env import default_memory_bytes, device_env, end_session, prctl
+from checks.procs import launch
+from checks.procs.sandbox import active, adopt, kept_if_trusted
+from checks.worker import contract
+from checks.worker_env import default_memory_bytes, device_env, prctl
 
 ZYGOTE_MAIN = Path(__file__).resolve().parent.parent / "worker" / "zygote.py"
 PR_SET_CHILD_SUBREAPER = 36
@@ -177,35 +176,25 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         logs = work_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
+        argv = (
+            *(kind.python, "-I", "-B", "-u", str(ZYGOTE_MAIN), "--sock-fd", str(theirs.fileno())),
+            *("--memory-bytes", str(kind.memory_bytes)),  # the workers' cap, set by the zygote
+            *("--triton-key-dir", str(triton_key_dir())),
+            # Triton's driver utilities, built once for the sweep
+            *("--utils-dir", str(work_dir / "triton-utils")),
+            *_bytecode_args(),
+        )
+        started = launch.Launch(
+            argv,
+            env,
+            work_dir,
+            memory_bytes=kind.memory_bytes,
+            writable=(work_dir, *kept_if_trusted(_kept())),  # a PR's: read-only
+            pass_fds=(theirs.fileno(),),
+            caps_itself=True,
+        )
         try:
-            with open(logs / "zygote.log", "wb") as log:
-                proc = popen_confined(
-                    [
-                        kind.python,
-                        "-I",
-                        "-B",
-                        "-u",
-                        str(ZYGOTE_MAIN),
-                        "--sock-fd",
-                        str(theirs.fileno()),
-                        "--memory-bytes",  # the cap (``capped``'s), set by the zygote itself
-                        str(kind.memory_bytes),
-                        "--triton-key-dir",
-                        str(triton_key_dir()),
-                        "--utils-dir",  # Triton's driver utilities, built once for the sweep
-                        str(work_dir / "triton-utils"),
-                        *_bytecode_args(),
-                    ],
-                    writable=(work_dir, *kept_if_trusted(_kept())),  # a PR's: read-only
-                    memory_bytes=kind.memory_bytes,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(theirs.fileno(),),
-                    env=env,
-                    cwd=str(work_dir),
-                    start_new_session=True,
-                )
+            proc = launch.start(started, logs / "zygote.log")
         except OSError as exc:
             ours.close()
             return cls(kind, None, None, f"could not start: {exc}")
@@ -237,21 +226,20 @@ class Zygote:
     ) -> Forked | None:
         """A worker running ``main.py`` with ``argv`` (after its pipe descriptors ``fds``); None
         when the zygote cannot give one (the caller starts the worker itself)."""
-        request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
+        request = contract.ForkWorker(tuple(argv), env, str(cwd), str(log))
         forked, refused = self._forked(request, list(fds), timeout)
         if refused:  # the note says why workers were started instead
             self.note = refused
         return forked
 
-    def fork_job(self, process: JobProcess, timeout: float) -> Forked | None:
+    def fork_job(self, process: contract.ForkJob, timeout: float) -> Forked | None:
         """One of the bot's helper programs, run as ``python -m module job`` would run it
         (``checks.job_process``); None when the zygote cannot give one (the caller starts it
         itself)."""
-        request = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(process).items()}
-        return self._forked(request, [], timeout)[0]
+        return self._forked(process, [], timeout)[0]
 
     def _forked(
-        self, request: dict[str, Any], fds: list[int], timeout: float
+        self, request: contract.ForkWorker | contract.ForkJob, fds: list[int], timeout: float
     ) -> tuple[Forked | None, str]:
         """The forked process, or None and why the zygote refused ("" when it cannot serve)."""
         with self.lock:
@@ -259,30 +247,28 @@ class Zygote:
             if sock is None:
                 return None, ""
             try:
-                socket.send_fds(sock, [json.dumps(request).encode()], fds)
+                socket.send_fds(sock, [contract.encode_fork(request)], fds)
                 answer = self._answer(sock, timeout)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError) as exc:  # a ContractError is a ValueError
                 self._lost(f"stopped answering: {exc}")
                 return None, ""
-            pid = answer.get("pid")
-            if not isinstance(pid, int) or pid <= 0:
-                return None, str(answer.get("error") or "no process")
-            self.bytecode = str(answer.get("bytecode") or "")
-            marks = answer.get("marks")
-            if isinstance(marks, dict):
-                self.marks.update(
-                    {k: float(v) for k, v in marks.items() if isinstance(v, (int, float))}
-                )
-            adopt(pid, self.kind.memory_bytes)  # its own cgroups, out of the zygote's
-            return Forked(pid), ""
+            if isinstance(answer, contract.ForkRefused):
+                return None, answer.error
+            if answer.pid <= 0:
+                return None, "no process"
+            self.bytecode = answer.bytecode
+            marks = contract.as_json(answer.marks)
+            self.marks.update({k: float(v) for k, v in marks.items()})
+            adopt(answer.pid, self.kind.memory_bytes)  # its own cgroups, out of the zygote's
+            return Forked(answer.pid), ""
 
     @staticmethod
-    def _answer(sock: socket.socket, timeout: float) -> dict[str, Any]:
+    def _answer(sock: socket.socket, timeout: float) -> contract.Forked | contract.ForkRefused:
         sock.settimeout(timeout)
         data = sock.recv(1 << 16)
         if not data:
             raise OSError("the zygote exited")
-        return dict(json.loads(data))
+        return contract.decode_forked(data)
 
     def _lost(self, why: str) -> None:
         self.note = why
@@ -296,7 +282,7 @@ class Zygote:
                     self.sock.close()
                 self.sock = None
             if self.proc is not None:
-                end_session(self.proc)
+                launch.stop(self.proc)
                 self.proc = None
 
 

@@ -17,11 +17,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
-import functools
 import gc
 import importlib
 import importlib.util
-import json
 import math
 import os
 import select
@@ -30,7 +28,34 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the types only: the worker loads ``contract.py`` by path (``_sibling``)
+    from checks.worker.contract import (
+        Block,
+        BlockReply,
+        CeilingsReply,
+        Check,
+        CheckReply,
+        Configure,
+        ConfigureReply,
+        Env,
+        EnvReply,
+        Estimate,
+        EstimateReply,
+        Finish,
+        FinishReply,
+        Hello,
+        HelloReply,
+        MeasureCeilings,
+        Pick,
+        Prepare,
+        PrepareReply,
+        Replays,
+        ReplaysReply,
+        Warmup,
+        WarmupReply,
+    )
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_COUNT = 2**53  # bytes and flops of one call: larger is no real kernel (and no JSON number)
@@ -54,11 +79,11 @@ fingerprint = _sibling("env_fingerprint")
 ceilings = _sibling("ceilings")
 failures = _sibling("failures")
 bench_capture = _sibling("bench_capture")
-profiling = _sibling("profiling")
 triton_key = _sibling("triton_key")
 exclusive = _sibling("exclusive")
 autotune_picks = _sibling("autotune_picks")
 exiting = _sibling("exiting")
+contract = _sibling("contract")
 classify = failures.classify
 
 
@@ -167,11 +192,11 @@ def join_driver() -> None:
     _join(_DRIVER)
 
 
-# The commands that may run while the checks' functions load (``load_checks_ahead``): every
-# other waits for them first, so nothing of theirs runs on the GPU while a worker times. A check
-# times nothing, and its compile (seconds of CPU) overlaps the loading; the loading's own kernels
-# (on 4096 elements) may then run beside another worker's first call, which an autotuner times.
-BESIDE_LOADING = frozenset({"hello", "env", "warmup", "check"})
+# The commands that may run while the checks' functions load (``load_checks_ahead``) are those
+# the contract marks ``BESIDE_LOADING``: every other waits for them first, so nothing of theirs
+# runs on the GPU while a worker times. A check times nothing, and its compile (seconds of CPU)
+# overlaps the loading; the loading's own kernels (on 4096 elements) may then run beside another
+# worker's first call, which an autotuner times.
 
 
 CONTEXT_WAIT_S = 3.0  # the longest a worker waits for the marks of ``--context-after``
@@ -268,14 +293,14 @@ class Worker:
         if self.device != "cpu":
             self._torch().cuda.synchronize()
 
-    def _resolve(self, candidates: list[str]) -> tuple[str, Any]:
+    def _resolve(self, candidates: Sequence[str]) -> tuple[str, Any]:
         join_warm()  # before the checkout's code is imported (the warm-up usually waited already)
         join_driver()
         failed = self.import_failures.get(tuple(candidates))
         if failed is not None:  # not imported again: a half-imported package fails otherwise
             raise failed
         try:
-            return bench_capture.first_entry(candidates, self.root)
+            return bench_capture.first_entry(list(candidates), self.root)
         except bench_capture.NotFound as exc:
             raise EntryError("missing_entry", str(exc)) from None
         except bench_capture.BadBenchmark as exc:
@@ -284,7 +309,7 @@ class Worker:
             self.import_failures[tuple(candidates)] = exc
             raise
 
-    def _call_entry(self, fn: Any, shape: list[int], dtype: str, seed: int) -> dict[str, Any]:
+    def _call_entry(self, fn: Any, shape: Sequence[int], dtype: str, seed: int) -> dict[str, Any]:
         self.held = True
         item = fn(tuple(shape), dtype, device=self.device, seed=seed)
         if not isinstance(item, dict) or not callable(item.get("fn")):
@@ -305,26 +330,31 @@ class Worker:
 
     # ------------------------------------------------------------------------------ commands
 
-    def op_hello(self, msg: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "side": self.side,
-            "root": self.root,
-            "gc_frozen": gc.get_freeze_count(),
+    def op_hello(self, msg: Hello) -> HelloReply:
+        problem = contract.version_problem(msg.version, "bot")
+        if problem:
+            raise EntryError("error", problem)
+        return contract.HelloReply(
+            version=contract.VERSION,
+            pid=os.getpid(),
+            python=sys.version.split()[0],
+            side=self.side,
+            root=self.root,
+            gc_frozen=gc.get_freeze_count(),
             **MARKS,  # when its program began and its torch was ready (system monotonic clock)
-        }
+        )
 
-    def op_env(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_env(self, msg: Env) -> EnvReply:
         torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
         nv = self.nvml.static_info() if self.nvml else None
-        return {"env": fingerprint.collect(self.device, torch=torch, nvml_info=nv)}
+        env = fingerprint.collect(self.device, torch=torch, nvml_info=nv)
+        return contract.EnvReply(env)
 
-    def op_prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_prepare(self, msg: Prepare) -> PrepareReply:
         self._release()
         t0 = time.perf_counter()
-        spec, fn = self._resolve(msg["entries"])
-        shape, dtype, seed = msg["shape"], msg["dtype"], int(msg.get("seed", 0))
+        spec, fn = self._resolve(msg.entries)
+        shape, dtype, seed = msg.shape, msg.dtype, msg.seed
         self._torch()
         first = self._call_entry(fn, shape, dtype, seed)
         first["restore"] = correctness.keep_inputs(first.get("inputs"))  # the recheck's calls
@@ -332,17 +362,17 @@ class Worker:
         copies = timing.input_copies(
             footprint,
             self._l2_bytes() if self.device != "cpu" else None,
-            max_copies=int(msg.get("max_copies", timing.MAX_COPIES)),
-            max_bytes=int(msg.get("max_copy_bytes", 2**31)),
+            max_copies=timing.MAX_COPIES if msg.max_copies is None else msg.max_copies,
+            max_bytes=2**31 if msg.max_copy_bytes is None else msg.max_copy_bytes,
         )
-        if msg.get("copies"):
-            copies = int(msg["copies"])  # the caller keeps two sides' rotations alike
+        if msg.copies:
+            copies = msg.copies  # the caller keeps two sides' rotations alike
         self.items = [first] + [
             self._call_entry(fn, shape, dtype, seed + i) for i in range(1, copies)
         ]
         # compile / autotune / first-touch before any timing; ``pins``: the configs this side's
         # checking worker timed, so that every worker of a side times the same one
-        with autotune_picks.recording(msg.get("pins"), _case_id(msg)) as picks:
+        with autotune_picks.recording(_pins(msg), _case_id(msg)) as picks:
             for item in self.items:
                 item["fn"]()
             self._sync()
@@ -361,27 +391,27 @@ class Worker:
             )
         # Several workers prepare side by side; the parent then asks each for its estimate in
         # turn, so no estimate times another process's GPU work.
-        est = self.timer.estimate_us() if msg.get("estimate", True) else None
+        est = self.timer.estimate_us() if msg.estimate else None
         self.case = {"entry": spec, "shape": shape, "dtype": dtype}
-        return {
-            "entry": spec,
-            "est_us": est,
-            "host_us": getattr(self.timer, "host_us", None) if est is not None else None,
-            "bytes_moved": int(first.get("bytes_moved") or 0),
-            "flops": int(first.get("flops") or 0),
-            "copies": copies,
-            "footprint_bytes": footprint,
-            "prepare_s": time.perf_counter() - t0,
-            "configs_picked": picks,
-        }
+        return contract.PrepareReply(
+            entry=spec,
+            est_us=est,
+            host_us=getattr(self.timer, "host_us", None) if est is not None else None,
+            bytes_moved=int(first.get("bytes_moved") or 0),
+            flops=int(first.get("flops") or 0),
+            copies=copies,
+            footprint_bytes=footprint,
+            prepare_s=time.perf_counter() - t0,
+            configs_picked=_picks(picks),
+        )
 
-    def op_estimate(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_estimate(self, msg: Estimate) -> EstimateReply:
         if self.timer is None:
             raise EntryError("error", "estimate before prepare")
         est = self.timer.estimate_us()
-        return {"est_us": est, "host_us": getattr(self.timer, "host_us", None)}
+        return contract.EstimateReply(est_us=est, host_us=getattr(self.timer, "host_us", None))
 
-    def op_check(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_check(self, msg: Check) -> CheckReply:
         step = Steps()
         self._release()
         self._torch()
@@ -389,9 +419,9 @@ class Worker:
         step("wait_key")
         join_driver()
         step("wait_driver")
-        _, fn = self._resolve(msg["entries"])
+        _, fn = self._resolve(msg.entries)
         step("resolve")
-        item = self._call_entry(fn, msg["shape"], msg["dtype"], int(msg["seed"]))
+        item = self._call_entry(fn, msg.shape, msg.dtype, msg.seed)
         step("inputs")
         restore = correctness.keep_inputs(item.get("inputs"))  # each call gets the inputs made
         ref_fn = item.get("reference")
@@ -408,7 +438,7 @@ class Worker:
         spent = dict(exclusive.SPENT)
         alone = exclusive.exclusive(lock)
         if ref is None:
-            with alone, autotune_picks.recording(msg.get("pins"), _case_id(msg)) as picks:
+            with alone, autotune_picks.recording(_pins(msg), _case_id(msg)) as picks:
                 step("lock_wait")
                 sizing = item["fn"]()
                 self._sync()
@@ -420,7 +450,7 @@ class Worker:
         else:
             correctness.poison(correctness.flatten_outputs(ref))
             step("poison")
-            with alone, autotune_picks.recording(msg.get("pins"), _case_id(msg)) as picks:
+            with alone, autotune_picks.recording(_pins(msg), _case_id(msg)) as picks:
                 step("lock_wait")
                 out = item["fn"]()
                 self._sync()
@@ -450,60 +480,64 @@ class Worker:
         step("release")
         if not self.marks_told:
             self.marks_told = True
-            result["marks"] = dict(MARKS)
-        return {**result, "steps_s": step.seconds}
+            result["marks"] = contract.Marks(**MARKS)
+        result["configs_picked"] = _picks(result["configs_picked"])
+        result["digest"] = tuple(contract.from_json(contract.Digest, d) for d in result["digest"])
+        return contract.CheckReply(**result, steps_s=step.seconds)
 
-    def op_configure(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_configure(self, msg: Configure) -> ConfigureReply:
         if self.timer is None:
             raise EntryError("error", "configure before prepare")
-        est = msg.get("est_us")
-        like = msg.get("like")
+        like = contract.as_json(msg.like) if msg.like is not None else None
         try:
-            return self.timer.configure(
-                msg["mode"],
-                float(msg["block_ms"]),
-                est_us=float(est) if est else None,
-                like=like if isinstance(like, dict) else None,
-                **({"preroll": bool(msg["preroll"])} if "preroll" in msg else {}),
-                time_replays=bool(msg.get("time_replays", True)),
+            got = self.timer.configure(
+                msg.mode,
+                msg.block_ms,
+                est_us=msg.est_us or None,
+                like=like,
+                preroll=msg.preroll,
+                time_replays=msg.time_replays,
             )
         except Exception as exc:
-            if msg["mode"] == "graph" and classify(exc) == "error":
+            if msg.mode == "graph" and classify(exc) == "error":
                 raise EntryError("graph_capture", f"CUDA graph capture failed: {exc}") from exc
-            if str(msg["mode"]).startswith("kernels") and classify(exc) == "error":
+            if msg.mode.startswith("kernels") and classify(exc) == "error":
                 raise EntryError(
                     "kernel_timing", f"timing by the GPU's busy time failed: {exc}"
                 ) from exc
             raise
+        return contract.from_json(contract.ConfigureReply, got)
 
-    def op_replays(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_replays(self, msg: Replays) -> ReplaysReply:
         """A captured graph's replays per block: given, or timed now for ``block_ms``."""
         set_replays = getattr(self.timer, "set_replays", None)
         if set_replays is None:
             raise EntryError("error", "replays before a graph was configured")
-        given = msg.get("replays")
-        if given:
-            return set_replays(replays=int(given))
-        return set_replays(block_ms=float(msg["block_ms"]))
+        if msg.replays:
+            got = set_replays(replays=msg.replays)
+        else:
+            got = set_replays(block_ms=msg.block_ms)
+        return contract.from_json(contract.ReplaysReply, got)
 
-    def op_block(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_block(self, msg: Block) -> BlockReply:
         out = self.timer.block()
-        out["telemetry"] = self.nvml.read() if self.nvml else None
-        return out
+        tel = self.nvml.read() if self.nvml else None
+        # built as it is, and checked once, as its line is written (``contract.encode_reply``)
+        return contract.BlockReply(**out, telemetry=contract.Telemetry(**tel) if tel else None)
 
-    def op_finish(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_finish(self, msg: Finish) -> FinishReply:
         """Recheck the timed copy's output against its reference, then free everything."""
         step = Steps()
         result: dict[str, Any] = {"rechecked": False, "correct": True, "message": ""}
-        if msg.get("recheck") and self.items and callable(self.items[0].get("reference")):
+        if msg.recheck and self.items and callable(self.items[0].get("reference")):
             item = self.items[0]
             # ``alone``: another pair checks the next case meanwhile, its first call autotuning
             # (``exclusive``): the recheck's calls wait for it (at most ``lock_wait_s``: a check
             # that hangs holding the lock must not fail this case) and keep it waiting
-            alone = bool(msg.get("alone"))
+            alone = msg.alone
             lock = os.environ.get(exclusive.GPU_LOCK_ENV) if alone else None
-            wait = msg.get("lock_wait_s")
-            with exclusive.exclusive(lock, float(wait) if wait is not None else None) as held:
+            wait = msg.lock_wait_s
+            with exclusive.exclusive(lock, wait) as held:
                 step("lock_wait")
                 item["restore"]()
                 out = correctness.own_outputs(item["fn"](), item.get("inputs"))
@@ -521,30 +555,29 @@ class Worker:
                 result["lock_not_taken_s"] = float(wait or 0.0)
         self._release()
         step("release")
-        return {**result, "steps_s": step.seconds}
+        return contract.FinishReply(**result, steps_s=step.seconds)
 
-    def op_warmup(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_warmup(self, msg: Warmup) -> WarmupReply:
         """Keep the GPU busy until its SM clock holds at ``clock_fraction`` of its maximum
         (three readings in a row, at least ``min_s``). With ``unless_up``, nothing is burnt
         when the clock already reads up: the work before (an autotuner's benchmarks) kept it
         there, or the sweep's early warm-up (``warmer.py``) did."""
         if self.device == "cpu":
-            return {"seconds": 0.0, "reached": True, "sm_clock_mhz": None}
+            return contract.WarmupReply(seconds=0.0, reached=True, sm_clock_mhz=None)
         torch = self._torch()
         t0 = time.perf_counter()
         good, reading = 0, None
-        min_s, max_s = float(msg.get("min_s", 0.5)), float(msg.get("max_s", 5.0))
-        frac = float(msg.get("clock_fraction", 0.85))
-        if msg.get("unless_up") and self.nvml:
+        min_s, max_s, frac = msg.min_s, msg.max_s, msg.clock_fraction
+        if msg.unless_up and self.nvml:
             reading = self.nvml.read()
             if clock_up(reading, frac):
                 join_warm()
-                return {
-                    "seconds": time.perf_counter() - t0,
-                    "reached": True,
-                    "skipped": True,
-                    "sm_clock_mhz": reading.get("sm_clock_mhz"),
-                }
+                return contract.WarmupReply(
+                    seconds=time.perf_counter() - t0,
+                    reached=True,
+                    skipped=True,
+                    sm_clock_mhz=reading.get("sm_clock_mhz"),
+                )
         self.held = True
         while time.perf_counter() - t0 < max_s:
             timing.burn(torch, "cuda", 0.05)
@@ -554,11 +587,11 @@ class Worker:
             if good >= 3 and time.perf_counter() - t0 >= min_s:
                 break
         join_warm()  # Triton's key was made meanwhile
-        return {
-            "seconds": time.perf_counter() - t0,
-            "reached": good >= 3,
-            "sm_clock_mhz": reading and reading.get("sm_clock_mhz"),
-        }
+        return contract.WarmupReply(
+            seconds=time.perf_counter() - t0,
+            reached=good >= 3,
+            sm_clock_mhz=reading.get("sm_clock_mhz") if reading else None,
+        )
 
     def start_loading_checks(self, *, after: Sequence[str] = (), mark: str | None = None) -> None:
         """Make the GPU context and load the checks' GPU functions in a thread
@@ -571,10 +604,10 @@ class Worker:
         if self.loading is not None:
             self.loading.join()
 
-    def op_ceilings(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_ceilings(self, msg: MeasureCeilings) -> CeilingsReply:
         torch = self._torch() if self.device != "cpu" else sys.modules.get("torch")
         self.held = True
-        return {"ceilings": ceilings.measure(torch, self.device)}
+        return contract.CeilingsReply(ceilings.measure(torch, self.device))
 
     def _release(self) -> None:
         if self.timer is not None:
@@ -599,7 +632,7 @@ def clock_up(reading: dict[str, Any] | None, fraction: float) -> bool | None:
 
 class Steps:
     """Seconds since the previous step, by name, for a command's answer (``steps_s``): where a
-    check's or a recheck's time went (``bench/timeline.py`` reads them)."""
+    check's or a recheck's time went."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -611,9 +644,19 @@ class Steps:
         self._last = now
 
 
-def _case_id(msg: dict[str, Any]) -> tuple[Any, ...]:
+def _case_id(msg: Prepare | Check) -> tuple[Any, ...]:
     """What names a case in a check or prepare message: its entries, shape and dtype."""
-    return (tuple(msg.get("entries") or ()), tuple(msg.get("shape") or ()), msg.get("dtype"))
+    return (tuple(msg.entries), tuple(msg.shape), msg.dtype)
+
+
+def _pins(msg: Prepare | Check) -> list[dict[str, Any]] | None:
+    """A check's or prepare's pins as ``autotune_picks.recording`` reads them."""
+    return [contract.as_json(p) for p in msg.pins] if msg.pins else None
+
+
+def _picks(picks: list[dict[str, Any]]) -> tuple[Pick, ...]:
+    """The picks ``autotune_picks.recording`` made, as the contract's."""
+    return tuple(contract.from_json(contract.Pick, p) for p in picks)
 
 
 def _tolerance(item: dict[str, Any], key: str) -> float | None:
@@ -642,32 +685,20 @@ def _nbytes(tensors: Any) -> int:
     return total
 
 
-def _clean(value: Any) -> Any:
-    """JSON without NaN/Inf tokens (they are not JSON): non-finite floats become strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 class Commands:
     """The command lines the bot sends, read from ``fd``. ``poll_s`` > 0: after a timed
     block's answer the next command is polled for that long before sleeping in ``select``
     (``checks.sweep.workers.POLL_MS``: during the rounds it comes a few ms later)."""
-
-    POLL_AFTER = timing.ROUND_OPS
 
     def __init__(self, fd: int, poll_s: float = 0.0) -> None:
         self.fd, self.poll_s, self.buf = fd, poll_s, b""
         if poll_s > 0:
             os.set_blocking(fd, False)
 
-    def next(self, after: str | None = None) -> bytes | None:
-        """The next line (without its newline); None once the bot closed its end."""
-        poll_until = time.monotonic() + self.poll_s if after in self.POLL_AFTER else 0.0
+    def next(self, polled: bool = False) -> bytes | None:
+        """The next line (without its newline); None once the bot closed its end. ``polled``:
+        after the answer to a command of the rounds (the contract's ``POLLED``)."""
+        poll_until = time.monotonic() + self.poll_s if polled else 0.0
         while b"\n" not in self.buf:
             if self.poll_s > 0:
                 try:
@@ -687,46 +718,44 @@ class Commands:
 
 def serve(worker: Worker, cmd_fd: int, resp_fd: int, poll_s: float = 0.0) -> None:
     cmds = Commands(cmd_fd, poll_s)
-    resp = os.fdopen(resp_fd, "w", encoding="utf-8")
-    prof = profiling.OpProfiler.from_env(
-        os.environ, f"{worker.side}-slot{worker.slot}-{os.getpid()}"
-    )
-    op: Any = None
-    while (line := cmds.next(op)) is not None:
+    resp = os.fdopen(resp_fd, "wb")
+    polled = False
+    while (line := cmds.next(polled)) is not None:
         if not line.strip():
             continue
-        msg = json.loads(line)
-        op = msg.get("op")
-        if op == "quit":
-            prof.dump()
-            resp.write(json.dumps({"ok": True}) + "\n")
+        try:
+            msg = contract.decode_request(line)
+        except contract.ContractError as exc:  # a line of another program: it is not run
+            polled = False
+            resp.write(contract.encode_reply(contract.Failure("error", str(exc), "ContractError")))
+            resp.flush()
+            continue
+        polled = msg.POLLED
+        if isinstance(msg, contract.Quit):
+            resp.write(contract.encode_reply(contract.QuitReply()))
             resp.flush()
             return
-        handler = getattr(worker, f"op_{op}", None)
-        if op not in BESIDE_LOADING:
+        if not msg.BESIDE_LOADING:
             worker.join_loading()
         try:
-            if handler is None:
-                raise EntryError("error", f"unknown command {op!r}")
-            answer = {"ok": True, **prof.run(str(op), functools.partial(handler, msg))}
+            answer = getattr(worker, f"op_{msg.OP}")(msg)
         except EntryError as exc:
-            answer = {"ok": False, "kind": exc.kind, "error": str(exc), "type": "EntryError"}
+            answer = contract.Failure(exc.kind, str(exc), "EntryError")
         except BaseException as exc:  # user code can raise anything, even SystemExit
             traceback.print_exc()
             sys.stderr.flush()
             why = failures.interpreter_reason(exc)
-            answer = {
-                "ok": False,
-                "kind": classify(exc),
-                "error": (
+            answer = contract.Failure(
+                kind=classify(exc),
+                error=(
                     f"cannot run under the CPU interpreter: {why}; it needs a GPU"
                     if why
                     else f"{type(exc).__name__}: {exc}"
                 )[:4000],
-                "type": type(exc).__name__,
-                "traceback": traceback.format_exc()[-4000:],
-            }
-        resp.write(json.dumps(_clean(answer), allow_nan=False) + "\n")
+                type=type(exc).__name__,
+                traceback=traceback.format_exc()[-4000:],
+            )
+        resp.write(contract.encode_reply(answer))
         resp.flush()
 
 

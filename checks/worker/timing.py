@@ -243,9 +243,6 @@ class CpuTimer(_Timer):
 # the GPU otherwise idle, at 300 us and 2 ms calls)
 SINGLE_CALL_MS = 1.0
 ESTIMATE_MS = 2.0
-# the commands of the timed rounds: after one's answer a worker polls for its next command, and
-# the bot polls for their answers (``checks.sweep.workers.POLL_MS``)
-ROUND_OPS = frozenset({"block"})
 _SLEEP_RATE: dict[str, float] = {}  # ``CudaTimer._cycles_per_us``'s, once per process
 
 

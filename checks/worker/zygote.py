@@ -106,7 +106,7 @@ def _undumpable() -> None:
 
 
 def _cap(max_bytes: int) -> None:
-    """The workers' memory cap (``checks.worker_env.capped``: ``RLIMIT_DATA``, soft and hard),
+    """The workers' memory cap (``checks.procs.launch.capped``: ``RLIMIT_DATA``, soft and hard),
     set here first thing, before anything is imported, rather than by a Python started only to
     set it and exec this one (0.03-0.05 s of every run's start). Every fork inherits it."""
     if max_bytes > 0 and sys.platform.startswith("linux"):
@@ -127,6 +127,9 @@ def _load(stem: str) -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+CONTRACT = _load("contract")  # the fork requests and answers, as the bot sends and reads them
 
 
 # ------------------------------------------------------------------------------ kept bytecode
@@ -416,11 +419,11 @@ def _imports(key_dir: str | None) -> str:
     return came
 
 
-def _enter(request: dict[str, Any], utils: str | None) -> None:
+def _enter(request: Any, utils: str | None) -> None:
     """In a forked child: its own session, log, environment and folder, and the driver
     utilities (``utils``, when built by now) in its Triton cache."""
     os.setsid()
-    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    log = os.open(request.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(log, 1)
@@ -428,9 +431,9 @@ def _enter(request: dict[str, Any], utils: str | None) -> None:
     os.close(null)
     os.close(log)
     os.environ.clear()
-    os.environ.update(request["env"])
-    os.chdir(request["cwd"])
-    cache = request["env"].get("TRITON_CACHE_DIR")
+    os.environ.update(request.env)
+    os.chdir(request.cwd)
+    cache = request.env.get("TRITON_CACHE_DIR")
     if utils and cache:
         _load("driver_utils").copy_into(utils, cache)
 
@@ -447,25 +450,23 @@ class _Program(Protocol):
     def main(self, argv: list[str] | None = None) -> int: ...
 
 
-def _become(
-    request: dict[str, Any], fds: list[int], program: _Program, utils: str | None
-) -> NoReturn:
-    """In the forked child: a worker running ``main.py`` on its two pipes, or (a request with a
-    ``module``) one of the bot's helper programs on its job file, as ``python -m MODULE JOB``
+def _become(request: Any, fds: list[int], program: _Program, utils: str | None) -> NoReturn:
+    """In the forked child: a worker running ``main.py`` on its two pipes (``ForkWorker``), or
+    one of the bot's helper programs on its job file (``ForkJob``), as ``python -m MODULE JOB``
     would run it, with the request's ``sys_path`` first and its CPU priority lowered by
     ``nice``."""
     code = 1
     try:
         _enter(request, utils)
-        if "module" in request:
-            os.nice(int(request.get("nice", 0)))
-            sys.path[:0] = [str(p) for p in request["sys_path"]]
-            sys.argv = [request["module"], str(request["job"])]
+        if isinstance(request, CONTRACT.ForkJob):
+            os.nice(request.nice)
+            sys.path[:0] = list(request.sys_path)
+            sys.argv = [request.module, request.job]
             code = 0
-            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+            runpy.run_module(request.module, run_name="__main__", alter_sys=True)
         else:
             cmd_fd, resp_fd = fds
-            argv = ["--cmd-fd", str(cmd_fd), "--resp-fd", str(resp_fd), *request["argv"]]
+            argv = ["--cmd-fd", str(cmd_fd), "--resp-fd", str(resp_fd), *request.argv]
             code = program.main(argv)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
@@ -475,7 +476,7 @@ def _become(
     program.exiting.end_now(code)
 
 
-def _fork(sock: socket.socket, request: dict[str, Any], fds: list[int], program: Any) -> int:
+def _fork(sock: socket.socket, request: Any, fds: list[int], program: Any) -> int:
     """The worker's pid: forked by a child of this process that exits at once."""
     utils = _utils_built()
     r, w = os.pipe()
@@ -513,21 +514,23 @@ def serve(sock: socket.socket, program: Any) -> None:
         if not data:  # the bot closed its end
             return
         try:
-            request = json.loads(data)
-            wanted = 0 if "module" in request else 2  # a helper's job, or a worker's pipes
+            request = CONTRACT.decode_fork(data)
+            # a helper's job, or a worker's pipes
+            wanted = 0 if isinstance(request, CONTRACT.ForkJob) else 2
             if len(fds) != wanted:
                 raise ValueError(f"this request needs {wanted} descriptors, got {len(fds)}")
             pid = _fork(sock, request, fds, program)
             if pid <= 0:
                 raise OSError("the process could not be forked")
-            answer: dict[str, Any] = {"pid": pid, "marks": MARKS, "bytecode": BYTECODE["came"]}
+            marks = CONTRACT.Marks(**MARKS)
+            answer = CONTRACT.Forked(pid, marks, BYTECODE["came"])
         except Exception as exc:
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
+            answer = CONTRACT.ForkRefused(f"{type(exc).__name__}: {exc}")
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        sock.send(json.dumps(answer).encode())
+        sock.send(CONTRACT.encode_fork(answer))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,14 +106,15 @@ def test_a_check_says_how_much_of_its_first_call_compiled(
     loading kernels: a part of the first call, and the second case of the same kernel (the
     same variants, now loaded) spends next to nothing compiling."""
     from checks.sweep import workers
+    from checks.worker import contract
 
     answers: list[tuple[str, dict[str, float]]] = []
     call = workers.WorkerClient.call
 
-    def traced(self: workers.WorkerClient, op: str, **kw: object) -> object:
-        out = call(self, op, **kw)  # type: ignore[arg-type]
-        if op == "check" and isinstance(out, dict):
-            answers.append((self.spec.name, out.get("steps_s") or {}))
+    def traced(self: workers.WorkerClient, request: Any, *, timeout: float) -> Any:
+        out = call(self, request, timeout=timeout)
+        if isinstance(out, contract.CheckReply):
+            answers.append((self.spec.name, out.steps_s))
         return out
 
     monkeypatch.setattr(workers.WorkerClient, "call", traced)

@@ -314,8 +314,8 @@ def test_a_worker_checks_alike_while_and_after_the_checks_load(tmp_path) -> None
         w.start()
         try:
             if warm:
-                assert w.warmup(min_s=0.25, max_s=5.0)["reached"]
+                assert w.warmup(min_s=0.25, max_s=5.0).reached
             checked = w.check(["proofk:scale_shift"], (4096,), "float32", seed=1)
-            assert checked["correct"] and checked["digest"][0]["shape"] == [4096]
+            assert checked.correct and checked.digest[0].shape == (4096,)
         finally:
             w.close()

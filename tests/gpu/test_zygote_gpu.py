@@ -36,7 +36,7 @@ def test_a_forked_worker_finds_the_utilities_the_zygote_built(tmp_path: Path) ->
         theirs = {p.relative_to(cache): p.stat().st_mtime_ns for p in cache.rglob("*_utils*.so")}
         assert theirs == ours
         # a check waits for the worker's driver (loaded in a thread from its start)
-        assert worker.check(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["correct"]
+        assert worker.check(["standin_kernels:axpy"], SHAPE, "float32", seed=0).correct
         theirs = {p.relative_to(cache): p.stat().st_mtime_ns for p in cache.rglob("*_utils*.so")}
         assert theirs == ours
     finally:
@@ -64,13 +64,13 @@ def test_the_crossover_pair_makes_its_contexts_after_the_first_pair(tmp_path: Pa
         for w in workers:
             w.finish(recheck=False)  # waits for the worker's context and loaded checks
             got = w.check(["standin_kernels:axpy"], SHAPE, "float32", seed=0)
-            assert got["correct"]
-            marks.append(got["marks"])
-        first_made = max(m["context_at"] for m in marks[:2])
+            assert got.correct and got.marks is not None
+            marks.append(got.marks)
+        first_made = max(m.context_at for m in marks[:2])
         for m in marks[2:]:
-            assert m["context_asked_at"] >= first_made
+            assert m.context_asked_at >= first_made
         for m in marks[:2]:
-            assert m["context_asked_at"] <= min(x["context_at"] for x in marks[:2])
+            assert m.context_asked_at <= min(x.context_at for x in marks[:2])
         assert sorted(p.name for p in (tmp_path / "contexts" / "gpu").iterdir()) == [
             "base",
             "head",

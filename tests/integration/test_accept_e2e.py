@@ -48,7 +48,7 @@ def _report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float, **in
     run = Run(gh, tmp, monkeypatch, "pull_request", pr_event("synchronize", base, head), **inputs)
     for vendor in ("nvidia", "amd"):
         results_for(run.results, base, head, vendor, ratio)
-    assert run("report") == 0
+    assert run("plan") == 0 and run("report") == 0
     return run
 
 
@@ -137,7 +137,7 @@ def _noisy_report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float
         )
         sweep = SweepEvidence(vendor=vendor, gpu="NVIDIA H200", shapes=(line,))
         write_results(run.results, base, head, vendor, Evidence(sweeps=(sweep,)))
-    assert run("report") == 0
+    assert run("plan") == 0 and run("report") == 0
     return run
 
 
@@ -331,7 +331,7 @@ def test_check_run_carries_the_verdict_summary_and_annotations_in_batches_of_50(
     _policy(gh, base)
     run = Run(gh, tmp_path, monkeypatch, "pull_request", pr_event("opened", base, head))
     _many_slower(run.results, base, head, 60)
-    assert run("report") == 0
+    assert run("plan") == 0 and run("report") == 0
     check = _check(gh, head)
     assert check["name"] == "kernel-review" and check["status"] == "completed"
     assert check["conclusion"] == "failure"
@@ -383,7 +383,7 @@ def test_a_summary_in_multibyte_text_is_cut_by_bytes_and_the_check_run_posts(
     _policy(gh, base)
     run = Run(gh, tmp_path, monkeypatch, "pull_request", pr_event("opened", base, head))
     _multibyte_summary(run.results, base, head)
-    assert run("report") == 0
+    assert run("plan") == 0 and run("report") == 0
     full = (run.results / "review.md").read_text(encoding="utf-8")
     assert len(full.encode("utf-8")) > 65_535  # too long for GitHub, so cut
     summary = _check(gh, head)["output"]["summary"]

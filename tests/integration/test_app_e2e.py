@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -304,7 +305,7 @@ def test_pull_request_plan_measure_report_then_push_updates_the_same_comment(
     again = Run(
         gh, tmp_path / "push", monkeypatch, "pull_request", pr_event("synchronize", base, new_head)
     )
-    assert again("report") == 0
+    assert again("plan") == 0 and again("report") == 0
     [updated] = bot_comments(gh)
     assert updated["id"] == comment["id"] and marker_sha(updated["body"]) == new_head
     assert "no results came back" not in updated["body"]
@@ -314,6 +315,103 @@ def test_pull_request_plan_measure_report_then_push_updates_the_same_comment(
     assert late("report") == 0
     [still] = bot_comments(gh)
     assert marker_sha(still["body"]) == new_head
+
+
+@pytest.fixture
+def policy_reads(monkeypatch) -> list[str]:
+    """Every read of a policy file from here on (the revision it was read from), wherever the
+    job reads it: the contents API, git or a folder."""
+    from bot.policy import load
+
+    reads: list[str] = []
+    locate = load.locate_policy
+
+    def counted(revision, path=None):
+        reads.append(revision.label)
+        return locate(revision, path)
+
+    monkeypatch.setattr(load, "locate_policy", counted)
+    return reads
+
+
+def test_the_policy_is_read_once_per_pull_request(
+    gh, fixture_repo, tmp_path, monkeypatch, policy_reads
+):
+    """A pull request's plan, measure and report jobs: the gate reads the base policy; the
+    measure job's context and the report take it, and the plan, from the gate's gate.json."""
+    from bot import app
+    from bot.policy import load
+    from bot.revision import GitRevision
+    from checks.context import MeasureContext
+
+    repo, base, head = fixture_repo
+    written = load.find_policy(GitRevision(repo, base))
+    assert written is not None
+    reads = policy_reads
+    reads.clear()  # the test's own read above is no job's
+    event = pr_event("opened", base, head)
+    plan = Run(gh, tmp_path, monkeypatch, "pull_request", event)
+    assert plan("plan") == 0 and len(reads) == 1
+
+    # the measure job as the engine opens it (its checks are other tests' concern)
+    measure = Run(
+        gh, tmp_path, monkeypatch, "pull_request", event, vendor="nvidia",
+        runner_isolation="disposable", head_sha=head,
+    )  # fmt: skip
+    monkeypatch.chdir(repo)
+    contexts = []
+
+    def context_only(plan, **job):
+        with MeasureContext.open(plan, **job) as ctx:
+            contexts.append((ctx.policy, ctx.limits))
+        return Evidence()
+
+    env = app.ActionEnv.from_environ(os.environ)
+    assert app.measure_mode(env, measure_fn=context_only) == 0
+    [(policy, limits)] = contexts
+    assert policy == written[0] and policy.model_fields_set == written[0].model_fields_set
+    assert limits.max_gpu_seconds == written[0].limits.max_gpu_seconds
+    assert list(measure.results.glob("results-nvidia-*.json"))
+
+    report = Run(gh, tmp_path, monkeypatch, "pull_request", event, head_sha=head)
+    assert report("report") == 0
+    assert report.outputs()["verdict"] != "none" and bot_comments(gh)
+    assert len(reads) == 1, reads  # the gate's read alone
+    policy_gets = [p for m, p in gh.requests if "kernel-review.toml" in p]
+    assert len(policy_gets) == 1
+
+
+def test_a_bench_comment_s_jobs_read_the_policy_once(
+    gh, fixture_repo, tmp_path, monkeypatch, policy_reads
+):
+    """/bench: the gate reads the base policy; the ack and the report take it from gate.json."""
+    _, base, head = fixture_repo
+    payload = comment_event(gh, "maintainer", "/bench softmax --vendor nvidia")
+    run = Run(gh, tmp_path, monkeypatch, "issue_comment", payload, head_sha=head)
+    assert run("plan") == 0 and run.outputs()["run"] == "true" and len(policy_reads) == 1
+    assert run("ack") == 0
+    assert [r["content"] for r in gh.reactions[payload["comment"]["id"]]] == ["eyes", "rocket"]
+    results_for(run.results, base, head, "nvidia", 1.0)
+    assert run("report") == 0 and run.outputs()["verdict"] != "none"
+    assert len(policy_reads) == 1, policy_reads
+
+
+def test_the_report_refuses_a_gate_decision_of_another_head(
+    gh, fixture_repo, tmp_path, monkeypatch, capsys
+):
+    _, base, head = fixture_repo
+    event = pr_event("opened", base, head)
+    assert Run(gh, tmp_path, monkeypatch, "pull_request", event)("plan") == 0
+    report = Run(gh, tmp_path, monkeypatch, "pull_request", event, head_sha="e" * 40)
+    capsys.readouterr()
+    assert report("report") != 0
+    err = capsys.readouterr().err
+    assert f"is for octo/kernels #{PR} at {head[:12]}, not this run's" in err
+    assert "eeeeeeeeeeee" in err and "kernel-review-gate" in err
+    assert not bot_comments(gh)
+    (report.results / "gate.json").unlink()
+    assert report("report") != 0
+    assert "cannot read the gate's decision" in capsys.readouterr().err
 
 
 def test_bench_by_writer_is_pinned_acknowledged_and_reported(

@@ -3,7 +3,6 @@ that says what is wrong and what to do, and exit code 2 (issue 43)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -55,7 +54,7 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-# --- bench --gpus -----------------------------------------------------------------------------
+# --- bench --engine-option gpus= --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("value", ["abc", "0,x", "-1", "1.5", ",", "0,,1 2"])
@@ -63,18 +62,18 @@ def test_bench_gpu_ids_must_be_non_negative_integers(
     repo: Path, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["bench", "--repo", str(repo), "--gpus", value])
+        main(["bench", "--repo", str(repo), "--engine-option", f"gpus={value}"])
     assert exc.value.code == 2
     err = _err_of(capsys)
-    assert "argument --gpus:" in err
-    assert "non-negative integers" in err and "e.g. --gpus 0,1" in err
+    assert "argument --engine-option: gpus:" in err
+    assert "non-negative integers" in err and "e.g. gpus=0,1" in err
 
 
 def test_bench_names_gpus_the_machine_does_not_have(
     repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(gpus, "visible_gpus", lambda: ["0", "1"])
-    assert main(["bench", "--repo", str(repo), "--gpus", "1,7,9"]) == 2
+    assert main(["bench", "--repo", str(repo), "--engine-option", "gpus=1,7,9"]) == 2
     err = _err_of(capsys)
     assert "no GPU 7, 9 here" in err
     assert "this machine's GPUs are 0, 1" in err
@@ -84,10 +83,51 @@ def test_bench_gpus_on_a_machine_without_one_is_the_no_gpu_error(
     repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(gpus, "visible_gpus", lambda: [])
-    assert main(["bench", "--repo", str(repo), "--gpus", "0"]) == 2
+    assert main(["bench", "--repo", str(repo), "--engine-option", "gpus=0"]) == 2
     err = _err_of(capsys)
     assert "no GPU 0 here: no GPU is visible to this process" in err
     assert "--device cpu" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("gpu=0", "'gpu' is not an engine option; the known keys: gpus, block_ms, crossover"),
+        ("first_call_alone=off", "'first_call_alone' is not an engine option"),
+        ("crossover", "'crossover' is not KEY=VALUE; the known keys: gpus,"),
+        ("crossover=maybe", "crossover: 'maybe' is not on or off"),
+        ("work_dir=", "work_dir: an empty folder name"),
+    ],
+)
+def test_bench_engine_options_are_checked_and_the_known_keys_named(
+    repo: Path, option: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--repo", str(repo), "--engine-option", option])
+    assert exc.value.code == 2
+    assert f"argument --engine-option: {message}" in _err_of(capsys)
+
+
+def test_bench_engine_option_given_twice_is_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "--repo", str(repo), "--device", "cpu"]
+    twice = ["--engine-option", "zygote=off", "--engine-option", "zygote=on"]
+    assert main([*argv, *twice]) == 2
+    assert "--engine-option zygote given more than once" in _err_of(capsys)
+
+
+def test_bench_engine_options_are_read_as_the_engine_takes_them() -> None:
+    from bot.cli import build_parser
+    from checks.sweep.cli import EngineOptions
+
+    words = ["crossover=off", "block-ms=2.5", "gpus=1,0,1"]
+    args = build_parser("bench").parse_args(
+        ["bench", *(w for text in words for w in ("--engine-option", text))]
+    )
+    engine = EngineOptions.given(args.engine_option)
+    assert engine.crossover is False and engine.block_ms == 2.5 and engine.gpus == ("1", "0")
+    assert engine.precompile is True and engine.zygote is None and engine.work_dir is None
 
 
 # --- compiler-report / first-call --target ----------------------------------------------------
@@ -114,7 +154,7 @@ def test_a_target_the_policy_names_is_accepted_though_untabled(repo: Path) -> No
         check_targets(["sm_87"], policy_targets=["sm_90"])
 
 
-# --- --jobs -----------------------------------------------------------------------------------
+# --- compiler-report --engine-option jobs= -----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -126,33 +166,25 @@ def test_jobs_below_one_is_refused(
     repo: Path, value: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["compiler-report", "--repo", str(repo), "--jobs", value])
+        main(["compiler-report", "--repo", str(repo), "--engine-option", f"jobs={value}"])
     assert exc.value.code == 2
-    assert f"argument --jobs: {message}" in _err_of(capsys)
+    assert f"argument --engine-option: jobs: {message}" in _err_of(capsys)
 
 
-def _jobs_flags(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, argparse.Action]]:
-    """Every ``--jobs`` option of ``parser`` and its subcommands, with the command's name."""
-    found = []
-    for action in parser._actions:
-        if "--jobs" in action.option_strings:
-            found.append((name, action))
-        if isinstance(action, argparse._SubParsersAction):
-            for sub_name, sub in action.choices.items():
-                found += _jobs_flags(sub, f"{name} {sub_name}".strip())
-    return found
+def test_first_call_reads_its_engine_option(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["first-call", "--repo", str(repo), "--engine-option", "time_distribution=maybe"])
+    assert "argument --engine-option: time_distribution: 'maybe' is not on or off" in _err_of(
+        capsys
+    )
 
 
-def test_every_jobs_flag_is_checked() -> None:
-    """No command takes a ``--jobs`` that is not checked (a new one is found here)."""
-    from bot.cli import build_parser
-
-    flags = _jobs_flags(build_parser(), "")
-    assert [name for name, _ in flags] == ["compiler-report"]
-    for _, action in flags:
-        assert callable(action.type)
-        with pytest.raises(argparse.ArgumentTypeError, match="must be 1 or more"):
-            action.type("0")
+def test_compiler_report_names_its_known_engine_options(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["compiler-report", "--repo", str(repo), "--engine-option", "gpus=0"])
+    assert "'gpus' is not an engine option; the known keys: jobs" in _err_of(capsys)
 
 
 # --- --out / --json in a folder that does not exist -------------------------------------------

@@ -406,7 +406,9 @@ def test_compare_c_plus_plus_against_triton_by_kernel():
 
 
 @pytest.mark.slow
-def test_cli_compiler_report_json(tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture):
+def test_cli_compiler_report_json(
+    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
     import json
     import shutil
 
@@ -431,9 +433,8 @@ def test_cli_compiler_report_json(tmp_path: Path, cache_dir: Path, capsys: pytes
         "shapes = [[1048576], [5000]]\n"
     )
     out = tmp_path / "report.json"
-    code = main(
-        ["compiler-report", "--repo", str(repo), "--cache-dir", str(cache_dir), "--json", str(out)]
-    )
+    monkeypatch.setenv("KERNEL_REVIEW_CACHE", str(cache_dir))
+    code = main(["compiler-report", "--repo", str(repo), "--json", str(out)])
     assert code == 0
     text = capsys.readouterr().out
     rows = [line.split() for line in text.splitlines() if line.startswith("vector_add ")]
@@ -444,7 +445,7 @@ def test_cli_compiler_report_json(tmp_path: Path, cache_dir: Path, capsys: pytes
     assert {r.target for r in report.records} == {"sm_90", "gfx942"}
     # again with the same cache: every variant is read from it (whatever ran before this test)
     again = tmp_path / "again.json"
-    argv = ["compiler-report", "--repo", str(repo), "--cache-dir", str(cache_dir)]
+    argv = ["compiler-report", "--repo", str(repo)]
     assert main([*argv, "--json", str(again)]) == 0
     capsys.readouterr()
     warm = CompilerReport.model_validate(json.loads(again.read_text())["report"])
@@ -539,7 +540,7 @@ def test_a_target_without_tables_still_gets_registers():
 
 @pytest.mark.slow
 def test_a_src_layout_is_imported_through_the_policys_python_path(
-    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture
+    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ):
     """The kernels under src/ and python_path = ["src"]: the compiler report and the first call
     import them as the sweep's workers do; without python_path both say the import failed."""
@@ -547,6 +548,8 @@ def test_a_src_layout_is_imported_through_the_policys_python_path(
     import shutil
 
     from bot.cli import main
+
+    monkeypatch.setenv("KERNEL_REVIEW_CACHE", str(cache_dir))
 
     repo = tmp_path / "repo"
     shutil.copytree(KERNELS / "toykern", repo / "src" / "toykern")
@@ -571,7 +574,7 @@ def test_a_src_layout_is_imported_through_the_policys_python_path(
     for python_path in ("", 'python_path = ["src"]\n'):
         toml.write_text(policy.format(python_path=python_path))
         args = ["--repo", str(repo), "--json", str(report_json)]
-        assert main(["compiler-report", *args, "--cache-dir", str(cache_dir)]) == 0
+        assert main(["compiler-report", *args]) == 0
         report = CompilerReport.model_validate(json.loads(report_json.read_text())["report"])
         first = ["first-call", "--repo", str(repo), "--device", "cpu", "--json", str(first_json)]
         main(first)

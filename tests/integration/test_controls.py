@@ -113,4 +113,6 @@ def test_a_rewrite_of_the_reduction_sample_names_what_it_gave_up(tmp_path: Path)
     comment = review.comment
     assert "### In the changed code" in comment
     assert "- **reduce** (`bench/bench_reduce.py:13`): times reduce\\_sum(...)" in comment
-    assert "(`redops/csrc/reduction_kernel.cu:78`): the replaced C++" in comment
+    # the finding's place is in its sentence already, not repeated before it
+    assert "- **reduce**: the replaced C++ (reduce0" in comment
+    assert "\\_\\_shfl\\_down\\_sync() (redops/csrc/reduction\\_kernel.cu:78)" in comment

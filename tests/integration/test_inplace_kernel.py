@@ -59,10 +59,10 @@ def test_an_in_place_kernel_is_checked_and_rechecked_on_the_inputs_its_reference
     try:
         entry = ["entries:ce_backward"]
         checked = client.check(entry, (3, 700), "float32", seed=1)
-        assert checked["correct"], checked
+        assert checked.correct, checked
         prepared = client.prepare(entry, (3, 700), "float32", seed=1)
-        assert prepared["est_us"] > 0  # the kernel ran again and again on its own writes
+        assert prepared.est_us > 0  # the kernel ran again and again on its own writes
         finished = client.finish(recheck=True)
-        assert finished["rechecked"] and finished["correct"], finished
+        assert finished.rechecked and finished.correct, finished
     finally:
         client.close()

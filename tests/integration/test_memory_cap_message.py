@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from checks.memory_cap import MEMORY_ENV
-from checks.worker_env import capped
+from checks.procs.launch import capped
 from tests.paths import ROOT
 
 CHILD = """\

@@ -153,11 +153,11 @@ def check_every_kernel(client: WorkerClient, kernels: Sequence[Any], *, last: bo
     for kernel in kernels:
         dims = kernel.shapes[-1 if last else 0].dims
         checked = client.check([kernel.bench], dims, kernel.dtypes[0], seed=1)
-        assert checked["correct"], (kernel.name, checked)
+        assert checked.correct, (kernel.name, checked)
         prepared = client.prepare([kernel.bench], dims, kernel.dtypes[0], seed=0)
-        assert prepared["entry"] == kernel.bench and prepared["est_us"] > 0
-        assert prepared["footprint_bytes"] > 0  # the captured callable's tensors
-        assert client.finish()["correct"]
+        assert prepared.entry == kernel.bench and prepared.est_us > 0
+        assert prepared.footprint_bytes > 0  # the captured callable's tensors
+        assert client.finish().correct
 
 
 @pytest.fixture
@@ -339,10 +339,10 @@ def test_a_function_of_one_input_object_is_recognised_from_the_scripts_call_and_
     assert [s.dims for s in kernel.shapes] == [(256,), (512,), (1024,)]
     with cpu_worker(repo, tmp_path / "work", ("src",)) as client:
         checked = client.check([kernel.bench], (300,), "float32", seed=1)
-        assert checked["correct"], checked
+        assert checked.correct, checked
         prepared = client.prepare([kernel.bench], (300,), "float32", seed=0)
-        assert prepared["footprint_bytes"] == 2 * 4 * 300 * 4  # x and y: 4 rows of 300 floats
-        assert client.finish()["correct"]
+        assert prepared.footprint_bytes == 2 * 4 * 300 * 4  # x and y: 4 rows of 300 floats
+        assert client.finish().correct
 
 
 def test_an_op_no_benchmark_calls_gets_a_stub_and_a_policy_that_passes_the_check(

@@ -42,7 +42,7 @@ def test_a_job_no_runner_takes_is_given_up_said_in_the_review_and_cancelled(
     assert "no runner labelled self-hosted, amd" in run.summary.read_text()
 
     results_for(run.results, base, head, "nvidia", 1.01)
-    assert run("report") == 0
+    assert run("plan") == 0 and run("report") == 0
     [comment] = bot_comments(gh)
     assert "no runner labelled self-hosted, amd picked up the amd measure job within 30 minutes" in comment["body"]  # fmt: skip
     assert gh.workflow_runs[RUN]["conclusion"] == "cancelled"
@@ -60,7 +60,7 @@ def test_without_a_stuck_job_the_report_cancels_nothing(gh, fixture_repo, tmp_pa
     assert run("wait") == 0
     for vendor in ("nvidia", "amd"):
         results_for(run.results, base, head, vendor, 1.01)
-    assert run("report") == 0
+    assert run("plan") == 0 and run("report") == 0
     assert "no runner labelled" not in bot_comments(gh)[0]["body"]
     assert gh.count("POST", r"/cancel$") == 0
 

@@ -20,6 +20,7 @@ from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
+from checks.worker import contract
 from tests.paths import DATA
 
 STANDINS = DATA / "standins"
@@ -67,34 +68,39 @@ def _sweep(cases: list[Case], work: Path, head: str = "head") -> Any:
     )
 
 
+Sent = tuple[str, type, Any]  # the worker's name, the command's class, the command
+
+
 @pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, dict[str, Any]]]:
-    """Every command the bot sends a worker, in the order sent: (worker, op, arguments)."""
-    seen: list[tuple[str, str, dict[str, Any]]] = []
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[Sent]:
+    """Every command the bot sends a worker, in the order sent."""
+    seen: list[Sent] = []
     lock = threading.Lock()
     real = WorkerClient.call
 
-    def recorded(self: WorkerClient, op: str, *, timeout: float, **args: Any) -> dict[str, Any]:
+    def recorded(self: WorkerClient, request: contract.Request[Any], *, timeout: float) -> Any:
         with lock:
-            seen.append((self.spec.name, op, args))
-        return real(self, op, timeout=timeout, **args)
+            seen.append((self.spec.name, type(request), request))
+        return real(self, request, timeout=timeout)
 
     monkeypatch.setattr(workers.WorkerClient, "call", recorded)
     return seen
 
 
-def _per_case(seen: list[tuple[str, str, dict[str, Any]]]) -> list[list[tuple[str, str, Any]]]:
+def _per_case(seen: list[Sent]) -> list[list[Sent]]:
     """The commands between one case's rounds and the next case's prepare (the first case's
     check before its prepare), case by case."""
-    out: list[list[tuple[str, str, Any]]] = [[]]
+    out: list[list[Sent]] = [[]]
     in_rounds = False
     for name, op, args in seen:
-        if op in ("hello", "env", "warmup", "quit", "ceilings"):
+        if op in (contract.Hello, contract.Env, contract.Warmup, contract.Quit):
             continue
-        if op == "prepare":
+        if op is contract.MeasureCeilings:
+            continue
+        if op is contract.Prepare:
             in_rounds = True
             continue
-        if op in ("finish", "check") and in_rounds:
+        if op in (contract.Finish, contract.Check) and in_rounds:
             in_rounds = False
             out.append([])
         if not in_rounds:
@@ -103,30 +109,33 @@ def _per_case(seen: list[tuple[str, str, dict[str, Any]]]) -> list[list[tuple[st
 
 
 def test_the_recheck_and_the_next_check_overlap_and_cover_every_case(
-    tmp_path: Path, calls: list[tuple[str, str, dict[str, Any]]]
+    tmp_path: Path, calls: list[Sent]
 ) -> None:
     result = _sweep(_cases("axpy", 4), tmp_path, head="base")
     assert [c.status for c in result.cases] == ["ok"] * 4, [c.message for c in result.cases]
     steps = _per_case(calls)
     pairs = [{"base", "head"}, {"base-x", "head-x"}]
     # the first case is checked by the first pair, alone
-    assert sorted((n, op) for n, op, _ in steps[0]) == [("base", "check"), ("head", "check")]
+    assert [(n, op) for n, op, _ in steps[0]] in (
+        [("base", contract.Check), ("head", contract.Check)],
+        [("head", contract.Check), ("base", contract.Check)],
+    )
     for k, tail in enumerate(steps[1:], start=1):
-        finished = {n for n, op, _ in tail if op == "finish"}
-        checked = {n for n, op, _ in tail if op == "check"}
+        finished = {n for n, op, _ in tail if op is contract.Finish}
+        checked = {n for n, op, _ in tail if op is contract.Check}
         if k < 4:  # after case k: one pair rechecks it (alone on the GPU), the other checks k+1
             assert finished in pairs and checked in pairs and finished != checked, tail
             wait = FAST.finish_s / 2  # a hung check holding the lock must not fail this case
             assert all(
-                a == {"recheck": True, "alone": True, "lock_wait_s": wait}
+                a == contract.Finish(recheck=True, alone=True, lock_wait_s=wait)
                 for _, op, a in tail
-                if op == "finish"
+                if op is contract.Finish
             )
         else:  # after the last: every worker rechecks, side by side
             assert finished == pairs[0] | pairs[1] and not checked, tail
-            assert all(not a.get("alone") for _, op, a in tail if op == "finish")
+            assert all(not a.alone for _, op, a in tail if op is contract.Finish)
     # every case checked once per side: four cases, two checks each
-    assert sum(op == "check" for _, op, _ in calls) == 8
+    assert sum(op is contract.Check for _, op, _ in calls) == 8
     # the time of a case's finish holds the next one's check; the next case's check step is
     # only taking that answer
     assert all(c.phase_s["check"] < 0.05 for c in result.cases[1:]), [
@@ -161,7 +170,7 @@ def test_a_recheck_asked_to_run_alone_waits_for_the_gpu_lock(tmp_path: Path) -> 
             t0 = time.monotonic()
             answer = client.finish(recheck=True, alone=alone)
             waited[alone] = time.monotonic() - t0
-            assert answer["rechecked"] and answer["correct"]
+            assert answer.rechecked and answer.correct
             time.sleep(0.6)
         assert waited[False] < 0.4 <= waited[True], waited
     finally:
@@ -190,8 +199,8 @@ def test_a_recheck_that_cannot_take_the_lock_in_half_its_timeout_rechecks_withou
             waited = time.monotonic() - t0
         finally:
             os.close(fd)
-        assert answer["rechecked"] and answer["correct"], answer
-        assert answer["lock_not_taken_s"] == 0.5, answer
+        assert answer.rechecked and answer.correct, answer
+        assert answer.lock_not_taken_s == 0.5, answer
         assert 0.5 <= waited < 1.0, waited
     finally:
         client.close()

@@ -55,7 +55,7 @@ def test_measured_code_cannot_write_the_runners_files(tmp_path: Path, confined: 
         client = _client(tmp_path / "work")
         client.start()
         try:  # the worker itself works: it reads its checkout, writes its scratch
-            assert client.prepare(["standin_kernels:escape"], SHAPE, "float32", seed=0)["entry"]
+            assert client.prepare(["standin_kernels:escape"], SHAPE, "float32", seed=0).entry
         finally:
             client.close()
         said = next((tmp_path / "work" / "triton-cache").rglob("escape.txt")).read_text()
@@ -129,7 +129,7 @@ def test_shared_memory_past_the_cap_is_stopped(tmp_path: Path, confined: None) -
         assert failure.value.kind == "oom", failure.value.message
         assert "memory cap of 256 MiB" in failure.value.message
         client.restart()  # the next case runs on a fresh worker
-        assert client.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["entry"]
+        assert client.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0).entry
     finally:
         client.close()
         for name in set(os.listdir("/dev/shm")) - before:  # what escaped, unconfined
@@ -265,7 +265,7 @@ def test_a_worker_forked_from_a_confined_zygote_is_confined_in_cgroups_of_its_ow
         own = {root / cgroup.name(pid) for root in place.roots()}
         try:
             assert all(str(pid) in (g / "cgroup.procs").read_text().split() for g in own)
-            assert client.prepare(["standin_kernels:escape"], SHAPE, "float32", seed=0)["entry"]
+            assert client.prepare(["standin_kernels:escape"], SHAPE, "float32", seed=0).entry
         except BaseException:
             client.close()
             raise
@@ -344,8 +344,9 @@ def test_a_helper_forked_from_a_confined_zygote_runs_nothing_before_it_is_in_its
     import json
     import time
 
-    from checks.job_process import PACKAGE_ROOT, JobProcess, _job_path
+    from checks.job_process import PACKAGE_ROOT, _job_path
     from checks.sweep.zygote import start_zygote
+    from checks.worker.contract import ForkJob
     from checks.worker_env import scrubbed_env
 
     moved = cgroup.join
@@ -360,8 +361,8 @@ def test_a_helper_forked_from_a_confined_zygote_runs_nothing_before_it_is_in_its
     job = work / "job.json"
     job.write_text(json.dumps({"do": "probe", "out": str(work / "out.json")}))
     env = {**scrubbed_env(), "TRITON_CACHE_DIR": str(work / "tc")}
-    process = JobProcess(
-        "tests.data.jobs.probe", job, env, PACKAGE_ROOT, work / "log", _job_path(), 0
+    process = ForkJob(
+        "tests.data.jobs.probe", str(job), env, str(PACKAGE_ROOT), str(work / "log"), _job_path(), 0
     )
     try:
         helper = zygote.fork_job(process, timeout=60)

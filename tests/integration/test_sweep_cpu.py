@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import pstats
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case, plan_cases
 from checks.sweep.summary import merge, recompute, time_line
 from checks.sweep.workers import Timeouts
-from checks.worker.profiling import PROFILE_ENV
+from checks.worker import contract
 from checks.worker.timing import SLOT_BIAS_ENV
 from tests.paths import DATA
 
@@ -170,12 +169,12 @@ def test_ceilings_are_measured_after_the_last_case_and_read_from_the_cache_at_st
     # one process faster than the head's on identical code: head/base 1.33 on a CPU
     from checks.sweep.workers import WorkerClient
 
-    ops: list[str] = []
+    ops: list[type] = []
     call = WorkerClient.call
 
-    def recording(self: WorkerClient, op: str, **kw: Any) -> dict[str, Any]:
-        ops.append(op)
-        return call(self, op, **kw)
+    def recording(self: WorkerClient, request: contract.Request[Any], *, timeout: float) -> Any:
+        ops.append(type(request))
+        return call(self, request, timeout=timeout)
 
     monkeypatch.setattr(WorkerClient, "call", recording)
     case = Case(
@@ -186,11 +185,12 @@ def test_ceilings_are_measured_after_the_last_case_and_read_from_the_cache_at_st
     )
     first = _standin_sweep([case], options, tmp_path / "one")
     assert first.ceilings and not first.ceilings[0].cached and first.cases[0].status == "ok"
-    assert ops.count("ceilings") == 1
-    assert ops.index("ceilings") > max(i for i, op in enumerate(ops) if op in ("block", "finish"))
+    ceilings, timed = contract.MeasureCeilings, (contract.Block, contract.Finish)
+    assert ops.count(ceilings) == 1
+    assert ops.index(ceilings) > max(i for i, op in enumerate(ops) if op in timed)
     ops.clear()
     again = _standin_sweep([case], options, tmp_path / "two")
-    assert again.ceilings and again.ceilings[0].cached and "ceilings" not in ops
+    assert again.ceilings and again.ceilings[0].cached and ceilings not in ops
     assert again.ceilings[0].copy_gbps == first.ceilings[0].copy_gbps
 
 
@@ -375,8 +375,6 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
     )
     results = {}
     for crossover in (False, True):
-        if crossover:  # its workers also profile their commands (bench/cost_diag.py --profile)
-            monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "profiles"))
         protocol = ONE_PASS.model_copy(update={"crossover": crossover, "max_rounds": 12})
         results[crossover] = _a_a(case, tmp_path / f"crossover-{crossover}", protocol=protocol)
     plain, crossed = results[False].cases[0], results[True].cases[0]
@@ -396,14 +394,6 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
     # one Triton cache per side, shared by that side's two workers (never base with head)
     caches = sorted(p.name for p in (tmp_path / "crossover-True" / "triton-cache").iterdir())
     assert caches == ["base", "head"]
-    # each worker wrote one profile per command it ran; only the first pair checks
-    profiles = sorted(p.name.split("-")[0] + "." + p.name.split(".")[-2]
-                      for p in (tmp_path / "profiles").glob("*.prof"))  # fmt: skip
-    assert profiles.count("base.block") == profiles.count("head.block") == 2
-    assert profiles.count("base.check") == profiles.count("head.check") == 1
-    checked = next((tmp_path / "profiles").glob("base-slot1-*.check.prof"))
-    handlers = [k[2] for k in pstats.Stats(str(checked)).stats]  # type: ignore[attr-defined]
-    assert "op_check" in handlers
     for r in results.values():
         assert r.held_gpu_seconds and r.gpu_s_per_verdict_all_in == r.held_gpu_seconds
         assert r.first_verdict_s is not None and 0 < r.first_verdict_s <= r.held_gpu_seconds
@@ -608,7 +598,7 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
     # base and head each tuned once in each pass (fresh workers), in the check, one at a time
     assert len({pid for _, _, pid in spans}) == 2 * passes
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), spans
-    # --no-first-call-alone: no lock is handed to the workers
+    # first_call_alone=False: no lock is handed to the workers
     apart = _a_a(case, tmp_path / "apart", first_call_alone=False)
     assert apart.cases[0].status == "ok" and not (tmp_path / "apart" / "locks").exists()
 

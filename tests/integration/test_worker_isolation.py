@@ -107,7 +107,7 @@ UNDUMPABLE_PROBE = """
 import os, subprocess, sys
 sys.path.insert(0, sys.argv[1])
 if sys.argv[2] == "1":
-    from checks.worker_env import make_undumpable
+    from checks.procs.launch import make_undumpable
     assert make_undumpable()
 child = f"import os; p = os.getppid(); open(f'/proc/{{p}}/{sys.argv[3]}', '{sys.argv[4]}'); print('read')"
 r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
@@ -191,7 +191,7 @@ def test_a_worker_that_allocates_past_its_cap_fails_as_oom(tmp_path: Path) -> No
             client.prepare(["standin_kernels:hog"], SHAPE, "float32", seed=0)
         assert failure.value.kind == "oom"
         client.restart()  # and the next case runs on a fresh worker
-        assert client.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["entry"]
+        assert client.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0).entry
     finally:
         client.close()
 

@@ -19,7 +19,7 @@ from checks.sweep.workers import (
     in_parallel,
     start_all,
 )
-from checks.worker import exclusive
+from checks.worker import contract, exclusive
 from checks.worker_env import scrubbed_env
 from tests.cxx_standin import write_ext_repo
 from tests.paths import DATA
@@ -49,27 +49,36 @@ def make_worker(tmp_path: Path):
         c.close()
 
 
-def _prepare(client: WorkerClient, name: str) -> dict:
+def _prepare(client: WorkerClient, name: str) -> contract.PrepareReply:
     return client.prepare([f"standin_kernels:{name}"], SHAPE, "float32", seed=0)
 
 
 def _alive_after_restart(client: WorkerClient) -> None:
     client.restart()
-    assert _prepare(client, "axpy")["entry"] == "standin_kernels:axpy"
+    assert _prepare(client, "axpy").entry == "standin_kernels:axpy"
 
 
 def test_a_good_kernel_runs_the_whole_command_set(make_worker) -> None:
     w = make_worker("base")
     c = w.check(["standin_kernels:axpy"], SHAPE, "float32", seed=7)
-    assert c["correct"] and c["has_reference"] and c["digest"][0]["shape"] == [1000]
+    assert c.correct and c.has_reference and c.digest[0].shape == (1000,)
     p = _prepare(w, "axpy")
-    assert p["bytes_moved"] == 3 * 4 * 1000 and p["flops"] == 2000 and p["est_us"] > 0
-    assert p["copies"] == 4  # a few input copies to rotate through, even on the CPU
-    assert w.configure("cpu", 1.0)["calls_per_block"] >= 1
+    assert p.bytes_moved == 3 * 4 * 1000 and p.flops == 2000 and p.est_us > 0
+    assert p.copies == 4  # a few input copies to rotate through, even on the CPU
+    assert w.configure("cpu", 1.0).calls_per_block >= 1
     b = w.block()
     assert b.value_us > 0 and b.calls >= 1 and b.telemetry is None
-    assert w.finish()["correct"]
-    assert w.env_info()["vendor"] == "cpu"
+    assert w.finish().correct
+    assert w.env_info().vendor == "cpu"
+
+
+def test_a_worker_refuses_a_bot_of_another_protocol_version_and_says_why(make_worker) -> None:
+    w = make_worker("base")
+    with pytest.raises(WorkerFailure) as info:
+        w.call(contract.Hello(version=contract.VERSION + 1), timeout=FAST.start_s)
+    assert f"the bot speaks version {contract.VERSION + 1}" in info.value.message
+    assert "reinstall kernel-review" in info.value.message
+    assert w.hello().version == contract.VERSION  # the same worker goes on
 
 
 @pytest.mark.parametrize(
@@ -142,7 +151,7 @@ def test_a_check_killed_while_holding_the_gpu_lock_says_so_and_a_waiter_does_not
         assert got[0].held_lock_at is not None
         assert isinstance(got[1], WorkerFailure) and got[1].kind == "timeout"
         assert got[1].held_lock_at is None  # it waited, and was killed waiting
-        assert got[2]["correct"]  # took the lock once the hung worker died, and let it go
+        assert got[2].correct  # took the lock once the hung worker died, and let it go
         assert exclusive.holders(lock) == []
     finally:
         for w in (hung, impatient, patient):
@@ -153,8 +162,8 @@ def test_a_wrong_result_is_caught_by_the_check(make_worker) -> None:
     w = make_worker("head")
     _prepare(w, "wrong")
     c = w.check(["standin_kernels:wrong"], SHAPE, "float32", seed=7)
-    assert not c["correct"] and c["bad_elements"] == 1
-    assert "index 999" in c["message"]
+    assert not c.correct and c.bad_elements == 1
+    assert "index 999" in c.message
 
 
 def test_output_on_stdout_cannot_corrupt_the_channel_and_is_logged(
@@ -184,10 +193,10 @@ def test_each_side_imports_only_its_own_checkout(make_worker) -> None:
     for w in (base, head):
         w.prepare(["standin_kernels:which_side"], (4,), "float32", seed=0)
         values.append(
-            w.check(["standin_kernels:which_side"], (4,), "float32", seed=0)["digest"][0]["samples"]
+            w.check(["standin_kernels:which_side"], (4,), "float32", seed=0).digest[0].samples
         )
-    assert values == [[1.0] * 4, [2.0] * 4]
-    assert head.prepare(["head_only:entry"], (4,), "float32", seed=0)["entry"] == "head_only:entry"
+    assert values == [(1.0,) * 4, (2.0,) * 4]
+    assert head.prepare(["head_only:entry"], (4,), "float32", seed=0).entry == "head_only:entry"
     with pytest.raises(WorkerFailure) as info:
         base.prepare(["head_only:entry"], (4,), "float32", seed=0)
     assert info.value.kind == "missing_entry" and not info.value.needs_restart
@@ -196,7 +205,7 @@ def test_each_side_imports_only_its_own_checkout(make_worker) -> None:
 def test_a_missing_entry_falls_back_to_the_baseline(make_worker) -> None:
     w = make_worker("base")
     p = w.prepare(["standin_kernels:not_there", "standin_kernels:axpy"], SHAPE, "float32", seed=0)
-    assert p["entry"] == "standin_kernels:axpy"
+    assert p.entry == "standin_kernels:axpy"
 
 
 def test_private_triton_cache_and_scrubbed_environment(tmp_path: Path) -> None:
@@ -317,7 +326,7 @@ def test_base_and_head_never_share_a_cxx_extension_build(
         for c in clients:
             c.close()
     for side, got in zip(("base", "head"), checks, strict=True):
-        assert got["correct"], (side, got["message"])
+        assert got.correct, (side, got.message)
     assert not (tmp_path / "runner-wide").exists()
 
 
@@ -343,7 +352,7 @@ def test_a_worker_ends_at_once_after_quit_and_runs_no_atexit_handler(tmp_path: P
     )
     client.start()
     try:
-        assert client.check(["exitbench:entry"], SHAPE, "float32", seed=0)["correct"]
+        assert client.check(["exitbench:entry"], SHAPE, "float32", seed=0).correct
         proc = client.proc
         assert proc is not None
     finally:
@@ -370,13 +379,13 @@ def test_a_polling_worker_and_client_answer_within_and_after_the_poll_window(
     client = WorkerClient(spec)
     client.start()
     try:
-        assert _prepare(client, "axpy")["copies"] >= 1
+        assert _prepare(client, "axpy").copies >= 1
         client.configure("cpu", 1.0)
         values = [client.block().value_us for _ in range(3)]
         time.sleep(0.1)  # past the window: the worker sleeps in select, and wakes for this
         values.append(client.block().value_us)
         assert all(v > 0 for v in values)
-        assert client.finish()["correct"]
+        assert client.finish().correct
         client.prepare(["standin_kernels:axpy"], (2_000_000,), "float32", seed=0)
         client.configure("cpu", 3000.0)  # a block of about 3 s, past its 1 s timeout
         with pytest.raises(WorkerFailure) as failed:

@@ -75,10 +75,10 @@ def test_a_forked_worker_is_ours_in_its_own_session_with_its_env_folder_log_and_
         limits = Path(f"/proc/{pid}/limits").read_text()
         data = next(line for line in limits.splitlines() if line.startswith("Max data size"))
         assert data.split()[3:5] == [str(CAP), str(CAP)]
-        assert w.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["entry"]
-        assert w.configure("cpu", 1.0)["calls_per_block"] >= 1
+        assert w.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0).entry
+        assert w.configure("cpu", 1.0).calls_per_block >= 1
         assert w.block().value_us > 0
-        assert w.finish()["correct"]
+        assert w.finish().correct
         # the measured code sees the spec's environment: it leaves a daemon whose pid it writes
         # into its TRITON_CACHE_DIR
         w.prepare(["standin_kernels:daemon"], SHAPE, "float32", seed=0)
@@ -117,7 +117,7 @@ def test_a_forked_worker_that_dies_is_reported_and_replaced_like_a_started_one(
             os.killpg(first.pid, 0)  # its whole session is gone
         w.restart()
         assert isinstance(w.proc, Forked) and w.proc.pid != first.pid
-        assert w.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["entry"]
+        assert w.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0).entry
     finally:
         w.close()
 
@@ -137,7 +137,7 @@ def test_where_the_zygote_cannot_serve_the_worker_is_started_as_before(
         w.start()
         try:
             assert isinstance(w.proc, subprocess.Popen)
-            assert w.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["entry"]
+            assert w.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0).entry
         finally:
             w.close()
 
@@ -152,7 +152,7 @@ def test_a_zygote_that_died_leaves_the_workers_to_start_as_before(tmp_path: Path
     try:
         assert isinstance(w.proc, subprocess.Popen)
         assert "exited" in z.note or "answering" in z.note
-        assert w.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0)["entry"]
+        assert w.prepare(["standin_kernels:axpy"], SHAPE, "float32", seed=0).entry
     finally:
         w.close()
         z.close()

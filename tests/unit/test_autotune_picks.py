@@ -1,5 +1,6 @@
 """A worker's record of its autotuners' picks, and the parent's reading of it: the worker runs the
-checkout's code, so the parent keeps only what is well formed, bounded in count and length."""
+checkout's code, so the parent reads only well-formed picks (the contract refuses the rest:
+``tests/unit/test_worker_contract.py``), bounded in count and length."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from bot.contracts.evidence import MAX_LABEL
 from checks.compiler.triton_compat import picked_label
 from checks.sweep.models import MAX_PICKS
 from checks.sweep.pair_runner import _offers, _picks
-from checks.worker import autotune_picks
+from checks.worker import autotune_picks, contract
 
 
 class _Tuner:
@@ -45,19 +46,25 @@ def test_the_configs_offered_are_named_by_a_digest_that_ignores_their_order() ->
     tuner.configs, reordered.configs, other.configs = [a, b], [b, a], [a, c]  # type: ignore[attr-defined]
     assert autotune_picks.offered(tuner) == autotune_picks.offered(reordered)
     assert autotune_picks.offered(tuner) != autotune_picks.offered(other)
-    sent = {"configs_picked": [{"function": "k", "config": {}, "offered": "ab12"}, {"x": 1}, 7]}
-    assert _offers(sent) == (("k", "ab12"),)
-    assert _offers({"configs_picked": "junk"}) == () == _offers({})
+    picks = [contract.Pick("k", {}, "ab12", ""), contract.Pick("a", {"B": 1}, "ff00", "s")]
+    assert _offers(_checked(*picks)) == (("a", "ff00"), ("k", "ab12"))  # sorted: either order
+    assert _offers(_checked(*picks[::-1])) == _offers(_checked(*picks))
+    assert _offers(_checked()) == ()
 
 
-def test_what_a_worker_sends_is_kept_only_when_well_formed() -> None:
-    good = {"function": "k", "config": {"BLOCK": 64, "num_warps": 4}}
-    assert _picks([good, "junk", {"function": 3, "config": {}}, {"function": "k"}, None]) == (
-        "k: BLOCK=64, num_warps=4",
-    )
-    assert _picks("not a list") == () and _picks(None) == ()
-    many = [{"function": f"k{i}", "config": {"B": i}} for i in range(50)]
-    assert len(_picks(many)) == MAX_PICKS
+def _checked(*picks: contract.Pick) -> contract.CheckReply:
+    """A check's answer with these picks."""
+    return contract.CheckReply(
+        has_reference=True, atol=None, rtol=None, configs_picked=picks, correct=True,
+        message="", digest=(), steps_s={},
+    )  # fmt: skip
+
+
+def test_what_a_worker_sends_is_kept_bounded_in_count_and_length() -> None:
+    good = contract.Pick("k", {"BLOCK": 64, "num_warps": 4}, "", "")
+    assert _picks(_checked(good)) == ("k: BLOCK=64, num_warps=4",)
+    many = [contract.Pick(f"k{i}", {"B": i}, "", "") for i in range(50)]
+    assert len(_picks(_checked(*many))) == MAX_PICKS
     huge = {"function": "k" * 10_000, "config": {f"K{i}" * 40: "v" * 500 for i in range(500)}}
     label = picked_label(huge)
     assert label is not None and len(label) <= MAX_LABEL

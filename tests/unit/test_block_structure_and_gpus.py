@@ -101,20 +101,22 @@ def test_a_re_warm_unless_up_burns_nothing_while_the_clock_reads_up() -> None:
     """After a check whose autotuner ran to its end, or the sweep's early warm-up, the clock is
     up: no burn (it would need the GPU, which this machine lacks, so reaching it fails); at the
     idle clock it does burn."""
+    from checks.worker.contract import Warmup
     from checks.worker.main import Worker
 
     worker = Worker("/nonexistent", "cuda", "base")
     worker.torch = object()  # no CUDA here: any burn would fail on it
     worker.nvml = _Clock(1980.0)
-    answer = worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})
-    assert answer["skipped"] is True and answer["reached"] is True
-    assert answer["sm_clock_mhz"] == 1980.0
+    unless_up = Warmup(min_s=0.1, max_s=2.0, unless_up=True)
+    answer = worker.op_warmup(unless_up)
+    assert answer.skipped is True and answer.reached is True
+    assert answer.sm_clock_mhz == 1980.0
     worker.nvml = _Clock(345.0)
     with pytest.raises(AttributeError):
-        worker.op_warmup({"min_s": 0.1, "max_s": 2.0, "unless_up": True})
+        worker.op_warmup(unless_up)
     worker.nvml = _Clock(1980.0)
     with pytest.raises(AttributeError):  # without unless_up the warm-up always burns
-        worker.op_warmup({"min_s": 0.1, "max_s": 2.0})
+        worker.op_warmup(Warmup(min_s=0.1, max_s=2.0))
 
 
 def test_the_checks_load_beside_the_start_warm_up_and_first_check_and_nothing_else(
@@ -128,7 +130,7 @@ def test_the_checks_load_beside_the_start_warm_up_and_first_check_and_nothing_el
     import threading
     import time
 
-    from checks.worker import main
+    from checks.worker import contract, main
 
     ended: list[float] = []
 
@@ -158,8 +160,8 @@ def test_the_checks_load_beside_the_start_warm_up_and_first_check_and_nothing_el
     serving = threading.Thread(target=main.serve, args=(worker, cmd_r, resp_w))
     serving.start()
     with os.fdopen(cmd_w, "w", encoding="utf-8") as cmds:
-        for op in ("hello", "block", "quit"):
-            cmds.write(json.dumps({"op": op}) + "\n")
+        for request in (contract.Hello(), contract.Block(), contract.Quit()):
+            cmds.write(contract.encode_request(request).decode())
     serving.join(10)
     reader.join(10)
     assert ended, "the checks never loaded"

@@ -91,13 +91,27 @@ def test_past_the_limit_a_chart_keeps_the_shapes_furthest_from_one_in_order() ->
     drawn, total = chart.chart_shapes(shapes)
     assert total == chart.LIMIT + 5 and len(drawn) == chart.LIMIT
     assert drawn == shapes[5:]  # the five closest to 1.0 left out, the order kept
-    assert f"({chart.LIMIT} of {total}: those that did not hold first)" in chart.legend(
+    # every shape held: the legend says which were left out, and claims no shape that did not
+    assert f"({chart.LIMIT} of its {total} shapes, those furthest from 1)" in chart.legend(
         shapes, None
     )
     # a shape that did not hold is drawn before any that held, however close to 1
     slower = _line((99,), 1.0001).model_copy(update={"verdict": "SLOWER"})
     drawn, _ = chart.chart_shapes([*shapes, slower], limit=3)
     assert drawn == [shapes[-2], shapes[-1], slower]
+    assert "(3 of its 30 shapes: the 1 that did not hold, then those furthest from 1)" in (
+        chart.legend([*shapes, slower], None, limit=3)
+    )
+    assert "(3 of its 29 shapes: the 3 that did not hold)" in chart.legend(
+        [*[x.model_copy(update={"verdict": "SLOWER"}) for x in shapes[:3]], *shapes[3:]],
+        None,
+        limit=3,
+    )
+    # more that did not hold than bars: those of them furthest from 1
+    worse = [x.model_copy(update={"verdict": "SLOWER"}) for x in shapes[:5]]
+    assert "(3 of its 29 shapes: of the 5 that did not hold, those furthest from 1)" in (
+        chart.legend([*worse, *shapes[5:]], None, limit=3)
+    )
 
 
 def test_a_chart_read_back_is_what_was_drawn() -> None:
@@ -147,3 +161,22 @@ def test_the_size_limits_are_measured_on_a_three_kernel_comment() -> None:
     text = (GOLDEN / "trade_three_kernels.md").read_text(encoding="utf-8")
     kernels = re.findall(r'title "(\w+) on ', text)
     assert kernels == ["softmax", "matmul", "rmsnorm"]
+
+
+def test_a_run_of_charts_says_what_the_bars_are_once() -> None:
+    shapes = [_line((i + 1,), 1.0) for i in range(3)]
+    assert chart.legend(shapes, None).startswith("Bars: head / base per shape, above 1 slower;")
+    assert chart.legend(shapes, 0.06, first=False) == (
+        "Bars as above; lines: the 3% tolerance band (1.03, 0.971), the 6% rewrite price (1.06)."
+    )
+
+
+@pytest.mark.parametrize("name", _with_results())
+def test_the_first_screen_names_each_worst_shape_once(name: str) -> None:
+    """The sweep's line counts the shapes and the worst shapes name them: before, a rewrite over
+    its price named the same shapes in both ("softmax over its 8% rewrite price at 1x781
+    float16 (31.0% slower) and ..." above "- softmax 1x781 f16: 31.0% slower ...")."""
+    first = (GOLDEN / name).read_text(encoding="utf-8").split("<details>")[0]
+    worst = re.findall(r"^- \S+ (\d+(?:x\d+)*) ", first, re.M)
+    for shape in worst:
+        assert len(re.findall(rf"(?<![\dx]){shape}(?![\dx])", first)) == 1, (name, shape)

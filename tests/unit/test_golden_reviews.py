@@ -18,7 +18,7 @@ from bot.contracts.evidence import (
 )
 from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
 from bot.contracts.review import Requirements
-from bot.review.render import render_comment
+from bot.review.render import esc, render_comment
 from bot.review.verdict import decide
 from tests.golden_util import check_golden
 from tests.unit.test_render import CHANGES, COMPILER, CTX, PART_A
@@ -257,3 +257,21 @@ def test_review_summary_golden() -> None:
         "summary_request_changes_gpu.md",
         render_comment(verdict, CTX, evidence, PART_A, full=True),
     )
+
+
+def test_the_job_summary_says_each_condition_once() -> None:
+    """Its first screen has each condition's summary; the condition's own heading below does
+    not say it again (before, the sweep's 300-character summary was there twice)."""
+    _, changes, evidence = CASES["review_request_changes_gpu.md"]
+    verdict = decide(changes, REQ, evidence)
+    summary = render_comment(verdict, CTX, evidence, PART_A, full=True)
+    for c in verdict.conditions:
+        assert summary.count(esc(c.summary)) == 1, c.summary
+    # ... and a condition without evidence lines still says what it found, once
+    bare = verdict.model_copy(
+        update={
+            "conditions": tuple(c.model_copy(update={"evidence": ()}) for c in verdict.conditions)
+        }
+    )
+    text = render_comment(bare, CTX, evidence, PART_A, full=True)
+    assert all(text.count(esc(c.summary)) == 2 for c in bare.conditions)

@@ -12,10 +12,17 @@ from bot.contracts.evidence import (
     SweepEvidence,
 )
 from bot.contracts.repo import OwnerFact, PerfGateFact, PinFact, RepoConditions
-from bot.contracts.review import ChangeLine, PartATable, Requirements, ReviewContext
+from bot.contracts.review import (
+    ChangeFinding,
+    ChangeLine,
+    PartATable,
+    Requirements,
+    ReviewContext,
+)
 from bot.github.sticky import MAX_COMMENT_CHARS, fit_body
+from bot.review import chart
 from bot.review.chart import LIMIT, SHORT
-from bot.review.render import code, esc, render_comment
+from bot.review.render import TABLE_LISTED, code, esc, render_comment
 from bot.review.verdict import decide
 from tests.golden_util import check_golden
 from tests.unit.test_verdict import REWRITE_KEPT
@@ -75,7 +82,6 @@ SWEEP = SweepEvidence(
             ci_high=1.37,
             base_us=2.1,
             head_us=2.75,
-            small_or_ragged=True,
         ),
     ),
     geomean_ratio=1.02,
@@ -243,7 +249,7 @@ def test_the_chart_keeps_the_cases_furthest_from_one_and_names_dtypes():
     assert axis.count('"') == 2 * SHORT  # the comment's chart; the job summary's has LIMIT
     assert '"1007 bf16"' in axis  # the outlier is kept
     assert '"1000 f32"' not in axis  # the closest to 1.0 are left out
-    assert f"({SHORT} of 50: those that did not hold first)" in text
+    assert f"({SHORT} of its 50 shapes, those furthest from 1)" in text  # every one held
     summary = render_comment(v, CTX, ev, PART_A, full=True)
     axis = next(line for line in summary.splitlines() if "x-axis" in line)
     assert axis.count('"') == 2 * LIMIT
@@ -269,3 +275,81 @@ def test_no_number_in_the_review_runs_to_dozens_of_digits():
         assert re.search(r"\d{12}", text) is None, re.search(r".{40}\d{12}.{10}", text)
         assert "1.0×10^220x slower" in text  # the bound, still said, in a power of ten
         assert "1.0×10^30" in text  # the base's time
+
+
+def test_a_finding_names_its_place_once() -> None:
+    """A finding whose message already says where it is (the replaced C++'s shuffles, each at
+    its line) is not prefixed with the same place again; one that does not say it is."""
+    said = ChangeFinding(
+        kind="lane_primitives",
+        path="csrc/softmax.cu",
+        line=58,
+        message="the replaced C++ uses __shfl_xor_sync() (csrc/softmax.cu:58)",
+    )
+    unsaid = said.model_copy(update={"kind": "async_timing", "message": "times a launch"})
+    changes = [CHANGES[0].model_copy(update={"findings": (said, unsaid)}), *CHANGES[1:]]
+    text = render_comment(decide(changes, Requirements(), Evidence()), CTX)
+    assert text.count("csrc/softmax.cu:58") == 2  # once in each line
+    assert (
+        "- **softmax**: the replaced C++ uses \\_\\_shfl\\_xor\\_sync() (csrc/softmax.cu:58)"
+        in text
+    )
+    assert "- **softmax** (`csrc/softmax.cu:58`): times a launch" in text
+
+
+def test_the_worst_shapes_say_where_the_rest_are() -> None:
+    """Past the table's length the comment draws only a chart's bars per kernel: a shape that
+    did not hold and is not drawn is in the job summary, and the count says so."""
+    slow = tuple(
+        SWEEP.shapes[1].model_copy(update={"shape": (1 + i, 781), "ratio": 1.2 + 0.01 * i})
+        for i in range(chart.SHORT + 2)
+    )
+    few = slow[:TABLE_LISTED]
+    for shapes, where in ((few, "under Per-shape results"), (slow, "in the job summary")):
+        ev = Evidence(sweeps=(SWEEP.model_copy(update={"shapes": shapes}),))
+        v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+        more = len(shapes) - 3
+        assert f"95% CI; {more} more {where}):" in render_comment(v, CTX, ev, PART_A)
+        full = render_comment(v, CTX, ev, PART_A, full=True)
+        assert f"95% CI; {more} more under Per-shape results):" in full
+
+
+def test_a_failed_shape_compares_no_times_in_the_table() -> None:
+    """A wrong result's head time and roofline say nothing (its interval column is "—"
+    already): before, the row read "10.00 | 10.00 | — | 80% → 80% | WRONG"."""
+    wrong = SWEEP.shapes[0].model_copy(
+        update={
+            "verdict": "WRONG",
+            "base_us": 10.0,
+            "head_us": 10.0,
+            "base_of_roofline": 0.8,
+            "head_of_roofline": 0.8,
+            "detail": "max abs error 0.5",
+        }
+    )
+    ev = Evidence(sweeps=(SWEEP.model_copy(update={"shapes": (wrong,)}),))
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    text = render_comment(v, CTX, ev, PART_A)
+    assert "| softmax | 4096x4096 | f16 | 10.00 | — | — | — | WRONG |" in text
+
+
+def test_a_compiler_flag_a_condition_already_says_is_left_to_the_condition() -> None:
+    """Before, the comment said "vector_add: one config list serves both vendors" under both
+    vendors and again as a Part C warning; the job summary keeps the warning, with its
+    numbers, and a flag no condition says stays in the comment."""
+    from bot.review.render import _compiler
+
+    shared = COMPILER.flags[0].model_copy(
+        update={
+            "kernel": "vector_add",
+            "target": "gfx90a",
+            "message": "vector_add: one config list serves both vendors; num_warps=8 is 256 "
+            "threads on NVIDIA and 512 on AMD",
+        }
+    )
+    ce = COMPILER.model_copy(update={"flags": (shared, COMPILER.flags[0])})
+    said = ["vector_add: one config list serves both vendors; the same num_warps is twice ..."]
+    comment = "\n".join(_compiler(ce, full=False, conditions=said))
+    assert "one config list" not in comment and "spills 45 VGPRs" in comment
+    summary = "\n".join(_compiler(ce, full=True, conditions=said))
+    assert "num\\_warps=8 is 256 threads on NVIDIA and 512 on AMD" in summary

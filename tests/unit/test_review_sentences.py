@@ -62,14 +62,16 @@ def test_the_code_counts_are_shown_only_for_a_kernel_this_pull_request_rewrites(
     assert "| Lines in the kernel body | 38 → 12 |" in rewrite
 
 
-def test_a_condition_without_evidence_lines_says_its_summary_under_its_title() -> None:
-    # before: "5. ... — ✅ met" with nothing under it in the folded section
-    text = render_comment(decide([TUNING], Requirements(), Evidence()), CTX)
-    why = text.split("<summary>Why")[1]
-    assert (
-        "5. **The old kernel kept for one release as rollback** — ✅ met\n"
-        "   - no hand-written kernel is replaced; the previous version is in history"
-    ) in why
+def test_a_condition_without_evidence_lines_says_its_summary_on_its_title_line() -> None:
+    # before: "5. ... — ✅ met" with nothing under it in the folded section; the comment and the
+    # job summary say it the same way
+    for full in (False, True):
+        text = render_comment(decide([TUNING], Requirements(), Evidence()), CTX, full=full)
+        why = text.split("Why, and the five conditions")[1]
+        assert (
+            "5. **The old kernel kept for one release as rollback** — ✅ met: no hand-written "
+            "kernel is replaced; the previous version is in history\n"
+        ) in why
 
 
 def test_one_slower_shape_is_named_and_no_pattern_is_claimed_over_it() -> None:
@@ -120,10 +122,12 @@ def test_the_worst_shape_of_a_vendor_is_a_timed_one_and_slower() -> None:
     faster = _shape("FASTER", 0.91, (0.9, 0.92))
     line = sweep(_facts(wrong, faster)).rows[0]
     assert "worst" not in line and line.endswith("; no timed shape slower")
+    # a slower shape is named by the worst shapes and its kernel's line, not again here
     slower = _shape("SLOWER", 1.2, (1.19, 1.21), shape=(1, 781))
-    assert (
-        sweep(_facts(wrong, slower)).rows[0].endswith("; worst matmul 1x781 float16, 20.0% slower")
-    )
+    rows = sweep(_facts(wrong, slower)).rows
+    assert rows[0] == "nvidia (H200): 2 shapes"
+    # ... where the kernel has one timed shape, said so ("1 of 1 shapes" before)
+    assert "matmul: its one timed shape slower, 1x781 float16 by 20.0%" in rows
 
 
 def test_approval_with_nothing_covered_does_not_say_met_with_evidence() -> None:
@@ -206,3 +210,30 @@ def test_languages_are_written_as_their_names_and_a_wrong_result_is_not_compared
     wrong = _shape("WRONG", 1.0, (0.99, 1.01))
     assert _vs_base(wrong) == "—"
     assert _vs_base(_shape("SLOWER", 1.2, (1.19, 1.21))) == "20.0% slower (19.0–21.0%)"
+
+
+def test_a_failed_shape_reads_as_its_verdict_and_why() -> None:
+    # before: "matmul 4096x4096x4096 float16: WRONG max abs err 0.5 > 0.01", two clauses run on
+    wrong = _shape("WRONG", 1.0, (0.99, 1.01), shape=(4096, 4096, 4096))
+    wrong = wrong.model_copy(update={"detail": "max abs err 0.5 > 0.01"})
+    rows = sweep(_facts(wrong)).rows
+    assert "matmul 4096x4096x4096 float16: WRONG (max abs err 0.5 > 0.01)" in rows
+
+
+def test_an_inconclusive_shape_across_the_edge_reads_without_a_colon_run() -> None:
+    # before: "1 shape inconclusive: the interval crosses the tolerance's edge: the difference..."
+    edge = _shape("INCONCLUSIVE", 1.03, (1.02, 1.04)).model_copy(update={"tolerance": 0.03})
+    summary = sweep(_facts(edge)).summary
+    assert summary == (
+        "1 shape inconclusive: the interval crosses the tolerance's edge, so the difference is "
+        "about the tolerance itself; rerun with `/bench full` to narrow it"
+    )
+
+
+def test_the_sweep_counts_slower_shapes_per_kernel_and_the_rest_in_one() -> None:
+    slow = [_shape("SLOWER", 1.2, (1.19, 1.21), kernel=f"k{i}", tolerance=0.03) for i in range(5)]
+    summary = sweep(_facts(*slow, _shape("SAME", 1.0, (0.99, 1.01), kernel="k0"))).summary
+    assert summary == (
+        "past the 3% tolerance at 1 of k0's 2 shapes (20.0% slower), 1 of k1's 1 (20.0% "
+        "slower), 1 of k2's 1 (20.0% slower) and 2 shapes of 2 more kernels"
+    )

@@ -103,7 +103,10 @@ def test_no_gpu_leaves_conditions_not_run_and_approves_with_conditions():
         "rollback": "met",
     }
     assert "needs a GPU runner" in v.conditions[0].summary
-    assert "3 not run" in v.why
+    # before: "(3 not run of 5 conditions)"
+    assert "the evidence is not complete (3 of 5 conditions not run)" in v.why
+    mixed = decide([REWRITE_DELETED], CLI, ev)
+    assert "(4 of 5 conditions: 1 open, 3 not run)" in mixed.why
     # nothing was timed, so the review does not say that what was measured is fine
     assert "Nothing measured so far argues against it" not in v.why
     assert "Nothing has been timed on a GPU yet" in v.why
@@ -121,15 +124,16 @@ def test_cpu_sweep_is_not_evidence():
 
 
 def test_slower_shape_requests_changes_and_names_it():
-    # a tuning change: the tolerance decides (a rewrite has its price, test_trade.py)
-    slow = sweep("nvidia", shape(), shape("SLOWER", 1.09, shape=(1, 781), small_or_ragged=True))
+    # a tuning change at a served shape: the tolerance decides (a rewrite has its price,
+    # test_trade.py; a shape nobody serves weighs less, test_served.py)
+    slow = sweep("nvidia", shape(), shape("SLOWER", 1.09, shape=(1, 781)))
     ev = FULL.model_copy(update={"sweeps": (slow, sweep("amd"))})
     v = decide([TUNING], CLI, ev)
     assert v.decision == "request_changes"
     sweep_c = v.conditions[0]
     assert sweep_c.state == "open" and sweep_c.blocking
-    assert "1 of 3 shapes slower than softmax's 3% tolerance" in sweep_c.summary
-    assert "worst softmax 1x781 float16 9.0% slower" in sweep_c.summary
+    # counted per kernel (both vendors' cases): the worst shapes name it
+    assert sweep_c.summary == "past softmax's 3% tolerance at 1 of its 3 shapes (9.0% slower)"
     # the kernel's line names its one slower shape, and claims no pattern over one shape
     assert "nvidia, softmax: 1 of 2 shapes slower, 1x781 float16 by 9.0%" in sweep_c.evidence
     assert not any("pattern" in x for x in sweep_c.evidence)
@@ -349,3 +353,20 @@ def test_an_inconclusive_shape_says_why_once_in_words():
         ": its time budget ran out after 40 rounds, before the interval was narrow enough"
     )
     assert "rerun with `/bench full`" in v.conditions[0].summary
+
+
+def test_the_served_shapes_speed_says_its_word_once():
+    """ "10.1% faster (10.1–10.2%; weighted ...)", not "10.1% faster (10.1–10.2% faster; ...)";
+    an interval across 1 is said in full."""
+    faster = sweep("nvidia").model_copy(
+        update={"geomean_ratio": 0.899, "geomean_ci": (0.898, 0.8995), "weighted": True}
+    )
+    across = faster.model_copy(update={"geomean_ratio": 1.01, "geomean_ci": (0.99, 1.02)})
+    lines = [
+        decide([TUNING], CLI, FULL.model_copy(update={"sweeps": (s, sweep("amd"))}))
+        .conditions[0]
+        .evidence[0]
+        for s in (faster, across)
+    ]
+    assert "the served shapes together 10.1% faster (10.1–10.2%; weighted by how" in lines[0]
+    assert "together 1.0% slower (1.0% faster to 2.0% slower; weighted by how" in lines[1]

@@ -28,6 +28,64 @@ Reader = Callable[[str], "str | None"]
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 
 _DEPTH = 5
+# Methods too many objects have for a call on an untyped receiver to say which class it is.
+_COMMON_METHODS = frozenset(
+    [
+        "forward",
+        "backward",
+        "apply",
+        "run",
+        "get",
+        "set",
+        "update",
+        "item",
+        "to",
+        "cuda",
+        "cpu",
+        "view",
+        "size",
+        "copy",
+        "clone",
+        "append",
+        "extend",
+        "pop",
+        "items",
+        "keys",
+        "values",
+        "format",
+        "join",
+        "split",
+        "strip",
+        "read",
+        "write",
+        "close",
+        "open",
+        "load",
+        "save",
+        "reset",
+        "step",
+        "train",
+        "eval",
+        "zero_",
+        "fill_",
+        "add",
+        "add_",
+        "mul",
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "reshape",
+        "contiguous",
+        "float",
+        "half",
+        "int",
+        "long",
+        "numpy",
+        "tolist",
+        "detach",
+    ]
+)
 _MAX_FILES = 24
 _MAX_FUNCS = 200
 
@@ -117,10 +175,13 @@ def _chosen(func: ast.AST) -> dict[str, list[str]]:
     the names a call through them may reach."""
     out: dict[str, list[str]] = {}
     for sub in ast.walk(func):
-        if not (isinstance(sub, ast.Assign) and len(sub.targets) == 1):
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+            target = sub.targets[0]
+        elif isinstance(sub, ast.AnnAssign) and sub.value is not None:
+            target = sub.target  # ``fn: Callable = A if flag else B``
+        else:
             continue
-        target = sub.targets[0]
-        if not isinstance(target, ast.Name):
+        if not isinstance(target, ast.Name) or sub.value is None:
             continue
         values = (
             [sub.value.body, sub.value.orelse] if isinstance(sub.value, ast.IfExp) else [sub.value]
@@ -155,6 +216,7 @@ class Side:
             if p.endswith(".py"):
                 self._by_module.setdefault(module_of(p), p)
         self._modules: dict[str, _Module | None] = {}
+        self._owners: dict[tuple[str, str], list[str]] = {}
 
     def path_of(self, module: str) -> str | None:
         if module in self._by_module:
@@ -322,7 +384,33 @@ class Side:
             return [f"{mod.name}.{called}"]
         if head == "torch":
             return [called]
+        if rest:  # ``wrapper.add_lora(...)`` on a local or parameter: the one class that has it
+            return self._method_owner(mod, rest.rsplit(".", 1)[-1])
         return []
+
+    def _method_owner(self, mod: _Module, method: str) -> list[str]:
+        """``module.Cls.method`` when exactly one class of ``mod`` and of the modules it imports
+        from defines ``method`` (a name common to many objects is no evidence: none)."""
+        if method in _COMMON_METHODS or method.startswith("_"):
+            return []
+        key = (mod.path, method)
+        if key not in self._owners:
+            modules = [mod]
+            for qualified in sorted({q for qs in mod.imports.values() for q in qs}):
+                found = self.locate(qualified)
+                other = found[0] if found is not None else None
+                if other is None and (path := self.path_of(qualified)) is not None:
+                    other = self.module(path)
+                if other is not None and all(other is not m for m in modules):
+                    modules.append(other)
+            owners = sorted(
+                f"{m.name}.{name}"
+                for m in modules
+                for name in m.defs
+                if name.count(".") == 1 and name.endswith("." + method)
+            )
+            self._owners[key] = owners if len(owners) == 1 else []
+        return self._owners[key]
 
     def _applied(self, mod: _Module, cls: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
         """``Fn.apply(...)`` of an autograd Function: its ``forward`` runs, and its ``backward``

@@ -49,7 +49,7 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
         before: dict[str, Reach] = {}
         kept: dict[str, bool] = {}
         for name in sorted(gone):
-            for role, reach in _roles(old.follow(name.lstrip("~"))):
+            for role, reach in _roles(_follow(old, where, name.lstrip("~"))):
                 if reach.ops:
                     before.setdefault(role, Reach()).add(reach)
                     kept[role] = kept.get(role, False) or name.startswith("~")
@@ -57,7 +57,7 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
             continue
         after: dict[str, Reach] = {}
         for name in sorted(added):
-            for role, reach in _roles(new.follow(name)):
+            for role, reach in _roles(_follow(new, where, name)):
                 after.setdefault(role, Reach()).add(reach)
         for role in sorted(before):
             kernels = after.get(role, Reach()).kernels
@@ -73,6 +73,18 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
                 )
             )
     return out
+
+
+def _follow(side: Side, where: str, name: str) -> dict[str, Reach]:
+    """What ``name`` reaches, as a qualified name, else as written in the switching function
+    (``where``: ``path::func``), where a call on a local or parameter is resolved."""
+    found = side.follow(name)
+    path, _, func = where.partition("::")
+    func = func.split("#", 1)[0]
+    if found or not func or "." not in name:
+        return found
+    reach = side.reach_call(path, func, name)
+    return {"": reach} if reach.kernels or reach.ops else {}
 
 
 def _roles(found: dict[str, Reach]) -> list[tuple[str, Reach]]:

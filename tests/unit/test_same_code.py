@@ -1,0 +1,190 @@
+"""A change of text alone is not a change of the kernel (bot/analysis/same_code.py).
+
+Excerpts, shortened, from three real pull requests of tests/data/real_prs:
+
+- FlagOpen/FlagAttention 548382d704db (Apache-2.0), src/flag_attn/total.py: the unread local
+  ``input_dtype = Q.dtype.element_ty`` removed from ``_total_attention_kernel``;
+- FlagOpen/FlagAttention 7b91f0039c73 (Apache-2.0), src/flag_attn/flash.py: in
+  ``_bwd_preprocess``, ``if not DIVISIBLE_M:`` right after ``if DIVISIBLE_M:`` became ``else:``;
+- Dao-AILab/causal-conv1d fcf86720f137 (BSD-3-Clause), csrc/causal_conv1d_fwd.cu: an
+  ``#ifndef USE_ROCM`` / ``#else`` pair in the launcher replaced by a ``ROCM_ONLY(x)`` macro
+  defined per vendor at the top of the file.
+"""
+
+from __future__ import annotations
+
+from bot.analysis.classify import analyze_diff
+from bot.analysis.same_code import same_cpp_program
+from tests.diff_util import file_diff
+
+TOTAL = "src/flag_attn/total.py"
+TOTAL_BEFORE = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _total_attention_kernel(Q, K, L, TA, sm_scale, M, N, BLOCK_M: tl.constexpr):
+    input_dtype = Q.dtype.element_ty
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    q = tl.load(Q + offs_m)
+    l = tl.load(L + offs_m)
+    tl.store(TA + offs_m, tl.exp(q * sm_scale - l))
+"""
+TOTAL_AFTER = TOTAL_BEFORE.replace("    input_dtype = Q.dtype.element_ty\n", "")
+
+FLASH = "src/flag_attn/flash.py"
+FLASH_BEFORE = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _bwd_preprocess(Out, DO, Delta, M, BLOCK_M: tl.constexpr, DIVISIBLE_M: tl.constexpr):
+    off_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    if DIVISIBLE_M:
+        o = tl.load(Out + off_m).to(tl.float32)
+        do = tl.load(DO + off_m).to(tl.float32)
+    if not DIVISIBLE_M:
+        mask_m = off_m < M
+        o = tl.load(Out + off_m, mask=mask_m).to(tl.float32)
+        do = tl.load(DO + off_m, mask=mask_m).to(tl.float32)
+    tl.store(Delta + off_m, o * do)
+"""
+FLASH_AFTER = FLASH_BEFORE.replace("    if not DIVISIBLE_M:", "    else:")
+
+CU = "csrc/causal_conv1d_fwd.cu"
+CU_LAUNCHER = """\
+
+template<typename Ktraits>
+__global__ void causal_conv1d_fwd_kernel(ConvParamsBase params) { params.out_ptr = 0; }
+
+template<int kNThreads, int kWidth, typename input_t, typename weight_t>
+void causal_conv1d_fwd_launch(ConvParamsBase &params, cudaStream_t stream) {
+    auto kernel = &causal_conv1d_fwd_kernel<Ktraits>;
+    if (kSmemSize >= 48 * 1024) {
+@SET@    }
+    kernel<<<grid, Ktraits::kNThreads, kSmemSize, stream>>>(params);
+}
+"""
+WARNING = 'std::cerr << "Warning (causal_conv1d fwd launch): non-op on AMD" << std::endl'
+CU_BEFORE = (
+    "#ifndef USE_ROCM\n"
+    "    #include <cub/block/block_load.cuh>\n"
+    "#else\n"
+    "    #include <hipcub/hipcub.hpp>\n"
+    "    namespace cub = hipcub;\n"
+    "#endif\n"
+) + CU_LAUNCHER.replace(
+    "@SET@",
+    "        #ifndef USE_ROCM\n"
+    "        C10_CUDA_CHECK(cudaFuncSetAttribute(\n"
+    "            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemSize));\n"
+    "        #else\n"
+    "        // There is a slight signature discrepancy in HIP and CUDA FuncSetAttribute.\n"
+    "        C10_CUDA_CHECK(cudaFuncSetAttribute(\n"
+    "            (void *) kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemSize));\n"
+    f"        {WARNING};\n"
+    "        #endif\n",
+)
+CU_AFTER = (
+    "#ifndef USE_ROCM\n"
+    "    #include <cub/block/block_load.cuh>\n"
+    "    #define ROCM_ONLY(x)\n"
+    "#else\n"
+    "    #include <hipcub/hipcub.hpp>\n"
+    "    namespace cub = hipcub;\n"
+    "    #define ROCM_ONLY(x) x\n"
+    "#endif\n"
+) + CU_LAUNCHER.replace(
+    "@SET@",
+    "        // There is a slight signature discrepancy in HIP and CUDA FuncSetAttribute.\n"
+    "        C10_CUDA_CHECK(cudaFuncSetAttribute(\n"
+    "            ROCM_ONLY((void *)) kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemSize));\n"
+    f"        ROCM_ONLY({WARNING});\n",
+)
+
+
+def _changes(path: str, before: str, after: str) -> list[str]:
+    old, new = {path: before}, {path: after}
+    analysis = analyze_diff(
+        file_diff(path, before, after), old_source=old.get, new_source=new.get, old_files=[path]
+    )
+    return [f"{c.kind} {c.name}" for c in analysis.changes]
+
+
+def test_an_unread_local_removed_is_no_change():
+    assert _changes(TOTAL, TOTAL_BEFORE, TOTAL_AFTER) == []
+
+
+def test_from_the_diff_alone_an_unread_local_removed_is_left_unclassified():
+    analysis = analyze_diff(file_diff(TOTAL, TOTAL_BEFORE, TOTAL_AFTER))
+    assert analysis.changes == []
+    assert [u.path for u in analysis.unclassified] == [TOTAL]
+    read = TOTAL_BEFORE.replace("tl.load(Q + offs_m)", "tl.load(Q + offs_m).to(input_dtype)")
+    gone = read.replace("    input_dtype = Q.dtype.element_ty\n", "")
+    analysis = analyze_diff(file_diff(TOTAL, read, gone))  # a line the diff shows reads it
+    assert [f"{c.kind} {c.name}" for c in analysis.changes] == ["body _total_attention_kernel"]
+
+
+def test_a_local_that_is_read_removed_is_a_body_change():
+    after = TOTAL_AFTER.replace("tl.exp(q * sm_scale - l)", "tl.exp(q * sm_scale)")
+    assert _changes(TOTAL, TOTAL_BEFORE, after) == ["body _total_attention_kernel"]
+
+
+def test_an_unread_local_from_a_call_with_an_effect_is_kept():
+    before = TOTAL_AFTER.replace(
+        "    q = tl.load(Q + offs_m)\n",
+        "    q = tl.load(Q + offs_m)\n    old = tl.atomic_add(L, 1.0)\n",
+    )
+    assert _changes(TOTAL, before, TOTAL_AFTER) == ["body _total_attention_kernel"]
+
+
+def test_if_not_after_if_on_the_same_test_is_else():
+    assert _changes(FLASH, FLASH_BEFORE, FLASH_AFTER) == []
+    flipped = FLASH_AFTER.replace("    if DIVISIBLE_M:", "    if not DIVISIBLE_M:", 1)
+    assert _changes(FLASH, FLASH_BEFORE, flipped) == ["body _bwd_preprocess"]  # branches swapped
+
+
+def test_if_not_with_else_is_the_if_with_the_branches_swapped():
+    swapped = FLASH_AFTER.replace("    if DIVISIBLE_M:", "    if not DIVISIBLE_M:", 1)
+    body_a, body_b = (
+        "        o = tl.load(Out + off_m).to(tl.float32)\n        do = tl.load(DO + off_m).to(tl.float32)\n",
+        "        mask_m = off_m < M\n        o = tl.load(Out + off_m, mask=mask_m).to(tl.float32)\n"
+        "        do = tl.load(DO + off_m, mask=mask_m).to(tl.float32)\n",
+    )
+    swapped = swapped.replace(body_a, "@A@").replace(body_b, body_a).replace("@A@", body_b)
+    assert _changes(FLASH, FLASH_AFTER, swapped) == []
+
+
+def test_a_branch_that_changes_its_test_is_not_merged():
+    before = FLASH_BEFORE.replace(
+        "        do = tl.load(DO + off_m).to(tl.float32)\n    if not",
+        "        do = tl.load(DO + off_m).to(tl.float32)\n        DIVISIBLE_M = False\n    if not",
+    )
+    after = FLASH_AFTER.replace(
+        "        do = tl.load(DO + off_m).to(tl.float32)\n    else",
+        "        do = tl.load(DO + off_m).to(tl.float32)\n        DIVISIBLE_M = False\n    else",
+    )
+    assert _changes(FLASH, before, after) == ["body _bwd_preprocess"]
+
+
+def test_a_macro_expanding_to_the_old_vendor_branches_is_the_same_program():
+    assert same_cpp_program(CU_BEFORE, CU_AFTER)
+    assert _changes(CU, CU_BEFORE, CU_AFTER) == []
+
+
+def test_a_macro_expanding_to_other_code_on_one_vendor_is_a_change():
+    dropped_cast = CU_AFTER.replace("#define ROCM_ONLY(x) x", "#define ROCM_ONLY(x)")
+    assert not same_cpp_program(CU_BEFORE, dropped_cast)
+    assert not same_cpp_program(CU_BEFORE, CU_AFTER.replace("48 * 1024", "64 * 1024"))
+    assert _changes(CU, CU_BEFORE, CU_AFTER.replace("48 * 1024", "64 * 1024")) == [
+        "launch causal_conv1d_fwd_kernel"
+    ]
+
+
+def test_alternative_tokens_and_comments_are_the_same_program():
+    before = 'void f(int a) { TORCH_CHECK(a % 8 == 0 and a > 0, "x"); }\n'
+    after = '// checked\nvoid f(int a) { TORCH_CHECK(a % 8 == 0 && a > 0, "x"); }\n'
+    assert same_cpp_program(before, after)
+    assert not same_cpp_program(before, after.replace("&&", "||"))
