@@ -685,19 +685,25 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
                 out += [esc(chart.legend(mine, price, bars, first=first)), "", *drawn, ""]
         table = _sweep_table(s, full=full)
         held = sum(1 for x in s.shapes if x.verdict in HELD)
-        missed = len(s.shapes) - held
+        skipped = sum(1 for x in s.shapes if x.verdict == "SKIPPED")  # not run: not missed
+        missed = len(s.shapes) - held - skipped
         if full or len(table) == 1:  # the table whole, or the line saying every shape held
             out += [*table, ""]
-        elif missed > TABLE_LISTED:  # a long list: the charts draw it, the job summary has it
+        elif missed + skipped > TABLE_LISTED:  # a long list: the charts draw it, the summary has it
+            counts = [f"{plural(missed, 'shape')} did not hold"] if missed else []
+            counts += [f"{held} held"] if held else []
+            counts += [f"{skipped} skipped (not run)"] if skipped else []
             out += [
-                f"{s.vendor}: {missed} shapes did not hold, {held} held; the job summary has "
-                "every shape's times and chart.",
+                f"{s.vendor}: {', '.join(counts)}; the job summary has every shape's times and "
+                "chart.",
                 "",
             ]
         else:
+            listed = [f"the {plural(missed, 'shape')} that did not hold"] if missed else []
+            listed += [f"the {'one' if skipped == 1 else skipped} skipped"] if skipped else []
             out += [
                 "<details>",
-                f"<summary>{s.vendor}: the {plural(missed, 'shape')} that did not hold, in a "
+                f"<summary>{s.vendor}: {' and '.join(listed)}, in a "
                 f"table ({held} held: SAME or FASTER)</summary>",
                 "",
                 *table,

@@ -68,3 +68,15 @@ def test_a_gpu_sweep_with_a_skipped_shape_is_not_met() -> None:
     [sweep] = [c for c in verdict.conditions if c.key == "sweep"]
     assert sweep.state != "met"
     assert any("SKIPPED" in line for line in sweep.evidence), sweep.evidence
+
+
+def test_skipped_shapes_are_counted_apart_from_those_that_did_not_hold() -> None:
+    many = [_case("skipped", WHY, (64, n)) for n in range(1, 9)]
+    ev = to_evidence(_sweep("cpu", *many, ERROR), vendor=VENDORS[0])
+    evidence = Evidence(sweeps=(ev,))
+    text = render_comment(decide(CHANGES, Requirements(), evidence), CTX, evidence, full=False)
+    assert "9 shapes did not hold" not in text
+    assert "1 shape did not hold, 8 skipped (not run)" in text, text
+    few = Evidence(sweeps=(to_evidence(_sweep("cpu", SKIPPED, ERROR), vendor=VENDORS[0]),))
+    text = render_comment(decide(CHANGES, Requirements(), few), CTX, few, full=False)
+    assert "the 1 shape that did not hold and the one skipped, in a table" in text, text
