@@ -2,7 +2,7 @@
 
 Bench entry points written for kernel-review (``def op(shape, dtype, *, device, seed)``, see
 docs/bench-entry.md) are found by their signature; they say nothing about shapes or dtypes.
-Two forms of benchmark are read further, the ones ``checks/worker/bench_capture.py`` runs:
+Two forms of benchmark are read further, the ones ``checks/bench_entries/bench_capture.py`` runs:
 
 - a ``@triton.testing.perf_report(Benchmark(...))`` function: its ``x_names`` are the shape's
   dimensions, its ``x_vals`` the shapes, its ``line_vals`` the lines one may pick, its ``args``
@@ -11,7 +11,7 @@ Two forms of benchmark are read further, the ones ``checks/worker/bench_capture.
   dimensions, and a module-level registry of shapes (a list named like ``SHAPES`` or ``SIZES``
   whose entries have that many integers) gives the shapes.
 
-Four more forms, run by ``checks/worker/bench_forms.py``:
+Four more forms, run by ``checks/bench_entries/bench_forms.py``:
 
 - a pytest test taking pytest-benchmark's ``benchmark`` fixture: its ``parametrize`` arguments
   give the shapes (an argument of integer tuples, else the integer arguments' product), the
@@ -52,7 +52,7 @@ from typing import Any, Literal, TypeGuard
 from bot.analysis.text import parse_python_or_none
 from bot.onboard.values import Unknown, dotted, evaluate, module_constants
 from bot.policy.model import BenchForm
-from checks.worker.bench_forms import handing_call
+from checks.bench_entries.bench_forms import handing_call
 
 Form = Literal["entry", BenchForm]  # an entry point, or a benchmark named by file
 

@@ -25,13 +25,13 @@ from typing import Any, TypeVar
 
 from bot.contracts.evidence import AutotuneList
 from checks import job_child
+from checks.bench_entries import bench_capture
 from checks.compiler import triton_compat
 from checks.compiler.cheap_inputs import unfilled_random
 from checks.compiler.measure import measure
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.targets import target_for, vendor_of
 from checks.job_child import short_error
-from checks.worker import bench_capture
 
 T = TypeVar("T")
 RECORD_CACHE_VERSION = "2"  # 2: the layouts of the Triton GPU IR

@@ -30,8 +30,8 @@ _T0 = time.perf_counter()
 _WALL0 = time.time()
 
 from checks import job_child  # noqa: E402  (standard library only)
+from checks.bench_entries import bench_capture  # noqa: E402  (standard library only)
 from checks.compiler import triton_compat as compat  # noqa: E402  (imports neither torch nor triton)
-from checks.worker import bench_capture  # noqa: E402  (standard library only)
 
 
 def _ms(seconds: float) -> float:

@@ -38,9 +38,9 @@ def _entry(
 ) -> tuple[Any, list[Any]]:
     """The first of ``candidates`` this checkout has, as the worker resolves them, and the
     checkout's Triton kernels once it is imported (each looked up once)."""
+    from checks.bench_entries import bench_capture
     from checks.compiler import triton_compat as compat
     from checks.compiler.worker import repo_modules
-    from checks.worker import bench_capture
 
     key = tuple(candidates)
     if key not in loaded:

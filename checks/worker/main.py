@@ -6,7 +6,7 @@ directory, PYTHONPATH and the user site out of ``sys.path``; the worker then put
 ``--python-path`` folders, then its root, and nothing else) in front, so base and head never see
 each other's modules. An entry point is ``module:function``, or a benchmark the checkout already
 has, named by file (``perf_report:PATH:NAME``, ``do_bench:PATH:FUNCTION``; see
-``bench_capture.py``). Commands arrive as JSON lines on fd R and answers
+``checks/bench_entries/bench_capture.py``). Commands arrive as JSON lines on fd R and answers
 leave on fd W; the measured code's own stdout and stderr go to a log file and cannot corrupt the
 channel. The sibling modules this program uses are loaded by file path under private names, so a
 checkout that has its own ``checks`` package does not shadow them.
@@ -61,9 +61,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_COUNT = 2**53  # bytes and flops of one call: larger is no real kernel (and no JSON number)
 
 
-def _sibling(name: str) -> Any:
+def _sibling(name: str, folder: str = _HERE) -> Any:
     spec = importlib.util.spec_from_file_location(
-        f"_kernel_review_worker_{name}", os.path.join(_HERE, f"{name}.py")
+        f"_kernel_review_worker_{name}", os.path.join(folder, f"{name}.py")
     )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -78,7 +78,7 @@ correctness = _sibling("correctness")
 fingerprint = _sibling("env_fingerprint")
 ceilings = _sibling("ceilings")
 failures = _sibling("failures")
-bench_capture = _sibling("bench_capture")
+bench_capture = _sibling("bench_capture", os.path.join(os.path.dirname(_HERE), "bench_entries"))
 triton_key = _sibling("triton_key")
 exclusive = _sibling("exclusive")
 autotune_picks = _sibling("autotune_picks")

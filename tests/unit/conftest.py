@@ -11,12 +11,12 @@ import pytest
 
 from tests.paths import ROOT
 
-WORKER = ROOT / "checks" / "worker" / "bench_capture.py"
+WORKER = ROOT / "checks" / "bench_entries" / "bench_capture.py"
 
 
 @pytest.fixture(scope="module")
 def capture() -> Iterator[ModuleType]:
-    """``checks/worker/bench_capture.py`` loaded by its path, as the worker loads it."""
+    """``checks/bench_entries/bench_capture.py`` loaded by its path, as the worker loads it."""
     spec = importlib.util.spec_from_file_location("_test_bench_capture", WORKER)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

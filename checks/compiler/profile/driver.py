@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from checks.worker import bench_capture  # standard library only
+from checks.bench_entries import bench_capture  # standard library only
 
 
 def _region(kind: str) -> tuple[Any, Any]:

@@ -45,7 +45,7 @@ from types import ModuleType
 from typing import Any
 
 # the bot's own top-level packages, and the folder they are installed in (this file is
-# checks/worker/bench_capture.py under it)
+# checks/bench_entries/bench_capture.py under it)
 OWN_PACKAGES = ("bot", "checks", "kernels_fixture")
 HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the checkout's own modules under those names, kept aside while the bot's are in place
