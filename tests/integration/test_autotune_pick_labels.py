@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 from checks.compiler import triton_compat as compat
 from checks.sweep.pair_runner import _offers, _picks
-from checks.worker import autotune_picks
+from checks.worker import autotune_picks, contract
 
 CONFIGS = [triton.Config({"BLOCK": 32}, num_warps=1), triton.Config({"BLOCK": 64}, num_warps=2)]
 
@@ -32,7 +32,13 @@ def double_kernel(x_ptr, n, BLOCK: tl.constexpr):
 x = torch.ones(100)
 with compat.observe_compiles_and_autotuning() as (_, tunes), autotune_picks.recording() as picks:
     double_kernel[lambda m: (triton.cdiv(100, m["BLOCK"]),)](x, 100)
-print(json.dumps({"probe": [f"{t.function}: {t.config}" for t in tunes], "sweep": _picks(picks)}))
+# the worker's answer carries its picks as the contract's (``main.py``'s ``_picks``)
+reply = contract.CheckReply(
+    has_reference=False, atol=None, rtol=None,
+    configs_picked=tuple(contract.from_json(contract.Pick, p) for p in picks),
+    correct=True, message="", digest=(), steps_s={},
+)
+print(json.dumps({"probe": [f"{t.function}: {t.config}" for t in tunes], "sweep": _picks(reply)}))
 """
 
 
