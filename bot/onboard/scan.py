@@ -62,7 +62,8 @@ GENERIC_STEMS = frozenset(
     {
         "__init__", "init", "ops", "op", "kernels", "kernel", "utils", "util", "triton", "impl",
         "functional", "interface", "core", "common", "main", "api", "layers", "modules",
-        "fused", "wrapper", "wrappers", "helpers", "src", "lib", "operator",
+        "fused", "wrapper", "wrappers", "helpers", "src", "lib", "operator", "tutorial",
+        "tutorials", "example", "examples", "demo", "reference",
     }
 )  # fmt: skip
 BUILD_MARKERS = ("CUDAExtension", "CppExtension", "cpp_extension", "HIPExtension")

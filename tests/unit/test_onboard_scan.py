@@ -463,6 +463,17 @@ def test_ops_in_files_of_the_same_name_are_named_after_their_own_functions() -> 
     assert sorted(op.name for op in scan.ops) == ["chunk_comba", "chunk_gla"]  # not one "chunk"
 
 
+def test_a_file_named_for_what_it_teaches_gives_way_to_its_folder() -> None:
+    # tritonbench keeps its layer norm's kernels in operators/layer_norm/tutorial.py
+    scan = scan_files(
+        {
+            "bench/operators/layer_norm/tutorial.py": _op_file([], method=True),
+            "bench/operators/softmax/example.py": _op_file([], method=True),
+        }
+    )
+    assert sorted(op.name for op in scan.ops) == ["layer_norm", "softmax"]
+
+
 def test_a_file_left_unparsed_for_benchmarks_holds_none() -> None:
     """``find_benchmarks`` parses only a file holding what one of the forms needs: on every
     Python file of the test data and the benchmark scripts, the files it skips have no benchmark
