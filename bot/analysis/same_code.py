@@ -16,8 +16,11 @@ C++ (a whole file): the file as the compiler sees it under each configuration of
 its ``#if`` lines test (three at most: eight configurations; an expression other than a
 macro's name is one unknown), with the function-like
 macros it defines expanded, comments and blank statements dropped, ``and`` / ``or`` / ``not``
-read as ``&&`` / ``||`` / ``!``. Two versions of a file that expand to the same tokens under
-every configuration are the same program.
+read as ``&&`` / ``||`` / ``!``, and PyTorch's deprecated C++ spellings read as their
+successors (``AT_DISPATCH_...(x.type(), ...)`` as ``x.scalar_type()``, ``x.data<T>()`` as
+``x.data_ptr<T>()``, ``AT_CHECK`` as ``TORCH_CHECK``: the same scalar type, pointer and check).
+Two versions of a file that expand to the same tokens under every configuration are the same
+program.
 """
 
 from __future__ import annotations
@@ -284,6 +287,15 @@ _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)")
 _ALTERNATIVE = {"and": "&&", "or": "||", "not": "!"}
 _ALTERNATIVE_WORD = re.compile(r"\b(and|or|not)\b")
 _EMPTY_STATEMENT = re.compile(r"(?<=[;{}])\s*;")
+# PyTorch C++ API spellings that were deprecated for another of the same meaning: (pattern,
+# the successor's spelling). A dispatch macro's type argument (``AT_DISPATCH_FLOATING_TYPES``,
+# or a project's own ``AT_DISPATCHER`` defined as one) reads the scalar type either way.
+_SAME_API = (
+    (re.compile(r"\.type\(\)\s*\.\s*(?:scalarType|scalar_type)\(\)"), ".scalar_type()"),
+    (re.compile(r"(\b\w*DISPATCH\w*\s*\(\s*[^,()]*?)\.type\(\)(?=\s*,)"), r"\1.scalar_type()"),
+    (re.compile(r"\.data\s*<"), ".data_ptr<"),
+    (re.compile(r"\bAT_CHECK\s*\("), "TORCH_CHECK("),
+)
 _MAX_TESTED = 3
 _MAX_CHARS = 400_000
 
@@ -407,6 +419,8 @@ def _expansions(lines: list[str], tested: list[str]) -> Iterator[str]:
                 kept.append(line)  # includes, object-like defines, pragmas: as written
         code = " ".join(" ".join(kept).split())
         code = _ALTERNATIVE_WORD.sub(lambda m: _ALTERNATIVE[m.group(1)], code)
+        for old, new in _SAME_API:
+            code = old.sub(new, code)
         return "".join(_EMPTY_STATEMENT.sub("", code).split())
 
     configurations = itertools.product((False, True), repeat=len(tested))

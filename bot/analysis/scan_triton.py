@@ -39,6 +39,7 @@ from bot.analysis.text import (
     is_tuning_name,
     module_bindings,
     parse_python,
+    python_digest,
 )
 from bot.analysis.triton_config import Autotune, _dotted, _literal
 
@@ -263,6 +264,7 @@ class _Reader:
             and stmt.value.args
             and isinstance(stmt.value.args[0], ast.Name)
         }
+        jitted |= self._jitted_in_functions(tree)
         applied: list[tuple[str, ast.Call, ast.AST | None]] = []  # k = triton.autotune(...)(k)
         self.handed_to: list[tuple[str, str]] = []  # f(k): (function, name)
         called: set[str] = set()  # called by name inside a jit function
@@ -363,6 +365,44 @@ class _Reader:
         self._applied_autotune(applied)
         self._mark_helpers(called, used)
 
+    def _jitted_in_functions(self, tree: ast.Module) -> set[str]:
+        """Module-level functions a factory makes kernels of: ``triton.jit(kernel)`` inside a
+        function, where ``kernel`` is the module-level function or a local assigned from it
+        (``kernel = k``, ``kernel = copy_func(kernel, ...)``)."""
+        plain = {
+            s.name
+            for s in tree.body
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.decorator_list
+        }
+        out: set[str] = set()
+        for func in tree.body:
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            sources: dict[str, set[str]] = {}  # local -> the names its values are made of
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    value = node.value
+                    while isinstance(value, ast.Call) and value.args:
+                        value = value.args[0]  # copy_func(kernel, ...): the function copied
+                    if isinstance(target, ast.Name) and isinstance(value, ast.Name):
+                        sources.setdefault(target.id, set()).add(value.id)
+            for node in ast.walk(func):
+                if (
+                    isinstance(node, ast.Call)
+                    and node.args
+                    and isinstance(node.args[0], ast.Name)
+                    and (self._kinds([node.func])[0] or ("",))[0] == "jit"
+                ):
+                    names, todo = set(), [node.args[0].id]
+                    while todo:
+                        name = todo.pop()
+                        if name not in names:
+                            names.add(name)
+                            todo.extend(sources.get(name, ()))
+                    out |= names & plain
+        return out
+
     def _mark_helpers(self, called: set[str], used: set[str]) -> None:
         """A jit function another jit function of the file calls, and that nothing launches
         (``k[grid](...)``, ``k.run``, ``k.warmup``, passed as a value), is a helper."""
@@ -413,10 +453,10 @@ class _Reader:
             stripped = around  # a prim_func is made by its factory: the factory is its code
         normal = normal_function(stripped)  # text-only differences put in one form
         with _canonical_locals(normal):
-            code = digest([ast.unparse(normal)])
-            code_without_defaults = digest([_signature_without_defaults(node.args)]) + digest(
-                [ast.unparse(s) for s in normal.body]
-            )
+            code = python_digest([ast.unparse(normal)])
+            code_without_defaults = digest(
+                [_signature_without_defaults(node.args)]
+            ) + python_digest([ast.unparse(s) for s in normal.body])
         return KernelDef(
             language=language,
             name=node.name,

@@ -188,3 +188,63 @@ def test_alternative_tokens_and_comments_are_the_same_program():
     after = '// checked\nvoid f(int a) { TORCH_CHECK(a % 8 == 0 && a > 0, "x"); }\n'
     assert same_cpp_program(before, after)
     assert not same_cpp_program(before, after.replace("&&", "||"))
+
+
+# PyTorch's deprecated C++ spellings, shortened from two real pull requests:
+# mobiusml/hqq 0d2f2e35fc8c (Apache-2.0; in tests/data/real_prs), hqq/kernels/hqq_aten_cuda_kernel.cu,
+# where the project's own dispatch macro AT_DISPATCHER is handed W_r.scalar_type() instead of
+# W_r.type(); and 66RING/tiny-flash-attention 22c59917fb94 (MIT),
+# flash_attention_cuda/csrc/self_attention.cu, the same for AT_DISPATCH_FLOATING_TYPES_AND_HALF.
+HQQ = """\
+#define AT_DISPATCHER(TYPE, NAME, ...) AT_DISPATCH_FLOATING_TYPES_AND_HALF(TYPE, NAME, __VA_ARGS__)
+
+template <typename scalar_t>
+__global__ void dequantize_8bit_u8_kernel(unsigned char* Wq, scalar_t* scale, scalar_t* W_r, int n) {
+\tint i = blockIdx.x * blockDim.x + threadIdx.x;
+\tif (i < n) W_r[i] = (scalar_t)Wq[i] * scale[0];
+}
+
+torch::Tensor dequantize_8bit_u8(torch::Tensor &Wq_packed, torch::Tensor &scale, torch::Tensor &W_r) {
+\tint n = W_r.numel();
+\tint blocks = cdiv(n, BLOCK_SIZE);
+\tAT_DISPATCHER(W_r.type(), "dequantize_8bit_u8", ([&] {
+\t\tdequantize_8bit_u8_kernel<scalar_t><<<blocks, BLOCK_SIZE>>>(Wq_packed.data_ptr<unsigned char>(),
+\t\t\tscale.data_ptr<scalar_t>(), W_r.data_ptr<scalar_t>(), n);
+\t}));
+\treturn W_r;
+}
+"""
+TINY_FA = """\
+template <typename T>
+__global__ void row_softmax(T* input, T* output, int n) { output[threadIdx.x] = input[threadIdx.x]; }
+
+torch::Tensor self_attention_cuda(torch::Tensor q, torch::Tensor k, torch::Tensor v) {
+  auto qk = torch::empty({m, m}, q.options());
+  dim3 sm_block(m, 1, 1);
+  AT_DISPATCH_FLOATING_TYPES_AND_HALF(qk.type(), "softmax(QK)", ([&] {
+                              row_softmax<scalar_t><<<1, sm_block>>>(
+                                  qk.data<scalar_t>(), qk.data<scalar_t>(), m);
+                             }));
+  return qk;
+}
+"""
+
+
+def test_a_deprecated_dispatch_type_spelled_anew_is_the_same_program():
+    hqq_after = HQQ.replace("W_r.type()", "W_r.scalar_type()")
+    assert same_cpp_program(HQQ, hqq_after)
+    assert _changes("hqq/kernels/hqq_aten_cuda_kernel.cu", HQQ, hqq_after) == []
+    after = TINY_FA.replace("qk.type()", "qk.scalar_type()").replace(".data<", ".data_ptr<")
+    assert same_cpp_program(TINY_FA, after)
+
+
+def test_type_outside_a_dispatch_macro_is_still_compared():
+    # ``x.type()`` elsewhere (a string, a comparison) is not the scalar type: left as written
+    before = TINY_FA.replace("auto qk =", 'TORCH_CHECK(q.type() == k.type(), "x");\n  auto qk =')
+    after = before.replace("q.type() == k.type()", "q.scalar_type() == k.scalar_type()")
+    assert not same_cpp_program(before, after)
+    changed = HQQ.replace("W_r.type()", "Wq_packed.scalar_type()")
+    assert not same_cpp_program(HQQ, changed)
+    assert _changes("hqq/kernels/hqq_aten_cuda_kernel.cu", HQQ, changed) == [
+        "launch dequantize_8bit_u8_kernel"
+    ]
