@@ -7,7 +7,10 @@ Python (a kernel's function, before its locals are given canonical names):
   that stores, prints, synchronises or runs a function of the repository), is not there;
 - ``if not C: A else: B`` is ``if C: B else: A``; ``if C: A`` followed by ``if not C: B`` (``A``
   not assigning a name ``C`` reads, ``C`` made of names, constants and operators) is ``if C: A else: B``;
-- ``if C: x = a else: x = b`` is ``x = a if C else b``.
+- ``if C: x = a else: x = b`` is ``x = a if C else b``;
+- a kernel's parameter that its body never reads is not there, nor the argument its launches
+  in the same file pass for it (``without_unread_parameters``): removing it compiles the same
+  kernel (an autotune key or a heuristic naming it is compared on its own).
 
 The tree given is never changed: a statement list that changes is a new list, a statement that
 changes a shallow copy, everything else shared.
@@ -64,6 +67,62 @@ def normal_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Functio
     out = copy.copy(func)
     out.body = body
     return out  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=64)  # trees are shared (``parse_python`` caches them)
+def without_unread_parameters(tree: ast.Module) -> ast.Module:
+    """``tree`` with each jit function's unread parameters dropped, from its signature and from
+    the ``k[grid](...)`` launches of the module that pass them (``tree`` itself when none is;
+    else a copy, as ``tree`` may be shared). Jit functions of the module's level, inside ``if`` /
+    ``try`` / ``with`` blocks too; only parameters without a default (their position is then the
+    same in every launch), and launches without ``*args`` / ``**kwargs``."""
+    unread: dict[str, tuple[set[int], set[str]] | None] = {}  # None: defined twice, apart
+    for node in _module_functions(tree.body):
+        if node.args.vararg or node.args.kwarg:
+            continue
+        if not any("jit" in ast.unparse(d) for d in node.decorator_list):
+            continue
+        read = {n.id for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name)}
+        positional = [*node.args.posonlyargs, *node.args.args]
+        plain = len(positional) - len(node.args.defaults)
+        at = {i for i, a in enumerate(positional[:plain]) if a.arg not in read}
+        found = (at, {positional[i].arg for i in at}) if at else None
+        unread[node.name] = found if unread.get(node.name, found) == found else None
+    drop = {name: found for name, found in unread.items() if found is not None}
+    if not drop:
+        return tree
+    tree = copy.deepcopy(tree)
+    for func in _module_functions(tree.body):
+        if func.name in drop:
+            names = drop[func.name][1]
+            func.args.posonlyargs = [a for a in func.args.posonlyargs if a.arg not in names]
+            func.args.args = [a for a in func.args.args if a.arg not in names]
+    for call in ast.walk(tree):
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Subscript)
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id in drop
+            and not any(isinstance(a, ast.Starred) for a in call.args)
+            and all(k.arg is not None for k in call.keywords)
+        ):
+            at, names = drop[call.func.value.id]
+            call.args = [a for i, a in enumerate(call.args) if i not in at]
+            call.keywords = [k for k in call.keywords if k.arg not in names]
+    return tree
+
+
+def _module_functions(body: list[ast.stmt]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions defined at a module's level, in its ``if`` / ``try`` / ``with`` blocks
+    too (not those inside functions or classes)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield stmt
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.While)):
+            for part in ("body", "orelse", "finalbody"):
+                yield from _module_functions(getattr(stmt, part, []) or [])
+            for handler in getattr(stmt, "handlers", []):
+                yield from _module_functions(handler.body)
 
 
 class _Dead:

@@ -102,6 +102,10 @@ def digest(parts: Sequence[str]) -> str:
     return hashlib.sha1(joined.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+# ``triton.jit(kernel)``: a decorator applied by a call (not ``@triton.jit(do_not_specialize=...)``)
+JIT_CALL = re.compile(r"\bjit\(\s*[A-Za-z_]\w*\s*[,)]")
+
+
 def python_digest(parts: Sequence[str]) -> str:
     """``digest`` of Python source as ``ast.unparse`` writes it, each line's indentation kept:
     a statement moved into or out of a loop changes the program (unparsed code has one layout

@@ -248,3 +248,62 @@ def test_type_outside_a_dispatch_macro_is_still_compared():
     assert _changes("hqq/kernels/hqq_aten_cuda_kernel.cu", HQQ, changed) == [
         "launch dequantize_8bit_u8_kernel"
     ]
+
+
+# An unread kernel parameter removed, shortened from src/ffpa_attn/triton/_ffpa_bwd.py of
+# xlite-dev/ffpa-attn b8da57e79fdd (in tests/data/real_prs; licence in its case.toml):
+# num_k_blocks, never read by _ffpa_bwd_decode_dq_reduce_kernel, leaves its signature and launch.
+# (pytorch/ao 4ae435e427a9, BSD-3-Clause, in tests/data/real_prs, is the other way round: a
+# parameter only the autotune key names is added to two kernels and their launches.)
+FFPA = "src/ffpa_attn/triton/_ffpa_bwd.py"
+FFPA_BEFORE = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _ffpa_bwd_decode_dq_reduce_kernel(
+  PartialDQ, WrittenKBlocks, DQ, stride_pqk, nheads, seqlen_q, num_k_blocks, headdim,
+  BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr,
+):
+  off_hb = tl.program_id(2)
+  offs_k = tl.arange(0, BLOCK_K)
+  offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+  written_k_blocks = tl.load(WrittenKBlocks + off_hb)
+  acc = tl.zeros([BLOCK_M], dtype=tl.float32)
+  for start_k in range(0, written_k_blocks, BLOCK_K):
+    k_blocks = start_k + offs_k
+    acc += tl.sum(tl.load(PartialDQ + k_blocks[:, None] * stride_pqk + offs_m[None, :]), axis=0)
+  tl.store(DQ + offs_m, acc, mask=offs_m < seqlen_q)
+
+
+def _ffpa_attn_backward_triton_impl(partial_dq, written_k_blocks, dq, nheads, seqlen_q, num_k_blocks, headdim):
+  _ffpa_bwd_decode_dq_reduce_kernel[(1, triton.cdiv(seqlen_q, 64), nheads)](
+    partial_dq,
+    written_k_blocks,
+    dq,
+    partial_dq.stride(2),
+    nheads,
+    seqlen_q,
+    num_k_blocks,
+    headdim,
+    BLOCK_K=64,
+    BLOCK_M=64,
+  )
+"""
+FFPA_AFTER = FFPA_BEFORE.replace(
+    " seqlen_q, num_k_blocks, headdim,", " seqlen_q, headdim,"
+).replace("    num_k_blocks,\n", "")
+
+
+def test_an_unread_parameter_removed_with_its_argument_is_no_change():
+    assert _changes(FFPA, FFPA_BEFORE, FFPA_AFTER) == []
+
+
+def test_a_read_parameter_removed_or_an_argument_kept_is_a_change():
+    read = FFPA_BEFORE.replace("mask=offs_m < seqlen_q", "mask=offs_m < seqlen_q * num_k_blocks")
+    after = FFPA_AFTER.replace("mask=offs_m < seqlen_q", "mask=offs_m < seqlen_q * num_k_blocks")
+    assert _changes(FFPA, read, after) != []
+    # the signature loses the parameter, the launch still passes the argument: shifted values
+    kept = FFPA_BEFORE.replace(" seqlen_q, num_k_blocks, headdim,", " seqlen_q, headdim,")
+    assert _changes(FFPA, FFPA_BEFORE, kept) != []
