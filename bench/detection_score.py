@@ -98,6 +98,23 @@ _FL_DS_BUILDER = (
 )
 
 
+_FL_COMPREHENSION = (
+    "disputed label: the configs are a comprehension over literal lists, counted by hand (16); "
+    "the corpus's convention, which the analysis follows, is that a list not written out is "
+    "computed"
+)
+_FL_HOST_PASS = (
+    "anything else: RUNTIME_ASSERT changes only under #else of #if defined(__CUDA_ARCH__), the "
+    "host compilation pass; the file is compared under both values of __CUDA_ARCH__, so the "
+    "host pass's change reads as a changed launch of the header's kernel, whose device code "
+    "is the same"
+)
+_FL_PICKER = (
+    "class 2: the launch is kernel<<<...>>> of a function pointer a picker returns "
+    "(pick_gemm_half_q_half_kernel, a table of template instances in kernel_select.cuh); the "
+    "picker is reported as the launched kernel and gemm_half_q_half_kernel is not reached"
+)
+
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("FlagOpen-FlagGems-167dd6fe1585", "mm_kernel: reported"): (
         "the config list is built at import from a YAML file (tune_configs.yaml); the analysis "
@@ -214,6 +231,29 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         )
         for k in _REWRITE_CHECKS
     },
+    # first-look batch5: wrong on first sight, scored after the fixes of batch4's misses and
+    # not tuned on
+    **{
+        ("fla-org-native-sparse-attention-f56759de79e0", f"{kernel}: {side}"): _FL_COMPREHENSION
+        for kernel in (
+            "parallel_nsa_compression_fwd_kernel",
+            "parallel_nsa_compression_bwd_kernel_dq",
+            "parallel_nsa_kernel_topk",
+            "parallel_nsa_bwd_kernel_dq",
+            "parallel_nsa_bwd_kernel_dkv",
+        )
+        for side in ("configs_old", "configs_new")
+    },
+    ("thu-ml-SpargeAttn-34225d37d9d2", "qk_int8_sv_f8_attn_kernel: not a changed kernel"): (
+        _FL_HOST_PASS
+    ),
+    ("thu-ml-SpargeAttn-34225d37d9d2", "invented kernels"): _FL_HOST_PASS,
+    ("turboderp-exllamav2-072d11f16318", "gemm_half_q_half_kernel: reported"): _FL_PICKER,
+    ("turboderp-exllamav2-072d11f16318", "unlabelled changes"): _FL_PICKER,
+    ("turboderp-exllamav2-09d15e74d260", "gemm_half_q_half_kernel: reported"): (
+        "class 2 (and 4): " + _FL_PICKER.split(": ", 1)[1] + "; the ROCm test is in a header "
+        "(q_gemm_autotune.cuh) whose macros the launcher reads"
+    ),
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the
@@ -241,6 +281,12 @@ DISPUTED: dict[tuple[str, str], str] = {
     for key, why in KNOWN_MISSES.items()
     if why == _PORT_BESIDE
 } | {
+    **{
+        key: "comprehensions over literal lists are counted as computed throughout the corpus "
+        "(ModelTC-lightllm-9bf04aeb1e77, the fla-org cases); the batch5 label counted them"
+        for key, why in KNOWN_MISSES.items()
+        if why == _FL_COMPREHENSION
+    },
     ("InternLM-lmdeploy-c2e715809dc7", "toolchain: torchvision"): (
         "torchvision compiles and runs no kernel of the repository (its pin moves with torch's, "
         "which is reported); the toolchain is the compilers and runtimes kernels are built or "
