@@ -91,25 +91,69 @@ def without_unread_parameters(tree: ast.Module) -> ast.Module:
     drop = {name: found for name, found in unread.items() if found is not None}
     if not drop:
         return tree
-    tree = copy.deepcopy(tree)
-    for func in _module_functions(tree.body):
-        if func.name in drop:
-            names = drop[func.name][1]
-            func.args.posonlyargs = [a for a in func.args.posonlyargs if a.arg not in names]
-            func.args.args = [a for a in func.args.args if a.arg not in names]
-    for call in ast.walk(tree):
-        if (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Subscript)
-            and isinstance(call.func.value, ast.Name)
-            and call.func.value.id in drop
-            and not any(isinstance(a, ast.Starred) for a in call.args)
-            and all(k.arg is not None for k in call.keywords)
-        ):
-            at, names = drop[call.func.value.id]
-            call.args = [a for i, a in enumerate(call.args) if i not in at]
-            call.keywords = [k for k in call.keywords if k.arg not in names]
-    return tree
+    funcs = {id(f) for f in _module_functions(tree.body) if f.name in drop}
+    parent: dict[int, ast.AST] = {}
+    changed: list[ast.AST] = []
+    for sub in ast.walk(tree):
+        for child in ast.iter_child_nodes(sub):
+            parent[id(child)] = sub
+        if id(sub) in funcs or _launch_of(sub, drop) is not None:
+            changed.append(sub)
+    on_path: set[int] = set()  # the changed nodes and what holds them: copied, the rest shared
+    for held in changed:
+        while id(held) not in on_path:
+            on_path.add(id(held))
+            if id(held) not in parent:
+                break
+            held = parent[id(held)]
+    copies: list[ast.AST] = []
+    out = _copy_paths(tree, on_path, copies)
+    for new in copies:
+        if isinstance(new, (ast.FunctionDef, ast.AsyncFunctionDef)) and new.name in drop:
+            names = drop[new.name][1]
+            new.args = copy.copy(new.args)
+            new.args.posonlyargs = [a for a in new.args.posonlyargs if a.arg not in names]
+            new.args.args = [a for a in new.args.args if a.arg not in names]
+        elif (kernel := _launch_of(new, drop)) is not None:
+            assert isinstance(new, ast.Call)
+            at, names = drop[kernel]
+            new.args = [a for i, a in enumerate(new.args) if i not in at]
+            new.keywords = [k for k in new.keywords if k.arg not in names]
+    assert isinstance(out, ast.Module)
+    return out
+
+
+def _launch_of(node: ast.AST, drop: dict[str, tuple[set[int], set[str]]]) -> str | None:
+    """The kernel of ``drop`` that ``node`` launches (``k[grid](...)``, no ``*args`` or
+    ``**kwargs``), else ``None``."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Subscript)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in drop
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+        and all(k.arg is not None for k in node.keywords)
+    ):
+        return node.func.value.id
+    return None
+
+
+def _copy_paths(node: ast.AST, on_path: set[int], copies: list[ast.AST]) -> ast.AST:
+    """``node`` with the nodes in ``on_path`` (by ``id``) copied, shallowly and with their lists
+    anew, and every other node shared; the copies are added to ``copies``."""
+    if id(node) not in on_path:
+        return node
+    new = copy.copy(node)
+    for name, value in ast.iter_fields(node):
+        if isinstance(value, list):
+            items = [
+                _copy_paths(v, on_path, copies) if isinstance(v, ast.AST) else v for v in value
+            ]
+            setattr(new, name, items)
+        elif isinstance(value, ast.AST):
+            setattr(new, name, _copy_paths(value, on_path, copies))
+    copies.append(new)
+    return new
 
 
 def _module_functions(body: list[ast.stmt]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
