@@ -1,16 +1,12 @@
 """What a function applying a decorator to a kernel by a call reads tunes that kernel, as a
 decorator's reads would (``bot/analysis/reach/decorator_reads``).
 
-Shortened from two real pull requests:
-
-- xlite-dev/ffpa-attn 25303e3 (pull request #201, Apache-2.0), src/ffpa_attn/triton/_ffpa_bwd.py:
-  ``_get_pre_autotune`` builds ``triton.autotune(configs=_gen_pre_autotune_configs(...))
-  (_ffpa_bwd_pre_impl)`` on first use and caches it; the builder drops BLOCK_M 256 and tries
-  one warp count in "fast" mode. (92f4d07411ce, in tests/data/real_prs, does the same for the SM90
-  kernels, with the builder's result bound to a local first.)
-- chengzeyi/stable-fast 8a3f797ecdd5 (MIT, in tests/data/real_prs), src/sfast/triton/ops/
-  group_norm.py: the factory applying ``triton.heuristics(...)(triton.jit(kernel))`` changes
-  its ``num_warps`` heuristic.
+Shortened from xlite-dev/ffpa-attn 25303e3 (pull request #201, Apache-2.0),
+src/ffpa_attn/triton/_ffpa_bwd.py: ``_get_pre_autotune`` builds ``triton.autotune(configs=
+_gen_pre_autotune_configs(...))(_ffpa_bwd_pre_impl)`` on first use and caches it; the builder
+drops BLOCK_M 256 and tries one warp count in "fast" mode. (92f4d07411ce, in tests/data/real_prs,
+does the same for the SM90 kernels, with the builder's result bound to a local first; the
+heuristics a factory applies are in test_jit_factory.py.)
 """
 
 from __future__ import annotations
@@ -69,38 +65,6 @@ FFPA_AFTER = (
     )
 )
 
-SFAST = "src/sfast/triton/ops/group_norm.py"
-SFAST_BEFORE = """\
-import triton
-import triton.language as tl
-from sfast.utils.copy_func import copy_func
-
-
-def group_norm_4d_forward_kernel(input_ptr, output_ptr, C, HxW, groups, BLOCK_SIZE: tl.constexpr):
-    r = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    tl.store(output_ptr + r, tl.load(input_ptr + r, mask=r < HxW), mask=r < HxW)
-
-
-def create_group_norm_4d_forward_kernel(act=None):
-    kernel = group_norm_4d_forward_kernel
-    kernel = copy_func(kernel, globals={**globals(), **{'act': act}})
-    kernel = triton.heuristics({
-        'BLOCK_SIZE': lambda kwargs: min(4096, triton.next_power_of_2(kwargs['HxW'])),
-    })(triton.heuristics({
-        'num_warps': lambda kwargs: max(1, min(16, triton.next_power_of_2(kwargs['HxW'] // 256))),
-    })(triton.jit(kernel)))
-    return kernel
-
-
-def group_norm_forward(input, num_groups):
-    kernel = create_group_norm_4d_forward_kernel()
-    N, C, H, W = input.shape
-    output = torch.empty_like(input)
-    kernel[(num_groups, N)](input, output, C, H * W, num_groups)
-    return output
-"""
-SFAST_AFTER = SFAST_BEFORE.replace("kwargs['HxW'] // 256", "kwargs['HxW'] // 128")
-
 
 def _changes(path: str, before: str, after: str) -> list[str]:
     old, new = {path: before}, {path: after}
@@ -118,7 +82,3 @@ def test_a_function_that_applies_nothing_to_the_kernel_does_not_tune_it():
     untuned = FFPA_BEFORE.replace("    )(_ffpa_bwd_pre_impl)", "    ) and _ffpa_bwd_pre_impl")
     after = FFPA_AFTER.replace("    )(_ffpa_bwd_pre_impl)", "    ) and _ffpa_bwd_pre_impl")
     assert "tuning _ffpa_bwd_pre_impl" not in _changes(FFPA, untuned, after)
-
-
-def test_heuristics_a_factory_applies_are_tuning_of_the_kernel_it_makes():
-    assert _changes(SFAST, SFAST_BEFORE, SFAST_AFTER) == ["tuning group_norm_4d_forward_kernel"]

@@ -7,7 +7,9 @@ Shortened from src/sfast/triton/ops/group_norm.py of chengzeyi/stable-fast (MIT)
 activation bound and applies ``triton.heuristics(...)(triton.jit(kernel))``. At 89f1105e94fe
 (pull request #76) the kernel takes ``C_G`` and ``GROUP_SIZE`` as parameters the heuristics
 compute instead of computing them itself; at 2536cc5d83f0 (in tests/data/real_prs) the store of
-each channel's output moves into the loop over the channel's pixels.
+each channel's output moves into the loop over the channel's pixels; at 8a3f797ecdd5 (in
+tests/data/real_prs too) the factory's ``num_warps`` heuristic changes, a tuning change of the
+kernel it makes (``bot/analysis/reach/decorator_reads``).
 """
 
 from __future__ import annotations
@@ -103,3 +105,8 @@ def test_a_store_moved_into_a_loop_is_a_body_change():
     before = _code(store=STORE_AFTER_LOOP)
     assert _changes(before, _code(store=STORE_IN_LOOP)) == ["body group_norm_4d_forward_kernel"]
     assert _changes(before, before.replace("pid_batch * C", "pid_batch  *  C")) == []
+
+
+def test_heuristics_the_factory_applies_are_tuning_of_the_kernel_it_makes():
+    after = _code().replace("kwargs['HxW'] // 128", "kwargs['HxW'] // 256")
+    assert _changes(_code(), after) == ["tuning group_norm_4d_forward_kernel"]
