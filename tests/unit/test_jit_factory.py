@@ -108,5 +108,9 @@ def test_a_store_moved_into_a_loop_is_a_body_change():
 
 
 def test_heuristics_the_factory_applies_are_tuning_of_the_kernel_it_makes():
-    after = _code().replace("kwargs['HxW'] // 128", "kwargs['HxW'] // 256")
-    assert _changes(_code(), after) == ["tuning group_norm_4d_forward_kernel"]
+    before = _code().replace(
+        "max(1, min(16, triton.next_power_of_2(kwargs['HxW'] // 128)))",
+        "max(1, min(16, kwargs['HxW'] // 128))",
+    )
+    assert before != _code()
+    assert _changes(before, _code()) == ["tuning group_norm_4d_forward_kernel"]
