@@ -259,10 +259,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the
 # diff-mode test fails on any other, and on a listed one that is clean now).
 KNOWN_DIFF_INVENTED: dict[str, str] = {
-    "mobiusml-hqq-0d2f2e35fc8c": (
-        "first-look batch4: W_r.type() spelled W_r.scalar_type() in the host functions reads "
-        "as a changed launch, in the diff's lines as in the whole files"
-    ),
     "xlite-dev-ffpa-attn-b8da57e79fdd": (
         "first-look batch4: an unread parameter removed from a kernel's signature reads as a "
         "body change, in the diff's lines as in the whole files"

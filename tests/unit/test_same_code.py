@@ -238,6 +238,16 @@ def test_a_deprecated_dispatch_type_spelled_anew_is_the_same_program():
     assert same_cpp_program(TINY_FA, after)
 
 
+def test_from_the_diff_alone_a_deprecated_spelling_is_named_unclassified_not_a_change():
+    path = "hqq/kernels/hqq_aten_cuda_kernel.cu"
+    hqq_after = HQQ.replace("W_r.type()", "W_r.scalar_type()")
+    analysis = analyze_diff(file_diff(path, HQQ, hqq_after))
+    assert analysis.changes == []
+    assert [u.path for u in analysis.unclassified] == [path]
+    changed = analyze_diff(file_diff(path, HQQ, HQQ.replace("W_r.type()", "Wq_packed.type()")))
+    assert [f"{c.kind} {c.name}" for c in changed.changes] == ["launch dequantize_8bit_u8_kernel"]
+
+
 def test_type_outside_a_dispatch_macro_is_still_compared():
     # ``x.type()`` elsewhere (a string, a comparison) is not the scalar type: left as written
     before = TINY_FA.replace("auto qk =", 'TORCH_CHECK(q.type() == k.type(), "x");\n  auto qk =')
