@@ -38,6 +38,7 @@ from bot.analysis.model import (
     FileSides,
     KernelChange,
     SourceFn,
+    UnclassifiedFile,
 )
 from bot.analysis.reach.branches import VENDOR
 from bot.analysis.same_code import same_cpp_program
@@ -92,6 +93,7 @@ def analyze_diff(
     from bot.analysis.reach.predicates import predicate_gates
 
     skipped = list(parsed.skipped)
+    text_only_lines: list[UnclassifiedFile] = []  # C++ hunks that read the same
     sides: list[FileSides] = []
     for patch in parsed.files:
         if patch.binary:
@@ -113,8 +115,11 @@ def analyze_diff(
         if source_kind(patch.path) is None and source_kind(patch.old_path or "") is None:
             continue
         side = _read_sides(patch, old_source, new_source, policy, thrifty)
-        if _text_only(side):
-            skipped.append(SkippedFile(path=patch.path, reason=_TEXT_ONLY))
+        if (why := _text_only(side)) is not None:
+            if why == _TEXT_ONLY_LINES:  # the diff alone: said, not settled
+                text_only_lines.append(UnclassifiedFile(path=patch.path, why=why))
+            else:
+                skipped.append(SkippedFile(path=patch.path, reason=why))
             continue
         sides.append(side)
     ctx = Context(
@@ -165,7 +170,7 @@ def analyze_diff(
     for c in changes:
         measure += [k for k in c.policy_kernels if k not in measure]
     notes = [n for f in sides for n in f.notes]
-    unclassified = unclassified_files(sides, [*changes, *moved])
+    unclassified = [*unclassified_files(sides, [*changes, *moved]), *text_only_lines]
     return Analysis(
         changes=changes,
         skipped=skipped,
@@ -199,15 +204,27 @@ _TEXT_ONLY = (
 )
 
 
-def _text_only(side: FileSides) -> bool:
-    """A C++ file both of whose versions were read whole and are the same program."""
-    return (
-        source_kind(side.patch.path) == "cpp"
-        and side.patch.status == "modified"
-        and side.old_text is not None
-        and side.new_text is not None
-        and same_cpp_program(side.old_text, side.new_text)
+_TEXT_ONLY_LINES = (
+    "C++ text changed, not the program, as far as the diff's lines show (its hunks read the "
+    "same under each configuration of the macros they test); analyze with --repo to compare "
+    "the whole files"
+)
+
+
+def _text_only(side: FileSides) -> str | None:
+    """Why a modified C++ file is the same program (its two versions read whole; without them,
+    the old and new lines of its hunks), or ``None``."""
+    if source_kind(side.patch.path) != "cpp" or side.patch.status != "modified":
+        return None
+    if side.old_text is not None and side.new_text is not None:
+        return _TEXT_ONLY if same_cpp_program(side.old_text, side.new_text) else None
+    if side.old_text is not None or side.new_text is not None:
+        return None
+    old, new = (
+        "\n".join(t for h in side.patch.hunks for _, t in lines(h))
+        for lines in (lambda h: h.old_lines(), lambda h: h.new_lines())
     )
+    return _TEXT_ONLY_LINES if same_cpp_program(old, new) else None
 
 
 def _read_sides(
@@ -292,8 +309,6 @@ _KERNEL_FILE = re.compile(
 def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChange]) -> list:
     """Files read from their diff lines only that hold kernels (as far as those lines show) but
     that no change names: the diff alone does not say what their changed lines do."""
-    from bot.analysis.model import UnclassifiedFile
-
     named = {r.path for c in changes for r in (c.old, c.new) if r is not None}
     named |= {c.path for c in changes}
     out = []

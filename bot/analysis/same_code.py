@@ -7,7 +7,10 @@ Python (a kernel's function, before its locals are given canonical names):
   that stores, prints, synchronises or runs a function of the repository), is not there;
 - ``if not C: A else: B`` is ``if C: B else: A``; ``if C: A`` followed by ``if not C: B`` (``A``
   not assigning a name ``C`` reads, ``C`` made of names, constants and operators) is ``if C: A else: B``;
-- ``if C: x = a else: x = b`` is ``x = a if C else b``.
+- ``if C: x = a else: x = b`` is ``x = a if C else b``;
+- a kernel's parameter that its body never reads is not there, nor the argument its launches
+  in the same file pass for it (``without_unread_parameters``): removing it compiles the same
+  kernel (an autotune key or a heuristic naming it is compared on its own).
 
 The tree given is never changed: a statement list that changes is a new list, a statement that
 changes a shallow copy, everything else shared.
@@ -16,8 +19,11 @@ C++ (a whole file): the file as the compiler sees it under each configuration of
 its ``#if`` lines test (three at most: eight configurations; an expression other than a
 macro's name is one unknown), with the function-like
 macros it defines expanded, comments and blank statements dropped, ``and`` / ``or`` / ``not``
-read as ``&&`` / ``||`` / ``!``. Two versions of a file that expand to the same tokens under
-every configuration are the same program.
+read as ``&&`` / ``||`` / ``!``, and PyTorch's deprecated C++ spellings read as their
+successors (``AT_DISPATCH_...(x.type(), ...)`` as ``x.scalar_type()``, ``x.data<T>()`` as
+``x.data_ptr<T>()``, ``AT_CHECK`` as ``TORCH_CHECK``: the same scalar type, pointer and check).
+Two versions of a file that expand to the same tokens under every configuration are the same
+program.
 """
 
 from __future__ import annotations
@@ -61,6 +67,106 @@ def normal_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Functio
     out = copy.copy(func)
     out.body = body
     return out  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=64)  # trees are shared (``parse_python`` caches them)
+def without_unread_parameters(tree: ast.Module) -> ast.Module:
+    """``tree`` with each jit function's unread parameters dropped, from its signature and from
+    the ``k[grid](...)`` launches of the module that pass them (``tree`` itself when none is;
+    else a copy, as ``tree`` may be shared). Jit functions of the module's level, inside ``if`` /
+    ``try`` / ``with`` blocks too; only parameters without a default (their position is then the
+    same in every launch), and launches without ``*args`` / ``**kwargs``."""
+    unread: dict[str, tuple[set[int], set[str]] | None] = {}  # None: defined twice, apart
+    for node in _module_functions(tree.body):
+        if node.args.vararg or node.args.kwarg:
+            continue
+        if not any("jit" in ast.unparse(d) for d in node.decorator_list):
+            continue
+        read = {n.id for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name)}
+        positional = [*node.args.posonlyargs, *node.args.args]
+        plain = len(positional) - len(node.args.defaults)
+        at = {i for i, a in enumerate(positional[:plain]) if a.arg not in read}
+        found = (at, {positional[i].arg for i in at}) if at else None
+        unread[node.name] = found if unread.get(node.name, found) == found else None
+    drop = {name: found for name, found in unread.items() if found is not None}
+    if not drop:
+        return tree
+    funcs = {id(f) for f in _module_functions(tree.body) if f.name in drop}
+    parent: dict[int, ast.AST] = {}
+    changed: list[ast.AST] = []
+    for sub in ast.walk(tree):
+        for child in ast.iter_child_nodes(sub):
+            parent[id(child)] = sub
+        if id(sub) in funcs or _launch_of(sub, drop) is not None:
+            changed.append(sub)
+    on_path: set[int] = set()  # the changed nodes and what holds them: copied, the rest shared
+    for held in changed:
+        while id(held) not in on_path:
+            on_path.add(id(held))
+            if id(held) not in parent:
+                break
+            held = parent[id(held)]
+    copies: list[ast.AST] = []
+    out = _copy_paths(tree, on_path, copies)
+    for new in copies:
+        if isinstance(new, (ast.FunctionDef, ast.AsyncFunctionDef)) and new.name in drop:
+            names = drop[new.name][1]
+            new.args = copy.copy(new.args)
+            new.args.posonlyargs = [a for a in new.args.posonlyargs if a.arg not in names]
+            new.args.args = [a for a in new.args.args if a.arg not in names]
+        elif (kernel := _launch_of(new, drop)) is not None:
+            assert isinstance(new, ast.Call)
+            at, names = drop[kernel]
+            new.args = [a for i, a in enumerate(new.args) if i not in at]
+            new.keywords = [k for k in new.keywords if k.arg not in names]
+    assert isinstance(out, ast.Module)
+    return out
+
+
+def _launch_of(node: ast.AST, drop: dict[str, tuple[set[int], set[str]]]) -> str | None:
+    """The kernel of ``drop`` that ``node`` launches (``k[grid](...)``, no ``*args`` or
+    ``**kwargs``), else ``None``."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Subscript)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in drop
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+        and all(k.arg is not None for k in node.keywords)
+    ):
+        return node.func.value.id
+    return None
+
+
+def _copy_paths(node: ast.AST, on_path: set[int], copies: list[ast.AST]) -> ast.AST:
+    """``node`` with the nodes in ``on_path`` (by ``id``) copied, shallowly and with their lists
+    anew, and every other node shared; the copies are added to ``copies``."""
+    if id(node) not in on_path:
+        return node
+    new = copy.copy(node)
+    for name, value in ast.iter_fields(node):
+        if isinstance(value, list):
+            items = [
+                _copy_paths(v, on_path, copies) if isinstance(v, ast.AST) else v for v in value
+            ]
+            setattr(new, name, items)
+        elif isinstance(value, ast.AST):
+            setattr(new, name, _copy_paths(value, on_path, copies))
+    copies.append(new)
+    return new
+
+
+def _module_functions(body: list[ast.stmt]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions defined at a module's level, in its ``if`` / ``try`` / ``with`` blocks
+    too (not those inside functions or classes)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield stmt
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.While)):
+            for part in ("body", "orelse", "finalbody"):
+                yield from _module_functions(getattr(stmt, part, []) or [])
+            for handler in getattr(stmt, "handlers", []):
+                yield from _module_functions(handler.body)
 
 
 class _Dead:
@@ -284,6 +390,15 @@ _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)")
 _ALTERNATIVE = {"and": "&&", "or": "||", "not": "!"}
 _ALTERNATIVE_WORD = re.compile(r"\b(and|or|not)\b")
 _EMPTY_STATEMENT = re.compile(r"(?<=[;{}])\s*;")
+# PyTorch C++ API spellings that were deprecated for another of the same meaning: (pattern,
+# the successor's spelling). A dispatch macro's type argument (``AT_DISPATCH_FLOATING_TYPES``,
+# or a project's own ``AT_DISPATCHER`` defined as one) reads the scalar type either way.
+_SAME_API = (
+    (re.compile(r"\.type\(\)\s*\.\s*(?:scalarType|scalar_type)\(\)"), ".scalar_type()"),
+    (re.compile(r"(\b\w*DISPATCH\w*\s*\(\s*[^,()]*?)\.type\(\)(?=\s*,)"), r"\1.scalar_type()"),
+    (re.compile(r"\.data\s*<"), ".data_ptr<"),
+    (re.compile(r"\bAT_CHECK\s*\("), "TORCH_CHECK("),
+)
 _MAX_TESTED = 3
 _MAX_CHARS = 400_000
 
@@ -407,6 +522,8 @@ def _expansions(lines: list[str], tested: list[str]) -> Iterator[str]:
                 kept.append(line)  # includes, object-like defines, pragmas: as written
         code = " ".join(" ".join(kept).split())
         code = _ALTERNATIVE_WORD.sub(lambda m: _ALTERNATIVE[m.group(1)], code)
+        for old, new in _SAME_API:
+            code = old.sub(new, code)
         return "".join(_EMPTY_STATEMENT.sub("", code).split())
 
     configurations = itertools.product((False, True), repeat=len(tested))

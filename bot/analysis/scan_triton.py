@@ -31,14 +31,16 @@ from bot.analysis.model import (
     Language,
     LaunchSite,
 )
-from bot.analysis.same_code import normal_function
+from bot.analysis.same_code import normal_function, without_unread_parameters
 from bot.analysis.text import (
+    JIT_CALL,
     collapse,
     digest,
     is_tuning_line,
     is_tuning_name,
     module_bindings,
     parse_python,
+    python_digest,
 )
 from bot.analysis.triton_config import Autotune, _dotted, _literal
 
@@ -101,7 +103,7 @@ def scan_python(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan
     if not hinted and not _DSL_HINT.search(text) and not _LAUNCH_HINT.search(text):
         return FileScan(path=path, kind="python", language=None, complete=True)
     try:
-        tree = parse_python(text)
+        tree = without_unread_parameters(parse_python(text))
         reader = _Reader(path, tree, text.split("\n"), markers)
         reader.read(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -263,6 +265,7 @@ class _Reader:
             and stmt.value.args
             and isinstance(stmt.value.args[0], ast.Name)
         }
+        jitted |= self._jitted_in_functions(tree)
         applied: list[tuple[str, ast.Call, ast.AST | None]] = []  # k = triton.autotune(...)(k)
         self.handed_to: list[tuple[str, str]] = []  # f(k): (function, name)
         called: set[str] = set()  # called by name inside a jit function
@@ -348,6 +351,12 @@ class _Reader:
                 and len(self.kernels) < MAX_PER_FILE
             ):
                 self.kernels += _kernels_in_string(self.path, node, around)
+            elif isinstance(node, (ast.BinOp, ast.JoinedStr)) and (joined := _joined_source(node)):
+                # ``r"""...""" + str(n) + r"""..."""``: one source, its values as names
+                if "__global__" in joined and len(self.kernels) < MAX_PER_FILE:
+                    source = ast.Constant(value=joined, lineno=node.lineno)
+                    self.kernels += _kernels_in_string(self.path, source, around)
+                continue
             elif (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
@@ -362,6 +371,46 @@ class _Reader:
         used.update(x.kernel for x in self.launches)
         self._applied_autotune(applied)
         self._mark_helpers(called, used)
+
+    def _jitted_in_functions(self, tree: ast.Module) -> set[str]:
+        """Module-level functions a factory makes kernels of: ``triton.jit(kernel)`` inside a
+        function, where ``kernel`` is the module-level function or a local assigned from it
+        (``kernel = k``, ``kernel = copy_func(kernel, ...)``)."""
+        if not any(JIT_CALL.search(line) for line in self.lines):
+            return set()  # most files: read no further
+        plain = {
+            s.name
+            for s in tree.body
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.decorator_list
+        }
+        out: set[str] = set()
+        for func in tree.body:
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            sources: dict[str, set[str]] = {}  # local -> the names its values are made of
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    value = node.value
+                    while isinstance(value, ast.Call) and value.args:
+                        value = value.args[0]  # copy_func(kernel, ...): the function copied
+                    if isinstance(target, ast.Name) and isinstance(value, ast.Name):
+                        sources.setdefault(target.id, set()).add(value.id)
+            for node in ast.walk(func):
+                if (
+                    isinstance(node, ast.Call)
+                    and node.args
+                    and isinstance(node.args[0], ast.Name)
+                    and (self._kinds([node.func])[0] or ("",))[0] == "jit"
+                ):
+                    names, todo = set(), [node.args[0].id]
+                    while todo:
+                        name = todo.pop()
+                        if name not in names:
+                            names.add(name)
+                            todo.extend(sources.get(name, ()))
+                    out |= names & plain
+        return out
 
     def _mark_helpers(self, called: set[str], used: set[str]) -> None:
         """A jit function another jit function of the file calls, and that nothing launches
@@ -413,10 +462,10 @@ class _Reader:
             stripped = around  # a prim_func is made by its factory: the factory is its code
         normal = normal_function(stripped)  # text-only differences put in one form
         with _canonical_locals(normal):
-            code = digest([ast.unparse(normal)])
-            code_without_defaults = digest([_signature_without_defaults(node.args)]) + digest(
-                [ast.unparse(s) for s in normal.body]
-            )
+            code = python_digest([ast.unparse(normal)])
+            code_without_defaults = digest(
+                [_signature_without_defaults(node.args)]
+            ) + python_digest([ast.unparse(s) for s in normal.body])
         return KernelDef(
             language=language,
             name=node.name,
@@ -545,6 +594,36 @@ class _Reader:
             wrapper_digest=w_digest,
             value_digest=v_digest,
         )
+
+
+def _joined_source(node: ast.expr) -> str | None:
+    """A string built by ``+`` from literals and values (``str(n)``, names, f-string fields), or
+    an f-string, as one text: each value is written as a name made of its expression
+    (``str(l1_size + 8)`` is ``l1_size_8``), so two versions compare by what is written around
+    the values. ``None`` unless a piece is a string literal with a line break (source text)."""
+    pieces: list[str | ast.expr] = []
+
+    def add(part: ast.expr) -> None:
+        if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):
+            add(part.left)
+            add(part.right)
+        elif isinstance(part, ast.JoinedStr):
+            for value in part.values:
+                add(value.value if isinstance(value, ast.FormattedValue) else value)
+        elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+            pieces.append(part.value)
+        else:
+            pieces.append(part)
+
+    add(node)
+    if not any(isinstance(p, str) and "\n" in p for p in pieces):
+        return None  # checked before any value is written out: most sums are arithmetic
+    out = []
+    for p in pieces:
+        if isinstance(p, ast.Call) and ast.unparse(p.func) == "str" and p.args:
+            p = p.args[0]
+        out.append(p if isinstance(p, str) else re.sub(r"\W+", "_", ast.unparse(p)).strip("_"))
+    return "".join(out)
 
 
 def _kernels_in_string(

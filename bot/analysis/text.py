@@ -102,6 +102,19 @@ def digest(parts: Sequence[str]) -> str:
     return hashlib.sha1(joined.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+# ``triton.jit(kernel)``: a decorator applied by a call (not ``@triton.jit(do_not_specialize=...)``)
+JIT_CALL = re.compile(r"\bjit\(\s*[A-Za-z_]\w*\s*[,)]")
+
+
+def python_digest(parts: Sequence[str]) -> str:
+    """``digest`` of Python source as ``ast.unparse`` writes it, each line's indentation kept:
+    a statement moved into or out of a loop changes the program (unparsed code has one layout
+    per program, so the layout of the file read does not count)."""
+    return digest(
+        [f"{len(ln) - len(ln.lstrip())}|{ln}" for p in parts for ln in p.split("\n") if ln.strip()]
+    )
+
+
 def is_tuning_name(name: str) -> bool:
     return bool(TUNING_NAME.match(name))
 

@@ -94,3 +94,90 @@ def test_a_changed_function_the_launcher_does_not_test_changes_no_launch():
     diff = file_diff(UTILS, old[UTILS], new[UTILS])
     analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=sorted(old))
     assert analysis.changes == []
+
+
+# A predicate the launchers of its own file call, shortened from
+# generative_recommenders/ops/triton/triton_jagged.py in meta-recsys/generative-recommenders
+# (Apache-2.0): at 456ff31a76d7 (in tests/data/real_prs) ``_should_use_multirow()`` also returns
+# true on AMD; at e2471050776f, a later pull request, it also reads a module-level switch.
+JAGGED = "generative_recommenders/ops/triton/triton_jagged.py"
+JAGGED_BEFORE = """\
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+
+def _should_use_multirow() -> bool:
+    env = os.environ.get("JAGGED_USE_MULTIROW_MI350")
+    if env is not None:
+        return env == "1"
+    return is_sm100_plus()
+
+
+@triton.jit
+def concat_2D_jagged(OffsetsA, ValuesA, Out, D, BLOCK_D: tl.constexpr):
+    pass
+
+
+@triton.jit
+def concat_2D_jagged_multirow(OffsetsA, ValuesA, Out, D, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr):
+    pass
+
+
+@triton.jit
+def jagged_dense_broadcast_add_kernel(Offsets, Jagged, Dense, Out, BLOCK_D: tl.constexpr):
+    pass
+
+
+def _triton_concat_2D_jagged_internal(values_a, values_out, max_seq_len, B, offsets_a, D, BLOCK_D):
+    use_multirow = _should_use_multirow()
+    if use_multirow:
+
+        def grid(meta):
+            return (triton.cdiv(max_seq_len, meta["BLOCK_N"]), B)
+
+        concat_2D_jagged_multirow[grid](offsets_a, values_a, values_out, D, BLOCK_D=BLOCK_D)
+    else:
+        concat_2D_jagged[(max_seq_len, B)](offsets_a, values_a, values_out, D, BLOCK_D=BLOCK_D)
+
+
+def jagged_dense_broadcast_add(offsets, jagged, dense, out, B, max_seq_len):
+    jagged_dense_broadcast_add_kernel[(B, max_seq_len)](offsets, jagged, dense, out, BLOCK_D=64)
+"""
+JAGGED_AMD = JAGGED_BEFORE.replace(
+    "    return is_sm100_plus()",
+    "    if torch.version.hip is not None:\n        return True\n    return is_sm100_plus()",
+)
+JAGGED_SWITCH = JAGGED_AMD.replace(
+    "def _should_use_multirow",
+    "SPLIT_CONCAT_2D_JAGGED_USE_MULTIROW = None\n\n\ndef _should_use_multirow",
+).replace(
+    "    return is_sm100_plus()",
+    "    if SPLIT_CONCAT_2D_JAGGED_USE_MULTIROW is not None:\n"
+    "        return SPLIT_CONCAT_2D_JAGGED_USE_MULTIROW\n"
+    "    return is_sm100_plus()",
+)
+
+
+def _own_file(before: str, after: str) -> dict[str, tuple[str, list[str]]]:
+    old, new = {JAGGED: before}, {JAGGED: after}
+    diff = file_diff(JAGGED, before, after)
+    analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=[JAGGED])
+    return {c.name: (c.kind, sorted(b.kind for b in c.branches)) for c in analysis.changes}
+
+
+def test_a_predicate_called_in_its_own_file_changes_the_launches_it_chooses_between():
+    assert _own_file(JAGGED_BEFORE, JAGGED_AMD) == {
+        "concat_2D_jagged": ("launch", ["vendor"]),
+        "concat_2D_jagged_multirow": ("launch", ["vendor"]),
+    }
+
+
+def test_the_predicates_new_tests_are_the_branches_named():
+    # the later pull request adds a module-level switch, no vendor or architecture test
+    assert _own_file(JAGGED_AMD, JAGGED_SWITCH) == {
+        "concat_2D_jagged": ("launch", []),
+        "concat_2D_jagged_multirow": ("launch", []),
+    }

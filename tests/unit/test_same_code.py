@@ -188,3 +188,132 @@ def test_alternative_tokens_and_comments_are_the_same_program():
     after = '// checked\nvoid f(int a) { TORCH_CHECK(a % 8 == 0 && a > 0, "x"); }\n'
     assert same_cpp_program(before, after)
     assert not same_cpp_program(before, after.replace("&&", "||"))
+
+
+# PyTorch's deprecated C++ spellings, shortened from two real pull requests:
+# mobiusml/hqq 0d2f2e35fc8c (Apache-2.0; in tests/data/real_prs), hqq/kernels/hqq_aten_cuda_kernel.cu,
+# where the project's own dispatch macro AT_DISPATCHER is handed W_r.scalar_type() instead of
+# W_r.type(); and 66RING/tiny-flash-attention 22c59917fb94 (MIT),
+# flash_attention_cuda/csrc/self_attention.cu, the same for AT_DISPATCH_FLOATING_TYPES_AND_HALF.
+HQQ = """\
+#define AT_DISPATCHER(TYPE, NAME, ...) AT_DISPATCH_FLOATING_TYPES_AND_HALF(TYPE, NAME, __VA_ARGS__)
+
+template <typename scalar_t>
+__global__ void dequantize_8bit_u8_kernel(unsigned char* Wq, scalar_t* scale, scalar_t* W_r, int n) {
+\tint i = blockIdx.x * blockDim.x + threadIdx.x;
+\tif (i < n) W_r[i] = (scalar_t)Wq[i] * scale[0];
+}
+
+torch::Tensor dequantize_8bit_u8(torch::Tensor &Wq_packed, torch::Tensor &scale, torch::Tensor &W_r) {
+\tint n = W_r.numel();
+\tint blocks = cdiv(n, BLOCK_SIZE);
+\tAT_DISPATCHER(W_r.type(), "dequantize_8bit_u8", ([&] {
+\t\tdequantize_8bit_u8_kernel<scalar_t><<<blocks, BLOCK_SIZE>>>(Wq_packed.data_ptr<unsigned char>(),
+\t\t\tscale.data_ptr<scalar_t>(), W_r.data_ptr<scalar_t>(), n);
+\t}));
+\treturn W_r;
+}
+"""
+TINY_FA = """\
+template <typename T>
+__global__ void row_softmax(T* input, T* output, int n) { output[threadIdx.x] = input[threadIdx.x]; }
+
+torch::Tensor self_attention_cuda(torch::Tensor q, torch::Tensor k, torch::Tensor v) {
+  auto qk = torch::empty({m, m}, q.options());
+  dim3 sm_block(m, 1, 1);
+  AT_DISPATCH_FLOATING_TYPES_AND_HALF(qk.type(), "softmax(QK)", ([&] {
+                              row_softmax<scalar_t><<<1, sm_block>>>(
+                                  qk.data<scalar_t>(), qk.data<scalar_t>(), m);
+                             }));
+  return qk;
+}
+"""
+
+
+def test_a_deprecated_dispatch_type_spelled_anew_is_the_same_program():
+    hqq_after = HQQ.replace("W_r.type()", "W_r.scalar_type()")
+    assert same_cpp_program(HQQ, hqq_after)
+    assert _changes("hqq/kernels/hqq_aten_cuda_kernel.cu", HQQ, hqq_after) == []
+    after = TINY_FA.replace("qk.type()", "qk.scalar_type()").replace(".data<", ".data_ptr<")
+    assert same_cpp_program(TINY_FA, after)
+
+
+def test_from_the_diff_alone_a_deprecated_spelling_is_named_unclassified_not_a_change():
+    path = "hqq/kernels/hqq_aten_cuda_kernel.cu"
+    hqq_after = HQQ.replace("W_r.type()", "W_r.scalar_type()")
+    analysis = analyze_diff(file_diff(path, HQQ, hqq_after))
+    assert analysis.changes == []
+    assert [u.path for u in analysis.unclassified] == [path]
+    changed = analyze_diff(file_diff(path, HQQ, HQQ.replace("W_r.type()", "Wq_packed.type()")))
+    assert [f"{c.kind} {c.name}" for c in changed.changes] == ["launch dequantize_8bit_u8_kernel"]
+
+
+def test_type_outside_a_dispatch_macro_is_still_compared():
+    # ``x.type()`` elsewhere (a string, a comparison) is not the scalar type: left as written
+    before = TINY_FA.replace("auto qk =", 'TORCH_CHECK(q.type() == k.type(), "x");\n  auto qk =')
+    after = before.replace("q.type() == k.type()", "q.scalar_type() == k.scalar_type()")
+    assert not same_cpp_program(before, after)
+    changed = HQQ.replace("W_r.type()", "Wq_packed.scalar_type()")
+    assert not same_cpp_program(HQQ, changed)
+    assert _changes("hqq/kernels/hqq_aten_cuda_kernel.cu", HQQ, changed) == [
+        "launch dequantize_8bit_u8_kernel"
+    ]
+
+
+# An unread kernel parameter removed, shortened from src/ffpa_attn/triton/_ffpa_bwd.py of
+# xlite-dev/ffpa-attn b8da57e79fdd (in tests/data/real_prs; licence in its case.toml):
+# num_k_blocks, never read by _ffpa_bwd_decode_dq_reduce_kernel, leaves its signature and launch.
+# (pytorch/ao 4ae435e427a9, BSD-3-Clause, in tests/data/real_prs, is the other way round: a
+# parameter only the autotune key names is added to two kernels and their launches.)
+FFPA = "src/ffpa_attn/triton/_ffpa_bwd.py"
+FFPA_BEFORE = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _ffpa_bwd_decode_dq_reduce_kernel(
+  PartialDQ, WrittenKBlocks, DQ, stride_pqk, nheads, seqlen_q, num_k_blocks, headdim,
+  BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr,
+):
+  off_hb = tl.program_id(2)
+  offs_k = tl.arange(0, BLOCK_K)
+  offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+  written_k_blocks = tl.load(WrittenKBlocks + off_hb)
+  acc = tl.zeros([BLOCK_M], dtype=tl.float32)
+  for start_k in range(0, written_k_blocks, BLOCK_K):
+    k_blocks = start_k + offs_k
+    acc += tl.sum(tl.load(PartialDQ + k_blocks[:, None] * stride_pqk + offs_m[None, :]), axis=0)
+  tl.store(DQ + offs_m, acc, mask=offs_m < seqlen_q)
+
+
+def _ffpa_attn_backward_triton_impl(partial_dq, written_k_blocks, dq, nheads, seqlen_q, num_k_blocks, headdim):
+  _ffpa_bwd_decode_dq_reduce_kernel[(1, triton.cdiv(seqlen_q, 64), nheads)](
+    partial_dq,
+    written_k_blocks,
+    dq,
+    partial_dq.stride(2),
+    nheads,
+    seqlen_q,
+    num_k_blocks,
+    headdim,
+    BLOCK_K=64,
+    BLOCK_M=64,
+  )
+"""
+FFPA_AFTER = FFPA_BEFORE.replace(
+    " seqlen_q, num_k_blocks, headdim,", " seqlen_q, headdim,"
+).replace("    num_k_blocks,\n", "")
+
+
+def test_an_unread_parameter_removed_with_its_argument_is_no_change():
+    assert _changes(FFPA, FFPA_BEFORE, FFPA_AFTER) == []
+
+
+def test_a_read_parameter_removed_or_an_argument_kept_is_a_change():
+    read = FFPA_BEFORE.replace("mask=offs_m < seqlen_q", "mask=offs_m < seqlen_q * num_k_blocks")
+    after = FFPA_AFTER.replace("mask=offs_m < seqlen_q", "mask=offs_m < seqlen_q * num_k_blocks")
+    assert _changes(FFPA, read, after) != []
+    # the signature loses the parameter, the launch still passes the argument: shifted values
+    kept = FFPA_BEFORE.replace(" seqlen_q, num_k_blocks, headdim,", " seqlen_q, headdim,")
+    assert _changes(FFPA, FFPA_BEFORE, kept) != []

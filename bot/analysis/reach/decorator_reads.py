@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from bot.analysis.model import PYTHON_LANGUAGES, Context, FileScan, KernelChange, KernelDef
 from bot.analysis.reach.helpers import caused_change
-from bot.analysis.text import module_bindings, parse_python_or_none
+from bot.analysis.text import JIT_CALL, module_bindings, parse_python_or_none
 
 _DEPTH = 4
 _MAX_UNITS = 64
@@ -33,7 +33,7 @@ Func = ast.FunctionDef | ast.AsyncFunctionDef
 class _Module:
     """One side of one file: its functions and module-level bindings, by name."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, text: str) -> None:
         self.funcs: dict[str, list[Func]] = {}
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -43,6 +43,9 @@ class _Module:
                     if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         self.funcs.setdefault(sub.name, []).append(sub)
         self.bindings = module_bindings(tree.body)
+        # a decorator applied by a call: ``...)(kernel)`` or ``jit(kernel)`` somewhere
+        applied = ")(" in text or JIT_CALL.search(text) is not None
+        self.appliers = _appliers(tree) if applied else {}
 
     def units(self, name: str) -> Iterator[ast.AST]:
         yield from self.funcs.get(name, [])
@@ -52,9 +55,13 @@ class _Module:
 
     def reads(self, kernel: Func, skip: set[str]) -> dict[str, str]:
         """Name -> the syntax of what it binds, for every name the decorators of ``kernel``
-        reach (``skip``: the file's jit functions, whose changes are their own)."""
+        reach, or the functions that apply them by a call (``skip``: the file's jit functions,
+        whose changes are their own)."""
         out: dict[str, str] = {}
-        todo = [(n, 1) for d in kernel.decorator_list for n in _names(d)]
+        roots = [n for d in kernel.decorator_list for n in _names(d)] + self.appliers.get(
+            kernel.name, []
+        )
+        todo = [(n, 1) for n in roots]
         while todo and len(out) < _MAX_UNITS:
             name, depth = todo.pop()
             if name in out or name in skip or name == kernel.name:
@@ -68,19 +75,47 @@ class _Module:
         return out
 
 
+_APPLIED = frozenset({"autotune", "heuristics", "jit"})
+
+
+def _applied(func: ast.expr) -> bool:
+    """``triton.autotune`` / ``triton.heuristics`` / ``triton.jit`` (by their last name)."""
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in _APPLIED
+
+
+def _appliers(tree: ast.Module) -> dict[str, list[str]]:
+    """Kernel name -> the module-level functions that apply a decorator to it by a call
+    (``triton.autotune(configs=build(...))(kernel)`` in a getter, ``triton.heuristics(...)(
+    triton.jit(kernel))`` in a factory): what they read tunes the kernel as a decorator would."""
+    out: dict[str, list[str]] = {}
+    for func in tree.body:
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        applies = any(
+            isinstance(n, ast.Call)
+            and len(n.args) == 1
+            and _applied(n.func.func if isinstance(n.func, ast.Call) else n.func)
+            for n in ast.walk(func)
+        )
+        if applies:
+            for name in _names(func) - {func.name}:
+                out.setdefault(name, []).append(func.name)
+    return out
+
+
 def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _kernel_nodes(tree: ast.Module, kernels: list[KernelDef]) -> dict[str, Func]:
-    """The function definitions of ``kernels``, by name (the first decorated one of a name)."""
+    """The function definitions of ``kernels``, by name (the first one of a name)."""
     wanted = {k.name for k in kernels}
     out: dict[str, Func] = {}
     for node in tree.body:
         if (
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and node.name in wanted
-            and node.decorator_list
             and node.name not in out
         ):
             out[node.name] = node
@@ -92,7 +127,7 @@ def _read(scan: FileScan | None, text: str | None) -> tuple[_Module, dict[str, F
     if scan is None or tree is None:
         return None
     kernels = [k for k in scan.kernels if k.language in PYTHON_LANGUAGES]
-    return _Module(tree), _kernel_nodes(tree, kernels)
+    return _Module(tree, text or ""), _kernel_nodes(tree, kernels)
 
 
 def decorator_reads(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:

@@ -235,11 +235,15 @@ def _with_gate(
     path: str,
     branches: list[LaunchBranch],
     note: str,
+    keep_tuning: bool = False,
 ) -> list[KernelChange]:
+    """``kernel`` with ``branches`` and ``note`` added: a launch change, or the change already
+    found (a move becomes a launch change, and so does a tuning change unless ``keep_tuning``:
+    the gate then only says when the retuned launch runs)."""
     for i, c in enumerate(changes):
         if c.name != kernel or path not in {c.path, *(r.path for r in (c.old, c.new) if r)}:
             continue
-        kind = "launch" if c.kind in ("moved", "tuning") else c.kind
+        kind = "launch" if c.kind == "moved" or (c.kind == "tuning" and not keep_tuning) else c.kind
         changes[i] = c.model_copy(
             update={
                 "kind": kind,
