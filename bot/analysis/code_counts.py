@@ -36,7 +36,7 @@ from bot.analysis.languages import language_named
 from bot.analysis.languages.base import MEMORY_PY, NEVER
 from bot.analysis.model import FileScan, KernelDef, PartA, PartASide
 from bot.analysis.scan import scan_source
-from bot.analysis.scan_cpp import mask
+from bot.analysis.scan.cpp import mask
 from bot.analysis.text import CALLED, called_helpers, source_kind
 
 _CPP_VENDORS = {"cuda": ("nvidia",), "hip": ("amd",)}

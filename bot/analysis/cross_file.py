@@ -131,7 +131,7 @@ def _kernel_named(ctx: Context, name: str, language: str, side: str) -> KernelDe
 def loose_configs(ctx: Context, changes: list[KernelChange]) -> list[KernelChange]:
     """``triton.Config`` entries changed outside any kernel the diff's lines show (a config list
     in a helper or a module-level name, read without the whole file): still a tuning change."""
-    from bot.analysis.scan_triton_lines import config_calls
+    from bot.analysis.scan.triton_lines import config_calls
 
     out = list(changes)
     for f in ctx.files:

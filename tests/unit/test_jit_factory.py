@@ -1,6 +1,6 @@
 """A plain function a factory makes a kernel of (``triton.jit(kernel)`` inside a function) is a
 kernel, and a statement moved into or out of a loop changes a kernel's code
-(``bot/analysis/scan_triton``).
+(``bot/analysis/scan/triton``).
 
 Shortened from src/sfast/triton/ops/group_norm.py of chengzeyi/stable-fast (MIT):
 ``create_group_norm_4d_forward_kernel`` copies ``group_norm_4d_forward_kernel`` with an
@@ -15,7 +15,7 @@ kernel it makes (``bot/analysis/reach/decorator_reads``).
 from __future__ import annotations
 
 from bot.analysis.classify import analyze_diff
-from bot.analysis.scan_triton import scan_python
+from bot.analysis.scan.triton import scan_python
 from tests.diff_util import file_diff
 
 PATH = "src/sfast/triton/ops/group_norm.py"

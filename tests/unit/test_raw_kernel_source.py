@@ -1,6 +1,6 @@
 """A CUDA kernel whose source is string pieces joined with values (``r\"\"\"...\"\"\" + str(n) +
 r\"\"\"...\"\"\"``, compiled by ``cupy.RawKernel``) is read as one source
-(``bot/analysis/scan_triton._joined_source``).
+(``bot/analysis/scan/triton._joined_source``).
 
 Shortened from model/modules/feature_transformer/fused_ft_kernel.py of
 official-stockfish/nnue-pytorch (GPL-3.0): at the parent of 2df33a3c the forward kernel reads
@@ -11,7 +11,7 @@ moves the PSQT accumulation inside a source built the same way.
 from __future__ import annotations
 
 from bot.analysis.classify import analyze_diff
-from bot.analysis.scan_triton import scan_python
+from bot.analysis.scan.triton import scan_python
 from tests.diff_util import file_diff
 
 PATH = "model/modules/feature_transformer/fused_ft_kernel.py"

@@ -18,7 +18,7 @@ from bot.analysis.compare import sources_for
 from bot.analysis.model import Context, KernelChange, KernelRef
 from bot.analysis.pairing import local_headers
 from bot.analysis.scan import scan_source
-from bot.analysis.scan_cpp import mask
+from bot.analysis.scan.cpp import mask
 from bot.contracts.review import ChangeFinding
 
 # (family, pattern): what a Triton kernel can and cannot say instead

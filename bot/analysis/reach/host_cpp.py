@@ -36,7 +36,7 @@ from bot.analysis.model import (
     KernelDef,
 )
 from bot.analysis.scan import scan_source
-from bot.analysis.scan_cpp import _IDENT, _function_header, _Text, mask
+from bot.analysis.scan.cpp import _IDENT, _function_header, _Text, mask
 from bot.analysis.text import source_kind
 
 _TYPE_HEADER = re.compile(r"\b(?:struct|class|union)\s+([A-Za-z_]\w*)[^;{}()]*$")

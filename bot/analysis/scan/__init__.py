@@ -8,9 +8,9 @@ Two ways in, one result (:class:`FileScan`):
 - :func:`scan_lines` reads only the lines a diff shows (hunk context, added or removed lines) at
   their real line numbers; it uses patterns, and says so (``complete=False``).
 
-Pure: text in, frozen records out. The readers live in ``detect_triton`` (ast),
-``detect_triton_lines`` (patterns) and ``detect_cpp``; this module holds the records and picks
-the reader.
+Pure: text in, frozen records out. The readers live in this package's ``triton`` (ast),
+``triton_lines`` (patterns) and ``cpp`` (with ``triton_config`` for the configs' data); this
+module picks the reader (the records are ``bot.analysis.model``'s).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ def scan_source(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan
     ``kernel_decorators``."""
     kind = source_kind(path)
     if kind == "python":
-        from bot.analysis.scan_triton import scan_python
+        from bot.analysis.scan.triton import scan_python
 
         return scan_python(path, text, markers)
     if kind == "cpp":
-        from bot.analysis.scan_cpp import scan_cpp
+        from bot.analysis.scan.cpp import scan_cpp
 
         return scan_cpp(path, _split(text), complete=True)
     return FileScan(path=path, kind="python", language=None, complete=True)
@@ -78,10 +78,10 @@ def scan_lines(
         return before + 1  # an unseen run: the line after the last one seen
 
     if kind == "python":
-        from bot.analysis.scan_triton_lines import scan_python_lines
+        from bot.analysis.scan.triton_lines import scan_python_lines
 
         return scan_python_lines(path, sparse, packed_sections, at, markers)
-    from bot.analysis.scan_cpp import scan_cpp
+    from bot.analysis.scan.cpp import scan_cpp
 
     return scan_cpp(path, sparse, complete=False, line_at=at, sections=packed_sections)
 

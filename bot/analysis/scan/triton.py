@@ -32,6 +32,7 @@ from bot.analysis.model import (
     LaunchSite,
 )
 from bot.analysis.same_code import normal_function, without_unread_parameters
+from bot.analysis.scan.triton_config import Autotune, _dotted, _literal
 from bot.analysis.text import (
     JIT_CALL,
     collapse,
@@ -42,7 +43,6 @@ from bot.analysis.text import (
     parse_python,
     python_digest,
 )
-from bot.analysis.triton_config import Autotune, _dotted, _literal
 
 _LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without a DSL's name or this, no kernels
 _DSL_HINT = re.compile("|".join((*MARKER_WORDS, "__global__")))
@@ -113,7 +113,7 @@ def scan_python(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan
             )
         else:
             why = "is nested too deeply to read as Python"
-        from bot.analysis.scan_triton_lines import scan_python_lines
+        from bot.analysis.scan.triton_lines import scan_python_lines
 
         lines = [line.rstrip("\r") for line in text.split("\n")]
         scan = scan_python_lines(path, lines, (), markers=markers)
@@ -631,7 +631,7 @@ def _kernels_in_string(
 ) -> list[KernelDef]:
     """CUDA kernels written in a Python string (compiled at run time: ``cupy.RawKernel``,
     ``load_inline``), at their lines in the Python file."""
-    from bot.analysis.scan_cpp import scan_cpp
+    from bot.analysis.scan.cpp import scan_cpp
 
     first = node.lineno
     lines: list[str | None] = [line.rstrip("\r") for line in str(node.value).split("\n")]

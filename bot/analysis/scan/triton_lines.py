@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 from bot.analysis.languages import MARKER_WORDS, UNRECOGNISED, decorator_role, kernel_like
 from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, LaunchSite, TritonConfig
+from bot.analysis.scan.triton_config import parse_config
 from bot.analysis.text import collapse, is_tuning_name
-from bot.analysis.triton_config import parse_config
 
 _DECO_LINE = re.compile(r"^(\s*)@\s*([\w.]+)")
 _DEF_LINE = re.compile(r"^(\s*)(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
