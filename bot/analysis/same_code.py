@@ -36,7 +36,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-from bot.analysis.scan_cpp import _balanced, _split_args
+from bot.analysis.scan.cpp import _balanced, _split_args
 
 # ------------------------------------------------------------------------------ Python
 
