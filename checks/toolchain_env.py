@@ -285,8 +285,14 @@ def _env_python(env: Path) -> Path:
 
 
 def _query_versions(python: Path) -> dict[str, str]:
+    """The installed versions of ``REPORTED`` in the environment of ``python``, read from the
+    packages' metadata alone: the interpreter starts without ``site`` (``-I -S``), so no
+    ``.pth`` file of the checkout's dependencies runs here, outside the sandbox."""
     code = (
-        "import importlib.metadata as m, json, sys\n"
+        "import glob, importlib.metadata as m, json, os, sys\n"
+        "env = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))\n"
+        "found = glob.glob(os.path.join(env, 'lib*', 'python*', 'site-packages'))\n"
+        "sys.path[:0] = sorted({os.path.realpath(p) for p in found})\n"
         "out = {}\n"
         "for n in sys.argv[1:]:\n"
         "    try: out[n] = m.version(n)\n"
@@ -294,7 +300,7 @@ def _query_versions(python: Path) -> dict[str, str]:
         "print(json.dumps(out))\n"
     )
     proc = subprocess.run(
-        [str(python), "-c", code, *REPORTED],
+        [str(python), "-I", "-S", "-c", code, *REPORTED],
         capture_output=True,
         text=True,
         env=scrubbed_env(),

@@ -78,3 +78,25 @@ def test_a_digest_planted_for_a_folder_that_is_not_there_is_ignored(tmp_path: Pa
 def test_the_key_names_the_indexes_and_the_interpreter() -> None:
     assert env_key(["triton==3.5.1"]) != env_key(["triton==3.5.1"], ["https://mirror.example"])
     assert env_key(["a==1", "b==2"]) == env_key(["b==2", "a==1"])
+
+
+def test_reading_an_environments_versions_runs_none_of_its_packages_code(tmp_path: Path) -> None:
+    """A side's environment holds the checkout's dependencies: a ``.pth`` file of one of them
+    runs at every interpreter start that processes site-packages, outside the sandbox when it
+    is the bot reading the versions. The versions are read from the packages' metadata alone."""
+    import subprocess
+    import sys
+
+    from checks.toolchain_env import _env_python, _query_versions
+
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    python = _env_python(env)
+    [site] = (env / "lib").glob("python*/site-packages")  # the environment's own, made empty
+    dist = site / "torch-9.9.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 9.9.0\n")
+    ran = tmp_path / "ran"
+    (site / "planted.pth").write_text(f"import pathlib; pathlib.Path({str(ran)!r}).touch()\n")
+    assert _query_versions(python) == {"torch": "9.9.0"}
+    assert not ran.exists()
