@@ -25,12 +25,15 @@ here: a policy ``[setup]`` command runs in each checkout with that side's interp
 
 from __future__ import annotations
 
+import ast
 import atexit
+import contextlib
 import hashlib
 import importlib.metadata
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -284,23 +287,50 @@ def _env_python(env: Path) -> Path:
     return env / "bin" / "python"
 
 
+RUNNER_PTH = (
+    "_kernel_review_runner.pth"  # in a made environment: the runner's packages after its own
+)
+_ADDSITEDIR = re.compile(r"site\.addsitedir\((.+)\)\s*$")
+
+
+def _site_dirs(env: Path) -> list[str]:
+    """The folders an environment's interpreter finds packages in: its own site-packages, then
+    the runner's that its ``RUNNER_PTH`` line adds (read as text, never run)."""
+    own = sorted({str(p.resolve()) for p in env.glob("lib*/python*/site-packages")})
+    runner = []
+    for site in own:
+        pth = Path(site) / RUNNER_PTH
+        found = _ADDSITEDIR.search(pth.read_text()) if pth.is_file() else None
+        if found:
+            with contextlib.suppress(ValueError, SyntaxError):
+                runner.append(str(ast.literal_eval(found.group(1))))
+    return [*own, *runner]
+
+
 def _query_versions(python: Path) -> dict[str, str]:
     """The installed versions of ``REPORTED`` in the environment of ``python``, read from the
-    packages' metadata alone: the interpreter starts without ``site`` (``-I -S``), so no
-    ``.pth`` file of the checkout's dependencies runs here, outside the sandbox."""
+    packages' metadata alone: the interpreter starts without ``site`` (``-I -S``), its package
+    folders given (``_site_dirs``), so no ``.pth`` file of the checkout's dependencies runs
+    here, outside the sandbox."""
     code = (
-        "import glob, importlib.metadata as m, json, os, sys\n"
-        "env = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))\n"
-        "found = glob.glob(os.path.join(env, 'lib*', 'python*', 'site-packages'))\n"
-        "sys.path[:0] = sorted({os.path.realpath(p) for p in found})\n"
+        "import importlib.metadata as m, json, sys\n"
+        "sys.path[:0] = json.loads(sys.argv[1])\n"
         "out = {}\n"
-        "for n in sys.argv[1:]:\n"
+        "for n in sys.argv[2:]:\n"
         "    try: out[n] = m.version(n)\n"
         "    except m.PackageNotFoundError: pass\n"
         "print(json.dumps(out))\n"
     )
     proc = subprocess.run(
-        [str(python), "-I", "-S", "-c", code, *REPORTED],
+        [
+            str(python),
+            "-I",
+            "-S",
+            "-c",
+            code,
+            json.dumps(_site_dirs(python.parent.parent)),
+            *REPORTED,
+        ],
         capture_output=True,
         text=True,
         env=scrubbed_env(),
@@ -353,9 +383,7 @@ def _build(resolved: list[str], partial: Path, index_urls: list[str]) -> None:
         ).stdout.strip()
     )
     runner_site = sysconfig.get_path("purelib")
-    (site / "_kernel_review_runner.pth").write_text(
-        f"import site; site.addsitedir({runner_site!r})\n"
-    )
+    (site / RUNNER_PTH).write_text(f"import site; site.addsitedir({runner_site!r})\n")
     _uv(
         [
             "pip",

@@ -87,7 +87,7 @@ def test_reading_an_environments_versions_runs_none_of_its_packages_code(tmp_pat
     import subprocess
     import sys
 
-    from checks.toolchain_env import _env_python, _query_versions
+    from checks.toolchain_env import RUNNER_PTH, _env_python, _query_versions
 
     env = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
@@ -99,4 +99,14 @@ def test_reading_an_environments_versions_runs_none_of_its_packages_code(tmp_pat
     ran = tmp_path / "ran"
     (site / "planted.pth").write_text(f"import pathlib; pathlib.Path({str(ran)!r}).touch()\n")
     assert _query_versions(python) == {"torch": "9.9.0"}
+    assert not ran.exists()
+    # a made environment sees the runner's packages after its own (its RUNNER_PTH line): those
+    # count too, its own first
+    runner = tmp_path / "runner-site"
+    (runner / "numpy-1.2.3.dist-info").mkdir(parents=True)
+    (runner / "numpy-1.2.3.dist-info" / "METADATA").write_text("Name: numpy\nVersion: 1.2.3\n")
+    (runner / "torch-1.0.dist-info").mkdir()
+    (runner / "torch-1.0.dist-info" / "METADATA").write_text("Name: torch\nVersion: 1.0\n")
+    (site / RUNNER_PTH).write_text(f"import site; site.addsitedir({str(runner)!r})\n")
+    assert _query_versions(python) == {"torch": "9.9.0", "numpy": "1.2.3"}
     assert not ran.exists()
