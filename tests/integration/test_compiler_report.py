@@ -277,9 +277,9 @@ def test_recording_restores_triton_state():
 
 
 def test_interpreter_mode_is_refused(monkeypatch):
-    from triton import knobs
-
-    monkeypatch.setattr(knobs.runtime, "interpret", True)
+    # through the environment, as a user sets it: setting ``knobs.runtime.interpret`` pins it in
+    # this process, and monkeypatch's undo would pin it to False for every later test here
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
     with (
         pytest.raises(CompilerError, match="TRITON_INTERPRET"),
         triton_compat.compile_only("sm_90"),
