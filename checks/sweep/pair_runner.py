@@ -44,7 +44,7 @@ from checks.sweep.protocol import CaseRun, ExecutionPicks, ProtocolConfig, Round
 from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
 from checks.worker import ceilings as ceilings_cache
-from checks.worker import contract, exclusive
+from checks.worker import contract
 from checks.worker.correctness import compare_digests
 from checks.worker.timing import MAX_COPIES, graph_calls
 
@@ -535,30 +535,26 @@ class PairRunner:
     def _checks(self, case: Case, pair: tuple[WorkerClient, WorkerClient]) -> list[Any]:
         """Both sides' check on ``pair`` side by side: each answer or failure. When both time
         out, one hung in its first call holding the GPU lock and the other waited for it
-        (``checks.worker.exclusive``): from the pids the lock file names, the hung one's
-        failure says so and the waiter's names the side it waited on (``waited_on``). Which
-        one held it is read as each is killed (``held_lock_at``): the waiter may take the lock
-        once the hung one is killed, and let it go (emptying the file) or be killed holding it
-        before its own time runs out; the one killed holding it first hung."""
-        pids = [w.pid for w in pair]
+        (``checks.worker.exclusive``): the hung one's failure says so and the waiter's names the
+        side it waited on (``waited_on``). Which one held it is read from the lock file as each
+        is killed (``held_lock_at``): the waiter may take the lock once the hung one is killed,
+        and let it go (emptying the file) or be killed holding it before its own time runs out;
+        the one killed holding it first hung."""
         if case.key in self.tuned:
             return self._checks_pinned(case, pair)
         got: list[Any] = in_parallel([lambda w=w: self._check_one(w, case) for w in pair])
-        timed_out = [isinstance(a, WorkerFailure) and a.kind == "timeout" for a in got]
-        if all(timed_out):
-            named = sorted((a.held_lock_at, i) for i, a in enumerate(got) if a.held_lock_at)
-            if not named:  # neither held it as it was killed: the file says who did
-                held = exclusive.holders(pair[0].spec.lock_path)
-                first = next((p for p in held if p in pids), None)
-                named = [(0.0, pids.index(first))] if first is not None else []
-            if named:
-                hung = named[0][1]
-                waiter = got[1 - hung]
-                waiter.waited_on = pair[hung].spec.side
-                got[hung].message += (
-                    f" (it held the GPU lock; the {waiter.side} worker waited for it, "
-                    "and timed out too)"
-                )
+        timed_out = all(isinstance(a, WorkerFailure) and a.kind == "timeout" for a in got)
+        held = sorted(
+            (a.held_lock_at, i) for i, a in enumerate(got) if timed_out and a.held_lock_at
+        )
+        if held:
+            hung = held[0][1]
+            waiter = got[1 - hung]
+            waiter.waited_on = pair[hung].spec.side
+            got[hung].message += (
+                f" (it held the GPU lock; the {waiter.side} worker waited for it, "
+                "and timed out too)"
+            )
         return got
 
     def _check(
