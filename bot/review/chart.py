@@ -5,7 +5,9 @@ A chart has, in this order: a bar per timed shape (head time / base time, cut at
 way), two lines for the tolerance band (``1 + tolerance`` and ``1 / (1 + tolerance)``) where the
 shapes carry their tolerance, and a line at ``1 + price`` where the kernel is a rewrite judged
 at its rewrite price. xychart has no legend, so the sentence above the chart says which line is
-which by its value (``legend``): every line is level, so its height names it. No colours are
+which by its value (``legend``): every line is level, so its height names it. A shape the sweep
+added (small or ragged, not one the policy serves) carries ``ADDED`` in its label, as in the
+table, and the sentence above the first chart of a run with such a bar says what it means. No colours are
 set: GitHub documents no support for a diagram's own configuration (front matter or
 ``%%{init}%%``) and draws in its own light or dark theme, and a notification e-mail or the
 mobile app shows the source, so nothing may rest on a colour. Syntax:
@@ -27,6 +29,9 @@ CUT = 10.0  # a bar past 10x (or under 1/10) is drawn at that bound, and the tit
 LIMIT = 24  # bars per chart; past it, the shapes furthest from 1.0
 SHORT = 6  # bars per chart in the comment, whose job summary has the chart at ``LIMIT``
 HELD = ("SAME", "FASTER")  # verdicts of a shape that held
+ADDED = "†"  # marks a shape the sweep added (small or ragged), not one the policy serves
+ADDED_WORDS = f"{ADDED} a small or ragged shape the sweep added, not one the policy serves"
+ADDED_KEY = f"{ADDED} a shape the sweep added, not served"  # the chart's shorter words for it
 DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
 
 
@@ -35,9 +40,11 @@ def dtype_short(dtype: str) -> str:
 
 
 def _label(x: ShapeLine) -> str:
-    """A shape's label on the x axis: its size and dtype, nothing mermaid would read as syntax."""
+    """A shape's label on the x axis: its size (marked when the sweep added it) and dtype,
+    nothing mermaid would read as syntax."""
     dtype = re.sub(r"[^A-Za-z0-9]", "", dtype_short(x.dtype))[:8]
-    return f'"{"x".join(map(str, x.shape))} {dtype}"'
+    added = ADDED if x.small_or_ragged else ""
+    return f'"{"x".join(map(str, x.shape))}{added} {dtype}"'
 
 
 def _values(values: Sequence[float]) -> str:
@@ -68,10 +75,16 @@ def _tolerance(shapes: Sequence[ShapeLine]) -> float | None:
 
 
 def legend(
-    shapes: Sequence[ShapeLine], price: float | None, limit: int = LIMIT, *, first: bool = True
+    shapes: Sequence[ShapeLine],
+    price: float | None,
+    limit: int = LIMIT,
+    *,
+    first: bool = True,
+    marked: bool = False,
 ) -> str:
     """The sentence above a chart: what the bars are (said in full over the ``first`` chart of
-    a run of them), and each line by the value it is at."""
+    a run of them), what the mark of an added shape means where a bar carries it and no chart
+    before it in the run said so (``marked``), and each line by the value it is at."""
     drawn, total = chart_shapes(shapes, limit)
     text = "Bars: head / base per shape, above 1 slower" if first else "Bars as above"
     if total > len(drawn):
@@ -90,6 +103,8 @@ def legend(
             else f": of the {missed} that did not hold, those furthest from 1"
         )
         text += f" ({len(drawn)} of its {total} shapes{which})"
+    if not marked and any(x.small_or_ragged for x in drawn):
+        text += f", {ADDED_KEY}"
     lines = []
     tolerance = _tolerance(drawn)
     if tolerance is not None:
@@ -202,6 +217,8 @@ def text_bars(chart: Chart) -> list[str]:
 
     width = max(len(c) for c in chart.cases)
     key = ["| as fast"]
+    if any(ADDED in c for c in chart.cases):
+        key.append(f"{ADDED} added, not served")
     if chart.band:
         key.append(f": the {percent(chart.band[1] - 1.0)} tolerance band")
     if chart.price:

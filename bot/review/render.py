@@ -570,7 +570,6 @@ def _smem(rows: Sequence[SmemTraffic]) -> list[str]:
 
 
 HELD = chart.HELD  # verdicts of a shape that held; the rest are what a reviewer reads
-ADDED = "†"  # marks a shape the sweep added (small or ragged), not one the policy serves
 
 
 TABLE_LISTED = 6  # shapes that did not hold a comment lists in a table; more: the job summary
@@ -597,7 +596,7 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
     for x in shown:
         name = esc(x.kernel) if x.kernel != kernel else ""
         kernel = x.kernel
-        tag = ADDED if x.small_or_ragged else ""
+        tag = chart.ADDED if x.small_or_ragged else ""
         failed = x.verdict in FAILED_VERDICTS  # the head's time and roofline say nothing
         b = "—" if x.base_us is None else number(x.base_us, 2)
         h = "—" if x.head_us is None or failed else number(x.head_us, 2)
@@ -607,7 +606,7 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
             f"{h} | {_vs_base(x)} | {roofline} | {_verdict_cell(x)} |"
         )
     if any(x.small_or_ragged for x in shown):
-        out += ["", f"{ADDED} a small or ragged shape the sweep added, not one the policy serves."]
+        out += ["", f"{chart.ADDED_WORDS}."]
     return out + (_picks(s) if full else [])
 
 
@@ -682,7 +681,9 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
             drawn = chart.mermaid(kernel, s.gpu, mine, price, bars)
             if drawn:
                 first = not any(x.startswith("```mermaid") for x in out[start:])
-                out += [esc(chart.legend(mine, price, bars, first=first)), "", *drawn, ""]
+                marked = any(esc(chart.ADDED_KEY) in x for x in out[start:])
+                words = chart.legend(mine, price, bars, first=first, marked=marked)
+                out += [esc(words), "", *drawn, ""]
         table = _sweep_table(s, full=full)
         held = sum(1 for x in s.shapes if x.verdict in HELD)
         skipped = sum(1 for x in s.shapes if x.verdict == "SKIPPED")  # not run: not missed

@@ -180,3 +180,44 @@ def test_the_first_screen_names_each_worst_shape_once(name: str) -> None:
     worst = re.findall(r"^- \S+ (\d+(?:x\d+)*) ", first, re.M)
     for shape in worst:
         assert len(re.findall(rf"(?<![\dx]){shape}(?![\dx])", first)) == 1, (name, shape)
+
+
+def test_a_shape_the_sweep_added_is_marked_in_the_chart_and_its_legend() -> None:
+    """The table marks a shape the planner added (not one the policy serves) with a dagger; the
+    chart drew it like a served one, so a reader of the chart alone took a 7x13x29 bar 51%
+    slower for a served shape's regression."""
+    served = _line((1024, 1024), 0.91)
+    added = _line((7, 13), 1.51, small_or_ragged=True)
+    source = chart.mermaid("matmul", "NVIDIA H200", [added, served], None)
+    (axis,) = [x for x in source if "x-axis" in x]
+    assert re.findall(r'"([^"]*)"', axis) == ["7x13† f16", "1024x1024 f16"]
+    assert chart.legend([added, served], None) == (
+        "Bars: head / base per shape, above 1 slower, † a shape the sweep added, not served; "
+        "lines: the 3% tolerance band (1.03, 0.971)."
+    )
+    # a later chart of the run says it only where no chart before it did
+    assert chart.legend([added, served], 0.06, first=False).startswith(
+        "Bars as above, † a shape the sweep added, not served; lines:"
+    )
+    assert chart.legend([added, served], 0.06, first=False, marked=True).startswith(
+        "Bars as above; lines:"
+    )
+    # a chart of served shapes only says nothing of added ones
+    assert "†" not in chart.legend([served], None)
+    assert "†" not in "".join(chart.mermaid("matmul", "H200", [served], None))
+    # past the limit, the mark is explained only where a drawn bar carries it
+    many = [_line((i + 100,), 1.2) for i in range(chart.LIMIT)]
+    near = added.model_copy(update={"ratio": 1.01})
+    assert "†" not in chart.legend([near, *many], None)
+    assert f"({chart.LIMIT} of its {chart.LIMIT + 1} shapes, those furthest from 1), †" in (
+        chart.legend([added, *many], None)
+    )
+    # read back for a terminal, the mark stays on its case and the key explains it
+    read, plain = (
+        chart.read(chart.mermaid("matmul", "H200", x, None)[1:-1])
+        for x in ([added, served], [served])
+    )
+    assert read is not None and plain is not None
+    text = chart.text_bars(read)
+    assert "† added, not served" in text[1] and text[2].startswith("7x13† f16")
+    assert "†" not in chart.text_bars(plain)[1]
