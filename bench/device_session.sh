@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# The next GPU session, everything still waiting for the H200, in three device calls of at most
+# 9.5 minutes each (about 22 device-minutes with the machine's start):
+#
+#     bench/device_session.sh call1    # gpu-tests cli-decision onboard      (510 s of budgets)
+#     bench/device_session.sh call2    # rk-fla                              (500 s)
+#     bench/device_session.sh call3    # rk-rest pr-golden                   (350 s)
+#     bench/device_session.sh [--device cpu] [--tiny] STAGE...   # stages by name, in order
+#     bench/device_session.sh --plan   # the calls, the stages and their budgets
+#
+# Each call, as the device tool runs it from the repository root (carry .whl and .real_wheels;
+# bench/device_wheels.sh fetches both here, 58 MiB with the tree):
+#     bench/device_session.sh call1
+# Stages:
+#   gpu-tests         pytest -m gpu (tests/gpu and the GPU tests of tests/integration)      210 s
+#   cli-decision      bench/cli_decision.py parts 1 and 2 on the current engine (#46)         200 s
+#   cli-decision-job  its part 3, the fixture's measure job (not in the calls: 220 s more)    220 s
+#   onboard           #43: tritonbench onboarded and reviewed on the GPU (device_onboard.py)  100 s
+#   rk-fla            #41: fla's A/A run 1, then its slow10 and slow5 heads                   500 s
+#   rk-rest           #41: torchao's A/A run 3, FlagGems' slow10 and slow5 heads              200 s
+#   pr-golden         #45: tritonbench #269's measure job and its review (device_pr_review.py) 150 s
+# Everything is written under $OUT (OUT=out/device-session here when unset): run.md (when,
+# where, versions, each stage's command, exit code, wall time and budget, appended call by call),
+# and per stage STAGE.tar.gz of its folder, packed as soon as the stage ends: the tool brings
+# back at most 8 files two folders deep, and a call stopped at its limit keeps what was packed.
+# A stage runs under `timeout` at its budget; one that does not fit in what is left of the call
+# (CALL_S, 570 s by default) is not started and run.md says so. Before any stage the flags the
+# scripts pass are checked against the command line (bench/device_flags.py): a call with a flag
+# that is gone stops there, at no GPU time.
+# --device cpu --tiny dry-runs the plumbing on a CPU with small budgets: numbers meaningless.
+# bench/README.md (Device sessions) says where each stage's files go in the repository.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 2
+OUT=${OUT:-$ROOT/out/device-session}
+CALL_S=${CALL_S:-570}
+PY=${PYTHON:-python3}
+DEVICE=cuda
+TINY=0
+START=$(date +%s)
+declare -A BUDGET=([gpu-tests]=210 [cli-decision]=200 [cli-decision-job]=220 [onboard]=100
+  [rk-fla]=500 [rk-rest]=200 [pr-golden]=150)
+declare -A TINY_BUDGET=([gpu-tests]=240 [cli-decision]=300 [cli-decision-job]=60 [onboard]=420
+  [rk-fla]=300 [rk-rest]=300 [pr-golden]=900)
+ORDER="gpu-tests cli-decision cli-decision-job onboard rk-fla rk-rest pr-golden"
+CALL1="gpu-tests cli-decision onboard"
+CALL2="rk-fla"
+CALL3="rk-rest pr-golden"
+# the record's narrowing of the real-kernel suite (bench/README.md, real_kernels/run.py)
+RK_SKIP=flaggems_mm,fla_chunk_simple_gla,fla_chunk_fwd_h_split,fla_logsigmoid,fla_swiglu,fla_l2norm,torchao_blockwise_fp8_gemm
+RK_RECORD=bench/results/h200/real_kernels
+
+plan() {
+  local total=0 n=1
+  for call in "$CALL1" "$CALL2" "$CALL3"; do
+    local sum=0
+    for s in $call; do sum=$((sum + BUDGET[$s])); done
+    echo "call$n: $call ($sum s of budgets)"
+    total=$((total + sum)); n=$((n + 1))
+  done
+  echo "budgets in all: $total s; each call stops starting stages at ${CALL_S} s"
+}
+
+stages=()
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --device) DEVICE=$2; shift 2 ;;
+    --device=*) DEVICE=${1#*=}; shift ;;
+    --tiny) TINY=1; shift ;;
+    --plan) plan; exit 0 ;;
+    call1) stages+=($CALL1); shift ;;
+    call2) stages+=($CALL2); shift ;;
+    call3) stages+=($CALL3); shift ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    *)
+      if [ -z "${BUDGET[$1]+x}" ]; then
+        echo "device_session: unknown stage '$1'; the stages: $ORDER (or call1, call2, call3)" >&2
+        exit 2
+      fi
+      stages+=("$1"); shift ;;
+  esac
+done
+case "$DEVICE" in cuda|cpu) ;; *) echo "device_session: --device is cuda or cpu, not '$DEVICE'" >&2; exit 2 ;; esac
+if [ "${#stages[@]}" -eq 0 ]; then
+  echo "device_session: name the stages to run (or call1, call2, call3); --plan shows them" >&2
+  exit 2
+fi
+[ "$TINY" = 1 ] && [ "$DEVICE" != cpu ] && { echo "device_session: --tiny is for --device cpu" >&2; exit 2; }
+mkdir -p "$OUT" || exit 2
+OUT=$(cd "$OUT" && pwd)
+RUN_MD=$OUT/run.md
+md() { printf '%s\n' "$@" >>"$RUN_MD"; }
+left() { echo $((CALL_S - ($(date +%s) - START))); }
+
+# The bot's own dependencies, carried as wheels (no network on the GPU machine).
+if [ -d .whl ] && ! "$PY" -c 'import pydantic, github, unidiff' 2>/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "${SITE:-/tmp/site}" .whl/*.whl >"$OUT/wheels.log" 2>&1 || { echo "device_session: installing .whl failed: $OUT/wheels.log" >&2; exit 2; }
+  export PYTHONPATH="${SITE:-/tmp/site}${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+
+{
+  echo
+  echo "# Device session call: ${stages[*]}"
+  echo
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), device $DEVICE$([ "$TINY" = 1 ] && echo ', tiny budgets (plumbing)')"
+  gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+  echo "- machine: ${gpu:-no GPU (nvidia-smi)}; $(nproc) cores"
+  echo "- versions: $("$PY" -c 'import sys, torch, triton; print(f"Python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {torch.version.cuda}), Triton {triton.__version__}")' 2>&1 | tail -1)"
+  echo "- kernel-review: $(git rev-parse --short HEAD 2>/dev/null || echo 'no git'), sources $(find bot checks -name '*.py' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-12)"
+  echo "- call limit ${CALL_S} s"
+  echo
+} >>"$RUN_MD"
+if ! "$PY" bench/device_flags.py >>"$RUN_MD" 2>&1; then
+  md "" "stopped: a flag the scripts pass is gone (above); nothing ran"
+  cat "$RUN_MD" >&2
+  exit 2
+fi
+md "" "| stage | exit code | wall s | budget s | command |" "|---|---|---|---|---|"
+
+rk() {  # the real-kernel suite, the record's parts first so slow heads size from them
+  local dir=$1; shift
+  mkdir -p "$dir/rk"
+  if [ "$DEVICE" = cpu ]; then
+    "$PY" bench/real_kernels/run.py --device cpu --catalogue tests/data/real_kernels_standin/catalogue \
+      --entries tests/data/real_kernels_standin/entries --no-dobench --out "$dir/rk" "$@"
+  else
+    cp "$RK_RECORD"/part*.json "$dir/rk/"
+    "$PY" bench/real_kernels/run.py --shapes 1 --by-run --bench-arg=--no-added-shapes --skip "$RK_SKIP" \
+      --no-dobench --install-wheels .real_wheels --out "$dir/rk" "$@"
+  fi
+}
+
+stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository root
+  local s=$1 dir=$2 b=$3 cpu=()
+  [ "$DEVICE" = cpu ] && cpu=(--device cpu)
+  case "$s" in
+    gpu-tests)
+      "$PY" -m pytest -m gpu -q -rA -p no:cacheprovider tests/gpu tests/integration >"$dir/pytest.txt" 2>&1 ;;
+    cli-decision)
+      local aa=() rc=0 p1=$((b * 6 / 10))
+      [ "$DEVICE" = cpu ] && aa=(--aa-runs 1)
+      "$PY" bench/cli_decision.py --part 1 "${cpu[@]}" "${aa[@]}" --budget-s "$p1" --out "$dir/cli" || rc=$?
+      "$PY" bench/cli_decision.py --part 2 "${cpu[@]}" --budget-s $((b - p1 - 10)) --out "$dir/cli" || rc=$?
+      return "$rc" ;;
+    cli-decision-job)
+      "$PY" bench/cli_decision.py --part 3 "${cpu[@]}" --fixture-jobs alongside --budget-s $((b - 20)) --out "$dir/cli" ;;
+    onboard)
+      "$PY" bench/device_onboard.py "${cpu[@]}" --review-s $((b - 30)) --out "$dir" ;;
+    rk-fla)
+      if [ "$DEVICE" = cpu ]; then rk "$dir" --heads aa --runs 1 --budget-s $((b - 20)) --run-s 120 --groups "$(rk_standin 1)"
+      else
+        rk "$dir" --heads aa --runs 1 --first-run 1 --groups fla --budget-s 190 &&
+          rk "$dir" --heads slow10,slow5 --groups fla --budget-s $((b - 205))
+      fi ;;
+    rk-rest)
+      if [ "$DEVICE" = cpu ]; then rk "$dir" --heads slow10 --budget-s $((b - 20)) --run-s 120 --groups "$(rk_standin 2)"
+      else
+        rk "$dir" --heads aa --runs 1 --first-run 3 --groups torchao --budget-s 60 &&
+          rk "$dir" --heads slow10,slow5 --groups flaggems --budget-s $((b - 80))
+      fi ;;
+    pr-golden)
+      "$PY" bench/device_pr_review.py "${cpu[@]}" --out "$dir" ;;
+  esac
+}
+
+rk_standin() {  # the N-th group of the CPU stand-in catalogue
+  find tests/data/real_kernels_standin/catalogue -name '*.toml' | sort | sed -n "${1}p" | xargs -r basename | sed 's/\.toml$//'
+}
+
+rc_all=0
+for s in "${stages[@]}"; do
+  b=${BUDGET[$s]}
+  [ "$TINY" = 1 ] && b=${TINY_BUDGET[$s]}
+  if [ "$(left)" -lt $((b + 15)) ]; then
+    md "| $s | not run | - | $b | $(left) s left in the call, the stage needs $b |"
+    rc_all=3
+    continue
+  fi
+  dir=$OUT/$s
+  mkdir -p "$dir"
+  t0=$(date +%s)
+  export -f stage_cmd rk rk_standin
+  export PY DEVICE RK_SKIP RK_RECORD
+  # traced: the commands as run, each with its arguments, go to stage.log and into run.md
+  timeout -k 10 "$b" bash -c 'set -x; stage_cmd "$@"' _ "$s" "$dir" "$b" >"$dir/stage.log" 2>&1
+  rc=$?
+  wall=$(($(date +%s) - t0))
+  ran=$(grep -E "^\++ ($PY|cp|timeout) " "$dir/stage.log" | sed -E 's/^\++ //; s/\|/\\|/g' | paste -sd ';' | sed 's/;/`; `/g')
+  md "| $s | $rc$([ "$rc" = 124 ] && echo ' (stopped at its budget)') | $wall | $b | \`$ran\` |"
+  [ "$rc" = 0 ] || rc_all=1
+  tar -czf "$OUT/$s.tar.gz" -C "$OUT" "$s" && rm -rf "$dir"
+done
+md "" "call done after $(($(date +%s) - START)) s; each stage's files are in STAGE.tar.gz beside this file"
+exit "$rc_all"
