@@ -1,30 +1,32 @@
 #!/usr/bin/env bash
-# The next GPU session, everything still waiting for the H200, in three device calls of at most
-# 9.5 minutes each (about 22 device-minutes with the machine's start):
+# The next GPU session, everything still waiting for the H200, in three device calls that end
+# within 510, 480 and 390 s (23 minutes, 25 with the machine's start, if every stage ran to its
+# budget; the records of the same runs say about 19):
 #
-#     bench/device_session.sh call1    # gpu-tests cli-decision onboard      (510 s of budgets)
-#     bench/device_session.sh call2    # rk-fla                              (500 s)
-#     bench/device_session.sh call3    # rk-rest pr-golden                   (350 s)
+#     bench/device_session.sh call1    # gpu-tests cli-decision onboard      (500 s of budgets)
+#     bench/device_session.sh call2    # rk-fla                              (470 s)
+#     bench/device_session.sh call3    # rk-rest pr-golden                   (380 s)
 #     bench/device_session.sh [--device cpu] [--tiny] STAGE...   # stages by name, in order
 #     bench/device_session.sh --plan   # the calls, the stages and their budgets
 #
 # Each call, as the device tool runs it from the repository root (carry .whl and .real_wheels;
-# bench/device_wheels.sh fetches both here, 58 MiB with the tree):
+# bench/device_wheels.sh fetches both here: 48 MiB with the tree, of the 64 allowed):
 #     bench/device_session.sh call1
 # Stages:
-#   gpu-tests         pytest -m gpu (tests/gpu and the GPU tests of tests/integration)      210 s
-#   cli-decision      bench/cli_decision.py parts 1 and 2 on the current engine (#46)         200 s
+#   gpu-tests         pytest -m gpu (tests/gpu and the GPU tests of tests/integration)      200 s
+#   cli-decision      bench/cli_decision.py parts 1 and 2 on the current engine (#46)         190 s
 #   cli-decision-job  its part 3, the fixture's measure job (not in the calls: 220 s more)    220 s
-#   onboard           #43: tritonbench onboarded and reviewed on the GPU (device_onboard.py)  100 s
-#   rk-fla            #41: fla's A/A run 1, then its slow10 and slow5 heads                   500 s
-#   rk-rest           #41: torchao's A/A run 3, FlagGems' slow10 and slow5 heads              200 s
-#   pr-golden         #45: tritonbench #269's measure job and its review (device_pr_review.py) 150 s
+#   onboard           #43: tritonbench onboarded and reviewed on the GPU (device_onboard.py)  110 s
+#   rk-fla            #41: fla's A/A run 1, then its slow10 and slow5 heads                   470 s
+#   rk-rest           #41: torchao's A/A run 3, FlagGems' slow10 and slow5 heads              240 s
+#   pr-golden         #45: tritonbench #269's measure job and its review (device_pr_review.py) 140 s
 # Everything is written under $OUT (OUT=out/device-session here when unset): run.md (when,
 # where, versions, each stage's command, exit code, wall time and budget, appended call by call),
 # and per stage STAGE.tar.gz of its folder, packed as soon as the stage ends: the tool brings
 # back at most 8 files two folders deep, and a call stopped at its limit keeps what was packed.
 # A stage runs under `timeout` at its budget; one that does not fit in what is left of the call
-# (CALL_S, 570 s by default) is not started and run.md says so. Before any stage the flags the
+# (CALL_S: the call's own above, 570 s for stages named) is not started and run.md says so,
+# so a call ends within CALL_S (and the seconds its packing takes). Before any stage the flags the
 # scripts pass are checked against the command line (bench/device_flags.py): a call with a flag
 # that is gone stops there, at no GPU time.
 # --device cpu --tiny dry-runs the plumbing on a CPU with small budgets: numbers meaningless.
@@ -33,32 +35,33 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 OUT=${OUT:-$ROOT/out/device-session}
-CALL_S=${CALL_S:-570}
+CALL_S=${CALL_S:-}
 PY=${PYTHON:-python3}
 DEVICE=cuda
 TINY=0
 START=$(date +%s)
-declare -A BUDGET=([gpu-tests]=210 [cli-decision]=200 [cli-decision-job]=220 [onboard]=100
-  [rk-fla]=500 [rk-rest]=200 [pr-golden]=150)
+declare -A BUDGET=([gpu-tests]=200 [cli-decision]=190 [cli-decision-job]=220 [onboard]=110
+  [rk-fla]=470 [rk-rest]=240 [pr-golden]=140)
 declare -A TINY_BUDGET=([gpu-tests]=240 [cli-decision]=300 [cli-decision-job]=60 [onboard]=420
   [rk-fla]=300 [rk-rest]=300 [pr-golden]=900)
 ORDER="gpu-tests cli-decision cli-decision-job onboard rk-fla rk-rest pr-golden"
 CALL1="gpu-tests cli-decision onboard"
 CALL2="rk-fla"
 CALL3="rk-rest pr-golden"
+declare -A CALL_LIMIT=([call1]=510 [call2]=480 [call3]=390)
 # the record's narrowing of the real-kernel suite (bench/README.md, real_kernels/run.py)
 RK_SKIP=flaggems_mm,fla_chunk_simple_gla,fla_chunk_fwd_h_split,fla_logsigmoid,fla_swiglu,fla_l2norm,torchao_blockwise_fp8_gemm
 RK_RECORD=bench/results/h200/real_kernels
 
 plan() {
-  local total=0 n=1
+  local limits=0 n=1
   for call in "$CALL1" "$CALL2" "$CALL3"; do
     local sum=0
     for s in $call; do sum=$((sum + BUDGET[$s])); done
-    echo "call$n: $call ($sum s of budgets)"
-    total=$((total + sum)); n=$((n + 1))
+    echo "call$n: $call ($sum s of budgets; the call ends within ${CALL_LIMIT[call$n]} s)"
+    limits=$((limits + CALL_LIMIT[call$n])); n=$((n + 1))
   done
-  echo "budgets in all: $total s; each call stops starting stages at ${CALL_S} s"
+  echo "the three calls: at most $limits s of commands, plus the machine's start"
 }
 
 stages=()
@@ -68,10 +71,9 @@ while [ "$#" -gt 0 ]; do
     --device=*) DEVICE=${1#*=}; shift ;;
     --tiny) TINY=1; shift ;;
     --plan) plan; exit 0 ;;
-    call1) stages+=($CALL1); shift ;;
-    call2) stages+=($CALL2); shift ;;
-    call3) stages+=($CALL3); shift ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    call1|call2|call3)
+      v=${1^^}; stages+=(${!v}); CALL_S=${CALL_S:-${CALL_LIMIT[$1]}}; shift ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *)
       if [ -z "${BUDGET[$1]+x}" ]; then
         echo "device_session: unknown stage '$1'; the stages: $ORDER (or call1, call2, call3)" >&2
@@ -86,6 +88,7 @@ if [ "${#stages[@]}" -eq 0 ]; then
   exit 2
 fi
 [ "$TINY" = 1 ] && [ "$DEVICE" != cpu ] && { echo "device_session: --tiny is for --device cpu" >&2; exit 2; }
+CALL_S=${CALL_S:-570}
 mkdir -p "$OUT" || exit 2
 OUT=$(cd "$OUT" && pwd)
 RUN_MD=$OUT/run.md
@@ -147,18 +150,18 @@ stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository ro
     cli-decision-job)
       "$PY" bench/cli_decision.py --part 3 "${cpu[@]}" --fixture-jobs alongside --budget-s $((b - 20)) --out "$dir/cli" ;;
     onboard)
-      "$PY" bench/device_onboard.py "${cpu[@]}" --review-s $((b - 30)) --out "$dir" ;;
+      "$PY" bench/device_onboard.py "${cpu[@]}" --review-s $((b - 25)) --out "$dir" ;;
     rk-fla)
       if [ "$DEVICE" = cpu ]; then rk "$dir" --heads aa --runs 1 --budget-s $((b - 20)) --run-s 120 --groups "$(rk_standin 1)"
       else
-        rk "$dir" --heads aa --runs 1 --first-run 1 --groups fla --budget-s 190 &&
-          rk "$dir" --heads slow10,slow5 --groups fla --budget-s $((b - 205))
+        rk "$dir" --heads aa --runs 1 --first-run 1 --groups fla --budget-s 180 &&
+          rk "$dir" --heads slow10,slow5 --groups fla --budget-s $((b - 195))
       fi ;;
     rk-rest)
       if [ "$DEVICE" = cpu ]; then rk "$dir" --heads slow10 --budget-s $((b - 20)) --run-s 120 --groups "$(rk_standin 2)"
       else
-        rk "$dir" --heads aa --runs 1 --first-run 3 --groups torchao --budget-s 60 &&
-          rk "$dir" --heads slow10,slow5 --groups flaggems --budget-s $((b - 80))
+        rk "$dir" --heads aa --runs 1 --first-run 3 --groups torchao --budget-s 85 &&
+          rk "$dir" --heads slow10,slow5 --groups flaggems --budget-s $((b - 95))
       fi ;;
     pr-golden)
       "$PY" bench/device_pr_review.py "${cpu[@]}" --out "$dir" ;;
