@@ -35,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fixture_review_gpu import _environment as versions  # noqa: E402
+
 from bot.contracts.results import ResultsFile  # noqa: E402
 from bot.review.local import ReviewInputs, gpu_vendor, static_review  # noqa: E402
 from checks.measure import measure_plan  # noqa: E402
@@ -90,14 +92,6 @@ def render(repo: Path, results: Path, out: Path) -> int:
     return done.returncode
 
 
-def _versions() -> str:
-    import torch
-    import triton
-
-    name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-    return f"{name}; torch {torch.__version__}, Triton {triton.__version__}, Python {sys.version.split()[0]}"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", type=Path, required=True, help="folder for the results and review")
@@ -120,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     run_md = args.out / "run.md"
-    log = [f"# tritonbench #269's measure job on {_versions()}", ""]
+    log = [f"# tritonbench #269's measure job on {versions()}", ""]
     log += [f"Started {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}"]
     log += ["; CPU timing under the Triton interpreter: plumbing only." if cpu else ".", ""]
     t_start = time.perf_counter()

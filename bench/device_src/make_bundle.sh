@@ -23,6 +23,20 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 git init -q -b onboard "$work/repo"
 
+# run a command as REV's author and committer wrote REV, at its dates
+as_of() {  # REV COMMAND...
+  rev=$1; shift
+  GIT_AUTHOR_NAME="$(git -C "$src" log -1 --format=%an "$rev")" \
+  GIT_AUTHOR_EMAIL="$(git -C "$src" log -1 --format=%ae "$rev")" \
+  GIT_AUTHOR_DATE="$(git -C "$src" log -1 --format=%aD "$rev")" \
+  GIT_COMMITTER_NAME="$(git -C "$src" log -1 --format=%cn "$rev")" \
+  GIT_COMMITTER_EMAIL="$(git -C "$src" log -1 --format=%ce "$rev")" \
+  GIT_COMMITTER_DATE="$(git -C "$src" log -1 --format=%cD "$rev")" "$@"
+}
+message() {  # REV: its message, and where it came from
+  printf '%s\n\n(meta-pytorch/tritonbench %s, trimmed)' "$(git -C "$src" log -1 --format=%B "$1")" "$1"
+}
+
 # commit REV's files under PATHS (a tree of only those) on PARENT, as REV's author wrote it
 trimmed() {  # REV PARENT PATHS...
   rev=$1 parent=$2; shift 2
@@ -33,16 +47,7 @@ trimmed() {  # REV PARENT PATHS...
       --cacheinfo "$(git -C "$src" ls-tree "$rev" -- "$f" | awk '{print $1","$3}'),$f"
   done
   tree=$(GIT_INDEX_FILE=$idx git -C "$src" write-tree)
-  msg="$(git -C "$src" log -1 --format=%B "$rev")
-
-(meta-pytorch/tritonbench $rev, trimmed)"
-  GIT_AUTHOR_NAME="$(git -C "$src" log -1 --format=%an "$rev")" \
-  GIT_AUTHOR_EMAIL="$(git -C "$src" log -1 --format=%ae "$rev")" \
-  GIT_AUTHOR_DATE="$(git -C "$src" log -1 --format=%aD "$rev")" \
-  GIT_COMMITTER_NAME="$(git -C "$src" log -1 --format=%cn "$rev")" \
-  GIT_COMMITTER_EMAIL="$(git -C "$src" log -1 --format=%ce "$rev")" \
-  GIT_COMMITTER_DATE="$(git -C "$src" log -1 --format=%cD "$rev")" \
-    git -C "$src" commit-tree "$tree" ${parent:+-p "$parent"} -m "$msg"
+  as_of "$rev" git -C "$src" commit-tree "$tree" ${parent:+-p "$parent"} -m "$(message "$rev")"
 }
 
 # shellcheck disable=SC2086  # the path lists split on white space on purpose
@@ -59,16 +64,7 @@ GIT_COMMITTER_NAME=kernel-review GIT_COMMITTER_EMAIL=kernel-review@localhost GIT
 # the pull request's own change on top: its diff, limited to the kept files
 git -C "$work/repo" checkout -q -b pr269-head
 git -C "$src" diff "$PR^" "$PR" -- tritonbench/operators/sum | git -C "$work/repo" apply --index
-msg="$(git -C "$src" log -1 --format=%B "$PR")
-
-(meta-pytorch/tritonbench $PR, trimmed)"
-GIT_AUTHOR_NAME="$(git -C "$src" log -1 --format=%an "$PR")" \
-GIT_AUTHOR_EMAIL="$(git -C "$src" log -1 --format=%ae "$PR")" \
-GIT_AUTHOR_DATE="$(git -C "$src" log -1 --format=%aD "$PR")" \
-GIT_COMMITTER_NAME="$(git -C "$src" log -1 --format=%cn "$PR")" \
-GIT_COMMITTER_EMAIL="$(git -C "$src" log -1 --format=%ce "$PR")" \
-GIT_COMMITTER_DATE="$(git -C "$src" log -1 --format=%cD "$PR")" \
-  git -C "$work/repo" commit -q -m "$msg"
+as_of "$PR" git -C "$work/repo" commit -q -m "$(message "$PR")"
 git -C "$work/repo" fetch -q "$src" "$onboard"
 git -C "$work/repo" branch -q -f onboard "$onboard"
 git -C "$work/repo" bundle create -q "$out" onboard pr269-base pr269-head
