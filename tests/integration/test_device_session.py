@@ -1,0 +1,61 @@
+"""bench/device_session.sh, the next GPU session's driver, as far as a CPU takes it without
+running a stage: its plan fits the device's limits, it refuses what it cannot run, and a stage
+that does not fit in what is left of a call is not started and is named so in run.md."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.paths import ROOT
+
+SESSION = ROOT / "bench" / "device_session.sh"
+
+
+def _run(*args: str, out: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(SESSION), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHON": sys.executable, "OUT": str(out or "/nonexistent"), **env},
+    )
+
+
+def test_the_three_calls_fit_the_device_time_and_each_call_its_limit() -> None:
+    done = _run("--plan")
+    assert done.returncode == 0, done.stderr
+    calls = re.findall(r"^call\d: (.*) \((\d+) s of budgets; the call ends within (\d+) s\)$",
+                       done.stdout, re.M)  # fmt: skip
+    assert len(calls) == 3
+    for _, budgets, limit in calls:
+        assert int(budgets) <= int(limit) <= 600 - 30  # a device call runs 10 minutes at most
+    # 25 device-minutes for the three, the machine's start (about 2 minutes) included
+    assert sum(int(limit) for *_, limit in calls) + 120 <= 25 * 60
+    stages = " ".join(names for names, *_ in calls).split()
+    for waiting in ("gpu-tests", "cli-decision", "onboard", "rk-fla", "rk-rest", "pr-golden"):
+        assert waiting in stages
+
+
+def test_what_it_cannot_run_is_refused_with_what_to_do() -> None:
+    unknown = _run("gpu-test")
+    assert unknown.returncode == 2 and "unknown stage 'gpu-test'; the stages: gpu-tests" in (
+        unknown.stderr
+    )
+    assert "--tiny is for --device cpu" in _run("--tiny", "onboard").stderr
+    assert "name the stages to run" in _run().stderr
+
+
+def test_a_stage_that_does_not_fit_the_call_is_not_started_and_run_md_says_so(
+    tmp_path: Path,
+) -> None:
+    done = _run("--device", "cpu", "gpu-tests", "onboard", out=tmp_path, CALL_S="60")
+    assert done.returncode == 3, done.stderr
+    run_md = (tmp_path / "run.md").read_text(encoding="utf-8")
+    assert re.search(r"^device_flags: the \d+ flags the session passes are there$", run_md, re.M)
+    for stage, budget in (("gpu-tests", 200), ("onboard", 110)):
+        assert re.search(rf"^\| {stage} \| not run \| - \| {budget} \| \d+ s left", run_md, re.M)
+    assert not list(tmp_path.glob("*.tar.gz")) and not (tmp_path / "gpu-tests").exists()
