@@ -10,12 +10,13 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 # The image has torch, Triton, numpy, requests, urllib3, certifi, idna, charset-normalizer,
-# typing-extensions, packaging, tqdm, nvidia-ml-py, pytest (KINDS.md's list); these it has not.
-# The versions are the ones CI installs (pyproject.toml's ranges, resolved 2026-12).
+# packaging, tqdm, nvidia-ml-py, pytest (KINDS.md's list); these it has not, or not new enough
+# (pydantic 2.14 needs typing-extensions 4.16). The versions are the ones CI installs
+# (pyproject.toml's ranges, resolved 2026-12).
 BOT_WHEELS=(
     "PyGithub==2.10.0" "PyJWT==2.15.1" "PyNaCl==1.6.2" "cffi==2.1.1" "pycparser==3.12"
     "pydantic==2.14.4" "pydantic_core==2.50.5" "annotated-types==0.8.0"
-    "typing-inspection==0.4.5" "unidiff==1.0.1"
+    "typing-inspection==0.4.5" "typing-extensions==4.16.0" "unidiff==1.0.1"
 )
 mkdir -p .whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
