@@ -29,8 +29,9 @@
 # so a call ends within CALL_S (and the seconds its packing takes). Before any stage the flags the
 # scripts pass are checked against the command line (bench/device_flags.py): a call with a flag
 # that is gone stops there, at no GPU time.
-# --device cpu --tiny dry-runs the plumbing on a CPU with small budgets: numbers meaningless.
-# bench/README.md (Device sessions) says where each stage's files go in the repository.
+# --device cpu --tiny dry-runs the plumbing on a CPU with small budgets: numbers meaningless;
+# STAGE_S=N gives every stage N seconds instead.
+# bench/README.md ("The next GPU session") says where each stage's files go in the repository.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -73,7 +74,7 @@ while [ "$#" -gt 0 ]; do
     --plan) plan; exit 0 ;;
     call1|call2|call3)
       v=${1^^}; stages+=(${!v}); CALL_S=${CALL_S:-${CALL_LIMIT[$1]}}; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *)
       if [ -z "${BUDGET[$1]+x}" ]; then
         echo "device_session: unknown stage '$1'; the stages: $ORDER (or call1, call2, call3)" >&2
@@ -154,14 +155,18 @@ stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository ro
     rk-fla)
       if [ "$DEVICE" = cpu ]; then rk "$dir" --heads aa --runs 1 --budget-s $((b - 20)) --run-s 120 --groups "$(rk_standin 1)"
       else
-        rk "$dir" --heads aa --runs 1 --first-run 1 --groups fla --budget-s 180 &&
-          rk "$dir" --heads slow10,slow5 --groups fla --budget-s $((b - 195))
+        local rc=0  # the slow heads run whatever the A/A run's exit code
+        rk "$dir" --heads aa --runs 1 --first-run 1 --groups fla --budget-s 180 || rc=$?
+        rk "$dir" --heads slow10,slow5 --groups fla --budget-s $((b - 195)) || rc=$?
+        return "$rc"
       fi ;;
     rk-rest)
       if [ "$DEVICE" = cpu ]; then rk "$dir" --heads slow10 --budget-s $((b - 20)) --run-s 120 --groups "$(rk_standin 2)"
       else
-        rk "$dir" --heads aa --runs 1 --first-run 3 --groups torchao --budget-s 85 &&
-          rk "$dir" --heads slow10,slow5 --groups flaggems --budget-s $((b - 95))
+        local rc=0
+        rk "$dir" --heads aa --runs 1 --first-run 3 --groups torchao --budget-s 85 || rc=$?
+        rk "$dir" --heads slow10,slow5 --groups flaggems --budget-s $((b - 95)) || rc=$?
+        return "$rc"
       fi ;;
     pr-golden)
       "$PY" bench/device_pr_review.py "${cpu[@]}" --out "$dir" ;;
@@ -176,6 +181,7 @@ rc_all=0
 for s in "${stages[@]}"; do
   b=${BUDGET[$s]}
   [ "$TINY" = 1 ] && b=${TINY_BUDGET[$s]}
+  b=${STAGE_S:-$b}  # one budget for every stage, to try a stage's stop
   if [ "$(left)" -lt $((b + 15)) ]; then
     md "| $s | not run | - | $b | $(left) s left in the call, the stage needs $b |"
     rc_all=3
@@ -191,7 +197,8 @@ for s in "${stages[@]}"; do
   rc=$?
   wall=$(($(date +%s) - t0))
   ran=$(grep -E "^\++ ($PY|cp|timeout) " "$dir/stage.log" | sed -E 's/^\++ //; s/\|/\\|/g' | paste -sd ';' | sed 's/;/`; `/g')
-  md "| $s | $rc$([ "$rc" = 124 ] && echo ' (stopped at its budget)') | $wall | $b | \`$ran\` |"
+  case "$rc" in 124|137) rc="$rc (stopped at its budget)" ;; esac
+  md "| $s | $rc | $wall | $b | \`$ran\` |"
   [ "$rc" = 0 ] || rc_all=1
   tar -czf "$OUT/$s.tar.gz" -C "$OUT" "$s" && rm -rf "$dir"
 done

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 from tests.paths import ROOT
@@ -59,3 +60,18 @@ def test_a_stage_that_does_not_fit_the_call_is_not_started_and_run_md_says_so(
     for stage, budget in (("gpu-tests", 200), ("onboard", 110)):
         assert re.search(rf"^\| {stage} \| not run \| - \| {budget} \| \d+ s left", run_md, re.M)
     assert not list(tmp_path.glob("*.tar.gz")) and not (tmp_path / "gpu-tests").exists()
+
+
+def test_a_stage_stopped_at_its_budget_is_named_so_and_what_it_wrote_comes_back(
+    tmp_path: Path,
+) -> None:
+    done = _run("--device", "cpu", "gpu-tests", out=tmp_path, STAGE_S="2")
+    assert done.returncode == 1, done.stderr
+    run_md = (tmp_path / "run.md").read_text(encoding="utf-8")
+    row = re.search(r"^\| gpu-tests \| (.*?) \| (\d+) \| 2 \| `(.*)` \|$", run_md, re.M)
+    assert row and row.group(1) == "124 (stopped at its budget)", run_md
+    assert int(row.group(2)) < 15 and "-m pytest -m gpu" in row.group(3)
+    # packed as one file the device tool brings back, the folder gone
+    with tarfile.open(tmp_path / "gpu-tests.tar.gz") as packed:
+        assert {"gpu-tests/stage.log", "gpu-tests/pytest.txt"} <= set(packed.getnames())
+    assert not (tmp_path / "gpu-tests").exists()
