@@ -36,7 +36,7 @@ from bot.contracts.evidence import Evidence
 from bot.contracts.plan import Plan
 from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError, UsageError
-from bot.github.sticky import fit_body
+from bot.forge.sticky import fit_body
 from bot.outputs import prepare, write_text
 from bot.review.local import RepoCompilerReport, ReviewInputs, static_review
 from bot.review.terminal import terminal_text

@@ -17,7 +17,7 @@ from bot import gitutil
 from bot.cli import main
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
 from bot.contracts.results import ResultsFile
-from bot.github.sticky import marker_sha
+from bot.forge.sticky import marker_sha
 from bot.jobs.report import MAX_RESULTS_FILES
 from tests.fake_github import BOT, FakeGitHub
 from tests.paths import DATA, ROOT

@@ -17,7 +17,7 @@ from bot.app import log
 from bot.cli import main
 from bot.contracts.evidence import Evidence
 from bot.contracts.review import ChangeLine, Requirements, ReviewContext
-from bot.github.sticky import marker_sha
+from bot.forge.sticky import marker_sha
 from bot.review.render import render_comment
 from bot.review.verdict import decide
 from checks.sweep.evidence import to_evidence
