@@ -14,8 +14,9 @@ Rules:
 - A POST that failed with a 5xx or a dropped connection may have created the comment: before
   posting again, the comments are listed again and the one found is edited instead.
 - Results for an older head never overwrite a comment that already describes the current head.
-- GitHub refuses bodies over 65,536 characters (GitLab's notes take 1,000,000, so GitHub's
-  limit, the default, fits both): ``fit_body`` (the only place a review is cut) cuts the body
+- GitHub refuses bodies over 65,536 characters (GitLab's notes take 1,000,000:
+  https://docs.gitlab.com/ee/api/notes.html#create-new-merge-request-note, so GitHub's limit,
+  the default, fits both): ``fit_body`` (the only place a review is cut) cuts the body
   at a line, drops a code fence the cut would leave open, closes ``<details>``, and adds a note
   pointing to the job summary and the artifact. Should the forge still answer "body is too
   long", the body is cut again by UTF-8 bytes and sent once more.
