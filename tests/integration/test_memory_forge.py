@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from bot.app import ActionEnv, ack_mode, plan_mode, report_mode
-from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
-from bot.contracts.results import ResultsFile
 from bot.forge.sticky import marker_sha
 from bot.forge.types import PullInfo
 from tests.diff_util import file_diff
+from tests.integration.test_app_e2e import results_for
 from tests.memory_forge import MemoryForge
 from tests.paths import DATA, ROOT
 
@@ -122,27 +121,6 @@ def _outputs(env: ActionEnv) -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
-def _results(env: ActionEnv, head: str, ratio: float) -> None:
-    """The nvidia measure job's file: softmax's largest shape ``ratio`` times the base time."""
-    line = ShapeLine(
-        kernel="softmax",
-        shape=(4096, 4096),
-        dtype="float16",
-        verdict="SLOWER" if ratio > 1.05 else "SAME",
-        ratio=ratio,
-        ci_low=ratio - 0.01,
-        ci_high=ratio + 0.01,
-        base_us=100.0,
-        head_us=100.0 * ratio,
-    )
-    sweep = SweepEvidence(vendor="nvidia", gpu="NVIDIA H200", shapes=(line,), geomean_ratio=ratio)
-    out = ResultsFile(
-        head_sha=head, base_sha=BASE, vendor="nvidia", evidence=Evidence(sweeps=(sweep,))
-    )
-    env.results_path.mkdir(parents=True, exist_ok=True)
-    (env.results_path / "results-nvidia-1of1.json").write_text(out.model_dump_json())
-
-
 def test_the_gate_and_the_report_run_through_the_protocol_alone(forge, tmp_path):
     env = _env(tmp_path / "run1", "pull_request", _pr_event(HEAD))
     assert plan_mode(env, lambda: forge) == 0
@@ -153,7 +131,7 @@ def test_the_gate_and_the_report_run_through_the_protocol_alone(forge, tmp_path)
     assert forge.writes() == []  # the gate reads only
     assert "get_pull_diff" in forge.calls and "read_file" in forge.calls
 
-    _results(env, HEAD, 1.08)
+    results_for(env.results_path, BASE, HEAD, "nvidia", 1.08)
     assert report_mode(env, lambda: forge) == 0
     [review] = forge.comments[PR]
     assert review.author == forge.login and marker_sha(review.body) == HEAD
@@ -170,7 +148,7 @@ def test_the_gate_and_the_report_run_through_the_protocol_alone(forge, tmp_path)
     forge.push(PR, NEW_HEAD, forge.diffs[PR])
     env2 = _env(tmp_path / "run2", "pull_request", _pr_event(NEW_HEAD))
     assert plan_mode(env2, lambda: forge) == 0
-    _results(env2, NEW_HEAD, 1.0)
+    results_for(env2.results_path, BASE, NEW_HEAD, "nvidia", 1.0)
     forge.calls.clear()
     assert report_mode(env2, lambda: forge) == 0
     [updated] = forge.comments[PR]
@@ -222,7 +200,7 @@ def test_a_check_run_carries_the_verdict_and_its_annotations(forge, tmp_path):
     )
     env = _env(tmp_path, "pull_request", _pr_event(HEAD))
     assert plan_mode(env, lambda: forge) == 0
-    _results(env, HEAD, 1.08)
+    results_for(env.results_path, BASE, HEAD, "nvidia", 1.08)
     assert report_mode(env, lambda: forge) == 0
     [check] = forge.check_runs
     assert check["head_sha"] == HEAD and check["conclusion"] == "failure"
