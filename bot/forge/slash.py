@@ -59,8 +59,9 @@ _SHAPE = re.compile(r"[0-9]{1,12}(?:x[0-9]{1,12}){0,7}")
 _BENCH_LINE = re.compile(r"^ {0,3}/bench(?:[ \t]|$)")  # 4 spaces or a tab: indented code
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
-# The line endings of markdown (GitHub's and GitLab's); str.splitlines also breaks at U+2028, U+2029, U+0085,
-# \v, \f and \x1c-\x1e, which a reader sees inside a line (a quote's, a code block's).
+# The line endings of markdown (GitHub's and GitLab's); str.splitlines also breaks at U+2028,
+# U+2029, U+0085, \v, \f and \x1c-\x1e, which a reader sees inside a line (a quote's, a code
+# block's).
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _FORBIDDEN = (
     ("$(", "command substitution `$(...)`"),
