@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.contracts.accept import ReviewState
 from bot.contracts.base import VENDORS
-from bot.errors import GitHubError, KernelReviewError, ResultsError, UsageError
+from bot.errors import ForgeError, GitHubError, KernelReviewError, ResultsError, UsageError
 from bot.escape import log_safe, md_code, md_inline
 from bot.forge.client import ForgeClient, ForgeRequestError
 from bot.forge.types import ReviewRequest
@@ -340,7 +340,6 @@ def _cancel_stale_review(env: ActionEnv, client: ForgeClient, result: GateResult
     """A ``/bench`` the gate authorised (the commenter's permission asked of the API) cancels
     the pull request's review run still going: the workflow's concurrency group cannot, since
     a comment's author association does not tell a triage collaborator from a writer."""
-
     if env.run_id is None or result.pull is None:
         return
     try:
@@ -653,7 +652,6 @@ def _read_queue(path: Path) -> Any:
 def _cancel_queued(env: ActionEnv, client: ForgeClient, queued: Any) -> None:
     """Cancel this run once the review is posted: its stuck measure jobs show as cancelled
     instead of holding the run for a day. The report job itself runs on (``always()``)."""
-
     names = ", ".join(j.name for j in queued.stuck)
     if env.run_id is None:
         return
@@ -733,7 +731,7 @@ def _history(client: ForgeClient, branch: str, vendors: tuple[str, ...]) -> Any:
         return Evidence()
     try:
         text = client.read_file(HISTORY_FILE, branch)
-    except GitHubError as exc:
+    except ForgeError as exc:
         log(f"history not read from {branch}: {exc.message}")
         return Evidence()
     return Evidence(history=kernel_history(read_history(text or ""), vendors[0]))

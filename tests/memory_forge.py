@@ -62,6 +62,7 @@ class MemoryForge:
         self.running: set[int] = set()  # CI runs not finished
         self.issues: list[IssueInfo] = []
         self.calls: list[str] = []
+        self.unreadable: set[str] = set()  # refs whose files this token may not read (403)
         self._ids = itertools.count(1000)
 
     # --- set-up -------------------------------------------------------------------------------
@@ -175,6 +176,8 @@ class MemoryForge:
 
     def read_file(self, path: str, ref: str) -> str | None:
         self.calls.append("read_file")
+        if ref in self.unreadable:
+            raise ForgeRequestError(f"reading {path} at {ref} was refused", status=403)
         return self.files.get(ref, {}).get(path)
 
     def list_dir(self, path: str, ref: str) -> list[str]:

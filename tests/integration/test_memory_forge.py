@@ -208,3 +208,16 @@ def test_a_check_run_carries_the_verdict_and_its_annotations(forge, tmp_path):
     assert note.path == "toyops/softmax.py" and note.level == "warning"
     assert "softmax 4096x4096 float16 on nvidia" in note.message
     assert HEAD not in forge.statuses  # the check run is the merge gate
+
+
+def test_a_history_the_token_may_not_read_leaves_the_review_without_it(forge, tmp_path, capsys):
+    """A forge's refusal (not only GitHub's) of the history branch is said in the log; the
+    review is posted without the history."""
+    forge.unreadable.add("kernel-review-history")
+    env = _env(tmp_path, "pull_request", _pr_event(HEAD))
+    assert plan_mode(env, lambda: forge) == 0
+    results_for(env.results_path, BASE, HEAD, "nvidia", 1.08)
+    assert report_mode(env, lambda: forge) == 0
+    assert "history not read from kernel-review-history" in capsys.readouterr().out
+    [review] = forge.comments[PR]
+    assert marker_sha(review.body) == HEAD
