@@ -587,7 +587,7 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
         tolerance=0.5,
     )  # fmt: skip
 
-    result = _a_a(case, tmp_path, first_call_alone=True)
+    result = _a_a(case, tmp_path)
     assert result.cases[0].status == "ok", result.cases[0].message
     spans = sorted(
         (float(a), float(b), pid)
@@ -598,9 +598,6 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
     # base and head each tuned once in each pass (fresh workers), in the check, one at a time
     assert len({pid for _, _, pid in spans}) == 2 * passes
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), spans
-    # first_call_alone=False: no lock is handed to the workers
-    apart = _a_a(case, tmp_path / "apart", first_call_alone=False)
-    assert apart.cases[0].status == "ok" and not (tmp_path / "apart" / "locks").exists()
 
 
 def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(tmp_path: Path) -> None:
