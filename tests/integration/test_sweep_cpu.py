@@ -322,9 +322,8 @@ def test_default_branch_and_merge_base(tmp_path: Path) -> None:
 def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _toy_repo(tmp_path / "repo")
     out = tmp_path / "results.json"
-    code = main(
-        ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out), "--max-rounds", "30"]
-    )
+    argv = ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out)]
+    code = main([*argv, "--engine-option", "max_rounds=30"])
     captured = capsys.readouterr()
     result = load_results(out)
     # the gate's exit code: 4 when a case is slower than its tolerance
