@@ -93,8 +93,8 @@ _WITH_COMPILER_REPORT = ("bot.demo", "bot.app")  # their register takes ``compil
 # ""): given one, the command line says so instead of argparse's "unrecognized arguments".
 RETIRED: dict[str, dict[str, str]] = {
     "": {
-        "--debug": "an internal error's traceback is printed to a log, and kept in a file under "
-        "the cache folder in a terminal (the error names it)",
+        "--debug": "none is needed: an internal error keeps its traceback in a file under the "
+        "cache folder and names it (and prints it where stderr is a log, not a terminal)",
     },
     "demo": {
         "--keep": "build the fixture repository to keep with `python -m "
@@ -251,7 +251,7 @@ def internal_error(exc: Exception) -> Path | None:
     except OSError:
         kept = None
     if kept is None or not sys.stderr.isatty():
-        sys.stderr.write(text)
+        sys.stderr.write(log_safe(text))  # its messages may carry a checkout's text
     print(
         f"kernel-review: internal error: {type(exc).__name__}: {log_safe(str(exc))}\n"
         f"  hint: report it with its traceback ({kept or 'above'})",
