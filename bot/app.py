@@ -1,5 +1,5 @@
-"""``kernel-review review --mode plan|ack|measure|report|scheduled|scheduled-report``: the
-GitHub Actions glue.
+"""``kernel-review job plan|ack|measure|wait|report|scheduled|scheduled-report``: the GitHub
+Actions glue; and ``kernel-review review``, the local review's command.
 
 The only module that reads the environment (GITHUB_* and the action's INPUT_*); it builds the
 pieces and passes them in, so everything below it can be tested with plain values.
@@ -195,7 +195,7 @@ def _spacing(text: str | None) -> tuple[float, float] | None:
 def load_event(path: Path | None) -> dict[str, Any]:
     if path is None:
         raise GitHubError(
-            "GITHUB_EVENT_PATH is not set: --mode runs one job of the GitHub workflow",
+            "GITHUB_EVENT_PATH is not set: kernel-review job runs one job of the GitHub workflow",
             hint="run it inside GitHub Actions; to review on this machine: "
             "kernel-review review --repo . --base REV",
         )
@@ -610,7 +610,7 @@ def wait_mode(
 
     if env.run_id is None:
         raise UsageError(
-            "--mode wait waits for the measure jobs of this workflow run: GITHUB_RUN_ID is not set",
+            "the wait job waits for the measure jobs of this workflow run: GITHUB_RUN_ID is not set",
             hint="run it as the report job's first step (docs/workflows/kernel-review.yml)",
         )
     report = wait_for_vendor_jobs(
@@ -645,7 +645,7 @@ def _read_queue(path: Path) -> Any:
     except ValueError as exc:
         raise ResultsError(
             f"{path} is not the wait step's report: {str(exc)[:300]}",
-            hint="the wait step (--mode wait) writes it; do not write it from elsewhere",
+            hint="the wait step (kernel-review job wait) writes it; do not write it from elsewhere",
         ) from None
 
 
@@ -674,7 +674,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
 
     if env.vendor is None:
         raise UsageError(
-            "--mode measure is the workflow's measure job: the action's vendor input "
+            "kernel-review job measure is the workflow's measure job: the action's vendor input "
             "(INPUT_VENDOR) is not set",
             hint="run it from docs/workflows/kernel-review.yml on a GPU runner; on this machine "
             "use kernel-review bench, or kernel-review review --repo . --base REV",
@@ -967,7 +967,8 @@ def _sweep_here(repo: Path, plan: Plan, device: str, started: float) -> tuple[Pa
         plan_path = Path(tmp) / "plan.json"
         plan_path.write_text(plan.model_dump_json(), encoding="utf-8")
         words = ["bench", "--repo", str(repo), "--device", device, "--out", str(out)]
-        args = parser.parse_args(words + (["--no-added-shapes"] * plan.quick))
+        quick = ["--engine-option", "added_shapes=off"] if plan.quick else []
+        args = parser.parse_args(words + quick)
         args.plan, args.started = str(plan_path), started
         with contextlib.redirect_stdout(sys.stderr):
             code = bench.run_bench(args)
@@ -977,67 +978,49 @@ def _sweep_here(repo: Path, plan: Plan, device: str, started: float) -> tuple[Pa
 # --- CLI --------------------------------------------------------------------------------------
 
 
-REVIEW_USAGE = """\
-kernel-review review --repo PATH --base REV [--head REV] [--run-repo-code] [--results FILE ...]
-                            [--measure [--device {cuda,cpu}]] [--out FILE]
-       kernel-review review --mode {plan,ack,measure,wait,report,scheduled,scheduled-report}"""
 REVIEW_DESCRIPTION = """\
-Two forms.
-
-On this machine, for any repository: --repo PATH --base REV [--head REV] prints the review a
-pull request from --base to --head (default HEAD) would get as its comment, as plain text;
---out FILE writes the comment's markdown. No GitHub access, nothing posted. Nothing of the
-reviewed repository runs unless --run-repo-code (the compiler report of its Triton kernels
-imports its modules) or --measure (the shape sweep of the changed kernels, run here first as
-`kernel-review bench` runs it; then the command exits as bench does); the last line says which
-it did.
-
-Inside GitHub Actions: --mode plan|ack|measure|wait|report runs one job of the workflow
-(docs/workflows/kernel-review.yml). It reads GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL
-and the action's INPUT_* variables, and refuses to run without them."""
+The review a pull request from --base to --head (default HEAD) would get as its comment, printed
+as plain text; --out FILE writes the comment's markdown. No GitHub access, nothing posted.
+Nothing of the reviewed repository runs unless --run-repo-code (the compiler report of its Triton
+kernels imports its modules) or --measure (the shape sweep of the changed kernels, run here
+first as `kernel-review bench` runs it; then the command exits as bench does); the last line says
+which it did. A job of the GitHub workflow is `kernel-review job MODE`."""
+JOB_DESCRIPTION = """\
+One job of the GitHub workflow (docs/workflows/kernel-review.yml), inside Actions only: it reads
+GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL and the action's INPUT_* variables, and refuses
+to run without them. A local review is `kernel-review review --repo . --base REV`."""
 
 
 def register(subparsers: argparse._SubParsersAction, *, compiler_report: Any = None) -> None:
-    """Add ``review``: a local review (``--repo``; ``compiler_report`` is ``checks.compiler``'s,
-    passed in by the command line) or one job of the workflow (``--mode``)."""
+    """Add ``review``, a local review (``compiler_report`` is ``checks.compiler``'s, passed in
+    by the command line), and ``job``, one job of the workflow."""
     from bot.local_review import add_arguments
 
     p = subparsers.add_parser(
         "review",
-        help="review a local range (--repo . --base REV), or run one GitHub workflow job (--mode)",
-        usage=REVIEW_USAGE,
+        help="review a local range (--repo . --base REV) on this machine",
         description=REVIEW_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_arguments(p.add_argument_group("review a local repository (any machine)"))
-    actions = p.add_argument_group("one job of the GitHub workflow (inside Actions only)")
-    actions.add_argument("--mode", choices=MODES, help="which job this is")
-    p.set_defaults(handler=handle, compiler_report=compiler_report)
+    add_arguments(p)
+    p.set_defaults(handler=handle_review, compiler_report=compiler_report)
+    job = subparsers.add_parser(
+        "job",
+        help="run one job of the GitHub workflow (inside Actions only)",
+        description=JOB_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    job.add_argument("mode", choices=MODES, metavar="MODE", help=f"the job: {', '.join(MODES)}")
+    job.set_defaults(handler=handle_job)
 
 
-def handle(args: argparse.Namespace) -> int:
-    local = args.repo is not None or args.base is not None or args.head is not None
-    if args.mode and local:
-        raise UsageError(
-            "--mode runs a GitHub workflow job; --repo/--base/--head review a local range",
-            hint="use one form: kernel-review review --repo . --base REV, or review --mode MODE",
-        )
-    if local:
-        if args.repo is None or args.base is None:
-            raise UsageError(
-                "a local review needs --repo and --base",
-                hint="for example: kernel-review review --repo . --base origin/main --head HEAD",
-            )
-        from bot.local_review import run_local
+def handle_review(args: argparse.Namespace) -> int:
+    from bot.local_review import run_local
 
-        return run_local(
-            args, args.compiler_report, read_bench=_bench_results, run_sweep=_sweep_here
-        )
-    if args.mode is None:
-        raise UsageError(
-            "say what to review: --repo PATH --base REV (a local range) or --mode MODE (Actions)",
-            hint="kernel-review review --help shows both forms",
-        )
+    return run_local(args, args.compiler_report, read_bench=_bench_results, run_sweep=_sweep_here)
+
+
+def handle_job(args: argparse.Namespace) -> int:
     env = ActionEnv.from_environ(os.environ)
     factory = lambda: _client(env)  # noqa: E731
     if args.mode == "plan":
