@@ -206,7 +206,8 @@ def make_head(repo: Path, base: str, name: str, extra: dict[str, float], comment
 def bench_args(repo: Path, base: str, head: str, out: Path, device: str) -> list[str]:
     """``kernel-review bench`` on ``repo``, base against head, results to ``out``; on the CPU
     (plumbing only) fewer rounds and the served shapes alone."""
-    cpu = ["--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []
+    cpu = ["--engine-option", "max_rounds=10", "--engine-option", "added_shapes=off"]
+    cpu = cpu if device == "cpu" else []
     return ["bench", "--repo", str(repo), "--base", base, "--head", head,
             "--device", device, "--out", str(out), *cpu]  # fmt: skip
 

@@ -9,7 +9,7 @@
 
 It builds the fixture repository (``kernels_fixture.build_repo``, whose commits have fixed SHAs),
 plans the review as the gate job would (the policy from the base commit), and runs that plan
-through ``checks.measure.measure_plan``, the code behind ``kernel-review review --mode measure``:
+through ``checks.measure.measure_plan``, the code behind ``kernel-review job measure``:
 the shape sweep of base against head, the first call in fresh processes, and the compiler report.
 By default the plan runs whole in one measure job, as a GPU runner's job runs it (the compiler
 report alongside the GPU checks), and ``run.md`` keeps the job's log with the time of each line

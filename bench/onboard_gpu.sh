@@ -57,9 +57,9 @@ log
 # Every served shape (4 brute, 2 cell, 2 shared) and the small and ragged ones the sweep adds.
 # Rounds are capped so the whole run, the base build included, fits the limit.
 set -- "$PY" -m bot bench --repo "$WORK/repo" --base kr-base --head kr-head \
-  --out "$OUT/results.json" --engine-option work_dir="$WORK/bench" --max-rounds 60 $EXTRA
+  --out "$OUT/results.json" --engine-option work_dir="$WORK/bench" --engine-option max_rounds=60 $EXTRA
 log "\`\`\`console"
-log "\$ kernel-review bench --repo repo --base kr-base --head kr-head --max-rounds 60 $EXTRA"
+log "\$ kernel-review bench --repo repo --base kr-base --head kr-head --engine-option max_rounds=60 $EXTRA"
 cd "$WORK/repo" || exit 2
 timeout -k 10 "$((LIMIT_S - ($(date +%s) - START)))" "$@" >"$OUT/bench.txt" 2>"$OUT/bench-progress.txt"
 rc=$?

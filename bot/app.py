@@ -1,5 +1,5 @@
-"""``kernel-review review --mode plan|ack|measure|report|scheduled|scheduled-report``: the
-GitHub Actions glue.
+"""``kernel-review job plan|ack|measure|wait|report|scheduled|scheduled-report``: the GitHub
+Actions glue; and ``kernel-review review``, the local review's command.
 
 The only module that reads the environment (GITHUB_* and the action's INPUT_*); it builds the
 pieces and passes them in, so everything below it can be tested with plain values.
@@ -36,9 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from bot.contracts.accept import ReviewState
 from bot.contracts.base import VENDORS
-from bot.errors import GitHubError, KernelReviewError, ResultsError, UsageError
+from bot.errors import ForgeError, GitHubError, KernelReviewError, ResultsError, UsageError
 from bot.escape import log_safe, md_code, md_inline
-from bot.github.events import DEFAULT_BOT_LOGINS, ReviewRequest, parse_event
+from bot.forge.client import ForgeClient, ForgeRequestError
+from bot.forge.types import ReviewRequest
+from bot.github.events import DEFAULT_BOT_LOGINS, parse_event
 from bot.jobs.accepting import record_comment
 from bot.jobs.approval import advisory_reason, advisory_status, told_before
 from bot.jobs.gate import GateDecision, GateResult, decide_gate, describe
@@ -193,7 +195,7 @@ def _spacing(text: str | None) -> tuple[float, float] | None:
 def load_event(path: Path | None) -> dict[str, Any]:
     if path is None:
         raise GitHubError(
-            "GITHUB_EVENT_PATH is not set: --mode runs one job of the GitHub workflow",
+            "GITHUB_EVENT_PATH is not set: kernel-review job runs one job of the GitHub workflow",
             hint="run it inside GitHub Actions; to review on this machine: "
             "kernel-review review --repo . --base REV",
         )
@@ -248,7 +250,11 @@ def log(text: str) -> None:
     print(log_safe(text), flush=True)
 
 
-def _client(env: ActionEnv, **kw: Any):
+ClientFactory = Callable[[], ForgeClient]
+
+
+def _client(env: ActionEnv, **kw: Any) -> ForgeClient:
+    """The forge's client: GitHub's, for the repository the workflow runs in."""
     from bot.github.api import GitHubClient
 
     return GitHubClient(
@@ -259,7 +265,7 @@ def _client(env: ActionEnv, **kw: Any):
 # --- modes ------------------------------------------------------------------------------------
 
 
-def _gate(env: ActionEnv, client_factory: Callable[[], Any]) -> tuple[GateResult, Any]:
+def _gate(env: ActionEnv, client_factory: ClientFactory) -> tuple[GateResult, ForgeClient | None]:
     found = parse_event(env.event_name, load_event(env.event_path), bot_logins=_bot_logins(env))
     if not isinstance(found, ReviewRequest):
         return decide_gate(found, None), None  # type: ignore[arg-type]
@@ -292,7 +298,7 @@ def _gate_outputs(d: GateDecision, results: Path) -> dict[str, str]:
 SCHEDULED_EVENTS = ("schedule", "workflow_dispatch")
 
 
-def scheduled_plan(env: ActionEnv, client_factory) -> int:
+def scheduled_plan(env: ActionEnv, client_factory: ClientFactory) -> int:
     """The scheduled workflow's plan: the vendors the default branch's policy lists (its
     measure matrix), so a repository measures on the runners it says it has."""
     from bot.policy.load import find_policy, missing_policy
@@ -315,7 +321,7 @@ def scheduled_plan(env: ActionEnv, client_factory) -> int:
     return 0
 
 
-def plan_mode(env: ActionEnv, client_factory) -> int:
+def plan_mode(env: ActionEnv, client_factory: ClientFactory) -> int:
     if env.event_name in SCHEDULED_EVENTS:
         return scheduled_plan(env, client_factory)
     result, _ = _gate(env, client_factory)
@@ -330,17 +336,15 @@ def plan_mode(env: ActionEnv, client_factory) -> int:
     return 0
 
 
-def _cancel_stale_review(env: ActionEnv, client: Any, result: GateResult) -> None:
+def _cancel_stale_review(env: ActionEnv, client: ForgeClient, result: GateResult) -> None:
     """A ``/bench`` the gate authorised (the commenter's permission asked of the API) cancels
     the pull request's review run still going: the workflow's concurrency group cannot, since
     a comment's author association does not tell a triage collaborator from a writer."""
-    from bot.github.api import GitHubRequestError
-
     if env.run_id is None or result.pull is None:
         return
     try:
         cancelled = client.cancel_stale_runs(result.pull, env.run_id)
-    except GitHubRequestError as exc:
+    except ForgeRequestError as exc:
         if exc.status not in (403, 404):
             raise
         log(
@@ -352,22 +356,29 @@ def _cancel_stale_review(env: ActionEnv, client: Any, result: GateResult) -> Non
         log("cancelled the stale review run(s) " + ", ".join(map(str, cancelled)))
 
 
-def ack_mode(env: ActionEnv, client_factory) -> int:
+def ack_mode(env: ActionEnv, client_factory: ClientFactory) -> int:
     result, client = _decided(env, client_factory)
     d = result.decision
-    if d.event != "issue_comment" or d.comment_id is None or d.pr_number is None or d.ignored:
+    on = d.pr_number
+    if (
+        client is None
+        or d.ignored
+        or d.event != "issue_comment"
+        or d.comment_id is None
+        or on is None
+    ):
         log(describe(d))
         return 0
-    client.add_reaction(d.comment_id, "eyes")
+    client.add_reaction(d.comment_id, "eyes", number=on)
     if d.refusal:
-        client.add_reaction(d.comment_id, "confused")
+        client.add_reaction(d.comment_id, "confused", number=on)
         what = "`/bench accept` was not recorded" if d.accepting else "`/bench` was not run"
         body = f"@{d.actor} {what}: {md_inline(d.refusal, max_chars=1500)}"
     elif d.accept is not None:
-        client.add_reaction(d.comment_id, "+1")
+        client.add_reaction(d.comment_id, "+1", number=on)
         body = record_comment(d.accept)
     elif d.run:
-        client.add_reaction(d.comment_id, "rocket")
+        client.add_reaction(d.comment_id, "rocket", number=on)
         _cancel_stale_review(env, client, result)
         body = (
             f"Measuring head {md_code((d.head_sha or '')[:12])} of this pull request for "
@@ -377,21 +388,21 @@ def ack_mode(env: ActionEnv, client_factory) -> int:
     else:
         body = f"`/bench` has nothing to run: {md_inline(d.note or 'no kernels to measure', max_chars=500)}"
     policy = result.policy
-    if not (d.refusal and policy and told_before(client, d.pr_number, d.actor, policy)):
-        client.create_comment(d.pr_number, body)
+    if not (d.refusal and policy and told_before(client, on, d.actor, policy)):
+        client.create_comment(on, body)
     log(describe(d))
     return 0
 
 
 def _merge_gate(
-    env: ActionEnv, client: Any, result: GateResult, review: Any, advisory: str | None
+    env: ActionEnv, client: ForgeClient, result: GateResult, review: Any, advisory: str | None
 ) -> str | None:
     """The merge gate: a check run with the verdict, the summary and annotations on the kernel
     lines; a commit status where the token may not write checks (or the policy asks for one).
     Returns why GitHub refused the check run and what to do (the status is set instead), else
     None."""
-    from bot.github.api import MAX_CHECK_TEXT_BYTES, GitHubRequestError
-    from bot.github.sticky import fit_body
+    from bot.forge.sticky import fit_body
+    from bot.github.api import MAX_CHECK_TEXT_BYTES
     from bot.jobs.report import check_annotations, check_for, status_for
 
     d, policy = result.decision, result.policy
@@ -417,7 +428,7 @@ def _merge_gate(
                 annotations=notes,
                 details_url=env.run_url,
             )
-        except GitHubRequestError as exc:
+        except ForgeRequestError as exc:
             if exc.status not in (403, 404, 422):
                 raise
             hint = (
@@ -467,7 +478,9 @@ def read_gate(env: ActionEnv) -> GateDecision:
         ) from None
 
 
-def _decided(env: ActionEnv, client_factory) -> tuple[GateResult, Any]:
+def _decided(
+    env: ActionEnv, client_factory: ClientFactory
+) -> tuple[GateResult, ForgeClient | None]:
     """What the ack and the report act on: the gate's decision as the gate job wrote it (never
     decided again, the policy never read again), with the pull request as it is now; a fork's
     report (``workflow_run``: its run's artifacts come from the fork's copy of the workflow)
@@ -492,8 +505,8 @@ def _decided(env: ActionEnv, client_factory) -> tuple[GateResult, Any]:
     return GateResult(decision=d, pull=client.get_pull(d.pr_number)), client
 
 
-def report_mode(env: ActionEnv, client_factory) -> int:
-    from bot.github.sticky import upsert_sticky
+def report_mode(env: ActionEnv, client_factory: ClientFactory) -> int:
+    from bot.forge.sticky import upsert_sticky
     from bot.jobs.accepting import bot_login as resolve_bot_login
     from bot.jobs.accepting import confirmed_acceptances
     from bot.jobs.report import build_report, log_annotations, merge_evidence, read_results
@@ -503,7 +516,14 @@ def report_mode(env: ActionEnv, client_factory) -> int:
 
     result, client = _decided(env, client_factory)
     d = result.decision
-    if d.ignored or d.refusal or d.plan is None or d.pr_number is None or result.policy is None:
+    if (
+        client is None
+        or d.ignored
+        or d.refusal
+        or d.plan is None
+        or d.pr_number is None
+        or result.policy is None
+    ):
         log(describe(d))
         set_outputs(env.output, {"verdict": "none", "results-path": str(env.results_path)})
         return 0
@@ -579,7 +599,7 @@ def report_mode(env: ActionEnv, client_factory) -> int:
 
 def wait_mode(
     env: ActionEnv,
-    client_factory,
+    client_factory: ClientFactory,
     *,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
@@ -590,7 +610,7 @@ def wait_mode(
 
     if env.run_id is None:
         raise UsageError(
-            "--mode wait waits for the measure jobs of this workflow run: GITHUB_RUN_ID is not set",
+            "the wait job waits for the measure jobs of this workflow run: GITHUB_RUN_ID is not set",
             hint="run it as the report job's first step (docs/workflows/kernel-review.yml)",
         )
     report = wait_for_vendor_jobs(
@@ -625,21 +645,19 @@ def _read_queue(path: Path) -> Any:
     except ValueError as exc:
         raise ResultsError(
             f"{path} is not the wait step's report: {str(exc)[:300]}",
-            hint="the wait step (--mode wait) writes it; do not write it from elsewhere",
+            hint="the wait step (kernel-review job wait) writes it; do not write it from elsewhere",
         ) from None
 
 
-def _cancel_queued(env: ActionEnv, client: Any, queued: Any) -> None:
+def _cancel_queued(env: ActionEnv, client: ForgeClient, queued: Any) -> None:
     """Cancel this run once the review is posted: its stuck measure jobs show as cancelled
     instead of holding the run for a day. The report job itself runs on (``always()``)."""
-    from bot.github.api import GitHubRequestError
-
     names = ", ".join(j.name for j in queued.stuck)
     if env.run_id is None:
         return
     try:
         client.cancel_run(env.run_id)
-    except GitHubRequestError as exc:
+    except ForgeRequestError as exc:
         if exc.status not in (403, 404):
             raise
         log(
@@ -656,7 +674,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
 
     if env.vendor is None:
         raise UsageError(
-            "--mode measure is the workflow's measure job: the action's vendor input "
+            "kernel-review job measure is the workflow's measure job: the action's vendor input "
             "(INPUT_VENDOR) is not set",
             hint="run it from docs/workflows/kernel-review.yml on a GPU runner; on this machine "
             "use kernel-review bench, or kernel-review review --repo . --base REV",
@@ -703,7 +721,7 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
     return 0
 
 
-def _history(client: Any, branch: str, vendors: tuple[str, ...]) -> Any:
+def _history(client: ForgeClient, branch: str, vendors: tuple[str, ...]) -> Any:
     """Each kernel's recorded runs on the default branch (the first vendor's), from the history
     branch; nothing when there is no history yet."""
     from bot.contracts.evidence import Evidence
@@ -713,7 +731,7 @@ def _history(client: Any, branch: str, vendors: tuple[str, ...]) -> Any:
         return Evidence()
     try:
         text = client.read_file(HISTORY_FILE, branch)
-    except GitHubError as exc:
+    except ForgeError as exc:
         log(f"history not read from {branch}: {exc.message}")
         return Evidence()
     return Evidence(history=kernel_history(read_history(text or ""), vendors[0]))
@@ -815,9 +833,10 @@ def _name(requirement: str) -> str | None:
     return None if req is None else req.name
 
 
-def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
+def scheduled_report_mode(env: ActionEnv, client_factory: ClientFactory) -> int:
     """Append the scheduled runs' records to the history; open or update the one issue."""
     from bot.contracts.history import ScheduledResults
+    from bot.jobs.accepting import bot_login as resolve_bot_login
     from bot.jobs.scheduled import history_record, issue_title, read_history, upsert_issue
     from bot.policy.load import find_policy
     from bot.review.conclude import conclude, review_context
@@ -868,7 +887,7 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
             client,
             issue_title(results.changes, record.regressed),
             review.comment,
-            bot_login=env.bot_login or client.whoami() or DEFAULT_BOT_LOGINS[0],
+            bot_login=resolve_bot_login(client, env.bot_login),
         )
         log(f"{results.vendor}: {', '.join(record.regressed)} would regress; {done}")
     env.history_path.parent.mkdir(parents=True, exist_ok=True)
@@ -890,7 +909,7 @@ def scheduled_report_mode(env: ActionEnv, client_factory) -> int:
     return 0
 
 
-def _tolerance(client: Any, sha: str, policy_path: str | None) -> float:
+def _tolerance(client: ForgeClient, sha: str, policy_path: str | None) -> float:
     """The policy's tolerance at ``sha``; the default where there is no policy to read."""
     from bot.policy.load import find_policy
     from bot.policy.model import Policy
@@ -948,7 +967,8 @@ def _sweep_here(repo: Path, plan: Plan, device: str, started: float) -> tuple[Pa
         plan_path = Path(tmp) / "plan.json"
         plan_path.write_text(plan.model_dump_json(), encoding="utf-8")
         words = ["bench", "--repo", str(repo), "--device", device, "--out", str(out)]
-        args = parser.parse_args(words + (["--no-added-shapes"] * plan.quick))
+        quick = ["--engine-option", "added_shapes=off"] if plan.quick else []
+        args = parser.parse_args(words + quick)
         args.plan, args.started = str(plan_path), started
         with contextlib.redirect_stdout(sys.stderr):
             code = bench.run_bench(args)
@@ -958,67 +978,49 @@ def _sweep_here(repo: Path, plan: Plan, device: str, started: float) -> tuple[Pa
 # --- CLI --------------------------------------------------------------------------------------
 
 
-REVIEW_USAGE = """\
-kernel-review review --repo PATH --base REV [--head REV] [--run-repo-code] [--results FILE ...]
-                            [--measure [--device {cuda,cpu}]] [--out FILE]
-       kernel-review review --mode {plan,ack,measure,wait,report,scheduled,scheduled-report}"""
 REVIEW_DESCRIPTION = """\
-Two forms.
-
-On this machine, for any repository: --repo PATH --base REV [--head REV] prints the review a
-pull request from --base to --head (default HEAD) would get as its comment, as plain text;
---out FILE writes the comment's markdown. No GitHub access, nothing posted. Nothing of the
-reviewed repository runs unless --run-repo-code (the compiler report of its Triton kernels
-imports its modules) or --measure (the shape sweep of the changed kernels, run here first as
-`kernel-review bench` runs it; then the command exits as bench does); the last line says which
-it did.
-
-Inside GitHub Actions: --mode plan|ack|measure|wait|report runs one job of the workflow
-(docs/workflows/kernel-review.yml). It reads GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL
-and the action's INPUT_* variables, and refuses to run without them."""
+The review a pull request from --base to --head (default HEAD) would get as its comment, printed
+as plain text; --out FILE writes the comment's markdown. No GitHub access, nothing posted.
+Nothing of the reviewed repository runs unless --run-repo-code (the compiler report of its Triton
+kernels imports its modules) or --measure (the shape sweep of the changed kernels, run here
+first as `kernel-review bench` runs it; then the command exits as bench does); the last line says
+which it did. A job of the GitHub workflow is `kernel-review job MODE`."""
+JOB_DESCRIPTION = """\
+One job of the GitHub workflow (docs/workflows/kernel-review.yml), inside Actions only: it reads
+GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL and the action's INPUT_* variables, and refuses
+to run without them. A local review is `kernel-review review --repo . --base REV`."""
 
 
 def register(subparsers: argparse._SubParsersAction, *, compiler_report: Any = None) -> None:
-    """Add ``review``: a local review (``--repo``; ``compiler_report`` is ``checks.compiler``'s,
-    passed in by the command line) or one job of the workflow (``--mode``)."""
+    """Add ``review``, a local review (``compiler_report`` is ``checks.compiler``'s, passed in
+    by the command line), and ``job``, one job of the workflow."""
     from bot.local_review import add_arguments
 
     p = subparsers.add_parser(
         "review",
-        help="review a local range (--repo . --base REV), or run one GitHub workflow job (--mode)",
-        usage=REVIEW_USAGE,
+        help="review a local range (--repo . --base REV) on this machine",
         description=REVIEW_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_arguments(p.add_argument_group("review a local repository (any machine)"))
-    actions = p.add_argument_group("one job of the GitHub workflow (inside Actions only)")
-    actions.add_argument("--mode", choices=MODES, help="which job this is")
-    p.set_defaults(handler=handle, compiler_report=compiler_report)
+    add_arguments(p)
+    p.set_defaults(handler=handle_review, compiler_report=compiler_report)
+    job = subparsers.add_parser(
+        "job",
+        help="run one job of the GitHub workflow (inside Actions only)",
+        description=JOB_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    job.add_argument("mode", choices=MODES, metavar="MODE", help=f"the job: {', '.join(MODES)}")
+    job.set_defaults(handler=handle_job)
 
 
-def handle(args: argparse.Namespace) -> int:
-    local = args.repo is not None or args.base is not None or args.head is not None
-    if args.mode and local:
-        raise UsageError(
-            "--mode runs a GitHub workflow job; --repo/--base/--head review a local range",
-            hint="use one form: kernel-review review --repo . --base REV, or review --mode MODE",
-        )
-    if local:
-        if args.repo is None or args.base is None:
-            raise UsageError(
-                "a local review needs --repo and --base",
-                hint="for example: kernel-review review --repo . --base origin/main --head HEAD",
-            )
-        from bot.local_review import run_local
+def handle_review(args: argparse.Namespace) -> int:
+    from bot.local_review import run_local
 
-        return run_local(
-            args, args.compiler_report, read_bench=_bench_results, run_sweep=_sweep_here
-        )
-    if args.mode is None:
-        raise UsageError(
-            "say what to review: --repo PATH --base REV (a local range) or --mode MODE (Actions)",
-            hint="kernel-review review --help shows both forms",
-        )
+    return run_local(args, args.compiler_report, read_bench=_bench_results, run_sweep=_sweep_here)
+
+
+def handle_job(args: argparse.Namespace) -> int:
     env = ActionEnv.from_environ(os.environ)
     factory = lambda: _client(env)  # noqa: E731
     if args.mode == "plan":

@@ -80,12 +80,65 @@ COMMANDS: dict[str, str] = {
     "policy": "bot.policy.cli",
     "analyze": "bot.analysis.cli",
     "review": "bot.app",
+    "job": "bot.app",
     "bench": "checks.sweep.cli",
     "compiler-report": "checks.compiler.cli",
     "first-call": "checks.compiler.cli",
     "doctor": "bot.github.doctor",
 }
 _WITH_COMPILER_REPORT = ("bot.demo", "bot.app")  # their register takes ``compiler_report``
+
+
+# Flags the commands no longer have, and what to write instead (a flag of every command under
+# ""): given one, the command line says so instead of argparse's "unrecognized arguments".
+RETIRED: dict[str, dict[str, str]] = {
+    "": {
+        "--debug": "none is needed: an internal error keeps its traceback in a file under the "
+        "cache folder and names it (and prints it where stderr is a log, not a terminal)",
+    },
+    "demo": {
+        "--keep": "build the fixture repository to keep with `python -m "
+        "kernels_fixture.build_repo DIR`, and review it with `kernel-review review --repo DIR "
+        "--base main --head triton-rewrite --run-repo-code`",
+    },
+    "review": {
+        "--device": "the device is --measure's value: --measure cpu, or --measure (cuda)",
+        "--mode": "a job of the GitHub workflow is `kernel-review job MODE`",
+    },
+    "bench": {
+        "--max-rounds": "--engine-option max_rounds=N",
+        "--no-added-shapes": "--engine-option added_shapes=off",
+        "--gpus": "--engine-option gpus=IDS",
+        "--block-ms": "--engine-option block_ms=MS",
+        "--no-crossover": "--engine-option crossover=off",
+        "--no-precompile": "--engine-option precompile=off",
+        "--no-zygote": "--engine-option zygote=off",
+        "--work-dir": "--engine-option work_dir=DIR",
+        "--keep-work-dir": "--engine-option work_dir=DIR (a folder given is kept)",
+    },
+    "compiler-report": {
+        "--jobs": "--engine-option jobs=N",
+        "--cache-dir": "the environment's KERNEL_REVIEW_CACHE",
+    },
+    "first-call": {"--time-distribution": "--engine-option time_distribution=on"},
+    "init": {
+        "--force": "--out PATH writes the policy to PATH, replacing a file there",
+        "--max-kernels": "--only PATH (repeatable) writes the ops under PATH, as many as fit; "
+        "without it, the 40 best ranked",
+        "--rank": "nothing: ops are ranked by the call sites that launch them",
+    },
+}
+
+
+def refuse_unknown(parser: argparse.ArgumentParser, command: str | None, extra: list[str]) -> None:
+    """argparse's error for the words no parser took, naming what replaces a retired flag."""
+    for word in extra:
+        flag = word.partition("=")[0]
+        instead = RETIRED.get(command or "", {}).get(flag) or RETIRED[""].get(flag)
+        if instead:
+            where = f"kernel-review {command}" if flag not in RETIRED[""] else "kernel-review"
+            parser.error(f"{flag} is no longer a flag of {where}; instead: {instead}")
+    parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
 
 def _runner_check() -> list[tuple[str, str, str]]:
@@ -114,7 +167,7 @@ def _registrations(
 
 def named_command(argv: Sequence[str]) -> str | None:
     """The command a command line names: its first word that is not an option (the top-level
-    options, ``--version`` and ``--debug``, take no value)."""
+    option, ``--version``, takes no value)."""
     return next((word for word in argv if not word.startswith("-")), None)
 
 
@@ -128,9 +181,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument(
-        "--debug", action="store_true", help="show a traceback for unexpected errors"
-    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for register in _registrations(command):
         register(sub)
@@ -158,7 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGINT, _interrupt)
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(named_command(words))
-    args = parser.parse_args(words)
+    args, extra = parser.parse_known_args(words)
+    if extra:
+        refuse_unknown(parser, args.command, extra)
     # run as a program, a command's cost counts from Python's start; called in-process, from now
     args.started = process_started() if argv is None else time.monotonic()
     handler = getattr(args, "handler", None)
@@ -178,12 +230,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except Exception as exc:  # an internal bug: say so plainly, keep the traceback one flag away
-        if args.debug:
-            traceback.print_exc()
-        print(
-            f"kernel-review: internal error: {type(exc).__name__}: {log_safe(str(exc))}\n"
-            "  hint: rerun with --debug for the traceback and report it",
-            file=sys.stderr,
-        )
+    except Exception as exc:  # an internal bug: say so plainly, with its traceback at hand
+        internal_error(exc)
         return 1
+
+
+def internal_error(exc: Exception) -> Path | None:
+    """Say that an internal bug stopped the command. Its traceback goes to a file under the
+    cache folder, named in the message, and to stderr too where that is a log (a CI job's)
+    rather than a terminal, or where the file cannot be written. The file's path, if any."""
+    from bot.outputs import cache_root
+
+    text = "".join(traceback.format_exception(exc))
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    path = cache_root() / "errors" / f"{stamp}.txt"
+    kept: Path | None = path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError:
+        kept = None
+    if kept is None or not sys.stderr.isatty():
+        sys.stderr.write(log_safe(text))  # its messages may carry a checkout's text
+    print(
+        f"kernel-review: internal error: {type(exc).__name__}: {log_safe(str(exc))}\n"
+        f"  hint: report it with its traceback ({kept or 'above'})",
+        file=sys.stderr,
+    )
+    return kept

@@ -34,9 +34,6 @@ def register(sub: argparse._SubParsersAction, *, compiler_report: RepoCompilerRe
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--keep", metavar="DIR", type=Path, help="build the fixture repository in DIR and keep it"
-    )
     add_output_arguments(p)
     p.set_defaults(handler=run, compiler_report=compiler_report)
 
@@ -45,20 +42,10 @@ def run(args: argparse.Namespace) -> int:
     from kernels_fixture.build_repo import build_fixture_repo
 
     check_out(args)
-    if args.keep:
-        if args.keep.exists() and any(args.keep.iterdir()):
-            from bot.errors import FixtureError
-
-            raise FixtureError(
-                f"{args.keep} exists and is not empty", hint="name a new or empty folder for --keep"
-            )
-        fixture = build_fixture_repo(args.keep)
-        print(f"fixture repository: {fixture.path} (kept)", file=sys.stderr)
-        return _review(fixture, args)
     with tempfile.TemporaryDirectory(prefix="kernel-review-demo-") as tmp:
         print(
             "fixture repository: built in a temporary folder, removed at the end "
-            "(--keep DIR keeps it)",
+            "(python -m kernels_fixture.build_repo DIR builds one to keep)",
             file=sys.stderr,
         )
         return _review(build_fixture_repo(Path(tmp) / "toyops"), args)

@@ -11,7 +11,9 @@
     ├── CompilerError            a kernel toolchain (Triton, nvcc) is missing or unsupported
     ├── ToolchainError           a side's own toolchain environment could not be made
     ├── UsageError               a command-line value out of range, or a file that cannot be written
-    └── GitHubError              the GitHub API refused or failed after bounded retries
+    └── ForgeError               the forge's API refused or failed after bounded retries
+        ├── ForgeRequestError    one API call that failed for good (``bot.forge.client``)
+        └── GitHubError          GitHub's: the API, the event or the Actions environment
 
 Each error carries a message that says what is wrong and a ``hint`` that says what to do.
 """
@@ -75,12 +77,16 @@ class UsageError(KernelReviewError):
     pass
 
 
-class GitHubError(KernelReviewError):
+class ForgeError(KernelReviewError):
     exit_code = 3
 
 
+class GitHubError(ForgeError):
+    pass
+
+
 # What the measuring commands (``bench``, ``first-call``) exit with, for a CI gate. Errors above
-# exit 2 (3 for GitHub); an internal error exits 1.
+# exit 2 (3 for the forge), an internal error 1.
 EXIT_OK = 0  # everything was measured and nothing is worse
 EXIT_WORSE = 4  # slower than the tolerance (bench), over the first-call budget (first-call)
 EXIT_NOTHING_MEASURED = 5  # not one case could be measured: the first error of each kind is shown

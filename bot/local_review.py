@@ -1,4 +1,4 @@
-"""``kernel-review review --repo PATH --base REV --head REV``: the review of a local range.
+"""``kernel-review review [--repo PATH] --base REV [--head REV]``: the review of a local range.
 
 The same review a pull request from ``--base`` to ``--head`` would get as its comment: the
 policy from the base commit, the kernel changes, the repository conditions at head, the compiler
@@ -8,7 +8,7 @@ base and head, converted by the reader the command line passes in). Measurements
 and did not come in are marked not run, with the reason.
 
 ``--measure`` runs the shape sweep here first, as ``kernel-review bench`` does, of the kernels
-the pull request's plan names (``--device cpu``: under the CPU interpreter, labelled as CPU
+the pull request's plan names (``--measure cpu``: under the CPU interpreter, labelled as CPU
 timing), and reviews with its results; it runs the repository's code, as ``--run-repo-code``.
 
 Nothing of the reviewed repository runs unless ``--run-repo-code`` or ``--measure`` says so: a
@@ -36,7 +36,7 @@ from bot.contracts.evidence import Evidence
 from bot.contracts.plan import Plan
 from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError, UsageError
-from bot.github.sticky import fit_body
+from bot.forge.sticky import fit_body
 from bot.outputs import prepare, write_text
 from bot.review.local import RepoCompilerReport, ReviewInputs, static_review
 from bot.review.terminal import terminal_text
@@ -68,7 +68,7 @@ WRITE_ONE = (
 
 def add_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The options of a local review (``review --repo ...``); ``demo`` shares the last four."""
-    p.add_argument("--repo", type=Path, help="the git repository to review (e.g. .)")
+    p.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default .)")
     p.add_argument("--base", metavar="REV", help="base revision: what the pull request targets")
     p.add_argument(
         "--head", metavar="REV", help="head revision: the pull request's commit (default HEAD)"
@@ -85,19 +85,18 @@ def add_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     )
     p.add_argument(
         MEASURE,
-        action="store_true",
+        nargs="?",
+        const="cuda",
+        choices=("cuda", "cpu"),
+        metavar="DEVICE",
         help=(
             "run the shape sweep here first, base against head, of the kernels the pull "
             "request's plan names (as `kernel-review bench` does; its table on stderr, its file "
-            "under the cache folder), and review with its results. Runs the repository's code "
-            f"and implies {RUN_REPO_CODE}: only for code you trust"
+            "under the cache folder), and review with its results: on this machine's GPU (cuda, "
+            "the default) or under the CPU interpreter with CPU timing (cpu: checks the "
+            "pipeline, measures nothing a GPU would). Runs the repository's code and implies "
+            f"{RUN_REPO_CODE}: only for code you trust"
         ),
-    )
-    p.add_argument(
-        "--device",
-        choices=["cuda", "cpu"],
-        help="with --measure: cuda (this machine's GPU, the default) or cpu (the CPU "
-        "interpreter, CPU timing: checks the pipeline, measures nothing a GPU would)",
     )
     add_output_arguments(p)
 
@@ -285,10 +284,11 @@ def run_local(
     """The review of the range; with ``--measure``, after ``run_sweep`` measured it here, exiting
     as ``kernel-review bench`` does (0 none slower, 4 slower, 5 nothing measured, 6 some failed)."""
     check_out(args)
-    if args.device is not None and not args.measure:
+    if args.base is None:
         raise UsageError(
-            "--device says where --measure runs the sweep",
-            hint=f"add {MEASURE}, or leave --device out",
+            "a local review needs --base: the revision the pull request targets",
+            hint="for example: kernel-review review --repo . --base origin/main --head HEAD "
+            "(a job of the GitHub workflow is `kernel-review job MODE`)",
         )
     if args.measure and (run_sweep is None or read_bench is None):
         raise UsageError(
@@ -316,7 +316,7 @@ def run_local(
     names = ", ".join(p.name for p in args.results)
     # the sweep runs the repository's code: the compiler report of the same code may import it
     run_code, compiled = bool(args.run_repo_code or args.measure), not args.no_compile
-    said = repo_code_line(run_code, compiled=compiled, measured=args.measure)
+    said = repo_code_line(run_code, compiled=compiled, measured=args.measure is not None)
     if args.measure:
         given = f" and the measurements of {names}" if names else ""
         ran = "The sweep and the compiler report" if compiled else "The sweep"
@@ -338,7 +338,7 @@ def run_local(
 
     def measure(plan: Plan) -> Evidence:
         assert run_sweep is not None and read_bench is not None  # checked above
-        path, code = run_sweep(repo, plan, args.device or "cuda", args.started)
+        path, code = run_sweep(repo, plan, args.measure, args.started)
         swept.append(code)
         got = _bench_for(path, read_bench(path, plan.vendors[0]), head_sha, base_sha)
         return got.evidence

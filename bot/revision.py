@@ -2,7 +2,7 @@
 
     Revision            read(path) -> text | None, list_dir(path) -> [paths], sha, label, where(path)
     GitRevision         a commit of a local git repository (through ``bot.gitutil``)
-    ApiRevision         a ref read through the GitHub contents API (a ``GitHubClient``)
+    ApiRevision         a ref read through a forge's API (a ``FileReader``: GitHub's contents API)
     DirRevision         a folder on disk: a working tree, uncommitted changes included
 
 The policy, the analysis of a range and the repository conditions take a Revision, so the gate
@@ -25,7 +25,7 @@ from bot import gitutil
 from bot.errors import KernelReviewError
 
 if TYPE_CHECKING:
-    from bot.github.api import GitHubClient
+    from bot.forge.client import FileReader
 
 __all__ = ["ApiRevision", "DirRevision", "GitRevision", "ReadRefused", "Revision"]
 
@@ -137,11 +137,11 @@ class GitRevision(_Commit):
 
 
 class ApiRevision(_Commit):
-    """A ref (branch or SHA) read through the GitHub contents API. ``max_reads`` bounds the
-    files fetched (a read past it is None: that file is left to what the diff shows), so a
-    pull request touching thousands of files costs a bounded number of API calls."""
+    """A ref (branch or SHA) read through a forge's API (GitHub's contents API). ``max_reads``
+    bounds the files fetched (a read past it is None: that file is left to what the diff shows),
+    so a pull request touching thousands of files costs a bounded number of API calls."""
 
-    def __init__(self, client: GitHubClient, ref: str, *, max_reads: int | None = None) -> None:
+    def __init__(self, client: FileReader, ref: str, *, max_reads: int | None = None) -> None:
         self.client = client
         self._sha = ref
         self.max_reads = max_reads

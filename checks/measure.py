@@ -1,7 +1,7 @@
 """The measure job: run a Plan's checks on this GPU runner and reduce them to Evidence.
 
 ``measure_plan(plan, vendor=..., shard=(i, n), repo_root=..., policy=...)`` is what
-``kernel-review review --mode measure`` calls, with the base policy the gate read. It makes one
+``kernel-review job measure`` calls, with the base policy the gate read. It makes one
 ``MeasureContext`` for the job (that policy, read from the base commit only where none is given;
 the worktrees of base and head made once) and runs every check of ``checks.registry.CHECKS``
 that applies to this vendor and shard, merging each one's part of the evidence, and the

@@ -26,7 +26,6 @@ from typing import Any, Literal, TypeVar
 
 from bot.errors import ResultsError, UsageError
 from checks.memory_cap import MEMORY_ENV, memory_from_env
-from checks.worker.timing import SLOT_BIAS_ENV
 
 T = TypeVar("T")
 MAX_TREE_BYTES = 2**31  # a tree larger than this is not checked (and the log says so)
@@ -112,8 +111,6 @@ def device_env(device: str, gpu: str | None) -> dict[str, str]:
     elif gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
         env["HIP_VISIBLE_DEVICES"] = gpu
-    if os.environ.get(SLOT_BIAS_ENV):  # a test's slot bias
-        env[SLOT_BIAS_ENV] = os.environ[SLOT_BIAS_ENV]
     return env
 
 

@@ -237,7 +237,11 @@ def preflight(group: Group, allow_mismatch: bool) -> str | None:
 def bench_command(
     repo: Path, base: str, head: str, out: Path, device: str, extra: list[str]
 ) -> list[str]:
-    cpu = ["--max-rounds", "10", "--no-added-shapes"] if device == "cpu" else []
+    cpu = (
+        ["--engine-option=max_rounds=10", "--engine-option=added_shapes=off"]
+        if device == "cpu"
+        else []
+    )
     return ["-m", "bot", "bench", "--repo", str(repo), "--base", base, "--head", head,
             "--device", device, "--out", str(out), *cpu, *extra]  # fmt: skip
 
@@ -563,7 +567,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="measure each kernel's first N served shapes only (default: all)")  # fmt: skip
     ap.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
                     help="an extra argument for every `python -m bot bench` call (repeat it; "
-                    "--bench-arg=--no-added-shapes for one that starts with --)")  # fmt: skip
+                    "--bench-arg=--engine-option=added_shapes=off for one that starts with --)")  # fmt: skip
     ap.add_argument("--install-wheels", type=Path, metavar="DIR",
                     help="first install the selected groups' pins from DIR into this Python "
                     "(pip --no-index --no-deps)")  # fmt: skip

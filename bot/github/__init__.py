@@ -1,1 +1,2 @@
-"""The GitHub side: the REST adapter (the only PyGithub user), events, /bench, the sticky comment."""
+"""GitHub as the forge: its ``ForgeClient`` (``api.py``, the only PyGithub user), its webhook
+events (``events.py``), and ``doctor``'s check of its settings."""

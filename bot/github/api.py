@@ -1,7 +1,8 @@
 """The GitHub REST edge: the only module that imports PyGithub.
 
-Every method returns plain data (``bot.github.types``), never a PyGithub object, because a PyGithub
-attribute can make a network call wherever it is read.
+``GitHubClient`` is the GitHub implementation of ``bot.forge.client.ForgeClient``, the protocol
+the jobs take. Every method returns plain data (``bot.forge.types``), never a PyGithub object,
+because a PyGithub attribute can make a network call wherever it is read.
 
 Retries are ours, bounded and visible. PyGithub's own retry is switched off: its default retries a
 POST on a 5xx, which is how one review becomes two comments, and it may sleep until a primary
@@ -12,7 +13,7 @@ rate limit resets (up to an hour). Here:
   error that says how long GitHub asked for.
 - 5xx and connection errors: exponential back-off for reads and idempotent writes; a comment POST
   is never repeated here, because it may have succeeded. It raises ``GitHubRequestError`` with
-  ``outcome_unknown=True`` and the caller (``bot.github.sticky``) lists the comments again first.
+  ``outcome_unknown=True`` and the caller (``bot.forge.sticky``) lists the comments again first.
 - Anything else (401, a plain 403, 404, 422) fails at once with a message and a hint.
 
 The sleep and the clock are injectable so tests never wait.
@@ -25,28 +26,31 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import requests
 from github import Auth, Github, GithubException
 
 from bot import __version__
-from bot.contracts.base import Frozen
 from bot.errors import GitHubError
 from bot.escape import clip, clip_bytes
-from bot.github.types import (
+from bot.forge.client import ForgeRequestError
+from bot.forge.types import (
     CheckAnnotation,
     CommentInfo,
     FileInfo,
     IssueInfo,
     JobInfo,
     PullInfo,
+    Reaction,
+    TimelineEvent,
 )
+from bot.github.events import DEFAULT_BOT_LOGINS
 
 DEFAULT_API_URL = "https://api.github.com"
 DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
 MAX_DIFF_CHARS = 20_000_000
-REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
+REACTIONS = frozenset(get_args(Reaction))
 
 # What GitHub caps, and in which unit. The REST reference for check runs
 # (https://docs.github.com/en/rest/checks/runs#create-a-check-run) gives
@@ -57,7 +61,7 @@ REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rock
 # annotation's message at "64 KB" and its title at "255 characters", and takes at most 50
 # annotations per request. A commit status's description: 140 characters
 # (https://docs.github.com/en/rest/commits/statuses#create-a-commit-status). Comment and issue
-# bodies: GitHub answers 422 "body is too long (maximum is 65536 characters)" (bot.github.sticky
+# bodies: GitHub answers 422 "body is too long (maximum is 65536 characters)" (bot.forge.sticky
 # cuts them); an issue's title: 256 characters (https://github.com/dead-claudia/github-limits).
 MAX_CHECK_ANNOTATIONS = 50  # annotations per request
 MAX_CHECK_TEXT_BYTES = 65_535  # a check run's output.summary, in UTF-8 bytes
@@ -72,19 +76,6 @@ MAX_TIMELINE_PAGES = 30  # 3,000 events; a longer timeline is reported as incomp
 T = TypeVar("T")
 
 
-class TimelineEvent(Frozen):
-    """One event of a pull request's timeline, as plain data.
-
-    ``at`` is the server's time for comments and force pushes, but the git committer date (which
-    whoever made the commit chose) for ``committed`` events.
-    """
-
-    event: str
-    at: str = ""
-    sha: str | None = None  # committed: the commit
-    comment_id: int | None = None  # commented: the comment
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
     max_attempts: int = 4
@@ -93,8 +84,9 @@ class RetryPolicy:
     secondary_wait_s: float = 60.0  # GitHub: wait at least a minute after a secondary limit
 
 
-class GitHubRequestError(GitHubError):
-    """A GitHub call that failed for good. ``outcome_unknown``: a write that may have happened."""
+class GitHubRequestError(ForgeRequestError, GitHubError):
+    """A GitHub call that failed for good. ``outcome_unknown``: a write that may have happened;
+    a body too long is GitHub's 422 "body is too long"."""
 
     def __init__(
         self,
@@ -105,14 +97,14 @@ class GitHubRequestError(GitHubError):
         api_message: str = "",
         outcome_unknown: bool = False,
     ) -> None:
-        super().__init__(message, hint=hint)
-        self.status = status
-        self.api_message = api_message
-        self.outcome_unknown = outcome_unknown
-
-    @property
-    def body_too_long(self) -> bool:
-        return self.status == 422 and "too long" in self.api_message.lower()
+        super().__init__(
+            message,
+            hint=hint,
+            status=status,
+            api_message=api_message,
+            outcome_unknown=outcome_unknown,
+            body_too_long=status == 422 and "too long" in api_message.lower(),
+        )
 
 
 def _is_secondary_limit(message: str) -> bool:
@@ -206,7 +198,8 @@ def _final_error(
 
 
 class GitHubClient:
-    """A repository on github.com or GitHub Enterprise, seen as plain data."""
+    """A repository on github.com or GitHub Enterprise, seen as plain data: the GitHub
+    ``ForgeClient``."""
 
     def __init__(
         self,
@@ -295,6 +288,11 @@ class GitHubClient:
             if exc.status in (401, 403, 404):
                 return None
             raise
+
+    def bot_login(self) -> str:
+        """The token's own login, else GitHub Actions' (an installation token cannot read
+        ``/user``; every workflow of the repository posts as ``github-actions[bot]``)."""
+        return self.whoami() or DEFAULT_BOT_LOGINS[0]
 
     def get_pull(self, number: int) -> PullInfo:
         return self._call(
@@ -494,12 +492,14 @@ class GitHubClient:
         # issue object builds that URL without fetching anything.
         return self._repo.get_issue(0).get_comment(comment_id)
 
-    def edit_comment(self, comment_id: int, body: str) -> None:
+    def edit_comment(self, comment_id: int, body: str, *, number: int | None = None) -> None:
+        """``number`` (the pull request) is not needed: GitHub finds a comment by its id."""
         comment = self._comment_ref(comment_id)
         self._call(f"editing comment {comment_id}", lambda: comment.edit(body))
 
-    def add_reaction(self, comment_id: int, content: str) -> None:
-        """React to an issue comment; adding the same reaction twice is harmless."""
+    def add_reaction(self, comment_id: int, content: str, *, number: int | None = None) -> None:
+        """React to an issue comment (found by its id alone: ``number`` is not needed); adding
+        the same reaction twice is harmless."""
         if content not in REACTIONS:
             raise ValueError(f"not a reaction: {content!r}")
         comment = self._comment_ref(comment_id)

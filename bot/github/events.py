@@ -12,76 +12,15 @@ Everything else is an ``Ignored`` with the reason, so the log says why nothing r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-from bot.contracts.base import Frozen
 from bot.errors import GitHubError
+from bot.forge.slash import bench_line
+from bot.forge.types import Ignored, ReviewRequest
 
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
 DEFAULT_BOT_LOGINS = ("github-actions[bot]",)
-_BENCH_LINE = re.compile(r"^ {0,3}/bench(?:[ \t]|$)")  # 4 spaces or a tab: indented code
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
-# The line endings of GitHub's markdown; str.splitlines also breaks at U+2028, U+2029, U+0085,
-# \v, \f and \x1c-\x1e, which a reader sees inside a line (a quote's, a code block's).
-_LINE_END = re.compile(r"\r\n|\r|\n")
-MAX_COMMAND_CHARS = 1_000
-
-
-class ReviewRequest(Frozen):
-    """A pull request to review, and who asked. SHAs are None where the event does not carry
-    them (a comment): the head is then resolved through the API and pinned."""
-
-    event: Literal["pull_request", "issue_comment", "workflow_run"]
-    action: str
-    repo: str
-    pr_number: int | None  # None only for workflow_run from a fork (resolved from the head)
-    actor: str
-    base_ref: str | None = None
-    base_sha: str | None = None
-    head_ref: str | None = None
-    head_sha: str | None = None
-    head_repo: str | None = None
-    is_fork: bool = False
-    comment_id: int | None = None
-    command: str | None = None  # the /bench line, as typed (untrusted text)
-    workflow_run_id: int | None = None
-    workflow_conclusion: str | None = None
-
-    @property
-    def head_label(self) -> str | None:
-        """``owner:branch`` of the head, as the pulls API filters by it."""
-        if not self.head_repo or not self.head_ref:
-            return None
-        return f"{self.head_repo.split('/')[0]}:{self.head_ref}"
-
-
-class Ignored(Frozen):
-    event: str
-    reason: str
-
-
-def bench_line(body: str) -> str | None:
-    """The first line of a comment that starts with ``/bench``, stripped; None if there is none.
-
-    Only a line of the comment's own text counts: not one in an HTML comment, a fenced or
-    indented code block, or a quote (``> /bench``). Lines end where markdown ends them (``\n``,
-    ``\r\n``, ``\r``), never at a Unicode line or paragraph separator a reader does not see
-    as a break.
-    """
-    fence: str | None = None
-    for line in _LINE_END.split(_HTML_COMMENT.sub("", body)):
-        m = _FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-        elif fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = None if not line.strip().strip(fence[0]) else fence
-        elif _BENCH_LINE.match(line):
-            return line.strip()[:MAX_COMMAND_CHARS]
-    return None
 
 
 def _get(payload: Mapping[str, Any], *path: str) -> Any:

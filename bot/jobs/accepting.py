@@ -1,15 +1,15 @@
 """``/bench accept`` on GitHub: what it records, where, and how the report finds it again.
 
 The gate (read-only) turns the command into an ``AcceptRecord``: the slower cases of the named
-kernel that the bot's review comment last measured (its hidden state, ``bot.github.sticky``),
+kernel that the bot's review comment last measured (its hidden state, ``bot.forge.sticky``),
 each accepted up to a bound: the upper end of the interval it was measured with, and at most the
 kernel's tolerance beyond the ratio measured (``bot.review.accept.bound``). The ack job posts the
-record as a comment of the bot's own with the record as hidden state (``bot.github.hidden``),
+record as a comment of the bot's own with the record as hidden state (``bot.forge.hidden``),
 and says in words what was accepted. The report job reads every such comment, and only the
 bot's own, so an acceptance holds across pushes; ``bot.review.accept`` judges each later
 measurement against it.
 
-The bot's login proves little: every workflow of the repository posts as
+The bot's login proves little: every workflow of a GitHub repository posts as
 ``github-actions[bot]``. So the report keeps a record only when the ``/bench accept`` comment it
 names is on the pull request, written by the record's actor (a person, not a bot), names the
 record's kernel, shapes and reason, and the actor has the policy's ``accept_permission`` now,
@@ -23,22 +23,20 @@ from collections.abc import Callable, Sequence
 from bot.contracts.accept import Acceptance, AcceptRecord
 from bot.errors import CommandError
 from bot.escape import md_code, md_text
-from bot.github.api import GitHubClient
-from bot.github.events import DEFAULT_BOT_LOGINS, bench_line
-from bot.github.hidden import bot_records, hidden
-from bot.github.slash import AcceptCommand, is_accept, parse_accept
-from bot.github.sticky import sticky_state
-from bot.github.types import CommentInfo, permission_allows
+from bot.forge.client import ForgeClient
+from bot.forge.hidden import bot_records, hidden
+from bot.forge.slash import AcceptCommand, bench_line, is_accept, parse_accept
+from bot.forge.sticky import sticky_state
+from bot.forge.types import CommentInfo, permission_allows
 from bot.policy.model import Policy
 from bot.review.accept import accept_measured
 
 RECORD_KIND = "accept"
 
 
-def bot_login(client: GitHubClient, configured: str | None) -> str:
-    """The login the bot's comments are posted as: the configured one, else the token's own,
-    else GitHub Actions' (an installation token cannot read ``/user``)."""
-    return configured or client.whoami() or DEFAULT_BOT_LOGINS[0]
+def bot_login(client: ForgeClient, configured: str | None) -> str:
+    """The login the bot's comments are posted as: the configured one, else the client's."""
+    return configured or client.bot_login()
 
 
 def _case(a: Acceptance) -> str:
@@ -142,7 +140,7 @@ def _unconfirmed(
 
 
 def confirmed_acceptances(
-    client: GitHubClient, comments: Sequence[CommentInfo], login: str, policy: Policy
+    client: ForgeClient, comments: Sequence[CommentInfo], login: str, policy: Policy
 ) -> tuple[tuple[Acceptance, ...], list[str]]:
     """The recorded acceptances a person allowed to accept said, oldest first, and why each
     other record was not used. Each actor's permission is asked of the API, once."""

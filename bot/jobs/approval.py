@@ -27,10 +27,9 @@ from datetime import datetime
 
 from bot.errors import CommandError
 from bot.escape import clip
-from bot.github.api import GitHubClient, TimelineEvent
-from bot.github.events import ReviewRequest
-from bot.github.slash import BenchCommand
-from bot.github.types import PullInfo, permission_allows
+from bot.forge.client import ForgeClient
+from bot.forge.slash import BenchCommand
+from bot.forge.types import PullInfo, ReviewRequest, TimelineEvent, permission_allows
 from bot.policy.model import Policy
 
 HEAD_CHANGES = frozenset({"committed", "head_ref_force_pushed", "head_ref_restored"})
@@ -71,7 +70,7 @@ def head_at_comment(events: list[TimelineEvent], comment_id: int, head_now: str)
 
 
 def bind_approval(
-    client: GitHubClient, req: ReviewRequest, pull: PullInfo, head: str, command: BenchCommand
+    client: ForgeClient, req: ReviewRequest, pull: PullInfo, head: str, command: BenchCommand
 ) -> None:
     """Refuse (CommandError) a ``/bench`` whose approval does not cover ``head``."""
     if command.sha is not None and command.sha != head:
@@ -92,7 +91,7 @@ def bind_approval(
         )
 
 
-def advisory_reason(client: GitHubClient, pull: PullInfo | None) -> str | None:
+def advisory_reason(client: ForgeClient, pull: PullInfo | None) -> str | None:
     """Why a verdict on ``pull`` is advisory (its author may not write to the repository), or
     None when it is not."""
     if pull is None:
@@ -110,7 +109,7 @@ def advisory_status(state: str, description: str, advisory: str | None) -> tuple
     return state, clip(f"Advisory ({advisory}): {description}", 140)
 
 
-def told_before(client: GitHubClient, pr_number: int, actor: str, policy: Policy) -> bool:
+def told_before(client: ForgeClient, pr_number: int, actor: str, policy: Policy) -> bool:
     """Whether ``actor``, below the policy's bar for ``/bench``, already got the bot's reply on
     this pull request: the next refusals are reactions only, so spamming /bench makes no noise."""
     if permission_allows(client.permission(actor), policy.github.bench_permission):

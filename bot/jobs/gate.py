@@ -23,9 +23,8 @@ from bot.contracts.accept import AcceptRecord
 from bot.contracts.plan import Plan
 from bot.contracts.review import PartATable
 from bot.errors import CommandError, LimitError
-from bot.github.api import GitHubClient
-from bot.github.events import Ignored, ReviewRequest
-from bot.github.slash import (
+from bot.forge.client import ForgeClient
+from bot.forge.slash import (
     BenchCommand,
     check_permission,
     check_request,
@@ -33,7 +32,7 @@ from bot.github.slash import (
     parse_accept,
     parse_bench,
 )
-from bot.github.types import PullInfo
+from bot.forge.types import Ignored, PullInfo, ReviewRequest
 from bot.jobs.accepting import bot_login as resolve_bot_login
 from bot.jobs.accepting import record_for
 from bot.jobs.approval import bind_approval
@@ -107,7 +106,7 @@ def read_base_policy(base: Revision, path: str | None = None) -> tuple[Policy, s
     return found
 
 
-def _pull_for(req: ReviewRequest, client: GitHubClient) -> PullInfo | None:
+def _pull_for(req: ReviewRequest, client: ForgeClient) -> PullInfo | None:
     if req.pr_number is not None:
         return client.get_pull(req.pr_number)
     if req.head_label and req.head_sha:
@@ -117,7 +116,7 @@ def _pull_for(req: ReviewRequest, client: GitHubClient) -> PullInfo | None:
 
 def decide_gate(
     found: ReviewRequest | Ignored,
-    client: GitHubClient,
+    client: ForgeClient,
     *,
     policy_path: str | None = None,
     pinned_head: str | None = None,
@@ -215,7 +214,7 @@ def decide_gate(
 
 def _accept(
     req: ReviewRequest,
-    client: GitHubClient,
+    client: ForgeClient,
     pull: PullInfo,
     policy: Policy,
     decision: GateDecision,

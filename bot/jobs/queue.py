@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 from bot.contracts.base import VENDORS, Vendor
 from bot.contracts.queue import QueuedJob, QueueReport
-from bot.github.types import JobInfo
+from bot.forge.client import JobsClient
+from bot.forge.types import JobInfo
 
 DEFAULT_TIMEOUT_S = 30 * 60.0
 POLL_S = 30.0
 WAITING = frozenset({"queued", "waiting", "pending", "requested"})
-
-
-class JobsClient(Protocol):
-    def run_jobs(self, run_id: int) -> list[JobInfo]: ...
 
 
 def job_vendor(job: JobInfo) -> Vendor | None:

@@ -23,7 +23,7 @@ from bot.contracts.results import ResultsFile
 from bot.contracts.review import PartATable, Verdict
 from bot.errors import ResultsError
 from bot.escape import workflow_command
-from bot.github.types import CheckAnnotation
+from bot.forge.types import CheckAnnotation
 from bot.jobs.gate import GateDecision
 from bot.policy.load import Policy
 from bot.review.conclude import ReviewOutput, conclude, review_context

@@ -26,8 +26,8 @@ from bot.contracts.evidence import Evidence, KernelHistory
 from bot.contracts.history import HistoryCase, HistoryRecord, ScheduledResults
 from bot.contracts.plan import Plan
 from bot.contracts.review import ChangeLine
-from bot.github.api import GitHubClient
-from bot.github.sticky import fit_body
+from bot.forge.client import ForgeClient
+from bot.forge.sticky import fit_body
 from bot.plan import make_plan
 from bot.policy.model import Policy
 
@@ -155,7 +155,7 @@ def issue_title(changes: Sequence[ChangeLine], kernels: Sequence[str]) -> str:
     return f"kernel-review: {moved} would regress {', '.join(kernels)}"
 
 
-def upsert_issue(client: GitHubClient, title: str, body: str, *, bot_login: str) -> str:
+def upsert_issue(client: ForgeClient, title: str, body: str, *, bot_login: str) -> str:
     """Open the scheduled run's issue, or update the one it opened before (found by its
     marker); what was done and the issue's address. A body over GitHub's limit is cut like the
     review comment (``fit_body``)."""

@@ -3,8 +3,8 @@
 A large repository has more ops than a policy should hold (the file is capped at 64 KiB, and a
 review of a hundred kernels nobody asked for helps no one). The ops are ranked: those with a
 benchmark first (a policy entry without one cannot be measured), then by how many call sites
-launch them (``rank="calls"``) or how recently their files changed (``rank="recent"``). ``only``
-keeps the ops with a file under one of its paths; ``max_kernels`` caps how many are written.
+launch them (how recently their files changed breaks a tie). ``only`` keeps the ops with a file
+under one of its paths, every one of them; without it ``max_kernels`` caps how many are written.
 Where some op has a benchmark, an op without one is left out (``init`` writes it a bench entry
 stub instead); where none has, they stay, with the values to fill in. Pure.
 """
@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from bot.onboard.scan import Op
 
-Rank = Literal["calls", "recent"]
-RANKS: tuple[Rank, ...] = ("calls", "recent")
 DEFAULT_MAX_KERNELS = 40
 
 
@@ -53,9 +50,9 @@ def choose(
     *,
     only: Sequence[str] = (),
     max_kernels: int = DEFAULT_MAX_KERNELS,
-    rank: Rank = "calls",
 ) -> Choice:
-    """The ops to write, best first, and the rest with the reason each was left out."""
+    """The ops to write, best first, and the rest with the reason each was left out; with
+    ``only``, every op under its paths (the ones the maintainer named), uncapped."""
     left: list[LeftOut] = []
     inside = []
     for op in ops:
@@ -64,22 +61,20 @@ def choose(
         else:
             inside.append(op)
     if any(op.benchmark for op in inside):
-        wanting = sorted(
-            (op for op in inside if op.benchmark is None), key=lambda op: _order(op, rank)
-        )
+        wanting = sorted((op for op in inside if op.benchmark is None), key=_order)
         for op in wanting:
             left.append(LeftOut(op, f"no benchmark calls {op.entry}()", unbenched=True))
         inside = [op for op in inside if op.benchmark is not None]
-    inside.sort(key=lambda op: _order(op, rank))
-    for op in inside[max_kernels:]:
-        why = f"{op.call_sites} call sites" if rank == "calls" else "changed less recently"
-        left.append(LeftOut(op, f"past --max-kernels {max_kernels} ({why})"))
-    return Choice(kept=tuple(inside[:max_kernels]), left_out=tuple(left))
+    inside.sort(key=_order)
+    most = len(inside) if only else max_kernels
+    for op in inside[most:]:
+        why = f"past the {most} best ranked ({op.call_sites} call sites); --only names it"
+        left.append(LeftOut(op, why))
+    return Choice(kept=tuple(inside[:most]), left_out=tuple(left))
 
 
-def _order(op: Op, rank: Rank) -> tuple[int, int, str]:
-    first, second = (op.call_sites, op.changed) if rank == "calls" else (op.changed, op.call_sites)
-    return (-first, -second, op.name)
+def _order(op: Op) -> tuple[int, int, str]:
+    return (-op.call_sites, -op.changed, op.name)
 
 
 def drop_last(choice: Choice, why: str) -> Choice:

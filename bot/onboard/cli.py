@@ -1,17 +1,16 @@
-"""``kernel-review init [--repo .] [--force] [--out PATH] [--only PATH] [--max-kernels N]``:
-write a policy for a repository.
+"""``kernel-review init [--repo .] [--out PATH] [--only PATH]``: write a policy for a repository.
 
 Scans the repository's source (no import, no build) and writes ``.github/kernel-review.toml``
 (or ``--out``) with one ``[[kernels]]`` per op (a launching file: its kernels, its paths, named
 after its public function or module). Where the repository has benchmarks, the ops they call
-are written, ranked by how many call sites launch them (``--rank recent``: by their last
-change), at most ``--max-kernels`` of them (40) and no more than fit in half the policy's size
-cap; ``--only PATH`` keeps the ops with a file under PATH. Every op left out is printed on one
+are written, ranked by how many call sites launch them, at most 40 of them and no more than fit
+in half the policy's size cap; ``--only PATH`` writes the ops with a file under PATH instead, as
+many as fit. Every op left out is printed on one
 line with the reason; the ops no benchmark calls get a bench entry stub in
 ``kernel_review_bench.py`` at the root (never replaced). Where no op has a benchmark, they are
 written with the values to fill in, which ``kernel-review policy check`` refuses at their lines.
-Without ``--force`` it replaces no file and does not shadow a ``[tool.kernel-review]`` table in
-``pyproject.toml``.
+It replaces no file but one ``--out`` names, and writes no ``.github/kernel-review.toml`` that
+would shadow a ``[tool.kernel-review]`` table in ``pyproject.toml`` unless ``--out`` names it.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from bot.errors import KernelReviewError, PolicyError
-from bot.onboard.choose import DEFAULT_MAX_KERNELS, RANKS, Choice, choose, drop_last
+from bot.onboard.choose import DEFAULT_MAX_KERNELS, Choice, choose, drop_last
 from bot.onboard.scan import Op, read_repository
 from bot.onboard.stubs import STUB_MODULE, render_stubs, stub_name
 from bot.onboard.write import render_policy
@@ -43,28 +42,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     parser = subparsers.add_parser("init", help=HELP, description=__doc__, formatter_class=raw)
     parser.add_argument("--repo", default=".", help="the repository root (default .)")
-    parser.add_argument("--out", help=f"where to write the policy (default REPO/{POLICY_FILE})")
-    parser.add_argument("--force", action="store_true", help="replace an existing file")
+    parser.add_argument(
+        "--out",
+        help=f"where to write the policy, replacing a file there (default REPO/{POLICY_FILE}, "
+        "never replaced)",
+    )
     parser.add_argument(
         "--only",
         action="append",
         default=[],
         metavar="PATH",
-        help="keep the ops with a file under PATH, relative to the root (repeatable)",
-    )
-    parser.add_argument(
-        "--max-kernels",
-        type=_positive,
-        default=DEFAULT_MAX_KERNELS,
-        metavar="N",
-        help=f"write at most N ops, the best ranked (default {DEFAULT_MAX_KERNELS})",
-    )
-    parser.add_argument(
-        "--rank",
-        choices=RANKS,
-        default="calls",
-        help="rank ops by how many call sites launch them (calls, the default) or by how "
-        "recently their files changed in git (recent)",
+        help=f"write the ops with a file under PATH, relative to the root, as many as fit "
+        f"(repeatable; default: the {DEFAULT_MAX_KERNELS} best ranked ops)",
     )
     parser.set_defaults(handler=run_init)
 
@@ -76,17 +65,17 @@ def run_init(args: argparse.Namespace) -> int:
             f"{repo} is not a folder", hint="pass --repo with the repository's root folder"
         )
     out = prepare(args.out, option="--out") if args.out else repo / POLICY_FILE
-    if (out.exists() or out.is_symlink()) and not args.force:
+    if args.out is None and (out.exists() or out.is_symlink()):
         raise KernelReviewError(
             f"{out} already exists; init does not replace it",
-            hint="check it with `kernel-review policy check`, or pass --force to replace it",
+            hint=f"check it with `kernel-review policy check`, or pass --out {out} to replace it",
         )
-    if args.out is None and not args.force and _has_pyproject_policy(repo):
+    if args.out is None and _has_pyproject_policy(repo):
         raise KernelReviewError(
             f"{repo / 'pyproject.toml'} already has the policy ([tool.kernel-review]); a new "
             f"{POLICY_FILE} would take its place",
-            hint="check it with `kernel-review policy check`, or pass --force to write "
-            f"{POLICY_FILE} anyway",
+            hint=f"check it with `kernel-review policy check`, or pass --out {out} to write it "
+            "anyway",
         )
     scan = read_repository(repo.resolve())
     if not scan.ops:
@@ -95,7 +84,7 @@ def run_init(args: argparse.Namespace) -> int:
             f"({scan.files_scanned} source files read)",
             hint="run init in the repository's root, or write the policy by hand (docs/policy.md)",
         )
-    choice = choose(scan.ops, only=args.only, max_kernels=args.max_kernels, rank=args.rank)
+    choice = choose(scan.ops, only=args.only)
     if not choice.kept:
         raise KernelReviewError(
             f"none of the {len(scan.ops)} ops found has a file under --only " + " ".join(args.only),
@@ -105,7 +94,7 @@ def run_init(args: argparse.Namespace) -> int:
     while len(written.text.encode()) > SIZE_BUDGET and len(choice.kept) > 1:
         choice = drop_last(choice, f"the policy is kept under {SIZE_BUDGET // 1024} KiB")
         written = render_policy(scan, choice.kept)
-    stubs = _write_stubs(repo, _wanting(choice, args.max_kernels))
+    stubs = _write_stubs(repo, _wanting(choice, DEFAULT_MAX_KERNELS))
     if set(stubs) & set(choice.kept):
         written = render_policy(scan, choice.kept, stubbed=frozenset(op.name for op in stubs))
     shown = os.path.relpath(out, repo) if not out.is_absolute() or args.out is None else str(out)
@@ -136,16 +125,6 @@ def run_init(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"  {problem}")
     return 0
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer, 1 or more (got {text!r})")
-    return value
 
 
 def _wanting(choice: Choice, most: int) -> tuple[Op, ...]:

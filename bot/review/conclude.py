@@ -3,7 +3,7 @@ job summary out. Pure.
 
 Report mode (``bot.jobs.report``), the demo and the local review (``bot.review.local``) all end
 here, so the requirements are read from the policy in one place and the context the comment is
-rendered in is built in one place. The comment is whole: ``bot.github.sticky.fit_body`` cuts
+rendered in is built in one place. The comment is whole: ``bot.forge.sticky.fit_body`` cuts
 it to GitHub's limit when it is posted.
 """
 

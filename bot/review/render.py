@@ -979,7 +979,7 @@ def render_comment(
     line (those that decide it first), the trade each rewrite makes within its price, the
     worst shapes and what judged them; every other section folds. ``full`` (the job summary)
     opens every section and lists every evidence line, shape pick and compiler variant;
-    cutting the comment to GitHub's limit is ``bot.github.sticky.fit_body``'s."""
+    cutting the comment to GitHub's limit is ``bot.forge.sticky.fit_body``'s."""
     evidence = evidence or Evidence()
     lines = [f"## {DECISION_ICONS[verdict.decision]} Kernel review: {verdict.title}"]
     if verdict.no_kernel_changes:

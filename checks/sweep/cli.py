@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
 MIN_ROUNDS = 3  # the sequential test's first look needs three rounds (ProtocolConfig.max_rounds)
-FIRST_LOOK = 8  # ProtocolConfig.min_rounds, lowered to --max-rounds when that is smaller
+FIRST_LOOK = 8  # ProtocolConfig.min_rounds, lowered to max_rounds when that is smaller
 
 
 def _positive_ms(text: str) -> float:
@@ -117,6 +117,14 @@ ENGINE_OPTIONS: Known = {
         "where worktrees, worker logs and caches go, kept after the run (default: a temporary "
         "folder, removed)",
     ),
+    "max_rounds": (
+        _rounds,
+        f"rounds per case at most, {MIN_ROUNDS} or more: a shorter run (default 200; cpu 40)",
+    ),
+    "added_shapes": (
+        on_off,
+        "on|off: time small and ragged shapes besides the policy's served ones (default: on)",
+    ),
 }
 
 
@@ -130,6 +138,8 @@ class EngineOptions:
     precompile: bool = True
     zygote: bool | None = None
     work_dir: Path | None = None
+    max_rounds: int | None = None
+    added_shapes: bool = True
 
     @classmethod
     def given(cls, pairs: Sequence[tuple[str, object]]) -> EngineOptions:
@@ -160,12 +170,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--device", choices=["cuda", "cpu"], default="cuda", help="cuda (GPU) or cpu timing"
     )
-    p.add_argument(
-        "--max-rounds",
-        type=_rounds,
-        help=f"rounds per case at most, {MIN_ROUNDS} or more (default 200; cpu 40)",
-    )
-    p.add_argument("--no-added-shapes", action="store_true", help="only the policy's served shapes")
     add_engine_option(p, ENGINE_OPTIONS)
     # ``plan``: a plan JSON file whose kernels, base and head SHAs to measure, handed in by a
     # caller (``review --measure``), not a flag
@@ -338,7 +342,7 @@ def _bench(
         kernels,
         max_shapes=policy.limits.max_shapes,
         max_elements_per_tensor=policy.limits.max_elements_per_tensor,
-        add_small_and_ragged=not args.no_added_shapes,
+        add_small_and_ragged=engine.added_shapes,
     )
     cpu = args.device == "cpu"
     gpus = None
@@ -353,7 +357,7 @@ def _bench(
         args.device,
         crossover=engine.crossover,
         block_ms=engine.block_ms,
-        max_rounds=args.max_rounds,
+        max_rounds=engine.max_rounds,
     )
     if protocol.max_rounds < FIRST_LOOK:  # the first look cannot need more rounds than allowed
         protocol = protocol.model_copy(update={"min_rounds": protocol.max_rounds})

@@ -81,8 +81,6 @@ class SweepOptions(BaseModel):
     pythons: tuple[str, str] | None = None  # base's and head's interpreters (own toolchains)
     # on a GPU: compile each side's Triton kernels ahead, beside the workers (precompile.py)
     precompile: bool = True
-    # a case's first call (compile, autotune) one worker at a time (checks.worker.exclusive)
-    first_call_alone: bool = True
     # workers forked from one process that imported torch and Triton (checks.sweep.zygote);
     # None: on a GPU, not on the CPU (``zygote.by_default``)
     zygote: bool | None = None
@@ -369,7 +367,6 @@ def run_sweep(
                 memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
                 slot=1 + ((side == "head") != (arm == 1)),
                 arm=arm,
-                first_call_alone=options.first_call_alone,
                 poll_ms=poll_ms,
                 execution=execution,
             ),

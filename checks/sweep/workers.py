@@ -91,8 +91,6 @@ class WorkerSpec:
     python_path: tuple[str, ...] = ()  # folders of root put before it on sys.path (src/ layouts)
     slot: int = 1  # 1: the pair's first worker (base, or head in the crossover's second arm)
     arm: int = 0  # crossover arm of the pair this worker belongs to
-    # a case's first call holds the GPU's lock (checks.worker.exclusive)
-    first_call_alone: bool = True
     # after a block's answer the worker polls for its next command this long, and the bot polls
     # for a block's answer (``POLL_MS``); 0: both sleep until it comes
     poll_ms: float = 0.0
@@ -107,10 +105,9 @@ class WorkerSpec:
         return f"{self.side}-gpu{self.gpu}" if self.gpu is not None else self.side
 
     @property
-    def lock_path(self) -> Path | None:
-        """The GPU's lock file, shared by its workers; None without ``first_call_alone``."""
-        if not self.first_call_alone:
-            return None
+    def lock_path(self) -> Path:
+        """The GPU's lock file, shared by its workers: a case's first call holds it
+        (``checks.worker.exclusive``)."""
         return self.work_dir / "locks" / f"gpu-{self.gpu if self.gpu is not None else 'none'}.lock"
 
     @property
@@ -211,9 +208,9 @@ class WorkerClient:
         s.home.mkdir(parents=True, exist_ok=True)
         env["HOME"] = str(s.home)
         env["XDG_CACHE_HOME"] = str(s.home / ".cache")
-        if s.lock_path is not None:  # one lock per GPU: a case's first call runs alone on it
-            s.lock_path.parent.mkdir(parents=True, exist_ok=True)
-            env[GPU_LOCK_ENV] = str(s.lock_path)
+        # one lock per GPU: a case's first call runs alone on it
+        s.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        env[GPU_LOCK_ENV] = str(s.lock_path)
         env["TORCHINDUCTOR_CACHE_DIR"] = str(s.work_dir / "inductor-cache" / s.name)
         # torch.utils.cpp_extension.load builds into TORCH_EXTENSIONS_DIR/<name>: shared, a
         # base and a head building an extension of the same name at once would meet there, and

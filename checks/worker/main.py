@@ -258,7 +258,6 @@ class EntryError(Exception):
 class Worker:
     def __init__(self, root: str, device: str, side: str, slot: int = 1) -> None:
         self.root, self.device, self.side, self.slot = root, device, side, slot
-        self.slot_bias = timing.slot_bias(device, slot, os.environ)
         self.torch: Any = None
         self.nvml: Any = None
         self.timer: Any = None
@@ -377,8 +376,6 @@ class Worker:
                 item["fn"]()
             self._sync()
         fns = [item["fn"] for item in self.items]
-        if self.slot_bias:
-            fns = [timing.biased(fn, self.slot_bias) for fn in fns]
         if self.device == "cpu":
             self.timer = timing.CpuTimer(fns)
         else:

@@ -38,33 +38,6 @@ MAX_GRAPH_CALLS = 1000
 GRAPH_SHARE = 3
 GRAPH_MAX_MS = 1.0
 MAX_EAGER_CALLS = 2000
-# Tests only: with CPU timing, the worker in slot 2 spends this share more time per timed call, a
-# fixed per-slot bias that the crossover must cancel (see checks.sweep.protocol).
-SLOT_BIAS_ENV = "KERNEL_REVIEW_TEST_SLOT2_BIAS"
-
-
-def slot_bias(device: str, slot: int, environ: Mapping[str, str]) -> float:
-    """The extra share of time per call a test asks of the slot-2 worker (CPU timing only)."""
-    raw = environ.get(SLOT_BIAS_ENV, "")
-    if device != "cpu" or slot != 2 or not raw:
-        return 0.0
-    return max(0.0, float(raw))
-
-
-def biased(fn: Fn, share: float) -> Fn:
-    """``fn`` followed by a spin of ``share`` times its own duration, inside the timed call."""
-
-    def call() -> Any:
-        t0 = time.perf_counter()
-        out = fn()
-        until = time.perf_counter() + share * (time.perf_counter() - t0)
-        while time.perf_counter() < until:
-            pass
-        return out
-
-    return call
-
-
 CPU_COPIES = 4
 # Input copies at most: enough that a tiny kernel's copies still overflow L2 twice over (2^16
 # float32 elements in and out, 0.5 MB a call: 240 on the H200's 60 MB). With 64, such copies

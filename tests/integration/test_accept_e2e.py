@@ -15,7 +15,7 @@ import pytest
 from bot import gitutil
 from bot.contracts.accept import Acceptance, AcceptRecord
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
-from bot.github.sticky import marker_sha
+from bot.forge.sticky import marker_sha
 from bot.jobs.accepting import record_comment
 from tests.fake_github import BOT, FakeGitHub, Token
 from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)

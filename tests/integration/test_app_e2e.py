@@ -17,7 +17,7 @@ from bot import gitutil
 from bot.cli import main
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
 from bot.contracts.results import ResultsFile
-from bot.github.sticky import marker_sha
+from bot.forge.sticky import marker_sha
 from bot.jobs.report import MAX_RESULTS_FILES
 from tests.fake_github import BOT, FakeGitHub
 from tests.paths import DATA, ROOT
@@ -150,7 +150,7 @@ class Run:
             monkeypatch.setenv(key, value)
 
     def __call__(self, mode: str) -> int:
-        return main(["review", "--mode", mode])
+        return main(["job", mode])
 
     def outputs(self) -> dict[str, str]:
         if not self.output.exists():
@@ -574,7 +574,7 @@ def test_cli_runs_as_a_process(tmp_path):
         "INPUT_RESULTS_PATH": str(tmp_path / "r"),
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "bot", "review", "--mode", "plan"],
+        [sys.executable, "-m", "bot", "job", "plan"],
         env=env,
         capture_output=True,
         text=True,

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.github.api import TimelineEvent
-from bot.github.sticky import marker_sha
-from bot.github.types import PullInfo
+from bot.forge.sticky import marker_sha
+from bot.forge.types import PullInfo, TimelineEvent
 from bot.jobs.approval import advisory_reason, advisory_status, head_at_comment
 from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)
     PR,

@@ -59,7 +59,7 @@ def test_every_command_is_named_once_with_the_module_that_adds_it() -> None:
         assert name in commands(build_parser(name))
     assert commands(build_parser("bench")) == ["bench"]
     assert commands(build_parser("no-such")) == list(COMMANDS)  # argparse lists the choices
-    assert named_command(["--debug", "bench", "--repo", "."]) == "bench"
+    assert named_command(["--version", "bench", "--repo", "."]) == "bench"
     assert named_command(["--version"]) is None
 
 

@@ -196,7 +196,7 @@ def _out_commands(repo: Path, out: Path) -> list[list[str]]:
         ["review", "--repo", str(repo), "--base", "HEAD", "--no-compile", "--out", str(out)],
         ["compiler-report", "--repo", str(repo), "--json", str(out)],
         ["first-call", "--repo", str(repo), "--device", "cpu", "--json", str(out)],
-        ["init", "--repo", str(repo), "--force", "--out", str(out)],
+        ["init", "--repo", str(repo), "--out", str(out)],
     ]
 
 
@@ -262,7 +262,8 @@ def python_without_torch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(
     "command",
-    [["bench", "--device", "cpu", "--no-added-shapes", "--max-rounds", "3"],
+    [["bench", "--device", "cpu", "--engine-option", "added_shapes=off",
+      "--engine-option", "max_rounds=3"],
      ["bench"],
      ["first-call", "--device", "cpu"]],
     ids=["bench-cpu", "bench-cuda", "first-call-cpu"],

@@ -99,11 +99,13 @@ def test_demo_prints_plain_text_and_no_folder_it_deletes(
     assert "removed at the end" in captured.err
 
 
-def test_review_names_its_two_forms(capsys: pytest.CaptureFixture[str]) -> None:
+def test_review_without_a_base_says_what_it_needs_and_names_the_workflow_job(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["review"]) == 2
-    assert "--repo PATH --base REV" in _err_of(capsys)
-    assert main(["review", "--mode", "plan", "--repo", "."]) == 2
-    assert "use one form" in _err_of(capsys)
+    err = _err_of(capsys)
+    assert "a local review needs --base" in err and "--repo . --base origin/main" in err
+    assert "kernel-review job MODE" in err
 
 
 def test_measure_mode_outside_actions_says_so(
@@ -112,7 +114,7 @@ def test_measure_mode_outside_actions_says_so(
     for name in list(os.environ):
         if name.startswith(("INPUT_", "GITHUB_")):
             monkeypatch.delenv(name)
-    assert main(["review", "--mode", "measure"]) == 2
+    assert main(["job", "measure"]) == 2
     err = _err_of(capsys)
     assert "None" not in err and "INPUT_VENDOR" in err and "review --repo" in err
 
@@ -153,8 +155,9 @@ def test_a_folder_that_is_not_a_repository_is_named(
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
-        ("--max-rounds", "2", "must be 3 or more"),
-        ("--max-rounds", "0", "must be 3 or more"),
+        ("--engine-option", "max_rounds=2", "max_rounds: must be 3 or more"),
+        ("--engine-option", "max_rounds=0", "max_rounds: must be 3 or more"),
+        ("--engine-option", "added_shapes=few", "added_shapes: 'few' is not on or off"),
         ("--engine-option", "block_ms=-1", "block_ms: must be more than 0 ms"),
         ("--engine-option", "block_ms=0", "block_ms: must be more than 0 ms"),
         ("--engine-option", "block_ms=fast", "block_ms: 'fast' is not a number"),
@@ -189,8 +192,9 @@ def test_bench_exits_5_when_nothing_could_be_measured(
     broken_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "results.json"
-    args = ["bench", "--repo", str(broken_repo), "--device", "cpu", "--no-added-shapes"]
-    assert main([*args, "--max-rounds", "3", "--out", str(out)]) == 5
+    args = ["bench", "--repo", str(broken_repo), "--device", "cpu"]
+    shorter = ["--engine-option", "added_shapes=off", "--engine-option", "max_rounds=3"]
+    assert main([*args, *shorter, "--out", str(out)]) == 5
     err = _err_of(capsys)
     assert "1 of 1 case not measured" in err
     assert "error (base side): 1 case; first, broken float32 1000:" in err

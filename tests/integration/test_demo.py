@@ -116,10 +116,15 @@ def test_a_missing_or_malformed_results_file_is_an_error(tmp_path: Path, capsys,
     assert ("no such results file" if content is None else "not a results file") in err
 
 
-def test_keep_refuses_a_folder_with_files(tmp_path: Path, capsys) -> None:
+def test_the_fixture_to_keep_is_built_in_no_folder_with_files(tmp_path: Path, capsys) -> None:
+    """``python -m kernels_fixture.build_repo DIR`` (what ``demo --keep`` was) leaves a folder
+    with files alone."""
+    from kernels_fixture import build_repo
+
     (tmp_path / "something").write_text("x")
-    assert main(["demo", "--no-compile", "--keep", str(tmp_path)]) == 2
-    assert "is not empty" in capsys.readouterr().err
+    assert build_repo.main([str(tmp_path)]) == 2
+    assert "is not an empty folder" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["something"]
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ import time
 import pytest
 
 from bot.errors import GitHubError
+from bot.forge.types import FileInfo, permission_allows
 from bot.github.api import (
     GitHubClient,
     GitHubRequestError,
@@ -12,7 +13,6 @@ from bot.github.api import (
     diff_from_files,
     retry_delay,
 )
-from bot.github.types import FileInfo, permission_allows
 from tests.fake_github import BOT, FakeGitHub
 
 BASE, HEAD = "a" * 40, "b" * 40
@@ -261,8 +261,8 @@ def test_bot_constant_matches_fake_default():
 def test_annotation_texts_and_an_issue_title_are_cut_to_githubs_units(fake):
     """An annotation's message is capped in bytes ("64 KB"), its title and an issue's title in
     characters; the fake refuses what GitHub refuses, so what it stored was taken."""
+    from bot.forge.types import CheckAnnotation
     from bot.github.api import MAX_ANNOTATION_MESSAGE_BYTES
-    from bot.github.types import CheckAnnotation
 
     client, _ = make_client(fake)
     message = "é" * 40_000  # 40,000 characters, 80,000 bytes

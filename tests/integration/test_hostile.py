@@ -17,7 +17,7 @@ from bot.app import log
 from bot.cli import main
 from bot.contracts.evidence import Evidence
 from bot.contracts.review import ChangeLine, Requirements, ReviewContext
-from bot.github.sticky import marker_sha
+from bot.forge.sticky import marker_sha
 from bot.review.render import render_comment
 from bot.review.verdict import decide
 from checks.sweep.evidence import to_evidence
@@ -142,7 +142,7 @@ def test_bench_command_log_is_inert(tmp_path: Path, capsys) -> None:
     gitutil.commit_all(repo, "head")
     out = tmp_path / "r.json"
     argv = ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out)]
-    code = main([*argv, "--max-rounds", "8", "--no-added-shapes"])
+    code = main([*argv, "--engine-option", "max_rounds=8", "--engine-option", "added_shapes=off"])
     captured = capsys.readouterr()
     assert code == 5, captured.err  # the one case failed: nothing measured
     [case] = load_results(out).cases

@@ -31,13 +31,13 @@ def kernel_review(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedPro
 @pytest.fixture(scope="module")
 def benched(tmp_path_factory: pytest.TempPathFactory) -> tuple[ToyRepo, Path, Path]:
     """The toy repository, and the file a real CPU sweep of it wrote, run by `review --repo .
-    --base main --measure --device cpu` in a checkout of the pull request's branch (one case,
+    --base main --measure cpu` in a checkout of the pull request's branch (one case,
     three executions of 40 rounds: about 20 s); its review is ``review.md`` beside the file,
     its output ``measured.json``."""
     tmp = tmp_path_factory.mktemp("loop")
     toy = build_toy_repo(tmp / "toyops")
     done = kernel_review(
-        "review", "--repo", ".", "--base", "main", "--measure", "--device", "cpu",
+        "review", "--repo", ".", "--base", "main", "--measure", "cpu",
         "--no-compile", "--out", str(tmp / "review.md"), "--full", cwd=toy.path,
         cache=tmp / "cache",
     )  # fmt: skip
@@ -103,14 +103,15 @@ def test_review_reads_the_file_bench_wrote(benched: tuple[ToyRepo, Path, Path]) 
 
 
 def test_review_measure_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--device without --measure is refused; a range that changes no kernel measures nothing
-    and says so (no worker starts)."""
+    """--measure takes cuda or cpu, nothing else; a range that changes no kernel measures
+    nothing and says so (no worker starts)."""
     toy = build_toy_repo(tmp_path / "toyops")
     args = ["review", "--repo", str(toy.path), "--no-compile"]
-    assert main([*args, "--base", toy.base_sha, "--device", "cpu"]) == 2
-    err = capsys.readouterr().err
-    assert "--device says where --measure runs the sweep" in err and "add --measure" in err
-    assert main([*args, "--base", toy.head_sha, "--measure", "--device", "cpu"]) == 0
+    with pytest.raises(SystemExit) as refused:
+        main([*args, "--base", toy.base_sha, "--measure", "tpu"])
+    assert refused.value.code == 2
+    assert "argument --measure: invalid choice: 'tpu'" in capsys.readouterr().err
+    assert main([*args, "--base", toy.head_sha, "--measure", "cpu"]) == 0
     err = capsys.readouterr().err
     assert "--measure: nothing to measure: the range changes no kernel the policy names" in err
     assert "kernel-review bench:" not in err

@@ -55,7 +55,8 @@ def test_bench(toy: ToyRepo) -> None:
     done = kernel_review(
         "bench", "--base", toy.base_sha, "--head", toy.head_sha, "--device", "cpu",
         "--engine-option", "zygote=on",
-        "--no-added-shapes", "--max-rounds", "3", "--out", str(out), cwd=toy.path,
+        "--engine-option", "added_shapes=off", "--engine-option", "max_rounds=3",
+        "--out", str(out), cwd=toy.path,
     )  # fmt: skip
     assert done.returncode in (0, 4), done.stderr  # measured (CPU timing may read it slower)
     (case,) = json.loads(out.read_text())["cases"]

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.github.api import GitHubClient, GitHubRequestError
-from bot.github.sticky import (
+from bot.forge.sticky import (
     MAX_COMMENT_CHARS,
     find_sticky,
     fit_body,
@@ -11,7 +10,8 @@ from bot.github.sticky import (
     marker_sha,
     upsert_sticky,
 )
-from bot.github.types import CommentInfo
+from bot.forge.types import CommentInfo
+from bot.github.api import GitHubClient, GitHubRequestError
 from tests.fake_github import BOT, FakeGitHub
 
 SHA1, SHA2 = "1" * 40, "2" * 40

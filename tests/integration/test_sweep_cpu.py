@@ -26,7 +26,6 @@ from checks.sweep.shapes import Case, plan_cases
 from checks.sweep.summary import merge, recompute, time_line
 from checks.sweep.workers import Timeouts
 from checks.worker import contract
-from checks.worker.timing import SLOT_BIAS_ENV
 from tests.paths import DATA
 
 STANDINS = DATA / "standins"
@@ -323,9 +322,8 @@ def test_default_branch_and_merge_base(tmp_path: Path) -> None:
 def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _toy_repo(tmp_path / "repo")
     out = tmp_path / "results.json"
-    code = main(
-        ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out), "--max-rounds", "30"]
-    )
+    argv = ["bench", "--repo", str(repo), "--device", "cpu", "--out", str(out)]
+    code = main([*argv, "--engine-option", "max_rounds=30"])
     captured = capsys.readouterr()
     result = load_results(out)
     # the gate's exit code: 4 when a case is slower than its tolerance
@@ -363,16 +361,14 @@ def test_bench_command_on_a_real_repo(tmp_path: Path, capsys: pytest.CaptureFixt
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
 
 
-def test_crossover_cancels_a_bias_that_follows_the_worker_slot(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_crossover_cancels_a_bias_that_follows_the_worker_slot(tmp_path: Path) -> None:
     """The same code on both sides, and the slot-2 worker spending twice the time of each call
-    (the test knob of checks.worker.timing): one pair reads head/base about 2; with crossover
-    each arm still sees it (about 2 and about 1/2), and the units' ratio is about 1."""
-    monkeypatch.setenv(SLOT_BIAS_ENV, "1.0")
+    (the stand-in ``slot2_slower``): one pair reads head/base about 2; with crossover each arm
+    still sees it (about 2 and about 1/2), and the units' ratio is about 1."""
     case = Case(
-        kernel="axpy", bench="standin_kernels:axpy", dims=(50_000,), dtype="float32", tolerance=0.5
-    )
+        kernel="axpy", bench="standin_kernels:slot2_slower", dims=(50_000,), dtype="float32",
+        tolerance=0.5,
+    )  # fmt: skip
     results = {}
     for crossover in (False, True):
         protocol = ONE_PASS.model_copy(update={"crossover": crossover, "max_rounds": 12})
@@ -587,7 +583,7 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
         tolerance=0.5,
     )  # fmt: skip
 
-    result = _a_a(case, tmp_path, first_call_alone=True)
+    result = _a_a(case, tmp_path)
     assert result.cases[0].status == "ok", result.cases[0].message
     spans = sorted(
         (float(a), float(b), pid)
@@ -598,9 +594,6 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
     # base and head each tuned once in each pass (fresh workers), in the check, one at a time
     assert len({pid for _, _, pid in spans}) == 2 * passes
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), spans
-    # first_call_alone=False: no lock is handed to the workers
-    apart = _a_a(case, tmp_path / "apart", first_call_alone=False)
-    assert apart.cases[0].status == "ok" and not (tmp_path / "apart" / "locks").exists()
 
 
 def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(tmp_path: Path) -> None:

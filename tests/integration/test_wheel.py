@@ -94,7 +94,8 @@ def test_the_installed_wheel_runs_the_demo_and_a_review_of_its_repository(
     ]
     repo, demo_md, review_md = tmp_path / "fixture", tmp_path / "demo.md", tmp_path / "review.md"
     kr = str(installed / "kernel-review")
-    _run([kr, "demo", "--no-compile", "--keep", str(repo), "--out", str(demo_md)], tmp_path)
+    _run([kr, "demo", "--no-compile", "--out", str(demo_md)], tmp_path)
+    _run([python, "-m", "kernels_fixture.build_repo", str(repo)], tmp_path)  # the fixture to keep
     base = _run(["git", "rev-parse", "HEAD~1"], repo).strip()
     _run([kr, "review", "--repo", ".", "--base", base, "--out", str(review_md)], repo)
     for md in (demo_md, review_md):

@@ -12,9 +12,9 @@ from bot.contracts.accept import Acceptance, AcceptRecord, MeasuredRatio, Review
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
 from bot.contracts.review import ChangeLine, ReviewContext
 from bot.errors import CommandError
-from bot.github.hidden import bot_records, hidden, read_hidden
-from bot.github.slash import check_permission, is_accept, parse_accept
-from bot.github.types import CommentInfo
+from bot.forge.hidden import bot_records, hidden, read_hidden
+from bot.forge.slash import check_permission, is_accept, parse_accept
+from bot.forge.types import CommentInfo
 from bot.policy.cli import policy_warnings
 from bot.policy.load import parse_policy, validate_policy
 from bot.review.accept import accept_measured, judge, measured_ratios, policy_acceptances

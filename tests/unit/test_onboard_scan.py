@@ -356,14 +356,18 @@ def test_call_sites_and_last_changes_rank_the_ops() -> None:
     facts = {op.name: (op.call_sites, op.changed) for op in scan.ops}
     assert facts == {"a": (1, 200), "b": (2, 100)}
     assert [op.name for op in choose(scan.ops).kept] == ["b", "a"]
-    assert [op.name for op in choose(scan.ops, rank="recent").kept] == ["a", "b"]
     capped = choose(scan.ops, max_kernels=1)
     assert [op.name for op in capped.kept] == ["b"]
     [left] = capped.left_out
-    assert left.line() == "a (1 kernel, pkg/ops/a.py): past --max-kernels 1 (1 call sites)"
+    assert left.line() == (
+        "a (1 kernel, pkg/ops/a.py): past the 1 best ranked (1 call sites); --only names it"
+    )
     only = choose(scan.ops, only=["pkg/ops/a.py"])
     assert [op.name for op in only.kept] == ["a"]
     assert only.left_out[0].why == "no file under --only pkg/ops/a.py"
+    # the ops --only names are written, however many: no cap past them
+    both = choose(scan.ops, only=["pkg/ops"], max_kernels=1)
+    assert [op.name for op in both.kept] == ["b", "a"] and not both.left_out
 
 
 def test_where_some_op_has_a_benchmark_the_ops_without_one_are_left_out() -> None:

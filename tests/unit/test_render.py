@@ -19,7 +19,7 @@ from bot.contracts.review import (
     Requirements,
     ReviewContext,
 )
-from bot.github.sticky import MAX_COMMENT_CHARS, fit_body
+from bot.forge.sticky import MAX_COMMENT_CHARS, fit_body
 from bot.review import chart
 from bot.review.chart import LIMIT, SHORT
 from bot.review.render import TABLE_LISTED, code, esc, render_comment

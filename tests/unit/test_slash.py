@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from bot.errors import CommandError, LimitError
-from bot.github.slash import (
+from bot.forge.slash import (
     BenchCommand,
     check_permission,
     check_request,

@@ -37,6 +37,32 @@ def hang(shape, dtype, *, device="cpu", seed=0):
     return axpy(shape, dtype, device=device, seed=seed)
 
 
+def slot2_slower(shape, dtype, *, device="cpu", seed=0):
+    """axpy, each call taking twice its time in the worker of slot 2 (``--slot 2`` on its
+    command line): a bias that follows the worker slot, not the code, which the crossover must
+    cancel. A worker whose slot cannot be told fails the case, never times it unbiased."""
+    import sys
+
+    argv = sys.argv
+    if "--slot" not in argv[:-1]:
+        raise RuntimeError(f"slot2_slower: no --slot on the worker's command line {argv}")
+    case = axpy(shape, dtype, device=device, seed=seed)
+    if argv[argv.index("--slot") + 1] == "2":
+        plain = case["fn"]
+
+        def twice_as_long():
+            start = time.perf_counter()
+            out = plain()
+            now = time.perf_counter()
+            until = now + (now - start)  # as long again, spinning
+            while time.perf_counter() < until:
+                pass
+            return out
+
+        case["fn"] = twice_as_long
+    return case
+
+
 def which_side(shape, dtype, *, device="cpu", seed=0):
     """Returns the value of a module that exists in both checkouts with different contents."""
     value = np.full(shape, side_marker.VALUE, dtype=dtype)

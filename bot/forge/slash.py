@@ -1,5 +1,8 @@
 """``/bench`` comment text -> BenchCommand. Pure, bounded, allowlisted; never a shell.
 
+A comment's ``/bench`` line is found by ``bench_line`` (markdown, whatever the forge); the line
+is then read by ``parse_bench`` or ``parse_accept``.
+
 Grammar (whitespace-separated words, read as data)::
 
     /bench [KERNEL ...] [--kernel K[,K...]] [--vendor V[,V...]] [--shape AxB[,CxD...]]
@@ -30,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.contracts.accept import MAX_REASON_CHARS
 from bot.errors import CommandError, LimitError
 from bot.escape import strip_controls
-from bot.github.types import PERMISSION_LEVELS, permission_allows
+from bot.forge.types import PERMISSION_LEVELS, permission_allows
 
 if TYPE_CHECKING:
     from bot.policy.model import Policy
@@ -53,6 +56,13 @@ MODES = ("quick", "full")
 _WORD = re.compile(r"[A-Za-z0-9_.,=-]+")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHAPE = re.compile(r"[0-9]{1,12}(?:x[0-9]{1,12}){0,7}")
+_BENCH_LINE = re.compile(r"^ {0,3}/bench(?:[ \t]|$)")  # 4 spaces or a tab: indented code
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+# The line endings of markdown (GitHub's and GitLab's); str.splitlines also breaks at U+2028,
+# U+2029, U+0085, \v, \f and \x1c-\x1e, which a reader sees inside a line (a quote's, a code
+# block's).
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _FORBIDDEN = (
     ("$(", "command substitution `$(...)`"),
     ("`", "backticks"),
@@ -72,6 +82,27 @@ USAGE = (
     " [sha=COMMIT], or /bench accept KERNEL [AxB ...] -- REASON"
 )
 ACCEPT_USAGE = "usage: /bench accept KERNEL [AxB ...] -- REASON (e.g. /bench accept softmax 4096x4096 -- one kernel instead of two)"
+
+
+def bench_line(body: str) -> str | None:
+    """The first line of a comment that starts with ``/bench``, stripped; None if there is none.
+
+    Only a line of the comment's own text counts: not one in an HTML comment, a fenced or
+    indented code block, or a quote (``> /bench``). Lines end where markdown ends them (``\n``,
+    ``\r\n``, ``\r``), never at a Unicode line or paragraph separator a reader does not see
+    as a break.
+    """
+    fence: str | None = None
+    for line in _LINE_END.split(_HTML_COMMENT.sub("", body)):
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None if not line.strip().strip(fence[0]) else fence
+        elif _BENCH_LINE.match(line):
+            return line.strip()[:MAX_LINE_CHARS]
+    return None
 
 
 class BenchCommand(BaseModel):

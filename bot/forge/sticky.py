@@ -4,36 +4,38 @@ The comment starts with a hidden marker that carries the head SHA it describes::
 
     <!-- kernel-review:sticky v1 head=<40 hex> -->
 
-and, on the next line, the review's hidden state (``bot.github.hidden``): the shapes it found
+and, on the next line, the review's hidden state (``bot.forge.hidden``): the shapes it found
 slower, with their ratios, which ``/bench accept`` records as what was accepted.
 
 Rules:
 - Only comments written by the bot's own login count; a stranger who pastes the marker into
   their comment is ignored (the bot could not edit it anyway).
-- All pages of comments are read (``GitHubClient.list_comments`` pages through them).
+- All pages of comments are read (``CommentsClient.list_comments`` pages through them).
 - A POST that failed with a 5xx or a dropped connection may have created the comment: before
   posting again, the comments are listed again and the one found is edited instead.
 - Results for an older head never overwrite a comment that already describes the current head.
-- GitHub refuses bodies over 65,536 characters: ``fit_body`` (the only place a review is cut)
-  cuts the body at a line, drops a code fence the cut would leave open, closes ``<details>``,
-  and adds a note pointing to the job summary and the artifact. Should GitHub still answer
-  "body is too long", the body is cut again by UTF-8 bytes and sent once more.
+- GitHub refuses bodies over 65,536 characters (GitLab's notes take 1,000,000:
+  https://docs.gitlab.com/ee/api/notes.html#create-new-merge-request-note, so GitHub's limit,
+  the default, fits both): ``fit_body`` (the only place a review is cut) cuts the body
+  at a line, drops a code fence the cut would leave open, closes ``<details>``, and adds a note
+  pointing to the job summary and the artifact. Should the forge still answer "body is too
+  long", the body is cut again by UTF-8 bytes and sent once more.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from bot.contracts.accept import ReviewState
-from bot.errors import GitHubError
+from bot.errors import ForgeError
 from bot.escape import md_code, utf8_prefix
-from bot.github.api import GitHubRequestError
-from bot.github.hidden import hidden, read_hidden
-from bot.github.types import CommentInfo
+from bot.forge.client import CommentsClient, ForgeRequestError
+from bot.forge.hidden import hidden, read_hidden
+from bot.forge.types import CommentInfo
 
 MAX_COMMENT_CHARS = 65_536
 MARKER_PREFIX = "<!-- kernel-review:sticky v1"
@@ -41,16 +43,6 @@ _MARKER_RE = re.compile(r"\A<!-- kernel-review:sticky v1 head=([0-9a-f]{7,40}) -
 _SHA_RE = re.compile(r"[0-9a-f]{7,40}")
 _CREATE_ATTEMPTS = 3
 _DETAILS_CLOSER = "\n\n</details>"
-
-
-class CommentsClient(Protocol):
-    """The part of ``bot.github.api.GitHubClient`` this module uses."""
-
-    def list_comments(self, number: int) -> list[CommentInfo]: ...
-
-    def create_comment(self, number: int, body: str) -> CommentInfo: ...
-
-    def edit_comment(self, comment_id: int, body: str) -> None: ...
 
 
 class StickyResult(BaseModel):
@@ -190,12 +182,12 @@ def upsert_sticky(
 
     existing = find_sticky(client.list_comments(number), bot_login)
     if existing is not None:
-        return _update(client, existing, text, refit, head_sha, current_head_sha, truncated)
+        return _update(client, number, existing, text, refit, head_sha, current_head_sha, truncated)
     for _ in range(_CREATE_ATTEMPTS):
         try:
             try:
                 created = client.create_comment(number, text)
-            except GitHubRequestError as exc:
+            except ForgeRequestError as exc:
                 if not exc.body_too_long:
                     raise
                 text, truncated = refit(), True
@@ -206,22 +198,25 @@ def upsert_sticky(
                 html_url=created.html_url,
                 truncated=truncated,
             )
-        except GitHubRequestError as exc:
+        except ForgeRequestError as exc:
             if not exc.outcome_unknown:
                 raise
             # The POST may have gone through: look before posting again.
             found = find_sticky(client.list_comments(number), bot_login)
             if found is not None:
-                result = _update(client, found, text, refit, head_sha, current_head_sha, truncated)
+                result = _update(
+                    client, number, found, text, refit, head_sha, current_head_sha, truncated
+                )
                 return result.model_copy(update={"detail": "found after an uncertain POST"})
-    raise GitHubError(
+    raise ForgeError(
         f"could not post the review on #{number} after {_CREATE_ATTEMPTS} attempts",
-        hint="GitHub kept failing; rerun the report job (it will update, not duplicate, the comment)",
+        hint="the forge kept failing; rerun the report job (it will update, not duplicate, the comment)",
     )
 
 
 def _update(
     client: CommentsClient,
+    number: int,
     existing: CommentInfo,
     text: str,
     refit,
@@ -244,11 +239,11 @@ def _update(
     if existing.body == text:
         return StickyResult(action="unchanged", comment_id=existing.id, html_url=existing.html_url)
     try:
-        client.edit_comment(existing.id, text)
-    except GitHubRequestError as exc:
+        client.edit_comment(existing.id, text, number=number)
+    except ForgeRequestError as exc:
         if not exc.body_too_long:
             raise
-        client.edit_comment(existing.id, refit())
+        client.edit_comment(existing.id, refit(), number=number)
         truncated = True
     return StickyResult(
         action="updated", comment_id=existing.id, html_url=existing.html_url, truncated=truncated

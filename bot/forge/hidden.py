@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from bot.github.types import CommentInfo
+from bot.forge.types import CommentInfo
 
 MAX_HIDDEN_CHARS = 256 * 1024
 _KIND = re.compile(r"[a-z][a-z-]{0,30}")
