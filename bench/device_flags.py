@@ -32,8 +32,9 @@ USED: dict[str, dict[str, str]] = {
         "--device": "cli_decision.py, real_kernels/run.py",
         "--out": "cli_decision.py, real_kernels/run.py",
         "--kernels": "cli_decision.py (part 2, the fixture)",
-        "--max-rounds": "cli_decision.py, real_kernels/run.py (both with --device cpu only)",
-        "--no-added-shapes": "real_kernels/run.py (--bench-arg, as the record ran it; cpu always)",
+        "--engine-option max_rounds": "cli_decision.py, real_kernels/run.py (--device cpu only)",
+        "--engine-option added_shapes": "device_session.sh (real_kernels/run.py --bench-arg, as "
+        "the record ran it), cli_decision.py and real_kernels/run.py (--device cpu)",
     },
     "review": {
         "--repo": "device_pr_review.py, device_onboard.py",
@@ -42,8 +43,7 @@ USED: dict[str, dict[str, str]] = {
         "--results": "device_pr_review.py",
         "--no-compile": "device_pr_review.py, device_onboard.py",
         "--out": "device_pr_review.py",
-        "--measure": "device_onboard.py",
-        "--device": "device_onboard.py (--device cpu only)",
+        "--measure": "device_onboard.py (--measure cpu on a CPU)",
     },
     "init": {"--only": "device_onboard.py"},
     "policy": {},

@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
             repo,
             timeout=30,
         )
-        device = ["--device", "cpu"] if cpu else []
-        review = ["review", "--repo", ".", "--base", "main", "--measure", *device, "--no-compile"]
+        measure = ["--measure", "cpu"] if cpu else ["--measure"]
+        review = ["review", "--repo", ".", "--base", "main", *measure, "--no-compile"]
         printed = log.run(
             f"kernel-review {shlex.join(review)}",
             kernel_review(*review),

@@ -131,7 +131,7 @@ rk() {  # the real-kernel suite, the record's parts first so slow heads size fro
       --entries tests/data/real_kernels_standin/entries --no-dobench --out "$dir/rk" "$@"
   else
     cp "$RK_RECORD"/part*.json "$dir/rk/"
-    "$PY" bench/real_kernels/run.py --shapes 1 --by-run --bench-arg=--no-added-shapes --skip "$RK_SKIP" \
+    "$PY" bench/real_kernels/run.py --shapes 1 --by-run --bench-arg=--engine-option=added_shapes=off --skip "$RK_SKIP" \
       --no-dobench --install-wheels .real_wheels --out "$dir/rk" "$@"
   fi
 }
