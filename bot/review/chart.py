@@ -7,8 +7,8 @@ shapes carry their tolerance, and a line at ``1 + price`` where the kernel is a 
 at its rewrite price. xychart has no legend, so the sentence above the chart says which line is
 which by its value (``legend``): every line is level, so its height names it. A shape the sweep
 added (small or ragged, not one the policy serves) carries ``ADDED`` in its label, as in the
-table, and the sentence above the first chart of a run with such a bar says what it means. No colours are
-set: GitHub documents no support for a diagram's own configuration (front matter or
+table, and the sentence above the first chart of a run with such a bar says what it means. No
+colours are set: GitHub documents no support for a diagram's own configuration (front matter or
 ``%%{init}%%``) and draws in its own light or dark theme, and a notification e-mail or the
 mobile app shows the source, so nothing may rest on a colour. Syntax:
 https://mermaid.js.org/syntax/xyChart.html (checked by mermaid's own parser in
