@@ -115,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     run_md = args.out / "run.md"
     log = [f"# tritonbench #269's measure job on {versions()}", ""]
-    log += [f"Started {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}"]
-    log += ["; CPU timing under the Triton interpreter: plumbing only." if cpu else ".", ""]
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    how = "; CPU timing under the Triton interpreter: plumbing only" if cpu else ""
+    log += [f"Started {started}{how}.", ""]
     t_start = time.perf_counter()
 
     def progress(msg: str) -> None:
