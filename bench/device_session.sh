@@ -103,6 +103,11 @@ if [ -d .whl ] && ! "$PY" -c 'import pydantic, github, unidiff' 2>/dev/null; the
   export PYTHONPATH="${SITE:-/tmp/site}${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+if ! missing=$("$PY" -c 'import pydantic, github, unidiff' 2>&1); then
+  echo "device_session: the bot's dependencies do not import with $PY (${missing##*$'\n'}):" \
+    "run bench/device_wheels.sh here and carry .whl" >&2
+  exit 2
+fi
 
 {
   echo
