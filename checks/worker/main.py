@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the types only: the worker loads ``contract.py`` by path (`
         FinishReply,
         Hello,
         HelloReply,
+        Launched,
         MeasureCeilings,
         Pick,
         Prepare,
@@ -82,6 +83,7 @@ bench_capture = _sibling("bench_capture", os.path.join(os.path.dirname(_HERE), "
 triton_key = _sibling("triton_key")
 exclusive = _sibling("exclusive")
 autotune_picks = _sibling("autotune_picks")
+launches = _sibling("launches")
 exiting = _sibling("exiting")
 contract = _sibling("contract")
 classify = failures.classify
@@ -475,7 +477,11 @@ class Worker:
         result["correct"] = result.pop("ok")
         result["digest"] = correctness.digest(out)
         step("digest")
-        del out, ref, item, restore
+        del out, ref
+        if msg.launches:
+            result["launched"] = self._launched(item, restore, lock)
+            step("launches")
+        del item, restore
         self._release()
         step("release")
         if not self.marks_told:
@@ -484,6 +490,25 @@ class Worker:
         result["configs_picked"] = _picks(result["configs_picked"])
         result["digest"] = tuple(contract.from_json(contract.Digest, d) for d in result["digest"])
         return contract.CheckReply(**result, steps_s=step.seconds)
+
+    def _launched(self, item: dict[str, Any], restore: Any, lock: str | None) -> Launched:
+        """One more call of the case, on the inputs the entry point made, its kernels recorded
+        (``launches.recording``): what the timed calls launch, once the first call compiled
+        and tuned. Alone on the GPU, as the first call was (another worker's autotuner may be
+        timing its configs); a call that fails here is said in the record, not raised."""
+        restore()
+        try:
+            recorder = launches.recording(self.torch, self.device, (timing.MARKER,))
+            with recorder as record, exclusive.exclusive(lock):
+                item["fn"]()
+                self._sync()
+        except Exception as exc:
+            note = f"not recorded: its call raised {type(exc).__name__}: {exc}"
+            return contract.Launched(kernels=(), profiler=False, note=note[: launches.MAX_NAME])
+        finally:
+            restore()
+        kernels = tuple(contract.Launch(**k) for k in record["kernels"])
+        return contract.Launched(kernels, record["profiler"], record["note"])
 
     def op_configure(self, msg: Configure) -> ConfigureReply:
         if self.timer is None:
