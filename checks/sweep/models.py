@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from bot.contracts.base import Frozen
-from bot.contracts.evidence import Label
+from bot.contracts.evidence import Count, Label
 from bot.errors import ResultsError
 from checks.sweep.protocol import CaseRun, ProtocolConfig
 from checks.sweep.shapes import Category
@@ -79,6 +79,22 @@ class Ceilings(Frozen):
     cached: bool = False
 
 
+class CaseLaunch(Frozen):
+    """A kernel one call of a case launched (the worker's ``contract.Launch``)."""
+
+    name: Label
+    triton: bool
+    count: Count
+
+
+class CaseLaunches(Frozen):
+    """The kernels one call of a case launched after its first call (``contract.Launched``)."""
+
+    kernels: tuple[CaseLaunch, ...] = Field(default=(), max_length=64)
+    profiler: bool = False  # every GPU kernel was recorded; False: Triton's launches only
+    note: Label = ""
+
+
 class SideInfo(Frozen):
     """How one side was set up for a case."""
 
@@ -95,6 +111,7 @@ class SideInfo(Frozen):
     # each Triton autotuner's pick in this case's first call ("kernel: k=v, ..."): the config
     # the timed runs used
     configs_picked: tuple[Label, ...] = Field(default=(), max_length=MAX_PICKS)
+    launches: CaseLaunches | None = None  # None: not recorded (a later pass's check)
 
 
 class ShapeResult(Frozen):

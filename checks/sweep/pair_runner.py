@@ -33,6 +33,7 @@ from bot.outputs import cache_root
 from checks.compiler.triton_compat import picked_label
 from checks.sweep.models import (
     MAX_PICKS,
+    CaseLaunches,
     Ceilings,
     EnvFingerprint,
     FailedSide,
@@ -88,6 +89,8 @@ class RunnerOptions(BaseModel):
     rewarm_after_idle_s: float = 2.0
     measure_ceilings: bool = True
     ceilings_cache_dir: str | None = None
+    # the first pass's checks record the kernels one more call of each side launches
+    record_launches: bool = True
 
 
 def choose_mode(est_base_us: float, est_head_us: float, device: str, cfg: ProtocolConfig) -> str:
@@ -520,8 +523,16 @@ class PairRunner:
         self, w: WorkerClient, case: Case, pins: tuple[contract.Pick, ...] = ()
     ) -> contract.CheckReply | WorkerFailure:
         entries = case.base_entries if w.spec.side == "base" else case.head_entries
+        record = self.options.record_launches and self.execution == 0
         try:
-            return w.check(entries, case.dims, case.dtype, seed=self.options.check_seed, pins=pins)
+            return w.check(
+                entries,
+                case.dims,
+                case.dtype,
+                seed=self.options.check_seed,
+                pins=pins,
+                launches=record,
+            )
         except WorkerFailure as f:
             return f
 
@@ -688,6 +699,9 @@ def _side_info(
         prepare_s=prep.prepare_s,
         max_abs_err=check.max_abs_err,
         configs_picked=_picks(check),
+        launches=CaseLaunches.model_validate(contract.as_json(check.launched))
+        if check.launched
+        else None,
     )
 
 

@@ -32,6 +32,9 @@ CPU_NOTE = "on the CPU only Triton's launches (through its interpreter) are reco
 # what the profiler names a device activity that is no kernel, where it does not say its type
 _NOT_KERNELS = ("Memcpy", "Memset", "Context Sync", "CopyDeviceTo", "CopyHostTo", "FillBuffer")
 
+# an anonymous namespace as the C++ runtime's demangler and Nsight's write it
+ANONYMOUS = ("(anonymous namespace)::", "<unnamed>::")
+
 _DEMANGLER: list[Any] = []  # ``__cxa_demangle`` once found, or None when there is none
 
 
@@ -72,8 +75,11 @@ def demangle(name: str) -> str:
 
 def short_name(name: str) -> str:
     """A kernel's qualified name without its return type, template arguments and parameters:
-    ``void (anonymous namespace)::ns::add<float, 4>(float const*, int)`` is ``ns::add``."""
-    text = demangle(name.strip()).replace("(anonymous namespace)::", "")
+    ``void (anonymous namespace)::ns::add<float, 4>(float const*, int)`` is ``ns::add`` (an
+    anonymous namespace as each demangler writes it, ``<unnamed>`` too, left out)."""
+    text = demangle(name.strip())
+    for anonymous in ANONYMOUS:
+        text = text.replace(anonymous, "")
     out, depth = [], 0
     for ch in text:
         if ch == "<":
