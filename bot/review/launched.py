@@ -50,10 +50,13 @@ class Ran:
             cases = k.cases + (had.cases if had else 0)
             self.kernels[k.name] = k.model_copy(update={"cases": cases})
 
-    def has(self, name: str) -> bool:
+    def has(self, name: str, origin: str | None = None) -> bool:
         """Whether a kernel the analysis names ran: a Triton function by its name, a C++ one by
-        its last component (the profiler's name is qualified)."""
-        return any(_same(name, k.name) for k in self.kernels.values())
+        its last component (the profiler's name is qualified); of ``origin`` where given (a
+        rewrite's Triton kernel may keep the C++ kernel's name)."""
+        return any(
+            _same(name, k.name) and origin in (None, k.origin) for k in self.kernels.values()
+        )
 
     def sees(self, language: str | None) -> bool:
         """Whether a kernel of ``language`` would be in this record if it ran."""
@@ -65,6 +68,14 @@ class Ran:
 
 def _same(static: str, ran: str) -> bool:
     return static == ran or ran.rsplit("::", 1)[-1] == static
+
+
+def _origin(language: str | None) -> str | None:
+    """The origin a kernel of ``language`` has in the record (None: either)."""
+    words = {w.strip().lower() for w in (language or "").split("+")}
+    if words == {"triton"}:
+        return "triton"
+    return "native" if words and words <= {"cuda", "hip"} else None
 
 
 @dataclass
@@ -113,7 +124,7 @@ def read(kernel: str, vendor: str, lines: Sequence[ChangeLine], sides: dict[str,
         ):
             if ran is None or not names or not ran.sees(lang):
                 continue
-            reached = [n for n in names if ran.has(n)]
+            reached = [n for n in names if ran.has(n, _origin(lang))]
             if reached:
                 out.confirmed.append(f"{side} ran {_names(reached)}")
                 out.unreached += [
@@ -122,7 +133,7 @@ def read(kernel: str, vendor: str, lines: Sequence[ChangeLine], sides: dict[str,
             else:
                 out.corrected.append(f"{side} never ran {_names(names)}, which it names")
         if c.kind == "rewrite" and head is not None and head.sees(c.old_language):
-            still = [n for n in c.old_functions if head.has(n)]
+            still = [n for n in c.old_functions if head.has(n, _origin(c.old_language))]
             if still:
                 out.corrected.append(
                     f"head still ran the replaced {_names(still)}: the bench entry measures the "
@@ -130,8 +141,8 @@ def read(kernel: str, vendor: str, lines: Sequence[ChangeLine], sides: dict[str,
                 )
     if base is None or head is None:
         return out
-    gone = [k for k in base.own() if not head.has(k.name)]
-    added = [k for k in head.own() if not base.has(k.name)]
+    gone = [k for k in base.own() if not head.has(k.name, k.origin)]
+    added = [k for k in head.own() if not base.has(k.name, k.origin)]
     for side, ks, named in (("base", gone, named_old | named_new), ("head", added, named_new)):
         unnamed = [k.name for k in ks if not any(_same(n, k.name) for n in named)]
         if unnamed:

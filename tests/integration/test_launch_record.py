@@ -6,13 +6,16 @@ asked."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from bot.cli import main
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
 from checks.worker import contract
 from checks.worker.launches import CPU_NOTE
+from tests.paths import ROOT
 
 OPS = """\
 import torch
@@ -126,3 +129,73 @@ def test_a_recorded_call_that_fails_is_said_in_the_record_and_the_check_stands(
 def test_nothing_is_recorded_unless_asked(client: WorkerClient) -> None:
     got = _check(client, "ops:twice", launches=False)
     assert got.launched is None and "launches" not in got.steps_s
+
+
+# ------------------------------------------------------- the fixture's review with a record
+
+RECORDED = ROOT / "bench" / "results" / "h200" / "fixture_review" / "results-nvidia.json"
+# the fixture's own kernels on each side (kernels_fixture/toyops: the C++ kernels sit in an
+# anonymous namespace, which the record leaves out of their names), with torch's fill kernel
+# beside them: a record as the H200's measure job would write it, not one it wrote
+FIXTURE_RAN = {
+    ("vector_add", "base"): [("vector_add_kernel", "native")],
+    ("vector_add", "head"): [("vector_add_kernel", "triton")],
+    ("softmax", "base"): [("softmax_row_kernel", "native"), ("softmax_wide_row_kernel", "native")],
+    ("softmax", "head"): [("softmax_kernel", "triton")],
+    ("matmul", "base"): [("matmul_kernel", "triton"), ("at::native::vectorized_elementwise_kernel", "library")],
+    ("matmul", "head"): [("matmul_kernel", "triton"), ("at::native::vectorized_elementwise_kernel", "library")],
+}  # fmt: skip
+
+
+def _with_record(tmp_path: Path, ran: dict[tuple[str, str], list[tuple[str, str]]]) -> Path:
+    data = json.loads(RECORDED.read_text())
+    data["evidence"]["sweeps"][0]["launches"] = [
+        {
+            "kernel": kernel,
+            "side": side,
+            "cases": 4,
+            "kernels": [{"name": n, "origin": o, "cases": 4} for n, o in names],
+            "profiler": True,
+        }
+        for (kernel, side), names in ran.items()
+    ]
+    path = tmp_path / "results-nvidia.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_the_fixtures_review_says_what_ran_in_one_line_and_keeps_to_its_size(
+    tmp_path: Path, capsys
+) -> None:
+    results = str(_with_record(tmp_path, FIXTURE_RAN))
+    assert main(["demo", "--no-compile", "--results", results, "--out", "-"]) == 0
+    comment = capsys.readouterr().out
+    said = [line for line in comment.splitlines() if line.startswith("**What ran**")]
+    assert said == [
+        "**What ran** (launch record) confirms vector\\_add, softmax, matmul: what changed "
+        "rests on both."
+    ]
+    assert len(comment.encode()) <= 10 * 1024  # the comment's budget (tests/unit/test_chart.py)
+    assert main(["demo", "--no-compile", "--results", results, "--full", "--out", "-"]) == 0
+    summary = capsys.readouterr().out
+    assert (
+        "- **softmax** (nvidia, 4 cases): base ran CUDA `softmax_row_kernel` and "
+        "`softmax_wide_row_kernel`; head ran Triton `softmax_kernel`. Confirms the analysis's "
+        "rewrite: base's CUDA `softmax_row_kernel` and `softmax_wide_row_kernel` replaced by "
+        "head's Triton `softmax_kernel`."
+    ) in summary
+
+
+def test_the_fixtures_review_says_when_head_still_runs_the_kept_cuda_softmax(
+    tmp_path: Path, capsys
+) -> None:
+    """TOYOPS_SOFTMAX_IMPL=cuda set on the runner: head's bench entry runs the kept kernel."""
+    ran = {**FIXTURE_RAN, ("softmax", "head"): [("softmax_row_kernel", "native")]}
+    results = str(_with_record(tmp_path, ran))
+    assert main(["demo", "--no-compile", "--results", results, "--out", "-"]) == 0
+    comment = capsys.readouterr().out
+    [said] = [line for line in comment.splitlines() if line.startswith("**What ran**")]
+    assert said.startswith(
+        "**What ran** (launch record) corrects softmax: head never ran `softmax_kernel`, which "
+        "it names; confirms vector\\_add, matmul: what changed rests on what ran."
+    )

@@ -201,6 +201,21 @@ def test_a_rewrite_that_ran_as_the_analysis_says_is_confirmed_and_rests_on_both(
     assert "rests on the analysis, confirmed by what ran." in line
 
 
+def test_a_triton_kernel_that_keeps_the_cuda_kernels_name_is_told_apart_by_its_origin() -> None:
+    line = ChangeLine(kernel="vector_add", kind="rewrite", old_language="CUDA",
+                      new_language="Triton", old_functions=("vector_add_kernel",),
+                      new_functions=("vector_add_kernel",))  # fmt: skip
+    sweep = _sweep(
+        _ran("vector_add", "base", ("toyops::vector_add_kernel", "native")),
+        _ran("vector_add", "head", ("vector_add_kernel", "triton")),
+    )
+    [r] = readings([line], [sweep])
+    assert r.rests_on == "both" and not r.corrected
+    assert r.pairing == (
+        "base's CUDA `toyops::vector_add_kernel` replaced by head's Triton `vector_add_kernel`"
+    )
+
+
 def test_a_rewrite_whose_head_still_runs_the_old_kernel_is_corrected() -> None:
     """softmax's C++ kernel kept behind a flag that the runner's environment sets."""
     sweep = _sweep(
