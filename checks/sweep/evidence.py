@@ -29,7 +29,7 @@ from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError
 from bot.outputs import plural
 from checks.checkout import checkout_for
-from checks.sweep.models import CaseLaunches, ShapeResult, SideInfo, SweepResult, load_results
+from checks.sweep.models import CaseLaunches, ShapeResult, SweepResult, load_results
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import plan_cases
 from checks.worker.contract import Side
@@ -112,10 +112,13 @@ def launch_records(result: SweepResult) -> tuple[LaunchRecord, ...]:
     it: each kernel with the count of cases that launched it, in the order it first ran."""
     recorded: dict[tuple[str, Side], list[CaseLaunches]] = {}
     for c in result.cases:
-        sides: tuple[tuple[Side, SideInfo | None], ...] = (("base", c.base), ("head", c.head))
-        for side, info in sides:
-            if info is not None and info.launches is not None:
-                recorded.setdefault((c.kernel, side), []).append(info.launches)
+        sides: tuple[tuple[Side, CaseLaunches | None], ...] = (
+            ("base", c.base_launches),
+            ("head", c.head_launches),
+        )
+        for side, launched in sides:
+            if launched is not None:
+                recorded.setdefault((c.kernel, side), []).append(launched)
     records = []
     for (kernel, side), cases in recorded.items():
         seen: dict[str, tuple[bool, int]] = {}  # name -> (triton, cases)

@@ -111,7 +111,6 @@ class SideInfo(Frozen):
     # each Triton autotuner's pick in this case's first call ("kernel: k=v, ..."): the config
     # the timed runs used
     configs_picked: tuple[Label, ...] = Field(default=(), max_length=MAX_PICKS)
-    launches: CaseLaunches | None = None  # None: not recorded (a later pass's check)
 
 
 class ShapeResult(Frozen):
@@ -162,6 +161,10 @@ class ShapeResult(Frozen):
     phase_s: dict[str, float] = Field(default_factory=dict)
     base: SideInfo | None = None
     head: SideInfo | None = None
+    # the kernels one call of each side launched, recorded by its check in the first pass
+    # (None: not recorded, as where that side's check failed)
+    base_launches: CaseLaunches | None = None
+    head_launches: CaseLaunches | None = None
     notes: tuple[str, ...] = ()
     raw: CaseRun | None = None
 

@@ -212,6 +212,8 @@ class PairRunner:
         # the next case's check, made during the last one's recheck: the case, the pair that
         # checked it, each worker's answer or failure
         self._ahead: tuple[Case, tuple[WorkerClient, WorkerClient], list[Any]] | None = None
+        # by case key, what each side's check recorded it launched (``base_launches``, ...)
+        self._launched: dict[Any, dict[str, CaseLaunches]] = {}
 
     @property
     def arms(self) -> list[tuple[WorkerClient, WorkerClient]]:
@@ -338,7 +340,12 @@ class PairRunner:
                 raw=raw,
                 gpu_seconds=time.monotonic() - t0,
             )
-        return result.model_copy(update={"phase_s": {k: round(v, 4) for k, v in steps.items()}})
+        return result.model_copy(
+            update={
+                "phase_s": {k: round(v, 4) for k, v in steps.items()},
+                **self._launched.pop(case.key, {}),  # a side that failed has none
+            }
+        )
 
     def _recover(self, f: WorkerFailure) -> None:
         named = [w for w in self.workers if w.spec.name == f.worker]
@@ -589,6 +596,13 @@ class PairRunner:
             for w in pair:  # one at a time: nothing else runs on the GPU meanwhile
                 w.restart()
                 got.append(self._check_one(w, case))
+        self._launched[case.key] = {
+            f"{pair[i].spec.side}_launches": CaseLaunches.model_validate(
+                contract.as_json(a.launched)
+            )
+            for i, a in enumerate(got)
+            if isinstance(a, contract.CheckReply) and a.launched is not None
+        }
         failed = [a for a in got if isinstance(a, WorkerFailure)]
         if failed:
             raise min(failed, key=lambda f: bool(f.waited_on))
@@ -699,9 +713,6 @@ def _side_info(
         prepare_s=prep.prepare_s,
         max_abs_err=check.max_abs_err,
         configs_picked=_picks(check),
-        launches=CaseLaunches.model_validate(contract.as_json(check.launched))
-        if check.launched
-        else None,
     )
 
 

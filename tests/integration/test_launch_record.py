@@ -12,6 +12,12 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from bot.contracts.review import ChangeLine
+from bot.review.launched import launch_summary
+from checks.sweep.evidence import to_evidence
+from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.shapes import Case
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
 from checks.worker import contract
 from checks.worker.launches import CPU_NOTE
@@ -198,4 +204,61 @@ def test_the_fixtures_review_says_when_head_still_runs_the_kept_cuda_softmax(
     assert said.startswith(
         "**What ran** (launch record) corrects softmax: head never ran `softmax_kernel`, which "
         "it names; confirms vector\\_add, matmul: what changed rests on what ran."
+    )
+
+
+# ------------------------------------------------------------ a sweep carries the record
+
+BASE_OPS = """\
+import torch
+
+
+def twice(shape, dtype, *, device="cpu", seed=0):
+    x = torch.rand(shape, device=device, generator=torch.Generator().manual_seed(seed))
+    return {"fn": lambda: 4 * x + 1, "reference": lambda: 4 * x + 1, "inputs": [x]}
+"""
+
+
+def test_a_sweep_records_each_side_once_and_keeps_heads_record_where_base_failed(
+    tmp_path: Path,
+) -> None:
+    """Base computes in torch, head in Triton (a rewrite as the CPU can run it): each side's
+    record is in the case, the review reads head's Triton kernels as new; a case base cannot
+    run (no such entry at base) keeps head's record."""
+    for side, text in (("base", BASE_OPS), ("head", OPS)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "ops.py").write_text(text)
+    cases = [
+        Case(kernel="twice", bench="ops:twice", dims=(100,), dtype="float32", tolerance=0.5),
+        Case(kernel="torch_only", bench="ops:torch_only", dims=(100,), dtype="float32",
+             tolerance=0.5),
+    ]  # fmt: skip
+    result = run_sweep(
+        cases,
+        base_root=tmp_path / "base",
+        head_root=tmp_path / "head",
+        base_rev="a" * 40,
+        head_rev="b" * 40,
+        options=SweepOptions(
+            device="cpu",
+            protocol=ProtocolConfig(
+                block_ms=2.0, min_rounds=6, max_rounds=8, warmup_rounds=1, max_case_seconds=4.0,
+                min_executions=1, max_executions=1,
+            ),
+            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
+        ),
+        work_dir=tmp_path / "work",
+    )  # fmt: skip
+    ok, missing = result.cases
+    assert ok.status == "ok" and missing.status == "missing_entry"
+    assert ok.base_launches is not None and ok.base_launches.kernels == ()
+    assert ok.head_launches is not None
+    assert [k.name for k in ok.head_launches.kernels] == ["_scale_kernel", "_shift_kernel"]
+    assert missing.base_launches is None and missing.head_launches is not None
+    evidence = to_evidence(result, vendor="nvidia")
+    new = ChangeLine(kernel="twice", kind="new", new_language="Triton",
+                     new_functions=("_scale_kernel", "_shift_kernel"))  # fmt: skip
+    assert launch_summary([new], [evidence]) == (
+        "**What ran** (launch record) confirms twice; cannot check torch\\_only: what changed "
+        "rests on both."
     )

@@ -13,8 +13,9 @@ from bot.contracts.evidence import LaunchedKernel, LaunchRecord, SweepEvidence
 from bot.contracts.review import ChangeLine
 from bot.review.launched import launch_lines, launch_summary, readings
 from checks.sweep.evidence import launch_records, to_evidence
-from checks.sweep.models import CaseLaunch, CaseLaunches, ShapeResult, SideInfo, SweepResult
+from checks.sweep.models import CaseLaunch, CaseLaunches, ShapeResult, SweepResult
 from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.summary import combine
 from checks.worker import launches
 from checks.worker.timing import MARKER
 from tests.paths import DATA
@@ -86,27 +87,14 @@ def test_one_calls_rows_count_each_kernel_once_and_leave_the_marker_out() -> Non
 # ------------------------------------------------------------------ a sweep's cases, joined
 
 
-def _side(*kernels: tuple[str, bool], profiler: bool = True, note: str = "") -> SideInfo:
-    return SideInfo(
-        entry="ops:bench",
-        est_us=1.0,
-        bytes_moved=0,
-        flops=0,
-        copies=1,
-        footprint_bytes=1,
-        prepare_s=0.0,
-        launches=CaseLaunches(
-            kernels=tuple(CaseLaunch(name=n, triton=t, count=1) for n, t in kernels),
-            profiler=profiler,
-            note=note,
-        ),
-    )
+def _launches(*kernels: tuple[str, bool]) -> CaseLaunches:
+    return CaseLaunches(kernels=tuple(CaseLaunch(name=n, triton=t, count=1) for n, t in kernels))
 
 
-def _case(kernel: str, dims: tuple[int, ...], base: SideInfo, head: SideInfo) -> ShapeResult:
+def _case(kernel: str, dims: tuple[int, ...], base: CaseLaunches | None, head: CaseLaunches):
     return ShapeResult(
-        kernel=kernel, shape=dims, dtype="float16", tolerance=0.03, status="ok", base=base,
-        head=head,
+        kernel=kernel, shape=dims, dtype="float16", tolerance=0.03, status="ok",
+        base_launches=base, head_launches=head,
     )  # fmt: skip
 
 
@@ -123,15 +111,16 @@ def test_a_sweeps_cases_are_joined_per_bench_entry_and_side() -> None:
         protocol=ProtocolConfig(),
         family_size=3,
         cases=(
-            _case("softmax", (4, 781), _side(narrow, fill), _side(triton)),
-            _case("softmax", (4, 9000), _side(wide, fill), _side(triton)),
-            _case("softmax", (8, 781), _side(narrow), _side(triton)).model_copy(
-                update={"base": None}  # a later pass's result of a case, or one that failed
+            _case("softmax", (4, 781), _launches(narrow, fill), _launches(triton)),
+            _case("softmax", (4, 9000), _launches(wide, fill), _launches(triton)),
+            # base's check failed (its CUDA kernel cannot build here): head's record stands
+            _case("softmax", (8, 781), None, _launches(triton)).model_copy(
+                update={"status": "error", "failed_side": "base"}
             ),
         ),
     )
     base, head = launch_records(result)
-    assert (base.kernel, base.side, base.cases, base.profiler) == ("softmax", "base", 2, True)
+    assert (base.kernel, base.side, base.cases, base.profiler) == ("softmax", "base", 2, False)
     assert [(k.name, k.origin, k.cases) for k in base.kernels] == [
         ("softmax_row_kernel", "native", 1),
         ("at::native::vectorized_elementwise_kernel", "library", 2),
@@ -141,6 +130,19 @@ def test_a_sweeps_cases_are_joined_per_bench_entry_and_side() -> None:
         "head", 3, [("softmax_kernel", "triton")]
     )  # fmt: skip
     assert to_evidence(result).launches == (base, head)  # what the results file carries
+
+
+def test_a_later_pass_keeps_what_the_first_pass_recorded() -> None:
+    first = _case("softmax", (4, 781), _launches(("softmax_row_kernel", False)), _launches())
+    failed = _case("softmax", (4, 781), None, None).model_copy(
+        update={"status": "crashed", "message": "exited with code 7"}
+    )
+    joined = combine(first, failed, 1)
+    assert joined.status == "crashed"
+    assert (joined.base_launches, joined.head_launches) == (
+        first.base_launches,
+        first.head_launches,
+    )
 
 
 def test_a_change_line_names_its_kernel_functions() -> None:
