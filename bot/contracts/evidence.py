@@ -106,8 +106,8 @@ class LaunchedKernel(Frozen):
 
 
 class LaunchRecord(Frozen):
-    """What one bench entry launched on one side: one call per recorded case, after its first
-    call (``checks.worker.launches``)."""
+    """What one bench entry launched on one side: one call per recorded case, on a GPU after
+    its first call, on the CPU its first (``checks.worker.launches``)."""
 
     kernel: Label  # the policy kernel
     side: Literal["base", "head"]

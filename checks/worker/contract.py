@@ -325,7 +325,7 @@ class Launch:
 
 @dataclass(frozen=True)
 class Launched:
-    """The kernels one call of a case launched, after its first call (``launches.recording``)."""
+    """The kernels one call of a case launched (``launches.recording``)."""
 
     kernels: tuple[Launch, ...]
     profiler: bool  # the profiler saw every GPU kernel; False: Triton's launches only
@@ -547,7 +547,9 @@ class Check(Request[CheckReply]):
     dtype: str
     seed: int
     pins: tuple[Pick, ...] | None = None  # another worker's picks, which fix this one's
-    launches: bool | None = None  # True: one more call, its kernels recorded (``launched``)
+    # True: the kernels a call launched are recorded (``launched``): on the CPU the first call's,
+    # on a GPU one more call's after it
+    launches: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Which kernels one call of a bench entry launched: the record the review holds its static
 "what changed" against.
 
-``recording(torch, device)`` wraps one call (``main.py``'s check makes it after the case's first
-call, which compiled and tuned, and outside every timed region, so nothing of the engine's own
-runs inside: no marker kernel, no L2 flush, no input copy). It records
+``recording(torch, device)`` wraps one call outside every timed region, so nothing of the
+engine's own runs inside (no marker kernel, no L2 flush, no input copy): ``main.py``'s check
+makes one more call after the case's first, which compiled and tuned, on a GPU; on the CPU it
+wraps the first call itself (an interpreted call takes as long as its kernels). It records
 
 - Triton's launches, by the JIT function's name: through Triton's launch hook
   (``triton.knobs.runtime.launch_enter_hook``) on a GPU, and through ``InterpretedFunction.run``

@@ -439,8 +439,21 @@ class Worker:
             exclusive.yield_while_compiling()
         spent = dict(exclusive.SPENT)
         alone = exclusive.exclusive(lock)
+        # the kernels launched: on the CPU those of the first call itself (an interpreted call
+        # takes as long as its kernels: one more had doubled a large case's check), on a GPU
+        # those of one more call after the check (``_launched``), outside compiling and tuning
+        first_launches = bool(msg.launches) and self.device == "cpu"
+        recorder = (
+            launches.recording(self.torch, self.device, (timing.MARKER,))
+            if first_launches
+            else contextlib.nullcontext({})
+        )
         if ref is None:
-            with alone, autotune_picks.recording(_pins(msg), _case_id(msg)) as picks:
+            with (
+                alone,
+                autotune_picks.recording(_pins(msg), _case_id(msg)) as picks,
+                recorder as record,
+            ):
                 step("lock_wait")
                 sizing = item["fn"]()
                 self._sync()
@@ -452,7 +465,11 @@ class Worker:
         else:
             correctness.poison(correctness.flatten_outputs(ref))
             step("poison")
-            with alone, autotune_picks.recording(_pins(msg), _case_id(msg)) as picks:
+            with (
+                alone,
+                autotune_picks.recording(_pins(msg), _case_id(msg)) as picks,
+                recorder as record,
+            ):
                 step("lock_wait")
                 out = item["fn"]()
                 self._sync()
@@ -478,7 +495,9 @@ class Worker:
         result["digest"] = correctness.digest(out)
         step("digest")
         del out, ref
-        if msg.launches:
+        if first_launches:
+            result["launched"] = _launched(record)
+        elif msg.launches:
             result["launched"] = self._launched(item, restore, lock)
             step("launches")
         del item, restore
@@ -492,10 +511,11 @@ class Worker:
         return contract.CheckReply(**result, steps_s=step.seconds)
 
     def _launched(self, item: dict[str, Any], restore: Any, lock: str | None) -> Launched:
-        """One more call of the case, on the inputs the entry point made, its kernels recorded
-        (``launches.recording``): what the timed calls launch, once the first call compiled
-        and tuned. Alone on the GPU, as the first call was (another worker's autotuner may be
-        timing its configs); a call that fails here is said in the record, not raised."""
+        """On a GPU, one more call of the case, on the inputs the entry point made, its kernels
+        recorded (``launches.recording``): what the timed calls launch, once the first call
+        compiled and tuned. Alone on the GPU, as the first call was (another worker's
+        autotuner may be timing its configs); a call that fails here is said in the record,
+        not raised."""
         restore()
         try:
             recorder = launches.recording(self.torch, self.device, (timing.MARKER,))
@@ -507,8 +527,7 @@ class Worker:
             return contract.Launched(kernels=(), profiler=False, note=note[: launches.MAX_NAME])
         finally:
             restore()
-        kernels = tuple(contract.Launch(**k) for k in record["kernels"])
-        return contract.Launched(kernels, record["profiler"], record["note"])
+        return _launched(record)
 
     def op_configure(self, msg: Configure) -> ConfigureReply:
         if self.timer is None:
@@ -682,6 +701,12 @@ def _pins(msg: Prepare | Check) -> list[dict[str, Any]] | None:
 def _picks(picks: list[dict[str, Any]]) -> tuple[Pick, ...]:
     """The picks ``autotune_picks.recording`` made, as the contract's."""
     return tuple(contract.from_json(contract.Pick, p) for p in picks)
+
+
+def _launched(record: dict[str, Any]) -> Launched:
+    """What ``launches.recording`` recorded, as the contract's."""
+    kernels = tuple(contract.Launch(**k) for k in record["kernels"])
+    return contract.Launched(kernels, record["profiler"], record["note"])
 
 
 def _tolerance(item: dict[str, Any], key: str) -> float | None:

@@ -2,7 +2,8 @@
 check records what one call of its case launched, a CUDA extension's templated kernel in a
 namespace by its qualified name (demangled, template arguments and parameters cut), a Triton
 kernel by its function's name through Triton's launch hook and counted once though the profiler
-sees it too, and neither the device-to-device copy beside them nor the engine's own kernels."""
+sees it too, and neither the device-to-device copy beside them nor the engine's own kernels; a
+recorded call that fails is said in the record, and the check stands."""
 
 from __future__ import annotations
 
@@ -62,6 +63,21 @@ def both(shape, dtype, *, device="cuda", seed=0):
         return y.clone()  # a device-to-device copy: no kernel of the record
 
     return {"fn": fn, "reference": lambda: 2 * x + 1, "inputs": [x]}
+
+
+CALLS = [0]
+
+
+def fails_later(shape, dtype, *, device="cuda", seed=0):
+    x = torch.rand(shape, device=device)
+
+    def fn():
+        CALLS[0] += 1
+        if CALLS[0] > 1:  # the first call, checked; then the recorded one
+            raise RuntimeError("the second call fails")
+        return x * 2
+
+    return {"fn": fn, "reference": lambda: x + x, "inputs": [x]}
 '''
 
 
@@ -95,3 +111,11 @@ def test_a_cuda_extension_kernel_and_a_triton_kernel_are_recorded_by_name(
         ("_shift_kernel", True, 1),
         ("kr::scale_kernel", False, 1),
     ]
+
+
+def test_a_recorded_call_that_fails_is_said_in_the_record_and_the_check_stands(
+    client: WorkerClient,
+) -> None:
+    got = client.check(["ops:fails_later"], (1000,), "float32", seed=1, launches=True)
+    assert got.correct and got.launched is not None and got.launched.kernels == ()
+    assert got.launched.note == "not recorded: its call raised RuntimeError: the second call fails"

@@ -1,8 +1,8 @@
 """The launch record through a real worker on the CPU (Triton's interpreter): a check asked for
-it makes one more call after the first and names the Triton kernels that call launched (through
-a heuristics wrapper too), each as often as it ran, says that nothing but
-Triton's launches is seen on the CPU, says so when that call fails, and records nothing when not
-asked."""
+it names the Triton kernels its first call launched (through a heuristics wrapper too), each as
+often as it ran, says that nothing but Triton's launches is seen on the CPU, and records nothing
+when not asked; a sweep keeps each side's record on the case, head's too where base cannot run;
+the fixture's review says in one line what the record confirms or corrects, within its size."""
 
 from __future__ import annotations
 
@@ -60,21 +60,6 @@ def twice(shape, dtype, *, device="cpu", seed=0):
 def torch_only(shape, dtype, *, device="cpu", seed=0):
     x = torch.rand(shape, device=device)
     return {"fn": lambda: x * 2, "reference": lambda: x + x, "inputs": [x]}
-
-
-CALLS = [0]
-
-
-def fails_later(shape, dtype, *, device="cpu", seed=0):
-    x = torch.rand(shape, device=device)
-
-    def fn():
-        CALLS[0] += 1
-        if CALLS[0] > 2:  # the first call, the checked call, then the recorded one
-            raise RuntimeError("the third call fails")
-        return x * 2
-
-    return {"fn": fn, "inputs": [x]}
 """
 
 
@@ -106,14 +91,14 @@ def test_a_check_names_the_triton_kernels_one_call_launched_and_how_often(
     got = _check(client, "ops:twice")
     assert got.correct
     assert got.launched is not None
-    # one call's launches: the first call's (and the checked call's) are not in it
+    # the first call's launches (on the CPU: no call more, the interpreter's are slow)
     assert [(k.name, k.triton, k.count) for k in got.launched.kernels] == [
         ("_scale_kernel", True, 2),
         ("_shift_kernel", True, 1),
     ]
     assert not got.launched.profiler and got.launched.note == CPU_NOTE
-    assert "launches" in got.steps_s  # its time is the check's own step
-    # the recorded call left the inputs as the entry point made them: a second check agrees
+    assert "launches" not in got.steps_s  # no call more: nothing to time
+    # the record changes nothing of the check: one without it finds the same outputs
     assert _check(client, "ops:twice", launches=False).digest == got.digest
 
 
@@ -124,17 +109,9 @@ def test_a_call_without_triton_records_no_kernel_and_says_what_the_cpu_cannot_se
     assert got.launched == contract.Launched(kernels=(), profiler=False, note=CPU_NOTE)
 
 
-def test_a_recorded_call_that_fails_is_said_in_the_record_and_the_check_stands(
-    client: WorkerClient,
-) -> None:
-    got = _check(client, "ops:fails_later")
-    assert got.correct and got.launched is not None and got.launched.kernels == ()
-    assert got.launched.note == "not recorded: its call raised RuntimeError: the third call fails"
-
-
 def test_nothing_is_recorded_unless_asked(client: WorkerClient) -> None:
     got = _check(client, "ops:twice", launches=False)
-    assert got.launched is None and "launches" not in got.steps_s
+    assert got.launched is None
 
 
 # ------------------------------------------------------- the fixture's review with a record
