@@ -63,8 +63,9 @@ def torch_only(shape, dtype, *, device="cpu", seed=0):
 """
 
 
-@pytest.fixture
-def client(tmp_path: Path):
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory):
+    tmp_path = tmp_path_factory.mktemp("launch-record")
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "ops.py").write_text(OPS)
     worker = WorkerClient(
