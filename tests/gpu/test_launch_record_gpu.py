@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
+from checks.sweep.workers import Timeouts, WorkerClient
+from tests.repo_worker import repo_worker
 
 pytestmark = pytest.mark.gpu
 
@@ -85,20 +86,9 @@ def fails_later(shape, dtype, *, device="cuda", seed=0):
 def client(tmp_path: Path):
     if shutil.which("nvcc") is None:
         pytest.skip("needs nvcc to build the CUDA extension")
-    (tmp_path / "repo").mkdir()
-    (tmp_path / "repo" / "ops.py").write_text(OPS)
-    worker = WorkerClient(
-        WorkerSpec(
-            side="base",
-            root=tmp_path / "repo",
-            device="cuda",
-            work_dir=tmp_path / "work",
-            timeouts=Timeouts(start_s=120, prepare_s=600, check_s=600),
-        )
-    )
-    worker.start()
-    yield worker
-    worker.close()
+    timeouts = Timeouts(start_s=120, prepare_s=600, check_s=600)  # the build
+    with repo_worker(tmp_path, {"ops.py": OPS}, device="cuda", timeouts=timeouts) as worker:
+        yield worker
 
 
 def test_a_cuda_extension_kernel_and_a_triton_kernel_are_recorded_by_name(

@@ -15,13 +15,14 @@ from bot.cli import main
 from bot.contracts.review import ChangeLine
 from bot.review.launched import launch_summary
 from checks.sweep.evidence import to_evidence
-from checks.sweep.protocol import ProtocolConfig
-from checks.sweep.run import SweepOptions, run_sweep
+from checks.sweep.run import SweepOptions
 from checks.sweep.shapes import Case
-from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
+from checks.sweep.workers import WorkerClient
 from checks.worker import contract
 from checks.worker.launches import CPU_NOTE
+from tests.integration.test_sweep_cpu import FAST, ONE_PASS, _standin_sweep
 from tests.paths import ROOT
+from tests.repo_worker import repo_worker
 
 OPS = """\
 import torch
@@ -65,21 +66,8 @@ def torch_only(shape, dtype, *, device="cpu", seed=0):
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory):
-    tmp_path = tmp_path_factory.mktemp("launch-record")
-    (tmp_path / "repo").mkdir()
-    (tmp_path / "repo" / "ops.py").write_text(OPS)
-    worker = WorkerClient(
-        WorkerSpec(
-            side="head",
-            root=tmp_path / "repo",
-            device="cpu",  # TRITON_INTERPRET=1
-            work_dir=tmp_path / "work",
-            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
-        )
-    )
-    worker.start()
-    yield worker
-    worker.close()
+    with repo_worker(tmp_path_factory.mktemp("launch-record"), {"ops.py": OPS}) as worker:
+        yield worker
 
 
 def _check(client: WorkerClient, entry: str, launches: bool = True) -> contract.CheckReply:
@@ -211,22 +199,8 @@ def test_a_sweep_records_each_side_once_and_keeps_heads_record_where_base_failed
         Case(kernel="torch_only", bench="ops:torch_only", dims=(100,), dtype="float32",
              tolerance=0.5),
     ]  # fmt: skip
-    result = run_sweep(
-        cases,
-        base_root=tmp_path / "base",
-        head_root=tmp_path / "head",
-        base_rev="a" * 40,
-        head_rev="b" * 40,
-        options=SweepOptions(
-            device="cpu",
-            protocol=ProtocolConfig(
-                block_ms=2.0, min_rounds=6, max_rounds=8, warmup_rounds=1, max_case_seconds=4.0,
-                min_executions=1, max_executions=1,
-            ),
-            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
-        ),
-        work_dir=tmp_path / "work",
-    )  # fmt: skip
+    options = SweepOptions(device="cpu", protocol=ONE_PASS, timeouts=FAST)
+    result = _standin_sweep(cases, options, tmp_path / "work", checkouts=tmp_path)
     ok, missing = result.cases
     assert ok.status == "ok" and missing.status == "missing_entry"
     assert ok.base_launches is not None and ok.base_launches.kernels == ()

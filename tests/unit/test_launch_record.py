@@ -13,12 +13,12 @@ from bot.contracts.evidence import LaunchedKernel, LaunchRecord, SweepEvidence
 from bot.contracts.review import ChangeLine
 from bot.review.launched import launch_lines, launch_summary, readings
 from checks.sweep.evidence import launch_records, to_evidence
-from checks.sweep.models import CaseLaunch, CaseLaunches, ShapeResult, SweepResult
-from checks.sweep.protocol import ProtocolConfig
+from checks.sweep.models import CaseLaunch, CaseLaunches, ShapeResult
 from checks.sweep.summary import combine
 from checks.worker import launches
 from checks.worker.timing import MARKER
 from tests.paths import DATA
+from tests.unit.test_sweep_skipped import _sweep as _sweep_result
 
 # GPU kernel names as the H200's profiler wrote them for the fixture's softmax, old and new
 # (bench/results/h200/smem_traffic/results-tail.md, Nsight Compute on torch 2.11, Triton 3.6)
@@ -103,20 +103,13 @@ def test_a_sweeps_cases_are_joined_per_bench_entry_and_side() -> None:
     wide = ("softmax_wide_row_kernel", False)
     fill = ("at::native::vectorized_elementwise_kernel", False)
     triton = ("softmax_kernel", True)
-    result = SweepResult(
-        vendor="nvidia",
-        timing="cuda-events",
-        base_rev="a" * 40,
-        head_rev="b" * 40,
-        protocol=ProtocolConfig(),
-        family_size=3,
-        cases=(
-            _case("softmax", (4, 781), _launches(narrow, fill), _launches(triton)),
-            _case("softmax", (4, 9000), _launches(wide, fill), _launches(triton)),
-            # base's check failed (its CUDA kernel cannot build here): head's record stands
-            _case("softmax", (8, 781), None, _launches(triton)).model_copy(
-                update={"status": "error", "failed_side": "base"}
-            ),
+    result = _sweep_result(
+        "cuda-events",
+        _case("softmax", (4, 781), _launches(narrow, fill), _launches(triton)),
+        _case("softmax", (4, 9000), _launches(wide, fill), _launches(triton)),
+        # base's check failed (its CUDA kernel cannot build here): head's record stands
+        _case("softmax", (8, 781), None, _launches(triton)).model_copy(
+            update={"status": "error", "failed_side": "base"}
         ),
     )
     base, head = launch_records(result)
