@@ -107,7 +107,7 @@ class LaunchedKernel(Frozen):
 
 class LaunchRecord(Frozen):
     """What one bench entry launched on one side: one call per recorded case, on a GPU after
-    its first call, on the CPU its first (``checks.worker.launches``)."""
+    its first call, on the CPU its first (``checks.bench_entries.launches``)."""
 
     kernel: Label  # the policy kernel
     side: Literal["base", "head"]

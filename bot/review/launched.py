@@ -1,5 +1,5 @@
 """What ran, against what the analysis said changed: the launch record (the kernels each bench
-entry launched at base and at head, ``checks.worker.launches``) confirms or corrects the static
+entry launched at base and at head, ``checks.bench_entries.launches``) confirms or corrects the static
 "what changed" and its pairing, and the review says which of the two it rests on. Pure.
 
 Held against each policy kernel's change lines (their ``old_functions`` and ``new_functions``):

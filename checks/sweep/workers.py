@@ -504,7 +504,7 @@ class WorkerClient:
         """Check the case's first call (compiling, autotuning); ``pins``: picks another worker
         made, which fix this side's autotuners where the kernel and its configs are the same
         (``checks.worker.autotune_picks``); ``launches``: record the kernels one more call
-        launches (``checks.worker.launches``)."""
+        launches (``checks.bench_entries.launches``)."""
         request = contract.Check(
             tuple(entries), tuple(shape), dtype, seed, tuple(pins) or None, launches or None
         )

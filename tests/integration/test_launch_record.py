@@ -14,12 +14,12 @@ import pytest
 from bot.cli import main
 from bot.contracts.review import ChangeLine
 from bot.review.launched import launch_summary
+from checks.bench_entries.launches import CPU_NOTE
 from checks.sweep.evidence import to_evidence
 from checks.sweep.run import SweepOptions
 from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient
 from checks.worker import contract
-from checks.worker.launches import CPU_NOTE
 from tests.integration.test_sweep_cpu import FAST, ONE_PASS, _standin_sweep
 from tests.paths import ROOT
 from tests.repo_worker import repo_worker

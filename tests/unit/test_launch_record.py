@@ -12,10 +12,10 @@ from bot.analysis.classify import analyze_diff
 from bot.contracts.evidence import LaunchedKernel, LaunchRecord, SweepEvidence
 from bot.contracts.review import ChangeLine
 from bot.review.launched import launch_lines, launch_summary, readings
+from checks.bench_entries import launches
 from checks.sweep.evidence import launch_records, to_evidence
 from checks.sweep.models import CaseLaunch, CaseLaunches, ShapeResult
 from checks.sweep.summary import combine
-from checks.worker import launches
 from checks.worker.timing import MARKER
 from tests.paths import DATA
 from tests.unit.test_sweep_skipped import _sweep as _sweep_result

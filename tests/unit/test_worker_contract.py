@@ -20,6 +20,7 @@ from checks.worker import contract as c
 from tests.paths import DATA, ROOT
 
 WORKER = ROOT / "checks" / "worker"
+LAUNCHES = "../bench_entries/launches"  # the worker loads it from its sibling folder
 RECORDED = json.loads((DATA / "worker_traffic" / "h200.json").read_text())
 
 PICK = c.Pick(
@@ -394,8 +395,8 @@ def _names(cls: type) -> set[str]:
         ("correctness", "digest", c.Digest),
         ("autotune_picks", "describe", c.Pick),
         ("autotune_picks", "run", c.Pick),
-        ("launches", "summarize", c.Launch),
-        ("launches", "recording", c.Launched),
+        (LAUNCHES, "summarize", c.Launch),
+        (LAUNCHES, "recording", c.Launched),
     ],
 )
 def test_what_the_worker_code_answers_has_only_the_contracts_fields(
@@ -418,8 +419,8 @@ def test_the_worker_code_fills_every_field_the_contract_requires() -> None:
     record_only = {"device_uuid", "cached"}  # the results file's, not the worker's
     assert set(Ceilings.model_fields) - record_only == _keys_returned("ceilings", "_measure_cpu")
     assert _names(c.Digest) == _keys_returned("correctness", "digest")
-    assert _names(c.Launch) == _keys_returned("launches", "summarize")
-    assert required(c.Launched) <= _keys_returned("launches", "recording")
+    assert _names(c.Launch) == _keys_returned(LAUNCHES, "summarize")
+    assert required(c.Launched) <= _keys_returned(LAUNCHES, "recording")
     env_required = {n for n, f in EnvFingerprint.model_fields.items() if f.is_required()}
     assert env_required <= _keys_returned("env_fingerprint", "collect")
 
