@@ -89,7 +89,7 @@ class RunnerOptions(BaseModel):
     rewarm_after_idle_s: float = 2.0
     measure_ceilings: bool = True
     ceilings_cache_dir: str | None = None
-    # the first pass's checks record the kernels one more call of each side launches
+    # the first pass's checks record the kernels a call of each side launched (``base_launches``)
     record_launches: bool = True
 
 
