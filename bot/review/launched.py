@@ -90,6 +90,7 @@ class Reading:
     corrected: list[str] = field(default_factory=list)
     unreached: list[str] = field(default_factory=list)  # named kernels its shapes did not reach
     pairing: str = ""  # base kernels replaced by head Triton kernels, by what ran
+    named: bool = False  # the analysis names a change of this kernel
 
     @property
     def rests_on(self) -> RestsOn:
@@ -113,7 +114,7 @@ def read(kernel: str, vendor: str, lines: Sequence[ChangeLine], sides: dict[str,
     one per shape class, and a bench entry's shapes may reach only some: those it did not reach
     are listed as unreached); when none did, it is a correction."""
     base, head = sides.get("base"), sides.get("head")
-    out = Reading(kernel, vendor, base, head)
+    out = Reading(kernel, vendor, base, head, named=bool(lines))
     native = NATIVE.get(vendor, "native")
     named_old = {n for c in lines for n in c.old_functions}
     named_new = {n for c in lines for n in c.new_functions}
@@ -212,8 +213,12 @@ def launch_summary(changes: Sequence[ChangeLine], sweeps: Sequence[SweepEvidence
         return ""
     confirmed = [r.kernel for r in found if r.rests_on == "both"]
     corrected = [r for r in found if r.rests_on == "ran"]
-    alone = [r.kernel for r in found if r.rests_on == "analysis"] + _unrecorded(changes, found)
+    # a kernel the analysis names no change of, whose record agrees with that, goes unsaid
+    alone = [r.kernel for r in found if r.rests_on == "analysis" and r.named]
+    alone += _unrecorded(changes, found)
     parts = [f"corrects {md_text(r.kernel)}: {r.corrected[0]}" for r in corrected]
+    if not (parts or confirmed or alone):
+        return ""
     if confirmed:
         parts.append(f"confirms {md_text(', '.join(dict.fromkeys(confirmed)))}")
     if alone:

@@ -281,6 +281,21 @@ def test_a_review_without_any_record_says_nothing_of_what_ran() -> None:
     assert launch_lines([REWRITE], [sweep]) == [] and launch_summary([REWRITE], [sweep]) == ""
 
 
+def test_a_record_that_agrees_with_no_change_named_goes_unsaid_in_the_comment() -> None:
+    """A toolchain pin moved: every kernel measured, none of them named by the analysis, each
+    side running the same kernels."""
+    sweep = _sweep(
+        _ran("matmul", "base", ("matmul_kernel", "triton")),
+        _ran("matmul", "head", ("matmul_kernel", "triton")),
+    )
+    toolchain = ChangeLine(kernel="triton", kind="toolchain", old_version="==3.5.1")
+    [r] = readings([toolchain], [sweep])
+    assert r.rests_on == "analysis" and not r.named
+    assert launch_summary([toolchain], [sweep]) == ""
+    [line] = launch_lines([toolchain], [sweep])  # the job summary still lists what ran
+    assert "base ran Triton `matmul_kernel`; head ran Triton `matmul_kernel`." in line
+
+
 def test_shards_of_one_vendor_are_read_as_one_record() -> None:
     a = _sweep(_ran("softmax", "base", ("softmax_row_kernel", "native")))
     b = _sweep(_ran("softmax", "base", ("softmax_wide_row_kernel", "native")))
