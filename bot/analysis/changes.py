@@ -33,19 +33,40 @@ def _paths(change: KernelChange) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(dict.fromkeys(old)), tuple(dict.fromkeys(new))
 
 
+def _functions(change: KernelChange) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The kernel functions a change names: old (a rewrite's replaced C++ kernels too), new; a
+    launch or tuning change read without either side's kernel, by its kernel's name on both."""
+    old = [r.name for r in ([change.old] if change.old else []) + list(change.old_variants)]
+    new = [change.new.name] if change.new else []
+    if not old and not new and change.kind in ("body", "tuning", "launch"):
+        both = [change.name] if change.name.isidentifier() else []
+        return tuple(both), tuple(both)
+    return tuple(dict.fromkeys(old)), tuple(new)
+
+
 def change_lines(analysis: Analysis) -> list[ChangeLine]:
-    """One line per kernel change, named by the policy kernel that covers it when there is one."""
+    """One line per kernel change, named by the policy kernel that covers it when there is one;
+    changes that read alike in the review (kernel, kind, paths) are one line naming all their
+    functions."""
     lines: list[ChangeLine] = []
-    seen: set[tuple[str, str, tuple[str, ...], tuple[str, ...]]] = set()
+    seen: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], int] = {}
     for c in analysis.changes:
         if c.kind == "moved":  # listed in analysis.moved, never among its changes
             continue
         old_paths, new_paths = _paths(c)
+        old_functions, new_functions = _functions(c)
         name = c.policy_kernels[0] if c.policy_kernels else c.name
         key = (name, c.kind, old_paths, new_paths)
         if key in seen:
+            line = lines[seen[key]]
+            lines[seen[key]] = line.model_copy(
+                update={
+                    "old_functions": tuple(dict.fromkeys(line.old_functions + old_functions)),
+                    "new_functions": tuple(dict.fromkeys(line.new_functions + new_functions)),
+                }
+            )
             continue
-        seen.add(key)
+        seen[key] = len(lines)
         old_lang = c.old_language or (c.old.language if c.old else None)
         new_lang = c.new.language if c.new else (None if c.old else c.language)
         detail = "; ".join(c.notes)
@@ -64,6 +85,8 @@ def change_lines(analysis: Analysis) -> list[ChangeLine]:
                 new_lines=(c.new.line_start, c.new.line_end) if c.new else None,
                 findings=tuple(c.findings),
                 not_compiled=_not_compiled(c),
+                old_functions=old_functions,
+                new_functions=new_functions,
             )
         )
     return lines + list(analysis.toolchain)

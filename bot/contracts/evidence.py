@@ -95,6 +95,28 @@ class ShapeLine(Frozen):
     head_configs: tuple[Label, ...] = Field(default=(), max_length=8)
 
 
+class LaunchedKernel(Frozen):
+    """A kernel a bench entry launched, as the measure job recorded it."""
+
+    name: Label  # a Triton kernel's function name; any other kernel's qualified name, demangled
+    # triton; native: the vendor's own language (CUDA, HIP), the repository's or an extension's;
+    # library: torch's and the vendor libraries' own (``at::``, ``cub::``, cuBLAS, ...)
+    origin: Literal["triton", "native", "library"]
+    cases: Count  # the recorded cases that launched it
+
+
+class LaunchRecord(Frozen):
+    """What one bench entry launched on one side: one call per recorded case, on a GPU after
+    its first call, on the CPU its first (``checks.bench_entries.launches``)."""
+
+    kernel: Label  # the policy kernel
+    side: Literal["base", "head"]
+    cases: Count
+    kernels: tuple[LaunchedKernel, ...] = Field(default=(), max_length=64)
+    profiler: bool = False  # every GPU kernel was recorded; False: Triton's launches only
+    note: Label = ""  # what was not recorded, and why
+
+
 class SweepEvidence(Frozen):
     vendor: Vendor
     gpu: str  # e.g. "NVIDIA H200"
@@ -106,6 +128,8 @@ class SweepEvidence(Frozen):
     dropped_rounds: Count = 0
     gpu_seconds: Seconds = 0.0
     timing_kind: Literal["gpu", "cpu"] = "gpu"
+    # what each bench entry launched at base and at head; empty where nothing was recorded
+    launches: tuple[LaunchRecord, ...] = Field(default=(), max_length=1000)
 
     @property
     def failures(self) -> tuple[ShapeLine, ...]:

@@ -61,6 +61,10 @@ class ChangeLine(Frozen):
     new_lines: tuple[int, int] | None = None  # first and last line of the new kernel in head
     findings: tuple[ChangeFinding, ...] = ()
     not_compiled: str = ""  # why the compiler report cannot cover the new kernel's language
+    # the kernel functions the change names on each side (a rewrite's replaced C++ kernels and
+    # its Triton kernel), which the launch record is held against (``bot.review.launched``)
+    old_functions: tuple[str, ...] = ()
+    new_functions: tuple[str, ...] = ()
 
 
 class Requirements(Frozen):

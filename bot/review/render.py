@@ -28,6 +28,7 @@ from bot.escape import md_code, md_text
 from bot.outputs import plural
 from bot.review import chart
 from bot.review.chart import dtype_short
+from bot.review.launched import launch_lines, launch_summary
 from bot.review.served import collapsed
 from bot.review.toolchain import history_lines, toolchain_lines
 from bot.review.trade import OVER_ADVICE, price_state
@@ -1010,6 +1011,11 @@ def render_comment(
     lines += _section("Why, and the five conditions before merge", why, full=full)
     changed = [*_changes_table(verdict, ctx.kernels), ""]
     changed += _findings(verdict) + _toolchain(verdict, evidence, ctx)
+    if full:
+        ran = launch_lines(verdict.changes, evidence.sweeps)
+        changed += ["### What ran", "", *ran, ""] if ran else []
+    elif said := launch_summary(verdict.changes, evidence.sweeps):
+        changed += [said, ""]
     lines += _section("What changed", changed, full=full)
 
     lines += _section("Per-shape results", _per_shape(verdict, evidence, full=full), full=full)

@@ -13,18 +13,26 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from bot.contracts.base import VENDORS
-from bot.contracts.evidence import Evidence, ShapeLine, ShapeVerdict, SweepEvidence
+from bot.contracts.evidence import (
+    Evidence,
+    LaunchedKernel,
+    LaunchRecord,
+    ShapeLine,
+    ShapeVerdict,
+    SweepEvidence,
+)
 from bot.contracts.plan import Plan, PlanLimits
 from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError
 from bot.outputs import plural
 from checks.checkout import checkout_for
-from checks.sweep.models import ShapeResult, SweepResult, load_results
+from checks.sweep.models import CaseLaunches, ShapeResult, SweepResult, load_results
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import plan_cases
+from checks.worker.contract import Side
 from checks.worker_env import run_sealed
 
 if TYPE_CHECKING:
@@ -91,6 +99,55 @@ def _tolerance_note(result: SweepResult) -> str:
     return f"{common:.0%}" + (f" ({', '.join(others)})" if others else "")
 
 
+# kernels of torch and of the vendors' libraries, by their qualified name: not the repository's
+# own, whatever its bench entry calls them through
+LIBRARY_KERNEL = re.compile(
+    r"^(at|c10|cub|thrust|cutlass|cudnn|ck|rocprim|hipcub|flashinfer)::"
+    r"|^(sm\d+_xmma|ampere_|volta_|turing_|cublas|cudnn|nvjet|gemv|splitKreduce|Cijk_|rocblas)"
+)
+
+
+def launch_records(result: SweepResult) -> tuple[LaunchRecord, ...]:
+    """What each bench entry launched at base and at head, over the cases whose check recorded
+    it: each kernel with the count of cases that launched it, in the order it first ran."""
+    recorded: dict[tuple[str, Side], list[CaseLaunches]] = {}
+    for c in result.cases:
+        sides: tuple[tuple[Side, CaseLaunches | None], ...] = (
+            ("base", c.base_launches),
+            ("head", c.head_launches),
+        )
+        for side, launched in sides:
+            if launched is not None:
+                recorded.setdefault((c.kernel, side), []).append(launched)
+    records = []
+    for (kernel, side), cases in recorded.items():
+        seen: dict[str, tuple[bool, int]] = {}  # name -> (triton, cases)
+        for case in cases:
+            for k in case.kernels:
+                triton, count = seen.get(k.name, (k.triton, 0))
+                seen[k.name] = (triton, count + 1)
+        records.append(
+            LaunchRecord(
+                kernel=kernel,
+                side=side,
+                cases=len(cases),
+                kernels=tuple(
+                    LaunchedKernel(name=name, origin=_origin(name, triton), cases=count)
+                    for name, (triton, count) in list(seen.items())[:64]
+                ),
+                profiler=all(case.profiler for case in cases),
+                note=next((case.note for case in cases if case.note), ""),
+            )
+        )
+    return tuple(records)
+
+
+def _origin(name: str, triton: bool) -> Literal["triton", "native", "library"]:
+    if triton:
+        return "triton"
+    return "library" if LIBRARY_KERNEL.search(name) else "native"
+
+
 def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvidence:
     """The review's view of a sweep. A CPU-timed sweep needs ``vendor`` named explicitly and is
     marked as CPU timing so the verdict never takes it for a GPU measurement."""
@@ -112,6 +169,7 @@ def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvide
         dropped_rounds=result.summary.dropped_rounds,
         gpu_seconds=result.gpu_seconds,
         timing_kind="cpu" if result.timing == "cpu" else "gpu",
+        launches=launch_records(result),
     )
 
 

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from bot.contracts.base import Frozen
-from bot.contracts.evidence import Label
+from bot.contracts.evidence import Count, Label
 from bot.errors import ResultsError
 from checks.sweep.protocol import CaseRun, ProtocolConfig
 from checks.sweep.shapes import Category
@@ -77,6 +77,22 @@ class Ceilings(Frozen):
     matmul_n: int
     timing: Timing
     cached: bool = False
+
+
+class CaseLaunch(Frozen):
+    """A kernel one call of a case launched (the worker's ``contract.Launch``)."""
+
+    name: Label
+    triton: bool
+    count: Count
+
+
+class CaseLaunches(Frozen):
+    """The kernels one call of a case launched after its first call (``contract.Launched``)."""
+
+    kernels: tuple[CaseLaunch, ...] = Field(default=(), max_length=64)
+    profiler: bool = False  # every GPU kernel was recorded; False: Triton's launches only
+    note: Label = ""
 
 
 class SideInfo(Frozen):
@@ -145,6 +161,10 @@ class ShapeResult(Frozen):
     phase_s: dict[str, float] = Field(default_factory=dict)
     base: SideInfo | None = None
     head: SideInfo | None = None
+    # the kernels one call of each side launched, recorded by its check in the first pass
+    # (None: not recorded, as where that side's check failed)
+    base_launches: CaseLaunches | None = None
+    head_launches: CaseLaunches | None = None
     notes: tuple[str, ...] = ()
     raw: CaseRun | None = None
 

@@ -33,6 +33,7 @@ from bot.outputs import cache_root
 from checks.compiler.triton_compat import picked_label
 from checks.sweep.models import (
     MAX_PICKS,
+    CaseLaunches,
     Ceilings,
     EnvFingerprint,
     FailedSide,
@@ -88,6 +89,8 @@ class RunnerOptions(BaseModel):
     rewarm_after_idle_s: float = 2.0
     measure_ceilings: bool = True
     ceilings_cache_dir: str | None = None
+    # the first pass's checks record the kernels a call of each side launched (``base_launches``)
+    record_launches: bool = True
 
 
 def choose_mode(est_base_us: float, est_head_us: float, device: str, cfg: ProtocolConfig) -> str:
@@ -209,6 +212,8 @@ class PairRunner:
         # the next case's check, made during the last one's recheck: the case, the pair that
         # checked it, each worker's answer or failure
         self._ahead: tuple[Case, tuple[WorkerClient, WorkerClient], list[Any]] | None = None
+        # by case key, what each side's check recorded it launched (``base_launches``, ...)
+        self._launched: dict[Any, dict[str, CaseLaunches]] = {}
 
     @property
     def arms(self) -> list[tuple[WorkerClient, WorkerClient]]:
@@ -335,7 +340,12 @@ class PairRunner:
                 raw=raw,
                 gpu_seconds=time.monotonic() - t0,
             )
-        return result.model_copy(update={"phase_s": {k: round(v, 4) for k, v in steps.items()}})
+        return result.model_copy(
+            update={
+                "phase_s": {k: round(v, 4) for k, v in steps.items()},
+                **self._launched.pop(case.key, {}),  # a side that failed has none
+            }
+        )
 
     def _recover(self, f: WorkerFailure) -> None:
         named = [w for w in self.workers if w.spec.name == f.worker]
@@ -520,8 +530,16 @@ class PairRunner:
         self, w: WorkerClient, case: Case, pins: tuple[contract.Pick, ...] = ()
     ) -> contract.CheckReply | WorkerFailure:
         entries = case.base_entries if w.spec.side == "base" else case.head_entries
+        record = self.options.record_launches and self.execution == 0
         try:
-            return w.check(entries, case.dims, case.dtype, seed=self.options.check_seed, pins=pins)
+            return w.check(
+                entries,
+                case.dims,
+                case.dtype,
+                seed=self.options.check_seed,
+                pins=pins,
+                launches=record,
+            )
         except WorkerFailure as f:
             return f
 
@@ -578,6 +596,13 @@ class PairRunner:
             for w in pair:  # one at a time: nothing else runs on the GPU meanwhile
                 w.restart()
                 got.append(self._check_one(w, case))
+        self._launched[case.key] = {
+            f"{pair[i].spec.side}_launches": CaseLaunches.model_validate(
+                contract.as_json(a.launched)
+            )
+            for i, a in enumerate(got)
+            if isinstance(a, contract.CheckReply) and a.launched is not None
+        }
         failed = [a for a in got if isinstance(a, WorkerFailure)]
         if failed:
             raise min(failed, key=lambda f: bool(f.waited_on))

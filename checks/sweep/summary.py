@@ -199,9 +199,20 @@ def _merged_run(first: CaseRun, later: CaseRun) -> CaseRun:
 def combine(earlier: ShapeResult | None, new: ShapeResult, execution: int) -> ShapeResult:
     """One result for a case from its passes so far. A later pass that was skipped (the
     budget ran out) leaves the earlier passes' result with a note; one that failed fails the
-    case (a fresh process showed the fault), its message naming the execution."""
+    case (a fresh process showed the fault), its message naming the execution. What the first
+    pass recorded each side launched is kept."""
     if earlier is None:
         return new
+    joined = _combined(earlier, new, execution)
+    kept = {
+        f"{side}_launches": getattr(earlier, f"{side}_launches")
+        for side in ("base", "head")
+        if getattr(joined, f"{side}_launches") is None
+    }
+    return joined.model_copy(update=kept) if any(kept.values()) else joined
+
+
+def _combined(earlier: ShapeResult, new: ShapeResult, execution: int) -> ShapeResult:
     notes = tuple(dict.fromkeys((*earlier.notes, *new.notes)))
     if new.status == "skipped":
         why = f"execution {execution + 1} not measured: {new.message}"

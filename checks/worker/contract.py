@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar, Union
 
 # 2: every message typed and validated here, the version in ``hello``
-VERSION = 2
+# 3: a check may record the kernels one call of its case launched (``Check.launches``)
+VERSION = 3
 
 Mode = Literal["cpu", "graph", "eager", "eager-noflush", "kernels", "kernels-noflush"]
 MODES: tuple[str, ...] = typing.get_args(Mode)
@@ -314,6 +315,24 @@ class Digest:
 
 
 @dataclass(frozen=True)
+class Launch:
+    """A kernel one call of a case launched (``launches.recording``)."""
+
+    name: str  # a Triton kernel's function name; any other kernel's qualified name, demangled
+    triton: bool
+    count: int  # its launches in the call
+
+
+@dataclass(frozen=True)
+class Launched:
+    """The kernels one call of a case launched (``launches.recording``)."""
+
+    kernels: tuple[Launch, ...]
+    profiler: bool  # the profiler saw every GPU kernel; False: Triton's launches only
+    note: str = ""  # what was not recorded, and why
+
+
+@dataclass(frozen=True)
 class Like:
     """Another worker's block structure, which a configure takes instead of sizing its own."""
 
@@ -376,6 +395,7 @@ class CheckReply:
     bad_elements: int | None = None  # None: the outputs did not match in count or shape
     max_abs_err: float | None = None
     marks: Marks | None = None  # in a worker's first check's answer only
+    launched: Launched | None = None  # asked for (``Check.launches``) and recorded
 
 
 @dataclass(frozen=True)
@@ -527,6 +547,9 @@ class Check(Request[CheckReply]):
     dtype: str
     seed: int
     pins: tuple[Pick, ...] | None = None  # another worker's picks, which fix this one's
+    # True: the kernels a call launched are recorded (``launched``): on the CPU the first call's,
+    # on a GPU one more call's after it
+    launches: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the types only: the worker loads ``contract.py`` by path (`
         FinishReply,
         Hello,
         HelloReply,
+        Launched,
         MeasureCeilings,
         Pick,
         Prepare,
@@ -82,6 +83,7 @@ bench_capture = _sibling("bench_capture", os.path.join(os.path.dirname(_HERE), "
 triton_key = _sibling("triton_key")
 exclusive = _sibling("exclusive")
 autotune_picks = _sibling("autotune_picks")
+launches = _sibling("launches", os.path.join(os.path.dirname(_HERE), "bench_entries"))
 exiting = _sibling("exiting")
 contract = _sibling("contract")
 classify = failures.classify
@@ -434,8 +436,21 @@ class Worker:
             exclusive.yield_while_compiling()
         spent = dict(exclusive.SPENT)
         alone = exclusive.exclusive(lock)
+        # the kernels launched: on the CPU those of the first call itself (an interpreted call
+        # takes as long as its kernels: one more had doubled a large case's check), on a GPU
+        # those of one more call after the check (``_launched``), outside compiling and tuning
+        first_launches = bool(msg.launches) and self.device == "cpu"
+        recorder = (
+            launches.recording(self.torch, self.device, (timing.MARKER,))
+            if first_launches
+            else contextlib.nullcontext({})
+        )
         if ref is None:
-            with alone, autotune_picks.recording(_pins(msg), _case_id(msg)) as picks:
+            with (
+                alone,
+                autotune_picks.recording(_pins(msg), _case_id(msg)) as picks,
+                recorder as record,
+            ):
                 step("lock_wait")
                 sizing = item["fn"]()
                 self._sync()
@@ -447,7 +462,11 @@ class Worker:
         else:
             correctness.poison(correctness.flatten_outputs(ref))
             step("poison")
-            with alone, autotune_picks.recording(_pins(msg), _case_id(msg)) as picks:
+            with (
+                alone,
+                autotune_picks.recording(_pins(msg), _case_id(msg)) as picks,
+                recorder as record,
+            ):
                 step("lock_wait")
                 out = item["fn"]()
                 self._sync()
@@ -472,7 +491,13 @@ class Worker:
         result["correct"] = result.pop("ok")
         result["digest"] = correctness.digest(out)
         step("digest")
-        del out, ref, item, restore
+        del out, ref
+        if first_launches:
+            result["launched"] = _launched(record)
+        elif msg.launches:
+            result["launched"] = self._launched(item, restore, lock)
+            step("launches")
+        del item, restore
         self._release()
         step("release")
         if not self.marks_told:
@@ -481,6 +506,25 @@ class Worker:
         result["configs_picked"] = _picks(result["configs_picked"])
         result["digest"] = tuple(contract.from_json(contract.Digest, d) for d in result["digest"])
         return contract.CheckReply(**result, steps_s=step.seconds)
+
+    def _launched(self, item: dict[str, Any], restore: Any, lock: str | None) -> Launched:
+        """On a GPU, one more call of the case, on the inputs the entry point made, its kernels
+        recorded (``launches.recording``): what the timed calls launch, once the first call
+        compiled and tuned. Alone on the GPU, as the first call was (another worker's
+        autotuner may be timing its configs); a call that fails here is said in the record,
+        not raised."""
+        restore()
+        try:
+            recorder = launches.recording(self.torch, self.device, (timing.MARKER,))
+            with recorder as record, exclusive.exclusive(lock):
+                item["fn"]()
+                self._sync()
+        except Exception as exc:
+            note = f"not recorded: its call raised {type(exc).__name__}: {exc}"
+            return contract.Launched(kernels=(), profiler=False, note=note[: launches.MAX_NAME])
+        finally:
+            restore()
+        return _launched(record)
 
     def op_configure(self, msg: Configure) -> ConfigureReply:
         if self.timer is None:
@@ -654,6 +698,12 @@ def _pins(msg: Prepare | Check) -> list[dict[str, Any]] | None:
 def _picks(picks: list[dict[str, Any]]) -> tuple[Pick, ...]:
     """The picks ``autotune_picks.recording`` made, as the contract's."""
     return tuple(contract.from_json(contract.Pick, p) for p in picks)
+
+
+def _launched(record: dict[str, Any]) -> Launched:
+    """What ``launches.recording`` recorded, as the contract's."""
+    kernels = tuple(contract.Launch(**k) for k in record["kernels"])
+    return contract.Launched(kernels, record["profiler"], record["note"])
 
 
 def _tolerance(item: dict[str, Any], key: str) -> float | None:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from checks.sweep.pair_runner import STATUS_OF_KIND
-from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
+from checks.sweep.workers import WorkerClient
 from checks.worker_env import WorkerFailure
+from tests.repo_worker import repo_worker
 
 OPS = """\
 import torch
@@ -72,22 +73,9 @@ class DeviceDetector:
 
 @pytest.fixture
 def client(tmp_path: Path):
-    (tmp_path / "repo").mkdir()
-    (tmp_path / "repo" / "ops.py").write_text(OPS)
-    (tmp_path / "repo" / "gems.py").write_text(GEMS)
-    (tmp_path / "repo" / "gems_device.py").write_text(GEMS_DEVICE)
-    worker = WorkerClient(
-        WorkerSpec(
-            side="head",
-            root=tmp_path / "repo",
-            device="cpu",  # TRITON_INTERPRET=1
-            work_dir=tmp_path / "work",
-            timeouts=Timeouts(start_s=60, prepare_s=120, check_s=120),
-        )
-    )
-    worker.start()
-    yield worker
-    worker.close()
+    files = {"ops.py": OPS, "gems.py": GEMS, "gems_device.py": GEMS_DEVICE}
+    with repo_worker(tmp_path, files) as worker:
+        yield worker
 
 
 @pytest.mark.parametrize(

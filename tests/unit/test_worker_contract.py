@@ -20,6 +20,7 @@ from checks.worker import contract as c
 from tests.paths import DATA, ROOT
 
 WORKER = ROOT / "checks" / "worker"
+LAUNCHES = "../bench_entries/launches"  # the worker loads it from its sibling folder
 RECORDED = json.loads((DATA / "worker_traffic" / "h200.json").read_text())
 
 PICK = c.Pick(
@@ -43,7 +44,7 @@ REQUESTS: list[c.Request[Any]] = [
               pins=(PICK, PINNED), max_copies=64, max_copy_bytes=2**32, copies=12),
     c.Prepare(("mod:bench",), (1000,), "float32"),
     c.Estimate(),
-    c.Check(("mod:bench",), (3, 700), "float16", 1_000_003, pins=(PINNED,)),
+    c.Check(("mod:bench",), (3, 700), "float16", 1_000_003, pins=(PINNED,), launches=True),
     c.Configure("graph", 5.0, preroll=True, est_us=2.07, like=c.Like(graph_calls=2048),
                 time_replays=False),
     c.Configure("kernels-noflush", 5.0, like=c.Like(calls_per_block=4096)),
@@ -75,7 +76,10 @@ REPLIES: list[tuple[c.Request[Any], Any]] = [
         message="1 elements differ", bad_elements=1, max_abs_err=math.inf,
         digest=(c.Digest(shape=(2, 2), dtype="float32", nan=1, inf=0, idx=(0, 3),
                          samples=(math.nan, 1.5), parts=((0, 2, 1.0, 1.0), (2, 4, -math.inf, 2.0))),),
-        steps_s={"wait_key": 0.01, "first_call": 1.2, "first_call_compile": 0.9}, marks=MARKS)),
+        steps_s={"wait_key": 0.01, "first_call": 1.2, "first_call_compile": 0.9}, marks=MARKS,
+        launched=c.Launched(kernels=(c.Launch("_fwd_kernel", True, 2),
+                                     c.Launch("toyops::softmax_kernel", False, 1)),
+                            profiler=True, note="the profiler's record could not be read"))),
     (c.Check(("m:b",), (4,), "f", 1), c.CheckReply(
         has_reference=False, atol=None, rtol=None, configs_picked=(), correct=False,
         message="2 outputs, reference has 1", digest=(), steps_s={})),
@@ -153,7 +157,7 @@ def test_the_samples_cover_every_command_and_every_field_of_every_message() -> N
     assert {type(r) for _, r in REPLIES} == {cls.REPLY for cls in c.REQUESTS.values()}
     seen = set().union(*(_set_fields(m) for m in [*REQUESTS, *(r for _, r in REPLIES)]))
     messages = [*c.REQUESTS.values(), *(cls.REPLY for cls in c.REQUESTS.values())]
-    nested = [c.Pick, c.Marks, c.Telemetry, c.Digest, c.Like]
+    nested = [c.Pick, c.Marks, c.Telemetry, c.Digest, c.Like, c.Launch, c.Launched]
     wanted = set().union(*(_all_fields(m) for m in [*messages, *nested]))
     assert wanted == seen
 
@@ -391,6 +395,8 @@ def _names(cls: type) -> set[str]:
         ("correctness", "digest", c.Digest),
         ("autotune_picks", "describe", c.Pick),
         ("autotune_picks", "run", c.Pick),
+        (LAUNCHES, "summarize", c.Launch),
+        (LAUNCHES, "recording", c.Launched),
     ],
 )
 def test_what_the_worker_code_answers_has_only_the_contracts_fields(
@@ -413,6 +419,8 @@ def test_the_worker_code_fills_every_field_the_contract_requires() -> None:
     record_only = {"device_uuid", "cached"}  # the results file's, not the worker's
     assert set(Ceilings.model_fields) - record_only == _keys_returned("ceilings", "_measure_cpu")
     assert _names(c.Digest) == _keys_returned("correctness", "digest")
+    assert _names(c.Launch) == _keys_returned(LAUNCHES, "summarize")
+    assert required(c.Launched) <= _keys_returned(LAUNCHES, "recording")
     env_required = {n for n, f in EnvFingerprint.model_fields.items() if f.is_required()}
     assert env_required <= _keys_returned("env_fingerprint", "collect")
 

@@ -1,0 +1,111 @@
+"""On a GPU (skipped without one, or without nvcc to build the extension): a real worker's
+check records what one call of its case launched, a CUDA extension's templated kernel in a
+namespace by its qualified name (demangled, template arguments and parameters cut), a Triton
+kernel by its function's name through Triton's launch hook and counted once though the profiler
+sees it too, and neither the device-to-device copy beside them nor the engine's own kernels; a
+recorded call that fails is said in the record, and the check stands."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checks.sweep.workers import Timeouts, WorkerClient
+from tests.repo_worker import repo_worker
+
+pytestmark = pytest.mark.gpu
+
+OPS = '''\
+import torch
+import triton
+import triton.language as tl
+from torch.utils.cpp_extension import load_inline
+
+CUDA = """
+namespace kr {
+template <typename T>
+__global__ void scale_kernel(const T* x, T* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2 * x[i];
+}
+}  // namespace kr
+
+torch::Tensor scale(torch::Tensor x) {
+  auto out = torch::empty_like(x);
+  int n = x.numel();
+  kr::scale_kernel<float><<<(n + 255) / 256, 256>>>(
+      x.data_ptr<float>(), out.data_ptr<float>(), n);
+  return out;
+}
+"""
+ext = load_inline(
+    name="kr_launch_record_ext",
+    cpp_sources="torch::Tensor scale(torch::Tensor x);",
+    cuda_sources=CUDA,
+    functions=["scale"],
+)
+
+
+@triton.jit
+def _shift_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+def both(shape, dtype, *, device="cuda", seed=0):
+    x = torch.rand(shape, device=device)
+    n = x.numel()
+
+    def fn():
+        y = ext.scale(x)
+        _shift_kernel[(triton.cdiv(n, 1024),)](y, n, BLOCK=1024)
+        return y.clone()  # a device-to-device copy: no kernel of the record
+
+    return {"fn": fn, "reference": lambda: 2 * x + 1, "inputs": [x]}
+
+
+CALLS = [0]
+
+
+def fails_later(shape, dtype, *, device="cuda", seed=0):
+    x = torch.rand(shape, device=device)
+
+    def fn():
+        CALLS[0] += 1
+        if CALLS[0] > 1:  # the first call, checked; then the recorded one
+            raise RuntimeError("the second call fails")
+        return x * 2
+
+    return {"fn": fn, "reference": lambda: x + x, "inputs": [x]}
+'''
+
+
+@pytest.fixture
+def client(tmp_path: Path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc to build the CUDA extension")
+    timeouts = Timeouts(start_s=120, prepare_s=600, check_s=600)  # the build
+    with repo_worker(tmp_path, {"ops.py": OPS}, device="cuda", timeouts=timeouts) as worker:
+        yield worker
+
+
+def test_a_cuda_extension_kernel_and_a_triton_kernel_are_recorded_by_name(
+    client: WorkerClient,
+) -> None:
+    got = client.check(["ops:both"], (100_000,), "float32", seed=1, launches=True)
+    assert got.correct and got.launched is not None
+    assert got.launched.profiler and got.launched.note == ""
+    assert [(k.name, k.triton, k.count) for k in got.launched.kernels] == [
+        ("_shift_kernel", True, 1),
+        ("kr::scale_kernel", False, 1),
+    ]
+
+
+def test_a_recorded_call_that_fails_is_said_in_the_record_and_the_check_stands(
+    client: WorkerClient,
+) -> None:
+    got = client.check(["ops:fails_later"], (1000,), "float32", seed=1, launches=True)
+    assert got.correct and got.launched is not None and got.launched.kernels == ()
+    assert got.launched.note == "not recorded: its call raised RuntimeError: the second call fails"
