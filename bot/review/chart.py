@@ -31,7 +31,7 @@ SHORT = 6  # bars per chart in the comment, whose job summary has the chart at `
 HELD = ("SAME", "FASTER")  # verdicts of a shape that held
 ADDED = "†"  # marks a shape the sweep added (small or ragged), not one the policy serves
 ADDED_WORDS = f"{ADDED} a small or ragged shape the sweep added, not one the policy serves"
-ADDED_KEY = f"{ADDED} a shape the sweep added, not served"  # the chart's shorter words for it
+ADDED_KEY = f"{ADDED} added by the sweep, not served"  # the chart's shorter words for it
 DTYPE_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
 
 
@@ -94,13 +94,13 @@ def legend(
             if x.ratio is not None and x.ratio > 0 and x.verdict not in (*HELD, *FAILED_VERDICTS)
         )
         which = (
-            ", those furthest from 1"
+            ", the furthest from 1"
             if not missed
-            else f": the {missed} that did not hold, then those furthest from 1"
+            else f": the {missed} that did not hold, then the furthest from 1"
             if missed < len(drawn)
             else f": the {missed} that did not hold"
             if missed == len(drawn)
-            else f": of the {missed} that did not hold, those furthest from 1"
+            else f": of the {missed} that did not hold, the furthest from 1"
         )
         text += f" ({len(drawn)} of its {total} shapes{which})"
     if not marked and any(x.small_or_ragged for x in drawn):

@@ -92,14 +92,14 @@ def test_past_the_limit_a_chart_keeps_the_shapes_furthest_from_one_in_order() ->
     assert total == chart.LIMIT + 5 and len(drawn) == chart.LIMIT
     assert drawn == shapes[5:]  # the five closest to 1.0 left out, the order kept
     # every shape held: the legend says which were left out, and claims no shape that did not
-    assert f"({chart.LIMIT} of its {total} shapes, those furthest from 1)" in chart.legend(
+    assert f"({chart.LIMIT} of its {total} shapes, the furthest from 1)" in chart.legend(
         shapes, None
     )
     # a shape that did not hold is drawn before any that held, however close to 1
     slower = _line((99,), 1.0001).model_copy(update={"verdict": "SLOWER"})
     drawn, _ = chart.chart_shapes([*shapes, slower], limit=3)
     assert drawn == [shapes[-2], shapes[-1], slower]
-    assert "(3 of its 30 shapes: the 1 that did not hold, then those furthest from 1)" in (
+    assert "(3 of its 30 shapes: the 1 that did not hold, then the furthest from 1)" in (
         chart.legend([*shapes, slower], None, limit=3)
     )
     assert "(3 of its 29 shapes: the 3 that did not hold)" in chart.legend(
@@ -109,7 +109,7 @@ def test_past_the_limit_a_chart_keeps_the_shapes_furthest_from_one_in_order() ->
     )
     # more that did not hold than bars: those of them furthest from 1
     worse = [x.model_copy(update={"verdict": "SLOWER"}) for x in shapes[:5]]
-    assert "(3 of its 29 shapes: of the 5 that did not hold, those furthest from 1)" in (
+    assert "(3 of its 29 shapes: of the 5 that did not hold, the furthest from 1)" in (
         chart.legend([*worse, *shapes[5:]], None, limit=3)
     )
 
@@ -192,12 +192,12 @@ def test_a_shape_the_sweep_added_is_marked_in_the_chart_and_its_legend() -> None
     (axis,) = [x for x in source if "x-axis" in x]
     assert re.findall(r'"([^"]*)"', axis) == ["7x13† f16", "1024x1024 f16"]
     assert chart.legend([added, served], None) == (
-        "Bars: head / base per shape, above 1 slower, † a shape the sweep added, not served; "
+        "Bars: head / base per shape, above 1 slower, † added by the sweep, not served; "
         "lines: the 3% tolerance band (1.03, 0.971)."
     )
     # a later chart of the run says it only where no chart before it did
     assert chart.legend([added, served], 0.06, first=False).startswith(
-        "Bars as above, † a shape the sweep added, not served; lines:"
+        "Bars as above, † added by the sweep, not served; lines:"
     )
     assert chart.legend([added, served], 0.06, first=False, marked=True).startswith(
         "Bars as above; lines:"
@@ -209,7 +209,7 @@ def test_a_shape_the_sweep_added_is_marked_in_the_chart_and_its_legend() -> None
     many = [_line((i + 100,), 1.2) for i in range(chart.LIMIT)]
     near = added.model_copy(update={"ratio": 1.01})
     assert "†" not in chart.legend([near, *many], None)
-    assert f"({chart.LIMIT} of its {chart.LIMIT + 1} shapes, those furthest from 1), †" in (
+    assert f"({chart.LIMIT} of its {chart.LIMIT + 1} shapes, the furthest from 1), †" in (
         chart.legend([added, *many], None)
     )
     # read back for a terminal, the mark stays on its case and the key explains it

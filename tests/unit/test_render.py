@@ -249,7 +249,7 @@ def test_the_chart_keeps_the_cases_furthest_from_one_and_names_dtypes():
     assert axis.count('"') == 2 * SHORT  # the comment's chart; the job summary's has LIMIT
     assert '"1007 bf16"' in axis  # the outlier is kept
     assert '"1000 f32"' not in axis  # the closest to 1.0 are left out
-    assert f"({SHORT} of its 50 shapes, those furthest from 1)" in text  # every one held
+    assert f"({SHORT} of its 50 shapes, the furthest from 1)" in text  # every one held
     summary = render_comment(v, CTX, ev, PART_A, full=True)
     axis = next(line for line in summary.splitlines() if "x-axis" in line)
     assert axis.count('"') == 2 * LIMIT

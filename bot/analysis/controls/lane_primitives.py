@@ -136,6 +136,6 @@ def _finding(c: KernelChange, refs: list[KernelRef], sites: list[Site]) -> Chang
             f"{f' and {rest} more' if rest > 0 else ''}. The Triton kernel must express the "
             "same algorithm with block operations: "
             + "; ".join(ADVICE[f] for f in families)
-            + ". Where it cannot, that is the reason to keep the C++ kernel."
+            + ". If it cannot, keep the C++ kernel."
         ),
     )
