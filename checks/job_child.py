@@ -1,20 +1,24 @@
 """The helper program's side of ``checks.job_process.run_job``: read the job file, run it, and
-write the answer to the job's ``out`` (or ``{"fatal": ..., "traceback": ...}`` when it raised).
-Standard library only, so a helper pays nothing for it before it measures anything.
+write the answer where the job file says (``checks.worker.job_files``: a typed answer, or a
+``JobFailure`` when it raised). Standard library only, so a helper pays nothing for it before
+it measures anything.
 
 A helper program ends with ``run_and_exit``: once the answer is written, the process ends at
 once (``checks.worker.exiting``)."""
 
 from __future__ import annotations
 
-import json
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from checks.memory_cap import memory_cap_hint
+from checks.worker import job_files
 from checks.worker.exiting import end_now
+from checks.worker.job_files import Job, JobFailure
+
+J = TypeVar("J", bound=Job[Any])
 
 
 def short_error(exc: BaseException, *, lines: int = 3, limit: int = 600) -> str:
@@ -26,17 +30,21 @@ def short_error(exc: BaseException, *, lines: int = 3, limit: int = 600) -> str:
     return " | ".join(kept[:lines])[:limit] + (f" ({hint})" if hint else "")
 
 
-def main(argv: list[str], run: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
-    """``run`` the job in the file ``argv[0]`` and write what it answers to the job's ``out``."""
-    job = json.loads(Path(argv[0]).read_text())
+def main(argv: list[str], cls: type[J], run: Callable[[J], Any]) -> int:
+    """``run`` the job of class ``cls`` in the file ``argv[0]`` and write its answer (or the
+    failure it raised, a job file that does not fit among them) where the job file says; a job
+    file that names no such place is raised (the bot then reports the helper's output)."""
+    text = Path(argv[0]).read_text()
+    out = job_files.answer_path(text)
     try:
-        result = run(job)
+        answer = job_files.answer_text(cls, run(job_files.read_job(cls, text)))
     except Exception as exc:
-        result = {"fatal": short_error(exc), "traceback": traceback.format_exc()[-4000:]}
-    Path(job["out"]).write_text(json.dumps(result))
+        failure = JobFailure(short_error(exc), traceback.format_exc()[-4000:])
+        answer = job_files.answer_text(cls, failure)
+    Path(out).write_text(answer)
     return 0
 
 
-def run_and_exit(argv: list[str], run: Callable[[dict[str, Any]], dict[str, Any]]) -> NoReturn:
+def run_and_exit(argv: list[str], cls: type[J], run: Callable[[J], Any]) -> NoReturn:
     """``main``, then ``end_now``: what a helper program's ``__main__`` does."""
-    end_now(main(argv, run))
+    end_now(main(argv, cls, run))

@@ -10,7 +10,6 @@ could write to.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -19,11 +18,13 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from checks.procs import launch
 from checks.procs.sandbox import kept_if_trusted
-from checks.worker.contract import ForkJob
+from checks.worker import job_files
+from checks.worker.contract import ContractError, ForkJob
+from checks.worker.job_files import Job, JobFailure
 from checks.worker_env import default_memory_bytes, scrubbed_env
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +33,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # job (the compiler report beside the sweep), by SPARE_NICE, below compiling ahead
 BACKGROUND_NICE = 10
 SPARE_NICE = 19
+A = TypeVar("A")
 # for a job that needs no GPU (it compiles): it sees none, so nothing it imports can use one
 # while the measurement runs
 NO_GPU_ENV = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
@@ -59,8 +61,7 @@ class JobForker(Protocol):
 
 
 def run_job(
-    module: str,
-    job: dict[str, Any],
+    job: Job[A],
     *,
     workdir: Path,
     triton_cache: Path,
@@ -73,13 +74,15 @@ def run_job(
     nice: int = 0,
     forker: JobForker | None = None,
     kept: Sequence[Path] = (),
-) -> dict[str, Any]:
-    """Run ``python -m module JOB`` with ``job`` (plus ``out``) and return what it wrote to ``out``,
-    or ``{"fatal": message}`` when it timed out or died without writing it. ``python``: the
-    interpreter (a side's own toolchain, ``checks.toolchain_env``); the bot's by default.
+) -> A | JobFailure:
+    """Run ``python -m MODULE JOB`` (``job.MODULE``, the job file made of ``job``) and return
+    its answer (``job.ANSWER``), or a ``JobFailure``: the failure it reported, or that it timed
+    out, died without answering or answered what the contract does not allow
+    (``checks.worker.job_files``). ``python``: the interpreter (a side's own toolchain,
+    ``checks.toolchain_env``); the bot's by default.
     ``prefix``: a program that runs the process (a profiler), put before the interpreter.
     ``env``: variables set on top of the scrubbed environment. ``cancel``: when set, the job is
-    killed (or, set already, not started) and ``{"fatal": ...}`` returned (a job whose answer is no
+    killed (or, set already, not started) and a JobFailure returned (a job whose answer is no
     longer wanted); an answer written before the next look at ``cancel`` is still returned.
     ``nice``: how much to lower its CPU priority. ``forker``: where the process may be forked
     from with torch and Triton imported already (the sweep's zygote), when it serves this
@@ -90,12 +93,11 @@ def run_job(
     ``kept``: caches kept between runs that the job writes, writable to it when the run is
     trusted (``checks.procs.sandbox.kept_if_trusted``) or unconfined."""
     if cancel is not None and cancel.is_set():  # not wanted before it started: start nothing
-        return {"fatal": f"{what} was stopped: its answer is no longer needed"}
-    job = {**job, "out": str(workdir / "out.json")}
-    # an earlier job's answer in this folder is not this one's
-    Path(job["out"]).unlink(missing_ok=True)
+        return JobFailure(f"{what} was stopped: its answer is no longer needed")
+    out = workdir / "out.json"
+    out.unlink(missing_ok=True)  # an earlier job's answer in this folder is not this one's
     job_path = workdir / "job.json"
-    job_path.write_text(json.dumps(job))
+    job_path.write_text(job_files.job_text(job, str(out)))
     log_path = workdir / "output.log"
     child_env = scrubbed_env()
     child_env.pop("TRITON_INTERPRET", None)
@@ -109,14 +111,20 @@ def run_job(
     proc: Any = None
     if forker is not None and not prefix and forker.serves_jobs(interpreter, cap):
         process = ForkJob(
-            module, str(job_path), child_env, str(PACKAGE_ROOT), str(log_path), _job_path(), nice
+            job.MODULE,
+            str(job_path),
+            child_env,
+            str(PACKAGE_ROOT),
+            str(log_path),
+            _job_path(),
+            nice,
         )
         proc = forker.fork_job(process, timeout=min(timeout_s, 120.0))
     if proc is None:
         program = shutil.which("nice") if nice else None
         lowered = (program, "-n", str(nice)) if program else ()
         started = launch.Launch(
-            (*prefix, *lowered, interpreter, "-m", module, str(job_path)),
+            (*prefix, *lowered, interpreter, "-m", job.MODULE, str(job_path)),
             child_env,
             PACKAGE_ROOT,
             memory_bytes=cap,
@@ -137,15 +145,17 @@ def run_job(
                     launch.kill_session(proc.pid)
                     proc.wait()
                     if stopped:
-                        return {"fatal": f"{what} was stopped: its answer is no longer needed"}
-                    return {"fatal": f"{what} took longer than {timeout_s:.0f} s"}
+                        return JobFailure(f"{what} was stopped: its answer is no longer needed")
+                    return JobFailure(f"{what} took longer than {timeout_s:.0f} s")
     finally:
         launch.kill_session(proc.pid)  # what the job left running goes with it
-    out = Path(job["out"])
     if not out.is_file():
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-800:]
-        return {"fatal": f"{what} exited with {proc.returncode}: {tail}"}
-    return json.loads(out.read_text())
+        return JobFailure(f"{what} exited with {proc.returncode}: {tail}")
+    try:
+        return job_files.read_answer(type(job), out.read_text())
+    except ContractError as exc:
+        return JobFailure(f"{what} answered what the bot cannot read: {exc}")
 
 
 # Set when the command is interrupted (Ctrl-C: ``bot.cli``): every job still running is killed

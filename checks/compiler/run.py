@@ -21,8 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from bot.contracts.evidence import AutotuneList
 from bot.errors import CompilerError
 from bot.outputs import cache_root, plural
@@ -30,26 +28,18 @@ from checks.compiler.records import CompilerReport, KernelCompileRecord
 from checks.compiler.report import make_report
 from checks.compiler.targets import compile_targets, known_target, known_target_names, vendor_of
 from checks.job_process import NO_GPU_ENV, run_job
+from checks.worker import job_files
+from checks.worker.contract import ContractError, as_json
+from checks.worker.job_files import CompilerReportAnswer, CompilerReportJob, JobFailure, KernelSpec
 from checks.worker_env import tree_digest
 
-JOB_CACHE_VERSION = "4"  # 2: the live autotune lists; 3: the layouts of each variant; 4: a
-# checkout's own `checks`/`bot` package imported (3 cached its import error)
+JOB_CACHE_VERSION = "5"  # 2: the live autotune lists; 3: the layouts of each variant; 4: a
+# checkout's own `checks`/`bot` package imported (3 cached its import error); 5: the answer
+# kept as its typed file (checks.worker.job_files)
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "build", "dist"}
 _MAX_FILES = 20000
 _MAX_SOURCE_BYTES = 256 * 2**20
-
-
-class KernelSpec(BaseModel):
-    """One policy kernel, as far as the compiler report needs it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    bench: str  # "module:function", importable from the repository root
-    shapes: tuple[tuple[int, ...], ...]
-    dtypes: tuple[str, ...]
-    # the policy's python_path: folders of the checkout imported from before its root (src/)
-    python_path: tuple[str, ...] = ()
+Outcome = CompilerReportAnswer | JobFailure
 
 
 def default_cache_dir() -> Path:
@@ -98,7 +88,7 @@ def _job_key(digest: str, target: str, kernels: list[KernelSpec], triton_version
         os.environ.get("TRITON_PTXAS_PATH", ""),
         digest,
         target,
-        json.dumps([k.model_dump(mode="json") for k in kernels], sort_keys=True),
+        json.dumps(as_json(kernels), sort_keys=True),
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
@@ -111,17 +101,10 @@ def _run_worker(
     timeout_s: float,
     jobs: int,
     python: str | None,
-) -> dict:
+) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="kr-compile-") as tmp:
-        job = {
-            "repo_root": str(repo_root),
-            "target": target,
-            "cache_dir": str(cache_dir),
-            "jobs": jobs,
-            "kernels": [k.model_dump(mode="json") for k in kernels],
-        }
+        job = CompilerReportJob(str(repo_root), target, str(cache_dir), jobs, tuple(kernels))
         return run_job(
-            "checks.compiler.worker",
             job,
             workdir=Path(tmp),
             triton_cache=Path(tmp) / "triton-cache",
@@ -133,6 +116,15 @@ def _run_worker(
         )
 
 
+def _cached(path: Path) -> CompilerReportAnswer | None:
+    """The answer kept at ``path``; None when there is none, or none this bot can read."""
+    try:
+        kept = job_files.read_answer(CompilerReportJob, path.read_text())
+    except (OSError, ContractError):
+        return None
+    return kept if isinstance(kept, CompilerReportAnswer) else None
+
+
 def _target_records(
     repo_root: Path,
     target: str,
@@ -142,20 +134,18 @@ def _target_records(
     timeout_s: float,
     jobs: int,
     toolchain: tuple[str | None, str],
-) -> tuple[dict, bool]:
+) -> tuple[Outcome, bool]:
     python, version = toolchain
     key = _job_key(digest, target, kernels, version) if digest else ""
     path = cache_dir / "jobs" / f"{key}.json" if digest else None
-    if path is not None and path.is_file():
-        try:
-            return json.loads(path.read_text()), True
-        except (OSError, ValueError):
-            pass
+    kept = _cached(path) if path is not None else None
+    if kept is not None:
+        return kept, True
     result = _run_worker(repo_root, target, kernels, cache_dir, timeout_s, jobs, python)
-    if path is not None and "fatal" not in result:
+    if path is not None and isinstance(result, CompilerReportAnswer):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(result))
+        tmp.write_text(job_files.answer_text(CompilerReportJob, result))
         tmp.replace(path)
     return result, False
 
@@ -189,14 +179,15 @@ def build_compiler_report(
     # operating system shares the cores, and no core idles while one target has a long tail
     jobs = max(1, jobs or os.cpu_count() or 1)
 
-    def one(target: str) -> tuple[dict, bool]:
+    def one(target: str) -> tuple[Outcome, bool]:
         done = _target_records(
             repo_root, target, kernels, cache_dir, digest, timeout_s, jobs, (python, version)
         )
         if progress is not None:
             result, hit = done
-            how = "failed" if "fatal" in result else "cached" if hit else "compiled"
-            count = len(result.get("records", ()))
+            failed = isinstance(result, JobFailure)
+            how = "failed" if failed else "cached" if hit else "compiled"
+            count = 0 if isinstance(result, JobFailure) else len(result.records)
             progress(f"{target}: {how}, {plural(count, 'variant')}")
         return done
 
@@ -207,17 +198,17 @@ def build_compiler_report(
     notes: list[str] = []
     compiled = cached = 0
     for target, (result, job_hit) in zip(targets, results, strict=True):
-        if "fatal" in result:
-            if "not supported by the compiler report" in result["fatal"]:
-                raise CompilerError(result["fatal"])
-            notes.append(f"{target}: {result['fatal']}")
+        if isinstance(result, JobFailure):
+            if "not supported by the compiler report" in result.fatal:
+                raise CompilerError(result.fatal)
+            notes.append(f"{target}: {result.fatal}")
             continue
-        for r in result["records"]:
+        for r in result.records:
             rec = KernelCompileRecord.model_validate(r)
             records.append(rec.model_copy(update={"cached": True}) if job_hit else rec)
-        autotune += [AutotuneList.model_validate(t) for t in result.get("autotune", ())]
-        compiled += 0 if job_hit else result["compiled"]
-        cached += result["cached"] + result["compiled"] if job_hit else result["cached"]
+        autotune += [AutotuneList.model_validate(t) for t in result.autotune]
+        compiled += 0 if job_hit else result.compiled
+        cached += result.cached + result.compiled if job_hit else result.cached
     for target in targets:
         if not known_target(target):
             notes.append(

@@ -6,9 +6,9 @@ calls each bench entry point on CPU tensors for every served shape and dtype, re
 Triton call asks the compiler for, compiles each distinct variant once (or reads it from the
 cache) and writes the records as JSON.
 
-Job: ``{"repo_root", "target", "cache_dir", "out", "kernels": [{"name", "bench", "shapes",
-"dtypes"}]}``. The answer carries the records and, per kernel, the live autotune lists of the
-autotuners its calls went through (``autotune``).
+Job: ``checks.worker.job_files.CompilerReportJob``. The answer (``CompilerReportAnswer``)
+carries the records and, per kernel, the live autotune lists of the autotuners its calls went
+through (``autotune``).
 """
 
 from __future__ import annotations
@@ -32,12 +32,13 @@ from checks.compiler.measure import measure
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.targets import target_for, vendor_of
 from checks.job_child import short_error
+from checks.worker.job_files import CompilerReportAnswer, CompilerReportJob, KernelSpec
 
 T = TypeVar("T")
 RECORD_CACHE_VERSION = "2"  # 2: the layouts of the Triton GPU IR
 
 
-def _shape_text(shape: list[int], dtype: str) -> str:
+def _shape_text(shape: tuple[int, ...], dtype: str) -> str:
     return "x".join(str(d) for d in shape) + f":{dtype}"
 
 
@@ -65,44 +66,44 @@ def repo_modules(repo_root: str) -> list[Any]:
 
 
 def record_kernel(
-    kernel: dict, target: str, repo_root: str
+    kernel: KernelSpec, target: str, repo_root: str
 ) -> tuple[list[tuple[Any, str]], list[dict], list[dict]]:
     """Run one kernel's entry point for every shape and dtype under the compile-only driver.
 
     Returns ``(request, shape text)`` pairs, error records for calls that failed, and the live
     autotune lists of the autotuners the calls went through.
     """
-    attr = bench_capture.entry_name(kernel["bench"])
+    attr = bench_capture.entry_name(kernel.bench)
     with triton_compat.compile_only(target) as recorder:
         try:
-            entry = bench_capture.load_entry(kernel["bench"], repo_root)
+            entry = bench_capture.load_entry(kernel.bench, repo_root)
         except Exception as exc:
-            msg = f"cannot import the bench entry point {kernel['bench']}: {short_error(exc)}"
-            return [], [_error_record(kernel["name"], target, attr, "-", msg)], []
+            msg = f"cannot import the bench entry point {kernel.bench}: {short_error(exc)}"
+            return [], [_error_record(kernel.name, target, attr, "-", msg)], []
         kernels = triton_compat.find_kernels(repo_modules(repo_root))
         with unfilled_random():
             pairs, errors = _call_entry(entry, kernel, target, recorder, kernels)
         live = triton_compat.live_autotune(recorder.tuners, kernels)
-    return pairs, errors, [{"kernel": kernel["name"], "targets": [target], **t} for t in live]
+    return pairs, errors, [{"kernel": kernel.name, "targets": [target], **t} for t in live]
 
 
 def _call_entry(
-    entry: Any, kernel: dict, target: str, recorder: Any, kernels: list
+    entry: Any, kernel: KernelSpec, target: str, recorder: Any, kernels: list
 ) -> tuple[list[tuple[Any, str]], list[dict]]:
     pairs: list[tuple[Any, str]] = []
     errors: list[dict] = []
-    attr = bench_capture.entry_name(kernel["bench"])
-    for dtype in kernel["dtypes"]:
-        for shape in kernel["shapes"]:
+    attr = bench_capture.entry_name(kernel.bench)
+    for dtype in kernel.dtypes:
+        for shape in kernel.shapes:
             start = len(recorder.requests)
             text = _shape_text(shape, dtype)
             try:
-                case = entry(tuple(shape), dtype, device="cpu", seed=0)
+                case = entry(shape, dtype, device="cpu", seed=0)
                 case["fn"]()
                 recorder.expand_autotuned(kernels, start)
             except Exception as exc:
-                msg = f"calling {kernel['bench']} at {text} failed: {short_error(exc)}"
-                errors.append(_error_record(kernel["name"], target, attr, text, msg))
+                msg = f"calling {kernel.bench} at {text} failed: {short_error(exc)}"
+                errors.append(_error_record(kernel.name, target, attr, text, msg))
             pairs.extend((r, text) for r in recorder.requests[start:])
     return pairs, errors
 
@@ -208,17 +209,17 @@ def _cuobjdump(cubin: bytes) -> str:
     return done.stdout
 
 
-def run_job(job: dict) -> dict:
+def run_job(job: CompilerReportJob) -> CompilerReportAnswer:
     start = time.perf_counter()
     version = triton_compat.check_triton_version()
-    target = job["target"]
-    folders = dict.fromkeys(p for k in job["kernels"] for p in k.get("python_path") or ())
-    sys.path[:0] = [os.path.join(job["repo_root"], p) for p in folders] + [job["repo_root"]]
+    target = job.target
+    folders = dict.fromkeys(p for k in job.kernels for p in k.python_path)
+    sys.path[:0] = [os.path.join(job.repo_root, p) for p in folders] + [job.repo_root]
     records: list[dict] = []
     slots: list[dict[str, Any]] = []
     autotune: list[dict] = []
-    for kernel in job["kernels"]:
-        pairs, errors, live = record_kernel(kernel, target, job["repo_root"])
+    for kernel in job.kernels:
+        pairs, errors, live = record_kernel(kernel, target, job.repo_root)
         records.extend(errors)
         autotune.extend(live)
         variants: dict[str, dict[str, Any]] = {}
@@ -232,7 +233,7 @@ def run_job(job: dict) -> dict:
         for slot in variants.values():
             req = slot["req"]
             slot["base"] = {
-                "kernel": kernel["name"],
+                "kernel": kernel.name,
                 "function": req.function,
                 "config_label": req.label,
                 "config": {k: triton_compat.plain(v) for k, v in req.config.items()},
@@ -249,8 +250,8 @@ def run_job(job: dict) -> dict:
             else:
                 slots.append(slot)
     recorded = time.perf_counter()
-    jobs = int(job.get("jobs") or os.cpu_count() or 1)
-    results = compile_all([s["req"] for s in slots], target, Path(job["cache_dir"]), jobs)
+    jobs = job.jobs or os.cpu_count() or 1
+    results = compile_all([s["req"] for s in slots], target, Path(job.cache_dir), jobs)
     compiled = cached = 0
     for slot, (fields, hit) in zip(slots, results, strict=True):
         compiled += not hit
@@ -258,17 +259,17 @@ def run_job(job: dict) -> dict:
         stage = {"error_stage": "compile"} if fields.get("error") else {}
         records.append({**slot["base"], **fields, **stage, "cached": hit})
     checked = [KernelCompileRecord.model_validate(r).model_dump(mode="json") for r in records]
-    return {
-        "triton_version": version,
-        "target": target,
-        "records": checked,
-        "autotune": [AutotuneList.model_validate(t).model_dump(mode="json") for t in autotune],
-        "compiled": compiled,
-        "cached": cached,
-        "wall_s": round(time.perf_counter() - start, 3),
-        "record_s": round(recorded - start, 3),  # imports + calling the entry points
-    }
+    return CompilerReportAnswer(
+        triton_version=version,
+        target=target,
+        records=tuple(checked),
+        autotune=tuple(AutotuneList.model_validate(t).model_dump(mode="json") for t in autotune),
+        compiled=compiled,
+        cached=cached,
+        wall_s=round(time.perf_counter() - start, 3),
+        record_s=round(recorded - start, 3),  # imports + calling the entry points
+    )
 
 
 if __name__ == "__main__":
-    job_child.run_and_exit(sys.argv[1:], run_job)
+    job_child.run_and_exit(sys.argv[1:], CompilerReportJob, run_job)

@@ -23,6 +23,7 @@ default, so warm shapes over budget are named too).
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -33,8 +34,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bot.contracts.base import Frozen
-from checks.compiler.run import KernelSpec
 from checks.job_process import run_job
+from checks.worker.job_files import FirstCallProbe, JobFailure, KernelSpec, ProbeAnswer, ProbeShape
 
 
 class ShapeFirstCall(Frozen):
@@ -156,31 +157,49 @@ class FirstCallReport(Frozen):
     notes: tuple[str, ...] = ()
 
 
+def _shape(row: ProbeShape) -> ShapeFirstCall:
+    return ShapeFirstCall.model_validate(dataclasses.asdict(row))
+
+
 def _run(
-    data: dict, cache: Literal["cold", "warm"], mode: str, device: str, *, derive: bool = False
+    answer: ProbeAnswer | JobFailure,
+    cache: Literal["cold", "warm"],
+    mode: Literal["gpu", "compile-only"],
+    device: str,
+    *,
+    derive: bool = False,
 ) -> FirstCallRun:
-    if "fatal" in data:
-        return FirstCallRun(cache=cache, mode=mode, device=device, error=data["fatal"])  # type: ignore[arg-type]
-    keys = ("python_start_ms", "import_torch_ms", "import_triton_ms", "import_entry_ms")
-    fixed = {k: data.get(k, 0.0) for k in (*keys, "context_ms", "triton_setup_ms")}
-    base = sum(fixed.values())
-    standalone = []
-    for row in data.get("standalone", []):
-        s = ShapeFirstCall.model_validate(row)
-        if s.first_call_ms is not None:
-            s = s.model_copy(update={"standalone_ms": round(base + s.first_call_ms, 3)})
-        standalone.append(s)
-    return FirstCallRun(
+    if isinstance(answer, JobFailure):
+        return FirstCallRun(cache=cache, mode=mode, device=device, error=answer.fatal)
+    run = FirstCallRun(
         cache=cache,
-        mode=mode,  # type: ignore[arg-type]
-        device=data.get("device", device),
-        probe_overhead_ms=data.get("probe_overhead_ms", 0.0),
-        **fixed,
-        standalone=tuple(standalone),
-        distribution=derive_distribution(tuple(standalone))
+        mode=mode,
+        device=answer.device or device,
+        python_start_ms=answer.python_start_ms,
+        probe_overhead_ms=answer.probe_overhead_ms,
+        import_torch_ms=answer.import_torch_ms,
+        import_triton_ms=answer.import_triton_ms,
+        import_entry_ms=answer.import_entry_ms or 0.0,
+        context_ms=answer.context_ms or 0.0,
+        triton_setup_ms=answer.triton_setup_ms or 0.0,
+    )
+    standalone = []
+    for row in answer.standalone:
+        s = _shape(row)
+        if s.first_call_ms is not None:
+            s = s.model_copy(update={"standalone_ms": round(run.fixed_ms + s.first_call_ms, 3)})
+        standalone.append(s)
+    distribution = (
+        derive_distribution(tuple(standalone))
         if derive
-        else tuple(ShapeFirstCall.model_validate(r) for r in data.get("distribution", [])),
-        distribution_derived=derive,
+        else tuple(_shape(r) for r in answer.distribution or ())
+    )
+    return run.model_copy(
+        update={
+            "standalone": tuple(standalone),
+            "distribution": distribution,
+            "distribution_derived": derive,
+        }
     )
 
 
@@ -268,13 +287,14 @@ def judge(
     )
 
 
-def _probe(job: dict, timeout_s: float, python: str | None = None) -> dict[str, Any]:
+def _probe(
+    job: FirstCallProbe, timeout_s: float, python: str | None = None
+) -> ProbeAnswer | JobFailure:
     with tempfile.TemporaryDirectory(prefix="kr-first-call-") as tmp:
         return run_job(
-            "checks.first_call.probe",
-            {**job, "spawned_at": time.time()},
+            dataclasses.replace(job, spawned_at=time.time()),
             workdir=Path(tmp),
-            triton_cache=Path(job["cache_root"]) / "default",
+            triton_cache=Path(job.cache_root) / "default",
             timeout_s=timeout_s,
             what="the first-call probe",
             python=python,
@@ -308,35 +328,37 @@ def measure_first_call(
     step = progress or (lambda _text: None)
     with tempfile.TemporaryDirectory(prefix="kr-first-call-caches-") as tmp:
         root = Path(workdir) if workdir else Path(tmp)
-        job: dict[str, Any] = {
-            "repo_root": str(Path(repo_root).resolve()),
-            "bench": spec.bench,
-            "shapes": [list(s) for s in spec.shapes],
-            "dtypes": list(spec.dtypes),
-            "mode": mode,
-            "target": target,
-            "device": device,
-            "cache_root": str(root / spec.name),
-            "python_path": list(spec.python_path),
-        }
+        job = FirstCallProbe(
+            repo_root=str(Path(repo_root).resolve()),
+            bench=spec.bench,
+            shapes=spec.shapes,
+            dtypes=spec.dtypes,
+            mode=mode,
+            target=target,
+            device=device,
+            cache_root=str(root / spec.name),
+            python_path=spec.python_path,
+        )
         where = device if mode == "gpu" else f"cpu (compile-only {target})"
-        shutil.rmtree(job["cache_root"], ignore_errors=True)  # cold means empty
+        shutil.rmtree(job.cache_root, ignore_errors=True)  # cold means empty
         # Cold means an empty Triton cache, not an empty OS file cache: on a fresh runner the
         # first process to import torch read its files from disk (3.2 s against 1.2 s on the
         # H200), which would be charged to whichever kernel happened to be measured first.
         # A throwaway process with its own cache directory reads them first.
         # What it returns does not matter: a failure here shows again, measured, in the cold run.
         if prime:
-            primer = {**job, "prime": True, "cache_root": str(root / f"{spec.name}-prime")}
+            primer = dataclasses.replace(
+                job, prime=True, cache_root=str(root / f"{spec.name}-prime")
+            )
             _probe(primer, min(timeout_s, 300.0), python)
             step(f"{spec.name}: imports primed")
         derive = distribution == "derived"
-        cold_job = {**job, "passes": ["standalone"]} if derive else job
+        cold_job = dataclasses.replace(job, distribution=False) if derive else job
         cold = _run(_probe(cold_job, timeout_s, python), "cold", mode, where, derive=derive)
         step(f"{spec.name}: cold run {'failed' if cold.error else 'done'}")
         # warm: each shape's first call again; serving the whole distribution once is the cold
         # run's to tell
-        warm_job = {**job, "passes": ["standalone"]}
+        warm_job = dataclasses.replace(job, distribution=False)
         warm = _run(_probe(warm_job, timeout_s, python), "warm", mode, where)
         step(f"{spec.name}: warm run {'failed' if warm.error else 'done'}")
     return judge(

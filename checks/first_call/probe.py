@@ -13,13 +13,14 @@ GPU context; then two passes over the served shapes:
 On a GPU (``mode = "gpu"``) the entry point's callable runs for real, so compiling, loading and
 autotuning happen as in production. In ``compile-only`` mode (a CPU, e.g. CI) the call is
 recorded for ``target`` and every variant it would compile is compiled through Triton's cache.
-Job: ``{"repo_root", "bench", "shapes", "dtypes", "mode", "target", "device", "cache_root", "out"}``;
-with ``"prime": true`` the process only imports torch and Triton (and creates the GPU context);
-``"passes": ["standalone"]`` leaves the distribution pass out.
+Job: ``checks.worker.job_files.FirstCallProbe``, answered ``ProbeAnswer``; with ``prime`` the
+process only imports torch and Triton (and creates the GPU context); without ``distribution``
+it leaves the distribution pass out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -32,26 +33,35 @@ _WALL0 = time.time()
 from checks import job_child  # noqa: E402  (standard library only)
 from checks.bench_entries import bench_capture  # noqa: E402  (standard library only)
 from checks.compiler import triton_compat as compat  # noqa: E402  (imports neither torch nor triton)
+from checks.worker.job_files import FirstCallProbe, ProbeAnswer, ProbeShape  # noqa: E402
 
 
 def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
 
-def _shape_text(shape: list[int], dtype: str) -> str:
+def _shape_text(shape: tuple[int, ...], dtype: str) -> str:
     return "x".join(str(d) for d in shape) + f":{dtype}"
 
 
-def _one_call(case: dict, job: dict, torch: Any) -> dict[str, Any]:
-    """Time one first call; return its time, compile events and autotune events."""
+def _one_call(
+    text: str, case: dict, job: FirstCallProbe, kernels: list[Any], torch: Any
+) -> ProbeShape:
+    """Time one first call: its time, compile events and autotune events."""
     try:
-        return _timed_call(case, job, torch)
+        return _timed_call(text, case, job, kernels, torch)
     except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:400]}
+        return ProbeShape(text, error=_error(exc))
 
 
-def _timed_call(case: dict, job: dict, torch: Any) -> dict[str, Any]:
-    gpu = job["mode"] == "gpu"
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+
+
+def _timed_call(
+    text: str, case: dict, job: FirstCallProbe, kernels: list[Any], torch: Any
+) -> ProbeShape:
+    gpu = job.mode == "gpu"
     keys: list[str] = []
     with (
         compat.observe_compiles_and_autotuning() as (compiles, tunes),
@@ -62,16 +72,16 @@ def _timed_call(case: dict, job: dict, torch: Any) -> dict[str, Any]:
             case["fn"]()
             torch.cuda.synchronize()
         else:
-            with compat.compile_only(job["target"]) as recorder:
+            with compat.compile_only(job.target) as recorder:
                 case["fn"]()
-                recorder.expand_autotuned(job["kernels"])
+                recorder.expand_autotuned(kernels)
             seen: set[str] = set()
             for req in recorder.requests:
                 keys.append(f"{req.function}{req.autotune_key}" if req.autotune_key else "")
-                key = req.cache_key(job["target"])
+                key = req.cache_key(job.target)
                 if req.error is None and key not in seen:
                     seen.add(key)
-                    compat.compile_request(req, job["target"], fresh=False)
+                    compat.compile_request(req, job.target, fresh=False)
         first = time.perf_counter() - start
     second = None
     if gpu:
@@ -86,105 +96,110 @@ def _timed_call(case: dict, job: dict, torch: Any) -> dict[str, Any]:
         for stage, us in c.stage_us:
             stages[stage] = round(stages.get(stage, 0.0) + us / 1000.0, 3)
     bench = [t.bench_s for t in tunes if t.bench_s is not None]
-    return {
-        "first_call_ms": _ms(first),
-        "second_call_ms": second,
-        "compiles": sum(not c.cache_hit for c in compiles),
-        "cache_hits": sum(c.cache_hit for c in compiles),
-        "compile_ms": round(sum(c.total_us for c in compiles) / 1000.0, 3),
+    return ProbeShape(
+        shape=text,
+        first_call_ms=_ms(first),
+        second_call_ms=second,
+        compiles=sum(not c.cache_hit for c in compiles),
+        cache_hits=sum(c.cache_hit for c in compiles),
+        compile_ms=round(sum(c.total_us for c in compiles) / 1000.0, 3),
         # what each compile and C module cost, by what the variant or source is: the cost of
         # serving the shapes in one process is derived from these (checks.first_call.measure)
-        "compiled": [[c.hash, round(c.total_us / 1000.0, 3)] for c in compiles if not c.cache_hit],
-        "modules": [[m.key, m.ms] for m in modules],
-        "stage_ms": stages,
-        "autotune_ms": _ms(sum(bench)) if bench else None,
-        "autotune_keys": sorted({k for k in keys if k}),
-        "configs_picked": sorted({f"{t.function}: {t.config}" for t in tunes}),
-    }
+        compiled=tuple(
+            (c.hash, round(c.total_us / 1000.0, 3)) for c in compiles if not c.cache_hit
+        ),
+        modules=tuple((m.key, m.ms) for m in modules),
+        stage_ms=stages,
+        autotune_ms=_ms(sum(bench)) if bench else None,
+        autotune_keys=tuple(sorted({k for k in keys if k})),
+        configs_picked=tuple(sorted({f"{t.function}: {t.config}" for t in tunes})),
+    )
 
 
-def run_job(job: dict) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        # from the parent's spawn to this module's first line: the interpreter starting
-        "python_start_ms": _ms(max(0.0, _WALL0 - float(job.get("spawned_at") or _WALL0))),
-        # our own imports (pydantic): not something a production process pays
-        "probe_overhead_ms": _ms(time.perf_counter() - _T0),
-    }
+def run_job(job: FirstCallProbe) -> ProbeAnswer:
+    # from the parent's spawn to this module's first line: the interpreter starting
+    python_start_ms = _ms(max(0.0, _WALL0 - (job.spawned_at or _WALL0)))
+    # our own imports: not something a production process pays
+    probe_overhead_ms = _ms(time.perf_counter() - _T0)
     start = time.perf_counter()
     import torch
 
-    out["import_torch_ms"] = _ms(time.perf_counter() - start)
+    import_torch_ms = _ms(time.perf_counter() - start)
     start = time.perf_counter()
     import triton  # noqa: F401
 
-    out["import_triton_ms"] = _ms(time.perf_counter() - start)
-    if job.get("prime"):
+    imported = ProbeAnswer(
+        python_start_ms=python_start_ms,
+        probe_overhead_ms=probe_overhead_ms,
+        import_torch_ms=import_torch_ms,
+        import_triton_ms=_ms(time.perf_counter() - start),
+    )
+    if job.prime:
         # only bring torch's, Triton's and the driver's files into the OS file cache
-        if job["mode"] == "gpu":
-            torch.empty(1, device=job["device"])
-        return out
+        if job.mode == "gpu":
+            torch.empty(1, device=job.device)
+        return imported
     compat.check_triton_version()
-    repo_root = str(Path(job["repo_root"]).resolve())
-    sys.path[:0] = [os.path.join(repo_root, p) for p in job.get("python_path") or ()] + [repo_root]
+    repo_root = str(Path(job.repo_root).resolve())
+    sys.path[:0] = [os.path.join(repo_root, p) for p in job.python_path] + [repo_root]
     start = time.perf_counter()
-    if job["mode"] == "gpu":
-        entry = bench_capture.load_entry(job["bench"], repo_root)
+    if job.mode == "gpu":
+        entry = bench_capture.load_entry(job.bench, repo_root)
     else:
-        with compat.compile_only(job["target"]):
-            entry = bench_capture.load_entry(job["bench"], repo_root)
-    out["import_entry_ms"] = _ms(time.perf_counter() - start)
-    out["context_ms"] = 0.0
-    if job["mode"] == "gpu":
+        with compat.compile_only(job.target):
+            entry = bench_capture.load_entry(job.bench, repo_root)
+    import_entry_ms = _ms(time.perf_counter() - start)
+    context_ms, device = 0.0, None
+    if job.mode == "gpu":
         start = time.perf_counter()
         torch.cuda.init()
-        torch.empty(1, device=job["device"])
+        torch.empty(1, device=job.device)
         torch.cuda.synchronize()
-        out["context_ms"] = _ms(time.perf_counter() - start)
-        out["device"] = torch.cuda.get_device_name()
+        context_ms = _ms(time.perf_counter() - start)
+        device = torch.cuda.get_device_name()
     # Triton's one-off set-up, paid by a fresh process at its first compile or cache lookup
     # (its key made as Triton makes it: what a served process pays, not the bot's kept key)
     start = time.perf_counter()
-    compat.warm_up(gpu=job["mode"] == "gpu", kept_key=False)
-    out["triton_setup_ms"] = _ms(time.perf_counter() - start)
+    compat.warm_up(gpu=job.mode == "gpu", kept_key=False)
+    triton_setup_ms = _ms(time.perf_counter() - start)
     modules = [
         m
         for m in list(sys.modules.values())
         if str(getattr(m, "__file__", "") or "").startswith(repo_root + "/")
     ]
     kernels = compat.find_kernels(modules)
-    job["kernels"] = kernels
-    cache_root = Path(job["cache_root"])
-    device = job["device"] if job["mode"] == "gpu" else "cpu"
-    cases = [(s, d) for d in job["dtypes"] for s in job["shapes"]]
+    cache_root = Path(job.cache_root)
+    where = job.device if job.mode == "gpu" else "cpu"
+    cases = [(s, d) for d in job.dtypes for s in job.shapes]
+
+    def first_call(shape: tuple[int, ...], dtype: str) -> ProbeShape:
+        text = _shape_text(shape, dtype)
+        try:
+            case = entry(shape, dtype, device=where, seed=0)
+        except Exception as exc:
+            return ProbeShape(text, error=_error(exc))
+        return _one_call(text, case, job, kernels, torch)
+
     standalone = []
     for i, (shape, dtype) in enumerate(cases):
         compat.forget_compiled(kernels)
         compat.set_cache_dir(str(cache_root / f"shape-{i}"))
-        case = _entry_case(entry, shape, dtype, device, job)
-        row = {"shape": _shape_text(shape, dtype)}
-        row.update(_one_call(case, job, torch) if "fn" in case else case)
-        standalone.append(row)
-    out["standalone"] = standalone
-    if "distribution" not in job.get("passes", ("standalone", "distribution")):
-        return out
-    compat.forget_compiled(kernels)
-    compat.set_cache_dir(str(cache_root / "distribution"))
-    distribution = []
-    for shape, dtype in cases:
-        case = _entry_case(entry, shape, dtype, device, job)
-        row = {"shape": _shape_text(shape, dtype)}
-        row.update(_one_call(case, job, torch) if "fn" in case else case)
-        distribution.append(row)
-    out["distribution"] = distribution
-    return out
-
-
-def _entry_case(entry: Any, shape: list[int], dtype: str, device: str, job: dict) -> dict:
-    try:
-        return entry(tuple(shape), dtype, device=device, seed=0)
-    except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:400]}
+        standalone.append(first_call(shape, dtype))
+    distribution = None
+    if job.distribution:
+        compat.forget_compiled(kernels)
+        compat.set_cache_dir(str(cache_root / "distribution"))
+        distribution = tuple(first_call(shape, dtype) for shape, dtype in cases)
+    return dataclasses.replace(
+        imported,
+        import_entry_ms=import_entry_ms,
+        context_ms=context_ms,
+        triton_setup_ms=triton_setup_ms,
+        device=device,
+        standalone=tuple(standalone),
+        distribution=distribution,
+    )
 
 
 if __name__ == "__main__":
-    job_child.run_and_exit(sys.argv[1:], run_job)
+    job_child.run_and_exit(sys.argv[1:], FirstCallProbe, run_job)

@@ -18,16 +18,15 @@ import os
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bot.outputs import plural
 from checks.job_process import BACKGROUND_NICE, NO_GPU_ENV, JobForker, run_job
 from checks.sweep.shapes import Case
 from checks.sweep.zygote import own_triton
+from checks.worker.job_files import AheadAnswer, AheadCase, CompileAhead, JobFailure
 
 MAX_JOBS = 4  # compiling processes per side and GPU
 
@@ -44,6 +43,11 @@ class SideJob:
     cache_dir: Path
     target: str
     cases: tuple[Case, ...]
+
+
+def _ahead_case(case: Case, side: str) -> AheadCase:
+    entries = case.base_entries if side == "base" else case.head_entries
+    return AheadCase(tuple(entries), case.dims, case.dtype)
 
 
 def compile_jobs(gpus: int, cpus: int | None = None) -> int:
@@ -70,7 +74,7 @@ class Precompile:
         self.processes = processes
         self.timeout_s = timeout_s
         self.cancel = threading.Event()
-        self.answers: dict[str, dict[str, Any]] = {}
+        self.answers: dict[str, AheadAnswer | JobFailure] = {}
         self._threads: list[threading.Thread] = []
         self._tmp = Path(tempfile.mkdtemp(prefix="kr-precompile-"))
 
@@ -85,23 +89,14 @@ class Precompile:
     def _run(self, job: SideJob) -> None:
         work = self._tmp / job.label
         work.mkdir(parents=True, exist_ok=True)
-        t0 = time.monotonic()
         answer = run_job(
-            "checks.sweep.precompile_job",
-            {
-                "repo_root": str(job.root),
-                "python_path": list(job.python_path),
-                "target": job.target,
-                "jobs": self.processes,
-                "cases": [
-                    {
-                        "entries": list(c.base_entries if job.side == "base" else c.head_entries),
-                        "shape": list(c.dims),
-                        "dtype": c.dtype,
-                    }
-                    for c in job.cases
-                ],
-            },
+            CompileAhead(
+                repo_root=str(job.root),
+                python_path=job.python_path,
+                target=job.target,
+                jobs=self.processes,
+                cases=tuple(_ahead_case(c, job.side) for c in job.cases),
+            ),
             workdir=work,
             triton_cache=job.cache_dir,
             timeout_s=self.timeout_s,
@@ -113,7 +108,6 @@ class Precompile:
             # not for a checkout with a triton of its own: the zygote imported the installed one
             forker=None if own_triton(job.root, job.python_path) else self.forker,
         )
-        answer.setdefault("wall_s", round(time.monotonic() - t0, 3))
         self.answers[job.label] = answer
 
     def finish(self, *, wait: bool = False) -> list[str]:
@@ -124,26 +118,30 @@ class Precompile:
         for t in self._threads:
             t.join()
         shutil.rmtree(self._tmp, ignore_errors=True)
-        return [note(job.label, self.answers.get(job.label, {})) for job in self.jobs]
+        unanswered = JobFailure("it did not answer")
+        return [note(job.label, self.answers.get(job.label, unanswered)) for job in self.jobs]
 
 
-def note(label: str, answer: dict[str, Any]) -> str:
+def note(label: str, answer: AheadAnswer | JobFailure) -> str:
     """One line for the results' notes."""
-    if "fatal" in answer:
-        return f"compiling ahead ({label}): not done: {answer['fatal'][:300]}"
+    if isinstance(answer, JobFailure):
+        return f"compiling ahead ({label}): not done: {answer.fatal[:300]}"
     line = (
-        f"compiled ahead ({label}): {plural(answer.get('variants', 0), 'Triton variant')} in "
-        f"{answer.get('seconds', 0):.1f} s ({answer.get('compiled', 0)} compiled, "
-        f"{answer.get('cache_hits', 0)} already in the cache)"
+        f"compiled ahead ({label}): {plural(answer.variants, 'Triton variant')} in "
+        f"{answer.seconds:.1f} s ({answer.compiled} compiled, "
+        f"{answer.cache_hits} already in the cache)"
     )
-    failed = answer.get("cases_failed", 0)
-    if failed:
-        first = (answer.get("case_errors") or ["?"])[0]
-        line += f"; {plural(failed, 'case')} could not be recorded off the GPU (first: {first})"
-    errors = answer.get("compile_errors") or []
-    if errors:
-        line += f"; {plural(len(errors), 'variant')} did not compile (first: {errors[0]})"
-    launchers = answer.get("launcher_errors") or []
-    if launchers:
-        line += f"; launchers left to the workers ({launchers[0]})"
+    if answer.cases_failed:
+        first = (answer.case_errors or ("?",))[0]
+        line += (
+            f"; {plural(answer.cases_failed, 'case')} could not be recorded off the GPU "
+            f"(first: {first})"
+        )
+    if answer.compile_errors:
+        line += (
+            f"; {plural(len(answer.compile_errors), 'variant')} did not compile "
+            f"(first: {answer.compile_errors[0]})"
+        )
+    if answer.launcher_errors:
+        line += f"; launchers left to the workers ({answer.launcher_errors[0]})"
     return line

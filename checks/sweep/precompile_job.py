@@ -12,13 +12,13 @@ reaches a case finds what it needs compiled, and autotuning only times the confi
 fails here (an entry point that insists on a GPU, an unsupported Triton) costs nothing but the
 attempt: the worker compiles as it would have.
 
-Job: ``{"repo_root", "python_path", "target", "jobs", "cases": [{"entries", "shape", "dtype"}],
-"out"}``. The answer counts variants, compiles and cache hits, and names the cases that could
-not be recorded.
+Job: ``checks.worker.job_files.CompileAhead``. The answer (``AheadAnswer``) counts variants,
+compiles and cache hits, and names the cases that could not be recorded.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -27,6 +27,7 @@ from typing import Any
 
 from checks import job_child
 from checks.job_child import short_error
+from checks.worker.job_files import AheadAnswer, AheadCase, CompileAhead
 
 
 def _short(exc: BaseException) -> str:
@@ -34,7 +35,7 @@ def _short(exc: BaseException) -> str:
 
 
 def _entry(
-    candidates: list[str], root: str, loaded: dict[tuple[str, ...], tuple[Any, list[Any]]]
+    candidates: tuple[str, ...], root: str, loaded: dict[tuple[str, ...], tuple[Any, list[Any]]]
 ) -> tuple[Any, list[Any]]:
     """The first of ``candidates`` this checkout has, as the worker resolves them, and the
     checkout's Triton kernels once it is imported (each looked up once)."""
@@ -42,16 +43,15 @@ def _entry(
     from checks.compiler import triton_compat as compat
     from checks.compiler.worker import repo_modules
 
-    key = tuple(candidates)
-    if key not in loaded:
-        entry = bench_capture.first_entry(candidates, root)[1]
-        loaded[key] = entry, compat.find_kernels(repo_modules(root))
-    return loaded[key]
+    if candidates not in loaded:
+        entry = bench_capture.first_entry(list(candidates), root)[1]
+        loaded[candidates] = entry, compat.find_kernels(repo_modules(root))
+    return loaded[candidates]
 
 
 def record(
-    job: dict[str, Any],
-    cases: list[dict[str, Any]],
+    job: CompileAhead,
+    cases: tuple[AheadCase, ...],
     loaded: dict[tuple[str, ...], tuple[Any, list[Any]]],
 ) -> tuple[list[Any], list[str]]:
     """``cases``' compile requests, in case order, and a line per case that failed; ``loaded``
@@ -59,16 +59,15 @@ def record(
     from checks.compiler import triton_compat as compat
     from checks.compiler.cheap_inputs import unfilled_random
 
-    root = job["repo_root"]
     errors: list[str] = []
-    with compat.compile_only(job["target"]) as recorder:
+    with compat.compile_only(job.target) as recorder:
         for case in cases:
             start = len(recorder.requests)
-            label = "x".join(map(str, case["shape"])) + f":{case['dtype']}"
+            label = "x".join(map(str, case.shape)) + f":{case.dtype}"
             try:
-                entry, kernels = _entry(case["entries"], root, loaded)
+                entry, kernels = _entry(case.entries, job.repo_root, loaded)
                 with unfilled_random():
-                    item = entry(tuple(case["shape"]), case["dtype"], device="cpu", seed=0)
+                    item = entry(case.shape, case.dtype, device="cpu", seed=0)
                     item["fn"]()
                 recorder.expand_autotuned(kernels, start)
             except Exception as exc:
@@ -111,7 +110,7 @@ class _Compiler:
                 self.launcher_errors.append(launcher_error)
 
 
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
+def run_job(job: CompileAhead) -> AheadAnswer:
     """The first case's variants first, recorded and compiled before the other cases are even
     recorded: that case's check comes about as soon as the workers have the GPU, and on the
     H200 it had found nothing compiled yet and compiled its kernel and launcher itself (0.5 s,
@@ -120,41 +119,42 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
     started = time.perf_counter()
     compat.check_triton_version()
-    root = str(Path(job["repo_root"]).resolve())
-    job = {**job, "repo_root": root}
-    sys.path[:0] = [os.path.join(root, p) for p in job.get("python_path") or ()] + [root]
+    root = str(Path(job.repo_root).resolve())
+    job = dataclasses.replace(job, repo_root=root)
+    sys.path[:0] = [os.path.join(root, p) for p in job.python_path] + [root]
     os.chdir(root)
-    target, cases = job["target"], list(job["cases"])
-    compiler = _Compiler(target, int(job.get("jobs") or 1))
+    compiler = _Compiler(job.target, max(1, job.jobs))
     loaded: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
-    requests, errors = record(job, cases[:1], loaded)
+    requests, errors = record(job, job.cases[:1], loaded)
     compiler.run(requests)
     first_s = time.perf_counter() - started
-    requests, more = record(job, cases[1:], loaded)
+    requests, more = record(job, job.cases[1:], loaded)
     errors += more
     recorded_s = time.perf_counter() - started
 
     utils_error = None
     try:
-        compat.build_driver_utils(compat.gpu_target(target).backend)
+        compat.build_driver_utils(compat.gpu_target(job.target).backend)
     except Exception as exc:
         utils_error = _short(exc)
     compiler.run(requests)
     outcomes = compiler.outcomes
     failed = [o[len("error: ") :] for o in outcomes if o.startswith("error: ")]
-    return {
-        "variants": len(outcomes),
-        "compiled": outcomes.count("compiled"),
-        "cache_hits": outcomes.count("hit"),
-        "compile_errors": failed[:5],
-        "launcher_errors": ([utils_error] if utils_error else []) + compiler.launcher_errors[:5],
-        "case_errors": errors[:5],
-        "cases_failed": len(errors),
-        "first_case_s": round(first_s, 3),
-        "record_s": round(recorded_s, 3),
-        "seconds": round(time.perf_counter() - started, 3),
-    }
+    return AheadAnswer(
+        variants=len(outcomes),
+        compiled=outcomes.count("compiled"),
+        cache_hits=outcomes.count("hit"),
+        compile_errors=tuple(failed[:5]),
+        launcher_errors=tuple(
+            ([utils_error] if utils_error else []) + compiler.launcher_errors[:5]
+        ),
+        case_errors=tuple(errors[:5]),
+        cases_failed=len(errors),
+        first_case_s=round(first_s, 3),
+        record_s=round(recorded_s, 3),
+        seconds=round(time.perf_counter() - started, 3),
+    )
 
 
 if __name__ == "__main__":
-    job_child.run_and_exit(sys.argv[1:], run_job)
+    job_child.run_and_exit(sys.argv[1:], CompileAhead, run_job)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -180,8 +181,11 @@ _NAMES: dict[type, frozenset[str]] = {}
 def _fields(cls: type) -> tuple[_Field, ...]:
     known = _FIELDS.get(cls)
     if known is None:
-        # this module's own names: the zygote and the worker program it loads may each load it
-        hints = typing.get_type_hints(cls, globals())
+        # this module's own names: the zygote and the worker program it loads may each load it;
+        # a message of a sibling module (``job_files.py``) sees that module's names too
+        module = sys.modules.get(cls.__module__)
+        names = {**globals(), **vars(module)} if module is not None else globals()
+        hints = typing.get_type_hints(cls, names)
         known = tuple(
             _Field(
                 f.name,

@@ -191,21 +191,22 @@ def test_deriving_the_distribution_pays_each_compile_launcher_and_key_once():
 @pytest.mark.slow
 def test_a_priming_job_only_imports(tmp_path: Path):
     from checks.first_call.probe import run_job
+    from checks.worker.job_files import FirstCallProbe
 
-    job = {
-        "repo_root": str(KERNELS),
-        "bench": "toykern.bench:no_such_entry",  # never imported: priming stops before it
-        "shapes": [[1]],
-        "dtypes": ["float16"],
-        "mode": "compile-only",
-        "target": "sm_90",
-        "device": "cpu",
-        "cache_root": str(tmp_path / "prime"),
-        "prime": True,
-    }
+    job = FirstCallProbe(
+        repo_root=str(KERNELS),
+        bench="toykern.bench:no_such_entry",  # never imported: priming stops before it
+        shapes=((1,),),
+        dtypes=("float16",),
+        mode="compile-only",
+        target="sm_90",
+        device="cpu",
+        cache_root=str(tmp_path / "prime"),
+        prime=True,
+    )
     out = run_job(job)
-    assert "import_torch_ms" in out and "import_triton_ms" in out
-    assert "standalone" not in out and "import_entry_ms" not in out
+    assert out.import_torch_ms > 0 and out.import_triton_ms >= 0
+    assert out.standalone == () and out.distribution is None and out.import_entry_ms is None
     assert not (tmp_path / "prime").exists()
 
 

@@ -1,34 +1,66 @@
-"""The helper programs' side of a job: the answer, or what went wrong, lands in the job's out."""
+"""The helper programs' side of a job: the answer, or what went wrong, lands where the job
+file says, as the typed answer file (``checks.worker.job_files``)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from checks.job_child import main, short_error
+from checks.worker import job_files
+from checks.worker.job_files import JobFailure, Profiled, ProfileRun
+
+JOB = ProfileRun(repo_root="/r", bench="m:f", shape=(4,), dtype="float32", region="cuda")
 
 
-def _job(tmp_path: Path) -> Path:
+def _job(tmp_path: Path, job: ProfileRun = JOB) -> Path:
     path = tmp_path / "job.json"
-    path.write_text(json.dumps({"x": 2, "out": str(tmp_path / "out.json")}))
+    path.write_text(job_files.job_text(job, str(tmp_path / "out.json")))
     return path
 
 
-def test_the_answer_is_written_to_out(tmp_path: Path) -> None:
-    assert main([str(_job(tmp_path))], lambda job: {"twice": job["x"] * 2}) == 0
-    assert json.loads((tmp_path / "out.json").read_text()) == {"twice": 4}
+def _answer(tmp_path: Path) -> Profiled | JobFailure:
+    return job_files.read_answer(ProfileRun, (tmp_path / "out.json").read_text())
 
 
-def test_an_error_becomes_a_fatal_answer_with_its_traceback(tmp_path: Path) -> None:
-    def run(job: dict) -> dict:
+def test_the_answer_is_written_where_the_job_says(tmp_path: Path) -> None:
+    seen: list[ProfileRun] = []
+    assert main([str(_job(tmp_path))], ProfileRun, lambda job: seen.append(job) or Profiled()) == 0
+    assert seen == [JOB]
+    assert _answer(tmp_path) == Profiled()
+
+
+def test_an_error_becomes_a_failure_with_its_traceback(tmp_path: Path) -> None:
+    def run(job: ProfileRun) -> Profiled:
         raise ValueError("first\n\nsecond\nthird\nfourth")
 
-    assert main([str(_job(tmp_path))], run) == 0
-    out = json.loads((tmp_path / "out.json").read_text())
-    assert out["fatal"] == "ValueError: first | second | third"
-    assert "Traceback" in out["traceback"] and "raise ValueError" in out["traceback"]
+    assert main([str(_job(tmp_path))], ProfileRun, run) == 0
+    out = _answer(tmp_path)
+    assert isinstance(out, JobFailure)
+    assert out.fatal == "ValueError: first | second | third"
+    assert out.traceback and "Traceback" in out.traceback and "raise ValueError" in out.traceback
     assert (
         short_error(ValueError("x" * 900), lines=1, limit=300) == ("ValueError: " + "x" * 900)[:300]
+    )
+
+
+def test_a_job_file_or_an_answer_that_does_not_fit_becomes_a_failure_that_says_why(
+    tmp_path: Path,
+) -> None:
+    """A job file for another helper is refused before the job runs; an answer of the wrong
+    class is refused before it is written."""
+    ran: list[ProfileRun] = []
+    assert main([str(_job(tmp_path))], job_files.FirstCallProbe, ran.append) == 0
+    out = _answer(tmp_path)
+    assert not ran and isinstance(out, JobFailure)
+    assert out.fatal == (
+        "ContractError: the job file is for 'checks.compiler.profile.driver', "
+        "not for checks.first_call.probe"
+    )
+    assert main([str(_job(tmp_path))], ProfileRun, lambda job: {"ok": True}) == 0
+    out = _answer(tmp_path)
+    assert isinstance(out, JobFailure)
+    assert out.fatal == (
+        "ContractError: the answer of checks.compiler.profile.driver: expected a Profiled, got dict"
     )
 
 
@@ -48,13 +80,14 @@ def test_a_helper_program_ends_once_its_answer_is_written(tmp_path: Path) -> Non
             f"""
             import atexit, pathlib, sys
             from checks.job_child import run_and_exit
+            from checks.worker.job_files import Profiled, ProfileRun
 
             def run(job):
                 atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text("ran"))
                 sys.stdout.write("said before the answer")
-                return {{"twice": job["x"] * 2}}
+                return Profiled()
 
-            run_and_exit(sys.argv[1:], run)
+            run_and_exit(sys.argv[1:], ProfileRun, run)
             print("never reached")
             """
         )
@@ -67,6 +100,6 @@ def test_a_helper_program_ends_once_its_answer_is_written(tmp_path: Path) -> Non
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads((tmp_path / "out.json").read_text()) == {"twice": 4}
+    assert _answer(tmp_path) == Profiled()
     assert done.stdout == "said before the answer"
     assert not marker.exists()

@@ -17,6 +17,8 @@ import pytest
 
 from checks.procs import cgroup, sandbox
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
+from checks.worker import job_files
+from tests.data.jobs.probe import Probe, Seen
 from tests.integration.test_worker_isolation import _alive, daemon_dies_with_its_worker
 from tests.integration.test_workers import FAST, SHAPE, STANDINS
 
@@ -165,12 +167,12 @@ def test_only_a_trusted_run_writes_the_caches_kept_between_runs(
     try:
         sandbox.require(disposable=False, trusted=trusted)  # as the measure job does
         work = Path(tempfile.mkdtemp())
-        out = run_job("tests.data.jobs.probe", {"do": "write", "path": str(kept / "record")},
+        out = run_job(Probe("write", str(kept / "record")),
                       workdir=work, triton_cache=work / "tc", timeout_s=60, what="the probe",
                       kept=(kept,))  # fmt: skip
     finally:
         sandbox.configure(None)
-    assert out["wrote"] is trusted
+    assert isinstance(out, Seen) and out.wrote is trusted
     assert (kept / "record").exists() is trusted
 
 
@@ -286,9 +288,9 @@ def test_a_tool_that_writes_a_fixed_path_in_tmp_works_confined_and_leaves_the_ma
     lock = Path("/tmp") / f"kernel-review-test-lock-{os.getpid()}"  # as ncu's lock file
     work = Path(tempfile.mkdtemp())  # in the run's scratch, as a helper's folder is
     try:
-        out = run_job("tests.data.jobs.probe", {"do": "write", "path": str(lock)},
+        out = run_job(Probe("write", str(lock)),
                       workdir=work, triton_cache=work / "tc", timeout_s=60, what="the probe")  # fmt: skip
-        assert out["wrote"]
+        assert isinstance(out, Seen) and out.wrote
         assert not lock.exists()  # it went to the run's own /tmp, in its scratch folder
         assert list((tmp_path / "scratch").rglob(lock.name))
     finally:
@@ -341,7 +343,6 @@ def test_a_pull_requests_workers_cannot_write_the_kept_bytecode_or_triton_key(
 def test_a_helper_forked_from_a_confined_zygote_runs_nothing_before_it_is_in_its_own_cgroups(
     tmp_path: Path, confined: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import json
     import time
 
     from checks.job_process import PACKAGE_ROOT, _job_path
@@ -359,10 +360,10 @@ def test_a_helper_forked_from_a_confined_zygote_runs_nothing_before_it_is_in_its
     zygote = start_zygote("cpu", Path(tempfile.mkdtemp()), memory_bytes=3 * 2**30)
     work = Path(tempfile.mkdtemp())
     job = work / "job.json"
-    job.write_text(json.dumps({"do": "probe", "out": str(work / "out.json")}))
+    job.write_text(job_files.job_text(Probe("env"), str(work / "out.json")))
     env = {**scrubbed_env(), "TRITON_CACHE_DIR": str(work / "tc")}
     process = ForkJob(
-        "tests.data.jobs.probe", str(job), env, str(PACKAGE_ROOT), str(work / "log"), _job_path(), 0
+        Probe.MODULE, str(job), env, str(PACKAGE_ROOT), str(work / "log"), _job_path(), 0
     )
     try:
         helper = zygote.fork_job(process, timeout=60)
@@ -371,7 +372,9 @@ def test_a_helper_forked_from_a_confined_zygote_runs_nothing_before_it_is_in_its
         sandbox.kill_tree(helper.pid)
     finally:
         zygote.close()
-    at_start = json.loads((work / "out.json").read_text())["cgroups_at_start"]
+    seen = job_files.read_answer(Probe, (work / "out.json").read_text())
+    assert isinstance(seen, Seen)
+    at_start = seen.cgroups_at_start
     # its first line ran in its own cgroups already (a daemon it starts is in them too), not in
     # the zygote's, where it would outlive the helper's end
     place = ISOLATION.place

@@ -17,6 +17,7 @@ from checks.job_process import run_job
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
 from checks.worker_env import default_memory_bytes, scrubbed_env
 from tests.action_yml import ACTION, run_blocks
+from tests.data.jobs.probe import Probe, Seen
 from tests.integration.test_workers import FAST, SHAPE, STANDINS
 from tests.paths import ROOT
 
@@ -204,6 +205,7 @@ def test_the_default_cap_comes_from_the_machines_memory() -> None:
 
 
 def test_the_helper_programs_get_the_same_cap(tmp_path: Path) -> None:
-    out = run_job("tests.data.jobs.probe", {"do": "env"}, workdir=tmp_path,
+    out = run_job(Probe("env"), workdir=tmp_path,
                   triton_cache=tmp_path / "tc", timeout_s=60, what="the probe")  # fmt: skip
-    assert out["data_limit"] == [default_memory_bytes(), default_memory_bytes()]
+    assert isinstance(out, Seen)
+    assert out.data_limit == (default_memory_bytes(), default_memory_bytes())

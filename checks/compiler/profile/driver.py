@@ -2,21 +2,20 @@
 
 The case is built and called once outside the profiled region (JIT compile, autotuning, the
 first-call work), then once inside it, between the profiler's own start and stop calls, so the
-profile holds the launches of one call and nothing else. Job: ``{"repo_root", "bench", "shape",
-"dtype", "region": "cuda" | "roctx", "out"}``; the answer is ``{"ok": true}`` or
-``{"fatal": message}`` in ``out``.
+profile holds the launches of one call and nothing else. Job: ``checks.worker.job_files.ProfileRun``;
+the answer is ``Profiled`` (the counters are in the profiler's own output), or the failure.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
+from checks import job_child  # standard library only
 from checks.bench_entries import bench_capture  # standard library only
+from checks.worker.job_files import Profiled, ProfileRun
 
 
 def _region(kind: str) -> tuple[Any, Any]:
@@ -36,35 +35,25 @@ def _region(kind: str) -> tuple[Any, Any]:
     return cudart.cudaProfilerStart, cudart.cudaProfilerStop
 
 
-def run(job: dict) -> dict:
+def run(job: ProfileRun) -> Profiled:
     import torch
 
-    root = job["repo_root"]
-    sys.path[:0] = [os.path.join(root, p) for p in job.get("python_path") or ()] + [root]
-    entry = bench_capture.load_entry(job["bench"], root)
-    case = entry(tuple(job["shape"]), job["dtype"], device="cuda", seed=0)
+    root = job.repo_root
+    sys.path[:0] = [os.path.join(root, p) for p in job.python_path] + [root]
+    entry = bench_capture.load_entry(job.bench, root)
+    case = entry(job.shape, job.dtype, device="cuda", seed=0)
     case["fn"]()
     torch.cuda.synchronize()
-    start, stop = _region(job["region"])
-    args = (0,) if job["region"] == "roctx" else ()  # ROCTx takes a thread id: 0, this one
+    start, stop = _region(job.region)
+    args = (0,) if job.region == "roctx" else ()  # ROCTx takes a thread id: 0, this one
     start(*args)
     case["fn"]()
     torch.cuda.synchronize()
     stop(*args)
-    return {"ok": True}
-
-
-def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text())
-    try:
-        result = run(job)
-    except Exception as exc:
-        result = {"fatal": f"{type(exc).__name__}: {exc}"[:600]}
-    Path(job["out"]).write_text(json.dumps(result))
-    return 0
+    return Profiled()
 
 
 if __name__ == "__main__":
-    # a normal exit, not ``checks.worker.exiting.end_now``: the profiler's collector in this
-    # process may write its data at exit
-    raise SystemExit(main(sys.argv[1:]))
+    # a normal exit, not ``job_child.run_and_exit``: the profiler's collector in this process
+    # may write its data at exit
+    raise SystemExit(job_child.main(sys.argv[1:], ProfileRun, run))

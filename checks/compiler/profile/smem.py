@@ -21,6 +21,7 @@ from typing import Any
 from bot.contracts.evidence import Evidence, NotRun, SmemTraffic
 from checks.compiler.targets.base import VendorTarget
 from checks.job_process import run_job
+from checks.worker.job_files import JobFailure, ProfileRun
 
 PERMISSION_HINT = (
     "let the runner's user read the GPU performance counters (NVIDIA: the driver option "
@@ -60,16 +61,15 @@ def profile_case(
     ``python``: the side's own interpreter (its own toolchain), the bot's by default."""
     out_dir = work / "profile"
     out_dir.mkdir(parents=True, exist_ok=True)
-    job = {
-        "repo_root": str(tree),
-        "bench": case.bench,
-        "shape": list(case.shape),
-        "dtype": case.dtype,
-        "region": vendor.profile_region,
-        "python_path": list(case.python_path),
-    }
+    job = ProfileRun(
+        repo_root=str(tree),
+        bench=case.bench,
+        shape=case.shape,
+        dtype=case.dtype,
+        region=vendor.profile_region,
+        python_path=case.python_path,
+    )
     result = run_job(
-        "checks.compiler.profile.driver",
         job,
         workdir=work,
         triton_cache=work / "triton-cache",
@@ -81,8 +81,8 @@ def profile_case(
     counters, refused = vendor.read_profile(out_dir)
     if refused:
         return [], f"{vendor.profiler} may not read this GPU's counters ({refused})"
-    if "fatal" in result:
-        return [], str(result["fatal"])
+    if isinstance(result, JobFailure):
+        return [], result.fatal
     if not counters:
         return [], f"{vendor.profiler} reported no kernel launch in the profiled call"
     return counters, None

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from bot.contracts.base import Vendor
 from bot.errors import PolicyError
@@ -51,7 +51,7 @@ class VendorTarget(ABC):
     warp_word: ClassVar[str]  # what a num_warps counts: "warps", "wavefronts"
     honours_maxnreg: ClassVar[bool]  # whether a triton.Config's maxnreg reaches the compiler
     profiler: ClassVar[str]  # the program that reads shared-memory counters: "ncu"
-    profile_region: ClassVar[str]  # how the profiled process marks its region: "cuda", "roctx"
+    profile_region: ClassVar[Literal["cuda", "roctx"]]  # how the profiled process marks its region
     accesses_unit: ClassVar[str]  # what its shared-memory access count counts
     conflicts_unit: ClassVar[str]  # what its bank-conflict count counts
 
