@@ -23,7 +23,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,8 +109,7 @@ ENGINE_OPTIONS: Known = {
     ),
     "zygote": (
         on_off,
-        "on|off: fork the workers from one process that imported torch and Triton (default: on "
-        "for cuda, off for cpu)",
+        "on|off: fork the workers from one process that imported torch and Triton (default: on)",
     ),
     "work_dir": (
         folder,
@@ -136,7 +135,7 @@ class EngineOptions:
     block_ms: float | None = None
     crossover: bool | None = None
     precompile: bool = True
-    zygote: bool | None = None
+    zygote: bool = True
     work_dir: Path | None = None
     max_rounds: int | None = None
     added_shapes: bool = True
@@ -246,7 +245,7 @@ def run_bench(args: argparse.Namespace) -> int:
     started = args.started  # the command's start (bot.cli.main): the all-in cost counts from it
     from checks.sweep.gpus import require_torch
     from checks.sweep.warmer import start_warmer
-    from checks.sweep.zygote import by_default, start_zygote
+    from checks.sweep.zygote import start_zygote
 
     engine = EngineOptions.given(args.engine_option or [])
     require_torch("bench")  # every worker imports it: say so once, before any starts
@@ -256,8 +255,6 @@ def run_bench(args: argparse.Namespace) -> int:
     # the policy and the plan and makes the worktrees.
     work = engine.work_dir or Path(tempfile.mkdtemp(prefix="kernel-review-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    if engine.zygote is None:
-        engine = replace(engine, zygote=by_default(args.device))
     zygote = start_zygote(args.device, work) if engine.zygote else None
     # and each GPU's early warm-up: its clock comes up while the workers start
     gpus = _gpus(args.device, engine)

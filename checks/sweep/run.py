@@ -54,7 +54,7 @@ from checks.sweep.workers import (
     poll_ms_for,
     seed_cache,
 )
-from checks.sweep.zygote import Zygote, by_default, bytecode_note, start_zygote
+from checks.sweep.zygote import Zygote, bytecode_note, start_zygote
 from checks.worker.timing import MAX_COPIES
 from checks.worker_env import default_memory_bytes
 
@@ -81,9 +81,11 @@ class SweepOptions(BaseModel):
     pythons: tuple[str, str] | None = None  # base's and head's interpreters (own toolchains)
     # on a GPU: compile each side's Triton kernels ahead, beside the workers (precompile.py)
     precompile: bool = True
-    # workers forked from one process that imported torch and Triton (checks.sweep.zygote);
-    # None: on a GPU, not on the CPU (``zygote.by_default``)
-    zygote: bool | None = None
+    # workers forked from one process that imported torch and Triton (checks.sweep.zygote), on
+    # the CPU too, so that CI runs the GPU's path; there it costs nothing: the 186 tests of the
+    # 18 integration files that run the engine took 139-145 CPU-s with it, 147-156 without
+    # (2 cores under a load of 7-15, wall 220-262 s against 188-297 s)
+    zygote: bool = True
 
 
 def _ahead(
@@ -338,8 +340,7 @@ def run_sweep(
     startup["setup"] = time.monotonic() - t_setup
     run_notes = [*notes, *(n for n in setup_notes if n)]
     shutil.rmtree(context_marks(work_dir), ignore_errors=True)  # none from an earlier sweep
-    wanted = options.zygote if options.zygote is not None else by_default(options.device)
-    own_zygote = zygote is None and wanted
+    own_zygote = zygote is None and options.zygote
     if own_zygote:
         zygote = start_zygote(
             options.device,

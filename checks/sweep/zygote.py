@@ -87,13 +87,6 @@ def bytecode_note(came: str) -> str:
     )
 
 
-def by_default(device: str) -> bool:
-    """Whether a sweep forks its workers from a zygote when not told: on a GPU, where every
-    worker imports torch and Triton at its start; not on the CPU, where a worker imports them
-    only if the checkout's code does (the CPU stand-ins do not)."""
-    return device != "cpu"
-
-
 def own_triton(root: Path, python_path: tuple[str, ...]) -> bool:
     """Whether the checkout puts a ``triton`` of its own on the worker's path (then its code
     imports that one, not the one the zygote imported)."""

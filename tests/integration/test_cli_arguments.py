@@ -127,7 +127,7 @@ def test_bench_engine_options_are_read_as_the_engine_takes_them() -> None:
     )
     engine = EngineOptions.given(args.engine_option)
     assert engine.crossover is False and engine.block_ms == 2.5 and engine.gpus == ("1", "0")
-    assert engine.precompile is True and engine.zygote is None and engine.work_dir is None
+    assert engine.precompile is True and engine.zygote is True and engine.work_dir is None
 
 
 # --- compiler-report / first-call --target ----------------------------------------------------

@@ -386,7 +386,8 @@ def test_crossover_cancels_a_bias_that_follows_the_worker_slot(tmp_path: Path) -
         logs = [r.log_ratio for r in crossed.raw.rounds if r.arm == arm and not r.dropped]
         assert low < math.exp(sum(logs) / len(logs)) < high, arm
     logs = sorted(p.name for p in (tmp_path / "crossover-True" / "logs").iterdir())
-    assert logs == ["base-1.log", "base-x-1.log", "head-1.log", "head-x-1.log"]
+    # the workers' own, and the zygote's they were forked from
+    assert logs == ["base-1.log", "base-x-1.log", "head-1.log", "head-x-1.log", "zygote.log"]
     # one Triton cache per side, shared by that side's two workers (never base with head)
     caches = sorted(p.name for p in (tmp_path / "crossover-True" / "triton-cache").iterdir())
     assert caches == ["base", "head"]
@@ -495,8 +496,9 @@ def test_cases_are_split_between_worker_pairs(tmp_path: Path) -> None:
     assert [c.shape for c in result.cases] == [(1000,), (2000,), (3000,), (4000,), (5000,)]
     assert [c.gpu_index for c in result.cases] == [0, 1, 0, 1, 0]
     assert all(c.status == "ok" for c in result.cases) and len(result.envs) == 2
-    assert {p.name.split("-")[0] for p in (tmp_path / "logs").iterdir()} == {"base", "head"}
-    assert len(list((tmp_path / "logs").iterdir())) == 4  # one worker per side and pair
+    workers = {p.name for p in (tmp_path / "logs").iterdir()} - {"zygote.log"}
+    assert {name.split("-")[0] for name in workers} == {"base", "head"}
+    assert len(workers) == 4  # one worker per side and pair
 
 
 def test_bench_command_errors_are_messages(

@@ -162,18 +162,16 @@ def test_a_zygote_that_died_leaves_the_workers_to_start_as_before(tmp_path: Path
 def test_a_sweep_forks_its_workers_from_the_zygote_or_says_why_not(
     tmp_path: Path, alive: bool
 ) -> None:
-    """On the CPU only when asked (``zygote=True``; a GPU sweep forks by default): the sweep's
-    workers come from the zygote and measure; with a zygote that died they are started one by
-    one, measure all the same, and the sweep's notes say why."""
+    """Unasked, on the CPU as on a GPU (CI runs the path that measures): the sweep's workers
+    come from the zygote and measure; with a zygote that died they are started one by one,
+    measure all the same, and the sweep's notes say why."""
     from checks.sweep.run import SweepOptions
     from checks.sweep.shapes import Case
-    from checks.sweep.zygote import by_default
     from tests.integration.test_sweep_cpu import QUICK, _standin_sweep
 
-    assert by_default("cuda") and not by_default("cpu")
     case = Case(kernel="axpy", bench="standin_kernels:axpy", dims=(1000,), dtype="float32",
                 tolerance=0.5)  # fmt: skip
-    opts = SweepOptions(device="cpu", protocol=QUICK, measure_ceilings=False, zygote=True)
+    opts = SweepOptions(device="cpu", protocol=QUICK, measure_ceilings=False)
     z = None
     if not alive:
         z = start_zygote("cpu", tmp_path)
