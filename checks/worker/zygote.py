@@ -467,6 +467,8 @@ def _become(request: Any, fds: list[int], program: _Program, utils: str | None) 
         else:
             cmd_fd, resp_fd = fds
             argv = ["--cmd-fd", str(cmd_fd), "--resp-fd", str(resp_fd), *request.argv]
+            # the command line a worker started afresh has, which the measured code may read
+            sys.argv = [os.path.join(_HERE, "main.py"), *argv]
             code = program.main(argv)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
