@@ -128,7 +128,7 @@ def run_job(job: FirstCallProbe) -> ProbeAnswer:
     start = time.perf_counter()
     import triton  # noqa: F401
 
-    imported = ProbeAnswer(
+    answer = ProbeAnswer(
         python_start_ms=python_start_ms,
         probe_overhead_ms=probe_overhead_ms,
         import_torch_ms=import_torch_ms,
@@ -138,7 +138,7 @@ def run_job(job: FirstCallProbe) -> ProbeAnswer:
         # only bring torch's, Triton's and the driver's files into the OS file cache
         if job.mode == "gpu":
             torch.empty(1, device=job.device)
-        return imported
+        return answer
     compat.check_triton_version()
     repo_root = str(Path(job.repo_root).resolve())
     sys.path[:0] = [os.path.join(repo_root, p) for p in job.python_path] + [repo_root]
@@ -148,20 +148,21 @@ def run_job(job: FirstCallProbe) -> ProbeAnswer:
     else:
         with compat.compile_only(job.target):
             entry = bench_capture.load_entry(job.bench, repo_root)
-    import_entry_ms = _ms(time.perf_counter() - start)
-    context_ms, device = 0.0, None
+    answer = dataclasses.replace(answer, import_entry_ms=_ms(time.perf_counter() - start))
     if job.mode == "gpu":
         start = time.perf_counter()
         torch.cuda.init()
         torch.empty(1, device=job.device)
         torch.cuda.synchronize()
         context_ms = _ms(time.perf_counter() - start)
-        device = torch.cuda.get_device_name()
+        answer = dataclasses.replace(
+            answer, context_ms=context_ms, device=torch.cuda.get_device_name()
+        )
     # Triton's one-off set-up, paid by a fresh process at its first compile or cache lookup
     # (its key made as Triton makes it: what a served process pays, not the bot's kept key)
     start = time.perf_counter()
     compat.warm_up(gpu=job.mode == "gpu", kept_key=False)
-    triton_setup_ms = _ms(time.perf_counter() - start)
+    answer = dataclasses.replace(answer, triton_setup_ms=_ms(time.perf_counter() - start))
     modules = [
         m
         for m in list(sys.modules.values())
@@ -190,15 +191,7 @@ def run_job(job: FirstCallProbe) -> ProbeAnswer:
         compat.forget_compiled(kernels)
         compat.set_cache_dir(str(cache_root / "distribution"))
         distribution = tuple(first_call(shape, dtype) for shape, dtype in cases)
-    return dataclasses.replace(
-        imported,
-        import_entry_ms=import_entry_ms,
-        context_ms=context_ms,
-        triton_setup_ms=triton_setup_ms,
-        device=device,
-        standalone=tuple(standalone),
-        distribution=distribution,
-    )
+    return dataclasses.replace(answer, standalone=tuple(standalone), distribution=distribution)
 
 
 if __name__ == "__main__":

@@ -167,7 +167,7 @@ class ProbeAnswer:
     import_torch_ms: float
     import_triton_ms: float
     import_entry_ms: float | None = None
-    context_ms: float | None = None  # the GPU context (0 in compile-only mode)
+    context_ms: float | None = None  # the GPU context (None in compile-only mode: none made)
     triton_setup_ms: float | None = None
     device: str | None = None  # the GPU's name (mode gpu)
     standalone: tuple[ProbeShape, ...] = ()
@@ -219,6 +219,8 @@ class ProfileRun(Job[Profiled]):
 
 @dataclass(frozen=True)
 class _JobFile:
+    """A job file: the job's ``fields`` for helper ``job`` (its MODULE), answered at ``out``."""
+
     version: int
     job: str
     out: str
@@ -227,6 +229,8 @@ class _JobFile:
 
 @dataclass(frozen=True)
 class _AnswerFile:
+    """An answer file: the answer's fields, or the failure."""
+
     version: int
     answer: dict[str, Any] | None = None
     failure: JobFailure | None = None
