@@ -7,7 +7,7 @@ makes one more call after the case's first, which compiled and tuned, on a GPU; 
 wraps the first call itself (an interpreted call takes as long as its kernels). It records
 
 - Triton's launches, by the JIT function's name: through Triton's launch hook
-  (``triton.knobs.runtime.launch_enter_hook``) on a GPU, and through ``InterpretedFunction.run``
+  (``triton.knobs.runtime.launch_enter_hook``) on a GPU, and through the interpreter's ``GridExecutor``
   under the CPU interpreter, which calls no hook;
 - on a GPU, every kernel the profiler saw (``torch.profiler``'s device activity, kernels only:
   copies and memsets are left out), a C++ name demangled and cut to its qualified name
@@ -136,18 +136,18 @@ def _hook_triton(stack: contextlib.ExitStack, seen: Callable[[str], None]) -> No
     the launch hook, and the interpreter's launches. Nothing where Triton is not imported (the
     checkout's code imported it, if it launches Triton kernels at all)."""
     interpreter = sys.modules.get("triton.runtime.interpreter")
-    interpreted = getattr(interpreter, "InterpretedFunction", None)
-    if interpreted is not None:
-        original = interpreted.run
+    # every interpreted launch runs a GridExecutor (Triton 3.5 and 3.6 alike; 3.5's
+    # InterpretedFunction.run is made per instance, 3.6's is a method that skips warm-ups)
+    executor = getattr(interpreter, "GridExecutor", None)
+    if executor is not None:
+        original = executor.__call__
 
-        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if not kwargs.get("warmup"):
-                fn = getattr(self, "fn", None)
-                seen(str(getattr(fn, "__name__", None) or "?"))
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            seen(str(getattr(self.fn, "__name__", None) or "?"))
             return original(self, *args, **kwargs)
 
-        interpreted.run = run
-        stack.callback(setattr, interpreted, "run", original)
+        executor.__call__ = call
+        stack.callback(setattr, executor, "__call__", original)
     knobs = getattr(sys.modules.get("triton"), "knobs", None)
     runtime = getattr(knobs, "runtime", None)
     if runtime is None or not hasattr(runtime, "launch_enter_hook"):
