@@ -216,9 +216,10 @@ def _text_only(side: FileSides) -> str | None:
     the old and new lines of its hunks), or ``None``."""
     if source_kind(side.patch.path) != "cpp" or side.patch.status != "modified":
         return None
-    if side.old_text is not None and side.new_text is not None:
+    # an empty side is a file not read whole (no kernel marker in it), not an empty file
+    if side.old_text and side.new_text:
         return _TEXT_ONLY if same_cpp_program(side.old_text, side.new_text) else None
-    if side.old_text is not None or side.new_text is not None:
+    if side.old_text or side.new_text:
         return None
     old, new = (
         "\n".join(t for h in side.patch.hunks for _, t in lines(h))

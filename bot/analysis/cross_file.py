@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bot.analysis.compare import compare_kernels
 from bot.analysis.model import (
     PYTHON_LANGUAGES,
@@ -18,6 +20,7 @@ from bot.analysis.model import (
     KernelDef,
     LaunchSite,
 )
+from bot.analysis.reach.pickers import picked_kernels
 from bot.analysis.text import source_kind
 
 
@@ -41,10 +44,10 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
     known = {k.name for f in ctx.files for s in (f.old, f.new) if s for k in s.kernels}
     olds: dict[tuple[str, str], list[LaunchSite]] = {}
     news: dict[tuple[str, str], list[LaunchSite]] = {}
-    for site in ctx.old_launches():
+    for site in _through_pickers(ctx.old_launches(), known, ctx.old_source):
         if _relevant(site, known):
             olds.setdefault((site.kernel, site.language), []).append(site)
-    for site in ctx.new_launches():
+    for site in _through_pickers(ctx.new_launches(), known, ctx.new_source):
         if _relevant(site, known):
             news.setdefault((site.kernel, site.language), []).append(site)
     out = []
@@ -115,6 +118,28 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
                     "launches_new": launches_new,
                 }
             )
+    return out
+
+
+def _through_pickers(
+    sites: list[LaunchSite], known: set[str], read: Callable[[str], str | None] | None
+) -> list[LaunchSite]:
+    """C++ launches of a function pointer a picker returned, as launches of the kernels the
+    picker can return (``reach.pickers``); other sites as they are."""
+    if read is None:
+        return sites
+    out: list[LaunchSite] = []
+    picked: dict[tuple[str, str], set[str]] = {}
+    for site in sites:
+        if site.language == "triton" or site.kernel in known:
+            out.append(site)
+            continue
+        key = (site.path, site.kernel)
+        if key not in picked:
+            picked[key] = picked_kernels(site.path, site.kernel, read)
+        if not picked[key]:
+            out.append(site)
+        out += [site.model_copy(update={"kernel": k}) for k in sorted(picked[key])]
     return out
 
 

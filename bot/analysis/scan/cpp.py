@@ -451,7 +451,8 @@ def _function_header(t: _Text, open_at: int) -> tuple[str, int] | None:
         t.bare.rfind(";", 0, open_at), t.bare.rfind("{", 0, open_at), t.bare.rfind("}", 0, open_at)
     )
     header = t.bare[begin + 1 : open_at]
-    header = _PREPROCESSOR.sub("", header)
+    # blanked, not removed: the name's offset must stay its offset in the file
+    header = _PREPROCESSOR.sub(lambda m: " " * len(m.group(0)), header)
     stripped = header.rstrip()
     if not _FUNC_HEADER_END.search(stripped):
         return None
