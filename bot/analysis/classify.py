@@ -225,7 +225,7 @@ def _text_only(side: FileSides) -> str | None:
         "\n".join(t for h in side.patch.hunks for _, t in lines(h))
         for lines in (lambda h: h.old_lines(), lambda h: h.new_lines())
     )
-    return _TEXT_ONLY_LINES if same_cpp_program(old, new) else None
+    return _TEXT_ONLY_LINES if same_cpp_program(old, new, whole=False) else None
 
 
 def _read_sides(

@@ -103,3 +103,10 @@ def test_host_pass_lines_of_a_real_header() -> None:
     assert not host_pass_only(lines, at("#define MMA_F8F8F16_M16N8K16_ENABLED"))
     negated = ["#ifndef __CUDA_ARCH__", "#define X 1", "#else", "#define X 2", "#endif"]
     assert host_pass_only(negated, 2) and not host_pass_only(negated, 4)
+
+
+def test_a_changed_macro_definition_is_not_text_only_from_the_hunks_alone() -> None:
+    # the diff's lines hold the definition, not its uses: they cannot show the same program
+    analysis = analyze_diff(file_diff(PATH, BEFORE, DEVICE_PASS))
+    assert [u.path for u in analysis.unclassified] == [PATH]
+    assert "not the program" not in analysis.unclassified[0].why

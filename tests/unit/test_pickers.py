@@ -114,3 +114,49 @@ def test_a_function_that_returns_no_kernel_is_no_picker() -> None:
         picked_kernels("exllamav2/cuda/q_gemm.cu", "pick_gemm_half_q_half_gptq_kernel", alone.get)
         == set()
     )
+
+
+# One host function, two launches in the two branches of an ``if`` / ``else``: a change in one
+# branch changes that launch's host code only (``scan.cpp._other_branches``). Shortened from
+# gemm_half_q_half_cuda_part in exllamav2/exllamav2_ext/cuda/q_gemm.cu of turboderp/exllamav2
+# (MIT) at 072d11f16318, where at_select gained arguments in the EXL2 branch; AutoGPTQ/AutoGPTQ's
+# autogptq_extension/exllamav2/cuda/q_gemm.cu (MIT, 9f7d37072917) splits the same way.
+PART = """\
+void gemm_half_q_half_cuda_part(const half* a, QMatrix* b, half* c, int size_m, int m_count)
+{
+    if (!b->is_gptq)
+    {
+        int block_kn_size = 64;
+        AT_Result* atr = at_get(b->device, size_m, size_k, size_n);
+        at_select(atr);
+        block_kn_size = atr->best;
+        fp_gemm_half_q_half_kernel kernel = pick_gemm_half_q_half_kernel(max_m, b->kernel_p, block_kn_size);
+        kernel<<<gridDim, blockDim, 0, stream>>>(a, c);
+    }
+    else
+    {
+        fp_gemm_half_q_half_gptq_kernel kernel = pick_gemm_half_q_half_gptq_kernel(true, m_count);
+        kernel<<<gridDim, blockDim, 0, stream>>>(a, c);
+    }
+}
+"""
+
+
+def _digests(text: str) -> dict[str, str | None]:
+    from bot.analysis.scan import scan_source
+
+    return {x.kernel: x.wrapper_digest for x in scan_source("cuda/q_gemm.cu", text).launches}
+
+
+def test_a_change_in_one_branch_is_not_the_other_branch_s_launch() -> None:
+    before = _digests(PART)
+    after = _digests(
+        PART.replace("at_select(atr);", "at_select(atr, b->device, size_m, size_k, size_n);")
+    )
+    assert after["pick_gemm_half_q_half_kernel"] != before["pick_gemm_half_q_half_kernel"]
+    assert after["pick_gemm_half_q_half_gptq_kernel"] == before["pick_gemm_half_q_half_gptq_kernel"]
+    # before the if, both launches' host code changed
+    shared = _digests(PART.replace("    if (!b->is_gptq)", "    c = a;\n    if (!b->is_gptq)"))
+    assert (
+        shared["pick_gemm_half_q_half_gptq_kernel"] != before["pick_gemm_half_q_half_gptq_kernel"]
+    )

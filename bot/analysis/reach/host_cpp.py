@@ -308,13 +308,16 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
     scopes = list(pool.all())
     # device side: what uses a changed device function, type or macro
     device: dict[str, set[str]] = {name: {name} for name in roots.device}
+    origin: dict[str, set[str]] = {name: {path} for name, path in roots.device.items()}
+    sees = _Includes(pool, ctx)
     for _ in range(_ROUNDS):
         grew = False
         for s in scopes:
             if s.kind in ("device", "type", "macro") and s.name not in device:
-                hit = s.refs & device.keys()
+                hit = {h for h in s.refs & device.keys() if origin[h] & sees(s.path)}
                 if hit:
                     device[s.name] = set().union(*(device[h] for h in hit))
+                    origin[s.name] = {s.path}
                     grew = True
         if not grew:
             break
@@ -356,7 +359,9 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         scope = next(
             (s for s in pool.scopes[path] if s.kind == "kernel" and s.name == k.name), None
         )
-        used = (scope.refs if scope else set()) & device.keys()
+        used = {
+            u for u in (scope.refs if scope else set()) & device.keys() if origin[u] & sees(path)
+        }
         via = sorted({r for u in used for r in device[u]})
         launched = k.name in host_words or path in included
         if not (via or launched):
@@ -400,6 +405,32 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             }
         )
     return out
+
+
+class _Includes:
+    """The files a C++ file sees: itself and the local headers it includes, transitively (a
+    changed helper reaches only the code that can see its definition; a name alone, such as
+    ``WARP_THREADS``, is defined by many headers)."""
+
+    def __init__(self, pool: _Pool, ctx: Context) -> None:
+        self.read = _reader(ctx, pool)
+        self.paths = set(ctx.old_files or ()) | ctx.diff_paths  # files not read whole too
+        self.seen: dict[str, set[str]] = {}
+
+    def __call__(self, path: str) -> set[str]:
+        if path not in self.seen:
+            out, todo = {path}, [path]
+            while todo and len(out) < _MAX_NEIGHBOURS:
+                current = todo.pop()
+                folder = posixpath.dirname(current)
+                for inc in _INCLUDE.findall(self.read(current) or ""):
+                    for found in (posixpath.normpath(posixpath.join(folder, inc)), inc):
+                        if found not in out and (found in self.paths or self.read(found)):
+                            out.add(found)
+                            todo.append(found)
+                            break
+            self.seen[path] = out
+        return self.seen[path]
 
 
 _POINTER_LAUNCH = re.compile(r"\b([A-Za-z_]\w*)\s*<<<")

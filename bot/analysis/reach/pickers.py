@@ -68,13 +68,23 @@ def _returns(texts: dict[str, str]) -> tuple[dict[str, set[str]], set[str]]:
     return returns, kernels
 
 
-def picked_kernels(path: str, picker: str, read: Reader) -> set[str]:
+Index = tuple[dict[str, set[str]], set[str]]
+
+
+def picked_kernels(
+    path: str, picker: str, read: Reader, cache: dict[str, Index] | None = None
+) -> set[str]:
     """The ``__global__`` functions ``picker`` (called in the file at ``path``) can return;
-    empty when it is no picker the included files define."""
-    texts = _included(path, read)
-    if not any(picker in t for t in texts.values()):
+    empty when it is no picker the included files define. ``cache``: what the files a path
+    includes define, kept between calls for launches of the same file."""
+    if cache is not None and path in cache:
+        returns, kernels = cache[path]
+    else:
+        returns, kernels = _returns(_included(path, read))
+        if cache is not None:
+            cache[path] = (returns, kernels)
+    if picker not in returns:
         return set()
-    returns, kernels = _returns(texts)
     out: set[str] = set()
     todo, seen = [(picker, 0)], set()
     while todo:
