@@ -23,6 +23,14 @@ from bot.analysis.reach.extensions import ExtensionIndex
 from bot.analysis.reach.follow import Side
 from bot.analysis.reach.moved_calls import moved_calls
 
+CHOICE = """\
+    if meta.forward_backend == "cuda":
+      O = _ffpa_attn_forward_cuda(q, k, v, meta.stages, meta.causal, meta.softmax_scale)
+    elif meta.forward_backend == "triton":
+      O = _ffpa_attn_forward_triton(q, k, v, meta.causal, meta.softmax_scale)
+    else:
+      raise ValueError(f"Unsupported forward_backend={meta.forward_backend!r}")
+"""
 FFPA_BASE = {
     "setup.py": """\
 from torch.utils.cpp_extension import BuildExtension, CUDAExtension
@@ -57,14 +65,8 @@ from .triton import _ffpa_attn_forward_triton
 class FFPAAttnFunc(torch.autograd.Function):
   @staticmethod
   def forward(ctx, q, k, v, meta):
-    if meta.forward_backend == "cuda":
-      O = _ffpa_attn_forward_cuda(q, k, v, meta.stages, meta.causal, meta.softmax_scale)
-    elif meta.forward_backend == "triton":
-      O = _ffpa_attn_forward_triton(q, k, v, meta.causal, meta.softmax_scale)
-    else:
-      raise ValueError(f"Unsupported forward_backend={meta.forward_backend!r}")
-    return O
-""",
+CHOICE    return O
+""".replace("CHOICE", CHOICE),
     "src/ffpa_attn/triton/__init__.py": "from ._ffpa_fwd import _ffpa_attn_forward_triton\n",
     "src/ffpa_attn/triton/_ffpa_fwd.py": """\
 import triton
@@ -104,14 +106,7 @@ def test_calls_in_sequence_are_no_choice() -> None:
     head["src/ffpa_attn/ffpa_attn_interface.py"] = head[
         "src/ffpa_attn/ffpa_attn_interface.py"
     ].replace(
-        """\
-    if meta.forward_backend == "cuda":
-      O = _ffpa_attn_forward_cuda(q, k, v, meta.stages, meta.causal, meta.softmax_scale)
-    elif meta.forward_backend == "triton":
-      O = _ffpa_attn_forward_triton(q, k, v, meta.causal, meta.softmax_scale)
-    else:
-      raise ValueError(f"Unsupported forward_backend={meta.forward_backend!r}")
-""",
+        CHOICE,
         # pack_model's shape (AutoGPTQ): build with one, then warm the other up
         """\
     O = _ffpa_attn_forward_cuda(q, k, v, meta.stages, meta.causal, meta.softmax_scale)

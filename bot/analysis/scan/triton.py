@@ -267,7 +267,7 @@ class _Reader:
             and isinstance(stmt.value.args[0], ast.Name)
         }
         jitted |= self._jitted_in_functions(tree)
-        tables = _kernel_tables(tree)
+        tables: dict[str, str] | None = None  # read on the first ``K["key"][grid](...)``
         applied: list[tuple[str, ast.Call, ast.AST | None]] = []  # k = triton.autotune(...)(k)
         self.handed_to: list[tuple[str, str]] = []  # f(k): (function, name)
         called: set[str] = set()  # called by name inside a jit function
@@ -339,13 +339,19 @@ class _Reader:
                 cute = _dsl_launch(node)
                 if cute is not None and len(self.launches) < MAX_PER_FILE:
                     self.launches.append(self._launch(node, cute, around))
-                factory = _cupy_factory(node, self._bindings(around) if around else {})
+                factory = (
+                    _cupy_factory(node, self._bindings(around))
+                    if around is not None and _cupy_call(node)
+                    else None
+                )
                 if factory is not None and len(self.launches) < MAX_PER_FILE:
                     self.launches.append(self._cupy_launch(node, factory, around))
                 if isinstance(node.func, ast.Subscript) and len(self.launches) < MAX_PER_FILE:
                     name = _dotted(node.func.value, {})
                     if name is None:  # ``K["pck"][grid](...)``: the kernel the table holds
-                        name = _table_entry(node.func.value, tables)
+                        if tables is None and isinstance(node.func.value, ast.Subscript):
+                            tables = _kernel_tables(tree)
+                        name = _table_entry(node.func.value, tables or {})
                     elif name:
                         bindings = self._bindings(around) if around is not None else {}
                         name = _bound_kernel(name.split(".")[-1], around, bindings)
@@ -673,13 +679,16 @@ def _kernels_in_string(
     return [k.model_copy(update={"built_by": host}) for k in scan.kernels]
 
 
-def _cupy_factory(node: ast.Call, bindings: dict[str, ast.expr]) -> str | None:
-    """The function whose result ``node`` launches CuPy-style: ``kernel(grid=..., args=...)``
-    with ``kernel = make_kernel(...)`` bound in the same function."""
-    if not isinstance(node.func, ast.Name):
-        return None
+def _cupy_call(node: ast.Call) -> bool:
+    """``name(grid=..., args=...)``: CuPy's way to launch a compiled kernel."""
     given = {k.arg for k in node.keywords}
-    if not {"grid", "args"} <= given:
+    return isinstance(node.func, ast.Name) and {"grid", "args"} <= given
+
+
+def _cupy_factory(node: ast.Call, bindings: dict[str, ast.expr]) -> str | None:
+    """The function whose result ``node`` (a :func:`_cupy_call`) launches: ``kernel =
+    make_kernel(...)`` bound in the same function."""
+    if not isinstance(node.func, ast.Name):
         return None
     value = bindings.get(node.func.id)
     if not isinstance(value, ast.Call):
