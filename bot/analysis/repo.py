@@ -85,8 +85,9 @@ def _kernel_files(
     revision: Revision, in_diff: set[str], markers: str
 ) -> Callable[[str], str | None]:
     """``revision.read``, except that a file of the diff with no kernel marker reads as empty
-    (its diff lines are all it is judged by): every reader applies the rule ``analyze_repo``'s
-    ``git grep`` applies, so the gate and ``analyze --repo`` see the same texts."""
+    (its diff lines are all it is judged by), a C++ header excepted (``_whole_cpp``): every
+    reader applies the rule ``analyze_repo``'s ``git grep`` applies, so the gate and
+    ``analyze --repo`` see the same texts."""
 
     marked = re.compile(markers)
 
@@ -183,8 +184,8 @@ class _Budget:
 
 class _Grepped:
     """A git revision read within a budget. A file of the diff that ``git grep`` found no
-    kernel marker in reads as empty: whatever else it holds, no kernel, launch or binding is
-    made of it."""
+    kernel marker in reads as empty, a C++ header excepted (``_whole_cpp``): whatever else it
+    holds, no kernel, launch or binding is made of it."""
 
     def __init__(
         self, revision: GitRevision, diff_paths: Sequence[str], budget: _Budget, markers: str
