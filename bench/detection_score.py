@@ -55,10 +55,6 @@ _KERNEL_MARK = re.compile(
     rb"(?:@\s*(?:triton|tl|gluon|cute|tilelang|T|helion)\.(?:jit|kernel|prim_func)\b|\b__global__\b)"
 )
 
-_UNREAD = (
-    "bot/analysis/repo.py reads a file of the diff whole only when git grep finds a kernel "
-    "marker in it (triton, __global__, <<<, ...); this file has none"
-)
 _LAUNCH_PATH = (
     "the change is in a function on the launch path that does not launch the kernel itself; "
     "a rule reporting every kernel whose launch path reads a changed function invented kernels "
@@ -86,9 +82,10 @@ _PORT_BESIDE = (
 # classes of kernel DSLs, or anything else).
 _REWRITE_CHECKS = ("kind", "replaces", "old_kept")
 _FL_RAWKERNEL = (
-    "class 1: the CUDA kernels are source strings compiled by cupy.RawKernel in the unchanged "
-    "kv_kernel.py, not read as kernels; the switch is a backend branch in "
-    "PreparedPCKBlock.partials"
+    "class 1: no call site switches to this kernel's wrapper (only tests and benchmarks call "
+    "it); the switch in PreparedPCKBlock.partials pairs pck_partials_kernel with "
+    "fused_decode_pck (the RawKernel source of kv_kernel.py, followed through "
+    "_kernel(cp, name, src)), and the label pairs this one by what its docstring says it ports"
 )
 _FL_DS_BUILDER = (
     "class 1: the CUDA ops come from InferenceBuilder().load() (an op builder's JIT-built "
@@ -103,18 +100,6 @@ _FL_COMPREHENSION = (
     "the corpus's convention, which the analysis follows, is that a list not written out is "
     "computed"
 )
-_FL_HOST_PASS = (
-    "anything else: RUNTIME_ASSERT changes only under #else of #if defined(__CUDA_ARCH__), the "
-    "host compilation pass; the file is compared under both values of __CUDA_ARCH__, so the "
-    "host pass's change reads as a changed launch of the header's kernel, whose device code "
-    "is the same"
-)
-_FL_PICKER = (
-    "class 2: the launch is kernel<<<...>>> of a function pointer a picker returns "
-    "(pick_gemm_half_q_half_kernel, a table of template instances in kernel_select.cuh); the "
-    "picker is reported as the launched kernel and gemm_half_q_half_kernel is not reached"
-)
-
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("FlagOpen-FlagGems-167dd6fe1585", "mm_kernel: reported"): (
         "the config list is built at import from a YAML file (tune_configs.yaml); the analysis "
@@ -183,15 +168,10 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
             "attnres_bwd_kernel_dqdw_gluon",
         )
     },
-    ("state-spaces-mamba-126bbf2573a5", "selective_scan_bwd_kernel: reported"): _UNREAD
-    + " (selective_scan.h): the type change is seen only in its diff lines",
-    ("state-spaces-mamba-9babf40c2acb", "selective_scan_bwd_kernel: reported"): _UNREAD
-    + " (reverse_scan.cuh): the kernel reaches WarpReverseScan through BlockReverseScan, whose "
-    "code is in the unread header",
     # first-look batch1
     **{
         ("ahb-sjsu-turboquant-pro-de9b8658d888", f"{kernel}: {k}"): _FL_RAWKERNEL
-        for kernel in ("pck_partials_kernel", "pck_batched_kernel", "polar_split_kernel")
+        for kernel in ("pck_batched_kernel", "polar_split_kernel")
         for k in _REWRITE_CHECKS
     },
     **{
@@ -216,21 +196,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     },
     # first-look batch4: wrong on first sight, scored after the fixes of batch3's misses and
     # not tuned on
-    ("official-stockfish-nnue-pytorch-178821208403", "fused_double_ft_backward: host_change"): (
-        "class 1: the kernel is read from its RawKernel source (string pieces joined with sizes), "
-        "but its CuPy launch in another file (kernel(grid=..., block=..., args=...)) is not read "
-        "as a launch, so the new grid and argument are not seen"
-    ),
-    **{
-        ("xlite-dev-ffpa-attn-0ae4adb74b77", f"_ffpa_fwd_kernel_impl: {k}"): (
-            "class 1: side by side: the autograd Function's forward now calls the CUDA or the "
-            "Triton wrapper by a backend flag; the CUDA one reaches the ffpa_attn._C extension "
-            "(its sources listed by a function of env.py at build time) and, through generated "
-            "per-dtype and per-head-dim dispatch files, the three forward templates: the "
-            "extension's sources are not resolved, so no old kernel is paired"
-        )
-        for k in _REWRITE_CHECKS
-    },
     # first-look batch5: wrong on first sight, scored after the fixes of batch4's misses and
     # not tuned on
     **{
@@ -244,16 +209,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         )
         for side in ("configs_old", "configs_new")
     },
-    ("thu-ml-SpargeAttn-34225d37d9d2", "qk_int8_sv_f8_attn_kernel: not a changed kernel"): (
-        _FL_HOST_PASS
-    ),
-    ("thu-ml-SpargeAttn-34225d37d9d2", "invented kernels"): _FL_HOST_PASS,
-    ("turboderp-exllamav2-072d11f16318", "gemm_half_q_half_kernel: reported"): _FL_PICKER,
-    ("turboderp-exllamav2-072d11f16318", "unlabelled changes"): _FL_PICKER,
-    ("turboderp-exllamav2-09d15e74d260", "gemm_half_q_half_kernel: reported"): (
-        "class 2 (and 4): " + _FL_PICKER.split(": ", 1)[1] + "; the ROCm test is in a header "
-        "(q_gemm_autotune.cuh) whose macros the launcher reads"
-    ),
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the

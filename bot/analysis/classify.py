@@ -216,15 +216,16 @@ def _text_only(side: FileSides) -> str | None:
     the old and new lines of its hunks), or ``None``."""
     if source_kind(side.patch.path) != "cpp" or side.patch.status != "modified":
         return None
-    if side.old_text is not None and side.new_text is not None:
+    # an empty side is a file not read whole (no kernel marker in it), not an empty file
+    if side.old_text and side.new_text:
         return _TEXT_ONLY if same_cpp_program(side.old_text, side.new_text) else None
-    if side.old_text is not None or side.new_text is not None:
+    if side.old_text or side.new_text:
         return None
     old, new = (
         "\n".join(t for h in side.patch.hunks for _, t in lines(h))
         for lines in (lambda h: h.old_lines(), lambda h: h.new_lines())
     )
-    return _TEXT_ONLY_LINES if same_cpp_program(old, new) else None
+    return _TEXT_ONLY_LINES if same_cpp_program(old, new, whole=False) else None
 
 
 def _read_sides(

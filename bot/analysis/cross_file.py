@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bot.analysis.compare import compare_kernels
 from bot.analysis.model import (
     PYTHON_LANGUAGES,
@@ -18,6 +20,7 @@ from bot.analysis.model import (
     KernelDef,
     LaunchSite,
 )
+from bot.analysis.reach.pickers import Index, picked_kernels
 from bot.analysis.text import source_kind
 
 
@@ -39,12 +42,20 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
     """Kernels whose launches changed: grid or arguments (``launch``), launch-time
     ``num_warps`` / ``BLOCK_*`` values (``tuning``), or the host wrapper around them."""
     known = {k.name for f in ctx.files for s in (f.old, f.new) if s for k in s.kernels}
+    built = {  # a factory compiling a source-string kernel -> the kernel (cupy.RawKernel)
+        k.built_by: k.name
+        for f in ctx.files
+        for s in (f.old, f.new)
+        if s
+        for k in s.kernels
+        if k.built_by and k.language not in PYTHON_LANGUAGES
+    }
     olds: dict[tuple[str, str], list[LaunchSite]] = {}
     news: dict[tuple[str, str], list[LaunchSite]] = {}
-    for site in ctx.old_launches():
+    for site in _through_pickers(_built(ctx.old_launches(), built), known, ctx.old_source):
         if _relevant(site, known):
             olds.setdefault((site.kernel, site.language), []).append(site)
-    for site in ctx.new_launches():
+    for site in _through_pickers(_built(ctx.new_launches(), built), known, ctx.new_source):
         if _relevant(site, known):
             news.setdefault((site.kernel, site.language), []).append(site)
     out = []
@@ -105,9 +116,12 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
                 merged_kind = "launch"
             elif existing.kind == "body":
                 notes.append("its launch changed too" if kind == "launch" else "")
+            elsewhere = sorted({x.path for x in b if grid_changed and x.path != existing.path})
             changes[changes.index(existing)] = existing.model_copy(
                 update={
                     "kind": merged_kind,
+                    "host_changes": existing.host_changes
+                    + [f"{p}: the host code that launches it changed" for p in elsewhere],
                     "notes": existing.notes + [n for n in notes if n],
                     "tuning_old": {**existing.tuning_old, **tuning_old},
                     "tuning_new": {**existing.tuning_new, **tuning_new},
@@ -115,6 +129,42 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
                     "launches_new": launches_new,
                 }
             )
+    return out
+
+
+def _built(sites: list[LaunchSite], built: dict[str, str]) -> list[LaunchSite]:
+    """CuPy launches (named by the factory that compiled the kernel, ``scan.triton``) as
+    launches of that kernel; one whose factory compiles no kernel read is no launch."""
+    out = []
+    for site in sites:
+        python_file = source_kind(site.path) == "python"
+        if site.language in PYTHON_LANGUAGES or not python_file:
+            out.append(site)
+        elif site.kernel in built:
+            out.append(site.model_copy(update={"kernel": built[site.kernel]}))
+    return out
+
+
+def _through_pickers(
+    sites: list[LaunchSite], known: set[str], read: Callable[[str], str | None] | None
+) -> list[LaunchSite]:
+    """C++ launches of a function pointer a picker returned, as launches of the kernels the
+    picker can return (``reach.pickers``); other sites as they are."""
+    if read is None:
+        return sites
+    out: list[LaunchSite] = []
+    picked: dict[tuple[str, str], set[str]] = {}
+    cache: dict[str, Index] = {}
+    for site in sites:
+        if site.language == "triton" or site.kernel in known:
+            out.append(site)
+            continue
+        key = (site.path, site.kernel)
+        if key not in picked:
+            picked[key] = picked_kernels(site.path, site.kernel, read, cache)
+        if not picked[key]:
+            out.append(site)
+        out += [site.model_copy(update={"kernel": k}) for k in sorted(picked[key])]
     return out
 
 

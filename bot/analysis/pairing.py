@@ -38,8 +38,10 @@ from bot.analysis.model import (
 )
 from bot.analysis.reach.call_sites import IMPORT_LINE as _IMPORT
 from bot.analysis.reach.call_sites import from_imports as _from_imports
+from bot.analysis.reach.extensions import ExtensionIndex
 from bot.analysis.reach.follow import Op, Side
 from bot.analysis.reach.moved_calls import MovedCall, moved_calls, sides, still_built
+from bot.analysis.reach.op_calls import op_kernels
 from bot.analysis.scan import scan_source
 from bot.analysis.text import parse_python_or_none, source_kind
 
@@ -197,7 +199,7 @@ def _pair(
     _read_extra(
         ctx, triton, switches, [p for m in moved for o in m.ops for p in o.extension.sources]
     )
-    olds = _old_candidates(changes, ctx)
+    olds = _old_candidates(changes, ctx, _unbuilt_ops(ctx, moved))
     if not olds:
         return changes
     new_wrappers = ctx.new_wrappers()
@@ -319,6 +321,7 @@ def _score(
             score += 4
             why.append(f"policy kernel {shared[0]!r} covers both files")
     old_stems = {stem(n) for n in old.names} - {""}
+    in_string = source_kind(k.path) == "python"  # CUDA source of a Python string (RawKernel)
     t_stems = {stem(n) for n in t_names} - {""}
     for where, removed, added in sorted(switches, key=lambda x: "::" not in x[0]):  # roles first
         a = sorted(n for n in added if _last(n) in t_names or stem(_last(n)) in t_stems)
@@ -336,7 +339,8 @@ def _score(
         kept += sorted(  # a new dispatcher that picks the Triton or the compiled op
             n
             for n in added
-            if stem(_last(n))
+            if not in_string  # a source string's kernel is reached through calls, not names
+            and stem(_last(n))
             and _last(n) not in t_names | new_names
             and (_last(n) in old.names or stem(_last(n)) in old_stems)
         )
@@ -470,17 +474,47 @@ def _read_extra(
         for p in ctx.old_files or ():
             if p.endswith(_CPP_KERNEL_FILES) and _file_stem(p) in stems:
                 wanted.append(p)
+    raw = {p for p in sources if source_kind(p) == "python"}  # CUDA sources held as strings
     seen = set(ctx.diff_paths)
     for path in wanted:
-        if path in seen or source_kind(path) != "cpp" or len(ctx.extra_old) >= _MAX_EXTRA_FILES:
+        if path in seen or len(ctx.extra_old) >= _MAX_EXTRA_FILES:
+            continue
+        if source_kind(path) != "cpp" and path not in raw:
             continue
         seen.add(path)
         texts = sources_for([path], ctx.texts_old, ctx.old_source)
         if path in texts:
-            ctx.extra_old[path] = scan_source(path, texts[path])
+            scan = scan_source(path, texts[path])
+            if path in raw:  # its string kernels only: its Python is no old kernel
+                cuda = [k for k in scan.kernels if k.language not in PYTHON_LANGUAGES]
+                scan = scan.model_copy(update={"kernels": cuda, "launches": []})
+            ctx.extra_old[path] = scan
 
 
-def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
+def _unbuilt_ops(ctx: Context, moved: list[MovedCall]) -> dict[str, set[str]]:
+    """Ops a switch moved away from whose extension lists no source (computed at build time):
+    per kernel their host calls reach (``reach.op_calls``), those ops; its file is read."""
+    ops = sorted({o.name for m in moved for o in m.ops if not o.extension.sources})
+    if not ops or ctx.old_source is None or not ctx.old_files:
+        return {}
+    index = ExtensionIndex(list(ctx.old_files), ctx.old_source)
+    found = op_kernels(ops, index.named_cpp(*ops)[:8], list(ctx.old_files), ctx.old_source)
+    out: dict[str, set[str]] = {}
+    for kernel, (path, by) in found.items():
+        if path not in ctx.extra_old and len(ctx.extra_old) >= _MAX_EXTRA_FILES:
+            continue
+        if path not in ctx.extra_old and path not in ctx.diff_paths:
+            texts = sources_for([path], ctx.texts_old, ctx.old_source)
+            if path in texts:
+                ctx.extra_old[path] = scan_source(path, texts[path])
+        out[kernel] = by
+    return out
+
+
+def _old_candidates(
+    changes: list[KernelChange], ctx: Context, ops: dict[str, set[str]] | None = None
+) -> list[_Old]:
+    """``ops``: per C++ kernel, the compiled ops whose host calls reach it."""
     wrappers: dict[str, set[str]] = {}
     py_wrappers: dict[str, set[str]] = {}  # a Python kernel's launching functions
     bindings: dict[str, set[str]] = {}
@@ -508,6 +542,7 @@ def _old_candidates(changes: list[KernelChange], ctx: Context) -> list[_Old]:
             )
             names = {k.name} | (py_wrappers if python else wrappers).get(k.name, set())
             names |= {k.built_by} if k.built_by else set()
+            names |= (ops or {}).get(k.name, set()) if not python else set()
             for w in list(names):
                 names |= bindings.get(w, set())
             out.append(_Old(kernel=k, kept=change is None, names=names, change=change))
@@ -546,7 +581,11 @@ def _unseen_ops(
         names = ", ".join(f"{o.extension.name}.{o.name}" for o in ops)
         note = (
             f"replaces {names}: the extension {ext.describe()}"
-            + (" builds sources the repository does not hold" if ext.unresolved else "")
+            + (
+                " builds sources computed at build time or outside the repository"
+                if ext.unresolved
+                else ""
+            )
             + ", so no CUDA kernel of it is read and no Part A table is made"
         )
         refs = [

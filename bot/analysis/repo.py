@@ -37,7 +37,7 @@ __all__ = ["analyze_diff", "analyze_range", "analyze_repo"]
 # Whatever a file needs to contain for a whole read to find more than its diff lines show (a
 # Python file that builds or calls a compiled op too: its switched call sites are followed).
 _MARKERS = (
-    r"__global__|<<<|hipLaunchKernel|cudaLaunchKernel|PYBIND11_MODULE|TORCH_LIBRARY|\]\s*\(|"
+    r"__global__|__device__|<<<|hipLaunchKernel|cudaLaunchKernel|PYBIND11_MODULE|TORCH_LIBRARY|\]\s*\(|"
     r"autograd\.Function|" + "|".join(MARKER_WORDS) + "|" + VENDOR_MARKERS
 )
 
@@ -48,6 +48,7 @@ def _markers(policy: Policy | None) -> str:
     return "|".join([_MARKERS, *(re.escape(n) for n in names)])
 
 
+_CPP_HEADERS = (".h", ".hpp", ".cuh", ".hh", ".inl")
 _GREP_BATCH = 400
 MAX_READ_CHARS = 16 * 1024 * 1024
 
@@ -84,18 +85,33 @@ def _kernel_files(
     revision: Revision, in_diff: set[str], markers: str
 ) -> Callable[[str], str | None]:
     """``revision.read``, except that a file of the diff with no kernel marker reads as empty
-    (its diff lines are all it is judged by): every reader applies the rule ``analyze_repo``'s
-    ``git grep`` applies, so the gate and ``analyze --repo`` see the same texts."""
+    (its diff lines are all it is judged by), a C++ header excepted (``_whole_cpp``): every
+    reader applies the rule ``analyze_repo``'s ``git grep`` applies, so the gate and
+    ``analyze --repo`` see the same texts."""
 
     marked = re.compile(markers)
 
     def read(path: str) -> str | None:
         text = revision.read(path)
-        if text and path in in_diff and not marked.search(text):
+        if text and path in in_diff and not marked.search(text) and not _whole_cpp(path, text):
             return ""
         return text
 
     return read
+
+
+_CPP_HEADER_CHARS = 256 * 1024
+
+
+def _whole_cpp(path: str, text: str | None) -> bool:
+    """A C++ header of the diff is read whole though it holds no kernel marker: its types,
+    macros and helpers are what the kernels that include it compile (a struct's field
+    changed in ``params.h``), and headers are small."""
+    return (
+        source_kind(path) == "cpp"
+        and path.endswith(_CPP_HEADERS)
+        and (text is None or len(text) <= _CPP_HEADER_CHARS)
+    )
 
 
 def analyze_repo(
@@ -168,8 +184,8 @@ class _Budget:
 
 class _Grepped:
     """A git revision read within a budget. A file of the diff that ``git grep`` found no
-    kernel marker in reads as empty: whatever else it holds, no kernel, launch or binding is
-    made of it."""
+    kernel marker in reads as empty, a C++ header excepted (``_whole_cpp``): whatever else it
+    holds, no kernel, launch or binding is made of it."""
 
     def __init__(
         self, revision: GitRevision, diff_paths: Sequence[str], budget: _Budget, markers: str
@@ -179,6 +195,22 @@ class _Grepped:
         self.marked = _marked(revision, diff_paths, markers)
         self.budget = budget
         self.cache: dict[str, str | None] = {}
+
+    def _cpp(self, path: str) -> bool:
+        if not _whole_cpp(path, None):
+            return False
+        text = self.read_whole(path)
+        return text is not None and len(text) <= _CPP_HEADER_CHARS
+
+    def read_whole(self, path: str) -> str | None:
+        if path not in self.cache:
+            if self.budget.left <= 0:
+                self.budget.refused.append(path)
+                return None
+            text = self.revision.read(path)
+            self.budget.left -= len(text or "")
+            self.cache[path] = text
+        return self.cache[path]
 
     @property
     def sha(self) -> str:
@@ -195,13 +227,13 @@ class _Grepped:
         return self.revision.list_dir(path)
 
     def read(self, path: str, *, max_bytes: int | None = None) -> str | None:
-        if path in self.in_diff and path not in self.marked:
+        if path in self.in_diff and path not in self.marked and not self._cpp(path):
             return ""
-        if path not in self.cache:
+        if path not in self.cache and max_bytes is not None:
             if self.budget.left <= 0:
                 self.budget.refused.append(path)
                 return None
             text = self.revision.read(path, max_bytes=max_bytes)
             self.budget.left -= len(text or "")
             self.cache[path] = text
-        return self.cache[path]
+        return self.read_whole(path)

@@ -485,8 +485,10 @@ def _substitute(body: str, values: dict[str, str]) -> str:
     return names.sub(lambda m: values[m.group(1)], body)
 
 
-def _expansions(lines: list[str], tested: list[str]) -> Iterator[str]:
-    """The file's tokens under each configuration of the names ``tested``."""
+def _expansions(lines: list[str], tested: list[str], whole: bool = True) -> Iterator[str]:
+    """The file's tokens under each configuration of the names ``tested``; ``whole`` False
+    (lines of a diff's hunks, the macros' uses possibly outside them): a function-like macro's
+    definition is kept as written as well as expanded where used."""
 
     def one(defined: set[str]) -> str:
         macros: dict[str, tuple[list[str], str]] = {}
@@ -516,6 +518,8 @@ def _expansions(lines: list[str], tested: list[str]) -> Iterator[str]:
             elif word == "define" and (fn := _DEFINE_FN.match(line)):
                 params = [p.strip() for p in fn.group(2).split(",") if p.strip()]
                 macros[fn.group(1)] = (params, fn.group(3).strip())
+                if not whole:
+                    kept.append(line)
             elif not word:
                 kept.append(_expand_calls(line, macros) if macros else line)
             else:
@@ -530,9 +534,9 @@ def _expansions(lines: list[str], tested: list[str]) -> Iterator[str]:
     return (one({n for n, on in zip(tested, c, strict=True) if on}) for c in configurations)
 
 
-def same_cpp_program(old: str, new: str) -> bool:
-    """``old`` and ``new`` (a C++ file's whole text) expand to the same tokens under every
-    configuration of the macros either tests."""
+def same_cpp_program(old: str, new: str, *, whole: bool = True) -> bool:
+    """``old`` and ``new`` (a C++ file's whole text; ``whole`` False: the lines of its hunks)
+    expand to the same tokens under every configuration of the macros either tests."""
     if old == new:
         return True
     if max(len(old), len(new)) > _MAX_CHARS:
@@ -546,5 +550,9 @@ def same_cpp_program(old: str, new: str) -> bool:
         return False
     return all(
         a == b
-        for a, b in zip(_expansions(old_lines, tested), _expansions(new_lines, tested), strict=True)
+        for a, b in zip(
+            _expansions(old_lines, tested, whole),
+            _expansions(new_lines, tested, whole),
+            strict=True,
+        )
     )

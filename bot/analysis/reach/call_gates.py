@@ -17,6 +17,7 @@ holds the new guards (base for a guard removed).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from bot.analysis.model import Context, FileSides, KernelChange, LaunchBranch
@@ -109,6 +110,16 @@ def changed_functions(
                 yield f, new_tree, name, olds[name], news[name]
 
 
+_HOLDER = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.(?=[A-Za-z_]\w*\b)")
+
+
+def _held(guards: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """Guards compared by the attributes they read, not by what holds them: ``ctx.backend``
+    read as ``meta.backend`` after ``meta = ctx.meta`` is the same test (a refactor of where
+    the flags live); the tests themselves are kept as written for the report."""
+    return {tuple(sorted(_HOLDER.sub(".", t) for t in g)) for g in guards}
+
+
 def call_gates(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     both = sides(ctx)
     return changes if both is None else _gates(list(changes), ctx, *both)
@@ -123,7 +134,7 @@ def _gates(
         before, after = guarded_calls(old_func), guarded_calls(new_func)
         for callee in sorted(before.keys() | after.keys()):
             was, now = before.get(callee, set()), after.get(callee, set())
-            if was == now or followed >= _MAX_CALLEES:
+            if _held(was) == _held(now) or followed >= _MAX_CALLEES:
                 continue
             followed += 1
             side, path, gates = (

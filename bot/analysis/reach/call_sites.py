@@ -24,7 +24,7 @@ import re
 from bisect import bisect_left
 
 from bot.analysis.model import Context
-from bot.analysis.reach.follow import dotted, imports_in
+from bot.analysis.reach.follow import absolute, dotted, imports_in
 from bot.analysis.text import parse_python_or_none, source_kind
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -192,18 +192,23 @@ IMPORT_LINE = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([^)]*)")
 _NOT_CALLS = {"if", "for", "while", "return", "print", "def", "with", "assert", "not", "and", "or"}
 
 
-def from_imports(lines: list[str]) -> dict[str, str]:
-    """``from m import a as b`` -> {"b": "m.a"}; ``from m import a`` -> {"a": "m.a"}."""
+def from_imports(lines: list[str], path: str = "") -> dict[str, str]:
+    """``from m import a as b`` -> {"b": "m.a"}; ``from m import a`` -> {"a": "m.a"}; with the
+    importing file's ``path``, a relative ``from .m import a`` as the module it names."""
     out = {}
     for line in lines:
         m = IMPORT_LINE.match(line.split("#")[0])
         if m:
+            module = m.group(1)
+            if path and module.startswith("."):
+                level = len(module) - len(module.lstrip("."))
+                module = absolute(module.lstrip(".") or None, level, path)
             for part in m.group(2).split(","):
                 words = part.split()
                 if len(words) == 1:
-                    out[words[0]] = f"{m.group(1)}.{words[0]}"
+                    out[words[0]] = f"{module}.{words[0]}"
                 elif len(words) == 3 and words[1] == "as":
-                    out[words[2]] = f"{m.group(1)}.{words[0]}"
+                    out[words[2]] = f"{module}.{words[0]}"
     return out
 
 
@@ -263,11 +268,12 @@ def hunk_switches(ctx: Context, skip: set[str]) -> list[tuple[str, set[str], set
         aliases = _line_aliases((f.old_text or "").split("\n") + visible)
         shown_new = [t for h in f.patch.hunks for _, t in h.new_lines()]
         imports = (
-            from_imports((f.old_text or "").split("\n") + visible),
-            from_imports((f.new_text or "").split("\n") + shown_new),
+            from_imports((f.old_text or "").split("\n") + visible, f.patch.old_path or ""),
+            from_imports((f.new_text or "").split("\n") + shown_new, f.patch.path),
         )
         for index, h in enumerate(f.patch.hunks):
             units: dict[str, tuple[list[str], list[str]]] = {}
+            unchanged: dict[str, list[str]] = {}  # the hunk's context lines, per unit
             for side, lines, changed in (
                 (0, h.old_lines(), {n for n, _ in h.removed}),
                 (1, h.new_lines(), {n for n, _ in h.added}),
@@ -279,12 +285,16 @@ def hunk_switches(ctx: Context, skip: set[str]) -> list[tuple[str, set[str], set
                         current = d.group(2)
                     if number in changed:
                         units.setdefault(current, ([], []))[side].append(line)
+                    elif side == 1:
+                        unchanged.setdefault(current, []).append(line)
             for name, (removed, added) in units.items():
                 before = _line_refs(removed, aliases, imports[0])
                 after = _line_refs(added, aliases, imports[1])
                 if after - before:
+                    # what the unit still calls beside the new calls, as far as the hunk shows
+                    kept = _line_refs(unchanged.get(name, []), aliases, imports[0]) - after
                     where = f"{f.patch.path}::{name}#{index}" if name else f.patch.path
-                    out.append((where, before - after, after - before))
+                    out.append((where, (before - after) | {f"~{n}" for n in kept}, after - before))
     return out
 
 

@@ -19,7 +19,7 @@ import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bot.analysis.model import PYTHON_LANGUAGES
+from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
 from bot.analysis.scan import scan_source
 from bot.analysis.text import parse_python_or_none
@@ -86,6 +86,8 @@ _COMMON_METHODS = frozenset(
         "detach",
     ]
 )
+# What compiles a CUDA source string at run time (CuPy).
+_COMPILERS = frozenset(["RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel"])
 _MAX_FILES = 24
 _MAX_FUNCS = 200
 
@@ -161,6 +163,66 @@ def imports_in(nodes: Sequence[ast.AST], path: str) -> dict[str, set[str]]:
     return out
 
 
+def _kernel_aliases(tree: ast.Module, kernels: set[str]) -> dict[str, str]:
+    """Module-level names bound to a kernel of the module: ``_fwd = _fwd_kernel_impl``,
+    ``_fwd_autotune = triton.autotune(configs=...)(_fwd_kernel_impl)``."""
+    out: dict[str, str] = {}
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        if not isinstance(target, ast.Name) or target.id in kernels:
+            continue
+        if isinstance(value, ast.Call) and len(value.args) == 1:
+            value = value.args[0]  # a decorator applied by a call
+        if isinstance(value, ast.Name) and value.id in kernels:
+            out[target.id] = value.id
+    return out
+
+
+def _raw_sources(tree: ast.Module, kernels: Sequence[KernelDef]) -> dict[str, set[str]]:
+    """The CUDA kernels a module holds as source strings, by their names and by the
+    module-level names their sources are bound to (``_SRC_PCK = r\"\"\"...\"\"\"``)."""
+    raw = [k for k in kernels if k.language not in PYTHON_LANGUAGES]
+    out: dict[str, set[str]] = {k.name: {k.name} for k in raw}
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target = stmt.targets[0]
+        last = stmt.end_lineno or stmt.lineno
+        held = {k.name for k in raw if stmt.lineno <= k.line_start <= last}
+        if isinstance(target, ast.Name) and held:
+            out.setdefault(target.id, set()).update(held)
+    return out
+
+
+def _raw_ops(mod: _Module, call: ast.Call) -> set[Op]:
+    """A call handed a source-string kernel by name or by source (``cp.RawKernel(src, name)``,
+    ``_kernel(cp, "fused_decode_pck", _SRC_PCK)``): the kernels it compiles and runs, as ops of
+    the module that holds them."""
+    named: set[str] = set()
+    held: set[str] = set()
+    for arg in (*call.args, *(k.value for k in call.keywords)):
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            if arg.value in mod.raw.get(arg.value, ()):  # the kernel's own name
+                named.add(arg.value)
+        elif isinstance(arg, ast.Name) and arg.id not in mod.raw.get(arg.id, ()):
+            held |= mod.raw.get(arg.id, set())  # a name its source is bound to
+    callee = dotted(call.func) or ""
+    if callee.rsplit(".", 1)[-1] not in _COMPILERS and not held:
+        return set()  # a name mentioned (a log line), not compiled
+    names = (named & held) or named or held
+    if not names:
+        return set()
+    ext = Extension(
+        name=mod.name,
+        how=f"cupy.RawKernel in {mod.path.rsplit('/', 1)[-1]}",
+        where=mod.path,
+        sources=(mod.path,),
+    )
+    return {Op(ext, n) for n in names}
+
+
 def dotted(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -202,6 +264,9 @@ class _Module:
     launches: dict[str, set[str]]  # host function ("f" / "Cls.m") -> kernels it launches
     kernels: set[str]
     loaded: dict[str, Extension]  # names bound to a load() build
+    # CUDA kernels whose source is a string of this module (``cupy.RawKernel``), by what a
+    # call names them with: the kernel's name as a literal, or the module name holding its source
+    raw: dict[str, set[str]] = field(default_factory=dict)
 
 
 class Side:
@@ -244,11 +309,12 @@ class Side:
                     if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         defs[f"{node.name}.{sub.name}"] = sub
         scan = scan_source(path, text)
+        kernels = {k.name for k in scan.kernels if k.language in PYTHON_LANGUAGES and k.launched}
+        aliases = _kernel_aliases(tree, kernels)
         launches: dict[str, set[str]] = {}
         for x in scan.launches:
             if x.wrapper and x.language in PYTHON_LANGUAGES:
-                launches.setdefault(x.wrapper, set()).add(x.kernel)
-        kernels = {k.name for k in scan.kernels if k.language in PYTHON_LANGUAGES and k.launched}
+                launches.setdefault(x.wrapper, set()).add(aliases.get(x.kernel, x.kernel))
         mod = _Module(
             path=path,
             name=module_of(path),
@@ -258,6 +324,7 @@ class Side:
             launches=launches,
             kernels=kernels,
             loaded=loaded_extensions(path, tree, self.paths),
+            raw=_raw_sources(tree, scan.kernels),
         )
         self._modules[path] = mod
         return mod
@@ -360,6 +427,8 @@ class Side:
         for sub in ast.walk(node):
             if not isinstance(sub, ast.Call):
                 continue
+            if mod.raw:
+                out.ops |= _raw_ops(mod, sub)
             target = sub.func.value if isinstance(sub.func, ast.Subscript) else sub.func
             called = dotted(target)
             if not called:
@@ -452,4 +521,10 @@ class Side:
             return self._applied(other, name[: -len(".apply")], depth, seen)
         if name in other.defs:
             return self._walk(other, name, depth - 1, seen)
+        if name in other.imports and depth > 0:  # re-exported: ``from ._fwd import f``
+            out = Reach()
+            for q in sorted(other.imports[name]):
+                if q != qualified:
+                    out.add(self._reach_of(other, q, depth - 1, seen))
+            return out
         return Reach()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from bot.analysis.compare import sources_for
@@ -35,6 +35,7 @@ from bot.analysis.model import (
     KernelChange,
     KernelDef,
 )
+from bot.analysis.reach.pickers import picked_kernels
 from bot.analysis.scan import scan_source
 from bot.analysis.scan.cpp import _IDENT, _function_header, _Text, mask
 from bot.analysis.text import source_kind
@@ -113,6 +114,44 @@ def _scopes(path: str, text: str) -> list[_Scope]:
     return out
 
 
+# Macros defined only while a device pass compiles (nvcc's, hipcc's, SYCL's): a region that
+# tests one of them is compiled for the device on one side and for the host on the other.
+_DEVICE_PASS = ("__CUDA_ARCH__", "__HIP_DEVICE_COMPILE__", "__SYCL_DEVICE_ONLY__")
+_PASS_TEST = re.compile(
+    r"^\s*#\s*(?:(ifdef|ifndef)\s+(\w+)|if\s+(!?)\s*(?:defined\s*\(?\s*)?(\w+)\s*\)?\s*$)"
+)
+_PP_OPEN = re.compile(r"^\s*#\s*if(?:n?def)?\b")
+_PP_ELIF = re.compile(r"^\s*#\s*elif\b")
+_PP_ELSE = re.compile(r"^\s*#\s*else\b")
+_PP_ENDIF = re.compile(r"^\s*#\s*endif\b")
+
+
+def host_pass_only(lines: list[str], number: int) -> bool:
+    """Whether line ``number`` (1-based) of a C++ file is compiled by the host pass alone: it
+    lies in ``#else`` of ``#if defined(__CUDA_ARCH__)`` (or under ``#ifndef __CUDA_ARCH__``,
+    hipcc's and SYCL's device macros alike). Device code never sees such a line, whatever it
+    defines: a ``__device__`` function or a kernel there is the host pass's stub."""
+    frames: list[bool | None] = []  # per open #if: True while its side is the host pass
+    for line in lines[: max(0, number - 1)]:
+        if _PP_ENDIF.match(line):
+            if frames:
+                frames.pop()
+        elif _PP_ELIF.match(line):
+            if frames:
+                frames[-1] = None
+        elif _PP_ELSE.match(line):
+            if frames and frames[-1] is not None:
+                frames[-1] = not frames[-1]
+        elif _PP_OPEN.match(line):
+            m = _PASS_TEST.match(line)
+            name = (m.group(2) or m.group(4)) if m else None
+            if m is None or name not in _DEVICE_PASS:
+                frames.append(None)
+            else:
+                frames.append(m.group(1) == "ifndef" or m.group(3) == "!")
+    return any(f is True for f in frames)
+
+
 def _innermost(scopes: list[_Scope], line: int) -> _Scope | None:
     inside = [s for s in scopes if s.first <= line <= s.last]
     return min(inside, key=lambda s: s.last - s.first) if inside else None
@@ -169,11 +208,19 @@ def _roots(ctx: Context) -> _Roots:
                 _hunk_roots(f.patch, roots)
                 continue
             scopes = _scopes(path, text)
+            lines = text.split("\n")
             for number, line in changed:
                 code = mask(line)[0].strip()
                 if not code:
                     continue
                 scope = _innermost(scopes, number)
+                if host_pass_only(lines, number):
+                    defined = _DEFINE.match(code)
+                    if defined:  # a macro of the host pass: what host code uses it changed
+                        roots.host.setdefault(defined.group(1), path)
+                    elif scope is not None and scope.kind == "host":
+                        roots.host.setdefault(scope.name, path)
+                    continue
                 if scope is None:
                     defined = _DEFINE.match(code)
                     invoked = _INVOKE.match(code)
@@ -219,15 +266,21 @@ def _hunk_roots(patch: FilePatch, roots: _Roots) -> None:
             (h.old_lines(), {n for n, _ in h.removed}),
         ):
             current = h.section
-            for number, line in lines:
+            shown = [t for _, t in lines]
+            for index, (number, line) in enumerate(lines):
                 if number not in changed:
                     if _SCOPE_LINE.match(line):
                         current = line
                     continue
                 code = mask(line)[0].strip()
                 defined = _DEFINE.match(code)
+                host_only = host_pass_only(shown, index + 1)  # as far as the hunk shows
                 if defined:
-                    roots.device.setdefault(defined.group(1), patch.path)
+                    (roots.host if host_only else roots.device).setdefault(
+                        defined.group(1), patch.path
+                    )
+                    continue
+                if host_only and "__device__" in current:
                     continue
                 invoked = _INVOKE.match(line)
                 if invoked and not line[:1].isspace():  # a macro run at file level
@@ -255,13 +308,16 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
     scopes = list(pool.all())
     # device side: what uses a changed device function, type or macro
     device: dict[str, set[str]] = {name: {name} for name in roots.device}
+    origin: dict[str, set[str]] = {name: {path} for name, path in roots.device.items()}
+    sees = _Includes(pool, ctx)
     for _ in range(_ROUNDS):
         grew = False
         for s in scopes:
             if s.kind in ("device", "type", "macro") and s.name not in device:
-                hit = s.refs & device.keys()
+                hit = {h for h in s.refs & device.keys() if origin[h] & sees(s.path)}
                 if hit:
                     device[s.name] = set().union(*(device[h] for h in hit))
+                    origin[s.name] = {s.path}
                     grew = True
         if not grew:
             break
@@ -288,6 +344,11 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         host |= more
     host_text = "\n".join(s.text for name in host for s in by_name.get(name, []))
     host_words = set(_IDENT.findall(host_text)) | set(roots.named)
+    read = _reader(ctx, pool)
+    for name in host:
+        for s in by_name.get(name, []):
+            if s.kind == "host" and "<<<" in s.text:
+                host_words |= _picked(s, read)
     included: set[str] = set()
     for path in roots.instantiating:
         for inc in _INCLUDE.findall(pool.texts.get(path, "") or _added_text(ctx, path)):
@@ -298,7 +359,9 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         scope = next(
             (s for s in pool.scopes[path] if s.kind == "kernel" and s.name == k.name), None
         )
-        used = (scope.refs if scope else set()) & device.keys()
+        used = {
+            u for u in (scope.refs if scope else set()) & device.keys() if origin[u] & sees(path)
+        }
         via = sorted({r for u in used for r in device[u]})
         launched = k.name in host_words or path in included
         if not (via or launched):
@@ -311,9 +374,13 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         kind: ChangeKind = "launch" if launched else "body"
         existing = next(
             (c for c in out if c.name == k.name and c.language in ("cuda", "hip")
-             and (c.path == path or (c.new and c.new.path == path))),
+             and (c.path == path or (c.new and c.new.path == path)
+                  or (c.old is None and c.new is None))),  # a launch seen, its kernel not
             None,
         )  # fmt: skip
+        if existing is not None and existing.old is None and existing.new is None:
+            placed = existing.model_copy(update={"path": path, "old": k.ref(), "new": k.ref()})
+            out[out.index(existing)] = existing = placed
         if existing is None:
             out.append(
                 KernelChange(
@@ -338,6 +405,55 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             }
         )
     return out
+
+
+class _Includes:
+    """The files a C++ file sees: itself and the local headers it includes, transitively (a
+    changed helper reaches only the code that can see its definition; a name alone, such as
+    ``WARP_THREADS``, is defined by many headers)."""
+
+    def __init__(self, pool: _Pool, ctx: Context) -> None:
+        self.read = _reader(ctx, pool)
+        self.paths = set(ctx.old_files or ()) | ctx.diff_paths  # files not read whole too
+        self.seen: dict[str, set[str]] = {}
+
+    def __call__(self, path: str) -> set[str]:
+        if path not in self.seen:
+            out, todo = {path}, [path]
+            while todo and len(out) < _MAX_NEIGHBOURS:
+                current = todo.pop()
+                folder = posixpath.dirname(current)
+                for inc in _INCLUDE.findall(self.read(current) or ""):
+                    for found in (posixpath.normpath(posixpath.join(folder, inc)), inc):
+                        if found not in out and (found in self.paths or self.read(found)):
+                            out.add(found)
+                            todo.append(found)
+                            break
+            self.seen[path] = out
+        return self.seen[path]
+
+
+_POINTER_LAUNCH = re.compile(r"\b([A-Za-z_]\w*)\s*<<<")
+
+
+def _picked(scope: _Scope, read: Callable[[str], str | None]) -> set[str]:
+    """The kernels a host function launches through a pointer a picker returned
+    (``k = pick(...); k<<<...>>>``, ``reach.pickers``)."""
+    out: set[str] = set()
+    for pointer in set(_POINTER_LAUNCH.findall(scope.text)):
+        assigned = re.search(rf"\b{re.escape(pointer)}\s*=\s*&?\s*([A-Za-z_]\w*)\s*\(", scope.text)
+        if assigned is not None:
+            out |= picked_kernels(scope.path, assigned.group(1), read)
+    return out
+
+
+def _reader(ctx: Context, pool: _Pool) -> Callable[[str], str | None]:
+    def read(path: str) -> str | None:
+        if path in pool.texts:
+            return pool.texts[path]
+        return ctx.new_source(path) if ctx.new_source is not None else None
+
+    return read
 
 
 def _added_text(ctx: Context, path: str) -> str:

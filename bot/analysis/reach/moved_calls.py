@@ -9,11 +9,12 @@ class switched for another is followed per method, so ``forward`` pairs with ``f
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 from bot.analysis.model import Context
 from bot.analysis.reach.extensions import ExtensionIndex
-from bot.analysis.reach.follow import Op, Reach, Side
+from bot.analysis.reach.follow import Op, Reach, Side, dotted
 
 Switch = tuple[str, set[str], set[str]]
 
@@ -49,6 +50,9 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
         before: dict[str, Reach] = {}
         kept: dict[str, bool] = {}
         for name in sorted(gone):
+            bare = name.startswith("~") and "." not in name
+            if bare and not _alternatives(new, where, name[1:], added):
+                continue  # kept beside the new calls, not instead of them
             for role, reach in _roles(_follow(old, where, name.lstrip("~"))):
                 if reach.ops:
                     before.setdefault(role, Reach()).add(reach)
@@ -77,14 +81,47 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
 
 def _follow(side: Side, where: str, name: str) -> dict[str, Reach]:
     """What ``name`` reaches, as a qualified name, else as written in the switching function
-    (``where``: ``path::func``), where a call on a local or parameter is resolved."""
+    (``where``: ``path::func``), where a call on a local or parameter, or a bare name (a
+    function of that module, a name it imports), is resolved."""
     found = side.follow(name)
     path, _, func = where.partition("::")
     func = func.split("#", 1)[0]
-    if found or not func or "." not in name:
+    if found or not func:
         return found
     reach = side.reach_call(path, func, name)
     return {"": reach} if reach.kernels or reach.ops else {}
+
+
+def _alternatives(side: Side, where: str, kept: str, added: set[str]) -> bool:
+    """Whether the switching function (``where``) calls ``kept`` and one of ``added`` in the
+    two branches of one test (``if backend == "cuda": a(...) else: b(...)``): a choice
+    between them, where calls in sequence are two steps."""
+    path, _, func = where.partition("::")
+    mod = side.module(path)
+    node = mod.defs.get(func.split("#", 1)[0]) if mod is not None else None
+    if node is None or isinstance(node, ast.ClassDef):
+        return False
+    wanted = {a.rsplit(".", 1)[-1] for a in added}
+
+    def calls(nodes: list[ast.stmt] | list[ast.expr], names: set[str]) -> bool:
+        return any(
+            isinstance(sub, ast.Call) and (dotted(sub.func) or "").rsplit(".", 1)[-1] in names
+            for n in nodes
+            for sub in ast.walk(n)
+        )
+
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.If):
+            body, orelse = list(sub.body), list(sub.orelse)
+        elif isinstance(sub, ast.IfExp):
+            body, orelse = [sub.body], [sub.orelse]  # type: ignore[list-item]
+        else:
+            continue
+        if (calls(body, {kept}) and calls(orelse, wanted)) or (
+            calls(orelse, {kept}) and calls(body, wanted)
+        ):
+            return True
+    return False
 
 
 def _roles(found: dict[str, Reach]) -> list[tuple[str, Reach]]:

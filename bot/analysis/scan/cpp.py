@@ -409,6 +409,36 @@ def _name_before(bare: str, pos: int) -> str | None:
     return name if name and not name[0].isdigit() else None
 
 
+_ELSE = re.compile(r"\s*else\b")
+_BRANCH_BEFORE = re.compile(r"\}\s*else\s*(?:if\s*\([^{};]*\))?\s*$")
+
+
+def _other_branches(t: _Text, pos: int) -> list[tuple[int, int]]:
+    """The brace blocks of the ``if`` / ``else`` chains around ``pos`` that are not the branch
+    holding it: code the path to the launch at ``pos`` does not run (one launch of a host
+    function changes with its own branch, not with another launch's)."""
+    closes = {c: o for o, c in t.pairs.items() if c is not None}
+    out: list[tuple[int, int]] = []
+    for open_at, close_at in t.pairs.items():
+        if close_at is None or not open_at < pos < close_at:
+            continue
+        at = close_at  # later branches: ``} else {``, ``} else if (...) {``
+        while (m := _ELSE.match(t.bare, at + 1)) is not None:
+            nxt = t.bare.find("{", m.end())
+            if nxt < 0 or t.pairs.get(nxt) is None or ";" in t.bare[m.end() : nxt]:
+                break
+            out.append((nxt, t.pairs[nxt] or nxt))
+            at = t.pairs[nxt] or nxt
+        at = open_at  # earlier branches
+        while (m := _BRANCH_BEFORE.search(t.bare, max(0, at - 2_000), at)) is not None:
+            prev = closes.get(m.start())
+            if prev is None:
+                break
+            out.append((prev, m.start()))
+            at = prev
+    return out
+
+
 def _site(
     path: str, t: _Text, language: Language, kernel: str, pos: int, grid: str, args: list[str]
 ) -> LaunchSite:
@@ -416,7 +446,14 @@ def _site(
     w_name = w_start = w_end = w_digest = None
     if wrapper is not None:
         w_name, w_start, w_end = wrapper
-        w_digest = digest([ln for ln in t.code_lines(w_start, w_end) if not is_tuning_line(ln)])
+        skipped = [(t.line(o), t.line(c)) for o, c in _other_branches(t, pos)]
+        w_digest = digest(
+            [
+                ln
+                for n, ln in enumerate(t.code_lines(w_start, w_end), w_start)
+                if not is_tuning_line(ln) and not any(a <= n <= b for a, b in skipped)
+            ]
+        )
     return LaunchSite(
         kernel=kernel,
         language=language,
@@ -451,7 +488,8 @@ def _function_header(t: _Text, open_at: int) -> tuple[str, int] | None:
         t.bare.rfind(";", 0, open_at), t.bare.rfind("{", 0, open_at), t.bare.rfind("}", 0, open_at)
     )
     header = t.bare[begin + 1 : open_at]
-    header = _PREPROCESSOR.sub("", header)
+    # blanked, not removed: the name's offset must stay its offset in the file
+    header = _PREPROCESSOR.sub(lambda m: " " * len(m.group(0)), header)
     stripped = header.rstrip()
     if not _FUNC_HEADER_END.search(stripped):
         return None

@@ -44,7 +44,8 @@ from bot.analysis.text import (
     python_digest,
 )
 
-_LAUNCH_HINT = re.compile(r"\]\s*\(")  # x[grid](...): without a DSL's name or this, no kernels
+# x[grid](...), or a CuPy kernel(grid=..., args=...): without a DSL's name or these, no kernels
+_LAUNCH_HINT = re.compile(r"\]\s*\(|\bgrid\s*=")
 _DSL_HINT = re.compile("|".join((*MARKER_WORDS, "__global__")))
 
 
@@ -266,6 +267,7 @@ class _Reader:
             and isinstance(stmt.value.args[0], ast.Name)
         }
         jitted |= self._jitted_in_functions(tree)
+        tables: dict[str, str] | None = None  # read on the first ``K["key"][grid](...)``
         applied: list[tuple[str, ast.Call, ast.AST | None]] = []  # k = triton.autotune(...)(k)
         self.handed_to: list[tuple[str, str]] = []  # f(k): (function, name)
         called: set[str] = set()  # called by name inside a jit function
@@ -337,9 +339,20 @@ class _Reader:
                 cute = _dsl_launch(node)
                 if cute is not None and len(self.launches) < MAX_PER_FILE:
                     self.launches.append(self._launch(node, cute, around))
+                factory = (
+                    _cupy_factory(node, self._bindings(around))
+                    if around is not None and _cupy_call(node)
+                    else None
+                )
+                if factory is not None and len(self.launches) < MAX_PER_FILE:
+                    self.launches.append(self._cupy_launch(node, factory, around))
                 if isinstance(node.func, ast.Subscript) and len(self.launches) < MAX_PER_FILE:
                     name = _dotted(node.func.value, {})
-                    if name:
+                    if name is None:  # ``K["pck"][grid](...)``: the kernel the table holds
+                        if tables is None and isinstance(node.func.value, ast.Subscript):
+                            tables = _kernel_tables(tree)
+                        name = _table_entry(node.func.value, tables or {})
+                    elif name:
                         bindings = self._bindings(around) if around is not None else {}
                         name = _bound_kernel(name.split(".")[-1], around, bindings)
                     if name:
@@ -548,6 +561,32 @@ class _Reader:
             self._locals[id(around)] = found
         return self._locals[id(around)]
 
+    def _cupy_launch(
+        self, node: ast.Call, factory: str, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
+    ) -> LaunchSite:
+        """``kernel(grid=..., block=..., args=(...))`` of a kernel a factory compiled
+        (``cupy.RawKernel``): named by the factory, which the kernel's ``built_by`` names."""
+        kw = {k.arg: ast.unparse(k.value) for k in node.keywords if k.arg}
+        positional = [ast.unparse(a) for a in node.args]
+        grid = kw.get("grid", positional[0] if positional else "")
+        block = kw.get("block", positional[1] if len(positional) > 1 else "")
+        args = kw.get("args", positional[2] if len(positional) > 2 else "")
+        digest_ = None
+        if wrapper is not None:
+            if id(wrapper) not in self._slices:
+                self._slices[id(wrapper)] = FunctionSlices(wrapper, lambda t: not is_tuning_line(t))
+            digest_ = self._slices[id(wrapper)].launch_digest(node, factory)
+        return LaunchSite(
+            kernel=factory,
+            language="cuda",
+            path=self.path,
+            line=node.lineno,
+            grid=collapse(f"{grid}; block={block}" if block else grid),
+            args=collapse(args),
+            wrapper=wrapper.name if wrapper is not None else None,
+            wrapper_digest=digest_,
+        )
+
     def _launch(
         self, node: ast.Call, kernel: str, wrapper: ast.FunctionDef | ast.AsyncFunctionDef | None
     ) -> LaunchSite:
@@ -638,6 +677,51 @@ def _kernels_in_string(
     scan = scan_cpp(path, lines, complete=True, line_at=lambda n: first + n - 1)
     host = around.name if around is not None else None
     return [k.model_copy(update={"built_by": host}) for k in scan.kernels]
+
+
+def _cupy_call(node: ast.Call) -> bool:
+    """``name(grid=..., args=...)``: CuPy's way to launch a compiled kernel."""
+    given = {k.arg for k in node.keywords}
+    return isinstance(node.func, ast.Name) and {"grid", "args"} <= given
+
+
+def _cupy_factory(node: ast.Call, bindings: dict[str, ast.expr]) -> str | None:
+    """The function whose result ``node`` (a :func:`_cupy_call`) launches: ``kernel =
+    make_kernel(...)`` bound in the same function."""
+    if not isinstance(node.func, ast.Name):
+        return None
+    value = bindings.get(node.func.id)
+    if not isinstance(value, ast.Call):
+        return None
+    name = _dotted(value.func, {})
+    return name.rsplit(".", 1)[-1] if name else None
+
+
+def _kernel_tables(tree: ast.Module) -> dict[str, str]:
+    """Kernels stored in a table under a literal key, anywhere in the module (``_K["pck"] =
+    tk.pck_partials_kernel``, ``{"pck": pck_kernel}``): key -> the stored name's last part, for
+    keys that name one thing only."""
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        pairs: list[tuple[ast.expr | None, ast.expr]] = []
+        if isinstance(node, ast.Dict):
+            pairs = list(zip(node.keys, node.values, strict=True))
+        elif isinstance(node, ast.Assign):
+            pairs = [(t.slice, node.value) for t in node.targets if isinstance(t, ast.Subscript)]
+        for key, value in pairs:
+            name = _dotted(value, {}) if isinstance(value, (ast.Name, ast.Attribute)) else None
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and name:
+                found.setdefault(key.value, set()).add(name.rsplit(".", 1)[-1])
+    return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
+
+
+def _table_entry(node: ast.expr, tables: dict[str, str]) -> str | None:
+    """``K["pck"]`` of a launch ``K["pck"][grid](...)``: the kernel the tables hold under
+    ``"pck"``."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        key = node.slice.value
+        return tables.get(key) if isinstance(key, str) else None
+    return None
 
 
 def _bound_kernel(
