@@ -1,5 +1,5 @@
 """The helper program's side of ``checks.job_process.run_job``: read the job file, run it, and
-write the answer where the job file says (``checks.worker.job_files``: a typed answer, or a
+write the answer where the job file says (``checks.job_files``: a typed answer, or a
 ``JobFailure`` when it raised). Standard library only, so a helper pays nothing for it before
 it measures anything.
 
@@ -13,10 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
+from checks import job_files
+from checks.job_files import Job, JobFailure
 from checks.memory_cap import memory_cap_hint
-from checks.worker import job_files
 from checks.worker.exiting import end_now
-from checks.worker.job_files import Job, JobFailure
 
 J = TypeVar("J", bound=Job[Any])
 

@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from checks import job_files
+from checks.job_files import Job, JobFailure
 from checks.procs import launch
 from checks.procs.sandbox import kept_if_trusted
-from checks.worker import job_files
 from checks.worker.contract import ContractError, ForkJob
-from checks.worker.job_files import Job, JobFailure
 from checks.worker_env import default_memory_bytes, scrubbed_env
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def run_job(
     """Run ``python -m MODULE JOB`` (``job.MODULE``, the job file made of ``job``) and return
     its answer (``job.ANSWER``), or a ``JobFailure``: the failure it reported, or that it timed
     out, died without answering or answered what the contract does not allow
-    (``checks.worker.job_files``). ``python``: the interpreter (a side's own toolchain,
+    (``checks.job_files``). ``python``: the interpreter (a side's own toolchain,
     ``checks.toolchain_env``); the bot's by default.
     ``prefix``: a program that runs the process (a profiler), put before the interpreter.
     ``env``: variables set on top of the scrubbed environment. ``cancel``: when set, the job is

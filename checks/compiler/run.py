@@ -24,18 +24,18 @@ from typing import Any
 from bot.contracts.evidence import AutotuneList
 from bot.errors import CompilerError
 from bot.outputs import cache_root, plural
+from checks import job_files
 from checks.compiler.records import CompilerReport, KernelCompileRecord
 from checks.compiler.report import make_report
 from checks.compiler.targets import compile_targets, known_target, known_target_names, vendor_of
+from checks.job_files import CompilerReportAnswer, CompilerReportJob, JobFailure, KernelSpec
 from checks.job_process import NO_GPU_ENV, run_job
-from checks.worker import job_files
 from checks.worker.contract import ContractError, as_json
-from checks.worker.job_files import CompilerReportAnswer, CompilerReportJob, JobFailure, KernelSpec
 from checks.worker_env import tree_digest
 
 JOB_CACHE_VERSION = "5"  # 2: the live autotune lists; 3: the layouts of each variant; 4: a
 # checkout's own `checks`/`bot` package imported (3 cached its import error); 5: the answer
-# kept as its typed file (checks.worker.job_files)
+# kept as its typed file (checks.job_files)
 _SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "build", "dist"}
 _MAX_FILES = 20000
 _MAX_SOURCE_BYTES = 256 * 2**20

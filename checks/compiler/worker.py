@@ -6,7 +6,7 @@ calls each bench entry point on CPU tensors for every served shape and dtype, re
 Triton call asks the compiler for, compiles each distinct variant once (or reads it from the
 cache) and writes the records as JSON.
 
-Job: ``checks.worker.job_files.CompilerReportJob``. The answer (``CompilerReportAnswer``)
+Job: ``checks.job_files.CompilerReportJob``. The answer (``CompilerReportAnswer``)
 carries the records and, per kernel, the live autotune lists of the autotuners its calls went
 through (``autotune``).
 """
@@ -32,7 +32,7 @@ from checks.compiler.measure import measure
 from checks.compiler.records import KernelCompileRecord
 from checks.compiler.targets import target_for, vendor_of
 from checks.job_child import short_error
-from checks.worker.job_files import CompilerReportAnswer, CompilerReportJob, KernelSpec
+from checks.job_files import CompilerReportAnswer, CompilerReportJob, KernelSpec
 
 T = TypeVar("T")
 RECORD_CACHE_VERSION = "2"  # 2: the layouts of the Triton GPU IR

@@ -34,8 +34,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bot.contracts.base import Frozen
+from checks.job_files import FirstCallProbe, JobFailure, KernelSpec, ProbeAnswer, ProbeShape
 from checks.job_process import run_job
-from checks.worker.job_files import FirstCallProbe, JobFailure, KernelSpec, ProbeAnswer, ProbeShape
 
 
 class ShapeFirstCall(Frozen):

@@ -13,7 +13,7 @@ GPU context; then two passes over the served shapes:
 On a GPU (``mode = "gpu"``) the entry point's callable runs for real, so compiling, loading and
 autotuning happen as in production. In ``compile-only`` mode (a CPU, e.g. CI) the call is
 recorded for ``target`` and every variant it would compile is compiled through Triton's cache.
-Job: ``checks.worker.job_files.FirstCallProbe``, answered ``ProbeAnswer``; with ``prime`` the
+Job: ``checks.job_files.FirstCallProbe``, answered ``ProbeAnswer``; with ``prime`` the
 process only imports torch and Triton (and creates the GPU context); without ``distribution``
 it leaves the distribution pass out.
 """
@@ -33,7 +33,7 @@ _WALL0 = time.time()
 from checks import job_child  # noqa: E402  (standard library only)
 from checks.bench_entries import bench_capture  # noqa: E402  (standard library only)
 from checks.compiler import triton_compat as compat  # noqa: E402  (imports neither torch nor triton)
-from checks.worker.job_files import FirstCallProbe, ProbeAnswer, ProbeShape  # noqa: E402
+from checks.job_files import FirstCallProbe, ProbeAnswer, ProbeShape  # noqa: E402
 
 
 def _ms(seconds: float) -> float:

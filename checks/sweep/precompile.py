@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.outputs import plural
+from checks.job_files import AheadAnswer, AheadCase, CompileAhead, JobFailure
 from checks.job_process import BACKGROUND_NICE, NO_GPU_ENV, JobForker, run_job
 from checks.sweep.shapes import Case
 from checks.sweep.zygote import own_triton
-from checks.worker.job_files import AheadAnswer, AheadCase, CompileAhead, JobFailure
 
 MAX_JOBS = 4  # compiling processes per side and GPU
 

@@ -12,7 +12,7 @@ reaches a case finds what it needs compiled, and autotuning only times the confi
 fails here (an entry point that insists on a GPU, an unsupported Triton) costs nothing but the
 attempt: the worker compiles as it would have.
 
-Job: ``checks.worker.job_files.CompileAhead``. The answer (``AheadAnswer``) counts variants,
+Job: ``checks.job_files.CompileAhead``. The answer (``AheadAnswer``) counts variants,
 compiles and cache hits, and names the cases that could not be recorded.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from checks import job_child
 from checks.job_child import short_error
-from checks.worker.job_files import AheadAnswer, AheadCase, CompileAhead
+from checks.job_files import AheadAnswer, AheadCase, CompileAhead
 
 
 def _short(exc: BaseException) -> str:

@@ -182,7 +182,7 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     known = _FIELDS.get(cls)
     if known is None:
         # this module's own names: the zygote and the worker program it loads may each load it;
-        # a message of a sibling module (``job_files.py``) sees that module's names too
+        # a message of a sibling module (``checks/job_files.py``) sees that module's names too
         module = sys.modules.get(cls.__module__)
         names = {**globals(), **vars(module)} if module is not None else globals()
         hints = typing.get_type_hints(cls, names)

@@ -191,7 +191,7 @@ def test_deriving_the_distribution_pays_each_compile_launcher_and_key_once():
 @pytest.mark.slow
 def test_a_priming_job_only_imports(tmp_path: Path):
     from checks.first_call.probe import run_job
-    from checks.worker.job_files import FirstCallProbe
+    from checks.job_files import FirstCallProbe
 
     job = FirstCallProbe(
         repo_root=str(KERNELS),

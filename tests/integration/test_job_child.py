@@ -1,13 +1,13 @@
 """The helper programs' side of a job: the answer, or what went wrong, lands where the job
-file says, as the typed answer file (``checks.worker.job_files``)."""
+file says, as the typed answer file (``checks.job_files``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from checks import job_files
 from checks.job_child import main, short_error
-from checks.worker import job_files
-from checks.worker.job_files import JobFailure, Profiled, ProfileRun
+from checks.job_files import JobFailure, Profiled, ProfileRun
 
 JOB = ProfileRun(repo_root="/r", bench="m:f", shape=(4,), dtype="float32", region="cuda")
 
@@ -80,7 +80,7 @@ def test_a_helper_program_ends_once_its_answer_is_written(tmp_path: Path) -> Non
             f"""
             import atexit, pathlib, sys
             from checks.job_child import run_and_exit
-            from checks.worker.job_files import Profiled, ProfileRun
+            from checks.job_files import Profiled, ProfileRun
 
             def run(job):
                 atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text("ran"))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from checks.job_files import JobFailure
 from checks.job_process import run_job
-from checks.worker.job_files import JobFailure
 from tests.data.jobs.probe import Probe, Seen
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from checks import job_files
 from checks.procs import cgroup, sandbox
 from checks.sweep.workers import WorkerClient, WorkerFailure, WorkerSpec
-from checks.worker import job_files
 from tests.data.jobs.probe import Probe, Seen
 from tests.integration.test_worker_isolation import _alive, daemon_dies_with_its_worker
 from tests.integration.test_workers import FAST, SHAPE, STANDINS

@@ -1,4 +1,4 @@
-"""The helper jobs' files (``checks/worker/job_files.py``): every job and every answer through
+"""The helper jobs' files (``checks/job_files.py``): every job and every answer through
 its file and back, what a file that does not fit is refused with, and each helper program
 reading the job class that names it (read from its source, not run)."""
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from checks import job_files as j
 from checks.first_call.measure import ShapeFirstCall
-from checks.worker import job_files as j
 from checks.worker.contract import ContractError
 from tests.paths import ROOT
 
@@ -238,7 +238,7 @@ def test_each_helper_program_reads_the_job_that_names_it(module: str) -> None:
 
 
 def test_the_files_module_imports_only_the_standard_library_and_the_contract() -> None:
-    tree = ast.parse((ROOT / "checks/worker/job_files.py").read_text())
+    tree = ast.parse((ROOT / "checks/job_files.py").read_text())
     imported = {
         n.module if isinstance(n, ast.ImportFrom) else a.name
         for n in ast.walk(tree)

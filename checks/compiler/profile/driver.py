@@ -2,7 +2,7 @@
 
 The case is built and called once outside the profiled region (JIT compile, autotuning, the
 first-call work), then once inside it, between the profiler's own start and stop calls, so the
-profile holds the launches of one call and nothing else. Job: ``checks.worker.job_files.ProfileRun``;
+profile holds the launches of one call and nothing else. Job: ``checks.job_files.ProfileRun``;
 the answer is ``Profiled`` (the counters are in the profiler's own output), or the failure.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from checks import job_child  # standard library only
 from checks.bench_entries import bench_capture  # standard library only
-from checks.worker.job_files import Profiled, ProfileRun
+from checks.job_files import Profiled, ProfileRun
 
 
 def _region(kind: str) -> tuple[Any, Any]:

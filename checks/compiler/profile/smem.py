@@ -20,8 +20,8 @@ from typing import Any
 
 from bot.contracts.evidence import Evidence, NotRun, SmemTraffic
 from checks.compiler.targets.base import VendorTarget
+from checks.job_files import JobFailure, ProfileRun
 from checks.job_process import run_job
-from checks.worker.job_files import JobFailure, ProfileRun
 
 PERMISSION_HINT = (
     "let the runner's user read the GPU performance counters (NVIDIA: the driver option "

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from checks.worker import job_files
-from checks.worker.job_files import Job
+from checks import job_files
+from checks.job_files import Job
 
 
 @dataclass(frozen=True)
