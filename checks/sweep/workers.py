@@ -248,6 +248,7 @@ class WorkerClient:
             "--slot",
             str(s.slot),
             f"--triton-key-dir={triton_key_dir()}",
+            f"--bot-pid={os.getpid()}",
             *s.context_args(),
             *(f"--python-path={folder}" for folder in s.python_path),
             *((f"--poll-ms={s.poll_ms:g}",) if s.poll_ms > 0 else ()),

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
+import time
 from typing import NoReturn
 
 
@@ -23,3 +25,26 @@ def end_now(code: int) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):  # closed or gone: nothing left to say
             stream.flush()
     os._exit(code)
+
+
+ORPHANED = 75  # the exit code of a process whose starter died (``end_with_parent``)
+
+
+def end_with_parent(starter: int | None, every_s: float = 0.5) -> threading.Thread:
+    """Watch, from a daemon thread, that this process is still the child of what started it,
+    and end it (``ORPHANED``) once it is not. A killed bot (``timeout -k``'s SIGKILL, an
+    out-of-memory kill, a runner that cancels with SIGKILL) cannot stop its workers, and one that
+    was in the middle of a long call would otherwise run on for minutes, on the GPU the next job
+    measures with. Its parent at the start and ``starter`` (the bot's pid: a worker forked twice
+    from the zygote is its child a moment after it starts) are both taken as alive; being
+    handed to another process (init, a subreaper above the bot) means they are gone."""
+    allowed = {os.getppid(), *(() if starter is None else (starter,))}
+
+    def watch() -> None:
+        while os.getppid() in allowed:
+            time.sleep(every_s)
+        end_now(ORPHANED)
+
+    thread = threading.Thread(target=watch, name="end-with-parent", daemon=True)
+    thread.start()
+    return thread

@@ -831,6 +831,11 @@ def main(argv: list[str] | None = None) -> int:
         help="a folder of the checkout put on sys.path before the checkout itself (src/ layouts)",
     )
     parser.add_argument(
+        "--bot-pid",
+        type=int,
+        help="the process that started this worker: once it is gone, the worker ends",
+    )
+    parser.add_argument(
         "--poll-ms",
         type=float,
         default=0.0,
@@ -839,6 +844,7 @@ def main(argv: list[str] | None = None) -> int:
     MARKS["main_at"] = time.monotonic()
     args = parser.parse_args(argv)
     faulthandler.enable()
+    exiting.end_with_parent(args.bot_pid)
     root = os.path.abspath(args.root)
     worker = Worker(root, args.device, args.side, args.slot)
     places = [os.path.join(root, p) for p in args.python_path] + [root]
