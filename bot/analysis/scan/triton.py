@@ -76,6 +76,39 @@ def _canonical_locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[
             n.id = name
 
 
+@contextlib.contextmanager
+def _modules_spelled_out(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, modules: dict[str, str], imported: dict[str, str]
+) -> Iterator[None]:
+    """Within the block, each name of ``func`` bound to a module by an import alias is written as
+    the module's dotted name: ``tl.load`` after ``import triton.language as tl`` and
+    ``triton.language.load`` are one program, so renaming the alias is no change. ``modules``
+    holds ``import M as N`` names; ``imported`` the names of ``from P import M as N``, written out
+    only where ``func`` uses the name as a namespace alone (``tle.program_id(0)``), as a module
+    is used (a function called by its bare name keeps it). Annotations (``x: tl.constexpr``)
+    too; names ``func`` assigns or takes as parameters are left. Put back on exit (no copy)."""
+    names = [n for s in (func.args, *func.body) for n in ast.walk(s) if isinstance(n, ast.Name)]
+    if not names or not (modules or imported):
+        yield
+        return
+    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    left = params | {n.id for n in names if not isinstance(n.ctx, ast.Load)}
+    bases = {
+        id(a.value) for s in (func.args, *func.body) for a in ast.walk(s)
+        if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)
+    }  # fmt: skip
+    bare = {n.id for n in names if id(n) not in bases}
+    spelled = {k: v for k, v in imported.items() if k not in bare} | modules
+    swapped = [(n, n.id) for n in names if n.id in spelled and n.id not in left]
+    for n, name in swapped:
+        n.id = spelled[name]
+    try:
+        yield
+    finally:
+        for n, name in swapped:
+            n.id = name
+
+
 # ------------------------------------------------------------------------------ whole files
 
 
@@ -171,6 +204,7 @@ class _Reader:
         self.lines = lines
         self.markers = markers
         self.aliases: dict[str, str] = {}
+        self.modules: dict[str, str] = {}  # an import alias of a module -> the module's name
         self.assigns: dict[str, ast.expr] = {}
         self.funcs: dict[str, ast.FunctionDef] = {}
         self.kernels: list[KernelDef] = []
@@ -202,6 +236,7 @@ class _Reader:
                     imported.append(a.name)
                     if a.asname:
                         self.aliases[a.asname] = a.name
+                        self.modules[a.asname] = a.name
             elif isinstance(walked, ast.ImportFrom) and walked.module and walked.level == 0:
                 imported.append(walked.module)
                 for a in walked.names:
@@ -474,7 +509,7 @@ class _Reader:
         if language == "tilelang" and around is not None:
             stripped = around  # a prim_func is made by its factory: the factory is its code
         normal = normal_function(stripped)  # text-only differences put in one form
-        with _canonical_locals(normal):
+        with _canonical_locals(normal), _modules_spelled_out(normal, self.modules, self.aliases):
             code = python_digest([ast.unparse(normal)])
             code_without_defaults = digest(
                 [_signature_without_defaults(node.args)]
