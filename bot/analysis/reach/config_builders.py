@@ -20,21 +20,84 @@ from bot.analysis.text import parse_python_or_none
 _KNOWN = set(dir(builtins)) | {"triton"}
 
 
-def _returned(tree: ast.Module, name: str) -> ast.expr | None:
-    """The one returned list of ``def name()`` at ``tree``'s top level (no parameters)."""
+def _defined(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     defs = [
         n for n in tree.body
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
     ]  # fmt: skip
-    if len(defs) != 1:
+    return defs[0] if len(defs) == 1 else None
+
+
+def _returned(func: ast.FunctionDef | ast.AsyncFunctionDef | None) -> ast.expr | None:
+    """The one returned value of ``func`` when it takes no parameters."""
+    if func is None:
         return None
-    args = defs[0].args
+    args = func.args
     if args.posonlyargs or args.args or args.vararg or args.kwonlyargs or args.kwarg:
         return None
-    returns = [s for s in ast.walk(defs[0]) if isinstance(s, ast.Return)]
+    returns = [s for s in ast.walk(func) if isinstance(s, ast.Return)]
     if len(returns) != 1 or returns[0].value is None:
         return None
     return returns[0].value
+
+
+def _builder(
+    kernel: KernelDef, text: str | None, read: SourceFn | None
+) -> tuple[ast.expr, ast.FunctionDef | ast.AsyncFunctionDef | None] | None:
+    """``(the configs expression, the function it calls with no arguments)``: the function
+    defined in ``text`` (the kernel's file) or in the module the file imports it from."""
+    if kernel.configs_source is None:
+        return None
+    try:
+        expr = ast.parse(kernel.configs_source, mode="eval").body
+    except SyntaxError:
+        return None
+    if not (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and not expr.args
+        and not expr.keywords
+    ):
+        return expr, None
+    tree = parse_python_or_none(text)
+    if tree is None:
+        return None
+    name = expr.func.id
+    found = _defined(tree, name)
+    if found is None and read is not None:
+        for qualified in imports_in(tree.body, kernel.path).get(name, set()):
+            module, _, attr = qualified.rpartition(".")
+            stem = module.replace(".", "/")
+            for path in (f"{stem}.py", f"{stem}/__init__.py"):
+                other = parse_python_or_none(read(path))
+                if other is not None:
+                    found = _defined(other, attr)
+                    break
+    return expr, found
+
+
+def tuned_names(kernel: KernelDef, text: str | None, read: SourceFn | None) -> set[str]:
+    """The parameters ``kernel``'s autotuner and heuristics set: its configs' keys, read from
+    the configs or, for a list a builder makes, from the ``Config({"name": ...})`` calls in the
+    builder."""
+    names = set(kernel.heuristics)
+    if kernel.configs is not None:
+        return names | {k for c in kernel.configs for k in c.kwargs}
+    found = _builder(kernel, text, read)
+    if found is None:
+        return names
+    for node in ast.walk(found[1] or found[0]):
+        if (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func).endswith("Config")
+            and node.args
+            and isinstance(node.args[0], ast.Dict)
+        ):
+            names |= {
+                k.value for k in node.args[0].keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }  # fmt: skip
+    return names
 
 
 def _self_contained(expr: ast.expr) -> bool:
@@ -50,35 +113,13 @@ def built_configs(kernel: KernelDef, text: str | None, read: SourceFn | None) ->
     """``kernel``'s config list as text, a no-argument builder's call replaced by the list it
     returns (from ``text``, the kernel's file, or the module it imports the builder from, read
     through ``read``); ``None`` when there is no list or the builder cannot be followed."""
-    if kernel.configs_source is None:
+    found = _builder(kernel, text, read)
+    if found is None:
         return None
-    try:
-        expr = ast.parse(kernel.configs_source, mode="eval").body
-    except SyntaxError:
-        return None
-    if not (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Name)
-        and not expr.args
-        and not expr.keywords
-    ):
-        return ast.unparse(expr) if _self_contained(expr) else None
-    tree = parse_python_or_none(text)
-    if tree is None:
-        return None
-    name = expr.func.id
-    returned = _returned(tree, name)
-    if returned is None and read is not None:
-        for qualified in imports_in(tree.body, kernel.path).get(name, set()):
-            module, _, attr = qualified.rpartition(".")
-            for path in (
-                module.replace(".", "/") + ".py",
-                module.replace(".", "/") + "/__init__.py",
-            ):
-                other = parse_python_or_none(read(path))
-                if other is not None:
-                    returned = _returned(other, attr)
-                    break
-    if returned is None or not _self_contained(returned):
-        return None
-    return ast.unparse(returned)
+    expr, func = found
+    if func is not None:
+        returned = _returned(func)
+        if returned is None:
+            return None
+        expr = returned
+    return ast.unparse(expr) if _self_contained(expr) else None

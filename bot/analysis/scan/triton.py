@@ -532,6 +532,7 @@ class _Reader:
             autotune_key=key,
             heuristics=heuristics,
             constexprs=_constexprs(node.args),
+            params=tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args)),
             configs_computed=computed,
             configs_built_by=built_by,
         )
