@@ -169,7 +169,8 @@ def _tuned_args_dropped(
     tuned = tuned_names(new_k, text, ctx.new_source) & set(new_k.constexprs)
     if not tuned or len(a) != len(b):
         return False
-    olds, news = [], []
+    olds: list[tuple[str, list[tuple[str, str]]]] = []
+    news: list[tuple[str, list[tuple[str, str]]]] = []
     for sites, k, out in ((a, old_k, olds), (b, new_k, news)):
         for x in sites:
             args = _by_parameter(x, k.params)
