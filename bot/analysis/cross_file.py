@@ -80,10 +80,21 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
         wrapper_changed = all(x.wrapper_digest for x in a + b) and sorted(
             x.wrapper_digest or "" for x in a
         ) != sorted(x.wrapper_digest or "" for x in b)
-        if not (grid_changed or keys or wrapper_changed):
+        host_tuning = (
+            not keys
+            and all(x.tuning_digest for x in a + b)
+            and sorted(x.tuning_digest or "" for x in a) != sorted(x.tuning_digest or "" for x in b)
+        )  # the same option text, what it reads computed otherwise in the host
+        if not (grid_changed or keys or wrapper_changed or host_tuning):
             continue
         kind: ChangeKind = "launch" if grid_changed or wrapper_changed else "tuning"
         notes = []
+        if host_tuning:
+            notes.append(
+                "what its launch-time tuning values ("
+                + ", ".join(sorted({k for x in b for k in x.tuning}))
+                + ") read is computed differently in the host wrapper"
+            )
         if wrapper_changed and not grid_changed and not keys:
             notes.append("host wrapper changed; grid and launch arguments did not")
         elif wrapper_changed and not grid_changed:

@@ -71,7 +71,7 @@ ARCH = re.compile(
     r"\b(?:get_device_capability|device_capability|compute_capability|"
     r"cudaDevAttrComputeCapability\w*|__CUDA_ARCH__|IS_NVIDIA_(?:HOPPER|BLACKWELL|AMPERE)|"
     r"is_(?:hopper|blackwell|ampere|volta|sm\d+)|get_device_name|isSM\d+\w*|sm_?\d{2,3}[af]?|"
-    r"SM\d{2,3}|gfx\d{3,4}\w*)\b|(?:dprops|props|prop)\s*(?:->|\.)\s*major"
+    r"SM\d{2,3}|gfx\d{1,4}\w*|gcnArchName)\b|(?:dprops|props|prop)\s*(?:->|\.)\s*major"
 )
 _CAPABILITY = re.compile(r"\(\s*(\d{1,2})\s*,\s*(\d)\s*\)|\bsm_?(\d{2,3})|major\s*[=!<>]=?\s*(\d+)")
 _PP_IF = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif)\b(.*)$")

@@ -645,13 +645,14 @@ class _Reader:
             else:
                 args.append(f"{kw.arg or '**'}={text}")
         w_start = w_end = None
-        w_digest = v_digest = None
+        w_digest = v_digest = t_digest = None
         if wrapper is not None:
             w_tuning, w_start, w_end = self._wrapper(wrapper)
             tuning.update(w_tuning)
             if id(wrapper) not in self._slices:
                 self._slices[id(wrapper)] = FunctionSlices(wrapper, lambda t: not is_tuning_line(t))
             w_digest = self._slices[id(wrapper)].launch_digest(node, kernel)
+            t_digest = self._slices[id(wrapper)].launch_digest(node, kernel, tuning=True)
             if id(wrapper) not in self._values:
                 self._values[id(wrapper)] = LaunchValues(wrapper)
             v_digest = self._values[id(wrapper)].digest(node)
@@ -668,6 +669,7 @@ class _Reader:
             wrapper_end=w_end,
             wrapper_digest=w_digest,
             value_digest=v_digest,
+            tuning_digest=t_digest,
         )
 
 
