@@ -382,7 +382,7 @@ class _Reader:
                 if factory is not None and len(self.launches) < MAX_PER_FILE:
                     self.launches.append(self._cupy_launch(node, factory, around))
                 if isinstance(node.func, ast.Subscript) and len(self.launches) < MAX_PER_FILE:
-                    name = _dotted(node.func.value, {})
+                    name = self._wrapped(node.func.value) or _dotted(node.func.value, {})
                     if name is None:  # ``K["pck"][grid](...)``: the kernel the table holds
                         if tables is None and isinstance(node.func.value, ast.Subscript):
                             tables = _kernel_tables(tree)
@@ -459,6 +459,20 @@ class _Reader:
                             todo.extend(sources.get(name, ()))
                     out |= names & plain
         return out
+
+    def _wrapped(self, value: ast.expr) -> str | None:
+        """The kernel of ``wrap_triton(k)[grid](...)`` (``torch.library.wrap_triton``,
+        ``capture_triton``, any one-argument call handed a kernel of the file or an imported
+        name): the call returns the kernel to launch."""
+        if not (
+            isinstance(value, ast.Call)
+            and len(value.args) == 1
+            and not value.keywords
+            and isinstance(value.args[0], ast.Name)
+        ):
+            return None
+        name = value.args[0].id
+        return name if name in self.kernel_names or name in self.aliases else None
 
     def _mark_helpers(self, called: set[str], used: set[str]) -> None:
         """A jit function another jit function of the file calls, and that nothing launches
