@@ -8,8 +8,7 @@ tests/data/real_prs): ``configs=[triton.Config({}, num_warps=2**i) for i in rang
 
 from __future__ import annotations
 
-from bot.analysis.classify import analyze_diff
-from tests.diff_util import file_diff
+from tests.diff_util import changes_between
 
 KERNELS = "attorch/softmax_kernels.py"
 UTILS = "attorch/utils.py"
@@ -54,10 +53,7 @@ IMPORTED = KERNEL.replace(LISTED, BUILT).replace(
 
 def _changes(kernel_after: str, utils_after: str) -> list[str]:
     old = {KERNELS: KERNEL, UTILS: UTILS_BEFORE}
-    new = {KERNELS: kernel_after, UTILS: utils_after}
-    diff = file_diff(KERNELS, KERNEL, kernel_after) + file_diff(UTILS, UTILS_BEFORE, utils_after)
-    analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=list(old))
-    return [f"{c.kind} {c.name}" for c in analysis.changes]
+    return changes_between(old, {KERNELS: kernel_after, UTILS: utils_after})
 
 
 def test_the_same_list_built_by_an_imported_function_is_no_change():

@@ -11,8 +11,7 @@ Two real excerpts, shortened:
 
 from __future__ import annotations
 
-from bot.analysis.classify import analyze_diff
-from tests.diff_util import file_diff
+from tests.diff_util import changes_between
 
 RELU = "trident/kernel/relu.py"
 RELU_BEFORE = """\
@@ -64,10 +63,7 @@ ARGMIN_AFTER = ARGMIN_BEFORE.replace(" as tle", " as ext").replace("tle.", "ext.
 
 
 def _changes(path: str, before: str, after: str) -> list[str]:
-    old, new = {path: before}, {path: after}
-    diff = file_diff(path, before, after)
-    analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=[path])
-    return [f"{c.kind} {c.name}" for c in analysis.changes]
+    return changes_between({path: before}, {path: after})
 
 
 def test_the_module_written_through_a_new_alias_is_no_change():

@@ -10,8 +10,7 @@ is the one serving engines use for the same copy.
 
 from __future__ import annotations
 
-from bot.analysis.classify import analyze_diff
-from tests.diff_util import file_diff
+from tests.diff_util import changes_between
 
 PATH = "python/xgrammar/kernels/apply_token_bitmask_inplace_triton.py"
 BEFORE = """\
@@ -49,10 +48,7 @@ PINNED = (
 
 
 def _changes(after: str) -> list[str]:
-    old, new = {PATH: BEFORE}, {PATH: after}
-    diff = file_diff(PATH, BEFORE, after)
-    analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=[PATH])
-    return [f"{c.kind} {c.name}" for c in analysis.changes]
+    return changes_between({PATH: BEFORE}, {PATH: after})
 
 
 def test_a_tensor_copied_to_the_device_is_no_launch_change():

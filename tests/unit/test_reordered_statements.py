@@ -8,8 +8,7 @@ tl.dot(xt, dy, ...)`` moved below the two pointer increments (``xt`` and ``dy`` 
 
 from __future__ import annotations
 
-from bot.analysis.classify import analyze_diff
-from tests.diff_util import file_diff
+from tests.diff_util import changes_between
 
 PATH = "scattermoe/kernels/ops.py"
 BEFORE = """\
@@ -36,11 +35,8 @@ STEPS = "        xt_blk_ptrs += BLOCK_M * stride_xm\n        dy_blk_ptrs += BLOC
 LOADS = "        xt = tl.load(xt_blk_ptrs)\n        dy = tl.load(dy_blk_ptrs)\n"
 
 
-def _changes(after: str) -> list[str]:
-    old, new = {PATH: BEFORE}, {PATH: after}
-    diff = file_diff(PATH, BEFORE, after)
-    analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=[PATH])
-    return [f"{c.kind} {c.name}" for c in analysis.changes]
+def _changes(after: str, before: str = BEFORE) -> list[str]:
+    return changes_between({PATH: before}, {PATH: after})
 
 
 def test_a_statement_moved_past_independent_ones_is_no_change():
@@ -57,7 +53,4 @@ def test_an_assignment_moved_past_a_store_of_what_it_writes_is_a_body_change():
     store = "        tl.store(DW_ptr, acc)\n"
     before_store = BEFORE.replace(DOT, DOT + store)
     moved = before_store.replace(DOT + store, store + DOT)
-    old, new = {PATH: before_store}, {PATH: moved}
-    diff = file_diff(PATH, before_store, moved)
-    analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=[PATH])
-    assert [f"{c.kind} {c.name}" for c in analysis.changes] == ["body _groupXtY"]
+    assert _changes(moved, before_store) == ["body _groupXtY"]

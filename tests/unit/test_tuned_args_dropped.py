@@ -10,8 +10,7 @@ its ``block_size`` moves after ``dtype``, and the launch no longer passes
 
 from __future__ import annotations
 
-from bot.analysis.classify import analyze_diff
-from tests.diff_util import file_diff
+from tests.diff_util import changes_between
 
 KERNEL = "trident/kernel/cosine_similarity.py"
 HOST = "trident/operation/cosine_similarity.py"
@@ -78,10 +77,7 @@ HOST_AFTER = HOST_BEFORE.replace(" util.block_size(x_size, x1.element_size()),",
 
 def _changes(kernel_after: str, host_after: str) -> list[str]:
     old = {KERNEL: KERNEL_BEFORE, HOST: HOST_BEFORE}
-    new = {KERNEL: kernel_after, HOST: host_after}
-    diff = file_diff(KERNEL, KERNEL_BEFORE, kernel_after) + file_diff(HOST, HOST_BEFORE, host_after)
-    analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=list(old))
-    return [f"{c.kind} {c.name}" for c in analysis.changes]
+    return changes_between(old, {KERNEL: kernel_after, HOST: host_after})
 
 
 def test_autotune_added_and_the_tuned_argument_dropped_is_tuning():

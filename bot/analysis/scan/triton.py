@@ -66,13 +66,20 @@ def _canonical_locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[
     for n in names:
         if isinstance(n.ctx, (ast.Store, ast.Del)) and n.id not in params | declared:
             order.setdefault(n.id, f"_v{len(order)}")
-    swapped = [(n, n.id) for n in names if n.id in order]
-    for n, name in swapped:
-        n.id = order[name]
+    with _names_as([(n, order[n.id]) for n in names if n.id in order]):
+        yield
+
+
+@contextlib.contextmanager
+def _names_as(renames: list[tuple[ast.Name, str]]) -> Iterator[None]:
+    """Within the block, each ``Name`` node reads as the name given; put back on exit."""
+    before = [(n, n.id) for n, _ in renames]
+    for n, name in renames:
+        n.id = name
     try:
         yield
     finally:
-        for n, name in swapped:
+        for n, name in before:
             n.id = name
 
 
@@ -99,14 +106,8 @@ def _modules_spelled_out(
     }  # fmt: skip
     bare = {n.id for n in names if id(n) not in bases}
     spelled = {k: v for k, v in imported.items() if k not in bare} | modules
-    swapped = [(n, n.id) for n in names if n.id in spelled and n.id not in left]
-    for n, name in swapped:
-        n.id = spelled[name]
-    try:
+    with _names_as([(n, spelled[n.id]) for n in names if n.id in spelled and n.id not in left]):
         yield
-    finally:
-        for n, name in swapped:
-            n.id = name
 
 
 # ------------------------------------------------------------------------------ whole files
