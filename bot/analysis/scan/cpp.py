@@ -358,9 +358,9 @@ def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
         n_cfg = 4 if m.group(1) == "hipLaunchKernelGGL" else 2
         kernel_lang: Language = "hip" if m.group(1).startswith("hip") else language
         grid = parts[0] if ex else ", ".join(parts[1 : 1 + n_cfg])
-        args = parts[2:] if ex else parts[1 + n_cfg :]
+        passed = parts[2:] if ex else parts[1 + n_cfg :]
         name = _pointed_kernel(t.bare, m.start(), idents[-1])  # ``auto k = &kernel<...>``
-        out.append(_site(path, t, kernel_lang, name, m.start(), grid, args))
+        out.append(_site(path, t, kernel_lang, name, m.start(), grid, passed))
     return out
 
 
