@@ -18,3 +18,13 @@ def file_diff(path: str, before: str | None, after: str) -> str:
     if before is None:
         head += "new file mode 100644\n"
     return head + "".join(lines)
+
+
+def changes_between(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """``"kind name"`` of each change ``analyze_diff`` reports from ``old`` to ``new`` (path ->
+    text; a path only in ``new`` is a new file), the whole files at hand on both sides."""
+    from bot.analysis.classify import analyze_diff
+
+    diff = "".join(file_diff(p, old.get(p), new[p]) for p in sorted(new) if old.get(p) != new[p])
+    analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=sorted(old))
+    return [f"{c.kind} {c.name}" for c in analysis.changes]

@@ -17,6 +17,7 @@ from bot.analysis.model import (
     KernelDef,
     SourceFn,
 )
+from bot.analysis.reach.config_builders import built_configs
 from bot.analysis.same_code import unread_assignments
 from bot.analysis.text import called_helpers, collapse, is_tuning_line
 
@@ -100,6 +101,9 @@ def renamed_only(gone: Sequence[str], came: Sequence[str]) -> bool:
     return not (set(mapping.values()) & before) and not (set(mapping) & after)
 
 
+_CONFIGS_CHANGED = "autotune configs changed"
+
+
 def _configs_changed(old: KernelDef, new: KernelDef) -> bool:
     if old.configs is not None and new.configs is not None:
         return old.configs != new.configs
@@ -140,7 +144,7 @@ def compare_kernels(
     tuning = False
     if _configs_changed(old, new):
         tuning = True
-        notes.append("autotune configs changed")
+        notes.append(_CONFIGS_CHANGED)
     tuners = [[d for d in k.decorators if "autotune" in d or "heuristics" in d] for k in (old, new)]
     if tuners[0] != tuners[1]:
         tuning = True
@@ -224,6 +228,10 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 changes += [_single("deleted", before, f), _single("new", k, f)]
                 continue
             kind, notes, t_old, t_new = compare_kernels(before, k, f.patch, lines)
+            if kind == "tuning" and notes == [_CONFIGS_CHANGED] and not t_old:
+                a = built_configs(before, f.old_text, ctx.old_source)
+                if a is not None and a == built_configs(k, f.new_text, ctx.new_source):
+                    kind, notes = None, []  # the same list, now built by a function
             helpers: list[str] = []
             if kind is None and k.language in ("cuda", "hip"):
                 helpers = _helpers_changed(f, before, k, texts)

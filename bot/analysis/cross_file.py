@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
 from bot.analysis.compare import compare_kernels
@@ -20,6 +21,7 @@ from bot.analysis.model import (
     KernelDef,
     LaunchSite,
 )
+from bot.analysis.reach.config_builders import tuned_names
 from bot.analysis.reach.pickers import Index, picked_kernels
 from bot.analysis.text import source_kind
 
@@ -66,6 +68,8 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
         ):
             continue  # the same values launched, whatever the text
         grid_changed = sorted((x.grid, x.args) for x in a) != sorted((x.grid, x.args) for x in b)
+        if grid_changed and language in PYTHON_LANGUAGES:
+            grid_changed = not _tuned_args_dropped(ctx, name, language, a, b)
         t_old: dict[str, str] = {}
         t_new: dict[str, str] = {}
         for x in a:
@@ -76,10 +80,21 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
         wrapper_changed = all(x.wrapper_digest for x in a + b) and sorted(
             x.wrapper_digest or "" for x in a
         ) != sorted(x.wrapper_digest or "" for x in b)
-        if not (grid_changed or keys or wrapper_changed):
+        host_tuning = (
+            not keys
+            and all(x.tuning_digest for x in a + b)
+            and sorted(x.tuning_digest or "" for x in a) != sorted(x.tuning_digest or "" for x in b)
+        )  # the same option text, what it reads computed otherwise in the host
+        if not (grid_changed or keys or wrapper_changed or host_tuning):
             continue
         kind: ChangeKind = "launch" if grid_changed or wrapper_changed else "tuning"
         notes = []
+        if host_tuning:
+            notes.append(
+                "what its launch-time tuning values ("
+                + ", ".join(sorted({k for x in b for k in x.tuning}))
+                + ") read is computed differently in the host wrapper"
+            )
         if wrapper_changed and not grid_changed and not keys:
             notes.append("host wrapper changed; grid and launch arguments did not")
         elif wrapper_changed and not grid_changed:
@@ -130,6 +145,51 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
                 }
             )
     return out
+
+
+def _by_parameter(site: LaunchSite, params: tuple[str, ...]) -> dict[str, str] | None:
+    """A Triton launch's arguments by the kernel parameter each is passed for; ``None`` when
+    they cannot be matched (``*args``, more positions than parameters)."""
+    try:
+        call = ast.parse(f"f({site.args})", mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call) or len(call.args) > len(params):
+        return None
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return None
+    out = {p: ast.unparse(x) for p, x in zip(params, call.args, strict=False)}
+    out.update({k.arg: ast.unparse(k.value) for k in call.keywords if k.arg})
+    return out
+
+
+def _tuned_args_dropped(
+    ctx: Context, name: str, language: str, a: list[LaunchSite], b: list[LaunchSite]
+) -> bool:
+    """Whether the launches differ only by arguments no longer passed for parameters the
+    kernel's autotuner or heuristics now set (``triton.autotune`` added, and the launch stops
+    passing the ``BLOCK`` it tunes): a tuning change, not a launch change. Each launch's
+    arguments are matched to the parameters of its side's kernel (the order may change too)."""
+    old_k = _kernel_named(ctx, name, language, "old")
+    new_k = _kernel_named(ctx, name, language, "new")
+    if old_k is None or new_k is None or not old_k.params or not new_k.params:
+        return False
+    text = next((f.new_text for f in ctx.files if f.new and new_k in f.new.kernels), None)
+    tuned = tuned_names(new_k, text, ctx.new_source) & set(new_k.constexprs)
+    if not tuned or len(a) != len(b):
+        return False
+    olds: list[tuple[str, list[tuple[str, str]]]] = []
+    news: list[tuple[str, list[tuple[str, str]]]] = []
+    for sites, k, out in ((a, old_k, olds), (b, new_k, news)):
+        for x in sites:
+            args = _by_parameter(x, k.params)
+            if args is None:
+                return False
+            out.append((x.grid, sorted((p, v) for p, v in args.items() if p not in tuned)))
+    dropped = {p for x in a for p in (_by_parameter(x, old_k.params) or {})} & tuned
+    return bool(dropped) and sorted(olds) == sorted(news)
 
 
 def _built(sites: list[LaunchSite], built: dict[str, str]) -> list[LaunchSite]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from bot.analysis.text import digest
+from bot.analysis.text import digest, is_tuning_name
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 _COMPOUND_HEADERS = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
@@ -84,6 +84,15 @@ def _header(stmt: ast.stmt) -> tuple[set[str], set[str], str]:
     return defs, _loads(stmt), ast.unparse(stmt)
 
 
+def _decided(launch: ast.Call, tuning: bool) -> set[str]:
+    """The names a launch reads: outside its tuning options, or (``tuning``) in them alone."""
+    options = [k for k in launch.keywords if k.arg and is_tuning_name(k.arg)]
+    if tuning:
+        return {n for k in options for n in _loads(k.value)}
+    rest = [launch.func, *launch.args, *(k.value for k in launch.keywords if k not in options)]
+    return {n for part in rest for n in _loads(part)}
+
+
 class FunctionSlices:
     """One host function's statements, indexed by the names they define."""
 
@@ -137,12 +146,15 @@ class FunctionSlices:
             at = self.parent.get(id(at))
         return out
 
-    def launch_digest(self, launch: ast.Call, kernel: str) -> str:
+    def launch_digest(self, launch: ast.Call, kernel: str, tuning: bool = False) -> str:
         """The fingerprint of what decides ``launch`` (less its own grid and arguments, which
         are compared apart): the statements and tests its names come through, and the defaults
-        of the parameters among them."""
+        of the parameters among them. The names its tuning options read (``num_warps=``,
+        ``BLOCK_*=``) are not followed, so a warp count chosen by a vendor test is no launch
+        change; ``tuning``: the fingerprint of what those options alone read, every statement
+        kept."""
         picked: dict[int, ast.stmt] = {}
-        names = _loads(launch) - {kernel}
+        names = _decided(launch, tuning) - {kernel}
         holder = self.owner.get(id(launch))
         todo_stmts = self._enclosing(holder) if holder is not None else []
         # past the launch, a statement reaches it only through a loop around both
@@ -169,7 +181,7 @@ class FunctionSlices:
         texts = []  # the launch's own grid and arguments are compared apart
         for stmt in sorted(picked.values(), key=lambda s: (s.lineno, s.col_offset)):
             text = self.units[id(stmt)][2]
-            if text and self.keep(text):
+            if text and (tuning or self.keep(text)):
                 texts.append(text)
         texts += [f"{n}={self.defaults[n]}" for n in sorted(seen & self.defaults.keys())]
         return digest(texts)

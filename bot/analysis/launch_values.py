@@ -50,9 +50,57 @@ def _norm(text: str) -> str:
     if len(text) > _MAX_TEXT:
         raise _TooBig
     try:
-        return ast.unparse(ast.parse(text, mode="eval"))
+        tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError):
         return text
+    if ".to(" in text:
+        tree = _PlacedAtMaking().visit(tree)
+    return ast.unparse(tree)
+
+
+_PLACEMENT = {"device", "non_blocking"}
+
+
+def _is_device(expr: ast.expr) -> bool:
+    """A device as ``.to`` takes it by position: ``x.device``, ``device``, ``"cuda"``."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str) and expr.value.split(":")[0] in ("cuda", "xpu", "npu")
+    return ast.unparse(expr).rsplit(".", 1)[-1] in ("device", "dev")
+
+
+class _PlacedAtMaking(ast.NodeTransformer):
+    """``torch.tensor(x, dtype=d).to(device=D, non_blocking=True)`` as ``torch.tensor(x,
+    dtype=d, device=D)``: a tensor made on the host and copied to the device holds the values a
+    tensor made there holds, and the copy is ordered before the launch on the stream, so where
+    it was made is no launch change (nor is ``pin_memory``, a host buffer's kind). Only a ``.to``
+    of a call that names no device, given a device alone (by keyword or position) and
+    ``non_blocking``."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr == "to"
+            and isinstance(func.value, ast.Call)
+            and len(node.args) <= 1
+            and all(k.arg in _PLACEMENT for k in node.keywords)
+        ):
+            return node
+        made = func.value
+        device = [k.value for k in node.keywords if k.arg == "device"] + list(node.args)
+        if len(device) != 1 or (node.args and not _is_device(node.args[0])):
+            return node
+        if any(k.arg in (None, "device") for k in made.keywords):
+            return node
+        return ast.Call(
+            func=made.func,
+            args=made.args,
+            keywords=[
+                *(k for k in made.keywords if k.arg != "pin_memory"),
+                ast.keyword(arg="device", value=device[0]),
+            ],
+        )
 
 
 def _names(target: ast.expr) -> list[str]:

@@ -91,6 +91,7 @@ class KernelDef(Frozen):
     autotune_key: tuple[str, ...] = ()
     heuristics: dict[str, str] = Field(default_factory=dict)
     constexprs: dict[str, str | None] = Field(default_factory=dict)  # name -> default
+    params: tuple[str, ...] = ()  # a Python kernel's parameters in order (launch arguments map)
     configs_computed: bool = False  # autotuned over a list built at import time (not readable)
     configs_built_by: str | None = None  # then: the module-level code that builds it
     from_context: bool = False  # found in diff lines only: the range may be cut short
@@ -126,6 +127,8 @@ class LaunchSite(Frozen):
     # the grid, arguments and options as values (``launch_values``): equal on both sides, the
     # launch is the same whatever its text
     value_digest: str | None = None
+    # Python: what of the host function its tuning options (``num_warps=``, ``BLOCK_*=``) read
+    tuning_digest: str | None = None
 
 
 class FileScan(Frozen):

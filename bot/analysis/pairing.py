@@ -187,11 +187,18 @@ def _pair(
     switches: list[tuple[str, set[str], set[str]]],
     moved: list[MovedCall],
 ) -> list[KernelChange]:
-    triton = [c for c in changes if c.kind == "new" and c.language in PYTHON_LANGUAGES and c.new]
+    helpers = _helpers_only(ctx)
+    triton = [
+        c
+        for c in changes
+        if c.kind == "new" and c.language in PYTHON_LANGUAGES and c.new and c.name not in helpers
+    ]
     switched_in = {a.rsplit(".", 1)[-1] for _, _, added in switches for a in added}
     for f in ctx.files:
         for k in f.new.kernels if f.new else ():
-            if k.name in switched_in and not any(c.new and c.name == k.name for c in triton):
+            if k.name in switched_in - helpers and not any(
+                c.new and c.name == k.name for c in triton
+            ):
                 triton.append(KernelChange(kind="new", name=k.name, language=k.language,
                                            path=k.path, new=k.ref()))  # fmt: skip
     if not triton:
@@ -248,6 +255,18 @@ def _pair(
                 drop.add(id(c))
         out.append(_rewrite(t, mine, ctx))
     return [c for c in changes if id(c) not in drop] + out
+
+
+def _helpers_only(ctx: Context) -> set[str]:
+    """Names of the head's jit helpers: a name that some file of the head defines as a helper
+    (another jit function there calls it, nothing launches it) and that no launch of the head
+    names (``_tl_round``, defined in two modules, called from kernels in both). A helper does
+    no kernel's work on its own, so it ports no old kernel."""
+    sites = {x.kernel for x in ctx.new_launches()}
+    return {
+        k.name for f in ctx.files if f.new for k in f.new.kernels
+        if k.language in PYTHON_LANGUAGES and not k.launched and k.name not in sites
+    }  # fmt: skip
 
 
 def _words(name: str) -> set[str]:

@@ -8,6 +8,8 @@ Python (a kernel's function, before its locals are given canonical names):
 - ``if not C: A else: B`` is ``if C: B else: A``; ``if C: A`` followed by ``if not C: B`` (``A``
   not assigning a name ``C`` reads, ``C`` made of names, constants and operators) is ``if C: A else: B``;
 - ``if C: x = a else: x = b`` is ``x = a if C else b``;
+- assignments without effects that share no name (neither writes what the other reads or
+  writes) are in one order, whatever order they are written in (``_ordered``);
 - a kernel's parameter that its body never reads is not there, nor the argument its launches
   in the same file pass for it (``without_unread_parameters``): removing it compiles the same
   kernel (an autotune key or a heuristic naming it is compared on its own).
@@ -45,6 +47,7 @@ from bot.analysis.scan.cpp import _balanced, _split_args
 _EFFECT = re.compile(r"(?i)atomic|store|print|assert|barrier|asm|debug|sync|wait|fence|signal")
 _PURE_BUILTINS = frozenset({"min", "max", "abs", "int", "float", "bool", "len", "range"})
 _ROUNDS = 4
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
 def normal_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.FunctionDef:
@@ -61,7 +64,8 @@ def normal_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Functio
         if not dead.removed:
             break
         body = pruned
-    body = _ifs(body)
+    local = frozenset(_stored(body)) - params
+    body = _ordered(_ifs(body), local)
     if body is func.body:
         return func  # type: ignore[return-value]
     out = copy.copy(func)
@@ -254,6 +258,85 @@ def _with_blocks(stmt: ast.stmt, fix: Callable[[list[ast.stmt]], list[ast.stmt]]
     if new_handlers is not None:
         out.handlers = new_handlers  # type: ignore[attr-defined]
     return out
+
+
+def _movable(s: ast.stmt) -> tuple[set[str], set[str]] | None:
+    """``(reads, writes)`` of an assignment to plain names from a value without effects (one
+    that may be moved past another it shares no name with), else None."""
+    if isinstance(s, ast.Assign):
+        targets, value = s.targets, s.value
+    elif isinstance(s, (ast.AugAssign, ast.AnnAssign)) and s.value is not None:
+        targets, value = [s.target], s.value
+    else:
+        return None
+    if not all(isinstance(t, ast.Name) for t in targets) or not _without_effects(value):
+        return None
+    writes = {t.id for t in targets if isinstance(t, ast.Name)}
+    reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    if isinstance(s, ast.AugAssign):
+        reads |= writes
+    return reads, writes
+
+
+def _ordered(stmts: list[ast.stmt], local: frozenset[str]) -> list[ast.stmt]:
+    """Each run of movable assignments (``_movable``) in one order: among those whose every
+    predecessor it depends on (one writes a name the other reads or writes) is placed, the one
+    whose text sorts first, the function's locals (``local``) written alike so that the order
+    does not change with a local's name. ``acc += tl.dot(x, y)`` moved below ``x_ptrs +=
+    BLOCK`` (which it does not read) is the same program, and reads the same."""
+    out: list[ast.stmt] = []
+    changed = False
+    run: list[tuple[ast.stmt, set[str], set[str]]] = []
+
+    def flush() -> None:
+        nonlocal changed
+        if len(run) > 1:
+            placed = _sorted_run(run, local)
+            changed |= any(a is not b for a, (b, _, _) in zip(placed, run, strict=True))
+            out.extend(placed)
+        else:
+            out.extend(x for x, _, _ in run)
+        run.clear()
+
+    for stmt in stmts:
+        inner = _with_blocks(stmt, lambda block: _ordered(block, local))
+        changed |= inner is not stmt
+        rw = _movable(inner)
+        if rw is None:
+            flush()
+            out.append(inner)
+        else:
+            run.append((inner, *rw))
+    flush()
+    return out if changed else stmts
+
+
+def _sorted_run(
+    run: list[tuple[ast.stmt, set[str], set[str]]], local: frozenset[str]
+) -> list[ast.stmt]:
+    after: list[set[int]] = [set() for _ in run]  # i -> the statements that must follow it
+    need = [0] * len(run)
+    for i, (_, r1, w1) in enumerate(run):
+        for j in range(i + 1, len(run)):
+            _, r2, w2 = run[j]
+            if w1 & (r2 | w2) or w2 & r1:
+                after[i].add(j)
+                need[j] += 1
+    texts = [
+        _IDENTIFIER.sub(lambda m: "_" if m.group() in local else m.group(), ast.unparse(x))
+        for x, _, _ in run
+    ]
+    ready = [i for i in range(len(run)) if need[i] == 0]
+    placed: list[ast.stmt] = []
+    while ready:
+        i = min(ready, key=lambda k: (texts[k], k))
+        ready.remove(i)
+        placed.append(run[i][0])
+        for j in after[i]:
+            need[j] -= 1
+            if need[j] == 0:
+                ready.append(j)
+    return placed
 
 
 def _negated(test: ast.expr) -> ast.expr | None:

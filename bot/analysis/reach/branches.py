@@ -35,7 +35,7 @@ VENDORS: dict[str, tuple[str, ...]] = {
     "intel": ("xpu", "ipex", "intel", "sycl"),
     "ascend": ("npu", "ascend"),
     "cambricon": ("mlu",),
-    "moore threads": ("musa",),
+    "moore threads": ("musa", "mthreads"),
     "iluvatar": ("iluvatar", "corex"),
     "hygon": ("hygon", "dcu"),
     "metax": ("metax", "maca"),
@@ -49,6 +49,8 @@ VENDOR = re.compile(
     r"USE_ROCM|BNB_HIP|__HIP_PLATFORM_AMD__|__HIPCC__|__HIP__|__AMDGCN_WAVEFRONT_SIZE|__GFX\w*|"
     r"warp_size|WARP_SIZE|WARP_THREADS|hipDeviceAttributeWarpSize)\b"
     rf"|[\"'](?:{_DEVICE_WORDS})[\"']"
+    # a project's macro or predicate: ``GGML_USE_HIP``, ``PADDLE_WITH_HIP``, ``..._CC_IS_AMD(cc)``
+    rf"|\b(?:[A-Z][A-Z0-9]*_)+(?:USE|IS|WITH|PLATFORM)_(?:{_ALL_WORDS.upper()})\b"
     # a member of a vendor enum: ``gpu_vendor == GPUVendor.Iluvatar``
     rf"|\b\w*(?:Vendor|VENDOR|vendor)\w*\s*\.\s*(?i:{_ALL_WORDS})\b"
 )
@@ -71,7 +73,8 @@ ARCH = re.compile(
     r"\b(?:get_device_capability|device_capability|compute_capability|"
     r"cudaDevAttrComputeCapability\w*|__CUDA_ARCH__|IS_NVIDIA_(?:HOPPER|BLACKWELL|AMPERE)|"
     r"is_(?:hopper|blackwell|ampere|volta|sm\d+)|get_device_name|isSM\d+\w*|sm_?\d{2,3}[af]?|"
-    r"SM\d{2,3}|gfx\d{3,4}\w*)\b|(?:dprops|props|prop)\s*(?:->|\.)\s*major"
+    r"SM\d{2,3}|gfx\d{1,4}\w*|gcnArchName|(?:[A-Z][A-Z0-9]*_)*(?:RDNA|CDNA)\d)\b"
+    r"|(?:dprops|props|prop)\s*(?:->|\.)\s*major"
 )
 _CAPABILITY = re.compile(r"\(\s*(\d{1,2})\s*,\s*(\d)\s*\)|\bsm_?(\d{2,3})|major\s*[=!<>]=?\s*(\d+)")
 _PP_IF = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif)\b(.*)$")

@@ -18,9 +18,18 @@ bodies or the jit helpers they call (``compare``, ``fold_helpers``).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
-from bot.analysis.model import PYTHON_LANGUAGES, Context, FileScan, KernelChange, KernelDef
+from bot.analysis.model import (
+    PYTHON_LANGUAGES,
+    Context,
+    FileScan,
+    FileSides,
+    KernelChange,
+    KernelDef,
+)
+from bot.analysis.reach.config_builders import built_configs
 from bot.analysis.reach.helpers import caused_change
 from bot.analysis.text import JIT_CALL, module_bindings, parse_python_or_none
 
@@ -130,6 +139,21 @@ def _read(scan: FileScan | None, text: str | None) -> tuple[_Module, dict[str, F
     return _Module(tree, text or ""), _kernel_nodes(tree, kernels)
 
 
+def _same_built_list(
+    changed: list[str], old: KernelDef, new: KernelDef, f: FileSides, ctx: Context
+) -> bool:
+    """Whether the changed names are only the config builders the autotune call names, and
+    the lists they build are the same (a list moved into a builder)."""
+    named = {
+        n for k in (old, new) if k.configs_source
+        for n in re.findall(r"[A-Za-z_]\w*", k.configs_source)
+    }  # fmt: skip
+    if not set(changed) <= named:
+        return False
+    before = built_configs(old, f.old_text, ctx.old_source)
+    return before is not None and before == built_configs(new, f.new_text, ctx.new_source)
+
+
 def decorator_reads(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     """Add a ``tuning`` change for each launched kernel, unchanged so far, whose decorators
     reach a function or module-level name that changed."""
@@ -159,7 +183,7 @@ def decorator_reads(changes: list[KernelChange], ctx: Context) -> list[KernelCha
             changed = sorted(
                 n for n in before.keys() | after.keys() if before.get(n) != after.get(n)
             )
-            if not changed:
+            if not changed or _same_built_list(changed, old_k, k, f, ctx):
                 continue
             note = (
                 f"its autotune decorator reads {', '.join(changed)}, which changed: the configs "

@@ -349,14 +349,18 @@ def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
         parts = _split_args(inner)
         if not parts:
             continue
-        first = _KERNEL_ARG_NOISE.sub(" ", parts[0])
+        # ``cudaLaunchKernelEx(&config, kernel, args...)``: the launch configuration first
+        ex = m.group(1) == "cudaLaunchKernelEx" and len(parts) > 1
+        first = _KERNEL_ARG_NOISE.sub(" ", parts[1] if ex else parts[0])
         idents = _IDENT.findall(first)
         if not idents:
             continue
         n_cfg = 4 if m.group(1) == "hipLaunchKernelGGL" else 2
         kernel_lang: Language = "hip" if m.group(1).startswith("hip") else language
-        grid = ", ".join(parts[1 : 1 + n_cfg])
-        out.append(_site(path, t, kernel_lang, idents[-1], m.start(), grid, parts[1 + n_cfg :]))
+        grid = parts[0] if ex else ", ".join(parts[1 : 1 + n_cfg])
+        passed = parts[2:] if ex else parts[1 + n_cfg :]
+        name = _pointed_kernel(t.bare, m.start(), idents[-1])  # ``auto k = &kernel<...>``
+        out.append(_site(path, t, kernel_lang, name, m.start(), grid, passed))
     return out
 
 

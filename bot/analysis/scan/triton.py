@@ -66,14 +66,48 @@ def _canonical_locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[
     for n in names:
         if isinstance(n.ctx, (ast.Store, ast.Del)) and n.id not in params | declared:
             order.setdefault(n.id, f"_v{len(order)}")
-    swapped = [(n, n.id) for n in names if n.id in order]
-    for n, name in swapped:
-        n.id = order[name]
+    with _names_as([(n, order[n.id]) for n in names if n.id in order]):
+        yield
+
+
+@contextlib.contextmanager
+def _names_as(renames: list[tuple[ast.Name, str]]) -> Iterator[None]:
+    """Within the block, each ``Name`` node reads as the name given; put back on exit."""
+    before = [(n, n.id) for n, _ in renames]
+    for n, name in renames:
+        n.id = name
     try:
         yield
     finally:
-        for n, name in swapped:
+        for n, name in before:
             n.id = name
+
+
+@contextlib.contextmanager
+def _modules_spelled_out(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, modules: dict[str, str], imported: dict[str, str]
+) -> Iterator[None]:
+    """Within the block, each name of ``func`` bound to a module by an import alias is written as
+    the module's dotted name: ``tl.load`` after ``import triton.language as tl`` and
+    ``triton.language.load`` are one program, so renaming the alias is no change. ``modules``
+    holds ``import M as N`` names; ``imported`` the names of ``from P import M as N``, written out
+    only where ``func`` uses the name as a namespace alone (``tle.program_id(0)``), as a module
+    is used (a function called by its bare name keeps it). Annotations (``x: tl.constexpr``)
+    too; names ``func`` assigns or takes as parameters are left. Put back on exit (no copy)."""
+    names = [n for s in (func.args, *func.body) for n in ast.walk(s) if isinstance(n, ast.Name)]
+    if not names or not (modules or imported):
+        yield
+        return
+    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    left = params | {n.id for n in names if not isinstance(n.ctx, ast.Load)}
+    bases = {
+        id(a.value) for s in (func.args, *func.body) for a in ast.walk(s)
+        if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)
+    }  # fmt: skip
+    bare = {n.id for n in names if id(n) not in bases}
+    spelled = {k: v for k, v in imported.items() if k not in bare} | modules
+    with _names_as([(n, spelled[n.id]) for n in names if n.id in spelled and n.id not in left]):
+        yield
 
 
 # ------------------------------------------------------------------------------ whole files
@@ -171,6 +205,7 @@ class _Reader:
         self.lines = lines
         self.markers = markers
         self.aliases: dict[str, str] = {}
+        self.modules: dict[str, str] = {}  # an import alias of a module -> the module's name
         self.assigns: dict[str, ast.expr] = {}
         self.funcs: dict[str, ast.FunctionDef] = {}
         self.kernels: list[KernelDef] = []
@@ -202,6 +237,7 @@ class _Reader:
                     imported.append(a.name)
                     if a.asname:
                         self.aliases[a.asname] = a.name
+                        self.modules[a.asname] = a.name
             elif isinstance(walked, ast.ImportFrom) and walked.module and walked.level == 0:
                 imported.append(walked.module)
                 for a in walked.names:
@@ -347,7 +383,7 @@ class _Reader:
                 if factory is not None and len(self.launches) < MAX_PER_FILE:
                     self.launches.append(self._cupy_launch(node, factory, around))
                 if isinstance(node.func, ast.Subscript) and len(self.launches) < MAX_PER_FILE:
-                    name = _dotted(node.func.value, {})
+                    name = self._wrapped(node.func.value) or _dotted(node.func.value, {})
                     if name is None:  # ``K["pck"][grid](...)``: the kernel the table holds
                         if tables is None and isinstance(node.func.value, ast.Subscript):
                             tables = _kernel_tables(tree)
@@ -425,6 +461,20 @@ class _Reader:
                     out |= names & plain
         return out
 
+    def _wrapped(self, value: ast.expr) -> str | None:
+        """The kernel of ``wrap_triton(k)[grid](...)`` (``torch.library.wrap_triton``,
+        ``capture_triton``, any one-argument call handed a kernel of the file or an imported
+        name): the call returns the kernel to launch."""
+        if not (
+            isinstance(value, ast.Call)
+            and len(value.args) == 1
+            and not value.keywords
+            and isinstance(value.args[0], ast.Name)
+        ):
+            return None
+        name = value.args[0].id
+        return name if name in self.kernel_names or name in self.aliases else None
+
     def _mark_helpers(self, called: set[str], used: set[str]) -> None:
         """A jit function another jit function of the file calls, and that nothing launches
         (``k[grid](...)``, ``k.run``, ``k.warmup``, passed as a value), is a helper."""
@@ -474,7 +524,7 @@ class _Reader:
         if language == "tilelang" and around is not None:
             stripped = around  # a prim_func is made by its factory: the factory is its code
         normal = normal_function(stripped)  # text-only differences put in one form
-        with _canonical_locals(normal):
+        with _canonical_locals(normal), _modules_spelled_out(normal, self.modules, self.aliases):
             code = python_digest([ast.unparse(normal)])
             code_without_defaults = digest(
                 [_signature_without_defaults(node.args)]
@@ -497,6 +547,7 @@ class _Reader:
             autotune_key=key,
             heuristics=heuristics,
             constexprs=_constexprs(node.args),
+            params=tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args)),
             configs_computed=computed,
             configs_built_by=built_by,
         )
@@ -609,13 +660,14 @@ class _Reader:
             else:
                 args.append(f"{kw.arg or '**'}={text}")
         w_start = w_end = None
-        w_digest = v_digest = None
+        w_digest = v_digest = t_digest = None
         if wrapper is not None:
             w_tuning, w_start, w_end = self._wrapper(wrapper)
             tuning.update(w_tuning)
             if id(wrapper) not in self._slices:
                 self._slices[id(wrapper)] = FunctionSlices(wrapper, lambda t: not is_tuning_line(t))
             w_digest = self._slices[id(wrapper)].launch_digest(node, kernel)
+            t_digest = self._slices[id(wrapper)].launch_digest(node, kernel, tuning=True)
             if id(wrapper) not in self._values:
                 self._values[id(wrapper)] = LaunchValues(wrapper)
             v_digest = self._values[id(wrapper)].digest(node)
@@ -632,6 +684,7 @@ class _Reader:
             wrapper_end=w_end,
             wrapper_digest=w_digest,
             value_digest=v_digest,
+            tuning_digest=t_digest,
         )
 
 

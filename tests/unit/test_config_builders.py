@@ -1,0 +1,79 @@
+"""A config list moved into a function that returns the same list is the same search space.
+
+Shortened from attorch/softmax_kernels.py and attorch/utils.py of BobMcDear/attorch at
+3da6ee9f8382 and its parent (MIT; that pull request, a negative control, is in
+tests/data/real_prs): ``configs=[triton.Config({}, num_warps=2**i) for i in range(6)]`` became
+``configs=warps_kernel_configs()``, a function of utils.py returning that comprehension.
+"""
+
+from __future__ import annotations
+
+from tests.diff_util import changes_between
+
+KERNELS = "attorch/softmax_kernels.py"
+UTILS = "attorch/utils.py"
+LISTED = "configs=[triton.Config({}, num_warps=2**i) for i in range(6)],"
+BUILT = "configs=warps_kernel_configs(),"
+KERNEL = """\
+import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[triton.Config({}, num_warps=2**i) for i in range(6)],
+    key=['batch_dim', 'feat_dim'],
+)
+@triton.jit
+def softmax_forward_kernel(input_pointer, output_pointer, feat_dim, BLOCK_SIZE_FEAT: tl.constexpr):
+    feat_offset = tl.arange(0, BLOCK_SIZE_FEAT)
+    x = tl.load(input_pointer + feat_offset, mask=feat_offset < feat_dim, other=-float('inf'))
+    x = tl.exp(x - tl.max(x, axis=0))
+    tl.store(output_pointer + feat_offset, x / tl.sum(x, axis=0), mask=feat_offset < feat_dim)
+"""
+UTILS_BEFORE = """\
+import triton
+
+
+def element_wise_kernel_configs(block_name='BLOCK_SIZE'):
+    return [triton.Config({block_name: 64}, num_warps=2)]
+"""
+BUILDER = """
+
+def warps_kernel_configs():
+    \"\"\"
+    Returns kernel configurations with all possible number of warps.
+    \"\"\"
+    return [triton.Config({}, num_warps=2**i) for i in range(6)]
+"""
+IMPORTED = KERNEL.replace(LISTED, BUILT).replace(
+    "import triton.language as tl\n",
+    "import triton.language as tl\n\nfrom .utils import warps_kernel_configs\n",
+)
+
+
+def _changes(kernel_after: str, utils_after: str) -> list[str]:
+    old = {KERNELS: KERNEL, UTILS: UTILS_BEFORE}
+    return changes_between(old, {KERNELS: kernel_after, UTILS: utils_after})
+
+
+def test_the_same_list_built_by_an_imported_function_is_no_change():
+    assert _changes(IMPORTED, UTILS_BEFORE + BUILDER) == []
+
+
+def test_the_same_list_built_by_a_function_of_the_file_is_no_change():
+    here = KERNEL.replace(LISTED, BUILT).replace(
+        "\n\n@triton.autotune", BUILDER + "\n\n@triton.autotune"
+    )
+    assert _changes(here, UTILS_BEFORE) == []
+
+
+def test_a_builder_returning_another_list_is_tuning():
+    other = BUILDER.replace("range(6)", "range(5)")
+    assert _changes(IMPORTED, UTILS_BEFORE + other) == ["tuning softmax_forward_kernel"]
+
+
+def test_a_builder_reading_a_module_name_is_not_followed():
+    reads = BUILDER.replace("range(6)", "range(MAX_LOG_WARPS)")
+    assert _changes(IMPORTED, "MAX_LOG_WARPS = 6\n" + UTILS_BEFORE + reads) == [
+        "tuning softmax_forward_kernel"
+    ]
