@@ -5,6 +5,7 @@ says so, not a traceback), the cache folder for what was not asked for, and coun
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 
 from bot.errors import UsageError
@@ -87,3 +88,31 @@ def bytecode_dir() -> Path | None:
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """``1 case``, ``2 cases``; ``many`` for a plural that is not noun + s."""
     return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
+def text_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal (wide characters and emoji take two)."""
+    return sum(
+        0
+        if unicodedata.combining(ch) or ch == "\ufe0f"
+        else 2
+        if unicodedata.east_asian_width(ch) in "WF"
+        else 1
+        for ch in text
+    )
+
+
+def columns(rows: list[list[str]], *, right: frozenset[int] = frozenset()) -> list[str]:
+    """Rows of cells as aligned text columns, the first row a header underlined; no cell is
+    cut. Columns in ``right`` are right-aligned (numbers)."""
+    ncol = max(len(r) for r in rows)
+    rows = [r + [""] * (ncol - len(r)) for r in rows]
+    widths = [max(text_width(r[i]) for r in rows) for i in range(ncol)]
+
+    def line(r: list[str]) -> str:
+        pads = [" " * (w - text_width(c)) for c, w in zip(r, widths, strict=True)]
+        return "  ".join(
+            p + c if i in right else c + p for i, (c, p) in enumerate(zip(r, pads, strict=True))
+        ).rstrip()
+
+    return [line(rows[0]), "  ".join("-" * w for w in widths)] + [line(r) for r in rows[1:]]

@@ -27,6 +27,8 @@ from bot.contracts.review import ChangeLine
 from bot.errors import LimitError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from bot.policy.model import Policy
 
 
@@ -157,3 +159,31 @@ def make_plan(
         deployment=PlanDeployment.model_validate(policy.deployment.model_dump()),
         compiler_targets=policy.compiler.for_vendors(plan_vendors),
     )
+
+
+def compiled_only_bases(repo: Path, base_sha: str, kernels: list[PlannedKernel]) -> list[str]:
+    """One line per kernel whose base side has only CUDA/HIP kernels in its paths: on a CPU its
+    base side cannot run, and every case of it will say so."""
+    from bot import gitutil
+    from bot.analysis.scan import scan_source
+    from bot.policy.model import glob_match
+
+    files = gitutil.list_files(repo, base_sha)
+    cxx_only: list[str] = []
+    for k in kernels:
+        languages = set()
+        for path in (f for f in files if any(glob_match(p, f) for p in k.paths)):
+            text = gitutil.show_file(repo, base_sha, path)
+            scan = scan_source(path, text or "")
+            languages |= {x.language for x in getattr(scan, "kernels", ()) if x.language}
+            if scan.language:
+                languages.add(scan.language)
+        if languages and languages <= {"cuda", "hip"}:
+            cxx_only.append(k.name)
+    if not cxx_only:
+        return []
+    return [
+        f"the base side of {', '.join(cxx_only)} has only CUDA/HIP kernels "
+        f"({base_sha[:12]}): with --device cpu those cases cannot run on the base side and are "
+        "reported as errors; measure them on a GPU (kernel-review bench without --device cpu)"
+    ]

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.contracts.evidence import FAILED_VERDICTS, ShapeLine
-from bot.review.words import number, percent, speed
+from bot.words import number, percent, speed
 
 CUT = 10.0  # a bar past 10x (or under 1/10) is drawn at that bound, and the title says so
 LIMIT = 24  # bars per chart; past it, the shapes furthest from 1.0

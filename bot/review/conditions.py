@@ -30,7 +30,7 @@ from bot.review.trade import (
     price_words,
     priced_kernels,
 )
-from bot.review.words import and_list, interval_words, number, percent, speed, speed_range
+from bot.words import and_list, interval_words, number, percent, speed, speed_range
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 

@@ -22,7 +22,7 @@ from functools import partial
 from itertools import accumulate
 
 from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
-from bot.review.words import number, slower_by
+from bot.words import number, slower_by
 
 ALIGN = 16  # Triton specializes integer arguments and pointers on divisibility by 16
 MIN_CONTRAST = 2  # "only at X" needs at least this many timed shapes outside X, not slower

@@ -25,7 +25,7 @@ from bot.contracts.evidence import LaunchedKernel, LaunchRecord, SweepEvidence
 from bot.contracts.review import ChangeLine
 from bot.escape import md_code, md_text
 from bot.outputs import plural
-from bot.review.words import and_list
+from bot.words import and_list
 
 NATIVE = {"nvidia": "CUDA", "amd": "HIP"}
 SHOWN = 4  # names listed per side and origin; the rest counted

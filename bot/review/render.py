@@ -32,7 +32,7 @@ from bot.review.launched import launch_lines, launch_summary
 from bot.review.served import collapsed
 from bot.review.toolchain import history_lines, toolchain_lines
 from bot.review.trade import OVER_ADVICE, price_state
-from bot.review.words import (
+from bot.words import (
     and_list,
     language,
     number,

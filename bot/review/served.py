@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from bot.contracts.evidence import ShapeLine
 from bot.outputs import plural
-from bot.review.words import number, speed
+from bot.words import number, speed
 
 COLLAPSE = 2.0  # head / base from which an added shape's slowdown blocks as if served
 

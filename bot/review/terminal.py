@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import html
 import re
-import unicodedata
 
+from bot.outputs import columns, text_width
 from bot.review import chart
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -54,39 +54,11 @@ def inline_text(text: str) -> str:
     return _INVISIBLE.sub("", html.unescape("".join(out)))
 
 
-def _width(text: str) -> int:
-    """Columns ``text`` takes in a terminal (wide characters and emoji take two)."""
-    return sum(
-        0
-        if unicodedata.combining(ch) or ch == "\ufe0f"
-        else 2
-        if unicodedata.east_asian_width(ch) in "WF"
-        else 1
-        for ch in text
-    )
-
-
 def _cells(row: str) -> list[str]:
     row = row.strip()
     row = row[1:] if row.startswith("|") else row
     row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
     return [inline_text(c.strip()) for c in re.split(r"(?<!\\)\|", row)]
-
-
-def columns(rows: list[list[str]], *, right: frozenset[int] = frozenset()) -> list[str]:
-    """Rows of cells as aligned text columns, the first row a header underlined; no cell is
-    cut. Columns in ``right`` are right-aligned (numbers)."""
-    ncol = max(len(r) for r in rows)
-    rows = [r + [""] * (ncol - len(r)) for r in rows]
-    widths = [max(_width(r[i]) for r in rows) for i in range(ncol)]
-
-    def line(r: list[str]) -> str:
-        pads = [" " * (w - _width(c)) for c, w in zip(r, widths, strict=True)]
-        return "  ".join(
-            p + c if i in right else c + p for i, (c, p) in enumerate(zip(r, pads, strict=True))
-        ).rstrip()
-
-    return [line(rows[0]), "  ".join("-" * w for w in widths)] + [line(r) for r in rows[1:]]
 
 
 def _table(rows: list[str]) -> list[str]:
@@ -128,12 +100,12 @@ def terminal_text(markdown: str) -> str:
         summary = _SUMMARY.match(line)
         if summary:
             title = inline_text(summary.group(1))
-            out += [title, "-" * _width(title)]
+            out += [title, "-" * text_width(title)]
             continue
         heading = _HEADING.match(line)
         if heading:
             title = inline_text(heading.group(2))
-            out += [title, ("=" if len(heading.group(1)) <= 2 else "-") * _width(title)]
+            out += [title, ("=" if len(heading.group(1)) <= 2 else "-") * text_width(title)]
             continue
         if line.startswith(">"):
             out.append("  " + inline_text(line.lstrip(">").strip()))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from bot.contracts.evidence import CompilerRow, Evidence, KernelHistory
 from bot.contracts.review import ChangeLine
-from bot.review.words import and_list, number, speed
+from bot.words import and_list, number, speed
 
 HISTORY_POINTS = 6  # the most recent recorded runs a kernel's line shows
 

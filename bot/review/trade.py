@@ -36,7 +36,7 @@ from bot.outputs import plural
 from bot.review.explain import varied_between_processes
 from bot.review.served import decides
 from bot.review.toolchain import toolchain_differs
-from bot.review.words import language, percent, slower_by
+from bot.words import language, percent, slower_by
 
 PriceState = Literal["within", "over", "undecided"]
 HAND_WRITTEN = frozenset({"cuda", "hip"})  # the languages a priced rewrite replaces

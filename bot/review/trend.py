@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from bot.contracts.history import HistoryRecord
 from bot.escape import md_code
-from bot.review.words import number, percent, speed
+from bot.words import number, percent, speed
 
 MAX_POINTS = 30  # the most recent runs drawn per chart
 MAX_CHARTS = 24  # charts in one summary: those with a regression first

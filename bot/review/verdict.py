@@ -24,7 +24,7 @@ from bot.review.conditions import evaluate
 from bot.review.served import decides
 from bot.review.toolchain import toolchain_differs
 from bot.review.trade import price_words, priced_kernels, trade_sentences
-from bot.review.words import and_list, percent
+from bot.words import and_list, percent
 
 
 def _tolerance_words(changes: Sequence[ChangeLine], req: Requirements, ev: Evidence) -> str:

@@ -34,9 +34,8 @@ from bot.errors import (
     PolicyError,
     UsageError,
 )
-from bot.outputs import plural, prepare, write_text
+from bot.outputs import columns, plural, prepare, write_text
 from bot.progress import Progress
-from bot.review.terminal import columns
 from checks.compiler.targets import (
     VENDOR_TARGETS,
     compile_targets,

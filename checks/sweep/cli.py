@@ -41,7 +41,7 @@ from bot.errors import (
 from bot.escape import log_safe
 from bot.outputs import cache_root, plural, prepare
 from bot.progress import Progress
-from bot.review.words import speed, speed_range
+from bot.words import speed, speed_range
 from checks.engine_options import Known, add_engine_option, folder, given, on_off
 
 if TYPE_CHECKING:
@@ -383,6 +383,8 @@ def _bench(
         file=sys.stderr,
     )
     if cpu:
+        from bot.plan import compiled_only_bases  # pydantic: after the zygote has started
+
         for line in compiled_only_bases(repo, base_sha, kernels):
             print(f"note: {line}", file=sys.stderr)
     out = out or default_results_path(repo, args.device, base_sha, head_label)
@@ -430,33 +432,6 @@ def default_results_path(repo: Path, device: str, base_sha: str, head_label: str
     name = f"results-{device}-{base_sha[:12]}-{head_label[:12]}.json"
     where = cache_root() / "bench" / repo.name / name
     return prepare(where, option="the results file", make_folder=True)
-
-
-def compiled_only_bases(repo: Path, base_sha: str, kernels: list[PlannedKernel]) -> list[str]:
-    """One line per kernel whose base side has only CUDA/HIP kernels in its paths: on a CPU its
-    base side cannot run, and every case of it will say so."""
-    from bot.analysis.scan import scan_source
-    from bot.policy.model import glob_match
-
-    files = gitutil.list_files(repo, base_sha)
-    cxx_only: list[str] = []
-    for k in kernels:
-        languages = set()
-        for path in (f for f in files if any(glob_match(p, f) for p in k.paths)):
-            text = gitutil.show_file(repo, base_sha, path)
-            scan = scan_source(path, text or "")
-            languages |= {x.language for x in getattr(scan, "kernels", ()) if x.language}
-            if scan.language:
-                languages.add(scan.language)
-        if languages and languages <= {"cuda", "hip"}:
-            cxx_only.append(k.name)
-    if not cxx_only:
-        return []
-    return [
-        f"the base side of {', '.join(cxx_only)} has only CUDA/HIP kernels "
-        f"({base_sha[:12]}): with --device cpu those cases cannot run on the base side and are "
-        "reported as errors; measure them on a GPU (kernel-review bench without --device cpu)"
-    ]
 
 
 def failure_lines(result: SweepResult) -> list[str]:

@@ -203,9 +203,10 @@ def test_bench_exits_5_when_nothing_could_be_measured(
 
 
 def test_a_cpu_bench_on_cuda_only_base_kernels_says_so_once(fixture_repo) -> None:
+    from bot.plan import compiled_only_bases
     from bot.policy.load import find_policy
     from bot.revision import GitRevision
-    from checks.sweep.cli import compiled_only_bases, planned_kernels
+    from checks.sweep.cli import planned_kernels
 
     repo = Path(fixture_repo.path)
     found = find_policy(GitRevision(repo, fixture_repo.base_sha))

@@ -10,7 +10,7 @@ import time
 
 from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
 from bot.review.explain import find_pattern, kernel_lines
-from bot.review.words import slower_by, speed, speed_range
+from bot.words import slower_by, speed, speed_range
 
 
 def _line(shape: tuple[int, ...], dtype: str, ratio: float, **kw) -> ShapeLine:

@@ -7,8 +7,9 @@ import io
 import pytest
 
 from bot.escape import md_code, md_inline, md_text
+from bot.outputs import columns
 from bot.progress import Progress
-from bot.review.terminal import columns, terminal_text
+from bot.review.terminal import terminal_text
 
 
 def test_the_comments_escapes_are_undone_for_a_terminal() -> None:

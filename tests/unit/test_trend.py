@@ -9,7 +9,7 @@ import pytest
 
 from bot.jobs.scheduled import read_history
 from bot.review.trend import MEDIAN, trend_series, trend_summary
-from bot.review.words import speed
+from bot.words import speed
 from tests.paths import DATA
 
 HISTORY = read_history((DATA / "history" / "history.jsonl").read_text())
