@@ -314,28 +314,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         for k in ("vendor_branch", "arch_branch")
     },
     **{
-        ("karpathy-llm.c-4698164e3eba", k): (
-            "host code, invented: residual_forward's grid changes; the C++ host graph takes the "
-            "callers of a changed host function (gpt2_forward, gpt2_backward) and then "
-            "everything those callers call, so every launcher they call, and its kernel, reads "
-            "as a launch change"
-        )
-        for k in ("gelu_forward_kernel2: not a changed kernel", "unlabelled changes")
-    },
-    ("microsoft-mscclpp-168a6c7037c6", "allreduce7: vendor_branch"): (
-        "class 4: the `#if defined(__HIP_PLATFORM_AMD__)` block is in the launcher before "
-        "allreduce7's launch; the launch is found changed from the launch itself, and the "
-        "preprocessor vendor test is raised only on kernels reached through the host graph"
-    ),
-    **{
-        ("microsoft-mscclpp-168a6c7037c6", k): (
-            "host code, invented: the same widening as llm.c 4698164e3eba, the launchers called "
-            "beside the changed AllpairAdapter::call by its callers read as launch changes, "
-            "with the AMD block's vendor test raised on them"
-        )
-        for k in ("allreduceAllPairs: not a changed kernel", "unlabelled changes")
-    },
-    **{
         ("nerfstudio-project-gsplat-22a01a288acb", k): (
             "host code, invented (negative): the diff only drops an unused template parameter "
             "(UseHitDistance) from the batch-scan kernel and its launch's template arguments; "
