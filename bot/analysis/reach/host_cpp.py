@@ -94,7 +94,9 @@ def _scopes(path: str, text: str) -> list[_Scope]:
             name, kind, first = m.group(1), "type", t.line(begin + 1 + m.start())
         last = t.line(close_at)
         body = "\n".join(code_lines[first - 1 : last])
-        out.append(_Scope(name, kind, path, first, last, body, set(_IDENT.findall(body))))
+        # ``if constexpr (...)`` names no function: a block so headed is no one's callee
+        refs = set(_IDENT.findall(body)) - {"constexpr"}
+        out.append(_Scope(name, kind, path, first, last, body, refs))
     for m in _ALIAS.finditer(t.code):  # ``using BlockScanT = BlockScan<...>;``: a type too
         name = m.group(1) or m.group(4)
         words = set(_IDENT.findall(m.group(0))) - {name, "using", "typedef", "typename"}
