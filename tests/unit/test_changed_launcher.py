@@ -12,8 +12,7 @@ branches, and ``NvlsAdapter::call`` launches ``allreduce8``.
 
 from __future__ import annotations
 
-from bot.analysis.classify import analyze_diff
-from tests.diff_util import file_diff
+from tests.diff_util import analysis_between
 
 LLMC = """\
 __global__ void residual_forward_kernel(floatX* out, floatX* inp1, floatX* inp2, int N) {
@@ -140,15 +139,7 @@ MSCCLPP_HEAD = MSCCLPP.replace(
 
 
 def _changes(path: str, before: str, after: str) -> list[tuple[str, str]]:
-    old, new = {path: before}, {path: after}
-    analysis = analyze_diff(
-        file_diff(path, before, after),
-        old_source=old.get,
-        new_source=new.get,
-        old_files=[path],
-        thrifty=False,
-    )
-    return sorted((c.kind, c.name) for c in analysis.changes)
+    return sorted((c.kind, c.name) for c in analysis_between({path: before}, {path: after}).changes)
 
 
 def test_a_launcher_s_change_is_not_spread_to_what_its_callers_call_beside_it() -> None:
@@ -174,13 +165,7 @@ def test_a_vendor_block_at_a_launch_of_a_kernel_defined_elsewhere_is_its_branch(
         "        }\n"
         "#endif\n",
     )
-    analysis = analyze_diff(
-        file_diff(path, before, after),
-        old_source={path: before}.get,
-        new_source={path: after}.get,
-        old_files=[path],
-        thrifty=False,
-    )
+    analysis = analysis_between({path: before}, {path: after})
     assert [
         (c.kind, c.name, [(b.kind, b.condition) for b in c.branches]) for c in analysis.changes
     ] == [("launch", "allreduce7", [("vendor", "#if defined(__HIP_PLATFORM_AMD__)")])]
@@ -192,7 +177,7 @@ def test_a_vendor_block_at_a_launch_of_a_kernel_defined_elsewhere_is_its_branch(
 # batch-replay kernel under ``if constexpr``; the pull request drops a template argument of the
 # batch-scan launch only.
 GSPLAT = """\
-template <uint32_t CDIM, bool UseHitDistance>
+template <uint32_t CDIM, bool UseHitDistance, bool ForBackward>
 __global__ void fwd_partials_kernel(const float* means, float* partials) {
     partials[threadIdx.x] = means[threadIdx.x];
 }
@@ -218,7 +203,8 @@ void launch_parallel_batch_fwd_kernel(const at::Tensor means, at::Tensor renders
             const dim3 grid_partials = {static_cast<uint32_t>(total_batches), 1, 1};
             fwd_partials_kernel<
                 CDIM,
-                UseHitDistance
+                UseHitDistance,
+                ForBackward
             ><<<grid_partials, threads, shmem_size, stream>>>(
                 means.const_data_ptr<float>(),
                 partials.data_ptr<float>()
@@ -246,6 +232,7 @@ void launch_parallel_batch_fwd_kernel(const at::Tensor means, at::Tensor renders
                     CDIM,
                     UseHitDistance
                 ><<<grid_batch_replay, threads, shmem_size, stream>>>(
+                    data_ptr_or_null<const float>(backgrounds),
                     partials.const_data_ptr<float>(),
                     renders.data_ptr<float>()
                 );
