@@ -4,6 +4,10 @@ repository."""
 from __future__ import annotations
 
 import difflib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.analysis.model import Analysis
 
 
 def file_diff(path: str, before: str | None, after: str) -> str:
@@ -20,11 +24,15 @@ def file_diff(path: str, before: str | None, after: str) -> str:
     return head + "".join(lines)
 
 
-def changes_between(old: dict[str, str], new: dict[str, str]) -> list[str]:
-    """``"kind name"`` of each change ``analyze_diff`` reports from ``old`` to ``new`` (path ->
-    text; a path only in ``new`` is a new file), the whole files at hand on both sides."""
+def analysis_between(old: dict[str, str], new: dict[str, str]) -> Analysis:
+    """What ``analyze_diff`` reports from ``old`` to ``new`` (path -> text; a path only in
+    ``new`` is a new file), the whole files at hand on both sides."""
     from bot.analysis.classify import analyze_diff
 
     diff = "".join(file_diff(p, old.get(p), new[p]) for p in sorted(new) if old.get(p) != new[p])
-    analysis = analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=sorted(old))
-    return [f"{c.kind} {c.name}" for c in analysis.changes]
+    return analyze_diff(diff, old_source=old.get, new_source=new.get, old_files=sorted(old))
+
+
+def changes_between(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """``"kind name"`` of each change ``analyze_diff`` reports from ``old`` to ``new``."""
+    return [f"{c.kind} {c.name}" for c in analysis_between(old, new).changes]

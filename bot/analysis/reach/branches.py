@@ -316,8 +316,8 @@ def _last(node: ast.AST) -> str | None:
 def _cpp_branches(c: KernelChange, files: dict[str, FileSides]) -> list[LaunchBranch]:
     """Vendor / arch tests on the changed lines (and the ``#if`` around them) of the files the
     change came from: the kernel's own file and the files its host changes name."""
-    paths = {r.path for r in (c.old, c.new) if r is not None}
-    paths |= {h.split(":", 1)[0] for h in c.host_changes}
+    paths = {c.path} | {r.path for r in (c.old, c.new) if r is not None}  # c.path: the launch's
+    paths |= {h.split(":", 1)[0] for h in c.host_changes}  # file when the kernel's is not read
     out: list[LaunchBranch] = []
     seen: set[tuple[str, str]] = set()
     for path in sorted(paths & files.keys()):

@@ -94,7 +94,9 @@ def _scopes(path: str, text: str) -> list[_Scope]:
             name, kind, first = m.group(1), "type", t.line(begin + 1 + m.start())
         last = t.line(close_at)
         body = "\n".join(code_lines[first - 1 : last])
-        out.append(_Scope(name, kind, path, first, last, body, set(_IDENT.findall(body))))
+        # ``if constexpr (...)`` names no function: a block so headed is no one's callee
+        refs = set(_IDENT.findall(body)) - {"constexpr"}
+        out.append(_Scope(name, kind, path, first, last, body, refs))
     for m in _ALIAS.finditer(t.code):  # ``using BlockScanT = BlockScan<...>;``: a type too
         name = m.group(1) or m.group(4)
         words = set(_IDENT.findall(m.group(0))) - {name, "using", "typedef", "typename"}
@@ -321,16 +323,30 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
                     grew = True
         if not grew:
             break
-    # host side: callers of a changed host function, then what they call
-    host = set(roots.host)
+    # host side: callers of a changed host function, and what it calls; what those callers
+    # call beside it only when it is a helper whose answer they use (a changed launcher's
+    # effect is its own launches: llm.c's residual_forward changes no sibling launcher)
     by_name: dict[str, list[_Scope]] = {}
     for s in scopes:
         by_name.setdefault(s.name, []).append(s)
-    for _ in range(_ROUNDS):
-        more = {s.name for s in scopes if s.kind == "host" and s.refs & host} - host
-        if not more:
-            break
-        host |= more
+    launchers = {  # a changed launcher, or a type holding launches
+        n
+        for n in roots.host
+        for s in by_name.get(n, [])
+        if s.kind in ("host", "type") and "<<<" in s.text
+    }
+
+    def callers_of(names: set[str]) -> set[str]:
+        found = set(names)
+        for _ in range(_ROUNDS):
+            more = {s.name for s in scopes if s.kind == "host" and s.refs & found} - found
+            if not more:
+                break
+            found |= more
+        return found
+
+    callers = callers_of(set(roots.host))
+    host = set(roots.host) | callers_of(set(roots.host) - launchers)
     for _ in range(_ROUNDS):
         more = {
             r
@@ -342,7 +358,19 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         if not more:
             break
         host |= more
-    host_text = "\n".join(s.text for name in host for s in by_name.get(name, []))
+    host |= callers
+    # a changed launcher's own launches are compared one by one with their branches
+    # (``compare_launches``); what such a launcher, or a type holding one, names is only its
+    # launches: not a change of a kernel whose launchers read the same on both sides
+    # (``AllpairAdapter::call`` changed in ``allreduce7``'s branch, not ``allreduceAllPairs``')
+
+    def judging(name: str, s: _Scope) -> bool:
+        return (name in launchers and s.kind == "host") or (s.kind == "type" and "<<<" in s.text)
+
+    scoped = [(name, s) for name in host for s in by_name.get(name, [])]
+    host_text = "\n".join(s.text for name, s in scoped if not judging(name, s))
+    launcher_words = set(_IDENT.findall("\n".join(s.text for n, s in scoped if judging(n, s))))
+    compared = _same_launchers(ctx)
     host_words = set(_IDENT.findall(host_text)) | set(roots.named)
     read = _reader(ctx, pool)
     for name in host:
@@ -364,6 +392,8 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         }
         via = sorted({r for u in used for r in device[u]})
         launched = k.name in host_words or path in included
+        judged = not launched and k.name in launcher_words
+        launched = launched or judged
         if not (via or launched):
             continue
         where = sorted(
@@ -381,6 +411,8 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         if existing is not None and existing.old is None and existing.new is None:
             placed = existing.model_copy(update={"path": path, "old": k.ref(), "new": k.ref()})
             out[out.index(existing)] = existing = placed
+        if existing is None and judged and not via and k.name in compared:
+            continue
         if existing is None:
             out.append(
                 KernelChange(
@@ -405,6 +437,23 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             }
         )
     return out
+
+
+def _same_launchers(ctx: Context) -> set[str]:
+    """Kernels launched on both sides whose host functions, each launch's own branch only, read
+    the same (``LaunchSite.wrapper_digest``)."""
+    old: dict[str, list[str | None]] = {}
+    new: dict[str, list[str | None]] = {}
+    for sites, into in ((ctx.old_launches(), old), (ctx.new_launches(), new)):
+        for x in sites:
+            into.setdefault(x.kernel, []).append(x.wrapper_digest)
+    return {
+        k
+        for k, a in old.items()
+        if k in new
+        and None not in a + new[k]
+        and sorted(d or "" for d in a) == sorted(d or "" for d in new[k])
+    }
 
 
 class _Includes:

@@ -128,6 +128,7 @@ class _Text:
         self.pairs = match_braces(self.bare)
         self.parens = match_braces(self.bare, _PARENS)
         self.opens = sorted(self.pairs)
+        self.launch_at: list[int] = []  # where each ``<<<`` is, once the launches are read
         self._code_lines: list[str] | None = None
 
     def line(self, pos: int) -> int:
@@ -324,6 +325,7 @@ def _kernel_name(bare: str, k: int) -> tuple[str, int] | None:
 
 def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
     out: list[LaunchSite] = []
+    t.launch_at = [m.start() for m in _TRIPLE.finditer(t.bare)]
     for m in _TRIPLE.finditer(t.bare):
         if len(out) >= MAX_PER_FILE:
             return out
@@ -443,6 +445,25 @@ def _other_branches(t: _Text, pos: int) -> list[tuple[int, int]]:
     return out
 
 
+def _other_launches(t: _Text, pos: int) -> list[tuple[int, int]]:
+    """The brace blocks (a lambda's body, an ``if``'s) that hold another launch and not the one
+    at ``pos``: that launch's own code, which this one does not run through (gsplat's
+    ``launch_batch_scan`` lambda beside the partials and batch-replay launches)."""
+    wrapper = _enclosing_function(t, pos)
+    if wrapper is None:
+        return []
+    first, last = t.starts[wrapper[1] - 1], t.starts[min(wrapper[2], len(t.starts) - 1)]
+    others = [at for at in t.launch_at if first <= at <= last and at != pos]
+    if not others:
+        return []
+    out = []
+    for o in t.opens[bisect.bisect_left(t.opens, first) : bisect.bisect_right(t.opens, last)]:
+        c = t.pairs[o]
+        if c is not None and not o < pos < c and any(o < at < c for at in others):
+            out.append((o, c))
+    return out
+
+
 def _site(
     path: str, t: _Text, language: Language, kernel: str, pos: int, grid: str, args: list[str]
 ) -> LaunchSite:
@@ -450,7 +471,9 @@ def _site(
     w_name = w_start = w_end = w_digest = None
     if wrapper is not None:
         w_name, w_start, w_end = wrapper
-        skipped = [(t.line(o), t.line(c)) for o, c in _other_branches(t, pos)]
+        skipped = [
+            (t.line(o), t.line(c)) for o, c in _other_branches(t, pos) + _other_launches(t, pos)
+        ]
         w_digest = digest(
             [
                 ln
@@ -480,7 +503,7 @@ def _enclosing_function(t: _Text, pos: int) -> tuple[str, int, int] | None:
         if close_at is not None and close_at < pos:
             continue
         found = _function_header(t, open_at)
-        if found is not None:
+        if found is not None and found[0] != "constexpr":  # ``if constexpr (...) {`` is a block
             name, header_at = found
             last = t.line(close_at) if close_at is not None else t.last_known(t.line(open_at))
             return name, t.line(header_at), last
