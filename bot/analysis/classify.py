@@ -21,6 +21,7 @@ This module compares each file's kernels; ``bot.analysis.cross_file`` adds what 
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -312,6 +313,9 @@ def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChang
     that no change names: the diff alone does not say what their changed lines do."""
     named = {r.path for c in changes for r in (c.old, c.new) if r is not None}
     named |= {c.path for c in changes}
+    # a header changed beside CUDA/HIP sources of the same diff may hold their kernels (a
+    # header-only kernel library's .h), though its changed lines need not show it
+    gpu_dirs = {posixpath.dirname(f.patch.path) for f in sides if _gpu_suffix(f.patch.path)}
     out = []
     for f in sides:
         scans = [s for s in (f.old, f.new) if s is not None]
@@ -332,19 +336,32 @@ def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChang
             + [h.section for h in f.patch.hunks]
         )
         has_kernels = any(s.kernels or s.launches for s in scans)
-        gpu_suffix = path.lower().endswith((".cu", ".cuh", ".hip"))
+        gpu_suffix = _gpu_suffix(path)
         kind = source_kind(path) or "python"
         marked = _KERNEL_FILE.search(visible) or _MARKERS[kind].search(visible)
-        if not (has_kernels or gpu_suffix or marked):
+        beside = path.lower().endswith(_HEADERS) and posixpath.dirname(path) in gpu_dirs
+        if not (has_kernels or gpu_suffix or marked or beside):
             continue
+        held = (
+            "holds GPU kernels"
+            if has_kernels or gpu_suffix or marked
+            else "is a header beside CUDA/HIP sources of this diff and may hold their kernels"
+        )
         out.append(
             UnclassifiedFile(
                 path=path,
-                why="holds GPU kernels, but its changed lines cannot be classified from the diff "
+                why=f"{held}, but its changed lines cannot be classified from the diff "
                 "alone (analyze with --repo to read the whole files)",
             )
         )
     return out
+
+
+_HEADERS = (".h", ".hh", ".hpp", ".hxx")
+
+
+def _gpu_suffix(path: str) -> bool:
+    return path.lower().endswith((".cu", ".cuh", ".hip"))
 
 
 # --------------------------------------------------------------------------- per-file kernels
