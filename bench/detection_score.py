@@ -330,6 +330,90 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "b.shape[0]); an assert in the host wrapper is not read as part of the launch's slice, "
         "though here it decides whether the kernel is launched at all"
     ),
+    # first-look batch8: wrong on first sight, scored after round seven's fixes
+    **{
+        ("JL-er-RWKV-PEFT-4a6ae20e86ec", f"{kernel}: {k}"): (
+            "class 1: side by side: the JIT-built CUDA ops (torch.utils.cpp_extension.load of "
+            "wkv6/wkv6state, called through autograd Functions) stay, and an environment flag "
+            "(WKV == 'fla') now binds RUN_CUDA_RWKV6 to the vendored Triton chunk_rwkv6 instead; "
+            "rewrites are paired where a call site switches, not where a module-level choice "
+            "rebinds a name to one of two implementations, so the Triton kernels read as new"
+        )
+        for kernel in (
+            "chunk_rwkv6_fwd_kernel_cum",
+            "chunk_rwkv6_fwd_kernel_h",
+            "chunk_rwkv6_fwd_kernel_intra",
+            "chunk_rwkv6_fwd_kernel_inter",
+            "chunk_rwkv6_bwd_kernel_dh",
+            "chunk_rwkv6_bwd_kernel_inter",
+            "chunk_rwkv6_bwd_kernel_intra",
+            "post_process_grad",
+        )
+        for k in _REWRITE_CHECKS
+    },
+    **{
+        ("JL-er-RWKV-PEFT-4a6ae20e86ec", k): (
+            "host code, invented: the CUDA kernels' host launchers did not change (only "
+            "wkv6state_cuda.cu's kernel_backward body is labelled); the launches of the other "
+            "CUDA kernels are reported changed because the Python host code around the flag "
+            "changed, and that change is not narrowed to the calls that reach each launch"
+        )
+        for k in ("kernel_backward: not a changed kernel", "unlabelled changes")
+    },
+    **{
+        (case, f"{kernel}: reported"): (
+            "not reported: the change is in lightning_attn_func, which calls the autograd "
+            "Functions (LightningAttention2.apply / LightningAttention2NoDecay.apply) that "
+            "launch the kernels: a removed assert in front of the call, or the head-dim split "
+            "that decides each launch's shapes, two calls away from the launches in files the "
+            "diff does not touch; host changes are followed to launches in the changed function "
+            "and one call deep, not through an autograd Function's apply"
+        )
+        for case, kernels in (
+            (
+                "OpenNLPLab-lightning-attention-144c6cd304a7",
+                ("_fwd_kernel", "_bwd_intra_kernel", "_bwd_inter_kernel"),
+            ),
+            (
+                "OpenNLPLab-lightning-attention-55af742acee1",
+                (
+                    "_fwd_kernel",
+                    "_bwd_intra_kernel",
+                    "_bwd_inter_kernel",
+                    "_fwd_kernel (2)",
+                    "_bwd_intra_kernel (2)",
+                    "_bwd_inter_kernel (2)",
+                ),
+            ),
+        )
+        for kernel in kernels
+    },
+    ("Dao-AILab-quack-98c7ea542b50", "toolchain: nvidia-cutlass-dsl"): (
+        "class 5: nvidia-cutlass-dsl (the CuTe DSL's compiler) is not among the toolchain "
+        "packages the pins are read for (torch, triton, the CUDA and ROCm runtimes and "
+        "compilers), though a CuTe DSL kernel is compiled by it"
+    ),
+    ("SmallDoges-flash-dmattn-05a49898f53f", "_fwd_kernel: kind"): (
+        "kind: a fully commented-out @triton.autotune made live while the launch stops passing "
+        "BLOCK_M/BLOCK_N/num_warps/num_stages (now commented out too): the autotune is read as "
+        "added, but the launch's dropped keywords are not matched to the new configs' keys "
+        "because the base kernel had no autotuner whose configs name them, so it reads as launch"
+    ),
+    ("johnsmith0031-alpaca_lora_4bit-6dbf1512746e", "unlabelled changes"): (
+        "host code, invented: a new kernel and its launcher are appended to "
+        "quant_cuda_kernel.cu, with a forward declaration of the kernel added above the host "
+        "code; the existing kernels' launchers do not change but are reported as tuning "
+        "changes (why was not worked out when the batch was scored)"
+    ),
+    **{
+        ("microsoft-VPTQ-f169d8d68c12", f"{kernel}: via_helper"): (
+            "class 2: the named cause is too wide: the USE_ROCM block added to utils.cuh "
+            "(macros, type aliases, warpReduceSum) is named with the helper whose body changed "
+            "(ldg_vec_x); macros and type names a kernel uses are not told apart from the "
+            "__device__ functions whose code changed"
+        )
+        for kernel in ("WqA16WithOutliers_PackIndice", "DequantizeWithOutliers_PackIndice")
+    },
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the
