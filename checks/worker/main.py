@@ -438,7 +438,7 @@ class Worker:
         alone = exclusive.exclusive(lock)
         # the kernels launched: on the CPU those of the first call itself (an interpreted call
         # takes as long as its kernels: one more had doubled a large case's check), on a GPU
-        # those of one more call after the check (``_launched``), outside compiling and tuning
+        # those of one more call after the check (``_launch_call``), outside compiling and tuning
         first_launches = bool(msg.launches) and self.device == "cpu"
         recorder = (
             launches.recording(self.torch, self.device, (timing.MARKER,))
@@ -493,9 +493,9 @@ class Worker:
         step("digest")
         del out, ref
         if first_launches:
-            result["launched"] = _launched(record)
+            result["launched"] = _as_launched(record)
         elif msg.launches:
-            result["launched"] = self._launched(item, restore, lock)
+            result["launched"] = self._launch_call(item, restore, lock)
             step("launches")
         del item, restore
         self._release()
@@ -507,7 +507,7 @@ class Worker:
         result["digest"] = tuple(contract.from_json(contract.Digest, d) for d in result["digest"])
         return contract.CheckReply(**result, steps_s=step.seconds)
 
-    def _launched(self, item: dict[str, Any], restore: Any, lock: str | None) -> Launched:
+    def _launch_call(self, item: dict[str, Any], restore: Any, lock: str | None) -> Launched:
         """On a GPU, one more call of the case, on the inputs the entry point made, its kernels
         recorded (``launches.recording``): what the timed calls launch, once the first call
         compiled and tuned. Alone on the GPU, as the first call was (another worker's
@@ -524,7 +524,7 @@ class Worker:
             return contract.Launched(kernels=(), profiler=False, note=note[: launches.MAX_NAME])
         finally:
             restore()
-        return _launched(record)
+        return _as_launched(record)
 
     def op_configure(self, msg: Configure) -> ConfigureReply:
         if self.timer is None:
@@ -700,7 +700,7 @@ def _picks(picks: list[dict[str, Any]]) -> tuple[Pick, ...]:
     return tuple(contract.from_json(contract.Pick, p) for p in picks)
 
 
-def _launched(record: dict[str, Any]) -> Launched:
+def _as_launched(record: dict[str, Any]) -> Launched:
     """What ``launches.recording`` recorded, as the contract's."""
     kernels = tuple(contract.Launch(**k) for k in record["kernels"])
     return contract.Launched(kernels, record["profiler"], record["note"])
