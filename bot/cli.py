@@ -187,18 +187,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_children() -> None:
+    # The helper jobs and sweep workers still running are killed (``checks.procs.stopping``),
+    # so the threads waiting for them end and the command unwinds at once, not when they finish.
+    stopping = sys.modules.get("checks.procs.stopping")
+    if stopping is not None:
+        stopping.STOPPING.set()
+
+
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     # A cancelled Actions job gets SIGTERM: unwind normally so that every worker process group
     # is killed and every temporary worktree removed by the code that started them.
+    _stop_children()
     raise SystemExit(128 + signum)
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    # Ctrl-C: the helper jobs still running are killed (``checks.job_process.STOPPING``), so the
-    # threads waiting for them end and the command unwinds at once, not when they finish.
-    jobs = sys.modules.get("checks.job_process")
-    if jobs is not None:
-        jobs.STOPPING.set()
+    _stop_children()
     raise KeyboardInterrupt
 
 

@@ -24,6 +24,7 @@ from checks import job_files
 from checks.job_files import Job, JobFailure
 from checks.procs import launch
 from checks.procs.sandbox import kept_if_trusted
+from checks.procs.stopping import POLL_S, STOPPING
 from checks.worker.contract import ContractError, ForkJob
 from checks.worker_env import default_memory_bytes, scrubbed_env
 
@@ -137,7 +138,7 @@ def run_job(
         while True:
             left = max(0.0, deadline - time.monotonic())
             try:
-                proc.wait(timeout=min(left, 0.5))
+                proc.wait(timeout=min(left, POLL_S))
                 break
             except subprocess.TimeoutExpired:
                 stopped = STOPPING.is_set() or (cancel is not None and cancel.is_set())
@@ -156,11 +157,6 @@ def run_job(
         return job_files.read_answer(type(job), out.read_text())
     except ContractError as exc:
         return JobFailure(f"{what} answered what the bot cannot read: {exc}")
-
-
-# Set when the command is interrupted (Ctrl-C: ``bot.cli``): every job still running is killed
-# within half a second, so the threads that wait for them end and the command can exit.
-STOPPING = threading.Event()
 
 
 def _job_path() -> tuple[str, ...]:

@@ -254,6 +254,8 @@ def _run_pair(
             try:
                 result = runner.measure(case, cases[i + 1] if i + 1 < len(cases) else None)
             except WorkerFailure as f:  # even restarting failed: the rest cannot run here
+                if f.kind == "stopped":  # the command is going: nothing more to say
+                    break
                 recorder.add(_skipped(case, f"worker lost: {f.message}", runner.gpu_index))
                 for rest in cases[i + 1 :]:
                     recorder.add(_skipped(rest, "worker lost on this GPU", runner.gpu_index))

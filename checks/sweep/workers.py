@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.outputs import triton_key_dir
 from checks.procs import launch
 from checks.procs.sandbox import kept_if_trusted, killed_at_memory_cap
+from checks.procs.stopping import POLL_S, STOPPING
 from checks.sweep.models import Ceilings, EnvFingerprint
 from checks.sweep.protocol import Block, Telemetry
 from checks.sweep.zygote import Forked, Zygote, own_triton
@@ -228,6 +229,8 @@ class WorkerClient:
         """Start the process without waiting for it to answer (``start`` waits; several workers
         spawned first and greeted after start side by side)."""
         s = self.spec
+        if STOPPING.is_set():  # the command is stopping: a restart would only be killed
+            raise self._fail("stopped", "the command was stopped")
         launch.make_undumpable()  # the worker runs as this user: keep it out of this process's /proc
         self.spawned_at = time.monotonic()
         self.incarnation += 1
@@ -327,7 +330,7 @@ class WorkerClient:
         killed once it answered and a thread waits for its end: the exit of a process with a
         GPU context spends the context's teardown (0.3 s of a sweep's wall on the H200), and
         nothing of it is needed once it answered."""
-        if self.alive() and self._w is not None:
+        if self.alive() and self._w is not None and not STOPPING.is_set():
             try:
                 self.call(contract.Quit(), timeout=5.0)
                 assert self.proc is not None
@@ -408,6 +411,9 @@ class WorkerClient:
         polled = self.spec.poll_ms > 0 and polled
         poll_until = time.monotonic() + self.spec.poll_ms / 1000.0 if polled else 0.0
         while b"\n" not in self._buf:
+            if STOPPING.is_set():
+                self._kill()
+                raise self._fail("stopped", f"{op} stopped: the command was stopped")
             now = time.monotonic()
             remaining = deadline - now
             if remaining <= 0:
@@ -421,7 +427,7 @@ class WorkerClient:
                 failure.held_lock_at = time.monotonic() if held else None
                 raise failure
             if now >= poll_until:
-                ready, _, _ = select.select([self._r], [], [], remaining)
+                ready, _, _ = select.select([self._r], [], [], min(remaining, POLL_S))
                 if not ready:
                     continue
             try:
