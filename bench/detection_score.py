@@ -388,11 +388,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         )
         for kernel in kernels
     },
-    ("Dao-AILab-quack-98c7ea542b50", "toolchain: nvidia-cutlass-dsl"): (
-        "class 5: nvidia-cutlass-dsl (the CuTe DSL's compiler) is not among the toolchain "
-        "packages the pins are read for (torch, triton, the CUDA and ROCm runtimes and "
-        "compilers), though a CuTe DSL kernel is compiled by it"
-    ),
     ("SmallDoges-flash-dmattn-05a49898f53f", "_fwd_kernel: kind"): (
         "kind: a fully commented-out @triton.autotune made live while the launch stops passing "
         "BLOCK_M/BLOCK_N/num_warps/num_stages (now commented out too): the autotune is read as "
