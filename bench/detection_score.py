@@ -223,11 +223,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         )
         for side in ("configs_old", "configs_new")
     },
-    ("deepseek-ai-DeepGEMM-0c88cd01392c", "fp8_gemm_kernel: reported"): (
-        "class 2: the change is inside a member function (Scheduler::get_global_idx, under if "
-        "constexpr) of a struct template in scheduler.cuh; the kernel calls it on a local "
-        "object, and member functions are not read as __device__ helpers"
-    ),
     ("deepseek-ai-DeepGEMM-d374456787c5", "fp8_gemm_kernel: reported"): (
         "class 2: the stage count is picked by a Python function (get_best_configs) and "
         "written into a C++ template string that is JIT-compiled; Python host code that fills "
@@ -400,15 +395,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "code; the existing kernels' launchers do not change but are reported as tuning "
         "changes (why was not worked out when the batch was scored)"
     ),
-    **{
-        ("microsoft-VPTQ-f169d8d68c12", f"{kernel}: via_helper"): (
-            "class 2: the named cause is too wide: the USE_ROCM block added to utils.cuh "
-            "(macros, type aliases, warpReduceSum) is named with the helper whose body changed "
-            "(ldg_vec_x); macros and type names a kernel uses are not told apart from the "
-            "__device__ functions whose code changed"
-        )
-        for kernel in ("WqA16WithOutliers_PackIndice", "DequantizeWithOutliers_PackIndice")
-    },
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the

@@ -24,7 +24,10 @@ _TEMPLATE_BEFORE = re.compile(r"template\s*<[^;{}]*>\s*(?:(?:static|inline|exter
 _FUNC_HEADER_END = re.compile(
     r"\)\s*(?:(?:const|noexcept|override|final|mutable|__host__|__device__)\s*|->\s*[\w:<>,\s*&]+)*$"
 )
-_NOT_FUNCS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "defined"}
+# ``if constexpr (...) {`` heads a block, not a function named ``constexpr``
+_NOT_FUNCS = {
+    "if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "defined", "constexpr"
+}  # fmt: skip
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\S[^\n]*)$", re.M)
 _CONST = re.compile(
     r"\b(?:static\s+)?(?:constexpr|const)\s+(?:unsigned\s+)?[\w:]+\s+(\w+)\s*=\s*([^;{}]+);"
@@ -503,7 +506,7 @@ def _enclosing_function(t: _Text, pos: int) -> tuple[str, int, int] | None:
         if close_at is not None and close_at < pos:
             continue
         found = _function_header(t, open_at)
-        if found is not None and found[0] != "constexpr":  # ``if constexpr (...) {`` is a block
+        if found is not None:
             name, header_at = found
             last = t.line(close_at) if close_at is not None else t.last_known(t.line(open_at))
             return name, t.line(header_at), last
