@@ -307,19 +307,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         )
         for k in ("vendor_branch", "arch_branch")
     },
-    **{
-        ("nerfstudio-project-gsplat-22a01a288acb", k): (
-            "host code, invented (negative): the diff only drops an unused template parameter "
-            "(UseHitDistance) from the batch-scan kernel and its launch's template arguments; "
-            "the launch's text changed, so it reads as a launch change ('host wrapper changed; "
-            "grid and launch arguments did not'): a template argument is not matched to the "
-            "kernel's parameter to see that the kernel never read it"
-        )
-        for k in (
-            "rasterize_to_pixels_from_world_3dgs_fwd_batch_scan_kernel: not a changed kernel",
-            "invented kernels",
-        )
-    },
     ("triton-lang-kernels-8821ef322394", "_kernel: reported"): (
         "not reported: only an assertion before the launch changes (a.shape[1] == b.shape[2] to "
         "b.shape[0]); an assert in the host wrapper is not read as part of the launch's slice, "
