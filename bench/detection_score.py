@@ -376,12 +376,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "added, but the launch's dropped keywords are not matched to the new configs' keys "
         "because the base kernel had no autotuner whose configs name them, so it reads as launch"
     ),
-    ("johnsmith0031-alpaca_lora_4bit-6dbf1512746e", "unlabelled changes"): (
-        "host code, invented: a new kernel and its launcher are appended to "
-        "quant_cuda_kernel.cu, with a forward declaration of the kernel added above the host "
-        "code; the existing kernels' launchers do not change but are reported as tuning "
-        "changes (why was not worked out when the batch was scored)"
-    ),
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the

@@ -51,6 +51,17 @@ _INVOKE = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(")
 _INSTANTIATE = re.compile(r"^\s*(?:extern\s+)?template\s+(?!<)")
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 _LAUNCH = re.compile(r"<<<|LaunchKernel|hipLaunchKernelGGL")
+# Blocks that register functions as ops (``m.def("op", &fn)``), and what a line of one binds
+_REGISTRATIONS = (
+    "PYBIND11_MODULE",
+    "TORCH_LIBRARY",
+    "TORCH_LIBRARY_IMPL",
+    "TORCH_LIBRARY_FRAGMENT",
+)
+_BOUND = re.compile(
+    r"&\s*([A-Za-z_][\w:]*)|TORCH_FN\(\s*([A-Za-z_][\w:]*)"
+    r"|\.(?:def|impl)\(\s*\S[^,]*,\s*([A-Za-z_][\w:]*)\s*[,)]"
+)
 _MAX_NEIGHBOURS = 40
 _ROUNDS = 4
 
@@ -256,6 +267,11 @@ def _roots(ctx: Context) -> _Roots:
                     continue
                 if scope.kind == "kernel":
                     continue  # its own comparison saw it
+                if scope.name in _REGISTRATIONS:
+                    # a table of bindings: a line changes the functions it binds, not the rest
+                    for bound in _BOUND.findall(code):
+                        roots.host.setdefault(next(b for b in bound if b).split("::")[-1], path)
+                    continue
                 target = (
                     roots.host
                     if scope.kind == "host"
@@ -384,7 +400,11 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
     def callers_of(names: set[str]) -> set[str]:
         found = set(names)
         for _ in range(_ROUNDS):
-            more = {s.name for s in scopes if s.kind == "host" and s.refs & found} - found
+            more = {  # a registration binds its functions: it calls none of them
+                s.name
+                for s in scopes
+                if s.kind == "host" and s.refs & found and s.name not in _REGISTRATIONS
+            } - found
             if not more:
                 break
             found |= more

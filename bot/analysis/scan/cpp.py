@@ -177,7 +177,10 @@ def scan_cpp(
                 break
             if is_tuning_name(m.group(1)) and m.start(1) not in seen:
                 seen.add(m.start(1))
-                name = m.group(1)
+                # one inside a function is that function's (``blocks'launcher``): a function
+                # added elsewhere in the file renumbers none of the others'
+                scope = _enclosing_function(t, m.start(1))
+                name = f"{m.group(1)}'{scope[0]}" if scope else m.group(1)
                 counts[name] = counts.get(name, 0) + 1
                 key = name if counts[name] == 1 else f"{name}'{counts[name]}"  # same name twice
                 constants[key] = collapse(m.group(2))
