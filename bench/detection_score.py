@@ -255,16 +255,10 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         for kernel in ("_neighbor_brute_kernel", "cell_neighbor_kernel")
     },
     # first-look batch7: wrong on first sight, scored after round six's fixes
-    ("ModelTC-LightX2V-9bf26c36f5b1", "fp8_quantize_kernel: host_change"): (
-        "kind/host: the body change is found and the launch's new FP8_MAX_VAL argument is seen, "
-        "but a new constexpr passed by the launch is read as part of the body change rather than "
-        "as a change of its host code (the wrapper's output now allocated as float32)"
-    ),
     ("ModelTC-LightX2V-9bf26c36f5b1", "int8_quantize_kernel: kind"): (
-        "kind/host: only the wrapper's allocation of the scales tensor changes dtype "
-        "(bfloat16 to float32); the launch is found changed ('its launch changed too') but the "
-        "kernel is reported as a body change, the type of a pointer argument not being told apart "
-        "from the kernel's code"
+        "the body change is right: the diff's first hunk (lines 16-22, in int8_quantize_kernel) "
+        "changes the row's load from .to(tl.bfloat16) to .to(tl.float32); the launch change "
+        "(the wrapper's scales allocated as float32) is found with it"
     ),
     ("ROCm-tritonBLAS-68e9876fb892", "fp4_matmul: reported"): (
         "not reported: the block sizes are overridden in the host wrapper (matmul_fp4) after an "
@@ -420,6 +414,11 @@ DISPUTED: dict[tuple[str, str], str] = {
         for key, why in KNOWN_MISSES.items()
         if why == _FL_COMPREHENSION
     },
+    ("ModelTC-LightX2V-9bf26c36f5b1", "int8_quantize_kernel: kind"): (
+        "the label reads int8_quantize_kernel's body as unchanged, but the diff changes its "
+        "load of the row (.to(tl.bfloat16) to .to(tl.float32), in the kernel's hunk at line 19) "
+        "as it does fp8_quantize_kernel's: a body change whose launch changed too"
+    ),
     ("InternLM-lmdeploy-c2e715809dc7", "toolchain: torchvision"): (
         "torchvision compiles and runs no kernel of the repository (its pin moves with torch's, "
         "which is reported); the toolchain is the compilers and runtimes kernels are built or "
