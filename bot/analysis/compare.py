@@ -241,8 +241,9 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
             constants = _constants_changed(f, k, texts)
             if constants and kind in (None, "tuning"):
                 kind = "tuning"
-                t_old.update({c: (old_constants.get(c) or "-") for c in constants})
-                t_new.update({c: (new_constants.get(c) or "-") for c in constants})
+                shown = _shown(constants)
+                t_old.update({shown[c]: (old_constants.get(c) or "-") for c in constants})
+                t_new.update({shown[c]: (new_constants.get(c) or "-") for c in constants})
             renamed = f.patch.status == "renamed"
             if kind is None and not renamed:
                 continue
@@ -328,6 +329,17 @@ def _constants_changed(f: FileSides, k: KernelDef, texts: _Split) -> list[str]:
         for n, parts in zip(changed, scoped, strict=True)
         if parts[0] in used and (len(parts) == 1 or parts[1].isdigit() or parts[1] in readers)
     ]
+
+
+def _shown(keys: list[str]) -> dict[str, str]:
+    """How a review names each constant: without the function a local one is keyed by
+    (``threads'relu`` is ``threads``), unless two would then read the same."""
+    shown = {}
+    for key in keys:
+        parts = key.split("'")
+        count = parts[-1] if len(parts) > 1 and parts[-1].isdigit() else ""
+        shown[key] = parts[0] + (f"'{count}" if count else "")
+    return shown if len(set(shown.values())) == len(shown) else {k: k for k in keys}
 
 
 def _single(kind: ChangeKind, k: KernelDef, f: FileSides) -> KernelChange:
