@@ -223,11 +223,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         )
         for side in ("configs_old", "configs_new")
     },
-    ("deepseek-ai-DeepGEMM-0c88cd01392c", "fp8_gemm_kernel: reported"): (
-        "class 2: the change is inside a member function (Scheduler::get_global_idx, under if "
-        "constexpr) of a struct template in scheduler.cuh; the kernel calls it on a local "
-        "object, and member functions are not read as __device__ helpers"
-    ),
     ("deepseek-ai-DeepGEMM-d374456787c5", "fp8_gemm_kernel: reported"): (
         "class 2: the stage count is picked by a Python function (get_best_configs) and "
         "written into a C++ template string that is JIT-compiled; Python host code that fills "
@@ -260,16 +255,10 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         for kernel in ("_neighbor_brute_kernel", "cell_neighbor_kernel")
     },
     # first-look batch7: wrong on first sight, scored after round six's fixes
-    ("ModelTC-LightX2V-9bf26c36f5b1", "fp8_quantize_kernel: host_change"): (
-        "kind/host: the body change is found and the launch's new FP8_MAX_VAL argument is seen, "
-        "but a new constexpr passed by the launch is read as part of the body change rather than "
-        "as a change of its host code (the wrapper's output now allocated as float32)"
-    ),
     ("ModelTC-LightX2V-9bf26c36f5b1", "int8_quantize_kernel: kind"): (
-        "kind/host: only the wrapper's allocation of the scales tensor changes dtype "
-        "(bfloat16 to float32); the launch is found changed ('its launch changed too') but the "
-        "kernel is reported as a body change, the type of a pointer argument not being told apart "
-        "from the kernel's code"
+        "the body change is right: the diff's first hunk (lines 16-22, in int8_quantize_kernel) "
+        "changes the row's load from .to(tl.bfloat16) to .to(tl.float32); the launch change "
+        "(the wrapper's scales allocated as float32) is found with it"
     ),
     ("ROCm-tritonBLAS-68e9876fb892", "fp4_matmul: reported"): (
         "not reported: the block sizes are overridden in the host wrapper (matmul_fp4) after an "
@@ -311,19 +300,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
             "one call away is not followed"
         )
         for k in ("vendor_branch", "arch_branch")
-    },
-    **{
-        ("nerfstudio-project-gsplat-22a01a288acb", k): (
-            "host code, invented (negative): the diff only drops an unused template parameter "
-            "(UseHitDistance) from the batch-scan kernel and its launch's template arguments; "
-            "the launch's text changed, so it reads as a launch change ('host wrapper changed; "
-            "grid and launch arguments did not'): a template argument is not matched to the "
-            "kernel's parameter to see that the kernel never read it"
-        )
-        for k in (
-            "rasterize_to_pixels_from_world_3dgs_fwd_batch_scan_kernel: not a changed kernel",
-            "invented kernels",
-        )
     },
     ("triton-lang-kernels-8821ef322394", "_kernel: reported"): (
         "not reported: only an assertion before the launch changes (a.shape[1] == b.shape[2] to "
@@ -388,32 +364,12 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         )
         for kernel in kernels
     },
-    ("Dao-AILab-quack-98c7ea542b50", "toolchain: nvidia-cutlass-dsl"): (
-        "class 5: nvidia-cutlass-dsl (the CuTe DSL's compiler) is not among the toolchain "
-        "packages the pins are read for (torch, triton, the CUDA and ROCm runtimes and "
-        "compilers), though a CuTe DSL kernel is compiled by it"
-    ),
     ("SmallDoges-flash-dmattn-05a49898f53f", "_fwd_kernel: kind"): (
         "kind: a fully commented-out @triton.autotune made live while the launch stops passing "
         "BLOCK_M/BLOCK_N/num_warps/num_stages (now commented out too): the autotune is read as "
         "added, but the launch's dropped keywords are not matched to the new configs' keys "
         "because the base kernel had no autotuner whose configs name them, so it reads as launch"
     ),
-    ("johnsmith0031-alpaca_lora_4bit-6dbf1512746e", "unlabelled changes"): (
-        "host code, invented: a new kernel and its launcher are appended to "
-        "quant_cuda_kernel.cu, with a forward declaration of the kernel added above the host "
-        "code; the existing kernels' launchers do not change but are reported as tuning "
-        "changes (why was not worked out when the batch was scored)"
-    ),
-    **{
-        ("microsoft-VPTQ-f169d8d68c12", f"{kernel}: via_helper"): (
-            "class 2: the named cause is too wide: the USE_ROCM block added to utils.cuh "
-            "(macros, type aliases, warpReduceSum) is named with the helper whose body changed "
-            "(ldg_vec_x); macros and type names a kernel uses are not told apart from the "
-            "__device__ functions whose code changed"
-        )
-        for kernel in ("WqA16WithOutliers_PackIndice", "DequantizeWithOutliers_PackIndice")
-    },
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the
@@ -458,6 +414,11 @@ DISPUTED: dict[tuple[str, str], str] = {
         for key, why in KNOWN_MISSES.items()
         if why == _FL_COMPREHENSION
     },
+    ("ModelTC-LightX2V-9bf26c36f5b1", "int8_quantize_kernel: kind"): (
+        "the label reads int8_quantize_kernel's body as unchanged, but the diff changes its "
+        "load of the row (.to(tl.bfloat16) to .to(tl.float32), in the kernel's hunk at line 19) "
+        "as it does fp8_quantize_kernel's: a body change whose launch changed too"
+    ),
     ("InternLM-lmdeploy-c2e715809dc7", "toolchain: torchvision"): (
         "torchvision compiles and runs no kernel of the repository (its pin moves with torch's, "
         "which is reported); the toolchain is the compilers and runtimes kernels are built or "

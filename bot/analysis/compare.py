@@ -241,8 +241,9 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
             constants = _constants_changed(f, k, texts)
             if constants and kind in (None, "tuning"):
                 kind = "tuning"
-                t_old.update({c: (old_constants.get(c) or "-") for c in constants})
-                t_new.update({c: (new_constants.get(c) or "-") for c in constants})
+                shown = _shown(constants)
+                t_old.update({shown[c]: (old_constants.get(c) or "-") for c in constants})
+                t_new.update({shown[c]: (new_constants.get(c) or "-") for c in constants})
             renamed = f.patch.status == "renamed"
             if kind is None and not renamed:
                 continue
@@ -301,7 +302,8 @@ def _helpers_changed(f: FileSides, old: KernelDef, new: KernelDef, texts: _Split
 
 def _constants_changed(f: FileSides, k: KernelDef, texts: _Split) -> list[str]:
     """Module-level / file-level tuning constants (BLOCK_SIZE = 1024, #define THREADS 256) this
-    kernel's file changed and the kernel (or a launch in the file) uses."""
+    kernel's file changed and the kernel (or a launch in the file) uses; one inside a function
+    only where that function is the kernel or one of its launchers."""
     if f.old is None or f.new is None:
         return []
     names = set(f.old.tuning_constants) | set(f.new.tuning_constants)
@@ -317,7 +319,27 @@ def _constants_changed(f: FileSides, k: KernelDef, texts: _Split) -> list[str]:
         for x in f.new.launches
         if x.kernel == k.name
     )
-    return [n for n in changed if n.split("'")[0] in used]
+    # a constant of a function (``threads'launcher``) is read by that function alone
+    readers = {k.name} | {
+        x.wrapper for s in (f.old, f.new) for x in s.launches if x.kernel == k.name
+    }
+    scoped = [n.split("'") for n in changed]
+    return [
+        n
+        for n, parts in zip(changed, scoped, strict=True)
+        if parts[0] in used and (len(parts) == 1 or parts[1].isdigit() or parts[1] in readers)
+    ]
+
+
+def _shown(keys: list[str]) -> dict[str, str]:
+    """How a review names each constant: without the function a local one is keyed by
+    (``threads'relu`` is ``threads``), unless two would then read the same."""
+    shown = {}
+    for key in keys:
+        parts = key.split("'")
+        count = parts[-1] if len(parts) > 1 and parts[-1].isdigit() else ""
+        shown[key] = parts[0] + (f"'{count}" if count else "")
+    return shown if len(set(shown.values())) == len(shown) else {k: k for k in keys}
 
 
 def _single(kind: ChangeKind, k: KernelDef, f: FileSides) -> KernelChange:

@@ -131,7 +131,17 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
                 merged_kind = "launch"
             elif existing.kind == "body":
                 notes.append("its launch changed too" if kind == "launch" else "")
-            elsewhere = sorted({x.path for x in b if grid_changed and x.path != existing.path})
+            # where the host code that launches it changed: another file's launch, or for a
+            # changed body any launch changed with it (a new constexpr passed, an output
+            # allocated in another dtype: LightX2V's fp8_quantize_triton)
+            elsewhere = sorted(
+                {
+                    x.path
+                    for x in b
+                    if (grid_changed and x.path != existing.path)
+                    or (existing.kind == "body" and kind == "launch")
+                }
+            )
             changes[changes.index(existing)] = existing.model_copy(
                 update={
                     "kind": merged_kind,

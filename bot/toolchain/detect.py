@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from bot.contracts.review import ChangeLine
-from bot.toolchain.pins import TOOLCHAIN_PACKAGES, Pin, file_kind, pins
+from bot.toolchain.packages import toolchain_package
+from bot.toolchain.pins import Pin, file_kind, pins
 
 __all__ = ["diff_toolchain", "file_kind", "toolchain_changes"]
 
@@ -38,7 +39,8 @@ def toolchain_changes(
         before, after = old.get((package, where)), new.get((package, where))
         if before == after:
             continue
-        what = TOOLCHAIN_PACKAGES.get(package, package)
+        known = toolchain_package(package)
+        what = known.what if known is not None else package
         lines.append(
             ChangeLine(
                 kernel=package,

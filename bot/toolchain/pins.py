@@ -1,9 +1,9 @@
 """The toolchain pins one file states: ``file_kind(path)`` and ``pins(path, text)``.
 
-A pin is a package of the kernels' toolchain (``TOOLCHAIN_PACKAGES``: triton, torch and their
-vendor builds) with the version text the file gives it, and where in the file (the TOML table
-or the extra it belongs to, so two extras pinning different torch builds stay apart). The files
-read, and how:
+A pin is a package of the kernels' toolchain (``packages.py``: triton, torch, their vendor
+builds and the compilers of the other kernel languages) with the version text the file gives
+it, and where in the file (the TOML table or the extra it belongs to, so two extras pinning
+different torch builds stay apart). The files read, and how:
 
 - requirement files (``requirements*.txt``, ``constraints*.txt``, ``*.in``, under a
   ``requirements/`` folder too, ``setup.cfg``), and ``setup.py``'s quoted requirement strings
@@ -39,6 +39,7 @@ from urllib.parse import unquote
 
 from bot.errors import ToolchainError
 from bot.toolchain import requirements
+from bot.toolchain.packages import toolchain_package
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,19 +48,7 @@ else:  # pragma: no cover
 
 FileKind = Literal["requirements", "toml", "lock", "conda", "docker", "workflow", "setup"]
 
-# canonical name -> what it is; conda's "pytorch" is torch
-TOOLCHAIN_PACKAGES: dict[str, str] = {
-    "triton": "Triton",
-    "torch": "PyTorch",
-    "pytorch-triton": "Triton (PyTorch's build)",
-    "pytorch-triton-rocm": "Triton for ROCm",
-    "pytorch-triton-xpu": "Triton for Intel XPU",
-    "triton-rocm": "Triton for ROCm",
-    "triton-xpu": "Triton for Intel XPU",
-    "triton-nightly": "Triton nightly",
-    "pytorch-cuda": "conda CUDA build of PyTorch",
-    "cuda-version": "conda CUDA version",
-}
+# conda's "pytorch" is torch
 _CONDA_NAMES = {"pytorch": "torch"}
 # Docker ARG/ENV names and the package they set
 _VERSION_VARS = re.compile(r"^(?P<var>(?:PY)?TORCH|TRITON|CUDA|ROCM|HIP)_VERSION$", re.IGNORECASE)
@@ -100,7 +89,7 @@ def canonical(name: str) -> str:
 
 
 def is_toolchain(name: str) -> bool:
-    return canonical(name) in TOOLCHAIN_PACKAGES
+    return toolchain_package(canonical(name)) is not None
 
 
 def file_kind(path: str) -> FileKind | None:

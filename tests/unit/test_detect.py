@@ -167,7 +167,10 @@ def test_cuda_kernels_launches_wrappers_bindings():
     assert site.args == "x.data_ptr<scalar_t>(), static_cast<scalar_t>(a), x.numel()"
     assert (site.wrapper, site.wrapper_start, site.wrapper_end) == ("scale", 17, 24)
     assert scan.bindings == (("scale", "scale"),)
-    assert scan.tuning_constants == {"THREADS": "256", "block": "THREADS"}
+    assert scan.tuning_constants == {
+        "THREADS": "256",
+        "block'scale": "THREADS",
+    }  # block: scale's own
 
 
 def test_cuda_digest_ignores_comments_and_whitespace_only():

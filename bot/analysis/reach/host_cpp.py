@@ -9,7 +9,9 @@ level, read for the macros it invokes. Then, over the C++ files of the diff and 
 
 - device side: the kernels whose code (signature included) uses a changed ``__device__``
   function, type or macro, directly or through others, change ``body`` through it
-  (``via_helpers`` names the changed scopes);
+  (``via_helpers`` names the changed scopes, less the names the new side alone defines and
+  member type aliases; a member function is reached where it is called, and named with its
+  type);
 - host side: the kernels launched or named in a changed host function, in its callers, in what
   those call, or in a changed launch macro, change ``launch`` (``host_changes`` says where). A
   launch macro that builds kernel names by token pasting affects the kernels of the headers the
@@ -49,6 +51,17 @@ _INVOKE = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(")
 _INSTANTIATE = re.compile(r"^\s*(?:extern\s+)?template\s+(?!<)")
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 _LAUNCH = re.compile(r"<<<|LaunchKernel|hipLaunchKernelGGL")
+# Blocks that register functions as ops (``m.def("op", &fn)``), and what a line of one binds
+_REGISTRATIONS = (
+    "PYBIND11_MODULE",
+    "TORCH_LIBRARY",
+    "TORCH_LIBRARY_IMPL",
+    "TORCH_LIBRARY_FRAGMENT",
+)
+_BOUND = re.compile(
+    r"&\s*([A-Za-z_][\w:]*)|TORCH_FN\(\s*([A-Za-z_][\w:]*)"
+    r"|\.(?:def|impl)\(\s*\S[^,]*,\s*([A-Za-z_][\w:]*)\s*[,)]"
+)
 _MAX_NEIGHBOURS = 40
 _ROUNDS = 4
 
@@ -62,6 +75,7 @@ class _Scope:
     last: int
     text: str
     refs: set[str] = field(default_factory=set)
+    owner: str = ""  # a member type alias: the type that holds it
 
 
 def _scopes(path: str, text: str) -> list[_Scope]:
@@ -94,14 +108,14 @@ def _scopes(path: str, text: str) -> list[_Scope]:
             name, kind, first = m.group(1), "type", t.line(begin + 1 + m.start())
         last = t.line(close_at)
         body = "\n".join(code_lines[first - 1 : last])
-        # ``if constexpr (...)`` names no function: a block so headed is no one's callee
-        refs = set(_IDENT.findall(body)) - {"constexpr"}
+        refs = set(_IDENT.findall(body))
         out.append(_Scope(name, kind, path, first, last, body, refs))
+    aliases = []
     for m in _ALIAS.finditer(t.code):  # ``using BlockScanT = BlockScan<...>;``: a type too
         name = m.group(1) or m.group(4)
         words = set(_IDENT.findall(m.group(0))) - {name, "using", "typedef", "typename"}
         line = t.line(m.start())
-        out.append(_Scope(name, "type", path, line, t.line(m.end()), m.group(0), words))
+        aliases.append(_Scope(name, "type", path, line, t.line(m.end()), m.group(0), words))
     index = 0
     while index < len(code_lines):
         m = _DEFINE.match(code_lines[index])
@@ -113,6 +127,14 @@ def _scopes(path: str, text: str) -> list[_Scope]:
             out.append(_Scope(m.group(1), "macro", path, first + 1, index + 1, body,
                               set(_IDENT.findall(body)) - {m.group(1)}))  # fmt: skip
         index += 1
+    for alias in aliases:
+        around = _innermost(out, alias.first)
+        if around is None:
+            out.append(alias)
+        elif around.kind == "type":  # ``typedef __bfloat16 type;`` in ``struct C10ToNvType``
+            alias.owner = around.name
+            out.append(alias)
+        # else local to a function or a macro's expansion: part of that scope's text
     return out
 
 
@@ -192,17 +214,23 @@ class _Roots:
     host: dict[str, str] = field(default_factory=dict)
     named: dict[str, str] = field(default_factory=dict)  # kernel names on changed file-level lines
     instantiating: set[str] = field(default_factory=set)  # files that invoke or instantiate
+    members: dict[str, set[str]] = field(default_factory=dict)  # member alias -> its types
+    owners: dict[str, set[str]] = field(default_factory=dict)  # member function -> its types
+    added: set[str] = field(default_factory=set)  # defined by the new side alone
 
 
 def _roots(ctx: Context) -> _Roots:
     roots = _Roots()
+    sides: dict[bool, set[str]] = {True: set(), False: set()}  # names defined, by side: new?
     for f in ctx.files:
         path = f.patch.path
         if source_kind(path) != "cpp" or f.patch.status == "deleted":
             continue  # a deleted file's kernels are deleted; its callers change elsewhere
         added, removed = f.patch.added_lines(), f.patch.removed_lines()
         both = {"".join(t.split()) for _, t in added} & {"".join(t.split()) for _, t in removed}
-        for text, changed in ((f.new_text, added), (f.old_text, removed)):
+        # what the new side defines counts as added only where the old side was read too
+        old_read = bool(f.old_text) or f.patch.status == "added"
+        for new_side, text, changed in ((True, f.new_text, added), (False, f.old_text, removed)):
             changed = [(n, t) for n, t in changed if "".join(t.split()) not in both]  # re-indented
             if not text and f.patch.status == "added" and changed is not None:
                 text = _added_text(ctx, path)
@@ -210,6 +238,8 @@ def _roots(ctx: Context) -> _Roots:
                 _hunk_roots(f.patch, roots)
                 continue
             scopes = _scopes(path, text)
+            if old_read and (new_side or f.patch.status != "added"):
+                sides[new_side].update(s.name for s in scopes)
             lines = text.split("\n")
             for number, line in changed:
                 code = mask(line)[0].strip()
@@ -237,6 +267,11 @@ def _roots(ctx: Context) -> _Roots:
                     continue
                 if scope.kind == "kernel":
                     continue  # its own comparison saw it
+                if scope.name in _REGISTRATIONS:
+                    # a table of bindings: a line changes the functions it binds, not the rest
+                    for bound in _BOUND.findall(code):
+                        roots.host.setdefault(next(b for b in bound if b).split("::")[-1], path)
+                    continue
                 target = (
                     roots.host
                     if scope.kind == "host"
@@ -244,12 +279,23 @@ def _roots(ctx: Context) -> _Roots:
                     else roots.device
                 )
                 target.setdefault(scope.name, path)
-                for outer in scopes:  # ``WarpScan::scan`` changed: so did ``WarpScan``
+                if scope.owner:
+                    roots.members.setdefault(scope.name, set()).add(scope.owner)
+                # ``WarpScan::scan`` changed: so did ``WarpScan``, named with it; a __device__
+                # member function reaches only the code that calls it (DeepGEMM's
+                # ``Scheduler::get_global_idx``, not every kernel making a ``Scheduler``), an
+                # operator or a member type whatever uses the type
+                method = scope.kind == "device" and scope.name != "operator"
+                for outer in scopes:
                     if (
                         outer.kind == "type"
                         and outer.first < scope.first <= scope.last < outer.last
                     ):
-                        target.setdefault(outer.name, path)
+                        if method:
+                            roots.owners.setdefault(scope.name, set()).add(outer.name)
+                        else:
+                            target.setdefault(outer.name, path)
+    roots.added = sides[True] - sides[False]
     return roots
 
 
@@ -312,11 +358,26 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
     device: dict[str, set[str]] = {name: {name} for name in roots.device}
     origin: dict[str, set[str]] = {name: {path} for name, path in roots.device.items()}
     sees = _Includes(pool, ctx)
+    types = {s.name for s in scopes if s.kind == "type" and not s.owner}
+
+    def uses(s: _Scope) -> set[str]:
+        """The changed names ``s`` uses where it can see them: a member type alias only
+        through its type (``TypeVec2<T>::type``) or a template parameter (``Ktraits::type``),
+        not as another type's member of the same name; a member function not by the type
+        whose body holds it."""
+        return {
+            h
+            for h in s.refs & device.keys()
+            if origin[h] & sees(s.path)
+            and (h not in roots.members or _through_owner(s, h, roots.members[h], types))
+            and s.name not in roots.owners.get(h, ())  # a type holds its member, not uses it
+        }
+
     for _ in range(_ROUNDS):
         grew = False
         for s in scopes:
             if s.kind in ("device", "type", "macro") and s.name not in device:
-                hit = {h for h in s.refs & device.keys() if origin[h] & sees(s.path)}
+                hit = uses(s)
                 if hit:
                     device[s.name] = set().union(*(device[h] for h in hit))
                     origin[s.name] = {s.path}
@@ -339,7 +400,11 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
     def callers_of(names: set[str]) -> set[str]:
         found = set(names)
         for _ in range(_ROUNDS):
-            more = {s.name for s in scopes if s.kind == "host" and s.refs & found} - found
+            more = {  # a registration binds its functions: it calls none of them
+                s.name
+                for s in scopes
+                if s.kind == "host" and s.refs & found and s.name not in _REGISTRATIONS
+            } - found
             if not more:
                 break
             found |= more
@@ -387,10 +452,12 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         scope = next(
             (s for s in pool.scopes[path] if s.kind == "kernel" and s.name == k.name), None
         )
-        used = {
-            u for u in (scope.refs if scope else set()) & device.keys() if origin[u] & sees(path)
-        }
+        used = uses(scope) if scope else set()
         via = sorted({r for u in used for r in device[u]})
+        # named as causes: neither a name the new side alone defines (what uses it changed its
+        # own text) nor a member type alias (its type, a changed name too, is named)
+        named = [r for r in via if r not in roots.added and r not in roots.members] or via
+        named = sorted({*named, *(t for r in named for t in roots.owners.get(r, ()))})
         launched = k.name in host_words or path in included
         judged = not launched and k.name in launcher_words
         launched = launched or judged
@@ -422,9 +489,9 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
                     path=path,
                     old=k.ref(),
                     new=k.ref(),
-                    via_helpers=via,
+                    via_helpers=named,
                     host_changes=notes,
-                    notes=[f"through {', '.join(via)}" if via else "its launch path changed"],
+                    notes=[f"through {', '.join(named)}" if via else "its launch path changed"],
                 )
             )
             continue
@@ -432,11 +499,24 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             continue
         out[out.index(existing)] = existing.model_copy(
             update={
-                "via_helpers": list(dict.fromkeys([*existing.via_helpers, *via])),
+                "via_helpers": list(dict.fromkeys([*existing.via_helpers, *named])),
                 "host_changes": list(dict.fromkeys([*existing.host_changes, *notes])),
             }
         )
     return out
+
+
+_QUALIFIER = r"([A-Za-z_]\w*)\s*(?:<[^;{}]*?>)?\s*::\s*(?:template\s+)?"
+
+
+def _through_owner(s: _Scope, member: str, owners: set[str], types: set[str]) -> bool:
+    """Whether ``s`` reaches the member type alias ``member`` of one of ``owners``: it names an
+    owner, or it is one, or it qualifies ``member`` by a name that is no type of the files read
+    (a template parameter such as ``Ktraits``, which may stand for an owner)."""
+    if s.name in owners or s.refs & owners:
+        return True
+    found = re.findall(_QUALIFIER + re.escape(member) + r"\b", s.text)
+    return any(q not in types for q in found)
 
 
 def _same_launchers(ctx: Context) -> set[str]:

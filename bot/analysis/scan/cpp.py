@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, Language, LaunchSite
+from bot.analysis.scan.template_args import unread_argument_spans, unread_parameters
 from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
 
 _MASK = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
@@ -24,7 +25,10 @@ _TEMPLATE_BEFORE = re.compile(r"template\s*<[^;{}]*>\s*(?:(?:static|inline|exter
 _FUNC_HEADER_END = re.compile(
     r"\)\s*(?:(?:const|noexcept|override|final|mutable|__host__|__device__)\s*|->\s*[\w:<>,\s*&]+)*$"
 )
-_NOT_FUNCS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "defined"}
+# ``if constexpr (...) {`` heads a block, not a function named ``constexpr``
+_NOT_FUNCS = {
+    "if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "defined", "constexpr"
+}  # fmt: skip
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\S[^\n]*)$", re.M)
 _CONST = re.compile(
     r"\b(?:static\s+)?(?:constexpr|const)\s+(?:unsigned\s+)?[\w:]+\s+(\w+)\s*=\s*([^;{}]+);"
@@ -162,7 +166,8 @@ def scan_cpp(
     kernels = _kernels(path, t, language, complete)
     kernels += _section_kernels(path, t, language, sections, kernels)
     helpers = _kernels(path, t, language, complete, _DEVICE) if "__device__" in t.bare else []
-    launches = _launches(path, t, language)
+    # whether a kernel names a parameter is known only from its whole text
+    launches = _launches(path, t, language, _unread_parameters(t, kernels) if complete else {})
     constants: dict[str, str] = {}
     seen: set[int] = set()
     counts: dict[str, int] = {}
@@ -172,7 +177,10 @@ def scan_cpp(
                 break
             if is_tuning_name(m.group(1)) and m.start(1) not in seen:
                 seen.add(m.start(1))
-                name = m.group(1)
+                # one inside a function is that function's (``blocks'launcher``): a function
+                # added elsewhere in the file renumbers none of the others'
+                scope = _enclosing_function(t, m.start(1))
+                name = f"{m.group(1)}'{scope[0]}" if scope else m.group(1)
                 counts[name] = counts.get(name, 0) + 1
                 key = name if counts[name] == 1 else f"{name}'{counts[name]}"  # same name twice
                 constants[key] = collapse(m.group(2))
@@ -323,7 +331,25 @@ def _kernel_name(bare: str, k: int) -> tuple[str, int] | None:
     return None
 
 
-def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
+def _unread_parameters(t: _Text, kernels: list[KernelDef]) -> dict[str, list[bool]]:
+    """Per template kernel of the file (read whole, so lines are positions), which of its
+    template parameters it never names."""
+    out = {}
+    for k in kernels:
+        if k.line_start > len(t.starts):
+            continue
+        start = t.starts[k.line_start - 1]
+        named = re.compile(rf"\b{re.escape(k.name)}\s*\(").search(t.bare, start)
+        end = t.starts[k.line_end] if k.line_end < len(t.starts) else len(t.bare)
+        unread = unread_parameters(t.bare, named.start(), end) if named else None
+        if unread is not None and any(unread):
+            out[k.name] = unread
+    return out
+
+
+def _launches(
+    path: str, t: _Text, language: Language, unread: dict[str, list[bool]]
+) -> list[LaunchSite]:
     out: list[LaunchSite] = []
     t.launch_at = [m.start() for m in _TRIPLE.finditer(t.bare)]
     for m in _TRIPLE.finditer(t.bare):
@@ -342,7 +368,8 @@ def _launches(path: str, t: _Text, language: Language) -> list[LaunchSite]:
             end = t.parens.get(paren.end() - 1)
             args = t.code[paren.end() : end if end is not None else paren.end() + 2_000]
         grid = t.code[m.end() : close]
-        out.append(_site(path, t, language, name, m.start(), grid, _split_args(args)))
+        blank = unread_argument_spans(t.bare, m.start(), unread[name]) if name in unread else []
+        out.append(_site(path, t, language, name, m.start(), grid, _split_args(args), blank))
     for m in _LAUNCH_FUNCS.finditer(t.bare):
         if len(out) >= MAX_PER_FILE:
             return out
@@ -465,8 +492,17 @@ def _other_launches(t: _Text, pos: int) -> list[tuple[int, int]]:
 
 
 def _site(
-    path: str, t: _Text, language: Language, kernel: str, pos: int, grid: str, args: list[str]
+    path: str,
+    t: _Text,
+    language: Language,
+    kernel: str,
+    pos: int,
+    grid: str,
+    args: list[str],
+    blank: Sequence[tuple[int, int]] = (),
 ) -> LaunchSite:
+    """``blank``: spans of the launch's text its launcher's fingerprint leaves out (template
+    arguments the kernel never reads)."""
     wrapper = _enclosing_function(t, pos)
     w_name = w_start = w_end = w_digest = None
     if wrapper is not None:
@@ -474,10 +510,16 @@ def _site(
         skipped = [
             (t.line(o), t.line(c)) for o, c in _other_branches(t, pos) + _other_launches(t, pos)
         ]
+        lines = t.code_lines(w_start, w_end)
+        if blank:
+            code = t.code
+            for a, b in sorted(blank, reverse=True):
+                code = code[:a] + re.sub(r"[^\n]", " ", code[a:b]) + code[b:]
+            lines = code.split("\n")[w_start - 1 : w_end]
         w_digest = digest(
             [
                 ln
-                for n, ln in enumerate(t.code_lines(w_start, w_end), w_start)
+                for n, ln in enumerate(lines, w_start)
                 if not is_tuning_line(ln) and not any(a <= n <= b for a, b in skipped)
             ]
         )
@@ -503,7 +545,7 @@ def _enclosing_function(t: _Text, pos: int) -> tuple[str, int, int] | None:
         if close_at is not None and close_at < pos:
             continue
         found = _function_header(t, open_at)
-        if found is not None and found[0] != "constexpr":  # ``if constexpr (...) {`` is a block
+        if found is not None:
             name, header_at = found
             last = t.line(close_at) if close_at is not None else t.last_known(t.line(open_at))
             return name, t.line(header_at), last
