@@ -240,16 +240,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "call graph does not follow from a capability answer"
     ),
     **{
-        ("mlc-ai-xgrammar-6e73e1dbbf0e", f"apply_token_bitmask_inplace_kernel: {k}"): (
-            "class 1: the switch (apply_token_bitmask_inplace_cuda to ..._triton) is found, "
-            "but both wrappers are imported from the package (from .kernels import ...), whose "
-            "__init__.py only re-exports them; a qualified name is not followed through a "
-            "package's re-export, so neither the NVRTC-compiled source string nor the Triton "
-            "launch is reached and no old kernel is a candidate"
-        )
-        for k in ("kind", "replaces", "old_kept")
-    },
-    **{
         ("torchmd-torchmd-net-33447912a7b0", f"{kernel}: replaces"): (
             "class 1: the rewrite is found, but paired with the extension op it replaces "
             "(torch.ops.torchmdnet_extensions.get_neighbor_pairs): the op is registered by "
