@@ -278,6 +278,7 @@ class _Module:
     raw: dict[str, set[str]] = field(default_factory=dict)
     # module-level names bound to another name (``lightning_attn2 = LightningAttention2.apply``)
     aliases: dict[str, str] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
 
 
 def _module_aliases(tree: ast.Module, defs: dict[str, Func | ast.ClassDef]) -> dict[str, str]:
@@ -362,6 +363,7 @@ class Side:
             loaded=loaded_extensions(path, tree, self.paths),
             raw=_raw_sources(tree, scan.kernels),
             aliases=_module_aliases(tree, defs),
+            lines=text.split("\n"),
         )
         self._modules[path] = mod
         return mod
@@ -452,6 +454,37 @@ class Side:
             for qualified in self._resolve(mod, alias + dot + rest, local, cls):
                 out.add(self._reach_of(mod, qualified, _DEPTH, set()))
         return out
+
+    def definition(self, path: str, func: str, called: str) -> str | None:
+        """The text of the function or class the call ``called`` made in ``func`` of the module
+        at ``path`` resolves to (the autograd Function of ``Fn.apply``), through the names
+        modules bind to others; None where it resolves to none."""
+        mod = self.module(path)
+        node = mod.defs.get(func) if mod is not None else None
+        if mod is None or node is None or isinstance(node, ast.ClassDef):
+            return None
+        cls = func.split(".")[0] if "." in func else None
+        local = imports_in(node.body, mod.path)
+        head, dot, rest = called.partition(".")
+        for alias in self.chosen(node).get(head, [head]):
+            for qualified in self._resolve(mod, alias + dot + rest, local, cls):
+                if (text := self._definition(qualified, _DEPTH)) is not None:
+                    return text
+        return None
+
+    def _definition(self, qualified: str, depth: int) -> str | None:
+        found = self.locate(qualified)
+        if found is None:
+            return None
+        mod, name = found
+        for candidate in (name, name.rpartition(".")[0]):  # ``Fn.apply``: the class
+            if (node := mod.defs.get(candidate)) is not None:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                return "\n".join(mod.lines[first - 1 : node.end_lineno or node.lineno])
+        for q in self._bound(mod, name, qualified) if depth > 0 else []:
+            if (text := self._definition(q, depth - 1)) is not None:
+                return text
+        return None
 
     def _walk(self, mod: _Module, name: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
         out = Reach()
