@@ -186,14 +186,14 @@ import triton.language as tl
 
 @triton.jit
 def _fwd_kernel(Q, Out, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(Out + offs, tl.load(Q + offs, mask=offs < n), mask=offs < n)
+    off_bh = tl.program_id(0)
+    tl.store(Out + off_bh * BLOCK + tl.arange(0, BLOCK), tl.load(Q + off_bh * BLOCK))
 
 
 @triton.jit
 def _bwd_intra_kernel(DO, DQ, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(DQ + offs, tl.load(DO + offs, mask=offs < n), mask=offs < n)
+    off_bh = tl.program_id(0)
+    tl.store(DQ + off_bh * BLOCK + tl.arange(0, BLOCK), tl.load(DO + off_bh * BLOCK))
 
 
 class {cls}(torch.autograd.Function):
@@ -230,4 +230,31 @@ def test_a_star_import_and_an_alias_of_an_autograd_functions_apply_are_followed(
     assert reach.sites == {
         (f"{LA}/lightning_attn2.py", "_fwd_kernel"),
         (f"{LA}/lightning_attn2.py", "_bwd_intra_kernel"),
+    }
+
+
+def test_an_alias_bound_in_each_branch_of_a_test_reaches_both_functions():
+    """The same excerpt with the entry bound by a module-level test, as modules pick a backend
+    at import (``if ...: f = A.apply else: f = B.apply``)."""
+    chosen = {
+        **LIGHTNING,
+        f"{LA}/__init__.py": """\
+import os
+
+from .lightning_attn2 import LightningAttention2
+from .lightning_attn2_no_decay import LightningAttention2NoDecay
+
+if os.environ.get("LIGHTNING_DECAY"):
+    lightning_attn2 = LightningAttention2.apply
+else:
+    lightning_attn2 = LightningAttention2NoDecay.apply
+lightning_attn2_no_decay = LightningAttention2NoDecay.apply
+""",
+    }
+    side = Side(sorted(chosen), chosen.get, ExtensionIndex([], chosen.get))
+    interface = "lightning_attn/ops/lightning_attn_interface.py"
+    reach = side.reach_call(interface, "lightning_attn_func", "lightning_attn2")
+    assert {path for path, _ in reach.sites} == {
+        f"{LA}/lightning_attn2.py",
+        f"{LA}/lightning_attn2_no_decay.py",
     }

@@ -7,7 +7,8 @@ instead of ``inference_module.qkv_gemm_fp16``, a module imports ``triton_kernels
 instead of ``sputnik_backend as backend``. Each name is followed through the files of its side
 (imports, module-level and function-local, relative ones too; ``self.method``; a class's
 methods; an autograd Function's ``apply``, which runs its ``forward`` and, differentiated, its
-``backward``) to what it launches
+``backward``; names a module binds to others: a package's re-export, a star import, a
+module-level alias such as ``f = Fn.apply``) to what it launches
 (``kernel[grid](...)``) and to the extension ops it calls (``reach.extensions``), a few calls
 deep and a bounded number of files. A class is followed per method: its ``forward`` and its
 ``backward`` are roles of their own, so a switch pairs forward with forward.
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
 from bot.analysis.scan import scan_source
-from bot.analysis.text import parse_python_or_none
+from bot.analysis.text import module_bindings, parse_python_or_none
 
 Reader = Callable[[str], "str | None"]
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -277,24 +278,20 @@ class _Module:
     # call names them with: the kernel's name as a literal, or the module name holding its source
     raw: dict[str, set[str]] = field(default_factory=dict)
     # module-level names bound to another name (``lightning_attn2 = LightningAttention2.apply``)
-    aliases: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, list[str]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
 
 
-def _module_aliases(tree: ast.Module, defs: dict[str, Func | ast.ClassDef]) -> dict[str, str]:
+def _module_aliases(tree: ast.Module, defs: dict[str, Func | ast.ClassDef]) -> dict[str, list[str]]:
     """Module-level ``name = other`` (``other`` a name or attribute, not a def of its own
-    name): what a call through ``name`` reaches is what ``other`` reaches."""
-    out: dict[str, str] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target, value = stmt.targets[0], stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            target, value = stmt.target, stmt.value
-        else:
-            continue
-        name = dotted(value)
-        if isinstance(target, ast.Name) and name and target.id not in defs and name != target.id:
-            out[target.id] = name
+    name), in ``if`` / ``try`` blocks too (``fn = a`` or ``fn = b`` by a vendor test): what a
+    call through ``name`` reaches is what each ``other`` reaches."""
+    out: dict[str, list[str]] = {}
+    for name, found in module_bindings(tree.body).items():
+        values = [stmt.value for stmt, _ in found if isinstance(stmt, (ast.Assign, ast.AnnAssign))]
+        targets = [d for v in values if v is not None and (d := dotted(v)) and d != name]
+        if targets and name not in defs:
+            out[name] = list(dict.fromkeys(targets))
     return out
 
 
@@ -631,9 +628,11 @@ class Side:
         if head in mod.imports:
             out = [q + dot + rest for q in sorted(mod.imports[head])]
         elif head in mod.aliases:
-            target = mod.aliases[head]
-            local = self._resolve(mod, target, {}, None)
-            out = [q + dot + rest for q in local]
+            out = [
+                q + dot + rest
+                for target in mod.aliases[head]
+                for q in self._resolve(mod, target, {}, None)
+            ]
         else:
             out = []
             for star in sorted(mod.imports.get("*", ())):
