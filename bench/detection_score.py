@@ -127,16 +127,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         for k in ("arch_branch", "configs_old", "configs_new")
     },
     ("facebookresearch-xformers-6e1718b4af7e", "_fwd_kernel_splitK: reported"): _LAUNCH_PATH,
-    **{
-        ("facebookresearch-xformers-c6c0ac31f1b0", f"_fwd_kernel_splitK: {k}"): (
-            "autotune is applied in the kernel's own file, to what a factory makes of it: "
-            "autotune_kernel(_get_splitk_kernel(num_groups)), where _get_splitk_kernel unrolls "
-            "_fwd_kernel_splitK's varargs; a kernel handed to autotune through a factory call "
-            "is not followed, so neither its computed configs nor the torch.version.hip test "
-            "in autotune_kernel reach it"
-        )
-        for k in ("vendor_branch", "configs_old", "configs_new")
-    },
     (
         "fla-org-flash-linear-attention-a46f204c1c7a",
         "causal_conv1d_bwd_kernel: not a changed kernel",
