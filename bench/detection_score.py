@@ -127,16 +127,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         for k in ("arch_branch", "configs_old", "configs_new")
     },
     ("facebookresearch-xformers-6e1718b4af7e", "_fwd_kernel_splitK: reported"): _LAUNCH_PATH,
-    ("facebookresearch-xformers-c6c0ac31f1b0", "_fwd_kernel_splitK: vendor_branch"): (
-        "autotune is applied in another module (autotune_kernel(kernel) in triton_splitk.py); "
-        "the launch path is followed within one file"
-    ),
-    ("facebookresearch-xformers-c6c0ac31f1b0", "_fwd_kernel_splitK: configs_old"): (
-        "autotune is applied by a function of another module: not seen from the kernel's file"
-    ),
-    ("facebookresearch-xformers-c6c0ac31f1b0", "_fwd_kernel_splitK: configs_new"): (
-        "autotune is applied by a function of another module: not seen from the kernel's file"
-    ),
     (
         "fla-org-flash-linear-attention-a46f204c1c7a",
         "causal_conv1d_bwd_kernel: not a changed kernel",
@@ -147,8 +137,11 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "reads META); a changed grid makes the change a launch change"
     ),
     ("pytorch-FBGEMM-b0841f2ba85b", "_kernel_quantize_mx4: reported"): (
-        "the call site switches to a dispatcher in another, unchanged module that calls the "
-        "Triton wrapper; call sites are followed one module deep"
+        "the switch from torch.ops.fbgemm.quantize_mx_cuda to the dispatcher fp32_to_mx4 is "
+        "followed to _kernel_quantize_mx4, but that kernel's file is not in the diff and the "
+        "pairing takes its new kernels from the diff's files; the dequantize switch reaches "
+        "_kernel_dequantize_mx4 only under use_triton, whose default (False) the call graph "
+        "does not evaluate, so pairing kernels outside the diff would invent that one"
     ),
     ("pytorch-ao-a8d21590139b", "rowwise_scaled_linear_sparse_kernel_cutlass_sm9x: reported"): (
         "there is no __global__ in the repository: the kernel is CUTLASS's, instantiated by a host "
@@ -234,16 +227,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "only through ggml_cuda_compute_forward's switch on the op's enum, which the C++ host "
         "call graph does not follow from a capability answer"
     ),
-    **{
-        ("mlc-ai-xgrammar-6e73e1dbbf0e", f"apply_token_bitmask_inplace_kernel: {k}"): (
-            "class 1: the switch (apply_token_bitmask_inplace_cuda to ..._triton) is found, "
-            "but both wrappers are imported from the package (from .kernels import ...), whose "
-            "__init__.py only re-exports them; a qualified name is not followed through a "
-            "package's re-export, so neither the NVRTC-compiled source string nor the Triton "
-            "launch is reached and no old kernel is a candidate"
-        )
-        for k in ("kind", "replaces", "old_kept")
-    },
     **{
         ("torchmd-torchmd-net-33447912a7b0", f"{kernel}: replaces"): (
             "class 1: the rewrite is found, but paired with the extension op it replaces "
@@ -335,34 +318,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
             "changed, and that change is not narrowed to the calls that reach each launch"
         )
         for k in ("kernel_backward: not a changed kernel", "unlabelled changes")
-    },
-    **{
-        (case, f"{kernel}: reported"): (
-            "not reported: the change is in lightning_attn_func, which calls the autograd "
-            "Functions (LightningAttention2.apply / LightningAttention2NoDecay.apply) that "
-            "launch the kernels: a removed assert in front of the call, or the head-dim split "
-            "that decides each launch's shapes, two calls away from the launches in files the "
-            "diff does not touch; host changes are followed to launches in the changed function "
-            "and one call deep, not through an autograd Function's apply"
-        )
-        for case, kernels in (
-            (
-                "OpenNLPLab-lightning-attention-144c6cd304a7",
-                ("_fwd_kernel", "_bwd_intra_kernel", "_bwd_inter_kernel"),
-            ),
-            (
-                "OpenNLPLab-lightning-attention-55af742acee1",
-                (
-                    "_fwd_kernel",
-                    "_bwd_intra_kernel",
-                    "_bwd_inter_kernel",
-                    "_fwd_kernel (2)",
-                    "_bwd_intra_kernel (2)",
-                    "_bwd_inter_kernel (2)",
-                ),
-            ),
-        )
-        for kernel in kernels
     },
     ("SmallDoges-flash-dmattn-05a49898f53f", "_fwd_kernel: kind"): (
         "kind: a fully commented-out @triton.autotune made live while the launch stops passing "

@@ -72,12 +72,15 @@ def analyze_diff(
     old_files: Sequence[str] | None = None,
     thrifty: bool = True,
     toolchain_source: tuple[SourceFn | None, SourceFn | None] = (None, None),
+    whole_source: tuple[SourceFn | None, SourceFn | None] = (None, None),
 ) -> Analysis:
     """Analyze a unified diff (text, or already parsed). ``old_files``: every path at base, when
     known (for pairing a new Triton kernel with a C++ kernel the diff leaves untouched).
     ``thrifty``: read a whole file only when its diff lines could belong to a kernel (or the
     policy names it). ``toolchain_source``: how to read a requirements, lock, Docker or
-    workflow file whole at base and head (without it, its diff lines are all it is read by)."""
+    workflow file whole at base and head (without it, its diff lines are all it is read by).
+    ``whole_source``: how to read any file whole at base and head, for the call graph, where
+    ``old_source`` / ``new_source`` read a file of the diff with no kernel marker as empty."""
     from bot.analysis.cross_file import compare_launches, loose_configs, moved_kernels
     from bot.analysis.pairing import pair_rewrites
 
@@ -130,6 +133,8 @@ def analyze_diff(
         old_files=old_files,
         policy=policy,
         diff_paths={p for f in parsed.files for p in (f.old_path, f.new_path) if p},
+        old_whole=whole_source[0],
+        new_whole=whole_source[1],
     )
     for f in sides:
         if f.old_text is not None and f.patch.old_path:

@@ -108,9 +108,11 @@ def _names(target: ast.expr) -> list[str]:
 
 
 class LaunchValues:
-    """One host function's launches, each as its substituted record (by the call's id)."""
+    """One host function's launches, each as its substituted record (by the call's id);
+    ``calls``: every call through a name (``launcher(q1, k1)``) recorded as a launch is."""
 
-    def __init__(self, func: Func) -> None:
+    def __init__(self, func: Func, calls: bool = False) -> None:
+        self.calls = calls
         self.records: dict[int, str] = {}
         self._seen: dict[str, int] = {}
         args = func.args
@@ -265,9 +267,11 @@ class LaunchValues:
                 and func.attr == "launch"
                 and isinstance(func.value, ast.Call)
             )
-            if not launch:
+            if not launch and not (self.calls and isinstance(func, (ast.Name, ast.Attribute))):
                 continue
-            if isinstance(func, ast.Subscript):
+            if not launch:
+                grid, call, options = "", sub, sub.keywords
+            elif isinstance(func, ast.Subscript):
                 grid, call = _subst(func.slice, env), sub
                 options = sub.keywords
             else:

@@ -239,6 +239,12 @@ class Context:
     texts_old: dict[str, str] = field(default_factory=dict)
     texts_new: dict[str, str] = field(default_factory=dict)
     diff_paths: set[str] = field(default_factory=set)
+    # Whole files for the call graph (``reach.follow.Side``): a module of the diff that
+    # ``old_source`` / ``new_source`` read as empty for holding no kernel marker still has
+    # imports and calls (a package's re-exports, a call switched to a dispatcher). None: the
+    # sources above.
+    old_whole: SourceFn | None = None
+    new_whole: SourceFn | None = None
 
     def old_launches(self) -> list[LaunchSite]:
         return [x for f in self.files if f.old for x in f.old.launches] + [

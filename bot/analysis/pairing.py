@@ -576,13 +576,15 @@ def _unseen_ops(
 ) -> list[KernelChange]:
     """New Triton kernels, still unpaired, that took the role of extension ops whose kernels
     the repository does not hold (built from a submodule, a download, generated sources):
-    rewrites of those ops, with no old kernel to count."""
+    rewrites of those ops, with no old kernel to count. An op the repository neither builds
+    nor registers (``torch.ops`` of an installed package) is a dependency's: a kernel taking
+    its role is new to the repository."""
     scans = [f.old for f in ctx.files if f.old] + list(ctx.extra_old.values())
     seen = {s.path for s in scans if s.kernels}
     by_kernel: dict[str, list[tuple[MovedCall, Op]]] = {}
     for m in moved:
         for op in m.ops:
-            if not any(p in seen for p in op.extension.sources):
+            if op.extension.where and not any(p in seen for p in op.extension.sources):
                 for k in m.kernels:
                     by_kernel.setdefault(k, []).append((m, op))
     if not by_kernel:

@@ -78,7 +78,14 @@ def analyze_range(
         old_files=old_files,
         thrifty=thrifty,
         toolchain_source=(base.read, head.read),
+        whole_source=(_whole_reader(base), _whole_reader(head)),
     )
+
+
+def _whole_reader(revision: Revision) -> Callable[[str], str | None]:
+    """How ``revision`` reads a file whole, for the call graph: a file of the diff with no kernel
+    marker too, which the analysis's own reader leaves empty."""
+    return revision.read_whole if isinstance(revision, _Grepped) else revision.read
 
 
 def _kernel_files(

@@ -198,6 +198,10 @@ class LaunchPath:
                     for a in sub.args:
                         if isinstance(a, ast.Name):
                             self.module_handed.setdefault(a.id, set()).add(sub.func.id)
+                        elif isinstance(a, ast.Call) and isinstance(a.func, ast.Name):
+                            # ``autotune_kernel(_get_splitk_kernel(n))``: what a factory made
+                            made = f"{a.func.id}()"
+                            self.module_handed.setdefault(made, set()).add(sub.func.id)
 
     def regions(self, kernel: str) -> list[tuple[str, ast.AST]]:
         """``(where, node)`` of the code that decides how ``kernel`` is launched."""
@@ -219,7 +223,12 @@ class LaunchPath:
             if fid not in own:
                 f = self.by_id[fid]
                 add(getattr(f, "name", "?"), f)
-        for name in sorted(self.module_handed.get(kernel, set())):
+        factories = {getattr(self.by_id[fid], "name", "") for fid in named}
+        for name in sorted(
+            self.module_handed.get(kernel, set()).union(
+                *(self.module_handed.get(f"{m}()", set()) for m in factories)
+            )
+        ):
             for f in self.funcs.get(name, []):
                 add(name, f)
         # a helper the body calls, defined twice under a module-level test (``if cap[0] >= 8:

@@ -1,17 +1,29 @@
-"""Kernels whose launch a condition one call above (or more) decides: the tests around a call.
+"""Kernels whose launch a host change one call above (or more) decides: the tests around a
+call, and the values handed to it.
 
 ``if triton_kernel_applicable(x.is_cuda): return triton_matmul(...)`` in a selector decides
 whether the kernels ``triton_matmul`` launches run at all, though neither the launcher nor the
 kernel changed; ``if IS_COREX_TORCH: ... else: _decode_softmax_reducev_fwd(...)`` does the same
 for a vendor. When a diff changes the tests around a call in a function of a changed Python file
 (an ``if`` / ``else`` / conditional expression around it, or an earlier ``if <test>: return``
-in the same block), every kernel the callee reaches (``follow.Side``, across files) is a
-``launch`` change of its own (a change already found keeps its kind) with the vendor and
-architecture tests among the new ones as its branches.
+in the same block), every kernel the callee reaches (``follow.Side``, across files, through an
+autograd Function's ``apply``) is a ``launch`` change of its own (a change already found keeps
+its kind) with the vendor and architecture tests among the new ones as its branches. An
+``assert t`` counts where it makes a call dead (the call is under ``not (t)``): removing it
+makes the call run.
 
-The query: per function present at base and at head, its calls with the tests that guard each,
-grouped by callee as written; a callee whose set of guards differs is followed on the side that
-holds the new guards (base for a guard removed).
+The values a call is handed count the same way (``launch_values``: each argument with the
+function's own assignments substituted, under the tests around the call): ``m = 64`` chosen by
+``d % 64 == 0`` instead of ``64 % d`` changes the head dimension every launch behind
+``lightning_attn2(q1, k1, v, s)`` gets: a launch change (a kernel already found retuned keeps
+its kind, the cause named). Only where the callee reads the same on both sides: one changed
+with its callers (arguments repacked into an object) is compared where it is, by its own
+launches and calls. A kernel's own body (device code) calls no launcher and is skipped.
+
+The query: per function present at base and at head, its calls with the tests that guard each
+and the fingerprint of the values each is handed, grouped by callee as written; a callee whose
+set of guards differs is followed on the side that holds the new guards (base for a guard
+removed), one whose values differ on the head.
 """
 
 from __future__ import annotations
@@ -20,71 +32,107 @@ import ast
 import re
 from collections.abc import Iterator
 
+from bot.analysis.launch_values import LaunchValues
 from bot.analysis.model import Context, FileSides, KernelChange, LaunchBranch
 from bot.analysis.reach.branches import LaunchPath, branch_note, test_kinds
 from bot.analysis.reach.call_sites import functions
-from bot.analysis.reach.follow import Side, dotted
+from bot.analysis.reach.follow import Reach, Side, dotted
 from bot.analysis.reach.import_gates import _with_gate
 from bot.analysis.reach.moved_calls import sides
-from bot.analysis.text import collapse, parse_python_or_none
+from bot.analysis.text import collapse, digest, parse_python_or_none
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 _MAX_CALLEES = 24  # per analysis: each is followed across files
 Guards = dict[str, set[tuple[str, ...]]]  # callee as written -> the test sets around its calls
+_NEVER = ("<never runs>",)  # the guards of a call its tests and the asserts before it contradict
 
 
 def _exits(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
+def _dead(tests: tuple[str, ...], asserted: tuple[str, ...]) -> bool:
+    """Whether a call under ``tests``, after ``asserted``, can never run: a test and its
+    negation both hold."""
+    facts = set(tests) | set(asserted)
+    return any(f"not ({t})" in facts for t in facts)
+
+
 def guarded_calls(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Guards:
     """Each call ``func`` makes under at least one test, with the tests (``not (t)`` for an
-    ``else`` branch, or for code after an ``if t: return``)."""
+    ``else`` branch, or for code after an ``if t: return``); a call that the tests and the
+    asserts before it contradict has the guards ``_NEVER``."""
     out: Guards = {}
 
-    def calls(node: ast.AST, tests: tuple[str, ...]) -> None:
+    def calls(node: ast.AST, tests: tuple[str, ...], asserted: tuple[str, ...] = ()) -> None:
         if isinstance(node, ast.IfExp):
             t = collapse(ast.unparse(node.test))
-            calls(node.test, tests)
-            calls(node.body, (*tests, t))
-            calls(node.orelse, (*tests, f"not ({t})"))
+            calls(node.test, tests, asserted)
+            calls(node.body, (*tests, t), asserted)
+            calls(node.orelse, (*tests, f"not ({t})"), asserted)
             return
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             return
         if isinstance(node, ast.Call) and tests:
             name = dotted(node.func)
             if name:
-                out.setdefault(name, set()).add(tuple(sorted(tests)))
+                guards = _NEVER if _dead(tests, asserted) else tuple(sorted(set(tests)))
+                out.setdefault(name, set()).add(guards)
         for child in ast.iter_child_nodes(node):
-            calls(child, tests)
+            calls(child, tests, asserted)
 
-    def block(body: list[ast.stmt], tests: tuple[str, ...]) -> None:
+    def block(body: list[ast.stmt], tests: tuple[str, ...], asserted: tuple[str, ...]) -> None:
         for stmt in body:
-            if isinstance(stmt, ast.If):
+            if isinstance(stmt, ast.Assert):
+                calls(stmt.test, tests, asserted)
+                asserted = (*asserted, collapse(ast.unparse(stmt.test)))
+            elif isinstance(stmt, ast.If):
                 t = collapse(ast.unparse(stmt.test))
-                calls(stmt.test, tests)
-                block(stmt.body, (*tests, t))
-                block(stmt.orelse, (*tests, f"not ({t})"))
+                calls(stmt.test, tests, asserted)
+                block(stmt.body, (*tests, t), asserted)
+                block(stmt.orelse, (*tests, f"not ({t})"), asserted)
                 if _exits(stmt.body) and not stmt.orelse:
                     tests = (*tests, f"not ({t})")
             elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
                 for part in ("iter", "test", "items"):
                     value = getattr(stmt, part, None)
                     for n in value if isinstance(value, list) else [value] if value else []:
-                        calls(n, tests)
-                block(stmt.body, tests)
-                block(getattr(stmt, "orelse", []) or [], tests)
+                        calls(n, tests, asserted)
+                block(stmt.body, tests, asserted)
+                block(getattr(stmt, "orelse", []) or [], tests, asserted)
             elif isinstance(stmt, ast.Try):
-                block(stmt.body, tests)
+                block(stmt.body, tests, asserted)
                 for h in stmt.handlers:
-                    block(h.body, tests)
-                block(stmt.orelse, tests)
-                block(stmt.finalbody, tests)
+                    block(h.body, tests, asserted)
+                block(stmt.orelse, tests, asserted)
+                block(stmt.finalbody, tests, asserted)
             elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                calls(stmt, tests)
+                calls(stmt, tests, asserted)
 
-    block(func.body, ())
+    block(func.body, (), ())
     return out
+
+
+_CHAIN = re.compile(r"\b([A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*\.([A-Za-z_]\w*)\b")
+
+
+def fed_calls(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[str]]:
+    """Per callee as written (a launch ``k[grid](...)`` aside: its own rule compares it), the
+    fingerprints of the values its calls are handed: each argument with ``func``'s own
+    assignments substituted, under the tests around the call (``launch_values``). An attribute
+    chain is read by its root and its last attribute (``ctx.meta.causal`` as ``ctx.causal``
+    after ``meta = ctx.meta``: where a flag is held moved, not what it is). A function too
+    large for its values to be written out gives none."""
+    values = LaunchValues(func, calls=True)
+    out: dict[str, list[str]] = {}
+    for sub in ast.walk(func):
+        if not isinstance(sub, ast.Call) or isinstance(sub.func, ast.Subscript):
+            continue
+        name = dotted(sub.func)
+        record = values.records.get(id(sub))
+        if name and record is not None and (sub.args or sub.keywords):
+            out.setdefault(name, []).append(digest([_CHAIN.sub(r"\1..\2", record)]))
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def function_lines(func: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> list[str]:
@@ -131,12 +179,16 @@ def _gates(
     followed = 0
     flags: dict[str, dict[str, set[str]]] = {}  # per file
     for f, new_tree, name, old_func, new_func in changed_functions(ctx):
+        if name in {k.name for s in (f.old, f.new) if s for k in s.kernels}:
+            continue  # device code: what it calls is compiled into it, not launched
         before, after = guarded_calls(old_func), guarded_calls(new_func)
+        guarded = set()
         for callee in sorted(before.keys() | after.keys()):
             was, now = before.get(callee, set()), after.get(callee, set())
             if _held(was) == _held(now) or followed >= _MAX_CALLEES:
                 continue
             followed += 1
+            guarded.add(callee)
             side, path, gates = (
                 (new_side, f.patch.new_path, now) if now else (old_side, f.patch.old_path, was)
             )
@@ -145,21 +197,66 @@ def _gates(
             reach = side.reach_call(path, name, callee)
             if not reach.kernels:
                 continue
-            fresh = sorted({t for g in gates - was for t in g} or {t for g in gates for t in g})
+            fresh = sorted(
+                ({t for g in gates - was for t in g} or {t for g in gates for t in g}) - {*_NEVER}
+            )
+            common = set.intersection(*(set(g) for g in gates)) if gates else set()
+            fresh.sort(key=lambda t: t not in common)  # a test every call is under first
             path = f.patch.new_path or ""
             if path not in flags:
                 flags[path] = LaunchPath(new_tree).flags
             where = f"the call to {callee} in {name} ({path})"
-            out = _gate(out, side, reach.kernels, where, fresh, flags[path], ctx)
+            shown = f"now `{fresh[0]}`" if fresh else "other tests"
+            if _NEVER in was or _NEVER in now:
+                shown = "an assert before it decides whether it can run at all"
+            note = f"the tests around {where} changed ({shown}): when its launches run changed"
+            out = _gate(out, side, reach, where, fresh, note, flags[path], ctx)
+        fed_before, fed_after = fed_calls(old_func), fed_calls(new_func)
+        for callee in sorted((fed_before.keys() & fed_after.keys()) - guarded):
+            if fed_before[callee] == fed_after[callee] or followed >= _MAX_CALLEES:
+                continue
+            if f.patch.new_path is None or f.patch.old_path is None:
+                continue
+            followed += 1
+            if old_side.definition(f.patch.old_path, name, callee) != new_side.definition(
+                f.patch.new_path, name, callee
+            ):
+                continue  # changed with its callers: its own launches and calls say what changed
+            reach = new_side.reach_call(f.patch.new_path, name, callee)
+            if reach.kernels:
+                out = _fed(out, new_side, reach, callee, name, f.patch.new_path)
     return out
+
+
+def _fed(
+    changes: list[KernelChange], side: Side, reach: Reach, callee: str, caller: str, path: str
+) -> list[KernelChange]:
+    note = (
+        f"what {caller} ({path}) hands to {callee} is computed differently: what its launches "
+        "are given changed"
+    )
+    for kernel, at in _sites(side, reach):
+        changes = _with_gate(changes, kernel, at, [], note, keep_tuning=True)
+    return changes
+
+
+def _sites(side: Side, reach: Reach) -> list[tuple[str, str]]:
+    """``(kernel, path)`` of each kernel ``reach`` launches, where its module is known."""
+    out = {(k, p) for p, k in reach.sites}
+    for kernel in reach.kernels - {k for k, _ in out}:
+        at = side.kernel_path(kernel)
+        if at is not None:
+            out.add((kernel, at))
+    return sorted(out)
 
 
 def _gate(
     changes: list[KernelChange],
     side: Side,
-    kernels: set[str],
+    reach: Reach,
     where: str,
     tests: list[str],
+    note: str,
     flags: dict[str, set[str]],
     ctx: Context,
 ) -> list[KernelChange]:
@@ -170,10 +267,6 @@ def _gate(
         for kind in test_kinds(t, flags)
     ]
     branches = [b.model_copy(update={"note": branch_note(b, ctx.policy)}) for b in branches]
-    shown = f"`{tests[0]}`" if tests else "other tests"
-    note = f"the tests around {where} changed (now {shown}): when its launches run changed"
-    for kernel in sorted(kernels):
-        at = side.kernel_path(kernel)
-        if at is not None:
-            changes = _with_gate(changes, kernel, at, branches, note)
+    for kernel, at in _sites(side, reach):
+        changes = _with_gate(changes, kernel, at, branches, note)
     return changes

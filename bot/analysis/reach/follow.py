@@ -7,7 +7,8 @@ instead of ``inference_module.qkv_gemm_fp16``, a module imports ``triton_kernels
 instead of ``sputnik_backend as backend``. Each name is followed through the files of its side
 (imports, module-level and function-local, relative ones too; ``self.method``; a class's
 methods; an autograd Function's ``apply``, which runs its ``forward`` and, differentiated, its
-``backward``) to what it launches
+``backward``; names a module binds to others: a package's re-export, a star import, a
+module-level alias such as ``f = Fn.apply``) to what it launches
 (``kernel[grid](...)``) and to the extension ops it calls (``reach.extensions``), a few calls
 deep and a bounded number of files. A class is followed per method: its ``forward`` and its
 ``backward`` are roles of their own, so a switch pairs forward with forward.
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
 from bot.analysis.scan import scan_source
-from bot.analysis.text import parse_python_or_none
+from bot.analysis.text import module_bindings, parse_python_or_none
 
 Reader = Callable[[str], "str | None"]
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -107,16 +108,25 @@ class Reach:
     # of those, what only an autograd Function's backward reaches (its role is backward)
     back_kernels: set[str] = field(default_factory=set)
     back_ops: set[Op] = field(default_factory=set)
+    # where the kernels launched are defined, as (path, name): two modules may each define a
+    # kernel of one name (a decay and a no-decay variant)
+    sites: set[tuple[str, str]] = field(default_factory=set)
 
     def add(self, other: Reach) -> None:
         self.kernels |= other.kernels
         self.ops |= other.ops
         self.back_kernels |= other.back_kernels
         self.back_ops |= other.back_ops
+        self.sites |= other.sites
 
     def forward(self) -> Reach:
         """What runs in the forward role: all but what only a backward reaches."""
         return Reach(kernels=self.kernels - self.back_kernels, ops=self.ops - self.back_ops)
+
+
+def _launched(mod: _Module, name: str) -> Reach:
+    """The kernel ``name`` of ``mod``, launched."""
+    return Reach(kernels={name}, sites={(mod.path, name)})
 
 
 def module_of(path: str) -> str:
@@ -267,6 +277,22 @@ class _Module:
     # CUDA kernels whose source is a string of this module (``cupy.RawKernel``), by what a
     # call names them with: the kernel's name as a literal, or the module name holding its source
     raw: dict[str, set[str]] = field(default_factory=dict)
+    # module-level names bound to another name (``lightning_attn2 = LightningAttention2.apply``)
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+
+
+def _module_aliases(tree: ast.Module, defs: dict[str, Func | ast.ClassDef]) -> dict[str, list[str]]:
+    """Module-level ``name = other`` (``other`` a name or attribute, not a def of its own
+    name), in ``if`` / ``try`` blocks too (``fn = a`` or ``fn = b`` by a vendor test): what a
+    call through ``name`` reaches is what each ``other`` reaches."""
+    out: dict[str, list[str]] = {}
+    for name, found in module_bindings(tree.body).items():
+        values = [stmt.value for stmt, _ in found if isinstance(stmt, (ast.Assign, ast.AnnAssign))]
+        targets = [d for v in values if v is not None and (d := dotted(v)) and d != name]
+        if targets and name not in defs:
+            out[name] = list(dict.fromkeys(targets))
+    return out
 
 
 class Side:
@@ -282,6 +308,14 @@ class Side:
                 self._by_module.setdefault(module_of(p), p)
         self._modules: dict[str, _Module | None] = {}
         self._owners: dict[tuple[str, str], list[str]] = {}
+        self._chosen: dict[int, dict[str, list[str]]] = {}  # by the function node's id
+
+    def chosen(self, func: Func) -> dict[str, list[str]]:
+        """``_chosen`` of a function of a module read (made once: a long function is walked
+        by every call followed from it)."""
+        if id(func) not in self._chosen:
+            self._chosen[id(func)] = _chosen(func)
+        return self._chosen[id(func)]
 
     def path_of(self, module: str) -> str | None:
         if module in self._by_module:
@@ -325,6 +359,8 @@ class Side:
             kernels=kernels,
             loaded=loaded_extensions(path, tree, self.paths),
             raw=_raw_sources(tree, scan.kernels),
+            aliases=_module_aliases(tree, defs),
+            lines=text.split("\n"),
         )
         self._modules[path] = mod
         return mod
@@ -366,9 +402,11 @@ class Side:
             return Op(ext, rest)
         return None
 
-    def follow(self, qualified: str) -> dict[str, Reach]:
+    def follow(self, qualified: str, depth: int = _DEPTH) -> dict[str, Reach]:
         """Per role, what ``qualified`` reaches: a function's is role ``""``, a class's one per
-        method; an extension op reached directly is role ``""`` too."""
+        method; an extension op reached directly is role ``""`` too. A name a module binds to
+        another (a package's re-export, ``from .m import *``, ``f = Cls.apply``) is followed to
+        what it is bound to."""
         op = self.extension_op(qualified)
         if op is not None:
             return {"": Reach(ops={op})}
@@ -377,6 +415,14 @@ class Side:
             return {}
         mod, name = found
         node = mod.defs.get(name)
+        bound = self._bound(mod, name, qualified) if node is None and depth > 0 else []
+        if bound:
+            out: dict[str, Reach] = {}
+            for q in bound:
+                for role, reach in self.follow(q, depth - 1).items():
+                    out.setdefault(role, Reach()).add(reach)
+            if out:
+                return out
         if isinstance(node, ast.ClassDef):
             out = {}
             for sub in node.body:
@@ -401,10 +447,41 @@ class Side:
         out = Reach()
         local = imports_in(node.body, mod.path)
         head, dot, rest = called.partition(".")
-        for alias in _chosen(node).get(head, [head]):
+        for alias in self.chosen(node).get(head, [head]):
             for qualified in self._resolve(mod, alias + dot + rest, local, cls):
                 out.add(self._reach_of(mod, qualified, _DEPTH, set()))
         return out
+
+    def definition(self, path: str, func: str, called: str) -> str | None:
+        """The text of the function or class the call ``called`` made in ``func`` of the module
+        at ``path`` resolves to (the autograd Function of ``Fn.apply``), through the names
+        modules bind to others; None where it resolves to none."""
+        mod = self.module(path)
+        node = mod.defs.get(func) if mod is not None else None
+        if mod is None or node is None or isinstance(node, ast.ClassDef):
+            return None
+        cls = func.split(".")[0] if "." in func else None
+        local = imports_in(node.body, mod.path)
+        head, dot, rest = called.partition(".")
+        for alias in self.chosen(node).get(head, [head]):
+            for qualified in self._resolve(mod, alias + dot + rest, local, cls):
+                if (text := self._definition(qualified, _DEPTH)) is not None:
+                    return text
+        return None
+
+    def _definition(self, qualified: str, depth: int) -> str | None:
+        found = self.locate(qualified)
+        if found is None:
+            return None
+        mod, name = found
+        for candidate in (name, name.rpartition(".")[0]):  # ``Fn.apply``: the class
+            if (node := mod.defs.get(candidate)) is not None:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                return "\n".join(mod.lines[first - 1 : node.end_lineno or node.lineno])
+        for q in self._bound(mod, name, qualified) if depth > 0 else []:
+            if (text := self._definition(q, depth - 1)) is not None:
+                return text
+        return None
 
     def _walk(self, mod: _Module, name: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
         out = Reach()
@@ -420,10 +497,12 @@ class Side:
             return out
         if node is None:
             return out
-        out.kernels |= mod.launches.get(name, set())
+        for kernel in mod.launches.get(name, set()):
+            out.kernels.add(kernel)
+            out.sites |= self._kernel_sites(mod, kernel)
         cls = name.split(".")[0] if "." in name else None
         local = imports_in(node.body, mod.path)
-        chosen = _chosen(node)
+        chosen = self.chosen(node)
         for sub in ast.walk(node):
             if not isinstance(sub, ast.Call):
                 continue
@@ -449,7 +528,7 @@ class Side:
             return [f"{mod.name}.{cls}.{rest}"]
         if head in local or head in mod.imports:
             return [q + dot + rest for q in sorted(local.get(head) or mod.imports[head])]
-        if head in mod.defs or head in mod.loaded:
+        if head in mod.defs or head in mod.loaded or head in mod.aliases:
             return [f"{mod.name}.{called}"]
         if head == "torch":
             return [called]
@@ -503,7 +582,7 @@ class Side:
                 op = self.extension_op(name, mod)
                 return Reach(ops={op}) if op else Reach()
             if name in mod.kernels:
-                return Reach(kernels={name})
+                return _launched(mod, name)
             if name.endswith(".apply") and name[: -len(".apply")] in mod.defs:
                 return self._applied(mod, name[: -len(".apply")], depth, seen)
             if name in mod.defs:
@@ -516,15 +595,53 @@ class Side:
             return Reach()
         other, name = found
         if name in other.kernels:
-            return Reach(kernels={name})
+            return _launched(other, name)
         if name.endswith(".apply") and name[: -len(".apply")] in other.defs:
             return self._applied(other, name[: -len(".apply")], depth, seen)
         if name in other.defs:
             return self._walk(other, name, depth - 1, seen)
-        if name in other.imports and depth > 0:  # re-exported: ``from ._fwd import f``
-            out = Reach()
-            for q in sorted(other.imports[name]):
-                if q != qualified:
-                    out.add(self._reach_of(other, q, depth - 1, seen))
-            return out
-        return Reach()
+        out = Reach()
+        for q in self._bound(other, name, qualified) if depth > 0 else []:
+            out.add(self._reach_of(other, q, depth - 1, seen))
+        return out
+
+    def _kernel_sites(self, mod: _Module, kernel: str) -> set[tuple[str, str]]:
+        """Where a kernel ``mod`` launches as ``kernel`` is defined: in ``mod``, or in the
+        module it imports the name from."""
+        if kernel in mod.kernels:
+            return {(mod.path, kernel)}
+        out = set()
+        for q in sorted(mod.imports.get(kernel, ())):
+            found = self.locate(q)
+            if found is not None and found[1] in found[0].kernels:
+                out.add((found[0].path, found[1]))
+        return out
+
+    def _bound(self, mod: _Module, name: str, qualified: str) -> list[str]:
+        """The qualified names ``mod``'s own ``name`` (or ``name.attr``) is bound to, where it
+        is no def of ``mod``: an import (a package's re-export, ``from ._fwd import f``), a
+        module-level alias (``f = Cls.apply``, ``f = other.g``), or a star import of a module
+        that defines or binds it."""
+        head, dot, rest = name.partition(".")
+        if head in mod.defs:
+            return []
+        if head in mod.imports:
+            out = [q + dot + rest for q in sorted(mod.imports[head])]
+        elif head in mod.aliases:
+            out = [
+                q + dot + rest
+                for target in mod.aliases[head]
+                for q in self._resolve(mod, target, {}, None)
+            ]
+        else:
+            out = []
+            for star in sorted(mod.imports.get("*", ())):
+                path = self.path_of(star[: -len(".*")])
+                other = self.module(path) if path is not None else None
+                if (
+                    other is not None
+                    and other is not mod
+                    and (head in other.defs or head in other.imports or head in other.aliases)
+                ):
+                    out.append(f"{other.name}.{name}")
+        return [q for q in out if q != qualified]

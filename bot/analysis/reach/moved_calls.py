@@ -29,15 +29,16 @@ class MovedCall:
 
 def sides(ctx: Context) -> tuple[Side, Side] | None:
     """Base and head as :class:`Side` readers, where the caller can read whole revisions."""
-    if ctx.old_source is None or ctx.new_source is None or ctx.old_files is None:
+    old_read, new_read = ctx.old_whole or ctx.old_source, ctx.new_whole or ctx.new_source
+    if old_read is None or new_read is None or ctx.old_files is None:
         return None
     old_paths = list(ctx.old_files)
     gone = {f.patch.old_path for f in ctx.files if f.patch.status == "deleted"}
     added = [f.patch.new_path for f in ctx.files if f.patch.new_path]
     new_paths = [p for p in old_paths if p not in gone] + [p for p in added if p]
     return (
-        Side(old_paths, ctx.old_source, ExtensionIndex(old_paths, ctx.old_source)),
-        Side(new_paths, ctx.new_source, ExtensionIndex(new_paths, ctx.new_source)),
+        Side(old_paths, old_read, ExtensionIndex(old_paths, old_read)),
+        Side(new_paths, new_read, ExtensionIndex(new_paths, new_read)),
     )
 
 

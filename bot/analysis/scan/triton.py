@@ -363,6 +363,8 @@ class _Reader:
                     for value in node.args:
                         if isinstance(value, ast.Name):
                             self.handed_to.append((node.func.id, value.id))
+                        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                            self.handed_to.append((node.func.id, f"{value.func.id}()"))
                 if in_jit and isinstance(node.func, ast.Name):
                     called.add(node.func.id)
                 if in_jit:  # ``tl.reduce(x, 0, combine)``: a combine function is a helper too
@@ -418,7 +420,7 @@ class _Reader:
         self.kernels.sort(key=lambda k: k.line_start)
         self.launches.sort(key=lambda x: x.line)
         used.update(x.kernel for x in self.launches)
-        self._applied_autotune(applied)
+        self._applied_autotune(applied, tree)
         self._mark_helpers(called, used)
 
     def _jitted_in_functions(self, tree: ast.Module) -> set[str]:
@@ -552,13 +554,24 @@ class _Reader:
             configs_built_by=built_by,
         )
 
-    def _applied_autotune(self, applied: list[tuple[str, ast.Call, ast.AST | None]]) -> None:
+    def _applied_autotune(
+        self, applied: list[tuple[str, ast.Call, ast.AST | None]], tree: ast.Module
+    ) -> None:
         """``k = triton.autotune(...)(k)``, also inside a function handed the kernel
-        (``def autotune_kernel(kernel): return triton.autotune(...)(kernel)``)."""
+        (``def autotune_kernel(kernel): return triton.autotune(...)(kernel)``), or handed what
+        a factory of the module makes of it (``autotune_kernel(_get_splitk_kernel(n))``, whose
+        body unrolls ``_fwd_kernel_splitK``: the kernels the factory names)."""
+        by_name = {k.name: i for i, k in enumerate(self.kernels)}
+        made = {name[:-2] for _, name in self.handed_to if name.endswith("()")}
+        factories = {
+            f.name: {n.id for n in ast.walk(f) if isinstance(n, ast.Name)} & by_name.keys()
+            for f in (ast.walk(tree) if made and applied else ())
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in made
+        }
         handed: dict[str, set[str]] = {}  # function -> kernels it is called with
         for func, name in self.handed_to:
-            handed.setdefault(func, set()).add(name)
-        by_name = {k.name: i for i, k in enumerate(self.kernels)}
+            kernels = factories.get(name[:-2], set()) if name.endswith("()") else {name}
+            handed.setdefault(func, set()).update(kernels)
         for name, call, around in applied:
             targets = {name}
             if isinstance(around, (ast.FunctionDef, ast.AsyncFunctionDef)):
