@@ -286,32 +286,12 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "the __device__ helper, not at a launch; architecture tests are looked for around "
         "launches and in kernel bodies, not in the helpers a kernel calls"
     ),
-    **{
-        (case, f"{kernel}: {k}"): (
-            "class 1: the CUDA op (a ThunderKittens kernel behind a PYBIND11_MODULE extension) "
-            "is kept and still called when the extension imports; the op now picks the new "
-            "Triton wrapper by a backend choice (an import that may fail, a capability test). "
-            "Rewrites are paired where a call site switches from one wrapper to the other, not "
-            "where both stay reachable under a choice, so the Triton kernels read as new"
-        )
-        for case, kernel in (
-            ("hao-ai-lab-FastVideo-a37b39d83c11", "_attn_fwd_sparse"),
-            ("hao-ai-lab-FastVideo-a37b39d83c11", "_attn_bwd_preprocess"),
-            ("hao-ai-lab-FastVideo-a37b39d83c11", "_attn_bwd"),
-            ("hao-ai-lab-FastVideo-e0ad145152db", "triton_sta_kernel"),
-        )
-        for k in _REWRITE_CHECKS
-    },
-    **{
-        ("hao-ai-lab-FastVideo-e0ad145152db", f"triton_sta_kernel: {k}"): (
-            "class 4: the Triton path is taken when get_device_capability() != (9, 0) in the "
-            "dispatcher, and ROCm is routed to it by RocmPlatform.get_attn_backend_cls in "
-            "fastvideo/platforms; as the kernel is read as new, not as a rewrite behind a "
-            "choice, the dispatcher's tests are not raised on it, and a platform class's method "
-            "one call away is not followed"
-        )
-        for k in ("vendor_branch", "arch_branch")
-    },
+    ("hao-ai-lab-FastVideo-e0ad145152db", "triton_sta_kernel: vendor_branch"): (
+        "class 4: ROCm is routed to the Triton path by RocmPlatform.get_attn_backend_cls in "
+        "fastvideo/platforms, which now imports the dispatcher; the dispatcher's capability "
+        "test is raised on the kernel, but a vendor class's method one call away from the "
+        "choice is not followed"
+    ),
     **{
         ("nerfstudio-project-gsplat-22a01a288acb", k): (
             "host code, invented (negative): the diff only drops an unused template parameter "
@@ -331,26 +311,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "though here it decides whether the kernel is launched at all"
     ),
     # first-look batch8: wrong on first sight, scored after round seven's fixes
-    **{
-        ("JL-er-RWKV-PEFT-4a6ae20e86ec", f"{kernel}: {k}"): (
-            "class 1: side by side: the JIT-built CUDA ops (torch.utils.cpp_extension.load of "
-            "wkv6/wkv6state, called through autograd Functions) stay, and an environment flag "
-            "(WKV == 'fla') now binds RUN_CUDA_RWKV6 to the vendored Triton chunk_rwkv6 instead; "
-            "rewrites are paired where a call site switches, not where a module-level choice "
-            "rebinds a name to one of two implementations, so the Triton kernels read as new"
-        )
-        for kernel in (
-            "chunk_rwkv6_fwd_kernel_cum",
-            "chunk_rwkv6_fwd_kernel_h",
-            "chunk_rwkv6_fwd_kernel_intra",
-            "chunk_rwkv6_fwd_kernel_inter",
-            "chunk_rwkv6_bwd_kernel_dh",
-            "chunk_rwkv6_bwd_kernel_inter",
-            "chunk_rwkv6_bwd_kernel_intra",
-            "post_process_grad",
-        )
-        for k in _REWRITE_CHECKS
-    },
     **{
         ("JL-er-RWKV-PEFT-4a6ae20e86ec", k): (
             "host code, invented: the CUDA kernels' host launchers did not change (only "

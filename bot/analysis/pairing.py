@@ -38,6 +38,7 @@ from bot.analysis.model import (
 )
 from bot.analysis.reach.call_sites import IMPORT_LINE as _IMPORT
 from bot.analysis.reach.call_sites import from_imports as _from_imports
+from bot.analysis.reach.choices import kept_beside
 from bot.analysis.reach.extensions import ExtensionIndex
 from bot.analysis.reach.follow import Op, Side
 from bot.analysis.reach.moved_calls import MovedCall, moved_calls, sides, still_built
@@ -86,7 +87,7 @@ class _Old:
 def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     switches = _call_switches(ctx)
     both = sides(ctx)
-    moved = moved_calls(both, switches)
+    moved = moved_calls(both, switches) + [k.moved for k in kept_beside(ctx, both)]
     switches += [
         (m.where, {("~" if m.kept else "") + o.name for o in m.ops}, set(m.kernels)) for m in moved
     ]
@@ -513,11 +514,14 @@ def _read_extra(
 def _unbuilt_ops(ctx: Context, moved: list[MovedCall]) -> dict[str, set[str]]:
     """Ops a switch moved away from whose extension lists no source (computed at build time):
     per kernel their host calls reach (``reach.op_calls``), those ops; its file is read."""
-    ops = sorted({o.name for m in moved for o in m.ops if not o.extension.sources})
+    unbuilt = {o for m in moved for o in m.ops if not o.extension.sources}
+    ops = sorted({o.name for o in unbuilt})
     if not ops or ctx.old_source is None or not ctx.old_files:
         return {}
     index = ExtensionIndex(list(ctx.old_files), ctx.old_source)
-    found = op_kernels(ops, index.named_cpp(*ops)[:8], list(ctx.old_files), ctx.old_source)
+    modules = sorted({o.extension.name for o in unbuilt})  # ``vsa_cuda``: csrc/attn/vsa.cpp
+    registering = list(dict.fromkeys(index.named_cpp(*ops)[:8] + index.named_cpp(*modules)[:4]))
+    found = op_kernels(ops, registering, list(ctx.old_files), ctx.old_source)
     out: dict[str, set[str]] = {}
     for kernel, (path, by) in found.items():
         if path not in ctx.extra_old and len(ctx.extra_old) >= _MAX_EXTRA_FILES:

@@ -47,6 +47,7 @@ _CMAKE = re.compile(
     re.I,
 )
 _MAX_SETUPS = 16
+_SETUP = re.compile(r"setup(?:_\w+)?\.py")  # setup.py, and setup_vsa.py beside it
 _MAX_CPP_READS = 24
 _WORDS = re.compile(r"[a-z]+|\d+")
 
@@ -301,7 +302,7 @@ class ExtensionIndex:
         """Every extension a ``setup.py`` or ``CMakeLists.txt`` of the revision builds."""
         if self._built is None:
             self._built = []
-            setups = [p for p in self.paths if posixpath.basename(p) == "setup.py"]
+            setups = [p for p in self.paths if _SETUP.fullmatch(posixpath.basename(p))]
             cmakes = [p for p in self.paths if posixpath.basename(p) == "CMakeLists.txt"]
             for p in sorted(setups, key=lambda p: p.count("/"))[:_MAX_SETUPS]:
                 self._built += setup_extensions(p, self.read(p) or "", self.paths)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
@@ -269,6 +269,33 @@ class _Module:
     raw: dict[str, set[str]] = field(default_factory=dict)
 
 
+def _alias(tree: ast.Module, name: str) -> str | None:
+    """What the module-level name ``name`` is bound to, where that is one dotted name
+    (``attention_sparse = _attention_sparse.apply``)."""
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name
+        ):
+            return dotted(stmt.value)
+    return None
+
+
+def _branch_nodes(nodes: Sequence[ast.AST]) -> list[ast.AST]:
+    """Every node of ``nodes`` but the bodies of the functions, classes and lambdas they
+    define (followed as definitions, not run in place)."""
+    out: list[ast.AST] = []
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
 class Side:
     """One revision's Python, read lazily: modules by name, the extension index."""
 
@@ -406,6 +433,49 @@ class Side:
                 out.add(self._reach_of(mod, qualified, _DEPTH, set()))
         return out
 
+    def reach_in(self, path: str, nodes: Sequence[ast.AST], scope: str = "") -> Reach:
+        """What one branch of a test reaches: the calls in ``nodes`` (statements or expressions
+        of the module at ``path``, in its function ``scope`` or at module level), the names
+        they assign (``self.fn = ops.f``: what a later call of it runs) and the functions they
+        define (a ``def`` in the branch is what its name runs). Classes and functions defined
+        in the branch, and extensions it loads, are resolved before the module's own."""
+        mod = self.module(path)
+        if mod is None:
+            return Reach()
+        stmts = [n for n in nodes if isinstance(n, ast.stmt)]
+        defs: dict[str, Func | ast.ClassDef] = {}
+        for found in (s for n in stmts for s in ast.walk(n)):
+            if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defs.setdefault(found.name, found)
+            if isinstance(found, ast.ClassDef):
+                for method in found.body:
+                    if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        defs.setdefault(f"{found.name}.{method.name}", method)
+        imports = [n for n in mod.tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        loaded = loaded_extensions(path, ast.Module(body=[*imports, *stmts], type_ignores=[]))
+        view = replace(mod, defs={**mod.defs, **defs}, loaded={**mod.loaded, **loaded})
+        cls = scope.split(".")[0] if "." in scope else None
+        outer = mod.defs.get(scope)
+        local = imports_in([*(outer.body if outer is not None else []), *nodes], path)
+        out = Reach()
+        seen: set[tuple[str, str]] = set()
+        depth = _DEPTH + 2  # the branch's own definitions, then a package's re-export
+        for sub in _branch_nodes(nodes):
+            target: ast.AST | None
+            if isinstance(sub, ast.Call):
+                target = sub.func.value if isinstance(sub.func, ast.Subscript) else sub.func
+            elif isinstance(sub, ast.Assign):
+                target = sub.value
+            else:
+                target = sub if sub in nodes and isinstance(sub, ast.expr) else None
+            called = dotted(target) if target is not None else None
+            for qualified in self._resolve(view, called, local, cls) if called else []:
+                out.add(self._reach_of(view, qualified, depth, seen))
+        for name, node in defs.items():
+            if "." not in name and not isinstance(node, ast.ClassDef):
+                out.add(self._walk(view, name, depth, seen))
+        return out
+
     def _walk(self, mod: _Module, name: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
         out = Reach()
         key = (mod.path, name)
@@ -521,6 +591,13 @@ class Side:
             return self._applied(other, name[: -len(".apply")], depth, seen)
         if name in other.defs:
             return self._walk(other, name, depth - 1, seen)
+        alias = _alias(other.tree, name)
+        if alias is not None and depth > 0:  # ``attention = _attention.apply``
+            out = Reach()
+            for q in self._resolve(other, alias, {}, None):
+                if q != qualified:
+                    out.add(self._reach_of(other, q, depth - 1, seen))
+            return out
         if name in other.imports and depth > 0:  # re-exported: ``from ._fwd import f``
             out = Reach()
             for q in sorted(other.imports[name]):

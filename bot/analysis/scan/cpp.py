@@ -33,7 +33,11 @@ _VAR = re.compile(
     r"\b(?:int|unsigned|size_t|int64_t|int32_t|uint32_t|auto|dim3)\s+(\w+)\s*=\s*([^;{}]+);"
 )
 _DIM3 = re.compile(r"\bdim3\s+(\w+)\s*[({]([^;]*)[)}]\s*;")
-_BINDING = re.compile(r"\.(?:def|impl)\(\s*\"(\w+)[^\"]*\"\s*,\s*(?:TORCH_FN\(\s*)?&?\s*([\w:]+)")
+# ``m.def("op", &fn)``, ``TORCH_FN(fn)``, ``torch::wrap_pybind_function(fn)``
+_BINDING = re.compile(
+    r"\.(?:def|impl)\(\s*\"(\w+)[^\"]*\"\s*,\s*"
+    r"(?:(?:TORCH_FN|(?:torch::)?wrap_pybind_function)\(\s*)?&?\s*([\w:]+)"
+)
 _LAUNCH_FUNCS = re.compile(
     r"\b(hipLaunchKernelGGL|cudaLaunchKernel(?:Ex)?|hipLaunchKernel|cudaLaunchCooperativeKernel)\s*\("
 )

@@ -1,0 +1,261 @@
+"""Triton kernels added beside a CUDA op that stays, one of the two picked by a test: a rewrite
+with the old kernel kept, paired by role (forward with forward, backward with backward), the
+test's architecture condition raised on the new kernels.
+
+Shortened from two real pull requests (both in tests/data/real_prs):
+
+- hao-ai-lab/FastVideo a37b39d83c11 (Apache-2.0): ``block_sparse_attn`` applies the CUDA
+  autograd Function when the ``vsa_cuda`` extension (setup_vsa.py; vsa.cpp's PYBIND11_MODULE
+  binds ``block_sparse_fwd``/``_bwd`` through ``torch::wrap_pybind_function``) imported, else the
+  new Triton ``attention_sparse`` (``_attention_sparse.apply``); the capability test is
+  hao-ai-lab/FastVideo e0ad145152db's dispatcher (``major, minor =
+  torch.cuda.get_device_capability(...)``).
+- JL-er/RWKV-PEFT 4a6ae20e86ec (Apache-2.0): ``if os.environ["WKV"] == 'fla':`` defines
+  ``RUN_CUDA_RWKV6`` to call the vendored Triton ``chunk_rwkv6`` (re-exported by its package's
+  ``__init__.py``), ``else:`` the ``load()``-built ``wkv6`` extension through an autograd
+  Function, as before.
+"""
+
+from __future__ import annotations
+
+from bot.analysis.model import KernelChange
+from tests.diff_util import analysis_between
+
+SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+source_files = ['vsa.cpp']
+setup(name='vsa', ext_modules=[CUDAExtension('vsa_cuda', sources=source_files)],
+      cmdclass={'build_ext': BuildExtension})
+"""
+BINDING = """\
+#include <torch/extension.h>
+extern std::vector<torch::Tensor> block_sparse_attention_forward(torch::Tensor q);
+extern std::vector<torch::Tensor> block_sparse_attention_backward(torch::Tensor q);
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("block_sparse_fwd", torch::wrap_pybind_function(block_sparse_attention_forward), "fwd");
+    m.def("block_sparse_bwd", torch::wrap_pybind_function(block_sparse_attention_backward), "bwd");
+}
+"""
+CU = """\
+template<int D> __global__ void fwd_attend_ker(const float* q) { }
+template<int D> __global__ void bwd_attend_ker(const float* q) { }
+
+std::vector<torch::Tensor>
+block_sparse_attention_forward(torch::Tensor q) {
+    fwd_attend_ker<64><<<grid, (128), mem_size, stream>>>(q.data_ptr<float>());
+    return {q};
+}
+
+std::vector<torch::Tensor>
+block_sparse_attention_backward(torch::Tensor q) {
+    bwd_attend_ker<64><<<grid, threads, 72000, stream>>>(q.data_ptr<float>());
+    return {q};
+}
+"""
+OLD_OP = """\
+import torch
+try:
+    from vsa_cuda import block_sparse_fwd, block_sparse_bwd
+except ImportError:
+    block_sparse_fwd = None
+    block_sparse_bwd = None
+
+
+class BlockSparseAttentionFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q):
+        o, lse = block_sparse_fwd(q)
+        return o
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return block_sparse_bwd(grad_output)
+
+
+def block_sparse_attn(q):
+    return BlockSparseAttentionFunction.apply(q)
+"""
+TRITON = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _attn_fwd_sparse(Q, Out, BLOCK: tl.constexpr):
+    tl.store(Out + tl.arange(0, BLOCK), tl.load(Q + tl.arange(0, BLOCK)))
+
+
+@triton.jit
+def _attn_bwd(DO, DQ, BLOCK: tl.constexpr):
+    tl.store(DQ + tl.arange(0, BLOCK), tl.load(DO + tl.arange(0, BLOCK)))
+
+
+class _attention_sparse(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q):
+        o = torch.empty_like(q)
+        _attn_fwd_sparse[(1,)](q, o, BLOCK=128)
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        dq = torch.empty_like(do)
+        _attn_bwd[(1,)](do, dq, BLOCK=128)
+        return dq
+
+
+attention_sparse = _attention_sparse.apply
+"""
+
+
+def _op(test: str, triton_call: str = "block_sparse_attn_triton(q)") -> str:
+    return OLD_OP.replace(
+        "import torch\n",
+        "import torch\nfrom .block_sparse_attn_triton import attention_sparse as "
+        "block_sparse_attn_triton\n",
+    ).replace(
+        "    return BlockSparseAttentionFunction.apply(q)\n",
+        "    major, minor = torch.cuda.get_device_capability(q.device)\n"
+        f"    if {test}:\n"
+        "        return BlockSparseAttentionFunction.apply(q)\n"
+        "    else:\n"
+        f"        return {triton_call}\n",
+    )
+
+
+BASE = {
+    "csrc/attn/setup_vsa.py": SETUP,
+    "csrc/attn/vsa.cpp": BINDING,
+    "csrc/attn/vsa/block_sparse_h100.cu": CU,
+    "csrc/attn/vsa/__init__.py": OLD_OP,
+}
+
+
+def _by_name(new_files: dict[str, str]) -> dict[str, KernelChange]:
+    analysis = analysis_between(BASE, {**BASE, **new_files})
+    return {c.name: c for c in analysis.changes}
+
+
+def test_a_triton_path_beside_a_kept_extension_op_is_a_rewrite_paired_by_role() -> None:
+    got = _by_name(
+        {
+            "csrc/attn/vsa/block_sparse_attn_triton.py": TRITON,
+            # moved to a new module, where it picks one of the two: no call site switches
+            "csrc/attn/vsa/__init__.py": "from .vsa import block_sparse_attn\n",
+            "csrc/attn/vsa/vsa.py": _op("major == 9 and block_sparse_fwd is not None"),
+        }
+    )
+    fwd, bwd = got["_attn_fwd_sparse"], got["_attn_bwd"]
+    assert (fwd.kind, bwd.kind) == ("rewrite", "rewrite")
+    assert {r.name for r in [fwd.old, *fwd.old_variants] if r} == {"fwd_attend_ker"}
+    assert {r.name for r in [bwd.old, *bwd.old_variants] if r} == {"bwd_attend_ker"}
+    assert fwd.old_kernel_kept and bwd.old_kernel_kept
+    # the capability the dispatcher reads through a local name picks the Triton path
+    assert [(b.kind, b.condition) for b in fwd.branches if b.kind == "arch"] == [
+        ("arch", "not (major == 9 and block_sparse_fwd is not None)")
+    ]
+
+
+def test_a_choice_between_triton_and_torch_pairs_nothing() -> None:
+    """The CUDA op is still called, but not from the choice: the Triton kernels' alternative
+    is plain torch, so they replace no CUDA kernel and stay new."""
+    op = OLD_OP.replace(
+        "import torch\n",
+        "import torch\nfrom .block_sparse_attn_triton import attention_sparse\n",
+    ) + (
+        "\n\ndef sparse_attn(q):\n"
+        "    if q.is_cuda:\n"
+        "        return attention_sparse(q)\n"
+        "    return torch.softmax(q @ q.T, -1) @ q\n"
+    )
+    got = _by_name(
+        {"csrc/attn/vsa/block_sparse_attn_triton.py": TRITON, "csrc/attn/vsa/__init__.py": op}
+    )
+    assert (got["_attn_fwd_sparse"].kind, got["_attn_bwd"].kind) == ("new", "new")
+
+
+OP_CPP = """\
+#include <torch/extension.h>
+void cuda_forward(int B, float *r, float *y);
+void cuda_backward(int B, float *r, float *gy);
+void forward(int64_t B, torch::Tensor &r, torch::Tensor &y) {
+    cuda_forward(B, r.data_ptr<float>(), y.data_ptr<float>());
+}
+void backward(int64_t B, torch::Tensor &r, torch::Tensor &gy) {
+    cuda_backward(B, r.data_ptr<float>(), gy.data_ptr<float>());
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("forward", &forward, "wkv6 forward");
+    m.def("backward", &backward, "wkv6 backward");
+}
+"""
+WKV_CU = """\
+__global__ void kernel_forward(const int B, const float *r, float *y) { y[0] = r[0]; }
+__global__ void kernel_backward_111(const int B, const float *r, float *gr) { gr[0] = r[0]; }
+
+void cuda_forward(int B, float *r, float *y) {
+    kernel_forward<<<dim3(B), dim3(64)>>>(B, r, y);
+}
+void cuda_backward(int B, float *r, float *gy) {
+    kernel_backward_111<<<dim3(B), dim3(64)>>>(B, r, gy);
+}
+"""
+CUDA_PATH = """\
+from torch.utils.cpp_extension import load
+wkv6_cuda = load(name="wkv6", sources=["cuda/wkv6_op.cpp", f"cuda/wkv6_cuda.cu"])
+
+class WKV_6(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, B, r):
+        y = torch.empty_like(r)
+        wkv6_cuda.forward(B, r, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        gr = torch.empty_like(gy)
+        wkv6_cuda.backward(ctx.B, gy, gr)
+        return (None, gr)
+
+def RUN_CUDA_RWKV6(B, r):
+    return WKV_6.apply(B, r)
+"""
+# the vendored chunk kernels, in the shape of the Triton file above
+CHUNK = (
+    TRITON.replace("attention_sparse = _attention_sparse.apply", "chunk_rwkv6 = Chunk.apply")
+    .replace("_attention_sparse", "Chunk")
+    .replace("_attn_fwd_sparse", "chunk_rwkv6_fwd_kernel_h")
+    .replace("_attn_bwd", "chunk_rwkv6_bwd_kernel_dh")
+)
+RWKV_BASE = {
+    "cuda/wkv6_op.cpp": OP_CPP,
+    "cuda/wkv6_cuda.cu": WKV_CU,
+    "src/model.py": "import os\nimport torch\n" + CUDA_PATH,
+}
+
+
+def test_a_module_level_choice_that_defines_one_name_twice_pairs_by_role() -> None:
+    indented = "".join(f"    {line}" if line else "\n" for line in CUDA_PATH.splitlines(True))
+    model = (
+        "import os\nimport torch\nfrom fla.ops.rwkv6 import chunk_rwkv6\n"
+        "if os.environ['WKV'] == 'fla':\n"
+        "    def RUN_CUDA_RWKV6(B, r):\n"
+        "        return chunk_rwkv6(r)\n"
+        "else:\n" + indented
+    )
+    new = {
+        **RWKV_BASE,
+        "src/model.py": model,
+        "fla/ops/rwkv6/__init__.py": "from .chunk import chunk_rwkv6\n",
+        "fla/ops/rwkv6/chunk.py": CHUNK,
+    }
+    got = {c.name: c for c in analysis_between(RWKV_BASE, new).changes}
+    fwd, bwd = got["chunk_rwkv6_fwd_kernel_h"], got["chunk_rwkv6_bwd_kernel_dh"]
+    assert (fwd.kind, bwd.kind) == ("rewrite", "rewrite")
+    assert {r.name for r in [fwd.old, *fwd.old_variants] if r} == {"kernel_forward"}
+    assert {r.name for r in [bwd.old, *bwd.old_variants] if r} == {"kernel_backward_111"}
+    assert fwd.old_kernel_kept and bwd.old_kernel_kept
+    assert not [b for b in fwd.branches if b.kind in ("vendor", "arch")]  # an env flag
