@@ -87,7 +87,9 @@ class _Old:
 def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     switches = _call_switches(ctx)
     both = sides(ctx)
-    moved = moved_calls(both, switches) + [k.moved for k in kept_beside(ctx, both)]
+    moved = moved_calls(both, switches)
+    if any(c.kind == "new" and c.language in PYTHON_LANGUAGES for c in changes):
+        moved += [k.moved for k in kept_beside(ctx, both)]  # only new kernels are paired so
     switches += [
         (m.where, {("~" if m.kept else "") + o.name for o in m.ops}, set(m.kernels)) for m in moved
     ]

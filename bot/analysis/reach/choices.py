@@ -223,6 +223,8 @@ def choice_gates(changes: list[KernelChange], ctx: Context) -> list[KernelChange
     raised on those kernels as its branches."""
     from bot.analysis.reach.moved_calls import sides
 
+    if not any(c.kind == "rewrite" for c in changes):
+        return changes
     both = sides(ctx)
     found = kept_beside(ctx, both)
     if not found:
