@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -239,6 +239,8 @@ class Context:
     texts_old: dict[str, str] = field(default_factory=dict)
     texts_new: dict[str, str] = field(default_factory=dict)
     diff_paths: set[str] = field(default_factory=set)
+    # the choices between a compiled op and Python kernels (``reach.choices``), found once
+    side_by_side: list[Any] | None = None
 
     def old_launches(self) -> list[LaunchSite]:
         return [x for f in self.files if f.old for x in f.old.launches] + [

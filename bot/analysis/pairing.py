@@ -88,14 +88,17 @@ def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChang
     switches = _call_switches(ctx)
     both = sides(ctx)
     moved = moved_calls(both, switches)
+    chosen: set[str] = set()  # kernels a choice beside a compiled op reaches
     if any(c.kind == "new" and c.language in PYTHON_LANGUAGES for c in changes):
-        moved += [k.moved for k in kept_beside(ctx, both)]  # only new kernels are paired so
+        beside = [k.moved for k in kept_beside(ctx, both)]  # only new kernels are paired so
+        moved += beside
+        chosen = {k for m in beside for k in m.kernels}
     switches += [
         (m.where, {("~" if m.kept else "") + o.name for o in m.ops}, set(m.kernels)) for m in moved
     ]
     paired = _pair(changes, ctx, switches, moved)
     paired = _unseen_ops(paired, moved, ctx, both)
-    paired = _variants(paired)
+    paired = _variants(paired, chosen)
     return [_unseen_old_note(c, ctx) for c in paired]
 
 
@@ -114,10 +117,12 @@ def _undiscriminated(c: KernelChange, rewrites: list[KernelChange]) -> bool:
 _PAIRING_NOTES = ("old kernel kept in", "old kernel deleted from", "no Part A table")
 
 
-def _variants(changes: list[KernelChange]) -> list[KernelChange]:
+def _variants(changes: list[KernelChange], chosen: set[str] = frozenset()) -> list[KernelChange]:  # type: ignore[assignment]
     """A new Python kernel left unpaired whose operation is a paired rewrite's with a word
     added (``_bgmv_expand_slice_kernel`` beside ``_bgmv_expand_kernel``, in the same folder):
-    a variant of that rewrite, replacing the same old kernels."""
+    a variant of that rewrite, replacing the same old kernels. A new kernel nothing paired is
+    no variant of a rewrite a choice beside the compiled op paired (``chosen``): the choice
+    says which kernels take the op's role, and it does not reach this one."""
     rewrites = [c for c in changes if c.kind == "rewrite" and c.language in PYTHON_LANGUAGES]
     if not rewrites:
         return changes
@@ -137,6 +142,7 @@ def _variants(changes: list[KernelChange]) -> list[KernelChange]:
             r
             for r in rewrites
             if r is not c
+            and not (c.kind == "new" and r.name in chosen)
             and stem(r.name)
             and posixpath.dirname(r.path) == posixpath.dirname(c.path)
             and len(words) == len(stem(r.name).split("_")) + 1
@@ -522,7 +528,10 @@ def _unbuilt_ops(ctx: Context, moved: list[MovedCall]) -> dict[str, set[str]]:
         return {}
     index = ExtensionIndex(list(ctx.old_files), ctx.old_source)
     modules = sorted({o.extension.name for o in unbuilt})  # ``vsa_cuda``: csrc/attn/vsa.cpp
-    registering = list(dict.fromkeys(index.named_cpp(*ops)[:8] + index.named_cpp(*modules)[:4]))
+    held = [o.extension.where for o in unbuilt if source_kind(o.extension.where) == "cpp"]
+    registering = list(
+        dict.fromkeys(held + index.named_cpp(*ops)[:8] + index.named_cpp(*modules)[:4])
+    )
     found = op_kernels(ops, registering, list(ctx.old_files), ctx.old_source)
     out: dict[str, set[str]] = {}
     for kernel, (path, by) in found.items():

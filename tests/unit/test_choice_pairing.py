@@ -259,3 +259,108 @@ def test_a_module_level_choice_that_defines_one_name_twice_pairs_by_role() -> No
     assert {r.name for r in [bwd.old, *bwd.old_variants] if r} == {"kernel_backward_111"}
     assert fwd.old_kernel_kept and bwd.old_kernel_kept
     assert not [b for b in fwd.branches if b.kind in ("vendor", "arch")]  # an env flag
+
+
+# microsoft/DeepSpeed 69d1b9f97879 (Apache-2.0), shortened: the op binding holds the extension an
+# op builder loads (in a base class of another file); its ops are bound by a macro, and the
+# layer norm is launched by a macro too.
+PT_BINDING = """\
+template <typename T>
+void ds_layer_norm_internal(T* workspace, at::Tensor& input)
+{
+    launch_fused_ln(workspace, (const T*)input.data_ptr(), input.size(0));
+}
+
+template <typename T>
+std::vector<at::Tensor> ds_qkv_gemm(at::Tensor& input)
+{
+    ds_layer_norm_internal<T>((T*)input.data_ptr(), input);
+    return {input};
+}
+
+template <typename T>
+std::vector<at::Tensor> ds_rms_qkv(at::Tensor& input) { return {input}; }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
+{
+#define DEF_OPS(_name, _dtype)                                                                    \\
+    m.def("qkv_gemm_" #_name, &ds_qkv_gemm<_dtype>, "DeepSpeed qkv gemm with " #_name " (CUDA)"); \\
+    m.def("rms_qkv_gemm_" #_name, &ds_rms_qkv<_dtype>, "DeepSpeed rms qkv gemm (CUDA)")
+
+    DEF_OPS(fp32, float);
+    DEF_OPS(fp16, __half);
+}
+"""
+LAYER_NORM_CU = """\
+template <typename T, int unRoll>
+__global__ void fused_ln(T* output, const T* vals, int elems_per_row) { output[0] = vals[0]; }
+
+#define LAUNCH_FUSED_LN(unRollFactor)                                   \\
+    fused_ln<T, unRollFactor><<<grid, block, 0, stream>>>(output, vals, elems_per_row);
+
+template <typename T>
+void launch_fused_ln(T* output, const T* vals, int elems_per_row)
+{
+    LAUNCH_FUSED_LN(1);
+}
+"""
+QKV_OP = """\
+import torch
+from .base import BaseOp
+
+
+class QKVGemmOp(BaseOp):
+
+    def __init__(self, config):
+        super(QKVGemmOp, self).__init__(config)
+        if self.config.norm_type == 'layernorm':
+            self.qkv_gemm_func = self.inference_module.qkv_gemm_fp16
+        else:
+            self.qkv_gemm_func = self.inference_module.rms_qkv_gemm_fp16
+
+    def forward(self, input):
+        return self.qkv_gemm_func(input)
+"""
+TRITON_LN = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def layer_norm_kernel(Out, A, N, BLOCK_SIZE: tl.constexpr):
+    cols = tl.arange(0, BLOCK_SIZE)
+    tl.store(Out + cols, tl.load(A + cols, mask=cols < N), mask=cols < N)
+
+
+def qkv_gemm_func(input):
+    out = torch.empty_like(input)
+    layer_norm_kernel[(1,)](out, input, input.shape[-1], BLOCK_SIZE=1024)
+    return out
+"""
+DS_BASE = {
+    "csrc/transformer/inference/csrc/pt_binding.cpp": PT_BINDING,
+    "csrc/transformer/inference/csrc/layer_norm.cu": LAYER_NORM_CU,
+    "deepspeed/ops/transformer/inference/op_binding/qkv_gemm.py": QKV_OP,
+}
+
+
+def test_an_op_held_by_an_attribute_beside_a_triton_function_under_a_flag() -> None:
+    choice = QKV_OP.replace(
+        "            self.qkv_gemm_func = self.inference_module.qkv_gemm_fp16\n",
+        "            if self.config.use_triton:\n"
+        "                from deepspeed.ops.transformer.inference.triton.ops import qkv_gemm_func\n"
+        "                self.qkv_gemm_func = qkv_gemm_func\n"
+        "            else:\n"
+        "                self.qkv_gemm_func = self.inference_module.qkv_gemm_fp16\n",
+    )
+    new = {
+        **DS_BASE,
+        "deepspeed/ops/transformer/inference/op_binding/qkv_gemm.py": choice,
+        "deepspeed/ops/transformer/inference/triton/ops.py": TRITON_LN,
+    }
+    got = {c.name: c for c in analysis_between(DS_BASE, new).changes}
+    ln = got["layer_norm_kernel"]
+    assert ln.kind == "rewrite" and ln.old_kernel_kept
+    # the flag's choice, not the norm type's: the RMS op is of the same extension
+    assert {r.name for r in [ln.old, *ln.old_variants] if r} == {"fused_ln"}

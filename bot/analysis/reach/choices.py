@@ -164,7 +164,13 @@ def kept_beside(ctx: Context, both: tuple[Side, Side] | None) -> list[KeptBeside
     side and Python kernels on another, per role."""
     if both is None:
         return []
-    side = both[1]
+    if ctx.side_by_side is not None:
+        return list(ctx.side_by_side)
+    ctx.side_by_side = out = _kept_beside(ctx, both[1])
+    return list(out)
+
+
+def _kept_beside(ctx: Context, side: Side) -> list[KeptBeside]:
     out: list[KeptBeside] = []
     followed = 0
     # files at base first: a choice beside an op the base already called is the usual place
@@ -178,16 +184,23 @@ def kept_beside(ctx: Context, both: tuple[Side, Side] | None) -> list[KeptBeside
         added = sorted(n for n, _ in f.patch.added_lines())
         flags: dict[str, set[str]] | None = None
         device = {k.name for k in f.new.kernels} if f.new is not None else set()
+        settled: list[tuple[int, int]] = []  # choices nothing nested in can pair anew
         for choice in choices(mod.tree, path):
             if choice.scope.split(".")[-1] in device:
                 continue  # a test in a kernel's body: device code, not a choice of kernels
             if not _touched(choice, added) or followed >= _MAX_CHOICES:
+                continue
+            if any(a <= choice.line and choice.end <= b for a, b in settled):
                 continue
             followed += 1
             reaches = [
                 _roles(_arm_reach(side, path, list(code), choice.scope, [_MAX_SPLITS]))
                 for _, code in choice.arms
             ]
+            union = [r for arm in reaches for r in arm.values()]
+            if not any(r.ops for r in union) or not any(r.kernels for r in union):
+                settled.append((choice.line, choice.end))  # nothing to pair in it at all
+            found = len(out)
             for i, j in ((i, j) for i in range(len(reaches)) for j in range(len(reaches))):
                 if i == j:
                     continue
@@ -198,6 +211,9 @@ def kept_beside(ctx: Context, both: tuple[Side, Side] | None) -> list[KeptBeside
                     ops = old.ops - new.ops
                     if not ops or not kernels:
                         continue
+                    if {o.extension for o in ops} & {o.extension for o in new.ops}:
+                        continue  # both reach the extension: other ops of it, not another way
+
                     if flags is None:
                         flags = LaunchPath(mod.tree).flags
                     where = f"{path}::{choice.scope or 'module level'}@{choice.line}"
@@ -215,6 +231,8 @@ def kept_beside(ctx: Context, both: tuple[Side, Side] | None) -> list[KeptBeside
                             line=choice.line,
                         )
                     )
+            if len(out) > found:
+                settled.append((choice.line, choice.end))  # paired here, not again inside
     return out
 
 

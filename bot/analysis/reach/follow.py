@@ -604,4 +604,14 @@ class Side:
                 if q != qualified:
                     out.add(self._reach_of(other, q, depth - 1, seen))
             return out
-        return Reach()
+        return self._held_op(name)
+
+    def _held_op(self, name: str) -> Reach:
+        """``Cls.inference_module.qkv_gemm_fp16``: an op of an extension held in an attribute
+        not followed to its build (set in a base class of another file, by an op builder's
+        ``load()``), where a C++ file named like the attribute registers that op."""
+        holder, _, op = name.rpartition(".")
+        if "." not in holder:
+            return Reach()
+        ext = self.extensions.holder(holder.rsplit(".", 1)[-1], op)
+        return Reach(ops={Op(ext, op)}) if ext is not None else Reach()
