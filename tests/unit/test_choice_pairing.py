@@ -14,6 +14,10 @@ Shortened from two real pull requests (both in tests/data/real_prs):
   ``RUN_CUDA_RWKV6`` to call the vendored Triton ``chunk_rwkv6`` (re-exported by its package's
   ``__init__.py``), ``else:`` the ``load()``-built ``wkv6`` extension through an autograd
   Function, as before.
+
+Below them, microsoft/DeepSpeed 69d1b9f97879 (an op binding's attribute beside a Triton function
+under a flag) and, from another repository than those three, pytorch/FBGEMM 99e0a253bdb7 (a new
+dispatcher picking the Triton MX4 dequantize or the kept ``torch.ops.fbgemm`` op).
 """
 
 from __future__ import annotations
@@ -173,6 +177,22 @@ def test_a_choice_between_triton_and_torch_pairs_nothing() -> None:
     )
     got = _by_name(
         {"csrc/attn/vsa/block_sparse_attn_triton.py": TRITON, "csrc/attn/vsa/__init__.py": op}
+    )
+    assert (got["_attn_fwd_sparse"].kind, got["_attn_bwd"].kind) == ("new", "new")
+
+
+def test_a_choice_beside_a_pytorch_op_pairs_nothing() -> None:
+    """PyTorch's own op (``torch.ops.aten``) is no kernel of the repository: a Triton path
+    beside it replaces nothing (xlite-dev/ffpa-attn's backward picks between the two)."""
+    op = _op("major == 9", "torch.ops.aten._efficient_attention_backward(q, q, q)").replace(
+        "return BlockSparseAttentionFunction.apply(q)", "return block_sparse_attn_triton(q)"
+    )
+    got = _by_name(
+        {
+            "csrc/attn/vsa/block_sparse_attn_triton.py": TRITON,
+            "csrc/attn/vsa/__init__.py": "from .vsa import block_sparse_attn\n",
+            "csrc/attn/vsa/vsa.py": op,
+        }
     )
     assert (got["_attn_fwd_sparse"].kind, got["_attn_bwd"].kind) == ("new", "new")
 
@@ -364,3 +384,82 @@ def test_an_op_held_by_an_attribute_beside_a_triton_function_under_a_flag() -> N
     assert ln.kind == "rewrite" and ln.old_kernel_kept
     # the flag's choice, not the norm type's: the RMS op is of the same extension
     assert {r.name for r in [ln.old, *ln.old_variants] if r} == {"fused_ln"}
+
+
+# pytorch/FBGEMM 99e0a253bdb7 (BSD-3-Clause), shortened: a new function of quantize_utils.py
+# picks the new Triton MX4 dequantize or the CUDA op ``torch.ops.fbgemm.dequantize_mx_cuda``,
+# which stays; the Triton wrapper is re-exported by the package under a try/except.
+MX_CU = """\
+__global__ void dequantize_mx4_to_float_kernel(const uint8_t* input, float* output) {
+  output[threadIdx.x] = input[threadIdx.x];
+}
+
+DLL_PUBLIC at::Tensor dequantize_mx_cuda(const at::Tensor& input, const int64_t mx_group_size) {
+  auto output = at::empty(input.numel() * 2, input.options().dtype(at::kFloat));
+  dequantize_mx4_to_float_kernel<<<gridDim, blockDim, 0, at::cuda::getCurrentCUDAStream()>>>(
+      input.data_ptr<uint8_t>(), output.data_ptr<float>());
+  return output;
+}
+"""
+UTILS = """\
+import torch
+
+TORCH_HALF_MAX: float = torch.finfo(torch.float16).max
+
+
+def fp32_to_fp16_with_clamp(tensor: torch.Tensor) -> torch.Tensor:
+    return torch.clamp(tensor, -TORCH_HALF_MAX, TORCH_HALF_MAX).half()
+"""
+MX_CHOICE = """\
+
+
+def mx4_to_fp32(tensor: torch.Tensor, group_size: int = 32, use_triton: bool = False):
+    if use_triton:
+        return dequantize_mx4(tensor, group_size)
+    else:
+        out = torch.ops.fbgemm.dequantize_mx_cuda(tensor.view(-1), group_size)
+        return out.view(list(tensor.shape[:-1]) + [-1])
+"""
+MX_TRITON = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel_dequantize_mx4(A, out, M, GROUP_SIZE: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(out + offs, tl.load(A + offs, mask=offs < M).to(tl.float32), mask=offs < M)
+
+
+def triton_dequantize_mx4(a: torch.Tensor, group_size: int = 32) -> torch.Tensor:
+    out = torch.empty(a.numel() * 2, device=a.device, dtype=torch.float32)
+    _kernel_dequantize_mx4[(triton.cdiv(a.numel(), 1024),)](a, out, a.numel(), group_size, 1024)
+    return out
+"""
+MX_PACKAGE = """\
+try:
+    from .quantize import triton_dequantize_mx4 as dequantize_mx4
+except ImportError:
+    from .quantize_ref import py_dequantize_mx4 as dequantize_mx4  # noqa: F401
+"""
+
+
+def test_a_new_dispatcher_picks_a_triton_wrapper_or_a_kept_torch_library_op() -> None:
+    base = {
+        "fbgemm_gpu/src/quantize_ops/quantize_mx.cu": MX_CU,
+        "fbgemm_gpu/fbgemm_gpu/quantize_utils.py": UTILS,
+    }
+    utils = UTILS.replace(
+        "import torch\n", "import torch\n\nfrom fbgemm_gpu.triton import dequantize_mx4\n"
+    )
+    new = {
+        **base,
+        "fbgemm_gpu/fbgemm_gpu/quantize_utils.py": utils + MX_CHOICE,
+        "fbgemm_gpu/fbgemm_gpu/triton/__init__.py": MX_PACKAGE,
+        "fbgemm_gpu/fbgemm_gpu/triton/quantize.py": MX_TRITON,
+    }
+    got = {c.name: c for c in analysis_between(base, new).changes}
+    mx4 = got["_kernel_dequantize_mx4"]
+    assert mx4.kind == "rewrite" and mx4.old_kernel_kept
+    assert {r.name for r in [mx4.old, *mx4.old_variants] if r} == {"dequantize_mx4_to_float_kernel"}

@@ -208,7 +208,13 @@ def _kept_beside(ctx: Context, side: Side) -> list[KeptBeside]:
                     new = reaches[j].get(role, Reach())
                     everything = {k for r in reaches[i].values() for k in r.kernels}
                     kernels = new.kernels - everything
-                    ops = old.ops - new.ops
+                    # the repository's own ops: built or registered by it, or named like C++
+                    # files of it (``torch.ops.fbgemm``), not PyTorch's (``torch.ops.aten``)
+                    ops = {
+                        o
+                        for o in old.ops - new.ops
+                        if o.extension.where or side.extensions.named_cpp(o.extension.name)
+                    }
                     if not ops or not kernels:
                         continue
                     if {o.extension for o in ops} & {o.extension for o in new.ops}:
