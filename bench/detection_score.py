@@ -314,15 +314,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     ),
     # first-look batch8: wrong on first sight, scored after round seven's fixes
     **{
-        ("JL-er-RWKV-PEFT-4a6ae20e86ec", k): (
-            "host code, invented: the CUDA kernels' host launchers did not change (only "
-            "wkv6state_cuda.cu's kernel_backward body is labelled); the launches of the other "
-            "CUDA kernels are reported changed because the Python host code around the flag "
-            "changed, and that change is not narrowed to the calls that reach each launch"
-        )
-        for k in ("kernel_backward: not a changed kernel", "unlabelled changes")
-    },
-    **{
         (case, f"{kernel}: reported"): (
             "not reported: the change is in lightning_attn_func, which calls the autograd "
             "Functions (LightningAttention2.apply / LightningAttention2NoDecay.apply) that "
