@@ -130,6 +130,13 @@ def _op(test: str, triton_call: str = "block_sparse_attn_triton(q)") -> str:
     )
 
 
+def _kept_rewrite(old: dict[str, str], new: dict[str, str], kernel: str, olds: set[str]) -> None:
+    """``kernel`` is reported as a rewrite of exactly ``olds``, the old kernels kept."""
+    got = {c.name: c for c in analysis_between(old, new).changes}[kernel]
+    assert got.kind == "rewrite" and got.old_kernel_kept
+    assert {r.name for r in [got.old, *got.old_variants] if r} == olds
+
+
 BASE = {
     "csrc/attn/setup_vsa.py": SETUP,
     "csrc/attn/vsa.cpp": BINDING,
@@ -379,11 +386,8 @@ def test_an_op_held_by_an_attribute_beside_a_triton_function_under_a_flag() -> N
         "deepspeed/ops/transformer/inference/op_binding/qkv_gemm.py": choice,
         "deepspeed/ops/transformer/inference/triton/ops.py": TRITON_LN,
     }
-    got = {c.name: c for c in analysis_between(DS_BASE, new).changes}
-    ln = got["layer_norm_kernel"]
-    assert ln.kind == "rewrite" and ln.old_kernel_kept
     # the flag's choice, not the norm type's: the RMS op is of the same extension
-    assert {r.name for r in [ln.old, *ln.old_variants] if r} == {"fused_ln"}
+    _kept_rewrite(DS_BASE, new, "layer_norm_kernel", {"fused_ln"})
 
 
 # pytorch/FBGEMM 99e0a253bdb7 (BSD-3-Clause), shortened: a new function of quantize_utils.py
@@ -459,7 +463,4 @@ def test_a_new_dispatcher_picks_a_triton_wrapper_or_a_kept_torch_library_op() ->
         "fbgemm_gpu/fbgemm_gpu/triton/__init__.py": MX_PACKAGE,
         "fbgemm_gpu/fbgemm_gpu/triton/quantize.py": MX_TRITON,
     }
-    got = {c.name: c for c in analysis_between(base, new).changes}
-    mx4 = got["_kernel_dequantize_mx4"]
-    assert mx4.kind == "rewrite" and mx4.old_kernel_kept
-    assert {r.name for r in [mx4.old, *mx4.old_variants] if r} == {"dequantize_mx4_to_float_kernel"}
+    _kept_rewrite(base, new, "_kernel_dequantize_mx4", {"dequantize_mx4_to_float_kernel"})
