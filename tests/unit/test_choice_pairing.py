@@ -257,15 +257,21 @@ CHUNK = (
     .replace("_attn_fwd_sparse", "chunk_rwkv6_fwd_kernel_h")
     .replace("_attn_bwd", "chunk_rwkv6_bwd_kernel_dh")
 )
+# the RWKV-5 path, in the same alternative but under a name the other does not define: its
+# kernels, named as RWKV-6's, are no old side of the rewrite
+CUDA_PATH_5 = CUDA_PATH.replace("wkv6", "wkv5").replace("WKV_6", "WKV_5").replace("RWKV6", "RWKV5")
 RWKV_BASE = {
     "cuda/wkv6_op.cpp": OP_CPP,
     "cuda/wkv6_cuda.cu": WKV_CU,
-    "src/model.py": "import os\nimport torch\n" + CUDA_PATH,
+    "cuda/wkv5_op.cpp": OP_CPP,
+    "cuda/wkv5_cuda.cu": WKV_CU,
+    "src/model.py": "import os\nimport torch\n" + CUDA_PATH + CUDA_PATH_5,
 }
 
 
 def test_a_module_level_choice_that_defines_one_name_twice_pairs_by_role() -> None:
-    indented = "".join(f"    {line}" if line else "\n" for line in CUDA_PATH.splitlines(True))
+    both = CUDA_PATH + CUDA_PATH_5
+    indented = "".join(f"    {line}" if line else "\n" for line in both.splitlines(True))
     model = (
         "import os\nimport torch\nfrom fla.ops.rwkv6 import chunk_rwkv6\n"
         "if os.environ['WKV'] == 'fla':\n"
@@ -282,8 +288,12 @@ def test_a_module_level_choice_that_defines_one_name_twice_pairs_by_role() -> No
     got = {c.name: c for c in analysis_between(RWKV_BASE, new).changes}
     fwd, bwd = got["chunk_rwkv6_fwd_kernel_h"], got["chunk_rwkv6_bwd_kernel_dh"]
     assert (fwd.kind, bwd.kind) == ("rewrite", "rewrite")
-    assert {r.name for r in [fwd.old, *fwd.old_variants] if r} == {"kernel_forward"}
-    assert {r.name for r in [bwd.old, *bwd.old_variants] if r} == {"kernel_backward_111"}
+    assert {(r.path, r.name) for r in [fwd.old, *fwd.old_variants] if r} == {
+        ("cuda/wkv6_cuda.cu", "kernel_forward")
+    }
+    assert {(r.path, r.name) for r in [bwd.old, *bwd.old_variants] if r} == {
+        ("cuda/wkv6_cuda.cu", "kernel_backward_111")
+    }
     assert fwd.old_kernel_kept and bwd.old_kernel_kept
     assert not [b for b in fwd.branches if b.kind in ("vendor", "arch")]  # an env flag
 

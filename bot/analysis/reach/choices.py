@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from bot.analysis.model import Context, KernelChange, LaunchBranch
 from bot.analysis.reach.branches import LaunchPath, branch_note, test_kinds
-from bot.analysis.reach.follow import Reach, Side
+from bot.analysis.reach.follow import Op, Reach, Side
 from bot.analysis.reach.moved_calls import MovedCall
 from bot.analysis.text import collapse
 
@@ -114,19 +114,48 @@ def choices(tree: ast.Module, path: str) -> Iterator[Choice]:
     yield from visit(tree.body, "")
 
 
-def _arm_reach(side: Side, path: str, code: list, scope: str, budget: list[int]) -> Reach:
-    """What one alternative reaches: each choice nested in it followed alternative by
-    alternative (a name defined in both of them is two implementations, not one)."""
+def _leaves(code: list, budget: list[int]) -> list[list]:
+    """An alternative's code once per path through the choices nested in it (a name defined
+    in two nested alternatives is two implementations, not one)."""
     nested = [s for s in code if isinstance(s, ast.If)]
     if not nested or budget[0] <= 0:
-        return side.reach_in(path, code, scope)
+        return [code]
     budget[0] -= 1
     first = nested[0]
     rest = [s for s in code if s is not first]
+    return [leaf for _, alt in _chain(first) for leaf in _leaves(rest + alt, budget)]
+
+
+def _arm_reach(side: Side, path: str, code: list, scope: str) -> Reach:
+    """What one alternative reaches."""
     out = Reach()
-    for _, alt in _chain(first):
-        out.add(_arm_reach(side, path, rest + alt, scope, budget))
+    for leaf in _leaves(code, [_MAX_SPLITS]):
+        out.add(side.reach_in(path, leaf, scope))
     return out
+
+
+def _defined_reach(side: Side, path: str, code: list) -> dict[str, Reach]:
+    """What each function a module-level alternative defines reaches."""
+    out: dict[str, Reach] = {}
+    for leaf in _leaves(code, [_MAX_SPLITS]):
+        for stmt in leaf:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                reach = side.reach_in(path, [stmt], beside=leaf)
+                out.setdefault(stmt.name, Reach()).add(reach)
+    return out
+
+
+def _units(side: Side, path: str, choice: Choice) -> list[tuple[str, list[dict[str, Reach]]]]:
+    """``(what is chosen, per alternative its reach by role)``: at module level, each name
+    two alternatives define (``RUN_CUDA_RWKV6``: what one or the other definition runs), so
+    a name one alternative alone defines pairs nothing; elsewhere, the alternatives whole."""
+    if not choice.scope:
+        named = [_defined_reach(side, path, list(code)) for _, code in choice.arms]
+        shared = sorted(n for n in {n for d in named for n in d} if sum(n in d for d in named) > 1)
+        if shared:
+            return [(n, [_roles(d.get(n, Reach())) for d in named]) for n in shared]
+    arms = [_roles(_arm_reach(side, path, list(code), choice.scope)) for _, code in choice.arms]
+    return [(choice.scope or "module level", arms)]
 
 
 def _roles(reach: Reach) -> dict[str, Reach]:
@@ -170,6 +199,27 @@ def kept_beside(ctx: Context, both: tuple[Side, Side] | None) -> list[KeptBeside
     return list(out)
 
 
+def _moved(
+    side: Side, before: dict[str, Reach], new: Reach, role: str
+) -> tuple[tuple[Op, ...], tuple[str, ...]] | None:
+    """The ops one alternative reaches in ``role`` (``before``: its reach by role) and the
+    kernels another reaches there instead (``new``), where the second took the first's role."""
+    old = before[role]
+    kernels = new.kernels - {k for r in before.values() for k in r.kernels}
+    # the repository's own ops: built or registered by it, or named like C++ files of it
+    # (``torch.ops.fbgemm``), not PyTorch's (``torch.ops.aten``)
+    ops = {
+        o
+        for o in old.ops - new.ops
+        if o.extension.where or side.extensions.named_cpp(o.extension.name)
+    }
+    if not ops or not kernels:
+        return None
+    if {o.extension for o in ops} & {o.extension for o in new.ops}:
+        return None  # both reach the extension: other ops of it, not another way to one
+    return tuple(sorted(ops, key=lambda o: (o.extension.name, o.name))), tuple(sorted(kernels))
+
+
 def _kept_beside(ctx: Context, side: Side) -> list[KeptBeside]:
     out: list[KeptBeside] = []
     followed = 0
@@ -193,50 +243,36 @@ def _kept_beside(ctx: Context, side: Side) -> list[KeptBeside]:
             if any(a <= choice.line and choice.end <= b for a, b in settled):
                 continue
             followed += 1
-            reaches = [
-                _roles(_arm_reach(side, path, list(code), choice.scope, [_MAX_SPLITS]))
-                for _, code in choice.arms
-            ]
-            union = [r for arm in reaches for r in arm.values()]
+            units = _units(side, path, choice)
+            union = [r for _, arms in units for arm in arms for r in arm.values()]
             if not any(r.ops for r in union) or not any(r.kernels for r in union):
                 settled.append((choice.line, choice.end))  # nothing to pair in it at all
             found = len(out)
-            for i, j in ((i, j) for i in range(len(reaches)) for j in range(len(reaches))):
-                if i == j:
-                    continue
-                for role, old in reaches[i].items():
-                    new = reaches[j].get(role, Reach())
-                    everything = {k for r in reaches[i].values() for k in r.kernels}
-                    kernels = new.kernels - everything
-                    # the repository's own ops: built or registered by it, or named like C++
-                    # files of it (``torch.ops.fbgemm``), not PyTorch's (``torch.ops.aten``)
-                    ops = {
-                        o
-                        for o in old.ops - new.ops
-                        if o.extension.where or side.extensions.named_cpp(o.extension.name)
-                    }
-                    if not ops or not kernels:
+            for label, reaches in units:
+                for i, j in ((i, j) for i in range(len(reaches)) for j in range(len(reaches))):
+                    if i == j:
                         continue
-                    if {o.extension for o in ops} & {o.extension for o in new.ops}:
-                        continue  # both reach the extension: other ops of it, not another way
-
-                    if flags is None:
-                        flags = LaunchPath(mod.tree).flags
-                    where = f"{path}::{choice.scope or 'module level'}@{choice.line}"
-                    out.append(
-                        KeptBeside(
-                            moved=MovedCall(
-                                where=f"{where}::{role}" if role else where,
-                                ops=tuple(sorted(ops, key=lambda o: (o.extension.name, o.name))),
-                                kernels=tuple(sorted(kernels)),
-                                kept=True,
-                            ),
-                            tests=choice.arms[j][0],
-                            flags=_local_flags(mod.tree, choice.scope, flags),
-                            path=path,
-                            line=choice.line,
+                    for role in reaches[i]:
+                        moved = _moved(side, reaches[i], reaches[j].get(role, Reach()), role)
+                        if moved is None:
+                            continue
+                        if flags is None:
+                            flags = LaunchPath(mod.tree).flags
+                        where = f"{path}::{label}@{choice.line}"
+                        out.append(
+                            KeptBeside(
+                                moved=MovedCall(
+                                    where=f"{where}::{role}" if role else where,
+                                    ops=moved[0],
+                                    kernels=moved[1],
+                                    kept=True,
+                                ),
+                                tests=choice.arms[j][0],
+                                flags=_local_flags(mod.tree, choice.scope, flags),
+                                path=path,
+                                line=choice.line,
+                            )
                         )
-                    )
             if len(out) > found:
                 settled.append((choice.line, choice.end))  # paired here, not again inside
     return out

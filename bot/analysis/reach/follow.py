@@ -433,16 +433,19 @@ class Side:
                 out.add(self._reach_of(mod, qualified, _DEPTH, set()))
         return out
 
-    def reach_in(self, path: str, nodes: Sequence[ast.AST], scope: str = "") -> Reach:
+    def reach_in(
+        self, path: str, nodes: Sequence[ast.AST], scope: str = "", beside: Sequence[ast.AST] = ()
+    ) -> Reach:
         """What one branch of a test reaches: the calls in ``nodes`` (statements or expressions
         of the module at ``path``, in its function ``scope`` or at module level), the names
         they assign (``self.fn = ops.f``: what a later call of it runs) and the functions they
         define (a ``def`` in the branch is what its name runs). Classes and functions defined
-        in the branch, and extensions it loads, are resolved before the module's own."""
+        in the branch or ``beside`` it (the rest of the branch, where ``nodes`` is one
+        definition of it), and extensions they load, are resolved before the module's own."""
         mod = self.module(path)
         if mod is None:
             return Reach()
-        stmts = [n for n in nodes if isinstance(n, ast.stmt)]
+        stmts = [n for n in [*nodes, *beside] if isinstance(n, ast.stmt)]
         defs: dict[str, Func | ast.ClassDef] = {}
         for found in (s for n in stmts for s in ast.walk(n)):
             if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -452,11 +455,12 @@ class Side:
                     if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         defs.setdefault(f"{found.name}.{method.name}", method)
         imports = [n for n in mod.tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-        loaded = loaded_extensions(path, ast.Module(body=[*imports, *stmts], type_ignores=[]))
+        tree = ast.Module(body=[*imports, *stmts], type_ignores=[])
+        loaded = loaded_extensions(path, tree, self.paths)
         view = replace(mod, defs={**mod.defs, **defs}, loaded={**mod.loaded, **loaded})
         cls = scope.split(".")[0] if "." in scope else None
         outer = mod.defs.get(scope)
-        local = imports_in([*(outer.body if outer is not None else []), *nodes], path)
+        local = imports_in([*(outer.body if outer is not None else []), *nodes, *beside], path)
         out = Reach()
         seen: set[tuple[str, str]] = set()
         depth = _DEPTH + 2  # the branch's own definitions, then a package's re-export
@@ -471,9 +475,12 @@ class Side:
             called = dotted(target) if target is not None else None
             for qualified in self._resolve(view, called, local, cls) if called else []:
                 out.add(self._reach_of(view, qualified, depth, seen))
-        for name, node in defs.items():
-            if "." not in name and not isinstance(node, ast.ClassDef):
-                out.add(self._walk(view, name, depth, seen))
+        for node in (s for n in nodes for s in ast.walk(n)):
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and defs.get(node.name) is node
+            ):
+                out.add(self._walk(view, node.name, depth, seen))
         return out
 
     def _walk(self, mod: _Module, name: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
