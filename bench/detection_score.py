@@ -288,12 +288,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "the __device__ helper, not at a launch; architecture tests are looked for around "
         "launches and in kernel bodies, not in the helpers a kernel calls"
     ),
-    ("hao-ai-lab-FastVideo-e0ad145152db", "triton_sta_kernel: vendor_branch"): (
-        "class 4: ROCm is routed to the Triton path by RocmPlatform.get_attn_backend_cls in "
-        "fastvideo/platforms, which now imports the dispatcher; the dispatcher's capability "
-        "test is raised on the kernel, but a vendor class's method one call away from the "
-        "choice is not followed"
-    ),
     **{
         ("nerfstudio-project-gsplat-22a01a288acb", k): (
             "host code, invented (negative): the diff only drops an unused template parameter "

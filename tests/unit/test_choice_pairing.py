@@ -474,3 +474,37 @@ def test_a_new_dispatcher_picks_a_triton_wrapper_or_a_kept_torch_library_op() ->
         "fbgemm_gpu/fbgemm_gpu/triton/quantize.py": MX_TRITON,
     }
     _kept_rewrite(base, new, "_kernel_dequantize_mx4", {"dequantize_mx4_to_float_kernel"})
+
+
+# hao-ai-lab/FastVideo e0ad145152db (Apache-2.0), shortened: the ROCm platform class's backend
+# picker now imports the sliding-tile dispatcher, whose choice leads AMD to the Triton kernel.
+ROCM = """\
+class RocmPlatform(Platform):
+
+    @classmethod
+    def get_attn_backend_cls(cls, selected_backend):
+        if selected_backend == AttentionBackendEnum.FLASH_ATTN:
+            return "fastvideo.attention.backends.flash_attn.FlashAttentionBackend"
+        raise ValueError(f"Invalid attention backend for {cls.device_name}")
+"""
+ROCM_ROUTED = ROCM.replace(
+    "        raise ValueError",
+    "        if selected_backend == AttentionBackendEnum.SLIDING_TILE_ATTN:\n"
+    "            from csrc.attn.vsa.vsa import block_sparse_attn  # noqa: F401\n"
+    '            return "fastvideo.attention.backends.sliding_tile_attn.Backend"\n'
+    "        raise ValueError",
+)
+
+
+def test_a_vendor_class_that_newly_imports_the_dispatcher_is_a_vendor_branch() -> None:
+    new = {
+        "csrc/attn/vsa/block_sparse_attn_triton.py": TRITON,
+        "csrc/attn/vsa/__init__.py": "from .vsa import block_sparse_attn\n",
+        "csrc/attn/vsa/vsa.py": _op("major == 9 and block_sparse_fwd is not None"),
+    }
+    base = {**BASE, "fastvideo/platforms/rocm.py": ROCM}
+    routed = "RocmPlatform.get_attn_backend_cls (amd) imports block_sparse_attn"
+    for platform, expected in ((ROCM_ROUTED, [routed]), (ROCM, [])):
+        got = analysis_between(base, {**base, **new, "fastvideo/platforms/rocm.py": platform})
+        fwd = next(c for c in got.changes if c.name == "_attn_fwd_sparse")
+        assert [b.condition for b in fwd.branches if b.kind == "vendor"] == expected

@@ -24,13 +24,15 @@ or architecture branches (``choice_gates``).
 from __future__ import annotations
 
 import ast
+import re
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from bot.analysis.model import Context, KernelChange, LaunchBranch
-from bot.analysis.reach.branches import LaunchPath, branch_note, test_kinds
-from bot.analysis.reach.follow import Op, Reach, Side
+from bot.analysis.reach.branches import LaunchPath, branch_note, test_kinds, vendors_named
+from bot.analysis.reach.follow import Op, Reach, Side, imports_in
+from bot.analysis.reach.import_gates import class_branch
 from bot.analysis.reach.moved_calls import MovedCall
 from bot.analysis.text import collapse
 
@@ -61,6 +63,7 @@ class KeptBeside:
     flags: dict[str, set[str]]  # names made of vendor / architecture tests, in its scope
     path: str
     line: int
+    scope: str = ""  # the function the choice is in
 
 
 def _chain(node: ast.If, tests: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], list]]:
@@ -271,6 +274,7 @@ def _kept_beside(ctx: Context, side: Side) -> list[KeptBeside]:
                                 flags=_local_flags(mod.tree, choice.scope, flags),
                                 path=path,
                                 line=choice.line,
+                                scope=choice.scope,
                             )
                         )
             if len(out) > found:
@@ -303,6 +307,7 @@ def choice_gates(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             for t in k.tests
             for kind in test_kinds(t, k.flags)
         ]
+        branches += _vendor_routes(ctx, both[1], k) if both is not None else []
         if not branches:
             continue
         branches = [b.model_copy(update={"note": branch_note(b, ctx.policy)}) for b in branches]
@@ -313,4 +318,42 @@ def choice_gates(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             fresh = [b for b in branches if (b.kind, b.condition) not in have]
             if fresh:
                 out[i] = c.model_copy(update={"branches": [*c.branches, *fresh]})
+    return out
+
+
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def _vendor_routes(ctx: Context, side: Side, k: KeptBeside) -> list[LaunchBranch]:
+    """A method of a vendor's class (``RocmPlatform.get_attn_backend_cls``) that the diff
+    makes import or call the function holding the choice: on that vendor, the choice is
+    reached through it, one call away."""
+    func = k.scope.split(".")[-1]
+    if not func or "." in k.scope:
+        return []
+    out: list[LaunchBranch] = []
+    for f in ctx.files:
+        path = f.patch.new_path
+        mod = side.module(path) if path and path.endswith(".py") else None
+        if mod is None or path is None:
+            continue
+        added = sorted(n for n, _ in f.patch.added_lines())
+        for cls in (n for n in mod.tree.body if isinstance(n, ast.ClassDef)):
+            vendors = vendors_named(" ".join(_CAMEL.findall(cls.name)))
+            if not vendors:
+                continue
+            for method in cls.body:
+                if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                span = Choice(path, "", method.lineno, method.end_lineno or method.lineno, ())
+                if not _touched(span, added):
+                    continue
+                named = {q for qs in imports_in(method.body, path).values() for q in qs}
+                if not any(
+                    q.rsplit(".", 1)[-1] == func and side.path_of(q.rsplit(".", 1)[0]) == k.path
+                    for q in named
+                ):
+                    continue
+                said = f"{cls.name}.{method.name} ({', '.join(vendors)}) imports {func}"
+                out.append(class_branch(cls.name, path, method.lineno, said))
     return out
