@@ -89,6 +89,7 @@ def analyze_diff(
     from bot.analysis.controls.lane_primitives import add_lane_primitives
     from bot.analysis.reach.branches import add_branches
     from bot.analysis.reach.call_gates import call_gates
+    from bot.analysis.reach.choices import choice_gates
     from bot.analysis.reach.decorator_reads import decorator_reads
     from bot.analysis.reach.helpers import fold_helpers
     from bot.analysis.reach.host_cpp import host_changes
@@ -156,6 +157,7 @@ def analyze_diff(
     changes = import_gates(changes, ctx)
     changes = call_gates(changes, ctx)
     changes = predicate_gates(changes, ctx)
+    changes = choice_gates(changes, ctx)
     changes = [_unrecognised(c, sides) for c in changes]
     changes.sort(key=lambda c: (c.path, _first_line(c)))
     moved = [c for c in changes if c.kind == "moved"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -245,6 +245,8 @@ class Context:
     # sources above.
     old_whole: SourceFn | None = None
     new_whole: SourceFn | None = None
+    # the choices between a compiled op and Python kernels (``reach.choices``), found once
+    side_by_side: list[Any] | None = None
 
     def old_launches(self) -> list[LaunchSite]:
         return [x for f in self.files if f.old for x in f.old.launches] + [

@@ -38,6 +38,7 @@ from bot.analysis.model import (
 )
 from bot.analysis.reach.call_sites import IMPORT_LINE as _IMPORT
 from bot.analysis.reach.call_sites import from_imports as _from_imports
+from bot.analysis.reach.choices import kept_beside
 from bot.analysis.reach.extensions import ExtensionIndex
 from bot.analysis.reach.follow import Op, Side
 from bot.analysis.reach.moved_calls import MovedCall, moved_calls, sides, still_built
@@ -87,12 +88,18 @@ def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChang
     switches = _call_switches(ctx)
     both = sides(ctx)
     moved = moved_calls(both, switches)
+    beside: list[MovedCall] = []  # choices beside a compiled op
+    if any(c.kind == "new" and c.language in PYTHON_LANGUAGES for c in changes):
+        beside = [k.moved for k in kept_beside(ctx, both)]  # only new kernels are paired so
+    moved += beside
     switches += [
         (m.where, {("~" if m.kept else "") + o.name for o in m.ops}, set(m.kernels)) for m in moved
     ]
-    paired = _pair(changes, ctx, switches, moved)
+    # a choice's ops are matched to old kernels through their host calls only, not by name
+    paired = _pair(changes, ctx, switches, moved, beside)
+    chosen = {k for m in beside for k in m.kernels}
     paired = _unseen_ops(paired, moved, ctx, both)
-    paired = _variants(paired)
+    paired = _variants(paired, chosen)
     return [_unseen_old_note(c, ctx) for c in paired]
 
 
@@ -111,10 +118,12 @@ def _undiscriminated(c: KernelChange, rewrites: list[KernelChange]) -> bool:
 _PAIRING_NOTES = ("old kernel kept in", "old kernel deleted from", "no Part A table")
 
 
-def _variants(changes: list[KernelChange]) -> list[KernelChange]:
+def _variants(changes: list[KernelChange], chosen: set[str] = frozenset()) -> list[KernelChange]:  # type: ignore[assignment]
     """A new Python kernel left unpaired whose operation is a paired rewrite's with a word
     added (``_bgmv_expand_slice_kernel`` beside ``_bgmv_expand_kernel``, in the same folder):
-    a variant of that rewrite, replacing the same old kernels."""
+    a variant of that rewrite, replacing the same old kernels. A new kernel nothing paired is
+    no variant of a rewrite a choice beside the compiled op paired (``chosen``): the choice
+    says which kernels take the op's role, and it does not reach this one."""
     rewrites = [c for c in changes if c.kind == "rewrite" and c.language in PYTHON_LANGUAGES]
     if not rewrites:
         return changes
@@ -134,6 +143,7 @@ def _variants(changes: list[KernelChange]) -> list[KernelChange]:
             r
             for r in rewrites
             if r is not c
+            and not (c.kind == "new" and r.name in chosen)
             and stem(r.name)
             and posixpath.dirname(r.path) == posixpath.dirname(c.path)
             and len(words) == len(stem(r.name).split("_")) + 1
@@ -186,7 +196,12 @@ def _pair(
     ctx: Context,
     switches: list[tuple[str, set[str], set[str]]],
     moved: list[MovedCall],
+    side_by_side: list[MovedCall],
 ) -> list[KernelChange]:
+    """``side_by_side``: of ``moved``, the choices beside a compiled op; their ops are matched to old
+    kernels through the host calls from their bindings only (``_unbuilt_ops``), not by the
+    stems of their names (``backward`` is every backward kernel's)."""
+    exact = {m.where for m in side_by_side}
     helpers = _helpers_only(ctx)
     triton = [
         c
@@ -206,7 +221,7 @@ def _pair(
     _read_extra(
         ctx, triton, switches, [p for m in moved for o in m.ops for p in o.extension.sources]
     )
-    olds = _old_candidates(changes, ctx, _unbuilt_ops(ctx, moved))
+    olds = _old_candidates(changes, ctx, _unbuilt_ops(ctx, moved, side_by_side))
     if not olds:
         return changes
     new_wrappers = ctx.new_wrappers()
@@ -219,7 +234,7 @@ def _pair(
         for oi, old in enumerate(olds):
             if old.kernel.language == t.language:
                 continue  # the same language: a new kernel beside it, not a port of it
-            score, why, role = _score(t, t_names, old, ctx, switches, new_names)
+            score, why, role = _score(t, t_names, old, ctx, switches, new_names, exact)
             twin = beside.get(t.name, {}).get(_file_stem(old.kernel.path))
             if twin:
                 score += 2
@@ -326,8 +341,10 @@ def _score(
     ctx: Context,
     switches,
     new_names: set[str] = frozenset(),  # type: ignore[assignment]
+    exact: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> tuple[float, list[str], bool]:
-    """``(score, why, by_role)``: by_role when one function's call site switched. ``new_names``:
+    """``(score, why, by_role)``: by_role when one function's call site switched (``exact``:
+    those whose names match old kernels' as they are, see ``_pair``). ``new_names``:
     the new kernels of the diff and their wrappers (none of them is the compiled op kept beside
     ``t``, whatever its name)."""
     k = old.kernel
@@ -349,7 +366,8 @@ def _score(
         hits = sorted(
             n
             for n in removed
-            if _last(n.lstrip("~")) in old.names or stem(_last(n.lstrip("~"))) in old_stems
+            if _last(n.lstrip("~")) in old.names
+            or (where not in exact and stem(_last(n.lstrip("~"))) in old_stems)
         )
         path, _, role = where.partition("::")
         role = role.split("#", 1)[0]
@@ -510,30 +528,56 @@ def _read_extra(
             ctx.extra_old[path] = scan
 
 
-def _unbuilt_ops(ctx: Context, moved: list[MovedCall]) -> dict[str, set[str]]:
-    """Ops a switch moved away from whose extension lists no source (computed at build time):
-    per kernel their host calls reach (``reach.op_calls``), those ops; its file is read."""
-    ops = sorted({o.name for m in moved for o in m.ops if not o.extension.sources})
-    if not ops or ctx.old_source is None or not ctx.old_files:
+def _unbuilt_ops(
+    ctx: Context, moved: list[MovedCall], side_by_side: list[MovedCall]
+) -> dict[tuple[str, str], set[str]]:
+    """Ops a switch moved away from whose extension lists no source (computed at build time),
+    and those a choice keeps beside new kernels: per kernel their host calls reach
+    (``reach.op_calls``), those ops; its file is read. An extension that lists its sources
+    is followed in them alone (wkv5, wkv6 and wkv6state each bind their own ``forward``)."""
+    unbuilt = {o for m in moved for o in m.ops if not o.extension.sources}
+    ops = sorted({o.name for o in unbuilt})
+    if ctx.old_source is None or not ctx.old_files:
         return {}
-    index = ExtensionIndex(list(ctx.old_files), ctx.old_source)
-    found = op_kernels(ops, index.named_cpp(*ops)[:8], list(ctx.old_files), ctx.old_source)
-    out: dict[str, set[str]] = {}
-    for kernel, (path, by) in found.items():
+    found: dict[tuple[str, str], set[str]] = {}  # (path, kernel) -> ops
+    listed: dict[tuple[str, ...], set[str]] = {}  # an extension's sources -> its ops
+    for m in side_by_side:
+        for o in m.ops:
+            if o.extension.sources:
+                listed.setdefault(o.extension.sources, set()).add(o.name)
+    for sources, names in sorted(listed.items()):
+        cpp = [p for p in sources if source_kind(p) == "cpp" and p in ctx.old_files]
+        for kernel, (path, by) in op_kernels(sorted(names), cpp, cpp, ctx.old_source).items():
+            found.setdefault((path, kernel), set()).update(by)
+    if ops:
+        index = ExtensionIndex(list(ctx.old_files), ctx.old_source)
+        modules = sorted({o.extension.name for o in unbuilt})  # ``vsa_cuda``: csrc/attn/vsa.cpp
+        held = [o.extension.where for o in unbuilt if source_kind(o.extension.where) == "cpp"]
+        registering = list(
+            dict.fromkeys(held + index.named_cpp(*ops)[:8] + index.named_cpp(*modules)[:4])
+        )
+        for kernel, (path, by) in op_kernels(
+            ops, registering, list(ctx.old_files), ctx.old_source
+        ).items():
+            found.setdefault((path, kernel), set()).update(by)
+    out: dict[tuple[str, str], set[str]] = {}
+    scanned = {f.old.path for f in ctx.files if f.old is not None}  # a text-only change is not
+    for (path, kernel), by in found.items():
         if path not in ctx.extra_old and len(ctx.extra_old) >= _MAX_EXTRA_FILES:
             continue
-        if path not in ctx.extra_old and path not in ctx.diff_paths:
+        if path not in ctx.extra_old and path not in scanned:
             texts = sources_for([path], ctx.texts_old, ctx.old_source)
             if path in texts:
                 ctx.extra_old[path] = scan_source(path, texts[path])
-        out[kernel] = by
+        out[(path, kernel)] = by
     return out
 
 
 def _old_candidates(
-    changes: list[KernelChange], ctx: Context, ops: dict[str, set[str]] | None = None
+    changes: list[KernelChange], ctx: Context, ops: dict[tuple[str, str], set[str]] | None = None
 ) -> list[_Old]:
-    """``ops``: per C++ kernel, the compiled ops whose host calls reach it."""
+    """``ops``: per C++ kernel (its path and name), the compiled ops whose host calls reach
+    it."""
     wrappers: dict[str, set[str]] = {}
     py_wrappers: dict[str, set[str]] = {}  # a Python kernel's launching functions
     bindings: dict[str, set[str]] = {}
@@ -561,7 +605,7 @@ def _old_candidates(
             )
             names = {k.name} | (py_wrappers if python else wrappers).get(k.name, set())
             names |= {k.built_by} if k.built_by else set()
-            names |= (ops or {}).get(k.name, set()) if not python else set()
+            names |= (ops or {}).get((k.path, k.name), set()) if not python else set()
             for w in list(names):
                 names |= bindings.get(w, set())
             out.append(_Old(kernel=k, kept=change is None, names=names, change=change))

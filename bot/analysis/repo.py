@@ -17,6 +17,7 @@ pull request cannot change the rules it is judged by.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from collections.abc import Callable, Sequence
 
@@ -38,7 +39,10 @@ __all__ = ["analyze_diff", "analyze_range", "analyze_repo"]
 # Python file that builds or calls a compiled op too: its switched call sites are followed).
 _MARKERS = (
     r"__global__|__device__|<<<|hipLaunchKernel|cudaLaunchKernel|PYBIND11_MODULE|TORCH_LIBRARY|\]\s*\(|"
-    r"autograd\.Function|" + "|".join(MARKER_WORDS) + "|" + VENDOR_MARKERS
+    r"autograd\.Function|CUDAExtension|CppExtension|"
+    + "|".join(MARKER_WORDS)
+    + "|"
+    + VENDOR_MARKERS
 )
 
 
@@ -92,7 +96,8 @@ def _kernel_files(
     revision: Revision, in_diff: set[str], markers: str
 ) -> Callable[[str], str | None]:
     """``revision.read``, except that a file of the diff with no kernel marker reads as empty
-    (its diff lines are all it is judged by), a C++ header excepted (``_whole_cpp``): every
+    (its diff lines are all it is judged by), a C++ header (``_whole_cpp``) and a package's
+    ``__init__.py`` excepted: every
     reader applies the rule ``analyze_repo``'s ``git grep`` applies, so the gate and
     ``analyze --repo`` see the same texts."""
 
@@ -100,7 +105,13 @@ def _kernel_files(
 
     def read(path: str) -> str | None:
         text = revision.read(path)
-        if text and path in in_diff and not marked.search(text) and not _whole_cpp(path, text):
+        if (
+            text
+            and path in in_diff
+            and not marked.search(text)
+            and not _whole_cpp(path, text)
+            and not _package_init(path)
+        ):
             return ""
         return text
 
@@ -108,6 +119,13 @@ def _kernel_files(
 
 
 _CPP_HEADER_CHARS = 256 * 1024
+
+
+def _package_init(path: str) -> bool:
+    """A package's ``__init__.py`` of the diff is read whole though it holds no kernel marker:
+    its re-exports (``from .chunk import chunk_rwkv6``) are how other modules reach the
+    kernels, and such files are small."""
+    return posixpath.basename(path) == "__init__.py"
 
 
 def _whole_cpp(path: str, text: str | None) -> bool:
@@ -191,7 +209,8 @@ class _Budget:
 
 class _Grepped:
     """A git revision read within a budget. A file of the diff that ``git grep`` found no
-    kernel marker in reads as empty, a C++ header excepted (``_whole_cpp``): whatever else it
+    kernel marker in reads as empty, a C++ header (``_whole_cpp``) and a package's
+    ``__init__.py`` (``_package_init``) excepted: whatever else it
     holds, no kernel, launch or binding is made of it."""
 
     def __init__(
@@ -234,7 +253,12 @@ class _Grepped:
         return self.revision.list_dir(path)
 
     def read(self, path: str, *, max_bytes: int | None = None) -> str | None:
-        if path in self.in_diff and path not in self.marked and not self._cpp(path):
+        if (
+            path in self.in_diff
+            and path not in self.marked
+            and not self._cpp(path)
+            and not _package_init(path)
+        ):
             return ""
         if path not in self.cache and max_bytes is not None:
             if self.budget.left <= 0:

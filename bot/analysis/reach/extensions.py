@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from bot.analysis.scan.cpp import binding_macros
 from bot.analysis.text import parse_python_or_none, source_kind
 
 Reader = Callable[[str], "str | None"]
@@ -47,7 +48,9 @@ _CMAKE = re.compile(
     re.I,
 )
 _MAX_SETUPS = 16
+_SETUP = re.compile(r"setup(?:_\w+)?\.py")  # setup.py, and setup_vsa.py beside it
 _MAX_CPP_READS = 24
+_MAX_HOLDER_FILES = 8
 _WORDS = re.compile(r"[a-z]+|\d+")
 
 
@@ -227,6 +230,7 @@ def registrations(path: str, text: str) -> list[Extension]:
     for m, how in blocks:
         name, var = m.group(1), m.group(2)
         body = _block(text, m.end())
+        body += binding_macros(text, body)  # ``DEF_OPS(fp16, __half);``
         ops = tuple(
             dict.fromkeys(
                 d.group(2).split(".")[0] for d in _DEF.finditer(body) if d.group(1) == var
@@ -296,12 +300,13 @@ class ExtensionIndex:
     _built: list[Extension] | None = None
     _cpp: dict[str, list[Extension]] = field(default_factory=dict)
     _reads: int = 0
+    _held: dict[str, Extension | None] = field(default_factory=dict)
 
     def builds(self) -> list[Extension]:
         """Every extension a ``setup.py`` or ``CMakeLists.txt`` of the revision builds."""
         if self._built is None:
             self._built = []
-            setups = [p for p in self.paths if posixpath.basename(p) == "setup.py"]
+            setups = [p for p in self.paths if _SETUP.fullmatch(posixpath.basename(p))]
             cmakes = [p for p in self.paths if posixpath.basename(p) == "CMakeLists.txt"]
             for p in sorted(setups, key=lambda p: p.count("/"))[:_MAX_SETUPS]:
                 self._built += setup_extensions(p, self.read(p) or "", self.paths)
@@ -340,6 +345,23 @@ class ExtensionIndex:
                         name=last, how=reg.how, where=path, sources=sources, ops=reg.ops
                     )
         return None
+
+    def holder(self, attribute: str, op: str) -> Extension | None:
+        """The extension an attribute named ``attribute`` holds, where it cannot be followed to
+        its build: registered by a C++ file whose path shares a word with the attribute's name
+        (``inference_module`` -> ``csrc/transformer/inference/csrc/pt_binding.cpp``) and
+        exporting ``op``; its sources are left to be found from the registration."""
+        key = f"{attribute}.{op}"
+        if key not in self._held:
+            self._held[key] = None
+            for path in self.named_cpp(attribute)[:_MAX_HOLDER_FILES]:
+                reg = next((r for r in self._registered(path) if op in r.ops), None)
+                if reg is not None:
+                    self._held[key] = Extension(
+                        name=attribute, how=reg.how, where=path, unresolved=True, ops=reg.ops
+                    )
+                    break
+        return self._held[key]
 
     def _cpp_sources(self) -> list[str]:
         return [p for p in self.paths if source_kind(p) == "cpp" and p.endswith(_CPP_SOURCE)]

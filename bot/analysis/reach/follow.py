@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
@@ -295,6 +295,19 @@ def _module_aliases(tree: ast.Module, defs: dict[str, Func | ast.ClassDef]) -> d
     return out
 
 
+def _branch_nodes(nodes: Sequence[ast.AST]) -> list[ast.AST]:
+    """Every node of ``nodes`` but the bodies of the functions, classes and lambdas they
+    define (followed as definitions, not run in place)."""
+    out: list[ast.AST] = []
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
 class Side:
     """One revision's Python, read lazily: modules by name, the extension index."""
 
@@ -483,6 +496,56 @@ class Side:
                 return text
         return None
 
+    def reach_in(
+        self, path: str, nodes: Sequence[ast.AST], scope: str = "", beside: Sequence[ast.AST] = ()
+    ) -> Reach:
+        """What one branch of a test reaches: the calls in ``nodes`` (statements or expressions
+        of the module at ``path``, in its function ``scope`` or at module level), the names
+        they assign (``self.fn = ops.f``: what a later call of it runs) and the functions they
+        define (a ``def`` in the branch is what its name runs). Classes and functions defined
+        in the branch or ``beside`` it (the rest of the branch, where ``nodes`` is one
+        definition of it), and extensions they load, are resolved before the module's own."""
+        mod = self.module(path)
+        if mod is None:
+            return Reach()
+        stmts = [n for n in [*nodes, *beside] if isinstance(n, ast.stmt)]
+        defs: dict[str, Func | ast.ClassDef] = {}
+        for found in (s for n in stmts for s in ast.walk(n)):
+            if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defs.setdefault(found.name, found)
+            if isinstance(found, ast.ClassDef):
+                for method in found.body:
+                    if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        defs.setdefault(f"{found.name}.{method.name}", method)
+        imports = [n for n in mod.tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        tree = ast.Module(body=[*imports, *stmts], type_ignores=[])
+        loaded = loaded_extensions(path, tree, self.paths)
+        view = replace(mod, defs={**mod.defs, **defs}, loaded={**mod.loaded, **loaded})
+        cls = scope.split(".")[0] if "." in scope else None
+        outer = mod.defs.get(scope)
+        local = imports_in([*(outer.body if outer is not None else []), *nodes, *beside], path)
+        out = Reach()
+        seen: set[tuple[str, str]] = set()
+        depth = _DEPTH + 2  # the branch's own definitions, then a package's re-export
+        for sub in _branch_nodes(nodes):
+            target: ast.AST | None
+            if isinstance(sub, ast.Call):
+                target = sub.func.value if isinstance(sub.func, ast.Subscript) else sub.func
+            elif isinstance(sub, ast.Assign):
+                target = sub.value
+            else:
+                target = sub if sub in nodes and isinstance(sub, ast.expr) else None
+            called = dotted(target) if target is not None else None
+            for qualified in self._resolve(view, called, local, cls) if called else []:
+                out.add(self._reach_of(view, qualified, depth, seen))
+        for node in (s for n in nodes for s in ast.walk(n)):
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and defs.get(node.name) is node
+            ):
+                out.add(self._walk(view, node.name, depth, seen))
+        return out
+
     def _walk(self, mod: _Module, name: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
         out = Reach()
         key = (mod.path, name)
@@ -600,10 +663,11 @@ class Side:
             return self._applied(other, name[: -len(".apply")], depth, seen)
         if name in other.defs:
             return self._walk(other, name, depth - 1, seen)
+        bound = self._bound(other, name, qualified) if depth > 0 else []
         out = Reach()
-        for q in self._bound(other, name, qualified) if depth > 0 else []:
+        for q in bound:
             out.add(self._reach_of(other, q, depth - 1, seen))
-        return out
+        return out if bound else self._held_op(name)
 
     def _kernel_sites(self, mod: _Module, kernel: str) -> set[tuple[str, str]]:
         """Where a kernel ``mod`` launches as ``kernel`` is defined: in ``mod``, or in the
@@ -645,3 +709,13 @@ class Side:
                 ):
                     out.append(f"{other.name}.{name}")
         return [q for q in out if q != qualified]
+
+    def _held_op(self, name: str) -> Reach:
+        """``Cls.inference_module.qkv_gemm_fp16``: an op of an extension held in an attribute
+        not followed to its build (set in a base class of another file, by an op builder's
+        ``load()``), where a C++ file named like the attribute registers that op."""
+        holder, _, op = name.rpartition(".")
+        if "." not in holder:
+            return Reach()
+        ext = self.extensions.holder(holder.rsplit(".", 1)[-1], op)
+        return Reach(ops={Op(ext, op)}) if ext is not None else Reach()

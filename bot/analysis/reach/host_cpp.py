@@ -354,6 +354,16 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         return changes
     pool = _pool(ctx, sorted({*roots.device.values(), *roots.host.values()}))
     scopes = list(pool.all())
+    # a function a new file defines whose name another file defines too is another function
+    # (RWKV-PEFT's new wkv6infctx_cuda.cu beside wkv6_cuda.cu, each with its cuda_forward):
+    # no root for the kernels of that other file, and the new file's own kernels are new
+    added = {f.patch.path for f in ctx.files if f.patch.status == "added"}
+    for found in (roots.host, roots.device):
+        for name, path in list(found.items()):
+            if path in added and any(x.name == name and x.path != path for x in scopes):
+                del found[name]
+    if not (roots.device or roots.host):
+        return changes
     # device side: what uses a changed device function, type or macro
     device: dict[str, set[str]] = {name: {name} for name in roots.device}
     origin: dict[str, set[str]] = {name: {path} for name, path in roots.device.items()}

@@ -212,13 +212,11 @@ def _class_data(
         if not vendors_named(f"{was} {now}"):
             continue
         reached = _instance_kernels(side, f"{module_of(path)}.{cls}")
-        branch = LaunchBranch(
-            kind="vendor",
-            path=path,
-            line=stmt.lineno,
-            condition=f"{cls}.{name}: {was.split('=', 1)[-1].strip()} -> {now.split('=', 1)[-1].strip()}",
-            where=f"the class {cls} in {path}",
-            note="",
+        branch = class_branch(
+            cls,
+            path,
+            stmt.lineno,
+            f"{cls}.{name}: {was.split('=', 1)[-1].strip()} -> {now.split('=', 1)[-1].strip()}",
         )
         branch = branch.model_copy(update={"note": branch_note(branch, ctx.policy)})
         for kernel in sorted(reached):
@@ -227,6 +225,18 @@ def _class_data(
                 note = f"{cls}.{name}, the vendor data of a class that launches it, changed"
                 changes = _with_gate(changes, kernel, where, [branch], note)
     return changes
+
+
+def class_branch(cls: str, path: str, line: int, condition: str) -> LaunchBranch:
+    """A vendor branch a class of ``path`` makes: its vendor data, a vendor's class's method."""
+    return LaunchBranch(
+        kind="vendor",
+        path=path,
+        line=line,
+        condition=condition,
+        where=f"the class {cls} in {path}",
+        note="",
+    )
 
 
 def _with_gate(

@@ -56,7 +56,7 @@ def op_kernels(
         if not text or len(text) > _MAX_CHARS:
             continue
         for s in _scopes(path, text):
-            if s.kind in ("host", "kernel"):
+            if s.kind in ("host", "kernel", "macro"):  # a launch written by a macro
                 by_name.setdefault(s.name, []).append(s)
     out: dict[str, tuple[str, set[str]]] = {}
     for fn, bound in starts.items():

@@ -37,7 +37,41 @@ _VAR = re.compile(
     r"\b(?:int|unsigned|size_t|int64_t|int32_t|uint32_t|auto|dim3)\s+(\w+)\s*=\s*([^;{}]+);"
 )
 _DIM3 = re.compile(r"\bdim3\s+(\w+)\s*[({]([^;]*)[)}]\s*;")
-_BINDING = re.compile(r"\.(?:def|impl)\(\s*\"(\w+)[^\"]*\"\s*,\s*(?:TORCH_FN\(\s*)?&?\s*([\w:]+)")
+# ``m.def("op", &fn)``, ``TORCH_FN(fn)``, ``torch::wrap_pybind_function(fn)``
+_BINDING = re.compile(
+    r"\.(?:def|impl)\(\s*\"(\w+)[^\"]*\"\s*,\s*"
+    r"(?:(?:TORCH_FN|(?:torch::)?wrap_pybind_function)\(\s*)?&?\s*([\w:]+)"
+)
+_MACRO_DEF = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+
+
+def binding_macros(text: str, uses: str | None = None) -> str:
+    """The bindings a function-like macro of ``text`` writes, expanded at each of its uses in
+    ``uses`` (default ``text``): ``#define DEF_OPS(_name, _dtype) m.def("qkv_gemm_" #_name,
+    &ds_qkv_gemm<_dtype>)`` used as ``DEF_OPS(fp16, __half);`` gives ``m.def("qkv_gemm_fp16",
+    &ds_qkv_gemm<__half>)``. Empty where no macro writes a ``.def(``."""
+    if ".def(" not in text or "define" not in text:
+        return ""
+    out: list[str] = []
+    for m in _MACRO_DEF.finditer(text):
+        body = m.group(3).replace("\\\n", " ")
+        if ".def(" not in body:
+            continue
+        params = [p.strip() for p in m.group(2).split(",")]
+        for use in re.finditer(rf"\b{m.group(1)}\(([^()]*)\)", uses if uses is not None else text):
+            args = [a.strip() for a in use.group(1).split(",")]
+            if len(args) != len(params) or use.group(0) == f"{m.group(1)}({m.group(2)})":
+                continue  # another arity, or the definition's own head
+            expanded = body
+            for param, arg in zip(params, args, strict=True):
+                quoted, bare = f'{arg}"'.replace("\\", r"\\"), arg.replace("\\", r"\\")
+                expanded = re.sub(rf'"\s*#\s*{re.escape(param)}\b', quoted, expanded)
+                expanded = re.sub(rf"#\s*{re.escape(param)}\b", f'"{bare}"', expanded)
+                expanded = re.sub(rf"\b{re.escape(param)}\b", bare, expanded)
+            out.append(expanded)
+    return "\n".join(out)
+
+
 _LAUNCH_FUNCS = re.compile(
     r"\b(hipLaunchKernelGGL|cudaLaunchKernel(?:Ex)?|hipLaunchKernel|cudaLaunchCooperativeKernel)\s*\("
 )
@@ -189,7 +223,8 @@ def scan_cpp(
         for what, found in (("kernels", kernels), ("launches", launches))
         if len(found) >= MAX_PER_FILE
     )
-    bindings = tuple((m.group(1), m.group(2).split("::")[-1]) for m in _BINDING.finditer(t.code))
+    bound = t.code + "\n" + binding_macros("\n".join(x for x in sparse if x is not None))
+    bindings = tuple((m.group(1), m.group(2).split("::")[-1]) for m in _BINDING.finditer(bound))
     lower = path.lower()
     gpu_file = lower.endswith((".cu", ".cuh", ".hip"))
     return FileScan(
