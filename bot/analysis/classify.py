@@ -315,6 +315,11 @@ _KERNEL_FILE = re.compile(
 )
 
 
+# A path named for kernels (``fused_swiglu.py``, ``csrc/kernels/``, ``ops/triton/``): its
+# changed lines may be host code of kernels they do not show.
+_KERNEL_PATH = re.compile(r"(?i)(?:^|[/_.-])(?:kernels?|fused|triton|cuda|hip)(?=[/_.-]|$)")
+
+
 def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChange]) -> list:
     """Files read from their diff lines only that hold kernels (as far as those lines show) but
     that no change names: the diff alone does not say what their changed lines do."""
@@ -347,13 +352,15 @@ def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChang
         kind = source_kind(path) or "python"
         marked = _KERNEL_FILE.search(visible) or _MARKERS[kind].search(visible)
         beside = path.lower().endswith(_HEADERS) and posixpath.dirname(path) in gpu_dirs
-        if not (has_kernels or gpu_suffix or marked or beside):
+        named_so = _KERNEL_PATH.search(path) is not None
+        if not (has_kernels or gpu_suffix or marked or beside or named_so):
             continue
-        held = (
-            "holds GPU kernels"
-            if has_kernels or gpu_suffix or marked
-            else "is a header beside CUDA/HIP sources of this diff and may hold their kernels"
-        )
+        if has_kernels or gpu_suffix or marked:
+            held = "holds GPU kernels"
+        elif beside:
+            held = "is a header beside CUDA/HIP sources of this diff and may hold their kernels"
+        else:
+            held = "is named like a file of GPU kernels and may hold some"
         out.append(
             UnclassifiedFile(
                 path=path,

@@ -33,6 +33,8 @@ def test_a_header_beside_cuda_sources_is_named_and_one_alone_is_not() -> None:
     )
     said = {u.path: u.why for u in beside.unclassified}
     assert "may hold their kernels" in said[header]
-    assert not analyze_diff(_hunk(header)).unclassified  # no CUDA source beside it: no sign
+    alone = {u.path: u.why for u in analyze_diff(_hunk(header)).unclassified}
+    assert "named like a file of GPU kernels" in alone[header]  # its folder's name is the sign
+    assert not analyze_diff(_hunk("include/softmax.h")).unclassified  # no sign at all
     elsewhere = analyze_diff(_hunk("include/version.h") + _hunk("csrc/softmax_cuda.cu"))
     assert "include/version.h" not in {u.path for u in elsewhere.unclassified}
