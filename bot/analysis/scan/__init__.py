@@ -15,6 +15,7 @@ module picks the reader (the records are ``bot.analysis.model``'s).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from bot.analysis.model import (
@@ -27,7 +28,14 @@ from bot.analysis.text import (
 
 def scan_source(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan:
     """Scan a whole file. Unknown file types give an empty scan. ``markers``: the policy's
-    ``kernel_decorators``."""
+    ``kernel_decorators``. A scan is a function of its arguments and frozen: one analysis
+    reads many files several times (each side, the call graph, pairing, Part A's counts), and
+    they are scanned once."""
+    return _scanned(path, text, tuple(markers))
+
+
+@functools.lru_cache(maxsize=256)
+def _scanned(path: str, text: str, markers: tuple[str, ...]) -> FileScan:
     kind = source_kind(path)
     if kind == "python":
         from bot.analysis.scan.triton import scan_python
