@@ -301,18 +301,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
             "unlabelled changes",
         )
     },
-    **{
-        ("turboderp-org-exllamav3-3b5b08a502c1", k): (
-            "fused_sampler, the host function launching all six kernels, changed (new bitmask "
-            "argument and guards, new arguments of four launches); the two launches whose "
-            "arguments did not change still read as launch changes of their kernels"
-        )
-        for k in (
-            "fs_select_kernel: not a changed kernel",
-            "fs_finalize_kernel: not a changed kernel",
-            "unlabelled changes",
-        )
-    },
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the

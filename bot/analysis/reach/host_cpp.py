@@ -439,8 +439,20 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
     # launches: not a change of a kernel whose launchers read the same on both sides
     # (``AllpairAdapter::call`` changed in ``allreduce7``'s branch, not ``allreduceAllPairs``')
 
+    # a changed launcher that a changed host function calls may be called otherwise now
+    # (mamba's selective_scan_bwd_cuda picks other template instances of its launcher)
+    called = {
+        r
+        for n in set(roots.host) - launchers
+        for x in by_name.get(n, [])
+        if x.kind == "host"
+        for r in x.refs & launchers
+    }
+
     def judging(name: str, s: _Scope) -> bool:
-        return (name in launchers and s.kind == "host") or (s.kind == "type" and "<<<" in s.text)
+        return (name in launchers - called and s.kind == "host") or (
+            "<<<" in s.text and (s.kind == "type" or (s.kind == "macro" and name not in roots.host))
+        )  # an unchanged launch macro: its launches are compared where it is invoked
 
     scoped = [(name, s) for name in host for s in by_name.get(name, [])]
     host_text = "\n".join(s.text for name, s in scoped if not judging(name, s))
