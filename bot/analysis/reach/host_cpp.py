@@ -18,7 +18,9 @@ level, read for the macros it invokes. Then, over the C++ files of the diff and 
   changed file includes.
 
 A kernel whose body text is unchanged but whose launch path changed is ``launch`` even when a
-header it uses changed too (the helper is still named).
+header it uses changed too (the helper is still named). Host lines that only serve a new type (a
+whole new ``else if constexpr (std::is_same...)`` branch, a call of one more instance of a
+template called already) change no existing instance and are no root.
 """
 
 from __future__ import annotations
@@ -238,6 +240,8 @@ def _roots(ctx: Context) -> _Roots:
                 _hunk_roots(f.patch, roots)
                 continue
             scopes = _scopes(path, text)
+            # in host code, what only adds a type's instance leaves the existing ones as they were
+            fresh = _new_type_code(text, {n for n, _ in changed}) if new_side else set()
             if old_read and (new_side or f.patch.status != "added"):
                 sides[new_side].update(s.name for s in scopes)
             lines = text.split("\n")
@@ -246,6 +250,8 @@ def _roots(ctx: Context) -> _Roots:
                 if not code:
                     continue
                 scope = _innermost(scopes, number)
+                if number in fresh and scope is not None and scope.kind == "host":
+                    continue
                 if host_pass_only(lines, number):
                     defined = _DEFINE.match(code)
                     if defined:  # a macro of the host pass: what host code uses it changed
@@ -297,6 +303,47 @@ def _roots(ctx: Context) -> _Roots:
                             target.setdefault(outer.name, path)
     roots.added = sides[True] - sides[False]
     return roots
+
+
+_TYPE_BRANCH = re.compile(r"^\}?\s*else\s+if\s+constexpr\s*\(\s*!?\s*std::is_same")
+_INSTANCE_CALL = re.compile(r"^([A-Za-z_][\w:]*)\s*<[^;]*>\s*(?:::\s*\w+\s*)?\([^;]*\)\s*;$")
+
+
+def _new_type_code(text: str, added: set[int]) -> set[int]:
+    """The added lines of ``text`` that serve a new type only: a whole new ``else if constexpr
+    (std::is_same...)`` branch (ThunderKittens' ``initialize`` gains one per new dtype), and a
+    call of a template whose other instances are called on unchanged lines (a test's new
+    ``sweep_size_2d<group_load_store<bool>, ...>::run(results);``): no existing instance runs
+    otherwise."""
+    lines = text.split("\n")
+    code = [mask(x)[0].strip() for x in lines]
+    out: set[int] = set()
+    called = {
+        m.group(1)
+        for n, c in enumerate(code, 1)
+        if n not in added and (m := _INSTANCE_CALL.match(c))
+    }
+    for n in sorted(added):
+        c = code[n - 1] if n <= len(code) else ""
+        m = _INSTANCE_CALL.match(c)
+        if m is not None and m.group(1) in called:
+            out.add(n)
+        if not _TYPE_BRANCH.match(c) or not c.endswith("{"):
+            continue
+        depth, at, branch = 1, n, [n]
+        while depth > 0 and at < len(code):
+            at += 1
+            line = code[at - 1]
+            if line.startswith("}") and depth == 1:  # the branch ends, maybe where another opens
+                depth = 0
+                if line == "}" and at in added:
+                    branch.append(at)
+                break
+            depth += line.count("{") - line.count("}")
+            branch.append(at)
+        if depth <= 0 and all(x in added for x in branch):
+            out.update(branch)
+    return out
 
 
 _SCOPE_LINE = re.compile(
@@ -439,8 +486,20 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
     # launches: not a change of a kernel whose launchers read the same on both sides
     # (``AllpairAdapter::call`` changed in ``allreduce7``'s branch, not ``allreduceAllPairs``')
 
+    # a changed launcher that a changed host function calls may be called otherwise now
+    # (mamba's selective_scan_bwd_cuda picks other template instances of its launcher)
+    called = {
+        r
+        for n in set(roots.host) - launchers
+        for x in by_name.get(n, [])
+        if x.kind == "host"
+        for r in x.refs & launchers
+    }
+
     def judging(name: str, s: _Scope) -> bool:
-        return (name in launchers and s.kind == "host") or (s.kind == "type" and "<<<" in s.text)
+        return (name in launchers - called and s.kind == "host") or (
+            "<<<" in s.text and (s.kind == "type" or (s.kind == "macro" and name not in roots.host))
+        )  # an unchanged launch macro: its launches are compared where it is invoked
 
     scoped = [(name, s) for name in host for s in by_name.get(name, [])]
     host_text = "\n".join(s.text for name, s in scoped if not judging(name, s))

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, Language, LaunchSite
+from bot.analysis.scan.cpp_slice import launch_lines
 from bot.analysis.scan.template_args import unread_argument_spans, unread_parameters
 from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
 
@@ -546,6 +547,10 @@ def _site(
             (t.line(o), t.line(c)) for o, c in _other_branches(t, pos) + _other_launches(t, pos)
         ]
         lines = t.code_lines(w_start, w_end)
+        end = t.starts[w_end] - 1 if w_end < len(t.starts) else len(t.bare)
+        sliced = launch_lines(t.bare, (t.starts[w_start - 1], end), pos, t.line)
+        if sliced is not None:
+            skipped += [(n, n) for n in range(w_start, w_end + 1) if n not in sliced]
         if blank:
             code = t.code
             for a, b in sorted(blank, reverse=True):
