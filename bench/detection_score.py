@@ -273,11 +273,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "because the base kernel had no autotuner whose configs name them, so it reads as launch"
     ),
     # first-look batch9: wrong on first sight, scored after round eight's fixes
-    ("XunhaoLai-native-sparse-attention-triton-9bea856c911e", "backward_sum_o_do: kind"): (
-        "class 3: only num_warps/num_stages change at the launch (now from the changed helper "
-        "get_num_warps_stages and max(qk_head_dim, v_head_dim)); its other arguments are renamed "
-        "to values equal to the old ones, which the launch comparison reads as changed arguments"
-    ),
     **{
         ("XunhaoLai-native-sparse-attention-triton-9bea856c911e", f"{kernel} ({n}): reported"): (
             "class 3: the changed helper get_num_warps_stages (utils.py) returns the values that "

@@ -1,0 +1,88 @@
+"""A launch whose grid and arguments pass the same values and whose tuning options alone
+change is a tuning change (``bot/analysis/launch_values``, ``cross_file.compare_launches``).
+
+The host code is shortened from native_sparse_attention/ops/triton/flash_attention.py
+(``_flash_attention_bwd``'s launch of ``backward_sum_o_do``) in XunhaoLai/native-sparse-attention-
+triton at 9bea856c911e and its parent b17f5745456d (Apache-2.0; that pull request is in
+tests/data/real_prs): ``head_dim`` unpacked from ``o.shape`` became ``v_head_dim``, unpacked from
+the same place, and ``num_warps`` / ``num_stages`` now come from ``max(qk_head_dim,
+v_head_dim)``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from bot.analysis.launch_values import LaunchValues
+
+BEFORE = """\
+def _flash_attention_bwd(o, do, q, k):
+    q_len, num_q_heads, head_dim = q.shape
+    k_len, num_k_heads, head_dim = k.shape
+    o_len, num_o_heads, head_dim = o.shape
+    BLOCK_SIZE_O = 256
+    BLOCK_SIZE_D = triton.next_power_of_2(head_dim)
+    num_warps, num_stages = get_num_warps_stages(head_dim, BLOCK_SIZE_O, IS_HOPPER_GPU)
+    grid = (triton.cdiv(o_len, BLOCK_SIZE_O), num_o_heads)
+    backward_sum_o_do[grid](
+        o, do, delta, o_len, head_dim,
+        BLOCK_SIZE_O=BLOCK_SIZE_O,
+        BLOCK_SIZE_D=BLOCK_SIZE_D,
+        num_warps=num_warps,
+        num_stages=num_stages,
+    )
+"""
+
+AFTER = """\
+def _flash_attention_bwd(o, do, q, k):
+    q_len, num_q_heads, qk_head_dim = q.shape
+    k_len, num_k_heads, qk_head_dim = k.shape
+    o_len, num_o_heads, v_head_dim = o.shape
+    BLOCK_SIZE_O = 256
+    BLOCK_SIZE_VD = triton.next_power_of_2(v_head_dim)
+    num_warps, num_stages = get_num_warps_stages(
+        max(qk_head_dim, v_head_dim), BLOCK_SIZE_O, IS_HOPPER_GPU
+    )
+    grid = (triton.cdiv(o_len, BLOCK_SIZE_O), num_o_heads)
+    backward_sum_o_do[grid](
+        o, do, delta, o_len, v_head_dim,
+        BLOCK_SIZE_O=BLOCK_SIZE_O,
+        BLOCK_SIZE_D=BLOCK_SIZE_VD,
+        num_warps=num_warps,
+        num_stages=num_stages,
+    )
+"""
+
+
+def _values(source: str) -> tuple[LaunchValues, ast.Call]:
+    func = ast.parse(source).body[0]
+    assert isinstance(func, ast.FunctionDef)
+    launch = next(
+        n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
+    )
+    return LaunchValues(func), launch
+
+
+def _digest(source: str, untuned: bool) -> str | None:
+    values, launch = _values(source)
+    return values.digest(launch, untuned=untuned)
+
+
+def test_names_unpacked_from_the_same_value_pass_the_same_argument():
+    assert _digest(BEFORE, untuned=True) == _digest(AFTER, untuned=True)
+    assert _digest(BEFORE, untuned=True) is not None
+
+
+def test_the_tuning_options_are_what_differs():
+    assert _digest(BEFORE, untuned=False) != _digest(AFTER, untuned=False)
+    values, launch = _values(AFTER)
+    assert "get_num_warps_stages" in values.options[id(launch)]["num_warps"]
+
+
+def test_an_element_unpacked_from_another_place_is_another_argument():
+    swapped = AFTER.replace(
+        "o_len, num_o_heads, v_head_dim = o.shape", "o_len, v_head_dim, x = o.shape"
+    )
+    assert _digest(BEFORE, untuned=True) != _digest(swapped, untuned=True)
+    other = AFTER.replace("= o.shape", "= do.shape")
+    assert _digest(BEFORE, untuned=True) != _digest(other, untuned=True)
