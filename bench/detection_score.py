@@ -272,16 +272,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "added, but the launch's dropped keywords are not matched to the new configs' keys "
         "because the base kernel had no autotuner whose configs name them, so it reads as launch"
     ),
-    # first-look batch9: wrong on first sight, scored after round eight's fixes
-    **{
-        ("XunhaoLai-native-sparse-attention-triton-9bea856c911e", f"{kernel} ({n}): reported"): (
-            "class 3: the changed helper get_num_warps_stages (utils.py) returns the values that "
-            "unchanged launches in other modules unpack into num_warps/num_stages; a changed "
-            "function of another module is not followed to the launches whose tuning it feeds"
-        )
-        for kernel in ("forward_kernel", "backward_sum_o_do", "backward_dkdv", "backward_dq")
-        for n in (2, 3)
-    },
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the

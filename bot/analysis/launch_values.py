@@ -129,7 +129,7 @@ class LaunchValues:
         try:
             self._block(func.body, {}, (), [])
         except (_TooBig, RecursionError):
-            self.records = {}
+            self.records, self.untuned, self.options = {}, {}, {}
 
     def _opaque(self, name: str) -> str:
         """A value not followed: the ``k``-th such binding of ``name`` (a count, not a line,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from bot.analysis.launch_values import LaunchValues
+from tests.diff_util import analysis_between
 
 BEFORE = """\
 def _flash_attention_bwd(o, do, q, k):
@@ -86,3 +87,27 @@ def test_an_element_unpacked_from_another_place_is_another_argument():
     assert _digest(BEFORE, untuned=True) != _digest(swapped, untuned=True)
     other = AFTER.replace("= o.shape", "= do.shape")
     assert _digest(BEFORE, untuned=True) != _digest(other, untuned=True)
+
+
+KERNEL = """\
+import triton
+import triton.language as tl
+from native_sparse_attention.ops.triton.utils import get_num_warps_stages
+
+
+@triton.jit
+def backward_sum_o_do(o_ptr, do_ptr, delta_ptr, o_len, HEAD_DIM, BLOCK_SIZE_O: tl.constexpr,
+                      BLOCK_SIZE_D: tl.constexpr):
+    off_o = tl.program_id(0) * BLOCK_SIZE_O + tl.arange(0, BLOCK_SIZE_O)
+    o = tl.load(o_ptr + off_o, mask=off_o < o_len, other=0)
+    do = tl.load(do_ptr + off_o, mask=off_o < o_len, other=0)
+    tl.store(delta_ptr + off_o, o * do, mask=off_o < o_len)
+
+
+"""
+
+
+def test_a_launch_whose_options_alone_pass_other_values_is_a_tuning_change():
+    path = "native_sparse_attention/ops/triton/flash_attention.py"
+    analysis = analysis_between({path: KERNEL + BEFORE}, {path: KERNEL + AFTER})
+    assert [(c.kind, c.name) for c in analysis.changes] == [("tuning", "backward_sum_o_do")]
