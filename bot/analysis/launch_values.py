@@ -181,9 +181,7 @@ class LaunchValues:
                     for i, t in enumerate(target.elts):
                         for n in _names(t):
                             env[n] = (
-                                _norm(f"({value})[{i}]")
-                                if isinstance(t, ast.Name)
-                                else self._opaque(n)
+                                f"({value})[{i}]" if isinstance(t, ast.Name) else self._opaque(n)
                             )
                 else:
                     for n in _names(target):

@@ -13,7 +13,6 @@ option's value is resolved through its module's imports to the function it names
 from __future__ import annotations
 
 import ast
-import copy
 import posixpath
 from collections.abc import Iterator
 
@@ -39,41 +38,41 @@ def _functions(tree: ast.Module) -> Iterator[tuple[str, Func]]:
                     yield f"{node.name}.{sub.name}", sub
 
 
-class _Unannotated(ast.NodeTransformer):
-    """A function less what does not run: annotations (``n: int``, ``-> (int, int)``) and
-    docstrings."""
+_NOT_RUN = frozenset({"annotation", "returns", "type_comment"})
 
-    def visit_arg(self, node: ast.arg) -> ast.arg:
-        node.annotation = None
+
+def _code(node: object) -> object:
+    """What a tree runs, as a value to compare: annotations (``n: int``, ``-> (int, int)``)
+    and docstrings left out (the tree is not changed: trees are shared)."""
+    if isinstance(node, list):
+        return [_code(x) for x in node]
+    if not isinstance(node, ast.AST):
         return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        node.returns = None
-        if node.body and isinstance(node.body[0], ast.Expr):
-            value = node.body[0].value
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                node.body = node.body[1:] or [ast.Pass()]
-        self.generic_visit(node)
-        return node
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt | None:
+    if isinstance(node, ast.AnnAssign):  # ``x: int = v`` runs as ``x = v``
         if node.value is None:
             return None
-        return ast.Assign(targets=[node.target], value=node.value, lineno=0)
-
-
-def _code(func: Func) -> str:
-    """What ``func`` runs, as text to compare (its tree is not changed: trees are shared)."""
-    copied = copy.deepcopy(func)
-    if isinstance(copied, ast.AsyncFunctionDef):
-        copied.returns = None
-    return ast.dump(_Unannotated().visit(copied))
+        node = ast.Assign(targets=[node.target], value=node.value)
+    fields = [(f, getattr(node, f, None)) for f in node._fields if f not in _NOT_RUN]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node):
+        fields = [(f, node.body[1:] if f == "body" else v) for f, v in fields]
+    return (type(node).__name__, [(f, _code(v)) for f, v in fields])
 
 
 def _launches(func: Func) -> bool:
+    """Whether ``func`` launches a kernel: ``k[grid](...)``, or CuTe's ``k(...).launch(...)``."""
     return any(
-        isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript) for c in ast.walk(func)
+        isinstance(c, ast.Call)
+        and (
+            isinstance(c.func, ast.Subscript)
+            or (isinstance(c.func, ast.Attribute) and c.func.attr == "launch")
+        )
+        for c in ast.walk(func)
     )
+
+
+def _touched(func: Func, lines: set[int]) -> bool:
+    last = func.end_lineno or func.lineno
+    return any(func.lineno <= n <= last for n in lines)
 
 
 def _changed_functions(ctx: Context) -> set[str]:
@@ -101,7 +100,15 @@ def _changed_functions(ctx: Context) -> set[str]:
             for n, d in _functions(new)
             if "." not in n and n not in kernels and not _launches(d)
         }
-        changed = {n for n, d in defs.items() if n in before and _code(d) != _code(before[n])}
+        added = {n for n, _ in f.patch.added_lines()}
+        removed = {n for n, _ in f.patch.removed_lines()}
+        changed = {
+            n
+            for n, d in defs.items()
+            if n in before
+            and (_touched(d, added) or _touched(before[n], removed))
+            and _code(d) != _code(before[n])
+        }
         while True:  # the module's own callers of a changed function
             more = {
                 n
@@ -203,7 +210,7 @@ def tuning_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChan
         names = _resolver(tree, path)
         kernels: dict[str, KernelDef] | None = None
         for wrapper, func in _functions(tree):
-            if not any(_word(n) in bare for n in ast.walk(func)):
+            if not _launches(func) or not any(_word(n) in bare for n in ast.walk(func)):
                 continue
             values = LaunchValues(func)
             for call in ast.walk(func):
