@@ -16,6 +16,7 @@ launch is then compared as text, as before).
 from __future__ import annotations
 
 import ast
+import functools
 
 from bot.analysis.text import digest, is_tuning_name
 
@@ -49,6 +50,13 @@ def _norm(text: str) -> str:
     64 else 32`` read the same."""
     if len(text) > _MAX_TEXT:
         raise _TooBig
+    return _normal(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _normal(text: str) -> str:
+    """``_norm`` of a text within bounds, once per text: a file's two sides and its launches
+    of one host function substitute the same expressions again and again."""
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError):
