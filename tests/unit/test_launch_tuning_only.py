@@ -34,25 +34,21 @@ def _flash_attention_bwd(o, do, q, k):
     )
 """
 
-AFTER = """\
-def _flash_attention_bwd(o, do, q, k):
-    q_len, num_q_heads, qk_head_dim = q.shape
-    k_len, num_k_heads, qk_head_dim = k.shape
-    o_len, num_o_heads, v_head_dim = o.shape
-    BLOCK_SIZE_O = 256
-    BLOCK_SIZE_VD = triton.next_power_of_2(v_head_dim)
-    num_warps, num_stages = get_num_warps_stages(
-        max(qk_head_dim, v_head_dim), BLOCK_SIZE_O, IS_HOPPER_GPU
+AFTER = (
+    BEFORE.replace("head_dim = q.shape", "qk_head_dim = q.shape")
+    .replace("head_dim = k.shape", "qk_head_dim = k.shape")
+    .replace("head_dim = o.shape", "v_head_dim = o.shape")
+    .replace(
+        "BLOCK_SIZE_D = triton.next_power_of_2(head_dim)",
+        "BLOCK_SIZE_VD = triton.next_power_of_2(v_head_dim)",
     )
-    grid = (triton.cdiv(o_len, BLOCK_SIZE_O), num_o_heads)
-    backward_sum_o_do[grid](
-        o, do, delta, o_len, v_head_dim,
-        BLOCK_SIZE_O=BLOCK_SIZE_O,
-        BLOCK_SIZE_D=BLOCK_SIZE_VD,
-        num_warps=num_warps,
-        num_stages=num_stages,
+    .replace(
+        "get_num_warps_stages(head_dim, BLOCK_SIZE_O, IS_HOPPER_GPU)",
+        "get_num_warps_stages(\n        max(qk_head_dim, v_head_dim), BLOCK_SIZE_O, IS_HOPPER_GPU\n    )",
     )
-"""
+    .replace("o_len, head_dim,", "o_len, v_head_dim,")
+    .replace("BLOCK_SIZE_D=BLOCK_SIZE_D,", "BLOCK_SIZE_D=BLOCK_SIZE_VD,")
+)
 
 
 def _values(source: str) -> tuple[LaunchValues, ast.Call]:
