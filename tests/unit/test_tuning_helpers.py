@@ -8,7 +8,8 @@ gains ``if head_dim > 128: num_stages = 2``, and compressed_attention.py, unchan
 ``forward_kernel`` with ``num_warps, num_stages = get_num_warps_stages(...)``.
 ``SETTINGS`` is shortened from unsloth/kernels/utils.py in unslothai/unsloth at 4e4bdc4fcf7c and
 its parent 578c8fde961b (Apache-2.0; a negative control of tests/data/real_prs): only type
-annotations are added to ``calculate_settings``, which launches elsewhere read.
+annotations are added to ``calculate_settings``, which launches elsewhere read. The threshold
+the last test moves (2048 to 4096) is an edit made for the test, not a commit of that repository.
 """
 
 from __future__ import annotations
