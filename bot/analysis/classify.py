@@ -96,6 +96,7 @@ def analyze_diff(
     from bot.analysis.reach.import_gates import import_gates
     from bot.analysis.reach.loader_calls import loader_launches
     from bot.analysis.reach.predicates import predicate_gates
+    from bot.analysis.reach.tuning_helpers import tuning_helpers
 
     skipped = list(parsed.skipped)
     text_only_lines: list[UnclassifiedFile] = []  # C++ hunks that read the same
@@ -146,6 +147,7 @@ def analyze_diff(
     changes += compare_launches(ctx, changes)
     changes = loose_configs(ctx, changes)
     changes = moved_kernels(changes, ctx)
+    changes = tuning_helpers(changes, ctx)
     changes = fold_helpers(changes, ctx)
     changes = host_changes(changes, ctx)
     changes = loader_launches(changes, ctx)

@@ -67,7 +67,13 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
             x.value_digest or "" for x in b
         ):
             continue  # the same values launched, whatever the text
-        grid_changed = sorted((x.grid, x.args) for x in a) != sorted((x.grid, x.args) for x in b)
+        # the same grid and arguments as values, whatever the text: only the options changed
+        untuned_same = all(x.untuned_digest for x in a + b) and sorted(
+            x.untuned_digest or "" for x in a
+        ) == sorted(x.untuned_digest or "" for x in b)
+        grid_changed = not untuned_same and sorted((x.grid, x.args) for x in a) != sorted(
+            (x.grid, x.args) for x in b
+        )
         if grid_changed and language in PYTHON_LANGUAGES:
             grid_changed = not _tuned_args_dropped(ctx, name, language, a, b)
         t_old: dict[str, str] = {}
@@ -77,9 +83,12 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
         for x in b:
             t_new.update(x.tuning)
         keys = sorted(k for k in set(t_old) | set(t_new) if t_old.get(k) != t_new.get(k))
-        wrapper_changed = all(x.wrapper_digest for x in a + b) and sorted(
-            x.wrapper_digest or "" for x in a
-        ) != sorted(x.wrapper_digest or "" for x in b)
+        wrapper_changed = (
+            not untuned_same
+            and all(x.wrapper_digest for x in a + b)
+            and sorted(x.wrapper_digest or "" for x in a)
+            != sorted(x.wrapper_digest or "" for x in b)
+        )
         host_tuning = (
             not keys
             and all(x.tuning_digest for x in a + b)

@@ -16,8 +16,9 @@ launch is then compared as text, as before).
 from __future__ import annotations
 
 import ast
+import functools
 
-from bot.analysis.text import digest
+from bot.analysis.text import digest, is_tuning_name
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 _MAX_TEXT = 4000  # characters of one substituted expression
@@ -49,6 +50,13 @@ def _norm(text: str) -> str:
     64 else 32`` read the same."""
     if len(text) > _MAX_TEXT:
         raise _TooBig
+    return _normal(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _normal(text: str) -> str:
+    """``_norm`` of a text within bounds, once per text: a file's two sides and its launches
+    of one host function substitute the same expressions again and again."""
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError):
@@ -114,6 +122,8 @@ class LaunchValues:
     def __init__(self, func: Func, calls: bool = False) -> None:
         self.calls = calls
         self.records: dict[int, str] = {}
+        self.untuned: dict[int, str] = {}  # the same, less the launch's tuning options
+        self.options: dict[int, dict[str, str]] = {}  # the launch's options, substituted
         self._seen: dict[str, int] = {}
         args = func.args
         positional = [*args.posonlyargs, *args.args]
@@ -127,7 +137,7 @@ class LaunchValues:
         try:
             self._block(func.body, {}, (), [])
         except (_TooBig, RecursionError):
-            self.records = {}
+            self.records, self.untuned, self.options = {}, {}, {}
 
     def _opaque(self, name: str) -> str:
         """A value not followed: the ``k``-th such binding of ``name`` (a count, not a line,
@@ -135,8 +145,10 @@ class LaunchValues:
         self._seen[name] = self._seen.get(name, 0) + 1
         return f"{name}__opaque{self._seen[name]}"
 
-    def digest(self, launch: ast.Call) -> str | None:
-        text = self.records.get(id(launch))
+    def digest(self, launch: ast.Call, untuned: bool = False) -> str | None:
+        """The launch's record as a digest; ``untuned``: less its tuning options (``num_warps=``,
+        ``BLOCK_*=``), so that two launches equal but for those differ only in tuning."""
+        text = (self.untuned if untuned else self.records).get(id(launch))
         return digest([text]) if text is not None else None
 
     # -------------------------------------------------------------------------------- walk
@@ -166,6 +178,19 @@ class LaunchValues:
                     for t, v in zip(target.elts, stmt.value.elts, strict=True):
                         for n in _names(t):
                             env[n] = _subst(v, env) if isinstance(t, ast.Name) else self._opaque(n)
+                elif (
+                    not self.calls
+                    and isinstance(target, (ast.Tuple, ast.List))
+                    and not any(isinstance(t, ast.Starred) for t in target.elts)
+                ):
+                    # ``m, k = a.shape``: each name is its element of the value unpacked (a
+                    # launch's shapes and tuning values); for calls through a name (``calls``,
+                    # ``reach.call_gates``) unpacked names stay opaque, as that rule reads them
+                    for i, t in enumerate(target.elts):
+                        for n in _names(t):
+                            env[n] = (
+                                f"({value})[{i}]" if isinstance(t, ast.Name) else self._opaque(n)
+                            )
                 else:
                     for n in _names(target):
                         env[n] = self._opaque(n)
@@ -280,9 +305,12 @@ class LaunchValues:
                 grid = ", ".join(f"{k.arg}={_subst(k.value, env)}" for k in sub.keywords)
                 options = call.keywords
             args = [_subst(a, env) for a in call.args]
-            args += [f"{k.arg or '**'}={_subst(k.value, env)}" for k in options]
+            given = [(k.arg, _subst(k.value, env)) for k in options]
+            kept = [f"{arg or '**'}={value}" for arg, value in given]
             reads = {n.id for n in ast.walk(sub) if isinstance(n, ast.Name)}
             touched = sorted(e for e in effects if e.split(":", 1)[0] in reads)
-            self.records[id(sub)] = "\n".join(
-                [f"grid {grid}", *args, *(f"if {t}" for t in tests), *touched, *self._defaults]
-            )
+            rest = [*(f"if {t}" for t in tests), *touched, *self._defaults]
+            self.records[id(sub)] = "\n".join([f"grid {grid}", *args, *kept, *rest])
+            self.options[id(sub)] = {arg: value for arg, value in given if arg}
+            untuned = [k for k in kept if not is_tuning_name(k.split("=", 1)[0])]
+            self.untuned[id(sub)] = "\n".join([f"grid {grid}", *args, *untuned, *rest])

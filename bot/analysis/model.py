@@ -127,6 +127,8 @@ class LaunchSite(Frozen):
     # the grid, arguments and options as values (``launch_values``): equal on both sides, the
     # launch is the same whatever its text
     value_digest: str | None = None
+    # the same less the launch's tuning options: equal on both sides, only tuning changed
+    untuned_digest: str | None = None
     # Python: what of the host function its tuning options (``num_warps=``, ``BLOCK_*=``) read
     tuning_digest: str | None = None
 

@@ -673,7 +673,7 @@ class _Reader:
             else:
                 args.append(f"{kw.arg or '**'}={text}")
         w_start = w_end = None
-        w_digest = v_digest = t_digest = None
+        w_digest = v_digest = t_digest = u_digest = None
         if wrapper is not None:
             w_tuning, w_start, w_end = self._wrapper(wrapper)
             tuning.update(w_tuning)
@@ -684,6 +684,7 @@ class _Reader:
             if id(wrapper) not in self._values:
                 self._values[id(wrapper)] = LaunchValues(wrapper)
             v_digest = self._values[id(wrapper)].digest(node)
+            u_digest = self._values[id(wrapper)].digest(node, untuned=True)
         return LaunchSite(
             kernel=kernel,
             language=self._launch_language(node, wrapper),
@@ -697,6 +698,7 @@ class _Reader:
             wrapper_end=w_end,
             wrapper_digest=w_digest,
             value_digest=v_digest,
+            untuned_digest=u_digest,
             tuning_digest=t_digest,
         )
 
