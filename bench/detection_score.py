@@ -294,27 +294,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     ),
     # first-look batch10: wrong on first sight, scored after round nine's fixes
     **{
-        (case, k): (
-            "negative control: the host launchers only respell their optional parameters "
-            "(torch::optional -> std::optional) or set the device with "
-            "c10::cuda::MaybeSetDevice instead of cudaSetDevice; the <<<>>> launches, inside "
-            "AT_DISPATCH lambdas, are not found (no launch is read on either side), so a "
-            "changed host file or header is read as a launch change of every kernel in the "
-            "three .cu files"
-        )
-        for case, ks in (
-            (
-                "rusty1s-pytorch_scatter-7126aebe7d21",
-                ("scatter_kernel", "segment_coo_kernel", "segment_csr_kernel"),
-            ),
-            (
-                "rusty1s-pytorch_scatter-f4696b75534c",
-                ("scatter_kernel", "segment_coo_kernel", "gather_csr_kernel"),
-            ),
-        )
-        for k in (*(f"{n}: not a changed kernel" for n in ks), "invented kernels")
-    },
-    **{
         ("HazyResearch-flash-fft-conv-22463d93f5e0", k): (
             "the __device__ helpers __hfma, __hfma2 and set_value move unchanged from the "
             "forward .cu files into the new shared.h; a helper deleted from the kernel's file "

@@ -21,9 +21,11 @@ C++ (a whole file): the file as the compiler sees it under each configuration of
 its ``#if`` lines test (three at most: eight configurations; an expression other than a
 macro's name is one unknown), with the function-like
 macros it defines expanded, comments and blank statements dropped, ``and`` / ``or`` / ``not``
-read as ``&&`` / ``||`` / ``!``, and PyTorch's deprecated C++ spellings read as their
-successors (``AT_DISPATCH_...(x.type(), ...)`` as ``x.scalar_type()``, ``x.data<T>()`` as
-``x.data_ptr<T>()``, ``AT_CHECK`` as ``TORCH_CHECK``: the same scalar type, pointer and check).
+read as ``&&`` / ``||`` / ``!``, and PyTorch's C++ spellings of one meaning read as one
+(``AT_DISPATCH_...(x.type(), ...)`` as ``x.scalar_type()``, ``x.data<T>()`` as
+``x.data_ptr<T>()``, ``AT_CHECK`` as ``TORCH_CHECK``, ``torch::optional`` as ``std::optional``,
+``c10::cuda::MaybeSetDevice`` as ``cudaSetDevice``: the same scalar type, pointer, check, type
+and device).
 Two versions of a file that expand to the same tokens under every configuration are the same
 program.
 """
@@ -473,14 +475,20 @@ _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)")
 _ALTERNATIVE = {"and": "&&", "or": "||", "not": "!"}
 _ALTERNATIVE_WORD = re.compile(r"\b(and|or|not)\b")
 _EMPTY_STATEMENT = re.compile(r"(?<=[;{}])\s*;")
-# PyTorch C++ API spellings that were deprecated for another of the same meaning: (pattern,
-# the successor's spelling). A dispatch macro's type argument (``AT_DISPATCH_FLOATING_TYPES``,
+# PyTorch C++ API spellings of the same meaning (mostly deprecated ones and their successors):
+# (pattern, the one spelling). A dispatch macro's type argument (``AT_DISPATCH_FLOATING_TYPES``,
 # or a project's own ``AT_DISPATCHER`` defined as one) reads the scalar type either way.
 _SAME_API = (
     (re.compile(r"\.type\(\)\s*\.\s*(?:scalarType|scalar_type)\(\)"), ".scalar_type()"),
     (re.compile(r"(\b\w*DISPATCH\w*\s*\(\s*[^,()]*?)\.type\(\)(?=\s*,)"), r"\1.scalar_type()"),
     (re.compile(r"\.data\s*<"), ".data_ptr<"),
     (re.compile(r"\bAT_CHECK\s*\("), "TORCH_CHECK("),
+    # ``torch::optional`` / ``c10::optional`` are ``std::optional`` in the PyTorch versions
+    # that have it (and ``nullopt``, ``make_optional`` with them): the same type
+    (re.compile(r"\b(?:torch|c10|at)::(optional|nullopt|make_optional)\b"), r"std::\1"),
+    # ``c10::cuda::MaybeSetDevice(d)`` makes ``d`` the device the next launch runs on, as
+    # ``cudaSetDevice(d)`` does (it defers only the creation of a context on ``d``)
+    (re.compile(r"\b(?:c10::cuda::)?MaybeSetDevice\s*\("), "cudaSetDevice("),
 )
 _MAX_TESTED = 3
 _MAX_CHARS = 400_000

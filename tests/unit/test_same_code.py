@@ -248,6 +248,55 @@ def test_from_the_diff_alone_a_deprecated_spelling_is_named_unclassified_not_a_c
     assert [f"{c.kind} {c.name}" for c in changed.changes] == ["launch dequantize_8bit_u8_kernel"]
 
 
+# Shortened from rusty1s/pytorch_scatter (MIT), csrc/cuda/scatter_cuda.cu at 7cabb535f5a7, the base
+# of two real pull requests (both in tests/data/real_prs): 7126aebe7d21 spells the optionals
+# std::optional / std::nullopt, f4696b75534c sets the device with c10::cuda::MaybeSetDevice.
+SCATTER = """\
+template <typename scalar_t>
+__global__ void scatter_kernel(const scalar_t *src_data, scalar_t *out_data, int E) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < E) out_data[i] = src_data[i];
+}
+
+std::tuple<torch::Tensor, torch::optional<torch::Tensor>>
+scatter_cuda(torch::Tensor src, torch::Tensor index, int64_t dim,
+             torch::optional<torch::Tensor> optional_out,
+             torch::optional<int64_t> dim_size, std::string reduce) {
+  cudaSetDevice(src.get_device());
+  torch::Tensor out;
+  if (optional_out.has_value())
+    out = optional_out.value().contiguous();
+  else
+    out = torch::empty(src.sizes(), src.options());
+  torch::optional<torch::Tensor> arg_out = torch::nullopt;
+  auto stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_ALL_TYPES_AND2(at::ScalarType::Half, at::ScalarType::BFloat16, src.scalar_type(), "_", [&] {
+    auto src_data = src.data_ptr<scalar_t>();
+    auto out_data = out.data_ptr<scalar_t>();
+    scatter_kernel<scalar_t>
+        <<<BLOCKS(src.numel()), THREADS, 0, stream>>>(src_data, out_data, src.numel());
+  });
+  return std::make_tuple(out, arg_out);
+}
+"""
+
+
+def test_optionals_spelled_std_and_maybe_set_device_are_the_same_program():
+    path = "csrc/cuda/scatter_cuda.cu"
+    spelled = SCATTER.replace("torch::optional", "std::optional").replace(
+        "torch::nullopt", "std::nullopt"
+    )
+    maybe = SCATTER.replace("cudaSetDevice(", "c10::cuda::MaybeSetDevice(")
+    for after in (spelled, maybe):
+        assert same_cpp_program(SCATTER, after)
+        assert _changes(path, SCATTER, after) == []
+    # another device, or another type, is still a change of the launch's host code
+    other = maybe.replace("(src.get_device", "(index.get_device")
+    assert not same_cpp_program(SCATTER, other)
+    assert _changes(path, SCATTER, other) == ["launch scatter_kernel"]
+    assert not same_cpp_program(SCATTER, SCATTER.replace("torch::optional<int64_t>", "int64_t"))
+
+
 def test_type_outside_a_dispatch_macro_is_still_compared():
     # ``x.type()`` elsewhere (a string, a comparison) is not the scalar type: left as written
     before = TINY_FA.replace("auto qk =", 'TORCH_CHECK(q.type() == k.type(), "x");\n  auto qk =')
