@@ -292,16 +292,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "test file that includes the harness, which the kernel's file cannot see, so the change "
         "does not reach it (the host side only adds dtype branches and new instances)"
     ),
-    # first-look batch10: wrong on first sight, scored after round nine's fixes
-    **{
-        ("HazyResearch-flash-fft-conv-22463d93f5e0", k): (
-            "the __device__ helpers __hfma, __hfma2 and set_value move unchanged from the "
-            "forward .cu files into the new shared.h; a helper deleted from the kernel's file "
-            "and defined in a header is read as a changed helper, so the forward kernels read "
-            "as body rather than launch"
-        )
-        for k in ("conv1d_kernel_k_3: kind", "conv1d_kernel: kind", "conv1d_kernel (2): kind")
-    },
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the

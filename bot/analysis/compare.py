@@ -234,7 +234,7 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                     kind, notes = None, []  # the same list, now built by a function
             helpers: list[str] = []
             if kind is None and k.language in ("cuda", "hip"):
-                helpers = _helpers_changed(f, before, k, texts)
+                helpers = _helpers_changed(f, before, k, texts, ctx)
                 if helpers:
                     kind = "body"
                     notes.append("the __device__ functions it calls changed: " + ", ".join(helpers))
@@ -291,13 +291,30 @@ class _Split:
         return self._new
 
 
-def _helpers_changed(f: FileSides, old: KernelDef, new: KernelDef, texts: _Split) -> list[str]:
-    """Names of the ``__device__`` helpers a C++ kernel calls whose code differs (whole files)."""
+def _helpers_changed(
+    f: FileSides, old: KernelDef, new: KernelDef, texts: _Split, ctx: Context
+) -> list[str]:
+    """Names of the ``__device__`` helpers a C++ kernel calls whose code differs (whole files).
+    One gone from the kernel's file that another file of the diff defines on the other side
+    with the same code (moved into a header the file now includes), or come from one, is the
+    same helper."""
     if f.old is None or f.new is None or f.old_text is None or f.new_text is None:
         return []
     before = {(h.name, h.digest) for h in called_helpers(f.old, old, texts.old())}
     after = {(h.name, h.digest) for h in called_helpers(f.new, new, texts.new())}
-    return sorted({name for name, _ in before ^ after})
+    elsewhere = {
+        side: {
+            (h.name, h.digest)
+            for g in ctx.files
+            if g is not f and (scan := g.old if side == "old" else g.new) is not None
+            for h in scan.helpers
+        }
+        for side in ("old", "new")
+    }
+    gone = {h for h in before - after if h[0] not in {n for n, _ in after}}
+    came = {h for h in after - before if h[0] not in {n for n, _ in before}}
+    moved = (gone & elsewhere["new"]) | (came & elsewhere["old"])
+    return sorted({name for name, _ in (before ^ after) - moved})
 
 
 def _constants_changed(f: FileSides, k: KernelDef, texts: _Split) -> list[str]:

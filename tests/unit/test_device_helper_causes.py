@@ -173,3 +173,56 @@ def test_a_member_function_changed_under_if_constexpr_changes_the_kernels_that_c
     [change] = analysis_between(old, new).changes  # fp8_wgrad_gemm_kernel only makes one
     assert (change.kind, change.name) == ("body", "fp8_gemm_kernel")
     assert change.via_helpers == ["Scheduler", "get_global_idx"]
+
+
+# Shortened from csrc/flashfftconv/conv1d/conv1d_bhl.cu of HazyResearch/flash-fft-conv
+# (Apache-2.0) at 0d3fef42cac2; its pull request 22463d93f5e0 (in tests/data/real_prs) moves
+# the __device__ helpers unchanged into a new shared.h that the file includes.
+HELPERS = """\
+__forceinline__ __device__ float __hfma(const float a, const float b, const float c)
+{
+    return a * b + c;
+}
+
+template<typename T>
+__forceinline__ __device__ void set_value(T* dst, T src)
+{
+    *dst = src;
+}
+"""
+CONV = """\
+template<typename T, typename U>
+__global__ void conv1d_kernel(const T *__restrict__ u, const U *__restrict__ weights, T *__restrict__ out, uint L)
+{
+    T tmp;
+    T weight;
+    set_value(&weight, weights[0]);
+    tmp = __hfma(u[threadIdx.x], weight, tmp);
+    set_value(&out[threadIdx.x], tmp);
+}
+
+torch::Tensor conv1d_cuda_bhl(torch::Tensor u, torch::Tensor weight)
+{
+    auto out = torch::empty_like(u);
+    conv1d_kernel<float, float><<<1, 256>>>(
+        static_cast<float *>(u.data_ptr()), static_cast<float *>(weight.data_ptr()),
+        static_cast<float *>(out.data_ptr()), u.size(-1));
+    return out;
+}
+"""
+
+
+def test_helpers_moved_unchanged_into_a_header_are_not_a_change_of_the_kernels_calling_them():
+    path = "csrc/flashfftconv/conv1d/conv1d_bhl.cu"
+    old = {path: "#include <cuda_fp16.h>\n\n" + HELPERS + "\n" + CONV}
+    new = {
+        "csrc/flashfftconv/conv1d/shared.h": "#pragma once\n#include <cuda_fp16.h>\n\n" + HELPERS,
+        path: '#include "shared.h"\n\n' + CONV,
+    }
+    assert analysis_between(old, new).changes == []
+    # changed on the way, the helper changes the kernel
+    new["csrc/flashfftconv/conv1d/shared.h"] = new["csrc/flashfftconv/conv1d/shared.h"].replace(
+        "a * b + c", "a * b - c"
+    )
+    [change] = analysis_between(old, new).changes
+    assert (change.kind, change.name, change.via_helpers) == ("body", "conv1d_kernel", ["__hfma"])

@@ -11,7 +11,8 @@ level, read for the macros it invokes. Then, over the C++ files of the diff and 
   function, type or macro, directly or through others, change ``body`` through it
   (``via_helpers`` names the changed scopes, less the names the new side alone defines and
   member type aliases; a member function is reached where it is called, and named with its
-  type);
+  type; a ``__device__`` function with the same code on both sides, moved to another file of
+  the diff, is not changed);
 - host side: the kernels launched or named in a changed host function, in its callers, in what
   those call, or in a changed launch macro, change ``launch`` (``host_changes`` says where). A
   launch macro that builds kernel names by token pasting affects the kernels of the headers the
@@ -224,6 +225,8 @@ class _Roots:
 def _roots(ctx: Context) -> _Roots:
     roots = _Roots()
     sides: dict[bool, set[str]] = {True: set(), False: set()}  # names defined, by side: new?
+    # each __device__ function's code over the files of the diff read whole, by side
+    device_code: dict[bool, dict[str, set[str]]] = {True: {}, False: {}}
     for f in ctx.files:
         path = f.patch.path
         if source_kind(path) != "cpp" or f.patch.status == "deleted":
@@ -244,6 +247,11 @@ def _roots(ctx: Context) -> _Roots:
             fresh = _new_type_code(text, {n for n, _ in changed}) if new_side else set()
             if old_read and (new_side or f.patch.status != "added"):
                 sides[new_side].update(s.name for s in scopes)
+                for s in scopes:
+                    if s.kind == "device":
+                        device_code[new_side].setdefault(s.name, set()).add(
+                            "".join(mask(s.text)[0].split())
+                        )
             lines = text.split("\n")
             for number, line in changed:
                 code = mask(line)[0].strip()
@@ -302,6 +310,11 @@ def _roots(ctx: Context) -> _Roots:
                         else:
                             target.setdefault(outer.name, path)
     roots.added = sides[True] - sides[False]
+    # a __device__ function with the same code on both sides was moved, not changed
+    # (flash-fft-conv's set_value overloads, from the .cu files into a new shared.h)
+    for name in [n for n in roots.device if device_code[True].get(n)]:
+        if device_code[True][name] == device_code[False].get(name):
+            del roots.device[name]
     return roots
 
 
