@@ -313,15 +313,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "kernel), allocates dk/dv as float32 and drops its inference_mode block; a changed "
         "caller of the launching function is not followed as the kernel's host change"
     ),
-    **{
-        ("shawntan-stickbreaking-attention-ff45fee78c5b", f"{kernel}: {side}"): (
-            "the kernel's change is first found at its launch (BLOCK_M/BLOCK_N now passed), and "
-            "a change made from a launch does not carry the kernel's autotune configs, here "
-            "get_configs()'s comprehension (computed on both sides)"
-        )
-        for kernel in ("_backward", "_forward")
-        for side in ("configs_old", "configs_new")
-    },
     ("pytorch-labs-segment-anything-fast-387488bc4c7a", "_fwd_kernel_aligned: host_change"): (
         "the new guard `q_.size(0) > 1` is in _attention_rel_h_rel_w, which calls the "
         "torch.library op torch.ops.customflash.custom_flash_aligned whose CUDA impl launches "

@@ -20,6 +20,7 @@ from bot.analysis.model import (
     KernelChange,
     KernelDef,
     LaunchSite,
+    TritonConfig,
 )
 from bot.analysis.reach.config_builders import tuned_names
 from bot.analysis.reach.pickers import Index, picked_kernels
@@ -127,6 +128,11 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
                     path=new_k.path if new_k else b[0].path,
                     old=old_k.ref() if old_k else None,
                     new=new_k.ref() if new_k else None,
+                    # a launch-made change still names the autotune it launches under
+                    configs_old=_config_list(old_k),
+                    configs_new=_config_list(new_k),
+                    configs_old_computed=old_k is not None and old_k.configs_computed,
+                    configs_new_computed=new_k is not None and new_k.configs_computed,
                     notes=notes,
                     tuning_old=tuning_old,
                     tuning_new=tuning_new,
@@ -245,6 +251,10 @@ def _through_pickers(
             out.append(site)
         out += [site.model_copy(update={"kernel": k}) for k in sorted(picked[key])]
     return out
+
+
+def _config_list(k: KernelDef | None) -> list[TritonConfig] | None:
+    return list(k.configs) if k is not None and k.configs is not None else None
 
 
 def _kernel_named(ctx: Context, name: str, language: str, side: str) -> KernelDef | None:
