@@ -293,15 +293,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "does not reach it (the host side only adds dtype branches and new instances)"
     ),
     # first-look batch10: wrong on first sight, scored after round nine's fixes
-    **{
-        (f"shawntan-stickbreaking-attention-{sha}", k): (
-            "_locked_add, a @triton.jit helper that swapped names with locked_add, is called by "
-            "no jit function and launched nowhere; a jit function nothing calls is read as a "
-            "kernel (it may be launched from another module), so its changed body is reported"
-        )
-        for sha in ("3147a3841b02", "ff45fee78c5b")
-        for k in ("_locked_add: not a changed kernel", "unlabelled changes")
-    },
     ("shawntan-stickbreaking-attention-3147a3841b02", "_backward: host_change"): (
         "the dk/dv allocations moved into _compileable_backward, the custom_op that launches the "
         "kernel, and changed dtype in its caller varlen_bwd; a launch whose grid and arguments "
