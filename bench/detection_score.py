@@ -293,12 +293,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "does not reach it (the host side only adds dtype branches and new instances)"
     ),
     # first-look batch10: wrong on first sight, scored after round nine's fixes
-    ("shawntan-stickbreaking-attention-3147a3841b02", "_backward: host_change"): (
-        "the dk/dv allocations moved into _compileable_backward, the custom_op that launches the "
-        "kernel, and changed dtype in its caller varlen_bwd; a launch whose grid and arguments "
-        "read the same names is unchanged, and a changed caller of the launching function is "
-        "not followed as the kernel's host change"
-    ),
     ("shawntan-stickbreaking-attention-ff45fee78c5b", "_backward: host_change"): (
         "varlen_bwd, the caller of _compileable_backward (the custom_op that launches the "
         "kernel), allocates dk/dv as float32 and drops its inference_mode block; a changed "

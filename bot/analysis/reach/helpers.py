@@ -136,6 +136,14 @@ def _compiled_into_nothing(scan: FileScan, text: str, helper: KernelDef) -> bool
     return True
 
 
+def _launched_from(ctx: Context, k: KernelDef) -> list[str]:
+    """Where the host code that launches ``k`` is, as ``host_changes`` names it: the files of
+    its launches at head (those beside it where it is launched there)."""
+    paths = {x.path for x in ctx.new_launches() if x.kernel == k.name}
+    paths = {k.path} & paths or paths or {k.path}
+    return [f"{p}: the host code that launches it changed" for p in sorted(paths)]
+
+
 def _importers(index: _Index, side: str, helper: KernelDef) -> list[tuple[FileScan, str, str]]:
     """``(scan, text, local name)`` of each other file of ``side`` that imports ``helper`` from
     its module (under any package root: the module's dotted name may carry a prefix)."""
@@ -220,11 +228,15 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             kind = existing.kind
             if kind in ("tuning", "launch", "moved"):
                 kind = "body"
+            host = existing.host_changes
+            if existing.kind == "launch":  # its launch changed too: a body change with a host one
+                host = [*host, *_launched_from(ctx, k)]
             slots[at[0]] = existing.model_copy(
                 update={
                     "kind": kind,
                     "via_helpers": [*existing.via_helpers, helper.name],
                     "notes": [*existing.notes, note],
+                    "host_changes": list(dict.fromkeys(host)),
                 }
             )
     return [x for x in slots if x is not None]
