@@ -309,11 +309,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "from; a host function that fills a module-level table of launch values is not read as "
         "tuning of the launches that read it"
     ),
-    ("KellerJordan-modded-nanogpt-02801b7e005a", "linear_relu_square_kernel: kind"): (
-        "the block size change is found (BLOCK_SIZE_K 64 -> 128 if use_fp8 else 64), but the "
-        "call of the wrapper in FusedLinearReLUSquareFunction.forward is now under a new test "
-        "(W1_f8 is not None); a changed test around a wrapper's call reads as a launch change"
-    ),
 }
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the

@@ -161,6 +161,20 @@ def changed_functions(
 _HOLDER = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.(?=[A-Za-z_]\w*\b)")
 
 
+def _always(guards: set[tuple[str, ...]], func: Func, callee: str) -> bool:
+    """Whether ``func`` calls ``callee`` on every path: outside any test, or in every branch
+    of its tests (``if t: f(a) else: f(b)`` picks what ``f`` is handed, not whether it runs)."""
+    if not guards:
+        return any(isinstance(n, ast.Call) and dotted(n.func) == callee for n in ast.walk(func))
+    held = {frozenset(g) for g in guards}
+    while frozenset() not in held:
+        merged = {g - {t} for g in held for t in g if (g - {t}) | {f"not ({t})"} in held}
+        if merged <= held:
+            return False
+        held |= merged
+    return True
+
+
 def _held(guards: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
     """Guards compared by the attributes they read, not by what holds them: ``ctx.backend``
     read as ``meta.backend`` after ``meta = ctx.meta`` is the same test (a refactor of where
@@ -187,6 +201,8 @@ def _gates(
             was, now = before.get(callee, set()), after.get(callee, set())
             if _held(was) == _held(now) or followed >= _MAX_CALLEES:
                 continue
+            if _always(was, old_func, callee) and _always(now, new_func, callee):
+                continue  # called on every path on both sides: when it runs did not change
             followed += 1
             guarded.add(callee)
             side, path, gates = (
