@@ -298,11 +298,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "kernel), allocates dk/dv as float32 and drops its inference_mode block; a changed "
         "caller of the launching function is not followed as the kernel's host change"
     ),
-    ("pytorch-labs-segment-anything-fast-387488bc4c7a", "_fwd_kernel_aligned: host_change"): (
-        "the new guard `q_.size(0) > 1` is in _attention_rel_h_rel_w, which calls the "
-        "torch.library op torch.ops.customflash.custom_flash_aligned whose CUDA impl launches "
-        "the kernel; a test around a call of a registered op is not followed to its impl's launch"
-    ),
     ("pytorch-labs-segment-anything-fast-d40f920b81a3", "_fwd_kernel_aligned: reported"): (
         "not reported: the deleted `return None` is in _load_best_configs, which fills the "
         "module-level BEST_CONFIGS table the launch reads its block sizes, warps and stages "

@@ -252,7 +252,7 @@ def _fed(
         "are given changed"
     )
     for kernel, at in _sites(side, reach):
-        changes = _with_gate(changes, kernel, at, [], note, keep_tuning=True)
+        changes = _with_gate(changes, kernel, at, [], note, keep_tuning=True, host=path)
     return changes
 
 
@@ -284,5 +284,5 @@ def _gate(
     ]
     branches = [b.model_copy(update={"note": branch_note(b, ctx.policy)}) for b in branches]
     for kernel, at in _sites(side, reach):
-        changes = _with_gate(changes, kernel, at, branches, note)
+        changes = _with_gate(changes, kernel, at, branches, note, host=path)
     return changes
