@@ -293,11 +293,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "does not reach it (the host side only adds dtype branches and new instances)"
     ),
     # first-look batch10: wrong on first sight, scored after round nine's fixes
-    ("shawntan-stickbreaking-attention-ff45fee78c5b", "_backward: host_change"): (
-        "varlen_bwd, the caller of _compileable_backward (the custom_op that launches the "
-        "kernel), allocates dk/dv as float32 and drops its inference_mode block; a changed "
-        "caller of the launching function is not followed as the kernel's host change"
-    ),
     ("pytorch-labs-segment-anything-fast-d40f920b81a3", "_fwd_kernel_aligned: reported"): (
         "not reported: the deleted `return None` is in _load_best_configs, which fills the "
         "module-level BEST_CONFIGS table the launch reads its block sizes, warps and stages "

@@ -125,3 +125,19 @@ def test_a_changed_helper_and_a_changed_launch_are_a_body_change_with_a_host_cha
     kind, host = _by_path()[VARLEN]
     assert kind == "body"
     assert host == [f"{VARLEN}: the host code that launches it changed"]
+
+
+def test_values_a_caller_hands_to_a_retuned_launcher_are_a_host_change():
+    # ff45fee78c5b's form: the launcher keeps its parameters while its launch is retuned, and
+    # its caller allocates dk in another dtype
+    after = (
+        VARLEN_BEFORE.replace(
+            "    tl.store(A_ptrs, a)\n", "    tl.store(A_ptrs, a, eviction_policy='evict_last')\n"
+        )
+        .replace("dkdv_count, dk, BLOCK=64)", "dkdv_count, dk, BLOCK=64, num_warps=4)")
+        .replace("torch.zeros_like(k, dtype=torch.float32)", "torch.zeros_like(k)")
+    )
+    changes = analysis_between({VARLEN: VARLEN_BEFORE}, {VARLEN: after}).changes
+    assert [(c.name, c.kind, c.host_changes) for c in changes] == [
+        ("_backward", "body", [f"{VARLEN}: the host code that launches it changed"])
+    ]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Iterator
 
 from bot.analysis.launch_values import LaunchValues
@@ -234,14 +235,25 @@ def _gates(
             if f.patch.new_path is None or f.patch.old_path is None:
                 continue
             followed += 1
-            if old_side.definition(f.patch.old_path, name, callee) != new_side.definition(
-                f.patch.new_path, name, callee
+            if _signature(old_side.definition(f.patch.old_path, name, callee)) != _signature(
+                new_side.definition(f.patch.new_path, name, callee)
             ):
                 continue  # changed with its callers: its own launches and calls say what changed
             reach = new_side.reach_call(f.patch.new_path, name, callee)
             if reach.kernels:
                 out = _fed(out, new_side, reach, callee, name, f.patch.new_path)
     return out
+
+
+def _signature(definition: str | None) -> str | None:
+    """What a callee takes: a function's parameters, a class's whole text. Its body may change
+    while its callers hand it other values (a launch retuned inside, dk allocated as float32
+    by the caller): the values still reach the same parameters."""
+    tree = parse_python_or_none(textwrap.dedent(definition)) if definition is not None else None
+    node = tree.body[0] if tree is not None and tree.body else None
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return ast.unparse(node.args)
+    return definition
 
 
 def _fed(
