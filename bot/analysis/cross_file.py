@@ -20,6 +20,7 @@ from bot.analysis.model import (
     KernelChange,
     KernelDef,
     LaunchSite,
+    TritonConfig,
 )
 from bot.analysis.reach.config_builders import tuned_names
 from bot.analysis.reach.pickers import Index, picked_kernels
@@ -52,17 +53,18 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
         for k in s.kernels
         if k.built_by and k.language not in PYTHON_LANGUAGES
     }
-    olds: dict[tuple[str, str], list[LaunchSite]] = {}
-    news: dict[tuple[str, str], list[LaunchSite]] = {}
+    homes = _homes(ctx)
+    olds: dict[tuple[str, str, str], list[LaunchSite]] = {}
+    news: dict[tuple[str, str, str], list[LaunchSite]] = {}
     for site in _through_pickers(_built(ctx.old_launches(), built), known, ctx.old_source):
         if _relevant(site, known):
-            olds.setdefault((site.kernel, site.language), []).append(site)
+            olds.setdefault(_launched_key(site, homes), []).append(site)
     for site in _through_pickers(_built(ctx.new_launches(), built), known, ctx.new_source):
         if _relevant(site, known):
-            news.setdefault((site.kernel, site.language), []).append(site)
+            news.setdefault(_launched_key(site, homes), []).append(site)
     out = []
-    for name, language in sorted(set(olds) & set(news)):
-        a, b = olds[(name, language)], news[(name, language)]
+    for name, language, home in sorted(set(olds) & set(news)):
+        a, b = olds[(name, language, home)], news[(name, language, home)]
         if all(x.value_digest for x in a + b) and sorted(x.value_digest or "" for x in a) == sorted(
             x.value_digest or "" for x in b
         ):
@@ -113,12 +115,18 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
         launches_old = [_launch_text(x) for x in a] if grid_changed else []
         launches_new = [_launch_text(x) for x in b] if grid_changed else []
         existing = next(
-            (c for c in changes if c.name == name and _family(c.language) == _family(language)),
+            (
+                c
+                for c in changes
+                if c.name == name
+                and _family(c.language) == _family(language)
+                and home in ("", c.path)
+            ),
             None,
         )
         if existing is None:
-            old_k = _kernel_named(ctx, name, language, "old")
-            new_k = _kernel_named(ctx, name, language, "new")
+            old_k = _kernel_named(ctx, name, language, "old", home)
+            new_k = _kernel_named(ctx, name, language, "new", home)
             out.append(
                 KernelChange(
                     kind=kind,
@@ -127,6 +135,11 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
                     path=new_k.path if new_k else b[0].path,
                     old=old_k.ref() if old_k else None,
                     new=new_k.ref() if new_k else None,
+                    # a launch-made change still names the autotune it launches under
+                    configs_old=_config_list(old_k),
+                    configs_new=_config_list(new_k),
+                    configs_old_computed=old_k is not None and old_k.configs_computed,
+                    configs_new_computed=new_k is not None and new_k.configs_computed,
                     notes=notes,
                     tuning_old=tuning_old,
                     tuning_new=tuning_new,
@@ -247,14 +260,42 @@ def _through_pickers(
     return out
 
 
-def _kernel_named(ctx: Context, name: str, language: str, side: str) -> KernelDef | None:
-    """The kernel called ``name`` (same language family) in the files read, if any."""
+def _config_list(k: KernelDef | None) -> list[TritonConfig] | None:
+    return list(k.configs) if k is not None and k.configs is not None else None
+
+
+def _kernel_named(
+    ctx: Context, name: str, language: str, side: str, home: str = ""
+) -> KernelDef | None:
+    """The kernel called ``name`` (same language family) in the files read (in ``home`` when
+    given), if any."""
     for f in ctx.files:
         scan = f.old if side == "old" else f.new
         for k in scan.kernels if scan else ():
-            if k.name == name and _family(k.language) == _family(language):
+            if k.name == name and _family(k.language) == _family(language) and home in ("", k.path):
                 return k
     return None
+
+
+def _homes(ctx: Context) -> dict[str, set[str]]:
+    """The files that define a Python kernel of each name, for names defined in more than
+    one file read."""
+    out: dict[str, set[str]] = {}
+    for f in ctx.files:
+        for scan in (f.old, f.new):
+            for k in scan.kernels if scan else ():
+                if k.language in PYTHON_LANGUAGES and k.launched:
+                    out.setdefault(k.name, set()).add(k.path)
+    return {name: paths for name, paths in out.items() if len(paths) > 1}
+
+
+def _launched_key(site: LaunchSite, homes: dict[str, set[str]]) -> tuple[str, str, str]:
+    """Launches are compared per kernel: by name, and where kernels of one name are defined
+    in several files (stickbreaking-attention's two ``_backward``), by the file whose own
+    kernel a launch beside it launches; ``""`` where that is not known."""
+    paths = homes.get(site.kernel, set())
+    home = site.path if site.language in PYTHON_LANGUAGES and site.path in paths else ""
+    return site.kernel, site.language, home
 
 
 def loose_configs(ctx: Context, changes: list[KernelChange]) -> list[KernelChange]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Iterator
 
 from bot.analysis.launch_values import LaunchValues
@@ -161,6 +162,20 @@ def changed_functions(
 _HOLDER = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.(?=[A-Za-z_]\w*\b)")
 
 
+def _always(guards: set[tuple[str, ...]], func: Func, callee: str) -> bool:
+    """Whether ``func`` calls ``callee`` on every path: outside any test, or in every branch
+    of its tests (``if t: f(a) else: f(b)`` picks what ``f`` is handed, not whether it runs)."""
+    if not guards:
+        return any(isinstance(n, ast.Call) and dotted(n.func) == callee for n in ast.walk(func))
+    held = {frozenset(g) for g in guards}
+    while frozenset() not in held:
+        merged = {g - {t} for g in held for t in g if (g - {t}) | {f"not ({t})"} in held}
+        if merged <= held:
+            return False
+        held |= merged
+    return True
+
+
 def _held(guards: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
     """Guards compared by the attributes they read, not by what holds them: ``ctx.backend``
     read as ``meta.backend`` after ``meta = ctx.meta`` is the same test (a refactor of where
@@ -187,6 +202,8 @@ def _gates(
             was, now = before.get(callee, set()), after.get(callee, set())
             if _held(was) == _held(now) or followed >= _MAX_CALLEES:
                 continue
+            if _always(was, old_func, callee) and _always(now, new_func, callee):
+                continue  # called on every path on both sides: when it runs did not change
             followed += 1
             guarded.add(callee)
             side, path, gates = (
@@ -218,14 +235,25 @@ def _gates(
             if f.patch.new_path is None or f.patch.old_path is None:
                 continue
             followed += 1
-            if old_side.definition(f.patch.old_path, name, callee) != new_side.definition(
-                f.patch.new_path, name, callee
+            if _signature(old_side.definition(f.patch.old_path, name, callee)) != _signature(
+                new_side.definition(f.patch.new_path, name, callee)
             ):
                 continue  # changed with its callers: its own launches and calls say what changed
             reach = new_side.reach_call(f.patch.new_path, name, callee)
             if reach.kernels:
                 out = _fed(out, new_side, reach, callee, name, f.patch.new_path)
     return out
+
+
+def _signature(definition: str | None) -> str | None:
+    """What a callee takes: a function's parameters, a class's whole text. Its body may change
+    while its callers hand it other values (a launch retuned inside, dk allocated as float32
+    by the caller): the values still reach the same parameters."""
+    tree = parse_python_or_none(textwrap.dedent(definition)) if definition is not None else None
+    node = tree.body[0] if tree is not None and tree.body else None
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return ast.unparse(node.args)
+    return definition
 
 
 def _fed(
@@ -236,7 +264,7 @@ def _fed(
         "are given changed"
     )
     for kernel, at in _sites(side, reach):
-        changes = _with_gate(changes, kernel, at, [], note, keep_tuning=True)
+        changes = _with_gate(changes, kernel, at, [], note, keep_tuning=True, host=path)
     return changes
 
 
@@ -268,5 +296,5 @@ def _gate(
     ]
     branches = [b.model_copy(update={"note": branch_note(b, ctx.policy)}) for b in branches]
     for kernel, at in _sites(side, reach):
-        changes = _with_gate(changes, kernel, at, branches, note)
+        changes = _with_gate(changes, kernel, at, branches, note, host=path)
     return changes

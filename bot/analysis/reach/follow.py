@@ -589,6 +589,8 @@ class Side:
         head, dot, rest = called.partition(".")
         if head in ("self", "cls", "__class__") and cls and rest:
             return [f"{mod.name}.{cls}.{rest}"]
+        if impls := _op_impls(mod, called):
+            return impls
         if head in local or head in mod.imports:
             return [q + dot + rest for q in sorted(local.get(head) or mod.imports[head])]
         if head in mod.defs or head in mod.loaded or head in mod.aliases:
@@ -719,3 +721,33 @@ class Side:
             return Reach()
         ext = self.extensions.holder(holder.rsplit(".", 1)[-1], op)
         return Reach(ops={Op(ext, op)}) if ext is not None else Reach()
+
+
+def _op_impls(mod: _Module, called: str) -> list[str]:
+    """``torch.ops.ns.op``'s implementations registered in the calling module itself
+    (``@torch.library.impl(lib, "op", "CUDA")``, ``@torch.library.impl("ns::op", ...)``,
+    ``@torch.library.custom_op("ns::op")``): what the op runs, qualified."""
+    parts = called.split(".")
+    if len(parts) != 4 or parts[1] != "ops":
+        return []
+    ns, op = parts[2], parts[3]
+    out = []
+    for name, node in mod.defs.items():
+        for deco in (
+            getattr(node, "decorator_list", []) if not isinstance(node, ast.ClassDef) else []
+        ):
+            if not isinstance(deco, ast.Call) or dotted(deco.func) not in _REGISTRARS:
+                continue
+            named = [a.value for a in deco.args if isinstance(a, ast.Constant)]
+            if op in named or f"{ns}::{op}" in named:
+                out.append(f"{mod.name}.{name}")
+    return out
+
+
+_REGISTRARS = {
+    "torch.library.impl",
+    "torch.library.custom_op",
+    "torch.library.register_kernel",
+    "library.impl",
+    "library.custom_op",
+}

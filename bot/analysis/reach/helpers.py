@@ -6,7 +6,8 @@ change is a ``body`` change of every launched kernel of the file that calls it, 
 through other helpers, with the helper named in ``via_helpers``; the helper itself is not listed.
 A helper that reaches no launched kernel of its file is a helper of the kernels of the other files
 read that import it (``from pkg.kernels.quant import scale_and_clamp``) and call it; one that
-reaches none of those either stays listed.
+reaches none of those either stays listed, unless it cannot be a kernel launched from elsewhere
+(``_compiled_into_nothing``): then it changes no kernel and is not listed.
 """
 
 from __future__ import annotations
@@ -109,6 +110,40 @@ def _helper(index: _Index, c: KernelChange) -> tuple[str, FileScan, str, KernelD
     return None
 
 
+_GRID_INDEX = re.compile(r"\b(?:program_id|num_programs)\b")
+
+
+def _compiled_into_nothing(scan: FileScan, text: str, helper: KernelDef) -> bool:
+    """A jit function nothing calls, imports or launches, in a file that launches its kernels
+    itself, that never reads which program of a grid it is (``tl.program_id``,
+    ``tl.num_programs``), directly or through the jit functions it calls: a helper no kernel
+    uses (shawntan/stickbreaking-attention's ``_locked_add``), not a kernel launched from
+    elsewhere, which would tell its programs apart."""
+    if not scan.launches or helper.language not in ("triton", "gluon"):
+        return False  # a file of kernels launched from other modules; a DSL's own grid index
+    lines = text.split("\n")
+    defs = {k.name: k for k in scan.kernels}
+    seen = {helper.name}
+    todo = [helper]
+    while todo:
+        k = todo.pop()
+        body = "\n".join(lines[k.body_start - 1 : k.body_end])
+        if _GRID_INDEX.search(body):
+            return False
+        for name in set(_NAME.findall(body)) & defs.keys() - seen:
+            seen.add(name)
+            todo.append(defs[name])
+    return True
+
+
+def _launched_from(ctx: Context, k: KernelDef) -> list[str]:
+    """Where the host code that launches ``k`` is, as ``host_changes`` names it: the files of
+    its launches at head (those beside it where it is launched there)."""
+    paths = {x.path for x in ctx.new_launches() if x.kernel == k.name}
+    paths = {k.path} & paths or paths or {k.path}
+    return [f"{p}: the host code that launches it changed" for p in sorted(paths)]
+
+
 def _importers(index: _Index, side: str, helper: KernelDef) -> list[tuple[FileScan, str, str]]:
     """``(scan, text, local name)`` of each other file of ``side`` that imports ``helper`` from
     its module (under any package root: the module's dotted name may carry a prefix)."""
@@ -159,6 +194,10 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
                     graphs[id(other)] = _called_by(other, other_text)
                 callers += _callers(other, graphs[id(other)], local)
         if not callers:
+            if helper.name not in launched and _compiled_into_nothing(scan, text, helper):
+                slots[i] = None
+                if c.kind != "deleted":
+                    live[(c.name, c.path)].remove(i)
             continue
         slots[i] = None
         if c.kind != "deleted":
@@ -189,11 +228,15 @@ def fold_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange
             kind = existing.kind
             if kind in ("tuning", "launch", "moved"):
                 kind = "body"
+            host = existing.host_changes
+            if existing.kind == "launch":  # its launch changed too: a body change with a host one
+                host = [*host, *_launched_from(ctx, k)]
             slots[at[0]] = existing.model_copy(
                 update={
                     "kind": kind,
                     "via_helpers": [*existing.via_helpers, helper.name],
                     "notes": [*existing.notes, note],
+                    "host_changes": list(dict.fromkeys(host)),
                 }
             )
     return [x for x in slots if x is not None]

@@ -246,19 +246,25 @@ def _with_gate(
     branches: list[LaunchBranch],
     note: str,
     keep_tuning: bool = False,
+    host: str | None = None,
 ) -> list[KernelChange]:
     """``kernel`` with ``branches`` and ``note`` added: a launch change, or the change already
     found (a move becomes a launch change, and so does a tuning change unless ``keep_tuning``:
-    the gate then only says when the retuned launch runs)."""
+    the gate then only says when the retuned launch runs). A body change keeps its kind, with
+    ``host`` (the file of the host code that changed) among its host changes."""
     for i, c in enumerate(changes):
         if c.name != kernel or path not in {c.path, *(r.path for r in (c.old, c.new) if r)}:
             continue
         kind = "launch" if c.kind == "moved" or (c.kind == "tuning" and not keep_tuning) else c.kind
+        hosts = c.host_changes
+        if host is not None and c.kind == "body":
+            hosts = list(dict.fromkeys([*hosts, f"{host}: the host code that launches it changed"]))
         changes[i] = c.model_copy(
             update={
                 "kind": kind,
                 "branches": [*c.branches, *branches],
                 "notes": [*c.notes, note],
+                "host_changes": hosts,
             }
         )
         return changes
