@@ -31,7 +31,11 @@ from bot.analysis.model import (
     Language,
     LaunchSite,
 )
-from bot.analysis.same_code import normal_function, without_unread_parameters
+from bot.analysis.same_code import (
+    normal_function,
+    with_einops_axes_named_in_order,
+    without_unread_parameters,
+)
 from bot.analysis.scan.triton_config import Autotune, _dotted, _literal
 from bot.analysis.text import (
     JIT_CALL,
@@ -141,7 +145,7 @@ def scan_python(
     if not hinted and not _DSL_HINT.search(text) and not _LAUNCH_HINT.search(text):
         return FileScan(path=path, kind="python", language=None, complete=True)
     try:
-        tree = without_unread_parameters(parse_python(text))
+        tree = with_einops_axes_named_in_order(without_unread_parameters(parse_python(text)))
         reader = _Reader(path, tree, text.split("\n"), markers, dict(bound))
         reader.read(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
