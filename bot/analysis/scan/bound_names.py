@@ -93,13 +93,13 @@ class _Resolver:
 
     def _module(self, module: str) -> tuple[str, ast.Module] | None:
         """The file of ``module`` (``a/b.py`` or ``a/b/__init__.py``, from the repository's root
-        or from a folder above the importing file: a ``src/`` layout) and its tree."""
+        or from the importing file's top folder: a ``src/`` layout) and its tree."""
         if module not in self.modules:
             found = None
             if len(self.modules) < _MAX_MODULES:
                 rel = module.replace(".", "/")
-                dirs = posixpath.dirname(self.path).split("/")
-                roots = ["", *("/".join(dirs[:i]) for i in range(1, len(dirs) + 1))]
+                top = self.path.split("/", 1)[0]
+                roots = ["", top] if "/" in self.path and top != rel.split("/", 1)[0] else [""]
                 for root in roots:
                     for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
                         file = posixpath.join(root, candidate) if root else candidate
