@@ -43,7 +43,7 @@ from bot.analysis.model import (
 )
 from bot.analysis.reach.branches import VENDOR
 from bot.analysis.same_code import same_cpp_program
-from bot.analysis.scan import scan_lines, scan_source
+from bot.analysis.scan import scan_lines, scan_read, scan_source
 from bot.analysis.text import source_kind
 from bot.toolchain.detect import diff_toolchain, file_kind
 
@@ -292,7 +292,11 @@ def _read_sides(
             )
             text = None
         scan = (
-            scan_source(path, text, markers)
+            (
+                scan_source(path, text, markers)
+                if source is None
+                else scan_read(path, text, source, markers)
+            )
             if text is not None
             else scan_lines(path, lines, sections, markers)
         )

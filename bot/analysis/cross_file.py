@@ -438,6 +438,56 @@ def _renamed(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
                 }
             )
         )
+    kept = [c for c in changes if id(c) not in drop]
+    return _renamed_and_changed(kept, ctx) + out
+
+
+def _renamed_and_changed(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
+    """A kernel deleted and another added in one file where each host function that launched
+    the deleted one launches the new one instead, once each: the kernel renamed with its body
+    changed (``body``, under the new name): the launches it took over say it is the same
+    kernel, whatever its body now reads."""
+    gone = [c for c in changes if c.kind == "deleted" and c.old is not None]
+    came = [c for c in changes if c.kind == "new" and c.new is not None]
+    if not gone or not came:
+        return changes
+
+    def hosts(launches: list[LaunchSite], name: str, path: str) -> frozenset[str]:
+        return frozenset(
+            x.wrapper for x in launches if x.kernel == name and x.path == path and x.wrapper
+        )
+
+    old_launches, new_launches = ctx.old_launches(), ctx.new_launches()
+    pairs = [
+        (old, new)
+        for old in gone
+        for new in came
+        if old.path == new.path
+        and old.language == new.language
+        and (launched := hosts(old_launches, old.name, old.path))
+        and launched == hosts(new_launches, new.name, new.path)
+        and not hosts(new_launches, old.name, old.path)
+    ]
+    once = [
+        (old, new)
+        for old, new in pairs
+        if sum(o is old for o, _ in pairs) == 1 and sum(n is new for _, n in pairs) == 1
+    ]
+    if not once:
+        return changes
+    drop = {id(c) for pair in once for c in pair}
+    out = [
+        new.model_copy(
+            update={
+                "kind": "body",
+                "old": old.old,
+                "configs_old": old.configs_old,
+                "configs_old_computed": old.configs_old_computed,
+                "notes": [*new.notes, f"renamed from {old.name}; its body changed too"],
+            }
+        )
+        for old, new in once
+    ]
     return [c for c in changes if id(c) not in drop] + out
 
 

@@ -14,6 +14,9 @@ Python (a kernel's function, before its locals are given canonical names):
   in the same file pass for it (``without_unread_parameters``): removing it compiles the same
   kernel (an autotune key or a heuristic naming it is compared on its own).
 
+Python host code: an einops pattern with its axes renamed throughout is the same operation
+(``with_einops_axes_named_in_order``).
+
 The tree given is never changed: a statement list that changes is a new list, a statement that
 changes a shallow copy, everything else shared.
 
@@ -127,6 +130,79 @@ def without_unread_parameters(tree: ast.Module) -> ast.Module:
             new.keywords = [k for k in new.keywords if k.arg not in names]
     assert isinstance(out, ast.Module)
     return out
+
+
+_EINOPS = {"rearrange": 1, "repeat": 1, "reduce": 1}  # function -> its pattern's position
+_AXIS_TOKEN = re.compile(r"\.\.\.|->|[()]|[A-Za-z_]\w*|\d+|\S")
+
+
+def with_einops_axes_named_in_order(tree: ast.Module) -> ast.Module:
+    """``tree`` with each einops pattern (``rearrange`` / ``repeat`` / ``reduce`` of ``einops``,
+    resolved through the module's imports) written with its axis names renamed in the order they
+    first appear (``a0``, ``a1``...), the keyword sizes that name axes (``h=heads``) with them:
+    ``'b n h d -> b h n d'`` and ``'b h n d -> b n h d'`` both swap axes 1 and 2, one operation.
+    ``tree`` itself when no pattern reads otherwise; else a copy, as ``tree`` may be shared."""
+    einops = _einops_names(tree)
+    if not einops or not any(_renamed(n, einops) for n in ast.walk(tree)):
+        return tree
+    tree = copy.deepcopy(tree)
+    for node in ast.walk(tree):
+        found = _renamed(node, einops)
+        if found is not None and isinstance(node, ast.Call):
+            at, pattern, names = found
+            if at is None:
+                next(k for k in node.keywords if k.arg == "pattern").value = ast.Constant(pattern)
+            else:
+                node.args[at] = ast.Constant(pattern)
+            for k in node.keywords:
+                if k.arg in names:
+                    k.arg = names[k.arg]
+    return tree
+
+
+def _einops_names(tree: ast.Module) -> dict[str, str]:
+    """Local spellings of einops' pattern functions: ``rearrange``, ``einops.rearrange``."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "einops" and node.level == 0:
+            for a in node.names:
+                if a.name in _EINOPS:
+                    out[a.asname or a.name] = a.name
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "einops":
+                    for f in _EINOPS:
+                        out[f"{a.asname or a.name}.{f}"] = f
+    return out
+
+
+def _renamed(
+    node: ast.AST, einops: dict[str, str]
+) -> tuple[int | None, str, dict[str, str]] | None:
+    """``(position or None for a keyword, the pattern renamed, old axis name -> new)`` of an
+    einops call whose pattern reads otherwise renamed, or None."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = ast.unparse(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else ""
+    if func not in einops:
+        return None
+    at: int | None = _EINOPS[einops[func]]
+    value: ast.expr | None = None
+    if at is not None and len(node.args) > at:
+        value = node.args[at]
+    else:
+        at, value = None, next((k.value for k in node.keywords if k.arg == "pattern"), None)
+    if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+        return None
+    tokens = _AXIS_TOKEN.findall(value.value)
+    if "->" not in tokens:
+        return None
+    names: dict[str, str] = {}
+    for t in tokens:
+        if t[0].isalpha() or t[0] == "_":
+            names.setdefault(t, f"a{len(names)}")
+    pattern = " ".join(names.get(t, t) for t in tokens)
+    return (at, pattern, names) if pattern != value.value else None
 
 
 def _launch_of(node: ast.AST, drop: dict[str, tuple[set[int], set[str]]]) -> str | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
-from bot.analysis.scan import scan_source
+from bot.analysis.scan import scan_read
 from bot.analysis.text import module_bindings, parse_python_or_none
 
 Reader = Callable[[str], "str | None"]
@@ -355,7 +355,7 @@ class Side:
                 for sub in node.body:
                     if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         defs[f"{node.name}.{sub.name}"] = sub
-        scan = scan_source(path, text)
+        scan = scan_read(path, text, self.read)
         kernels = {k.name for k in scan.kernels if k.language in PYTHON_LANGUAGES and k.launched}
         aliases = _kernel_aliases(tree, kernels)
         launches: dict[str, set[str]] = {}

@@ -16,7 +16,7 @@ module picks the reader (the records are ``bot.analysis.model``'s).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bot.analysis.model import (
     FileScan,
@@ -26,21 +26,36 @@ from bot.analysis.text import (
 )
 
 
-def scan_source(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan:
+def scan_source(
+    path: str, text: str, markers: tuple[str, ...] = (), bound: tuple[tuple[str, str], ...] = ()
+) -> FileScan:
     """Scan a whole file. Unknown file types give an empty scan. ``markers``: the policy's
     ``kernel_decorators``. A scan is a function of its arguments and frozen: one analysis
     reads many files several times (each side, the call graph, pairing, Part A's counts), and
     they are scanned once."""
-    return _scanned(path, text, tuple(markers))
+    return _scanned(path, text, tuple(markers), tuple(bound))
+
+
+def scan_read(
+    path: str, text: str, read: Callable[[str], str | None], markers: tuple[str, ...] = ()
+) -> FileScan:
+    """:func:`scan_source` of a file of a repository that ``read`` reads: the names it imports
+    from the repository's modules that stand for Triton's are followed there (``bound_names``)."""
+    from bot.analysis.scan.bound_names import triton_bindings
+
+    bound = triton_bindings(path, text, read) if source_kind(path) == "python" else ()
+    return scan_source(path, text, markers, bound)
 
 
 @functools.lru_cache(maxsize=256)
-def _scanned(path: str, text: str, markers: tuple[str, ...]) -> FileScan:
+def _scanned(
+    path: str, text: str, markers: tuple[str, ...], bound: tuple[tuple[str, str], ...]
+) -> FileScan:
     kind = source_kind(path)
     if kind == "python":
         from bot.analysis.scan.triton import scan_python
 
-        return scan_python(path, text, markers)
+        return scan_python(path, text, markers, bound)
     if kind == "cpp":
         from bot.analysis.scan.cpp import scan_cpp
 

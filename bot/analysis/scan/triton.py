@@ -31,7 +31,11 @@ from bot.analysis.model import (
     Language,
     LaunchSite,
 )
-from bot.analysis.same_code import normal_function, without_unread_parameters
+from bot.analysis.same_code import (
+    normal_function,
+    with_einops_axes_named_in_order,
+    without_unread_parameters,
+)
 from bot.analysis.scan.triton_config import Autotune, _dotted, _literal
 from bot.analysis.text import (
     JIT_CALL,
@@ -132,14 +136,17 @@ def _signature_without_defaults(args: ast.arguments) -> str:
     return ", ".join(parts)
 
 
-def scan_python(path: str, text: str, markers: tuple[str, ...] = ()) -> FileScan:
-    """``markers``: the policy's ``kernel_decorators`` (dotted names, as resolved or written)."""
+def scan_python(
+    path: str, text: str, markers: tuple[str, ...] = (), bound: tuple[tuple[str, str], ...] = ()
+) -> FileScan:
+    """``markers``: the policy's ``kernel_decorators`` (dotted names, as resolved or written);
+    ``bound``: names the file imports that the repository binds to Triton's (``bound_names``)."""
     hinted = any(m.rsplit(".", 1)[-1] in text for m in markers)
     if not hinted and not _DSL_HINT.search(text) and not _LAUNCH_HINT.search(text):
         return FileScan(path=path, kind="python", language=None, complete=True)
     try:
-        tree = without_unread_parameters(parse_python(text))
-        reader = _Reader(path, tree, text.split("\n"), markers)
+        tree = with_einops_axes_named_in_order(without_unread_parameters(parse_python(text)))
+        reader = _Reader(path, tree, text.split("\n"), markers, dict(bound))
         reader.read(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if isinstance(exc, SyntaxError):
@@ -199,7 +206,12 @@ def _kernel_language(found: list[tuple[str, Language] | None]) -> Language:
 
 class _Reader:
     def __init__(
-        self, path: str, tree: ast.Module, lines: list[str], markers: tuple[str, ...] = ()
+        self,
+        path: str,
+        tree: ast.Module,
+        lines: list[str],
+        markers: tuple[str, ...] = (),
+        bound: dict[str, str] | None = None,
     ) -> None:
         self.path = path
         self.lines = lines
@@ -226,7 +238,7 @@ class _Reader:
             elif isinstance(node, ast.FunctionDef):
                 self.funcs[node.name] = node
         self.defs = module_bindings(tree.body)  # in ifs and trys too
-        self.autotune = Autotune(self.assigns, self.defs, self.funcs)
+        self.autotune = Autotune(self.assigns, self.defs, self.funcs, bound)
         imported: list[str] = []
         functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # one walk for both
         for walked in ast.walk(tree):
@@ -242,6 +254,8 @@ class _Reader:
                 imported.append(walked.module)
                 for a in walked.names:
                     self.aliases[a.asname or a.name] = f"{walked.module}.{a.name}"
+        self.aliases.update(bound or {})  # ``from project import triton_jit``: ``triton.jit``
+        imported += (bound or {}).values()
         self.gpu_file = imports_gpu_module(imported)
         self.kernel_names = {
             f.name

@@ -46,11 +46,12 @@ def _int_or_text(node: ast.AST) -> int | str:
     return value if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
-def parse_config(node: ast.AST) -> TritonConfig | None:
-    """``triton.Config({...}, num_warps=4, num_stages=3)`` -> TritonConfig; None if not one."""
+def parse_config(node: ast.AST, bound: dict[str, str] | None = None) -> TritonConfig | None:
+    """``triton.Config({...}, num_warps=4, num_stages=3)`` -> TritonConfig; None if not one.
+    ``bound``: names the repository binds to Triton's (``TritonConfig``: ``triton.Config``)."""
     if not isinstance(node, ast.Call):
         return None
-    name = _dotted(node.func, {})
+    name = _dotted(node.func, bound or {})
     if not name or name.split(".")[-1] != "Config":
         return None
     kwargs_node = node.args[0] if node.args else None
@@ -79,8 +80,13 @@ class Autotune:
     """Reads autotune calls of one module, given its module-level names."""
 
     def __init__(
-        self, assigns: dict[str, ast.expr], defs: Bindings, funcs: dict[str, ast.FunctionDef]
+        self,
+        assigns: dict[str, ast.expr],
+        defs: Bindings,
+        funcs: dict[str, ast.FunctionDef],
+        bound: dict[str, str] | None = None,
     ) -> None:
+        self.bound = bound or {}
         self.assigns = assigns
         self.defs = defs
         self.funcs = funcs
@@ -102,7 +108,7 @@ class Autotune:
         if expr is not None:
             elements = self._resolve_list(expr, 0)
             if elements is not None:
-                parsed = [parse_config(e) for e in elements]
+                parsed = [parse_config(e, self.bound) for e in elements]
                 source = ast.unparse(ast.List(elts=elements, ctx=ast.Load()))
                 if all(p is not None for p in parsed):
                     configs = tuple(p for p in parsed if p is not None)
