@@ -90,13 +90,13 @@ def analyze_diff(
     from bot.analysis.reach.branches import add_branches
     from bot.analysis.reach.call_gates import call_gates
     from bot.analysis.reach.choices import choice_gates
-    from bot.analysis.reach.decorator_reads import decorator_reads
     from bot.analysis.reach.helpers import fold_helpers
     from bot.analysis.reach.host_cpp import host_changes
     from bot.analysis.reach.import_gates import import_gates
     from bot.analysis.reach.loader_calls import loader_launches
     from bot.analysis.reach.predicates import predicate_gates
-    from bot.analysis.reach.tuning_helpers import tuning_helpers
+    from bot.analysis.tuning.decorator_reads import decorator_reads
+    from bot.analysis.tuning.tuning_helpers import tuning_helpers
 
     skipped = list(parsed.skipped)
     text_only_lines: list[UnclassifiedFile] = []  # C++ hunks that read the same

@@ -17,9 +17,9 @@ from bot.analysis.model import (
     KernelDef,
     SourceFn,
 )
-from bot.analysis.reach.config_builders import built_configs
 from bot.analysis.same_code import unread_assignments
 from bot.analysis.text import called_helpers, collapse, is_tuning_line
+from bot.analysis.tuning.config_builders import built_configs
 
 
 class _Numbered:

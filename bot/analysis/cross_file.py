@@ -22,9 +22,9 @@ from bot.analysis.model import (
     LaunchSite,
     TritonConfig,
 )
-from bot.analysis.reach.config_builders import tuned_names
 from bot.analysis.reach.pickers import Index, picked_kernels
 from bot.analysis.text import source_kind
+from bot.analysis.tuning.config_builders import tuned_names
 
 
 def _launch_text(site: LaunchSite) -> str:

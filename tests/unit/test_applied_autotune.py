@@ -1,5 +1,5 @@
 """What a function applying a decorator to a kernel by a call reads tunes that kernel, as a
-decorator's reads would (``bot/analysis/reach/decorator_reads``).
+decorator's reads would (``bot/analysis/tuning/decorator_reads``).
 
 Shortened from xlite-dev/ffpa-attn 25303e3 (pull request #201, Apache-2.0),
 src/ffpa_attn/triton/_ffpa_bwd.py: ``_get_pre_autotune`` builds ``triton.autotune(configs=

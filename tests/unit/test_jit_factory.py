@@ -9,7 +9,7 @@ activation bound and applies ``triton.heuristics(...)(triton.jit(kernel))``. At 
 compute instead of computing them itself; at 2536cc5d83f0 (in tests/data/real_prs) the store of
 each channel's output moves into the loop over the channel's pixels; at 8a3f797ecdd5 (in
 tests/data/real_prs too) the factory's ``num_warps`` heuristic changes, a tuning change of the
-kernel it makes (``bot/analysis/reach/decorator_reads``).
+kernel it makes (``bot/analysis/tuning/decorator_reads``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Launch tuning chosen by a changed host function of another module: the kernels it tunes are
-tuning changes (``bot/analysis/reach/tuning_helpers``).
+tuning changes (``bot/analysis/tuning/tuning_helpers``).
 
 ``UTILS`` and ``ATTENTION`` are shortened from native_sparse_attention/ops/triton/utils.py and
 compressed_attention.py in XunhaoLai/native-sparse-attention-triton at 9bea856c911e and its parent

@@ -29,9 +29,9 @@ from bot.analysis.model import (
     KernelChange,
     KernelDef,
 )
-from bot.analysis.reach.config_builders import built_configs
 from bot.analysis.reach.helpers import caused_change
 from bot.analysis.text import JIT_CALL, module_bindings, parse_python_or_none
+from bot.analysis.tuning.config_builders import built_configs
 
 _DEPTH = 4
 _MAX_UNITS = 64
