@@ -42,8 +42,11 @@ def scan_read(
     """:func:`scan_source` of a file of a repository that ``read`` reads: the names it imports
     from the repository's modules that stand for Triton's are followed there (``bound_names``)."""
     from bot.analysis.scan.bound_names import triton_bindings
+    from bot.analysis.scan.triton import may_hold_kernels
 
-    bound = triton_bindings(path, text, read) if source_kind(path) == "python" else ()
+    python = source_kind(path) == "python"
+    # a file the scan will not parse needs no names followed
+    bound = triton_bindings(path, text, read) if python and may_hold_kernels(text, markers) else ()
     return scan_source(path, text, markers, bound)
 
 

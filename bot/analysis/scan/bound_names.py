@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from collections.abc import Callable
 
 from bot.analysis.text import module_bindings, parse_python_or_none
@@ -25,6 +26,7 @@ Read = Callable[[str], "str | None"]
 _APPLIED = ("jit", "autotune", "heuristics", "Config")
 _MAX_DEPTH = 3  # re-exports followed
 _MAX_MODULES = 8  # modules read for one file
+_DECORATOR = re.compile(r"(?m)^[ \t]*@[ \t]*([A-Za-z_]\w*)\b(?![ \t]*\.)")
 
 
 def triton_bindings(path: str, text: str, read: Read) -> tuple[tuple[str, str], ...]:
@@ -35,14 +37,8 @@ def triton_bindings(path: str, text: str, read: Read) -> tuple[tuple[str, str], 
     if tree is None:
         return ()
     imports = _from_imports(path, tree)
-    decorators = {
-        d.func.id
-        if isinstance(d, ast.Call) and isinstance(d.func, ast.Name)
-        else getattr(d, "id", "")
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        for d in node.decorator_list
-    }
+    # ``@name`` or ``@name(...)``, not ``@name.attr``: the names that decorate by themselves
+    decorators = set(_DECORATOR.findall(text))
     modules = {imports[name][0] for name in decorators if name in imports}
     if not modules:
         return ()

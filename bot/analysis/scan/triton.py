@@ -136,16 +136,24 @@ def _signature_without_defaults(args: ast.arguments) -> str:
     return ", ".join(parts)
 
 
+def may_hold_kernels(text: str, markers: tuple[str, ...] = ()) -> bool:
+    """Whether Python ``text`` shows anything a kernel or a launch is made of (a DSL's word, a
+    policy marker, a ``kernel[grid](...)`` launch): a file without is not parsed at all."""
+    hinted = any(m.rsplit(".", 1)[-1] in text for m in markers)
+    return hinted or bool(_DSL_HINT.search(text) or _LAUNCH_HINT.search(text))
+
+
 def scan_python(
     path: str, text: str, markers: tuple[str, ...] = (), bound: tuple[tuple[str, str], ...] = ()
 ) -> FileScan:
     """``markers``: the policy's ``kernel_decorators`` (dotted names, as resolved or written);
     ``bound``: names the file imports that the repository binds to Triton's (``bound_names``)."""
-    hinted = any(m.rsplit(".", 1)[-1] in text for m in markers)
-    if not hinted and not _DSL_HINT.search(text) and not _LAUNCH_HINT.search(text):
+    if not may_hold_kernels(text, markers):
         return FileScan(path=path, kind="python", language=None, complete=True)
     try:
-        tree = with_einops_axes_named_in_order(without_unread_parameters(parse_python(text)))
+        tree = without_unread_parameters(parse_python(text))
+        if "einops" in text:  # no pattern to rename otherwise: no walk over the tree
+            tree = with_einops_axes_named_in_order(tree)
         reader = _Reader(path, tree, text.split("\n"), markers, dict(bound))
         reader.read(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
