@@ -413,7 +413,9 @@ def test_a_local_header_change_reaches_the_kernels_that_use_it(tmp_path):
 
 
 def test_a_host_function_change_is_a_launch_change(tmp_path):
-    head = SCAN_CU.replace('TORCH_CHECK(n > 0, "empty");', 'TORCH_CHECK(n >= 0, "negative");')
+    # an early return that decides whether the launch runs (a check alone, TORCH_CHECK, is no
+    # part of the launch: ``scan/cpp_slice``)
+    head = SCAN_CU.replace('TORCH_CHECK(n > 0, "empty");', "if (n <= 0) return;")
     assert _scan_change(tmp_path, COMMON_CUH, head).kind == "launch"
 
 

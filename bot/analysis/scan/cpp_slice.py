@@ -116,6 +116,8 @@ def _parsed(
     blocks: dict[int, tuple[int, int]] = {}
     stack: list[int] = []
     for i, (_a, b) in enumerate(spans):
+        if b < 1 or b > len(bare):
+            continue
         if bare[b - 1] == "{":
             stack.append(i)
         elif bare[b - 1] == "}" and stack:
