@@ -166,3 +166,23 @@ def module_bindings(body: Sequence[ast.stmt], tests: Sequence[ast.expr] = ()) ->
             for name, found in module_bindings(block, above).items():
                 out.setdefault(name, []).extend(found)
     return out
+
+
+def module_of(path: str) -> str:
+    """``pkg/sub/mod.py`` -> ``pkg.sub.mod``; ``pkg/__init__.py`` -> ``pkg``."""
+    stem = path[: -len(".py")] if path.endswith(".py") else path
+    parts = stem.split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def absolute(module: str | None, level: int, path: str) -> str:
+    """The module a ``from`` import names, relative ones resolved against ``path``."""
+    if level == 0:
+        return module or ""
+    package = module_of(path).split(".")
+    if not path.endswith("__init__.py"):
+        package = package[:-1]
+    package = package[: len(package) - (level - 1)] if level > 1 else package
+    return ".".join([*package, *([module] if module else [])])

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
 from bot.analysis.scan import scan_read
-from bot.analysis.text import module_bindings, parse_python_or_none
+from bot.analysis.text import absolute, module_bindings, module_of, parse_python_or_none
 
 Reader = Callable[[str], "str | None"]
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -127,26 +127,6 @@ class Reach:
 def _launched(mod: _Module, name: str) -> Reach:
     """The kernel ``name`` of ``mod``, launched."""
     return Reach(kernels={name}, sites={(mod.path, name)})
-
-
-def module_of(path: str) -> str:
-    """``pkg/sub/mod.py`` -> ``pkg.sub.mod``; ``pkg/__init__.py`` -> ``pkg``."""
-    stem = path[: -len(".py")] if path.endswith(".py") else path
-    parts = stem.split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def absolute(module: str | None, level: int, path: str) -> str:
-    """The module a ``from`` import names, relative ones resolved against ``path``."""
-    if level == 0:
-        return module or ""
-    package = module_of(path).split(".")
-    if not path.endswith("__init__.py"):
-        package = package[:-1]
-    package = package[: len(package) - (level - 1)] if level > 1 else package
-    return ".".join([*package, *([module] if module else [])])
 
 
 def imports_in(nodes: Sequence[ast.AST], path: str) -> dict[str, set[str]]:

@@ -16,7 +16,7 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from bot.analysis.text import module_bindings, parse_python_or_none
+from bot.analysis.text import absolute, module_bindings, parse_python_or_none
 
 __all__ = ["triton_bindings"]
 
@@ -61,24 +61,13 @@ def _from_imports(path: str, tree: ast.Module) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for node in tree.body:
         if isinstance(node, ast.ImportFrom):
-            module = _absolute(path, node.module, node.level)
-            if module is None:
+            module = absolute(node.module, node.level, path)
+            if not module:
                 continue
             for a in node.names:
                 if a.name != "*":
                     out[a.asname or a.name] = (module, a.name)
     return out
-
-
-def _absolute(path: str, module: str | None, level: int) -> str | None:
-    """``from ..x import y`` in ``a/b/c.py`` is ``a.x``; an absolute module as written."""
-    if level == 0:
-        return module
-    parts = posixpath.dirname(path).split("/") if posixpath.dirname(path) else []
-    if level - 1 > len(parts):
-        return None
-    base = parts[: len(parts) - (level - 1)]
-    return ".".join([*base, *([module] if module else [])]) or None
 
 
 class _Resolver:
@@ -122,9 +111,9 @@ class _Resolver:
                         a.name if a.asname else a.name.split(".")[0]
                     )
             elif isinstance(node, ast.ImportFrom):
-                source = _absolute(file, node.module, node.level)
+                source = absolute(node.module, node.level, file)
                 for a in node.names:
-                    if source is not None and a.name != "*":
+                    if source and a.name != "*":
                         aliases[a.asname or a.name] = f"{source}.{a.name}"
         if name in aliases:
             dotted = aliases[name]

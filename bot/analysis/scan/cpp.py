@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, Language, LaunchSite
 from bot.analysis.scan.cpp_slice import launch_lines
-from bot.analysis.scan.template_args import unread_argument_spans, unread_parameters
+from bot.analysis.scan.template_args import split_top, unread_argument_spans, unread_parameters
 from bot.analysis.text import collapse, digest, is_tuning_line, is_tuning_name
 
 _MASK = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
@@ -144,17 +144,7 @@ def _balanced(bare: str, open_at: int, pair: str = "()", limit: int = 2_000) -> 
 
 
 def _split_args(text: str) -> list[str]:
-    out, depth, last = [], 0, 0
-    for k, ch in enumerate(text):
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[last:k].strip())
-            last = k + 1
-    out.append(text[last:].strip())
-    return [a for a in out if a]
+    return [text[a:b].strip() for a, b in split_top(text, 0)]
 
 
 class _Text:

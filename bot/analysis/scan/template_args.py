@@ -18,7 +18,7 @@ _TEMPLATE = re.compile(r"\btemplate\s*<")
 _OPENS, _CLOSES = "<([{", ">)]}"
 
 
-def _split_top(text: str, at: int) -> list[tuple[int, int]]:
+def split_top(text: str, at: int) -> list[tuple[int, int]]:
     """Spans (offsets from ``at``) of ``text``'s parts between commas outside any brackets."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
@@ -58,7 +58,7 @@ def unread_parameters(bare: str, name_at: int, end: int) -> list[bool] | None:
     if found is None or close is None or re.search(r"[;{}]", bare[close:name_at]):
         return None
     names = []
-    for a, b in _split_top(bare[found.end() : close], found.end()):
+    for a, b in split_top(bare[found.end() : close], found.end()):
         words = _IDENT.findall(bare[a:b].split("=", 1)[0])
         if not words:
             return None
@@ -89,7 +89,7 @@ def unread_argument_spans(bare: str, launch_at: int, unread: list[bool]) -> list
     close = launch_at - 1
     while bare[close] != ">":
         close -= 1
-    args = _split_top(bare[k + 1 : close], k + 1)
+    args = split_top(bare[k + 1 : close], k + 1)
     if len(args) != len(unread):
         return []
     out = []

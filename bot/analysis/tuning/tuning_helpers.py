@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import ast
 import posixpath
-from collections.abc import Iterator
 
 from bot.analysis.launch_values import LaunchValues
 from bot.analysis.model import PYTHON_LANGUAGES, Context, KernelChange, KernelDef
+from bot.analysis.reach.call_sites import functions
 from bot.analysis.reach.follow import dotted, imports_in, module_of
 from bot.analysis.scan import scan_source
 from bot.analysis.text import is_tuning_name, parse_python_or_none, source_kind
@@ -25,17 +25,6 @@ from bot.analysis.text import is_tuning_name, parse_python_or_none, source_kind
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 _MAX_FILES = 40  # modules read besides the diff's, nearest the changed module first
 _MAX_CHARS = 400_000  # a module longer than this is not read for launches
-
-
-def _functions(tree: ast.Module) -> Iterator[tuple[str, Func]]:
-    """Top-level functions and class methods, by ``name`` / ``Class.name``."""
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node.name, node
-        elif isinstance(node, ast.ClassDef):
-            for sub in node.body:
-                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    yield f"{node.name}.{sub.name}", sub
 
 
 _NOT_RUN = frozenset({"annotation", "returns", "type_comment"})
@@ -94,10 +83,10 @@ def _changed_functions(ctx: Context) -> set[str]:
         kernels = {k.name for s in (f.old, f.new) if s for k in s.kernels}
         # a host function that launches kernels itself is compared at its launches
         # (module-level functions: a method is not reached through a module's names)
-        before = dict(_functions(old))
+        before = functions(old)
         defs = {
             n: d
-            for n, d in _functions(new)
+            for n, d in functions(new).items()
             if "." not in n and n not in kernels and not _launches(d)
         }
         added = {n for n, _ in f.patch.added_lines()}
@@ -164,7 +153,7 @@ def _resolver(tree: ast.Module, path: str) -> dict[str, set[str]]:
     """Local name -> the qualified names it may stand for: imports, and the module's own
     functions."""
     names = imports_in(tree.body, path)
-    for name, _ in _functions(tree):
+    for name in functions(tree):
         if "." not in name:
             names.setdefault(name, set()).add(f"{module_of(path)}.{name}")
     return names
@@ -209,7 +198,7 @@ def tuning_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChan
             continue
         names = _resolver(tree, path)
         kernels: dict[str, KernelDef] | None = None
-        for wrapper, func in _functions(tree):
+        for wrapper, func in functions(tree).items():
             if not _launches(func) or not any(_word(n) in bare for n in ast.walk(func)):
                 continue
             values = LaunchValues(func)
