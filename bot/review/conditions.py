@@ -17,6 +17,7 @@ from bot.contracts.evidence import (
     FAILED_VERDICTS,
     Evidence,
     FirstCallEvidence,
+    NotRun,
     ShapeLine,
     SweepEvidence,
 )
@@ -81,6 +82,26 @@ def _sweep_line(s: SweepEvidence) -> str:
     return line
 
 
+def each_vendor(skipped: Sequence[NotRun], vendors: Sequence[str]) -> str:
+    """Why a check was not run, each vendor's reason under its name where the policy names more
+    than one ("nvidia: ...; amd: ..."), a tail they share said once ("nvidia: needs an NVIDIA
+    GPU runner, amd: needs an AMD GPU runner; this machine has no GPU"): one vendor's reason is
+    never said as if it were every vendor's. "needs a GPU runner" when none was given."""
+    rows = list(dict.fromkeys((n.vendor, n.reason) for n in skipped))
+    if not rows:
+        return "needs a GPU runner"
+    if len(vendors) < 2 or all(v is None for v, _ in rows):
+        return "; ".join(dict.fromkeys(r for _, r in rows))
+    said = [(f"{v}: " if v else "", r) for v, r in rows]
+    if len({r for _, r in rows}) == 1:
+        return f"{', '.join(v for v, _ in rows if v)}: {rows[0][1]}"
+    tails = {r.partition("; ")[2] for _, r in rows}
+    if len(said) > 1 and len(tails) == 1 and "" not in tails:
+        heads = ", ".join(f"{v}{r.partition('; ')[0]}" for v, r in said)
+        return f"{heads}; {tails.pop()}"
+    return "; ".join(f"{v}{r}" for v, r in said)
+
+
 def _inconclusive_line(x: ShapeLine) -> str:
     """An inconclusive shape: its interval and, in words, why it could not be decided."""
     line = f"{x.kernel} {_shape(x.shape)} {x.dtype}: inconclusive"
@@ -106,16 +127,13 @@ def sweep(f: Facts) -> Finding:
     gpu_sweeps = [s for s in ev.sweeps if s.timing_kind == "gpu"]
     if not gpu_sweeps:
         skipped = [n for n in ev.not_run if n.check == "sweep"]
-        reasons = [n.reason for n in skipped] or ["needs a GPU runner"]
         cpu = [s for s in ev.sweeps if s.timing_kind == "cpu"]
         extra = (
             ("a CPU-timed sweep ran the pipeline end to end; CPU timings are not evidence",)
             if cpu
             else ()
         )
-        # each vendor's reason, the first one's too: the summary says only the first
-        each = tuple(f"{n.vendor}: {n.reason}" if n.vendor else n.reason for n in skipped)
-        return Finding("not_run", reasons[0], (each if len(each) > 1 else ()) + extra)
+        return Finding("not_run", each_vendor(skipped, f.req.vendors), extra)
     priced = priced_kernels(f.changes, ev)
     lines: list[str] = []
     failures = [x for s in gpu_sweeps for x in s.failures]
@@ -422,10 +440,10 @@ def first_call(f: Facts) -> Finding:
     lines += tuple(line for x in head for line in _picks_against_sweep(x, ev.sweeps))
     kind = req.deployment
     if not gpu:
-        reasons = [n.reason for n in ev.not_run if n.check == "first_call"]
+        skipped = [n for n in ev.not_run if n.check == "first_call"]
+        reasons = [each_vendor(skipped, req.vendors)] if skipped or not failed else []
         reasons += [f"{x.kernel}: the measurement failed" for x in failed]
-        reasons = reasons or ["needs a GPU runner"]
-        return Finding("not_run", f"{reasons[0]}; the deployment is `{kind}`", lines)
+        return Finding("not_run", f"{'; '.join(reasons)}; the deployment is `{kind}`", lines)
     if kind == "long-lived":
         return Finding(
             "met", "measured; for a long-lived process it is paid once and reported only", lines
