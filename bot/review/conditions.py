@@ -137,7 +137,8 @@ def sweep(f: Facts) -> Finding:
     priced = priced_kernels(f.changes, ev)
     lines: list[str] = []
     failures = [x for s in gpu_sweeps for x in s.failures]
-    total = sum(len(s.shapes) for s in gpu_sweeps)
+    fixed = [x for s in gpu_sweeps for x in s.fixed]  # the base failed, the head runs
+    total = sum(len(s.shapes) for s in gpu_sweeps) - len(fixed)
     for s in gpu_sweeps:
         lines.append(_sweep_line(s))
         if s.dropped_rounds:
@@ -147,6 +148,7 @@ def sweep(f: Facts) -> Finding:
         for x in s.failures:
             why = f" ({x.detail})" if x.detail else ""
             lines.append(f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict}{why}")
+        lines += [where + line for line in _fixed_lines(s.fixed)]
     inconclusive: list[ShapeLine] = []
     within: list[ShapeLine] = []  # a priced rewrite's shapes within its price
     for s in gpu_sweeps:
@@ -198,7 +200,8 @@ def sweep(f: Facts) -> Finding:
     if failures or slower or over:
         what = []
         if failures:
-            what.append(f"{plural(len(failures), 'shape')} failed (wrong result, crash or timeout)")
+            kinds = and_list(list(dict.fromkeys(_kind(x) for x in failures)))
+            what.append(f"{plural(len(failures), 'shape')} failed ({kinds})")
         timed: dict[str, int] = {}  # each kernel's timed shapes, over the vendors
         for s in gpu_sweeps:
             for x in s.shapes:
@@ -216,6 +219,7 @@ def sweep(f: Facts) -> Finding:
             what.append(unserved_words(aside, len(gpu_sweeps)))
         if n_accepted:
             what.append(f"{n_accepted} accepted")
+        what += [_fixed_words(fixed)] if fixed else []
         return Finding("open", "; ".join(what), rows, blocking=True)
     if inconclusive or undecided or aside:
         what = [unserved_words(aside, len(gpu_sweeps))] if aside else []
@@ -225,13 +229,58 @@ def sweep(f: Facts) -> Finding:
             )
         if undecided:
             what.append(_undecided_words(undecided, f.req) + "; rerun with `/bench full`")
+        what += [_fixed_words(fixed)] if fixed else []
         return Finding("open", "; ".join(what), rows)
     if n_accepted or within:
         what = [f"within tolerance at {total - n_accepted - len(within)} of {total} shapes"]
         what += [_within_words(within, f.req)] if within else []
         what += [plural(n_accepted, "accepted slower shape")] if n_accepted else []
+        what += [_fixed_words(fixed)] if fixed else []
         return Finding("met", "; ".join(what), rows)
-    return Finding("met", f"within tolerance at all {total} shapes", rows)
+    what = [f"within tolerance at all {total} shapes"] if total else []
+    what += [_fixed_words(fixed)] if fixed else []
+    return Finding("met", "; ".join(what), rows)
+
+
+def _fixed_words(fixed: Sequence[ShapeLine]) -> str:
+    """The shapes the base failed at and the head runs, counted, with the base's failure where
+    it is the same at each: no condition on the change."""
+    whys = list(dict.fromkeys(_failure(x) for x in fixed))
+    why = f" ({whys[0]})" if len(whys) == 1 else ""
+    return f"{plural(len(fixed), 'shape')} fixed: the base fails there{why}, the head runs"
+
+
+_SIDE = re.compile(r"^([a-z ]+): (?:base|head|both): ")  # "compile error: base: " in a detail
+
+
+def _kind(x: ShapeLine) -> str:
+    """A failure's kind in words: the sweep's ("compile error", "wrong result", "timeout"),
+    else its verdict's."""
+    m = _SIDE.match(x.detail)
+    return m.group(1) if m else _VERDICT_WORDS.get(x.verdict, x.verdict.lower())
+
+
+_VERDICT_WORDS = {"WRONG": "wrong result", "CRASHED": "crash", "OOM": "out of memory"}
+
+
+def _failure(x: ShapeLine) -> str:
+    """Why the base failed at a fixed shape, its side not said again: "compile error:
+    CompilationError at 12:22: numel (2097152) exceeds triton maximum tensor numel (1048576)"."""
+    return _SIDE.sub(r"\1: ", x.detail) if x.detail else x.verdict
+
+
+def _fixed_lines(fixed: Sequence[ShapeLine]) -> list[str]:
+    """A line per kernel with shapes the base failed at and the head runs: which shapes, and
+    that the head's time there has nothing to be compared with."""
+    out = []
+    for kernel in dict.fromkeys(x.kernel for x in fixed):
+        mine = [x for x in fixed if x.kernel == kernel]
+        shapes = and_list([f"{_shape(x.shape)} {x.dtype}" for x in mine])
+        out.append(
+            f"{kernel}: fixed at {shapes}, where the base fails and the head runs, untimed: "
+            "there is no base time to compare it with"
+        )
+    return out
 
 
 KERNELS_COUNTED = 3  # kernels a sweep summary counts by name; the rest in one count
