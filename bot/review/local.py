@@ -133,9 +133,8 @@ def _not_measured_here(
             continue
         if vendor in swept_here:
             reason = (
-                f"`review --measure` timed the shape sweep on this {name} GPU, not the first "
-                "call: `kernel-review first-call` measures it here, the workflow's measure job "
-                "on its runner"
+                f"`review --measure` timed only the sweep on this {name} GPU: "
+                "`kernel-review first-call` measures the first call"
             )
         elif here == vendor:
             reason = (

@@ -158,9 +158,8 @@ def test_the_first_call_on_an_nvidia_machine_gives_nvidias_reason_and_amds_as_am
     assert rows[2].reason == amd
     summary = first_call(_facts(same, not_run=tuple(rows))).summary
     assert summary == (
-        "nvidia: `review --measure` timed the shape sweep on this NVIDIA GPU, not the first "
-        "call: `kernel-review first-call` measures it here, the workflow's measure job on its "
-        f"runner; amd: {amd}; the deployment is `long-lived`"
+        "nvidia: `review --measure` timed only the sweep on this NVIDIA GPU: `kernel-review "
+        f"first-call` measures the first call; amd: {amd}; the deployment is `long-lived`"
     )
     # a reason the measurements that came in give is theirs to say
     given = (NotRun(check="first_call", vendor="nvidia", reason="the budget ran out"),)
