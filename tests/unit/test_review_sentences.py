@@ -20,6 +20,7 @@ from bot.contracts.review import ChangeLine, Condition, PartATable, Requirements
 from bot.review.conditions import Facts, first_call, sweep, vendors
 from bot.review.render import _brief, _clip, _not_run, render_comment
 from bot.review.verdict import decide
+from tests.unit.test_shapes import _kernel
 from tests.unit.test_verdict import REWRITE_KEPT as REWRITE
 from tests.unit.test_verdict import TUNING
 
@@ -120,7 +121,7 @@ def test_the_first_call_on_an_nvidia_machine_gives_nvidias_reason_and_amds_as_am
     first-call line said "needs an AMD GPU runner; this machine has an NVIDIA GPU", the one
     reason it had, as if it were the whole. The local review now says why nvidia's first call
     was not run, and each reason is said under its vendor's name."""
-    from bot.contracts.plan import Plan, PlannedKernel
+    from bot.contracts.plan import Plan
     from bot.review.local import _not_measured_here
 
     same = _shape("SAME", 1.0, (0.99, 1.01))
@@ -132,21 +133,12 @@ def test_the_first_call_on_an_nvidia_machine_gives_nvidias_reason_and_amds_as_am
     )
     alone = first_call(_facts(same, not_run=before)).summary
     assert alone == f"amd: {amd}; the deployment is `long-lived`"
+    kernels = (_kernel((((4096,), 1.0),), name="matmul"),)
     plan = Plan(
         base_sha="a" * 40,
         head_sha="b" * 40,
         vendors=("nvidia", "amd"),
-        kernels=(
-            PlannedKernel(
-                name="matmul",
-                bench="m:f",
-                paths=("m.py",),
-                dtypes=("float16",),
-                shapes=(),
-                tolerance=0.03,
-                change_kinds=("tuning",),
-            ),
-        ),
+        kernels=kernels,
         checks=("sweep", "first_call"),
     )
     rows = _not_measured_here(plan, (swept,), (), here="nvidia", swept_here=frozenset({"nvidia"}))
