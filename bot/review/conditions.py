@@ -117,7 +117,8 @@ def _inconclusive_line(x: ShapeLine) -> str:
 def sweep(f: Facts) -> Finding:
     """A shape sweep on a GPU: every shape within tolerance, none failed; a priced rewrite's
     shapes within its rewrite price instead (``bot.review.trade``); a slowdown at a shape the
-    policy does not serve open but not blocking, unless it collapsed (``bot.review.served``).
+    policy does not serve open but not blocking, unless it collapsed (``bot.review.served``);
+    a shape only the base failed at, the head running there, fixed and no condition at all.
     The rows say each vendor's
     sweep in a line, each failure, one line per kernel with slower shapes (the shapes themselves
     are in the per-shape table), and each shape an acceptance or a rewrite price judged."""
