@@ -102,7 +102,7 @@ def _line(c: ShapeResult) -> ShapeLine:
         head_us=c.head_median_us,
         small_or_ragged=c.category != "served",
         weight=c.weight if c.category == "served" else 0.0,
-        detail="; ".join(details)[:500],
+        detail=_clauses(details),
         tolerance=c.tolerance,
         base_of_roofline=c.base_fraction_of_ceiling,
         head_of_roofline=c.fraction_of_ceiling,
@@ -110,6 +110,27 @@ def _line(c: ShapeResult) -> ShapeLine:
         head_configs=c.head.configs_picked if c.head else (),
         failed_side=_failed_side(c),
     )
+
+
+DETAIL = 500  # characters of a shape's detail in the evidence
+
+
+def _clauses(parts: list[str]) -> str:
+    """The detail's parts joined: past ``DETAIL`` characters, as many whole parts as fit and a
+    count of the rest (a lone part too long is cut at a word), so that no part ends mid-word."""
+    text = "; ".join(parts)
+    if len(text) <= DETAIL:
+        return text
+    room = DETAIL - len("; 99 more in the sweep's results")
+    kept: list[str] = []
+    for part in parts:
+        if len("; ".join([*kept, part])) > room:
+            break
+        kept.append(part)
+    if not kept:
+        kept.append(parts[0][:room].rsplit(" ", 1)[0] + " …")
+    rest = len(parts) - len(kept)
+    return "; ".join(kept) + (f"; {rest} more in the sweep's results" if rest else "")
 
 
 def _failed_side(c: ShapeResult) -> Literal["base", "head", "both"] | None:

@@ -104,3 +104,16 @@ def test_an_older_results_file_without_the_side_keeps_its_failures() -> None:
     """A results file written before the side was recorded reads as before: failures."""
     line = ShapeLine(kernel="k", shape=(8,), dtype="float32", verdict="ERROR", detail="x")
     assert not line.fixed and line.failed_side is None
+
+
+def test_a_long_detail_keeps_whole_parts_and_counts_the_rest() -> None:
+    """A detail past its room drops whole parts, never the end of one."""
+    from checks.sweep.evidence import DETAIL, _clauses
+
+    long = ["first part " * 10, "second part " * 10, "third part " * 10, "fourth " * 30]
+    said = _clauses(long)
+    assert len(said) <= DETAIL and said.endswith("more in the sweep's results")
+    assert all(p.strip() in said for p in long[:2])
+    one = _clauses(["word " * 200])
+    assert len(one) <= DETAIL and one.endswith("word …")
+    assert _clauses(["a", "b"]) == "a; b"
