@@ -167,6 +167,8 @@ class WorkerFailure(Exception):
         # a timeout's: when (time.monotonic()) it was killed holding the GPU lock; None when
         # it did not hold it then
         self.held_lock_at: float | None = None
+        # the other side failed too, on its own (not waiting on this one): the case failed on both
+        self.both = False
 
     @property
     def needs_restart(self) -> bool:

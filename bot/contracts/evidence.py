@@ -93,6 +93,15 @@ class ShapeLine(Frozen):
     # what the timed runs used; empty where nothing autotuned
     base_configs: tuple[Label, ...] = Field(default=(), max_length=8)
     head_configs: tuple[Label, ...] = Field(default=(), max_length=8)
+    # a failed shape's side: "base" alone means the head ran there (the change fixes it);
+    # None where the results do not say
+    failed_side: Literal["base", "head", "both"] | None = None
+
+    @property
+    def fixed(self) -> bool:
+        """The base failed at this shape and the head ran: the change fixes it, no failure of
+        the change's."""
+        return self.verdict in FAILED_VERDICTS and self.failed_side == "base"
 
 
 class LaunchedKernel(Frozen):
@@ -133,7 +142,13 @@ class SweepEvidence(Frozen):
 
     @property
     def failures(self) -> tuple[ShapeLine, ...]:
-        return tuple(s for s in self.shapes if s.verdict in FAILED_VERDICTS)
+        """The shapes that failed at head: a shape only the base failed at is ``fixed``."""
+        return tuple(s for s in self.shapes if s.verdict in FAILED_VERDICTS and not s.fixed)
+
+    @property
+    def fixed(self) -> tuple[ShapeLine, ...]:
+        """The shapes the base failed at and the head ran."""
+        return tuple(s for s in self.shapes if s.fixed)
 
     @property
     def slower(self) -> tuple[ShapeLine, ...]:

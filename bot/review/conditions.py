@@ -17,6 +17,7 @@ from bot.contracts.evidence import (
     FAILED_VERDICTS,
     Evidence,
     FirstCallEvidence,
+    NotRun,
     ShapeLine,
     SweepEvidence,
 )
@@ -81,6 +82,26 @@ def _sweep_line(s: SweepEvidence) -> str:
     return line
 
 
+def each_vendor(skipped: Sequence[NotRun], vendors: Sequence[str]) -> str:
+    """Why a check was not run, each vendor's reason under its name where the policy names more
+    than one ("nvidia: ...; amd: ..."), a tail they share said once ("nvidia: needs an NVIDIA
+    GPU runner, amd: needs an AMD GPU runner; this machine has no GPU"): one vendor's reason is
+    never said as if it were every vendor's. "needs a GPU runner" when none was given."""
+    rows = list(dict.fromkeys((n.vendor, n.reason) for n in skipped))
+    if not rows:
+        return "needs a GPU runner"
+    if len(vendors) < 2 or all(v is None for v, _ in rows):
+        return "; ".join(dict.fromkeys(r for _, r in rows))
+    said = [(f"{v}: " if v else "", r) for v, r in rows]
+    if len({r for _, r in rows}) == 1:
+        return f"{', '.join(v for v, _ in rows if v)}: {rows[0][1]}"
+    tails = {r.partition("; ")[2] for _, r in rows}
+    if len(said) > 1 and len(tails) == 1 and "" not in tails:
+        heads = ", ".join(f"{v}{r.partition('; ')[0]}" for v, r in said)
+        return f"{heads}; {tails.pop()}"
+    return "; ".join(f"{v}{r}" for v, r in said)
+
+
 def _inconclusive_line(x: ShapeLine) -> str:
     """An inconclusive shape: its interval and, in words, why it could not be decided."""
     line = f"{x.kernel} {_shape(x.shape)} {x.dtype}: inconclusive"
@@ -96,7 +117,8 @@ def _inconclusive_line(x: ShapeLine) -> str:
 def sweep(f: Facts) -> Finding:
     """A shape sweep on a GPU: every shape within tolerance, none failed; a priced rewrite's
     shapes within its rewrite price instead (``bot.review.trade``); a slowdown at a shape the
-    policy does not serve open but not blocking, unless it collapsed (``bot.review.served``).
+    policy does not serve open but not blocking, unless it collapsed (``bot.review.served``);
+    a shape only the base failed at, the head running there, fixed and no condition at all.
     The rows say each vendor's
     sweep in a line, each failure, one line per kernel with slower shapes (the shapes themselves
     are in the per-shape table), and each shape an acceptance or a rewrite price judged."""
@@ -106,20 +128,18 @@ def sweep(f: Facts) -> Finding:
     gpu_sweeps = [s for s in ev.sweeps if s.timing_kind == "gpu"]
     if not gpu_sweeps:
         skipped = [n for n in ev.not_run if n.check == "sweep"]
-        reasons = [n.reason for n in skipped] or ["needs a GPU runner"]
         cpu = [s for s in ev.sweeps if s.timing_kind == "cpu"]
         extra = (
             ("a CPU-timed sweep ran the pipeline end to end; CPU timings are not evidence",)
             if cpu
             else ()
         )
-        # each vendor's reason, the first one's too: the summary says only the first
-        each = tuple(f"{n.vendor}: {n.reason}" if n.vendor else n.reason for n in skipped)
-        return Finding("not_run", reasons[0], (each if len(each) > 1 else ()) + extra)
+        return Finding("not_run", each_vendor(skipped, f.req.vendors), extra)
     priced = priced_kernels(f.changes, ev)
     lines: list[str] = []
     failures = [x for s in gpu_sweeps for x in s.failures]
-    total = sum(len(s.shapes) for s in gpu_sweeps)
+    fixed = [x for s in gpu_sweeps for x in s.fixed]  # the base failed, the head runs
+    total = sum(len(s.shapes) for s in gpu_sweeps) - len(fixed)
     for s in gpu_sweeps:
         lines.append(_sweep_line(s))
         if s.dropped_rounds:
@@ -129,6 +149,7 @@ def sweep(f: Facts) -> Finding:
         for x in s.failures:
             why = f" ({x.detail})" if x.detail else ""
             lines.append(f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict}{why}")
+        lines += [where + line for line in _fixed_lines(s.fixed)]
     inconclusive: list[ShapeLine] = []
     within: list[ShapeLine] = []  # a priced rewrite's shapes within its price
     for s in gpu_sweeps:
@@ -180,7 +201,8 @@ def sweep(f: Facts) -> Finding:
     if failures or slower or over:
         what = []
         if failures:
-            what.append(f"{plural(len(failures), 'shape')} failed (wrong result, crash or timeout)")
+            kinds = and_list(list(dict.fromkeys(_kind(x) for x in failures)))
+            what.append(f"{plural(len(failures), 'shape')} failed ({kinds})")
         timed: dict[str, int] = {}  # each kernel's timed shapes, over the vendors
         for s in gpu_sweeps:
             for x in s.shapes:
@@ -198,6 +220,7 @@ def sweep(f: Facts) -> Finding:
             what.append(unserved_words(aside, len(gpu_sweeps)))
         if n_accepted:
             what.append(f"{n_accepted} accepted")
+        what += [_fixed_words(fixed)] if fixed else []
         return Finding("open", "; ".join(what), rows, blocking=True)
     if inconclusive or undecided or aside:
         what = [unserved_words(aside, len(gpu_sweeps))] if aside else []
@@ -207,13 +230,58 @@ def sweep(f: Facts) -> Finding:
             )
         if undecided:
             what.append(_undecided_words(undecided, f.req) + "; rerun with `/bench full`")
+        what += [_fixed_words(fixed)] if fixed else []
         return Finding("open", "; ".join(what), rows)
     if n_accepted or within:
         what = [f"within tolerance at {total - n_accepted - len(within)} of {total} shapes"]
         what += [_within_words(within, f.req)] if within else []
         what += [plural(n_accepted, "accepted slower shape")] if n_accepted else []
+        what += [_fixed_words(fixed)] if fixed else []
         return Finding("met", "; ".join(what), rows)
-    return Finding("met", f"within tolerance at all {total} shapes", rows)
+    what = [f"within tolerance at all {total} shapes"] if total else []
+    what += [_fixed_words(fixed)] if fixed else []
+    return Finding("met", "; ".join(what), rows)
+
+
+def _fixed_words(fixed: Sequence[ShapeLine]) -> str:
+    """The shapes the base failed at and the head runs, counted, with the base's failure where
+    it is the same at each: no condition on the change."""
+    whys = list(dict.fromkeys(_failure(x) for x in fixed))
+    why = f" ({whys[0]})" if len(whys) == 1 else ""
+    return f"{plural(len(fixed), 'shape')} fixed: the base fails there{why}, the head runs"
+
+
+_SIDE = re.compile(r"^([a-z ]+): (?:base|head|both): ")  # "compile error: base: " in a detail
+
+
+def _kind(x: ShapeLine) -> str:
+    """A failure's kind in words: the sweep's ("compile error", "wrong result", "timeout"),
+    else its verdict's."""
+    m = _SIDE.match(x.detail)
+    return m.group(1) if m else _VERDICT_WORDS.get(x.verdict, x.verdict.lower())
+
+
+_VERDICT_WORDS = {"WRONG": "wrong result", "CRASHED": "crash", "OOM": "out of memory"}
+
+
+def _failure(x: ShapeLine) -> str:
+    """Why the base failed at a fixed shape, its side not said again: "compile error:
+    CompilationError at 12:22: numel (2097152) exceeds triton maximum tensor numel (1048576)"."""
+    return _SIDE.sub(r"\1: ", x.detail) if x.detail else x.verdict
+
+
+def _fixed_lines(fixed: Sequence[ShapeLine]) -> list[str]:
+    """A line per kernel with shapes the base failed at and the head runs: which shapes, and
+    that the head's time there has nothing to be compared with."""
+    out = []
+    for kernel in dict.fromkeys(x.kernel for x in fixed):
+        mine = [x for x in fixed if x.kernel == kernel]
+        shapes = and_list([f"{_shape(x.shape)} {x.dtype}" for x in mine])
+        out.append(
+            f"{kernel}: fixed at {shapes}, where the base fails and the head runs, untimed: "
+            "there is no base time to compare it with"
+        )
+    return out
 
 
 KERNELS_COUNTED = 3  # kernels a sweep summary counts by name; the rest in one count
@@ -422,10 +490,10 @@ def first_call(f: Facts) -> Finding:
     lines += tuple(line for x in head for line in _picks_against_sweep(x, ev.sweeps))
     kind = req.deployment
     if not gpu:
-        reasons = [n.reason for n in ev.not_run if n.check == "first_call"]
+        skipped = [n for n in ev.not_run if n.check == "first_call"]
+        reasons = [each_vendor(skipped, req.vendors)] if skipped or not failed else []
         reasons += [f"{x.kernel}: the measurement failed" for x in failed]
-        reasons = reasons or ["needs a GPU runner"]
-        return Finding("not_run", f"{reasons[0]}; the deployment is `{kind}`", lines)
+        return Finding("not_run", f"{'; '.join(reasons)}; the deployment is `{kind}`", lines)
     if kind == "long-lived":
         return Finding(
             "met", "measured; for a long-lived process it is paid once and reported only", lines

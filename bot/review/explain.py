@@ -5,6 +5,9 @@ are slower and by how much, and, where one exists, the pattern they share: a cla
 (sizes not divisible by 16 or divisible by 16, the added small and ragged shapes or the served
 ones, the smallest or the largest sizes), within one dtype or across all, such that every timed
 shape of the class is slower and no other shape of the same dtype (or of the kernel) is. A
+class of sizes may hold one shape that is not slower (``EXCEPTIONS``) where at least
+``RUN_WITH_EXCEPTION`` of its shapes are, and the line names it: "slower at every size up to
+1048576 except size 1 (2.3% slower, within tolerance); none slower from 4194304 up". A
 pattern over divisibility is then joined with the compiler report: the head's variants that the
 slow class's shapes compile to against those of the same dtype that divide by 16 (the arguments
 their specializations mark ``/16``), and the first compiled fact that is worse in the slow ones:
@@ -22,10 +25,12 @@ from functools import partial
 from itertools import accumulate
 
 from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
-from bot.words import number, slower_by
+from bot.words import number, slower_by, speed
 
 ALIGN = 16  # Triton specializes integer arguments and pointers on divisibility by 16
 MIN_CONTRAST = 2  # "only at X" needs at least this many timed shapes outside X, not slower
+EXCEPTIONS = 1  # shapes of a class of sizes that may be not slower, each named
+RUN_WITH_EXCEPTION = 4  # slow shapes a class of sizes needs before it may hold an exception
 TIMED = ("SLOWER", "SAME", "FASTER", "INCONCLUSIVE")
 
 Shape = tuple[tuple[int, ...], str]  # dims and dtype
@@ -48,6 +53,10 @@ class _Class:
     other: str  # "size divisible by 16"
     align: bool | None = None  # True: divides by 16; False: does not; None: not about it
     subset: bool = True
+    # a class of sizes: its bound (elements), and whether it holds the sizes up to it (else
+    # from it up)
+    bound: int | None = None
+    upto: bool = True
 
 
 _FIXED = (
@@ -101,13 +110,22 @@ def _classes(scope: Sequence[ShapeLine]) -> Iterator[tuple[_Class, int, int]]:
         small, large = sizes[k - 1], sizes[-k]
         few = "size" if k == 1 else f"{k} sizes"
         yield (
-            _Class(partial(_size_at_most, small), f"the smallest {few}", "", subset=False),
+            _Class(
+                partial(_size_at_most, small), f"the smallest {few}", "", subset=False, bound=small
+            ),
             upto[k - 1],
             slow_upto[k - 1],
         )
         below = len(sizes) - k - 1  # the largest size under the class
         yield (
-            _Class(partial(_size_at_least, large), f"the largest {few}", "", subset=False),
+            _Class(
+                partial(_size_at_least, large),
+                f"the largest {few}",
+                "",
+                subset=False,
+                bound=large,
+                upto=False,
+            ),
             total - upto[below],
             total_slow - slow_upto[below],
         )
@@ -116,15 +134,25 @@ def _classes(scope: Sequence[ShapeLine]) -> Iterator[tuple[_Class, int, int]]:
 @dataclass(frozen=True)
 class Pattern:
     """The slow shapes of a scope (one dtype, or all when ``dtype`` is None) and the class that
-    holds them all: ``exact`` when every timed shape of the class is slow."""
+    holds them all: ``exact`` when every timed shape of the class is slow; ``exceptions``: the
+    class of sizes' shapes that are not, and ``beyond``: the size nearest it outside it."""
 
     dtype: str | None
     cls: _Class
     slow: tuple[ShapeLine, ...]
     inside: int  # timed shapes of the scope in the class
     exact: bool
+    exceptions: tuple[ShapeLine, ...] = ()
+    beyond: int | None = None
 
     def words(self) -> str:
+        if self.exceptions and self.cls.bound is not None:
+            but = ", ".join(_exception(x) for x in self.exceptions)
+            if self.cls.upto:
+                held = f"none slower from {self.beyond} up" if self.beyond else ""
+                return f"at every size up to {self.cls.bound} except {but}; {held}".rstrip("; ")
+            held = f"none slower up to {self.beyond}" if self.beyond else ""
+            return f"at every size from {self.cls.bound} up except {but}; {held}".rstrip("; ")
         if self.exact:
             return f"only at {self.cls.noun}"
         return (
@@ -132,11 +160,23 @@ class Pattern:
         )
 
 
+def _exception(x: ShapeLine) -> str:
+    """A shape a class of sizes holds that is not slower, in words: "size 1 (2.3% slower,
+    within tolerance)"."""
+    said = [speed(x.ratio)] if x.ratio is not None else []
+    said += {"SAME": ["within tolerance"], "INCONCLUSIVE": ["inconclusive"]}.get(x.verdict, [])
+    shape = "x".join(map(str, x.shape))
+    shape = f"size {shape}" if len(x.shape) == 1 else shape
+    return f"{shape} ({', '.join(said)})" if said else shape
+
+
 def find_pattern(shapes: Sequence[ShapeLine]) -> Pattern | None:
     """The class, within one dtype or across all, that holds every slow shape of its scope,
-    with at least ``MIN_CONTRAST`` timed shapes of the scope outside it, none of them slow.
-    Preferred: a class all of whose shapes are slow; then the one covering the most slow shapes;
-    then the larger share of slow shapes inside; then across dtypes, then the earlier class."""
+    with at least ``MIN_CONTRAST`` timed shapes of the scope outside it, none of them slow; a
+    class of sizes with at least ``RUN_WITH_EXCEPTION`` slow shapes may hold ``EXCEPTIONS``
+    that are not. Preferred: a class all of whose shapes are slow; then the one covering the
+    most slow shapes; then the larger share of slow shapes inside; then across dtypes, then the
+    earlier class."""
     timed = [x for x in shapes if x.verdict in TIMED and x.ratio is not None]
     best: Pattern | None = None
 
@@ -155,12 +195,37 @@ def find_pattern(shapes: Sequence[ShapeLine]) -> Pattern | None:
             if len(scope) - inside < MIN_CONTRAST or slow_inside < len(slow):
                 continue  # too few shapes outside the class, or a slow one among them
             exact = slow_inside == inside
-            if not exact and not cls.subset:
+            excepted = not exact and not cls.subset
+            if excepted and (inside - slow_inside > EXCEPTIONS or slow_inside < RUN_WITH_EXCEPTION):
                 continue
-            found = Pattern(dtype, cls, slow, inside, exact)
+            found = (
+                _excepted(dtype, cls, slow, scope, inside)
+                if excepted
+                else Pattern(dtype, cls, slow, inside, exact)
+            )
             if best is None or rank(found) > rank(best):
                 best = found
     return best
+
+
+def _excepted(
+    dtype: str | None,
+    cls: _Class,
+    slow: tuple[ShapeLine, ...],
+    scope: Sequence[ShapeLine],
+    inside: int,
+) -> Pattern:
+    """A class of sizes that holds every slow shape and a few that are not: those named, and the
+    size nearest it outside it (the first that is not slower beyond the run)."""
+    exceptions = tuple(
+        sorted(
+            (x for x in scope if cls.test(x) and x.verdict != "SLOWER"),
+            key=lambda x: math.prod(x.shape),
+        )
+    )
+    outside = [math.prod(x.shape) for x in scope if not cls.test(x)]
+    beyond = (min if cls.upto else max)(outside) if outside else None
+    return Pattern(dtype, cls, slow, inside, False, exceptions, beyond)
 
 
 def alike_in(slow: Sequence[ShapeLine]) -> tuple[str, ...]:

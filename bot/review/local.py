@@ -11,7 +11,7 @@ and by ``bench/fixture_review_gpu.py``; the review ends in ``conclude``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -97,15 +97,25 @@ def gpu_vendor() -> str | None:
 
 
 def _not_measured_here(
-    plan: Plan, sweeps: tuple[SweepEvidence, ...], first_calls: tuple[FirstCallEvidence, ...]
+    plan: Plan,
+    sweeps: tuple[SweepEvidence, ...],
+    first_calls: tuple[FirstCallEvidence, ...],
+    not_run: Sequence[NotRun] = (),
+    *,
+    here: str | None,
+    swept_here: frozenset[str] = frozenset(),
 ) -> list[NotRun]:
-    """A not-run for each planned vendor no GPU sweep came in for, saying what it needs."""
+    """A not-run for each planned vendor no GPU sweep or first call came in for, in that
+    vendor's own words: what it needs where this machine (``here``: its GPU's vendor) has
+    another or none, and what was not run where a sweep ran on this machine (``swept_here``)
+    or came in without a first call. A check ``not_run`` already gives a reason for is left
+    to it."""
     out: list[NotRun] = []
+    said = {(n.check, n.vendor) for n in not_run}
     measured_vendors = {s.vendor for s in sweeps if s.timing_kind == "gpu"}
-    here = gpu_vendor()
+    if not plan.kernels:
+        return out
     for vendor in plan.vendors:
-        if vendor in measured_vendors or not plan.kernels:
-            continue
         name = VENDOR_NAMES[vendor]
         if here == vendor:
             reason = (
@@ -115,9 +125,25 @@ def _not_measured_here(
         else:
             has = f"an {VENDOR_NAMES[here]} GPU" if here else "no GPU"
             reason = f"needs an {name} GPU runner; this machine has {has}"
-        out.append(NotRun(check="sweep", vendor=vendor, reason=reason))
-        if not any(f.vendor == vendor and not f.compile_only for f in first_calls):
-            out.append(NotRun(check="first_call", vendor=vendor, reason=reason))
+        if vendor not in measured_vendors and ("sweep", vendor) not in said:
+            out.append(NotRun(check="sweep", vendor=vendor, reason=reason))
+        if any(f.vendor == vendor and not f.compile_only for f in first_calls):
+            continue
+        if ("first_call", vendor) in said:
+            continue
+        if vendor in swept_here:
+            reason = (
+                f"`review --measure` timed only the sweep on this {name} GPU: "
+                "`kernel-review first-call` measures the first call"
+            )
+        elif here == vendor:
+            reason = (
+                f"an {name} GPU is here, but no first call was measured: use "
+                "`kernel-review first-call`"
+            )
+        elif vendor in measured_vendors:
+            reason = f"the {name} measurements that came in hold no first call"
+        out.append(NotRun(check="first_call", vendor=vendor, reason=reason))
     return out
 
 
@@ -156,9 +182,11 @@ def static_review(
 
     not_run = list(inputs.not_run)
     sweeps, first_calls = inputs.sweeps, inputs.first_calls
+    swept_here: frozenset[str] = frozenset()
     if measure is not None and plan.kernels and "sweep" in plan.checks:
         progress(f"shape sweep: {', '.join(k.name for k in plan.kernels)}, base against head")
         measured = measure(plan)
+        swept_here = frozenset(s.vendor for s in measured.sweeps if s.timing_kind == "gpu")
         sweeps += measured.sweeps
         first_calls += measured.first_calls
         not_run += measured.not_run
@@ -169,7 +197,9 @@ def static_review(
             inputs.repo, inputs.base_sha, inputs.head_sha, plan, policy
         )
         not_run += more
-    not_run += _not_measured_here(plan, sweeps, first_calls)
+    not_run += _not_measured_here(
+        plan, sweeps, first_calls, not_run, here=gpu_vendor(), swept_here=swept_here
+    )
     evidence = Evidence(
         sweeps=sweeps,
         first_calls=first_calls,

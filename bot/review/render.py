@@ -614,6 +614,8 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
 def _verdict_cell(x: ShapeLine) -> str:
     """The verdict; a skipped shape's with why it was not run (the CPU interpreter cannot run
     it: what it lacks)."""
+    if x.fixed:
+        return f"{x.verdict} at base; head runs"
     if x.verdict != "SKIPPED" or not x.detail:
         return x.verdict
     return f"SKIPPED: {esc(x.detail.removeprefix('skipped: '))}"
@@ -688,13 +690,17 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
         table = _sweep_table(s, full=full)
         held = sum(1 for x in s.shapes if x.verdict in HELD)
         skipped = sum(1 for x in s.shapes if x.verdict == "SKIPPED")  # not run: not missed
-        missed = len(s.shapes) - held - skipped
+        fixed = len(s.fixed)  # the base failed, the head runs: not missed either
+        missed = len(s.shapes) - held - skipped - fixed
         if full or len(table) == 1:  # the table whole, or the line saying every shape held
             out += [*table, ""]
-        elif missed + skipped > TABLE_LISTED:  # a long list: the charts draw it, the summary has it
+        elif (
+            missed + skipped + fixed > TABLE_LISTED
+        ):  # long: the charts draw it, the summary has it
             counts = [f"{plural(missed, 'shape')} did not hold"] if missed else []
             counts += [f"{held} held"] if held else []
             counts += [f"{skipped} skipped (not run)"] if skipped else []
+            counts += [f"{fixed} fixed (the base fails, the head runs)"] if fixed else []
             out += [
                 f"{s.vendor}: {', '.join(counts)}; the job summary has every shape's times and "
                 "chart.",
@@ -703,6 +709,7 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
         else:
             listed = [f"the {plural(missed, 'shape')} that did not hold"] if missed else []
             listed += [f"the {'one' if skipped == 1 else skipped} skipped"] if skipped else []
+            listed += [f"the {'one' if fixed == 1 else fixed} fixed"] if fixed else []
             out += [
                 "<details>",
                 f"<summary>{s.vendor}: {' and '.join(listed)}, in a "
@@ -824,7 +831,8 @@ def _worst(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
     said to be one nobody serves. The rest are counted, and said to be under the per-shape
     results where those show each of them, else in the job summary."""
     gpu = [s for s in evidence.sweeps if s.timing_kind == "gpu"]
-    cases = [(s.vendor, x) for s in gpu for x in s.shapes if x.verdict not in HELD]
+    # a shape the base failed at and the head runs is fixed, not among the worst
+    cases = [(s.vendor, x) for s in gpu for x in s.shapes if x.verdict not in HELD and not x.fixed]
     if not cases:
         return []
     cases.sort(key=lambda c: _weight(c[1]))

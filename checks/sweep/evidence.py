@@ -49,6 +49,29 @@ SHAPE_VERDICT: dict[str, ShapeVerdict] = {
 }
 
 
+HEADLINE = 300  # characters of a failure's message the evidence keeps: its kind and reason
+_KIND = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception|Failure|Exit|Interrupt))\b:?\s*(.*)")
+_AT = re.compile(r"^at (\d+:\d+):?$")  # Triton's "CompilationError: at 12:22:"
+
+
+def failure_headline(message: str) -> str:
+    """A failure's message in one line: its kind, where it says one, and its reason, the last
+    non-empty line, where Python and Triton put it ("CompilationError at 12:22: numel (2097152)
+    exceeds triton maximum tensor numel (1048576)"), never the source or traceback between them
+    (the sweep's own file and the job's log keep those). A one-line message is kept as it is."""
+    lines = [x.strip() for x in message.splitlines() if x.strip()]
+    if not lines:
+        return ""
+    if len(lines) == 1:
+        return lines[0][:HEADLINE]
+    kind, reason = "", lines[-1]
+    m = _KIND.match(lines[0])
+    if m and not reason.startswith(m.group(1)):
+        at = _AT.match(m.group(2))
+        kind = m.group(1) + (f" at {at.group(1)}" if at else "")
+    return (f"{kind}: {reason}" if kind else reason)[:HEADLINE]
+
+
 def _line(c: ShapeResult) -> ShapeLine:
     verdict: ShapeVerdict | None = (
         c.verdict if c.status == "ok" else SHAPE_VERDICT.get(c.status, "ERROR")
@@ -56,7 +79,8 @@ def _line(c: ShapeResult) -> ShapeLine:
     details = []
     if c.status != "ok":
         side = f"{c.failed_side}: " if c.failed_side else ""
-        details.append(f"{c.status.replace('_', ' ')}: {side}{c.message}".strip())
+        headline = failure_headline(c.message)
+        details.append(f"{c.status.replace('_', ' ')}: {side}{headline}".strip())
     if c.dropped_rounds:
         details.append(f"{c.dropped_rounds} throttled rounds dropped")
     if c.verdict == "INCONCLUSIVE" and c.stop_reason:
@@ -78,13 +102,45 @@ def _line(c: ShapeResult) -> ShapeLine:
         head_us=c.head_median_us,
         small_or_ragged=c.category != "served",
         weight=c.weight if c.category == "served" else 0.0,
-        detail="; ".join(details)[:500],
+        detail=_clauses(details),
         tolerance=c.tolerance,
         base_of_roofline=c.base_fraction_of_ceiling,
         head_of_roofline=c.fraction_of_ceiling,
         base_configs=c.base.configs_picked if c.base else (),
         head_configs=c.head.configs_picked if c.head else (),
+        failed_side=_failed_side(c),
     )
+
+
+DETAIL = 500  # characters of a shape's detail in the evidence
+
+
+def _clauses(parts: list[str]) -> str:
+    """The detail's parts joined: past ``DETAIL`` characters, as many whole parts as fit and a
+    count of the rest (a lone part too long is cut at a word), so that no part ends mid-word."""
+    text = "; ".join(parts)
+    if len(text) <= DETAIL:
+        return text
+    room = DETAIL - len("; 99 more in the sweep's results")
+    kept: list[str] = []
+    for part in parts:
+        if len("; ".join([*kept, part])) > room:
+            break
+        kept.append(part)
+    if not kept:
+        kept.append(parts[0][:room].rsplit(" ", 1)[0] + " …")
+    rest = len(parts) - len(kept)
+    return "; ".join(kept) + (f"; {rest} more in the sweep's results" if rest else "")
+
+
+def _failed_side(c: ShapeResult) -> Literal["base", "head", "both"] | None:
+    """The side a failed case failed on; "base" only where the head's call is known to have run
+    (its launches recorded), since a failure that ended both sides' checks names one of them."""
+    if c.status == "ok" or c.failed_side is None:
+        return None
+    if c.failed_side == "base" and c.head_launches is None:
+        return None
+    return c.failed_side
 
 
 def _tolerance_note(result: SweepResult) -> str:

@@ -334,7 +334,7 @@ class PairRunner:
                 **common,
                 **info,
                 status=STATUS_OF_KIND.get(f.kind, "error"),
-                failed_side=f.side or None,
+                failed_side="both" if f.both else (f.side or None),
                 message=f.message,
                 log_tail=f.log_tail,
                 raw=raw,
@@ -605,7 +605,16 @@ class PairRunner:
         }
         failed = [a for a in got if isinstance(a, WorkerFailure)]
         if failed:
-            raise min(failed, key=lambda f: bool(f.waited_on))
+            first = min(failed, key=lambda f: bool(f.waited_on))
+            # the other side's own failure, or its wrong answer, makes the case both sides':
+            # a failure laid on the base alone says the head ran there
+            first.both = not first.waited_on and any(
+                (isinstance(a, WorkerFailure) and not a.waited_on)
+                or (isinstance(a, contract.CheckReply) and not a.correct)
+                for a in got
+                if a is not first
+            )
+            raise first
         return got
 
     def _finish_and_check(

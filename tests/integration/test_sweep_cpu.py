@@ -824,3 +824,48 @@ def test_identical_autotuned_code_times_the_config_base_picked_from_the_second_p
     assert {side for side, _ in tuning} <= {"base", "head"}
     assert sum(side == "head" for side, _ in tuning) <= 2  # first pass: check and crossed worker
     assert sum(side == "base" for side, _ in tuning) >= 3
+
+
+FAILS_PAST = """
+import numpy as np
+
+def kernel(shape, dtype, device="cpu", seed=0):
+    if shape[0] > {limit}:
+        raise ValueError(
+            "at 1:2:\\n    def kernel(x):\\n        ^\\nnumel ({{}}) exceeds the block limit".format(
+                shape[0]
+            )
+        )
+    x = np.arange(shape[0], dtype=np.float32)
+    return {{"fn": lambda: x * 2, "reference": lambda: x * 2, "inputs": [x]}}
+"""
+
+
+def test_a_shape_only_the_base_fails_at_is_fixed_and_one_both_fail_at_is_not(
+    tmp_path: Path,
+) -> None:
+    """The base fails past a limit the head lifted (tritonbench #269's reason to exist): the
+    case names the base alone, and the evidence calls the shape fixed, its reason the message's
+    last line; past the head's own limit both sides fail and the shape stays a failure."""
+    for side, limit in (("base", 1000), ("head", 4000)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "limited.py").write_text(FAILS_PAST.format(limit=limit))
+    cases = [
+        Case(kernel="limited", bench="limited:kernel", dims=(n,), dtype="float32", tolerance=1.0)
+        for n in (512, 2048, 8192)
+    ]
+    result = _standin_sweep(
+        cases,
+        SweepOptions(device="cpu", protocol=ONE_PASS, timeouts=FAST, measure_ceilings=False),
+        tmp_path / "work",
+        checkouts=tmp_path,
+    )
+    got = {c.shape[0]: c for c in result.cases}
+    assert got[512].status == "ok"
+    assert (got[2048].status, got[2048].failed_side) == ("error", "base"), got[2048].message
+    assert (got[8192].status, got[8192].failed_side) == ("error", "both"), got[8192].message
+    lines = {x.shape[0]: x for x in to_evidence(result, vendor="nvidia").shapes}
+    assert lines[2048].fixed and not lines[8192].fixed
+    assert (
+        lines[2048].detail == "error: base: ValueError at 1:2: numel (2048) exceeds the block limit"
+    )

@@ -11,6 +11,9 @@ import time
 from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
 from bot.review.explain import find_pattern, kernel_lines
 from bot.words import slower_by, speed, speed_range
+from checks.sweep.evidence import to_evidence
+from checks.sweep.models import load_results
+from tests.paths import DATA
 
 
 def _line(shape: tuple[int, ...], dtype: str, ratio: float, **kw) -> ShapeLine:
@@ -245,3 +248,54 @@ def test_ten_thousand_shapes_are_explained_and_reported_in_seconds():
     )
     assert "slower only at the smallest" in comment
     assert elapsed < 10, f"{n} shapes took {elapsed:.1f} s of CPU time to explain and report"
+
+
+ONBOARDING = DATA / "device_onboarding" / "tritonbench" / "results-sweep.json"
+
+
+def test_the_onboardings_run_of_slow_sizes_is_said_with_its_one_exception():
+    """The H200's sweep of vector_add with 2048-element blocks: slower at every size from 7 to
+    1048576, within tolerance at size 1 and at every size from 4194304 up. One shape inside the
+    run is not slower: the line names it instead of calling the slow shapes patternless."""
+    sweep = to_evidence(load_results(ONBOARDING))
+    (line,) = kernel_lines(sweep)
+    assert line == (
+        "vector_add: 9 of 16 shapes slower by 4.0–28.7%; slower at every size up to 1048576 "
+        "except size 1 (2.3% slower, within tolerance); none slower from 4194304 up"
+    )
+
+
+def test_a_run_of_slow_sizes_tolerates_one_exception_at_either_end():
+    sizes = [2**k for k in range(4, 16)]  # 12 sizes
+    small = tuple(
+        _line((n,), "float32", 1.0 if n == 64 else 1.2 if n <= 1024 else 1.0) for n in sizes
+    )
+    p = find_pattern(small)
+    assert p is not None and [x.shape for x in p.exceptions] == [(64,)]
+    assert p.words() == (
+        "at every size up to 1024 except size 64 (as fast, within tolerance); none slower from 2048 up"
+    )
+    large = tuple(_line((n,), "float32", 1.2 if n >= 2048 and n != 8192 else 1.01) for n in sizes)
+    p = find_pattern(large)
+    assert p is not None and p.words() == (
+        "at every size from 2048 up except size 8192 (1.0% slower, within tolerance); "
+        "none slower up to 1024"
+    )
+
+
+def test_scattered_slow_sizes_stay_without_a_pattern_however_many():
+    """Every other size slower: no run of sizes holds them with one exception, so the line
+    claims nothing; two exceptions in a run are not tolerated either."""
+    sizes = [2**k for k in range(4, 16)]
+    alternate = tuple(_line((n,), "float32", 1.2 if i % 2 else 1.0) for i, n in enumerate(sizes))
+    assert find_pattern(alternate) is None
+    (line,) = kernel_lines(_sweep(*alternate))
+    assert line.endswith("with no pattern over size, alignment or dtype")
+    two_holes = tuple(
+        _line((n,), "float32", 1.0 if n in (64, 256) else 1.2 if n <= 2048 else 1.0) for n in sizes
+    )
+    assert find_pattern(two_holes) is None
+    short = tuple(  # three slow sizes and a hole: too short a run to excuse it
+        _line((n,), "float32", 1.0 if n == 32 else 1.2 if n <= 128 else 1.0) for n in sizes
+    )
+    assert find_pattern(short) is None

@@ -20,6 +20,7 @@ from bot.contracts.review import ChangeLine, Condition, PartATable, Requirements
 from bot.review.conditions import Facts, first_call, sweep, vendors
 from bot.review.render import _brief, _clip, _not_run, render_comment
 from bot.review.verdict import decide
+from tests.unit.test_shapes import _kernel
 from tests.unit.test_verdict import REWRITE_KEPT as REWRITE
 from tests.unit.test_verdict import TUNING
 
@@ -98,14 +99,64 @@ def test_an_interval_across_the_tolerance_edge_is_not_called_noise() -> None:
 
 
 def test_a_sweep_not_run_on_two_vendors_gives_each_vendor_its_reason() -> None:
-    # before: the summary said NVIDIA's reason and the only evidence line AMD's
+    # before: the summary said NVIDIA's reason alone, as if it were AMD's too
     not_run = (
         NotRun(check="sweep", vendor="nvidia", reason="needs an NVIDIA GPU runner"),
         NotRun(check="sweep", vendor="amd", reason="needs an AMD GPU runner"),
     )
     found = sweep(_facts(not_run=not_run))
-    assert found.state == "not_run" and found.summary == "needs an NVIDIA GPU runner"
-    assert found.rows == ("nvidia: needs an NVIDIA GPU runner", "amd: needs an AMD GPU runner")
+    assert found.state == "not_run"
+    assert found.summary == "nvidia: needs an NVIDIA GPU runner; amd: needs an AMD GPU runner"
+    # a tail both reasons share is said once
+    shared = tuple(
+        n.model_copy(update={"reason": n.reason + "; this machine has no GPU"}) for n in not_run
+    )
+    assert sweep(_facts(not_run=shared)).summary == (
+        "nvidia: needs an NVIDIA GPU runner, amd: needs an AMD GPU runner; this machine has no GPU"
+    )
+
+
+def test_the_first_call_on_an_nvidia_machine_gives_nvidias_reason_and_amds_as_amds() -> None:
+    """The onboarding's local review on an H200 swept nvidia, measured no first call, and its
+    first-call line said "needs an AMD GPU runner; this machine has an NVIDIA GPU", the one
+    reason it had, as if it were the whole. The local review now says why nvidia's first call
+    was not run, and each reason is said under its vendor's name."""
+    from bot.contracts.plan import Plan
+    from bot.review.local import _not_measured_here
+
+    same = _shape("SAME", 1.0, (0.99, 1.01))
+    swept = SweepEvidence(vendor="nvidia", gpu="H200", shapes=(same,))
+    amd = "needs an AMD GPU runner; this machine has an NVIDIA GPU"
+    before = (
+        NotRun(check="sweep", vendor="amd", reason=amd),
+        NotRun(check="first_call", vendor="amd", reason=amd),
+    )
+    alone = first_call(_facts(same, not_run=before)).summary
+    assert alone == f"amd: {amd}; the deployment is `long-lived`"
+    kernels = (_kernel((((4096,), 1.0),), name="matmul"),)
+    plan = Plan(
+        base_sha="a" * 40,
+        head_sha="b" * 40,
+        vendors=("nvidia", "amd"),
+        kernels=kernels,
+        checks=("sweep", "first_call"),
+    )
+    rows = _not_measured_here(plan, (swept,), (), here="nvidia", swept_here=frozenset({"nvidia"}))
+    assert [(n.check, n.vendor) for n in rows] == [
+        ("first_call", "nvidia"),
+        ("sweep", "amd"),
+        ("first_call", "amd"),
+    ]
+    assert rows[2].reason == amd
+    summary = first_call(_facts(same, not_run=tuple(rows))).summary
+    assert summary == (
+        "nvidia: `review --measure` timed only the sweep on this NVIDIA GPU: `kernel-review "
+        f"first-call` measures the first call; amd: {amd}; the deployment is `long-lived`"
+    )
+    # a reason the measurements that came in give is theirs to say
+    given = (NotRun(check="first_call", vendor="nvidia", reason="the budget ran out"),)
+    kept = _not_measured_here(plan, (swept,), (), given, here="nvidia", swept_here=frozenset())
+    assert ("first_call", "nvidia") not in [(n.check, n.vendor) for n in kept]
 
 
 def test_a_compile_only_first_call_reads_as_one_clause() -> None:

@@ -1,0 +1,119 @@
+"""A shape where the base fails and the head runs is fixed by the change, not failed by it; and a
+failure is said by its kind and reason, not by the source a compiler quoted.
+
+On the H200, tritonbench #269's base failed to compile past Triton's block limit at 2^21
+elements and its head ran there; the review's first line said "2 shapes failed (wrong result,
+crash or timeout)" as if the pull request broke them, and its worst shapes quoted the kernel's
+source cut mid-word where Triton's reason was. The recorded results are
+``tests/data/device_pr/tritonbench-269/`` (its README says which run made them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+from bot.contracts.results import ResultsFile
+from bot.contracts.review import Requirements, ReviewContext
+from bot.review.conditions import Facts, sweep
+from bot.review.render import render_comment
+from bot.review.verdict import decide
+from checks.sweep.evidence import failure_headline, to_evidence
+from checks.sweep.models import load_results
+from tests.paths import DATA, ROOT
+from tests.unit.test_verdict import TUNING
+
+RESULTS = DATA / "device_pr" / "tritonbench-269" / "results-nvidia.json"
+SWEEP = (
+    ROOT / "bench" / "results" / "h200" / "pr_review" / "tritonbench-269" / "sweep-nvidia-1of1.json"
+)
+REASON = "numel (2097152) exceeds triton maximum tensor numel (1048576)"
+CTX = ReviewContext(base_sha="a" * 40, head_sha="b" * 40)
+
+
+def _recorded() -> SweepEvidence:
+    (s,) = ResultsFile.model_validate_json(RESULTS.read_text(encoding="utf-8")).evidence.sweeps
+    return s
+
+
+def _held_and(side: str | None) -> SweepEvidence:
+    """#269's sweep with its slower shapes left out: what held, and the two shapes the base
+    failed at, laid on ``side``."""
+    s = _recorded()
+    shapes = tuple(
+        x.model_copy(update={"failed_side": side}) if x.verdict == "ERROR" else x
+        for x in s.shapes
+        if x.verdict != "SLOWER"
+    )
+    return s.model_copy(update={"shapes": shapes})
+
+
+def _facts(s: SweepEvidence) -> Facts:
+    return Facts(changes=(TUNING,), req=Requirements(vendors=("nvidia",)), ev=Evidence(sweeps=(s,)))
+
+
+def test_the_recorded_sweep_is_the_h200s_sweep_file_converted() -> None:
+    """The results file's sweep is what the converter makes of the sweep's own file: nothing in
+    it was written by hand."""
+    assert to_evidence(load_results(SWEEP)) == _recorded()
+
+
+def test_shapes_the_base_fails_at_and_the_head_runs_are_fixed_not_failed() -> None:
+    s = _held_and("base")
+    assert len(s.fixed) == 2 and not s.failures
+    found = sweep(_facts(s))
+    assert not found.blocking and found.state == "met"
+    assert "failed" not in found.summary
+    assert found.summary == (
+        "within tolerance at all 3 shapes; 2 shapes fixed: the base fails there (compile error: "
+        f"CompilationError at 12:22: {REASON}), the head runs"
+    )
+    assert decide([TUNING], Requirements(vendors=("nvidia",)), Evidence(sweeps=(s,))).decision != (
+        "request_changes"
+    )
+
+
+@pytest.mark.parametrize("side", ["head", "both", None])
+def test_a_shape_the_head_fails_at_stays_a_blocking_failure(side: str | None) -> None:
+    """The other order, both sides, and results that do not say which side: a failure of the
+    change, blocking, its reason short in the first screen."""
+    s = _held_and(side)
+    assert len(s.failures) == 2 and not s.fixed
+    found = sweep(_facts(s))
+    assert found.blocking and found.summary == "2 shapes failed (compile error)"
+    verdict = decide([TUNING], Requirements(vendors=("nvidia",)), Evidence(sweeps=(s,)))
+    assert verdict.decision == "request_changes"
+    first = render_comment(verdict, CTX, Evidence(sweeps=(s,))).split("<details>")[0]
+    (line,) = [x for x in first.splitlines() if x.startswith("- sum 2097152 f32:")]
+    assert line.endswith(f"CompilationError at 12:22: {REASON.replace('_', chr(92) + '_')})")
+    assert "def triton" not in first and len(line) < 160
+
+
+def test_a_failure_is_said_by_its_kind_and_its_last_line() -> None:
+    recorded = load_results(SWEEP)
+    (message, *_) = {c.message for c in recorded.cases if c.status != "ok"}
+    assert "def triton_sum_kernel_scalar_result(" in message  # the source Triton quotes
+    assert failure_headline(message) == f"CompilationError at 12:22: {REASON}"
+    traceback = 'Traceback (most recent call last):\n  File "k.py", line 3\nValueError: bad size\n'
+    assert failure_headline(traceback) == "ValueError: bad size"
+    one = "head differs from the reference: max abs err 0.5 > 0.01"
+    assert failure_headline(one) == one
+    assert len(failure_headline("RuntimeError: x\n" + "y" * 1000)) <= 300
+
+
+def test_an_older_results_file_without_the_side_keeps_its_failures() -> None:
+    """A results file written before the side was recorded reads as before: failures."""
+    line = ShapeLine(kernel="k", shape=(8,), dtype="float32", verdict="ERROR", detail="x")
+    assert not line.fixed and line.failed_side is None
+
+
+def test_a_long_detail_keeps_whole_parts_and_counts_the_rest() -> None:
+    """A detail past its room drops whole parts, never the end of one."""
+    from checks.sweep.evidence import DETAIL, _clauses
+
+    long = ["first part " * 10, "second part " * 10, "third part " * 10, "fourth " * 30]
+    said = _clauses(long)
+    assert len(said) <= DETAIL and said.endswith("more in the sweep's results")
+    assert all(p.strip() in said for p in long[:2])
+    one = _clauses(["word " * 200])
+    assert len(one) <= DETAIL and one.endswith("word …")
+    assert _clauses(["a", "b"]) == "a; b"
