@@ -113,11 +113,13 @@ def _line(c: ShapeResult) -> ShapeLine:
 
 
 DETAIL = 500  # characters of a shape's detail in the evidence
+CUT_WORTH = 120  # characters left for a part cut at a word, below which it is counted instead
 
 
 def _clauses(parts: list[str]) -> str:
-    """The detail's parts joined: past ``DETAIL`` characters, as many whole parts as fit and a
-    count of the rest (a lone part too long is cut at a word), so that no part ends mid-word."""
+    """The detail's parts joined: past ``DETAIL`` characters, as many whole parts as fit, the
+    next one cut at a word where enough room is left for it to say something (a lone part too
+    long is always cut so), and a count of the parts left out: no part ends mid-word."""
     text = "; ".join(parts)
     if len(text) <= DETAIL:
         return text
@@ -127,8 +129,10 @@ def _clauses(parts: list[str]) -> str:
         if len("; ".join([*kept, part])) > room:
             break
         kept.append(part)
-    if not kept:
-        kept.append(parts[0][:room].rsplit(" ", 1)[0] + " …")
+    left = room - len("; ".join(kept)) - len("; ") - len(" …")
+    if len(kept) < len(parts) and (not kept or left >= CUT_WORTH):
+        cut = parts[len(kept)][: max(left, 0) if kept else room].rsplit(" ", 1)[0]
+        kept.append(cut + " …")
     rest = len(parts) - len(kept)
     return "; ".join(kept) + (f"; {rest} more in the sweep's results" if rest else "")
 

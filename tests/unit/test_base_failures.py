@@ -107,13 +107,19 @@ def test_an_older_results_file_without_the_side_keeps_its_failures() -> None:
 
 
 def test_a_long_detail_keeps_whole_parts_and_counts_the_rest() -> None:
-    """A detail past its room drops whole parts, never the end of one."""
+    """A detail past its room keeps whole parts, cuts the next one at a word where the room
+    left lets it say something, and counts the rest; no part ends mid-word."""
     from checks.sweep.evidence import DETAIL, _clauses
 
-    long = ["first part " * 10, "second part " * 10, "third part " * 10, "fourth " * 30]
+    long = ["first part " * 10, "second part " * 10, "third part " * 10, "fourth " * 30, "fifth"]
     said = _clauses(long)
-    assert len(said) <= DETAIL and said.endswith("more in the sweep's results")
-    assert all(p.strip() in said for p in long[:2])
+    assert len(said) <= DETAIL and said.endswith("; 1 more in the sweep's results")
+    assert all(p.strip() in said for p in long[:3])
+    assert "fourth fourth …;" in said and "fifth" not in said
+    little = ["first part " * 40, "second part " * 10, "third"]
+    said = _clauses(little)
+    assert len(said) <= DETAIL and said.endswith("; 2 more in the sweep's results")
+    assert "second" not in said, "too little room left: counted, not cut"
     one = _clauses(["word " * 200])
     assert len(one) <= DETAIL and one.endswith("word …")
     assert _clauses(["a", "b"]) == "a; b"
