@@ -59,6 +59,14 @@ class Group:
     licence: str
     setup: str
     kernels: tuple[Kernel, ...]
+    # exact pins of the packages ``import`` needs that the GPU machine lacks, installed with
+    # ``requirement`` (FlagGems imports sqlalchemy for its autotune database)
+    also: tuple[str, ...] = ()
+
+    @property
+    def pins(self) -> tuple[str, ...]:
+        """Every pin the group installs: ``requirement``, then ``also``."""
+        return (self.requirement, *self.also)
 
     @property
     def distribution(self) -> str:
@@ -79,6 +87,7 @@ class Group:
         return {
             "import": self.import_name,
             "requirement": self.requirement,
+            "also": list(self.also),
             "repo": self.repo,
             "ref": self.ref,
             "licence": self.licence,
@@ -191,6 +200,14 @@ def load_group(path: Path, entries: Path | None = None) -> Group:
         raise CatalogueError(
             f"{pwhere}: requirement {requirement!r} must be an exact pin, `name==version`"
         )
+    also = pkg.get("also", [])
+    if not isinstance(also, list) or not all(isinstance(p, str) and PIN.match(p) for p in also):
+        raise CatalogueError(
+            f"{pwhere}: also {also!r} must be a list of exact pins, `name==version`: the "
+            f"packages {pkg.get('import', 'the package')} imports that the GPU machine lacks"
+        )
+    if requirement in also or len(set(also)) < len(also):
+        raise CatalogueError(f"{pwhere}: also {also!r} repeats a pin; name each package once")
     raw_kernels = doc.get("kernels")
     if not isinstance(raw_kernels, list) or not raw_kernels:
         raise CatalogueError(f"{where}: no [[kernels]] entries; add at least one")
@@ -210,6 +227,7 @@ def load_group(path: Path, entries: Path | None = None) -> Group:
         licence=_need(pkg, "licence", str, pwhere),
         setup=str(pkg.get("setup", "")),
         kernels=kernels,
+        also=tuple(also),
     )
 
 

@@ -188,17 +188,25 @@ def part_path(out: Path, part: int) -> Path:
 # ------------------------------------------------------------------------------ the machine
 
 
+def install_pins(groups: list[Group]) -> list[str]:
+    """Every pin the selected groups install: each ``requirement`` and its ``also``."""
+    return sorted({pin for g in groups for pin in g.pins})
+
+
+def install_command(folder: Path, groups: list[Group]) -> list[str]:
+    """The pip command that installs ``install_pins`` from ``folder`` into this Python, as the
+    workers import them (``python -I`` ignores PYTHONPATH): no index, no dependencies."""
+    return [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
+            "--find-links", str(folder), *install_pins(groups)]  # fmt: skip
+
+
 def install_wheels(folder: Path, groups: list[Group]) -> dict[str, Any]:
-    """The selected groups' pins from ``folder`` into this Python, as the workers import them
-    (``python -I`` ignores PYTHONPATH): no index, no dependencies."""
-    reqs = sorted({g.requirement for g in groups})
+    """``install_command`` run: what it installed, its exit code and its output's tail."""
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
-         "--find-links", str(folder), *reqs],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        install_command(folder, groups), capture_output=True, text=True, timeout=600
+    )
     return {
-        "requirements": reqs,
+        "requirements": install_pins(groups),
         "rc": done.returncode,
         "tail": (done.stdout + done.stderr)[-1500:],
     }
@@ -219,7 +227,7 @@ def preflight(group: Group, allow_mismatch: bool) -> str | None:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         return (
             f"{group.import_name} does not import under `{Path(sys.executable).name} -I` ({last}); "
-            f"install {group.requirement} into this Python (--install-wheels DIR, or pip install "
+            f"install {' '.join(group.pins)} into this Python (--install-wheels DIR, or pip install "
             "--no-index --no-deps DIR/*.whl)"
         )
     version = json.loads(done.stdout.strip().splitlines()[-1])["version"]

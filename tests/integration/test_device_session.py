@@ -37,7 +37,7 @@ def test_the_three_calls_fit_the_device_time_and_each_call_its_limit() -> None:
     # 25 device-minutes for the three, the machine's start (about 2 minutes) included
     assert sum(int(limit) for *_, limit in calls) + 120 <= 25 * 60
     stages = " ".join(names for names, *_ in calls).split()
-    for waiting in ("gpu-tests", "cli-decision", "onboard", "rk-fla", "rk-rest", "pr-golden"):
+    for waiting in ("gpu-tests", "gpu-tests-2", "cli-decision", "rk-fla", "rk-rest"):
         assert waiting in stages
 
 
@@ -57,7 +57,7 @@ def test_a_stage_that_does_not_fit_the_call_is_not_started_and_run_md_says_so(
     assert done.returncode == 3, done.stderr
     run_md = (tmp_path / "run.md").read_text(encoding="utf-8")
     assert re.search(r"^device_flags: the \d+ flags the session passes are there$", run_md, re.M)
-    for stage, budget in (("gpu-tests", 200), ("onboard", 110)):
+    for stage, budget in (("gpu-tests", 240), ("onboard", 110)):
         assert re.search(rf"^\| {stage} \| not run \| - \| {budget} \| \d+ s left", run_md, re.M)
     assert not list(tmp_path.glob("*.tar.gz")) and not (tmp_path / "gpu-tests").exists()
 
@@ -75,3 +75,23 @@ def test_a_stage_stopped_at_its_budget_is_named_so_and_what_it_wrote_comes_back(
     with tarfile.open(tmp_path / "gpu-tests.tar.gz") as packed:
         assert {"gpu-tests/stage.log", "gpu-tests/pytest.txt"} <= set(packed.getnames())
     assert not (tmp_path / "gpu-tests").exists()
+
+
+def test_the_second_gpu_test_stage_runs_what_the_first_does_not_naming_each_test(
+    tmp_path: Path,
+) -> None:
+    """pytest -m gpu in two stages: the second runs every GPU test of files the first does not
+    list, each named with its outcome as it ends (a stage cut at its budget still names what
+    ran), and the durations at the end."""
+    done = _run("--device", "cpu", "gpu-tests-2", out=tmp_path)
+    assert done.returncode == 0, done.stderr
+    command = (tmp_path / "run.md").read_text(encoding="utf-8").split("| gpu-tests-2 |")[1]
+    first = re.findall(r"--ignore (\S+)", command)  # the first stage's files
+    assert "tests/gpu/test_gpu_faults.py" in first and all((ROOT / f).is_file() for f in first)
+    with tarfile.open(tmp_path / "gpu-tests-2.tar.gz") as packed:
+        got = packed.extractfile("gpu-tests-2/pytest.txt")
+        assert got is not None
+        text = got.read().decode()
+    named = re.findall(r"^(tests/\S+)::\S+ (?:PASSED|FAILED|SKIPPED|ERROR)", text, re.M)
+    assert "tests/gpu/test_sweep_gpu.py" in named and "tests/integration/test_gluon.py" in named
+    assert not set(first) & set(named) and "slowest durations" in text, text[-2000:]

@@ -3,8 +3,9 @@
 Only what holds without the pinned packages installed: every catalogue file parses and is well
 formed, ids are unique over the suite, every ``entry`` names a function of the bench entry
 contract in its module (read with ``ast``, never imported), the modules import nothing but torch,
-their package and the standard library, and every pin is in wheels.txt. Each check returns the
-problems it finds, so the tests can also show that it finds the mistakes it is there for.
+their package and the standard library, and every pin (``requirement`` and ``also``) is in
+wheels.txt. Each check returns the problems it finds, so the tests can also show that it finds
+the mistakes it is there for.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def package_problems(group: str, pkg: Any) -> list[str]:
         return out
     if not PIN.match(pkg["requirement"]):
         out.append(f"{group}: requirement {pkg['requirement']!r} is not name==version")
+    also = pkg.get("also", [])
+    if not isinstance(also, list) or not all(isinstance(p, str) and PIN.match(p) for p in also):
+        out.append(f"{group}: also {also!r} is not a list of name==version pins")
     if not REPO.match(pkg["repo"]) or pkg["repo"].lower() in KEPT_OUT:
         out.append(f"{group}: repo {pkg['repo']!r} is not owner/name or is kept out of the suite")
     setup = pkg.get("setup", "")
@@ -184,14 +188,19 @@ def test_every_pin_is_in_wheels_txt_as_an_exact_pin() -> None:
     lines = [ln.split("#", 1)[0].strip() for ln in WHEELS.read_text(encoding="utf-8").splitlines()]
     pins = {ln for ln in lines if ln}
     assert sorted(p for p in pins if not PIN.match(p)) == []
-    wanted = {_load(p)["package"]["requirement"] for p in CATALOGUE_FILES}
+    packages = [_load(p)["package"] for p in CATALOGUE_FILES]
+    wanted = {pin for pkg in packages for pin in (pkg["requirement"], *pkg.get("also", []))}
     assert sorted(wanted - pins) == []
 
 
 def test_the_checks_find_the_mistakes_they_are_for(tmp_path: Path) -> None:
     pkg = {"import": "x", "requirement": "x>=1", "repo": "linkedin/Liger-Kernel", "ref": "v1"}
-    found = package_problems("x", {**pkg, "licence": "MIT", "setup": "import ("})
-    assert len(found) == 3, found  # a loose pin, a kept-out repository, a setup that does not parse
+    found = package_problems(
+        "x", {**pkg, "licence": "MIT", "setup": "import (", "also": ["y==1", "z"]}
+    )
+    # a loose pin, a loose pin of what it also needs, a kept-out repository, a setup that does
+    # not parse
+    assert len(found) == 4, found
     assert package_problems("x", pkg) == ["x: [package] licence missing or empty"]
 
     good = {

@@ -371,6 +371,9 @@ def test_a_good_group_reads(tmp_path: Path):
         ('entry = "pkg:op"', 'entry = "pkg.op"', "must be `module:function`"),
         ('entry = "pkg:op"', 'entry = "other:op"', "entries/other.py, which is not in"),
         ('source = "src/op.py"\n', "", "`source` is missing"),
+        ('licence = "MIT"', 'licence = "MIT"\nalso = ["dep>=1"]', "must be a list of exact pins"),
+        ('licence = "MIT"', 'licence = "MIT"\nalso = "dep==1"', "must be a list of exact pins"),
+        ('licence = "MIT"', 'licence = "MIT"\nalso = ["pkg-name==1.2.3"]', "repeats a pin"),
     ],
 )
 def test_catalogue_mistakes_are_named(tmp_path: Path, old: str, new: str, said: str):
@@ -381,6 +384,27 @@ def test_catalogue_mistakes_are_named(tmp_path: Path, old: str, new: str, said: 
     with pytest.raises(CatalogueError, match=r"pkg\.toml") as err:
         load_group(path, tmp_path / "entries")
     assert said in str(err.value)
+
+
+def test_a_group_installs_its_requirement_with_the_pins_it_names_also(tmp_path: Path):
+    (tmp_path / "entries").mkdir()
+    (tmp_path / "entries" / "pkg.py").write_text("")
+    plain = load_group(write(tmp_path, "pkg", GOOD), tmp_path / "entries")
+    assert plain.also == () and plain.pins == ("pkg-name==1.2.3",)
+    with_also = GOOD.replace('licence = "MIT"', 'licence = "MIT"\nalso = ["dep==2.0", "aux==1"]')
+    g = load_group(
+        write(tmp_path, "pkgx", with_also.replace("pkg_op", "pkgx_op")), tmp_path / "entries"
+    )
+    assert g.pins == ("pkg-name==1.2.3", "dep==2.0", "aux==1")
+    assert g.describe()["also"] == ["dep==2.0", "aux==1"]
+    command = driver.install_command(tmp_path / "wheels", [plain, g])
+    assert command[:3] == [sys.executable, "-m", "pip"] and "--no-deps" in command
+    assert command[command.index("--find-links") + 1] == str(tmp_path / "wheels")
+    assert command[-3:] == ["aux==1", "dep==2.0", "pkg-name==1.2.3"]  # each pin once
+    # the suite's FlagGems group: flag_gems imports sqlalchemy, which the H200 image lacks
+    suite = ROOT / "bench" / "real_kernels"
+    flaggems = select(load_catalogue(suite / "catalogue", suite / "entries"), None, ["flaggems"])
+    assert driver.install_pins(flaggems) == ["flag-gems==5.0.2", "sqlalchemy==2.0.48"]
 
 
 def test_ids_unique_over_the_suite_and_selection_names_what_exists(tmp_path: Path):
