@@ -26,13 +26,15 @@ from bot.cli import build_parser  # noqa: E402
 # command -> flag -> the scripts that pass it
 USED: dict[str, dict[str, str]] = {
     "bench": {
-        "--repo": "cli_decision.py, real_kernels/run.py",
-        "--base": "cli_decision.py, real_kernels/run.py",
-        "--head": "cli_decision.py, real_kernels/run.py",
+        "--repo": "cli_decision.py, real_kernels/run.py, onboard_gpu.sh",
+        "--base": "cli_decision.py, real_kernels/run.py, onboard_gpu.sh",
+        "--head": "cli_decision.py, real_kernels/run.py, onboard_gpu.sh",
         "--device": "cli_decision.py, real_kernels/run.py",
         "--out": "cli_decision.py, real_kernels/run.py",
         "--kernels": "cli_decision.py (part 2, the fixture)",
-        "--engine-option max_rounds": "cli_decision.py, real_kernels/run.py (--device cpu only)",
+        "--engine-option max_rounds": "cli_decision.py, real_kernels/run.py (--device cpu only), "
+        "onboard_gpu.sh",
+        "--engine-option work_dir": "onboard_gpu.sh",
         "--engine-option added_shapes": "device_session.sh (real_kernels/run.py --bench-arg, as "
         "the record ran it), cli_decision.py and real_kernels/run.py (--device cpu)",
     },
@@ -40,9 +42,10 @@ USED: dict[str, dict[str, str]] = {
         "--repo": "device_pr_review.py, device_onboard.py",
         "--base": "device_pr_review.py, device_onboard.py",
         "--head": "device_pr_review.py",
-        "--results": "device_pr_review.py",
-        "--no-compile": "device_pr_review.py, device_onboard.py",
-        "--out": "device_pr_review.py",
+        "--results": "device_pr_review.py, device_session.sh (onboard-tmd)",
+        "--no-compile": "device_pr_review.py, device_onboard.py, device_session.sh (onboard-tmd)",
+        "--out": "device_pr_review.py, device_session.sh (onboard-tmd)",
+        "--full": "device_session.sh (onboard-tmd)",
         "--measure": "device_onboard.py (--measure cpu on a CPU)",
     },
     "init": {"--only": "device_onboard.py"},
