@@ -428,6 +428,9 @@ class PairRunner:
                     for w in self._arm_order()
                 ]
             )
+        compiled = max(p.compile_s for p in preps)
+        if compiled > 0:  # a worker's first call of the case: inside the set-up, said apart
+            steps["prepare_compile"] = compiled
         # One at a time, so nothing else runs; the first pair's estimates size every worker's
         # blocks (``_configure``), so the second pair's are not asked for.
         with timed(steps, "estimate"):

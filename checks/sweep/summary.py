@@ -516,7 +516,13 @@ def time_line(result: SweepResult) -> str | None:
             "in the first execution)"
         )
     where.append(f"timing {total('rounds'):.1f} s")
-    where.append(f"each case's set-up {total(*SET_UP_PHASES):.1f} s")
+    setup = f"each case's set-up {total(*SET_UP_PHASES):.1f} s"
+    if (late := total("prepare_compile")) >= 0.05:
+        setup += (
+            f" ({late:.1f} s of it compiling and loading Triton kernels in the workers that had "
+            "not checked the case)"
+        )
+    where.append(setup)
     wrapup = sum(result.wrapup_s.values())
     if wrapup >= 0.05:
         where.append(f"wrap-up {wrapup:.1f} s")

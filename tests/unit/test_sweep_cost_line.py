@@ -86,8 +86,9 @@ def _timed(shape: tuple[int, ...], **phases: float) -> ShapeResult:
 def test_the_where_line_files_compiling_inside_the_checks_and_the_launch_record_apart() -> None:
     cases = (
         _timed((1,), check=9.0, compile=6.0, launch_record=2.5, prepare=0.5, finish=0.25),
-        _timed((2,), check=61.0, compile=60.0, prepare=0.5, rounds=1.0, finish=0.25),
-    )
+        _timed((2,), check=61.0, compile=60.0, prepare=0.5, rounds=1.0, finish=0.25,
+               prepare_compile=0.25),
+    )  # fmt: skip
     result = SweepResult(
         vendor="nvidia", timing="cuda-events", base_rev="a" * 40, head_rev="b" * 40,
         protocol=ProtocolConfig(), family_size=2, cases=cases, startup_s={"start": 2.0},
@@ -100,7 +101,11 @@ def test_the_where_line_files_compiling_inside_the_checks_and_the_launch_record_
     assert parts[1].startswith("checks 67.5 s (") and "66.0 s of it compiling" in parts[1]
     assert "longest 61.0 s" in where
     assert "the launch record 2.5 s (" in where
-    assert "timing 1.0 s" in where and where.endswith("each case's set-up 1.5 s")
+    assert "timing 1.0 s" in where
+    assert where.endswith(
+        "each case's set-up 1.5 s (0.2 s of it compiling and loading Triton kernels in the "
+        "workers that had not checked the case)"
+    )
     # no launch record (later executions, the CPU): not said
     plain = result.model_copy(update={"cases": cases[1:]})
     assert "launch record" not in (time_line(plain) or "")
@@ -108,3 +113,4 @@ def test_the_where_line_files_compiling_inside_the_checks_and_the_launch_record_
     interpreted = (_timed((1,), check=0.5, rounds=1.0), _timed((2,), check=0.25, rounds=1.0))
     line = time_line(result.model_copy(update={"cases": interpreted})) or ""
     assert "checks 0.8 s (correctness" in line and "Triton" not in line
+    assert line.endswith("each case's set-up 0.0 s")
