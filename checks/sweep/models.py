@@ -157,7 +157,11 @@ class ShapeResult(Frozen):
     device_uuid: str | None = None
     gpu_seconds: float = 0.0
     # where the case's time went, seconds per step (check, prepare, estimate, configure, rounds,
-    # finish); the steps run in every worker side by side, so each is the slowest worker's time
+    # finish); the steps run in every worker side by side, so each is the slowest worker's time.
+    # A check made beside the last case's recheck counts here for what it ran past that recheck.
+    # Inside ``check``: ``compile`` (Triton compiling and loading) and ``launch_record`` (one
+    # more call under the profiler), each the slower side's; inside ``prepare``,
+    # ``prepare_compile`` (the compiling and loading of workers that had not checked the case)
     phase_s: dict[str, float] = Field(default_factory=dict)
     base: SideInfo | None = None
     head: SideInfo | None = None

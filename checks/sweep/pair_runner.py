@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -210,10 +210,13 @@ class PairRunner:
         self._last_active = 0.0
         self._env_raw: dict[str, Any] = {}  # the fingerprint as JSON: the ceilings cache's key
         # the next case's check, made during the last one's recheck: the case, the pair that
-        # checked it, each worker's answer or failure
-        self._ahead: tuple[Case, tuple[WorkerClient, WorkerClient], list[Any]] | None = None
+        # checked it, each worker's answer or failure, and the seconds it ran past the recheck
+        # (the next case's time, not the rechecked one's: ``measure``)
+        self._ahead: tuple[Case, tuple[WorkerClient, WorkerClient], list[Any], float] | None = None
         # by case key, what each side's check recorded it launched (``base_launches``, ...)
         self._launched: dict[Any, dict[str, CaseLaunches]] = {}
+        # by case key, the parts of its check's time the workers told (``check_parts``)
+        self._check_parts: dict[Any, dict[str, float]] = {}
 
     @property
     def arms(self) -> list[tuple[WorkerClient, WorkerClient]]:
@@ -315,6 +318,12 @@ class PairRunner:
         seen: list[Round] = []
         info: _Sides = {}
         steps: dict[str, float] = {}
+        if self._ahead is not None and self._ahead[0] is case:
+            # its check ran beside the last case's recheck: what it took past that recheck is
+            # this case's (a first call that compiled for a minute is this case's check, not the
+            # last case's set-up)
+            steps["check"] = self._ahead[3]
+            t0 -= self._ahead[3]
         common: dict[str, Any] = {
             "kernel": case.kernel,
             "shape": case.dims,
@@ -340,6 +349,7 @@ class PairRunner:
                 raw=raw,
                 gpu_seconds=time.monotonic() - t0,
             )
+        steps.update(self._check_parts.pop(case.key, {}))
         return result.model_copy(
             update={
                 "phase_s": {k: round(v, 4) for k, v in steps.items()},
@@ -418,6 +428,9 @@ class PairRunner:
                     for w in self._arm_order()
                 ]
             )
+        compiled = max(p.compile_s for p in preps)
+        if compiled > 0:  # a worker's first call of the case: inside the set-up, said apart
+            steps["prepare_compile"] = compiled
         # One at a time, so nothing else runs; the first pair's estimates size every worker's
         # blocks (``_configure``), so the second pair's are not asked for.
         with timed(steps, "estimate"):
@@ -499,6 +512,8 @@ class PairRunner:
             else:
                 rechecked = self._arm_order()
                 finished = in_parallel([lambda w=w: w.finish(recheck=o.recheck) for w in rechecked])
+        handed_on = self._ahead[3] if self._ahead is not None else 0.0  # the next case's
+        steps["finish"] -= handed_on
         waited = [f.lock_not_taken_s for f in finished if f.lock_not_taken_s]
         if waited:
             notes.append(
@@ -523,7 +538,7 @@ class PairRunner:
             raw=run,
             case_verdict=decision.verdict if status == "ok" else None,
             notes=tuple(notes),
-            gpu_seconds=time.monotonic() - t0,
+            gpu_seconds=time.monotonic() - t0 - handed_on,
         )
 
     def _check_one(
@@ -603,6 +618,9 @@ class PairRunner:
             for i, a in enumerate(got)
             if isinstance(a, contract.CheckReply) and a.launched is not None
         }
+        self._check_parts[case.key] = check_parts(
+            [a for a in got if isinstance(a, contract.CheckReply)]
+        )
         failed = [a for a in got if isinstance(a, WorkerFailure)]
         if failed:
             first = min(failed, key=lambda f: bool(f.waited_on))
@@ -636,13 +654,26 @@ class PairRunner:
             except WorkerFailure as f:
                 return f
 
+        own: list[float] = []  # each recheck's seconds, less its wait for the GPU lock
+        t0 = time.monotonic()
+
+        def rechecked(w: WorkerClient) -> contract.FinishReply | WorkerFailure:
+            answer = finish(w)
+            waited = 0.0 if isinstance(answer, WorkerFailure) else answer.steps_s.get("lock_wait")
+            own.append(time.monotonic() - t0 - (waited or 0.0))
+            return answer
+
         answers: list[Any] = in_parallel(
-            [lambda w=w: finish(w) for w in rechecking]
+            [lambda w=w: rechecked(w) for w in rechecking]
             + [lambda: self._checks(following, checking)]
         )
         finished, checked = answers[:2], answers[2]
-        self._ahead = (following, checking, checked)
         failed = [a for a in finished if isinstance(a, WorkerFailure)]
+        # A failed recheck fails this case with all its time. Otherwise the time beyond the
+        # rechecks' own work is the next case's: its check ran on, or held the GPU lock the
+        # rechecks waited for (a first call compiling or autotuning).
+        past = 0.0 if failed else max(0.0, time.monotonic() - t0 - max(own))
+        self._ahead = (following, checking, checked, past)
         if failed:
             f = failed[0]
             beside = [a for a in checked if isinstance(a, WorkerFailure)]
@@ -706,6 +737,24 @@ class PairRunner:
         if time.monotonic() - self._last_active > self.options.rewarm_after_idle_s:
             self.base.warmup(min_s=0.1, max_s=2.0, unless_up=True)
             self._touch()
+
+
+# parts of a check's time, each from the steps its workers time (``CheckReply.steps_s``)
+CHECK_PARTS = {
+    "compile": ("first_call_compile", "first_call_load"),  # Triton compiling and loading
+    "launch_record": ("launches",),  # one more call under the profiler (first execution)
+}
+
+
+def check_parts(replies: Sequence[contract.CheckReply]) -> dict[str, float]:
+    """Of a check's time (both sides side by side), the slower side's seconds in each of
+    ``CHECK_PARTS``, where any were spent: phases of the case inside its ``check``."""
+    parts: dict[str, float] = {}
+    for part, steps in CHECK_PARTS.items():
+        spent = max((sum(r.steps_s.get(s, 0.0) for s in steps) for r in replies), default=0.0)
+        if spent > 0:
+            parts[part] = spent
+    return parts
 
 
 def _side_info(

@@ -483,7 +483,9 @@ SET_UP_PHASES = ("prepare", "estimate", "configure", "rewarm", "finish")
 def time_line(result: SweepResult) -> str | None:
     """Where the held time went, from the start-up's steps and each case's phases: most of a
     sweep of autotuned or freshly built kernels is the checkouts' own first calls (compiling,
-    autotuning, building an extension), not the timing. None when no case recorded phases."""
+    autotuning, building an extension), not the timing; the first execution's launch record
+    (a profiler started in each checking worker) apart from the checks it ran in. None when no
+    case recorded phases."""
     timed = [c for c in result.cases if c.phase_s]
     if not timed:
         return None
@@ -499,13 +501,28 @@ def time_line(result: SweepResult) -> str | None:
     where = [f"start-up {start:.1f} s"]
     if build >= 0.05:
         where.append(f"the build step {build:.1f} s")
+    record = total("launch_record")
+    compiled = total("compile")
+    triton = f" ({compiled:.1f} s of it compiling and loading Triton kernels)"
     where.append(
-        f"checks {total('check'):.1f} s (correctness and each case's first call: the "
-        f"checkouts' own compiling, autotuning, building; longest {worst:.1f} s, "
+        f"checks {total('check') - record:.1f} s (correctness and each case's first call: the "
+        f"checkouts' own compiling{triton if compiled >= 0.05 else ''}, autotuning, building; "
+        f"longest {worst:.1f} s, "
         f"{longest.kernel} {longest.dtype} {'x'.join(map(str, longest.shape))})"
     )
+    if record >= 0.05:
+        where.append(
+            f"the launch record {record:.1f} s (one more call of each case under the profiler, "
+            "in the first execution)"
+        )
     where.append(f"timing {total('rounds'):.1f} s")
-    where.append(f"each case's set-up {total(*SET_UP_PHASES):.1f} s")
+    setup = f"each case's set-up {total(*SET_UP_PHASES):.1f} s"
+    if (late := total("prepare_compile")) >= 0.05:
+        setup += (
+            f" ({late:.1f} s of it compiling and loading Triton kernels in the workers that had "
+            "not checked the case)"
+        )
+    where.append(setup)
     wrapup = sum(result.wrapup_s.values())
     if wrapup >= 0.05:
         where.append(f"wrap-up {wrapup:.1f} s")

@@ -33,7 +33,8 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, Union
 
 # 2: every message typed and validated here, the version in ``hello``
 # 3: a check may record the kernels one call of its case launched (``Check.launches``)
-VERSION = 3
+# 4: a prepare says how much of it was Triton compiling and loading (``PrepareReply.compile_s``)
+VERSION = 4
 
 Mode = Literal["cpu", "graph", "eager", "eager-noflush", "kernels", "kernels-noflush"]
 MODES: tuple[str, ...] = typing.get_args(Mode)
@@ -378,6 +379,9 @@ class PrepareReply:
     footprint_bytes: int
     prepare_s: float
     configs_picked: tuple[Pick, ...]
+    # of ``prepare_s``, Triton compiling and loading: a worker that did not check the case makes
+    # its first call here
+    compile_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -357,6 +357,9 @@ class Worker:
         spec, fn = self._resolve(msg.entries)
         shape, dtype, seed = msg.shape, msg.dtype, msg.seed
         self._torch()
+        if os.environ.get(exclusive.GPU_LOCK_ENV):  # counted as the check counts it
+            exclusive.yield_while_compiling()
+        spent = sum(exclusive.SPENT.values())
         first = self._call_entry(fn, shape, dtype, seed)
         first["restore"] = correctness.keep_inputs(first.get("inputs"))  # the recheck's calls
         footprint = int(first.get("bytes_moved") or 0) or _nbytes(first.get("inputs"))
@@ -402,6 +405,7 @@ class Worker:
             footprint_bytes=footprint,
             prepare_s=time.perf_counter() - t0,
             configs_picked=_picks(picks),
+            compile_s=sum(exclusive.SPENT.values()) - spent,
         )
 
     def op_estimate(self, msg: Estimate) -> EstimateReply:

@@ -24,7 +24,7 @@ from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case, plan_cases
 from checks.sweep.summary import merge, recompute, time_line
-from checks.sweep.workers import Timeouts
+from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
 from checks.worker import contract
 from tests.paths import DATA
 
@@ -617,6 +617,29 @@ def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(tmp_p
     assert len(runs) == 2 * passes  # one first call per side and pass (fresh workers)
     assert compiles[1][0] < compiles[0][1], compiles  # the second began before the first ended
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(runs)), runs
+    # the where line's compiling: inside the check, the compiles' own time (a span logged here
+    # also holds the wait to take the GPU lock back after the compile)
+    phases = result.cases[0].phase_s
+    assert 0 < phases["compile"] <= sum(b - a for a, b, _ in compiles), (compiles, phases)
+    assert phases["compile"] < phases["check"], phases
+
+
+def test_a_prepare_that_makes_a_workers_first_call_says_what_it_compiled(tmp_path: Path) -> None:
+    """A worker that did not check a case (crossover's second pair) compiles in its prepare: the
+    answer says how long, and nothing once the kernel is compiled in that process."""
+    spec = WorkerSpec(
+        side="base", root=STANDINS / "base", device="cpu", work_dir=tmp_path, timeouts=FAST
+    )  # type: ignore[arg-type]
+    client = WorkerClient(spec)
+    client.start()
+    try:
+        entry = ["compiling_kernels:compiling"]
+        first = client.prepare(entry, (1000,), "float32", seed=0, estimate=False)
+        again = client.prepare(entry, (1000,), "float32", seed=0, estimate=False)
+    finally:
+        client.close()
+    assert 0 < first.compile_s < first.prepare_s, first
+    assert again.compile_s == 0.0, again
 
 
 # an autotuned Triton kernel and its bench entry; the checkout's text before it defines CONFIGS,

@@ -66,7 +66,8 @@ REPLIES: list[tuple[c.Request[Any], Any]] = [
     (c.Env(), c.EnvReply(RECORDED["env"])),
     (c.Prepare(("m:b",), (4,), "f"), c.PrepareReply(
         entry="perf_report:bench/b.py:bench", est_us=None, host_us=None, bytes_moved=49152,
-        flops=0, copies=64, footprint_bytes=49152, prepare_s=0.0069, configs_picked=(PICK,))),
+        flops=0, copies=64, footprint_bytes=49152, prepare_s=0.0069, configs_picked=(PICK,),
+        compile_s=0.0031)),
     (c.Prepare(("m:b",), (4,), "f"), c.PrepareReply(
         entry="m:b", est_us=3.1, host_us=8.2, bytes_moved=0, flops=2000, copies=4,
         footprint_bytes=12000, prepare_s=0.02, configs_picked=())),
