@@ -7,8 +7,9 @@ import re
 
 import pytest
 
+from bot.contracts.results import ResultsFile
 from tests.action_yml import ACTION, fields, markdown_table
-from tests.paths import ROOT
+from tests.paths import DATA, ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -48,3 +49,28 @@ def test_the_review_under_why_is_the_golden_files_own_lines() -> None:
     for line in filter(None, quoted):  # each line the golden file's, in its order
         assert line in golden[at:], f"not in {found.group(1)} (after its line {at}): {line}"
         at = golden.index(line, at) + 1
+
+
+def test_the_review_under_why_is_a_real_pull_requests_measured_on_a_gpu() -> None:
+    """Not a test's invented evidence: the commits the quoted review names are those of a real
+    pull request's results recorded on a GPU (tests/data/device_pr/), and the section links it."""
+    why = README.split("\n## Why\n", 1)[1].split("\n## ", 1)[0]
+    reviewed = re.search(r"Reviewed head `([0-9a-f]{7})` against base `([0-9a-f]{7})`", why)
+    assert reviewed, "the review under Why has no 'Reviewed head ... against base ...' line"
+    recorded = {
+        (r.head_sha[:7], r.base_sha[:7]): (folder, r)
+        for folder in (DATA / "device_pr").iterdir()
+        for path in folder.glob("results-*.json")
+        for r in [ResultsFile.model_validate_json(path.read_text(encoding="utf-8"))]
+    }
+    assert reviewed.groups() in recorded, (
+        f"the review under Why reviews {reviewed.groups()}, no pull request measured in "
+        f"tests/data/device_pr/ ({sorted(recorded)})"
+    )
+    folder, results = recorded[reviewed.groups()]
+    assert results.evidence.sweeps
+    assert all(s.timing_kind == "gpu" for s in results.evidence.sweeps)
+    [link] = re.findall(
+        r"\(https://github\.com/[^)]+/pull/\d+\)", (folder / "README.md").read_text()
+    )
+    assert link in why, f"the Why section does not link the pull request it shows: {link}"
