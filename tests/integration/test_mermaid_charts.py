@@ -1,6 +1,7 @@
 """The comment's charts parsed by mermaid's own parser (``mermaid.parse`` under node, with jsdom
 for the DOM its sanitiser needs), as GitHub's renderer reads them: every chart in the golden
-comments, and charts of awkward names, wild ratios and many shapes.
+comments, charts of awkward names, wild ratios and many shapes, and the scheduled job summary's
+trend charts (a recorded history, and times past a million microseconds).
 
 mermaid and jsdom install from npm at the versions tests/mermaid/package.json pins, once per
 machine, beside the workflow lint's tools (``KERNEL_REVIEW_LINT_TOOLS``, else a folder under the
