@@ -47,8 +47,10 @@ def _label(x: ShapeLine) -> str:
     return f'"{"x".join(map(str, x.shape))}{added} {dtype}"'
 
 
-def _values(values: Sequence[float]) -> str:
-    return ", ".join(number(v, 3).rstrip("0").rstrip(".") for v in values)
+def mermaid_numbers(values: Sequence[float]) -> str:
+    """Numbers as a mermaid chart reads them: plain decimals of at most three places (never the
+    power of ten ``number`` writes past a million, which mermaid refuses with the whole chart)."""
+    return ", ".join(f"{v:.3f}".rstrip("0").rstrip(".") for v in values)
 
 
 def chart_shapes(shapes: Sequence[ShapeLine], limit: int = LIMIT) -> tuple[list[ShapeLine], int]:
@@ -108,10 +110,10 @@ def legend(
     lines = []
     tolerance = _tolerance(drawn)
     if tolerance is not None:
-        low, high = (_values([v]) for v in _band(tolerance))
+        low, high = (mermaid_numbers([v]) for v in _band(tolerance))
         lines.append(f"the {percent(tolerance)} tolerance band ({high}, {low})")
     if price is not None:
-        lines.append(f"the {percent(price)} rewrite price ({_values([1.0 + price])})")
+        lines.append(f"the {percent(price)} rewrite price ({mermaid_numbers([1.0 + price])})")
     return text + (f"; lines: {', '.join(lines)}" if lines else "") + "."
 
 
@@ -148,8 +150,8 @@ def mermaid(
         f'    title "{name} on {place}: head / base{cut}"',
         f"    x-axis [{', '.join(_label(x) for x in drawn)}]",
         f'    y-axis "head / base" {number(low, 2)} --> {number(high, 2)}',
-        f"    bar [{_values(bars)}]",
-        *(f"    line [{_values(line)}]" for line in lines),
+        f"    bar [{mermaid_numbers(bars)}]",
+        *(f"    line [{mermaid_numbers(line)}]" for line in lines),
         "```",
     ]
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from bot.contracts.history import HistoryRecord
 from bot.escape import md_code
+from bot.review.chart import mermaid_numbers
 from bot.words import number, percent, speed
 
 MAX_POINTS = 30  # the most recent runs drawn per chart
@@ -83,12 +84,12 @@ def chart(s: Series, tolerance: float) -> list[str]:
         "    x-axis ["
         + ", ".join(f'"{_label(p.date[5:], 5)} {_label(p.sha[:7], 7)}"' for p in points)
         + "]",
-        f'    y-axis "us" {number(max(0.0, lo - pad), 3)} --> {number(hi + pad, 3)}',
-        f"    line [{', '.join(number(v, 3) for v in values)}]",
+        f'    y-axis "us" {mermaid_numbers([max(0.0, lo - pad)])} --> {mermaid_numbers([hi + pad])}',
+        f"    line [{mermaid_numbers(values)}]",
     ]
     if marked:
-        bars = [number(p.us, 3) if i in marked else "0" for i, p in enumerate(points)]
-        out.append(f"    bar [{', '.join(bars)}]")
+        bars = [p.us if i in marked else 0.0 for i, p in enumerate(points)]
+        out.append(f"    bar [{mermaid_numbers(bars)}]")
     return [*out, "```"]
 
 

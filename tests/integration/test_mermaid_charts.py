@@ -1,6 +1,7 @@
 """The comment's charts parsed by mermaid's own parser (``mermaid.parse`` under node, with jsdom
 for the DOM its sanitiser needs), as GitHub's renderer reads them: every chart in the golden
-comments, and charts of awkward names, wild ratios and many shapes.
+comments, charts of awkward names, wild ratios and many shapes, and the scheduled job summary's
+trend charts (a recorded history, and times past a million microseconds).
 
 mermaid and jsdom install from npm at the versions tests/mermaid/package.json pins, once per
 machine, beside the workflow lint's tools (``KERNEL_REVIEW_LINT_TOOLS``, else a folder under the
@@ -22,9 +23,12 @@ from pathlib import Path
 import pytest
 
 from bot.contracts.evidence import ShapeLine
+from bot.jobs.scheduled import read_history
 from bot.review import chart
+from bot.review.trend import trend_summary
 from tests.golden_util import GOLDEN
-from tests.paths import ROOT
+from tests.paths import DATA, ROOT
+from tests.unit.test_trend import slow_history
 
 PACKAGE = ROOT / "tests" / "mermaid"
 _BLOCK = re.compile(r"```mermaid\n(.*?)```", re.DOTALL)
@@ -108,7 +112,15 @@ def test_every_chart_the_review_draws_parses_as_an_xychart_and_a_broken_one_does
         for block in _BLOCK.findall(path.read_text(encoding="utf-8"))
     ]
     assert len(golden) >= 10  # the goldens with results draw a chart per kernel and vendor
-    sources = golden + _awkward()
+    # the scheduled job summary's trend charts: the recorded history's, and times past 10^6 µs
+    history = read_history((DATA / "history" / "history.jsonl").read_text(encoding="utf-8"))
+    trends = [
+        block
+        for records in (history, slow_history())
+        for block in _BLOCK.findall(trend_summary(records, commit_url=str, tolerance=0.03))
+    ]
+    assert len(trends) >= 3
+    sources = golden + _awkward() + trends
     # the check can fail: a range arrow mermaid does not know, and an unclosed label (one node
     # process for all: its start is most of the time)
     good = "\n".join(chart.mermaid("k", "H200", [_shape((1,), 1.0)], None)[1:-1])

@@ -2,7 +2,8 @@
 
 zizmor and actionlint check them in CI (.ci/lint-workflows); these checks pin what is specific
 to kernel-review: inputs reach the CLI only through the environment, every action is pinned,
-the measure job holds no token, and the inputs the action declares are the ones the CLI reads.
+the measure job holds no token, the inputs the action declares are the ones the CLI reads, and
+the release publishes what it built and checked, with trusted publishing.
 """
 
 from __future__ import annotations
@@ -186,3 +187,23 @@ def test_every_example_step_that_runs_measured_code_runs_it_in_the_sandbox():
                 assert isolation is not None and isolation.group(1) == "sandbox", name
     assert sorted(set(measuring)) == ["kernel-review-scheduled.yml", "kernel-review.yml"]
     assert re.search(r"runner-isolation:\n(?:    .*\n)*?    default: sandbox\n", ACTION)
+
+
+def test_the_release_builds_from_the_tag_checks_and_publishes_with_trusted_publishing():
+    """release.yml as its header says: a v* tag, the version checked against the tag, the sdist
+    and the wheel built and checked with twine, then uploaded with PyPI's trusted publishing (an
+    OIDC token in the publish job alone, no stored secret)."""
+    wf = OWN_WORKFLOWS["release.yml"]
+    assert re.search(r'^on:\n  push:\n    tags: \["v\*"\]$', wf, re.M)
+    assert "permissions: {}" in wf and "secrets." not in wf and "password:" not in wf
+    build = wf.split("\n  build:\n", 1)[1].split("\n  publish:\n", 1)[0]
+    publish = wf.split("\n  publish:\n", 1)[1]
+    assert "TAG: ${{ github.ref_name }}" in build
+    assert 'run: python3 scripts/release-version "$TAG"' in build
+    steps = run_blocks(build)
+    assert any("uv build --out-dir dist" in s and "twine check --strict dist/*" in s for s in steps)
+    assert "id-token" not in build and "contents: read" in build
+    assert "needs: build" in publish and "name: pypi" in publish
+    assert re.search(r"^    permissions:\n      id-token: write\b", publish, re.M)
+    assert re.search(r"uses: pypa/gh-action-pypi-publish@[0-9a-f]{40} ", publish)
+    assert "with:\n          name: dist" in publish  # the build job's files, not a new build

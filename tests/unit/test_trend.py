@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from bot.contracts.history import HistoryCase, HistoryRecord
 from bot.jobs.scheduled import read_history
 from bot.review.trend import MEDIAN, trend_series, trend_summary
 from bot.words import speed
@@ -83,3 +84,30 @@ def test_a_summary_is_bounded_and_says_what_it_left_out():
     left = len(trend_series(HISTORY)) - 2
     assert f"{left} more series without a regression are not drawn" in text
     assert trend_summary([], commit_url=str, tolerance=0.03) == ""
+
+
+def slow_history() -> list[HistoryRecord]:
+    """Two nights of a call past a second (over a million µs), the second a regression."""
+    return [
+        HistoryRecord(
+            date=f"2026-11-0{night}T03:17:00+00:00",
+            sha=sha * 40,
+            vendor="nvidia",
+            timing="gpu",
+            cases=(HistoryCase(kernel="matmul", shape=(32768,) * 3, dtype="float32", us=us),),
+        )
+        for night, sha, us in ((1, "a", 1.5e6), (2, "b", 2.4e6))
+    ]
+
+
+def test_a_call_past_a_million_microseconds_is_drawn_in_plain_numbers():
+    # the words say 2.4×10^6 µs; mermaid reads only plain numbers, and refused the whole chart
+    text = trend_summary(slow_history(), commit_url=lambda sha: URL + sha, tolerance=0.03)
+    [source] = re.findall(r"```mermaid\n(.*?)```", text, flags=re.S)
+    axis = re.search(r'y-axis "us" (\S+) --> (\S+)$', source, flags=re.M)
+    line = re.search(r"line \[(.*)\]", source).group(1).split(", ")
+    bar = re.search(r"bar \[(.*)\]", source).group(1).split(", ")
+    for value in [*axis.groups(), *line, *bar]:
+        assert re.fullmatch(r"\d+(\.\d+)?", value), (value, source)
+    assert [float(v) for v in line] == [1.5e6, 2.4e6] and float(bar[1]) == 2.4e6
+    assert float(axis.group(1)) < 1.5e6 < 2.4e6 < float(axis.group(2))
