@@ -7,8 +7,9 @@
 
 The first form clones this repository's HEAD into a temporary folder, runs the scripts as a
 newcomer would (``KERNEL_REVIEW_PROGRESS=lines``, so the transcript reads as a log), and records
-each run's wall time, the time of each step the scripts name (``== setup: STEP: N s``), and the
-machine's load around it (the machine may be shared: a number means little without it).
+each run's wall time, the time of each step the scripts name (``== setup: STEP: N s``), the
+longest time it printed nothing, and the machine's load around it (the machine may be shared: a
+number means little without it).
 ``--empty-compile-cache`` points ``KERNEL_REVIEW_CACHE`` at a new folder, as on a machine that
 never compiled the fixture; without it the compile cache is the one this user already has.
 ``--transcript`` writes the first demo run's output, as it came, to a markdown file.
@@ -86,22 +87,40 @@ def timed_run(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]
     before = _load()
     cpu_before = _children_cpu_s()
     start = time.monotonic()
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
+    assert proc.stdout is not None
+    lines = [(time.monotonic() - start, line) for line in proc.stdout]
+    rc = proc.wait()
     wall = time.monotonic() - start
+    stdout = "".join(line for _, line in lines)
     return {
         "argv": argv,
-        "rc": proc.returncode,
+        "rc": rc,
         "wall_s": round(wall, 1),
         # user + system of the run and every process it waited for: what the load cannot
         # inflate; on an idle 2-core machine the run takes at least half of it
         "cpu_s": round(_children_cpu_s() - cpu_before, 1),
         "load_before": before,
         "load_after": _load(),
-        "steps": step_times(proc.stdout),
-        **_output(proc.stdout),
+        "steps": step_times(stdout),
+        "longest_silence": longest_silence(lines, wall),
+        **_output(stdout),
     }
+
+
+def longest_silence(lines: list[tuple[float, str]], wall_s: float) -> dict[str, Any]:
+    """The longest time the run printed nothing (``lines``: each line with the seconds since
+    the start at which it came), and the line it followed (empty: the start), so a newcomer's
+    wait with no sign of progress is on the record. Output reaches the pipe as the processes
+    flush it: a terminal shows it no later, and pip's bars move there besides."""
+    longest, after, last, prev = 0.0, "", 0.0, ""
+    for at, line in [*lines, (wall_s, "")]:
+        if at - last > longest:
+            longest, after = at - last, prev
+        last, prev = at, line.rstrip("\n")
+    return {"s": round(longest, 1), "after": after}
 
 
 def _output(raw: str) -> dict[str, Any]:
