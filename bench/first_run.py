@@ -48,6 +48,13 @@ MACHINE_LINES = re.compile(
     r"^(WARNING: Location '.*' is ignored: it is neither a file nor|Looking in (indexes|links): )"
 )
 
+# What a newcomer's run must come within (issue 48's "done when"): the demo's first run and a
+# cached one, and the longest wait with nothing printed, past which a slow step cannot be told
+# from a hang; on the developers' machine (2 cores), the compile cache empty
+BAR_S = {"demo_first": 120.0, "demo_cached": 15.0}
+SILENCE_BAR_S = 20.0
+CORES = 2
+
 RUNS = (
     ("demo_first", ["scripts/demo"]),
     ("demo_cached", ["scripts/demo"]),
@@ -160,6 +167,39 @@ def record(empty_compile_cache: bool) -> dict[str, Any]:
     }
 
 
+def short_of_the_bar(rec: dict[str, Any]) -> list[str]:
+    """What keeps ``rec`` from showing a newcomer's run within the bar's times, on its machine:
+    each a sentence, none when it does."""
+    meta, runs = rec["meta"], rec["runs"]
+    short = []
+    if meta["cores"] != CORES or meta["compile_cache"] != "empty":
+        short.append(
+            f"measured on {meta['cores']} cores with the compile cache {meta['compile_cache']}: "
+            f"the bar is for {CORES} cores and an empty compile cache (--empty-compile-cache)"
+        )
+    for name, bar in BAR_S.items():
+        if runs[name]["wall_s"] > bar:
+            short.append(f"{name} took {runs[name]['wall_s']} s, over its {bar:.0f} s")
+    return short
+
+
+def silent_past_the_bar(rec: dict[str, Any]) -> list[str]:
+    """Each demo run that printed nothing for longer than the bar allows, as a sentence. The
+    recorder reads a pipe, as a log would: in a terminal the compiler report's bar redraws its
+    clock every second besides."""
+    silent = []
+    for name in BAR_S:
+        quiet = rec["runs"][name].get("longest_silence")
+        if quiet is None:
+            silent.append(f"{name}: no longest silence recorded (a record older than it)")
+        elif quiet["s"] > SILENCE_BAR_S:
+            silent.append(
+                f"{name} printed nothing for {quiet['s']} s (after {quiet['after']!r}), over "
+                f"{SILENCE_BAR_S:.0f} s"
+            )
+    return silent
+
+
 def transcript(rec: dict[str, Any]) -> str:
     """The first demo run's output as markdown, with what the numbers were measured on."""
     run = rec["runs"]["demo_first"]
@@ -209,6 +249,17 @@ def _where(rec: dict[str, Any], run: dict[str, Any]) -> str:
     )
 
 
+def _silence(run: dict[str, Any]) -> str:
+    quiet = run.get("longest_silence")
+    if quiet is None:  # a record older than the measure
+        return ""
+    after = f"after `{quiet['after']}`" if quiet["after"] else "at the start"
+    return (
+        f" Read through a pipe, as a log is, it printed nothing for {quiet['s']:.0f} s at "
+        f"most, {after}."
+    )
+
+
 def sentence(rec: dict[str, Any], which: str) -> str:
     """What README.md (``demo``) or tests/README.md (``test``) says of the recorded times."""
     runs = rec["runs"]
@@ -220,8 +271,8 @@ def sentence(rec: dict[str, Any], which: str) -> str:
             f"`scripts/demo` took {first['wall_s']:.0f} s the first time, {first['cpu_s']:.0f} "
             f"CPU-s ({setup:.0f} s setting up .venv, {review:.0f} s the review, most of it the "
             f"compiler report's first compile), and {cached['wall_s']:.1f} s the next time, "
-            f"{cached['cpu_s']:.1f} CPU-s, {_where(rec, first)}. The transcript of that first "
-            "run is [docs/first-run.md](docs/first-run.md)."
+            f"{cached['cpu_s']:.1f} CPU-s, {_where(rec, first)}.{_silence(first)} The "
+            "transcript of that first run is [docs/first-run.md](docs/first-run.md)."
         )
     dev, dev_cached = runs["setup_dev_first"], runs["setup_dev_cached"]
     return (
@@ -264,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.transcript:
         args.transcript.write_text(transcript(rec), encoding="utf-8")
     print(f"{args.out}: recorded", file=sys.stderr)
+    for what in short_of_the_bar(rec) + silent_past_the_bar(rec):
+        print(f"short of a newcomer's bar: {what}", file=sys.stderr)
     return 0
 
 
