@@ -55,9 +55,10 @@ def _compiler_report(
     if run_repo_code:
         from bot.progress import Progress
 
-        # a bar (a line per side and target in a log): the first compile takes minutes
+        # a bar (a line per side and target in a log, and one each 10 s without): the first
+        # compile takes minutes, and a side's targets compile at once
         sides = 2 * len(plan.compiler_targets or ())
-        with Progress("compiler report", sides or None, unit="target") as bar:
+        with Progress("compiler report", sides or None, unit="target", quiet_s=10.0) as bar:
             return evidence.compiler_evidence_for_range(
                 repo, base_sha, head_sha, plan, policy, progress=bar.step
             )

@@ -4,6 +4,7 @@ GPU runner recorded for the fixture's head (an H200, committed under bench/resul
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -92,6 +93,31 @@ def test_the_recorded_review_of_three_kernels_is_short_and_golden(capsys) -> Non
     ]
     assert "nvidia: 15 shapes did not hold, 37 held; the job summary has every shape's" in comment
     assert "| base µs |" not in comment and "What the autotuners picked" not in comment
+
+
+def test_in_a_terminal_each_chart_is_its_bars_as_text_not_its_source(capsys) -> None:
+    """The same review printed for a terminal (no ``--out -``): each kernel's mermaid chart is
+    a text bar per shape, the shapes the chart draws in its order, each said slower or faster as
+    its bar is above or below 1, and none of the chart's source."""
+    assert main(["demo", "--no-compile", "--results", str(RECORDED), "--out", "-"]) == 0
+    comment = capsys.readouterr().out
+    assert main(["demo", "--no-compile", "--results", str(RECORDED)]) == 0
+    text = capsys.readouterr().out
+    for source in ("xychart", "```", "x-axis", "bar [", "line [", "<details>"):
+        assert source not in text, f"the terminal shows the chart's source: {source!r}"
+    charts = re.findall(r'title "(.+)"\n *x-axis \[(.+)\]\n.*\n *bar \[(.+)\]', comment)
+    assert len(charts) == 3
+    lines = text.splitlines()
+    for title, axis, bar in charts:
+        labels = json.loads(f"[{axis}]")
+        ratios = [float(r) for r in bar.split(",")]
+        start = lines.index(title)
+        assert lines[start + 1].split()[:2] == ["faster", "slower"]  # the key
+        rows = lines[start + 2 : start + 2 + len(labels)]
+        for label, ratio, row in zip(labels, ratios, rows, strict=True):
+            assert row.startswith(f"{label} "), (title, row)
+            assert row.endswith("slower" if ratio > 1 else "faster"), (title, row)
+        assert lines[start + 2 + len(labels)] == ""  # nothing more in the chart
 
 
 def test_results_for_another_head_are_refused(tmp_path: Path, capsys) -> None:

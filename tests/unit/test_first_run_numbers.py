@@ -14,7 +14,16 @@ from tests.paths import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
-from first_run import BLOCK, READMES, sentence, step_times, transcript
+from first_run import (
+    BLOCK,
+    READMES,
+    longest_silence,
+    sentence,
+    short_of_the_bar,
+    silent_past_the_bar,
+    step_times,
+    transcript,
+)
 from readme_numbers import fill_block
 
 RECORDED = ROOT / "bench" / "results" / "cpu" / "first_run" / "times.json"
@@ -56,6 +65,47 @@ def test_the_recorded_run_is_a_whole_newcomer_run():
         s for k, s in first["steps"].items() if k.startswith("setup: kernel-review installed")
     )
     assert first["wall_s"] - (named + setup) < 5
+
+
+def test_the_recorded_run_is_within_a_newcomers_bar():
+    """Issue 48's bar: the demo's first run under 120 s and a cached one under 15 s, on 2 cores
+    with the compile cache empty."""
+    assert short_of_the_bar(_recorded()) == []
+
+
+def test_the_recorded_run_is_never_silent_past_the_bar():
+    """Read through a pipe, as a log is, neither demo run printed nothing for 20 s: the
+    compiler report's first target took 45 s, and said it was at work each 10 s."""
+    assert silent_past_the_bar(_recorded()) == []
+
+
+def test_the_bar_refuses_a_slow_run_a_silent_one_and_another_machine():
+    slow = json.loads((RECORDED.parent / "times-load7.json").read_text(encoding="utf-8"))
+    assert short_of_the_bar(slow) == ["demo_first took 215.3 s, over its 120 s"]
+    assert "demo_first: no longest silence recorded (a record older than it)" in (
+        silent_past_the_bar(slow)
+    )
+    rec = _recorded()
+    rec["runs"]["demo_cached"]["longest_silence"] = {"s": 31.5, "after": "== demo: x ..."}
+    rec["runs"]["demo_first"]["longest_silence"] = {"s": 19.9, "after": ""}
+    rec["meta"]["cores"] = 16
+    assert short_of_the_bar(rec) == [
+        "measured on 16 cores with the compile cache empty: the bar is for 2 cores and an empty "
+        "compile cache (--empty-compile-cache)"
+    ]
+    assert silent_past_the_bar(rec) == [
+        "demo_cached printed nothing for 31.5 s (after '== demo: x ...'), over 20 s"
+    ]
+
+
+def test_the_longest_silence_counts_from_the_start_to_the_end():
+    assert longest_silence([(1.0, "a\n"), (9.5, "b\n"), (10.0, "c\n")], 12.0) == {
+        "s": 8.5,
+        "after": "a",
+    }
+    assert longest_silence([(6.0, "late\n")], 7.0) == {"s": 6.0, "after": ""}
+    assert longest_silence([(1.0, "a\n")], 30.0) == {"s": 29.0, "after": "a"}
+    assert longest_silence([], 2.0) == {"s": 2.0, "after": ""}
 
 
 def test_the_committed_transcript_is_the_recorded_first_run():

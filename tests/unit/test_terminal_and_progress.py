@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import re
+import time
 
 import pytest
 
@@ -62,6 +64,35 @@ def test_progress_in_a_log_is_one_line_per_step(monkeypatch: pytest.MonkeyPatch)
         "note: a line that stays",
         "compiler report [2/2] :\u2060:set-output name=x::y",  # a log line issues no command
     ]
+
+
+def test_progress_in_a_log_says_it_is_at_work_when_a_step_takes_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ``quiet_s``, a log gets a line each ``quiet_s`` without one (a terminal's bar runs
+    its clock); a step's line starts the wait again, and without ``quiet_s`` nothing comes."""
+    monkeypatch.delenv("KERNEL_REVIEW_PROGRESS", raising=False)
+    out, quiet = io.StringIO(), io.StringIO()
+    with (
+        Progress("compiler report", 6, stream=quiet) as silent,
+        Progress("compiler report", 6, stream=out, quiet_s=0.1) as bar,
+    ):
+        deadline = time.monotonic() + 10
+        while "still at work" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        bar.step("sm_90: compiled")
+        silent.step("sm_90: compiled")
+        while out.getvalue().count("still at work") < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    lines = out.getvalue().splitlines()
+    done = lines.index("compiler report [1/6] sm_90: compiled")
+    before, after = lines[:done], lines[done + 1 :]
+    assert before and after, lines
+    assert all(
+        re.fullmatch(r"compiler report \[0/6\] still at work after \d+ s", x) for x in before
+    )
+    assert all(re.fullmatch(r"compiler report \[1/6\] still at work after \d+ s", x) for x in after)
+    assert quiet.getvalue().splitlines() == ["compiler report [1/6] sm_90: compiled"]
 
 
 def test_progress_in_a_terminal_is_a_bar(monkeypatch: pytest.MonkeyPatch) -> None:
