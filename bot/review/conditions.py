@@ -299,9 +299,9 @@ def _counted(shapes: Sequence[ShapeLine], timed: Mapping[str, int]) -> str:
         whose = "its" if len(kernels) == 1 else f"{kernel}'s"
         of = f"{whose} {timed[kernel]}" + (" shapes" if i == 0 else "")
         parts.append(f"{len(mine)} of {of} ({'up to ' if len(mine) > 1 else ''}{worst})")
-    rest = kernels[KERNELS_COUNTED:]
+    rest = set(kernels[KERNELS_COUNTED:])
     if rest:
-        n = sum(1 for x in shapes if x.kernel in set(rest))
+        n = sum(1 for x in shapes if x.kernel in rest)
         parts.append(f"{plural(n, 'shape')} of {plural(len(rest), 'more kernel')}")
     return and_list(parts)
 

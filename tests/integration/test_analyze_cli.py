@@ -118,3 +118,25 @@ def test_a_bad_policy_is_reported_with_its_line(tmp_path, capsys):
     code, _, err = run(capsys, "--diff", str(DIFFS / "rename.diff"), "--policy", str(bad))
     assert code == 2
     assert "kernel-review.toml:1" in err and "tolerance" in err
+
+
+def test_a_file_past_the_kernel_cap_is_said_in_the_table(tmp_path, capsys):
+    # a file of more jit functions than the analysis reads: the table says what was left unread
+    from bot.analysis.model import MAX_PER_FILE
+    from bot.gitutil import commit_all, init_repo
+    from tests.integration.test_classify import _many_jit_functions
+
+    repo = tmp_path / "repo"
+    init_repo(repo)
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "k.py").write_text(_many_jit_functions(MAX_PER_FILE + 1, "pass"))
+    base = commit_all(repo, "base")
+    (repo / "pkg" / "k.py").write_text(_many_jit_functions(MAX_PER_FILE + 1, "return x + 1"))
+    head = commit_all(repo, "head")
+    code, out, _ = run(capsys, "--repo", str(repo), "--base", base, "--head", head)
+    assert code == 0
+    assert out.startswith(f"{MAX_PER_FILE} kernel changes in 1 changed file\n")
+    assert (
+        f"note: pkg/k.py has more than {MAX_PER_FILE} kernels: {MAX_PER_FILE} of them were "
+        "read, the others not analysed\n"
+    ) in out + "\n"

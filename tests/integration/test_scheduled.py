@@ -172,6 +172,38 @@ def test_the_scheduled_measure_runs_the_pin_and_the_newest_release(tmp_path, mon
     assert record.candidate["triton"] == "3.6.0" and set(record.kernels) == {"vector_add"}
 
 
+def test_the_scheduled_job_is_refused_on_a_runner_that_cannot_confine_the_code(
+    tmp_path, monkeypatch
+):
+    # the default branch's code runs there too: on a runner that keeps state between jobs and
+    # cannot confine it, the job says what is missing and measures nothing, as a measure job does
+    from bot.gitutil import init_repo
+    from checks.procs.cgroup import CGROUP_ENV
+    from checks.procs.sandbox import DISPOSABLE_ENV, IsolationError
+
+    repo = tmp_path / "repo"
+    init_repo(repo)
+    (repo / ".github").mkdir()
+    # nothing to upgrade: the job reaches the measurement without a package index
+    policy = SMALL_POLICY.replace('upgrade = ["triton==3.6.0"]', "upgrade = []")
+    (repo / ".github" / "kernel-review.toml").write_text(policy)
+    commit_all(repo, "policy")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv(CGROUP_ENV, str(tmp_path / "not-a-cgroup"))  # no cgroup for the workers
+    monkeypatch.delenv(DISPOSABLE_ENV, raising=False)
+    out = tmp_path / "out"
+    env = app.ActionEnv.from_environ({"INPUT_VENDOR": "nvidia", "INPUT_RESULTS_PATH": str(out)})
+    assert env.runner_isolation == "sandbox"  # the default
+    measured = []
+    with pytest.raises(IsolationError) as refused:
+        app.scheduled_mode(env, measure_fn=lambda plan, **job: measured.append(plan))
+    assert measured == []
+    assert "this runner cannot confine the measured code, so it is not run" in refused.value.message
+    assert f"{CGROUP_ENV}={tmp_path / 'not-a-cgroup'}" in refused.value.message
+    assert "runner-isolation: disposable" in refused.value.hint
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_the_gate_plans_every_kernel_for_a_pull_request_that_bumps_the_pin(tmp_path, monkeypatch):
     from bot.gitutil import diff_text
     from kernels_fixture.build_repo import build_fixture_repo

@@ -250,6 +250,22 @@ def test_ten_thousand_shapes_are_explained_and_reported_in_seconds():
     assert elapsed < 10, f"{n} shapes took {elapsed:.1f} s of CPU time to explain and report"
 
 
+def test_twenty_thousand_kernels_past_the_tolerance_are_counted_in_seconds():
+    # one shape each: the sweep's summary counted the kernels past the first three by testing
+    # each shape against a set of them made again for every shape (25 s of CPU time here)
+    n = 20_000
+    many_kernels = _sweep(
+        *(_line((i + 1,), "float32", 1.2, kernel=f"k{i}") for i in range(n)), vendor="amd"
+    )
+    one_kernel = _sweep(_line((1, 781), "float32", 1.0, kernel="softmax"))
+    start = time.process_time()  # this process's CPU time: the machine's other load aside
+    comment = _conclude_sweeps(one_kernel, many_kernels)
+    elapsed = time.process_time() - start
+    rest = n - 3  # the first three kernels are counted by name
+    assert f"and {rest} shapes of {rest} more kernels" in comment
+    assert elapsed < 8, f"{n} kernels took {elapsed:.1f} s of CPU time to explain and report"
+
+
 ONBOARDING = DATA / "device_onboarding" / "tritonbench" / "results-sweep.json"
 
 

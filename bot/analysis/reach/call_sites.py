@@ -129,7 +129,7 @@ def functions(tree: ast.Module) -> dict[str, Func]:
     return out
 
 
-def _touched(func: Func, lines: list[int]) -> bool:
+def touched(func: Func, lines: list[int]) -> bool:
     """Whether a line of ``lines`` (sorted) falls in ``func``, decorators included; by
     bisection, as every function of a file is asked (each testing every line was quadratic:
     12,000 functions with a changed line in each took most of two minutes)."""
@@ -169,7 +169,7 @@ def role_switches(ctx: Context) -> list[tuple[str, set[str], set[str]]]:
             old_func = old_funcs.get(name)
             if old_func is None:
                 continue
-            if not (rebound or _touched(new_func, added) or _touched(old_func, removed)):
+            if not (rebound or touched(new_func, added) or touched(old_func, removed)):
                 continue  # unchanged: the same references on both sides
             before = _refs(old_func, old_names, f.patch.old_path or path)
             after = _refs(new_func, new_names, path)

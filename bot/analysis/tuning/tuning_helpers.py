@@ -17,7 +17,7 @@ import posixpath
 
 from bot.analysis.launch_values import LaunchValues
 from bot.analysis.model import PYTHON_LANGUAGES, Context, KernelChange, KernelDef
-from bot.analysis.reach.call_sites import functions
+from bot.analysis.reach.call_sites import functions, touched
 from bot.analysis.reach.follow import dotted, imports_in, module_of
 from bot.analysis.scan import scan_source
 from bot.analysis.text import is_tuning_name, parse_python_or_none, source_kind
@@ -59,11 +59,6 @@ def _launches(func: Func) -> bool:
     )
 
 
-def _touched(func: Func, lines: set[int]) -> bool:
-    last = func.end_lineno or func.lineno
-    return any(func.lineno <= n <= last for n in lines)
-
-
 def _changed_functions(ctx: Context) -> set[str]:
     """Qualified names of the host functions the diff changes (both sides define them, their
     code differs), with the functions of their module that call one of them by name."""
@@ -89,13 +84,13 @@ def _changed_functions(ctx: Context) -> set[str]:
             for n, d in functions(new).items()
             if "." not in n and n not in kernels and not _launches(d)
         }
-        added = {n for n, _ in f.patch.added_lines()}
-        removed = {n for n, _ in f.patch.removed_lines()}
+        added = sorted(n for n, _ in f.patch.added_lines())
+        removed = sorted(n for n, _ in f.patch.removed_lines())
         changed = {
             n
             for n, d in defs.items()
             if n in before
-            and (_touched(d, added) or _touched(before[n], removed))
+            and (touched(d, added) or touched(before[n], removed))
             and _code(d) != _code(before[n])
         }
         while True:  # the module's own callers of a changed function
