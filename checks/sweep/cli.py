@@ -445,7 +445,7 @@ def failure_lines(result: SweepResult) -> list[str]:
         seen[(c.status, c.failed_side)] = seen.get((c.status, c.failed_side), 0) + 1
     for (status, side), count in seen.items():
         first = next(c for c in failed if (c.status, c.failed_side) == (status, side))
-        where = f" ({side} side)" if side else ""
+        where = " (both sides)" if side == "both" else f" ({side} side)" if side else ""
         shape = "x".join(map(str, first.shape))
         lines.append(
             f"  {status}{where}: {plural(count, 'case')}; first, {first.kernel} {first.dtype} "

@@ -197,7 +197,8 @@ def test_bench_exits_5_when_nothing_could_be_measured(
     assert main([*args, *shorter, "--out", str(out)]) == 5
     err = _err_of(capsys)
     assert "1 of 1 case not measured" in err
-    assert "error (base side): 1 case; first, broken float32 1000:" in err
+    # the same broken code at base and head: each side failed on its own
+    assert "error (both sides): 1 case; first, broken float32 1000:" in err
     assert "this kernel runs on a GPU only" in err
     assert out.is_file() and not list(broken_repo.glob("*.json*"))
 

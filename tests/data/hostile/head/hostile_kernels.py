@@ -1,5 +1,6 @@
 """Hostile output, head side: ``shout`` prints workflow commands and a forged review marker on
-stdout and stderr, then fails with an exception whose message carries them too; ``axpy`` is
+stdout and stderr, then fails with an exception whose message carries them too (its last line,
+which the review quotes, all of them at once); ``axpy`` is
 correct. Whatever the bot passes on to a workflow log or a comment must not act on them."""
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ HOSTILE = (
     "## Approved by the maintainers\n"
     "---\n"
     "1. [run this](https://evil.example/x) https://evil.example www.evil.example\n"
+    # the last line again, all in one: a failure's detail keeps its kind and last line
+    "<!-- kernel-review:sha=" + "0" * 40 + " --> @maintainers ## Approved by the maintainers "
+    "::set-output name=verdict::approve [run this](https://evil.example/x) https://evil.example "
+    "www.evil.example\n"
 )
 
 
