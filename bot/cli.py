@@ -209,9 +209,27 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        signal.signal(signal.SIGINT, _interrupt)
+    """Run one command. Its stop (SIGINT, SIGTERM) is its own: the handlers it installs are put
+    back when it returns, and a stop an earlier command left set is cleared when the next starts
+    (not when this one returns: the threads still waiting on its children end by that stop), so
+    a caller in the same process (a test, a script running several commands) is not stopped by
+    an earlier command's Ctrl-C."""
+    stopping = sys.modules.get("checks.procs.stopping")
+    if stopping is not None:
+        stopping.STOPPING.clear()
+    if threading.current_thread() is not threading.main_thread():
+        return _command(argv)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    signal.signal(signal.SIGINT, _interrupt)
+    try:
+        return _command(argv)
+    finally:
+        for signum, handler in zip((signal.SIGTERM, signal.SIGINT), before, strict=True):
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+def _command(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(named_command(words))
     args, extra = parser.parse_known_args(words)
