@@ -119,8 +119,13 @@ class LaunchValues:
     """One host function's launches, each as its substituted record (by the call's id);
     ``calls``: every call through a name (``launcher(q1, k1)``) recorded as a launch is."""
 
-    def __init__(self, func: Func, calls: bool = False) -> None:
+    def __init__(
+        self, func: Func, calls: bool = False, renamed: dict[str, str] | None = None
+    ) -> None:
+        """``renamed``: parameters read under another name (``parameter_renames``), so that a
+        function whose parameters were only renamed hands its calls the same values."""
         self.calls = calls
+        renamed = renamed or {}
         self.records: dict[int, str] = {}
         self.untuned: dict[int, str] = {}  # the same, less the launch's tuning options
         self.options: dict[int, dict[str, str]] = {}  # the launch's options, substituted
@@ -133,9 +138,9 @@ class LaunchValues:
         pairs += [
             (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
         ]
-        self._defaults = [f"{a.arg}={ast.unparse(d)}" for a, d in pairs]
+        self._defaults = [f"{renamed.get(a.arg, a.arg)}={ast.unparse(d)}" for a, d in pairs]
         try:
-            self._block(func.body, {}, (), [])
+            self._block(func.body, dict(renamed), (), [])
         except (_TooBig, RecursionError):
             self.records, self.untuned, self.options = {}, {}, {}
 

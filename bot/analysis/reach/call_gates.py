@@ -18,7 +18,9 @@ function's own assignments substituted, under the tests around the call): ``m = 
 ``lightning_attn2(q1, k1, v, s)`` gets: a launch change (a kernel already found retuned keeps
 its kind, the cause named). Only where the callee reads the same on both sides: one changed
 with its callers (arguments repacked into an object) is compared where it is, by its own
-launches and calls. A kernel's own body (device code) calls no launcher and is skipped.
+launches and calls. Parameters only renamed (same place, neither name on the other side: a
+formatter pass) are read under their new names, so the values handed on read the same. A
+kernel's own body (device code) calls no launcher and is skipped.
 
 The query: per function present at base and at head, its calls with the tests that guard each
 and the fingerprint of the values each is handed, grouped by callee as written; a callee whose
@@ -117,14 +119,32 @@ def guarded_calls(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Guards:
 _CHAIN = re.compile(r"\b([A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*\.([A-Za-z_]\w*)\b")
 
 
-def fed_calls(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[str]]:
+def parameter_renames(old: Func, new: Func) -> dict[str, str]:
+    """The parameters of ``old`` that ``new`` takes in the same place under another name, where
+    neither name is a parameter of the other side (``selected_E`` -> ``expert_indices``): a
+    rename, not a reorder."""
+
+    def names(f: Func) -> list[str]:
+        a = f.args
+        return [p.arg for p in (*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg) if p]
+
+    was, now = names(old), names(new)
+    if len(was) != len(now):
+        return {}
+    return {a: b for a, b in zip(was, now, strict=True) if a != b and a not in now and b not in was}
+
+
+def fed_calls(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, renamed: dict[str, str] | None = None
+) -> dict[str, list[str]]:
     """Per callee as written (a launch ``k[grid](...)`` aside: its own rule compares it), the
     fingerprints of the values its calls are handed: each argument with ``func``'s own
     assignments substituted, under the tests around the call (``launch_values``). An attribute
     chain is read by its root and its last attribute (``ctx.meta.causal`` as ``ctx.causal``
     after ``meta = ctx.meta``: where a flag is held moved, not what it is). A function too
-    large for its values to be written out gives none."""
-    values = LaunchValues(func, calls=True)
+    large for its values to be written out gives none. ``renamed``: its parameters read
+    under their names on the other side (``parameter_renames``)."""
+    values = LaunchValues(func, calls=True, renamed=renamed)
     out: dict[str, list[str]] = {}
     for sub in ast.walk(func):
         if not isinstance(sub, ast.Call) or isinstance(sub.func, ast.Subscript):
@@ -228,7 +248,8 @@ def _gates(
                 shown = "an assert before it decides whether it can run at all"
             note = f"the tests around {where} changed ({shown}): when its launches run changed"
             out = _gate(out, side, reach, where, fresh, note, flags[path], ctx)
-        fed_before, fed_after = fed_calls(old_func), fed_calls(new_func)
+        fed_before = fed_calls(old_func, parameter_renames(old_func, new_func))
+        fed_after = fed_calls(new_func)
         for callee in sorted((fed_before.keys() & fed_after.keys()) - guarded):
             if fed_before[callee] == fed_after[callee] or followed >= _MAX_CALLEES:
                 continue
