@@ -18,14 +18,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from bot.analysis.text import digest, is_tuning_name
+from bot.analysis.text import digest, is_tuning_name, walk
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 _COMPOUND_HEADERS = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
 
 
 def _loads(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _base(node: ast.AST) -> str | None:
@@ -39,7 +39,7 @@ def _base(node: ast.AST) -> str | None:
 def _header(stmt: ast.stmt) -> tuple[set[str], set[str], str]:
     """``(defines, reads, text)`` of a statement, for a compound one its header only."""
     if isinstance(stmt, (ast.For, ast.AsyncFor)):
-        defs = {n.id for n in ast.walk(stmt.target) if isinstance(n, ast.Name)}
+        defs = {n.id for n in walk(stmt.target) if isinstance(n, ast.Name)}
         return (
             defs,
             _loads(stmt.iter),
@@ -52,7 +52,7 @@ def _header(stmt: ast.stmt) -> tuple[set[str], set[str], str]:
             n.id
             for item in stmt.items
             if item.optional_vars is not None
-            for n in ast.walk(item.optional_vars)
+            for n in walk(item.optional_vars)
             if isinstance(n, ast.Name)
         }
         reads = {n for item in stmt.items for n in _loads(item.context_expr)}
@@ -68,7 +68,7 @@ def _header(stmt: ast.stmt) -> tuple[set[str], set[str], str]:
     elif isinstance(stmt, ast.Delete):
         targets = list(stmt.targets)
     for t in targets:
-        for n in ast.walk(t):
+        for n in walk(t):
             if isinstance(n, ast.Name):
                 defs.add(n.id)
         base = _base(t)
@@ -113,7 +113,7 @@ class FunctionSlices:
             for name in defs:
                 self.defined_by.setdefault(name, []).append(stmt)
             if not isinstance(stmt, _COMPOUND_HEADERS):
-                for sub in ast.walk(stmt):
+                for sub in walk(stmt):
                     if isinstance(sub, ast.Call):
                         self.owner[id(sub)] = stmt
             for block in ("body", "orelse", "finalbody", "handlers"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 
-from bot.analysis.text import digest, is_tuning_name
+from bot.analysis.text import digest, is_tuning_name, walk
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 _MAX_TEXT = 4000  # characters of one substituted expression
@@ -33,7 +33,7 @@ def _subst(expr: ast.expr, env: _Env) -> str:
     """``expr`` as text with each name ``env`` knows written as its value (in parentheses). The
     names are swapped in place and put back, which costs no copy of the tree."""
     swapped = []
-    for n in ast.walk(expr):
+    for n in walk(expr):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in env:
             swapped.append((n, n.id))
             n.id = f"({env[n.id]})"
@@ -112,7 +112,7 @@ class _PlacedAtMaking(ast.NodeTransformer):
 
 
 def _names(target: ast.expr) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return [n.id for n in walk(target) if isinstance(n, ast.Name)]
 
 
 class LaunchValues:
@@ -226,7 +226,7 @@ class LaunchValues:
             return merged
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
             assigned = {
-                n for s in stmt.body + stmt.orelse for sub in ast.walk(s)
+                n for s in stmt.body + stmt.orelse for sub in walk(s)
                 for n in (_names(sub.target) if isinstance(sub, (ast.For, ast.AsyncFor)) else
                           [t.id for t in getattr(sub, "targets", [])
                            if isinstance(t, ast.Name)] +
@@ -288,7 +288,7 @@ class LaunchValues:
             stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
         ):
             return  # the launches in its blocks are read when the walk reaches them
-        for sub in ast.walk(stmt):
+        for sub in walk(stmt):
             if not isinstance(sub, ast.Call):
                 continue
             func = sub.func
@@ -312,7 +312,7 @@ class LaunchValues:
             args = [_subst(a, env) for a in call.args]
             given = [(k.arg, _subst(k.value, env)) for k in options]
             kept = [f"{arg or '**'}={value}" for arg, value in given]
-            reads = {n.id for n in ast.walk(sub) if isinstance(n, ast.Name)}
+            reads = {n.id for n in walk(sub) if isinstance(n, ast.Name)}
             touched = sorted(e for e in effects if e.split(":", 1)[0] in reads)
             rest = [*(f"if {t}" for t in tests), *touched, *self._defaults]
             self.records[id(sub)] = "\n".join([f"grid {grid}", *args, *kept, *rest])

@@ -44,6 +44,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 from bot.analysis.scan.cpp import _balanced, _split_args
+from bot.analysis.text import walk
 
 # ------------------------------------------------------------------------------ Python
 
@@ -57,11 +58,11 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 def normal_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.FunctionDef:
     """``func`` in the normal form above (a new node when anything changed, else ``func``)."""
-    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    params = {a.arg for a in walk(func.args) if isinstance(a, ast.arg)}
     body = func.body
     for _ in range(_ROUNDS):
         loads = Counter(
-            n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name) and
+            n.id for s in body for n in walk(s) if isinstance(n, ast.Name) and
             isinstance(n.ctx, ast.Load)
         )  # fmt: skip
         dead = _Dead(params, loads)
@@ -91,7 +92,7 @@ def without_unread_parameters(tree: ast.Module) -> ast.Module:
             continue
         if not any("jit" in ast.unparse(d) for d in node.decorator_list):
             continue
-        read = {n.id for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name)}
+        read = {n.id for s in node.body for n in walk(s) if isinstance(n, ast.Name)}
         positional = [*node.args.posonlyargs, *node.args.args]
         plain = len(positional) - len(node.args.defaults)
         at = {i for i, a in enumerate(positional[:plain]) if a.arg not in read}
@@ -103,7 +104,7 @@ def without_unread_parameters(tree: ast.Module) -> ast.Module:
     funcs = {id(f) for f in _module_functions(tree.body) if f.name in drop}
     parent: dict[int, ast.AST] = {}
     changed: list[ast.AST] = []
-    for sub in ast.walk(tree):
+    for sub in walk(tree):
         for child in ast.iter_child_nodes(sub):
             parent[id(child)] = sub
         if id(sub) in funcs or _launch_of(sub, drop) is not None:
@@ -143,10 +144,10 @@ def with_einops_axes_named_in_order(tree: ast.Module) -> ast.Module:
     ``'b n h d -> b h n d'`` and ``'b h n d -> b n h d'`` both swap axes 1 and 2, one operation.
     ``tree`` itself when no pattern reads otherwise; else a copy, as ``tree`` may be shared."""
     einops = _einops_names(tree)
-    if not einops or not any(_renamed(n, einops) for n in ast.walk(tree)):
+    if not einops or not any(_renamed(n, einops) for n in walk(tree)):
         return tree
     tree = copy.deepcopy(tree)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         found = _renamed(node, einops)
         if found is not None and isinstance(node, ast.Call):
             at, pattern, names = found
@@ -163,7 +164,7 @@ def with_einops_axes_named_in_order(tree: ast.Module) -> ast.Module:
 def _einops_names(tree: ast.Module) -> dict[str, str]:
     """Local spellings of einops' pattern functions: ``rearrange``, ``einops.rearrange``."""
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "einops" and node.level == 0:
             for a in node.names:
                 if a.name in _EINOPS:
@@ -290,7 +291,7 @@ class _Dead:
 
 
 def _without_effects(value: ast.expr) -> bool:
-    for n in ast.walk(value):
+    for n in walk(value):
         if isinstance(n, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return False
         if not isinstance(n, ast.Call):
@@ -350,7 +351,7 @@ def _movable(s: ast.stmt) -> tuple[set[str], set[str]] | None:
     if not all(isinstance(t, ast.Name) for t in targets) or not _without_effects(value):
         return None
     writes = {t.id for t in targets if isinstance(t, ast.Name)}
-    reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    reads = {n.id for n in walk(value) if isinstance(n, ast.Name)}
     if isinstance(s, ast.AugAssign):
         reads |= writes
     return reads, writes
@@ -425,7 +426,7 @@ def _negated(test: ast.expr) -> ast.expr | None:
 
 def _stored(stmts: list[ast.stmt]) -> set[str]:
     return {
-        n.id for s in stmts for n in ast.walk(s)
+        n.id for s in stmts for n in walk(s)
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
     }  # fmt: skip
 
@@ -437,7 +438,7 @@ _OPERATOR = (ast.boolop, ast.unaryop, ast.cmpop, ast.operator)
 def _plain_test(expr: ast.expr) -> bool:
     """A test made of names, constants and operators only (no call, attribute or index that
     the first branch could change without assigning a name)."""
-    return all(isinstance(n, (*_PLAIN, *_OPERATOR)) for n in ast.walk(expr))
+    return all(isinstance(n, (*_PLAIN, *_OPERATOR)) for n in walk(expr))
 
 
 def _ifs(stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -471,7 +472,7 @@ def _merge(first: ast.stmt, second: ast.If) -> ast.If | None:
             continue
         if ast.dump(plain) != ast.dump(negated) or not _plain_test(plain):
             continue
-        read = {n.id for n in ast.walk(plain) if isinstance(n, ast.Name)}
+        read = {n.id for n in walk(plain) if isinstance(n, ast.Name)}
         if read & _stored(first.body):
             return None
         merged = copy.copy(first)

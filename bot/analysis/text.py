@@ -7,7 +7,8 @@ import functools
 import hashlib
 import re
 import warnings
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
 
 from bot.analysis.model import (
     CPP_SUFFIXES,
@@ -19,6 +20,27 @@ from bot.analysis.model import (
 
 # Names whose values are tuning knobs rather than algorithm: BLOCK_SIZE_M, XBLOCK, num_warps,
 # threads_per_block, kBlockSize. Lower-case ``block_start`` / ``block_id`` are algorithm.
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``node``, itself first, in ``ast.walk``'s order (breadth first), a third
+    faster: the analysis walks the same trees many times, and ``ast.walk``'s nested generators
+    were a third of the corpus's time."""
+    todo = deque((node,))
+    pop, push = todo.popleft, todo.append
+    while todo:
+        here = pop()
+        for name in here._fields:
+            value = getattr(here, name, None)
+            if isinstance(value, ast.AST):
+                push(value)
+            elif value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push(item)
+        yield here
+
+
 TUNING_NAME = re.compile(
     r"^_*(?:[A-Z0-9]+_)*[XYZR]?(?:BLOCK|TILE|WARPS|STAGES|THREADS|GROUP_SIZE|SPLIT_K)(?:SIZE)?"
     r"(?:_[A-Z0-9]+)*$"

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from bot.analysis.diff import whole_text_from_diff
 from bot.analysis.model import Context, KernelChange
-from bot.analysis.text import parse_python, source_kind
+from bot.analysis.text import parse_python, source_kind, walk
 from bot.contracts.review import ChangeFinding
 
 CLOCKS = {"time", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time_ns"}
@@ -50,11 +50,11 @@ def _clock(node: ast.AST, names: set[str]) -> str | None:
 def _simple_clock(stmt: ast.stmt, names: set[str]) -> str | None:
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)):
         return None
-    return next((c for n in ast.walk(stmt) if (c := _clock(n, names))), None)
+    return next((c for n in walk(stmt) if (c := _clock(n, names))), None)
 
 
 def _bodies(tree: ast.AST) -> Iterator[list[ast.stmt]]:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         for field in ("body", "orelse", "finalbody"):
             body = getattr(node, field, None)
             if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
@@ -64,7 +64,7 @@ def _bodies(tree: ast.AST) -> Iterator[list[ast.stmt]]:
 def _called(nodes: list[ast.stmt]) -> list[str]:
     out = []
     for stmt in nodes:
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, ast.Call):
                 f = n.func
                 while isinstance(f, ast.Subscript):  # kernel[grid](...)
@@ -82,14 +82,14 @@ def timed_regions(text: str) -> list[tuple[int, str, list[str]]]:
     lines = text.split("\n")
     bare = {
         a.asname or a.name
-        for n in ast.walk(tree)
+        for n in walk(tree)
         if isinstance(n, ast.ImportFrom) and n.module == "time"
         for a in n.names
         if a.name in CLOCKS
     }
     syncing = {
         n.name
-        for n in ast.walk(tree)
+        for n in walk(tree)
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         and SYNC.search("\n".join(lines[n.lineno - 1 : n.end_lineno]))
     }

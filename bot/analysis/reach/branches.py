@@ -20,7 +20,7 @@ import re
 from typing import TYPE_CHECKING
 
 from bot.analysis.model import Context, FileSides, KernelChange, LaunchBranch
-from bot.analysis.text import collapse, module_bindings, parse_python, source_kind
+from bot.analysis.text import collapse, module_bindings, parse_python, source_kind, walk
 
 if TYPE_CHECKING:
     from bot.policy.model import Policy
@@ -135,7 +135,7 @@ class LaunchPath:
 
     def __init__(self, tree: ast.Module) -> None:
         self.funcs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.funcs.setdefault(node.name, []).append(node)
         self.assigns = module_bindings(tree.body)
@@ -172,7 +172,7 @@ class LaunchPath:
             for f in defs:
                 self.by_id[id(f)] = f
                 refs: set[str] = set()
-                for sub in ast.walk(f):
+                for sub in walk(f):
                     if isinstance(sub, ast.Subscript):
                         name = _last(sub.value)
                         if name:
@@ -193,7 +193,7 @@ class LaunchPath:
         for node in self.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
-            for sub in ast.walk(node):
+            for sub in walk(node):
                 if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
                     for a in sub.args:
                         if isinstance(a, ast.Name):
@@ -241,8 +241,8 @@ class LaunchPath:
         for _where, node in list(regions):
             refs = self.refs.get(id(node))
             if refs is None:
-                refs = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                refs |= {_last(n.func) or "" for n in ast.walk(node) if isinstance(n, ast.Call)}
+                refs = {n.id for n in walk(node) if isinstance(n, ast.Name)}
+                refs |= {_last(n.func) or "" for n in walk(node) if isinstance(n, ast.Call)}
             for name in sorted(refs - {kernel}):
                 for f in self.funcs.get(name, []):
                     if id(f) not in own:
@@ -281,7 +281,7 @@ class LaunchPath:
         tests: list[ast.expr] = []
         if isinstance(region, ast.expr) and not isinstance(region, ast.Call):
             tests.append(region)  # a module-level if test
-        for sub in ast.walk(region):
+        for sub in walk(region):
             if isinstance(sub, (ast.If, ast.IfExp, ast.While)):
                 tests.append(sub.test)
             elif isinstance(sub, ast.comprehension):

@@ -42,7 +42,7 @@ from bot.analysis.reach.call_sites import functions
 from bot.analysis.reach.follow import Reach, Side, dotted
 from bot.analysis.reach.import_gates import _with_gate
 from bot.analysis.reach.moved_calls import sides
-from bot.analysis.text import collapse, digest, parse_python_or_none
+from bot.analysis.text import collapse, digest, parse_python_or_none, walk
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 _MAX_CALLEES = 24  # per analysis: each is followed across files
@@ -146,7 +146,7 @@ def fed_calls(
     under their names on the other side (``parameter_renames``)."""
     values = LaunchValues(func, calls=True, renamed=renamed)
     out: dict[str, list[str]] = {}
-    for sub in ast.walk(func):
+    for sub in walk(func):
         if not isinstance(sub, ast.Call) or isinstance(sub.func, ast.Subscript):
             continue
         name = dotted(sub.func)
@@ -186,7 +186,7 @@ def _always(guards: set[tuple[str, ...]], func: Func, callee: str) -> bool:
     """Whether ``func`` calls ``callee`` on every path: outside any test, or in every branch
     of its tests (``if t: f(a) else: f(b)`` picks what ``f`` is handed, not whether it runs)."""
     if not guards:
-        return any(isinstance(n, ast.Call) and dotted(n.func) == callee for n in ast.walk(func))
+        return any(isinstance(n, ast.Call) and dotted(n.func) == callee for n in walk(func))
     held = {frozenset(g) for g in guards}
     while frozenset() not in held:
         merged = {g - {t} for g in held for t in g if (g - {t}) | {f"not ({t})"} in held}

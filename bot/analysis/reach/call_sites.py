@@ -25,7 +25,7 @@ from bisect import bisect_left
 
 from bot.analysis.model import Context
 from bot.analysis.reach.follow import absolute, dotted, imports_in
-from bot.analysis.text import parse_python_or_none, source_kind
+from bot.analysis.text import parse_python_or_none, source_kind, walk
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -76,7 +76,7 @@ def _torch_op(node: ast.AST) -> str | None:
 
 def _refs(func: Func, names: _Names, path: str = "") -> set[str]:
     out: set[str] = set()
-    nodes = list(ast.walk(func))
+    nodes = list(walk(func))
     has_imports = path and any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in nodes)
     local = imports_in(func.body, path) if has_imports else {}
     for sub in nodes:

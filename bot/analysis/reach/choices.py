@@ -34,7 +34,7 @@ from bot.analysis.reach.branches import LaunchPath, branch_note, test_kinds, ven
 from bot.analysis.reach.follow import Op, Reach, Side, imports_in
 from bot.analysis.reach.import_gates import class_branch
 from bot.analysis.reach.moved_calls import MovedCall
-from bot.analysis.text import collapse
+from bot.analysis.text import collapse, walk
 
 Node = ast.stmt | ast.expr
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -108,7 +108,7 @@ def choices(tree: ast.Module, path: str) -> Iterator[Choice]:
             if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
                 yield from visit([*stmt.body, *getattr(stmt, "orelse", [])], scope)
                 continue
-            for sub in ast.walk(stmt):
+            for sub in walk(stmt):
                 if isinstance(sub, ast.IfExp):
                     t = collapse(ast.unparse(sub.test))
                     arms2 = (((t,), (sub.body,)), ((f"not ({t})",), (sub.orelse,)))
@@ -183,11 +183,11 @@ def _local_flags(tree: ast.Module, scope: str, flags: dict[str, set[str]]) -> di
         node = next((n for n in body if getattr(n, "name", None) == part), None)
     if node is None or node is tree:
         return out
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Assign):
             for kind in test_kinds(ast.unparse(sub.value), out):
                 for t in sub.targets:
-                    out[kind] |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+                    out[kind] |= {n.id for n in walk(t) if isinstance(n, ast.Name)}
     return out
 
 

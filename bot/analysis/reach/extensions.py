@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.analysis.scan.cpp import binding_macros
-from bot.analysis.text import parse_python_or_none, source_kind
+from bot.analysis.text import parse_python_or_none, source_kind, walk
 
 Reader = Callable[[str], "str | None"]
 
@@ -111,7 +111,7 @@ def _sources(
             continue
         hits = [
             hit
-            for sub in ast.walk(part)
+            for sub in walk(part)
             if (value := _literal(sub)) and (value.endswith(_CPP_SOURCE) or "*" in value)
             for hit in _match(value, folder, paths)
         ]
@@ -144,7 +144,7 @@ def setup_extensions(path: str, text: str, paths: Sequence[str] = ()) -> list[Ex
         return []
     folder = posixpath.dirname(path)
     out = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call) or _callee(node) not in _BUILDERS:
             continue
         name = _literal(_arg(node, 0, "name"))
@@ -199,7 +199,7 @@ def loaded_extensions(
                     if isinstance(t, ast.Name):
                         out[t.id] = ext
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for sub in ast.walk(node):
+            for sub in walk(node):
                 if isinstance(sub, ast.Call):
                     ext = build(sub)
                     if ext is not None:
@@ -209,7 +209,7 @@ def loaded_extensions(
 
 
 def _imports_cpp_extension(tree: ast.Module) -> bool:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("cpp_extension"):
             return True
         if isinstance(node, ast.Import) and any(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
 from bot.analysis.scan import scan_read
-from bot.analysis.text import absolute, module_bindings, module_of, parse_python_or_none
+from bot.analysis.text import absolute, module_bindings, module_of, parse_python_or_none, walk
 
 Reader = Callable[[str], "str | None"]
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -226,7 +226,7 @@ def _chosen(func: ast.AST) -> dict[str, list[str]]:
     """Local names a function binds to other names (``fn = A``, ``fn = A if flag else B``):
     the names a call through them may reach."""
     out: dict[str, list[str]] = {}
-    for sub in ast.walk(func):
+    for sub in walk(func):
         if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
             target = sub.targets[0]
         elif isinstance(sub, ast.AnnAssign) and sub.value is not None:
@@ -490,7 +490,7 @@ class Side:
             return Reach()
         stmts = [n for n in [*nodes, *beside] if isinstance(n, ast.stmt)]
         defs: dict[str, Func | ast.ClassDef] = {}
-        for found in (s for n in stmts for s in ast.walk(n)):
+        for found in (s for n in stmts for s in walk(n)):
             if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defs.setdefault(found.name, found)
             if isinstance(found, ast.ClassDef):
@@ -518,7 +518,7 @@ class Side:
             called = dotted(target) if target is not None else None
             for qualified in self._resolve(view, called, local, cls) if called else []:
                 out.add(self._reach_of(view, qualified, depth, seen))
-        for node in (s for n in nodes for s in ast.walk(n)):
+        for node in (s for n in nodes for s in walk(n)):
             if (
                 isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and defs.get(node.name) is node
@@ -546,7 +546,7 @@ class Side:
         cls = name.split(".")[0] if "." in name else None
         local = imports_in(node.body, mod.path)
         chosen = self.chosen(node)
-        for sub in ast.walk(node):
+        for sub in walk(node):
             if not isinstance(sub, ast.Call):
                 continue
             if mod.raw:

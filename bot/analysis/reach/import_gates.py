@@ -28,7 +28,7 @@ from bot.analysis.model import Context, KernelChange, LaunchBranch
 from bot.analysis.reach.branches import branch_note, test_kinds, vendors_named
 from bot.analysis.reach.follow import Side, absolute, module_of
 from bot.analysis.reach.moved_calls import sides
-from bot.analysis.text import collapse, parse_python_or_none
+from bot.analysis.text import collapse, parse_python_or_none, walk
 
 _MAX_MODULES = 8
 Gates = dict[str, set[tuple[str, int]]]  # imported module -> (a test as written, its line)
@@ -154,7 +154,7 @@ def _guards(tree: ast.Module) -> dict[str, set[str]]:
             if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.name == "__init__":
                 out[node.name] = {
                     collapse(ast.unparse(stmt.test))
-                    for stmt in ast.walk(sub)
+                    for stmt in walk(sub)
                     if isinstance(stmt, ast.If)
                     and stmt.body
                     and isinstance(stmt.body[-1], ast.Raise)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from bot.analysis.model import Context
 from bot.analysis.reach.extensions import ExtensionIndex
 from bot.analysis.reach.follow import Op, Reach, Side, dotted
+from bot.analysis.text import walk
 
 Switch = tuple[str, set[str], set[str]]
 
@@ -108,10 +109,10 @@ def _alternatives(side: Side, where: str, kept: str, added: set[str]) -> bool:
         return any(
             isinstance(sub, ast.Call) and (dotted(sub.func) or "").rsplit(".", 1)[-1] in names
             for n in nodes
-            for sub in ast.walk(n)
+            for sub in walk(n)
         )
 
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.If):
             body, orelse = list(sub.body), list(sub.orelse)
         elif isinstance(sub, ast.IfExp):

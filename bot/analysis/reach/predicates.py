@@ -24,19 +24,19 @@ from bot.analysis.reach.call_sites import functions
 from bot.analysis.reach.follow import Side, imports_in, module_of
 from bot.analysis.reach.import_gates import _with_gate
 from bot.analysis.reach.moved_calls import sides
-from bot.analysis.text import collapse, parse_python_or_none
+from bot.analysis.text import collapse, parse_python_or_none, walk
 
 _MAX_FILES = 24  # read per analysis, besides the diff's own
 
 
 def _returns_value(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(func))
+    return any(isinstance(n, ast.Return) and n.value is not None for n in walk(func))
 
 
 def _tests(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """The tests of the ``if`` / ``while`` statements and conditional expressions in ``func``."""
     tests = (ast.If, ast.IfExp, ast.While)
-    return {collapse(ast.unparse(n.test)) for n in ast.walk(func) if isinstance(n, tests)}
+    return {collapse(ast.unparse(n.test)) for n in walk(func) if isinstance(n, tests)}
 
 
 def _predicates(ctx: Context) -> dict[str, tuple[str, list[LaunchBranch]]]:
@@ -106,17 +106,17 @@ def _gated(
         if not called:
             continue
         flags = dict(called)
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 callee = node.value.func
                 if isinstance(callee, ast.Name) and callee.id in called:
                     for t in node.targets:
                         if isinstance(t, ast.Name):
                             flags[t.id] = called[callee.id]
-        for node in ast.walk(func):
+        for node in walk(func):
             if not isinstance(node, ast.If):
                 continue
-            read = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)} & flags.keys()
+            read = {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & flags.keys()
             if not read:
                 continue
             pred = flags[sorted(read)[0]]
@@ -137,7 +137,7 @@ def _launched_under(side: Side, path: str, fname: str, node: ast.If) -> set[str]
     mod = side.module(path)
     out: set[str] = set()
     for stmt in [*node.body, *node.orelse]:
-        for sub in ast.walk(stmt):
+        for sub in walk(stmt):
             if not isinstance(sub, ast.Call):
                 continue
             if isinstance(sub.func, ast.Subscript) and isinstance(sub.func.value, ast.Name):

@@ -16,7 +16,7 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from bot.analysis.text import absolute, module_bindings, parse_python_or_none
+from bot.analysis.text import absolute, module_bindings, parse_python_or_none, walk
 
 __all__ = ["triton_bindings"]
 
@@ -104,7 +104,7 @@ class _Resolver:
             return None
         file, tree = found
         aliases: dict[str, str] = {}  # the module's own imports: local -> dotted
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     aliases[a.asname or a.name.split(".")[0]] = (
@@ -128,7 +128,7 @@ class _Resolver:
                 return bound
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name == name:
-                returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value]
+                returns = [r.value for r in walk(node) if isinstance(r, ast.Return) and r.value]
                 found_in = {_applied(r, aliases) for r in returns} - {None}
                 return found_in.pop() if len(found_in) == 1 else None
         return None
@@ -138,7 +138,7 @@ def _applied(value: ast.expr, aliases: dict[str, str]) -> str | None:
     """The one Triton decorator or ``Config`` ``value`` refers to (``triton.Config``,
     ``wrap(lambda: triton.jit)``, ``triton.jit(**kw)``), or None when none or several."""
     found = set()
-    for node in ast.walk(value):
+    for node in walk(value):
         dotted = _dotted(node, aliases) if isinstance(node, ast.Attribute) else None
         if dotted and _is_triton(dotted) and dotted.rsplit(".", 1)[-1] in _APPLIED:
             found.add(dotted)

@@ -46,6 +46,7 @@ from bot.analysis.text import (
     module_bindings,
     parse_python,
     python_digest,
+    walk,
 )
 
 # x[grid](...), or a CuPy kernel(grid=..., args=...): without a DSL's name or these, no kernels
@@ -60,10 +61,10 @@ def _canonical_locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[
     first appear: two kernels that differ only by a local renamed throughout (``l`` to ``l_i``)
     compile to the same program, and read the same here. The names are put back on exit (no
     copy of the tree)."""
-    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
-    names = [n for s in func.body for n in ast.walk(s) if isinstance(n, ast.Name)]
+    params = {a.arg for a in walk(func.args) if isinstance(a, ast.arg)}
+    names = [n for s in func.body for n in walk(s) if isinstance(n, ast.Name)]
     declared = {
-        n for s in func.body for x in ast.walk(s) if isinstance(x, (ast.Global, ast.Nonlocal))
+        n for s in func.body for x in walk(s) if isinstance(x, (ast.Global, ast.Nonlocal))
         for n in x.names
     }  # fmt: skip
     order: dict[str, str] = {}
@@ -98,14 +99,14 @@ def _modules_spelled_out(
     only where ``func`` uses the name as a namespace alone (``tle.program_id(0)``), as a module
     is used (a function called by its bare name keeps it). Annotations (``x: tl.constexpr``)
     too; names ``func`` assigns or takes as parameters are left. Put back on exit (no copy)."""
-    names = [n for s in (func.args, *func.body) for n in ast.walk(s) if isinstance(n, ast.Name)]
+    names = [n for s in (func.args, *func.body) for n in walk(s) if isinstance(n, ast.Name)]
     if not names or not (modules or imported):
         yield
         return
-    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    params = {a.arg for a in walk(func.args) if isinstance(a, ast.arg)}
     left = params | {n.id for n in names if not isinstance(n.ctx, ast.Load)}
     bases = {
-        id(a.value) for s in (func.args, *func.body) for a in ast.walk(s)
+        id(a.value) for s in (func.args, *func.body) for a in walk(s)
         if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)
     }  # fmt: skip
     bare = {n.id for n in names if id(n) not in bases}
@@ -249,7 +250,7 @@ class _Reader:
         self.autotune = Autotune(self.assigns, self.defs, self.funcs, bound)
         imported: list[str] = []
         functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # one walk for both
-        for walked in ast.walk(tree):
+        for walked in walk(tree):
             if isinstance(walked, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 functions.append(walked)
             elif isinstance(walked, ast.Import):
@@ -291,14 +292,14 @@ class _Reader:
         (``k(...).launch(grid=...)``) or calls one of the file's kernels by name."""
         if _launches_in(node):
             return True
-        called = {_dotted(c.func, {}) for c in ast.walk(node) if isinstance(c, ast.Call)}
+        called = {_dotted(c.func, {}) for c in walk(node) if isinstance(c, ast.Call)}
         return any(c and c.rsplit(".", 1)[-1] in self.kernel_names for c in called)
 
     def _has_prim_func(self, node: ast.AST) -> bool:
         return any(
             isinstance(sub, ast.FunctionDef)
             and any((k or ("",))[0] == "jit" for k in self._kinds(sub.decorator_list))
-            for sub in ast.walk(node)
+            for sub in walk(node)
             if sub is not node
         )
 
@@ -461,7 +462,7 @@ class _Reader:
             if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             sources: dict[str, set[str]] = {}  # local -> the names its values are made of
-            for node in ast.walk(func):
+            for node in walk(func):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     target = node.targets[0]
                     value = node.value
@@ -469,7 +470,7 @@ class _Reader:
                         value = value.args[0]  # copy_func(kernel, ...): the function copied
                     if isinstance(target, ast.Name) and isinstance(value, ast.Name):
                         sources.setdefault(target.id, set()).add(value.id)
-            for node in ast.walk(func):
+            for node in walk(func):
                 if (
                     isinstance(node, ast.Call)
                     and node.args
@@ -586,8 +587,8 @@ class _Reader:
         by_name = {k.name: i for i, k in enumerate(self.kernels)}
         made = {name[:-2] for _, name in self.handed_to if name.endswith("()")}
         factories = {
-            f.name: {n.id for n in ast.walk(f) if isinstance(n, ast.Name)} & by_name.keys()
-            for f in (ast.walk(tree) if made and applied else ())
+            f.name: {n.id for n in walk(f) if isinstance(n, ast.Name)} & by_name.keys()
+            for f in (walk(tree) if made and applied else ())
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in made
         }
         handed: dict[str, set[str]] = {}  # function -> kernels it is called with
@@ -622,7 +623,7 @@ class _Reader:
         if id(wrapper) in self._wrappers:
             return self._wrappers[id(wrapper)]
         tuning: dict[str, str] = {}
-        for stmt in ast.walk(wrapper):
+        for stmt in walk(wrapper):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Name) and is_tuning_name(target.id):
@@ -639,7 +640,7 @@ class _Reader:
         function."""
         if id(around) not in self._locals:
             found: dict[str, ast.expr] = {}
-            for stmt in ast.walk(around):
+            for stmt in walk(around):
                 if isinstance(stmt, ast.Assign):
                     for t in stmt.targets:
                         if isinstance(t, ast.Name):
@@ -792,7 +793,7 @@ def _kernel_tables(tree: ast.Module) -> dict[str, str]:
     tk.pck_partials_kernel``, ``{"pck": pck_kernel}``): key -> the stored name's last part, for
     keys that name one thing only."""
     found: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         pairs: list[tuple[ast.expr | None, ast.expr]] = []
         if isinstance(node, ast.Dict):
             pairs = list(zip(node.keys, node.values, strict=True))
@@ -852,7 +853,7 @@ def _dsl_launch(node: ast.Call) -> str | None:
 
 
 def _launches_in(node: ast.AST) -> bool:
-    return any(isinstance(sub, ast.Call) and _dsl_launch(sub) for sub in ast.walk(node))
+    return any(isinstance(sub, ast.Call) and _dsl_launch(sub) for sub in walk(node))
 
 
 def _constexprs(args: ast.arguments) -> dict[str, str | None]:

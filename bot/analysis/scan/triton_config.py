@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from bot.analysis.model import TritonConfig
-from bot.analysis.text import Bindings
+from bot.analysis.text import Bindings, walk
 
 _CONFIG_KW = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
@@ -150,7 +150,7 @@ class Autotune:
         if isinstance(expr, ast.Call) and not expr.args and not expr.keywords:
             func = self.funcs.get(expr.func.id) if isinstance(expr.func, ast.Name) else None
             if func is not None:
-                returns = [s for s in ast.walk(func) if isinstance(s, ast.Return)]
+                returns = [s for s in walk(func) if isinstance(s, ast.Return)]
                 if len(returns) == 1 and returns[0].value is not None:
                     return self._resolve_list(returns[0].value, depth + 1)
         return None
@@ -159,13 +159,13 @@ class Autotune:
         """A config list built at import, as the code that builds it: the module-level
         statements binding the names it is made of (and the tests they sit under)."""
         names = [expr.id] if isinstance(expr, ast.Name) else []
-        names += [n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id not in names]
+        names += [n.id for n in walk(expr) if isinstance(n, ast.Name) and n.id not in names]
         parts = [ast.unparse(expr)]
         for name in names[:8]:
             for stmt, tests in self.defs.get(name, [])[:8]:
                 parts += [ast.unparse(t) for t in tests] + [ast.unparse(stmt)]
                 value = getattr(stmt, "value", None)
-                for sub in ast.walk(value) if value is not None else ():
+                for sub in walk(value) if value is not None else ():
                     if isinstance(sub, ast.Name) and sub.id not in names and sub.id in self.defs:
                         parts += [ast.unparse(d) for d, _ in self.defs[sub.id][:4]]
         return "\n".join(dict.fromkeys(parts))

@@ -15,7 +15,7 @@ import builtins
 
 from bot.analysis.model import KernelDef, SourceFn
 from bot.analysis.reach.follow import imports_in
-from bot.analysis.text import parse_python_or_none
+from bot.analysis.text import parse_python_or_none, walk
 
 _KNOWN = set(dir(builtins)) | {"triton"}
 
@@ -35,7 +35,7 @@ def _returned(func: ast.FunctionDef | ast.AsyncFunctionDef | None) -> ast.expr |
     args = func.args
     if args.posonlyargs or args.args or args.vararg or args.kwonlyargs or args.kwarg:
         return None
-    returns = [s for s in ast.walk(func) if isinstance(s, ast.Return)]
+    returns = [s for s in walk(func) if isinstance(s, ast.Return)]
     if len(returns) != 1 or returns[0].value is None:
         return None
     return returns[0].value
@@ -86,7 +86,7 @@ def tuned_names(kernel: KernelDef, text: str | None, read: SourceFn | None) -> s
     found = _builder(kernel, text, read)
     if found is None:
         return names
-    for node in ast.walk(found[1] or found[0]):
+    for node in walk(found[1] or found[0]):
         if (
             isinstance(node, ast.Call)
             and ast.unparse(node.func).endswith("Config")
@@ -102,10 +102,10 @@ def tuned_names(kernel: KernelDef, text: str | None, read: SourceFn | None) -> s
 
 def _self_contained(expr: ast.expr) -> bool:
     bound = {
-        n.id for c in ast.walk(expr) if isinstance(c, ast.comprehension)
-        for n in ast.walk(c.target) if isinstance(n, ast.Name)
+        n.id for c in walk(expr) if isinstance(c, ast.comprehension)
+        for n in walk(c.target) if isinstance(n, ast.Name)
     }  # fmt: skip
-    loads = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    loads = {n.id for n in walk(expr) if isinstance(n, ast.Name)}
     return loads <= bound | _KNOWN
 
 

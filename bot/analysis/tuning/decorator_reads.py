@@ -30,7 +30,7 @@ from bot.analysis.model import (
     KernelDef,
 )
 from bot.analysis.reach.helpers import caused_change
-from bot.analysis.text import JIT_CALL, module_bindings, parse_python_or_none
+from bot.analysis.text import JIT_CALL, module_bindings, parse_python_or_none, walk
 from bot.analysis.tuning.config_builders import built_configs
 
 _DEPTH = 4
@@ -105,7 +105,7 @@ def _appliers(tree: ast.Module) -> dict[str, list[str]]:
             isinstance(n, ast.Call)
             and len(n.args) == 1
             and _applied(n.func.func if isinstance(n.func, ast.Call) else n.func)
-            for n in ast.walk(func)
+            for n in walk(func)
         )
         if applies:
             for name in _names(func) - {func.name}:
@@ -114,7 +114,7 @@ def _appliers(tree: ast.Module) -> dict[str, list[str]]:
 
 
 def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)}
 
 
 def _kernel_nodes(tree: ast.Module, kernels: list[KernelDef]) -> dict[str, Func]:

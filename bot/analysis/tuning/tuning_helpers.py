@@ -20,7 +20,7 @@ from bot.analysis.model import PYTHON_LANGUAGES, Context, KernelChange, KernelDe
 from bot.analysis.reach.call_sites import functions, touched
 from bot.analysis.reach.follow import dotted, imports_in, module_of
 from bot.analysis.scan import scan_source
-from bot.analysis.text import is_tuning_name, parse_python_or_none, source_kind
+from bot.analysis.text import is_tuning_name, parse_python_or_none, source_kind, walk
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 _MAX_FILES = 40  # modules read besides the diff's, nearest the changed module first
@@ -55,7 +55,7 @@ def _launches(func: Func) -> bool:
             isinstance(c.func, ast.Subscript)
             or (isinstance(c.func, ast.Attribute) and c.func.attr == "launch")
         )
-        for c in ast.walk(func)
+        for c in walk(func)
     )
 
 
@@ -102,7 +102,7 @@ def _changed_functions(ctx: Context) -> set[str]:
                     isinstance(c, ast.Call)
                     and isinstance(c.func, ast.Name)
                     and c.func.id in changed
-                    for c in ast.walk(d)
+                    for c in walk(d)
                 )
             }
             if not more:
@@ -160,7 +160,7 @@ def _calls_changed(value: str, names: dict[str, set[str]], changed: set[str]) ->
         tree = ast.parse(value, mode="eval")
     except SyntaxError:
         return None
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         called = dotted(node.func)
@@ -194,10 +194,10 @@ def tuning_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChan
         names = _resolver(tree, path)
         kernels: dict[str, KernelDef] | None = None
         for wrapper, func in functions(tree).items():
-            if not _launches(func) or not any(_word(n) in bare for n in ast.walk(func)):
+            if not _launches(func) or not any(_word(n) in bare for n in walk(func)):
                 continue
             values = LaunchValues(func)
-            for call in ast.walk(func):
+            for call in walk(func):
                 if id(call) not in values.options or not isinstance(call, ast.Call):
                     continue
                 launched = call.func
