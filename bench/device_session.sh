@@ -196,15 +196,9 @@ stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository ro
         rk "$dir" --heads slow10,slow5 --groups flaggems --budget-s $((b - 20))
       fi ;;
     onboard-tmd)
-      local rc=0 tmd=/tmp/tmd-review extra=()
+      local extra=()
       [ "$DEVICE" = cpu ] && extra=(--device cpu --kernels neighbors_brute)
-      ONBOARD_LIMIT_S=$((b - 40)) sh bench/onboard_gpu.sh "$dir" "${extra[@]}" || rc=$?
-      # the review of the same revisions with those results shows the launch record (what ran)
-      rm -rf "$tmd" && git clone -q bench/onboard_src/torchmd-net.bundle "$tmd" \
-        && git -C "$tmd" checkout -q -b kr-head origin/kr-head && git -C "$tmd" branch -q kr-base origin/kr-base \
-        && (cd "$tmd" && "$PY" -m bot review --repo . --base kr-base --head kr-head \
-          --results "$dir/results.json" --full --no-compile --out "$dir/review.md") || rc=$?
-      return "$rc" ;;
+      ONBOARD_LIMIT_S=$((b - 40)) sh bench/onboard_gpu.sh "$dir" "${extra[@]}" ;;
     pr-golden)
       "$PY" bench/device_pr_review.py "${cpu[@]}" --out "$dir" ;;
   esac

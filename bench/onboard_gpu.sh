@@ -12,7 +12,8 @@
 # rewrite on top. The policy's [setup] builds the base side's extension in its worktree (nvcc,
 # sm_90 only); the head side has no setup.py and builds nothing. Everything is written under OUT:
 # run.md (when, where, versions, each command and its exit code and time), bench.txt (the
-# table), bench-progress.txt (one line per case), results.json, and the two setup logs.
+# table), bench-progress.txt (one line per case), results.json, the two setup logs, and
+# review.md, the review of the two revisions from those results (with the launch record).
 # No network is needed; kernel-review's own dependencies are taken from PYTHONPATH.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,8 +69,15 @@ log "\`\`\`"
 for side in base head; do
   [ -f "$WORK/bench/logs/setup-$side.log" ] && cp "$WORK/bench/logs/setup-$side.log" "$OUT/setup-$side.log"
 done
+# The review of the same revisions from those results: its "What ran" says, per neighbor list,
+# the base's CUDA kernels and the head's Triton ones that each call launched (the launch record).
+if [ -f "$OUT/results.json" ]; then
+  "$PY" -m bot review --repo . --base kr-base --head kr-head --results "$OUT/results.json" \
+    --full --no-compile --out "$OUT/review.md" >"$OUT/review.log" 2>&1
+  log "\`kernel-review review --repo . --base kr-base --head kr-head --results results.json --full --no-compile\`: exit code $? (review.md)"
+fi
 log
 log "bench.txt holds the table, bench-progress.txt the case lines, results.json the sweep"
-log "(results.partial.jsonl: the cases finished when a limit stopped it)."
+log "(results.partial.jsonl: the cases finished when a limit stopped it), review.md its review."
 rm -rf "$WORK"
 exit "$rc"

@@ -188,12 +188,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_event() -> threading.Event | None:
+    """The command's stop (``checks.procs.stopping``), where the command has loaded it: a command
+    that starts no child never imports it."""
+    stopping = sys.modules.get("checks.procs.stopping")
+    return None if stopping is None else stopping.STOPPING
+
+
 def _stop_children() -> None:
     # The helper jobs and sweep workers still running are killed (``checks.procs.stopping``),
     # so the threads waiting for them end and the command unwinds at once, not when they finish.
-    stopping = sys.modules.get("checks.procs.stopping")
-    if stopping is not None:
-        stopping.STOPPING.set()
+    if (stop := _stop_event()) is not None:
+        stop.set()
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -214,9 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     (not when this one returns: the threads still waiting on its children end by that stop), so
     a caller in the same process (a test, a script running several commands) is not stopped by
     an earlier command's Ctrl-C."""
-    stopping = sys.modules.get("checks.procs.stopping")
-    if stopping is not None:
-        stopping.STOPPING.clear()
+    if (stop := _stop_event()) is not None:
+        stop.clear()
     if threading.current_thread() is not threading.main_thread():
         return _command(argv)
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
