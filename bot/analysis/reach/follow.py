@@ -265,12 +265,14 @@ class _Module:
     instances: dict[str, str] = field(default_factory=dict)
 
 
-def _module_aliases(tree: ast.Module, defs: dict[str, Func | ast.ClassDef]) -> dict[str, list[str]]:
+def _module_aliases(
+    body: Sequence[ast.stmt], defs: dict[str, Func | ast.ClassDef]
+) -> dict[str, list[str]]:
     """Module-level ``name = other`` (``other`` a name or attribute, not a def of its own
     name), in ``if`` / ``try`` blocks too (``fn = a`` or ``fn = b`` by a vendor test): what a
     call through ``name`` reaches is what each ``other`` reaches."""
     out: dict[str, list[str]] = {}
-    for name, found in module_bindings(tree.body).items():
+    for name, found in module_bindings(body).items():
         values = [stmt.value for stmt, _ in found if isinstance(stmt, (ast.Assign, ast.AnnAssign))]
         targets = [d for v in values if v is not None and (d := dotted(v)) and d != name]
         if targets and name not in defs:
@@ -293,18 +295,10 @@ def _module_instances(tree: ast.Module, defs: dict[str, Func | ast.ClassDef]) ->
 
 def _class_attributes(node: ast.ClassDef) -> dict[str, str]:
     """A class body's ``attr = other`` (a name or attribute, ``_2d_kernel =
-    kernels._fp_matmul``): what ``Cls.attr`` / ``self.attr`` / ``__class__.attr`` refers to."""
-    out: dict[str, str] = {}
-    for stmt in node.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target, value = stmt.targets[0], stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            target, value = stmt.target, stmt.value
-        else:
-            continue
-        if isinstance(target, ast.Name) and (d := dotted(value)):
-            out[target.id] = d
-    return out
+    kernels._fp_matmul``), bound once: what ``Cls.attr`` / ``self.attr`` / ``__class__.attr``
+    refers to."""
+    bound = _module_aliases(node.body, {})
+    return {name: targets[0] for name, targets in bound.items() if len(targets) == 1}
 
 
 def _returned_calls(node: Func) -> list[str]:
@@ -344,6 +338,7 @@ class Side:
         self._modules: dict[str, _Module | None] = {}
         self._owners: dict[tuple[str, str], list[str]] = {}
         self._chosen: dict[int, dict[str, list[str]]] = {}  # by the function node's id
+        self._classes_of: dict[tuple[str, str, int], list[str]] = {}  # see ``_classes``
 
     def chosen(self, func: Func) -> dict[str, list[str]]:
         """``_chosen`` of a function of a module read (made once: a long function is walked
@@ -394,7 +389,7 @@ class Side:
             kernels=kernels,
             loaded=loaded_extensions(path, tree, self.paths),
             raw=_raw_sources(tree, scan.kernels),
-            aliases=_module_aliases(tree, defs),
+            aliases=_module_aliases(tree.body, defs),
             lines=text.split("\n"),
             instances=_module_instances(tree, defs),
         )
@@ -647,8 +642,8 @@ class Side:
             return [q + dot + rest for q in sorted(local.get(head) or mod.imports[head])]
         if head in mod.defs or head in mod.loaded or head in mod.aliases:
             return [f"{mod.name}.{called}"]
-        if head in mod.instances and rest:
-            return [f"{mod.name}.{called}"]
+        if head in mod.instances and rest and self._classes(mod, mod.instances[head], _DEPTH):
+            return [f"{mod.name}.{called}"]  # a method of the instance's class
         if head == "torch":
             return [called]
         if rest:  # ``wrapper.add_lora(...)`` on a local or parameter: the one class that has it
@@ -778,6 +773,10 @@ class Side:
     def _classes(self, mod: _Module, callee: str, depth: int) -> list[str]:
         """The classes, qualified, whose instance a call of ``callee`` (as written in ``mod``)
         returns: the class called, or those a factory function returns (``return Cls(...)``)."""
+        key = (mod.path, callee, depth)
+        if key in self._classes_of:
+            return self._classes_of[key]
+        self._classes_of[key] = []  # a factory returning its own call's result
         out: list[str] = []
         for q in self._resolve(mod, callee, {}, None):
             found = self.locate(q)
@@ -790,7 +789,8 @@ class Side:
             elif node is not None and depth > 0:
                 for returned in _returned_calls(node):
                     out += self._classes(other, returned, depth - 1)
-        return list(dict.fromkeys(out))
+        self._classes_of[key] = list(dict.fromkeys(out))
+        return self._classes_of[key]
 
     def _held_op(self, name: str) -> Reach:
         """``Cls.inference_module.qkv_gemm_fp16``: an op of an extension held in an attribute
