@@ -562,10 +562,13 @@ def _unbuilt_ops(
     side_by_side: list[MovedCall],
     keys: dict[str, set[str]] | None = None,
 ) -> dict[tuple[str, str], set[str]]:
-    """Ops a switch moved away from whose extension lists no source (computed at build time),
-    and those a choice keeps beside new kernels: per kernel their host calls reach
-    (``reach.op_calls``), those ops; its file is read. An extension that lists its sources
-    is followed in them alone (wkv5, wkv6 and wkv6state each bind their own ``forward``)."""
+    """Ops a switch moved away from whose extension lists no source (computed at build time)
+    or that ``TORCH_LIBRARY`` registers (followed from the registering files and the local
+    headers they include), and those a choice keeps beside new kernels: per kernel their host
+    calls reach (``reach.op_calls``), those ops; its file is read. An extension that lists its
+    sources is followed in them alone (wkv5, wkv6 and wkv6state each bind their own
+    ``forward``). ``keys`` gets, per kernel of a registered op, the string literals its host
+    code picks it by."""
     unbuilt = {o for m in moved for o in m.ops if not o.extension.sources}
     ops = sorted({o.name for o in unbuilt})
     if ctx.old_source is None or not ctx.old_files:
