@@ -41,7 +41,13 @@ from bot.analysis.reach.call_sites import from_imports as _from_imports
 from bot.analysis.reach.choices import kept_beside
 from bot.analysis.reach.extensions import ExtensionIndex
 from bot.analysis.reach.follow import Op, Side
-from bot.analysis.reach.moved_calls import MovedCall, moved_calls, sides, still_built
+from bot.analysis.reach.moved_calls import (
+    MovedCall,
+    keyed_kernels,
+    moved_calls,
+    sides,
+    still_built,
+)
 from bot.analysis.reach.op_calls import op_kernels
 from bot.analysis.scan import scan_source
 from bot.analysis.text import parse_python_or_none, source_kind
@@ -88,6 +94,7 @@ def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChang
     switches = _call_switches(ctx)
     both = sides(ctx)
     moved = moved_calls(both, switches)
+    keyed = keyed_kernels(both, switches) if moved else {}
     beside: list[MovedCall] = []  # choices beside a compiled op
     if any(c.kind == "new" and c.language in PYTHON_LANGUAGES for c in changes):
         beside = [k.moved for k in kept_beside(ctx, both)]  # only new kernels are paired so
@@ -96,7 +103,7 @@ def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChang
         (m.where, {("~" if m.kept else "") + o.name for o in m.ops}, set(m.kernels)) for m in moved
     ]
     # a choice's ops are matched to old kernels through their host calls only, not by name
-    paired = _pair(changes, ctx, switches, moved, beside)
+    paired = _pair(changes, ctx, switches, moved, beside, keyed)
     chosen = {k for m in beside for k in m.kernels}
     paired = _unseen_ops(paired, moved, ctx, both)
     paired = _variants(paired, chosen)
@@ -197,10 +204,13 @@ def _pair(
     switches: list[tuple[str, set[str], set[str]]],
     moved: list[MovedCall],
     side_by_side: list[MovedCall],
+    keyed: dict[str, set[str]] | None = None,
 ) -> list[KernelChange]:
     """``side_by_side``: of ``moved``, the choices beside a compiled op; their ops are matched to old
     kernels through the host calls from their bindings only (``_unbuilt_ops``), not by the
-    stems of their names (``backward`` is every backward kernel's)."""
+    stems of their names (``backward`` is every backward kernel's). ``keyed``: per new kernel,
+    the string literals whose tests lead to it (``moved_calls.keyed_kernels``); where the old
+    op's host code picks its kernels by the same literals, a role pairs by them."""
     exact = {m.where for m in side_by_side}
     helpers = _helpers_only(ctx)
     triton = [
@@ -221,7 +231,8 @@ def _pair(
     _read_extra(
         ctx, triton, switches, [p for m in moved for o in m.ops for p in o.extension.sources]
     )
-    olds = _old_candidates(changes, ctx, _unbuilt_ops(ctx, moved, side_by_side))
+    old_keys: dict[str, set[str]] = {}
+    olds = _old_candidates(changes, ctx, _unbuilt_ops(ctx, moved, side_by_side, old_keys))
     if not olds:
         return changes
     new_wrappers = ctx.new_wrappers()
@@ -255,9 +266,8 @@ def _pair(
     drop: set[int] = set()
     out = []
     for ti, t in enumerate(triton):
-        mine = _closest(
-            t.name, [(olds[oi], why) for (oi, tj), why in sorted(pairs.items()) if tj == ti]
-        )
+        mine = [(olds[oi], why) for (oi, tj), why in sorted(pairs.items()) if tj == ti]
+        mine = _by_key(t.name, mine, keyed or {}, old_keys) or _closest(t.name, mine)
         if not mine:
             continue
         mine.sort(key=lambda x: (x[0].kernel.language != "cuda", x[0].kernel.path))
@@ -270,6 +280,24 @@ def _pair(
                 drop.add(id(c))
         out.append(_rewrite(t, mine, ctx))
     return [c for c in changes if id(c) not in drop] + out
+
+
+def _by_key(
+    name: str,
+    mine: list[tuple[_Old, list[str]]],
+    keyed: dict[str, set[str]],
+    old_keys: dict[str, set[str]],
+) -> list[tuple[_Old, list[str]]]:
+    """Of the old kernels paired with the new kernel ``name``, those its old op's host code
+    picks by a string literal the new code picks ``name`` by (``strategy == "brute"`` on both
+    sides), each with that literal said; none where no literal is shared."""
+    mine_keys = keyed.get(name, set())
+    out = []
+    for old, why in mine:
+        shared = sorted(mine_keys & old_keys.get(old.kernel.name, set()))
+        if shared:
+            out.append((old, [*why, f"both sides pick it by {shared[0]!r}"]))
+    return out
 
 
 def _helpers_only(ctx: Context) -> set[str]:
@@ -529,12 +557,18 @@ def _read_extra(
 
 
 def _unbuilt_ops(
-    ctx: Context, moved: list[MovedCall], side_by_side: list[MovedCall]
+    ctx: Context,
+    moved: list[MovedCall],
+    side_by_side: list[MovedCall],
+    keys: dict[str, set[str]] | None = None,
 ) -> dict[tuple[str, str], set[str]]:
-    """Ops a switch moved away from whose extension lists no source (computed at build time),
-    and those a choice keeps beside new kernels: per kernel their host calls reach
-    (``reach.op_calls``), those ops; its file is read. An extension that lists its sources
-    is followed in them alone (wkv5, wkv6 and wkv6state each bind their own ``forward``)."""
+    """Ops a switch moved away from whose extension lists no source (computed at build time)
+    or that ``TORCH_LIBRARY`` registers (followed from the registering files and the local
+    headers they include), and those a choice keeps beside new kernels: per kernel their host
+    calls reach (``reach.op_calls``), those ops; its file is read. An extension that lists its
+    sources is followed in them alone (wkv5, wkv6 and wkv6state each bind their own
+    ``forward``). ``keys`` gets, per kernel of a registered op, the string literals its host
+    code picks it by."""
     unbuilt = {o for m in moved for o in m.ops if not o.extension.sources}
     ops = sorted({o.name for o in unbuilt})
     if ctx.old_source is None or not ctx.old_files:
@@ -545,9 +579,24 @@ def _unbuilt_ops(
         for o in m.ops:
             if o.extension.sources:
                 listed.setdefault(o.extension.sources, set()).add(o.name)
+    registered: dict[tuple[str, ...], set[str]] = {}  # ``TORCH_LIBRARY`` files -> their ops
+    for m in moved:
+        for o in m.ops:
+            if o.extension.sources and o.extension.how == "TORCH_LIBRARY":
+                registered.setdefault(o.extension.sources, set()).add(o.name)
     for sources, names in sorted(listed.items()):
         cpp = [p for p in sources if source_kind(p) == "cpp" and p in ctx.old_files]
         for kernel, (path, by) in op_kernels(sorted(names), cpp, cpp, ctx.old_source).items():
+            found.setdefault((path, kernel), set()).update(by)
+    for sources, names in sorted(registered.items()):
+        # the files that register the op, and the local headers they include: an op's
+        # implementation is bound by one of them (``TORCH_LIBRARY_IMPL(ns, CUDA, m)``)
+        cpp = [p for p in sources if source_kind(p) == "cpp" and p in ctx.old_files]
+        texts = sources_for(cpp, ctx.texts_old, ctx.old_source)
+        headers = [h for p in cpp for h in local_headers(texts.get(p, ""), p)]
+        cpp += [h for h in dict.fromkeys(headers) if h in ctx.old_files and h not in cpp]
+        reached = op_kernels(sorted(names), cpp, cpp, ctx.old_source, keys)
+        for kernel, (path, by) in reached.items():
             found.setdefault((path, kernel), set()).update(by)
     if ops:
         index = ExtensionIndex(list(ctx.old_files), ctx.old_source)

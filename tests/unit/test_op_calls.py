@@ -218,3 +218,190 @@ def test_an_op_no_binding_names_reaches_nothing() -> None:
     assert _kernels(FFPA, "ffpa_attn_varlen", "csrc/cuffpa/ffpa_attn_api.cc") == {}
     # the binding's file not among those read: nothing is guessed
     assert _kernels(FFPA, "ffpa_attn_forward", "csrc/cuffpa/launch_templates.cuh") == {}
+
+
+# torchmd/torchmd-net (MIT) at 75b16e625039 (the parent of 33447912a7b0, in tests/data/real_prs),
+# torchmdnet/extensions: the op ``get_neighbor_pairs`` is bound to a lambda that applies a C++
+# autograd Function, whose forward calls the op ``get_neighbor_pairs_fwd`` through the
+# dispatcher; that op's CUDA implementation picks a host function by the strategy's name, each
+# launching its kernels from a header (bodies cut to the calls the walk follows).
+TORCHMD = {
+    "ext/neighbors/neighbors_cpu.cpp": """\
+static std::tuple<Tensor, Tensor> forward_impl(const std::string& strategy, const Tensor& positions) {
+    return {positions, positions};
+}
+
+class NeighborAutograd : public torch::autograd::Function<NeighborAutograd> {
+public:
+    static tensor_list forward(AutogradContext* ctx, const std::string& strategy,
+                               const Tensor& positions) {
+        static auto fwd =
+            torch::Dispatcher::singleton()
+                .findSchemaOrThrow("torchmdnet_extensions::get_neighbor_pairs_fwd", "")
+                .typed<decltype(forward_impl)>();
+        return fwd.call(strategy, positions);
+    }
+};
+
+TORCH_LIBRARY_IMPL(torchmdnet_extensions, CompositeImplicitAutograd, m) {
+    m.impl("get_neighbor_pairs",
+           [](const std::string& strategy, const Tensor& positions) {
+               auto result = NeighborAutograd::apply(strategy, positions);
+               return std::make_tuple(result[0], result[1]);
+           });
+}
+
+TORCH_LIBRARY_IMPL(torchmdnet_extensions, CPU, m) {
+    m.impl("get_neighbor_pairs_fwd", forward_impl);
+}
+""",
+    "ext/neighbors/neighbors_cuda.cu": """\
+#include "neighbors_cuda_brute.cuh"
+#include "neighbors_cuda_cell.cuh"
+#include "neighbors_cuda_shared.cuh"
+
+static std::tuple<at::Tensor, at::Tensor>
+forward_impl_cuda(const std::string& strategy, const at::Tensor& positions) {
+    auto kernel = forward_brute;
+    if (positions.size(0) >= 32768 && strategy == "brute") {
+        kernel = forward_shared;
+    }
+    if (strategy == "brute") {
+    } else if (strategy == "cell") {
+        kernel = forward_cell;
+    } else if (strategy == "shared") {
+        kernel = forward_shared;
+    } else {
+        throw std::runtime_error("Unknown kernel name");
+    }
+    return kernel(positions);
+}
+
+TORCH_LIBRARY_IMPL(torchmdnet_extensions, CUDA, m) {
+    m.impl("get_neighbor_pairs_fwd", forward_impl_cuda);
+}
+""",
+    "ext/neighbors/neighbors_cuda_brute.cuh": """\
+template <typename scalar_t>
+__global__ void forward_kernel_brute(uint32_t num_all_pairs, const Accessor<scalar_t, 2> positions) {
+}
+
+template <typename scalar_t>
+__global__ void add_self_kernel(const int num_atoms, Accessor<scalar_t, 2> positions) {
+}
+
+static std::tuple<Tensor, Tensor> forward_brute(const Tensor& positions) {
+    AT_DISPATCH_FLOATING_TYPES(positions.scalar_type(), "get_neighbor_pairs_forward", [&]() {
+        forward_kernel_brute<<<num_blocks, num_threads, 0, stream>>>(num_all_pairs, positions);
+        add_self_kernel<<<num_blocks_self, num_threads_self, 0, stream>>>(num_atoms, positions);
+    });
+    return {positions, positions};
+}
+""",
+    "ext/neighbors/neighbors_cuda_cell.cuh": """\
+template <typename scalar_t>
+__global__ void assignCellIndex(const Accessor<scalar_t, 2> positions) {
+}
+
+template <typename scalar_t>
+__global__ void traverseCellList(const CellListAccessor<scalar_t> cell_list) {
+}
+
+static std::tuple<Tensor, Tensor> forward_cell(const Tensor& positions) {
+    AT_DISPATCH_FLOATING_TYPES(positions.scalar_type(), "forward", [&] {
+        assignCellIndex<<<blocks, threads, 0, stream>>>(positions);
+        traverseCellList<<<blocks, threads, 0, stream>>>(cell_list);
+    });
+    return {positions, positions};
+}
+""",
+    "ext/neighbors/neighbors_cuda_shared.cuh": """\
+template <typename scalar_t, int BLOCKSIZE>
+__global__ void forward_kernel_shared(uint32_t num_atoms, const Accessor<scalar_t, 2> positions) {
+}
+
+static std::tuple<Tensor, Tensor> forward_shared(const Tensor& positions) {
+    forward_kernel_shared<BLOCKSIZE><<<num_blocks, num_threads, 0, stream>>>(num_atoms, positions);
+    return {positions, positions};
+}
+""",
+}
+
+
+def test_an_op_bound_to_a_lambda_reaches_the_kernels_another_op_it_dispatches_to_runs() -> None:
+    keys: dict[str, set[str]] = {}
+    files = TORCHMD
+    got = op_kernels(
+        ["get_neighbor_pairs"], ["ext/neighbors/neighbors_cpu.cpp"], sorted(files), files.get, keys
+    )
+    assert {k: v[0].rsplit("/", 1)[-1] for k, v in got.items()} == {
+        "forward_kernel_brute": "neighbors_cuda_brute.cuh",
+        "add_self_kernel": "neighbors_cuda_brute.cuh",
+        "assignCellIndex": "neighbors_cuda_cell.cuh",
+        "traverseCellList": "neighbors_cuda_cell.cuh",
+        "forward_kernel_shared": "neighbors_cuda_shared.cuh",
+    }
+    # each kernel under the strategies that pick it: the default (forward_brute) is brute's,
+    # whose own branch replaces it only for large inputs; "forward" in forward_cell's string
+    # calls no host function named forward
+    assert keys == {
+        "forward_kernel_brute": {"brute"},
+        "add_self_kernel": {"brute"},
+        "forward_kernel_shared": {"brute", "shared"},
+        "assignCellIndex": {"cell"},
+        "traverseCellList": {"cell"},
+    }
+
+
+# openmm/NNPOps (MIT) at 6f220798033d, src/pytorch/messages/passMessagesCUDA.cu: the op is bound
+# to a lambda applying a C++ autograd Function, whose forward and backward launch the kernel
+# through run_kernel.
+NNPOPS = {
+    "src/pytorch/messages/passMessagesCUDA.cu": """\
+template <typename scalar_t> __global__ void kernel(
+    const Accessor<int32_t, 2> neighbors,
+    const Accessor<scalar_t, 2> source,
+    Accessor<scalar_t, 2> destination
+) {
+    const int32_t i_neig = blockIdx.x;
+}
+
+static Tensor run_kernel(const Tensor& neighbors, const Tensor& source) {
+    Tensor destination = source.clone();
+    AT_DISPATCH_FLOATING_TYPES(source.scalar_type(), "pass_messages", [&]() {
+        const CUDAStreamGuard guard(stream);
+        kernel<<<blocks, threads, 0, stream>>>(
+            get_accessor<int32_t, 2>(neighbors),
+            get_accessor<scalar_t, 2>(source),
+            get_accessor<scalar_t, 2>(destination));
+    });
+    return destination;
+}
+
+class Autograd : public Function<Autograd> {
+public:
+    static tensor_list forward(AutogradContext* ctx, const Tensor& neighbors, const Tensor& messages) {
+        ctx->save_for_backward({neighbors});
+        return {run_kernel(neighbors, messages)};
+    }
+
+    static tensor_list backward(AutogradContext* ctx, tensor_list grad_inputs) {
+        const Tensor neighbors = ctx->get_saved_variables()[0];
+        const Tensor grad_messages = grad_inputs[0];
+        return {Tensor(), run_kernel(neighbors, grad_messages)};
+    }
+};
+
+TORCH_LIBRARY_IMPL(messages, AutogradCUDA, m) {
+    m.impl("pass_messages", [](const Tensor& neighbors, const Tensor& messages) {
+        return Autograd::apply(neighbors, messages)[0];
+    });
+}
+""",
+}
+
+
+def test_an_op_bound_to_a_lambda_applying_an_autograd_function_reaches_its_kernel() -> None:
+    path = "src/pytorch/messages/passMessagesCUDA.cu"
+    got = _kernels(NNPOPS, "pass_messages", path)
+    assert got == {"kernel": (path, {"pass_messages"})}

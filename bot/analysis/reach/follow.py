@@ -260,19 +260,55 @@ class _Module:
     # module-level names bound to another name (``lightning_attn2 = LightningAttention2.apply``)
     aliases: dict[str, list[str]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    # module-level names bound to what a call returns (``fp16_matmul = Fp16Matmul()``), by the
+    # name called: an instance of that class, or of the class a factory function returns
+    instances: dict[str, str] = field(default_factory=dict)
 
 
-def _module_aliases(tree: ast.Module, defs: dict[str, Func | ast.ClassDef]) -> dict[str, list[str]]:
+def _module_aliases(
+    body: Sequence[ast.stmt], defs: dict[str, Func | ast.ClassDef]
+) -> dict[str, list[str]]:
     """Module-level ``name = other`` (``other`` a name or attribute, not a def of its own
     name), in ``if`` / ``try`` blocks too (``fn = a`` or ``fn = b`` by a vendor test): what a
     call through ``name`` reaches is what each ``other`` reaches."""
     out: dict[str, list[str]] = {}
-    for name, found in module_bindings(tree.body).items():
+    for name, found in module_bindings(body).items():
         values = [stmt.value for stmt, _ in found if isinstance(stmt, (ast.Assign, ast.AnnAssign))]
         targets = [d for v in values if v is not None and (d := dotted(v)) and d != name]
         if targets and name not in defs:
             out[name] = list(dict.fromkeys(targets))
     return out
+
+
+def _module_instances(tree: ast.Module, defs: dict[str, Func | ast.ClassDef]) -> dict[str, str]:
+    """Module-level ``name = f(...)`` bound once, by ``f`` as written: what ``name.method``
+    calls is ``f``'s class's method when ``f`` is a class or a factory returning one."""
+    out: dict[str, str] = {}
+    for name, found in module_bindings(tree.body).items():
+        if len(found) != 1 or name in defs or not isinstance(found[0][0], ast.Assign):
+            continue
+        value = found[0][0].value
+        if isinstance(value, ast.Call) and (callee := dotted(value.func)):
+            out[name] = callee
+    return out
+
+
+def _class_attributes(node: ast.ClassDef) -> dict[str, str]:
+    """A class body's ``attr = other`` (a name or attribute, ``_2d_kernel =
+    kernels._fp_matmul``), bound once: what ``Cls.attr`` / ``self.attr`` / ``__class__.attr``
+    refers to."""
+    bound = _module_aliases(node.body, {})
+    return {name: targets[0] for name, targets in bound.items() if len(targets) == 1}
+
+
+def _returned_calls(node: Func) -> list[str]:
+    """The names a function's ``return f(...)`` statements call, as written."""
+    return [
+        d
+        for sub in walk(node)
+        if isinstance(sub, ast.Return) and isinstance(sub.value, ast.Call)
+        if (d := dotted(sub.value.func))
+    ]
 
 
 def _branch_nodes(nodes: Sequence[ast.AST]) -> list[ast.AST]:
@@ -302,6 +338,7 @@ class Side:
         self._modules: dict[str, _Module | None] = {}
         self._owners: dict[tuple[str, str], list[str]] = {}
         self._chosen: dict[int, dict[str, list[str]]] = {}  # by the function node's id
+        self._classes_of: dict[tuple[str, str, int], list[str]] = {}  # see ``_classes``
 
     def chosen(self, func: Func) -> dict[str, list[str]]:
         """``_chosen`` of a function of a module read (made once: a long function is walked
@@ -352,8 +389,9 @@ class Side:
             kernels=kernels,
             loaded=loaded_extensions(path, tree, self.paths),
             raw=_raw_sources(tree, scan.kernels),
-            aliases=_module_aliases(tree, defs),
+            aliases=_module_aliases(tree.body, defs),
             lines=text.split("\n"),
+            instances=_module_instances(tree, defs),
         )
         self._modules[path] = mod
         return mod
@@ -443,6 +481,35 @@ class Side:
         for alias in self.chosen(node).get(head, [head]):
             for qualified in self._resolve(mod, alias + dot + rest, local, cls):
                 out.add(self._reach_of(mod, qualified, _DEPTH, set()))
+        return out
+
+    def keyed_kernels(self, path: str, func: str, called: str) -> dict[str, set[str]]:
+        """Per string literal that the function the call ``called`` (made in ``func`` of the
+        module at ``path``) compares with (``if strategy == "cell":``), the Python kernels the
+        branch under that test reaches."""
+        mod = self.module(path)
+        node = mod.defs.get(func) if mod is not None else None
+        if mod is None or node is None or isinstance(node, ast.ClassDef):
+            return {}
+        cls = func.split(".")[0] if "." in func else None
+        local = imports_in(node.body, mod.path)
+        out: dict[str, set[str]] = {}
+        head, dot, rest = called.partition(".")
+        named = [called] if self.locate(called) is not None else []  # qualified already
+        for alias in self.chosen(node).get(head, [head]):
+            for qualified in named or self._resolve(mod, alias + dot + rest, local, cls):
+                found = self.locate(qualified)
+                target = found[0].defs.get(found[1]) if found is not None else None
+                if found is None or target is None or isinstance(target, ast.ClassDef):
+                    continue
+                for sub in walk(target):
+                    if not isinstance(sub, ast.If) or not (
+                        literals := _compared_literals(sub.test)
+                    ):
+                        continue
+                    reach = self.reach_in(found[0].path, sub.body, found[1])
+                    for lit in literals:
+                        out.setdefault(lit, set()).update(reach.kernels)
         return out
 
     def definition(self, path: str, func: str, called: str) -> str | None:
@@ -575,6 +642,8 @@ class Side:
             return [q + dot + rest for q in sorted(local.get(head) or mod.imports[head])]
         if head in mod.defs or head in mod.loaded or head in mod.aliases:
             return [f"{mod.name}.{called}"]
+        if head in mod.instances and rest and self._classes(mod, mod.instances[head], _DEPTH):
+            return [f"{mod.name}.{called}"]  # a method of the instance's class
         if head == "torch":
             return [called]
         if rest:  # ``wrapper.add_lora(...)`` on a local or parameter: the one class that has it
@@ -669,8 +738,17 @@ class Side:
         module-level alias (``f = Cls.apply``, ``f = other.g``), or a star import of a module
         that defines or binds it."""
         head, dot, rest = name.partition(".")
-        if head in mod.defs:
+        node = mod.defs.get(head)
+        if isinstance(node, ast.ClassDef) and rest:  # ``Cls.attr``: a class attribute's value
+            attr, dot, rest = rest.partition(".")
+            value = _class_attributes(node).get(attr)
+            if value is None:
+                return []
+            return [q + dot + rest for q in self._resolve(mod, value, {}, None) if q != qualified]
+        if node is not None:
             return []
+        if head in mod.instances and rest:  # ``obj.method``: the method of obj's class
+            return [f"{c}.{rest}" for c in self._classes(mod, mod.instances[head], _DEPTH)]
         if head in mod.imports:
             out = [q + dot + rest for q in sorted(mod.imports[head])]
         elif head in mod.aliases:
@@ -692,6 +770,28 @@ class Side:
                     out.append(f"{other.name}.{name}")
         return [q for q in out if q != qualified]
 
+    def _classes(self, mod: _Module, callee: str, depth: int) -> list[str]:
+        """The classes, qualified, whose instance a call of ``callee`` (as written in ``mod``)
+        returns: the class called, or those a factory function returns (``return Cls(...)``)."""
+        key = (mod.path, callee, depth)
+        if key in self._classes_of:
+            return self._classes_of[key]
+        self._classes_of[key] = []  # a factory returning its own call's result
+        out: list[str] = []
+        for q in self._resolve(mod, callee, {}, None):
+            found = self.locate(q)
+            if found is None:
+                continue
+            other, name = found
+            node = other.defs.get(name)
+            if isinstance(node, ast.ClassDef):
+                out.append(f"{other.name}.{name}")
+            elif node is not None and depth > 0:
+                for returned in _returned_calls(node):
+                    out += self._classes(other, returned, depth - 1)
+        self._classes_of[key] = list(dict.fromkeys(out))
+        return self._classes_of[key]
+
     def _held_op(self, name: str) -> Reach:
         """``Cls.inference_module.qkv_gemm_fp16``: an op of an extension held in an attribute
         not followed to its build (set in a base class of another file, by an op builder's
@@ -701,6 +801,17 @@ class Side:
             return Reach()
         ext = self.extensions.holder(holder.rsplit(".", 1)[-1], op)
         return Reach(ops={Op(ext, op)}) if ext is not None else Reach()
+
+
+def _compared_literals(test: ast.expr) -> list[str]:
+    """The strings a test compares with ``==`` (``strategy == "cell"``, ``"cell" == s``)."""
+    out = []
+    for sub in walk(test):
+        if isinstance(sub, ast.Compare) and all(isinstance(o, ast.Eq) for o in sub.ops):
+            for side in (sub.left, *sub.comparators):
+                if isinstance(side, ast.Constant) and isinstance(side.value, str):
+                    out.append(side.value)
+    return out
 
 
 def _op_impls(mod: _Module, called: str) -> list[str]:

@@ -81,6 +81,25 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
     return out
 
 
+def keyed_kernels(both: tuple[Side, Side] | None, switches: list[Switch]) -> dict[str, set[str]]:
+    """Per Python kernel at head, the string literals whose tests, in a function a switched
+    call site newly calls, lead to it (``if strategy == "cell": return CellFn.apply(...)``):
+    a role the old op may have chosen by the same literal."""
+    if both is None:
+        return {}
+    out: dict[str, set[str]] = {}
+    for where, gone, added in switches:
+        path, _, func = where.partition("::")
+        func = func.split("#", 1)[0]
+        if not func or not gone:
+            continue
+        for name in sorted(added):
+            for lit, kernels in both[1].keyed_kernels(path, func, name).items():
+                for k in kernels:
+                    out.setdefault(k, set()).add(lit)
+    return out
+
+
 def _follow(side: Side, where: str, name: str) -> dict[str, Reach]:
     """What ``name`` reaches, as a qualified name, else as written in the switching function
     (``where``: ``path::func``), where a call on a local or parameter, or a bare name (a
