@@ -8,13 +8,16 @@ commit status where check runs are refused."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 
 import pytest
 
 from bot import gitutil
-from bot.contracts.accept import Acceptance, AcceptRecord
+from bot.contracts.accept import Acceptance, AcceptRecord, ReviewState
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+from bot.forge.hidden import hidden, read_hidden
 from bot.forge.sticky import marker_sha
 from bot.jobs.accepting import record_comment
 from tests.fake_github import BOT, FakeGitHub, Token
@@ -43,12 +46,18 @@ def _policy(gh: FakeGitHub, base: str, extra: str = "") -> None:
     gh.put_file(base, POLICY, text + extra)
 
 
+RUN_IDS = itertools.count(601)  # each push's workflow run
+
+
 def _report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float, **inputs) -> Run:
-    """The measure jobs' results for ``head`` at ``ratio``, then the report of a push."""
-    run = Run(gh, tmp, monkeypatch, "pull_request", pr_event("synchronize", base, head), **inputs)
+    """The measure jobs' results for ``head`` at ``ratio``, then the report of a push; the run
+    is kept on GitHub with its artifact, as the workflow's last step uploads it."""
+    event = pr_event("synchronize", base, head)
+    run = Run(gh, tmp, monkeypatch, "pull_request", event, run_id=next(RUN_IDS), **inputs)
     for vendor in ("nvidia", "amd"):
         results_for(run.results, base, head, vendor, ratio)
     assert run("plan") == 0 and run("report") == 0
+    run.keep(head)
     return run
 
 
@@ -283,6 +292,55 @@ def test_an_accept_record_confirmed_by_its_comment_and_permission_still_accepts(
     again = _report(gh, tmp_path / "again", monkeypatch, base, second, 1.08)
     assert again.outputs()["verdict"] != "request_changes"
     assert f"accepted by {BOSS}: {REASON}" in _sticky(gh)["body"]
+
+
+def _accepted_by_boss(gh, tmp: Path, monkeypatch) -> tuple[Run, dict]:
+    """``/bench accept softmax`` by a maintainer, recorded by the ack job; the record's
+    comment."""
+    gh.permissions["boss"] = "maintain"
+    payload = comment_event(gh, "boss", f"/bench accept softmax -- {REASON}")
+    accept = Run(gh, tmp, monkeypatch, "issue_comment", payload, run_id=next(RUN_IDS))
+    assert accept("plan") == 0 and accept("ack") == 0
+    [recorded] = [c for c in bot_comments(gh) if "kernel-review:accept v1" in c["body"]]
+    return accept, recorded
+
+
+def _forge_review_state(gh: FakeGitHub, ratio: float) -> None:
+    """Another workflow rewrites the review comment's hidden state (what ``/bench accept``
+    reads) to say every slower case was measured at ``ratio``."""
+    sticky = _sticky(gh)
+    state = read_hidden(sticky["body"], "state", ReviewState)
+    assert state is not None and state.slower
+    slower = tuple(m.model_copy(update={"ratio": ratio, "ci_high": ratio}) for m in state.slower)
+    forged = hidden("state", state.model_copy(update={"slower": slower}))
+    body = re.sub(r"^<!-- kernel-review:state v1 .* -->$", forged, sticky["body"], flags=re.M)
+    gh.comments[sticky["id"]]["body"] = body
+
+
+@pytest.mark.parametrize("forged", ["record", "review-state"])
+def test_an_accept_record_that_claims_more_than_was_measured_accepts_only_what_was(
+    gh, fixture_repo, tmp_path, monkeypatch, forged
+):
+    # another workflow (it posts as github-actions[bot] too) makes the record of a real
+    # /bench accept claim up to 3x: it rewrites the record, or the review's hidden state the
+    # record is made from. The comment and the permission check out; the run measured 8%
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    if forged == "review-state":
+        _forge_review_state(gh, 3.0)
+    accept, recorded = _accepted_by_boss(gh, tmp_path / "accept", monkeypatch)
+    if forged == "record":
+        genuine = AcceptRecord.model_validate(accept.gate()["accept"])
+        claims = tuple(a.model_copy(update={"max_ratio": 3.0}) for a in genuine.acceptances)
+        record = genuine.model_copy(update={"acceptances": claims})
+        gh.comments[recorded["id"]]["body"] = record_comment(record)
+
+    second = _push(gh, repo, base, head, "twice as slow")
+    worse = _report(gh, tmp_path / "second", monkeypatch, base, second, 2.0)
+    assert worse.outputs()["verdict"] == "request_changes"
+    body = _sticky(gh)["body"]
+    assert f"2.0x slower, more than the 9.0% slower accepted by {BOSS}" in body
 
 
 @pytest.mark.parametrize(
