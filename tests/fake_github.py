@@ -420,7 +420,9 @@ class FakeGitHub:
             return Reply(200, _user(token.login, token.user_type))
         repo = f"/repos/{self.repo}"
         settings = path[len(repo) :] if path.startswith(repo + "/actions/") else path
-        is_settings = settings.startswith("/actions/") and not settings.startswith("/actions/runs")
+        is_settings = settings.startswith("/actions/") and not settings.startswith(
+            ("/actions/runs", "/actions/artifacts")
+        )
         if method == "GET" and (is_settings or path.startswith("/orgs/")):
             if settings in self.settings:
                 return Reply(200, self.settings[settings])
@@ -966,10 +968,14 @@ class FakeGitHub:
             return Reply(410, {"message": "Artifact has expired"})
         return Reply(302, None, {"location": f"{self.origin}{BLOBS}{artifact['id']}?sig=x"})
 
-    def blob(self, path: str) -> Reply:
-        """The blob storage a download is sent to: the archive, outside the API's prefix."""
+    def blob(self, path: str, headers: dict[str, str]) -> Reply:
+        """The blob storage a download is sent to: the archive, outside the API's prefix. The
+        URL is signed: a request that also brings a token is refused, as Azure's storage
+        refuses one (and the token must not leave GitHub)."""
         with self.lock:
             self.requests.append(("GET", path))
+            if "authorization" in headers:
+                return Reply(400, "InvalidAuthenticationInfo")
             key = path[len(BLOBS) :]
             data = self.artifact_zips.get(int(key)) if key.isdigit() else None
         if data is None:
@@ -1026,7 +1032,7 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         path = parts.path
         if path.startswith(BLOBS):
-            reply = fake.blob(path)
+            reply = fake.blob(path, {k.lower(): v for k, v in self.headers.items()})
         elif not path.startswith(fake.prefix + "/") and path != fake.prefix:
             reply = Reply(404, {"message": "Not Found"})
         else:

@@ -9,6 +9,7 @@ commit status where check runs are refused."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
 from bot.forge.hidden import hidden, read_hidden
 from bot.forge.sticky import marker_sha
 from bot.jobs.accepting import record_comment
-from tests.fake_github import BOT, FakeGitHub, Token
+from tests.fake_github import BLOBS, BOT, FakeGitHub, Token
 from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)
     PR,
     Run,
@@ -130,7 +131,8 @@ def test_bench_accept_by_a_maintainer_holds_across_pushes_until_slower_still(
 
 def _noisy_report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float, high: float):
     """The report of a push whose sweep saw ``ratio`` with a wide interval, up to ``high``."""
-    run = Run(gh, tmp, monkeypatch, "pull_request", pr_event("synchronize", base, head))
+    event = pr_event("synchronize", base, head)
+    run = Run(gh, tmp, monkeypatch, "pull_request", event, run_id=next(RUN_IDS))
     for vendor in ("nvidia", "amd"):
         line = ShapeLine(
             kernel="softmax",
@@ -147,6 +149,7 @@ def _noisy_report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float
         sweep = SweepEvidence(vendor=vendor, gpu="NVIDIA H200", shapes=(line,))
         write_results(run.results, base, head, vendor, Evidence(sweeps=(sweep,)))
     assert run("plan") == 0 and run("report") == 0
+    run.keep(head)
     return run
 
 
@@ -158,7 +161,7 @@ def test_a_noisy_accepted_run_does_not_license_a_later_larger_slowdown(
     repo, base, head = fixture_repo
     _policy(gh, base)
     gh.permissions["boss"] = "maintain"
-    _noisy_report(gh, tmp_path / "first", monkeypatch, base, head, 1.08, 2.5)
+    noisy = _noisy_report(gh, tmp_path / "first", monkeypatch, base, head, 1.08, 2.5)
     payload = comment_event(gh, "boss", f"/bench accept softmax 4096x4096 -- {REASON}")
     accept = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
     assert accept("plan") == 0 and accept("ack") == 0
@@ -173,7 +176,8 @@ def test_a_noisy_accepted_run_does_not_license_a_later_larger_slowdown(
     again = _report(gh, tmp_path / "second", monkeypatch, base, second, 1.08)
     assert again.outputs()["verdict"] != "request_changes"
     body = _sticky(gh)["body"]
-    assert f"accepted by {BOSS}: {REASON} (up to 13.4% slower; 8.0% slower when accepted)" in body
+    said = "(up to 13.4% slower; 8.0% slower when accepted, measured by run"
+    assert f"accepted by {BOSS}: {REASON} {said} {noisy.run_id})" in body
 
     # twice as slow, measured closely: flagged again (the interval's end, 2.5, let it through)
     third = _push(gh, repo, base, second, "twice as slow")
@@ -341,6 +345,83 @@ def test_an_accept_record_that_claims_more_than_was_measured_accepts_only_what_w
     assert worse.outputs()["verdict"] == "request_changes"
     body = _sticky(gh)["body"]
     assert f"2.0x slower, more than the 9.0% slower accepted by {BOSS}" in body
+
+
+def _forged_run(gh: FakeGitHub, genuine: Run, run_id: int, pr: int, **run) -> None:
+    """A run with an artifact like the genuine one's, but its results say 2.9x slower (up to
+    3x) and its gate decision is for pull request ``pr``."""
+    gate = genuine.gate() | {"pr_number": pr}
+    base, head = gate["base_sha"], gate["head_sha"]
+    gh.add_workflow_run(run_id, status="completed", head_sha=head, **run)
+    results = genuine.dir / "forged"
+    for vendor in ("nvidia", "amd"):
+        results_for(results, base, head, vendor, 2.9)
+    files = {f"measured/{p.name}": p.read_bytes() for p in results.glob("*.json")}
+    gh.add_artifact(run_id, "kernel-review-results", {"gate.json": json.dumps(gate), **files})
+
+
+@pytest.mark.parametrize(
+    ("run", "why"),
+    [
+        ({"event": "workflow_dispatch"}, "was started by workflow_dispatch"),
+        ({"path": ".github/workflows/other.yml", "event": "issue_comment"}, "ran .github/workflows/other.yml"),
+        ({"event": "pull_request", "head_repo": "mallory/kernels"}, "by pull_request from mallory/kernels"),
+        ({"event": "issue_comment", "pr": 43}, "reviewed octo/kernels #43"),
+        ({"expired": True}, "results artifact kernel-review-results of run {first} has expired"),
+    ],
+    ids=["dispatched-on-a-branch", "another-workflow", "a-forks-run", "another-pull-request", "expired"],
+)  # fmt: skip
+def test_an_accept_record_whose_run_cannot_be_verified_is_not_used_and_the_review_says_so(
+    gh, fixture_repo, tmp_path, monkeypatch, run, why
+):
+    # the record names a real /bench accept of a maintainer, but the run whose results it
+    # claims was not this workflow's run for this pull request, or its results are gone
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    first = _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    accept, recorded = _accepted_by_boss(gh, tmp_path / "accept", monkeypatch)
+    genuine = AcceptRecord.model_validate(accept.gate()["accept"])
+    if run.pop("expired", False):
+        for artifact in gh.artifacts.values():
+            artifact["expired"] = artifact["workflow_run"]["id"] == first.run_id
+        forged = genuine
+    else:
+        _forged_run(gh, first, 999, run.pop("pr", PR), **run)
+        claims = tuple(a.model_copy(update={"max_ratio": 3.0}) for a in genuine.acceptances)
+        forged = genuine.model_copy(update={"run_id": 999, "acceptances": claims})
+    gh.comments[recorded["id"]]["body"] = record_comment(forged)
+
+    second = _push(gh, repo, base, head, "twice as slow")
+    worse = _report(gh, tmp_path / "second", monkeypatch, base, second, 2.0)
+    assert worse.outputs()["verdict"] == "request_changes"
+    body = _sticky(gh)["body"]
+    assert "Accepted regressions" not in body
+    top = body.split("### ")[0].replace("\\", "")  # the reasons are escaped markdown
+    assert "**Accepted slowdowns not used as recorded.**" in top
+    assert f"accept record in comment {recorded['id']} is not used" in top
+    assert why.format(first=first.run_id) in top
+    assert "comment `/bench`, then `/bench accept KERNEL -- REASON`" in top
+
+
+def test_an_honest_review_with_nothing_slower_asks_nothing_about_accept_records(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    # the check costs a review only where a record names one of its slower shapes
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    _accepted_by_boss(gh, tmp_path / "accept", monkeypatch)
+    asked = len(gh.requests)
+    second = _push(gh, repo, base, head, "as fast as before")
+    _report(gh, tmp_path / "second", monkeypatch, base, second, 1.0)
+    since = [p for _, p in gh.requests[asked:]]
+    assert not [p for p in since if "/artifacts" in p or "/collaborators/boss" in p or BLOBS in p]
+    third = _push(gh, repo, base, second, "slower again")
+    asked = len(gh.requests)
+    again = _report(gh, tmp_path / "third", monkeypatch, base, third, 1.08)
+    assert again.outputs()["verdict"] != "request_changes"
+    checked = [p for _, p in gh.requests[asked:] if BLOBS in p]
+    assert len(checked) == 1  # the accepted run's artifact, read once for both vendors
 
 
 @pytest.mark.parametrize(
