@@ -309,14 +309,14 @@ def _accepted_by_boss(gh, tmp: Path, monkeypatch) -> tuple[Run, dict]:
     return accept, recorded
 
 
-def _forge_review_state(gh: FakeGitHub, ratio: float) -> None:
+def _forge_review_state(gh: FakeGitHub, ratio: float, **update) -> None:
     """Another workflow rewrites the review comment's hidden state (what ``/bench accept``
-    reads) to say every slower case was measured at ``ratio``."""
+    reads) to say every slower case was measured at ``ratio`` (and ``update``)."""
     sticky = _sticky(gh)
     state = read_hidden(sticky["body"], "state", ReviewState)
     assert state is not None and state.slower
     slower = tuple(m.model_copy(update={"ratio": ratio, "ci_high": ratio}) for m in state.slower)
-    forged = hidden("state", state.model_copy(update={"slower": slower}))
+    forged = hidden("state", state.model_copy(update={"slower": slower, **update}))
     body = re.sub(r"^<!-- kernel-review:state v1 .* -->$", forged, sticky["body"], flags=re.M)
     gh.comments[sticky["id"]]["body"] = body
 
@@ -368,8 +368,9 @@ def _forged_run(gh: FakeGitHub, genuine: Run, run_id: int, pr: int, **run) -> No
         ({"event": "pull_request", "head_repo": "mallory/kernels"}, "by pull_request from mallory/kernels"),
         ({"event": "issue_comment", "pr": 43}, "reviewed octo/kernels #43"),
         ({"expired": True}, "results artifact kernel-review-results of run {first} has expired"),
+        ({"older": True}, "it names no run whose results it accepted"),
     ],
-    ids=["dispatched-on-a-branch", "another-workflow", "a-forks-run", "another-pull-request", "expired"],
+    ids=["dispatched-on-a-branch", "another-workflow", "a-forks-run", "another-pull-request", "expired", "no-run-named"],
 )  # fmt: skip
 def test_an_accept_record_whose_run_cannot_be_verified_is_not_used_and_the_review_says_so(
     gh, fixture_repo, tmp_path, monkeypatch, run, why
@@ -385,6 +386,8 @@ def test_an_accept_record_whose_run_cannot_be_verified_is_not_used_and_the_revie
         for artifact in gh.artifacts.values():
             artifact["expired"] = artifact["workflow_run"]["id"] == first.run_id
         forged = genuine
+    elif run.pop("older", False):  # as an older kernel-review recorded it, or with it taken out
+        forged = genuine.model_copy(update={"run_id": None})
     else:
         _forged_run(gh, first, 999, run.pop("pr", PR), **run)
         claims = tuple(a.model_copy(update={"max_ratio": 3.0}) for a in genuine.acceptances)
@@ -401,6 +404,24 @@ def test_an_accept_record_whose_run_cannot_be_verified_is_not_used_and_the_revie
     assert f"accept record in comment {recorded['id']} is not used" in top
     assert why.format(first=first.run_id) in top
     assert "comment `/bench`, then `/bench accept KERNEL -- REASON`" in top
+
+
+def test_bench_accept_on_a_review_that_names_no_run_is_refused_with_what_to_do(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    # a review comment an older kernel-review wrote (or one whose run was taken out): what it
+    # shows could not be checked against a run later, so nothing is recorded
+    _, base, head = fixture_repo
+    _policy(gh, base)
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    _forge_review_state(gh, 1.08, run_id=None)
+    gh.permissions["boss"] = "maintain"
+    payload = comment_event(gh, "boss", f"/bench accept softmax -- {REASON}")
+    accept = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
+    assert accept("plan") == 0 and accept("ack") == 0
+    refusal = accept.gate()["refusal"]
+    assert "does not say which run measured it" in refusal and "run /bench first" in refusal
+    assert not [c for c in bot_comments(gh) if "kernel-review:accept v1" in c["body"]]
 
 
 def test_an_honest_review_with_nothing_slower_asks_nothing_about_accept_records(
