@@ -136,14 +136,20 @@ def _measured(
         artifacts = client.run_artifacts(run_id, own.artifact_name)
         live = [a for a in artifacts if not a.expired]
         if not live:
-            gone = "has expired" if artifacts else "is not there"
+            gone = (
+                "has expired"
+                if artifacts
+                else "is not there (the workflow's last step uploads the results folder under "
+                "that name, the action's artifact-name: docs/workflows/kernel-review.yml)"
+            )
             return f"the results artifact {own.artifact_name} of run {run_id} {gone}"
         artifact = max(live, key=lambda a: a.id)  # a rerun's latest attempt
         if artifact.size > MAX_ARTIFACT_BYTES:
             return f"the artifact of run {run_id} is {artifact.size:,} bytes, over the cap"
         data = client.download_artifact(artifact.id, max_bytes=MAX_ARTIFACT_BYTES)
     except ForgeRequestError as exc:
-        return f"run {run_id} could not be read ({exc.message[:200]})"
+        hint = "; give the report job `actions: read`" if exc.status in (401, 403) else ""
+        return f"run {run_id} could not be read ({exc.message[:200]}){hint}"
     found = _unzip(data)
     if isinstance(found, str):
         return f"run {run_id}: {found}"
