@@ -353,56 +353,57 @@ def _forged_run(gh: FakeGitHub, genuine: Run, run_id: int, pr: int, **run) -> No
     gate = genuine.gate() | {"pr_number": pr}
     base, head = gate["base_sha"], gate["head_sha"]
     gh.add_workflow_run(run_id, status="completed", head_sha=head, **run)
-    results = genuine.dir / "forged"
+    results = genuine.dir / f"forged-{run_id}"
     for vendor in ("nvidia", "amd"):
         results_for(results, base, head, vendor, 2.9)
     files = {f"measured/{p.name}": p.read_bytes() for p in results.glob("*.json")}
     gh.add_artifact(run_id, "kernel-review-results", {"gate.json": json.dumps(gate), **files})
 
 
-@pytest.mark.parametrize(
-    ("run", "why"),
-    [
-        ({"event": "workflow_dispatch"}, "was started by workflow_dispatch"),
-        ({"path": ".github/workflows/other.yml", "event": "issue_comment"}, "ran .github/workflows/other.yml"),
-        ({"event": "pull_request", "head_repo": "mallory/kernels"}, "by pull_request from mallory/kernels"),
-        ({"event": "issue_comment", "pr": 43}, "reviewed octo/kernels #43"),
-        ({"expired": True}, "results artifact kernel-review-results of run {first} has expired"),
-        ({"older": True}, "it names no run whose results it accepted"),
-    ],
-    ids=["dispatched-on-a-branch", "another-workflow", "a-forks-run", "another-pull-request", "expired", "no-run-named"],
-)  # fmt: skip
-def test_an_accept_record_whose_run_cannot_be_verified_is_not_used_and_the_review_says_so(
-    gh, fixture_repo, tmp_path, monkeypatch, run, why
+UNVERIFIABLE = {  # a run the record is made to name -> why it is not used
+    991: ({"event": "workflow_dispatch"}, "was started by workflow_dispatch"),
+    992: ({"path": ".github/workflows/other.yml", "event": "issue_comment"}, "ran .github/workflows/other.yml"),
+    993: ({"event": "pull_request", "head_repo": "mallory/kernels"}, "by pull_request from mallory/kernels"),
+    994: ({"event": "issue_comment", "pr": 43}, "reviewed octo/kernels #43"),
+}  # fmt: skip
+
+
+def test_accept_records_whose_run_cannot_be_verified_are_not_used_and_the_review_says_so(
+    gh, fixture_repo, tmp_path, monkeypatch, capsys
 ):
-    # the record names a real /bench accept of a maintainer, but the run whose results it
-    # claims was not this workflow's run for this pull request, or its results are gone
+    # each record names a real /bench accept of a maintainer, but the run whose results it
+    # claims is not this workflow's run for this pull request (one dispatched on a branch,
+    # another workflow's, a fork's, another pull request's), or names none, or its results
+    # are gone
     repo, base, head = fixture_repo
     _policy(gh, base)
     first = _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
     accept, recorded = _accepted_by_boss(gh, tmp_path / "accept", monkeypatch)
     genuine = AcceptRecord.model_validate(accept.gate()["accept"])
-    if run.pop("expired", False):
-        for artifact in gh.artifacts.values():
-            artifact["expired"] = artifact["workflow_run"]["id"] == first.run_id
-        forged = genuine
-    elif run.pop("older", False):  # as an older kernel-review recorded it, or with it taken out
-        forged = genuine.model_copy(update={"run_id": None})
-    else:
-        _forged_run(gh, first, 999, run.pop("pr", PR), **run)
-        claims = tuple(a.model_copy(update={"max_ratio": 3.0}) for a in genuine.acceptances)
-        forged = genuine.model_copy(update={"run_id": 999, "acceptances": claims})
-    gh.comments[recorded["id"]]["body"] = record_comment(forged)
+    for artifact in gh.artifacts.values():  # the genuine record's run: its artifact expired
+        artifact["expired"] = artifact["workflow_run"]["id"] == first.run_id
+    claims = tuple(a.model_copy(update={"max_ratio": 3.0}) for a in genuine.acceptances)
+    said = {recorded["id"]: f"artifact kernel-review-results of run {first.run_id} has expired"}
+    for run_id, (run, why) in UNVERIFIABLE.items():
+        _forged_run(gh, first, run_id, run.pop("pr", PR), **run)
+        forged = genuine.model_copy(update={"run_id": run_id, "acceptances": claims})
+        said[gh.add_comment(PR, BOT, record_comment(forged), user_type="Bot")] = why
+    older = genuine.model_copy(update={"run_id": None})  # as an older kernel-review wrote it
+    said[gh.add_comment(PR, BOT, record_comment(older), user_type="Bot")] = "names no run"
+    capsys.readouterr()
 
     second = _push(gh, repo, base, head, "twice as slow")
     worse = _report(gh, tmp_path / "second", monkeypatch, base, second, 2.0)
     assert worse.outputs()["verdict"] == "request_changes"
+    log = capsys.readouterr().out
+    for comment, why in said.items():
+        assert f"the accept record in comment {comment} is not used: " in log and why in log
     body = _sticky(gh)["body"]
     assert "Accepted regressions" not in body
     top = body.split("### ")[0].replace("\\", "")  # the reasons are escaped markdown
     assert "**Accepted slowdowns not used as recorded.**" in top
     assert f"accept record in comment {recorded['id']} is not used" in top
-    assert why.format(first=first.run_id) in top
+    assert "and 3 more (the job log has each)" in top
     assert "comment `/bench`, then `/bench accept KERNEL -- REASON`" in top
 
 
