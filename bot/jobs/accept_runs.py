@@ -105,7 +105,7 @@ def _unzip(data: bytes) -> tuple[GateDecision, dict[str, bytes]] | str:
             else:
                 files[f"{n}-{name.name}"] = raw
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, RuntimeError) as exc:
-        # RuntimeError: an encrypted member; NotImplementedError (one): a compression unknown
+        # RuntimeError: an encrypted member, or (NotImplementedError) an unknown compression
         return f"its artifact is not a results artifact ({str(exc).splitlines()[0][:160]})"
     if gate is None:
         return f"its artifact has no {GATE_FILE} (the gate's decision)"
