@@ -43,13 +43,12 @@ from bot.forge.types import ReviewRequest
 from bot.github.events import DEFAULT_BOT_LOGINS, parse_event
 from bot.jobs.accepting import record_comment
 from bot.jobs.approval import advisory_reason, advisory_status, told_before
-from bot.jobs.gate import GateDecision, GateResult, decide_gate, describe
+from bot.jobs.gate import GATE_FILE, GateDecision, GateResult, decide_gate, describe
 from bot.outputs import plural
 
 MODES = ("plan", "ack", "measure", "wait", "report", "scheduled", "scheduled-report")
 MAX_EVENT_BYTES = 25 * 2**20  # GitHub caps webhook payloads at 25 MB
 MAX_SUMMARY_BYTES = 1_000_000  # GitHub refuses step summaries over 1 MiB
-GATE_FILE = "gate.json"
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _SHARD_RE = re.compile(r"^([0-9]{1,3})/([0-9]{1,3})$")
 
@@ -87,6 +86,7 @@ class ActionEnv:
     queue_file: Path = Path("kernel-review-queue.json")  # the wait's report, for the report
     wait_for: tuple[str, ...] = ()  # the vendors whose measure jobs the wait expects
     runner_isolation: str = "sandbox"  # or "disposable": one job per fresh machine
+    workflow_ref: str | None = None  # GITHUB_WORKFLOW_REF: owner/name/PATH@REF of this workflow
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str]) -> ActionEnv:
@@ -128,6 +128,7 @@ class ActionEnv:
             vendor=get("INPUT_VENDOR"),
             shard=get("INPUT_SHARD") or "1/1",
             request_spacing_s=_spacing(get("KERNEL_REVIEW_REQUEST_SPACING_S")),
+            workflow_ref=get("GITHUB_WORKFLOW_REF"),
             history_branch=get("INPUT_HISTORY_BRANCH") or "kernel-review-history",
             history_path=Path(get("INPUT_HISTORY_PATH") or "kernel-review-history/history.jsonl"),
             sha=get("GITHUB_SHA"),
@@ -507,8 +508,8 @@ def _decided(
 
 def report_mode(env: ActionEnv, client_factory: ClientFactory) -> int:
     from bot.forge.sticky import upsert_sticky
+    from bot.jobs.accept_runs import OwnRuns, unused_note, usable_acceptances, workflow_path
     from bot.jobs.accepting import bot_login as resolve_bot_login
-    from bot.jobs.accepting import confirmed_acceptances
     from bot.jobs.report import build_report, log_annotations, merge_evidence, read_results
     from bot.repo_conditions import collect
     from bot.review.accept import measured_ratios
@@ -548,13 +549,20 @@ def report_mode(env: ActionEnv, client_factory: ClientFactory) -> int:
     kernel_paths = sorted({p for c in d.plan.changes for p in (*c.new_paths, *c.old_paths)})
     repo = collect(ApiRevision(client, d.head_sha or ""), kernel_paths, result.policy.owners)
     bot_login = resolve_bot_login(client, env.bot_login)
-    accepted, unconfirmed = confirmed_acceptances(
-        client, client.list_comments(d.pr_number), bot_login, result.policy
+    own = OwnRuns(
+        repository=env.repository,
+        workflow_path=workflow_path(env.workflow_ref, env.repository),
+        pr_number=d.pr_number,
+        artifact_name=env.artifact_name,
     )
-    for reason in unconfirmed:
+    accepted, unused = usable_acceptances(
+        client, client.list_comments(d.pr_number), bot_login, result.policy, evidence.sweeps, own
+    )
+    for reason in unused:
         log(reason)
     review = build_report(d, result.policy, evidence, repo, acceptances=accepted)
     pr_number = d.pr_number
+    said = unused_note(unused) if unused else ""  # at the top, where a cut cannot drop it
 
     def post(body: str) -> Any:
         return upsert_sticky(
@@ -567,18 +575,20 @@ def report_mode(env: ActionEnv, client_factory: ClientFactory) -> int:
             summary_url=env.run_url,
             artifact_name=env.artifact_name,
             state=ReviewState(
-                head_sha=d.head_sha or "", slower=measured_ratios(review.evidence.sweeps)
+                head_sha=d.head_sha or "",
+                run_id=env.run_id,
+                slower=measured_ratios(review.evidence.sweeps),
             ),
         )
 
-    sticky = post(review.comment)
+    sticky = post(said + review.comment)
     log(f"review comment {sticky.action}: {sticky.html_url or sticky.comment_id} {sticky.detail}")
     if result.policy.github.merge_gate != "none" and sticky.action != "skipped-stale":
         check_refused = _merge_gate(
             env, client, result, review, advisory_reason(client, result.pull)
         )
         if check_refused is not None:  # the comment says so: a missing check is otherwise silent
-            sticky = post(refused_check_note(check_refused) + review.comment)
+            sticky = post(refused_check_note(check_refused) + said + review.comment)
     for line in log_annotations(review.evidence, d, review.verdict.accepted):
         print(line, flush=True)  # already escaped by workflow_command
     write_summary(env.step_summary, review.summary)

@@ -3,7 +3,9 @@
 It serves what the bot uses (pull requests, their files and diff, issues (a pull request is
 an issue with a ``pull_request`` key, as on GitHub), issue comments with ``Link`` pagination,
 reactions, collaborator permissions, contents, commit statuses, check runs with their
-annotations (at most 50 per request, as GitHub takes them), ``/user``) under a path prefix, as
+annotations (at most 50 per request, as GitHub takes them), Actions runs, their jobs and their
+artifacts (a download answers 302 to a blob URL outside the API, 410 once expired, as GitHub
+does), ``/user``) under a path prefix, as
 GitHub Enterprise does (``/api/v3``). It refuses what GitHub refuses, in GitHub's units: a check
 run's summary over 65,535 UTF-8 bytes, an annotation's message over 64 KB, a title too long.
 ``tests/integration/test_fake_contract.py`` checks its answers against GitHub's REST
@@ -16,16 +18,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import itertools
 import json
 import re
 import threading
+import zipfile
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 BOT = "github-actions[bot]"
+BLOBS = "/_blobs/"  # where an artifact download is redirected: not under the API's prefix
 
 
 @dataclass
@@ -90,6 +95,8 @@ class FakeGitHub:
         self.issues: dict[int, dict[str, Any]] = {}  # issues (not pull requests) by number
         self.workflow_runs: dict[int, dict[str, Any]] = {}  # Actions runs by id
         self.workflow_jobs: dict[int, dict[str, Any]] = {}  # their jobs by id
+        self.artifacts: dict[int, dict[str, Any]] = {}  # the runs' artifacts by id
+        self.artifact_zips: dict[int, bytes] = {}  # what a download of each one gives
         # Actions settings by path ("/actions/permissions", "/orgs/octo/actions/runner-groups");
         # a path not set answers 403, as GitHub does for a token without admin rights.
         self.settings: dict[str, Any] = {}
@@ -221,23 +228,62 @@ class FakeGitHub:
         pull: int | None = None,
         head_branch: str | None = None,
         head_repo: str | None = None,
+        head_sha: str | None = None,
+        path: str = ".github/workflows/kernel-review.yml",
     ) -> None:
-        """An Actions run; ``pull``: the pull request GitHub lists on it (none for a fork's);
-        ``head_branch``: a branch of its own unless named."""
+        """An Actions run of the workflow file ``path``; ``pull``: the pull request GitHub lists
+        on it (none for a fork's, nor for an ``issue_comment`` run); ``head_branch``: a branch
+        of its own unless named."""
         with self.lock:
             self.workflow_runs[run_id] = {
                 "id": run_id,
                 "workflow_id": workflow_id,
+                "path": path,
                 "event": event,
                 "status": status,
                 "conclusion": None,
                 "head_branch": head_branch or f"branch-{run_id}",
-                "head_sha": "0" * 40,
+                "head_sha": head_sha or "0" * 40,
+                "repository": {"full_name": self.repo},
                 "head_repository": {"full_name": head_repo or self.repo},
                 "pull_requests": [{"number": pull}] if pull is not None else [],
                 "url": self._url(f"/actions/runs/{run_id}"),
                 "cancel_url": self._url(f"/actions/runs/{run_id}/cancel"),
             }
+
+    def add_artifact(
+        self, run_id: int, name: str, files: dict[str, bytes], *, expired: bool = False
+    ) -> int:
+        """An artifact of run ``run_id``: ``files`` (path in the archive -> content), zipped as
+        GitHub serves an artifact's download; an ``expired`` one is listed but answers 410."""
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for member, data in files.items():
+                archive.writestr(member, data)
+        with self.lock:
+            aid = next(self._ids)
+            run = self.workflow_runs[run_id]
+            self.artifact_zips[aid] = buffer.getvalue()
+            self.artifacts[aid] = {
+                "id": aid,
+                "node_id": f"MDg6QXJ0aWZhY3R7{aid}",
+                "name": name,
+                "size_in_bytes": sum(len(d) for d in files.values()),
+                "url": self._url(f"/actions/artifacts/{aid}"),
+                "archive_download_url": self._url(f"/actions/artifacts/{aid}/zip"),
+                "expired": expired,
+                "created_at": _stamp(aid),
+                "expires_at": _stamp(aid + 1),
+                "updated_at": _stamp(aid),
+                "workflow_run": {
+                    "id": run_id,
+                    "repository_id": 1,
+                    "head_repository_id": 1,
+                    "head_branch": run["head_branch"],
+                    "head_sha": run["head_sha"],
+                },
+            }
+            return aid
 
     def add_workflow_job(
         self,
@@ -374,7 +420,9 @@ class FakeGitHub:
             return Reply(200, _user(token.login, token.user_type))
         repo = f"/repos/{self.repo}"
         settings = path[len(repo) :] if path.startswith(repo + "/actions/") else path
-        is_settings = settings.startswith("/actions/") and not settings.startswith("/actions/runs")
+        is_settings = settings.startswith("/actions/") and not settings.startswith(
+            ("/actions/runs", "/actions/artifacts")
+        )
         if method == "GET" and (is_settings or path.startswith("/orgs/")):
             if settings in self.settings:
                 return Reply(200, self.settings[settings])
@@ -417,6 +465,8 @@ class FakeGitHub:
             (r"/actions/runs/(\d+)", ("GET", self._get_workflow_run)),
             (r"/actions/runs/(\d+)/cancel", ("POST", self._cancel_workflow_run)),
             (r"/actions/runs/(\d+)/jobs", ("GET", self._list_workflow_jobs)),
+            (r"/actions/runs/(\d+)/artifacts", ("GET", self._list_run_artifacts)),
+            (r"/actions/artifacts/(\d+)/zip", ("GET", self._download_artifact)),
         ]
 
     def _url(self, rest: str) -> str:
@@ -895,6 +945,43 @@ class FakeGitHub:
         page = self._page(jobs, query, f"/actions/runs/{run_id}/jobs")
         return Reply(page.status, {"total_count": len(jobs), "jobs": page.body}, page.headers)
 
+    def _list_run_artifacts(self, m, query, headers, body, token) -> Reply:
+        run_id = int(m.group(1))
+        if run_id not in self.workflow_runs:
+            return Reply(404, {"message": "Not Found"})
+        found = [
+            a
+            for a in self.artifacts.values()
+            if a["workflow_run"]["id"] == run_id and query.get("name", a["name"]) == a["name"]
+        ]
+        page = self._page(found, query, f"/actions/runs/{run_id}/artifacts")
+        return Reply(page.status, {"total_count": len(found), "artifacts": page.body},
+                     page.headers)  # fmt: skip
+
+    def _download_artifact(self, m, query, headers, body, token) -> Reply:
+        """GitHub answers 302 with a short-lived URL of the archive on its blob storage (another
+        host, no token needed), or 410 once the artifact expired."""
+        artifact = self.artifacts.get(int(m.group(1)))
+        if artifact is None:
+            return Reply(404, {"message": "Not Found"})
+        if artifact["expired"]:
+            return Reply(410, {"message": "Artifact has expired"})
+        return Reply(302, None, {"location": f"{self.origin}{BLOBS}{artifact['id']}?sig=x"})
+
+    def blob(self, path: str, headers: dict[str, str]) -> Reply:
+        """The blob storage a download is sent to: the archive, outside the API's prefix. The
+        URL is signed: a request that also brings a token is refused, as Azure's storage
+        refuses one (and the token must not leave GitHub)."""
+        with self.lock:
+            self.requests.append(("GET", path))
+            if "authorization" in headers:
+                return Reply(400, "InvalidAuthenticationInfo")
+            key = path[len(BLOBS) :]
+            data = self.artifact_zips.get(int(key)) if key.isdigit() else None
+        if data is None:
+            return Reply(404, "BlobNotFound")
+        return Reply(200, data, {"content-type": "application/zip"})
+
     def _list_statuses(self, m, query, headers, body, token) -> Reply:
         return self._page(
             self.statuses.get(m.group(1), []), query, f"/commits/{m.group(1)}/statuses"
@@ -944,7 +1031,9 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server_fake
         parts = urlsplit(self.path)
         path = parts.path
-        if not path.startswith(fake.prefix + "/") and path != fake.prefix:
+        if path.startswith(BLOBS):
+            reply = fake.blob(path, {k.lower(): v for k, v in self.headers.items()})
+        elif not path.startswith(fake.prefix + "/") and path != fake.prefix:
             reply = Reply(404, {"message": "Not Found"})
         else:
             length = int(self.headers.get("content-length") or 0)
@@ -956,8 +1045,11 @@ class _Handler(BaseHTTPRequestHandler):
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             headers = {k.lower(): v for k, v in self.headers.items()}
             reply = fake.handle(self.command, path[len(fake.prefix) :] or "/", query, headers, body)
-        payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
-        data = payload.encode("utf-8") if reply.body is not None else b""
+        if isinstance(reply.body, bytes):
+            data = reply.body
+        else:
+            payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+            data = payload.encode("utf-8") if reply.body is not None else b""
         self.send_response(reply.status)
         headers = {"content-type": "application/json; charset=utf-8", **reply.headers}
         for key, value in headers.items():

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 from bot.forge.client import ForgeClient, ForgeRequestError
 from bot.forge.types import (
     PERMISSION_LEVELS,
+    ArtifactInfo,
     CheckAnnotation,
     CommentInfo,
     IssueInfo,
     JobInfo,
     PullInfo,
     Reaction,
+    RunInfo,
     TimelineEvent,
 )
 
@@ -60,6 +62,8 @@ class MemoryForge:
         self.check_runs: list[dict[str, Any]] = []
         self.jobs: dict[int, list[JobInfo]] = {}
         self.running: set[int] = set()  # CI runs not finished
+        self.runs: dict[int, RunInfo] = {}  # CI runs, finished or not
+        self.artifacts: dict[int, tuple[int, ArtifactInfo, bytes]] = {}  # id -> run, it, zip
         self.issues: list[IssueInfo] = []
         self.calls: list[str] = []
         self.unreadable: set[str] = set()  # refs whose files this token may not read (403)
@@ -232,6 +236,27 @@ class MemoryForge:
             return False
         self.running.discard(run_id)
         return True
+
+    def get_run(self, run_id: int) -> RunInfo:
+        self.calls.append("get_run")
+        if run_id not in self.runs:
+            raise _missing(f"run {run_id}")
+        return self.runs[run_id]
+
+    def run_artifacts(self, run_id: int, name: str) -> list[ArtifactInfo]:
+        self.calls.append("run_artifacts")
+        return [a for r, a, _ in self.artifacts.values() if r == run_id and a.name == name]
+
+    def download_artifact(self, artifact_id: int, *, max_bytes: int) -> bytes:
+        self.calls.append("download_artifact")
+        if artifact_id not in self.artifacts:
+            raise _missing(f"artifact {artifact_id}")
+        _, artifact, data = self.artifacts[artifact_id]
+        if artifact.expired:
+            raise ForgeRequestError("the artifact has expired", status=410)
+        if len(data) > max_bytes:
+            raise ForgeRequestError(f"the artifact is larger than {max_bytes} bytes")
+        return data
 
     def find_issue(self, marker: str, *, author: str | None = None) -> IssueInfo | None:
         self.calls.append("find_issue")

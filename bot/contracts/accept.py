@@ -34,6 +34,9 @@ class Acceptance(Frozen):
     head_sha: str | None = None  # comment acceptances: the head whose measurement was accepted
     # comment acceptances: the ratio measured when it was accepted (max_ratio is its bound)
     measured: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    # comment acceptances: the CI run whose results were accepted, once the report verified
+    # them there (the bound is derived from that run's results, never taken from the record)
+    run_id: int | None = None
 
 
 class AcceptRecord(Frozen):
@@ -41,6 +44,7 @@ class AcceptRecord(Frozen):
 
     actor: str
     comment_id: int | None = None
+    run_id: int | None = None  # the CI run whose results the review that was accepted showed
     acceptances: tuple[Acceptance, ...] = Field(min_length=1, max_length=1000)
 
 
@@ -60,6 +64,7 @@ class ReviewState(Frozen):
     """The sticky comment's hidden state: what the review it shows measured."""
 
     head_sha: str
+    run_id: int | None = None  # the CI run whose results the review shows (its report's run)
     slower: tuple[MeasuredRatio, ...] = Field(default=(), max_length=1000)
 
 

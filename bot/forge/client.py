@@ -18,12 +18,14 @@ from typing import Protocol
 
 from bot.errors import ForgeError
 from bot.forge.types import (
+    ArtifactInfo,
     CheckAnnotation,
     CommentInfo,
     IssueInfo,
     JobInfo,
     PullInfo,
     Reaction,
+    RunInfo,
     TimelineEvent,
 )
 
@@ -164,6 +166,19 @@ class ForgeClient(CommentsClient, FileReader, JobsClient, Protocol):
 
     def cancel_run(self, run_id: int) -> bool:
         """Cancel a CI run; False when it had finished."""
+        ...
+
+    def get_run(self, run_id: int) -> RunInfo:
+        """A CI run of this repository (``ForgeRequestError`` 404 when there is none)."""
+        ...
+
+    def run_artifacts(self, run_id: int, name: str) -> list[ArtifactInfo]:
+        """The artifacts called ``name`` that run ``run_id`` uploaded."""
+        ...
+
+    def download_artifact(self, artifact_id: int, *, max_bytes: int) -> bytes:
+        """An artifact's zip archive; ``ForgeRequestError`` when it expired (410) or is larger
+        than ``max_bytes`` (read no further)."""
         ...
 
     # --- the scheduled run's issue ----------------------------------------------------------

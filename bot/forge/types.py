@@ -71,6 +71,26 @@ class JobInfo(Frozen):
     labels: tuple[str, ...] = ()  # its runs-on labels
 
 
+class RunInfo(Frozen):
+    """A CI run (an Actions run): which workflow file ran, on what event, from where."""
+
+    id: int
+    repository: str  # the repository the run belongs to (owner/name)
+    path: str  # the workflow file, e.g. ".github/workflows/kernel-review.yml"
+    event: str  # pull_request | issue_comment | workflow_dispatch | ...
+    head_repository: str | None  # where the code it checked out came from (a fork's, for one)
+    head_sha: str = ""
+
+
+class ArtifactInfo(Frozen):
+    """A file a CI run uploaded (an Actions artifact: a zip archive)."""
+
+    id: int
+    name: str
+    size: int  # bytes, as the forge lists it
+    expired: bool = False
+
+
 class TimelineEvent(Frozen):
     """One event of a pull request's timeline, as plain data.
 

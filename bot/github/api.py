@@ -22,6 +22,7 @@ The sleep and the clock are injectable so tests never wait.
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from bot.errors import GitHubError
 from bot.escape import clip, clip_bytes
 from bot.forge.client import ForgeRequestError
 from bot.forge.types import (
+    ArtifactInfo,
     CheckAnnotation,
     CommentInfo,
     FileInfo,
@@ -43,6 +45,7 @@ from bot.forge.types import (
     JobInfo,
     PullInfo,
     Reaction,
+    RunInfo,
     TimelineEvent,
 )
 from bot.github.events import DEFAULT_BOT_LOGINS
@@ -165,6 +168,13 @@ def _api_message(data: Any) -> str:
     return f"{message}: {'; '.join(details)}" if details else message
 
 
+def _json_or_text(body: str) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return body
+
+
 def _final_error(
     what: str, status: int | None, message: str, *, outcome_unknown: bool
 ) -> GitHubRequestError:
@@ -220,6 +230,7 @@ class GitHubClient:
                 f"not a repository name: {repo!r}", hint="use owner/name, e.g. octo/kernels"
             )
         self.repo_name = repo
+        self._timeout_s = timeout_s
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
@@ -544,6 +555,70 @@ class GitHubClient:
                 raise
             return False
         return True
+
+    def get_run(self, run_id: int) -> RunInfo:
+        """An Actions run of this repository: its workflow file, event and head."""
+        url = f"/repos/{self.repo_name}/actions/runs/{run_id}"
+        _, data = self._call(
+            f"reading run {run_id}", lambda: self._gh.requester.requestJsonAndCheck("GET", url)
+        )
+        data = data if isinstance(data, dict) else {}
+        return RunInfo(
+            id=int(data.get("id") or 0),
+            repository=str((data.get("repository") or {}).get("full_name") or ""),
+            path=str(data.get("path") or ""),
+            event=str(data.get("event") or ""),
+            head_repository=(data.get("head_repository") or {}).get("full_name"),
+            head_sha=str(data.get("head_sha") or ""),
+        )
+
+    def run_artifacts(self, run_id: int, name: str) -> list[ArtifactInfo]:
+        """The artifacts called ``name`` of an Actions run (GitHub filters by name; a rerun's
+        attempts each upload one)."""
+        url = f"/repos/{self.repo_name}/actions/runs/{run_id}/artifacts"
+        _, data = self._call(
+            f"listing the artifacts of run {run_id}",
+            lambda: self._gh.requester.requestJsonAndCheck(
+                "GET", url, parameters={"name": name, "per_page": 100}
+            ),
+        )
+        items = data.get("artifacts") if isinstance(data, dict) else None
+        return [
+            ArtifactInfo(
+                id=int(a.get("id") or 0),
+                name=str(a.get("name") or ""),
+                size=int(a.get("size_in_bytes") or 0),
+                expired=bool(a.get("expired")),
+            )
+            for a in items or ()
+            if isinstance(a, dict) and a.get("name") == name
+        ]
+
+    def download_artifact(self, artifact_id: int, *, max_bytes: int) -> bytes:
+        """An artifact's zip archive: GitHub answers 302 with a short-lived signed URL on its
+        blob storage (another host, which PyGithub will not follow), fetched here without the
+        token; 410 once the artifact expired. Read no further than ``max_bytes``."""
+        url = f"/repos/{self.repo_name}/actions/artifacts/{artifact_id}/zip"
+
+        def run() -> bytes:
+            status, headers, body = self._gh.requester.requestJson("GET", url)
+            location = headers.get("location") if status == 302 else None
+            if not location:
+                raise GithubException(status, _json_or_text(body), headers)
+            with requests.get(location, stream=True, timeout=self._timeout_s) as got:
+                got.raise_for_status()
+                data = bytearray()
+                for chunk in got.iter_content(chunk_size=1 << 16):
+                    data += chunk
+                    if len(data) > max_bytes:
+                        raise GitHubRequestError(
+                            f"artifact {artifact_id} is larger than {max_bytes:,} bytes; "
+                            "not read further",
+                            hint="a results artifact holds a few JSON files; this is not one",
+                        )
+            return bytes(data)
+
+        return self._call(f"downloading artifact {artifact_id}", run)
 
     def run_jobs(self, run_id: int) -> list[JobInfo]:
         """The jobs of an Actions run (its latest attempt), all pages."""

@@ -13,7 +13,8 @@ The bot's login proves little: every workflow of a GitHub repository posts as
 ``github-actions[bot]``. So the report keeps a record only when the ``/bench accept`` comment it
 names is on the pull request, written by the record's actor (a person, not a bot), names the
 record's kernel, shapes and reason, and the actor has the policy's ``accept_permission`` now,
-asked of the API when the report runs (``confirmed_acceptances``).
+asked of the API when the report runs (``confirmed_records``); and takes its bounds not from the
+record but from the results of the run it names (``bot.jobs.accept_runs``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ def record_for(
             f"there is no measured slowdown of {command.kernel} to accept yet",
             hint="run /bench first; accept what its review shows slower",
         )
+    if state.run_id is None:
+        raise CommandError(
+            "the review comment does not say which run measured it (an older kernel-review "
+            "wrote it), so what it accepts could not be checked against that run's results",
+            hint="run /bench first; accept what its review shows slower",
+        )
     accepted = accept_measured(
         state.slower,
         kernel=command.kernel,
@@ -77,7 +84,9 @@ def record_for(
             f"{command.kernel}{' at ' + shapes if shapes else ''}; nothing to accept",
             hint="slower there: " + (", ".join(slower[:12]) if slower else "nothing"),
         )
-    return AcceptRecord(actor=actor, comment_id=comment_id, acceptances=accepted)
+    return AcceptRecord(
+        actor=actor, comment_id=comment_id, run_id=state.run_id, acceptances=accepted
+    )
 
 
 def record_comment(record: AcceptRecord) -> str:
@@ -86,7 +95,8 @@ def record_comment(record: AcceptRecord) -> str:
     lines = [
         hidden(RECORD_KIND, record),
         f"Recorded: @{record.actor} accepts these slowdowns of {md_code(first.kernel)}, "
-        f"measured at head {md_code((first.head_sha or '')[:12])}: {md_text(first.reason)}",
+        f"measured at head {md_code((first.head_sha or '')[:12])} by run {record.run_id}: "
+        f"{md_text(first.reason)}",
         "",
     ]
     for a in record.acceptances:
@@ -98,9 +108,10 @@ def record_comment(record: AcceptRecord) -> str:
     lines += [
         "",
         "Each bound is the upper end of the interval measured, and at most the kernel's "
-        "tolerance beyond the slowdown measured. The acceptance holds across pushes while the "
-        "measured slowdown stays within its bound; a larger one is flagged again. The review "
-        "shows it from its next run (a push, or /bench).",
+        "tolerance beyond the slowdown measured. Each review derives it again from the results "
+        f"run {record.run_id} uploaded, and never uses more than that. The acceptance holds "
+        "across pushes while the measured slowdown stays within its bound; a larger one is "
+        "flagged again. The review shows it from its next run (a push, or /bench).",
     ]
     return "\n".join(lines)
 
@@ -139,11 +150,17 @@ def _unconfirmed(
     return None
 
 
-def confirmed_acceptances(
-    client: ForgeClient, comments: Sequence[CommentInfo], login: str, policy: Policy
-) -> tuple[tuple[Acceptance, ...], list[str]]:
-    """The recorded acceptances a person allowed to accept said, oldest first, and why each
-    other record was not used. Each actor's permission is asked of the API, once."""
+def confirmed_records(
+    client: ForgeClient,
+    comments: Sequence[CommentInfo],
+    login: str,
+    policy: Policy,
+    *,
+    wanted: Callable[[AcceptRecord], bool] = lambda _: True,
+) -> tuple[list[tuple[CommentInfo, AcceptRecord]], list[str]]:
+    """The ``wanted`` accept records (with their comments) that a person allowed to accept
+    said, oldest first, and why each other wanted record was not used. Each actor's permission
+    is asked of the API, once."""
     said = {c.id: c for c in comments}
     roles: dict[str, str] = {}
 
@@ -152,12 +169,14 @@ def confirmed_acceptances(
             roles[actor] = client.permission(actor)
         return roles[actor]
 
-    kept: list[Acceptance] = []
+    kept: list[tuple[CommentInfo, AcceptRecord]] = []
     refused: list[str] = []
     for comment, record in bot_records(comments, login, RECORD_KIND, AcceptRecord):
+        if not wanted(record):
+            continue
         why = _unconfirmed(record, said, policy, role_of)
         if why is None:
-            kept.extend(record.acceptances)
+            kept.append((comment, record))
         else:
             refused.append(f"the accept record in comment {comment.id} is not used: {why}")
-    return tuple(kept), refused
+    return kept, refused

@@ -41,6 +41,7 @@ from bot.policy.load import Policy, find_policy, missing_policy
 from bot.revision import ApiRevision, Revision
 
 GATE_SCHEMA_VERSION = 2  # 2: the decision carries the base policy
+GATE_FILE = "gate.json"  # the decision in results-path, and in the run's results artifact
 MAX_SOURCE_READS = 200  # whole files fetched per side to classify changes; the rest from the diff
 
 

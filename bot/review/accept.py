@@ -109,9 +109,11 @@ def policy_acceptances(policy: Policy) -> tuple[Acceptance, ...]:
     )
 
 
-def measured_ratios(sweeps: Iterable[SweepEvidence]) -> tuple[MeasuredRatio, ...]:
-    """The GPU-timed slower shapes, as the sticky comment keeps them for ``/bench accept``
-    (the ``MAX_MEASURED`` slowest)."""
+def measured_ratios(
+    sweeps: Iterable[SweepEvidence], *, limit: int | None = MAX_MEASURED
+) -> tuple[MeasuredRatio, ...]:
+    """The GPU-timed slower shapes, slowest first, as the sticky comment keeps them for
+    ``/bench accept`` (the ``limit`` slowest; None: all)."""
     found = [
         MeasuredRatio(
             kernel=s.kernel,
@@ -126,7 +128,7 @@ def measured_ratios(sweeps: Iterable[SweepEvidence]) -> tuple[MeasuredRatio, ...
         for s in sweep.slower
         if s.ratio is not None
     ]
-    return tuple(sorted(found, key=lambda m: -m.ratio)[:MAX_MEASURED])
+    return tuple(sorted(found, key=lambda m: -m.ratio)[:limit])
 
 
 def bound(m: MeasuredRatio, tolerance: float) -> float:

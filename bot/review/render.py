@@ -731,6 +731,7 @@ def accepted_line(a: AcceptedLine) -> str:
     until = f", until {acc.expires.isoformat()}" if acc.expires else ""
     if a.state == "accepted":
         seen = f"; {speed(acc.measured)} when accepted" if acc.measured else ""
+        seen += f", measured by run {acc.run_id}" if acc.run_id is not None else ""
         return (
             f"{case}: {speed(a.ratio)}, accepted{where} by {acc.by}: {acc.reason} "
             f"(up to {speed(acc.max_ratio)}{seen}{until})"

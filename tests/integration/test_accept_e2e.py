@@ -8,16 +8,20 @@ commit status where check runs are refused."""
 
 from __future__ import annotations
 
+import itertools
+import json
+import re
 from pathlib import Path
 
 import pytest
 
 from bot import gitutil
-from bot.contracts.accept import Acceptance, AcceptRecord
+from bot.contracts.accept import Acceptance, AcceptRecord, ReviewState
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+from bot.forge.hidden import hidden, read_hidden
 from bot.forge.sticky import marker_sha
 from bot.jobs.accepting import record_comment
-from tests.fake_github import BOT, FakeGitHub, Token
+from tests.fake_github import BLOBS, BOT, FakeGitHub, Token
 from tests.integration.test_app_e2e import (  # noqa: F401  (fixtures)
     PR,
     Run,
@@ -43,12 +47,18 @@ def _policy(gh: FakeGitHub, base: str, extra: str = "") -> None:
     gh.put_file(base, POLICY, text + extra)
 
 
+RUN_IDS = itertools.count(601)  # each push's workflow run
+
+
 def _report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float, **inputs) -> Run:
-    """The measure jobs' results for ``head`` at ``ratio``, then the report of a push."""
-    run = Run(gh, tmp, monkeypatch, "pull_request", pr_event("synchronize", base, head), **inputs)
+    """The measure jobs' results for ``head`` at ``ratio``, then the report of a push; the run
+    is kept on GitHub with its artifact, as the workflow's last step uploads it."""
+    event = pr_event("synchronize", base, head)
+    run = Run(gh, tmp, monkeypatch, "pull_request", event, run_id=next(RUN_IDS), **inputs)
     for vendor in ("nvidia", "amd"):
         results_for(run.results, base, head, vendor, ratio)
     assert run("plan") == 0 and run("report") == 0
+    run.keep(head)
     return run
 
 
@@ -121,7 +131,8 @@ def test_bench_accept_by_a_maintainer_holds_across_pushes_until_slower_still(
 
 def _noisy_report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float, high: float):
     """The report of a push whose sweep saw ``ratio`` with a wide interval, up to ``high``."""
-    run = Run(gh, tmp, monkeypatch, "pull_request", pr_event("synchronize", base, head))
+    event = pr_event("synchronize", base, head)
+    run = Run(gh, tmp, monkeypatch, "pull_request", event, run_id=next(RUN_IDS))
     for vendor in ("nvidia", "amd"):
         line = ShapeLine(
             kernel="softmax",
@@ -138,6 +149,7 @@ def _noisy_report(gh, tmp: Path, monkeypatch, base: str, head: str, ratio: float
         sweep = SweepEvidence(vendor=vendor, gpu="NVIDIA H200", shapes=(line,))
         write_results(run.results, base, head, vendor, Evidence(sweeps=(sweep,)))
     assert run("plan") == 0 and run("report") == 0
+    run.keep(head)
     return run
 
 
@@ -149,7 +161,7 @@ def test_a_noisy_accepted_run_does_not_license_a_later_larger_slowdown(
     repo, base, head = fixture_repo
     _policy(gh, base)
     gh.permissions["boss"] = "maintain"
-    _noisy_report(gh, tmp_path / "first", monkeypatch, base, head, 1.08, 2.5)
+    noisy = _noisy_report(gh, tmp_path / "first", monkeypatch, base, head, 1.08, 2.5)
     payload = comment_event(gh, "boss", f"/bench accept softmax 4096x4096 -- {REASON}")
     accept = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
     assert accept("plan") == 0 and accept("ack") == 0
@@ -164,7 +176,8 @@ def test_a_noisy_accepted_run_does_not_license_a_later_larger_slowdown(
     again = _report(gh, tmp_path / "second", monkeypatch, base, second, 1.08)
     assert again.outputs()["verdict"] != "request_changes"
     body = _sticky(gh)["body"]
-    assert f"accepted by {BOSS}: {REASON} (up to 13.4% slower; 8.0% slower when accepted)" in body
+    said = "(up to 13.4% slower; 8.0% slower when accepted, measured by run"
+    assert f"accepted by {BOSS}: {REASON} {said} {noisy.run_id})" in body
 
     # twice as slow, measured closely: flagged again (the interval's end, 2.5, let it through)
     third = _push(gh, repo, base, second, "twice as slow")
@@ -280,9 +293,154 @@ def test_an_accept_record_confirmed_by_its_comment_and_permission_still_accepts(
     accept = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
     assert accept("plan") == 0 and accept("ack") == 0
     second = _push(gh, repo, base, head, "address review")
+    asked = len(gh.requests)
     again = _report(gh, tmp_path / "again", monkeypatch, base, second, 1.08)
     assert again.outputs()["verdict"] != "request_changes"
     assert f"accepted by {BOSS}: {REASON}" in _sticky(gh)["body"]
+    checked = [p for _, p in gh.requests[asked:] if BLOBS in p]
+    assert len(checked) == 1  # the accepted run's artifact, read once for both vendors
+
+
+def _accepted_by_boss(gh, tmp: Path, monkeypatch) -> tuple[Run, dict]:
+    """``/bench accept softmax`` by a maintainer, recorded by the ack job; the record's
+    comment."""
+    gh.permissions["boss"] = "maintain"
+    payload = comment_event(gh, "boss", f"/bench accept softmax -- {REASON}")
+    accept = Run(gh, tmp, monkeypatch, "issue_comment", payload, run_id=next(RUN_IDS))
+    assert accept("plan") == 0 and accept("ack") == 0
+    [recorded] = [c for c in bot_comments(gh) if "kernel-review:accept v1" in c["body"]]
+    return accept, recorded
+
+
+def _forge_review_state(gh: FakeGitHub, ratio: float, **update) -> None:
+    """Another workflow rewrites the review comment's hidden state (what ``/bench accept``
+    reads) to say every slower case was measured at ``ratio`` (and ``update``)."""
+    sticky = _sticky(gh)
+    state = read_hidden(sticky["body"], "state", ReviewState)
+    assert state is not None and state.slower
+    slower = tuple(m.model_copy(update={"ratio": ratio, "ci_high": ratio}) for m in state.slower)
+    forged = hidden("state", state.model_copy(update={"slower": slower, **update}))
+    body = re.sub(r"^<!-- kernel-review:state v1 .* -->$", forged, sticky["body"], flags=re.M)
+    gh.comments[sticky["id"]]["body"] = body
+
+
+@pytest.mark.parametrize("forged", ["record", "review-state"])
+def test_an_accept_record_that_claims_more_than_was_measured_accepts_only_what_was(
+    gh, fixture_repo, tmp_path, monkeypatch, forged
+):
+    # another workflow (it posts as github-actions[bot] too) makes the record of a real
+    # /bench accept claim up to 3x: it rewrites the record, or the review's hidden state the
+    # record is made from. The comment and the permission check out; the run measured 8%
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    if forged == "review-state":
+        _forge_review_state(gh, 3.0)
+    accept, recorded = _accepted_by_boss(gh, tmp_path / "accept", monkeypatch)
+    if forged == "record":
+        genuine = AcceptRecord.model_validate(accept.gate()["accept"])
+        claims = tuple(a.model_copy(update={"max_ratio": 3.0}) for a in genuine.acceptances)
+        record = genuine.model_copy(update={"acceptances": claims})
+        gh.comments[recorded["id"]]["body"] = record_comment(record)
+
+    second = _push(gh, repo, base, head, "twice as slow")
+    worse = _report(gh, tmp_path / "second", monkeypatch, base, second, 2.0)
+    assert worse.outputs()["verdict"] == "request_changes"
+    body = _sticky(gh)["body"]
+    assert f"2.0x slower, more than the 9.0% slower accepted by {BOSS}" in body
+
+
+def _forged_run(gh: FakeGitHub, genuine: Run, run_id: int, pr: int, **run) -> None:
+    """A run with an artifact like the genuine one's, but its results say 2.9x slower (up to
+    3x) and its gate decision is for pull request ``pr``."""
+    gate = genuine.gate() | {"pr_number": pr}
+    base, head = gate["base_sha"], gate["head_sha"]
+    gh.add_workflow_run(run_id, status="completed", head_sha=head, **run)
+    results = genuine.dir / f"forged-{run_id}"
+    for vendor in ("nvidia", "amd"):
+        results_for(results, base, head, vendor, 2.9)
+    files = {f"measured/{p.name}": p.read_bytes() for p in results.glob("*.json")}
+    gh.add_artifact(run_id, "kernel-review-results", {"gate.json": json.dumps(gate), **files})
+
+
+UNVERIFIABLE = {  # a run the record is made to name -> why it is not used
+    991: ({"event": "workflow_dispatch"}, "was started by workflow_dispatch"),
+    992: ({"path": ".github/workflows/other.yml", "event": "issue_comment"}, "ran .github/workflows/other.yml"),
+    993: ({"event": "pull_request", "head_repo": "mallory/kernels"}, "by pull_request from mallory/kernels"),
+    994: ({"event": "issue_comment", "pr": 43}, "reviewed octo/kernels #43"),
+}  # fmt: skip
+
+
+def test_accept_records_whose_run_cannot_be_verified_are_not_used_and_the_review_says_so(
+    gh, fixture_repo, tmp_path, monkeypatch, capsys
+):
+    # each record names a real /bench accept of a maintainer, but the run whose results it
+    # claims is not this workflow's run for this pull request (one dispatched on a branch,
+    # another workflow's, a fork's, another pull request's), or names none, or its results
+    # are gone
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    first = _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    accept, recorded = _accepted_by_boss(gh, tmp_path / "accept", monkeypatch)
+    genuine = AcceptRecord.model_validate(accept.gate()["accept"])
+    for artifact in gh.artifacts.values():  # the genuine record's run: its artifact expired
+        artifact["expired"] = artifact["workflow_run"]["id"] == first.run_id
+    claims = tuple(a.model_copy(update={"max_ratio": 3.0}) for a in genuine.acceptances)
+    said = {recorded["id"]: f"artifact kernel-review-results of run {first.run_id} has expired"}
+    for run_id, (run, why) in UNVERIFIABLE.items():
+        _forged_run(gh, first, run_id, run.pop("pr", PR), **run)
+        forged = genuine.model_copy(update={"run_id": run_id, "acceptances": claims})
+        said[gh.add_comment(PR, BOT, record_comment(forged), user_type="Bot")] = why
+    older = genuine.model_copy(update={"run_id": None})  # as an older kernel-review wrote it
+    said[gh.add_comment(PR, BOT, record_comment(older), user_type="Bot")] = "names no run"
+    capsys.readouterr()
+
+    second = _push(gh, repo, base, head, "twice as slow")
+    worse = _report(gh, tmp_path / "second", monkeypatch, base, second, 2.0)
+    assert worse.outputs()["verdict"] == "request_changes"
+    log = capsys.readouterr().out
+    for comment, why in said.items():
+        assert f"the accept record in comment {comment} is not used: " in log and why in log
+    body = _sticky(gh)["body"]
+    assert "Accepted regressions" not in body
+    top = body.split("### ")[0].replace("\\", "")  # the reasons are escaped markdown
+    assert "**Accepted slowdowns not used as recorded.**" in top
+    assert f"accept record in comment {recorded['id']} is not used" in top
+    assert "and 3 more (the job log has each)" in top
+    assert "comment `/bench`, then `/bench accept KERNEL -- REASON`" in top
+
+
+def test_bench_accept_on_a_review_that_names_no_run_is_refused_with_what_to_do(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    # a review comment an older kernel-review wrote (or one whose run was taken out): what it
+    # shows could not be checked against a run later, so nothing is recorded
+    _, base, head = fixture_repo
+    _policy(gh, base)
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    _forge_review_state(gh, 1.08, run_id=None)
+    gh.permissions["boss"] = "maintain"
+    payload = comment_event(gh, "boss", f"/bench accept softmax -- {REASON}")
+    accept = Run(gh, tmp_path / "accept", monkeypatch, "issue_comment", payload)
+    assert accept("plan") == 0 and accept("ack") == 0
+    refusal = accept.gate()["refusal"]
+    assert "does not say which run measured it" in refusal and "run /bench first" in refusal
+    assert not [c for c in bot_comments(gh) if "kernel-review:accept v1" in c["body"]]
+
+
+def test_an_honest_review_with_nothing_slower_asks_nothing_about_accept_records(
+    gh, fixture_repo, tmp_path, monkeypatch
+):
+    # the check costs a review only where a record names one of its slower shapes
+    repo, base, head = fixture_repo
+    _policy(gh, base)
+    _report(gh, tmp_path / "first", monkeypatch, base, head, 1.08)
+    _accepted_by_boss(gh, tmp_path / "accept", monkeypatch)
+    asked = len(gh.requests)
+    second = _push(gh, repo, base, head, "as fast as before")
+    _report(gh, tmp_path / "second", monkeypatch, base, second, 1.0)
+    since = [p for _, p in gh.requests[asked:]]
+    assert not [p for p in since if "/artifacts" in p or "/collaborators/boss" in p or BLOBS in p]
 
 
 @pytest.mark.parametrize(

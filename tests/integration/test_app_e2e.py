@@ -25,6 +25,7 @@ from tests.paths import DATA, ROOT
 EVENTS = DATA / "events"
 FIXTURE = ROOT / "kernels_fixture"
 PR = 42
+WORKFLOW = ".github/workflows/kernel-review.yml"  # the workflow file the jobs run in
 
 
 def _official(dest: Path) -> tuple[Path, str, str] | None:
@@ -112,8 +113,11 @@ class Run:
         monkeypatch,
         event_name: str,
         payload: dict,
+        *,
+        run_id: int = 555,
         **inputs: str,
     ):
+        self.fake, self.run_id, self.event_name = fake, run_id, event_name
         self.dir = tmp
         tmp.mkdir(parents=True, exist_ok=True)
         self.event = tmp / "event.json"
@@ -128,7 +132,8 @@ class Run:
             "GITHUB_API_URL": fake.api_url,
             "GITHUB_REPOSITORY": fake.repo,
             "GITHUB_SERVER_URL": "https://ghe.example",
-            "GITHUB_RUN_ID": "555",
+            "GITHUB_RUN_ID": str(run_id),
+            "GITHUB_WORKFLOW_REF": f"{fake.repo}/{WORKFLOW}@refs/heads/main",
             "GITHUB_OUTPUT": str(self.output),
             "GITHUB_STEP_SUMMARY": str(self.summary),
             "INPUT_RESULTS_PATH": str(self.results),
@@ -161,6 +166,19 @@ class Run:
 
     def gate(self) -> dict:
         return json.loads((self.results / "gate.json").read_text())
+
+    def keep(self, head_sha: str | None = None) -> None:
+        """This run on GitHub, with what the workflow's last step uploads: the results folder
+        (the gate's decision, every measure job's results, the review) as one artifact."""
+        self.fake.add_workflow_run(
+            self.run_id, event=self.event_name, status="completed", head_sha=head_sha
+        )
+        files = {
+            str(p.relative_to(self.results)): p.read_bytes()
+            for p in self.results.rglob("*")
+            if p.is_file()
+        }
+        self.fake.add_artifact(self.run_id, "kernel-review-results", files)
 
 
 def pr_event(action: str, base: str, head: str, **changes) -> dict:

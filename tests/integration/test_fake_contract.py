@@ -66,7 +66,14 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
         "workflow_runs.[].id", "workflow_runs.[].workflow_id", "workflow_runs.[].event",
         "workflow_runs.[].head_branch", "workflow_runs.[].pull_requests",
     ),
-    ("get", "/repos/{owner}/{repo}/actions/runs/{run_id}"): ("id", "workflow_id"),
+    ("get", "/repos/{owner}/{repo}/actions/runs/{run_id}"): (
+        "id", "workflow_id", "path", "event", "repository.full_name", "head_repository.full_name",
+        "head_sha",
+    ),
+    ("get", "/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts"): (
+        "artifacts.[].id", "artifacts.[].name", "artifacts.[].size_in_bytes",
+        "artifacts.[].expired",
+    ),
     ("get", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"): (
         "jobs.[].name", "jobs.[].status", "jobs.[].created_at",
     ),
@@ -86,6 +93,7 @@ def _fake() -> FakeGitHub:
     fake.put_file(BASE, "ops/k.py", "x = 1\n")
     fake.add_workflow_run(555, pull=PR)
     fake.add_workflow_job(555, "measure (amd 1/2)", status="queued")
+    fake.add_artifact(555, "kernel-review-results", {"gate.json": b"{}"})
     return fake
 
 
@@ -123,6 +131,7 @@ def calls(fake: FakeGitHub) -> Iterator[Call]:
     yield "get", "/repos/{owner}/{repo}/actions/runs", f"{repo}/actions/runs?status=in_progress", None, 200  # fmt: skip
     yield "get", "/repos/{owner}/{repo}/actions/runs/{run_id}", f"{repo}/actions/runs/555", None, 200  # fmt: skip
     yield "get", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs", f"{repo}/actions/runs/555/jobs", None, 200  # fmt: skip
+    yield "get", "/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts", f"{repo}/actions/runs/555/artifacts?name=kernel-review-results", None, 200  # fmt: skip
     yield "post", "/repos/{owner}/{repo}/actions/runs/{run_id}/cancel", f"{repo}/actions/runs/555/cancel", None, 202  # fmt: skip
 
 

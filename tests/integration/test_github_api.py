@@ -308,3 +308,31 @@ def test_an_issue_is_read_and_a_pull_request_is_an_issue_with_a_pull_request_key
     # find_issue skips pull requests, which GitHub lists among the issues
     fake.pulls[7]["body"] = "<!-- marker -->"
     assert client.find_issue("<!-- marker -->") is None
+
+
+def test_an_artifact_is_fetched_from_blob_storage_without_the_token_and_capped(fake):
+    # GitHub answers 302 to a signed URL on another host (which PyGithub will not follow), and
+    # 410 once the artifact expired; the fake's blob storage refuses a request with a token
+    import io
+    import zipfile
+
+    fake.add_workflow_run(31, event="issue_comment", status="completed", head_sha=HEAD)
+    kept = fake.add_artifact(31, "kernel-review-results", {"gate.json": b"{}" * 5000})
+    gone = fake.add_artifact(31, "kernel-review-results", {"gate.json": b"{}"}, expired=True)
+    client, _ = make_client(fake)
+    run = client.get_run(31)
+    assert (run.path, run.event, run.repository, run.head_sha) == (
+        ".github/workflows/kernel-review.yml", "issue_comment", "octo/kernels", HEAD,
+    )  # fmt: skip
+    listed = client.run_artifacts(31, "kernel-review-results")
+    assert [(a.id, a.expired) for a in listed] == [(kept, False), (gone, True)]
+    data = client.download_artifact(kept, max_bytes=1 << 20)
+    assert zipfile.ZipFile(io.BytesIO(data)).read("gate.json") == b"{}" * 5000
+    with pytest.raises(GitHubRequestError, match="larger than 100 bytes"):
+        client.download_artifact(kept, max_bytes=100)
+    with pytest.raises(GitHubRequestError) as expired:
+        client.download_artifact(gone, max_bytes=1 << 20)
+    assert expired.value.status == 410
+    with pytest.raises(GitHubRequestError) as missing:
+        client.get_run(32)
+    assert missing.value.status == 404
