@@ -273,19 +273,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "because the base kernel had no autotuner whose configs name them, so it reads as launch"
     ),
     # first-look batch9: wrong on first sight, scored after round eight's fixes
-    **{
-        ("HazyResearch-ThunderKittens-0b55588d2769", k): (
-            "negative control: testing_utils.cuh's initialize, beside its new bool branch, now "
-            "fills a std::vector<host_t> where host_t = std::conditional_t<std::is_same_v<T, "
-            "bool>, uint8_t, T> (T itself for every existing dtype); a changed host function is "
-            "read as changing every launch its callers reach, and the harness's launchers are "
-            "all named run, so both harness kernels read as launch"
-        )
-        for k in (
-            "global_wrapper_2d: not a changed kernel",
-            "invented kernels",
-        )
-    },
     ("HazyResearch-ThunderKittens-d716745fe700", "global_wrapper_2d: reported"): (
         "the harness kernel calls the changed device_func through its template parameter "
         "(Ker::template device_func); device_func's type, group_load_store, is defined in the "
@@ -346,17 +333,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
             "triton_cross_entropy_forward_from_labels_parallel_kernel: not a changed kernel",
             "unlabelled changes",
         )
-    },
-    **{
-        ("lucidrains-ring-attention-pytorch-ab57c271fa9c", k): (
-            "negative control: flash_attn_forward's einops patterns, which only rename axes, "
-            "now read the same; what is left is tree_attn_decode's shard_kv_seq default "
-            "(False to True), a test the k and v it hands flash_attn_forward are chosen under "
-            "(a chunk per rank or the whole); a changed default among the names a call's values "
-            "read is read as values handed otherwise, where the label counts the sharding as "
-            "plain torch around an unchanged launch"
-        )
-        for k in ("_fwd_kernel: not a changed kernel", "invented kernels")
     },
     **{
         ("lucidrains-triton-transformer-f9549023a764", k): (

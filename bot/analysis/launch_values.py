@@ -10,7 +10,11 @@ assigned in a loop or bound any other way stays opaque (``name__opaque<k>``), an
 grid, arguments and launch options so substituted, with the tests around it and the calls before
 it that may change an argument in place (``out.zero_()``, ``fill(out)``). Two launches with the
 same record launch the same values. A function whose record grows past a bound gets none (the
-launch is then compared as text, as before).
+launch is then compared as text, as before). The function's parameter defaults are part of each
+record (what a caller omitting them hands it); for calls through a name (``calls``) only those
+the call's values read, and not where a default only tests which of two values that are no
+literals is handed on (``k.chunk(n)[rank] if shard_kv_seq else k``: each path hands what it
+did, the default only picks the path, as a caller passing it does).
 """
 
 from __future__ import annotations
@@ -111,6 +115,34 @@ class _PlacedAtMaking(ast.NodeTransformer):
         )
 
 
+@functools.lru_cache(maxsize=4096)
+def _values_read(text: str) -> frozenset[str]:
+    """The names ``text`` reads as values: all but those read only by the test of a conditional
+    expression between two values that are no literals (``k_shard if shard_kv_seq else k``:
+    which of the function's own tensors is handed on, the same on each path; ``64 if fast
+    else 32`` is a value of its own, and ``fast`` counts)."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return frozenset(text.split())
+    out: set[str] = set()
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.IfExp) and not (_literal(node.body) or _literal(node.orelse)):
+            todo += [node.body, node.orelse]
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return frozenset(out)
+
+
+def _literal(expr: ast.expr) -> bool:
+    """Whether ``expr`` holds no name: a constant, or one computed from constants."""
+    return not any(isinstance(n, ast.Name) for n in walk(expr))
+
+
 def _names(target: ast.expr) -> list[str]:
     return [n.id for n in walk(target) if isinstance(n, ast.Name)]
 
@@ -138,7 +170,7 @@ class LaunchValues:
         pairs += [
             (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
         ]
-        self._defaults = [f"{renamed.get(a.arg, a.arg)}={ast.unparse(d)}" for a, d in pairs]
+        self._defaults = [(renamed.get(a.arg, a.arg), ast.unparse(d)) for a, d in pairs]
         try:
             self._block(func.body, dict(renamed), (), [])
         except (_TooBig, RecursionError):
@@ -314,7 +346,13 @@ class LaunchValues:
             kept = [f"{arg or '**'}={value}" for arg, value in given]
             reads = {n.id for n in walk(sub) if isinstance(n, ast.Name)}
             touched = sorted(e for e in effects if e.split(":", 1)[0] in reads)
-            rest = [*(f"if {t}" for t in tests), *touched, *self._defaults]
+            defaults = self._defaults
+            if self.calls:  # a default counts where the call's values read it
+                texts = [*args, *(v for _, v in given), *tests]
+                texts += [e.split(": ", 1)[-1] for e in touched]
+                read = set().union(*map(_values_read, texts))
+                defaults = [(n, d) for n, d in defaults if n in read]
+            rest = [*(f"if {t}" for t in tests), *touched, *(f"{n}={d}" for n, d in defaults)]
             self.records[id(sub)] = "\n".join([f"grid {grid}", *args, *kept, *rest])
             self.options[id(sub)] = {arg: value for arg, value in given if arg}
             untuned = [k for k in kept if not is_tuning_name(k.split("=", 1)[0])]
