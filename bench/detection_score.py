@@ -322,19 +322,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "counts the cap with the added autotune as tuning (the other three read tuning)"
     ),
     **{
-        ("ServiceNow-Fast-LLM-46ffbdd12696", k): (
-            "the from-labels kernels keep their num_warps formula and block size: the formula "
-            "moves into the labels branch (kwargs['num_warps'] set there) and the block-size cap "
-            "reads is_distribution, false on that path; a launch keyword moved into a branch "
-            "and a cap that differs only on another path read as changed launch values"
-        )
-        for k in (
-            "triton_cross_entropy_forward_backward_from_labels_kernel: not a changed kernel",
-            "triton_cross_entropy_forward_from_labels_parallel_kernel: not a changed kernel",
-            "unlabelled changes",
-        )
-    },
-    **{
         ("lucidrains-triton-transformer-f9549023a764", k): (
             "the module constants GAMMA_BETA_BLOCK_SIZE and GAMMA_BETA_ROW_BLOCK_SIZE (both 64) "
             "are renamed GAMMA_BLOCK_SIZE and GAMMA_ROW_BLOCK_SIZE with the same value; "
