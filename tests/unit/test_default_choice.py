@@ -23,9 +23,14 @@ import triton.language as tl
 
 
 @triton.jit
-def _fwd_kernel(Q, Out, seqlen_q, BLOCK_M: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    tl.store(Out + offs, tl.load(Q + offs, mask=offs < seqlen_q), mask=offs < seqlen_q)
+def _fwd_kernel(
+    Q,
+    Out,
+    seqlen_q,
+    BLOCK_M: tl.constexpr,
+):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    tl.store(Out + offs_m, tl.load(Q + offs_m, mask=offs_m < seqlen_q) * 2.0, mask=offs_m < seqlen_q)
 
 
 def flash_attn_forward(q, k, v, causal=False, block=128, head_first_dim=False):

@@ -84,24 +84,20 @@ def test_a_launch_keyword_set_on_its_dict_in_a_branch_is_the_same_keyword() -> N
     assert "from_labels_kernel" not in " ".join(_changes(MOVED))
 
 
-def test_a_cap_that_differs_only_on_another_path_changes_no_launch_on_this_one() -> None:
+def _capped(cap: str) -> str:
     head = BASE.replace(
         "    if block_size is None:\n", DISTRIBUTION + "    if block_size is None:\n"
     )
-    head = head.replace(
-        CAP, "min(triton.next_power_of_2(n_cols), 16384 if is_distribution else 32768)"
-    )
+    return head.replace(CAP, f"min(triton.next_power_of_2(n_cols), {cap})")
+
+
+def test_a_cap_that_differs_only_on_another_path_changes_no_launch_on_this_one() -> None:
+    head = _capped("16384 if is_distribution else 32768")
     assert _changes(head) == ["tuning from_distribution_kernel"]
 
 
 def test_a_cap_that_differs_on_the_launch_s_own_path_changes_it() -> None:
-    head = BASE.replace(
-        "    if block_size is None:\n", DISTRIBUTION + "    if block_size is None:\n"
-    )
-    head = head.replace(
-        CAP, "min(triton.next_power_of_2(n_cols), 32768 if is_distribution else 16384)"
-    )
-    assert _changes(head) == ["tuning from_labels_kernel"]
+    assert _changes(_capped("32768 if is_distribution else 16384")) == ["tuning from_labels_kernel"]
 
 
 def test_a_keyword_set_in_a_branch_to_another_value_changes_the_launch() -> None:
