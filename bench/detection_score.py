@@ -263,19 +263,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "because the base kernel had no autotuner whose configs name them, so it reads as launch"
     ),
     # first-look batch9: wrong on first sight, scored after round eight's fixes
-    **{
-        ("HazyResearch-ThunderKittens-0b55588d2769", k): (
-            "negative control: testing_utils.cuh's initialize, beside its new bool branch, now "
-            "fills a std::vector<host_t> where host_t = std::conditional_t<std::is_same_v<T, "
-            "bool>, uint8_t, T> (T itself for every existing dtype); a changed host function is "
-            "read as changing every launch its callers reach, and the harness's launchers are "
-            "all named run, so both harness kernels read as launch"
-        )
-        for k in (
-            "global_wrapper_2d: not a changed kernel",
-            "invented kernels",
-        )
-    },
     ("HazyResearch-ThunderKittens-d716745fe700", "global_wrapper_2d: reported"): (
         "the harness kernel calls the changed device_func through its template parameter "
         "(Ker::template device_func); device_func's type, group_load_store, is defined in the "
@@ -324,30 +311,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "wrapper changed with a launch-time tuning value reads as launch, where the label "
         "counts the cap with the added autotune as tuning (the other three read tuning)"
     ),
-    **{
-        ("ServiceNow-Fast-LLM-46ffbdd12696", k): (
-            "the from-labels kernels keep their num_warps formula and block size: the formula "
-            "moves into the labels branch (kwargs['num_warps'] set there) and the block-size cap "
-            "reads is_distribution, false on that path; a launch keyword moved into a branch "
-            "and a cap that differs only on another path read as changed launch values"
-        )
-        for k in (
-            "triton_cross_entropy_forward_backward_from_labels_kernel: not a changed kernel",
-            "triton_cross_entropy_forward_from_labels_parallel_kernel: not a changed kernel",
-            "unlabelled changes",
-        )
-    },
-    **{
-        ("lucidrains-ring-attention-pytorch-ab57c271fa9c", k): (
-            "negative control: flash_attn_forward's einops patterns, which only rename axes, "
-            "now read the same; what is left is tree_attn_decode's shard_kv_seq default "
-            "(False to True), a test the k and v it hands flash_attn_forward are chosen under "
-            "(a chunk per rank or the whole); a changed default among the names a call's values "
-            "read is read as values handed otherwise, where the label counts the sharding as "
-            "plain torch around an unchanged launch"
-        )
-        for k in ("_fwd_kernel: not a changed kernel", "invented kernels")
-    },
     **{
         ("lucidrains-triton-transformer-f9549023a764", k): (
             "the module constants GAMMA_BETA_BLOCK_SIZE and GAMMA_BETA_ROW_BLOCK_SIZE (both 64) "

@@ -8,9 +8,18 @@ once, top to bottom: an assignment binds its name to its value with the names kn
 substituted, an ``if`` binds each name it assigns on either side to ``a if test else b``, a name
 assigned in a loop or bound any other way stays opaque (``name__opaque<k>``), and a launch records its
 grid, arguments and launch options so substituted, with the tests around it and the calls before
-it that may change an argument in place (``out.zero_()``, ``fill(out)``). Two launches with the
-same record launch the same values. A function whose record grows past a bound gets none (the
-launch is then compared as text, as before).
+it that may change an argument in place (``out.zero_()``, ``fill(out)``). A launch's values are
+read on its own path: a key set on a dict written out (``kwargs["num_warps"] = w``) is that
+dict's key, a ``**kwargs`` of such a dict its keywords (in name order: they are passed by name),
+and what the tests around the launch decide is their answer there (``16384 if is_distribution
+else 32768`` is 32768 under ``if target_format == TargetFormat.labels`` where
+``is_distribution = target_format != TargetFormat.labels``). Two launches with the same record
+launch the same values. A function whose record grows past a bound gets none (the
+launch is then compared as text, as before). The function's parameter defaults are part of each
+record (what a caller omitting them hands it); for calls through a name (``calls``) only those
+the call's values read, and not where a default only tests which of two values that are no
+literals is handed on (``k.chunk(n)[rank] if shard_kv_seq else k``: each path hands what it
+did, the default only picks the path, as a caller passing it does).
 """
 
 from __future__ import annotations
@@ -111,6 +120,131 @@ class _PlacedAtMaking(ast.NodeTransformer):
         )
 
 
+@functools.lru_cache(maxsize=4096)
+def _values_read(text: str) -> frozenset[str]:
+    """The names ``text`` reads as values: all but those read only by the test of a conditional
+    expression between two values that are no literals (``k_shard if shard_kv_seq else k``:
+    which of the function's own tensors is handed on, the same on each path; ``64 if fast
+    else 32`` is a value of its own, and ``fast`` counts)."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return frozenset(text.split())
+    out: set[str] = set()
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.IfExp) and not (_literal(node.body) or _literal(node.orelse)):
+            todo += [node.body, node.orelse]
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return frozenset(out)
+
+
+def _literal(expr: ast.expr) -> bool:
+    """Whether ``expr`` holds no name: a constant, or one computed from constants."""
+    return not any(isinstance(n, ast.Name) for n in walk(expr))
+
+
+def _keyed(target: ast.expr, env: _Env, value: str) -> tuple[str, str] | None:
+    """``d["key"] = value`` where ``d`` holds a dict written out with string keys: ``(d, the
+    dict with that key set)``; else None."""
+    if not (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and isinstance(target.slice, ast.Constant)
+        and isinstance(target.slice.value, str)
+    ):
+        return None
+    held = _dict(env.get(target.value.id, ""))
+    if held is None:
+        return None
+    held[target.slice.value] = value
+    body = ", ".join(f"{k!r}: ({v})" for k, v in held.items())
+    return target.value.id, _norm("{" + body + "}")
+
+
+def _dict(text: str) -> dict[str, str] | None:
+    """A dict written out with string keys, as its keys and values' texts; else None."""
+    if not text.startswith("{"):
+        return None
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    if not isinstance(node, ast.Dict) or not all(
+        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys
+    ):
+        return None
+    return {k.value: ast.unparse(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[union-attr]
+
+
+def _keywords(given: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
+    """A call's keywords with each ``**d`` of a dict written out spread into its keys, in name
+    order: keywords are passed by name, so neither where a key is set nor the order says
+    anything of the values (``"num_warps": w`` in the dict or set on it in a branch)."""
+    out: list[tuple[str | None, str]] = []
+    for arg, value in given:
+        spread = _dict(value) if arg is None else None
+        out += list(spread.items()) if spread is not None else [(arg, value)]
+    named = sorted((a, v) for a, v in out if a is not None)
+    return [*named, *((a, v) for a, v in out if a is None)]
+
+
+_NEGATED = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+            ast.In: ast.NotIn, ast.NotIn: ast.In}  # fmt: skip
+
+
+def _facts(tests: tuple[str, ...]) -> dict[str, bool]:
+    """What the tests around a launch say holds there: each test true, and a comparison's
+    negation (``a != b`` under ``a == b``; ``t`` under ``not (t)``) false."""
+    out: dict[str, bool] = {}
+    for test in tests:
+        try:
+            node = ast.parse(test, mode="eval").body
+        except (SyntaxError, ValueError):
+            continue
+        holds = True
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            node, holds = node.operand, False
+        out[ast.unparse(node)] = holds
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _NEGATED:
+            flipped = ast.Compare(node.left, [_NEGATED[type(node.ops[0])]()], node.comparators)
+            out[ast.unparse(flipped)] = not holds
+    return out
+
+
+def _assume(text: str, facts: dict[str, bool]) -> str:
+    """``text`` read where ``facts`` hold: a test they decide is its answer, and a conditional
+    expression on it the branch taken (``16384 if is_distribution else 32768``, with
+    ``is_distribution = target_format != TargetFormat.labels``, is 32768 under ``if
+    target_format == TargetFormat.labels``): a value that differs only on another path."""
+    if not any(f in text for f in facts):
+        return text
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return text
+    return _norm(ast.unparse(_Assumed(facts).visit(tree)))
+
+
+class _Assumed(ast.NodeTransformer):
+    def __init__(self, facts: dict[str, bool]) -> None:
+        self.facts = facts
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and not isinstance(node, (ast.Name, ast.Constant)):
+            known = self.facts.get(ast.unparse(node))
+            if known is not None:
+                return ast.Constant(known)
+        node = super().visit(node)
+        if isinstance(node, ast.IfExp) and isinstance(node.test, ast.Constant):
+            return node.body if node.test.value else node.orelse
+        return node
+
+
 def _names(target: ast.expr) -> list[str]:
     return [n.id for n in walk(target) if isinstance(n, ast.Name)]
 
@@ -138,7 +272,7 @@ class LaunchValues:
         pairs += [
             (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
         ]
-        self._defaults = [f"{renamed.get(a.arg, a.arg)}={ast.unparse(d)}" for a, d in pairs]
+        self._defaults = [(renamed.get(a.arg, a.arg), ast.unparse(d)) for a, d in pairs]
         try:
             self._block(func.body, dict(renamed), (), [])
         except (_TooBig, RecursionError):
@@ -175,6 +309,8 @@ class LaunchValues:
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
                     env[target.id] = value
+                elif (keyed := _keyed(target, env, value)) is not None:
+                    env[keyed[0]] = keyed[1]  # ``kwargs["num_warps"] = w``: the dict, one key set
                 elif (
                     isinstance(target, (ast.Tuple, ast.List))
                     and isinstance(stmt.value, (ast.Tuple, ast.List))
@@ -309,12 +445,19 @@ class LaunchValues:
                 call = func.value
                 grid = ", ".join(f"{k.arg}={_subst(k.value, env)}" for k in sub.keywords)
                 options = call.keywords
-            args = [_subst(a, env) for a in call.args]
-            given = [(k.arg, _subst(k.value, env)) for k in options]
+            facts = _facts(tests)
+            args = [_assume(_subst(a, env), facts) for a in call.args]
+            given = _keywords([(k.arg, _assume(_subst(k.value, env), facts)) for k in options])
             kept = [f"{arg or '**'}={value}" for arg, value in given]
             reads = {n.id for n in walk(sub) if isinstance(n, ast.Name)}
             touched = sorted(e for e in effects if e.split(":", 1)[0] in reads)
-            rest = [*(f"if {t}" for t in tests), *touched, *self._defaults]
+            defaults = self._defaults
+            if self.calls:  # a default counts where the call's values read it
+                texts = [*args, *(v for _, v in given), *tests]
+                texts += [e.split(": ", 1)[-1] for e in touched]
+                read = set().union(*map(_values_read, texts))
+                defaults = [(n, d) for n, d in defaults if n in read]
+            rest = [*(f"if {t}" for t in tests), *touched, *(f"{n}={d}" for n, d in defaults)]
             self.records[id(sub)] = "\n".join([f"grid {grid}", *args, *kept, *rest])
             self.options[id(sub)] = {arg: value for arg, value in given if arg}
             untuned = [k for k in kept if not is_tuning_name(k.split("=", 1)[0])]

@@ -159,3 +159,68 @@ def test_a_new_branch_closed_by_the_next_one_s_line_changes_no_launch() -> None:
 def test_a_changed_existing_branch_changes_the_launch() -> None:
     utils = UTILS.replace("            i_ref[idx] = f;\n", "            i_ref[idx] = 2.0f * f;\n")
     assert changes_between(BASE, _with(utils)) == ["launch global_wrapper_2d"]
+
+
+# HazyResearch/ThunderKittens (MIT) at 0b55588d2769 ("Add bool dtype support", parent
+# d716745fe700, in tests/data/real_prs): initialize gains a bool branch after the double one, and
+# holds its host copy in ``host_t``, ``uint8_t`` for bool and ``T`` for every other type.
+DOUBLE = (
+    "        else if constexpr (std::is_same_v<T, double>) {\n"
+    "            i_t[idx] = f;\n"
+    "            i_ref[idx] = float(i_t[idx]);\n"
+    "        }\n"
+)
+BOOL = DOUBLE.replace("double", "bool").replace("i_t[idx] = f;", "i_t[idx] = f > 0.f;")
+HALF = "        else if constexpr (std::is_same_v<T, half>) {\n"
+UTILS_DOUBLE = UTILS.replace(HALF, DOUBLE + HALF)
+UTILS_PATH = "tests/testing_commons/testing_utils.cuh"
+HOST_T = (
+    "    using host_t = std::conditional_t<std::is_same_v<T, {0}>, uint8_t, T>;\n"
+    "    static_assert(sizeof(host_t) == sizeof(T));\n"
+    "    std::vector<host_t> i_t(input_size);\n"
+)
+
+
+def test_a_new_branch_shown_from_the_middle_of_the_one_above_changes_no_launch() -> None:
+    # git shows the bool branch from the middle of the double one, as in the pull request: the
+    # same text as the whole branch, slid down two lines
+    old, new = {**BASE, UTILS_PATH: UTILS_DOUBLE}, _with(UTILS_DOUBLE.replace(HALF, BOOL + HALF))
+    diff = "".join(file_diff(p, old[p], new[p]) for p in sorted(new) if old[p] != new[p])
+    tail = "             i_ref[idx] = float(i_t[idx]);\n         }\n"
+    shown = tail + "".join(f"+{x}\n" for x in BOOL.split("\n")[:-1])
+    slid = (
+        "+            i_ref[idx] = float(i_t[idx]);\n+        }\n"
+        + "".join(f"+{x}\n" for x in BOOL.split("\n")[:2])
+        + tail
+    )
+    assert shown in diff
+    analysis = analyze_diff(
+        diff.replace(shown, slid),
+        old_source=old.get,
+        new_source=new.get,
+        old_files=sorted(old),
+        thrifty=False,
+    )
+    assert [f"{c.kind} {c.name}" for c in analysis.changes] == []
+
+
+def test_a_type_alias_that_differs_for_the_new_type_only_changes_no_launch() -> None:
+    utils = UTILS.replace(HALF, BOOL + HALF).replace(
+        "    std::vector<T> i_t(input_size);\n", HOST_T.format("bool")
+    )
+    assert changes_between(BASE, _with(utils)) == []
+
+
+def test_a_type_alias_that_differs_for_an_existing_type_changes_the_launch() -> None:
+    utils = UTILS.replace(HALF, BOOL + HALF).replace(
+        "    std::vector<T> i_t(input_size);\n", HOST_T.format("half")
+    )
+    assert changes_between(BASE, _with(utils)) == ["launch global_wrapper_2d"]
+
+
+def test_a_static_assertion_changes_no_launch() -> None:
+    utils = UTILS.replace(
+        "    std::vector<T> i_t(input_size);\n",
+        "    static_assert(sizeof(T) <= 8);\n    std::vector<T> i_t(input_size);\n",
+    )
+    assert changes_between(BASE, _with(utils)) == []

@@ -20,8 +20,11 @@ level, read for the macros it invokes. Then, over the C++ files of the diff and 
 
 A kernel whose body text is unchanged but whose launch path changed is ``launch`` even when a
 header it uses changed too (the helper is still named). Host lines that only serve a new type (a
-whole new ``else if constexpr (std::is_same...)`` branch, a call of one more instance of a
-template called already) change no existing instance and are no root.
+whole new ``else if constexpr (std::is_same...)`` branch, wherever the diff places its run of
+lines, a call of one more instance of a template called already, a type alias that is ``T`` for
+every type but the new one and the lines that read as before with it written ``T``) change no
+existing instance and are no root; nor is a ``static_assert``, which decides whether the program
+compiles, not what it runs with.
 """
 
 from __future__ import annotations
@@ -235,6 +238,7 @@ def _roots(ctx: Context) -> _Roots:
         both = {"".join(t.split()) for _, t in added} & {"".join(t.split()) for _, t in removed}
         # what the new side defines counts as added only where the old side was read too
         old_read = bool(f.old_text) or f.patch.status == "added"
+        same = _SameLines()
         for new_side, text, changed in ((True, f.new_text, added), (False, f.old_text, removed)):
             changed = [(n, t) for n, t in changed if "".join(t.split()) not in both]  # re-indented
             if not text and f.patch.status == "added" and changed is not None:
@@ -244,7 +248,12 @@ def _roots(ctx: Context) -> _Roots:
                 continue
             scopes = _scopes(path, text)
             # in host code, what only adds a type's instance leaves the existing ones as they were
-            fresh = _new_type_code(text, {n for n, _ in changed}) if new_side else set()
+            if new_side:
+                fresh = _new_type_code(text, {n for n, _ in changed})
+                same = _same_for_old_types(text, f.old_text or "", fresh, changed, removed)
+                fresh |= same.added
+            else:
+                fresh = same.removed
             if old_read and (new_side or f.patch.status != "added"):
                 sides[new_side].update(s.name for s in scopes)
                 for s in scopes:
@@ -255,8 +264,8 @@ def _roots(ctx: Context) -> _Roots:
             lines = text.split("\n")
             for number, line in changed:
                 code = mask(line)[0].strip()
-                if not code:
-                    continue
+                if not code or _STATIC_ASSERT.match(code):
+                    continue  # a static assertion decides whether it compiles, no run-time value
                 scope = _innermost(scopes, number)
                 if number in fresh and scope is not None and scope.kind == "host":
                     continue
@@ -327,7 +336,9 @@ def _new_type_code(text: str, added: set[int]) -> set[int]:
     (std::is_same...)`` branch (ThunderKittens' ``initialize`` gains one per new dtype), and a
     call of a template whose other instances are called on unchanged lines (a test's new
     ``sweep_size_2d<group_load_store<bool>, ...>::run(results);``): no existing instance runs
-    otherwise."""
+    otherwise. A run of added lines is read where a diff may equally place it: git shows the
+    new branch from the middle of the one above (``i_ref[idx] = ...; }`` then ``else if
+    constexpr (...bool) { i_t[idx] = ...;``), the same text as the whole branch slid down."""
     lines = text.split("\n")
     code = [mask(x)[0].strip() for x in lines]
     out: set[int] = set()
@@ -337,10 +348,42 @@ def _new_type_code(text: str, added: set[int]) -> set[int]:
         if n not in added and (m := _INSTANCE_CALL.match(c))
     }
     for n in sorted(added):
-        c = code[n - 1] if n <= len(code) else ""
-        m = _INSTANCE_CALL.match(c)
+        m = _INSTANCE_CALL.match(code[n - 1] if n <= len(code) else "")
         if m is not None and m.group(1) in called:
             out.add(n)
+    out |= _type_branches(code, added)
+    slid = _slid_down(code, added)
+    if any(n != at for n, at in slid.items()):
+        branches = _type_branches(code, set(slid.values()))
+        out |= {n for n, at in slid.items() if at in branches}
+    return out
+
+
+def _slid_down(code: list[str], added: set[int]) -> dict[int, int]:
+    """Each added line's number once its run of added lines is slid down as far as the same
+    text allows (a run whose first line equals the line after it may equally end one lower)."""
+    out: dict[int, int] = {}
+    todo = sorted(added)
+    while todo:
+        first = last = todo.pop(0)
+        while todo and todo[0] == last + 1:
+            last = todo.pop(0)
+        k = 0
+        while (
+            last + k < len(code)
+            and last + k + 1 not in added
+            and code[first + k - 1] == code[last + k]
+        ):
+            k += 1
+        out.update({n: n + k for n in range(first, last + 1)})
+    return out
+
+
+def _type_branches(code: list[str], added: set[int]) -> set[int]:
+    """The lines of the whole ``else if constexpr (std::is_same...)`` branches ``added`` holds."""
+    out: set[int] = set()
+    for n in sorted(added):
+        c = code[n - 1] if n <= len(code) else ""
         if not _TYPE_BRANCH.match(c) or not c.endswith("{"):
             continue
         depth, at, branch = 1, n, [n]
@@ -356,6 +399,75 @@ def _new_type_code(text: str, added: set[int]) -> set[int]:
             branch.append(at)
         if depth <= 0 and all(x in added for x in branch):
             out.update(branch)
+    return out
+
+
+_STATIC_ASSERT = re.compile(r"^static_assert\s*\(.*\)\s*;$")
+_IS_SAME = re.compile(r"\bis_same(?:_v)?\s*<\s*([^<>,]+?)\s*,\s*([^<>,]+?)\s*>")
+_SELECTED_ALIAS = re.compile(
+    r"^using\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?std::conditional(?:_t)?\s*<\s*"
+    r"std::(is_same(?:_v)?\s*<[^<>]+>)(?:::value)?\s*,\s*([^<>,]+?)\s*,\s*([^<>,]+?)\s*>"
+    r"(?:::type)?\s*;$"
+)
+
+
+@dataclass
+class _SameLines:
+    added: set[int] = field(default_factory=set)  # line numbers of the new side
+    removed: set[int] = field(default_factory=set)  # of the old side
+
+
+def _same_for_old_types(
+    text: str,
+    old_text: str,
+    fresh: set[int],
+    added: list[tuple[int, str]],
+    removed: list[tuple[int, str]],
+) -> _SameLines:
+    """The changed lines that read the same for every type the old side served, where a new
+    type comes with its own branch (``fresh``): ``using host_t = std::conditional_t<
+    std::is_same_v<T, bool>, uint8_t, T>`` is ``T`` for every type but the new ``bool``, so
+    ``std::vector<host_t> i_t(n)`` replacing ``std::vector<T> i_t(n)`` (ThunderKittens'
+    ``initialize``) hands no existing instance anything else. The alias's line and each line
+    that reads as a removed one with the alias written as ``T`` count as the new type's only.
+    A new type: one a new branch tests that the old side tests nowhere."""
+    lines = text.split("\n")
+    tested = {t for m in _IS_SAME.finditer(mask(old_text)[0]) for t in m.groups()}
+    new_types = {
+        t
+        for n in fresh
+        if n <= len(lines)
+        for m in _IS_SAME.finditer(mask(lines[n - 1])[0])
+        for t in m.groups()
+    } - tested
+    out = _SameLines()
+    if not new_types:
+        return out
+    aliases: dict[str, str] = {}
+    for n, line in added:
+        m = _SELECTED_ALIAS.match(mask(line)[0].strip())
+        test = _IS_SAME.search(m.group(2)) if m else None
+        if m is None or test is None:
+            continue
+        a, b = test.groups()
+        kept = b if a in new_types else a if b in new_types else None
+        if kept is not None and m.group(4) == kept:  # the new type picks m.group(3)
+            aliases[m.group(1)] = kept
+            out.added.add(n)
+    if not aliases:
+        return out
+    gone: dict[str, list[int]] = {}
+    for n, line in removed:
+        gone.setdefault("".join(mask(line)[0].split()), []).append(n)
+    named = re.compile(r"\b(" + "|".join(map(re.escape, aliases)) + r")\b")
+    for n, line in added:
+        code = mask(line)[0]
+        if n in out.added or not named.search(code):
+            continue
+        read = "".join(named.sub(lambda m: aliases[m.group(1)], code).split())
+        if gone.get(read):
+            out.added.add(n)
+            out.removed.add(gone[read].pop(0))
     return out
 
 
