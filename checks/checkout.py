@@ -13,8 +13,8 @@ hash, the command, the interpreter and the distributions installed beside it); t
 of the same tree gets those files back instead of a rebuild. A worktree with local changes is
 always built. The cache outlives the run, so only a trusted run writes it
 (``checks.procs.sandbox.trusted_run``: not a pull request's measure job, whose build runs the
-pull request's code), with the SHA-256 digest of the entry beside it (``<key>.sha256``); an entry
-is restored only while it matches that digest. An untrusted run restores what matches and keeps
+pull request's code), with the entry's seal beside it (``<key>.sha256``: the SHA-256 of its files and a print of their
+metadata, ``checks.worker_env.write_seal``); an entry is restored only while it matches. An untrusted run restores what matches and keeps
 nothing; a trusted run replaces an entry that does not match.
 """
 
@@ -36,7 +36,7 @@ from bot.errors import GitError, KernelReviewError
 from bot.outputs import cache_root
 from checks.procs import launch
 from checks.procs.sandbox import trusted_run
-from checks.worker_env import scrubbed_env, tree_digest
+from checks.worker_env import scrubbed_env, seal_matches, write_seal
 
 MAX_CACHED_BYTES = 4 * 2**30
 LOG_TAIL = 2000
@@ -124,8 +124,8 @@ def _installed(python: str) -> list[str]:
     return sorted(p.name for p in prefix.glob("lib*/python*/site-packages/*.dist-info"))
 
 
-def _digest(entry: Path) -> str | None:
-    return tree_digest(entry, skip_dir=lambda name: False, max_bytes=MAX_CACHED_BYTES + 2**20)
+# an entry's files and its manifest
+_MAX_ENTRY_BYTES = MAX_CACHED_BYTES + 2**20
 
 
 def _untracked(root: Path) -> list[str]:
@@ -188,10 +188,6 @@ def _store(entry: Path, root: Path, files: list[str]) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / name, target)
     (partial / "manifest.json").write_text(json.dumps(sorted(sizes)))
-    digest = _digest(partial)
-    if digest is None:
-        shutil.rmtree(partial, ignore_errors=True)
-        return
     digest_file = _digest_file(entry)
     if entry.exists() or digest_file.exists():  # one that did not match its digest
         shutil.rmtree(entry, ignore_errors=True)
@@ -201,9 +197,8 @@ def _store(entry: Path, root: Path, files: list[str]) -> None:
     except OSError:  # another process stored the same tree first
         shutil.rmtree(partial, ignore_errors=True)
         return
-    tmp = digest_file.with_name(digest_file.name + f".{os.getpid()}")
-    tmp.write_text(digest + "\n")
-    tmp.replace(digest_file)
+    if not write_seal(entry, digest_file, max_bytes=_MAX_ENTRY_BYTES):
+        shutil.rmtree(entry, ignore_errors=True)
 
 
 def _digest_file(entry: Path) -> Path:
@@ -226,11 +221,7 @@ def _restore(entry: Path, root: Path) -> tuple[bool, str]:
         raise _bad_manifest(entry, f"its manifest is a {type(names).__name__}, not a list")
     files = entry / "files"
     pairs = [(_inside(files, name, entry), _inside(root, name, entry)) for name in names]
-    try:
-        recorded = _digest_file(entry).read_text().strip()
-    except OSError:
-        recorded = ""
-    if not recorded or _digest(entry) != recorded:
+    if not seal_matches(entry, _digest_file(entry), max_bytes=_MAX_ENTRY_BYTES):
         return False, mismatch
     for source, target in pairs:
         target.parent.mkdir(parents=True, exist_ok=True)

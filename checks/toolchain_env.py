@@ -51,7 +51,7 @@ from bot.toolchain.pins import Pin, canonical, file_kind, pins, read_pin_file
 from bot.toolchain.requirements import installable, satisfied
 from bot.toolchain.requirements import parse as parse_requirement
 from checks.procs.sandbox import trusted_run
-from checks.worker_env import SECRET_RE, scrubbed_env, tree_digest
+from checks.worker_env import SECRET_RE, scrubbed_env, seal_matches, write_seal
 
 # What a side's environment installs when its pins ask for another version.
 INSTALLED = ("triton", "torch", "pytorch-triton", "pytorch-triton-rocm")
@@ -232,27 +232,20 @@ def env_key(resolved: Iterable[str], index_urls: Iterable[str] = ()) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _digest(folder: Path) -> str | None:
-    return tree_digest(folder, skip_dir=lambda name: False, max_bytes=MAX_ENV_BYTES)
-
-
 def cached_environment(
     cache_dir: Path, key: str, build: Callable[[Path], None], *, trusted: bool | None = None
 ) -> tuple[Path, str]:
     """The folder ``build`` makes for ``key``, kept in ``cache_dir`` between runs, and a note
     ('' when the kept one was used or written). A kept folder is used only when its files match
-    the digest written beside it (``<key>.sha256``) when it was made. A trusted run replaces a
+    the seal written beside it (``<key>.sha256``, ``checks.worker_env.seal_matches``) when it
+    was made. A trusted run replaces a
     folder that does not match and keeps what it builds; any other run leaves the cache as it
     is and builds into a throw-away folder, removed when this process ends."""
     trusted = trusted_run() if trusted is None else trusted
     kept, digest_file = cache_dir / key, cache_dir / f"{key}.sha256"
     note = ""
     if kept.exists() or digest_file.exists():
-        try:
-            recorded = digest_file.read_text().strip()
-        except OSError:
-            recorded = ""
-        if recorded and kept.is_dir() and _digest(kept) == recorded:
+        if seal_matches(kept, digest_file, max_bytes=MAX_ENV_BYTES):
             return kept, ""
         note = f"the kept environment {kept} did not match its digest"
         if not trusted:
@@ -275,11 +268,7 @@ def cached_environment(
     except OSError:  # another job made the same environment first: its digest says
         shutil.rmtree(partial, ignore_errors=True)
         return cached_environment(cache_dir, key, build, trusted=False)
-    digest = _digest(kept)
-    if digest is not None:
-        tmp = digest_file.with_name(digest_file.name + f".{os.getpid()}")
-        tmp.write_text(digest + "\n")
-        tmp.replace(digest_file)
+    write_seal(kept, digest_file, max_bytes=MAX_ENV_BYTES)
     return kept, note
 
 

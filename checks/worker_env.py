@@ -210,6 +210,65 @@ def tree_digest(
     return h.hexdigest()
 
 
+def stat_print(root: Path, *, max_files: int = MAX_TREE_FILES) -> str | None:
+    """SHA-256 over the relative path and ``lstat`` of every file under ``root`` (links not
+    followed; no folder skipped): its device, inode, mode, size, modification time and change
+    time. A process without root cannot set a file's change time back: a write, a rename, a
+    ``chmod`` or a new file in its place moves it, and ``os.utime`` restores only the
+    modification time. None past ``max_files``."""
+    h = hashlib.sha256()
+    files = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            files += 1
+            if files > max_files:
+                return None
+            path = os.path.join(dirpath, name)
+            try:
+                s = os.lstat(path)
+            except OSError:
+                return None
+            h.update(os.path.relpath(path, root).encode("utf-8", "surrogateescape") + b"\0")
+            h.update(
+                f"{s.st_dev} {s.st_ino} {s.st_mode} {s.st_size} "
+                f"{s.st_mtime_ns} {s.st_ctime_ns}\0".encode()
+            )
+    return h.hexdigest()
+
+
+def write_seal(folder: Path, seal: Path, *, max_bytes: int) -> bool:
+    """Write ``seal``: the SHA-256 of ``folder``'s files (``tree_digest``, no folder skipped)
+    and the print of their metadata (``stat_print``), through a temporary file. False, and
+    nothing written, when the folder is past the caps."""
+    digest = tree_digest(folder, skip_dir=lambda name: False, max_bytes=max_bytes)
+    if digest is None:
+        return False
+    printed = stat_print(folder) or ""
+    tmp = seal.with_name(seal.name + f".{os.getpid()}")
+    tmp.write_text(f"{digest}\n{printed}\n")
+    tmp.replace(seal)
+    return True
+
+
+def seal_matches(folder: Path, seal: Path, *, max_bytes: int) -> bool:
+    """Whether ``folder``'s files are those ``write_seal`` sealed: when no file's metadata
+    moved since (``stat_print``), without reading them; otherwise by their contents
+    (``tree_digest``), as a copy of the folder or a seal written before the print was kept
+    are read. False when ``seal`` is missing or empty."""
+    try:
+        lines = seal.read_text().split("\n")
+    except OSError:
+        return False
+    recorded = lines[0].strip()
+    printed = lines[1].strip() if len(lines) > 1 else ""
+    if not recorded or not folder.is_dir():
+        return False
+    if printed and stat_print(folder) == printed:
+        return True
+    return tree_digest(folder, skip_dir=lambda name: False, max_bytes=max_bytes) == recorded
+
+
 def _hash_entry(h: Any, path: str, budget: int) -> int:
     """Hash one directory entry without following it; returns the byte budget left (< 0: over)."""
     info = os.lstat(path)
