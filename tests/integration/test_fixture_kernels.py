@@ -14,19 +14,17 @@ and type errors, not AMD code generation.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import sysconfig
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.interpreted import Interpreter
 from tests.paths import ROOT
 
 CSRC = ROOT / "kernels_fixture" / "toyops" / "csrc"
@@ -44,82 +42,11 @@ TORCH_NVCC_FLAGS = (
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
 
-# Each snippet runs in a child forked from one interpreter process per module that imported
-# torch and Triton under TRITON_INTERPRET=1 and patched the interpreter, and nothing else: the
-# child starts as ``python -c`` with that prelude would, less the 2 CPU-s of importing them again.
-_FORK_SERVER = r"""
-import json, os, signal, sys, traceback
-import kernels_fixture.interpreter_compat as _compat
-_compat.apply()
-import torch, triton  # what every snippet imports; no tensor made here, so no thread started
-for line in sys.stdin:
-    request = json.loads(line)
-    pid = os.fork()
-    if pid == 0:
-        for fd, name in ((1, "stdout"), (2, "stderr")):
-            os.dup2(os.open(request[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
-        signal.alarm(request["timeout"])  # its default action ends the child, past the limit
-        try:
-            exec(compile(request["code"], "<snippet>", "exec"), {"__name__": "__main__"})
-            code = 0
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
-"""
-
-
-class Interpreter:
-    """``run(code)``: ``code`` run under the Triton interpreter in a fresh child; its stdout, or
-    a failure with its output and exit status."""
-
-    def __init__(self, tmp: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "TOYOPS_SOFTMAX_IMPL"}
-        env.update(TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
-        self.tmp, self.runs = tmp, 0
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _FORK_SERVER],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-
-    def run(self, code: str, *, timeout: int = 180) -> str:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.runs += 1
-        out, err = self.tmp / f"{self.runs}.out", self.tmp / f"{self.runs}.err"
-        request = {"code": textwrap.dedent(code), "stdout": str(out), "stderr": str(err)}
-        self.proc.stdin.write(json.dumps({**request, "timeout": timeout}) + "\n")
-        self.proc.stdin.flush()
-        status = self.proc.stdout.readline().strip()
-        assert status, f"the interpreter process ended (exit {self.proc.wait()})"
-        stdout, stderr = out.read_text(), err.read_text()
-        assert status == "0", f"exit {status}\nstdout:\n{stdout}\nstderr:\n{stderr}"
-        return stdout
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
-
-
-@pytest.fixture(scope="module")
-def interpreter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Interpreter]:
-    server = Interpreter(tmp_path_factory.mktemp("interpreted"))
-    yield server
-    server.close()
-
-
 # --- Triton, interpreted -------------------------------------------------------------------------
 
 
 def test_triton_vector_add_matches_torch_on_ragged_lengths(interpreter: Interpreter) -> None:
-    out = interpreter.run(
+    out = interpreter.output(
         """
         import torch
         from kernels_fixture.toyops.vector_add import BLOCK_SIZE, vector_add
@@ -148,7 +75,7 @@ def test_triton_vector_add_matches_torch_on_ragged_lengths(interpreter: Interpre
 
 
 def test_triton_softmax_matches_torch_on_ragged_shapes(interpreter: Interpreter) -> None:
-    out = interpreter.run(
+    out = interpreter.output(
         """
         import torch
         from kernels_fixture.toyops.softmax import softmax
@@ -183,7 +110,7 @@ def test_triton_softmax_matches_torch_on_ragged_shapes(interpreter: Interpreter)
 
 @pytest.mark.slow
 def test_triton_softmax_tutorial_shape_1823x781(interpreter: Interpreter) -> None:
-    out = interpreter.run(
+    out = interpreter.output(
         """
         import importlib
         softmax_module = importlib.import_module("kernels_fixture.toyops.softmax")
@@ -194,7 +121,7 @@ def test_triton_softmax_tutorial_shape_1823x781(interpreter: Interpreter) -> Non
 
 
 def test_triton_matmul_every_autotune_config_on_ragged_shapes(interpreter: Interpreter) -> None:
-    out = interpreter.run(
+    out = interpreter.output(
         """
         import torch
         from kernels_fixture.toyops.matmul import autotune_configs, matmul
@@ -237,7 +164,7 @@ def test_triton_matmul_every_autotune_config_on_ragged_shapes(interpreter: Inter
 
 
 def test_amd_configs_differ_from_nvidia_and_use_matrix_cores(interpreter: Interpreter) -> None:
-    out = interpreter.run(
+    out = interpreter.output(
         """
         from kernels_fixture.toyops.matmul import autotune_configs
         nv = autotune_configs("cuda")
@@ -254,7 +181,7 @@ def test_amd_configs_differ_from_nvidia_and_use_matrix_cores(interpreter: Interp
 
 
 def test_bench_entries_follow_the_contract_on_cpu(interpreter: Interpreter) -> None:
-    out = interpreter.run(
+    out = interpreter.output(
         """
         import math
         import torch
