@@ -36,6 +36,22 @@ def _share_module_fixtures(items: list[pytest.Item]) -> None:
                 break
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection() -> Iterator[None]:
+    """The test modules, their asserts rewritten, are kept as bytecode (``__pycache__``, as
+    pytest does by default) even where PYTHONDONTWRITEBYTECODE is set (the shared 2-core machine
+    sets it): rewriting all of them again is 6 of the 10 CPU-s each pytest process spends
+    collecting (each xdist worker, and the GPU stages' pytest that test_device_session runs).
+    Only while collecting: what the tests import and run afterwards is written as the
+    environment says."""
+    before = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = before
+
+
 # before pytest-xdist's own hook, which reads the groups into the tests' ids (it ran first, and
 # each worker built a module's shared set-up again: the local loop's sweep three times)
 @pytest.hookimpl(tryfirst=True)

@@ -20,11 +20,11 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.interpreted import Interpreter
 from tests.paths import ROOT
 
 CSRC = ROOT / "kernels_fixture" / "toyops" / "csrc"
@@ -42,28 +42,11 @@ TORCH_NVCC_FLAGS = (
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
 
-def run_interpreted(code: str, *, timeout: float = 180) -> str:
-    """Run ``code`` in a fresh Python with the Triton interpreter; fail with its output."""
-    env = {k: v for k, v in os.environ.items() if k != "TOYOPS_SOFTMAX_IMPL"}
-    env.update(TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
-    prelude = "import kernels_fixture.interpreter_compat as _compat\n_compat.apply()\n"
-    proc = subprocess.run(
-        [sys.executable, "-c", prelude + textwrap.dedent(code)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    return proc.stdout
-
-
 # --- Triton, interpreted -------------------------------------------------------------------------
 
 
-def test_triton_vector_add_matches_torch_on_ragged_lengths() -> None:
-    out = run_interpreted(
+def test_triton_vector_add_matches_torch_on_ragged_lengths(interpreter: Interpreter) -> None:
+    out = interpreter.output(
         """
         import torch
         from kernels_fixture.toyops.vector_add import BLOCK_SIZE, vector_add
@@ -91,8 +74,8 @@ def test_triton_vector_add_matches_torch_on_ragged_lengths() -> None:
     assert "checked 12" in out
 
 
-def test_triton_softmax_matches_torch_on_ragged_shapes() -> None:
-    out = run_interpreted(
+def test_triton_softmax_matches_torch_on_ragged_shapes(interpreter: Interpreter) -> None:
+    out = interpreter.output(
         """
         import torch
         from kernels_fixture.toyops.softmax import softmax
@@ -126,8 +109,8 @@ def test_triton_softmax_matches_torch_on_ragged_shapes() -> None:
 
 
 @pytest.mark.slow
-def test_triton_softmax_tutorial_shape_1823x781() -> None:
-    out = run_interpreted(
+def test_triton_softmax_tutorial_shape_1823x781(interpreter: Interpreter) -> None:
+    out = interpreter.output(
         """
         import importlib
         softmax_module = importlib.import_module("kernels_fixture.toyops.softmax")
@@ -137,8 +120,8 @@ def test_triton_softmax_tutorial_shape_1823x781() -> None:
     assert "matches torch on 1823x781" in out
 
 
-def test_triton_matmul_every_autotune_config_on_ragged_shapes() -> None:
-    out = run_interpreted(
+def test_triton_matmul_every_autotune_config_on_ragged_shapes(interpreter: Interpreter) -> None:
+    out = interpreter.output(
         """
         import torch
         from kernels_fixture.toyops.matmul import autotune_configs, matmul
@@ -180,8 +163,8 @@ def test_triton_matmul_every_autotune_config_on_ragged_shapes() -> None:
     assert f"checked {n_cuda + n_hip + 6}" in out
 
 
-def test_amd_configs_differ_from_nvidia_and_use_matrix_cores() -> None:
-    out = run_interpreted(
+def test_amd_configs_differ_from_nvidia_and_use_matrix_cores(interpreter: Interpreter) -> None:
+    out = interpreter.output(
         """
         from kernels_fixture.toyops.matmul import autotune_configs
         nv = autotune_configs("cuda")
@@ -197,8 +180,8 @@ def test_amd_configs_differ_from_nvidia_and_use_matrix_cores() -> None:
     assert out.strip().endswith("ok")
 
 
-def test_bench_entries_follow_the_contract_on_cpu() -> None:
-    out = run_interpreted(
+def test_bench_entries_follow_the_contract_on_cpu(interpreter: Interpreter) -> None:
+    out = interpreter.output(
         """
         import math
         import torch

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from bot.errors import FixtureError
 from bot.gitutil import add_worktree, git, list_files, rev_parse, show_file
 from kernels_fixture import build_repo
 from kernels_fixture.build_repo import CHANGED_FILES, KERNELS, FixtureRepo, build_fixture_repo
+from tests.interpreted import Interpreter, Ran
 from tests.paths import ROOT
 
 try:
@@ -47,19 +46,10 @@ def worktrees(
     }
 
 
-def run_in(worktree: Path, code: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` with the worktree's ``toyops`` importable, as the bot's workers would."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TOYOPS_SOFTMAX_IMPL", "PYTHONPATH")}
-    env.update(PYTHONPATH=os.pathsep.join([str(worktree), str(ROOT)]), **env_extra)
-    prelude = "import kernels_fixture.interpreter_compat as _compat\n_compat.apply()\n"
-    return subprocess.run(
-        [sys.executable, "-c", prelude + textwrap.dedent(code)],
-        cwd=worktree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+def run_in(interpreter: Interpreter, worktree: Path, code: str, **env: str) -> Ran:
+    """Run ``code`` under the Triton interpreter with the worktree's ``toyops`` importable, as the
+    bot's workers would."""
+    return interpreter.run(code, cwd=worktree, path=(worktree,), **env)
 
 
 # --- the two commits -----------------------------------------------------------------------------
@@ -263,8 +253,11 @@ def test_bench_entry_points_exist_with_the_same_names_on_both_sides(
 # --- importing each side, as the workers do ------------------------------------------------------
 
 
-def test_head_entries_run_triton_on_the_cpu(worktrees: dict[str, Path]) -> None:
+def test_head_entries_run_triton_on_the_cpu(
+    worktrees: dict[str, Path], interpreter: Interpreter
+) -> None:
     proc = run_in(
+        interpreter,
         worktrees["head"],
         """
         from pathlib import Path
@@ -278,14 +271,16 @@ def test_head_entries_run_triton_on_the_cpu(worktrees: dict[str, Path]) -> None:
             torch.testing.assert_close(case["fn"](), case["reference"](), atol=case["atol"], rtol=case["rtol"])
             print(name, "ok")
         """,
-        TRITON_INTERPRET="1",
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["vector_add", "ok", "softmax", "ok", "matmul", "ok"]
 
 
-def test_base_entries_call_the_cxx_kernels(worktrees: dict[str, Path]) -> None:
+def test_base_entries_call_the_cxx_kernels(
+    worktrees: dict[str, Path], interpreter: Interpreter
+) -> None:
     proc = run_in(
+        interpreter,
         worktrees["base"],
         """
         import torch
@@ -301,7 +296,6 @@ def test_base_entries_call_the_cxx_kernels(worktrees: dict[str, Path]) -> None:
         torch.testing.assert_close(case["fn"](), case["reference"](), atol=case["atol"], rtol=case["rtol"])
         print("matmul ok")
         """,
-        TRITON_INTERPRET="1",
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
@@ -311,7 +305,9 @@ def test_base_entries_call_the_cxx_kernels(worktrees: dict[str, Path]) -> None:
     ]
 
 
-def test_head_softmax_flag_selects_the_cxx_kernel(worktrees: dict[str, Path]) -> None:
+def test_head_softmax_flag_selects_the_cxx_kernel(
+    worktrees: dict[str, Path], interpreter: Interpreter
+) -> None:
     code = """
         import toyops.bench as bench
         try:
@@ -321,8 +317,8 @@ def test_head_softmax_flag_selects_the_cxx_kernel(worktrees: dict[str, Path]) ->
             print("cxx" if "hand-written softmax" in str(exc) else exc)
         """
     # Unset, the Triton kernel runs (test_head_entries_run_triton_on_the_cpu).
-    flagged = run_in(worktrees["head"], code, TRITON_INTERPRET="1", TOYOPS_SOFTMAX_IMPL="cuda")
+    flagged = run_in(interpreter, worktrees["head"], code, TOYOPS_SOFTMAX_IMPL="cuda")
     assert flagged.stdout.strip() == "cxx", flagged.stderr
-    wrong = run_in(worktrees["head"], code, TRITON_INTERPRET="1", TOYOPS_SOFTMAX_IMPL="rocm")
+    wrong = run_in(interpreter, worktrees["head"], code, TOYOPS_SOFTMAX_IMPL="rocm")
     assert wrong.returncode != 0
     assert "TOYOPS_SOFTMAX_IMPL must be 'triton' or 'cuda'" in wrong.stderr
