@@ -98,6 +98,7 @@ def analyze_diff(
     from bot.analysis.reach.loader_calls import loader_launches
     from bot.analysis.reach.predicates import predicate_gates
     from bot.analysis.tuning.decorator_reads import decorator_reads
+    from bot.analysis.tuning.dsl_classes import class_tuning
     from bot.analysis.tuning.tuning_helpers import tuning_helpers
 
     skipped = list(parsed.skipped)
@@ -151,6 +152,7 @@ def analyze_diff(
     changes = loose_configs(ctx, changes)
     changes = moved_kernels(changes, ctx)
     changes = tuning_helpers(changes, ctx)
+    changes = class_tuning(changes, ctx)
     changes = fold_helpers(changes, ctx)
     changes = host_changes(changes, ctx)
     changes = loader_launches(changes, ctx)
