@@ -37,10 +37,12 @@ def _values(cls: ast.ClassDef, kernels: set[str]) -> dict[str, str]:
             out[f"{where}()"] = ast.dump(fn)
         if fn.name == "__init__":
             args = fn.args.posonlyargs + fn.args.args
-            for arg, default in zip(args[len(args) - len(fn.args.defaults) :], fn.args.defaults):
+            for arg, default in zip(
+                args[len(args) - len(fn.args.defaults) :], fn.args.defaults, strict=True
+            ):
                 if _TUNING_WORD.search(arg.arg):
                     out[f"{where}({arg.arg}=)"] = ast.unparse(default)
-            for arg, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults):
+            for arg, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
                 if kw_default is not None and _TUNING_WORD.search(arg.arg):
                     out[f"{where}({arg.arg}=)"] = ast.unparse(kw_default)
         count: dict[str, int] = {}
