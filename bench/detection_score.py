@@ -347,13 +347,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "with 7, now 11, before a RuntimeError), not a requirement string; pins are read from "
         "requirement specifiers only"
     ),
-    ("SandAI-org-MagiAttention-d88f694b677c", "FlashAttnFwdSm90: reported"): (
-        "class 2: the kernel is a CUTLASS-style class (its operator() is the device code) "
-        "launched through cutlass::device_kernel<AttnKernel> from run_flash_fwd and "
-        "instantiated from a jinja template by the JIT build; kernels are found as __global__ "
-        "functions, so the changed class, its mainloop and tile scheduler headers yield no "
-        "kernel at all"
-    ),
     ("Snowflake-AI-Research-fastkernels-9215f155a574", "_fused_moe_kernel: reported"): (
         "class 3: the configs come from MOE_TRITON_CONFIGS, a module-level dict keyed by (E, N, "
         "device name, dtype, block shape) and read at run time by the config lookup whose "

@@ -44,6 +44,7 @@ from bot.analysis.model import (
 from bot.analysis.reach.branches import VENDOR
 from bot.analysis.same_code import same_cpp_program
 from bot.analysis.scan import scan_lines, scan_read, scan_source
+from bot.analysis.scan.kernel_classes import add_class_kernels, defines_device_call
 from bot.analysis.text import source_kind
 from bot.toolchain.detect import diff_toolchain, file_kind
 
@@ -58,7 +59,8 @@ _MARKERS = {
     ),
     "cpp": re.compile(
         r"__global__|__device__|__shared__|<<<|LaunchKernel|PYBIND11|TORCH_LIBRARY|\.def\(|\.impl\(|"
-        r"(?i:block|tile|warps|stages|threads)"
+        r"(?i:block|tile|warps|stages|threads)|"
+        r"\boperator\s*\(\s*\)|\b(?:CUTLASS|CUTE)_DEVICE\b|\bdevice_kernel\b|\bkernel_launch\b"
     ),
 }
 
@@ -96,6 +98,7 @@ def analyze_diff(
     from bot.analysis.reach.loader_calls import loader_launches
     from bot.analysis.reach.predicates import predicate_gates
     from bot.analysis.tuning.decorator_reads import decorator_reads
+    from bot.analysis.tuning.dsl_classes import class_tuning
     from bot.analysis.tuning.tuning_helpers import tuning_helpers
 
     skipped = list(parsed.skipped)
@@ -143,11 +146,13 @@ def analyze_diff(
             ctx.texts_old[f.patch.old_path] = f.old_text
         if f.new_text is not None and f.patch.new_path:
             ctx.texts_new[f.patch.new_path] = f.new_text
+    ctx.kernel_classes = add_class_kernels(ctx.files, _class_launchers(ctx))
     changes = _compare_files(ctx)
     changes += compare_launches(ctx, changes)
     changes = loose_configs(ctx, changes)
     changes = moved_kernels(changes, ctx)
     changes = tuning_helpers(changes, ctx)
+    changes = class_tuning(changes, ctx)
     changes = fold_helpers(changes, ctx)
     changes = host_changes(changes, ctx)
     changes = loader_launches(changes, ctx)
@@ -207,6 +212,31 @@ def analyze_diff(
 
 
 # ------------------------------------------------------------------------------ reading
+
+_MAX_LAUNCHERS = 40
+
+
+def _class_launchers(ctx: Context) -> list[str]:
+    """The C++ files beside a file of the diff that defines a device ``operator()`` (up to
+    ``_MAX_LAUNCHERS``, at head): where a class kernel whose launcher the diff leaves untouched
+    is launched."""
+    if ctx.new_source is None or not ctx.old_files:
+        return []
+    folders = {
+        posixpath.dirname(f.patch.path)
+        for f in ctx.files
+        if source_kind(f.patch.path) == "cpp" and f.new_text and defines_device_call(f.new_text)
+    }
+    if not folders:
+        return []
+    wanted = [
+        p
+        for p in ctx.old_files
+        if source_kind(p) == "cpp" and posixpath.dirname(p) in folders and p not in ctx.diff_paths
+    ][:_MAX_LAUNCHERS]
+    texts = (ctx.new_source(p) for p in wanted)
+    return [t for t in texts if t and len(t) <= MAX_SOURCE_CHARS]
+
 
 _TEXT_ONLY = (
     "C++ text changed, not the program: the same tokens under each configuration of the "

@@ -249,6 +249,8 @@ class Context:
     new_whole: SourceFn | None = None
     # the choices between a compiled op and Python kernels (``reach.choices``), found once
     side_by_side: list[Any] | None = None
+    # the names launches of a generic kernel template stand for (``scan.kernel_classes``)
+    kernel_classes: set[str] = field(default_factory=set)
 
     def old_launches(self) -> list[LaunchSite]:
         return [x for f in self.files if f.old for x in f.old.launches] + [

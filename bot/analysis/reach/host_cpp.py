@@ -46,6 +46,7 @@ from bot.analysis.model import (
 from bot.analysis.reach.pickers import picked_kernels
 from bot.analysis.scan import scan_source
 from bot.analysis.scan.cpp import _IDENT, _function_header, _Text, mask
+from bot.analysis.scan.kernel_classes import class_kernels
 from bot.analysis.text import source_kind
 
 _TYPE_HEADER = re.compile(r"\b(?:struct|class|union)\s+([A-Za-z_]\w*)[^;{}()]*$")
@@ -641,7 +642,7 @@ def host_changes(changes: list[KernelChange], ctx: Context) -> list[KernelChange
         for inc in _INCLUDE.findall(pool.texts.get(path, "") or _added_text(ctx, path)):
             included.add(posixpath.normpath(posixpath.join(posixpath.dirname(path), inc)))
     out = list(changes)
-    kernels = _kernel_defs(pool)
+    kernels = _kernel_defs(pool, ctx.kernel_classes)
     for path, k in kernels:
         scope = next(
             (s for s in pool.scopes[path] if s.kind == "kernel" and s.name == k.name), None
@@ -787,11 +788,13 @@ def _added_text(ctx: Context, path: str) -> str:
     return ""
 
 
-def _kernel_defs(pool: _Pool) -> list[tuple[str, KernelDef]]:
+def _kernel_defs(pool: _Pool, classes: set[str]) -> list[tuple[str, KernelDef]]:
+    """The kernels of the files read: ``__global__`` functions, and the classes launched
+    through a generic kernel template (``classes``, ``scan.kernel_classes``)."""
     out = []
     for path, text in pool.texts.items():
-        if "__global__" not in text:
-            continue
-        for k in scan_source(path, text).kernels:
-            out.append((path, k))
+        if "__global__" in text:
+            out += [(path, k) for k in scan_source(path, text).kernels]
+        if classes:
+            out += [(path, k) for k in class_kernels(path, text, classes)]
     return out
