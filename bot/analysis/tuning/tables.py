@@ -38,14 +38,14 @@ def _bindings(tree: ast.Module) -> dict[str, list[ast.AST]]:
 
 
 def changed_tables(old: ast.Module, new: ast.Module, code: Code) -> set[str]:
-    """Module-level names (no function, class or import) whose module-level bindings differ
-    between ``old`` and ``new`` (a loader that fills a name at run time is a changed function
-    of its own, followed by ``fed_parameters``)."""
+    """Module-level names (no function, class or import; no ``__all__``, ``__version__``)
+    whose module-level bindings differ between ``old`` and ``new`` (a loader that fills a name
+    at run time is a changed function of its own, followed by ``fed_parameters``)."""
     before, after = _bindings(old), _bindings(new)
     return {
         name
         for name, stmts in after.items()
-        if name in before and code(stmts) != code(before[name])
+        if name in before and not name.startswith("__") and code(stmts) != code(before[name])
     }
 
 
