@@ -205,3 +205,36 @@ def test_a_changed_loader_of_a_table_tunes_the_launch_handed_its_values():
     [change] = analysis.changes
     assert (change.kind, change.name) == ("tuning", "_fwd_kernel_aligned")
     assert "_attention_aligned" in change.notes[0]
+
+
+# A device-keyed table read at the launch itself, written for the test.
+TABLE_PATH = "ops/rmsnorm.py"
+TABLE = """\
+import torch
+import triton
+import triton.language as tl
+
+_CONFIGS = {
+    "NVIDIA A100-SXM4-80GB": (1024, 4),
+    "NVIDIA H100 80GB HBM3": (2048, 8),
+}
+
+
+@triton.jit
+def _rmsnorm_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    off = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + off, tl.load(x_ptr + off, mask=off < n), mask=off < n)
+
+
+def rmsnorm(x):
+    block, warps = _CONFIGS.get(torch.cuda.get_device_name(), (512, 4))
+    _rmsnorm_kernel[(triton.cdiv(x.numel(), block),)](x, x.numel(), BLOCK=block, num_warps=warps)
+    return x
+"""
+
+
+def test_a_new_row_of_a_table_the_launch_reads_tunes_its_kernel():
+    head = TABLE.replace('    "NVIDIA H100', '    "NVIDIA H200": (4096, 8),\n    "NVIDIA H100')
+    [change] = analysis_between({TABLE_PATH: TABLE}, {TABLE_PATH: head}).changes
+    assert (change.kind, change.name) == ("tuning", "_rmsnorm_kernel")
+    assert "_CONFIGS" in change.notes[0]

@@ -207,12 +207,12 @@ def tuning_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChan
     (any module) computes, as tuning changes; kernels already named are left as they are."""
     changed, tables = _changed_functions(ctx)
     read = ctx.new_whole or ctx.new_source
-    if not changed or read is None:
+    if not (changed or tables) or read is None:
         return changes
     bare = {q.rsplit(".", 1)[-1] for q in changed | tables}
     out = list(changes)
     named = {(c.name, c.path) for c in changes}
-    for path in _candidates(ctx, changed):
+    for path in _candidates(ctx, changed | tables):
         text = read(path)
         if not text or len(text) > _MAX_CHARS or not any(b in text for b in bare):
             continue
