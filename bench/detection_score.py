@@ -270,11 +270,11 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "does not reach it (the host side only adds dtype branches and new instances)"
     ),
     # first-look batch10: wrong on first sight, scored after round nine's fixes
-    ("pytorch-labs-segment-anything-fast-d40f920b81a3", "_fwd_kernel_aligned: reported"): (
-        "not reported: the deleted `return None` is in _load_best_configs, which fills the "
-        "module-level BEST_CONFIGS table the launch reads its block sizes, warps and stages "
-        "from; a host function that fills a module-level table of launch values is not read as "
-        "tuning of the launches that read it"
+    ("pytorch-labs-segment-anything-fast-d40f920b81a3", "_fwd_kernel_aligned: arch_branch"): (
+        "class 4: the GPU-model test (device_name.startswith('NVIDIA A100')) is in "
+        "_load_best_configs, the loader of the BEST_CONFIGS table that the launching function's "
+        "caller reads; a launch path's branches are looked for in the launching functions and "
+        "what they call, not in their callers or the loaders those read"
     ),
     # first-look batch11: wrong on first sight, scored after round ten's fixes
     ("ByteDance-Seed-Triton-distributed-5b2d5963b0c8", "toolchain: triton"): (

@@ -7,7 +7,11 @@ kernel now runs with other tuning values for some inputs: a tuning change made b
 From the program's structure: the changed functions are those of the diff's Python files whose
 code differs (with the functions of their module that call them), a launch's options are read as
 values (``launch_values``: its host function's assignments substituted), and a call in an
-option's value is resolved through its module's imports to the function it names.
+option's value is resolved through its module's imports to the function it names. A table of
+launch values (``tables``) counts as a changed function's result: a module-level config table
+whose literal or loader changed makes the functions reading it changed, an option reading the
+table is tuned by it, and so is an option reading a parameter that a changed function of the
+launcher's module hands it from the table (``best = CONFIGS[key]; _launch(q, best[0])``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from bot.analysis.reach.call_sites import functions, touched
 from bot.analysis.reach.follow import dotted, imports_in, module_of
 from bot.analysis.scan import scan_source
 from bot.analysis.text import is_tuning_name, parse_python_or_none, source_kind, walk
+from bot.analysis.tuning.tables import changed_tables, fed_parameters, readers
 
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 _MAX_FILES = 40  # modules read besides the diff's, nearest the changed module first
@@ -59,14 +64,16 @@ def _launches(func: Func) -> bool:
     )
 
 
-def _changed_functions(ctx: Context) -> set[str]:
+def _changed_functions(ctx: Context) -> tuple[set[str], set[str]]:
     """Qualified names of the host functions the diff changes (both sides define them, their
-    code differs), with the functions of their module that call one of them by name."""
+    code differs; or they read a changed table, ``tables``), with the functions of their module
+    that call one of them by name; and the qualified names of the changed tables."""
     read_old = ctx.old_whole or ctx.old_source
     read_new = ctx.new_whole or ctx.new_source
     if read_old is None or read_new is None:
-        return set()
+        return set(), set()
     out: set[str] = set()
+    tables: set[str] = set()
     for f in ctx.files:
         path = f.patch.new_path
         if f.patch.old_path != path or path is None or source_kind(path) != "python":
@@ -93,6 +100,8 @@ def _changed_functions(ctx: Context) -> set[str]:
             and (touched(d, added) or touched(before[n], removed))
             and _code(d) != _code(before[n])
         }
+        found = changed_tables(old, new, _code)
+        changed |= readers(defs, found)
         while True:  # the module's own callers of a changed function
             more = {
                 n
@@ -110,7 +119,8 @@ def _changed_functions(ctx: Context) -> set[str]:
             changed |= more
         module = module_of(path)
         out |= {f"{module}.{n}" for n in changed}
-    return out
+        tables |= {f"{module}.{n}" for n in found}
+    return out, tables
 
 
 def _word(node: ast.AST) -> str | None:
@@ -154,21 +164,39 @@ def _resolver(tree: ast.Module, path: str) -> dict[str, set[str]]:
     return names
 
 
-def _calls_changed(value: str, names: dict[str, set[str]], changed: set[str]) -> str | None:
-    """The changed function a call in an option's value names, if any."""
+def _read_names(value: str) -> set[str]:
+    """The names an option's value reads."""
+    try:
+        tree = ast.parse(value, mode="eval")
+    except SyntaxError:
+        return set()
+    return {n.id for n in walk(tree) if isinstance(n, ast.Name)}
+
+
+def _calls_changed(
+    value: str, names: dict[str, set[str]], changed: set[str], tables: set[str], module: str
+) -> str | None:
+    """The changed function a call in an option's value names, or the changed table it reads,
+    if any."""
     try:
         tree = ast.parse(value, mode="eval")
     except SyntaxError:
         return None
     for node in walk(tree):
-        if not isinstance(node, ast.Call):
+        call = isinstance(node, ast.Call)
+        if call:
+            assert isinstance(node, ast.Call)
+            read = dotted(node.func)
+        elif isinstance(node, (ast.Name, ast.Attribute)) and tables:
+            read = dotted(node)
+        else:
             continue
-        called = dotted(node.func)
-        if called is None:
+        if read is None:
             continue
-        head, _, tail = called.partition(".")
-        for q in names.get(head, ()):
-            hit = _named(f"{q}.{tail}" if tail else q, changed)
+        head, _, tail = read.partition(".")
+        within = (f"{module}.{head}",) if f"{module}.{head}" in tables else ()
+        for q in (*names.get(head, ()), *within):
+            hit = _named(f"{q}.{tail}" if tail else q, changed if call else tables)
             if hit is not None:
                 return hit
     return None
@@ -177,14 +205,14 @@ def _calls_changed(value: str, names: dict[str, set[str]], changed: set[str]) ->
 def tuning_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChange]:
     """``changes`` with the kernels whose launch-time tuning options a changed host function
     (any module) computes, as tuning changes; kernels already named are left as they are."""
-    changed = _changed_functions(ctx)
+    changed, tables = _changed_functions(ctx)
     read = ctx.new_whole or ctx.new_source
-    if not changed or read is None:
+    if not (changed or tables) or read is None:
         return changes
-    bare = {q.rsplit(".", 1)[-1] for q in changed}
+    bare = {q.rsplit(".", 1)[-1] for q in changed | tables}
     out = list(changes)
     named = {(c.name, c.path) for c in changes}
-    for path in _candidates(ctx, changed):
+    for path in _candidates(ctx, changed | tables):
         text = read(path)
         if not text or len(text) > _MAX_CHARS or not any(b in text for b in bare):
             continue
@@ -192,9 +220,18 @@ def tuning_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChan
         if tree is None:
             continue
         names = _resolver(tree, path)
+        module = module_of(path)
+        defs = functions(tree)
+        # this module's changed functions and tables: what its callers may hand a launcher
+        here = {n for n in defs if f"{module}.{n}" in changed}
+        sources = here | {q.rsplit(".", 1)[-1] for q in tables if q.rsplit(".", 1)[0] == module}
+        callers = {n: defs[n] for n in here}
         kernels: dict[str, KernelDef] | None = None
-        for wrapper, func in functions(tree).items():
-            if not _launches(func) or not any(_word(n) in bare for n in walk(func)):
+        for wrapper, func in defs.items():
+            if not _launches(func):
+                continue
+            fed = fed_parameters(wrapper, func, callers, sources) if "." not in wrapper else {}
+            if not fed and not any(_word(n) in bare for n in walk(func)):
                 continue
             values = LaunchValues(func)
             for call in walk(func):
@@ -204,11 +241,16 @@ def tuning_helpers(changes: list[KernelChange], ctx: Context) -> list[KernelChan
                 if isinstance(launched, ast.Attribute) and isinstance(launched.value, ast.Call):
                     launched = launched.value.func  # CuTe's ``k(args).launch(...)``
                 kernel = dotted(launched.value if isinstance(launched, ast.Subscript) else launched)
-                tuned = {
-                    k: hit
-                    for k, v in values.options[id(call)].items()
-                    if is_tuning_name(k) and (hit := _calls_changed(v, names, changed))
-                }
+                tuned: dict[str, str] = {}
+                for option, value in values.options[id(call)].items():
+                    if not is_tuning_name(option):
+                        continue
+                    hit = _calls_changed(value, names, changed, tables, module)
+                    if hit is None:  # a parameter a changed caller hands a table's value
+                        given = sorted(_read_names(value) & fed.keys())
+                        hit = f"{module}.{fed[given[0]]}" if given else None
+                    if hit is not None:
+                        tuned[option] = hit
                 if kernel is None or not tuned:
                     continue
                 if kernels is None:
