@@ -1,0 +1,131 @@
+"""Toolchain pins that are not requirement strings: a build script's version check of the
+toolchain, and a submodule that holds it (its gitlink)."""
+
+from __future__ import annotations
+
+from bot.analysis.classify import analyze_diff
+from bot.toolchain.detect import toolchain_changes
+from bot.toolchain.submodules import submodule_pin
+from bot.toolchain.version_checks import version_checks
+
+# facebookresearch/detectron2 setup.py (Apache-2.0), before and at f63fb823758df05d543d4f18f650f294dc78d733
+# ("drop PyTorch1.4 support"): the floor is an assert on the parsed version, and a ROCm branch
+# gated on 1.5 goes; `torch.version.hip is not None` is a vendor test, not a version check.
+DETECTRON2_OLD = """\
+import torch
+from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension
+
+torch_ver = [int(x) for x in torch.__version__.split(".")[:2]]
+assert torch_ver >= [1, 4], "Requires PyTorch >= 1.4"
+
+
+def get_extensions():
+    is_rocm_pytorch = False
+    if torch_ver >= [1, 5]:
+        from torch.utils.cpp_extension import ROCM_HOME
+
+        is_rocm_pytorch = (
+            True if ((torch.version.hip is not None) and (ROCM_HOME is not None)) else False
+        )
+"""
+DETECTRON2_NEW = """\
+import torch
+from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension
+
+torch_ver = [int(x) for x in torch.__version__.split(".")[:2]]
+assert torch_ver >= [1, 5], "Requires PyTorch >= 1.5"
+
+
+def get_extensions():
+    from torch.utils.cpp_extension import ROCM_HOME
+
+    is_rocm_pytorch = (
+        True if ((torch.version.hip is not None) and (ROCM_HOME is not None)) else False
+    )
+"""
+
+
+def test_a_floor_written_as_an_assert_on_the_parsed_version_is_a_torch_pin():
+    (line,) = toolchain_changes("setup.py", "setup.py", DETECTRON2_OLD, DETECTRON2_NEW)
+    assert (line.kernel, line.old_version, line.new_version) == (
+        "torch",
+        "torch_ver >= [1, 4] | torch_ver >= [1, 5]",
+        "torch_ver >= [1, 5]",
+    )
+    assert line.detail == "PyTorch (version check)"
+
+
+def test_a_check_through_split_parts_and_a_metadata_lookup_keep_their_whole_condition():
+    text = (
+        "import re, torch\nfrom importlib.metadata import version\n"
+        "m = re.match(r'(\\d+)\\.(\\d+)', torch.__version__)\n"
+        "major, minor = map(int, m.groups())\n"
+        "if major < 2 or (major == 2 and minor < 7):\n    raise RuntimeError('old torch')\n"
+        "if version('triton') < '3.1':\n    raise RuntimeError('old triton')\n"
+    )
+    assert [(p.package, p.spec, p.line) for p in version_checks(text)] == [
+        ("torch", "major < 2 or (major == 2 and minor < 7)", 5),
+        ("triton", "version('triton') < '3.1'", 7),
+    ]
+
+
+def test_checks_of_other_packages_decisions_on_the_version_and_unmoved_checks_are_not_pins():
+    text = (
+        "import sys, numpy, torch\n"
+        "assert sys.version_info >= (3, 8)\n"
+        "if numpy.__version__ >= '2':\n    pass\n"
+        "flags = ['-DNEW'] if torch.__version__ >= '2.1' else []\n"
+        "if len(flags) > 0 and torch.version.hip is not None:\n    pass\n"
+    )
+    assert [p.spec for p in version_checks(text)] == ["torch.__version__ >= '2.1'"]
+    moved = DETECTRON2_NEW.replace("def get_extensions():", "def get_extensions(debug=False):")
+    assert toolchain_changes("setup.py", "setup.py", DETECTRON2_NEW, moved) == []
+    assert toolchain_changes("build.py", "build.py", DETECTRON2_OLD, DETECTRON2_NEW) == []
+    assert version_checks("    if major < 2:\n") == []  # a diff's lines alone: not a program
+
+
+# microsoft/triton-shared (MIT) at 45295877d9adf686b650333daa630552cdfde74f ("Update triton to
+# ec8cb09..."): the Triton it builds against is the `triton` submodule.
+TRITON_SHARED_DIFF = """\
+diff --git a/triton b/triton
+index 65d9862..ec8cb09 160000
+--- a/triton
++++ b/triton
+@@ -1 +1 @@
+-Subproject commit 65d9862f5a9029827a7ae04439f07d7e7eadf859
++Subproject commit ec8cb09329cf25ac241a7dee1eea5a5d94daef8a
+"""
+TRITON_SHARED_GITMODULES = """\
+[submodule "triton"]
+\tpath = triton
+\turl = https://github.com/triton-lang/triton.git
+"""
+
+
+def test_a_moved_triton_submodule_is_a_triton_pin_change():
+    analysis = analyze_diff(TRITON_SHARED_DIFF)
+    (line,) = analysis.toolchain
+    assert (line.kernel, line.old_version, line.new_version, line.detail) == (
+        "triton",
+        "65d9862f5a9029827a7ae04439f07d7e7eadf859",
+        "ec8cb09329cf25ac241a7dee1eea5a5d94daef8a",
+        "Triton (submodule triton)",
+    )
+    assert [s.reason for s in analysis.skipped] == ["submodule"]
+
+
+def test_a_submodule_is_the_toolchain_by_its_path_or_by_the_repository_its_url_names():
+    link = "Subproject commit ec8cb09329cf25ac241a7dee1eea5a5d94daef8a"
+    renamed = TRITON_SHARED_GITMODULES.replace("path = triton", "path = third_party/compiler")
+    assert submodule_pin("third_party/compiler", link) is None
+    pin = submodule_pin("third_party/compiler", link, renamed)
+    assert pin is not None and (pin.package, pin.where) == (
+        "triton",
+        "submodule third_party/compiler",
+    )
+
+
+def test_other_submodules_and_plain_files_are_not_toolchain_pins():
+    sputnik = TRITON_SHARED_DIFF.replace("triton", "third_party/sputnik")
+    assert analyze_diff(sputnik).toolchain == []
+    assert submodule_pin("triton", "triton==3.1.0") is None
