@@ -1,15 +1,16 @@
 """Toolchain pins that are not requirement strings: a build script's version check of the
-toolchain, and a submodule that holds it (its gitlink)."""
+toolchain, a submodule that holds it (its gitlink), and a file that is its commit."""
 
 from __future__ import annotations
 
 from bot.analysis.classify import analyze_diff
 from bot.toolchain.detect import toolchain_changes
+from bot.toolchain.pins import file_kind, pins
 from bot.toolchain.submodules import submodule_pin
 from bot.toolchain.version_checks import version_checks
 
-# facebookresearch/detectron2 setup.py (Apache-2.0), before and at f63fb823758df05d543d4f18f650f294dc78d733
-# ("drop PyTorch1.4 support"): the floor is an assert on the parsed version, and a ROCm branch
+# facebookresearch/detectron2 setup.py (Apache-2.0), before and at
+# f63fb823758df05d543d4f18f650f294dc78d733 ("drop PyTorch1.4 support"): the floor is an assert on the parsed version, and a ROCm branch
 # gated on 1.5 goes; `torch.version.hip is not None` is a vendor test, not a version check.
 DETECTRON2_OLD = """\
 import torch
@@ -129,3 +130,75 @@ def test_other_submodules_and_plain_files_are_not_toolchain_pins():
     sputnik = TRITON_SHARED_DIFF.replace("triton", "third_party/sputnik")
     assert analyze_diff(sputnik).toolchain == []
     assert submodule_pin("triton", "triton==3.1.0") is None
+
+
+# microsoft/triton-shared (MIT) at b6739088fdd22a1f676276f0fd7f7be9ed071587 ("Update triton to
+# e44bd1c..."): with the submodule gone, the Triton commit is the one line of triton-hash.txt.
+TRITON_HASH_DIFF = """\
+diff --git a/triton-hash.txt b/triton-hash.txt
+index 1111111..2222222 100644
+--- a/triton-hash.txt
++++ b/triton-hash.txt
+@@ -1 +1 @@
+-ec8cb09329cf25ac241a7dee1eea5a5d94daef8a
++e44bd1c83c1c3e8deac7c4f02683cfb3cc395c8b
+"""
+
+
+def test_a_file_that_is_one_toolchain_commit_is_a_pin_of_it():
+    (line,) = analyze_diff(TRITON_HASH_DIFF).toolchain
+    assert (line.kernel, line.old_version, line.new_version) == (
+        "triton",
+        "ec8cb09329cf25ac241a7dee1eea5a5d94daef8a",
+        "e44bd1c83c1c3e8deac7c4f02683cfb3cc395c8b",
+    )
+    # pytorch's layout: a folder of pins, one file a package
+    pinned = pins(".ci/docker/ci_commit_pins/triton-xpu.txt", "# pin\n1a2b3c4d5e6f\n")
+    assert [(p.package, p.spec, p.line) for p in pinned] == [("triton-xpu", "1a2b3c4d5e6f", 2)]
+
+
+def test_pin_files_of_other_packages_and_prose_are_not_toolchain_pins():
+    assert file_kind(".github/ci_commit_pins/vision.txt") is None  # torchvision: not a compiler
+    assert file_kind("docs/triton.txt") is None  # not among pins, not named as one
+    assert pins("triton-hash.txt", "see the README for the commit\n") == []
+    notes = TRITON_HASH_DIFF.replace("triton-hash.txt", "docs/triton.txt")
+    assert analyze_diff(notes).toolchain == []
+
+
+# huggingface/text-generation-inference (Apache-2.0) Dockerfile_amd, before and at
+# 9c26b52940f620e1228fced55b3892c43c9289fa ("Use ROCM 6.3.1"): a vendor's Dockerfile named with
+# an underscore; Triton and PyTorch are built from the commits its ARGs name.
+TGI_AMD_OLD = """\
+FROM lukemathwalker/cargo-chef:latest-rust-1.85.1 AS chef
+FROM rocm/dev-ubuntu-22.04:6.2 AS base
+FROM base AS build_triton
+ARG TRITON_BRANCH="e192dba"
+ARG TRITON_REPO="https://github.com/triton-lang/triton.git"
+"""
+TGI_AMD_NEW = """\
+FROM lukemathwalker/cargo-chef:latest-rust-1.85.1 AS chef
+FROM rocm/dev-ubuntu-22.04:6.3.1-complete AS base
+ARG TRITON_BRANCH="e5be006"
+ARG TRITON_REPO="https://github.com/triton-lang/triton.git"
+ARG PYTORCH_BRANCH="3a585126"
+ARG PYTORCH_VISION_BRANCH="v0.19.1"
+ARG PYTORCH_ROCM_ARCH=gfx90a;gfx942
+FROM base AS build_triton
+ARG TRITON_BRANCH
+"""
+
+
+def test_a_vendor_dockerfile_and_the_toolchain_commits_its_args_build_are_pins():
+    moved = toolchain_changes("Dockerfile_amd", "Dockerfile_amd", TGI_AMD_OLD, TGI_AMD_NEW)
+    assert [(c.kernel, c.old_version, c.new_version) for c in moved] == [
+        ("image rocm/dev-ubuntu-22.04", "6.2", "6.3.1-complete"),
+        ("triton", "e192dba", "e5be006"),
+        ("torch", None, "3a585126"),
+    ]
+
+
+def test_files_named_like_a_dockerfile_that_are_not_one_and_other_args_are_not_pins():
+    assert file_kind("tools/dockerfile_utils.py") is None
+    assert file_kind("docs/Dockerfile.md") is None
+    other = TGI_AMD_NEW.replace("v0.19.1", "v0.20.0").replace("gfx90a;gfx942", "gfx942")
+    assert toolchain_changes("Dockerfile_amd", "Dockerfile_amd", TGI_AMD_NEW, other) == []
