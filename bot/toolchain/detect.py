@@ -16,7 +16,7 @@ from bot.contracts.review import ChangeLine
 from bot.toolchain.packages import toolchain_package
 from bot.toolchain.pins import Pin, file_kind, pins
 from bot.toolchain.submodules import gitlink, submodule_pin
-from bot.toolchain.version_checks import version_checks
+from bot.toolchain.version_checks import same_checks, version_checks
 
 __all__ = ["diff_toolchain", "file_kind", "toolchain_changes"]
 
@@ -32,17 +32,20 @@ def _grouped(found: Iterable[Pin]) -> dict[tuple[str, str], str]:
     return {key: " | ".join(specs) for key, specs in groups.items()}
 
 
-def _side_pins(path: str, text: str) -> list[Pin]:
-    found = pins(path, text)
-    return found + version_checks(text) if file_kind(path) == "setup" else found
+def _checks(path: str | None, text: str | None) -> list[Pin]:
+    return version_checks(text or "") if path and file_kind(path) == "setup" else []
 
 
 def toolchain_changes(
     old_path: str | None, new_path: str | None, old_text: str | None, new_text: str | None
 ) -> list[ChangeLine]:
-    """The toolchain pins that differ between the old and the new text of one file."""
-    old = _grouped(_side_pins(old_path, old_text or "")) if old_path else {}
-    new = _grouped(_side_pins(new_path, new_text or "")) if new_path else {}
+    """The toolchain pins that differ between the old and the new text of one file; a
+    ``setup.py``'s version checks where they bound the version differently."""
+    old_checks, new_checks = _checks(old_path, old_text), _checks(new_path, new_text)
+    if same_checks(old_checks, new_checks):
+        old_checks = new_checks = []
+    old = _grouped(pins(old_path, old_text or "") + old_checks) if old_path else {}
+    new = _grouped(pins(new_path, new_text or "") + new_checks) if new_path else {}
     return _changes(old_path, new_path, old, new)
 
 

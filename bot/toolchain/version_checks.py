@@ -9,20 +9,28 @@ modules ``packages.py`` names; ``torch.version.cuda`` and ``.hip``; ``version("t
 ``get_distribution("torch")``), or is assigned from an expression that holds one; a check is a
 comparison between such a value and a constant (``7``, ``"2.1"``, ``(2, 1)``,
 ``Version("2.1")``), stated with the ``and`` / ``or`` / ``not`` around it. Each check is one pin:
-its package, the expression as text (the spec), where ``"version check"``. A side that is not
-valid Python (a diff's lines alone) states none. Pure.
+its package, the expression as text (the spec), where ``"version check"``, a module constant
+it names written as its value (``TORCH_TARGET_MINOR = 11``: ``11``). A side that is not valid
+Python (a diff's lines alone) states none.
+
+``same_checks(old, new)``: whether two sides' checks bound the version alike, each pair
+evaluated over small values of the names it compares (``major < 2 or (major == 2 and minor <
+11)`` and ``(major, minor) < (2, 11)`` are one bound re-expressed, not a moved pin). Pure.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
+import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from bot.toolchain.packages import PACKAGES
 from bot.toolchain.pins import Pin, canonical, is_toolchain
 
-__all__ = ["WHERE", "version_checks"]
+__all__ = ["WHERE", "same_checks", "version_checks"]
 
 WHERE = "version check"
 # the module each toolchain package provides, first package first (``triton`` before its builds)
@@ -37,6 +45,7 @@ def version_checks(text: str) -> list[Pin]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
+    tree = _Constants(_module_constants(tree)).visit(tree)
     aliases = _module_aliases(tree)
     tainted = _tainted_names(tree, aliases)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
@@ -153,3 +162,98 @@ def _constant(node: ast.AST) -> bool:
     if isinstance(node, ast.Call):
         return len(node.args) == 1 and not node.keywords and _constant(node.args[0])
     return False
+
+
+def _module_constants(tree: ast.Module) -> dict[str, ast.Constant]:
+    """Names the module binds once, to a number or a string, and never again."""
+    bound: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for name in (n for t in targets for n in _targets(t)):
+                bound.setdefault(name, []).append(node.value)
+    return {
+        name: values[0]
+        for name, values in bound.items()
+        if len(values) == 1 and isinstance(values[0], ast.Constant) and _constant(values[0])
+    }
+
+
+class _Constants(ast.NodeTransformer):
+    """Each read of a module constant written as its value."""
+
+    def __init__(self, constants: dict[str, ast.Constant]) -> None:
+        self.constants = constants
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        found = self.constants.get(node.id) if isinstance(node.ctx, ast.Load) else None
+        return ast.copy_location(ast.Constant(found.value), node) if found else node
+
+
+_PROBES = range(16)  # the values each compared name takes when two checks are evaluated
+_MAX_NAMES = 3
+_OPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
+
+
+class _Unknown(Exception):
+    """An expression the evaluator does not read."""
+
+
+def _evaluate(node: ast.AST, values: dict[str, int]) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in values:
+        return values[node.id]
+    if isinstance(node, ast.Tuple | ast.List):
+        return tuple(_evaluate(e, values) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _evaluate(node.operand, values)
+    if isinstance(node, ast.BoolOp):
+        results = [bool(_evaluate(v, values)) for v in node.values]
+        return all(results) if isinstance(node.op, ast.And) else any(results)
+    if isinstance(node, ast.Compare) and all(type(op) in _OPS for op in node.ops):
+        left = _evaluate(node.left, values)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = _evaluate(right_node, values)
+            if type(left) is not type(right):
+                raise _Unknown  # an int against a tuple: not a check this evaluator reads
+            if not _OPS[type(op)](left, right):
+                return False
+            left = right
+        return True
+    raise _Unknown
+
+
+def _same(old: str, new: str) -> bool:
+    """Whether two checks hold for the same values of the names they compare."""
+    if old == new:
+        return True
+    try:
+        trees = [ast.parse(old, mode="eval").body, ast.parse(new, mode="eval").body]
+    except SyntaxError:
+        return False
+    names = [sorted({n.id for n in ast.walk(t) if isinstance(n, ast.Name)}) for t in trees]
+    if names[0] != names[1] or not 0 < len(names[0]) <= _MAX_NAMES:
+        return False
+    try:
+        return all(
+            _evaluate(trees[0], values) == _evaluate(trees[1], values)
+            for combo in itertools.product(_PROBES, repeat=len(names[0]))
+            for values in (dict(zip(names[0], combo, strict=True)),)
+        )
+    except _Unknown:
+        return False
+
+
+def same_checks(old: Sequence[Pin], new: Sequence[Pin]) -> bool:
+    """Whether two sides' version checks bound each package alike, check by check in order."""
+    return [p.package for p in old] == [p.package for p in new] and all(
+        _same(a.spec, b.spec) for a, b in zip(old, new, strict=True)
+    )

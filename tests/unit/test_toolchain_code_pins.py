@@ -202,3 +202,45 @@ def test_files_named_like_a_dockerfile_that_are_not_one_and_other_args_are_not_p
     assert file_kind("docs/Dockerfile.md") is None
     other = TGI_AMD_NEW.replace("v0.19.1", "v0.20.0").replace("gfx90a;gfx942", "gfx942")
     assert toolchain_changes("Dockerfile_amd", "Dockerfile_amd", TGI_AMD_NEW, other) == []
+
+
+# IST-DASLab/qutlass (Apache-2.0) setup.py, before and at
+# 72869c6df67d28f5013784fb917072fa397a34e8: the >= 2.11 floor re-expressed through module
+# constants, the same bound.
+QUTLASS_OLD = """\
+import re
+import torch
+
+torch_version = torch.__version__
+
+if __name__ == "__main__":
+    m = re.match(r"^(\\d+)\\.(\\d+)", torch_version)
+    major, minor = map(int, m.groups())
+    if major < 2 or (major == 2 and minor < 11):
+        raise RuntimeError(f"PyTorch version must be >= 2.11, but found {torch_version}")
+"""
+QUTLASS_NEW = """\
+import re
+import torch
+
+torch_version = torch.__version__
+TORCH_TARGET_MAJOR = 2
+TORCH_TARGET_MINOR = 11
+
+if __name__ == "__main__":
+    m = re.match(r"^(\\d+)\\.(\\d+)", torch_version)
+    major, minor = map(int, m.groups())
+    if (major, minor) < (TORCH_TARGET_MAJOR, TORCH_TARGET_MINOR):
+        raise RuntimeError(f"PyTorch version must be >= 2.11 but found {torch_version}")
+"""
+
+
+def test_a_floor_re_expressed_through_constants_with_the_same_bound_has_not_moved():
+    assert [p.spec for p in version_checks(QUTLASS_NEW)] == ["(major, minor) < (2, 11)"]
+    assert toolchain_changes("setup.py", "setup.py", QUTLASS_OLD, QUTLASS_NEW) == []
+    raised = QUTLASS_NEW.replace("TORCH_TARGET_MINOR = 11", "TORCH_TARGET_MINOR = 12")
+    (line,) = toolchain_changes("setup.py", "setup.py", QUTLASS_OLD, raised)
+    assert (line.old_version, line.new_version) == (
+        "major < 2 or (major == 2 and minor < 11)",
+        "(major, minor) < (2, 12)",
+    )
