@@ -32,7 +32,7 @@ def _grouped(found: Iterable[Pin]) -> dict[tuple[str, str], str]:
     return {key: " | ".join(specs) for key, specs in groups.items()}
 
 
-def _checks(path: str | None, text: str | None) -> list[Pin]:
+def _checks(path: str | None, text: str | None) -> list[Pin] | None:
     return version_checks(text or "") if path and file_kind(path) == "setup" else []
 
 
@@ -40,9 +40,10 @@ def toolchain_changes(
     old_path: str | None, new_path: str | None, old_text: str | None, new_text: str | None
 ) -> list[ChangeLine]:
     """The toolchain pins that differ between the old and the new text of one file; a
-    ``setup.py``'s version checks where they bound the version differently."""
+    ``setup.py``'s version checks where they bound the version differently (where a side is
+    not Python, a diff's lines alone, its checks are not known and none is compared)."""
     old_checks, new_checks = _checks(old_path, old_text), _checks(new_path, new_text)
-    if same_checks(old_checks, new_checks):
+    if old_checks is None or new_checks is None or same_checks(old_checks, new_checks):
         old_checks = new_checks = []
     old = _grouped(pins(old_path, old_text or "") + old_checks) if old_path else {}
     new = _grouped(pins(new_path, new_text or "") + new_checks) if new_path else {}

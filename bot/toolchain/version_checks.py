@@ -11,7 +11,7 @@ comparison between such a value and a constant (``7``, ``"2.1"``, ``(2, 1)``,
 ``Version("2.1")``), stated with the ``and`` / ``or`` / ``not`` around it. Each check is one pin:
 its package, the expression as text (the spec), where ``"version check"``, a module constant
 it names written as its value (``TORCH_TARGET_MINOR = 11``: ``11``). A side that is not valid
-Python (a diff's lines alone) states none.
+Python (a diff's lines alone, most often) cannot be read: None, not "no checks".
 
 ``same_checks(old, new)``: whether two sides' checks bound the version alike, each pair
 evaluated over small values of the names it compares (``major < 2 or (major == 2 and minor <
@@ -39,12 +39,13 @@ _BUILT_WITH = {"cuda": "cuda", "hip": "rocm"}  # torch.version.cuda: the CUDA to
 _VERSION_TEXT = re.compile(r"\d+(?:\.\d+)*\S*")
 
 
-def version_checks(text: str) -> list[Pin]:
-    """The version checks of toolchain packages ``text`` (a Python build script) states."""
+def version_checks(text: str) -> list[Pin] | None:
+    """The version checks of toolchain packages ``text`` (a Python build script) states; None
+    when it is not Python."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return []
+        return None
     tree = _Constants(_module_constants(tree)).visit(tree)
     aliases = _module_aliases(tree)
     tainted = _tainted_names(tree, aliases)
