@@ -1,7 +1,8 @@
 """The corpus of real kernel pull requests in ``tests/data/real_prs/``: read a case, materialise it.
 
 Each case folder holds ``case.toml`` (source and hand-written labels), ``diff.patch`` and
-``sides.tar.gz`` (``base/<path>`` and ``head/<path>``: the files at the parent and at the commit).
+``sides.tar.gz`` (``base/<path>`` and ``head/<path>``: the files at the parent and at the commit;
+a submodule of the diff is made a gitlink on each side from its ``Subproject commit`` lines).
 A folder may hold raw ``base/`` and ``head/`` folders instead of the archive (how cases are written
 before they are packed); both read the same.
 
