@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import ast
 import itertools
-import operator
 import re
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 from bot.toolchain.packages import PACKAGES
 from bot.toolchain.pins import Pin, canonical, is_toolchain
@@ -193,43 +191,27 @@ class _Constants(ast.NodeTransformer):
 
 _PROBES = range(16)  # the values each compared name takes when two checks are evaluated
 _MAX_NAMES = 3
-_OPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-}
+# what a check evaluated over probes may hold: names, numbers, tuples, comparisons, and/or/not
+_EVALUATED = (
+    ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Tuple, ast.List, ast.Compare,
+    ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.BoolOp, ast.And, ast.Or,
+    ast.UnaryOp, ast.Not, ast.USub,
+)  # fmt: skip
 
 
-class _Unknown(Exception):
-    """An expression the evaluator does not read."""
-
-
-def _evaluate(node: ast.AST, values: dict[str, int]) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-        return node.value
-    if isinstance(node, ast.Name) and node.id in values:
-        return values[node.id]
-    if isinstance(node, ast.Tuple | ast.List):
-        return tuple(_evaluate(e, values) for e in node.elts)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return not _evaluate(node.operand, values)
-    if isinstance(node, ast.BoolOp):
-        results = [bool(_evaluate(v, values)) for v in node.values]
-        return all(results) if isinstance(node.op, ast.And) else any(results)
-    if isinstance(node, ast.Compare) and all(type(op) in _OPS for op in node.ops):
-        left = _evaluate(node.left, values)
-        for op, right_node in zip(node.ops, node.comparators, strict=True):
-            right = _evaluate(right_node, values)
-            if type(left) is not type(right):
-                raise _Unknown  # an int against a tuple: not a check this evaluator reads
-            if not _OPS[type(op)](left, right):
-                return False
-            left = right
-        return True
-    raise _Unknown
+def _truth(tree: ast.Expression, names: list[str]) -> list[bool] | None:
+    """The check's value at each combination of probe values of ``names``; None when it holds
+    anything but ``_EVALUATED`` (a call, an attribute) or compares unlike values."""
+    if not all(isinstance(n, _EVALUATED) for n in ast.walk(tree)):
+        return None
+    code = compile(tree, "<version check>", "eval")  # nothing in it can call or look up
+    try:
+        return [
+            bool(eval(code, {"__builtins__": {}}, dict(zip(names, combo, strict=True))))
+            for combo in itertools.product(_PROBES, repeat=len(names))
+        ]
+    except TypeError:  # an int against a tuple
+        return None
 
 
 def _same(old: str, new: str) -> bool:
@@ -237,20 +219,14 @@ def _same(old: str, new: str) -> bool:
     if old == new:
         return True
     try:
-        trees = [ast.parse(old, mode="eval").body, ast.parse(new, mode="eval").body]
+        trees = [ast.parse(old, mode="eval"), ast.parse(new, mode="eval")]
     except SyntaxError:
         return False
     names = [sorted({n.id for n in ast.walk(t) if isinstance(n, ast.Name)}) for t in trees]
     if names[0] != names[1] or not 0 < len(names[0]) <= _MAX_NAMES:
         return False
-    try:
-        return all(
-            _evaluate(trees[0], values) == _evaluate(trees[1], values)
-            for combo in itertools.product(_PROBES, repeat=len(names[0]))
-            for values in (dict(zip(names[0], combo, strict=True)),)
-        )
-    except _Unknown:
-        return False
+    truths = [_truth(t, names[0]) for t in trees]
+    return truths[0] is not None and truths[0] == truths[1]
 
 
 def same_checks(old: Sequence[Pin], new: Sequence[Pin]) -> bool:
