@@ -7,10 +7,10 @@ as much as ``torch>=2.7`` is. It is found from the program, not from its message
 toolchain version where it reads one (``torch.__version__``, ``triton.__version__``, the
 modules ``packages.py`` names; ``torch.version.cuda`` and ``.hip``; ``version("torch")`` and
 ``get_distribution("torch")``), or is assigned from an expression that holds one; a check is a
-comparison between such a value and a constant (``7``, ``"2.1"``, ``(2, 1)``,
-``Version("2.1")``), stated with the ``and`` / ``or`` / ``not`` around it. Each check is one pin:
-its package, the expression as text (the spec), where ``"version check"``, a module constant
-it names written as its value (``TORCH_TARGET_MINOR = 11``: ``11``). A side that is not valid
+comparison (an order or an equality) between such a value and a constant (``7``, ``"2.1"``,
+``(2, 1)``, ``Version("2.1")``), stated with the ``and`` / ``or`` / ``not`` around it. Each
+check is one pin: its package, the expression as text (the spec), where ``"version check"``, a
+module constant it names written as its value (``TORCH_TARGET_MINOR = 11``: ``11``). A side that is not valid
 Python (a diff's lines alone, most often) cannot be read: None, not "no checks".
 
 ``same_checks(old, new)``: whether two sides' checks bound the version alike, each pair
@@ -34,6 +34,7 @@ WHERE = "version check"
 # the module each toolchain package provides, first package first (``triton`` before its builds)
 _MODULES = {p.module: p.name for p in reversed(PACKAGES) if p.module}
 _BUILT_WITH = {"cuda": "cuda", "hip": "rocm"}  # torch.version.cuda: the CUDA torch was built with
+_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _VERSION_TEXT = re.compile(r"\d+(?:\.\d+)*\S*")
 
 
@@ -52,6 +53,8 @@ def version_checks(text: str) -> list[Pin] | None:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Compare):
             continue
+        if not any(isinstance(op, _ORDER) for op in node.ops):
+            continue  # `in ["571"]` picks a build, `is not None` a vendor: neither bounds
         operands = [node.left, *node.comparators]
         packages = [p for o in operands if (p := _package_of(o, aliases, tainted))]
         if not packages or not any(_constant(o) for o in operands):

@@ -77,6 +77,8 @@ def test_checks_of_other_packages_decisions_on_the_version_and_unmoved_checks_ar
         "if numpy.__version__ >= '2':\n    pass\n"
         "flags = ['-DNEW'] if torch.__version__ >= '2.1' else []\n"
         "if len(flags) > 0 and torch.version.hip is not None:\n    pass\n"
+        "ROCM_VERSION = os.getenv('ROCM_VERSION') or torch.version.hip\n"
+        "if ROCM_VERSION in ['571']:\n    pass\n"  # a kernels build picked, not a bound
     )
     assert [p.spec for p in version_checks(text) or []] == ["torch.__version__ >= '2.1'"]
     moved = DETECTRON2_NEW.replace("def get_extensions():", "def get_extensions(debug=False):")
