@@ -10,8 +10,9 @@ modules ``packages.py`` names; ``torch.version.cuda`` and ``.hip``; ``version("t
 comparison (an order or an equality) between such a value and a constant (``7``, ``"2.1"``,
 ``(2, 1)``, ``Version("2.1")``), stated with the ``and`` / ``or`` / ``not`` around it. Each
 check is one pin: its package, the expression as text (the spec), where ``"version check"``, a
-module constant it names written as its value (``TORCH_TARGET_MINOR = 11``: ``11``). A side that is not valid
-Python (a diff's lines alone, most often) cannot be read: None, not "no checks".
+module constant it names written as its value (``TORCH_TARGET_MINOR = 11``: ``11``). A side
+that is not valid Python (a diff's lines alone, most often) cannot be read: None, not "no
+checks".
 
 ``same_checks(old, new)``: whether two sides' checks bound the version alike, each pair
 evaluated over small values of the names it compares (``major < 2 or (major == 2 and minor <
