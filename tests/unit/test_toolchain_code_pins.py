@@ -10,8 +10,9 @@ from bot.toolchain.submodules import submodule_pin
 from bot.toolchain.version_checks import version_checks
 
 # facebookresearch/detectron2 setup.py (Apache-2.0), before and at
-# f63fb823758df05d543d4f18f650f294dc78d733 ("drop PyTorch1.4 support"): the floor is an assert on the parsed version, and a ROCm branch
-# gated on 1.5 goes; `torch.version.hip is not None` is a vendor test, not a version check.
+# f63fb823758df05d543d4f18f650f294dc78d733 ("drop PyTorch1.4 support"): the floor is an assert
+# on the parsed version, and a ROCm branch gated on 1.5 goes; `torch.version.hip is not None`
+# is a vendor test, not a version check.
 DETECTRON2_OLD = """\
 import torch
 from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension
