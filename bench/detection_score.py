@@ -277,11 +277,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "what they call, not in their callers or the loaders those read"
     ),
     # first-look batch11: wrong on first sight, scored after round ten's fixes
-    ("ByteDance-Seed-Triton-distributed-5b2d5963b0c8", "toolchain: triton"): (
-        "the pin is the 3rdparty/triton submodule's gitlink (Subproject commit lines in the "
-        "diff); the case's sides are plain files and cannot hold a gitlink, so repo mode sees no "
-        "pin move (diff mode reads it from the diff)"
-    ),
     ("ServiceNow-Fast-LLM-27f4747ed2bd", "triton_normalization_forward_kernel: reported"): (
         "the launch condition changed one file away: LayerNormalization's auto choice "
         "(layers/common/normalization/normalization.py) stops picking apex's CUDA layer norm, "
@@ -341,11 +336,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "and every call's values are read with the function's parameter defaults, so what it "
         "hands TC_Softmax_Topk_Router_Function.apply (router_logits, E, K, unchanged) reads as "
         "computed differently"
-    ),
-    ("IST-DASLab-qutlass-5e0f439d6f8d", "toolchain: torch"): (
-        "class 5: the torch floor is a version check in setup.py (the parsed minor compared "
-        "with 7, now 11, before a RuntimeError), not a requirement string; pins are read from "
-        "requirement specifiers only"
     ),
     ("Snowflake-AI-Research-fastkernels-9215f155a574", "_fused_moe_kernel: reported"): (
         "class 3: the configs come from MOE_TRITON_CONFIGS, a module-level dict keyed by (E, N, "

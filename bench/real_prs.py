@@ -1,7 +1,8 @@
 """The corpus of real kernel pull requests in ``tests/data/real_prs/``: read a case, materialise it.
 
 Each case folder holds ``case.toml`` (source and hand-written labels), ``diff.patch`` and
-``sides.tar.gz`` (``base/<path>`` and ``head/<path>``: the files at the parent and at the commit).
+``sides.tar.gz`` (``base/<path>`` and ``head/<path>``: the files at the parent and at the commit;
+a submodule of the diff is made a gitlink on each side from its ``Subproject commit`` lines).
 A folder may hold raw ``base/`` and ``head/`` folders instead of the archive (how cases are written
 before they are packed); both read the same.
 
@@ -123,9 +124,29 @@ class CaseRepo:
     head: str
 
 
-def _stream(files: dict[str, dict[str, bytes]]) -> bytes:
-    """A ``git fast-import`` stream: branch ``base`` with the base files, ``head`` with the head
-    files (one commit each, fixed author and date)."""
+def gitlinks(diff: str) -> dict[str, dict[str, str]]:
+    """``{"base": {path: commit}, "head": {...}}``: the submodules of a case's diff (the sides
+    hold files only; a submodule is a gitlink, which its ``Subproject commit`` lines name)."""
+    from bot.analysis.diff import parse_diff
+    from bot.toolchain.submodules import gitlink
+
+    out: dict[str, dict[str, str]] = {side: {} for side in SIDES}
+    for patch in parse_diff(diff).files:
+        if "160000" not in (patch.old_mode, patch.new_mode):
+            continue
+        for side, path, lines in (
+            ("base", patch.old_path, [t for h in patch.hunks for _, t in h.old_lines()]),
+            ("head", patch.new_path, [t for h in patch.hunks for _, t in h.new_lines()]),
+        ):
+            sha = gitlink("\n".join(lines))
+            if path and sha:
+                out[side][path] = sha
+    return out
+
+
+def _stream(files: dict[str, dict[str, bytes]], links: dict[str, dict[str, str]]) -> bytes:
+    """A ``git fast-import`` stream: branch ``base`` with the base files and gitlinks, ``head``
+    with the head ones (one commit each, fixed author and date)."""
     out = io.BytesIO()
     for side in SIDES:
         message = side.encode()
@@ -137,20 +158,23 @@ def _stream(files: dict[str, dict[str, bytes]]) -> bytes:
         for path, data in sorted(files[side].items()):
             out.write(b"M 100644 inline %s\ndata %d\n" % (path.encode(), len(data)))
             out.write(data + b"\n")
+        for path, sha in sorted(links[side].items()):
+            out.write(b"M 160000 %s %s\n" % (sha.encode(), path.encode()))
     return out.getvalue()
 
 
 @contextlib.contextmanager
 def materialise(case: Case) -> Iterator[CaseRepo]:
     """A temporary git repository: branch ``base`` (one commit with the base files) and ``head``
-    (a child commit with the head files), so repo mode runs on real git."""
+    (a child commit with the head files), so repo mode runs on real git; a submodule of the diff
+    is a gitlink on each side, as in the source repository."""
     with tempfile.TemporaryDirectory(prefix=f"real-pr-{case.name[:40]}-") as tmp:
         repo = Path(tmp)
         env = {**os.environ, **_GIT_ENV}
         subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], env=env, check=True)
         subprocess.run(
             ["git", "-C", str(repo), "fast-import", "--quiet"],
-            input=_stream(case.files()),
+            input=_stream(case.files(), gitlinks(case.diff)),
             env=env,
             check=True,
             capture_output=True,

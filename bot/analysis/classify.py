@@ -204,7 +204,12 @@ def analyze_diff(
                     "\n".join(t for h in f.hunks for _, t in h.new_lines()),
                 )
                 for f in parsed.files
-                if not f.binary and (file_kind(f.old_path or "") or file_kind(f.new_path or ""))
+                if not f.binary
+                and (
+                    file_kind(f.old_path or "")
+                    or file_kind(f.new_path or "")
+                    or "160000" in (f.old_mode, f.new_mode)  # a submodule: its gitlinks
+                )
             ),
             *toolchain_source,
         ),

@@ -14,9 +14,13 @@ different torch builds stay apart). The files read, and how:
   ``version``; ``Pipfile.lock``: each package's ``version``;
 - ``pixi.lock`` and conda ``environment*.yml``: the package files it names (``triton-3.5.1-``
   in a URL) and ``- name=version`` lines;
-- Dockerfiles: the base image when it is a CUDA, ROCm or PyTorch image, ``ARG``/``ENV``
-  ``*_VERSION`` of the toolchain, and install lines;
-- CI workflows (``.github/workflows/*.yml``): install lines (pip, uv, conda) and job images.
+- Dockerfiles (``Dockerfile.rocm``, ``Dockerfile_amd``, ``gpu.Dockerfile``): the base image
+  when it is a CUDA, ROCm or PyTorch image, ``ARG``/``ENV`` ``*_VERSION`` of the toolchain (or
+  ``*_BRANCH`` / ``*_COMMIT``, the source it builds), and install lines;
+- CI workflows (``.github/workflows/*.yml``): install lines (pip, uv, conda) and job images;
+- commit pin files: a text file that is one toolchain package's commit or version and nothing
+  else, named for the package (``triton-hash.txt``, ``triton_xpu_version.txt``, or
+  ``triton.txt`` in a folder of pins such as ``.ci/docker/ci_commit_pins/``).
 
 An install line's ``--index-url .../whl/cu128`` is a pin too ("torch wheel index"): moving from
 cu126 to cu128 wheels changes the toolchain as much as a version does. Pure, but for
@@ -46,12 +50,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-FileKind = Literal["requirements", "toml", "lock", "conda", "docker", "workflow", "setup"]
+FileKind = Literal[
+    "requirements", "toml", "lock", "conda", "docker", "workflow", "setup", "commit_pin"
+]
 
 # conda's "pytorch" is torch
 _CONDA_NAMES = {"pytorch": "torch"}
 # Docker ARG/ENV names and the package they set
-_VERSION_VARS = re.compile(r"^(?P<var>(?:PY)?TORCH|TRITON|CUDA|ROCM|HIP)_VERSION$", re.IGNORECASE)
+# (a branch or commit where the Dockerfile builds it from source: ARG TRITON_BRANCH="e5be006")
+_VERSION_VARS = re.compile(
+    r"^(?P<var>(?:PY)?TORCH|TRITON|CUDA|ROCM|HIP)_(?:VERSION|BRANCH|COMMIT|REF|SHA)$", re.IGNORECASE
+)
 _VAR_PACKAGE = {"torch": "torch", "pytorch": "torch", "triton": "triton", "hip": "rocm"}
 _IMAGE = re.compile(r"(pytorch|cuda|rocm|triton)", re.IGNORECASE)
 INDEX_PIN = "torch wheel index"
@@ -70,6 +79,10 @@ _INSTALL = re.compile(r"\b(?:pip3?|uv|conda|mamba|micromamba)\b(?:\s+pip)?\s+(?:
 _INDEX = re.compile(r"--(?:extra-)?index-url[= ]\s*['\"]?(?P<url>\S+?)['\"]?(?:\s|$)")
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(?P<image>\S+)", re.IGNORECASE)
 _ARG = re.compile(r"^\s*(?:ARG|ENV)\s+(?P<var>\w+)[= ](?P<value>\S+)", re.IGNORECASE)
+# a commit pin file: <package>[-_](hash|commit|pin|version).txt, or <package>.txt among pins
+_PIN_FILE = re.compile(r"(?P<name>[\w.-]+?)(?:[-_](?:hash|commit|pin|version))?(?:\.txt)?")
+_PIN_FOLDER = re.compile(r"(?:^|/)[\w.-]*pins/[^/]+$")
+_PIN_VALUE = re.compile(r"[0-9a-f]{7,64}|v?\d+(?:\.\d+)+[\w.+-]*")
 _YAML_IMAGE = re.compile(r"^\s*(?:-\s*)?(?:image|container):\s*['\"]?(?P<image>[^\s'\"{}]+)")
 
 
@@ -112,15 +125,27 @@ def file_kind(path: str) -> FileKind | None:
         "requirements/" in lower and name.endswith((".txt", ".in"))
     ):
         return "requirements"
-    if (
-        name in ("dockerfile", "containerfile")
-        or name.startswith("dockerfile.")
-        or (name.endswith(".dockerfile"))
-    ):
+    if re.fullmatch(  # Dockerfile_amd and Dockerfile-cuda too, not dockerfile_utils.py
+        r"(?:(?:docker|container)file(?:[._-][\w.-]*)?|[\w.-]+\.dockerfile)", name
+    ) and not re.search(r"\.(?:py|sh|md|rst|txt|json|ya?ml|toml|cfg|ini)$", name):
         return "docker"
     if re.search(r"(^|/)\.github/workflows/[^/]+\.ya?ml$", lower):
         return "workflow"
+    if _pin_file_package(lower) is not None:
+        return "commit_pin"
     return None
+
+
+def _pin_file_package(lower: str) -> str | None:
+    """The toolchain package a commit pin file at ``lower`` (a lowercase path) pins, or None."""
+    name = lower.rsplit("/", 1)[-1]
+    in_pins = _PIN_FOLDER.search(lower) is not None
+    if not (name.endswith(".txt") or "." not in name) or (
+        not in_pins and not re.search(r"[-_](?:hash|commit|pin|version)(?:\.txt)?$", name)
+    ):
+        return None
+    found = _PIN_FILE.fullmatch(name)
+    return canonical(found["name"]) if found and is_toolchain(found["name"]) else None
 
 
 def read_pin_file(tree: Path, rel: str) -> str | None:
@@ -171,8 +196,20 @@ def pins(path: str, text: str) -> list[Pin]:
         "docker": _docker,
         "workflow": _workflow,
         "setup": _quoted,
+        "commit_pin": lambda text: _commit_pin(path, text),
     }[kind]
     return list(reader(text))
+
+
+def _commit_pin(path: str, text: str) -> Iterator[Pin]:
+    """The one commit or version a commit pin file holds (its first line that is not a
+    comment); none when that line is anything else."""
+    package = _pin_file_package(path.lower())
+    for number, line in _lines(text):
+        if line.strip():
+            if package and _PIN_VALUE.fullmatch(line.strip()):
+                yield Pin(package, line.strip(), "", number)
+            return
 
 
 def requirement_pin(text: str, *, where: str = "", line: int = 0) -> Pin | None:
