@@ -219,7 +219,7 @@ class LaunchPath:
                 add(f"the decorators of {kernel}", deco)
         named = self.referrers.get(kernel, set())  # ``k = kernel``
         found = self.launches.get(kernel, set()) | self.handed.get(kernel, set()) | named
-        for fid in sorted(found):
+        for fid in sorted(found, key=lambda fid: _position(self.by_id[fid])):
             if fid not in own:
                 f = self.by_id[fid]
                 add(getattr(f, "name", "?"), f)
@@ -312,6 +312,12 @@ def _def_tests(body: list[ast.stmt], tests: tuple[ast.expr, ...]) -> dict[str, l
             for name, found in _def_tests(stmt.body, tests).items():
                 out.setdefault(name, []).extend(found)
     return out
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    """Where ``node`` is in its file: an order of a file's functions that is the file's, not
+    where they happen to lie in memory (which their ids would give)."""
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
 def _last(node: ast.AST) -> str | None:
