@@ -60,6 +60,22 @@ def _walk(node: ast.AST) -> Iterator[ast.AST]:
         yield here
 
 
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, without its nested generators (a third
+    faster): the readers that walk a tree their own way call it on every node."""
+    out: list[ast.AST] = []
+    push = out.append
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            push(value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST):
+                    push(item)
+    return out
+
+
 # by id: (the node, its walk once walked twice); None outside ``remembering_walks``
 _WALKS: ContextVar[dict[int, tuple[ast.AST, tuple[ast.AST, ...] | None]] | None] = ContextVar(
     "walks", default=None
