@@ -85,9 +85,9 @@ _R = TypeVar("_R")
 
 
 def remembering_walks(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """``func`` with :func:`walk` remembering the trees walked more than once until it returns:
-    one analysis walks a module, a function or a launch's statement many times over (each rule
-    on its own), two thirds of all the nodes walked."""
+    """``func`` with :func:`walk` remembering the trees walked more than once until it returns
+    (one analysis walks a module, a function, a launch's statement many times over, each rule on
+    its own); see ``scope.one_analysis``."""
 
     @functools.wraps(func)
     def remembering(*args: _P.args, **kwargs: _P.kwargs) -> _R:

@@ -1,12 +1,18 @@
-"""``text.walk`` gives ``ast.walk``'s nodes in ``ast.walk``'s order, and within
-``remembering_walks`` (one analysis) a tree walked again gives the same nodes without walking
-it again; outside, nothing is remembered (``bot/analysis/text.py``)."""
+"""What one analysis sets up for its speed (``bot/analysis/scope.py``): ``text.walk`` gives
+``ast.walk``'s nodes in ``ast.walk``'s order, and within ``remembering_walks`` a tree walked again
+gives the same nodes without walking it again, outside nothing is remembered; the cycle
+collector waits while an analysis runs and is on again when it returns, however it returns."""
 
 from __future__ import annotations
 
 import ast
 import copy
+import gc
 
+import pytest
+
+from bot.analysis.classify import analyze_diff
+from bot.analysis.scope import one_analysis
 from bot.analysis.text import remembering_walks, walk
 
 CODE = """\
@@ -75,3 +81,40 @@ def test_nothing_is_remembered_after_the_analysis():
     tree.body.append(copy.deepcopy(tree.body[-1]))  # a tree changed between two analyses
     assert sum(1 for _ in walk(tree)) == len(list(ast.walk(tree))) > before
     assert analysis() == len(list(ast.walk(tree)))
+
+
+def test_the_collector_waits_while_an_analysis_runs():
+    seen: list[bool] = []
+
+    @one_analysis
+    def analysis() -> None:
+        seen.append(gc.isenabled())
+        nested()
+
+    @one_analysis
+    def nested() -> None:
+        seen.append(gc.isenabled())
+
+    assert gc.isenabled()
+    analysis()
+    assert seen == [False, False]
+    assert gc.isenabled()
+
+
+def test_the_collector_is_on_again_after_an_analysis_that_raised():
+    @one_analysis
+    def analysis() -> None:
+        raise ValueError("a reader failed")
+
+    with pytest.raises(ValueError, match="a reader failed"):
+        analysis()
+    assert gc.isenabled()
+
+
+def test_a_caller_that_turned_the_collector_off_keeps_it_off():
+    gc.disable()
+    try:
+        assert analyze_diff("").changes == []
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
