@@ -45,6 +45,7 @@ from bot.analysis.reach.branches import VENDOR
 from bot.analysis.same_code import same_cpp_program
 from bot.analysis.scan import scan_lines, scan_read, scan_source
 from bot.analysis.scan.kernel_classes import add_class_kernels, defines_device_call
+from bot.analysis.scope import one_analysis
 from bot.analysis.text import source_kind
 from bot.toolchain.detect import diff_toolchain, file_kind
 
@@ -65,6 +66,7 @@ _MARKERS = {
 }
 
 
+@one_analysis
 def analyze_diff(
     diff: str | ParsedDiff,
     *,

@@ -102,23 +102,10 @@ def without_unread_parameters(tree: ast.Module) -> ast.Module:
     if not drop:
         return tree
     funcs = {id(f) for f in _module_functions(tree.body) if f.name in drop}
-    parent: dict[int, ast.AST] = {}
-    changed: list[ast.AST] = []
-    for sub in walk(tree):
-        for child in ast.iter_child_nodes(sub):
-            parent[id(child)] = sub
-        if id(sub) in funcs or _launch_of(sub, drop) is not None:
-            changed.append(sub)
-    on_path: set[int] = set()  # the changed nodes and what holds them: copied, the rest shared
-    for held in changed:
-        while id(held) not in on_path:
-            on_path.add(id(held))
-            if id(held) not in parent:
-                break
-            held = parent[id(held)]
-    copies: list[ast.AST] = []
-    out = _copy_paths(tree, on_path, copies)
-    for new in copies:
+    out, copies = _copied_along(
+        tree, lambda sub: id(sub) in funcs or _launch_of(sub, drop) is not None
+    )
+    for new in copies.values():
         if isinstance(new, (ast.FunctionDef, ast.AsyncFunctionDef)) and new.name in drop:
             names = drop[new.name][1]
             new.args = copy.copy(new.args)
@@ -129,7 +116,6 @@ def without_unread_parameters(tree: ast.Module) -> ast.Module:
             at, names = drop[kernel]
             new.args = [a for i, a in enumerate(new.args) if i not in at]
             new.keywords = [k for k in new.keywords if k.arg not in names]
-    assert isinstance(out, ast.Module)
     return out
 
 
@@ -144,20 +130,26 @@ def with_einops_axes_named_in_order(tree: ast.Module) -> ast.Module:
     ``'b n h d -> b h n d'`` and ``'b h n d -> b n h d'`` both swap axes 1 and 2, one operation.
     ``tree`` itself when no pattern reads otherwise; else a copy, as ``tree`` may be shared."""
     einops = _einops_names(tree)
-    if not einops or not any(_renamed(n, einops) for n in walk(tree)):
+    found = [(n, r) for n in walk(tree) if (r := _renamed(n, einops)) is not None] if einops else []
+    if not found:
         return tree
-    tree = copy.deepcopy(tree)
-    for node in walk(tree):
-        found = _renamed(node, einops)
-        if found is not None and isinstance(node, ast.Call):
-            at, pattern, names = found
-            if at is None:
-                next(k for k in node.keywords if k.arg == "pattern").value = ast.Constant(pattern)
-            else:
-                node.args[at] = ast.Constant(pattern)
-            for k in node.keywords:
-                if k.arg in names:
-                    k.arg = names[k.arg]
+    held = {id(n) for n, _ in found}  # the calls, and the keywords of theirs that change
+    for node, (at, _, names) in found:
+        assert isinstance(node, ast.Call)
+        held |= {
+            id(k) for k in node.keywords if k.arg in names or (at is None and k.arg == "pattern")
+        }
+    tree, copies = _copied_along(tree, lambda sub: id(sub) in held)
+    for node, (at, pattern, names) in found:
+        new = copies[id(node)]
+        assert isinstance(new, ast.Call)
+        if at is None:
+            next(k for k in new.keywords if k.arg == "pattern").value = ast.Constant(pattern)
+        else:
+            new.args[at] = ast.Constant(pattern)
+        for k in new.keywords:
+            if k.arg in names:
+                k.arg = names[k.arg]
     return tree
 
 
@@ -221,9 +213,36 @@ def _launch_of(node: ast.AST, drop: dict[str, tuple[set[int], set[str]]]) -> str
     return None
 
 
-def _copy_paths(node: ast.AST, on_path: set[int], copies: list[ast.AST]) -> ast.AST:
+def _copied_along(
+    tree: ast.Module, changed: Callable[[ast.AST], bool]
+) -> tuple[ast.Module, dict[int, ast.AST]]:
+    """``tree`` with the nodes ``changed`` is true of, and every node that holds one, copied
+    (shallowly, their lists anew), all else shared; and the copies, by the ``id`` of the node
+    each copies. A copy is new: change it, never the nodes it shares with ``tree``."""
+    parent: dict[int, ast.AST] = {}
+    found: list[ast.AST] = []
+    for sub in walk(tree):
+        for child in ast.iter_child_nodes(sub):
+            parent[id(child)] = sub
+        if changed(sub):
+            found.append(sub)
+    on_path: set[int] = set()  # the changed nodes and what holds them: copied, the rest shared
+    for held in found:
+        while id(held) not in on_path:
+            on_path.add(id(held))
+            if id(held) not in parent:
+                break
+            held = parent[id(held)]
+    copies: dict[int, ast.AST] = {}
+    out = _copy_paths(tree, on_path, copies)
+    assert isinstance(out, ast.Module)
+    return out, copies
+
+
+def _copy_paths(node: ast.AST, on_path: set[int], copies: dict[int, ast.AST]) -> ast.AST:
     """``node`` with the nodes in ``on_path`` (by ``id``) copied, shallowly and with their lists
-    anew, and every other node shared; the copies are added to ``copies``."""
+    anew, and every other node shared; the copies are added to ``copies`` by the copied node's
+    ``id``."""
     if id(node) not in on_path:
         return node
     new = copy.copy(node)
@@ -235,7 +254,7 @@ def _copy_paths(node: ast.AST, on_path: set[int], copies: list[ast.AST]) -> ast.
             setattr(new, name, items)
         elif isinstance(value, ast.AST):
             setattr(new, name, _copy_paths(value, on_path, copies))
-    copies.append(new)
+    copies[id(node)] = new
     return new
 
 

@@ -8,7 +8,9 @@ import hashlib
 import re
 import warnings
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import ParamSpec, TypeVar
 
 from bot.analysis.model import (
     CPP_SUFFIXES,
@@ -25,7 +27,24 @@ from bot.analysis.model import (
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """Every node under ``node``, itself first, in ``ast.walk``'s order (breadth first), a third
     faster: the analysis walks the same trees many times, and ``ast.walk``'s nested generators
-    were a third of the corpus's time."""
+    were a third of the corpus's time. Within :func:`remembering_walks`, a node walked a second
+    time is walked once more into a list that later walks read (trees are never changed once
+    made: what differs is a copy, see ``same_code``)."""
+    memo = _WALKS.get()
+    if memo is None:
+        return _walk(node)
+    seen = memo.get(id(node))
+    if seen is None:
+        memo[id(node)] = (node, None)  # held: its id is not reused while the memo lives
+        return _walk(node)
+    nodes = seen[1]
+    if nodes is None:
+        nodes = tuple(_walk(node))
+        memo[id(node)] = (node, nodes)
+    return iter(nodes)
+
+
+def _walk(node: ast.AST) -> Iterator[ast.AST]:
     todo = deque((node,))
     pop, push = todo.popleft, todo.append
     while todo:
@@ -39,6 +58,48 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
                     if isinstance(item, ast.AST):
                         push(item)
         yield here
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, without its nested generators (a third
+    faster): the readers that walk a tree their own way call it on every node."""
+    out: list[ast.AST] = []
+    push = out.append
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            push(value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST):
+                    push(item)
+    return out
+
+
+# by id: (the node, its walk once walked twice); None outside ``remembering_walks``
+_WALKS: ContextVar[dict[int, tuple[ast.AST, tuple[ast.AST, ...] | None]] | None] = ContextVar(
+    "walks", default=None
+)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def remembering_walks(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``func`` with :func:`walk` remembering the trees walked more than once until it returns
+    (one analysis walks a module, a function, a launch's statement many times over, each rule on
+    its own); see ``scope.one_analysis``."""
+
+    @functools.wraps(func)
+    def remembering(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if _WALKS.get() is not None:
+            return func(*args, **kwargs)
+        token = _WALKS.set({})
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _WALKS.reset(token)
+
+    return remembering
 
 
 TUNING_NAME = re.compile(

@@ -16,7 +16,9 @@ vendors, its compiler targets) will and will not take.
 from __future__ import annotations
 
 import ast
+import functools
 import re
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 from bot.analysis.model import Context, FileSides, KernelChange, LaunchBranch
@@ -219,7 +221,7 @@ class LaunchPath:
                 add(f"the decorators of {kernel}", deco)
         named = self.referrers.get(kernel, set())  # ``k = kernel``
         found = self.launches.get(kernel, set()) | self.handed.get(kernel, set()) | named
-        for fid in sorted(found):
+        for fid in sorted(found, key=lambda fid: _position(self.by_id[fid])):
             if fid not in own:
                 f = self.by_id[fid]
                 add(getattr(f, "name", "?"), f)
@@ -314,6 +316,12 @@ def _def_tests(body: list[ast.stmt], tests: tuple[ast.expr, ...]) -> dict[str, l
     return out
 
 
+def _position(node: ast.AST) -> tuple[int, int]:
+    """Where ``node`` is in its file: an order of a file's functions that is the file's, not
+    where they happen to lie in memory (which their ids would give)."""
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
 def _last(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -339,7 +347,7 @@ def _cpp_branches(c: KernelChange, files: dict[str, FileSides]) -> list[LaunchBr
             for number, line in changed:
                 candidates = [(number, line)]
                 if text:
-                    candidates += _enclosing_ifs(lines, number)
+                    candidates += _enclosing_ifs(text, lines, number)
                 for at, cond in candidates:
                     for kind in _kinds(cond, {"vendor": set(), "arch": set()}):
                         key = (kind, collapse(cond))
@@ -359,22 +367,39 @@ def _cpp_branches(c: KernelChange, files: dict[str, FileSides]) -> list[LaunchBr
     return out
 
 
-def _enclosing_ifs(lines: list[str], number: int) -> list[tuple[int, str]]:
-    """The ``#if`` / ``#elif`` lines whose region holds line ``number`` (1-based)."""
+def _enclosing_ifs(text: str, lines: list[str], number: int) -> list[tuple[int, str]]:
+    """The ``#if`` / ``#elif`` lines whose region holds line ``number`` (1-based), the
+    nearest four; ``lines``: ``text``'s."""
+    at, kinds = _preprocessor_lines(text)
     out = []
     depth = 0
-    for index in range(min(number, len(lines)) - 2, -1, -1):
-        line = lines[index]
-        if _PP_END.match(line):
+    for i in range(bisect_right(at, min(number, len(lines)) - 2) - 1, -1, -1):
+        if kinds[i] == "endif":
             depth += 1
-            continue
-        m = _PP_IF.match(line)
-        if m:
-            if depth == 0:
-                out.append((index + 1, line.strip()))
-            elif m.group(1) != "elif":
-                depth -= 1
-    return out[:4]
+        elif depth == 0:
+            out.append((at[i] + 1, lines[at[i]].strip()))
+            if len(out) == 4:
+                break
+        elif kinds[i] != "elif":
+            depth -= 1
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _preprocessor_lines(text: str) -> tuple[list[int], list[str]]:
+    """The indexes of a file's ``#if`` / ``#ifdef`` / ``#ifndef`` / ``#elif`` / ``#endif`` lines
+    and which each is, once per file: each changed line looks back through them alone (every
+    line of the file before each changed line was read again)."""
+    at: list[int] = []
+    kinds: list[str] = []
+    for index, line in enumerate(text.split("\n")):
+        if _PP_END.match(line):
+            at.append(index)
+            kinds.append("endif")
+        elif m := _PP_IF.match(line):
+            at.append(index)
+            kinds.append(m.group(1))
+    return at, kinds
 
 
 def branch_note(b: LaunchBranch, policy: Policy | None) -> str:

@@ -23,7 +23,14 @@ from dataclasses import dataclass, field, replace
 from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
 from bot.analysis.scan import scan_read
-from bot.analysis.text import absolute, module_bindings, module_of, parse_python_or_none, walk
+from bot.analysis.text import (
+    absolute,
+    children,
+    module_bindings,
+    module_of,
+    parse_python_or_none,
+    walk,
+)
 
 Reader = Callable[[str], "str | None"]
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -148,9 +155,12 @@ def imports_in(nodes: Sequence[ast.AST], path: str) -> dict[str, set[str]]:
                 out.setdefault(local, set()).add(a.name if a.asname else local)
         elif not isinstance(
             node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-        ):
-            todo.extend(ast.iter_child_nodes(node))
+        ):  # an import is a statement: expressions hold none, and are not walked
+            todo.extend([c for c in children(node) if isinstance(c, _HOLD_STATEMENTS)])
     return out
+
+
+_HOLD_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def _kernel_aliases(tree: ast.Module, kernels: set[str]) -> dict[str, str]:
@@ -320,7 +330,7 @@ def _branch_nodes(nodes: Sequence[ast.AST]) -> list[ast.AST]:
         node = todo.pop()
         out.append(node)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            todo.extend(ast.iter_child_nodes(node))
+            todo.extend(children(node))
     return out
 
 

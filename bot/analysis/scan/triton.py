@@ -39,6 +39,7 @@ from bot.analysis.same_code import (
 from bot.analysis.scan.triton_config import Autotune, _dotted, _literal
 from bot.analysis.text import (
     JIT_CALL,
+    children,
     collapse,
     digest,
     is_tuning_line,
@@ -439,7 +440,7 @@ class _Reader:
                 used.add(node.value.id)
             elif around is None and isinstance(node, ast.Name):
                 used.add(node.id)  # module-level aliases and tables: ``KERNELS = {..: k}``
-            todo.extend((child, around) for child in ast.iter_child_nodes(node))
+            todo.extend([(child, around) for child in children(node)])
         self.kernels.sort(key=lambda k: k.line_start)
         self.launches.sort(key=lambda x: x.line)
         used.update(x.kernel for x in self.launches)
