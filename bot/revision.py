@@ -17,6 +17,7 @@ folder, ``path (at sha)`` for a commit, ``path@sha`` for the API.
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -111,17 +112,34 @@ class GitRevision(_Commit):
     def __init__(self, repo: str | os.PathLike[str], rev: str) -> None:
         self.repo = repo
         self._sha = gitutil.rev_parse(repo, rev)
+        self._blobs: dict[str, tuple[str, int]] | None = None
 
     def where(self, path: str) -> str:
         return f"{path} (at {self._sha[:12]})"
 
+    def _listing(self) -> dict[str, tuple[str, int]]:
+        """Every file of the commit (a link as its target's name), by path: its object and
+        size, from one ``git ls-tree``: an analysis asks for many paths that do not exist (a
+        module's possible files, each package's ``__init__.py``), and each was a git process."""
+        if self._blobs is None:
+            out = gitutil.git(self.repo, "ls-tree", "-r", "-l", "-z", "--full-tree", self._sha)
+            self._blobs = {}
+            for entry in out.split("\0"):
+                meta, _, name = entry.partition("\t")
+                fields = meta.split()
+                if len(fields) == 4 and fields[1] == "blob" and fields[3].isdigit():
+                    self._blobs[name] = (fields[2], int(fields[3]))
+        return self._blobs
+
     def read(self, path: str, *, max_bytes: int | None = None) -> str | None:
-        if max_bytes is not None:
-            size = gitutil.git(self.repo, "cat-file", "-s", f"{self._sha}:{path}", check=False)
-            if size.strip().isdigit() and int(size) > max_bytes:
-                raise _too_large(self.where(path), int(size), max_bytes)
-        text = gitutil.show_file(self.repo, self._sha, path)
-        return None if text is None else _check_size(self.where(path), text, max_bytes)
+        found = self._listing().get(posixpath.normpath(path).lstrip("/"))
+        if found is None:  # not there, a folder, a submodule
+            return None
+        blob, size = found
+        if max_bytes is not None and size > max_bytes:
+            raise _too_large(self.where(path), size, max_bytes)
+        text = gitutil.git(self.repo, "cat-file", "blob", blob)
+        return _check_size(self.where(path), text, max_bytes)
 
     def list_dir(self, path: str) -> list[str]:
         """The files directly inside ``path`` (links and subfolders left out), sorted."""

@@ -178,3 +178,23 @@ def test_the_gate_says_where_it_looked_and_what_is_close(github) -> None:
     fake.put_file(sha, "ci/pyproject.toml", PYPROJECT_POLICY)
     policy, source = read_base_policy(ApiRevision(client, sha), "ci/pyproject.toml")
     assert (policy.tolerance, source) == (0.1, "ci/pyproject.toml@cccccccccccc")
+
+
+def test_a_commit_reads_files_links_and_nothing_else(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "kernel.py").write_text("import triton\n")
+    (repo / "big.txt").write_text("x" * 100)
+    (repo / "link.py").symlink_to("pkg/kernel.py")
+    gitutil.git(tmp_path, "init", "-q", str(repo))
+    gitutil.git(repo, "add", "-A")
+    gitutil.git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    rev = GitRevision(repo, "HEAD")
+    assert rev.read("pkg/kernel.py") == "import triton\n"
+    assert rev.read("./pkg/kernel.py") == "import triton\n"
+    assert rev.read("link.py") == "pkg/kernel.py"  # a link is its target's name, never followed
+    assert rev.read("pkg") is None  # a folder is no file
+    assert rev.read("pkg/missing.py") is None and rev.read("") is None
+    assert rev.read("big.txt", max_bytes=100) == "x" * 100
+    with pytest.raises(ReadRefused, match="100"):
+        rev.read("big.txt", max_bytes=99)
