@@ -30,6 +30,7 @@ from __future__ import annotations
 import io
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -104,9 +105,12 @@ def _unzip(data: bytes) -> tuple[GateDecision, dict[str, bytes]] | str:
                 gate = GateDecision.model_validate_json(raw)
             else:
                 files[f"{n}-{name.name}"] = raw
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, RuntimeError) as exc:
-        # RuntimeError: an encrypted member, or (NotImplementedError) an unknown compression
-        return f"its artifact is not a results artifact ({str(exc).splitlines()[0][:160]})"
+    except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, RuntimeError) as exc:
+        # zipfile raises RuntimeError for an encrypted member, NotImplementedError (one too)
+        # for a compression it cannot read, zlib.error for a corrupted deflated member; an
+        # exception may say nothing (EOFError())
+        said = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return f"its artifact is not a results artifact ({said[:160]})"
     if gate is None:
         return f"its artifact has no {GATE_FILE} (the gate's decision)"
     return gate, files

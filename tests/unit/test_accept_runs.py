@@ -39,6 +39,15 @@ def test_the_workflow_file_comes_from_the_workflow_ref_of_this_repository_only()
     assert workflow_path("octo/kernels/@refs/heads/main", "octo/kernels") is None
 
 
+def _corrupted(archive: bytes) -> bytes:
+    """``archive`` with bytes of its first member's compressed data flipped."""
+    info = zipfile.ZipFile(io.BytesIO(archive)).infolist()[0]
+    data = bytearray(archive)
+    start = info.header_offset + 30 + len(info.filename) + 5
+    data[start : start + 8] = bytes(b ^ 0xA5 for b in data[start : start + 8])
+    return bytes(data)
+
+
 @pytest.mark.parametrize(
     ("data", "why"),
     [
@@ -46,8 +55,9 @@ def test_the_workflow_file_comes_from_the_workflow_ref_of_this_repository_only()
         (_zip({"measured/results-nvidia-1of1.json": b"{}"}), "has no gate.json"),
         (_zip({"gate.json": b'{"not": "a decision"}'}), "is not a results artifact"),
         (_zip({f"f{i}.json": b"{}" for i in range(MAX_RESULTS_FILES + 9)}), "holds 73 files"),
+        (_corrupted(_zip({"gate.json": bytes(range(256)) * 16})), "is not a results artifact"),
     ],
-    ids=["not-a-zip", "no-gate", "gate-not-a-decision", "too-many-files"],
+    ids=["not-a-zip", "no-gate", "gate-not-a-decision", "too-many-files", "corrupted-member"],
 )
 def test_an_artifact_that_is_not_a_results_artifact_is_refused_with_why(data, why) -> None:
     got = _unzip(data)

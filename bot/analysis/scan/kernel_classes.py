@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 
 from bot.analysis.model import FileScan, FileSides, KernelDef, Language
-from bot.analysis.scan.cpp import _TEMPLATE_BEFORE, _enclosing_function, _Text
+from bot.analysis.scan.cpp import _TEMPLATE_BEFORE, _balanced, _enclosing_function, _Text
 from bot.analysis.scan.template_args import split_top
 from bot.analysis.text import digest
 
@@ -69,7 +69,7 @@ def launched_classes(text: str) -> set[str]:
         aliases.setdefault(m.group(1), []).append((m.start(), m.group(2)))
     out: set[str] = set()
     for m in _ENTRY.finditer(bare):
-        close = _closing(bare, m.end() - 1)
+        close = _balanced(bare, m.end() - 1, "<>")
         if close is None:
             continue
         arg = bare[m.end() : close].strip()
@@ -93,7 +93,7 @@ def _given(t: _Text, at: int, arg: str) -> list[tuple[int, str]]:
     index = params.index(arg)
     out = []
     for call in re.finditer(rf"\b{re.escape(name)}\s*<", t.bare):
-        close = _closing(t.bare, call.end() - 1)
+        close = _balanced(t.bare, call.end() - 1, "<>")
         if close is None or t.bare[close + 1 : close + 40].lstrip()[:1] != "(":
             continue
         inner = t.bare[call.end() : close]
@@ -102,22 +102,6 @@ def _given(t: _Text, at: int, arg: str) -> list[tuple[int, str]]:
             a, b = parts[index]
             out.append((call.start(), inner[a:b]))
     return out
-
-
-def _closing(text: str, open_at: int) -> int | None:
-    """The ``>`` closing the ``<`` at ``open_at``, counting ``<`` and ``>`` only."""
-    depth = 0
-    for i in range(open_at, min(len(text), open_at + 2_000)):
-        ch = text[i]
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-            if depth == 0:
-                return i
-        elif ch in ";{}":
-            return None
-    return None
 
 
 # ``std::conditional_t<test, A, B>``: either type may be the one launched
