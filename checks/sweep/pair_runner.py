@@ -213,8 +213,9 @@ class PairRunner:
         # checked it, each worker's answer or failure, and the seconds it ran past the recheck
         # (the next case's time, not the rechecked one's: ``measure``)
         self._ahead: tuple[Case, tuple[WorkerClient, WorkerClient], list[Any], float] | None = None
-        # by case key, what each side's check recorded it launched (``base_launches``, ...)
-        self._launched: dict[Any, dict[str, CaseLaunches]] = {}
+        # by case key, what its check tells the result: the sides whose check answered
+        # (``checked``) and what each recorded it launched (``base_launches``, ...)
+        self._from_check: dict[Any, dict[str, Any]] = {}
         # by case key, the parts of its check's time the workers told (``check_parts``)
         self._check_parts: dict[Any, dict[str, float]] = {}
 
@@ -353,7 +354,7 @@ class PairRunner:
         return result.model_copy(
             update={
                 "phase_s": {k: round(v, 4) for k, v in steps.items()},
-                **self._launched.pop(case.key, {}),  # a side that failed has none
+                **self._from_check.pop(case.key, {}),  # a side that failed has no record
             }
         )
 
@@ -611,12 +612,15 @@ class PairRunner:
             for w in pair:  # one at a time: nothing else runs on the GPU meanwhile
                 w.restart()
                 got.append(self._check_one(w, case))
-        self._launched[case.key] = {
-            f"{pair[i].spec.side}_launches": CaseLaunches.model_validate(
-                contract.as_json(a.launched)
-            )
-            for i, a in enumerate(got)
-            if isinstance(a, contract.CheckReply) and a.launched is not None
+        answered = [(w.spec.side, a) for w, a in zip(pair, got, strict=True)]
+        replies = [(side, a) for side, a in answered if isinstance(a, contract.CheckReply)]
+        self._from_check[case.key] = {
+            "checked": tuple(sorted(side for side, _ in replies)),
+            **{
+                f"{side}_launches": CaseLaunches.model_validate(contract.as_json(a.launched))
+                for side, a in replies
+                if a.launched is not None
+            },
         }
         self._check_parts[case.key] = check_parts(
             [a for a in got if isinstance(a, contract.CheckReply)]
