@@ -251,8 +251,8 @@ def launch_lines(changes: Sequence[ChangeLine], sweeps: Sequence[SweepEvidence])
         partial = [s.note for s in sides if not s.profiler and s.note]
         why = f" ({partial[0]})" if partial else ""
         lines.append(
-            f"- **{md_text(r.kernel)}** ({r.vendor}, {plural(cases, 'case')}): {ran}.{said} "
-            f"What changed {_RESTS[r.rests_on]}{why}."
+            f"- **{md_text(r.kernel)}** ({r.vendor}, {plural(cases, 'case')} recorded): "
+            f"{ran}.{said} What changed {_RESTS[r.rests_on]}{why}."
         )
     unrecorded = _unrecorded(changes, found)
     if unrecorded:

@@ -139,10 +139,10 @@ def _clauses(parts: list[str]) -> str:
 
 def _failed_side(c: ShapeResult) -> Literal["base", "head", "both"] | None:
     """The side a failed case failed on; "base" only where the head's call is known to have run
-    (its launches recorded), since a failure that ended both sides' checks names one of them."""
+    (its check answered), since a failure that ended both sides' checks names one of them."""
     if c.status == "ok" or c.failed_side is None:
         return None
-    if c.failed_side == "base" and c.head_launches is None:
+    if c.failed_side == "base" and "head" not in c.checked:
         return None
     return c.failed_side
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from bot.contracts.base import Frozen
 from bot.contracts.evidence import Count, Label
@@ -40,6 +40,7 @@ Status = Literal[
 ]
 Timing = Literal["cuda-events", "cpu"]
 FailedSide = Literal["base", "head", "both"]
+CheckedSide = Literal["base", "head"]
 
 
 class EnvFingerprint(Frozen):
@@ -165,8 +166,12 @@ class ShapeResult(Frozen):
     phase_s: dict[str, float] = Field(default_factory=dict)
     base: SideInfo | None = None
     head: SideInfo | None = None
+    # the sides whose check answered (right or wrong) in the pass this result is from: a
+    # failure laid on one side with the other's here is known to be that side's alone
+    checked: tuple[CheckedSide, ...] = ()
     # the kernels one call of each side launched, recorded by its check in the first pass
-    # (None: not recorded, as where that side's check failed)
+    # (None: not recorded, as where that side's check failed or the crossover's second pair
+    # checked the case)
     base_launches: CaseLaunches | None = None
     head_launches: CaseLaunches | None = None
     notes: tuple[str, ...] = ()
@@ -250,6 +255,22 @@ class SweepResult(Frozen):
     # compile_ahead: stopping the compile-ahead helpers); the slowest GPU's
     wrapup_s: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _checked_of_older_files(cls, data: object) -> object:
+        """A file written before cases said which sides' checks answered (``checked``): read
+        from the launch records it has, one per answered check of the first pass in the
+        versions that wrote them, and none in the versions before."""
+        if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+            return data
+        cases = [
+            {**c, "checked": [s for s in ("base", "head") if c.get(f"{s}_launches") is not None]}
+            if isinstance(c, dict) and "checked" not in c
+            else c
+            for c in data["cases"]
+        ]
+        return {**data, "cases": cases}
 
     @property
     def timing_label(self) -> str:

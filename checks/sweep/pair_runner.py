@@ -15,7 +15,9 @@ a case's recheck and the next case's check overlap (``measure``'s ``following``)
 drawn at random per case, rechecks what it timed while the other checks the next case (its
 first call alone on the GPU, as the recheck's calls are: ``checks.worker.exclusive``). Each
 side is rechecked in one worker per case, and a worker cannot know whether its recheck comes;
-the last case is rechecked in every worker.
+the last case is rechecked in every worker. In the first execution the first pair's checks
+also record what a call launched (the launch record), and the first pair checks each bench
+entry's first case.
 """
 
 from __future__ import annotations
@@ -213,8 +215,11 @@ class PairRunner:
         # checked it, each worker's answer or failure, and the seconds it ran past the recheck
         # (the next case's time, not the rechecked one's: ``measure``)
         self._ahead: tuple[Case, tuple[WorkerClient, WorkerClient], list[Any], float] | None = None
-        # by case key, what each side's check recorded it launched (``base_launches``, ...)
-        self._launched: dict[Any, dict[str, CaseLaunches]] = {}
+        # by case key, what its check tells the result: the sides whose check answered
+        # (``checked``) and what each recorded it launched (``base_launches``, ...)
+        self._from_check: dict[Any, dict[str, Any]] = {}
+        # the (bench entry, side) pairs a launch record was made of in this execution
+        self._recorded: set[tuple[str, str]] = set()
         # by case key, the parts of its check's time the workers told (``check_parts``)
         self._check_parts: dict[Any, dict[str, float]] = {}
 
@@ -353,7 +358,7 @@ class PairRunner:
         return result.model_copy(
             update={
                 "phase_s": {k: round(v, 4) for k, v in steps.items()},
-                **self._launched.pop(case.key, {}),  # a side that failed has none
+                **self._from_check.pop(case.key, {}),  # a side that failed has no record
             }
         )
 
@@ -545,7 +550,6 @@ class PairRunner:
         self, w: WorkerClient, case: Case, pins: tuple[contract.Pick, ...] = ()
     ) -> contract.CheckReply | WorkerFailure:
         entries = case.base_entries if w.spec.side == "base" else case.head_entries
-        record = self.options.record_launches and self.execution == 0
         try:
             return w.check(
                 entries,
@@ -553,10 +557,27 @@ class PairRunner:
                 case.dtype,
                 seed=self.options.check_seed,
                 pins=pins,
-                launches=record,
+                launches=self._records(w),
             )
         except WorkerFailure as f:
             return f
+
+    def _records(self, w: WorkerClient) -> bool:
+        """Whether ``w``'s checks record what a call launched (``launches``): in the first
+        execution, the first pair's workers only. A GPU worker's first record starts torch's
+        profiler, which costs seconds once per process (about 3 s on the H200): one pair pays it,
+        not both (``_checking_pair`` gives it each bench entry's first case)."""
+        return (
+            self.options.record_launches
+            and self.execution == 0
+            and (w is self.base or w is self.head)
+        )
+
+    def _needs_record(self, case: Case) -> bool:
+        """Whether ``case``'s bench entry still lacks a side's launch record here."""
+        return self._records(self.base) and any(
+            (case.kernel, side) not in self._recorded for side in ("base", "head")
+        )
 
     def _checks_pinned(self, case: Case, pair: tuple[WorkerClient, WorkerClient]) -> list[Any]:
         """Base's check, then head's with its autotuners fixed to base's picks (``tuned``)."""
@@ -611,13 +632,17 @@ class PairRunner:
             for w in pair:  # one at a time: nothing else runs on the GPU meanwhile
                 w.restart()
                 got.append(self._check_one(w, case))
-        self._launched[case.key] = {
-            f"{pair[i].spec.side}_launches": CaseLaunches.model_validate(
-                contract.as_json(a.launched)
-            )
-            for i, a in enumerate(got)
-            if isinstance(a, contract.CheckReply) and a.launched is not None
+        answered = [(w.spec.side, a) for w, a in zip(pair, got, strict=True)]
+        replies = [(side, a) for side, a in answered if isinstance(a, contract.CheckReply)]
+        self._from_check[case.key] = {
+            "checked": tuple(sorted(side for side, _ in replies)),
+            **{
+                f"{side}_launches": CaseLaunches.model_validate(contract.as_json(a.launched))
+                for side, a in replies
+                if a.launched is not None
+            },
         }
+        self._recorded |= {(case.kernel, side) for side, a in replies if a.launched is not None}
         self._check_parts[case.key] = check_parts(
             [a for a in got if isinstance(a, contract.CheckReply)]
         )
@@ -638,14 +663,14 @@ class PairRunner:
     def _finish_and_check(
         self, following: Case
     ) -> tuple[list[WorkerClient], list[contract.FinishReply]]:
-        """One pair, drawn at random, rechecks and releases what it timed while the other checks
-        ``following`` (a check releases first); that check is kept for ``following``'s
-        ``measure``. The rechecking workers and their answers. A recheck that failed fails the
-        case, also when the next case's check failed beside it (a fault of that check may have
-        taken the recheck's GPU context with it): the message then says so, and that check's
-        own failure is the next case's (``_check``)."""
-        k = secrets.randbelow(2)
-        rechecking, checking = self.arms[k], self.arms[1 - k]
+        """One pair, drawn at random (``_checking_pair``), rechecks and releases what it timed
+        while the other checks ``following`` (a check releases first); that check is kept for
+        ``following``'s ``measure``. The rechecking workers and their answers. A recheck that
+        failed fails the case, also when the next case's check failed beside it (a fault of that
+        check may have taken the recheck's GPU context with it): the message then says so, and
+        that check's own failure is the next case's (``_check``)."""
+        k = self._checking_pair(following)
+        rechecking, checking = self.arms[1 - k], self.arms[k]
         recheck = self.options.recheck
 
         def finish(w: WorkerClient) -> contract.FinishReply | WorkerFailure:
@@ -684,6 +709,14 @@ class PairRunner:
                 )
             raise f
         return list(rechecking), finished
+
+    def _checking_pair(self, following: Case) -> int:
+        """Which arm checks ``following`` beside the recheck: drawn at random, except that the
+        first arm checks a case whose bench entry has no launch record yet (``_needs_record``),
+        as only its workers record. No bias: a pair checks both sides (what a check leaves in
+        its processes is the arm's, alike at base and head), and crossover's arms put each side
+        in each slot, which cancels a slot's effect; only those cases' draw is fixed."""
+        return 0 if self._needs_record(following) else secrets.randbelow(2)
 
     def _arm_order(self) -> list[WorkerClient]:
         """base, head of each arm in turn."""

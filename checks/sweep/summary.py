@@ -484,8 +484,8 @@ def time_line(result: SweepResult) -> str | None:
     """Where the held time went, from the start-up's steps and each case's phases: most of a
     sweep of autotuned or freshly built kernels is the checkouts' own first calls (compiling,
     autotuning, building an extension), not the timing; the first execution's launch record
-    (a profiler started in each checking worker) apart from the checks it ran in. None when no
-    case recorded phases."""
+    (the profiler started in the first worker pair) apart from the checks it ran in. None when
+    no case recorded phases."""
     timed = [c for c in result.cases if c.phase_s]
     if not timed:
         return None
@@ -512,8 +512,8 @@ def time_line(result: SweepResult) -> str | None:
     )
     if record >= 0.05:
         where.append(
-            f"the launch record {record:.1f} s (one more call of each case under the profiler, "
-            "in the first execution)"
+            f"the launch record {record:.1f} s (one more call under the profiler of each case "
+            "the first worker pair checked in the first execution)"
         )
     where.append(f"timing {total('rounds'):.1f} s")
     setup = f"each case's set-up {total(*SET_UP_PHASES):.1f} s"

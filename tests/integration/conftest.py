@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from checks.sweep import workers
+from checks.worker import contract
 from tests.interpreted import Interpreter
 
 
@@ -16,3 +20,24 @@ def interpreter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Interprete
     server = Interpreter(tmp_path_factory.mktemp("interpreted"))
     yield server
     server.close()
+
+
+Sent = tuple[str, type, Any]  # the worker's name, the command's class, the command
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[Sent]:
+    """Every command the bot sends a worker, in the order sent (each still sent)."""
+    seen: list[Sent] = []
+    lock = threading.Lock()
+    real = workers.WorkerClient.call
+
+    def recorded(
+        self: workers.WorkerClient, request: contract.Request[Any], *, timeout: float
+    ) -> Any:
+        with lock:
+            seen.append((self.spec.name, type(request), request))
+        return real(self, request, timeout=timeout)
+
+    monkeypatch.setattr(workers.WorkerClient, "call", recorded)
+    return seen

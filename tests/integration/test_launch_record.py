@@ -2,7 +2,10 @@
 it names the Triton kernels its first call launched (through a heuristics wrapper too), each as
 often as it ran, says that nothing but Triton's launches is seen on the CPU, and records nothing
 when not asked; a sweep keeps each side's record on the case, head's too where base cannot run;
-the fixture's review says in one line what the record confirms or corrects, within its size."""
+with crossover only the first worker pair of the first execution is asked for it, which checks
+each bench entry's first case, and a base failure in a case the other pair checked is still
+known to be base's alone; the fixture's review says in one line what the record confirms or
+corrects, within its size."""
 
 from __future__ import annotations
 
@@ -15,12 +18,14 @@ from bot.cli import main
 from bot.contracts.review import ChangeLine
 from bot.review.launched import launch_summary
 from checks.bench_entries.launches import CPU_NOTE
-from checks.sweep.evidence import to_evidence
+from checks.sweep import pair_runner
+from checks.sweep.evidence import launch_records, to_evidence
 from checks.sweep.run import SweepOptions
 from checks.sweep.shapes import Case
 from checks.sweep.workers import WorkerClient
 from checks.worker import contract
-from tests.integration.test_sweep_cpu import FAST, ONE_PASS, _standin_sweep
+from tests.integration.conftest import Sent
+from tests.integration.test_sweep_cpu import FAST, ONE_PASS, QUICK, _standin_sweep
 from tests.paths import ROOT
 from tests.repo_worker import repo_worker
 
@@ -151,7 +156,7 @@ def test_the_fixtures_review_says_what_ran_in_one_line_and_keeps_to_its_size(
     assert main(["demo", "--no-compile", "--results", results, "--full", "--out", "-"]) == 0
     summary = capsys.readouterr().out
     assert (
-        "- **softmax** (nvidia, 4 cases): base ran CUDA `softmax_row_kernel` and "
+        "- **softmax** (nvidia, 4 cases recorded): base ran CUDA `softmax_row_kernel` and "
         "`softmax_wide_row_kernel`; head ran Triton `softmax_kernel`. Confirms the analysis's "
         "rewrite: base's CUDA `softmax_row_kernel` and `softmax_wide_row_kernel` replaced by "
         "head's Triton `softmax_kernel`."
@@ -214,3 +219,61 @@ def test_a_sweep_records_each_side_once_and_keeps_heads_record_where_base_failed
     assert launch_summary([new], [evidence]) == (
         "**What ran** (launch record) confirms twice: what changed rests on both."
     )
+
+
+GROWS = """
+
+def grows(shape, dtype, *, device="cpu", seed=0):
+    import torch
+
+    if BASE and shape[0] > 150:
+        raise ValueError(f"base cannot take {shape[0]} elements")
+    x = torch.rand(shape, device=device, generator=torch.Generator().manual_seed(seed))
+    return {"fn": lambda: x + 1, "reference": lambda: x + 1, "inputs": [x]}
+"""
+
+
+def test_with_crossover_only_the_first_pair_records_and_every_entry_has_its_record(
+    tmp_path: Path, calls: list[Sent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two passes, two worker pairs. The draw of which pair checks a case beside the last one's
+    recheck is fixed to the second pair (the first may not record), so that the first pair
+    checks a case only where the bench entry has no record yet: each entry's first case. The
+    second pair's checks record nothing, and base failing at ``grows`` 200 while head runs, in a
+    case the second pair checked, is still base's failure: the head fixes that shape."""
+    for side, text in (("base", BASE_OPS), ("head", OPS)):
+        (tmp_path / side).mkdir()
+        flag = f"\nBASE = {side == 'base'}\n"
+        (tmp_path / side / "ops.py").write_text(text + flag + GROWS)
+    monkeypatch.setattr(pair_runner.secrets, "randbelow", lambda n: n - 1)
+    cases = [
+        Case(kernel=k, bench=f"ops:{k}", dims=(n,), dtype="float32", tolerance=10.0)
+        for k, n in (("twice", 100), ("twice", 120), ("grows", 100), ("grows", 200))
+    ]
+    protocol = QUICK.model_copy(
+        update={"crossover": True, "min_executions": 2, "max_executions": 2}
+    )
+    options = SweepOptions(device="cpu", protocol=protocol, timeouts=FAST)
+    result = _standin_sweep(cases, options, tmp_path / "work", checkouts=tmp_path)
+    assert [c.status for c in result.cases] == ["ok", "ok", "ok", "error"], [
+        c.message for c in result.cases
+    ]
+    checks = [(name, bool(a.launches)) for name, op, a in calls if op is contract.Check]
+    # asked: the first pair (base, head) in the first execution, never another worker
+    assert {name for name, asked in checks if asked} == {"base", "head"}
+    assert {name for name, asked in checks if not asked} == {
+        "base-x", "head-x", "base-e1", "head-e1", "base-x-e1", "head-x-e1"
+    }  # fmt: skip
+    recorded = [(c.base_launches is not None, c.head_launches is not None) for c in result.cases]
+    assert recorded == [(True, True), (False, False), (True, True), (False, False)]
+    assert [c.checked for c in result.cases] == [("base", "head")] * 3 + [("head",)]
+    records = {(r.kernel, r.side): r for r in launch_records(result)}
+    assert {k: r.cases for k, r in records.items()} == {
+        ("twice", "base"): 1, ("twice", "head"): 1, ("grows", "base"): 1, ("grows", "head"): 1
+    }  # fmt: skip
+    assert [k.name for k in records["twice", "head"].kernels] == ["_scale_kernel", "_shift_kernel"]
+    failed = result.cases[3]
+    assert failed.failed_side == "base" and failed.head_launches is None
+    assert "base cannot take 200 elements" in failed.message
+    [*_, line] = to_evidence(result, vendor="nvidia").shapes
+    assert line.failed_side == "base" and line.fixed

@@ -13,14 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from checks.sweep import workers
 from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
 from checks.worker import contract
+from tests.integration.conftest import Sent
 from tests.paths import DATA
 
 STANDINS = DATA / "standins"
@@ -66,25 +64,6 @@ def _sweep(cases: list[Case], work: Path, head: str = "head") -> Any:
         ),
         work_dir=work,
     )
-
-
-Sent = tuple[str, type, Any]  # the worker's name, the command's class, the command
-
-
-@pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> list[Sent]:
-    """Every command the bot sends a worker, in the order sent."""
-    seen: list[Sent] = []
-    lock = threading.Lock()
-    real = WorkerClient.call
-
-    def recorded(self: WorkerClient, request: contract.Request[Any], *, timeout: float) -> Any:
-        with lock:
-            seen.append((self.spec.name, type(request), request))
-        return real(self, request, timeout=timeout)
-
-    monkeypatch.setattr(workers.WorkerClient, "call", recorded)
-    return seen
 
 
 def _per_case(seen: list[Sent]) -> list[list[Sent]]:

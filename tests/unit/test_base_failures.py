@@ -18,8 +18,10 @@ from bot.review.conditions import Facts, sweep
 from bot.review.render import render_comment
 from bot.review.verdict import decide
 from checks.sweep.evidence import failure_headline, to_evidence
-from checks.sweep.models import load_results
+from checks.sweep.models import CaseLaunches, ShapeResult, SweepResult, load_results
+from checks.sweep.summary import combine
 from tests.paths import DATA, ROOT
+from tests.unit.test_sweep_skipped import _sweep as _sweep_result
 from tests.unit.test_verdict import TUNING
 
 RESULTS = DATA / "device_pr" / "tritonbench-269" / "results-nvidia.json"
@@ -86,6 +88,50 @@ def test_a_shape_the_head_fails_at_stays_a_blocking_failure(side: str | None) ->
     (line,) = [x for x in first.splitlines() if x.startswith("- sum 2097152 f32:")]
     assert line.endswith(f"CompilationError at 12:22: {REASON.replace('_', chr(92) + '_')})")
     assert "def triton" not in first and len(line) < 160
+
+
+def _failed_at_base(checked: tuple[str, ...]) -> ShapeResult:
+    """A case whose base failed in its check, with no launch record of either side (the
+    crossover's second pair checked it, or a later pass)."""
+    return ShapeResult.model_validate(
+        {"kernel": "sum", "shape": [2097152], "dtype": "float32", "tolerance": 0.03,
+         "status": "compile_error", "failed_side": "base", "message": REASON, "checked": checked}
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("checked", "side"),
+    [(("head",), "base"), (("base", "head"), "base"), (("base",), None), ((), None)],
+)
+def test_a_base_failure_is_the_bases_alone_where_the_heads_check_answered(
+    checked: tuple[str, ...], side: str | None
+) -> None:
+    """Which sides' checks answered decides it, not the launch record (none here): where the
+    head's did not, the failure may have ended both checks and says no side."""
+    [line] = to_evidence(_sweep_result("cuda-events", _failed_at_base(checked))).shapes
+    assert line.failed_side == side and line.fixed == (side == "base")
+
+
+def test_a_later_pass_that_failed_says_which_of_its_own_checks_answered() -> None:
+    ok = _failed_at_base(("base", "head")).model_copy(
+        update={"status": "ok", "failed_side": None, "message": ""}
+    )
+    joined = combine(ok, _failed_at_base(("head",)), 1)
+    assert joined.status == "compile_error" and joined.checked == ("head",)
+
+
+def test_an_older_sweep_file_reads_the_answered_checks_from_its_launch_records() -> None:
+    """A file written before cases said which checks answered: a side answered where its
+    launch record is (every answered check of the first pass made one then); a case that says
+    it is read as it is."""
+    record = CaseLaunches().model_dump()
+    old = _sweep_result("cuda-events", _failed_at_base(())).model_dump(mode="json")
+    (case,) = old["cases"]
+    del case["checked"]
+    cases = [{**case, "head_launches": record}, case, {**case, "checked": ["base"]}]
+    loaded = SweepResult.model_validate({**old, "cases": cases})
+    assert [c.checked for c in loaded.cases] == [("head",), (), ("base",)]
+    assert [x.failed_side for x in to_evidence(loaded).shapes] == ["base", None, None]
 
 
 def test_a_failure_is_said_by_its_kind_and_its_last_line() -> None:
