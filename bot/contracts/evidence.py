@@ -7,10 +7,11 @@ renderer only ever see these, so they stay pure and are tested on hand-made evid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from bot.contracts.base import Check, Frozen, Vendor
 from bot.contracts.repo import RepoConditions
@@ -67,6 +68,8 @@ ShapeVerdict = Literal[
 ]
 # no time to compare (a skipped shape is no evidence either)
 FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR", "SKIPPED"})
+# a failure's detail before its kind and reason were fields: "compile error: base: <reason>"
+_OLDER_FAILURE = re.compile(r"([a-z ]+): (?:base|head|both): (.*)", re.DOTALL)
 
 
 class ShapeLine(Frozen):
@@ -96,6 +99,23 @@ class ShapeLine(Frozen):
     # a failed shape's side: "base" alone means the head ran there (the change fixes it);
     # None where the results do not say
     failed_side: Literal["base", "head", "both"] | None = None
+    # a failed shape's kind in the sweep's words ("compile error", "wrong result", "timeout")
+    # and its reason (the message's headline): ``detail`` says the two with the side and the
+    # shape's other notes, for a reader. Empty where the shape ran or the results do not say
+    failure_kind: Label = ""
+    failure_reason: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, data: Any) -> Any:
+        """A line written before ``failure_kind`` was a field (its key absent) has its failure
+        read from its detail, as the review read it then: "compile error: base: <reason>"."""
+        if not isinstance(data, dict) or "failure_kind" in data:
+            return data
+        m = _OLDER_FAILURE.match(str(data.get("detail", "")))
+        if m is None or data.get("verdict") not in FAILED_VERDICTS:
+            return data
+        return {**data, "failure_kind": m.group(1), "failure_reason": m.group(2)}
 
     @property
     def fixed(self) -> bool:

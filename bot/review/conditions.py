@@ -251,14 +251,10 @@ def _fixed_words(fixed: Sequence[ShapeLine]) -> str:
     return f"{plural(len(fixed), 'shape')} fixed: the base fails there{why}, the head runs"
 
 
-_SIDE = re.compile(r"^([a-z ]+): (?:base|head|both): ")  # "compile error: base: " in a detail
-
-
 def _kind(x: ShapeLine) -> str:
     """A failure's kind in words: the sweep's ("compile error", "wrong result", "timeout"),
     else its verdict's."""
-    m = _SIDE.match(x.detail)
-    return m.group(1) if m else _VERDICT_WORDS.get(x.verdict, x.verdict.lower())
+    return x.failure_kind or _VERDICT_WORDS.get(x.verdict, x.verdict.lower())
 
 
 _VERDICT_WORDS = {"WRONG": "wrong result", "CRASHED": "crash", "OOM": "out of memory"}
@@ -267,7 +263,9 @@ _VERDICT_WORDS = {"WRONG": "wrong result", "CRASHED": "crash", "OOM": "out of me
 def _failure(x: ShapeLine) -> str:
     """Why the base failed at a fixed shape, its side not said again: "compile error:
     CompilationError at 12:22: numel (2097152) exceeds triton maximum tensor numel (1048576)"."""
-    return _SIDE.sub(r"\1: ", x.detail) if x.detail else x.verdict
+    if x.failure_kind:
+        return f"{x.failure_kind}: {x.failure_reason}" if x.failure_reason else x.failure_kind
+    return x.detail or x.verdict
 
 
 def _fixed_lines(fixed: Sequence[ShapeLine]) -> list[str]:
