@@ -594,42 +594,39 @@ def ownership(f: Facts) -> Finding:
             "the repository was not read"
         ]
         return Finding("not_run", reasons[0])
-    lines: list[str] = []
+    rows: list[tuple[bool, str]] = []  # (whether it says something is missing, the row)
     missing: list[str] = []
     unowned = [o.path for o in repo.owners if not o.owners]
     owners = sorted({w for o in repo.owners for w in o.owners})
     if unowned or not repo.owners:
         missing.append("an owner")
-        lines.append(
-            "owner: none for "
-            + (", ".join(unowned) or "the changed kernels")
-            + " (add a CODEOWNERS rule or `owners` in the policy)"
+        rows.append(
+            (
+                True,
+                "owner: none for "
+                + (", ".join(unowned) or "the changed kernels")
+                + " (add a CODEOWNERS rule or `owners` in the policy)",
+            )
         )
     else:
         sources = sorted({o.source for o in repo.owners})
-        lines.append(f"owner: {', '.join(owners)} ({', '.join(sources)})")
+        rows.append((False, f"owner: {', '.join(owners)} ({', '.join(sources)})"))
     for p in repo.pins:
         if p.pinned:
-            lines.append(f"pin: {p.package} {p.spec} ({p.source})")
+            rows.append((False, f"pin: {p.package} {p.spec} ({p.source})"))
         else:
             missing.append(f"a {p.package} pin")
             where = (
                 f" ({p.source}: `{p.package}{p.spec or ''}` has no upper bound)" if p.source else ""
             )
-            lines.append(f"pin: {p.package} not pinned{where}")
+            rows.append((True, f"pin: {p.package} not pinned{where}"))
     if not repo.perf_gate.workflow:
         missing.append("a perf gate in CI")
-    lines.append(f"perf gate: {repo.perf_gate.detail}")
+    rows.append((not repo.perf_gate.workflow, f"perf gate: {repo.perf_gate.detail}"))
     if missing:  # what is missing first: the comment lists the first few lines
-        gaps = [x for x in lines if _is_gap(x)]
-        rows = (*gaps, *(x for x in lines if x not in gaps))
-        return Finding("open", "missing " + ", ".join(missing), rows)
-    return Finding("met", "owner, pins and perf gate are in place", tuple(lines))
-
-
-def _is_gap(row: str) -> bool:
-    """Whether an ownership row says something is missing."""
-    return row.startswith(("owner: none", "perf gate: no ")) or " not pinned" in row
+        gaps_first = (*(r for gap, r in rows if gap), *(r for gap, r in rows if not gap))
+        return Finding("open", "missing " + ", ".join(missing), gaps_first)
+    return Finding("met", "owner, pins and perf gate are in place", tuple(r for _, r in rows))
 
 
 def rollback(f: Facts) -> Finding:

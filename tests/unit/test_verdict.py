@@ -219,6 +219,29 @@ def test_ownership_lists_what_is_missing():
     assert any("no upper bound" in e for e in c.evidence)
 
 
+def test_ownership_lists_gaps_first_by_what_it_found_not_by_its_words():
+    """What is missing comes first, decided by the facts: a perf gate found whose workflow line
+    happens to say "not pinned" is no gap."""
+    unowned = (OwnerFact(path="ops/softmax.py", owners=(), source=""),)
+    gate = PerfGateFact(
+        workflow=".github/workflows/perf.yml",
+        detail="perf.yml:9: run: kernel-review bench  # torch not pinned on this runner",
+    )
+    repo = GOOD_REPO.model_copy(update={"owners": unowned, "perf_gate": gate})
+    c = decide([REWRITE_KEPT], CLI, FULL.model_copy(update={"repo": repo})).conditions[3]
+    assert c.summary == "missing an owner"
+    assert [e.split(":")[0] for e in c.evidence] == ["owner", "pin", "pin", "perf gate"]
+
+
+def test_ownership_puts_a_missing_perf_gate_first_however_its_detail_is_worded():
+    none = PerfGateFact(workflow=None, detail="none of the 3 workflows runs kernel-review")
+    repo = GOOD_REPO.model_copy(update={"perf_gate": none})
+    c = decide([REWRITE_KEPT], CLI, FULL.model_copy(update={"repo": repo})).conditions[3]
+    assert c.summary == "missing a perf gate in CI"
+    assert c.evidence[0] == "perf gate: none of the 3 workflows runs kernel-review"
+    assert [e.split(":")[0] for e in c.evidence] == ["perf gate", "owner", "pin", "pin"]
+
+
 def test_deleted_kernel_leaves_rollback_open():
     v = decide([REWRITE_KEPT, REWRITE_DELETED], CLI, FULL)
     c = v.conditions[4]
