@@ -68,8 +68,10 @@ ShapeVerdict = Literal[
 ]
 # no time to compare (a skipped shape is no evidence either)
 FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR", "SKIPPED"})
-# a failure's detail before its kind and reason were fields: "compile error: base: <reason>"
+# what a detail said before the facts were fields of their own: a failure's kind, side and
+# reason ("compile error: base: <reason>"), and executions that disagreed
 _OLDER_FAILURE = re.compile(r"([a-z ]+): (?:base|head|both): (.*)", re.DOTALL)
+_OLDER_SPREAD = "varied from one execution"  # the sweep's words for executions that disagree
 
 
 class ShapeLine(Frozen):
@@ -104,18 +106,26 @@ class ShapeLine(Frozen):
     # shape's other notes, for a reader. Empty where the shape ran or the results do not say
     failure_kind: Label = ""
     failure_reason: str = ""
+    # head/base varied from one execution (fresh processes) to the next beyond the rounds'
+    # noise, and the sweep decided over the executions: ``detail`` says how far and why
+    varied_between_processes: bool = False
 
     @model_validator(mode="before")
     @classmethod
     def _older_file(cls, data: Any) -> Any:
-        """A line written before ``failure_kind`` was a field (its key absent) has its failure
-        read from its detail, as the review read it then: "compile error: base: <reason>"."""
-        if not isinstance(data, dict) or "failure_kind" in data:
+        """A line written before a fact below was a field of its own (its key absent) has it
+        read from its detail, as the review read it then: a failure's kind and reason from
+        "compile error: base: <reason>", the executions' spread from the sweep's words for it."""
+        if not isinstance(data, dict):
             return data
-        m = _OLDER_FAILURE.match(str(data.get("detail", "")))
-        if m is None or data.get("verdict") not in FAILED_VERDICTS:
-            return data
-        return {**data, "failure_kind": m.group(1), "failure_reason": m.group(2)}
+        detail = str(data.get("detail", ""))
+        read: dict[str, Any] = {}
+        m = _OLDER_FAILURE.match(detail)
+        if "failure_kind" not in data and m and data.get("verdict") in FAILED_VERDICTS:
+            read.update(failure_kind=m.group(1), failure_reason=m.group(2))
+        if "varied_between_processes" not in data and _OLDER_SPREAD in detail:
+            read.update(varied_between_processes=True)
+        return {**data, **read} if read else data
 
     @property
     def fixed(self) -> bool:

@@ -23,7 +23,7 @@ from bot.contracts.evidence import (
 )
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
-from bot.review.explain import inconclusive_reason, kernel_lines, varied_between_processes
+from bot.review.explain import inconclusive_reason, kernel_lines
 from bot.review.served import decides, unserved_words
 from bot.review.trade import (
     inconclusive_within,
@@ -107,7 +107,7 @@ def _inconclusive_line(x: ShapeLine) -> str:
     line = f"{x.kernel} {_shape(x.shape)} {x.dtype}: inconclusive"
     if x.ci_low is not None and x.ci_high is not None:
         line += f" ({speed_range(x.ci_low, x.ci_high)} at 95%)"
-    reason = inconclusive_reason(x.detail)
+    reason = inconclusive_reason(x)
     if reason:
         return f"{line}: {reason}"
     tolerance = f" ({percent(x.tolerance)})" if x.tolerance is not None else ""
@@ -323,7 +323,7 @@ def _tolerance_of(shapes: Sequence[ShapeLine], req: Requirements) -> str:
 
 def _why_inconclusive(inconclusive: Sequence[ShapeLine]) -> str:
     """Why shapes were inconclusive, in one clause."""
-    spread = [x for x in inconclusive if varied_between_processes(x.detail)]
+    spread = [x for x in inconclusive if x.varied_between_processes]
     if len(spread) == len(inconclusive):
         return (
             "head against base varied from one process to the next by more than the "

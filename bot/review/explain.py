@@ -380,16 +380,15 @@ _STOPS = {
     "throttled": "it stopped after {n} rounds: the GPU was throttling",
 }
 _STOP = re.compile(r"stopped: (.+) after (\d+) rounds?")
-SPREAD = "varied from one execution"  # the sweep's words for executions that disagree
 AUTOTUNER = "the autotuner picks differently"
 
 
-def inconclusive_reason(detail: str) -> str:
+def inconclusive_reason(x: ShapeLine) -> str:
     """Why a shape was inconclusive, from its sweep detail, each thing said once: the stop in
     words unless the executions' spread says it, the likely cause left out where the autotuner
     was already named, repeated parts dropped."""
-    parts = list(dict.fromkeys(p.strip() for p in detail.split("; ") if p.strip()))
-    spread = any(SPREAD in p for p in parts)
+    parts = list(dict.fromkeys(p.strip() for p in x.detail.split("; ") if p.strip()))
+    spread = x.varied_between_processes
     autotuner = any(p.startswith(AUTOTUNER) for p in parts)
     out = []
     for p in parts:
@@ -404,8 +403,3 @@ def inconclusive_reason(detail: str) -> str:
             continue
         out.append(p)
     return "; ".join(out)
-
-
-def varied_between_processes(detail: str) -> bool:
-    """Whether a shape's detail says its executions (fresh processes) disagreed."""
-    return SPREAD in detail

@@ -112,6 +112,9 @@ def _line(c: ShapeResult) -> ShapeLine:
         failed_side=_failed_side(c),
         failure_kind=kind,
         failure_reason=headline,
+        varied_between_processes=(
+            c.status == "ok" and c.decided_over == "executions" and c.executions > 1
+        ),
     )
 
 

@@ -264,3 +264,20 @@ def test_a_line_with_the_fields_is_never_read_from_its_detail() -> None:
     assert sweep(_facts(s)).summary == "1 shape failed (crash)"
     round_trip = ShapeLine.model_validate_json(_recorded().shapes[0].model_dump_json())
     assert "failure_kind" in _recorded().shapes[0].model_dump() and round_trip.failure_kind == ""
+
+
+def test_the_converter_says_where_the_processes_disagreed_from_the_sweeps_decision() -> None:
+    """The shapes the sweep decided over executions that disagreed, on #269's H200 sweep: those
+    whose explanation says so (the recorded file's lines read them so), found from the decision."""
+    recorded = load_results(SWEEP)
+    said = {c.key for c in recorded.cases if "varied from one execution" in c.explanation}
+    lines = to_evidence(recorded).shapes
+    assert len(said) == 5
+    assert {(x.kernel, x.shape, x.dtype) for x in lines if x.varied_between_processes} == said
+    assert [x.varied_between_processes for x in lines] == [
+        x.varied_between_processes for x in _recorded().shapes
+    ]
+    quiet = recorded.model_copy(
+        update={"cases": tuple(c.model_copy(update={"executions": 1}) for c in recorded.cases)}
+    )
+    assert not any(x.varied_between_processes for x in to_evidence(quiet).shapes)

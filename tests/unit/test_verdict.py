@@ -378,6 +378,26 @@ def test_an_inconclusive_shape_says_why_once_in_words():
     assert "rerun with `/bench full`" in v.conditions[0].summary
 
 
+def test_an_inconclusive_shape_reads_whether_its_processes_disagreed_from_the_field():
+    """Whether the executions disagreed is the sweep's fact, not its wording: a detail that
+    says it otherwise changes nothing, and the words alone on a line written with the field
+    (an older file's line has no such key) say nothing."""
+    said = "stopped: max executions after 36 rounds; 3 fresh processes read 0.98 to 1.06"
+    x = shape("INCONCLUSIVE", 1.02, detail=said, varied_between_processes=True)
+    v = decide([TUNING], CLI, Evidence(sweeps=(sweep("nvidia", x),)))
+    (line,) = [r for r in v.conditions[0].evidence if "inconclusive" in r]
+    assert line.endswith("at 95%): 3 fresh processes read 0.98 to 1.06")  # no stop: it says
+    assert "varied from one process to the next" in v.conditions[0].summary
+    assert "rerun" not in v.conditions[0].summary
+    words = shape("INCONCLUSIVE", 1.02, detail=AUTOTUNER_DETAIL, varied_between_processes=False)
+    v = decide([TUNING], CLI, Evidence(sweeps=(sweep("nvidia", words),)))
+    assert "varied from one process to the next" not in v.conditions[0].summary
+    (line,) = [r for r in v.conditions[0].evidence if "inconclusive" in r]
+    assert "it ran all its executions (fresh processes, 36 rounds)" in line
+    older = shape("INCONCLUSIVE", 1.02, detail=AUTOTUNER_DETAIL)  # the key absent
+    assert older.varied_between_processes
+
+
 def test_the_served_shapes_speed_says_its_word_once():
     """ "10.1% faster (10.1–10.2%; weighted ...)", not "10.1% faster (10.1–10.2% faster; ...)";
     an interval across 1 is said in full."""
