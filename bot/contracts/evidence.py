@@ -72,6 +72,9 @@ FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR", "SKI
 # reason ("compile error: base: <reason>"), and executions that disagreed
 _OLDER_FAILURE = re.compile(r"([a-z ]+): (?:base|head|both): (.*)", re.DOTALL)
 _OLDER_SPREAD = "varied from one execution"  # the sweep's words for executions that disagree
+# ... and a compiled variant's occupancy: "8 warps/SM (12%)"
+_OLDER_OCCUPANCY = re.compile(r"(\d+) (\S+) \([0-9.]+%\)")
+_OLDER_PERCENT = re.compile(r"\(([0-9.]+)%\)")
 
 
 class ShapeLine(Frozen):
@@ -314,7 +317,12 @@ class CompilerRow(Frozen):
     regs_per_thread: Count | None = None
     spill_bytes: Count | None = None
     shared_bytes: Count | None = None
-    occupancy: str | None = None
+    occupancy: str | None = None  # in words: "8 warps/SM (12%)"
+    # the same as numbers: resident warps (waves) in the vendor's unit, and the fraction of
+    # the most the hardware holds
+    occupancy_resident: Count | None = None
+    occupancy_unit: Label = ""
+    occupancy_fraction: NonNegative | None = None
     matrix_instr: str | None = None
     load_bits_max: Count | None = None
     layouts: tuple[TritonLayout, ...] = Field(default=(), max_length=32)  # Triton only (C-1)
@@ -323,6 +331,20 @@ class CompilerRow(Frozen):
     specialization: Label = ""
     # served shapes and dtypes that compile to this variant, e.g. "1000003:bfloat16"
     shapes: tuple[Label, ...] = Field(default=(), max_length=MAX_CONFIGS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, data: Any) -> Any:
+        """A row written before the occupancy's numbers were fields (their key absent) has them
+        read from its words, as the review read them then: "8 warps/SM (12%)"."""
+        if not isinstance(data, dict) or "occupancy_fraction" in data:
+            return data
+        text = str(data.get("occupancy") or "")
+        pct, words = _OLDER_PERCENT.search(text), _OLDER_OCCUPANCY.fullmatch(text)
+        read: dict[str, Any] = {"occupancy_fraction": float(pct.group(1)) / 100} if pct else {}
+        if words:
+            read.update(occupancy_resident=int(words.group(1)), occupancy_unit=words.group(2))
+        return {**data, **read} if read else data
 
 
 CompilerEvidence.model_rebuild()

@@ -264,9 +264,10 @@ def _divisible_args(rows: Sequence[CompilerRow]) -> set[str]:
     return set.intersection(*sets) if sets else set()
 
 
-def _occupancy(text: str | None) -> float | None:
-    m = re.search(r"\(([0-9.]+)%\)", text or "")
-    return float(m.group(1)) if m else None
+def _occupancy(r: CompilerRow) -> float | None:
+    """The variant's occupancy in whole percent, as the review says it."""
+    f = r.occupancy_fraction
+    return None if f is None else float(round(f * 100))
 
 
 def compiler_difference(
@@ -325,8 +326,7 @@ def _lower_occupancy(a: list[float], b: list[float]) -> tuple[str, str] | None:
 # (how the slow variants are worse, if they are; the number compared), in the order tried
 _load_bits: Callable[[CompilerRow], float | None] = lambda r: r.load_bits_max  # noqa: E731
 _spills: Callable[[CompilerRow], float | None] = lambda r: r.spill_bytes  # noqa: E731
-_occ: Callable[[CompilerRow], float | None] = lambda r: _occupancy(r.occupancy)  # noqa: E731
-_FACTS = ((_narrower_loads, _load_bits), (_more_spills, _spills), (_lower_occupancy, _occ))
+_FACTS = ((_narrower_loads, _load_bits), (_more_spills, _spills), (_lower_occupancy, _occupancy))
 
 
 def _by(xs: Sequence[ShapeLine]) -> str:

@@ -153,22 +153,22 @@ def _span(values: Sequence[int]) -> str:
     return number(lo) if lo == hi else f"{number(lo)}–{number(hi)}"
 
 
-def _occupancy_pct(text: str) -> float:
-    m = re.search(r"\(([0-9.]+)%\)", text)
-    return float(m.group(1)) if m else -1.0
-
-
-_OCCUPANCY = re.compile(r"^(\d+) (\S+) \(([0-9.]+)%\)$")  # "8 warps/SM (12%)"
-
-
-def _occupancy_span(occ: Sequence[str]) -> str:
-    """The lowest and highest occupancy: "8–20 warps/SM (12–31%)" where both read alike."""
-    low, high = _OCCUPANCY.match(occ[0]), _OCCUPANCY.match(occ[-1])
-    if low and high and low.group(2) == high.group(2):
+def _occupancy_span(low: CompilerRow, high: CompilerRow) -> str:
+    """The lowest and highest occupancy: "8–20 warps/SM (12–31%)" where both are counted in
+    one unit."""
+    a, b = low.occupancy_fraction, high.occupancy_fraction
+    resident = (low.occupancy_resident, high.occupancy_resident)
+    if (
+        a is not None
+        and b is not None
+        and None not in resident
+        and low.occupancy_unit
+        and (low.occupancy_unit == high.occupancy_unit)
+    ):
         return (
-            f"{low.group(1)}–{high.group(1)} {esc(low.group(2))} ({low.group(3)}–{high.group(3)}%)"
+            f"{resident[0]}–{resident[1]} {esc(low.occupancy_unit)} ({a * 100:.0f}–{b * 100:.0f}%)"
         )
-    return f"{esc(occ[0])} … {esc(occ[-1])}"
+    return f"{esc(low.occupancy or '')} … {esc(high.occupancy or '')}"
 
 
 SHAPES_LISTED = 3  # served shapes named per compiled variant; the rest are counted
@@ -216,9 +216,18 @@ def _variant_cells(rs: Sequence[CompilerRow]) -> tuple[str, ...]:
     regs = [r.regs_per_thread for r in ok if r.regs_per_thread is not None]
     spills = [r.spill_bytes for r in ok if r.spill_bytes is not None]
     shared = [r.shared_bytes for r in ok if r.shared_bytes is not None]
-    occ = sorted({r.occupancy for r in ok if r.occupancy}, key=_occupancy_pct)
+    occ = sorted(
+        {r.occupancy: r for r in ok if r.occupancy}.values(),
+        key=lambda r: -1.0 if r.occupancy_fraction is None else r.occupancy_fraction,
+    )
     loads = [r.load_bits_max for r in ok if r.load_bits_max]
-    occupancy = "—" if not occ else esc(occ[0]) if len(occ) == 1 else _occupancy_span(occ)
+    occupancy = (
+        "—"
+        if not occ
+        else esc(occ[0].occupancy or "")
+        if len(occ) == 1
+        else _occupancy_span(occ[0], occ[-1])
+    )
     return (
         variants,
         _span(regs) if regs else "—",

@@ -353,3 +353,57 @@ def test_a_compiler_flag_a_condition_already_says_is_left_to_the_condition() -> 
     assert "one config list" not in comment and "spills 45 VGPRs" in comment
     summary = "\n".join(_compiler(ce, full=True, conditions=said))
     assert "num\\_warps=8 is 256 threads on NVIDIA and 512 on AMD" in summary
+
+
+def _occupied(side: str, config: str, resident: int, fraction: float) -> CompilerRow:
+    """A compiled variant whose occupancy is said in words no reader parses back."""
+    return CompilerRow(
+        kernel="matmul",
+        side=side,  # type: ignore[arg-type]
+        language="triton",
+        vendor="nvidia",
+        target="sm_90",
+        config=config,
+        occupancy=f"{fraction:.1%} of the SM's warps ({resident} resident)",
+        occupancy_resident=resident,
+        occupancy_unit="warps/SM",
+        occupancy_fraction=fraction,
+    )
+
+
+def test_the_occupancy_of_compiled_variants_is_read_from_its_numbers_not_its_words():
+    rows = (
+        _occupied("old", "BM=64", 12, 0.1875),
+        _occupied("old", "BM=128", 8, 0.125),
+        _occupied("new", "BM=64", 12, 0.1875),
+        _occupied("new", "BM=128", 4, 0.0625),
+        _occupied("new", "BM=256", 2, 0.03125),
+    )
+    ev = Evidence(compiler=CompilerEvidence(rows=rows))
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    comment = render_comment(v, CTX, ev, PART_A)
+    # lowest first, each end's count and percent, the unit said once
+    assert "occupancy 8–12 warps/SM (12–19%) → 2–12 warps/SM (3–19%)" in comment
+
+
+def test_an_older_compiler_row_has_its_occupancy_numbers_read_from_its_words_at_load():
+    older = {
+        "kernel": "matmul",
+        "side": "new",
+        "language": "triton",
+        "vendor": "nvidia",
+        "target": "sm_90",
+        "config": "BM=64",
+        "occupancy": "16 warps/SM (25%)",
+    }
+    row = CompilerRow.model_validate(older)
+    assert (row.occupancy_resident, row.occupancy_unit, row.occupancy_fraction) == (
+        16,
+        "warps/SM",
+        0.25,
+    )
+    unit_only = CompilerRow.model_validate({**older, "occupancy": "1 wave/SIMD"})
+    assert unit_only.occupancy_fraction is None and unit_only.occupancy_resident is None
+    # a row written with the numbers is taken as it says, whatever its words
+    written = CompilerRow.model_validate({**older, "occupancy_fraction": None})
+    assert written.occupancy_fraction is None and written.occupancy_unit == ""
