@@ -458,9 +458,19 @@ def _autotune_change(pair: dict[str, AutotuneEvidence], *, full: bool) -> str:
     return text + _autotune_extras(new)
 
 
+def _unchanged(pair: dict[str, AutotuneEvidence]) -> bool:
+    """Both sides' lists and keys alike, and nothing more to say of the new one."""
+    old, new = pair.get("old"), pair.get("new")
+    if old is None or new is None:
+        return False
+    same = (old.configs, old.more_configs, old.key) == (new.configs, new.more_configs, new.key)
+    return same and not _autotune_extras(new)
+
+
 def _autotune(items: Sequence[AutotuneEvidence], *, full: bool) -> list[str]:
     """One line per kernel (per autotuned function where it has several): the live config
-    lists of old and new, per group of targets that saw the same pair."""
+    lists of old and new, per group of targets that saw the same pair; in the comment (not
+    ``full``), only the lists that changed."""
     functions: dict[str, set[str]] = {}
     for a in items:
         functions.setdefault(a.kernel, set()).add(a.function)
@@ -480,6 +490,8 @@ def _autotune(items: Sequence[AutotuneEvidence], *, full: bool) -> list[str]:
             groups.setdefault(same, (pair, []))[1].append(target)
         name = esc(kernel) + (f" {code(function)}" if function else "")
         for pair, targets in groups.values():
+            if not full and _unchanged(pair):
+                continue
             where = f" on {esc(', '.join(targets))}" if len(groups) > 1 else ""
             change = _autotune_change(pair, full=full)
             out.append(f"- {name}{where}: autotune configs, read on the runner: {change}")
@@ -507,8 +519,6 @@ def _compiler(ce: CompilerEvidence, *, full: bool, conditions: Sequence[str] = (
             )
         out += [""] if out else []
     tuned = _autotune(ce.autotune, full=full)
-    if not full:  # the comment: only the lists that changed
-        tuned = [x for x in tuned if not x.endswith(", the same old and new")]
     out += [*tuned, ""] if tuned else []
     if full:
         rows = _compiler_rows(ce.rows) if ce.rows else []

@@ -407,3 +407,32 @@ def test_an_older_compiler_row_has_its_occupancy_numbers_read_from_its_words_at_
     # a row written with the numbers is taken as it says, whatever its words
     written = CompilerRow.model_validate({**older, "occupancy_fraction": None})
     assert written.occupancy_fraction is None and written.occupancy_unit == ""
+
+
+def test_the_comment_leaves_out_an_autotune_list_by_its_sides_not_by_its_line():
+    """An autotune list the same old and new, with nothing more to say, is the job summary's
+    only; whether it is comes from the two lists, never from how the line ends."""
+    from bot.contracts.evidence import AutotuneEvidence
+    from bot.review.render import _compiler
+
+    def live(side: str, configs: tuple[str, ...], **kw) -> AutotuneEvidence:
+        return AutotuneEvidence(
+            kernel="mm", function="f", side=side, targets=("sm_90",), configs=configs, **kw
+        )
+
+    same = CompilerEvidence(autotune=(live("old", ("A=1",)), live("new", ("A=1",))))
+    assert _compiler(same, full=False) == []
+    assert _compiler(same, full=True)[0].endswith(": 1, the same old and new")
+    # changed, though its line ends as an unchanged one's does (a heuristic's label says so)
+    odd = "BLOCK, the same old and new"
+    changed = CompilerEvidence(
+        autotune=(live("old", ("A=1",)), live("new", ("A=2",), heuristics=(odd,)))
+    )
+    (line, _) = _compiler(changed, full=False)
+    assert line.startswith("- mm: autotune configs, read on the runner: old 1 → new 1")
+    # the same configs under another key: a change
+    keyed = CompilerEvidence(
+        autotune=(live("old", ("A=1",), key=("n",)), live("new", ("A=1",), key=("m",)))
+    )
+    (line, _) = _compiler(keyed, full=False)
+    assert line.endswith("1, the same old and new; key (n) → (m)")
