@@ -59,6 +59,7 @@ class Finding:
     summary: str
     rows: tuple[str, ...] = ()
     blocking: bool = False  # a measured violation: requests changes
+    per_shape: tuple[str, ...] = ()  # those of the rows about one shape each
 
 
 def _shape(s: Sequence[int]) -> str:
@@ -137,6 +138,12 @@ def sweep(f: Facts) -> Finding:
         return Finding("not_run", each_vendor(skipped, f.req.vendors), extra)
     priced = priced_kernels(f.changes, ev)
     lines: list[str] = []
+    per_shape: list[str] = []  # the lines about one shape each
+
+    def one_shape(line: str) -> None:
+        lines.append(line)
+        per_shape.append(line)
+
     failures = [x for s in gpu_sweeps for x in s.failures]
     fixed = [x for s in gpu_sweeps for x in s.fixed]  # the base failed, the head runs
     total = sum(len(s.shapes) for s in gpu_sweeps) - len(fixed)
@@ -148,7 +155,7 @@ def sweep(f: Facts) -> Finding:
         where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
         for x in s.failures:
             why = f" ({x.detail})" if x.detail else ""
-            lines.append(f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict}{why}")
+            one_shape(f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict}{why}")
         lines += [where + line for line in _fixed_lines(s.fixed)]
     inconclusive: list[ShapeLine] = []
     within: list[ShapeLine] = []  # a priced rewrite's shapes within its price
@@ -159,10 +166,10 @@ def sweep(f: Facts) -> Finding:
             price = f.req.price_of(x.kernel)
             if x.kernel in priced and inconclusive_within(x, price):
                 within.append(x)
-                lines.append(where + _priced_line(x, price, "within"))
+                one_shape(where + _priced_line(x, price, "within"))
             else:
                 inconclusive.append(x)
-                lines.append(where + _inconclusive_line(x))
+                one_shape(where + _inconclusive_line(x))
     judged = {_case(a.kernel, a.shape, a.dtype, a.vendor): a.state for a in f.accepted}
     slower: list[ShapeLine] = []  # slower than tolerance, no acceptance or price covers them
     over: list[tuple[str, ShapeLine]] = []  # a priced rewrite's shapes over its price
@@ -173,7 +180,7 @@ def sweep(f: Facts) -> Finding:
         for x in s.slower:
             state = judged.get(_case(x.kernel, x.shape, x.dtype, s.vendor))
             if state:  # the table lists every slower shape; an acceptance adds its judgement
-                lines.append(
+                one_shape(
                     f"{x.kernel} {_shape(x.shape)} {x.dtype}: {speed(x.ratio or 1.0)}"
                     f" ({_ACCEPT_NOTES[state]})"
                 )
@@ -187,7 +194,7 @@ def sweep(f: Facts) -> Finding:
                 continue
             price = f.req.price_of(x.kernel)
             priced_state = price_state(x, price) or "over"
-            lines.append(where + _priced_line(x, price, priced_state))
+            one_shape(where + _priced_line(x, price, priced_state))
             if priced_state == "within":
                 within.append(x)
             elif priced_state == "over" and decides(x):
@@ -197,7 +204,7 @@ def sweep(f: Facts) -> Finding:
             else:
                 undecided.append(x)
     n_accepted = sum(1 for a in f.accepted if a.state == "accepted")
-    rows = tuple(lines)
+    rows, said = tuple(lines), tuple(per_shape)
     if failures or slower or over:
         what = []
         if failures:
@@ -221,7 +228,7 @@ def sweep(f: Facts) -> Finding:
         if n_accepted:
             what.append(f"{n_accepted} accepted")
         what += [_fixed_words(fixed)] if fixed else []
-        return Finding("open", "; ".join(what), rows, blocking=True)
+        return Finding("open", "; ".join(what), rows, blocking=True, per_shape=said)
     if inconclusive or undecided or aside:
         what = [unserved_words(aside, len(gpu_sweeps))] if aside else []
         if inconclusive:
@@ -231,16 +238,16 @@ def sweep(f: Facts) -> Finding:
         if undecided:
             what.append(_undecided_words(undecided, f.req) + "; rerun with `/bench full`")
         what += [_fixed_words(fixed)] if fixed else []
-        return Finding("open", "; ".join(what), rows)
+        return Finding("open", "; ".join(what), rows, per_shape=said)
     if n_accepted or within:
         what = [f"within tolerance at {total - n_accepted - len(within)} of {total} shapes"]
         what += [_within_words(within, f.req)] if within else []
         what += [plural(n_accepted, "accepted slower shape")] if n_accepted else []
         what += [_fixed_words(fixed)] if fixed else []
-        return Finding("met", "; ".join(what), rows)
+        return Finding("met", "; ".join(what), rows, per_shape=said)
     what = [f"within tolerance at all {total} shapes"] if total else []
     what += [_fixed_words(fixed)] if fixed else []
-    return Finding("met", "; ".join(what), rows)
+    return Finding("met", "; ".join(what), rows, per_shape=said)
 
 
 def _fixed_words(fixed: Sequence[ShapeLine]) -> str:
@@ -687,6 +694,7 @@ def evaluate(
                 state=found.state,
                 summary=found.summary,
                 evidence=found.rows,
+                per_shape=found.per_shape,
                 blocking=found.blocking,
             )
         )

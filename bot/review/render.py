@@ -904,8 +904,6 @@ def _brief(line: str) -> str:
     return _LABELS.sub(cut, line)
 
 
-# a sweep evidence line about one shape: "[vendor, ]kernel 1823x781 float16: ..."
-_ONE_SHAPE = re.compile(r"^(?:\w+, )?\S+ \d+(?:x\d+)* \w+: ")
 CLIP = 240  # characters of an evidence line in the comment, cut at a clause
 _CLOSE = {"(": ")", "[": "]"}
 
@@ -939,8 +937,8 @@ def _evidence(c: Condition, *, full: bool) -> list[str]:
         return []
     listed = EVIDENCE_LISTED_BY_KEY.get(c.key, EVIDENCE_LISTED)
     lines = c.evidence
-    if c.key == "sweep" and not full:  # a shape's own line: the worst shapes say it, above
-        lines = tuple(x for x in lines if not _ONE_SHAPE.match(x))
+    if not full:  # a shape's own line: the worst shapes say it, above
+        lines = tuple(x for x in lines if x not in c.per_shape)
     listed = listed if len(lines) > listed + 1 else listed + 1  # a line, not "1 more"
     shown = c.evidence if full else [_clip(_brief(x)) for x in lines[:listed]]
     out = [f"   - {esc(line)}" for line in shown]

@@ -436,3 +436,28 @@ def test_the_comment_leaves_out_an_autotune_list_by_its_sides_not_by_its_line():
     )
     (line, _) = _compiler(keyed, full=False)
     assert line.endswith("1, the same old and new; key (n) → (m)")
+
+
+def test_the_comment_leaves_each_shapes_own_line_to_the_worst_shapes_by_what_it_is_about():
+    """The sweep condition's lines about one shape are the worst shapes' to say in the comment;
+    which they are comes from the condition, not from how a line reads (a scalar's line has no
+    dimensions to read)."""
+    shapes = (
+        ShapeLine(kernel="softmax", shape=(), dtype="float16", verdict="WRONG", detail="x"),
+        ShapeLine(kernel="softmax", shape=(4096,), dtype="float16", verdict="WRONG"),
+        ShapeLine(kernel="softmax", shape=(8,), dtype="float16", verdict="SAME", ratio=1.0),
+    )
+    ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="GPU", shapes=shapes),))
+    req = Requirements(vendors=("nvidia",), deployment="cli", first_call_budget_ms=3000)
+    v = decide(CHANGES, req, ev)
+    sweep_condition = v.conditions[0]
+    assert sweep_condition.per_shape == (
+        "softmax  float16: WRONG (x)",
+        "softmax 4096 float16: WRONG",
+    )
+    assert set(sweep_condition.per_shape) <= set(sweep_condition.evidence)
+    comment = render_comment(v, CTX, ev, PART_A)
+    summary = render_comment(v, CTX, ev, PART_A, full=True)
+    for line in sweep_condition.per_shape:
+        assert f"   - {esc(line)}" not in comment and f"   - {esc(line)}" in summary
+    assert "   - nvidia (GPU): 3 shapes" in comment
