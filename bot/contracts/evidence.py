@@ -380,6 +380,19 @@ class NotRun(Frozen):
     check: Check
     vendor: Vendor | None = None
     reason: str
+    path: Label = ""  # the file it holds for, where one: a C++ kernel no compiler here reads
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, data: Any) -> Any:
+        """A compiler's line written before ``path`` was a field (its key absent) said the file
+        first in its reason: "csrc/add.hip: no hipcc on this machine"."""
+        if not isinstance(data, dict) or "path" in data or data.get("check") != "compiler":
+            return data
+        path, _, reason = str(data.get("reason", "")).partition(": ")
+        if not reason or not path or " " in path:
+            return data
+        return {**data, "path": path, "reason": reason}
 
 
 class SideToolchain(Frozen):

@@ -963,11 +963,8 @@ def _not_run(evidence: Evidence) -> list[str]:
     the compiler) it holds for."""
     said: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (vendor, reason) -> (check, path)s
     for n in evidence.not_run:
-        where, _, why = n.reason.partition(": ") if n.check == "compiler" else ("", "", n.reason)
-        if not why:
-            where, why = "", n.reason
-        checks = said.setdefault((n.vendor or "", why), [])
-        checks.append((_CHECK_WORDS.get(n.check, n.check), where))
+        checks = said.setdefault((n.vendor or "", n.reason), [])
+        checks.append((_CHECK_WORDS.get(n.check, n.check), n.path))
     out = []
     for (vendor, why), checks in said.items():
         paths: dict[str, list[str]] = {}  # a check -> the files it could not read

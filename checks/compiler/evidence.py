@@ -53,8 +53,14 @@ def cxx_records(
                 if path.suffix != vendor.cxx_suffix or not mine:
                     continue
                 if shutil.which(vendor.cxx_compiler) is None:
-                    reason = f"{rel}: {vendor.cxx_missing}"
-                    not_run.append(NotRun(check="compiler", vendor=vendor.vendor, reason=reason))
+                    not_run.append(
+                        NotRun(
+                            check="compiler",
+                            vendor=vendor.vendor,
+                            reason=vendor.cxx_missing,
+                            path=rel,
+                        )
+                    )
                     continue
                 records += vendor.cxx_report(kernel, path, mine)
     return records

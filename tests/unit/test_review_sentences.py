@@ -233,8 +233,8 @@ def test_a_long_list_of_shapes_is_cut_to_its_first_and_a_count() -> None:
 def test_what_did_not_run_is_one_line_per_vendor_and_reason() -> None:
     ev = Evidence(
         not_run=(
-            NotRun(check="compiler", vendor="amd", reason="a.hip: no hipcc on this machine"),
-            NotRun(check="compiler", vendor="amd", reason="b.hip: no hipcc on this machine"),
+            NotRun(check="compiler", vendor="amd", reason="no hipcc on this machine", path="a.hip"),
+            NotRun(check="compiler", vendor="amd", reason="no hipcc on this machine", path="b.hip"),
             NotRun(check="sweep", vendor="amd", reason="needs an AMD GPU runner"),
             NotRun(check="first_call", vendor="amd", reason="needs an AMD GPU runner"),
         )
@@ -243,6 +243,26 @@ def test_what_did_not_run_is_one_line_per_vendor_and_reason() -> None:
         "- compiler (a.hip, b.hip) on amd: no hipcc on this machine",
         "- sweep and first call on amd: needs an AMD GPU runner",
     ]
+
+
+def test_a_compiler_reason_with_a_colon_names_no_file() -> None:
+    """The file a compiler's line holds for is its own field: a reason that says "x: y" is said
+    whole, not taken for a file and a reason."""
+    worker = "the compile worker stopped: Triton 3.6 is not installed in this environment"
+    ev = Evidence(not_run=(NotRun.model_validate({"check": "compiler", "reason": worker}),))
+    assert _not_run(ev) == [f"- compiler: {worker}"]
+    # a file named on the line: in brackets after the check
+    ev = Evidence(not_run=(NotRun(check="compiler", reason="no nvcc here", path="k/add.cu"),))
+    assert _not_run(ev) == ["- compiler (k/add.cu): no nvcc here"]
+
+
+def test_an_older_compilers_line_has_its_file_read_from_its_reason_at_load() -> None:
+    older = NotRun.model_validate(
+        {"check": "compiler", "vendor": "amd", "reason": "csrc/a.hip: no hipcc on this machine"}
+    )
+    assert (older.path, older.reason) == ("csrc/a.hip", "no hipcc on this machine")
+    written = {"check": "compiler", "reason": "csrc/a.hip: no hipcc", "path": ""}
+    assert NotRun.model_validate(written).reason == "csrc/a.hip: no hipcc"
 
 
 def test_a_condition_with_no_lines_lists_nothing_in_the_job_summary() -> None:
