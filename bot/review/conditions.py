@@ -31,7 +31,15 @@ from bot.review.trade import (
     price_words,
     priced_kernels,
 )
-from bot.words import and_list, interval_words, number, percent, speed, speed_range
+from bot.words import (
+    and_list,
+    interval_words,
+    number,
+    percent,
+    said_slower,
+    speed,
+    speed_range,
+)
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -78,7 +86,7 @@ def _sweep_line(s: SweepEvidence) -> str:
     timed = [x for x in s.shapes if x.ratio is not None and x.verdict not in FAILED_VERDICTS]
     # a slower shape is the worst shapes' and its kernel's line's to name; a failure's time
     # says nothing: it is counted apart
-    if timed and not any(speed(x.ratio or 1.0).endswith("slower") for x in timed):
+    if timed and not any(said_slower(x.ratio or 1.0) for x in timed):
         line += "; no timed shape slower"
     return line
 

@@ -159,6 +159,19 @@ def test_the_first_call_on_an_nvidia_machine_gives_nvidias_reason_and_amds_as_am
     assert ("first_call", "nvidia") not in [(n.check, n.vendor) for n in kept]
 
 
+def test_no_timed_shape_is_slower_where_no_shape_is_said_slower() -> None:
+    """The sweep's line says "no timed shape slower" exactly where no timed shape's ratio is
+    said slower: 0.05% is the first step past "as fast"."""
+    from bot.words import said_slower, speed
+
+    for ratio in (0.9, 0.9995, 1.0, 1.0004, 1.00049, 1.0005, 1.0006, 1.2, 3.0):
+        assert said_slower(ratio) == speed(ratio).endswith(" slower"), ratio
+    for ratio, said in ((1.0004, True), (1.0006, False)):
+        timed = _shape("SAME", ratio, (ratio - 0.01, ratio + 0.01))
+        line = sweep(_facts(timed)).rows[0]
+        assert line.endswith("; no timed shape slower") is said, line
+
+
 def test_a_compile_only_first_call_reads_as_one_clause() -> None:
     compiled = FirstCallEvidence(
         vendor="nvidia", kernel="matmul", cold_ms=2100.0, warm_ms=700.0, compile_only=True
