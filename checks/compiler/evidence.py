@@ -53,14 +53,8 @@ def cxx_records(
                 if path.suffix != vendor.cxx_suffix or not mine:
                     continue
                 if shutil.which(vendor.cxx_compiler) is None:
-                    not_run.append(
-                        NotRun(
-                            check="compiler",
-                            vendor=vendor.vendor,
-                            reason=vendor.cxx_missing,
-                            path=rel,
-                        )
-                    )
+                    name, why = vendor.vendor, vendor.cxx_missing
+                    not_run.append(NotRun(check="compiler", vendor=name, reason=why, path=rel))
                     continue
                 records += vendor.cxx_report(kernel, path, mine)
     return records
