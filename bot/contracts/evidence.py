@@ -381,6 +381,9 @@ class NotRun(Frozen):
     vendor: Vendor | None = None
     reason: str
     path: Label = ""  # the file it holds for, where one: a C++ kernel no compiler here reads
+    # what the machine that ran the review has, where that is why: "this machine has no GPU"
+    # (said once after the reasons of every vendor it holds for)
+    here: Label = ""
 
     @model_validator(mode="before")
     @classmethod
@@ -393,6 +396,11 @@ class NotRun(Frozen):
         if not reason or not path or " " in path:
             return data
         return {**data, "path": path, "reason": reason}
+
+    @property
+    def said(self) -> str:
+        """The reason in full: "needs an AMD GPU runner; this machine has no GPU"."""
+        return f"{self.reason}; {self.here}" if self.here else self.reason
 
 
 class SideToolchain(Frozen):

@@ -93,22 +93,28 @@ def _sweep_line(s: SweepEvidence) -> str:
 
 def each_vendor(skipped: Sequence[NotRun], vendors: Sequence[str]) -> str:
     """Why a check was not run, each vendor's reason under its name where the policy names more
-    than one ("nvidia: ...; amd: ..."), a tail they share said once ("nvidia: needs an NVIDIA
-    GPU runner, amd: needs an AMD GPU runner; this machine has no GPU"): one vendor's reason is
-    never said as if it were every vendor's. "needs a GPU runner" when none was given."""
-    rows = list(dict.fromkeys((n.vendor, n.reason) for n in skipped))
+    than one ("nvidia: ...; amd: ..."), what this machine has said once where it is why for
+    every vendor ("nvidia: needs an NVIDIA GPU runner, amd: needs an AMD GPU runner; this
+    machine has no GPU"): one vendor's reason is never said as if it were every vendor's.
+    "needs a GPU runner" when none was given."""
+    first: dict[tuple[str | None, str, str], NotRun] = {}
+    for n in skipped:
+        first.setdefault((n.vendor, n.reason, n.here), n)
+    rows = list(first.values())
     if not rows:
         return "needs a GPU runner"
-    if len(vendors) < 2 or all(v is None for v, _ in rows):
-        return "; ".join(dict.fromkeys(r for _, r in rows))
-    said = [(f"{v}: " if v else "", r) for v, r in rows]
-    if len({r for _, r in rows}) == 1:
-        return f"{', '.join(v for v, _ in rows if v)}: {rows[0][1]}"
-    tails = {r.partition("; ")[2] for _, r in rows}
-    if len(said) > 1 and len(tails) == 1 and "" not in tails:
-        heads = ", ".join(f"{v}{r.partition('; ')[0]}" for v, r in said)
-        return f"{heads}; {tails.pop()}"
-    return "; ".join(f"{v}{r}" for v, r in said)
+    if len(vendors) < 2 or all(n.vendor is None for n in rows):
+        return "; ".join(dict.fromkeys(n.said for n in rows))
+    if len({n.said for n in rows}) == 1:
+        return f"{', '.join(n.vendor for n in rows if n.vendor)}: {rows[0].said}"
+
+    def named(n: NotRun, words: str) -> str:
+        return f"{n.vendor}: {words}" if n.vendor else words
+
+    here = {n.here for n in rows}
+    if len(rows) > 1 and len(here) == 1 and "" not in here:  # said once, after every vendor's
+        return f"{', '.join(named(n, n.reason) for n in rows)}; {here.pop()}"
+    return "; ".join(named(n, n.said) for n in rows)
 
 
 def _inconclusive_line(x: ShapeLine) -> str:
@@ -562,7 +568,7 @@ def _vendors_measured(f: Facts) -> Finding:
     lines: list[str] = []
     for v in req.vendors:  # those not run first, what is wrong next, those measured last
         if v not in measured:
-            why = [n.reason for n in ev.not_run if n.vendor == v and n.check == "sweep"] or [
+            why = [n.said for n in ev.not_run if n.vendor == v and n.check == "sweep"] or [
                 "needs a GPU runner"
             ]
             lines.append(f"{v}: not run ({why[0]})")
@@ -605,7 +611,7 @@ def ownership(f: Facts) -> Finding:
     ev = f.ev
     repo = ev.repo
     if repo is None:
-        reasons = [n.reason for n in ev.not_run if n.check == "repo"] or [
+        reasons = [n.said for n in ev.not_run if n.check == "repo"] or [
             "the repository was not read"
         ]
         return Finding("not_run", reasons[0])

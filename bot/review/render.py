@@ -963,7 +963,7 @@ def _not_run(evidence: Evidence) -> list[str]:
     the compiler) it holds for."""
     said: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (vendor, reason) -> (check, path)s
     for n in evidence.not_run:
-        checks = said.setdefault((n.vendor or "", n.reason), [])
+        checks = said.setdefault((n.vendor or "", n.said), [])
         checks.append((_CHECK_WORDS.get(n.check, n.check), n.path))
     out = []
     for (vendor, why), checks in said.items():

@@ -107,12 +107,20 @@ def test_a_sweep_not_run_on_two_vendors_gives_each_vendor_its_reason() -> None:
     found = sweep(_facts(not_run=not_run))
     assert found.state == "not_run"
     assert found.summary == "nvidia: needs an NVIDIA GPU runner; amd: needs an AMD GPU runner"
-    # a tail both reasons share is said once
-    shared = tuple(
-        n.model_copy(update={"reason": n.reason + "; this machine has no GPU"}) for n in not_run
-    )
+    # what this machine has, where it is why for both, is said once
+    shared = tuple(n.model_copy(update={"here": "this machine has no GPU"}) for n in not_run)
     assert sweep(_facts(not_run=shared)).summary == (
         "nvidia: needs an NVIDIA GPU runner, amd: needs an AMD GPU runner; this machine has no GPU"
+    )
+    # two reasons that end alike in their own words are each said whole: the ending is not
+    # taken for what this machine has
+    failed = (
+        NotRun(check="sweep", vendor="nvidia", reason="the worker crashed; see the job's log"),
+        NotRun(check="sweep", vendor="amd", reason="no runner was online; see the job's log"),
+    )
+    assert sweep(_facts(not_run=failed)).summary == (
+        "nvidia: the worker crashed; see the job's log; amd: no runner was online; see the "
+        "job's log"
     )
 
 
@@ -147,7 +155,7 @@ def test_the_first_call_on_an_nvidia_machine_gives_nvidias_reason_and_amds_as_am
         ("sweep", "amd"),
         ("first_call", "amd"),
     ]
-    assert rows[2].reason == amd
+    assert rows[2].said == amd and rows[2].here == "this machine has an NVIDIA GPU"
     summary = first_call(_facts(same, not_run=tuple(rows))).summary
     assert summary == (
         "nvidia: `review --measure` timed only the sweep on this NVIDIA GPU: `kernel-review "
