@@ -42,7 +42,7 @@ from bot.forge.client import ForgeClient, ForgeRequestError
 from bot.forge.types import ReviewRequest
 from bot.github.events import DEFAULT_BOT_LOGINS, parse_event
 from bot.jobs.accepting import record_comment
-from bot.jobs.approval import advisory_reason, advisory_status, told_before
+from bot.jobs.approval import advisory_reason, advisory_status, refusal_comment, told_before
 from bot.jobs.gate import GATE_FILE, GateDecision, GateResult, decide_gate, describe
 from bot.outputs import plural
 
@@ -373,8 +373,7 @@ def ack_mode(env: ActionEnv, client_factory: ClientFactory) -> int:
     client.add_reaction(d.comment_id, "eyes", number=on)
     if d.refusal:
         client.add_reaction(d.comment_id, "confused", number=on)
-        what = "`/bench accept` was not recorded" if d.accepting else "`/bench` was not run"
-        body = f"@{d.actor} {what}: {md_inline(d.refusal, max_chars=1500)}"
+        body = refusal_comment(d.actor, d.refusal, accepting=d.accepting)
     elif d.accept is not None:
         client.add_reaction(d.comment_id, "+1", number=on)
         body = record_comment(d.accept)

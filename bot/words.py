@@ -51,7 +51,12 @@ def speed(ratio: float) -> str:
     """``ratio`` (head time / base time) in words: "9.0% faster", "5.7% slower", "2.4x slower"."""
     if abs(ratio - 1.0) < SAME_WITHIN:
         return "as fast"
-    return f"{_amount(ratio)} {'slower' if ratio > 1.0 else 'faster'}"
+    return f"{_amount(ratio)} {'slower' if said_slower(ratio) else 'faster'}"
+
+
+def said_slower(ratio: float) -> bool:
+    """Whether ``speed`` says ``ratio`` is slower (not "as fast")."""
+    return ratio > 1.0 and abs(ratio - 1.0) >= SAME_WITHIN
 
 
 def speed_range(low: float, high: float) -> str:

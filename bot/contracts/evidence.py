@@ -7,10 +7,11 @@ renderer only ever see these, so they stay pure and are tested on hand-made evid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from bot.contracts.base import Check, Frozen, Vendor
 from bot.contracts.repo import RepoConditions
@@ -67,6 +68,13 @@ ShapeVerdict = Literal[
 ]
 # no time to compare (a skipped shape is no evidence either)
 FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR", "SKIPPED"})
+# what a detail said before the facts were fields of their own: a failure's kind, side and
+# reason ("compile error: base: <reason>"), and executions that disagreed
+_OLDER_FAILURE = re.compile(r"([a-z ]+): (?:base|head|both): (.*)", re.DOTALL)
+_OLDER_SPREAD = "varied from one execution"  # the sweep's words for executions that disagree
+# ... and a compiled variant's occupancy: "8 warps/SM (12%)"
+_OLDER_OCCUPANCY = re.compile(r"(\d+) (\S+) \([0-9.]+%\)")
+_OLDER_PERCENT = re.compile(r"\(([0-9.]+)%\)")
 
 
 class ShapeLine(Frozen):
@@ -96,6 +104,31 @@ class ShapeLine(Frozen):
     # a failed shape's side: "base" alone means the head ran there (the change fixes it);
     # None where the results do not say
     failed_side: Literal["base", "head", "both"] | None = None
+    # a failed shape's kind in the sweep's words ("compile error", "wrong result", "timeout")
+    # and its reason (the message's headline): ``detail`` says the two with the side and the
+    # shape's other notes, for a reader. Empty where the shape ran or the results do not say
+    failure_kind: Label = ""
+    failure_reason: str = ""
+    # head/base varied from one execution (fresh processes) to the next beyond the rounds'
+    # noise, and the sweep decided over the executions: ``detail`` says how far and why
+    varied_between_processes: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, data: Any) -> Any:
+        """A line written before a fact below was a field of its own (its key absent) has it
+        read from its detail, as the review read it then: a failure's kind and reason from
+        "compile error: base: <reason>", the executions' spread from the sweep's words for it."""
+        if not isinstance(data, dict):
+            return data
+        detail = str(data.get("detail", ""))
+        read: dict[str, Any] = {}
+        m = _OLDER_FAILURE.match(detail)
+        if "failure_kind" not in data and m and data.get("verdict") in FAILED_VERDICTS:
+            read.update(failure_kind=m.group(1), failure_reason=m.group(2))
+        if "varied_between_processes" not in data and _OLDER_SPREAD in detail:
+            read.update(varied_between_processes=True)
+        return {**data, **read} if read else data
 
     @property
     def fixed(self) -> bool:
@@ -284,7 +317,12 @@ class CompilerRow(Frozen):
     regs_per_thread: Count | None = None
     spill_bytes: Count | None = None
     shared_bytes: Count | None = None
-    occupancy: str | None = None
+    occupancy: str | None = None  # in words: "8 warps/SM (12%)"
+    # the same as numbers: resident warps (waves) in the vendor's unit, and the fraction of
+    # the most the hardware holds
+    occupancy_resident: Count | None = None
+    occupancy_unit: Label = ""
+    occupancy_fraction: NonNegative | None = None
     matrix_instr: str | None = None
     load_bits_max: Count | None = None
     layouts: tuple[TritonLayout, ...] = Field(default=(), max_length=32)  # Triton only (C-1)
@@ -293,6 +331,20 @@ class CompilerRow(Frozen):
     specialization: Label = ""
     # served shapes and dtypes that compile to this variant, e.g. "1000003:bfloat16"
     shapes: tuple[Label, ...] = Field(default=(), max_length=MAX_CONFIGS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, data: Any) -> Any:
+        """A row written before the occupancy's numbers were fields (their key absent) has them
+        read from its words, as the review read them then: "8 warps/SM (12%)"."""
+        if not isinstance(data, dict) or "occupancy_fraction" in data:
+            return data
+        text = str(data.get("occupancy") or "")
+        pct, words = _OLDER_PERCENT.search(text), _OLDER_OCCUPANCY.fullmatch(text)
+        read: dict[str, Any] = {"occupancy_fraction": float(pct.group(1)) / 100} if pct else {}
+        if words:
+            read.update(occupancy_resident=int(words.group(1)), occupancy_unit=words.group(2))
+        return {**data, **read} if read else data
 
 
 CompilerEvidence.model_rebuild()
@@ -328,6 +380,27 @@ class NotRun(Frozen):
     check: Check
     vendor: Vendor | None = None
     reason: str
+    path: Label = ""  # the file it holds for, where one: a C++ kernel no compiler here reads
+    # what the machine that ran the review has, where that is why: "this machine has no GPU"
+    # (said once after the reasons of every vendor it holds for)
+    here: Label = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, data: Any) -> Any:
+        """A compiler's line written before ``path`` was a field (its key absent) said the file
+        first in its reason: "csrc/add.hip: no hipcc on this machine"."""
+        if not isinstance(data, dict) or "path" in data or data.get("check") != "compiler":
+            return data
+        path, _, reason = str(data.get("reason", "")).partition(": ")
+        if not reason or not path or " " in path:
+            return data
+        return {**data, "path": path, "reason": reason}
+
+    @property
+    def said(self) -> str:
+        """The reason in full: "needs an AMD GPU runner; this machine has no GPU"."""
+        return f"{self.reason}; {self.here}" if self.here else self.reason
 
 
 class SideToolchain(Frozen):

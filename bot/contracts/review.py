@@ -104,6 +104,9 @@ class Condition(Frozen):
     state: State
     summary: str  # one line: what we found
     evidence: tuple[str, ...] = ()  # the lines behind it
+    # those of the evidence lines that are about one shape each (a failure, an inconclusive or
+    # a judged shape), which the comment's worst shapes already say
+    per_shape: tuple[str, ...] = ()
     blocking: bool = False  # a measured violation: requests changes
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from bot.errors import CommandError
-from bot.escape import clip
+from bot.escape import clip, md_inline
 from bot.forge.client import ForgeClient
 from bot.forge.slash import BenchCommand
 from bot.forge.types import PullInfo, ReviewRequest, TimelineEvent, permission_allows
@@ -109,12 +109,23 @@ def advisory_status(state: str, description: str, advisory: str | None) -> tuple
     return state, clip(f"Advisory ({advisory}): {description}", 140)
 
 
+def _refused(actor: str) -> str:
+    """The hidden marker of the bot's reply refusing ``actor``'s command."""
+    return f"<!-- kernel-review:refused actor={actor} -->"
+
+
+def refusal_comment(actor: str, refusal: str, *, accepting: bool) -> str:
+    """The bot's reply to a refused ``/bench`` (``/bench accept``: ``accepting``), marked so
+    that ``told_before`` finds it again."""
+    what = "`/bench accept` was not recorded" if accepting else "`/bench` was not run"
+    return f"@{actor} {what}: {md_inline(refusal, max_chars=1500)}\n\n{_refused(actor)}"
+
+
 def told_before(client: ForgeClient, pr_number: int, actor: str, policy: Policy) -> bool:
     """Whether ``actor``, below the policy's bar for ``/bench``, already got the bot's reply on
-    this pull request: the next refusals are reactions only, so spamming /bench makes no noise."""
+    this pull request (``refusal_comment``, found by its marker): the next refusals are
+    reactions only, so spamming /bench makes no noise."""
     if permission_allows(client.permission(actor), policy.github.bench_permission):
         return False
-    said = (f"@{actor} `/bench` was not run", f"@{actor} `/bench accept` was not recorded")
-    return any(
-        c.author_type == "Bot" and c.body.startswith(said) for c in client.list_comments(pr_number)
-    )
+    marker = _refused(actor)
+    return any(c.author_type == "Bot" and marker in c.body for c in client.list_comments(pr_number))

@@ -23,7 +23,7 @@ from bot.contracts.evidence import (
 )
 from bot.contracts.review import ChangeLine, Condition, Requirements, State
 from bot.outputs import plural
-from bot.review.explain import inconclusive_reason, kernel_lines, varied_between_processes
+from bot.review.explain import inconclusive_reason, kernel_lines
 from bot.review.served import decides, unserved_words
 from bot.review.trade import (
     inconclusive_within,
@@ -31,7 +31,15 @@ from bot.review.trade import (
     price_words,
     priced_kernels,
 )
-from bot.words import and_list, interval_words, number, percent, speed, speed_range
+from bot.words import (
+    and_list,
+    interval_words,
+    number,
+    percent,
+    said_slower,
+    speed,
+    speed_range,
+)
 
 NOT_COVERED = "no changed kernel is covered by the policy"
 
@@ -59,6 +67,7 @@ class Finding:
     summary: str
     rows: tuple[str, ...] = ()
     blocking: bool = False  # a measured violation: requests changes
+    per_shape: tuple[str, ...] = ()  # those of the rows about one shape each
 
 
 def _shape(s: Sequence[int]) -> str:
@@ -77,29 +86,35 @@ def _sweep_line(s: SweepEvidence) -> str:
     timed = [x for x in s.shapes if x.ratio is not None and x.verdict not in FAILED_VERDICTS]
     # a slower shape is the worst shapes' and its kernel's line's to name; a failure's time
     # says nothing: it is counted apart
-    if timed and not any(speed(x.ratio or 1.0).endswith("slower") for x in timed):
+    if timed and not any(said_slower(x.ratio or 1.0) for x in timed):
         line += "; no timed shape slower"
     return line
 
 
 def each_vendor(skipped: Sequence[NotRun], vendors: Sequence[str]) -> str:
     """Why a check was not run, each vendor's reason under its name where the policy names more
-    than one ("nvidia: ...; amd: ..."), a tail they share said once ("nvidia: needs an NVIDIA
-    GPU runner, amd: needs an AMD GPU runner; this machine has no GPU"): one vendor's reason is
-    never said as if it were every vendor's. "needs a GPU runner" when none was given."""
-    rows = list(dict.fromkeys((n.vendor, n.reason) for n in skipped))
+    than one ("nvidia: ...; amd: ..."), what this machine has said once where it is why for
+    every vendor ("nvidia: needs an NVIDIA GPU runner, amd: needs an AMD GPU runner; this
+    machine has no GPU"): one vendor's reason is never said as if it were every vendor's.
+    "needs a GPU runner" when none was given."""
+    first: dict[tuple[str | None, str, str], NotRun] = {}
+    for n in skipped:
+        first.setdefault((n.vendor, n.reason, n.here), n)
+    rows = list(first.values())
     if not rows:
         return "needs a GPU runner"
-    if len(vendors) < 2 or all(v is None for v, _ in rows):
-        return "; ".join(dict.fromkeys(r for _, r in rows))
-    said = [(f"{v}: " if v else "", r) for v, r in rows]
-    if len({r for _, r in rows}) == 1:
-        return f"{', '.join(v for v, _ in rows if v)}: {rows[0][1]}"
-    tails = {r.partition("; ")[2] for _, r in rows}
-    if len(said) > 1 and len(tails) == 1 and "" not in tails:
-        heads = ", ".join(f"{v}{r.partition('; ')[0]}" for v, r in said)
-        return f"{heads}; {tails.pop()}"
-    return "; ".join(f"{v}{r}" for v, r in said)
+    if len(vendors) < 2 or all(n.vendor is None for n in rows):
+        return "; ".join(dict.fromkeys(n.said for n in rows))
+    if len({n.said for n in rows}) == 1:
+        return f"{', '.join(n.vendor for n in rows if n.vendor)}: {rows[0].said}"
+
+    def named(n: NotRun, words: str) -> str:
+        return f"{n.vendor}: {words}" if n.vendor else words
+
+    here = {n.here for n in rows}
+    if len(rows) > 1 and len(here) == 1 and "" not in here:  # said once, after every vendor's
+        return f"{', '.join(named(n, n.reason) for n in rows)}; {here.pop()}"
+    return "; ".join(named(n, n.said) for n in rows)
 
 
 def _inconclusive_line(x: ShapeLine) -> str:
@@ -107,7 +122,7 @@ def _inconclusive_line(x: ShapeLine) -> str:
     line = f"{x.kernel} {_shape(x.shape)} {x.dtype}: inconclusive"
     if x.ci_low is not None and x.ci_high is not None:
         line += f" ({speed_range(x.ci_low, x.ci_high)} at 95%)"
-    reason = inconclusive_reason(x.detail)
+    reason = inconclusive_reason(x)
     if reason:
         return f"{line}: {reason}"
     tolerance = f" ({percent(x.tolerance)})" if x.tolerance is not None else ""
@@ -137,6 +152,12 @@ def sweep(f: Facts) -> Finding:
         return Finding("not_run", each_vendor(skipped, f.req.vendors), extra)
     priced = priced_kernels(f.changes, ev)
     lines: list[str] = []
+    per_shape: list[str] = []  # the lines about one shape each
+
+    def one_shape(line: str) -> None:
+        lines.append(line)
+        per_shape.append(line)
+
     failures = [x for s in gpu_sweeps for x in s.failures]
     fixed = [x for s in gpu_sweeps for x in s.fixed]  # the base failed, the head runs
     total = sum(len(s.shapes) for s in gpu_sweeps) - len(fixed)
@@ -148,7 +169,7 @@ def sweep(f: Facts) -> Finding:
         where = f"{s.vendor}, " if len(gpu_sweeps) > 1 else ""
         for x in s.failures:
             why = f" ({x.detail})" if x.detail else ""
-            lines.append(f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict}{why}")
+            one_shape(f"{where}{x.kernel} {_shape(x.shape)} {x.dtype}: {x.verdict}{why}")
         lines += [where + line for line in _fixed_lines(s.fixed)]
     inconclusive: list[ShapeLine] = []
     within: list[ShapeLine] = []  # a priced rewrite's shapes within its price
@@ -159,10 +180,10 @@ def sweep(f: Facts) -> Finding:
             price = f.req.price_of(x.kernel)
             if x.kernel in priced and inconclusive_within(x, price):
                 within.append(x)
-                lines.append(where + _priced_line(x, price, "within"))
+                one_shape(where + _priced_line(x, price, "within"))
             else:
                 inconclusive.append(x)
-                lines.append(where + _inconclusive_line(x))
+                one_shape(where + _inconclusive_line(x))
     judged = {_case(a.kernel, a.shape, a.dtype, a.vendor): a.state for a in f.accepted}
     slower: list[ShapeLine] = []  # slower than tolerance, no acceptance or price covers them
     over: list[tuple[str, ShapeLine]] = []  # a priced rewrite's shapes over its price
@@ -173,7 +194,7 @@ def sweep(f: Facts) -> Finding:
         for x in s.slower:
             state = judged.get(_case(x.kernel, x.shape, x.dtype, s.vendor))
             if state:  # the table lists every slower shape; an acceptance adds its judgement
-                lines.append(
+                one_shape(
                     f"{x.kernel} {_shape(x.shape)} {x.dtype}: {speed(x.ratio or 1.0)}"
                     f" ({_ACCEPT_NOTES[state]})"
                 )
@@ -187,7 +208,7 @@ def sweep(f: Facts) -> Finding:
                 continue
             price = f.req.price_of(x.kernel)
             priced_state = price_state(x, price) or "over"
-            lines.append(where + _priced_line(x, price, priced_state))
+            one_shape(where + _priced_line(x, price, priced_state))
             if priced_state == "within":
                 within.append(x)
             elif priced_state == "over" and decides(x):
@@ -197,7 +218,7 @@ def sweep(f: Facts) -> Finding:
             else:
                 undecided.append(x)
     n_accepted = sum(1 for a in f.accepted if a.state == "accepted")
-    rows = tuple(lines)
+    rows, said = tuple(lines), tuple(per_shape)
     if failures or slower or over:
         what = []
         if failures:
@@ -221,7 +242,7 @@ def sweep(f: Facts) -> Finding:
         if n_accepted:
             what.append(f"{n_accepted} accepted")
         what += [_fixed_words(fixed)] if fixed else []
-        return Finding("open", "; ".join(what), rows, blocking=True)
+        return Finding("open", "; ".join(what), rows, blocking=True, per_shape=said)
     if inconclusive or undecided or aside:
         what = [unserved_words(aside, len(gpu_sweeps))] if aside else []
         if inconclusive:
@@ -231,16 +252,16 @@ def sweep(f: Facts) -> Finding:
         if undecided:
             what.append(_undecided_words(undecided, f.req) + "; rerun with `/bench full`")
         what += [_fixed_words(fixed)] if fixed else []
-        return Finding("open", "; ".join(what), rows)
+        return Finding("open", "; ".join(what), rows, per_shape=said)
     if n_accepted or within:
         what = [f"within tolerance at {total - n_accepted - len(within)} of {total} shapes"]
         what += [_within_words(within, f.req)] if within else []
         what += [plural(n_accepted, "accepted slower shape")] if n_accepted else []
         what += [_fixed_words(fixed)] if fixed else []
-        return Finding("met", "; ".join(what), rows)
+        return Finding("met", "; ".join(what), rows, per_shape=said)
     what = [f"within tolerance at all {total} shapes"] if total else []
     what += [_fixed_words(fixed)] if fixed else []
-    return Finding("met", "; ".join(what), rows)
+    return Finding("met", "; ".join(what), rows, per_shape=said)
 
 
 def _fixed_words(fixed: Sequence[ShapeLine]) -> str:
@@ -251,14 +272,10 @@ def _fixed_words(fixed: Sequence[ShapeLine]) -> str:
     return f"{plural(len(fixed), 'shape')} fixed: the base fails there{why}, the head runs"
 
 
-_SIDE = re.compile(r"^([a-z ]+): (?:base|head|both): ")  # "compile error: base: " in a detail
-
-
 def _kind(x: ShapeLine) -> str:
     """A failure's kind in words: the sweep's ("compile error", "wrong result", "timeout"),
     else its verdict's."""
-    m = _SIDE.match(x.detail)
-    return m.group(1) if m else _VERDICT_WORDS.get(x.verdict, x.verdict.lower())
+    return x.failure_kind or _VERDICT_WORDS.get(x.verdict, x.verdict.lower())
 
 
 _VERDICT_WORDS = {"WRONG": "wrong result", "CRASHED": "crash", "OOM": "out of memory"}
@@ -267,7 +284,9 @@ _VERDICT_WORDS = {"WRONG": "wrong result", "CRASHED": "crash", "OOM": "out of me
 def _failure(x: ShapeLine) -> str:
     """Why the base failed at a fixed shape, its side not said again: "compile error:
     CompilationError at 12:22: numel (2097152) exceeds triton maximum tensor numel (1048576)"."""
-    return _SIDE.sub(r"\1: ", x.detail) if x.detail else x.verdict
+    if x.failure_kind:
+        return f"{x.failure_kind}: {x.failure_reason}" if x.failure_reason else x.failure_kind
+    return x.detail or x.verdict
 
 
 def _fixed_lines(fixed: Sequence[ShapeLine]) -> list[str]:
@@ -325,7 +344,7 @@ def _tolerance_of(shapes: Sequence[ShapeLine], req: Requirements) -> str:
 
 def _why_inconclusive(inconclusive: Sequence[ShapeLine]) -> str:
     """Why shapes were inconclusive, in one clause."""
-    spread = [x for x in inconclusive if varied_between_processes(x.detail)]
+    spread = [x for x in inconclusive if x.varied_between_processes]
     if len(spread) == len(inconclusive):
         return (
             "head against base varied from one process to the next by more than the "
@@ -549,7 +568,7 @@ def _vendors_measured(f: Facts) -> Finding:
     lines: list[str] = []
     for v in req.vendors:  # those not run first, what is wrong next, those measured last
         if v not in measured:
-            why = [n.reason for n in ev.not_run if n.vendor == v and n.check == "sweep"] or [
+            why = [n.said for n in ev.not_run if n.vendor == v and n.check == "sweep"] or [
                 "needs a GPU runner"
             ]
             lines.append(f"{v}: not run ({why[0]})")
@@ -592,46 +611,43 @@ def ownership(f: Facts) -> Finding:
     ev = f.ev
     repo = ev.repo
     if repo is None:
-        reasons = [n.reason for n in ev.not_run if n.check == "repo"] or [
+        reasons = [n.said for n in ev.not_run if n.check == "repo"] or [
             "the repository was not read"
         ]
         return Finding("not_run", reasons[0])
-    lines: list[str] = []
+    rows: list[tuple[bool, str]] = []  # (whether it says something is missing, the row)
     missing: list[str] = []
     unowned = [o.path for o in repo.owners if not o.owners]
     owners = sorted({w for o in repo.owners for w in o.owners})
     if unowned or not repo.owners:
         missing.append("an owner")
-        lines.append(
-            "owner: none for "
-            + (", ".join(unowned) or "the changed kernels")
-            + " (add a CODEOWNERS rule or `owners` in the policy)"
+        rows.append(
+            (
+                True,
+                "owner: none for "
+                + (", ".join(unowned) or "the changed kernels")
+                + " (add a CODEOWNERS rule or `owners` in the policy)",
+            )
         )
     else:
         sources = sorted({o.source for o in repo.owners})
-        lines.append(f"owner: {', '.join(owners)} ({', '.join(sources)})")
+        rows.append((False, f"owner: {', '.join(owners)} ({', '.join(sources)})"))
     for p in repo.pins:
         if p.pinned:
-            lines.append(f"pin: {p.package} {p.spec} ({p.source})")
+            rows.append((False, f"pin: {p.package} {p.spec} ({p.source})"))
         else:
             missing.append(f"a {p.package} pin")
             where = (
                 f" ({p.source}: `{p.package}{p.spec or ''}` has no upper bound)" if p.source else ""
             )
-            lines.append(f"pin: {p.package} not pinned{where}")
+            rows.append((True, f"pin: {p.package} not pinned{where}"))
     if not repo.perf_gate.workflow:
         missing.append("a perf gate in CI")
-    lines.append(f"perf gate: {repo.perf_gate.detail}")
+    rows.append((not repo.perf_gate.workflow, f"perf gate: {repo.perf_gate.detail}"))
     if missing:  # what is missing first: the comment lists the first few lines
-        gaps = [x for x in lines if _is_gap(x)]
-        rows = (*gaps, *(x for x in lines if x not in gaps))
-        return Finding("open", "missing " + ", ".join(missing), rows)
-    return Finding("met", "owner, pins and perf gate are in place", tuple(lines))
-
-
-def _is_gap(row: str) -> bool:
-    """Whether an ownership row says something is missing."""
-    return row.startswith(("owner: none", "perf gate: no ")) or " not pinned" in row
+        gaps_first = (*(r for gap, r in rows if gap), *(r for gap, r in rows if not gap))
+        return Finding("open", "missing " + ", ".join(missing), gaps_first)
+    return Finding("met", "owner, pins and perf gate are in place", tuple(r for _, r in rows))
 
 
 def rollback(f: Facts) -> Finding:
@@ -692,6 +708,7 @@ def evaluate(
                 state=found.state,
                 summary=found.summary,
                 evidence=found.rows,
+                per_shape=found.per_shape,
                 blocking=found.blocking,
             )
         )

@@ -264,9 +264,10 @@ def _divisible_args(rows: Sequence[CompilerRow]) -> set[str]:
     return set.intersection(*sets) if sets else set()
 
 
-def _occupancy(text: str | None) -> float | None:
-    m = re.search(r"\(([0-9.]+)%\)", text or "")
-    return float(m.group(1)) if m else None
+def _occupancy(r: CompilerRow) -> float | None:
+    """The variant's occupancy in whole percent, as the review says it."""
+    f = r.occupancy_fraction
+    return None if f is None else float(round(f * 100))
 
 
 def compiler_difference(
@@ -325,8 +326,7 @@ def _lower_occupancy(a: list[float], b: list[float]) -> tuple[str, str] | None:
 # (how the slow variants are worse, if they are; the number compared), in the order tried
 _load_bits: Callable[[CompilerRow], float | None] = lambda r: r.load_bits_max  # noqa: E731
 _spills: Callable[[CompilerRow], float | None] = lambda r: r.spill_bytes  # noqa: E731
-_occ: Callable[[CompilerRow], float | None] = lambda r: _occupancy(r.occupancy)  # noqa: E731
-_FACTS = ((_narrower_loads, _load_bits), (_more_spills, _spills), (_lower_occupancy, _occ))
+_FACTS = ((_narrower_loads, _load_bits), (_more_spills, _spills), (_lower_occupancy, _occupancy))
 
 
 def _by(xs: Sequence[ShapeLine]) -> str:
@@ -380,16 +380,15 @@ _STOPS = {
     "throttled": "it stopped after {n} rounds: the GPU was throttling",
 }
 _STOP = re.compile(r"stopped: (.+) after (\d+) rounds?")
-SPREAD = "varied from one execution"  # the sweep's words for executions that disagree
 AUTOTUNER = "the autotuner picks differently"
 
 
-def inconclusive_reason(detail: str) -> str:
+def inconclusive_reason(x: ShapeLine) -> str:
     """Why a shape was inconclusive, from its sweep detail, each thing said once: the stop in
     words unless the executions' spread says it, the likely cause left out where the autotuner
     was already named, repeated parts dropped."""
-    parts = list(dict.fromkeys(p.strip() for p in detail.split("; ") if p.strip()))
-    spread = any(SPREAD in p for p in parts)
+    parts = list(dict.fromkeys(p.strip() for p in x.detail.split("; ") if p.strip()))
+    spread = x.varied_between_processes
     autotuner = any(p.startswith(AUTOTUNER) for p in parts)
     out = []
     for p in parts:
@@ -404,8 +403,3 @@ def inconclusive_reason(detail: str) -> str:
             continue
         out.append(p)
     return "; ".join(out)
-
-
-def varied_between_processes(detail: str) -> bool:
-    """Whether a shape's detail says its executions (fresh processes) disagreed."""
-    return SPREAD in detail

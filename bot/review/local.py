@@ -117,21 +117,23 @@ def _not_measured_here(
         return out
     for vendor in plan.vendors:
         name = VENDOR_NAMES[vendor]
+        has = ""  # what this machine has, where that is why
         if here == vendor:
             reason = (
                 f"an {name} GPU is here, but no sweep was run: use `kernel-review review "
                 "--measure` or `kernel-review bench`"
             )
         else:
-            has = f"an {VENDOR_NAMES[here]} GPU" if here else "no GPU"
-            reason = f"needs an {name} GPU runner; this machine has {has}"
+            reason = f"needs an {name} GPU runner"
+            has = "this machine has " + (f"an {VENDOR_NAMES[here]} GPU" if here else "no GPU")
         if vendor not in measured_vendors and ("sweep", vendor) not in said:
-            out.append(NotRun(check="sweep", vendor=vendor, reason=reason))
+            out.append(NotRun(check="sweep", vendor=vendor, reason=reason, here=has))
         if any(f.vendor == vendor and not f.compile_only for f in first_calls):
             continue
         if ("first_call", vendor) in said:
             continue
         if vendor in swept_here:
+            has = ""
             reason = (
                 f"`review --measure` timed only the sweep on this {name} GPU: "
                 "`kernel-review first-call` measures the first call"
@@ -142,8 +144,8 @@ def _not_measured_here(
                 "`kernel-review first-call`"
             )
         elif vendor in measured_vendors:
-            reason = f"the {name} measurements that came in hold no first call"
-        out.append(NotRun(check="first_call", vendor=vendor, reason=reason))
+            has, reason = "", f"the {name} measurements that came in hold no first call"
+        out.append(NotRun(check="first_call", vendor=vendor, reason=reason, here=has))
     return out
 
 

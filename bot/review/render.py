@@ -153,22 +153,22 @@ def _span(values: Sequence[int]) -> str:
     return number(lo) if lo == hi else f"{number(lo)}–{number(hi)}"
 
 
-def _occupancy_pct(text: str) -> float:
-    m = re.search(r"\(([0-9.]+)%\)", text)
-    return float(m.group(1)) if m else -1.0
-
-
-_OCCUPANCY = re.compile(r"^(\d+) (\S+) \(([0-9.]+)%\)$")  # "8 warps/SM (12%)"
-
-
-def _occupancy_span(occ: Sequence[str]) -> str:
-    """The lowest and highest occupancy: "8–20 warps/SM (12–31%)" where both read alike."""
-    low, high = _OCCUPANCY.match(occ[0]), _OCCUPANCY.match(occ[-1])
-    if low and high and low.group(2) == high.group(2):
+def _occupancy_span(low: CompilerRow, high: CompilerRow) -> str:
+    """The lowest and highest occupancy: "8–20 warps/SM (12–31%)" where both are counted in
+    one unit."""
+    a, b = low.occupancy_fraction, high.occupancy_fraction
+    resident = (low.occupancy_resident, high.occupancy_resident)
+    if (
+        a is not None
+        and b is not None
+        and None not in resident
+        and low.occupancy_unit
+        and (low.occupancy_unit == high.occupancy_unit)
+    ):
         return (
-            f"{low.group(1)}–{high.group(1)} {esc(low.group(2))} ({low.group(3)}–{high.group(3)}%)"
+            f"{resident[0]}–{resident[1]} {esc(low.occupancy_unit)} ({a * 100:.0f}–{b * 100:.0f}%)"
         )
-    return f"{esc(occ[0])} … {esc(occ[-1])}"
+    return f"{esc(low.occupancy or '')} … {esc(high.occupancy or '')}"
 
 
 SHAPES_LISTED = 3  # served shapes named per compiled variant; the rest are counted
@@ -216,9 +216,18 @@ def _variant_cells(rs: Sequence[CompilerRow]) -> tuple[str, ...]:
     regs = [r.regs_per_thread for r in ok if r.regs_per_thread is not None]
     spills = [r.spill_bytes for r in ok if r.spill_bytes is not None]
     shared = [r.shared_bytes for r in ok if r.shared_bytes is not None]
-    occ = sorted({r.occupancy for r in ok if r.occupancy}, key=_occupancy_pct)
+    occ = sorted(
+        {r.occupancy: r for r in ok if r.occupancy}.values(),
+        key=lambda r: -1.0 if r.occupancy_fraction is None else r.occupancy_fraction,
+    )
     loads = [r.load_bits_max for r in ok if r.load_bits_max]
-    occupancy = "—" if not occ else esc(occ[0]) if len(occ) == 1 else _occupancy_span(occ)
+    occupancy = (
+        "—"
+        if not occ
+        else esc(occ[0].occupancy or "")
+        if len(occ) == 1
+        else _occupancy_span(occ[0], occ[-1])
+    )
     return (
         variants,
         _span(regs) if regs else "—",
@@ -449,9 +458,19 @@ def _autotune_change(pair: dict[str, AutotuneEvidence], *, full: bool) -> str:
     return text + _autotune_extras(new)
 
 
+def _unchanged(pair: dict[str, AutotuneEvidence]) -> bool:
+    """Both sides' lists and keys alike, and nothing more to say of the new one."""
+    old, new = pair.get("old"), pair.get("new")
+    if old is None or new is None:
+        return False
+    same = (old.configs, old.more_configs, old.key) == (new.configs, new.more_configs, new.key)
+    return same and not _autotune_extras(new)
+
+
 def _autotune(items: Sequence[AutotuneEvidence], *, full: bool) -> list[str]:
     """One line per kernel (per autotuned function where it has several): the live config
-    lists of old and new, per group of targets that saw the same pair."""
+    lists of old and new, per group of targets that saw the same pair; in the comment (not
+    ``full``), only the lists that changed."""
     functions: dict[str, set[str]] = {}
     for a in items:
         functions.setdefault(a.kernel, set()).add(a.function)
@@ -471,6 +490,8 @@ def _autotune(items: Sequence[AutotuneEvidence], *, full: bool) -> list[str]:
             groups.setdefault(same, (pair, []))[1].append(target)
         name = esc(kernel) + (f" {code(function)}" if function else "")
         for pair, targets in groups.values():
+            if not full and _unchanged(pair):
+                continue
             where = f" on {esc(', '.join(targets))}" if len(groups) > 1 else ""
             change = _autotune_change(pair, full=full)
             out.append(f"- {name}{where}: autotune configs, read on the runner: {change}")
@@ -498,8 +519,6 @@ def _compiler(ce: CompilerEvidence, *, full: bool, conditions: Sequence[str] = (
             )
         out += [""] if out else []
     tuned = _autotune(ce.autotune, full=full)
-    if not full:  # the comment: only the lists that changed
-        tuned = [x for x in tuned if not x.endswith(", the same old and new")]
     out += [*tuned, ""] if tuned else []
     if full:
         rows = _compiler_rows(ce.rows) if ce.rows else []
@@ -885,8 +904,6 @@ def _brief(line: str) -> str:
     return _LABELS.sub(cut, line)
 
 
-# a sweep evidence line about one shape: "[vendor, ]kernel 1823x781 float16: ..."
-_ONE_SHAPE = re.compile(r"^(?:\w+, )?\S+ \d+(?:x\d+)* \w+: ")
 CLIP = 240  # characters of an evidence line in the comment, cut at a clause
 _CLOSE = {"(": ")", "[": "]"}
 
@@ -920,8 +937,8 @@ def _evidence(c: Condition, *, full: bool) -> list[str]:
         return []
     listed = EVIDENCE_LISTED_BY_KEY.get(c.key, EVIDENCE_LISTED)
     lines = c.evidence
-    if c.key == "sweep" and not full:  # a shape's own line: the worst shapes say it, above
-        lines = tuple(x for x in lines if not _ONE_SHAPE.match(x))
+    if not full:  # a shape's own line: the worst shapes say it, above
+        lines = tuple(x for x in lines if x not in c.per_shape)
     listed = listed if len(lines) > listed + 1 else listed + 1  # a line, not "1 more"
     shown = c.evidence if full else [_clip(_brief(x)) for x in lines[:listed]]
     out = [f"   - {esc(line)}" for line in shown]
@@ -946,11 +963,8 @@ def _not_run(evidence: Evidence) -> list[str]:
     the compiler) it holds for."""
     said: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (vendor, reason) -> (check, path)s
     for n in evidence.not_run:
-        where, _, why = n.reason.partition(": ") if n.check == "compiler" else ("", "", n.reason)
-        if not why:
-            where, why = "", n.reason
-        checks = said.setdefault((n.vendor or "", why), [])
-        checks.append((_CHECK_WORDS.get(n.check, n.check), where))
+        checks = said.setdefault((n.vendor or "", n.said), [])
+        checks.append((_CHECK_WORDS.get(n.check, n.check), n.path))
     out = []
     for (vendor, why), checks in said.items():
         paths: dict[str, list[str]] = {}  # a check -> the files it could not read

@@ -255,7 +255,7 @@ def toolchain_lines(
         *(x.kernel for s in ev.sweeps for x in s.shapes),
         *(f.kernel for f in ev.first_calls),
     }
-    reasons = [n.reason for n in ev.not_run if n.check == "sweep"] if not ev.sweeps else []
+    reasons = [n.said for n in ev.not_run if n.check == "sweep"] if not ev.sweeps else []
     why = reasons[0] if reasons else "no sweep, first call or compiler report covered it"
     for kernel in kernels:
         rows = [r for r in (ev.compiler.rows if ev.compiler else ()) if r.kernel == kernel]

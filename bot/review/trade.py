@@ -33,7 +33,6 @@ from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import Evidence, ShapeLine
 from bot.contracts.review import ChangeLine, PartATable, Requirements
 from bot.outputs import plural
-from bot.review.explain import varied_between_processes
 from bot.review.served import decides
 from bot.review.toolchain import toolchain_differs
 from bot.words import language, percent, slower_by
@@ -82,7 +81,7 @@ def inconclusive_within(x: ShapeLine, price: float) -> bool:
     """Whether a shape the sweep could not tell from the tolerance is within the rewrite price:
     its interval is, and its executions (fresh processes) did not disagree, since a process
     there may run at a speed the interval does not show."""
-    return price_state(x, price) == "within" and not varied_between_processes(x.detail)
+    return price_state(x, price) == "within" and not x.varied_between_processes
 
 
 def price_words(kernels: Sequence[str], req: Requirements) -> str:

@@ -53,8 +53,8 @@ def cxx_records(
                 if path.suffix != vendor.cxx_suffix or not mine:
                     continue
                 if shutil.which(vendor.cxx_compiler) is None:
-                    reason = f"{rel}: {vendor.cxx_missing}"
-                    not_run.append(NotRun(check="compiler", vendor=vendor.vendor, reason=reason))
+                    name, why = vendor.vendor, vendor.cxx_missing
+                    not_run.append(NotRun(check="compiler", vendor=name, reason=why, path=rel))
                     continue
                 records += vendor.cxx_report(kernel, path, mine)
     return records
@@ -127,12 +127,13 @@ def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
         values = [getattr(r, name) for r in ok if getattr(r, name) is not None]
         return max(values) if values else None
 
-    occupancy = None
+    occupancy, resident, unit, fraction = None, None, "", None
     occ = [r for r in ok if r.occupancy_fraction is not None]
     if occ:
         low = min(occ, key=lambda r: r.occupancy_fraction or 0.0)
-        unit = target_for(low.vendor).occupancy_text(low)
-        occupancy = f"{unit} ({low.occupancy_fraction:.0%})"
+        resident, unit = target_for(low.vendor).occupancy_resident(low)
+        fraction = low.occupancy_fraction
+        occupancy = f"{resident} {unit} ({fraction:.0%})"
     return CompilerRow(
         kernel=first.kernel,
         side=side,  # type: ignore[arg-type]
@@ -148,6 +149,9 @@ def _row(side: str, group: list[KernelCompileRecord]) -> CompilerRow:
         spill_bytes=worst("spill_bytes"),
         shared_bytes=worst("shared_bytes"),
         occupancy=occupancy,
+        occupancy_resident=resident,
+        occupancy_unit=unit,
+        occupancy_fraction=fraction,
         matrix_instr=next((r.matrix_instr for r in ok if r.matrix_instr), None),
         load_bits_max=worst("global_load_bits_max"),
         layouts=tuple(dict.fromkeys(x for r in ok for x in r.layouts))[:32],

@@ -77,10 +77,11 @@ def _line(c: ShapeResult) -> ShapeLine:
         c.verdict if c.status == "ok" else SHAPE_VERDICT.get(c.status, "ERROR")
     )
     details = []
-    if c.status != "ok":
+    kind = "" if c.status == "ok" else c.status.replace("_", " ")
+    headline = "" if c.status == "ok" else failure_headline(c.message)
+    if kind:
         side = f"{c.failed_side}: " if c.failed_side else ""
-        headline = failure_headline(c.message)
-        details.append(f"{c.status.replace('_', ' ')}: {side}{headline}".strip())
+        details.append(f"{kind}: {side}{headline}".strip())
     if c.dropped_rounds:
         details.append(f"{c.dropped_rounds} throttled rounds dropped")
     if c.verdict == "INCONCLUSIVE" and c.stop_reason:
@@ -109,6 +110,11 @@ def _line(c: ShapeResult) -> ShapeLine:
         base_configs=c.base.configs_picked if c.base else (),
         head_configs=c.head.configs_picked if c.head else (),
         failed_side=_failed_side(c),
+        failure_kind=kind,
+        failure_reason=headline,
+        varied_between_processes=(
+            c.status == "ok" and c.decided_over == "executions" and c.executions > 1
+        ),
     )
 
 

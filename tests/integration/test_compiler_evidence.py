@@ -91,9 +91,17 @@ def test_old_against_new_in_worktrees(tmp_path: Path, monkeypatch: pytest.Monkey
         ("gfx942", "BLOCK=2048, num_warps=8, num_stages=2"),
     }
     assert ("sm_90", "BLOCK=1024, num_warps=4, num_stages=3") in {(r.target, r.config) for r in old}
+    # each vendor's occupancy in its own unit, as numbers and in the words they make
+    units = {r.target: r.occupancy_unit for r in new}
+    assert units == {"sm_90": "warps/SM", "gfx942": "waves/SIMD"}
+    for r in new:
+        assert r.occupancy_fraction is not None and r.occupancy_resident
+        assert (
+            r.occupancy == f"{r.occupancy_resident} {r.occupancy_unit} ({r.occupancy_fraction:.0%})"
+        )
     if shutil.which("nvcc"):
         assert any(r.language == "cuda" and r.config.startswith("add_kernel") for r in old)
-    assert any("add.hip" in n.reason and "hipcc" in n.reason for n in not_run)
+    assert any(n.path == "toykern/csrc/add.hip" and "hipcc" in n.reason for n in not_run)
     assert evidence.configs_differ_per_vendor == {"vector_add": False}
     assert any("one config list serves both vendors" in f.message for f in evidence.flags)
     saved = json.loads((details / "compiler-new.json").read_text())
@@ -159,5 +167,8 @@ def test_one_row_per_specialization_with_its_shapes_and_old_entry_failures_skipp
     assert (aligned.shapes, aligned.load_bits_max) == (("1x4096:float32",), 128)
     assert (ragged.shapes, ragged.load_bits_max) == (("17x4095:float32",), 32)
     assert (ragged.regs_per_thread, ragged.occupancy) == (90, "16 warps/SM (25%)")
+    # and the same as numbers, which the review reads
+    occupancy = (ragged.occupancy_resident, ragged.occupancy_unit, ragged.occupancy_fraction)
+    assert occupancy == (16, "warps/SM", 0.25)
     assert [f.message for f in ev.flags if "occupancy lower" in f.message]
     assert all("calling k failed" not in f.message for f in ev.flags)

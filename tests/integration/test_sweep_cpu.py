@@ -892,3 +892,7 @@ def test_a_shape_only_the_base_fails_at_is_fixed_and_one_both_fail_at_is_not(
     assert (
         lines[2048].detail == "error: base: ValueError at 1:2: numel (2048) exceeds the block limit"
     )
+    # what the review reads: the kind and reason as fields, the side not in them
+    reason = "ValueError at 1:2: numel (2048) exceeds the block limit"
+    assert (lines[2048].failure_kind, lines[2048].failure_reason) == ("error", reason)
+    assert lines[8192].failure_kind == "error" and lines[512].failure_kind == ""

@@ -9,6 +9,8 @@ source cut mid-word where Triton's reason was. The recorded results are
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
@@ -169,3 +171,113 @@ def test_a_long_detail_keeps_whole_parts_and_counts_the_rest() -> None:
     one = _clauses(["word " * 200])
     assert len(one) <= DETAIL and one.endswith("word …")
     assert _clauses(["a", "b"]) == "a; b"
+
+
+# The review reads a failure's kind and reason from their fields, never back out of the detail,
+# which is worded for a reader: a detail reworded changes nothing the conditions say.
+
+
+def _reworded(s: SweepEvidence) -> SweepEvidence:
+    """``s`` with each failure's detail worded another way, its fields as they were."""
+    shapes = tuple(
+        x.model_copy(update={"detail": f"the base side did not compile ({x.failure_reason})"})
+        if x.verdict == "ERROR"
+        else x
+        for x in s.shapes
+    )
+    return s.model_copy(update={"shapes": shapes})
+
+
+def test_a_reworded_detail_leaves_a_failures_kind_and_reason_as_they_were() -> None:
+    for side, summary in (
+        ("head", "2 shapes failed (compile error)"),
+        (
+            "base",
+            "within tolerance at all 3 shapes; 2 shapes fixed: the base fails there (compile "
+            f"error: CompilationError at 12:22: {REASON}), the head runs",
+        ),
+    ):
+        s = _reworded(_held_and(side))
+        assert all("compile error" not in x.detail for x in s.shapes)
+        assert sweep(_facts(s)).summary == summary
+
+
+def test_the_converter_says_a_failures_kind_where_the_results_name_no_side() -> None:
+    """A failed case whose side the results do not say still has its kind ("compile error",
+    not the verdict's "error"), and its reason without the side."""
+    recorded = load_results(SWEEP)
+    cases = tuple(
+        c.model_copy(update={"failed_side": None}) if c.status != "ok" else c
+        for c in recorded.cases
+    )
+    s = to_evidence(recorded.model_copy(update={"cases": cases}))
+    failed = [x for x in s.shapes if x.verdict == "ERROR"]
+    assert [(x.failure_kind, x.failure_reason) for x in failed] == [
+        ("compile error", f"CompilationError at 12:22: {REASON}")
+    ] * 2
+    held = s.model_copy(update={"shapes": tuple(x for x in s.shapes if x.verdict != "SLOWER")})
+    assert sweep(_facts(held)).summary == "2 shapes failed (compile error)"
+
+
+def test_a_shape_that_ran_has_no_failure_fields() -> None:
+    ran = [x for x in to_evidence(load_results(SWEEP)).shapes if x.verdict not in ("ERROR",)]
+    assert ran and all(x.failure_kind == "" == x.failure_reason for x in ran)
+
+
+def test_an_older_results_file_reads_its_failures_from_the_detail_once_at_load() -> None:
+    """The recorded results were written before the kind and reason were fields: their lines
+    have neither key, and load with both read from the detail as the review read it then."""
+    raw = json.loads(RESULTS.read_text(encoding="utf-8"))
+    older = [x for x in raw["evidence"]["sweeps"][0]["shapes"] if x["verdict"] == "ERROR"]
+    assert older and all("failure_kind" not in x and "failure_reason" not in x for x in older)
+    failed = [x for x in _recorded().shapes if x.verdict == "ERROR"]
+    assert [(x.failure_kind, x.failure_reason) for x in failed] == [
+        ("compile error", f"CompilationError at 12:22: {REASON}")
+    ] * 2
+    # a line of such a file whose detail has more parts keeps them in the reason, as it was said
+    line = ShapeLine.model_validate(
+        {**older[0], "failed_side": "head", "detail": "timeout: head: 30 s; 2 throttled rounds"}
+    )
+    assert (line.failure_kind, line.failure_reason) == ("timeout", "30 s; 2 throttled rounds")
+    # an older line that does not name a side, or did not fail, has no failure read into it
+    for detail, verdict in (("compile error: bad", "ERROR"), ("stopped: base: x", "SAME")):
+        line = ShapeLine.model_validate({**older[0], "detail": detail, "verdict": verdict})
+        assert line.failure_kind == "" == line.failure_reason
+
+
+def test_a_line_with_the_fields_is_never_read_from_its_detail() -> None:
+    """Only a line without the key is an older one: a line written with the fields, even empty,
+    is taken as it says, whatever its detail looks like."""
+    line = ShapeLine.model_validate(
+        {
+            "kernel": "k",
+            "shape": [8],
+            "dtype": "float32",
+            "verdict": "CRASHED",
+            "detail": "compile error: head: looks like the old wording",
+            "failure_kind": "",
+            "failed_side": "head",
+        }
+    )
+    assert line.failure_kind == ""
+    s = SweepEvidence(vendor="nvidia", gpu="GPU", shapes=(line,))
+    assert sweep(_facts(s)).summary == "1 shape failed (crash)"
+    round_trip = ShapeLine.model_validate_json(_recorded().shapes[0].model_dump_json())
+    assert "failure_kind" in _recorded().shapes[0].model_dump() and round_trip.failure_kind == ""
+
+
+def test_the_converter_says_where_the_processes_disagreed_from_the_sweeps_decision() -> None:
+    """The shapes the sweep decided over executions that disagreed, on #269's H200 sweep: those
+    whose explanation says so (the recorded file's lines read them so), found from the decision."""
+    recorded = load_results(SWEEP)
+    said = {c.key for c in recorded.cases if "varied from one execution" in c.explanation}
+    lines = to_evidence(recorded).shapes
+    assert len(said) == 5
+    assert {(x.kernel, x.shape, x.dtype) for x in lines if x.varied_between_processes} == said
+    assert [x.varied_between_processes for x in lines] == [
+        x.varied_between_processes for x in _recorded().shapes
+    ]
+    quiet = recorded.model_copy(
+        update={"cases": tuple(c.model_copy(update={"executions": 1}) for c in recorded.cases)}
+    )
+    assert not any(x.varied_between_processes for x in to_evidence(quiet).shapes)

@@ -315,3 +315,28 @@ def test_scattered_slow_sizes_stay_without_a_pattern_however_many():
         _line((n,), "float32", 1.0 if n == 32 else 1.2 if n <= 128 else 1.0) for n in sizes
     )
     assert find_pattern(short) is None
+
+
+def test_a_lower_occupancy_is_read_from_its_numbers_not_its_words():
+    """Loads and spills alike: the slow class's variant is named by its occupancy, in whole
+    percent, whatever words the row says it in."""
+
+    def occupied(spec: str, shapes: tuple[str, ...], fraction: float) -> CompilerRow:
+        return _variant(
+            spec,
+            shapes,
+            128,
+            occupancy=f"{fraction:.2f} of the SM",
+            occupancy_resident=round(fraction * 64),
+            occupancy_unit="warps/SM",
+            occupancy_fraction=fraction,
+        )
+
+    rows = CompilerEvidence(
+        rows=(
+            occupied("x:*bf16/16, n:i32/16", ("4096:bfloat16",), 0.25),
+            occupied("x:*bf16/16, n:i32", ("1000003:bfloat16",), 0.125),
+        )
+    )
+    (line,) = kernel_lines(_sweep(*RAGGED_BF16), rows)
+    assert line.endswith("n % 16 != 0 runs at 12% occupancy (25% when n % 16 == 0)")

@@ -139,8 +139,11 @@ def _first_calls(cold_ms: float, **kw) -> tuple[FirstCallEvidence, ...]:
 
 NO_GPU = tuple(
     NotRun(
-        check=check, vendor=vendor, reason=f"needs an {name} GPU runner; this machine has no GPU"
-    )  # type: ignore[arg-type]
+        check=check,  # type: ignore[arg-type]
+        vendor=vendor,  # type: ignore[arg-type]
+        reason=f"needs an {name} GPU runner",
+        here="this machine has no GPU",
+    )
     for vendor, name in (("nvidia", "NVIDIA"), ("amd", "AMD"))
     for check in ("sweep", "first_call")
 )

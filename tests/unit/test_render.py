@@ -353,3 +353,111 @@ def test_a_compiler_flag_a_condition_already_says_is_left_to_the_condition() -> 
     assert "one config list" not in comment and "spills 45 VGPRs" in comment
     summary = "\n".join(_compiler(ce, full=True, conditions=said))
     assert "num\\_warps=8 is 256 threads on NVIDIA and 512 on AMD" in summary
+
+
+def _occupied(side: str, config: str, resident: int, fraction: float) -> CompilerRow:
+    """A compiled variant whose occupancy is said in words no reader parses back."""
+    return CompilerRow(
+        kernel="matmul",
+        side=side,  # type: ignore[arg-type]
+        language="triton",
+        vendor="nvidia",
+        target="sm_90",
+        config=config,
+        occupancy=f"{fraction:.1%} of the SM's warps ({resident} resident)",
+        occupancy_resident=resident,
+        occupancy_unit="warps/SM",
+        occupancy_fraction=fraction,
+    )
+
+
+def test_the_occupancy_of_compiled_variants_is_read_from_its_numbers_not_its_words():
+    rows = (
+        _occupied("old", "BM=64", 12, 0.1875),
+        _occupied("old", "BM=128", 8, 0.125),
+        _occupied("new", "BM=64", 12, 0.1875),
+        _occupied("new", "BM=128", 4, 0.0625),
+        _occupied("new", "BM=256", 2, 0.03125),
+    )
+    ev = Evidence(compiler=CompilerEvidence(rows=rows))
+    v = decide(CHANGES, Requirements(deployment="cli", first_call_budget_ms=3000), ev)
+    comment = render_comment(v, CTX, ev, PART_A)
+    # lowest first, each end's count and percent, the unit said once
+    assert "occupancy 8–12 warps/SM (12–19%) → 2–12 warps/SM (3–19%)" in comment
+
+
+def test_an_older_compiler_row_has_its_occupancy_numbers_read_from_its_words_at_load():
+    older = {
+        "kernel": "matmul",
+        "side": "new",
+        "language": "triton",
+        "vendor": "nvidia",
+        "target": "sm_90",
+        "config": "BM=64",
+        "occupancy": "16 warps/SM (25%)",
+    }
+    row = CompilerRow.model_validate(older)
+    assert (row.occupancy_resident, row.occupancy_unit, row.occupancy_fraction) == (
+        16,
+        "warps/SM",
+        0.25,
+    )
+    unit_only = CompilerRow.model_validate({**older, "occupancy": "1 wave/SIMD"})
+    assert unit_only.occupancy_fraction is None and unit_only.occupancy_resident is None
+    # a row written with the numbers is taken as it says, whatever its words
+    written = CompilerRow.model_validate({**older, "occupancy_fraction": None})
+    assert written.occupancy_fraction is None and written.occupancy_unit == ""
+
+
+def test_the_comment_leaves_out_an_autotune_list_by_its_sides_not_by_its_line():
+    """An autotune list the same old and new, with nothing more to say, is the job summary's
+    only; whether it is comes from the two lists, never from how the line ends."""
+    from bot.contracts.evidence import AutotuneEvidence
+    from bot.review.render import _compiler
+
+    def live(side: str, configs: tuple[str, ...], **kw) -> AutotuneEvidence:
+        return AutotuneEvidence(
+            kernel="mm", function="f", side=side, targets=("sm_90",), configs=configs, **kw
+        )
+
+    same = CompilerEvidence(autotune=(live("old", ("A=1",)), live("new", ("A=1",))))
+    assert _compiler(same, full=False) == []
+    assert _compiler(same, full=True)[0].endswith(": 1, the same old and new")
+    # changed, though its line ends as an unchanged one's does (a heuristic's label says so)
+    odd = "BLOCK, the same old and new"
+    changed = CompilerEvidence(
+        autotune=(live("old", ("A=1",)), live("new", ("A=2",), heuristics=(odd,)))
+    )
+    (line, _) = _compiler(changed, full=False)
+    assert line.startswith("- mm: autotune configs, read on the runner: old 1 → new 1")
+    # the same configs under another key: a change
+    keyed = CompilerEvidence(
+        autotune=(live("old", ("A=1",), key=("n",)), live("new", ("A=1",), key=("m",)))
+    )
+    (line, _) = _compiler(keyed, full=False)
+    assert line.endswith("1, the same old and new; key (n) → (m)")
+
+
+def test_the_comment_leaves_each_shapes_own_line_to_the_worst_shapes_by_what_it_is_about():
+    """The sweep condition's lines about one shape are the worst shapes' to say in the comment;
+    which they are comes from the condition, not from how a line reads (a scalar's line has no
+    dimensions to read)."""
+    shapes = (
+        ShapeLine(kernel="softmax", shape=(), dtype="float16", verdict="WRONG", detail="x"),
+        ShapeLine(kernel="softmax", shape=(4096,), dtype="float16", verdict="WRONG"),
+        ShapeLine(kernel="softmax", shape=(8,), dtype="float16", verdict="SAME", ratio=1.0),
+    )
+    ev = Evidence(sweeps=(SweepEvidence(vendor="nvidia", gpu="GPU", shapes=shapes),))
+    req = Requirements(vendors=("nvidia",), deployment="cli", first_call_budget_ms=3000)
+    v = decide(CHANGES, req, ev)
+    sweep_condition = v.conditions[0]
+    assert sweep_condition.per_shape == (
+        "softmax  float16: WRONG (x)",
+        "softmax 4096 float16: WRONG",
+    )
+    assert set(sweep_condition.per_shape) <= set(sweep_condition.evidence)
+    comment = render_comment(v, CTX, ev, PART_A)
+    summary = render_comment(v, CTX, ev, PART_A, full=True)
+    for line in sweep_condition.per_shape:
+        assert f"   - {esc(line)}" not in comment and f"   - {esc(line)}" in summary
+    assert "   - nvidia (GPU): 3 shapes" in comment

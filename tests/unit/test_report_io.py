@@ -273,3 +273,45 @@ def test_numbers_are_validated(tmp_path, text, reason):
         assert len(kept) == 1 and dropped == []
     else:
         assert kept == [] and len(dropped) == 1 and reason in dropped[0], dropped
+
+
+def test_a_results_file_an_older_run_wrote_reads_as_the_review_read_it_then(tmp_path):
+    """The report reads results written before a failure's kind, the processes' spread and a
+    compiler's file were fields of their own: each is read from the words of that time."""
+    from bot.contracts.evidence import NotRun
+    from bot.review.conditions import Facts, sweep
+    from tests.paths import DATA
+
+    older = json.loads(
+        (DATA / "device_pr" / "tritonbench-269" / "results-nvidia.json").read_text("utf-8")
+    )
+    lines = older["evidence"]["sweeps"][0]["shapes"]
+    assert not any("failure_kind" in x or "varied_between_processes" in x for x in lines)
+    older["evidence"]["not_run"] = [
+        {"check": "compiler", "vendor": "amd", "reason": "csrc/a.hip: no hipcc on this machine"}
+    ]
+    path = tmp_path / "results-nvidia.json"
+    path.write_text(json.dumps(older), encoding="utf-8")
+    [results], dropped = read_results([path], head_sha=older["head_sha"])
+    assert dropped == []
+    (s,) = results.evidence.sweeps
+    failed = [x for x in s.shapes if x.verdict == "ERROR"]
+    assert {x.failure_kind for x in failed} == {"compile error"}
+    assert sum(x.varied_between_processes for x in s.shapes) == 5
+    assert results.evidence.not_run == (
+        NotRun(
+            check="compiler", vendor="amd", reason="no hipcc on this machine", path="csrc/a.hip"
+        ),
+    )
+    held = s.model_copy(update={"shapes": tuple(x for x in s.shapes if x.verdict != "SLOWER")})
+    facts = Facts(
+        changes=(
+            ChangeLine(kernel="sum", kind="tuning", old_language="triton", new_language="triton"),
+        ),
+        req=Requirements(vendors=("nvidia",)),
+        ev=Evidence(sweeps=(held,)),
+    )
+    assert (
+        "2 shapes fixed: the base fails there (compile error: CompilationError"
+        in sweep(facts).summary
+    )

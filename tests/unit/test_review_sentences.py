@@ -107,12 +107,20 @@ def test_a_sweep_not_run_on_two_vendors_gives_each_vendor_its_reason() -> None:
     found = sweep(_facts(not_run=not_run))
     assert found.state == "not_run"
     assert found.summary == "nvidia: needs an NVIDIA GPU runner; amd: needs an AMD GPU runner"
-    # a tail both reasons share is said once
-    shared = tuple(
-        n.model_copy(update={"reason": n.reason + "; this machine has no GPU"}) for n in not_run
-    )
+    # what this machine has, where it is why for both, is said once
+    shared = tuple(n.model_copy(update={"here": "this machine has no GPU"}) for n in not_run)
     assert sweep(_facts(not_run=shared)).summary == (
         "nvidia: needs an NVIDIA GPU runner, amd: needs an AMD GPU runner; this machine has no GPU"
+    )
+    # two reasons that end alike in their own words are each said whole: the ending is not
+    # taken for what this machine has
+    failed = (
+        NotRun(check="sweep", vendor="nvidia", reason="the worker crashed; see the job's log"),
+        NotRun(check="sweep", vendor="amd", reason="no runner was online; see the job's log"),
+    )
+    assert sweep(_facts(not_run=failed)).summary == (
+        "nvidia: the worker crashed; see the job's log; amd: no runner was online; see the "
+        "job's log"
     )
 
 
@@ -147,7 +155,7 @@ def test_the_first_call_on_an_nvidia_machine_gives_nvidias_reason_and_amds_as_am
         ("sweep", "amd"),
         ("first_call", "amd"),
     ]
-    assert rows[2].reason == amd
+    assert rows[2].said == amd and rows[2].here == "this machine has an NVIDIA GPU"
     summary = first_call(_facts(same, not_run=tuple(rows))).summary
     assert summary == (
         "nvidia: `review --measure` timed only the sweep on this NVIDIA GPU: `kernel-review "
@@ -157,6 +165,19 @@ def test_the_first_call_on_an_nvidia_machine_gives_nvidias_reason_and_amds_as_am
     given = (NotRun(check="first_call", vendor="nvidia", reason="the budget ran out"),)
     kept = _not_measured_here(plan, (swept,), (), given, here="nvidia", swept_here=frozenset())
     assert ("first_call", "nvidia") not in [(n.check, n.vendor) for n in kept]
+
+
+def test_no_timed_shape_is_slower_where_no_shape_is_said_slower() -> None:
+    """The sweep's line says "no timed shape slower" exactly where no timed shape's ratio is
+    said slower: 0.05% is the first step past "as fast"."""
+    from bot.words import said_slower, speed
+
+    for ratio in (0.9, 0.9995, 1.0, 1.0004, 1.00049, 1.0005, 1.0006, 1.2, 3.0):
+        assert said_slower(ratio) == speed(ratio).endswith(" slower"), ratio
+    for ratio, said in ((1.0004, True), (1.0006, False)):
+        timed = _shape("SAME", ratio, (ratio - 0.01, ratio + 0.01))
+        line = sweep(_facts(timed)).rows[0]
+        assert line.endswith("; no timed shape slower") is said, line
 
 
 def test_a_compile_only_first_call_reads_as_one_clause() -> None:
@@ -233,8 +254,8 @@ def test_a_long_list_of_shapes_is_cut_to_its_first_and_a_count() -> None:
 def test_what_did_not_run_is_one_line_per_vendor_and_reason() -> None:
     ev = Evidence(
         not_run=(
-            NotRun(check="compiler", vendor="amd", reason="a.hip: no hipcc on this machine"),
-            NotRun(check="compiler", vendor="amd", reason="b.hip: no hipcc on this machine"),
+            NotRun(check="compiler", vendor="amd", reason="no hipcc on this machine", path="a.hip"),
+            NotRun(check="compiler", vendor="amd", reason="no hipcc on this machine", path="b.hip"),
             NotRun(check="sweep", vendor="amd", reason="needs an AMD GPU runner"),
             NotRun(check="first_call", vendor="amd", reason="needs an AMD GPU runner"),
         )
@@ -243,6 +264,26 @@ def test_what_did_not_run_is_one_line_per_vendor_and_reason() -> None:
         "- compiler (a.hip, b.hip) on amd: no hipcc on this machine",
         "- sweep and first call on amd: needs an AMD GPU runner",
     ]
+
+
+def test_a_compiler_reason_with_a_colon_names_no_file() -> None:
+    """The file a compiler's line holds for is its own field: a reason that says "x: y" is said
+    whole, not taken for a file and a reason."""
+    worker = "the compile worker stopped: Triton 3.6 is not installed in this environment"
+    ev = Evidence(not_run=(NotRun.model_validate({"check": "compiler", "reason": worker}),))
+    assert _not_run(ev) == [f"- compiler: {worker}"]
+    # a file named on the line: in brackets after the check
+    ev = Evidence(not_run=(NotRun(check="compiler", reason="no nvcc here", path="k/add.cu"),))
+    assert _not_run(ev) == ["- compiler (k/add.cu): no nvcc here"]
+
+
+def test_an_older_compilers_line_has_its_file_read_from_its_reason_at_load() -> None:
+    older = NotRun.model_validate(
+        {"check": "compiler", "vendor": "amd", "reason": "csrc/a.hip: no hipcc on this machine"}
+    )
+    assert (older.path, older.reason) == ("csrc/a.hip", "no hipcc on this machine")
+    written = {"check": "compiler", "reason": "csrc/a.hip: no hipcc", "path": ""}
+    assert NotRun.model_validate(written).reason == "csrc/a.hip: no hipcc"
 
 
 def test_a_condition_with_no_lines_lists_nothing_in_the_job_summary() -> None:

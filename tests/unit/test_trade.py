@@ -170,8 +170,11 @@ def test_an_inconclusive_shape_within_the_price_is_met_unless_its_processes_disa
         "softmax 4096x4096 float16: inconclusive against its 3% tolerance (2.0–4.0% slower at "
         "95%); within its 8% rewrite price"
     ) in v.conditions[0].evidence
+    # what the sweep found, not how its detail words it
+    worded = unsure.model_copy(update={"detail": "head/base varied from one execution"})
+    assert decide([REWRITE_KEPT], REQ, evidence(worded)).decision == "approve"
     varied = unsure.model_copy(
-        update={"detail": "head/base varied from one execution (fresh processes) to the next"}
+        update={"varied_between_processes": True, "detail": "fresh processes disagreed: 1.0-1.1"}
     )
     v = decide([REWRITE_KEPT], REQ, evidence(varied))
     assert v.decision == "approve_with_conditions"

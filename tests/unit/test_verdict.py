@@ -219,6 +219,29 @@ def test_ownership_lists_what_is_missing():
     assert any("no upper bound" in e for e in c.evidence)
 
 
+def test_ownership_lists_gaps_first_by_what_it_found_not_by_its_words():
+    """What is missing comes first, decided by the facts: a perf gate found whose workflow line
+    happens to say "not pinned" is no gap."""
+    unowned = (OwnerFact(path="ops/softmax.py", owners=(), source=""),)
+    gate = PerfGateFact(
+        workflow=".github/workflows/perf.yml",
+        detail="perf.yml:9: run: kernel-review bench  # torch not pinned on this runner",
+    )
+    repo = GOOD_REPO.model_copy(update={"owners": unowned, "perf_gate": gate})
+    c = decide([REWRITE_KEPT], CLI, FULL.model_copy(update={"repo": repo})).conditions[3]
+    assert c.summary == "missing an owner"
+    assert [e.split(":")[0] for e in c.evidence] == ["owner", "pin", "pin", "perf gate"]
+
+
+def test_ownership_puts_a_missing_perf_gate_first_however_its_detail_is_worded():
+    none = PerfGateFact(workflow=None, detail="none of the 3 workflows runs kernel-review")
+    repo = GOOD_REPO.model_copy(update={"perf_gate": none})
+    c = decide([REWRITE_KEPT], CLI, FULL.model_copy(update={"repo": repo})).conditions[3]
+    assert c.summary == "missing a perf gate in CI"
+    assert c.evidence[0] == "perf gate: none of the 3 workflows runs kernel-review"
+    assert [e.split(":")[0] for e in c.evidence] == ["perf gate", "owner", "pin", "pin"]
+
+
 def test_deleted_kernel_leaves_rollback_open():
     v = decide([REWRITE_KEPT, REWRITE_DELETED], CLI, FULL)
     c = v.conditions[4]
@@ -353,6 +376,26 @@ def test_an_inconclusive_shape_says_why_once_in_words():
         ": its time budget ran out after 40 rounds, before the interval was narrow enough"
     )
     assert "rerun with `/bench full`" in v.conditions[0].summary
+
+
+def test_an_inconclusive_shape_reads_whether_its_processes_disagreed_from_the_field():
+    """Whether the executions disagreed is the sweep's fact, not its wording: a detail that
+    says it otherwise changes nothing, and the words alone on a line written with the field
+    (an older file's line has no such key) say nothing."""
+    said = "stopped: max executions after 36 rounds; 3 fresh processes read 0.98 to 1.06"
+    x = shape("INCONCLUSIVE", 1.02, detail=said, varied_between_processes=True)
+    v = decide([TUNING], CLI, Evidence(sweeps=(sweep("nvidia", x),)))
+    (line,) = [r for r in v.conditions[0].evidence if "inconclusive" in r]
+    assert line.endswith("at 95%): 3 fresh processes read 0.98 to 1.06")  # no stop: it says
+    assert "varied from one process to the next" in v.conditions[0].summary
+    assert "rerun" not in v.conditions[0].summary
+    words = shape("INCONCLUSIVE", 1.02, detail=AUTOTUNER_DETAIL, varied_between_processes=False)
+    v = decide([TUNING], CLI, Evidence(sweeps=(sweep("nvidia", words),)))
+    assert "varied from one process to the next" not in v.conditions[0].summary
+    (line,) = [r for r in v.conditions[0].evidence if "inconclusive" in r]
+    assert "it ran all its executions (fresh processes, 36 rounds)" in line
+    older = shape("INCONCLUSIVE", 1.02, detail=AUTOTUNER_DETAIL)  # the key absent
+    assert older.varied_between_processes
 
 
 def test_the_served_shapes_speed_says_its_word_once():

@@ -71,8 +71,8 @@ class Amd(VendorTarget):
         c = compiled
         return amd_asm_fields(str(arch), c.function, c.num_warps, c.dynamic_shared, c.asm)
 
-    def occupancy_text(self, record: KernelCompileRecord) -> str:
-        return f"{record.occupancy_waves_per_simd} waves/SIMD"
+    def occupancy_resident(self, record: KernelCompileRecord) -> tuple[int | None, str]:
+        return record.occupancy_waves_per_simd, "waves/SIMD"
 
     def cxx_report(
         self, kernel: str, source: Path, targets: list[str]

@@ -127,8 +127,9 @@ class VendorTarget(ABC):
         return False
 
     @abstractmethod
-    def occupancy_text(self, record: KernelCompileRecord) -> str:
-        """A record's resident warps in this vendor's unit: "32 warps/SM", "4 waves/SIMD"."""
+    def occupancy_resident(self, record: KernelCompileRecord) -> tuple[int | None, str]:
+        """A record's resident warps and this vendor's unit for them: (32, "warps/SM"),
+        (4, "waves/SIMD")."""
 
     @abstractmethod
     def profile_prefix(self, out_dir: Path) -> list[str]:

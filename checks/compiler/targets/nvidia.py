@@ -74,8 +74,8 @@ class Nvidia(VendorTarget):
         """ptxas printed no ``Used N registers`` line: read the cubin with cuobjdump instead."""
         return "Used " not in compile_log
 
-    def occupancy_text(self, record: KernelCompileRecord) -> str:
-        return f"{record.occupancy_warps_per_sm} warps/SM"
+    def occupancy_resident(self, record: KernelCompileRecord) -> tuple[int | None, str]:
+        return record.occupancy_warps_per_sm, "warps/SM"
 
     def cxx_report(
         self, kernel: str, source: Path, targets: list[str]
