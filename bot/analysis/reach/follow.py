@@ -98,6 +98,7 @@ _COMMON_METHODS = frozenset(
 _COMPILERS = frozenset(["RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel"])
 _MAX_FILES = 24
 _MAX_FUNCS = 200
+_MAX_BINDINGS = 6  # of one instance attribute, followed
 
 
 @dataclass(frozen=True)
@@ -311,6 +312,34 @@ def _class_attributes(node: ast.ClassDef) -> dict[str, str]:
     return {name: targets[0] for name, targets in bound.items() if len(targets) == 1}
 
 
+def _instance_attributes(node: ast.ClassDef) -> dict[str, list[tuple[str, Func]]]:
+    """A class's methods' ``self.attr = other`` (a name or attribute: ``self.fn =
+    self.inference_module.softmax_context_fp16``) and ``self.attr = Cls(...)`` (an instance:
+    ``self.score_context_func = SoftmaxContextOp(config)``), each with the method binding it
+    (whose own imports name it): what ``self.attr(...)`` in another method runs, every
+    binding of it (a flag or a dtype picks one)."""
+    out: dict[str, list[tuple[str, Func]]] = {}
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for sub in walk(method):
+            if not (isinstance(sub, ast.Assign) and len(sub.targets) == 1):
+                continue
+            target, value = sub.targets[0], sub.value
+            if not (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                continue
+            named = dotted(value.func if isinstance(value, ast.Call) else value)
+            if named and named != f"self.{target.attr}":
+                found = out.setdefault(target.attr, [])
+                if len(found) < _MAX_BINDINGS and all(n != named for n, _ in found):
+                    found.append((named, method))
+    return out
+
+
 def _returned_calls(node: Func) -> list[str]:
     """The names a function's ``return f(...)`` statements call, as written."""
     return [
@@ -337,8 +366,18 @@ def _branch_nodes(nodes: Sequence[ast.AST]) -> list[ast.AST]:
 class Side:
     """One revision's Python, read lazily: modules by name, the extension index."""
 
-    def __init__(self, paths: Sequence[str], read: Reader, extensions: ExtensionIndex) -> None:
+    def __init__(
+        self,
+        paths: Sequence[str],
+        read: Reader,
+        extensions: ExtensionIndex,
+        own: frozenset[str] = frozenset(),
+    ) -> None:
         self.paths = list(paths)
+        # the diff's files: read whatever their number (the analysis reads them anyway); the
+        # bound is on the files a name is followed to outside the diff
+        self.own = own
+        self._outside = 0
         self.read = read
         self.extensions = extensions
         self._by_module: dict[str, str] = {}
@@ -349,6 +388,7 @@ class Side:
         self._owners: dict[tuple[str, str], list[str]] = {}
         self._chosen: dict[int, dict[str, list[str]]] = {}  # by the function node's id
         self._classes_of: dict[tuple[str, str, int], list[str]] = {}  # see ``_classes``
+        self._instance_attrs: dict[tuple[str, str], dict[str, list[tuple[str, Func]]]] = {}
 
     def chosen(self, func: Func) -> dict[str, list[str]]:
         """``_chosen`` of a function of a module read (made once: a long function is walked
@@ -368,8 +408,10 @@ class Side:
         if path in self._modules:
             return self._modules[path]
         self._modules[path] = None
-        if len(self._modules) > _MAX_FILES:
-            return None
+        if path not in self.own:
+            self._outside += 1
+            if self._outside > _MAX_FILES:
+                return None
         text = self.read(path)
         tree = parse_python_or_none(text)
         if text is None or tree is None:
@@ -752,9 +794,15 @@ class Side:
         if isinstance(node, ast.ClassDef) and rest:  # ``Cls.attr``: a class attribute's value
             attr, dot, rest = rest.partition(".")
             value = _class_attributes(node).get(attr)
-            if value is None:
-                return []
-            return [q + dot + rest for q in self._resolve(mod, value, {}, None) if q != qualified]
+            if value is not None:
+                resolved = self._resolve(mod, value, {}, None)
+            else:  # set on the instance: ``self.attr = ...`` in a method, as its imports name it
+                resolved = [
+                    q
+                    for named, method in self._instance_attributes(mod, node).get(attr, [])
+                    for q in self._resolve(mod, named, imports_in(method.body, mod.path), head)
+                ]
+            return [q + dot + rest for q in resolved if q != qualified]
         if node is not None:
             return []
         if head in mod.instances and rest:  # ``obj.method``: the method of obj's class
@@ -779,6 +827,15 @@ class Side:
                 ):
                     out.append(f"{other.name}.{name}")
         return [q for q in out if q != qualified]
+
+    def _instance_attributes(
+        self, mod: _Module, node: ast.ClassDef
+    ) -> dict[str, list[tuple[str, Func]]]:
+        """``_instance_attributes`` of a class of a module read (made once per class)."""
+        key = (mod.path, node.name)
+        if key not in self._instance_attrs:
+            self._instance_attrs[key] = _instance_attributes(node)
+        return self._instance_attrs[key]
 
     def _classes(self, mod: _Module, callee: str, depth: int) -> list[str]:
         """The classes, qualified, whose instance a call of ``callee`` (as written in ``mod``)
