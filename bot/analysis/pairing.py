@@ -40,7 +40,7 @@ from bot.analysis.reach.call_sites import IMPORT_LINE as _IMPORT
 from bot.analysis.reach.call_sites import from_imports as _from_imports
 from bot.analysis.reach.choices import kept_beside
 from bot.analysis.reach.extensions import ExtensionIndex
-from bot.analysis.reach.follow import Op, Side
+from bot.analysis.reach.follow import COMMON_METHODS, Op, Side
 from bot.analysis.reach.moved_calls import (
     MovedCall,
     keyed_kernels,
@@ -237,7 +237,11 @@ def _pair(
     olds = _old_candidates(changes, ctx, _unbuilt_ops(ctx, moved, side_by_side, old_keys))
     if not olds:
         return changes, set()
-    new_wrappers = ctx.new_wrappers()
+    # a wrapper named like every autograd Function's method (``forward``) says nothing of
+    # which op its kernel stands for (``ext.forward`` of another extension)
+    new_wrappers = {
+        k: {w for w in ws if w not in COMMON_METHODS} for k, ws in ctx.new_wrappers().items()
+    }
     best: dict[int, tuple[float, int, list[str]]] = {}
     by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
     role_of: dict[tuple[int, int], str] = {}  # the switch that pairs them so

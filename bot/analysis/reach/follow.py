@@ -36,8 +36,9 @@ Reader = Callable[[str], "str | None"]
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 
 _DEPTH = 5
-# Methods too many objects have for a call on an untyped receiver to say which class it is.
-_COMMON_METHODS = frozenset(
+# Methods too many objects have for a call on an untyped receiver to say which class it is (nor,
+# as a kernel's wrapper, which kernel an op of that name stands for).
+COMMON_METHODS = frozenset(
     [
         "forward",
         "backward",
@@ -154,6 +155,8 @@ def imports_in(nodes: Sequence[ast.AST], path: str) -> dict[str, set[str]]:
             for a in node.names:
                 local = a.asname or a.name.split(".")[0]
                 out.setdefault(local, set()).add(a.name if a.asname else local)
+        elif (imported := _import_module(node)) is not None:
+            out.setdefault(imported[0], set()).add(imported[1])
         elif not isinstance(
             node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
         ):  # an import is a statement: expressions hold none, and are not walked
@@ -162,6 +165,24 @@ def imports_in(nodes: Sequence[ast.AST], path: str) -> dict[str, set[str]]:
 
 
 _HOLD_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _import_module(node: ast.AST) -> tuple[str, str] | None:
+    """``(name, module)`` of ``name = importlib.import_module("module")``: an import written as
+    a call (``fastfold_softmax_cuda = importlib.import_module("fastfold_softmax_cuda")``, how
+    apex-style code imports its extensions)."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None
+    target, value = node.targets[0], node.value
+    if not (isinstance(target, ast.Name) and isinstance(value, ast.Call) and value.args):
+        return None
+    callee = dotted(value.func) or ""
+    module = value.args[0]
+    if callee.rsplit(".", 1)[-1] != "import_module" or not isinstance(module, ast.Constant):
+        return None
+    if not isinstance(module.value, str) or module.value.startswith("."):
+        return None
+    return target.id, module.value
 
 
 def _kernel_aliases(tree: ast.Module, kernels: set[str]) -> dict[str, str]:
@@ -705,7 +726,7 @@ class Side:
     def _method_owner(self, mod: _Module, method: str) -> list[str]:
         """``module.Cls.method`` when exactly one class of ``mod`` and of the modules it imports
         from defines ``method`` (a name common to many objects is no evidence: none)."""
-        if method in _COMMON_METHODS or method.startswith("_"):
+        if method in COMMON_METHODS or method.startswith("_"):
             return []
         key = (mod.path, method)
         if key not in self._owners:
