@@ -130,8 +130,7 @@ def _variants(changes: list[KernelChange], chosen: set[str] = frozenset()) -> li
     added (``_bgmv_expand_slice_kernel`` beside ``_bgmv_expand_kernel``, in the same folder):
     a variant of that rewrite, replacing the same old kernels. A new kernel nothing paired is
     no variant of a rewrite a choice beside the compiled op paired (``chosen``): the choice
-    says which kernels take the op's role, and it does not reach this one (one it reaches but
-    did not pair, ``_named_roles``, may be)."""
+    says which kernels take the op's role, and it does not reach this one."""
     rewrites = [c for c in changes if c.kind == "rewrite" and c.language in PYTHON_LANGUAGES]
     if not rewrites:
         return changes
@@ -441,10 +440,9 @@ def _score(
     exact: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> tuple[float, list[str], str]:
     """``(score, why, by_role)``: by_role, the switch's place, when one function's call site
-    switched (``exact``:
-    those whose names match old kernels' as they are, see ``_pair``). ``new_names``:
-    the new kernels of the diff and their wrappers (none of them is the compiled op kept beside
-    ``t``, whatever its name)."""
+    switched (``exact``: those whose names match old kernels' as they are, see ``_pair``), else
+    ``""``. ``new_names``: the new kernels of the diff and their wrappers (none of them is the
+    compiled op kept beside ``t``, whatever its name)."""
     k = old.kernel
     score = 0.0
     why: list[str] = []
