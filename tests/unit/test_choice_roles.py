@@ -226,16 +226,29 @@ import triton.language as tl
 
 
 @triton.jit
-def _fp_matmul(A, B, C, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr):
-    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    a = tl.load(A + rm[:, None] * K + rk[None, :])
-    b = tl.load(B + rk[:, None] * N + rn[None, :])
-    acc += tl.dot(a, b)
-    tl.store(C + rm[:, None] * N + rn[None, :], acc)
+def _fp_matmul(A, B, C, M, N, K, bias, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+               stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               SPLIT_K: tl.constexpr, ACC_TYPE: tl.constexpr, BIAS_ADD: tl.constexpr):
+    # matrix multiplication
+    pid = tl.program_id(0)
+    pid_z = tl.program_id(1)
+    rm = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_z * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = pid_z * BLOCK_K + tl.arange(0, BLOCK_K)
+    A = A + (rm[:, None] * stride_am + rk[None, :] * stride_ak)
+    B = B + (rk[:, None] * stride_bk + rn[None, :] * stride_bn)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_TYPE)
+    for k in range(K, 0, -BLOCK_K * SPLIT_K):
+        a = tl.load(A, mask=rk[None, :] < k, other=0.)
+        b = tl.load(B, mask=rk[:, None] < k, other=0.)
+        acc += tl.dot(a, b)
+        A += BLOCK_K * SPLIT_K * stride_ak
+        B += BLOCK_K * SPLIT_K * stride_bk
+    # bias addition
+    if BIAS_ADD:
+        acc = acc + tl.load(bias + rn, mask=rn < N)[None, :]
+    C = C + (rm[:, None] * stride_cm + rn[None, :] * stride_cn)
+    tl.store(C, acc, mask=(rm < M)[:, None] & (rn < N)[None, :])
 
 
 @triton.jit
@@ -851,20 +864,27 @@ def softmax_grad_cuda_kernel_wrapper(grad_output, output, mask_, rows, cols):
         grad_input = fastfold_softmax_cuda.backward(grad_output, output, rows, cols)
     return grad_input
 """
+
+
+def _ff_guard(imports: str) -> str:
+    """FastFold's import of a Triton path, which sets ``_triton_available`` where it fails."""
+    return (
+        "_triton_available = True\n"
+        "if _triton_available:\n"
+        "    try:\n"
+        f"{imports}\n"
+        "    except ImportError:\n"
+        '        logging.warning("Triton is not available, fallback to old kernel.")\n'
+        "        _triton_available = False\n"
+    )
+
+
 FF_LAYER_NORM = """\
 import logging
 
 import torch
 
-_triton_available = True
-if _triton_available:
-    try:
-        from .triton.layer_norm import LayerNormTritonFunc
-
-    except ImportError:
-        logging.warning("Triton is not available, fallback to old kernel.")
-        _triton_available = False
-
+{guard}
 from .cuda_native.layer_norm import FusedLayerNormAffineFunction
 
 
@@ -882,7 +902,7 @@ class FusedLayerNorm(torch.nn.Module):
         else:
             return FusedLayerNormAffineFunction.apply(input, self.weight, self.bias,
                                                       self.normalized_shape, self.eps)
-"""
+""".format(guard=_ff_guard("        from .triton.layer_norm import LayerNormTritonFunc\n"))
 FF_SOFTMAX = """\
 from functools import reduce
 from operator import mul
@@ -890,16 +910,7 @@ import logging
 
 import torch
 
-_triton_available = True
-if _triton_available:
-    try:
-        from .triton.softmax import softmax_triton_kernel_wrapper
-        from .triton.softmax import softmax_grad_triton_kernel_wrapper
-
-    except ImportError:
-        logging.warning("Triton is not available, fallback to old kernel.")
-        _triton_available = False
-
+{guard}
 from .cuda_native.softmax import softmax_cuda_kernel_wrapper
 from .cuda_native.softmax import softmax_grad_cuda_kernel_wrapper
 
@@ -932,7 +943,12 @@ class FusedSoftmaxFunc(torch.autograd.Function):
 
 
 fused_softmax = FusedSoftmaxFunc.apply
-"""
+""".format(
+    guard=_ff_guard(
+        "        from .triton.softmax import softmax_triton_kernel_wrapper\n"
+        "        from .triton.softmax import softmax_grad_triton_kernel_wrapper\n"
+    )
+)
 FF_TRITON_LN = """\
 import torch
 import triton
@@ -1004,17 +1020,52 @@ import triton.language as tl
 
 
 @triton.jit
+def _softmax_core(input_ptrs, output_ptrs, mask_ptrs, bias_ptrs, col_offsets, n_cols,
+                  use_mask: tl.constexpr, use_bias: tl.constexpr):
+
+    row = tl.load(input_ptrs, mask=col_offsets < n_cols, other=-float('inf')).to(tl.float32)
+
+    if use_bias:
+        bias = tl.load(bias_ptrs, mask=col_offsets < n_cols, other=float("-inf")).to(tl.float32)
+        row += bias
+
+    if use_mask:
+        mask = tl.load(mask_ptrs, mask=col_offsets < n_cols, other=float("-inf")).to(tl.float32)
+        row = tl.where(mask == 0, float("-1e20"), row)
+
+    row_minus_max = row - tl.max(row, axis=0)
+    numerator = tl.exp(row_minus_max)
+    denominator = tl.sum(numerator, axis=0)
+    softmax_output = numerator / denominator
+
+    tl.store(output_ptrs, softmax_output, mask=col_offsets < n_cols)
+
+
+@triton.jit
 def softmax_mask_bias_kernel(output_ptr, input_ptr, mask_ptr, bias_ptr, input_row_stride,
                              output_row_stride, n_cols, n_heads, BLOCK_SIZE: tl.constexpr,
                              use_mask: tl.constexpr, use_bias: tl.constexpr):
     row_idx = tl.program_id(0)
     col_offsets = tl.arange(0, BLOCK_SIZE)
-    row = tl.load(input_ptr + row_idx * input_row_stride + col_offsets, mask=col_offsets < n_cols,
-                  other=-float('inf')).to(tl.float32)
-    numerator = tl.exp(row - tl.max(row, axis=0))
-    softmax_output = numerator / tl.sum(numerator, axis=0)
-    tl.store(output_ptr + row_idx * output_row_stride + col_offsets, softmax_output,
-             mask=col_offsets < n_cols)
+
+    input_row_ptr = input_ptr + row_idx * input_row_stride
+    output_row_ptr = output_ptr + row_idx * output_row_stride
+
+    input_ptrs = input_row_ptr + col_offsets
+    output_ptrs = output_row_ptr + col_offsets
+
+    mask_ptrs = input_ptrs  # place holder, not use if use_mask == False
+    if use_mask:
+        mask_row_ptr = mask_ptr + (row_idx // (n_heads * n_cols)) * n_cols
+        mask_ptrs = mask_row_ptr + col_offsets
+
+    bias_ptrs = input_ptrs  # place holder, not use if use_bias == False
+    if use_bias:
+        bias_row_ptr = bias_ptr + (row_idx % (n_heads * n_cols)) * n_cols
+        bias_ptrs = bias_row_ptr + col_offsets
+
+    _softmax_core(input_ptrs, output_ptrs, mask_ptrs, bias_ptrs, col_offsets, n_cols, use_mask,
+                  use_bias)
 
 
 @triton.jit
@@ -1036,12 +1087,15 @@ def softmax_mask_grad_kernel(d_output_ptr, output_ptr, d_input_ptr, mask_ptr, d_
 def softmax_triton_kernel_wrapper(x, mask, bias, n_rows, n_cols):
     y = torch.empty_like(x)
     n_heads = x.shape[2]
+    num_warps = 1
     BLOCK_SIZE = triton.next_power_of_2(n_cols)
+    if BLOCK_SIZE >= 1024:
+        num_warps = 4
     _dispatch_kernel = softmax_mask_bias_kernel
     _grid = (n_rows,)
     _dispatch_kernel[_grid](y, x, mask, bias, x.stride(-2), y.stride(-2), n_cols, n_heads,
-                            BLOCK_SIZE=BLOCK_SIZE, use_mask=mask is not None,
-                            use_bias=bias is not None)
+                            num_warps=num_warps, BLOCK_SIZE=BLOCK_SIZE,
+                            use_mask=mask is not None, use_bias=bias is not None)
     return y
 
 
