@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from bot.analysis.code_counts import part_a
 from bot.analysis.compare import sources_for
-from bot.analysis.languages import name_noise
+from bot.analysis.languages import language_named, name_noise
 from bot.analysis.model import (
     PYTHON_LANGUAGES,
     Context,
@@ -40,7 +40,7 @@ from bot.analysis.reach.call_sites import IMPORT_LINE as _IMPORT
 from bot.analysis.reach.call_sites import from_imports as _from_imports
 from bot.analysis.reach.choices import kept_beside
 from bot.analysis.reach.extensions import ExtensionIndex
-from bot.analysis.reach.follow import Op, Side
+from bot.analysis.reach.follow import COMMON_METHODS, Op, Side
 from bot.analysis.reach.moved_calls import (
     MovedCall,
     keyed_kernels,
@@ -103,9 +103,9 @@ def pair_rewrites(changes: list[KernelChange], ctx: Context) -> list[KernelChang
         (m.where, {("~" if m.kept else "") + o.name for o in m.ops}, set(m.kernels)) for m in moved
     ]
     # a choice's ops are matched to old kernels through their host calls only, not by name
-    paired = _pair(changes, ctx, switches, moved, beside, keyed)
+    paired, declined = _pair(changes, ctx, switches, moved, beside, keyed)
     chosen = {k for m in beside for k in m.kernels}
-    paired = _unseen_ops(paired, moved, ctx, both)
+    paired = _unseen_ops(paired, moved, ctx, both, declined)
     paired = _variants(paired, chosen)
     return [_unseen_old_note(c, ctx) for c in paired]
 
@@ -205,12 +205,13 @@ def _pair(
     moved: list[MovedCall],
     side_by_side: list[MovedCall],
     keyed: dict[str, set[str]] | None = None,
-) -> list[KernelChange]:
+) -> tuple[list[KernelChange], set[tuple[str, str]]]:
     """``side_by_side``: of ``moved``, the choices beside a compiled op; their ops are matched to old
     kernels through the host calls from their bindings only (``_unbuilt_ops``), not by the
     stems of their names (``backward`` is every backward kernel's). ``keyed``: per new kernel,
     the string literals whose tests lead to it (``moved_calls.keyed_kernels``); where the old
-    op's host code picks its kernels by the same literals, a role pairs by them."""
+    op's host code picks its kernels by the same literals, a role pairs by them. Also returns
+    the (new kernel, switch) pairs a role declined (``_named_roles``)."""
     exact = {m.where for m in side_by_side}
     helpers = _helpers_only(ctx)
     triton = [
@@ -227,17 +228,22 @@ def _pair(
                 triton.append(KernelChange(kind="new", name=k.name, language=k.language,
                                            path=k.path, new=k.ref()))  # fmt: skip
     if not triton:
-        return changes
+        return changes, set()
     _read_extra(
         ctx, triton, switches, [p for m in moved for o in m.ops for p in o.extension.sources]
     )
     old_keys: dict[str, set[str]] = {}
     olds = _old_candidates(changes, ctx, _unbuilt_ops(ctx, moved, side_by_side, old_keys))
     if not olds:
-        return changes
-    new_wrappers = ctx.new_wrappers()
+        return changes, set()
+    # a wrapper named like every autograd Function's method (``forward``) says nothing of
+    # which op its kernel stands for (``ext.forward`` of another extension)
+    new_wrappers = {
+        k: {w for w in ws if w not in COMMON_METHODS} for k, ws in ctx.new_wrappers().items()
+    }
     best: dict[int, tuple[float, int, list[str]]] = {}
     by_role: dict[tuple[int, int], list[str]] = {}  # (old, triton) paired by a function's switch
+    role_of: dict[tuple[int, int], str] = {}  # the switch that pairs them so
     new_names = {n for t in triton for n in {t.name} | new_wrappers.get(t.name, set())}
     beside = _same_named(ctx, triton)
     for ti, t in enumerate(triton):
@@ -252,14 +258,16 @@ def _pair(
                 why.append(f"its wrapper has the name of {twin}, kept beside it")
             if role:
                 by_role[(oi, ti)] = why
+                role_of[(oi, ti)] = role
             if t.name in new_wrappers:
                 score += 0.25
             if score >= 2 and (oi not in best or score > best[oi][0]):
                 best[oi] = (score, ti, why)
     if not best:
-        return changes
+        return changes, set()
     # An old kernel whose op a function switched is paired by role with every new kernel a
     # switching function now calls (N:M); any other old kernel with its best match.
+    by_role, declined = _named_roles(by_role, role_of, olds, triton, ctx)
     roles = {oi for oi, _ in by_role}
     pairs = {(oi, ti): why for oi, (_, ti, why) in best.items() if oi not in roles}
     pairs.update(by_role)
@@ -279,7 +287,67 @@ def _pair(
             if c.kind == "new" and c.name == t.name and c.path == t.path:
                 drop.add(id(c))
         out.append(_rewrite(t, mine, ctx))
-    return [c for c in changes if id(c) not in drop] + out
+    return [c for c in changes if id(c) not in drop] + out, declined
+
+
+def _named_roles(
+    by_role: dict[tuple[int, int], list[str]],
+    role_of: dict[tuple[int, int], str],
+    olds: list[_Old],
+    triton: list[KernelChange],
+    ctx: Context,
+) -> tuple[dict[tuple[int, int], list[str]], set[tuple[str, str]]]:
+    """Of the new kernels one switch pairs by role with an old kernel, a matrix product
+    (``tl.dot``) named like none of it is no port of it where another new kernel of the switch
+    is named like it: the alternative that launches ``softmax_kernel`` and the batched-matmul
+    ``matmul_4d_kernel`` where the other calls the op whose one kernel of the repository is
+    ``attn_softmax_v2`` gave the softmax's part to the first, and the product's to the second,
+    which the op did through a library (cuBLAS), not a kernel. Where no new kernel is named like
+    the old one (``layer_norm_kernel`` and ``_fp_matmul`` for ``fused_ln``), or the unnamed one
+    does no product (a second variant of the same work), the role pairs them all. Also returns
+    the (new kernel, switch) pairs declined so: the op's kernels were read, so no unseen op of
+    the switch is theirs either (``_unseen_ops``)."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    for oi, ti in by_role:
+        groups.setdefault((oi, role_of[(oi, ti)]), []).append(ti)
+    out = dict(by_role)
+    declined: set[tuple[str, str]] = set()
+    products: dict[int, bool] = {}
+    for (oi, where), tis in groups.items():
+        words = _words(olds[oi].kernel.name)
+        if not any(words & _words(triton[ti].name) for ti in tis):
+            continue
+        for ti in tis:
+            if words & _words(triton[ti].name):
+                continue
+            if ti not in products:
+                products[ti] = _multiplies(triton[ti], ctx)
+            if products[ti]:
+                del out[(oi, ti)]
+                declined.add((triton[ti].name, _place(where)))
+    return out, declined
+
+
+def _multiplies(t: KernelChange, ctx: Context) -> bool:
+    """Whether the new kernel's body does a matrix product, in its language's terms."""
+    lang = language_named(t.language)
+    if t.new is None or lang is None:
+        return False
+    path = t.new.path
+    text = sources_for([path], ctx.texts_new, ctx.new_source).get(path) or next(
+        (f.new_text for f in ctx.files if f.patch.new_path == path and f.new_text), ""
+    )
+    body = "\n".join(text.split("\n")[t.new.line_start - 1 : t.new.line_end])
+    return bool(lang.product.search(body))
+
+
+def _place(where: str) -> str:
+    """A switch's place without the choice's line (``path::Cls.f@81`` -> ``path::Cls.f``): the
+    same function's choice, found as a role switch and as a choice beside the op."""
+    return _AT_LINE.sub("", where)
+
+
+_AT_LINE = re.compile(r"@\d+")
 
 
 def _by_key(
@@ -370,15 +438,15 @@ def _score(
     switches,
     new_names: set[str] = frozenset(),  # type: ignore[assignment]
     exact: set[str] = frozenset(),  # type: ignore[assignment]
-) -> tuple[float, list[str], bool]:
-    """``(score, why, by_role)``: by_role when one function's call site switched (``exact``:
-    those whose names match old kernels' as they are, see ``_pair``). ``new_names``:
-    the new kernels of the diff and their wrappers (none of them is the compiled op kept beside
-    ``t``, whatever its name)."""
+) -> tuple[float, list[str], str]:
+    """``(score, why, by_role)``: by_role, the switch's place, when one function's call site
+    switched (``exact``: those whose names match old kernels' as they are, see ``_pair``), else
+    ``""``. ``new_names``: the new kernels of the diff and their wrappers (none of them is the
+    compiled op kept beside ``t``, whatever its name)."""
     k = old.kernel
     score = 0.0
     why: list[str] = []
-    by_role = False
+    by_role = ""
     if ctx.policy is not None:
         shared = [kp.name for kp in ctx.policy.kernels_for_path(t.path) if kp.covers(k.path)]
         if shared:
@@ -412,12 +480,12 @@ def _score(
         if gone:
             score += 3
             why.append(f"{path} switched from {gone[0]}() to {a[0]}")
-            by_role = by_role or bool(role)
+            by_role = by_role or (where if role else "")
             break
         if kept:
             score += 2
             why.append(f"{path} calls {a[0]} beside {kept[0]}() (in {role or path})")
-            by_role = by_role or bool(role)
+            by_role = by_role or (where if role else "")
             break
     if stem(k.name) and stem(k.name) == stem(t.name):
         score += 2
@@ -666,12 +734,14 @@ def _unseen_ops(
     moved: list[MovedCall],
     ctx: Context,
     both: tuple[Side, Side] | None,
+    declined: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
 ) -> list[KernelChange]:
     """New Triton kernels, still unpaired, that took the role of extension ops whose kernels
     the repository does not hold (built from a submodule, a download, generated sources):
     rewrites of those ops, with no old kernel to count. An op the repository neither builds
     nor registers (``torch.ops`` of an installed package) is a dependency's: a kernel taking
-    its role is new to the repository."""
+    its role is new to the repository. ``declined``: (kernel, switch) pairs whose op's
+    kernels were read and given to other new kernels of the switch (``_named_roles``)."""
     scans = [f.old for f in ctx.files if f.old] + list(ctx.extra_old.values())
     seen = {s.path for s in scans if s.kernels}
     by_kernel: dict[str, list[tuple[MovedCall, Op]]] = {}
@@ -679,7 +749,8 @@ def _unseen_ops(
         for op in m.ops:
             if op.extension.where and not any(p in seen for p in op.extension.sources):
                 for k in m.kernels:
-                    by_kernel.setdefault(k, []).append((m, op))
+                    if (k, _place(m.where)) not in declined:
+                        by_kernel.setdefault(k, []).append((m, op))
     if not by_kernel:
         return changes
     built = still_built(both, {op.extension.name for v in by_kernel.values() for _, op in v})

@@ -269,3 +269,15 @@ def absolute(module: str | None, level: int, path: str) -> str:
         package = package[:-1]
     package = package[: len(package) - (level - 1)] if level > 1 else package
     return ".".join([*package, *([module] if module else [])])
+
+
+def is_test_path(path: str) -> bool:
+    """A test file or a file under a tests folder (its kernels are test doubles, not ops)."""
+    parts = path.split("/")
+    name = parts[-1]
+    return (
+        any(p in ("test", "tests", "testing") for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )

@@ -34,7 +34,7 @@ from typing import Any
 
 from bot.analysis.model import MAX_SOURCE_CHARS, FileScan
 from bot.analysis.scan import scan_source
-from bot.analysis.text import parse_python_or_none, source_kind
+from bot.analysis.text import is_test_path, parse_python_or_none, source_kind
 from bot.errors import GitError
 from bot.gitutil import git
 from bot.onboard.benchmarks import FoundBenchmark, find_benchmarks
@@ -257,18 +257,6 @@ def _read_share(paths: list[str]) -> dict[str, _Read]:
     texts, roots = _SHARED["texts"], _SHARED["roots"]
     trees: dict[str, ast.Module | None] = {}
     return {path: _read_file(path, texts, roots, trees) for path in paths}
-
-
-def is_test_path(path: str) -> bool:
-    """A test file or a file under a tests folder (its kernels are test doubles, not ops)."""
-    parts = path.split("/")
-    name = parts[-1]
-    return (
-        any(p in ("test", "tests", "testing") for p in parts[:-1])
-        or name.startswith("test_")
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-    )
 
 
 def module_name(path: str, roots: tuple[str, ...] = ()) -> str:

@@ -14,7 +14,7 @@ lines).
 from __future__ import annotations
 
 from bot.analysis.classify import analyze_diff
-from tests.diff_util import file_diff
+from tests.diff_util import MemoryRevision, file_diff
 
 HEADER = "csrc/selective_scan/reverse_scan.cuh"
 BEFORE = """\
@@ -93,30 +93,6 @@ def test_only_the_kernel_that_includes_the_changed_header_changes() -> None:
     ]
 
 
-class _Files:
-    """One revision's files in memory (``bot.revision.Revision``)."""
-
-    def __init__(self, files: dict[str, str]) -> None:
-        self.files = files
-
-    @property
-    def sha(self) -> str | None:
-        return None
-
-    @property
-    def label(self) -> str:
-        return "in memory"
-
-    def where(self, path: str) -> str:
-        return path
-
-    def read(self, path: str, *, max_bytes: int | None = None) -> str | None:
-        return self.files.get(path)
-
-    def list_dir(self, path: str) -> list[str]:
-        return sorted(p for p in self.files if p.startswith(path))
-
-
 # Shortened from csrc/selective_scan/selective_scan.h and selective_scan_fwd_kernel.cuh of
 # state-spaces/mamba (Apache-2.0) at 126bbf2573a5 (in tests/data/real_prs), where the params
 # struct's index_t widens to 64 bits in a header that holds no kernel marker.
@@ -154,8 +130,8 @@ __global__ void selective_scan_fwd_kernel(SSMParamsBase params) {
 def test_a_header_without_a_kernel_marker_is_read_whole() -> None:
     from bot.analysis.repo import analyze_range
 
-    base = _Files({PARAMS: PARAMS_BEFORE, **KERNEL})
-    head = _Files({PARAMS: PARAMS_AFTER, **KERNEL})
+    base = MemoryRevision({PARAMS: PARAMS_BEFORE, **KERNEL})
+    head = MemoryRevision({PARAMS: PARAMS_AFTER, **KERNEL})
     analysis = analyze_range(
         base,
         head,

@@ -35,6 +35,9 @@ class KernelLanguage:
     barriers: re.Pattern[str] = NEVER  # explicit barriers in a kernel body
     shared: re.Pattern[str] = NEVER  # explicit shared-memory declarations
     memory: re.Pattern[str] = MEMORY_PY
+    # a matrix product on the matrix units in a kernel body (``tl.dot``): what a library GEMM
+    # (cuBLAS) did on the other side of a port
+    product: re.Pattern[str] = NEVER
     # None: Triton's compiler reads it (the compiler report covers it); else why not
     compiler_gap: str | None = None
     # A kernel that is its own host function (Helion): the loops that run on the device; the

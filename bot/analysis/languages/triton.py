@@ -13,5 +13,6 @@ TRITON = KernelLanguage(
     roles={},  # any ``triton.*.jit`` / ``autotune`` / ``heuristics``: see ``decorator_role``
     vendors=("nvidia", "amd"),
     barriers=re.compile(r"\btl\.debug_barrier\s*\("),
+    product=re.compile(r"\btl\.dot(?:_scaled)?\s*\("),
     noise=frozenset({"triton", "tl"}),
 )

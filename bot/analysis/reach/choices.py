@@ -34,7 +34,7 @@ from bot.analysis.reach.branches import LaunchPath, branch_note, test_kinds, ven
 from bot.analysis.reach.follow import Op, Reach, Side, imports_in
 from bot.analysis.reach.import_gates import class_branch
 from bot.analysis.reach.moved_calls import MovedCall
-from bot.analysis.text import collapse, walk
+from bot.analysis.text import collapse, is_test_path, walk
 
 Node = ast.stmt | ast.expr
 Func = ast.FunctionDef | ast.AsyncFunctionDef
@@ -168,6 +168,22 @@ def _roles(reach: Reach) -> dict[str, Reach]:
     return out
 
 
+def _open(choice: Choice) -> bool:
+    """Whether two alternatives or more hold code that can reach anything (a call, an
+    assignment, a definition): one alone has nothing to stand beside (``if flag: log(...)``),
+    so following it is skipped and does not count against the choices followed."""
+    return (
+        sum(
+            any(isinstance(n, _REACHING) for stmt in code for n in walk(stmt))
+            for _, code in choice.arms
+        )
+        >= 2
+    )
+
+
+_REACHING = (ast.Call, ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 def _touched(choice: Choice, added: list[int]) -> bool:
     i = bisect_left(added, choice.line)
     return i < len(added) and added[i] <= choice.end
@@ -226,8 +242,11 @@ def _moved(
 def _kept_beside(ctx: Context, side: Side) -> list[KeptBeside]:
     out: list[KeptBeside] = []
     followed = 0
-    # files at base first: a choice beside an op the base already called is the usual place
-    for f in sorted(ctx.files, key=lambda f: f.patch.old_path is None):
+    # files at base first: a choice beside an op the base already called is the usual place;
+    # tests last: a test comparing the two paths is not where the program picks one
+    for f in sorted(
+        ctx.files, key=lambda f: (is_test_path(f.patch.path), f.patch.old_path is None)
+    ):
         path = f.patch.new_path
         if not path or not path.endswith(".py") or not f.patch.hunks:
             continue
@@ -241,7 +260,7 @@ def _kept_beside(ctx: Context, side: Side) -> list[KeptBeside]:
         for choice in choices(mod.tree, path):
             if choice.scope.split(".")[-1] in device:
                 continue  # a test in a kernel's body: device code, not a choice of kernels
-            if not _touched(choice, added) or followed >= _MAX_CHOICES:
+            if not _touched(choice, added) or not _open(choice) or followed >= _MAX_CHOICES:
                 continue
             if any(a <= choice.line and choice.end <= b for a, b in settled):
                 continue

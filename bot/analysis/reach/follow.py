@@ -36,8 +36,9 @@ Reader = Callable[[str], "str | None"]
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 
 _DEPTH = 5
-# Methods too many objects have for a call on an untyped receiver to say which class it is.
-_COMMON_METHODS = frozenset(
+# Methods too many objects have for a call on an untyped receiver to say which class it is (nor,
+# as a kernel's wrapper, which kernel an op of that name stands for).
+COMMON_METHODS = frozenset(
     [
         "forward",
         "backward",
@@ -98,6 +99,7 @@ _COMMON_METHODS = frozenset(
 _COMPILERS = frozenset(["RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel"])
 _MAX_FILES = 24
 _MAX_FUNCS = 200
+_MAX_BINDINGS = 6  # of one instance attribute, followed
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,8 @@ def imports_in(nodes: Sequence[ast.AST], path: str) -> dict[str, set[str]]:
             for a in node.names:
                 local = a.asname or a.name.split(".")[0]
                 out.setdefault(local, set()).add(a.name if a.asname else local)
+        elif (imported := _import_module(node)) is not None:
+            out.setdefault(imported[0], set()).add(imported[1])
         elif not isinstance(
             node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
         ):  # an import is a statement: expressions hold none, and are not walked
@@ -161,6 +165,24 @@ def imports_in(nodes: Sequence[ast.AST], path: str) -> dict[str, set[str]]:
 
 
 _HOLD_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _import_module(node: ast.AST) -> tuple[str, str] | None:
+    """``(name, module)`` of ``name = importlib.import_module("module")``: an import written as
+    a call (``fastfold_softmax_cuda = importlib.import_module("fastfold_softmax_cuda")``, how
+    apex-style code imports its extensions)."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None
+    target, value = node.targets[0], node.value
+    if not (isinstance(target, ast.Name) and isinstance(value, ast.Call) and value.args):
+        return None
+    callee = dotted(value.func) or ""
+    module = value.args[0]
+    if callee.rsplit(".", 1)[-1] != "import_module" or not isinstance(module, ast.Constant):
+        return None
+    if not isinstance(module.value, str) or module.value.startswith("."):
+        return None
+    return target.id, module.value
 
 
 def _kernel_aliases(tree: ast.Module, kernels: set[str]) -> dict[str, str]:
@@ -311,6 +333,34 @@ def _class_attributes(node: ast.ClassDef) -> dict[str, str]:
     return {name: targets[0] for name, targets in bound.items() if len(targets) == 1}
 
 
+def _instance_attributes(node: ast.ClassDef) -> dict[str, list[tuple[str, Func]]]:
+    """A class's methods' ``self.attr = other`` (a name or attribute: ``self.fn =
+    self.inference_module.softmax_context_fp16``) and ``self.attr = Cls(...)`` (an instance:
+    ``self.score_context_func = SoftmaxContextOp(config)``), each with the method binding it
+    (whose own imports name it): what ``self.attr(...)`` in another method runs, every
+    binding of it (a flag or a dtype picks one)."""
+    out: dict[str, list[tuple[str, Func]]] = {}
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for sub in walk(method):
+            if not (isinstance(sub, ast.Assign) and len(sub.targets) == 1):
+                continue
+            target, value = sub.targets[0], sub.value
+            if not (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                continue
+            named = dotted(value.func if isinstance(value, ast.Call) else value)
+            if named and named != f"self.{target.attr}":
+                found = out.setdefault(target.attr, [])
+                if len(found) < _MAX_BINDINGS and all(n != named for n, _ in found):
+                    found.append((named, method))
+    return out
+
+
 def _returned_calls(node: Func) -> list[str]:
     """The names a function's ``return f(...)`` statements call, as written."""
     return [
@@ -337,8 +387,18 @@ def _branch_nodes(nodes: Sequence[ast.AST]) -> list[ast.AST]:
 class Side:
     """One revision's Python, read lazily: modules by name, the extension index."""
 
-    def __init__(self, paths: Sequence[str], read: Reader, extensions: ExtensionIndex) -> None:
+    def __init__(
+        self,
+        paths: Sequence[str],
+        read: Reader,
+        extensions: ExtensionIndex,
+        own: frozenset[str] = frozenset(),
+    ) -> None:
         self.paths = list(paths)
+        # the diff's files: read whatever their number (the analysis reads them anyway); the
+        # bound is on the files a name is followed to outside the diff
+        self.own = own
+        self._outside = 0
         self.read = read
         self.extensions = extensions
         self._by_module: dict[str, str] = {}
@@ -349,6 +409,7 @@ class Side:
         self._owners: dict[tuple[str, str], list[str]] = {}
         self._chosen: dict[int, dict[str, list[str]]] = {}  # by the function node's id
         self._classes_of: dict[tuple[str, str, int], list[str]] = {}  # see ``_classes``
+        self._instance_attrs: dict[tuple[str, str], dict[str, list[tuple[str, Func]]]] = {}
 
     def chosen(self, func: Func) -> dict[str, list[str]]:
         """``_chosen`` of a function of a module read (made once: a long function is walked
@@ -368,8 +429,10 @@ class Side:
         if path in self._modules:
             return self._modules[path]
         self._modules[path] = None
-        if len(self._modules) > _MAX_FILES:
-            return None
+        if path not in self.own:
+            self._outside += 1
+            if self._outside > _MAX_FILES:
+                return None
         text = self.read(path)
         tree = parse_python_or_none(text)
         if text is None or tree is None:
@@ -663,7 +726,7 @@ class Side:
     def _method_owner(self, mod: _Module, method: str) -> list[str]:
         """``module.Cls.method`` when exactly one class of ``mod`` and of the modules it imports
         from defines ``method`` (a name common to many objects is no evidence: none)."""
-        if method in _COMMON_METHODS or method.startswith("_"):
+        if method in COMMON_METHODS or method.startswith("_"):
             return []
         key = (mod.path, method)
         if key not in self._owners:
@@ -752,9 +815,15 @@ class Side:
         if isinstance(node, ast.ClassDef) and rest:  # ``Cls.attr``: a class attribute's value
             attr, dot, rest = rest.partition(".")
             value = _class_attributes(node).get(attr)
-            if value is None:
-                return []
-            return [q + dot + rest for q in self._resolve(mod, value, {}, None) if q != qualified]
+            if value is not None:
+                resolved = self._resolve(mod, value, {}, None)
+            else:  # set on the instance: ``self.attr = ...`` in a method, as its imports name it
+                resolved = [
+                    q
+                    for named, method in self._instance_attributes(mod, node).get(attr, [])
+                    for q in self._resolve(mod, named, imports_in(method.body, mod.path), head)
+                ]
+            return [q + dot + rest for q in resolved if q != qualified]
         if node is not None:
             return []
         if head in mod.instances and rest:  # ``obj.method``: the method of obj's class
@@ -779,6 +848,15 @@ class Side:
                 ):
                     out.append(f"{other.name}.{name}")
         return [q for q in out if q != qualified]
+
+    def _instance_attributes(
+        self, mod: _Module, node: ast.ClassDef
+    ) -> dict[str, list[tuple[str, Func]]]:
+        """``_instance_attributes`` of a class of a module read (made once per class)."""
+        key = (mod.path, node.name)
+        if key not in self._instance_attrs:
+            self._instance_attrs[key] = _instance_attributes(node)
+        return self._instance_attrs[key]
 
     def _classes(self, mod: _Module, callee: str, depth: int) -> list[str]:
         """The classes, qualified, whose instance a call of ``callee`` (as written in ``mod``)

@@ -37,9 +37,10 @@ def sides(ctx: Context) -> tuple[Side, Side] | None:
     gone = {f.patch.old_path for f in ctx.files if f.patch.status == "deleted"}
     added = [f.patch.new_path for f in ctx.files if f.patch.new_path]
     new_paths = [p for p in old_paths if p not in gone] + [p for p in added if p]
+    own = frozenset(p for f in ctx.files for p in (f.patch.old_path, f.patch.new_path) if p)
     return (
-        Side(old_paths, old_read, ExtensionIndex(old_paths, old_read)),
-        Side(new_paths, new_read, ExtensionIndex(new_paths, new_read)),
+        Side(old_paths, old_read, ExtensionIndex(old_paths, old_read), own),
+        Side(new_paths, new_read, ExtensionIndex(new_paths, new_read), own),
     )
 
 
