@@ -346,14 +346,42 @@ class TritonLayout(Frozen):
         return " ".join(parts)
 
 
+FlagKind = Literal[
+    "compile_failed",
+    "entry_failed",
+    "spill",
+    "regs_at_cap",
+    "occupancy_lower",
+    "no_matrix_instr",
+    "shared_config_list",  # one config list serves several vendors
+    "maxnreg_ignored",
+    "reduction_more_warps",
+]
+# what an older flag said, which the review told apart: a kernel's one config list for vendors
+_OLDER_SHARED_LIST = "one config list serves"
+
+
 class CompilerFlag(Frozen):
     severity: Literal["error", "warning", "info"]
+    kind: FlagKind | None = None  # what it is about; None where the results do not say
     kernel: str
     vendor: Vendor
     target: str
     message: str
     path: str | None = None
     line: Count | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, data: Any) -> Any:
+        """A flag written before its kind was kept (the key absent) has it read from its words
+        where the review told it apart then: "softmax: one config list serves both vendors"."""
+        if not isinstance(data, dict) or "kind" in data:
+            return data
+        said = str(data.get("message", "")).removeprefix(f"{data.get('kernel')}: ")
+        return (
+            {**data, "kind": "shared_config_list"} if said.startswith(_OLDER_SHARED_LIST) else data
+        )
 
 
 class AutotuneList(Frozen):

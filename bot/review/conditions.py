@@ -17,6 +17,7 @@ from bot.contracts.evidence import (
     FAILED_VERDICTS,
     Evidence,
     FirstCallEvidence,
+    FlagKind,
     NotRun,
     ShapeLine,
     SweepEvidence,
@@ -68,6 +69,7 @@ class Finding:
     rows: tuple[str, ...] = ()
     blocking: bool = False  # a measured violation: requests changes
     per_shape: tuple[str, ...] = ()  # those of the rows about one shape each
+    flags: tuple[tuple[str, FlagKind], ...] = ()  # the compiler flags (kernel, kind) rows say
 
 
 def _shape(s: Sequence[int]) -> str:
@@ -589,21 +591,30 @@ def _vendors_measured(f: Facts) -> Finding:
         lines.append(f"{x.kernel} on {x.vendor} {x.target}: {x.message}")
     lines += [f"{v}: measured" for v in req.vendors if v in measured]
     rows = tuple(lines)
+    # the rows say each shared list: a compiler flag of one is theirs to say
+    said: tuple[tuple[str, FlagKind], ...] = tuple((k, "shared_config_list") for k in shared)
     if failed_compiles:
         return Finding(
-            "open", "a config does not compile for a required vendor", rows, blocking=True
+            "open",
+            "a config does not compile for a required vendor",
+            rows,
+            blocking=True,
+            flags=said,
         )
     if missing and not measured:
-        return Finding("not_run", f"{', '.join(missing)} not measured yet", rows)
+        return Finding("not_run", f"{', '.join(missing)} not measured yet", rows, flags=said)
     if missing:
         return Finding(
             "open",
             f"{', '.join(missing)} not measured; a config tuned on one vendor is not tuned on the other",
             rows,
+            flags=said,
         )
     if shared:
-        return Finding("open", "measured on both, but one config list serves both vendors", rows)
-    return Finding("met", f"measured separately on {', '.join(req.vendors)}", rows)
+        return Finding(
+            "open", "measured on both, but one config list serves both vendors", rows, flags=said
+        )
+    return Finding("met", f"measured separately on {', '.join(req.vendors)}", rows, flags=said)
 
 
 def ownership(f: Facts) -> Finding:
@@ -709,6 +720,7 @@ def evaluate(
                 summary=found.summary,
                 evidence=found.rows,
                 per_shape=found.per_shape,
+                flags=found.flags,
                 blocking=found.blocking,
             )
         )

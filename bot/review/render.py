@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import (
@@ -498,11 +498,13 @@ def _autotune(items: Sequence[AutotuneEvidence], *, full: bool) -> list[str]:
     return out
 
 
-def _compiler(ce: CompilerEvidence, *, full: bool, conditions: Sequence[str] = ()) -> list[str]:
+def _compiler(
+    ce: CompilerEvidence, *, full: bool, conditions: Collection[tuple[str, str]] = ()
+) -> list[str]:
     """The compiler's decisions: its flags, the autotune lists, then, in the job summary
     (``full``), the layouts and every compiled variant; in the comment, what changed per kernel
-    and target, and where the rest is. The comment leaves out a flag whose first clause a
-    condition's evidence line (``conditions``) already says of the kernel."""
+    and target, and where the rest is. The comment leaves out a flag a condition's evidence
+    already says: its kernel and kind among ``conditions``."""
     out: list[str] = []
     if ce.flags:
         for f in ce.flags:
@@ -511,8 +513,7 @@ def _compiler(ce: CompilerEvidence, *, full: bool, conditions: Sequence[str] = (
             said = f.message.removeprefix(f"{f.kernel} on {f.target}: ").removeprefix(
                 f"{f.kernel}: "
             )
-            clause = f"{f.kernel}: {said.split(';')[0]}"
-            if not full and any(line.startswith(clause) for line in conditions):
+            if not full and (f.kernel, f.kind) in conditions:
                 continue
             out.append(
                 f"- **{f.severity}** {esc(f.kernel)} on {f.vendor} {esc(f.target)}: {esc(said)}{where}"
@@ -1053,7 +1054,7 @@ def render_comment(
             _compiler(
                 evidence.compiler,
                 full=full,
-                conditions=[x for c in verdict.conditions for x in c.evidence],
+                conditions={x for c in verdict.conditions for x in c.flags},
             ),
             full=full,
         )
