@@ -71,6 +71,7 @@ FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR", "SKI
 # what a detail said before the facts were fields of their own: a failure's kind, side and
 # reason ("compile error: base: <reason>"), and executions that disagreed
 _OLDER_FAILURE = re.compile(r"([a-z ]+): (?:base|head|both): (.*)", re.DOTALL)
+_OLDER_SKIP = re.compile(r"(skipped): (.*)", re.DOTALL)  # ... or a skip, which said no side
 _OLDER_SPREAD = "varied from one execution"  # the sweep's words for executions that disagree
 # ... and a compiled variant's occupancy: "8 warps/SM (12%)"
 _OLDER_OCCUPANCY = re.compile(r"(\d+) (\S+) \([0-9.]+%\)")
@@ -106,11 +107,11 @@ class Clause(Frozen):
     text: str
 
 
-def older_clauses(text: str, *, failed: bool = False) -> tuple[Clause, ...]:
+def older_clauses(text: str, *, failure: bool = False) -> tuple[Clause, ...]:
     """A detail or an explanation written before its clauses were kept apart, split at "; "
     (where the review split it), each part's kind read from its words as the review read them
-    then ("failure" the first part of a ``failed`` shape's detail that says a side); any other
-    part a note. Joined again with "; " it is ``text``."""
+    then (the first part the failure where ``failure``); any other part a note. Joined again
+    with "; " it is ``text``."""
     if not text:
         return ()
     out = []
@@ -118,7 +119,7 @@ def older_clauses(text: str, *, failed: bool = False) -> tuple[Clause, ...]:
         said = part.strip()
         kind: ClauseKind = (
             "failure"
-            if failed and i == 0 and _OLDER_FAILURE.match(said)
+            if failure and i == 0
             else "dropped"
             if _OLDER_DROPPED.fullmatch(said)
             else "stop"
@@ -186,19 +187,22 @@ class ShapeLine(Frozen):
     def _older_file(cls, data: Any) -> Any:
         """A line written before a fact below was a field of its own (its key absent) has it
         read from its detail, as the review read it then: a failure's kind and reason from
-        "compile error: base: <reason>", the executions' spread from the sweep's words for it."""
+        "compile error: base: <reason>" (a skip's from "skipped: <reason>"), the executions'
+        spread from the sweep's words for it, the detail's clauses and the stop."""
         if not isinstance(data, dict):
             return data
         detail = str(data.get("detail", ""))
         read: dict[str, Any] = {}
-        m = _OLDER_FAILURE.match(detail)
-        if "failure_kind" not in data and m and data.get("verdict") in FAILED_VERDICTS:
+        failed = data.get("verdict") in FAILED_VERDICTS
+        m = _OLDER_FAILURE.match(detail) or (
+            _OLDER_SKIP.match(detail) if data.get("verdict") == "SKIPPED" else None
+        )
+        if "failure_kind" not in data and m and failed:
             read.update(failure_kind=m.group(1), failure_reason=m.group(2))
         if "varied_between_processes" not in data and _OLDER_SPREAD in detail:
             read.update(varied_between_processes=True)
         if "clauses" not in data:
-            failed = data.get("verdict") in FAILED_VERDICTS
-            read.update(clauses=older_clauses(detail, failed=failed))
+            read.update(clauses=older_clauses(detail, failure=bool(m) and failed))
             stop = next((c for c in read["clauses"] if c.kind == "stop"), None)
             m = _OLDER_STOP.fullmatch(stop.text.strip()) if stop else None
             if m and "stop_reason" not in data:

@@ -633,12 +633,18 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
 
 def _verdict_cell(x: ShapeLine) -> str:
     """The verdict; a skipped shape's with why it was not run (the CPU interpreter cannot run
-    it: what it lacks)."""
+    it: what it lacks): its detail, the failure's clause without its kind, which the verdict
+    says."""
     if x.fixed:
         return f"{x.verdict} at base; head runs"
     if x.verdict != "SKIPPED" or not x.detail:
         return x.verdict
-    return f"SKIPPED: {esc(x.detail.removeprefix('skipped: '))}"
+    kind = f"{x.failure_kind}: "
+    why = "; ".join(
+        c.text.removeprefix(kind) if c.kind == "failure" and x.failure_kind else c.text
+        for c in x.clauses
+    )
+    return f"SKIPPED: {esc(why)}"
 
 
 def _picks(s: SweepEvidence) -> list[str]:
