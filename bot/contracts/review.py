@@ -108,6 +108,9 @@ class Condition(Frozen):
     # those of the evidence lines that are about one shape each (a failure, an inconclusive or
     # a judged shape), which the comment's worst shapes already say
     per_shape: tuple[str, ...] = ()
+    # the lists of shapes its evidence lines name ("1x781:float32"), each with its line: the
+    # comment names a long one's first shapes and a count
+    shape_lists: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # the compiler flags (kernel, kind) its evidence says, which the comment leaves to it
     flags: tuple[tuple[str, FlagKind], ...] = ()
     blocking: bool = False  # a measured violation: requests changes

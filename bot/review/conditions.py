@@ -69,6 +69,7 @@ class Finding:
     rows: tuple[str, ...] = ()
     blocking: bool = False  # a measured violation: requests changes
     per_shape: tuple[str, ...] = ()  # those of the rows about one shape each
+    shape_lists: tuple[tuple[str, tuple[str, ...]], ...] = ()  # rows naming shapes: the shapes
     flags: tuple[tuple[str, FlagKind], ...] = ()  # the compiler flags (kernel, kind) rows say
 
 
@@ -525,13 +526,15 @@ def first_call(f: Facts) -> Finding:
     ]
     gpu_vendors = {x.vendor for x in gpu}
     if over:  # what is over the budget first, then each measurement
-        rows = (
-            tuple(
-                f"{x.kernel} on {x.vendor}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
-                for x in over
+        said = tuple(
+            (
+                f"{x.kernel} on {x.vendor}: over the {number(budget or 0.0)} ms budget at "
+                + (", ".join(x.over_budget_shapes) or "the first call"),
+                x.over_budget_shapes,
             )
-            + lines
+            for x in over
         )
+        rows = tuple(line for line, _ in said) + lines
         return Finding(
             "open",
             f"over the `{kind}` budget of {number(budget or 0.0)} ms for "
@@ -539,6 +542,7 @@ def first_call(f: Facts) -> Finding:
             + (f" on {and_list(sorted({x.vendor for x in over}))}" if len(gpu_vendors) > 1 else ""),
             rows,
             blocking=True,
+            shape_lists=tuple((line, shapes) for line, shapes in said if shapes),
         )
     return Finding("met", f"within the `{kind}` budget of {number(budget or 0.0)} ms", lines)
 
@@ -720,6 +724,7 @@ def evaluate(
                 summary=found.summary,
                 evidence=found.rows,
                 per_shape=found.per_shape,
+                shape_lists=found.shape_lists,
                 flags=found.flags,
                 blocking=found.blocking,
             )

@@ -8,7 +8,6 @@ and the details (what changed, Part A counts, compiler decisions, per-shape resu
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Sequence
 
 from bot.contracts.accept import AcceptedLine
@@ -895,20 +894,17 @@ def _shown(s: SweepEvidence, *, full: bool) -> list[ShapeLine]:
     return [x for k in _charted(kernels) for x in chart.chart_shapes(kernels[k], chart.SHORT)[0]]
 
 
-LABELS_LISTED = 1  # shape labels of a long list an evidence line names in the comment
-_LABEL = r"\d+(?:x\d+)*:\w+"  # a served shape as the evidence names it: "1x4096x4096:float16"
-_LABELS = re.compile(rf"{_LABEL}(?:, {_LABEL}){{{LABELS_LISTED + 1},}}")
+LABELS_LISTED = 1  # shapes of a long list an evidence line names in the comment
 
 
-def _brief(line: str) -> str:
-    """An evidence line for the comment: a list of more than ``LABELS_LISTED + 1`` shapes cut to
-    its first ``LABELS_LISTED`` and a count (the job summary has the line whole)."""
-
-    def cut(m: re.Match[str]) -> str:
-        labels = m.group(0).split(", ")
-        return f"{', '.join(labels[:LABELS_LISTED])} and {len(labels) - LABELS_LISTED} more"
-
-    return _LABELS.sub(cut, line)
+def _brief(line: str, shapes: Sequence[str]) -> str:
+    """An evidence line for the comment: ``shapes``, the list it names, when longer than
+    ``LABELS_LISTED + 1``, cut to its first ``LABELS_LISTED`` and a count (the job summary has
+    the line whole)."""
+    if len(shapes) <= LABELS_LISTED + 1:
+        return line
+    cut = f"{', '.join(shapes[:LABELS_LISTED])} and {len(shapes) - LABELS_LISTED} more"
+    return line.replace(", ".join(shapes), cut, 1)
 
 
 CLIP = 240  # characters of an evidence line in the comment, cut at a clause
@@ -947,7 +943,8 @@ def _evidence(c: Condition, *, full: bool) -> list[str]:
     if not full:  # a shape's own line: the worst shapes say it, above
         lines = tuple(x for x in lines if x not in c.per_shape)
     listed = listed if len(lines) > listed + 1 else listed + 1  # a line, not "1 more"
-    shown = c.evidence if full else [_clip(_brief(x)) for x in lines[:listed]]
+    shapes = dict(c.shape_lists)
+    shown = c.evidence if full else [_clip(_brief(x, shapes.get(x, ()))) for x in lines[:listed]]
     out = [f"   - {esc(line)}" for line in shown]
     if len(c.evidence) > len(shown):
         out.append(f"   - {len(c.evidence) - len(shown)} more in the job summary")
