@@ -204,9 +204,9 @@ class ShapeLine(Frozen):
         if "clauses" not in data:
             read.update(clauses=older_clauses(detail, failure=bool(m) and failed))
             stop = next((c for c in read["clauses"] if c.kind == "stop"), None)
-            m = _OLDER_STOP.fullmatch(stop.text.strip()) if stop else None
-            if m and "stop_reason" not in data:
-                read.update(stop_reason=m.group(1).replace(" ", "_"), rounds=int(m.group(2)))
+            how = _OLDER_STOP.fullmatch(stop.text.strip()) if stop else None
+            if how and "stop_reason" not in data:
+                read.update(stop_reason=how.group(1).replace(" ", "_"), rounds=int(how.group(2)))
         elif "detail" not in data:
             read.update(detail=said(Clause.model_validate(c) for c in data["clauses"]))
         return {**data, **read} if read else data

@@ -441,6 +441,20 @@ def test_an_inconclusive_shape_reads_its_stop_and_likely_cause_from_its_clauses(
     assert _inconclusive(as_notes) == "; ".join(notes)
 
 
+def test_every_way_the_sweep_stops_short_is_said_in_words_with_its_rounds():
+    """The review's words for a stop are keyed by the sweep's own terms for it: each reason the
+    sweep may stop a shape undecided (all but a decision and a failure) has words."""
+    from typing import get_args
+
+    from checks.sweep.protocol import StopReason
+
+    for reason in set(get_args(StopReason)) - {"decided", "failed"}:
+        stop = Clause(kind="stop", text=f"stopped: {reason}")
+        x = shape("INCONCLUSIVE", 1.02, clauses=(stop,), stop_reason=reason, rounds=17)
+        said = _inconclusive(x)
+        assert said != stop.text and "17 rounds" in said, (reason, said)
+
+
 def test_an_older_line_has_its_clauses_and_stop_read_from_its_detail_once_at_load():
     """A line of a results file written before the clauses were kept (the keys absent) has them
     read from its detail as the review read it then, and says the same; a line written with
