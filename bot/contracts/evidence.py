@@ -71,10 +71,72 @@ FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR", "SKI
 # what a detail said before the facts were fields of their own: a failure's kind, side and
 # reason ("compile error: base: <reason>"), and executions that disagreed
 _OLDER_FAILURE = re.compile(r"([a-z ]+): (?:base|head|both): (.*)", re.DOTALL)
+_OLDER_SKIP = re.compile(r"(skipped): (.*)", re.DOTALL)  # ... or a skip, which said no side
 _OLDER_SPREAD = "varied from one execution"  # the sweep's words for executions that disagree
 # ... and a compiled variant's occupancy: "8 warps/SM (12%)"
 _OLDER_OCCUPANCY = re.compile(r"(\d+) (\S+) \([0-9.]+%\)")
 _OLDER_PERCENT = re.compile(r"\(([0-9.]+)%\)")
+# ... and the parts of a detail (or of the sweep's explanation) the review told apart: why the
+# sweep stopped, the autotuner picking differently between processes, and that as the cause
+_OLDER_STOP = re.compile(r"stopped: (.+) after (\d+) rounds?")
+_OLDER_PICKS_VARY = "the autotuner picks differently"
+_OLDER_CAUSE_PICKS = "likely cause: the autotuner's picks"
+_OLDER_DROPPED = re.compile(r"\d+ throttled rounds dropped")
+
+ClauseKind = Literal[
+    "failure",  # the failure's kind, side and reason
+    "dropped",  # the throttled rounds dropped
+    "stop",  # why the sweep stopped measuring a shape it did not decide (``ShapeLine.stop_reason``)
+    "picks_vary",  # the autotuner picked differently from one process to the next, and how
+    "picks_differ",  # base's and head's autotuners picked different configs, and how
+    "pinned",  # the passes in which head ran base's config
+    "matched",  # the decision over the passes in which both sides picked alike
+    "spread",  # how far head/base varied from one execution (fresh processes) to the next
+    "cause_picks",  # that spread's likely cause: the autotuner's picks
+    "cause",  # that spread's likely cause, another one
+    "undecided",  # that spread was too much to decide at the tolerance
+    "note",  # anything else: a note, a part cut short, the count of the parts left out
+]
+
+
+class Clause(Frozen):
+    """One part of what the sweep says of a shape, with what it is about: a shape's ``detail``
+    is its clauses joined with "; "."""
+
+    kind: ClauseKind
+    text: str
+
+
+def older_clauses(text: str, *, failure: bool = False) -> tuple[Clause, ...]:
+    """A detail or an explanation written before its clauses were kept apart, split at "; "
+    (where the review split it), each part's kind read from its words as the review read them
+    then (the first part the failure where ``failure``); any other part a note. Joined again
+    with "; " it is ``text``."""
+    if not text:
+        return ()
+    out = []
+    for i, part in enumerate(text.split("; ")):
+        said = part.strip()
+        kind: ClauseKind = (
+            "failure"
+            if failure and i == 0
+            else "dropped"
+            if _OLDER_DROPPED.fullmatch(said)
+            else "stop"
+            if _OLDER_STOP.fullmatch(said)
+            else "picks_vary"
+            if said.startswith(_OLDER_PICKS_VARY)
+            else "cause_picks"
+            if said == _OLDER_CAUSE_PICKS
+            else "note"
+        )
+        out.append(Clause(kind=kind, text=part))
+    return tuple(out)
+
+
+def said(clauses: Iterable[Clause]) -> str:
+    """Clauses as one text: joined with "; "."""
+    return "; ".join(c.text for c in clauses)
 
 
 class ShapeLine(Frozen):
@@ -92,6 +154,13 @@ class ShapeLine(Frozen):
     small_or_ragged: bool = False
     weight: NonNegative = 1.0
     detail: str = ""
+    # the detail's parts, each with what it is about: what the review reads of them
+    clauses: tuple[Clause, ...] = Field(default=(), max_length=64)
+    # why the sweep stopped measuring a shape it did not decide, in its own terms
+    # ("max_rounds", "max_executions", "time_budget", "throttled", "decided"): the "stop"
+    # clause says it; "" for a shape it decided or where the results do not say
+    stop_reason: Label = ""
+    rounds: Count = 0  # ... and the rounds it timed until then
     tolerance: NonNegative | None = None  # this kernel's: head/base up to 1 + tolerance is SAME
     # achieved throughput as a fraction of the device's measured ceiling (copy bandwidth or
     # matmul TFLOP/s, whichever the case comes closer to), per side
@@ -118,17 +187,39 @@ class ShapeLine(Frozen):
     def _older_file(cls, data: Any) -> Any:
         """A line written before a fact below was a field of its own (its key absent) has it
         read from its detail, as the review read it then: a failure's kind and reason from
-        "compile error: base: <reason>", the executions' spread from the sweep's words for it."""
+        "compile error: base: <reason>" (a skip's from "skipped: <reason>"), the executions'
+        spread from the sweep's words for it, the detail's clauses and the stop."""
         if not isinstance(data, dict):
             return data
         detail = str(data.get("detail", ""))
         read: dict[str, Any] = {}
-        m = _OLDER_FAILURE.match(detail)
-        if "failure_kind" not in data and m and data.get("verdict") in FAILED_VERDICTS:
+        failed = data.get("verdict") in FAILED_VERDICTS
+        m = _OLDER_FAILURE.match(detail) or (
+            _OLDER_SKIP.match(detail) if data.get("verdict") == "SKIPPED" else None
+        )
+        if "failure_kind" not in data and m and failed:
             read.update(failure_kind=m.group(1), failure_reason=m.group(2))
         if "varied_between_processes" not in data and _OLDER_SPREAD in detail:
             read.update(varied_between_processes=True)
+        if "clauses" not in data:
+            read.update(clauses=older_clauses(detail, failure=bool(m) and failed))
+            stop = next((c for c in read["clauses"] if c.kind == "stop"), None)
+            how = _OLDER_STOP.fullmatch(stop.text.strip()) if stop else None
+            if how and "stop_reason" not in data:
+                read.update(stop_reason=how.group(1).replace(" ", "_"), rounds=int(how.group(2)))
+        elif "detail" not in data:
+            read.update(detail=said(Clause.model_validate(c) for c in data["clauses"]))
         return {**data, **read} if read else data
+
+    @model_validator(mode="after")
+    def _detail_is_its_clauses(self) -> ShapeLine:
+        if self.clauses and said(self.clauses) != self.detail:
+            raise ValueError(
+                f"{self.kernel} {self.shape} {self.dtype}: its detail is not its clauses joined "
+                "with '; ': the file was edited or written by another version; pass the file the "
+                "measure job wrote"
+            )
+        return self
 
     @property
     def fixed(self) -> bool:
@@ -259,14 +350,42 @@ class TritonLayout(Frozen):
         return " ".join(parts)
 
 
+FlagKind = Literal[
+    "compile_failed",
+    "entry_failed",
+    "spill",
+    "regs_at_cap",
+    "occupancy_lower",
+    "no_matrix_instr",
+    "shared_config_list",  # one config list serves several vendors
+    "maxnreg_ignored",
+    "reduction_more_warps",
+]
+# what an older flag said, which the review told apart: a kernel's one config list for vendors
+_OLDER_SHARED_LIST = "one config list serves"
+
+
 class CompilerFlag(Frozen):
     severity: Literal["error", "warning", "info"]
+    kind: FlagKind | None = None  # what it is about; None where the results do not say
     kernel: str
     vendor: Vendor
     target: str
     message: str
     path: str | None = None
     line: Count | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, data: Any) -> Any:
+        """A flag written before its kind was kept (the key absent) has it read from its words
+        where the review told it apart then: "softmax: one config list serves both vendors"."""
+        if not isinstance(data, dict) or "kind" in data:
+            return data
+        said = str(data.get("message", "")).removeprefix(f"{data.get('kernel')}: ")
+        return (
+            {**data, "kind": "shared_config_list"} if said.startswith(_OLDER_SHARED_LIST) else data
+        )
 
 
 class AutotuneList(Frozen):

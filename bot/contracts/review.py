@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.contracts.accept import AcceptedLine
 from bot.contracts.base import VENDORS, Frozen, Vendor
+from bot.contracts.evidence import FlagKind
 
 Decision = Literal["approve", "approve_with_conditions", "request_changes"]
 
@@ -107,6 +108,11 @@ class Condition(Frozen):
     # those of the evidence lines that are about one shape each (a failure, an inconclusive or
     # a judged shape), which the comment's worst shapes already say
     per_shape: tuple[str, ...] = ()
+    # the lists of shapes its evidence lines name ("1x781:float32"), each with its line: the
+    # comment names a long one's first shapes and a count
+    shape_lists: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the compiler flags (kernel, kind) its evidence says, which the comment leaves to it
+    flags: tuple[tuple[str, FlagKind], ...] = ()
     blocking: bool = False  # a measured violation: requests changes
 
 

@@ -17,6 +17,7 @@ from bot.contracts.evidence import (
     FAILED_VERDICTS,
     Evidence,
     FirstCallEvidence,
+    FlagKind,
     NotRun,
     ShapeLine,
     SweepEvidence,
@@ -68,6 +69,8 @@ class Finding:
     rows: tuple[str, ...] = ()
     blocking: bool = False  # a measured violation: requests changes
     per_shape: tuple[str, ...] = ()  # those of the rows about one shape each
+    shape_lists: tuple[tuple[str, tuple[str, ...]], ...] = ()  # rows naming shapes: the shapes
+    flags: tuple[tuple[str, FlagKind], ...] = ()  # the compiler flags (kernel, kind) rows say
 
 
 def _shape(s: Sequence[int]) -> str:
@@ -523,13 +526,15 @@ def first_call(f: Facts) -> Finding:
     ]
     gpu_vendors = {x.vendor for x in gpu}
     if over:  # what is over the budget first, then each measurement
-        rows = (
-            tuple(
-                f"{x.kernel} on {x.vendor}: over the {number(budget or 0.0)} ms budget at {', '.join(x.over_budget_shapes) or 'the first call'}"
-                for x in over
+        said = tuple(
+            (
+                f"{x.kernel} on {x.vendor}: over the {number(budget or 0.0)} ms budget at "
+                + (", ".join(x.over_budget_shapes) or "the first call"),
+                x.over_budget_shapes,
             )
-            + lines
+            for x in over
         )
+        rows = tuple(line for line, _ in said) + lines
         return Finding(
             "open",
             f"over the `{kind}` budget of {number(budget or 0.0)} ms for "
@@ -537,6 +542,7 @@ def first_call(f: Facts) -> Finding:
             + (f" on {and_list(sorted({x.vendor for x in over}))}" if len(gpu_vendors) > 1 else ""),
             rows,
             blocking=True,
+            shape_lists=tuple((line, shapes) for line, shapes in said if shapes),
         )
     return Finding("met", f"within the `{kind}` budget of {number(budget or 0.0)} ms", lines)
 
@@ -589,21 +595,30 @@ def _vendors_measured(f: Facts) -> Finding:
         lines.append(f"{x.kernel} on {x.vendor} {x.target}: {x.message}")
     lines += [f"{v}: measured" for v in req.vendors if v in measured]
     rows = tuple(lines)
+    # the rows say each shared list: a compiler flag of one is theirs to say
+    said: tuple[tuple[str, FlagKind], ...] = tuple((k, "shared_config_list") for k in shared)
     if failed_compiles:
         return Finding(
-            "open", "a config does not compile for a required vendor", rows, blocking=True
+            "open",
+            "a config does not compile for a required vendor",
+            rows,
+            blocking=True,
+            flags=said,
         )
     if missing and not measured:
-        return Finding("not_run", f"{', '.join(missing)} not measured yet", rows)
+        return Finding("not_run", f"{', '.join(missing)} not measured yet", rows, flags=said)
     if missing:
         return Finding(
             "open",
             f"{', '.join(missing)} not measured; a config tuned on one vendor is not tuned on the other",
             rows,
+            flags=said,
         )
     if shared:
-        return Finding("open", "measured on both, but one config list serves both vendors", rows)
-    return Finding("met", f"measured separately on {', '.join(req.vendors)}", rows)
+        return Finding(
+            "open", "measured on both, but one config list serves both vendors", rows, flags=said
+        )
+    return Finding("met", f"measured separately on {', '.join(req.vendors)}", rows, flags=said)
 
 
 def ownership(f: Facts) -> Finding:
@@ -709,6 +724,8 @@ def evaluate(
                 summary=found.summary,
                 evidence=found.rows,
                 per_shape=found.per_shape,
+                shape_lists=found.shape_lists,
+                flags=found.flags,
                 blocking=found.blocking,
             )
         )

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import accumulate
 
-from bot.contracts.evidence import CompilerEvidence, CompilerRow, ShapeLine, SweepEvidence
+from bot.contracts.evidence import (
+    Clause,
+    CompilerEvidence,
+    CompilerRow,
+    ShapeLine,
+    SweepEvidence,
+)
 from bot.words import number, slower_by, speed
 
 ALIGN = 16  # Triton specializes integer arguments and pointers on divisibility by 16
@@ -373,33 +379,31 @@ def kernel_lines(sweep: SweepEvidence, compiler: CompilerEvidence | None = None)
     return out
 
 
-_STOPS = {
-    "max rounds": "it ran all {n} rounds without the interval getting narrow enough",
-    "max executions": "it ran all its executions (fresh processes, {n} rounds) without them agreeing",
-    "time budget": "its time budget ran out after {n} rounds, before the interval was narrow enough",
+_STOPS = {  # why the sweep stopped, in the review's words; any other reason as the sweep said it
+    "max_rounds": "it ran all {n} rounds without the interval getting narrow enough",
+    "max_executions": "it ran all its executions (fresh processes, {n} rounds) without them agreeing",
+    "time_budget": "its time budget ran out after {n} rounds, before the interval was narrow enough",
     "throttled": "it stopped after {n} rounds: the GPU was throttling",
 }
-_STOP = re.compile(r"stopped: (.+) after (\d+) rounds?")
-AUTOTUNER = "the autotuner picks differently"
 
 
 def inconclusive_reason(x: ShapeLine) -> str:
-    """Why a shape was inconclusive, from its sweep detail, each thing said once: the stop in
-    words unless the executions' spread says it, the likely cause left out where the autotuner
-    was already named, repeated parts dropped."""
-    parts = list(dict.fromkeys(p.strip() for p in x.detail.split("; ") if p.strip()))
-    spread = x.varied_between_processes
-    autotuner = any(p.startswith(AUTOTUNER) for p in parts)
+    """Why a shape was inconclusive, from its sweep detail's clauses, each thing said once: the
+    stop in words unless the executions' spread says it, the likely cause left out where it is
+    the autotuner's picks and those were already named, repeated clauses dropped."""
+    clauses: dict[str, Clause] = {}
+    for c in x.clauses:
+        clauses.setdefault(c.text.strip(), c)
+    clauses.pop("", None)
+    named = any(c.kind == "picks_vary" for c in clauses.values())
     out = []
-    for p in parts:
-        stop = _STOP.fullmatch(p)
-        if stop:
-            if not spread and stop.group(1) in _STOPS:
-                out.append(_STOPS[stop.group(1)].format(n=stop.group(2)))
-            elif not spread:
-                out.append(p)
+    for text, c in clauses.items():
+        if c.kind == "stop":
+            words = _STOPS.get(x.stop_reason)
+            if not x.varied_between_processes:
+                out.append(words.format(n=x.rounds) if words else text)
             continue
-        if autotuner and p == "likely cause: the autotuner's picks":
+        if named and c.kind == "cause_picks":
             continue
-        out.append(p)
+        out.append(text)
     return "; ".join(out)

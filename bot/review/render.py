@@ -8,8 +8,7 @@ and the details (what changed, Part A counts, compiler decisions, per-shape resu
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from bot.contracts.accept import AcceptedLine
 from bot.contracts.evidence import (
@@ -498,11 +497,13 @@ def _autotune(items: Sequence[AutotuneEvidence], *, full: bool) -> list[str]:
     return out
 
 
-def _compiler(ce: CompilerEvidence, *, full: bool, conditions: Sequence[str] = ()) -> list[str]:
+def _compiler(
+    ce: CompilerEvidence, *, full: bool, conditions: Collection[tuple[str, str]] = ()
+) -> list[str]:
     """The compiler's decisions: its flags, the autotune lists, then, in the job summary
     (``full``), the layouts and every compiled variant; in the comment, what changed per kernel
-    and target, and where the rest is. The comment leaves out a flag whose first clause a
-    condition's evidence line (``conditions``) already says of the kernel."""
+    and target, and where the rest is. The comment leaves out a flag a condition's evidence
+    already says: its kernel and kind among ``conditions``."""
     out: list[str] = []
     if ce.flags:
         for f in ce.flags:
@@ -511,8 +512,7 @@ def _compiler(ce: CompilerEvidence, *, full: bool, conditions: Sequence[str] = (
             said = f.message.removeprefix(f"{f.kernel} on {f.target}: ").removeprefix(
                 f"{f.kernel}: "
             )
-            clause = f"{f.kernel}: {said.split(';')[0]}"
-            if not full and any(line.startswith(clause) for line in conditions):
+            if not full and (f.kernel, f.kind) in conditions:
                 continue
             out.append(
                 f"- **{f.severity}** {esc(f.kernel)} on {f.vendor} {esc(f.target)}: {esc(said)}{where}"
@@ -632,12 +632,18 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
 
 def _verdict_cell(x: ShapeLine) -> str:
     """The verdict; a skipped shape's with why it was not run (the CPU interpreter cannot run
-    it: what it lacks)."""
+    it: what it lacks): its detail, the failure's clause without its kind, which the verdict
+    says."""
     if x.fixed:
         return f"{x.verdict} at base; head runs"
     if x.verdict != "SKIPPED" or not x.detail:
         return x.verdict
-    return f"SKIPPED: {esc(x.detail.removeprefix('skipped: '))}"
+    kind = f"{x.failure_kind}: "
+    why = "; ".join(
+        c.text.removeprefix(kind) if c.kind == "failure" and x.failure_kind else c.text
+        for c in x.clauses
+    )
+    return f"SKIPPED: {esc(why)}"
 
 
 def _picks(s: SweepEvidence) -> list[str]:
@@ -888,20 +894,17 @@ def _shown(s: SweepEvidence, *, full: bool) -> list[ShapeLine]:
     return [x for k in _charted(kernels) for x in chart.chart_shapes(kernels[k], chart.SHORT)[0]]
 
 
-LABELS_LISTED = 1  # shape labels of a long list an evidence line names in the comment
-_LABEL = r"\d+(?:x\d+)*:\w+"  # a served shape as the evidence names it: "1x4096x4096:float16"
-_LABELS = re.compile(rf"{_LABEL}(?:, {_LABEL}){{{LABELS_LISTED + 1},}}")
+LABELS_LISTED = 1  # shapes of a long list an evidence line names in the comment
 
 
-def _brief(line: str) -> str:
-    """An evidence line for the comment: a list of more than ``LABELS_LISTED + 1`` shapes cut to
-    its first ``LABELS_LISTED`` and a count (the job summary has the line whole)."""
-
-    def cut(m: re.Match[str]) -> str:
-        labels = m.group(0).split(", ")
-        return f"{', '.join(labels[:LABELS_LISTED])} and {len(labels) - LABELS_LISTED} more"
-
-    return _LABELS.sub(cut, line)
+def _brief(line: str, shapes: Sequence[str]) -> str:
+    """An evidence line for the comment: ``shapes``, the list it names, when longer than
+    ``LABELS_LISTED + 1``, cut to its first ``LABELS_LISTED`` and a count (the job summary has
+    the line whole)."""
+    if len(shapes) <= LABELS_LISTED + 1:
+        return line
+    cut = f"{', '.join(shapes[:LABELS_LISTED])} and {len(shapes) - LABELS_LISTED} more"
+    return line.replace(", ".join(shapes), cut, 1)
 
 
 CLIP = 240  # characters of an evidence line in the comment, cut at a clause
@@ -940,7 +943,8 @@ def _evidence(c: Condition, *, full: bool) -> list[str]:
     if not full:  # a shape's own line: the worst shapes say it, above
         lines = tuple(x for x in lines if x not in c.per_shape)
     listed = listed if len(lines) > listed + 1 else listed + 1  # a line, not "1 more"
-    shown = c.evidence if full else [_clip(_brief(x)) for x in lines[:listed]]
+    shapes = dict(c.shape_lists)
+    shown = c.evidence if full else [_clip(_brief(x, shapes.get(x, ()))) for x in lines[:listed]]
     out = [f"   - {esc(line)}" for line in shown]
     if len(c.evidence) > len(shown):
         out.append(f"   - {len(c.evidence) - len(shown)} more in the job summary")
@@ -1053,7 +1057,7 @@ def render_comment(
             _compiler(
                 evidence.compiler,
                 full=full,
-                conditions=[x for c in verdict.conditions for x in c.evidence],
+                conditions={x for c in verdict.conditions for x in c.flags},
             ),
             full=full,
         )

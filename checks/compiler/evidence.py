@@ -189,7 +189,12 @@ def autotune_evidence(
 
 def _evidence_flag(f: Flag) -> CompilerFlag:
     return CompilerFlag(
-        severity=f.severity, kernel=f.kernel, vendor=f.vendor, target=f.target, message=f.message
+        severity=f.severity,
+        kind=f.kind,
+        kernel=f.kernel,
+        vendor=f.vendor,
+        target=f.target,
+        message=f.message,
     )
 
 

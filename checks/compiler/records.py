@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bot.contracts.base import Frozen, Vendor
-from bot.contracts.evidence import AutotuneList, TritonLayout
+from bot.contracts.evidence import AutotuneList, FlagKind, TritonLayout
 
 Language = Literal["triton", "cuda", "hip"]
 
@@ -71,17 +71,7 @@ class KernelCompileRecord(Frozen):
 
 class Flag(Frozen):
     severity: Literal["error", "warning", "info"]
-    kind: Literal[
-        "compile_failed",
-        "entry_failed",
-        "spill",
-        "regs_at_cap",
-        "occupancy_lower",
-        "no_matrix_instr",
-        "shared_config_list",
-        "maxnreg_ignored",
-        "reduction_more_warps",
-    ]
+    kind: FlagKind
     kernel: str
     vendor: Vendor
     target: str

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Literal
 
 from bot.contracts.base import VENDORS
 from bot.contracts.evidence import (
+    Clause,
     Evidence,
     LaunchedKernel,
     LaunchRecord,
     ShapeLine,
     ShapeVerdict,
     SweepEvidence,
+    said,
 )
 from bot.contracts.plan import Plan, PlanLimits
 from bot.contracts.results import ResultsFile
@@ -76,21 +78,22 @@ def _line(c: ShapeResult) -> ShapeLine:
     verdict: ShapeVerdict | None = (
         c.verdict if c.status == "ok" else SHAPE_VERDICT.get(c.status, "ERROR")
     )
-    details = []
     kind = "" if c.status == "ok" else c.status.replace("_", " ")
     headline = "" if c.status == "ok" else failure_headline(c.message)
+    side = f"{c.failed_side}: " if c.failed_side else ""
+    stopped = c.verdict == "INCONCLUSIVE" and bool(c.stop_reason)
+    # the detail's parts, each a group of clauses that the cut keeps or cuts as one
+    parts: list[tuple[Clause, ...]] = []
     if kind:
-        side = f"{c.failed_side}: " if c.failed_side else ""
-        details.append(f"{kind}: {side}{headline}".strip())
+        parts.append((Clause(kind="failure", text=f"{kind}: {side}{headline}".strip()),))
     if c.dropped_rounds:
-        details.append(f"{c.dropped_rounds} throttled rounds dropped")
-    if c.verdict == "INCONCLUSIVE" and c.stop_reason:
-        details.append(
-            f"stopped: {c.stop_reason.replace('_', ' ')} after {plural(c.rounds, 'round')}"
-        )
-    if c.explanation:
-        details.append(c.explanation)
-    details.extend(c.notes)
+        parts.append((Clause(kind="dropped", text=f"{c.dropped_rounds} throttled rounds dropped"),))
+    if stopped:
+        how = f"{(c.stop_reason or '').replace('_', ' ')} after {plural(c.rounds, 'round')}"
+        parts.append((Clause(kind="stop", text=f"stopped: {how}"),))
+    if c.explained:
+        parts.append(c.explained)
+    parts += [(Clause(kind="note", text=note),) for note in c.notes]
     return ShapeLine(
         kernel=c.kernel,
         shape=tuple(c.shape),
@@ -103,7 +106,9 @@ def _line(c: ShapeResult) -> ShapeLine:
         head_us=c.head_median_us,
         small_or_ragged=c.category != "served",
         weight=c.weight if c.category == "served" else 0.0,
-        detail=_clauses(details),
+        clauses=_clauses(parts),
+        stop_reason=(c.stop_reason or "") if stopped else "",
+        rounds=c.rounds if stopped else 0,
         tolerance=c.tolerance,
         base_of_roofline=c.base_fraction_of_ceiling,
         head_of_roofline=c.fraction_of_ceiling,
@@ -122,25 +127,44 @@ DETAIL = 500  # characters of a shape's detail in the evidence
 CUT_WORTH = 120  # characters left for a part cut at a word, below which it is counted instead
 
 
-def _clauses(parts: list[str]) -> str:
-    """The detail's parts joined: past ``DETAIL`` characters, as many whole parts as fit, the
-    next one cut at a word where enough room is left for it to say something (a lone part too
-    long is always cut so), and a count of the parts left out: no part ends mid-word."""
-    text = "; ".join(parts)
-    if len(text) <= DETAIL:
-        return text
+def _clauses(parts: list[tuple[Clause, ...]]) -> tuple[Clause, ...]:
+    """The detail's parts (each a group of clauses) in order: past ``DETAIL`` characters
+    joined, as many whole parts as fit, the next one cut at a word where enough room is left
+    for it to say something (a lone part too long is always cut so), and a count of the parts
+    left out: no part ends mid-word. A part cut keeps its whole clauses; what is left of it is
+    a note."""
+    texts = [said(p) for p in parts]
+    if len("; ".join(texts)) <= DETAIL:
+        return tuple(c for p in parts for c in p)
     room = DETAIL - len("; 99 more in the sweep's results")
     kept: list[str] = []
-    for part in parts:
-        if len("; ".join([*kept, part])) > room:
+    for text in texts:
+        if len("; ".join([*kept, text])) > room:
             break
-        kept.append(part)
+        kept.append(text)
+    out = [c for p in parts[: len(kept)] for c in p]
     left = room - len("; ".join(kept)) - len("; ") - len(" …")
-    if len(kept) < len(parts) and (not kept or left >= CUT_WORTH):
-        cut = parts[len(kept)][: max(left, 0) if kept else room].rsplit(" ", 1)[0]
-        kept.append(cut + " …")
-    rest = len(parts) - len(kept)
-    return "; ".join(kept) + (f"; {rest} more in the sweep's results" if rest else "")
+    cut = len(kept) < len(parts) and (not kept or left >= CUT_WORTH)
+    if cut:
+        text = texts[len(kept)][: max(left, 0) if kept else room].rsplit(" ", 1)[0] + " …"
+        out += _cut(parts[len(kept)], text)
+    rest = len(parts) - len(kept) - cut
+    return (
+        *out,
+        *((Clause(kind="note", text=f"{rest} more in the sweep's results"),) * bool(rest)),
+    )
+
+
+def _cut(part: tuple[Clause, ...], text: str) -> list[Clause]:
+    """The clauses of ``part`` that ``text``, the part cut short, still says whole, and the rest
+    of it as a note."""
+    out = []
+    for c in part:
+        if not text.startswith(c.text + "; "):
+            break
+        out.append(c)
+        text = text[len(c.text) + 2 :]
+    return [*out, Clause(kind="note", text=text)]
 
 
 def _failed_side(c: ShapeResult) -> Literal["base", "head", "both"] | None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from bot.contracts.base import Frozen
-from bot.contracts.evidence import Count, Label
+from bot.contracts.evidence import Clause, Count, Label, older_clauses
 from bot.errors import ResultsError
 from checks.sweep.protocol import CaseRun, ProtocolConfig
 from checks.sweep.shapes import Category
@@ -153,6 +153,7 @@ class ShapeResult(Frozen):
     execution_ratios: tuple[float, ...] = ()  # each execution's head/base
     execution_spread: float | None = None  # beyond the rounds' noise, one SD, a fraction
     explanation: str = ""  # what the executions and the autotuner's picks showed, in words
+    explained: tuple[Clause, ...] = ()  # the same, clause by clause, with what each is about
     mode: str | None = None  # graph | eager | eager-noflush | cpu
     gpu_index: int | None = None
     device_uuid: str | None = None
@@ -176,6 +177,15 @@ class ShapeResult(Frozen):
     head_launches: CaseLaunches | None = None
     notes: tuple[str, ...] = ()
     raw: CaseRun | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, data: Any) -> Any:
+        """A case written before the explanation's clauses were kept (their key absent) has
+        them read from its words, as the review read them then."""
+        if not isinstance(data, dict) or "explained" in data or not data.get("explanation"):
+            return data
+        return {**data, "explained": older_clauses(str(data["explanation"]))}
 
     @property
     def key(self) -> tuple[str, tuple[int, ...], str]:

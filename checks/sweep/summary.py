@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import cast
 
+from bot.contracts.evidence import Clause, said
 from bot.errors import ResultsError
 from checks.sweep.executions import SAME_ALPHA, ExecutionDecision
 from checks.sweep.models import (
@@ -44,6 +45,7 @@ def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -
     alpha = protocol.alpha / max(1, family_size)
     d, like = replay_run(case.raw, protocol, tolerance=case.tolerance, alpha=alpha)
     finite = math.isfinite(d.ci_low_log) and math.isfinite(d.ci_high_log)
+    explained = explain(case.raw, d, case.tolerance, like, host_bound(case))
     return case.model_copy(
         update={
             "case_verdict": d.verdict,
@@ -61,7 +63,8 @@ def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -
             "decided_over": d.level,
             "execution_ratios": tuple(round(math.exp(v), 6) for v in d.values),
             "execution_spread": d.between_spread if d.executions > 1 else None,
-            "explanation": explain(case.raw, d, case.tolerance, like, host_bound(case)),
+            "explanation": said(explained),
+            "explained": explained,
         }
     )
 
@@ -111,10 +114,11 @@ def explain(
     tolerance: float,
     like: frozenset[int] | None = None,
     host: str | None = None,
-) -> str:
-    """In words: how far the executions disagreed, whether the autotuner picked differently
-    from one process to the next, and which passes decided ('' when none is worth saying)."""
-    said: list[str] = []
+) -> tuple[Clause, ...]:
+    """In words, clause by clause: how far the executions disagreed and its likely cause,
+    whether the autotuner picked differently from one process to the next (or base's and
+    head's differently), and which passes decided (none when none is worth saying)."""
+    out: list[Clause] = []
     unstable = {
         side: counts for side in ("base", "head") if len(counts := run.pick_counts(side)) > 1
     }
@@ -142,37 +146,48 @@ def explain(
                     f" ({slow} ran {times[slow] / times[fast] - 1:.1%} slower than {fast} "
                     "in the executions that picked them)"
                 )
-        said.append(line)
+        out.append(Clause(kind="picks_vary" if unstable else "picks_differ", text=line))
     pinned = sum(p.head_pinned for p in run.picks)
     if pinned:
-        said.append(
-            f"in {pinned} of {len(run.picks)} passes head ran the config base's autotuner picked "
-            "(the same kernel source and the same configs), so those passes compare one config"
+        out.append(
+            Clause(
+                kind="pinned",
+                text=f"in {pinned} of {len(run.picks)} passes head ran the config base's "
+                "autotuner picked (the same kernel source and the same configs), so those "
+                "passes compare one config",
+            )
         )
     if like is not None:
         passes = len({p.execution for p in run.picks})
-        said.append(
-            f"decided over the {len(like)} of {passes} passes in which base and head picked the "
-            "same configs from the same lists (the same kernel at the same config)"
+        out.append(
+            Clause(
+                kind="matched",
+                text=f"decided over the {len(like)} of {passes} passes in which base and head "
+                "picked the same configs from the same lists (the same kernel at the same config)",
+            )
         )
     if d.executions > 1 and d.level == "executions":
         ratios = [math.exp(v) for v in d.values]
+        picks = bool(unstable) and like is None  # over matched passes, one config on both sides
         cause = (
             "the autotuner's picks"
-            if unstable and like is None  # over matched passes, one config on both sides
+            if picks
             else host
             or "where each process's buffers and workspaces land (atomics, split reductions, "
             "placement)"
         )
-        line = (
+        spread = (
             f"head/base varied from one execution (fresh processes) to the next: "
             f"{min(ratios):.3f} to {max(ratios):.3f} over {d.executions} executions, "
-            f"{d.between_spread:.1%} spread (one SD) beyond the rounds' noise; likely cause: {cause}"
+            f"{d.between_spread:.1%} spread (one SD) beyond the rounds' noise"
         )
+        out.append(Clause(kind="spread", text=spread))
+        out.append(Clause(kind="cause_picks" if picks else "cause", text=f"likely cause: {cause}"))
         if d.verdict == "INCONCLUSIVE":
-            line += f"; too much to decide at a {tolerance:.1%} tolerance"
-        said.append(line)
-    return "; ".join(said)
+            out.append(
+                Clause(kind="undecided", text=f"too much to decide at a {tolerance:.1%} tolerance")
+            )
+    return tuple(out)
 
 
 # ------------------------------------------------------------------- a case over several passes

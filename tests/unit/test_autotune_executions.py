@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 import random
 
-from bot.contracts.evidence import Evidence
+from bot.contracts.evidence import Clause, Evidence, said
 from bot.contracts.results import ResultsFile
 from bot.jobs.report import RATIO_SLACK, _inconsistent
+from bot.review.explain import inconclusive_reason
 from checks.sweep.evidence import to_evidence
 from checks.sweep.models import ShapeResult, SweepResult
 from checks.sweep.protocol import Block, CaseRun, ExecutionPicks, ProtocolConfig, Round
@@ -64,9 +65,9 @@ def _refused(ev: Evidence) -> str | None:
     )
 
 
-def test_picks_that_differ_by_process_read_inconclusive_and_the_report_takes_them() -> None:
-    protocol = ProtocolConfig(crossover=True)
-    picks = [(SLOW, FAST), (SLOW, SLOW), (SLOW, SLOW), (SLOW, SLOW)]  # head lucky once
+def _head_lucky_once() -> ShapeResult:
+    """A case whose head's autotuner picked the fast config in one process of four."""
+    picks = [(SLOW, FAST), (SLOW, SLOW), (SLOW, SLOW), (SLOW, SLOW)]
     run = CaseRun(
         rounds=tuple(_rounds(picks, random.Random(1))),
         arms=2,
@@ -76,10 +77,14 @@ def test_picks_that_differ_by_process_read_inconclusive_and_the_report_takes_the
         pass_stops=("decided",) * 4,
         stop_reason="max_executions",
     )
-    case = ShapeResult(
+    return ShapeResult(
         kernel="kernel", shape=(4096,), dtype="float16", tolerance=0.03, status="ok", raw=run
     )
-    (done,), _ = finalize([case], protocol, 1)
+
+
+def test_picks_that_differ_by_process_read_inconclusive_and_the_report_takes_them() -> None:
+    protocol = ProtocolConfig(crossover=True)
+    (done,), _ = finalize([_head_lucky_once()], protocol, 1)
     assert done.verdict == "INCONCLUSIVE" and done.decided_over == "executions"
     assert done.executions == 8
     times = done.head_median_us / done.base_median_us
@@ -92,6 +97,55 @@ def test_picks_that_differ_by_process_read_inconclusive_and_the_report_takes_the
     assert _refused(ev) is None
     detail = ev.sweeps[0].shapes[0].detail
     assert "picks differently from one process to the next" in detail
+
+
+def test_the_inconclusive_line_reads_the_sweeps_clauses_by_what_each_is_about() -> None:
+    """The sweep says why the case went undecided clause by clause, each with what it is about,
+    and the evidence line carries them: the review leaves out the likely cause where it is the
+    autotuner's picks, already named, by those kinds, so the sweep's words may change."""
+    protocol = ProtocolConfig(crossover=True)
+    (done,), _ = finalize([_head_lucky_once()], protocol, 1)
+    kinds = ["picks_vary", "spread", "cause_picks", "undecided"]
+    assert [c.kind for c in done.explained] == kinds
+    assert said(done.explained) == done.explanation
+    (line,) = _evidence(protocol, done).sweeps[0].shapes
+    assert (line.stop_reason, line.rounds) == ("max_executions", done.rounds)
+    # the detail's room holds the stop and the picks whole; the spread is cut short, a note
+    assert [c.kind for c in line.clauses] == ["stop", "picks_vary", "note"]
+    assert said(line.clauses) == line.detail and line.detail.endswith(" …")
+    assert line.varied_between_processes  # the spread says the stop: left out
+    assert inconclusive_reason(line) == said(line.clauses[1:])
+    # the same facts in other words: the picks, the spread and its cause said otherwise
+    words = {
+        "picks_vary": "autotuning chose another config in another process",
+        "spread": "the processes read 0.3 to 1.0",
+        "cause_picks": "blame the autotuning",
+        "undecided": "too wide for 3%",
+    }
+    reworded = done.model_copy(
+        update={"explained": tuple(Clause(kind=c.kind, text=words[c.kind]) for c in done.explained)}
+    )
+    (line,) = _evidence(protocol, reworded).sweeps[0].shapes
+    assert [c.kind for c in line.clauses] == ["stop", *kinds]
+    assert inconclusive_reason(line) == (
+        "autotuning chose another config in another process; the processes read 0.3 to 1.0; "
+        "too wide for 3%"
+    )
+
+
+def test_an_older_sweep_case_has_its_explanations_clauses_read_from_its_words() -> None:
+    """A sweep file written before the explanation's clauses were kept (the key absent) has them
+    read from its words at load, and its evidence line says the same as the review said then."""
+    protocol = ProtocolConfig(crossover=True)
+    (done,), _ = finalize([_head_lucky_once()], protocol, 1)
+    raw = done.model_dump(mode="json")
+    del raw["explained"]
+    older = ShapeResult.model_validate(raw)
+    assert said(older.explained) == done.explanation
+    assert [c.kind for c in older.explained] == ["picks_vary", "note", "cause_picks", "note"]
+    lines = [_evidence(protocol, c).sweeps[0].shapes[0] for c in (done, older)]
+    assert lines[0].detail == lines[1].detail
+    assert inconclusive_reason(lines[0]) == inconclusive_reason(lines[1])
 
 
 def test_a_forged_ratio_far_from_its_times_is_still_refused() -> None:

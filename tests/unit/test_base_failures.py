@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from bot.contracts.evidence import Evidence, ShapeLine, SweepEvidence
+from bot.contracts.evidence import Clause, Evidence, ShapeLine, SweepEvidence, said
 from bot.contracts.results import ResultsFile
 from bot.contracts.review import Requirements, ReviewContext
 from bot.review.conditions import Facts, sweep
@@ -159,18 +159,40 @@ def test_a_long_detail_keeps_whole_parts_and_counts_the_rest() -> None:
     left lets it say something, and counts the rest; no part ends mid-word."""
     from checks.sweep.evidence import DETAIL, _clauses
 
+    def detail(parts: list[str]) -> str:
+        return said(_clauses([(Clause(kind="note", text=p),) for p in parts]))
+
     long = ["first part " * 10, "second part " * 10, "third part " * 10, "fourth " * 30, "fifth"]
-    said = _clauses(long)
-    assert len(said) <= DETAIL and said.endswith("; 1 more in the sweep's results")
-    assert all(p.strip() in said for p in long[:3])
-    assert "fourth fourth …;" in said and "fifth" not in said
+    text = detail(long)
+    assert len(text) <= DETAIL and text.endswith("; 1 more in the sweep's results")
+    assert all(p.strip() in text for p in long[:3])
+    assert "fourth fourth …;" in text and "fifth" not in text
     little = ["first part " * 40, "second part " * 10, "third"]
-    said = _clauses(little)
-    assert len(said) <= DETAIL and said.endswith("; 2 more in the sweep's results")
-    assert "second" not in said, "too little room left: counted, not cut"
-    one = _clauses(["word " * 200])
+    text = detail(little)
+    assert len(text) <= DETAIL and text.endswith("; 2 more in the sweep's results")
+    assert "second" not in text, "too little room left: counted, not cut"
+    one = detail(["word " * 200])
     assert len(one) <= DETAIL and one.endswith("word …")
-    assert _clauses(["a", "b"]) == "a; b"
+    assert detail(["a", "b"]) == "a; b"
+
+
+def test_a_part_cut_short_keeps_the_kinds_of_the_clauses_it_still_says_whole() -> None:
+    """The sweep's explanation is one part of the detail, cut as one: the clauses it still
+    says whole keep what they are about; what is left of the cut one is a note, never taken
+    for what the whole clause was about."""
+    from checks.sweep.evidence import _clauses
+
+    explained = (
+        Clause(kind="spread", text="head/base varied " + "a lot " * 30),
+        Clause(kind="cause_picks", text="likely cause: the autotuner's picks"),
+        Clause(kind="undecided", text="too much to decide " * 20),
+    )
+    stop = Clause(kind="stop", text="stopped: max executions after 36 rounds")
+    out = _clauses([(stop,), explained, (Clause(kind="note", text="a note"),)])
+    assert [c.kind for c in out] == ["stop", "spread", "cause_picks", "note", "note"]
+    assert out[:3] == (stop, *explained[:2])
+    assert out[3].text.startswith("too much to decide") and out[3].text.endswith(" …")
+    assert out[4].text == "1 more in the sweep's results"
 
 
 # The review reads a failure's kind and reason from their fields, never back out of the detail,

@@ -206,6 +206,26 @@ def test_the_recorded_h200_fixture_review_explains_vector_add_and_matmul():
     )
 
 
+def test_the_recorded_h200_fixture_reviews_undecided_shapes_say_their_stop_as_then():
+    """The fixture's results were written before a line kept its clauses: each has them and its
+    stop read from its detail at load, and says why it is undecided as the review said it."""
+    import json
+
+    from bot.contracts.results import ResultsFile
+    from bot.review.explain import inconclusive_reason
+    from tests.paths import ROOT
+
+    text = (ROOT / "bench/results/h200/fixture_review/results-nvidia.json").read_text("utf-8")
+    raw = json.loads(text)["evidence"]["sweeps"][0]["shapes"]
+    assert not any("clauses" in x or "stop_reason" in x for x in raw)
+    (s,) = ResultsFile.model_validate_json(text).evidence.sweeps
+    undecided = [x for x in s.shapes if x.verdict == "INCONCLUSIVE"]
+    assert [(x.stop_reason, x.rounds) for x in undecided] == [("max_rounds", 200)]
+    assert [inconclusive_reason(x) for x in undecided] == [
+        "it ran all 200 rounds without the interval getting narrow enough"
+    ]
+
+
 def _conclude_sweeps(*sweeps: SweepEvidence) -> str:
     from bot.contracts.evidence import Evidence
     from bot.contracts.review import ChangeLine

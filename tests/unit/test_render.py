@@ -336,23 +336,51 @@ def test_a_failed_shape_compares_no_times_in_the_table() -> None:
 def test_a_compiler_flag_a_condition_already_says_is_left_to_the_condition() -> None:
     """Before, the comment said "vector_add: one config list serves both vendors" under both
     vendors and again as a Part C warning; the job summary keeps the warning, with its
-    numbers, and a flag no condition says stays in the comment."""
+    numbers, and a flag no condition says stays in the comment. The condition names the flags
+    it says by kernel and kind, which the comment compares: a flag worded otherwise is still
+    left to it, and one of another kind is not, whatever its words."""
     from bot.review.render import _compiler
 
-    shared = COMPILER.flags[0].model_copy(
+    def flag(kind: str, message: str) -> CompilerFlag:
+        return COMPILER.flags[0].model_copy(
+            update={"kind": kind, "kernel": "vector_add", "target": "gfx90a", "message": message}
+        )
+
+    shared = flag(
+        "shared_config_list",
+        "vector_add: NVIDIA and AMD share its configs; num_warps=8 is 256 threads on NVIDIA "
+        "and 512 on AMD",
+    )
+    lookalike = flag("occupancy_lower", "vector_add: one config list serves both vendors, tiles")
+    ce = COMPILER.model_copy(
         update={
-            "kernel": "vector_add",
-            "target": "gfx90a",
-            "message": "vector_add: one config list serves both vendors; num_warps=8 is 256 "
-            "threads on NVIDIA and 512 on AMD",
+            "flags": (shared, lookalike, COMPILER.flags[0]),
+            "configs_differ_per_vendor": {"vector_add": False},
         }
     )
-    ce = COMPILER.model_copy(update={"flags": (shared, COMPILER.flags[0])})
-    said = ["vector_add: one config list serves both vendors; the same num_warps is twice ..."]
+    req = Requirements(vendors=("nvidia", "amd"), deployment="cli", first_call_budget_ms=3000)
+    v = decide(CHANGES, req, Evidence(sweeps=(SWEEP,), compiler=ce))
+    said = {x for c in v.conditions for x in c.flags}
+    assert said == {("vector_add", "shared_config_list")}
+    (vendors,) = [c for c in v.conditions if c.flags]
+    assert any(x.startswith("vector_add: one config list serves both") for x in vendors.evidence)
     comment = "\n".join(_compiler(ce, full=False, conditions=said))
-    assert "one config list" not in comment and "spills 45 VGPRs" in comment
+    assert "share its configs" not in comment and "spills 45 VGPRs" in comment
+    assert "one config list serves both vendors, tiles" in comment
     summary = "\n".join(_compiler(ce, full=True, conditions=said))
     assert "num\\_warps=8 is 256 threads on NVIDIA and 512 on AMD" in summary
+    whole = render_comment(v, CTX, Evidence(compiler=ce))
+    assert "share its configs" not in whole and "serves both vendors, tiles" in whole
+
+
+def test_an_older_compiler_flag_has_its_kind_read_from_its_words_at_load() -> None:
+    """A flag written before its kind was kept (the key absent) is a shared config list where
+    its words said so, as the comment told it apart then; one written with the key is as said."""
+    older = COMPILER.flags[0].model_dump(exclude={"kind"})
+    assert CompilerFlag.model_validate(older).kind is None
+    words = {**older, "kernel": "k", "message": "k: one config list serves both vendors; x"}
+    assert CompilerFlag.model_validate(words).kind == "shared_config_list"
+    assert CompilerFlag.model_validate({**words, "kind": None}).kind is None
 
 
 def _occupied(side: str, config: str, resident: int, fraction: float) -> CompilerRow:

@@ -246,9 +246,25 @@ def test_a_long_evidence_line_is_cut_at_a_clause_its_brackets_closed() -> None:
 
 
 def test_a_long_list_of_shapes_is_cut_to_its_first_and_a_count() -> None:
-    line = "over the 3000 ms budget at 1x781:float32, 1823x781:float32, 4096x4096:float16"
-    assert _brief(line) == "over the 3000 ms budget at 1x781:float32 and 2 more"
-    assert _brief("at 1x781:float32, 2x2:float16") == "at 1x781:float32, 2x2:float16"
+    """The comment cuts the list of shapes the condition says a line names, not whatever in
+    the line looks like one."""
+    shapes = ("1x781:float32", "1823x781:float32", "4096x4096:float16")
+    line = f"over the 3000 ms budget at {', '.join(shapes)}"
+    assert _brief(line, shapes) == "over the 3000 ms budget at 1x781:float32 and 2 more"
+    assert _brief(line, ()) == line  # shapes in words of a line that names no list
+    assert _brief("at 1x781:float32, 2x2:float16", shapes[:2]) == "at 1x781:float32, 2x2:float16"
+    # the first call's condition names the shapes over the budget, however a shape is written
+    over = ("2048 float16", "4096 float16", "8192 bfloat16")
+    slow = FirstCallEvidence(
+        vendor="nvidia", kernel="softmax", cold_ms=4100.0, warm_ms=1.0, over_budget_shapes=over
+    )
+    req = Requirements(deployment="cli", first_call_budget_ms=3000)
+    found = first_call(Facts(changes=(TUNING,), req=req, ev=Evidence(first_calls=(slow,))))
+    said = "softmax on nvidia: over the 3000 ms budget at " + ", ".join(over)
+    assert found.rows[0] == said and found.shape_lists == ((said, over),)
+    v = decide([TUNING], req, Evidence(first_calls=(slow,)))
+    comment = render_comment(v, CTX, Evidence(first_calls=(slow,)))
+    assert "over the 3000 ms budget at 2048 float16 and 2 more" in comment
 
 
 def test_what_did_not_run_is_one_line_per_vendor_and_reason() -> None:

@@ -5,7 +5,7 @@ so a GPU sweep with a skipped shape does not meet the condition."""
 from __future__ import annotations
 
 from bot.contracts.base import VENDORS
-from bot.contracts.evidence import Evidence
+from bot.contracts.evidence import Clause, Evidence, ShapeLine, SweepEvidence, said
 from bot.contracts.review import Requirements
 from bot.review.render import render_comment
 from bot.review.verdict import decide
@@ -80,3 +80,37 @@ def test_skipped_shapes_are_counted_apart_from_those_that_did_not_hold() -> None
     few = Evidence(sweeps=(to_evidence(_sweep("cpu", SKIPPED, ERROR), vendor=VENDORS[0]),))
     text = render_comment(decide(CHANGES, Requirements(), few), CTX, few, full=False)
     assert "the 1 shape that did not hold and the one skipped, in a table" in text, text
+
+
+def _row(line: ShapeLine) -> str:
+    """The shape's row of the per-shape table in the job summary."""
+    s = SweepEvidence(vendor="nvidia", gpu="GPU", shapes=(line,), timing_kind="cpu")
+    evidence = Evidence(sweeps=(s,))
+    text = render_comment(decide(CHANGES, Requirements(), evidence), CTX, evidence, full=True)
+    [row] = [x for x in text.splitlines() if x.startswith("| ") and "64x64" in x]
+    return row
+
+
+def test_a_skipped_shapes_cell_says_why_from_its_failure_not_the_sweeps_word_for_a_skip() -> None:
+    """The cell leaves out the failure's kind, which the verdict says, by the line's kind and
+    its failure clause: a sweep that names a skip otherwise reads the same, a note that begins
+    with the word stays whole, and an older line (no such keys) reads as it did."""
+    ran = to_evidence(_sweep("cpu", SKIPPED), vendor=VENDORS[0]).shapes[0]
+    assert [c.kind for c in ran.clauses] == ["failure"] and ran.failure_kind == "skipped"
+    assert "| SKIPPED: base: cannot run under the CPU interpreter: it looks for" in _row(ran)
+    failure = Clause(kind="failure", text="not run: the budget was spent")
+    note = Clause(kind="note", text="skipped: the next pass too")
+    named = ran.model_copy(
+        update={
+            "failure_kind": "not run",
+            "clauses": (failure, note),
+            "detail": said((failure, note)),
+        }
+    )
+    assert "| SKIPPED: the budget was spent; skipped: the next pass too |" in _row(named)
+    older = ShapeLine.model_validate(
+        {"kernel": "ones", "shape": [64, 64], "dtype": "float16", "verdict": "SKIPPED",
+         "detail": "skipped: the GPU-seconds budget was spent; execution 2 not measured"}
+    )  # fmt: skip
+    assert (older.failure_kind, [c.kind for c in older.clauses]) == ("skipped", ["failure", "note"])
+    assert "| SKIPPED: the GPU-seconds budget was spent; execution 2 not measured |" in _row(older)

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from bot.contracts.evidence import (
+    Clause,
     CompilerEvidence,
     CompilerFlag,
     Evidence,
@@ -396,6 +400,102 @@ def test_an_inconclusive_shape_reads_whether_its_processes_disagreed_from_the_fi
     assert "it ran all its executions (fresh processes, 36 rounds)" in line
     older = shape("INCONCLUSIVE", 1.02, detail=AUTOTUNER_DETAIL)  # the key absent
     assert older.varied_between_processes
+
+
+def _inconclusive(x: ShapeLine) -> str:
+    v = decide([TUNING], CLI, Evidence(sweeps=(sweep("nvidia", x),)))
+    (line,) = [r for r in v.conditions[0].evidence if "inconclusive" in r]
+    return line.split(" at 95%): ", 1)[1]
+
+
+def test_an_inconclusive_shape_reads_its_stop_and_likely_cause_from_its_clauses():
+    """Why the sweep stopped and what the spread's likely cause is are the sweep's facts, not
+    its wording: clauses said otherwise read the same, and the sweep's old words in a note are
+    only words."""
+    reworded = shape(
+        "INCONCLUSIVE",
+        1.02,
+        clauses=(
+            Clause(kind="stop", text="halted at the executions' limit, 36 rounds in"),
+            Clause(kind="picks_vary", text="head's autotuning chose BLOCK_M=64 in 2 processes"),
+            Clause(kind="cause_picks", text="blame the autotuning"),
+        ),
+        stop_reason="max_executions",
+        rounds=36,
+    )
+    assert _inconclusive(reworded) == (
+        "it ran all its executions (fresh processes, 36 rounds) without them agreeing; "
+        "head's autotuning chose BLOCK_M=64 in 2 processes"
+    )
+    # a stop the review has no words for is said as the sweep said it
+    decided = reworded.model_copy(update={"stop_reason": "decided"})
+    assert _inconclusive(decided).startswith("halted at the executions' limit, 36 rounds in; ")
+    notes = [
+        "stopped: time budget after 40 rounds",
+        "the autotuner picks differently from one process to the next: head picked X in 2 of 3",
+        "likely cause: the autotuner's picks",
+    ]
+    as_notes = shape(
+        "INCONCLUSIVE", 1.02, clauses=tuple(Clause(kind="note", text=n) for n in notes)
+    )
+    assert _inconclusive(as_notes) == "; ".join(notes)
+
+
+def test_every_way_the_sweep_stops_short_is_said_in_words_with_its_rounds():
+    """The review's words for a stop are keyed by the sweep's own terms for it: each reason the
+    sweep may stop a shape undecided (all but a decision and a failure) has words."""
+    from typing import get_args
+
+    from checks.sweep.protocol import StopReason
+
+    for reason in set(get_args(StopReason)) - {"decided", "failed"}:
+        stop = Clause(kind="stop", text=f"stopped: {reason}")
+        x = shape("INCONCLUSIVE", 1.02, clauses=(stop,), stop_reason=reason, rounds=17)
+        said = _inconclusive(x)
+        assert said != stop.text and "17 rounds" in said, (reason, said)
+
+
+def test_an_older_line_has_its_clauses_and_stop_read_from_its_detail_once_at_load():
+    """A line of a results file written before the clauses were kept (the keys absent) has them
+    read from its detail as the review read it then, and says the same; a line written with
+    them is never read from its detail, and one whose detail is not its clauses is refused."""
+    older = {
+        "kernel": "softmax",
+        "shape": [4096, 4096],
+        "dtype": "float16",
+        "verdict": "INCONCLUSIVE",
+        "ratio": 1.02,
+        "ci_low": 1.01,
+        "ci_high": 1.03,
+        "detail": AUTOTUNER_DETAIL,
+    }
+    x = ShapeLine.model_validate(older)
+    assert (x.stop_reason, x.rounds) == ("max_executions", 36)
+    assert [c.kind for c in x.clauses] == ["stop", "picks_vary", "note", "cause_picks", "note"]
+    assert x.varied_between_processes
+    assert _inconclusive(x) == (
+        "the autotuner picks differently from one process to the next: head picked BLOCK_M=64 "
+        "in 2 of 3, BLOCK_M=128 in 1 of 3 (BLOCK_M=128 ran 7.9% slower than BLOCK_M=64 in the "
+        "executions that picked them); head/base varied from one execution (fresh processes) "
+        "to the next: 0.981 to 1.062 over 3 executions, 3.4% spread (one SD) beyond the "
+        "rounds' noise; too much to decide at a 3.0% tolerance"
+    )
+    quiet = ShapeLine.model_validate(
+        {**older, "detail": "stopped: time budget after 40 rounds; 2 throttled rounds dropped"}
+    )
+    assert [c.kind for c in quiet.clauses] == ["stop", "dropped"]
+    assert _inconclusive(quiet) == (
+        "its time budget ran out after 40 rounds, before the interval was narrow enough; "
+        "2 throttled rounds dropped"
+    )
+    said_so = [{"kind": "note", "text": "stopped: time budget after 40 rounds"}]
+    written = ShapeLine.model_validate({**older, "detail": said_so[0]["text"], "clauses": said_so})
+    assert written.stop_reason == "" and _inconclusive(written) == said_so[0]["text"]
+    with pytest.raises(ValidationError, match="its detail is not its clauses joined"):
+        ShapeLine.model_validate({**older, "clauses": said_so})
+    # the clauses alone give the detail
+    alone = {k: v for k, v in older.items() if k != "detail"}
+    assert ShapeLine.model_validate({**alone, "clauses": said_so}).detail == said_so[0]["text"]
 
 
 def test_the_served_shapes_speed_says_its_word_once():
