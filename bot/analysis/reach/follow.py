@@ -384,6 +384,8 @@ def _returned_calls(node: Func) -> list[str]:
 
 
 _FLAGS = (bool, str, type(None))  # the literals a parameter picks a path by
+_Seen = set[tuple[str, str]]  # the functions followed, by file and name
+_At = ast.Call | None  # the call a name is followed by, where known
 
 
 def call_values(func: Func, call: ast.Call | None) -> dict[str, str]:
@@ -407,13 +409,16 @@ def call_values(func: Func, call: ast.Call | None) -> dict[str, str]:
     )
     given.update(zip(positional, call.args, strict=False))
     given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
-    stored = {n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    return {
+    out = {
         name: ast.unparse(value)
         for name, value in given.items()
         if isinstance(value, ast.Constant) and isinstance(value.value, _FLAGS)
-        if name not in stored
     }
+    if out:  # the function's own assignments, read only where a literal is there to lose
+        for n in walk(func):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.pop(n.id, None)
+    return out
 
 
 def taken_nodes(func: Func, values: dict[str, str]) -> list[ast.AST]:
@@ -790,14 +795,7 @@ class Side:
                 out.add(self._walk(view, node.name, depth, seen))
         return out
 
-    def _walk(
-        self,
-        mod: _Module,
-        name: str,
-        depth: int,
-        seen: set[tuple[str, str]],
-        call: ast.Call | None = None,
-    ) -> Reach:
+    def _walk(self, mod: _Module, name: str, depth: int, seen: _Seen, call: _At = None) -> Reach:
         """What the function or class ``name`` of ``mod`` reaches; called by ``call``, only on
         the paths the literals it passes or leaves to defaults take (``call_values``)."""
         out = Reach()
@@ -898,12 +896,7 @@ class Side:
         return out
 
     def _reach_of(
-        self,
-        mod: _Module,
-        qualified: str,
-        depth: int,
-        seen: set[tuple[str, str]],
-        call: ast.Call | None = None,
+        self, mod: _Module, qualified: str, depth: int, seen: _Seen, call: _At = None
     ) -> Reach:
         """What ``qualified`` (as ``mod`` names it) reaches; ``call``: the call made of it,
         whose literal arguments pick the paths a function takes."""
