@@ -128,13 +128,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "autotune was added and the launch's grid and arguments changed with it (the grid now "
         "reads META); a changed grid makes the change a launch change"
     ),
-    ("pytorch-FBGEMM-b0841f2ba85b", "_kernel_quantize_mx4: reported"): (
-        "the switch from torch.ops.fbgemm.quantize_mx_cuda to the dispatcher fp32_to_mx4 is "
-        "followed to _kernel_quantize_mx4, but that kernel's file is not in the diff and the "
-        "pairing takes its new kernels from the diff's files; the dequantize switch reaches "
-        "_kernel_dequantize_mx4 only under use_triton, whose default (False) the call graph "
-        "does not evaluate, so pairing kernels outside the diff would invent that one"
-    ),
     ("pytorch-ao-a8d21590139b", "rowwise_scaled_linear_sparse_kernel_cutlass_sm9x: reported"): (
         "there is no __global__ in the repository: the kernel is CUTLASS's, instantiated by a host "
         "template that the label names; host templates are not kernels to the analysis"

@@ -245,6 +245,58 @@ class _Assumed(ast.NodeTransformer):
         return node
 
 
+def decided(test: ast.expr, values: _Env) -> bool | None:
+    """Whether ``test`` holds where the names ``values`` knows hold those literals (texts:
+    ``{"use_triton": "True"}``): ``use_triton``, ``not use_triton``, ``x.is_cuda and
+    use_triton`` when false, ``backend == "triton"``, ``scale is None``; None where the names
+    known do not settle it (``x.is_cuda and use_triton`` when true)."""
+    if not any(isinstance(n, ast.Name) and n.id in values for n in walk(test)):
+        return None
+    try:
+        tree = ast.parse(_subst(test, values), mode="eval")
+    except (SyntaxError, ValueError, _TooBig):
+        return None
+    node = _Folded({}).visit(tree.body)
+    return bool(node.value) if isinstance(node, ast.Constant) else None
+
+
+_SAME = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+         ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}  # fmt: skip
+_SINGLETONS = (None, True, False)  # what ``is`` compares by identity, as Python promises
+
+
+class _Folded(_Assumed):
+    """``_Assumed``, with the tests on literals answered: ``not True``, ``False and x``,
+    ``True or x``, ``None is None``, ``"triton" == "cuda"``."""
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        node = super().visit(node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            if isinstance(node.operand, ast.Constant):
+                return ast.Constant(not node.operand.value)
+        elif isinstance(node, ast.BoolOp):
+            known = [bool(v.value) for v in node.values if isinstance(v, ast.Constant)]
+            settles = isinstance(node.op, ast.Or)  # ``or``: one true settles it; ``and``: false
+            if settles in known:
+                return ast.Constant(settles)
+            if len(known) == len(node.values):
+                return ast.Constant(not settles)
+        elif (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and type(node.ops[0]) in _SAME
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.comparators[0], ast.Constant)
+            and (
+                isinstance(node.ops[0], (ast.Eq, ast.NotEq))
+                or {node.left.value, node.comparators[0].value} <= set(_SINGLETONS)
+            )
+        ):
+            same = _SAME[type(node.ops[0])]
+            return ast.Constant(same(node.left.value, node.comparators[0].value))
+        return node
+
+
 def _names(target: ast.expr) -> list[str]:
     return [n.id for n in walk(target) if isinstance(n, ast.Name)]
 

@@ -8,7 +8,8 @@ Evidence, strongest first (a pair needs a score of 2 or more):
 - 4: one policy kernel's ``paths`` cover both files;
 - 3: a Python hunk in the same diff stops calling the C++ op (its kernel, the host function that
   launches it, or the name a ``m.def("name", &fn)`` binding exports) and starts calling the
-  Triton kernel or its wrapper;
+  Triton kernel or its wrapper (a kernel the diff leaves alone too, reached through a
+  dispatcher on the path the call's literals take: an existing Triton op switched to);
 - 2: the kernels' names mean the same once ``kernel``/``cuda``/``hip``/``triton``/``fwd``... are
   dropped (``softmax_kernel`` in csrc/softmax.cu and ``softmax_kernel`` in softmax.py);
 - 1: the files' names do (``csrc/softmax.cu`` and ``softmax.py``); +0.5 for nearby directories.
@@ -227,6 +228,7 @@ def _pair(
             ):
                 triton.append(KernelChange(kind="new", name=k.name, language=k.language,
                                            path=k.path, new=k.ref()))  # fmt: skip
+    triton += _outside(ctx, moved, triton, helpers)
     if not triton:
         return changes, set()
     _read_extra(
@@ -286,8 +288,42 @@ def _pair(
         for c in changes:
             if c.kind == "new" and c.name == t.name and c.path == t.path:
                 drop.add(id(c))
-        out.append(_rewrite(t, mine, ctx))
+        rewrite = _rewrite(t, mine, ctx)
+        if t.path not in ctx.diff_paths:  # its own file unchanged: the call site is the change
+            rewrite = rewrite.model_copy(update={"host_changes": t.host_changes})
+        out.append(rewrite)
     return [c for c in changes if id(c) not in drop] + out, declined
+
+
+def _outside(
+    ctx: Context, moved: list[MovedCall], have: list[KernelChange], helpers: set[str]
+) -> list[KernelChange]:
+    """The Python kernels a switched call site now reaches in files the diff leaves alone (an
+    existing Triton op switched to, through a dispatcher whose flag's default picks it): a
+    rewrite's new side where paired, nothing where not. The change that reaches them is the
+    call site's, said as their host change."""
+    out: list[KernelChange] = []
+    source = ctx.new_whole or ctx.new_source
+    for m in moved:
+        for path, name in m.sites:
+            if path in ctx.diff_paths or name in helpers:
+                continue
+            if any(c.name == name and c.path == path for c in [*have, *out]):
+                continue
+            text = sources_for([path], ctx.texts_new, source).get(path)
+            found = [k for k in scan_source(path, text).kernels if k.name == name] if text else []
+            if not found or found[0].language not in PYTHON_LANGUAGES:
+                continue
+            caller, _, func = m.where.partition("::")
+            via = ", ".join(o.name for o in m.ops)
+            note = (
+                f"{caller}: {func.split('#', 1)[0].split('::', 1)[0]} now reaches it in place "
+                f"of {via} (its own file is unchanged)"
+            )
+            k = found[0]
+            out.append(KernelChange(kind="new", name=name, language=k.language, path=path,
+                                    new=k.ref(), host_changes=[note]))  # fmt: skip
+    return out
 
 
 def _named_roles(

@@ -164,7 +164,7 @@ def _units(side: Side, path: str, choice: Choice) -> list[tuple[str, list[dict[s
 def _roles(reach: Reach) -> dict[str, Reach]:
     out = {"": reach.forward()}
     if reach.back_kernels or reach.back_ops:
-        out["backward"] = Reach(kernels=set(reach.back_kernels), ops=set(reach.back_ops))
+        out["backward"] = reach.backward()
     return out
 
 

@@ -11,15 +11,20 @@ methods; an autograd Function's ``apply``, which runs its ``forward`` and, diffe
 module-level alias such as ``f = Fn.apply``) to what it launches
 (``kernel[grid](...)``) and to the extension ops it calls (``reach.extensions``), a few calls
 deep and a bounded number of files. A class is followed per method: its ``forward`` and its
-``backward`` are roles of their own, so a switch pairs forward with forward.
+``backward`` are roles of their own, so a switch pairs forward with forward. A function called
+with literals, passed or left to its defaults (``fp32_to_mx4(x)`` with ``use_triton: bool =
+True``), is followed on the paths they take (``call_values``, ``launch_values.decided``): what
+only a branch they rule out reaches (``if use_triton:`` under ``use_triton=False``) is not
+reached.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from bot.analysis.launch_values import decided
 from bot.analysis.model import PYTHON_LANGUAGES, KernelDef
 from bot.analysis.reach.extensions import Extension, ExtensionIndex, loaded_extensions, torch_op
 from bot.analysis.scan import scan_read
@@ -130,7 +135,14 @@ class Reach:
 
     def forward(self) -> Reach:
         """What runs in the forward role: all but what only a backward reaches."""
-        return Reach(kernels=self.kernels - self.back_kernels, ops=self.ops - self.back_ops)
+        kernels = self.kernels - self.back_kernels
+        sites = {x for x in self.sites if x[1] in kernels}
+        return Reach(kernels=kernels, ops=self.ops - self.back_ops, sites=sites)
+
+    def backward(self) -> Reach:
+        """What runs in the backward role only."""
+        sites = {x for x in self.sites if x[1] in self.back_kernels}
+        return Reach(kernels=set(self.back_kernels), ops=set(self.back_ops), sites=sites)
 
 
 def _launched(mod: _Module, name: str) -> Reach:
@@ -371,6 +383,101 @@ def _returned_calls(node: Func) -> list[str]:
     ]
 
 
+_FLAGS = (bool, str, type(None))  # the literals a parameter picks a path by
+_Seen = set[tuple[str, str]]  # the functions followed, by file and name
+_At = ast.Call | None  # the call a name is followed by, where known
+
+
+def call_values(func: Func, call: ast.Call | None) -> dict[str, str]:
+    """The parameters of ``func`` that hold a literal (a bool, None, a string) at ``call``: one
+    the call passes so, or one it leaves to such a default (``use_triton: bool = True``); none
+    the function assigns again (``use_triton = False`` on a CPU tensor), and none at all where
+    the call spreads ``*args`` or ``**kwargs`` (what it passes is not known)."""
+    if call is None or any(isinstance(a, ast.Starred) for a in call.args):
+        return {}
+    if any(k.arg is None for k in call.keywords):
+        return {}
+    args = func.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    given: dict[str, ast.expr] = dict(
+        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    )
+    given.update(
+        {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
+    )
+    given.update(zip(positional, call.args, strict=False))
+    given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    out = {
+        name: ast.unparse(value)
+        for name, value in given.items()
+        if isinstance(value, ast.Constant) and isinstance(value.value, _FLAGS)
+    }
+    if out:  # the function's own assignments, read only where a literal is there to lose
+        for n in walk(func):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.pop(n.id, None)
+    return out
+
+
+def taken_nodes(func: Func, values: dict[str, str]) -> list[ast.AST]:
+    """Every node of ``func`` on the paths its parameters' literal ``values`` take: of a test
+    they decide (``if use_triton:``, ``if not use_triton``, ``if x.is_cuda and use_triton``
+    when false), the test and the branch taken, and nothing after it where that branch returns;
+    every node where ``values`` is empty."""
+    if not values:
+        return list(walk(func))
+    out: list[ast.AST] = []
+    try:
+        _taken(func, values, out)
+    except RecursionError:
+        return list(walk(func))
+    return out
+
+
+def _launched_in(kernel: str, nodes: list[ast.AST], func: Func) -> bool:
+    """Whether a kernel the function ``func`` launches is named on the paths taken (``nodes``),
+    or nowhere in it (launched through a name bound to it, not told apart so)."""
+
+    def named(found: Iterable[ast.AST]) -> bool:
+        return any(
+            (isinstance(n, ast.Name) and n.id == kernel)
+            or (isinstance(n, ast.Attribute) and n.attr == kernel)
+            for n in found
+        )
+
+    return named(nodes) or not named(walk(func))
+
+
+def _taken(node: ast.AST, values: dict[str, str], out: list[ast.AST]) -> bool:
+    """Adds what of ``node`` runs to ``out``; whether, as a statement, it ends its block."""
+    if isinstance(node, (ast.If, ast.IfExp)) and (answer := decided(node.test, values)) is not None:
+        out.extend(walk(node.test))
+        branch = node.body if answer else node.orelse
+        if isinstance(branch, list):
+            return _block(branch, values, out)
+        _taken(branch, values, out)
+        return False
+    out.append(node)
+    for value in (getattr(node, name, None) for name in node._fields):
+        if isinstance(value, ast.AST):
+            _taken(value, values, out)
+        elif isinstance(value, list):
+            _block([v for v in value if isinstance(v, ast.AST)], values, out)
+    return isinstance(node, (ast.Return, ast.Raise))
+
+
+def _block(items: list, values: dict[str, str], out: list[ast.AST]) -> bool:
+    """Adds what of a block runs; whether it ends (what follows runs on the path not taken)."""
+    return any(_taken(item, values, out) and isinstance(item, ast.stmt) for item in items)
+
+
+def _each(calls: Sequence[ast.Call]) -> list[ast.Call | None]:
+    """The calls to follow a name by, one at a time; where none is known, the name alone."""
+    return list(calls) or [None]
+
+
 def _branch_nodes(nodes: Sequence[ast.AST]) -> list[ast.AST]:
     """Every node of ``nodes`` but the bodies of the functions, classes and lambdas they
     define (followed as definitions, not run in place)."""
@@ -506,11 +613,14 @@ class Side:
             return Op(ext, rest)
         return None
 
-    def follow(self, qualified: str, depth: int = _DEPTH) -> dict[str, Reach]:
+    def follow(
+        self, qualified: str, depth: int = _DEPTH, calls: Sequence[ast.Call] = ()
+    ) -> dict[str, Reach]:
         """Per role, what ``qualified`` reaches: a function's is role ``""``, a class's one per
         method; an extension op reached directly is role ``""`` too. A name a module binds to
         another (a package's re-export, ``from .m import *``, ``f = Cls.apply``) is followed to
-        what it is bound to."""
+        what it is bound to. ``calls``: the calls made of it, where known; a function is then
+        followed on the paths their literal arguments take, each call's (``call_values``)."""
         op = self.extension_op(qualified)
         if op is not None:
             return {"": Reach(ops={op})}
@@ -523,7 +633,7 @@ class Side:
         if bound:
             out: dict[str, Reach] = {}
             for q in bound:
-                for role, reach in self.follow(q, depth - 1).items():
+                for role, reach in self.follow(q, depth - 1, calls).items():
                     out.setdefault(role, Reach()).add(reach)
             if out:
                 return out
@@ -536,7 +646,10 @@ class Side:
                         out[sub.name] = reach
             return out
         if node is not None:
-            return {"": self._walk(mod, name, _DEPTH, set())}
+            reach = Reach()
+            for call in _each(calls):
+                reach.add(self._walk(mod, name, _DEPTH, set(), call))
+            return {"": reach}
         op = self.extension_op(qualified, mod)
         return {"": Reach(ops={op})} if op is not None else {}
 
@@ -551,10 +664,26 @@ class Side:
         out = Reach()
         local = imports_in(node.body, mod.path)
         head, dot, rest = called.partition(".")
+        calls = self.calls_of(path, func, called)
         for alias in self.chosen(node).get(head, [head]):
             for qualified in self._resolve(mod, alias + dot + rest, local, cls):
-                out.add(self._reach_of(mod, qualified, _DEPTH, set()))
+                for call in _each(calls):
+                    out.add(self._reach_of(mod, qualified, _DEPTH, set(), call))
         return out
+
+    def calls_of(self, path: str, func: str, called: str) -> list[ast.Call]:
+        """The calls the function ``func`` (``f`` / ``Cls.m``) of the module at ``path`` makes
+        of ``called`` (as written, or qualified: matched by its last name), launches aside."""
+        mod = self.module(path)
+        node = mod.defs.get(func) if mod is not None else None
+        if node is None or isinstance(node, ast.ClassDef):
+            return []
+        last = called.rsplit(".", 1)[-1]
+        return [
+            sub
+            for sub in walk(node)
+            if isinstance(sub, ast.Call) and (dotted(sub.func) or "").rsplit(".", 1)[-1] == last
+        ]
 
     def keyed_kernels(self, path: str, func: str, called: str) -> dict[str, set[str]]:
         """Per string literal that the function the call ``called`` (made in ``func`` of the
@@ -666,13 +795,16 @@ class Side:
                 out.add(self._walk(view, node.name, depth, seen))
         return out
 
-    def _walk(self, mod: _Module, name: str, depth: int, seen: set[tuple[str, str]]) -> Reach:
+    def _walk(self, mod: _Module, name: str, depth: int, seen: _Seen, call: _At = None) -> Reach:
+        """What the function or class ``name`` of ``mod`` reaches; called by ``call``, only on
+        the paths the literals it passes or leaves to defaults take (``call_values``)."""
         out = Reach()
-        key = (mod.path, name)
+        node = mod.defs.get(name)
+        values = call_values(node, call) if isinstance(node, Func) else {}
+        key = (mod.path, name + "".join(f" {k}={v}" for k, v in sorted(values.items())))
         if key in seen or depth <= 0 or len(seen) > _MAX_FUNCS:
             return out
         seen.add(key)
-        node = mod.defs.get(name)
         if isinstance(node, ast.ClassDef):  # a class called: what its __init__ / __call__ run
             for method in ("__init__", "__call__", "forward"):
                 if f"{name}.{method}" in mod.defs:
@@ -680,13 +812,16 @@ class Side:
             return out
         if node is None:
             return out
+        nodes = taken_nodes(node, values)
         for kernel in mod.launches.get(name, set()):
+            if values and not _launched_in(kernel, nodes, node):
+                continue  # launched on a path the call does not take
             out.kernels.add(kernel)
             out.sites |= self._kernel_sites(mod, kernel)
         cls = name.split(".")[0] if "." in name else None
         local = imports_in(node.body, mod.path)
         chosen = self.chosen(node)
-        for sub in walk(node):
+        for sub in nodes:
             if not isinstance(sub, ast.Call):
                 continue
             if mod.raw:
@@ -700,7 +835,7 @@ class Side:
                 for qualified in self._resolve(
                     mod, alias + dot + rest if alias != called else called, local, cls
                 ):
-                    out.add(self._reach_of(mod, qualified, depth, seen))
+                    out.add(self._reach_of(mod, qualified, depth, seen, sub))
         return out
 
     def _resolve(
@@ -761,8 +896,10 @@ class Side:
         return out
 
     def _reach_of(
-        self, mod: _Module, qualified: str, depth: int, seen: set[tuple[str, str]]
+        self, mod: _Module, qualified: str, depth: int, seen: _Seen, call: _At = None
     ) -> Reach:
+        """What ``qualified`` (as ``mod`` names it) reaches; ``call``: the call made of it,
+        whose literal arguments pick the paths a function takes."""
         if qualified.startswith(mod.name + "."):
             name = qualified[len(mod.name) + 1 :]
             if name.split(".")[0] in mod.loaded:
@@ -773,7 +910,7 @@ class Side:
             if name.endswith(".apply") and name[: -len(".apply")] in mod.defs:
                 return self._applied(mod, name[: -len(".apply")], depth, seen)
             if name in mod.defs:
-                return self._walk(mod, name, depth - 1, seen)
+                return self._walk(mod, name, depth - 1, seen, call)
         op = self.extension_op(qualified)
         if op is not None:
             return Reach(ops={op})
@@ -786,11 +923,11 @@ class Side:
         if name.endswith(".apply") and name[: -len(".apply")] in other.defs:
             return self._applied(other, name[: -len(".apply")], depth, seen)
         if name in other.defs:
-            return self._walk(other, name, depth - 1, seen)
+            return self._walk(other, name, depth - 1, seen, call)
         bound = self._bound(other, name, qualified) if depth > 0 else []
         out = Reach()
         for q in bound:
-            out.add(self._reach_of(other, q, depth - 1, seen))
+            out.add(self._reach_of(other, q, depth - 1, seen, call))
         return out if bound else self._held_op(name)
 
     def _kernel_sites(self, mod: _Module, kernel: str) -> set[tuple[str, str]]:

@@ -26,6 +26,8 @@ class MovedCall:
     ops: tuple[Op, ...]  # what the old names reached
     kernels: tuple[str, ...]  # what the new names reach
     kept: bool  # the old name is still referred to at head (a flag keeps it)
+    # where the kernels are defined, as (path, name): a file the diff leaves alone, too
+    sites: tuple[tuple[str, str], ...] = ()
 
 
 def sides(ctx: Context) -> tuple[Side, Side] | None:
@@ -67,7 +69,8 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
             for role, reach in _roles(_follow(new, where, name)):
                 after.setdefault(role, Reach()).add(reach)
         for role in sorted(before):
-            kernels = after.get(role, Reach()).kernels
+            reached = after.get(role, Reach())
+            kernels = reached.kernels
             if not kernels:
                 continue
             ops = tuple(sorted(before[role].ops, key=lambda o: (o.extension.name, o.name)))
@@ -77,6 +80,7 @@ def moved_calls(both: tuple[Side, Side] | None, switches: list[Switch]) -> list[
                     ops=ops,
                     kernels=tuple(sorted(kernels)),
                     kept=kept[role],
+                    sites=tuple(sorted(x for x in reached.sites if x[1] in kernels)),
                 )
             )
     return out
@@ -105,9 +109,9 @@ def _follow(side: Side, where: str, name: str) -> dict[str, Reach]:
     """What ``name`` reaches, as a qualified name, else as written in the switching function
     (``where``: ``path::func``), where a call on a local or parameter, or a bare name (a
     function of that module, a name it imports), is resolved."""
-    found = side.follow(name)
     path, _, func = where.partition("::")
     func = func.split("#", 1)[0]
+    found = side.follow(name, calls=side.calls_of(path, func, name) if func else ())
     if found or not func:
         return found
     reach = side.reach_call(path, func, name)
@@ -153,8 +157,7 @@ def _roles(found: dict[str, Reach]) -> list[tuple[str, Reach]]:
     for role, reach in found.items():
         out.append((role, reach.forward()))
         if reach.back_kernels or reach.back_ops:
-            back = Reach(kernels=set(reach.back_kernels), ops=set(reach.back_ops))
-            out.append((f"{role}.backward" if role else "backward", back))
+            out.append((f"{role}.backward" if role else "backward", reach.backward()))
     return out
 
 
