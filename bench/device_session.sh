@@ -62,7 +62,9 @@ CALL3="rk-fla rk-rest"
 # stage runs these files, the second every other file that holds a GPU test (a new one too)
 GPU_TESTS_1="tests/gpu/test_correctness_gpu.py tests/gpu/test_gpu_faults.py
   tests/gpu/test_launch_record_gpu.py tests/gpu/test_precompile_gpu.py tests/gpu/test_smem_gpu.py"
-declare -A CALL_LIMIT=([call1]=490 [call2]=460 [call3]=380)
+# each call first installs the carried wheels (14 s on 2026-12-05, which left call2 446 s of its
+# 460 and the 450 s stage unstarted): 20 s of it beyond the budgets
+declare -A CALL_LIMIT=([call1]=500 [call2]=470 [call3]=380)
 # the record's narrowing of the real-kernel suite (bench/README.md, real_kernels/run.py)
 RK_SKIP=flaggems_mm,fla_chunk_simple_gla,fla_chunk_fwd_h_split,fla_logsigmoid,fla_swiglu,fla_l2norm,torchao_blockwise_fp8_gemm
 RK_RECORD=bench/results/h200/real_kernels
