@@ -151,6 +151,12 @@ def list_files(repo: str | os.PathLike[str], rev: str) -> list[str]:
     return [p for p in git(repo, "ls-tree", "-r", "--name-only", rev).splitlines() if p]
 
 
+def tree_files(root: str | os.PathLike[str]) -> list[str]:
+    """The files of a working tree: tracked, and untracked ones git does not ignore."""
+    listed = git(root, "ls-files", "--cached", "--others", "--exclude-standard")
+    return [p for p in listed.splitlines() if p]
+
+
 def add_worktree(repo: str | os.PathLike[str], path: Path, rev: str) -> Path:
     """Check out ``rev`` (detached) into a new worktree at ``path``."""
     git(repo, "worktree", "add", "--detach", "-f", str(path), rev_parse(repo, rev))

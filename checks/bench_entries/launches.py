@@ -14,7 +14,8 @@ wraps the first call itself (an interpreted call takes as long as its kernels). 
   (``void ns::add<float>(float*, int)`` is ``ns::add``).
 
 What it could not record is said in ``note``: on the CPU no kernel but Triton's is seen; a
-profiler that would not start leaves Triton's launches only. A name in ``leave_out`` (the
+profiler that would not start leaves Triton's launches only, as does ``profiler=False`` (a
+kernel whose files are all Python: ``bot.plan.launch_recorder``). A name in ``leave_out`` (the
 engine's marker kernel) is never recorded. Standard library only.
 """
 
@@ -30,6 +31,12 @@ from typing import Any
 MAX_KERNELS = 64  # distinct kernels one call's record names
 MAX_NAME = 300  # characters of a name
 CPU_NOTE = "on the CPU only Triton's launches (through its interpreter) are recorded"
+# a kernel whose files are all Python is recorded without the profiler, whose start in a
+# process cost 3 s on the H200, about 6 s of each run with two processes starting it
+TRITON_ONLY_NOTE = (
+    "Triton's launches only: the kernel's files are Python, so the profiler (seconds to start) "
+    "did not run"
+)
 # what the profiler names a device activity that is no kernel, where it does not say its type
 _NOT_KERNELS = ("Memcpy", "Memset", "Context Sync", "CopyDeviceTo", "CopyHostTo", "FillBuffer")
 
@@ -202,16 +209,21 @@ def _profiled(prof: Any) -> list[str]:
 
 
 @contextlib.contextmanager
-def recording(torch: Any, device: str, leave_out: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+def recording(
+    torch: Any, device: str, leave_out: Sequence[str] = (), *, profiler: bool = True
+) -> Iterator[dict[str, Any]]:
     """Record the kernels launched inside the block; the dict it gives is filled once the
     block ends: ``kernels`` (``summarize``'s rows), ``profiler`` (every GPU kernel was
     recorded, not only Triton's) and ``note`` (what was not recorded, and why). The block
-    waits for the GPU before it ends (the profiler's record of a kernel comes once it ran)."""
+    waits for the GPU before it ends (the profiler's record of a kernel comes once it ran).
+    ``profiler`` False: Triton's launches alone on a GPU too (no profiler is started)."""
     record: dict[str, Any] = {"kernels": [], "profiler": False, "note": ""}
     launched: list[str] = []
     prof, note = None, CPU_NOTE if device == "cpu" else ""
+    if device != "cpu" and not profiler:
+        note = TRITON_ONLY_NOTE
     with contextlib.ExitStack() as stack:
-        if device != "cpu":
+        if device != "cpu" and profiler:
             prof, note = _profile(stack, torch)
         _hook_triton(stack, launched.append)
         yield record

@@ -312,6 +312,7 @@ def _bench(
     zygote: Zygote | None,
     warmer: Warmer | None,
 ) -> int:
+    from bot.plan import with_launch_recorders
     from checks.checkout import checkout_for
     from checks.sweep.models import dump_results
     from checks.sweep.protocol import default_protocol
@@ -335,6 +336,7 @@ def _bench(
         head_label = gitutil.rev_parse(repo, "HEAD") + ("+working-tree" if dirty else "")
     names = [n.strip() for n in args.kernels.split(",") if n.strip()] if args.kernels else None
     kernels = planned_kernels(policy, names, args.plan, base_sha=base_sha, head_sha=head_label)
+    kernels = with_launch_recorders(kernels, _side_files(repo, base_sha, head_sha))
     plan = plan_cases(
         kernels,
         max_shapes=policy.limits.max_shapes,
@@ -462,6 +464,13 @@ def exit_code(result: SweepResult) -> int:
     if any(c.verdict == "SLOWER" for c in measured):
         return EXIT_WORSE
     return EXIT_SOME_FAILED if len(measured) < len(result.cases) else EXIT_OK
+
+
+def _side_files(repo: Path, base_sha: str, head_sha: str | None) -> set[str]:
+    """The files of both sides: base's commit and head's, or the working tree's where head is
+    the working tree."""
+    head = gitutil.list_files(repo, head_sha) if head_sha else gitutil.tree_files(repo)
+    return {*gitutil.list_files(repo, base_sha), *head}
 
 
 def _plan_revs(plan_path: str | None) -> tuple[str | None, str | None]:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from bot import gitutil
 from bot.contracts.base import VENDORS
 from bot.contracts.evidence import (
     Clause,
@@ -30,6 +31,7 @@ from bot.contracts.plan import Plan, PlanLimits
 from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError
 from bot.outputs import plural
+from bot.plan import with_launch_recorders
 from checks.checkout import checkout_for
 from checks.sweep.models import CaseLaunches, ShapeResult, SweepResult, load_results
 from checks.sweep.run import SweepOptions, run_sweep
@@ -313,8 +315,9 @@ def sweep_for_plan(
     ``policy``'s import path and build step, when given, set up each checkout. ``pythons``:
     the base's and the head's interpreters, when each side runs under its own toolchain."""
     i, n = shard
+    files = {*gitutil.tree_files(base_root), *gitutil.tree_files(head_root)}
     cases = plan_cases(
-        plan.kernels,
+        with_launch_recorders(plan.kernels, files),
         max_shapes=limits.max_shapes,
         max_elements_per_tensor=limits.max_elements_per_tensor,
         add_small_and_ragged=not plan.quick,

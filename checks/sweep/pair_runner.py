@@ -557,16 +557,17 @@ class PairRunner:
                 case.dtype,
                 seed=self.options.check_seed,
                 pins=pins,
-                launches=self._records(w),
+                launches=case.launches if self._records(w) else None,
             )
         except WorkerFailure as f:
             return f
 
     def _records(self, w: WorkerClient) -> bool:
         """Whether ``w``'s checks record what a call launched (``launches``): in the first
-        execution, the first pair's workers only. A GPU worker's first record starts torch's
-        profiler, which costs seconds once per process (about 3 s on the H200): one pair pays it,
-        not both (``_checking_pair`` gives it each bench entry's first case)."""
+        execution, the first pair's workers only. A GPU worker's first record through the
+        profiler (a case whose kernel has CUDA or C++ files: ``Case.launches``) starts it, which
+        costs seconds once per process (about 3 s on the H200): one pair pays it, not both
+        (``_checking_pair`` gives it each bench entry's first case)."""
         return (
             self.options.record_launches
             and self.execution == 0

@@ -28,6 +28,9 @@ class Case(Frozen):
     category: Category = "served"
     weight: float = 1.0
     tolerance: float
+    # how its launch record is made: every kernel through the profiler, or Triton's launches
+    # alone (``bot.plan.launch_recorder``: a kernel whose files are all Python)
+    launches: Literal["profiler", "triton"] = "profiler"
 
     @property
     def key(self) -> tuple[str, tuple[int, ...], str]:
@@ -153,6 +156,7 @@ def plan_cases(
             "bench": k.bench,
             "baseline": k.baseline,
             "tolerance": k.tolerance,
+            "launches": getattr(k, "launches", "profiler"),
         }
         for s in k.shapes:
             for dt in k.dtypes:

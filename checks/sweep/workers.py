@@ -503,14 +503,15 @@ class WorkerClient:
         *,
         seed: int,
         pins: Sequence[contract.Pick] = (),
-        launches: bool = False,
+        launches: contract.Recorder | None = None,
     ) -> contract.CheckReply:
         """Check the case's first call (compiling, autotuning); ``pins``: picks another worker
         made, which fix this side's autotuners where the kernel and its configs are the same
         (``checks.worker.autotune_picks``); ``launches``: record the kernels one more call
-        launches (``checks.bench_entries.launches``)."""
+        launches (``checks.bench_entries.launches``), with the profiler or Triton's launches
+        alone; None: no record."""
         request = contract.Check(
-            tuple(entries), tuple(shape), dtype, seed, tuple(pins) or None, launches or None
+            tuple(entries), tuple(shape), dtype, seed, tuple(pins) or None, launches
         )
         return self.call(request, timeout=self.spec.timeouts.check_s)
 

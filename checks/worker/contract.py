@@ -34,12 +34,16 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, Union
 # 2: every message typed and validated here, the version in ``hello``
 # 3: a check may record the kernels one call of its case launched (``Check.launches``)
 # 4: a prepare says how much of it was Triton compiling and loading (``PrepareReply.compile_s``)
-VERSION = 4
+# 5: ``Check.launches`` says how to record: with the profiler, or Triton's launches alone
+VERSION = 5
 
 Mode = Literal["cpu", "graph", "eager", "eager-noflush", "kernels", "kernels-noflush"]
 MODES: tuple[str, ...] = typing.get_args(Mode)
 Device = Literal["cpu", "cuda"]
 Side = Literal["base", "head"]
+# how a check records what a call launched (``checks.bench_entries.launches``): every kernel
+# through the profiler, or Triton's launches alone (no profiler to start)
+Recorder = Literal["profiler", "triton"]
 # what a config's value may be in an autotuner's pick (``autotune_picks._plain``)
 Scalar = Union[str, int, float, bool, None]  # noqa: UP007 (a runtime value; 3.10 has no `|` of None)
 
@@ -555,9 +559,9 @@ class Check(Request[CheckReply]):
     dtype: str
     seed: int
     pins: tuple[Pick, ...] | None = None  # another worker's picks, which fix this one's
-    # True: the kernels a call launched are recorded (``launched``): on the CPU the first call's,
-    # on a GPU one more call's after it
-    launches: bool | None = None
+    # the kernels a call launched are recorded (``launched``), so: on the CPU the first call's
+    # (Triton's alone, either way), on a GPU one more call's after it; None: not recorded
+    launches: Recorder | None = None
 
 
 @dataclass(frozen=True)

@@ -499,7 +499,9 @@ class Worker:
         if first_launches:
             result["launched"] = _as_launched(record)
         elif msg.launches:
-            result["launched"] = self._launch_call(item, restore, lock)
+            result["launched"] = self._launch_call(
+                item, restore, lock, profiler=msg.launches == "profiler"
+            )
             step("launches")
         del item, restore
         self._release()
@@ -511,15 +513,19 @@ class Worker:
         result["digest"] = tuple(contract.from_json(contract.Digest, d) for d in result["digest"])
         return contract.CheckReply(**result, steps_s=step.seconds)
 
-    def _launch_call(self, item: dict[str, Any], restore: Any, lock: str | None) -> Launched:
+    def _launch_call(
+        self, item: dict[str, Any], restore: Any, lock: str | None, *, profiler: bool
+    ) -> Launched:
         """On a GPU, one more call of the case, on the inputs the entry point made, its kernels
-        recorded (``launches.recording``): what the timed calls launch, once the first call
-        compiled and tuned. Alone on the GPU, as the first call was (another worker's
-        autotuner may be timing its configs); a call that fails here is said in the record,
-        not raised."""
+        recorded (``launches.recording``; ``profiler``: every kernel, else Triton's launches
+        alone): what the timed calls launch, once the first call compiled and tuned. Alone on
+        the GPU, as the first call was (another worker's autotuner may be timing its configs);
+        a call that fails here is said in the record, not raised."""
         restore()
         try:
-            recorder = launches.recording(self.torch, self.device, (timing.MARKER,))
+            recorder = launches.recording(
+                self.torch, self.device, (timing.MARKER,), profiler=profiler
+            )
             with recorder as record, exclusive.exclusive(lock):
                 item["fn"]()
                 self._sync()

@@ -3,7 +3,8 @@ check records what one call of its case launched, a CUDA extension's templated k
 namespace by its qualified name (demangled, template arguments and parameters cut), a Triton
 kernel by its function's name through Triton's launch hook and counted once though the profiler
 sees it too, and neither the device-to-device copy beside them nor the engine's own kernels; a
-recorded call that fails is said in the record, and the check stands."""
+recorded call that fails is said in the record, and the check stands; a record of Triton's
+launches alone starts no profiler."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from checks.bench_entries.launches import TRITON_ONLY_NOTE
 from checks.sweep.workers import Timeouts, WorkerClient
 from tests.repo_worker import repo_worker
 
@@ -94,7 +96,7 @@ def client(tmp_path: Path):
 def test_a_cuda_extension_kernel_and_a_triton_kernel_are_recorded_by_name(
     client: WorkerClient,
 ) -> None:
-    got = client.check(["ops:both"], (100_000,), "float32", seed=1, launches=True)
+    got = client.check(["ops:both"], (100_000,), "float32", seed=1, launches="profiler")
     assert got.correct and got.launched is not None
     assert got.launched.profiler and got.launched.note == ""
     assert [(k.name, k.triton, k.count) for k in got.launched.kernels] == [
@@ -106,6 +108,21 @@ def test_a_cuda_extension_kernel_and_a_triton_kernel_are_recorded_by_name(
 def test_a_recorded_call_that_fails_is_said_in_the_record_and_the_check_stands(
     client: WorkerClient,
 ) -> None:
-    got = client.check(["ops:fails_later"], (1000,), "float32", seed=1, launches=True)
+    got = client.check(["ops:fails_later"], (1000,), "float32", seed=1, launches="profiler")
     assert got.correct and got.launched is not None and got.launched.kernels == ()
     assert got.launched.note == "not recorded: its call raised RuntimeError: the second call fails"
+
+
+def test_a_record_of_triton_launches_alone_starts_no_profiler_and_says_so(
+    client: WorkerClient,
+) -> None:
+    """A kernel whose files are all Python is recorded by Triton's launch hook alone
+    (``bot.plan.launch_recorder``): its Triton kernel by name, no CUDA kernel beside it, no
+    profiler started (its first start took seconds in a process), and the record says why."""
+    got = client.check(["ops:both"], (100_000,), "float32", seed=1, launches="triton")
+    assert got.correct and got.launched is not None
+    assert not got.launched.profiler and got.launched.note == TRITON_ONLY_NOTE
+    assert [(k.name, k.triton, k.count) for k in got.launched.kernels] == [
+        ("_shift_kernel", True, 1)
+    ]
+    assert got.steps_s["launches"] < 1.0  # one call, no profiler's start

@@ -75,7 +75,9 @@ def client(tmp_path_factory: pytest.TempPathFactory):
         yield worker
 
 
-def _check(client: WorkerClient, entry: str, launches: bool = True) -> contract.CheckReply:
+def _check(
+    client: WorkerClient, entry: str, launches: contract.Recorder | None = "profiler"
+) -> contract.CheckReply:
     return client.check([entry], (100,), "float32", seed=3, launches=launches)
 
 
@@ -93,7 +95,7 @@ def test_a_check_names_the_triton_kernels_one_call_launched_and_how_often(
     assert not got.launched.profiler and got.launched.note == CPU_NOTE
     assert "launches" not in got.steps_s  # no call more: nothing to time
     # the record changes nothing of the check: one without it finds the same outputs
-    assert _check(client, "ops:twice", launches=False).digest == got.digest
+    assert _check(client, "ops:twice", launches=None).digest == got.digest
 
 
 def test_a_call_without_triton_records_no_kernel_and_says_what_the_cpu_cannot_see(
@@ -104,7 +106,7 @@ def test_a_call_without_triton_records_no_kernel_and_says_what_the_cpu_cannot_se
 
 
 def test_nothing_is_recorded_unless_asked(client: WorkerClient) -> None:
-    got = _check(client, "ops:twice", launches=False)
+    got = _check(client, "ops:twice", launches=None)
     assert got.launched is None
 
 

@@ -193,6 +193,36 @@ def test_ceilings_are_measured_after_the_last_case_and_read_from_the_cache_at_st
     assert again.ceilings[0].copy_gbps == first.ceilings[0].copy_gbps
 
 
+def test_each_case_asks_its_own_launch_recorder_of_the_first_execution_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a kernel whose files are all Python is recorded by Triton's launches alone, so no
+    # process starts the profiler for it (``bot.plan.launch_recorder``); only the first
+    # execution's checks record
+    from checks.sweep.workers import WorkerClient
+
+    asked: list[tuple[str, int, str | None]] = []
+    call = WorkerClient.call
+
+    def recording(self: WorkerClient, request: contract.Request[Any], *, timeout: float) -> Any:
+        if isinstance(request, contract.Check):
+            asked.append((request.entries[0], self.spec.execution, request.launches))
+        return call(self, request, timeout=timeout)
+
+    monkeypatch.setattr(WorkerClient, "call", recording)
+    common: dict[str, Any] = {"dims": (20_000,), "dtype": "float32", "tolerance": 0.25}
+    cases = [
+        Case(kernel="axpy", bench="standin_kernels:axpy", launches="triton", **common),
+        Case(kernel="slow", bench="standin_kernels:slow", launches="profiler", **common),
+    ]
+    options = SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST)
+    result = _standin_sweep(cases, options, tmp_path)
+    assert all(c.status == "ok" for c in result.cases)
+    first = {(entry, launches) for entry, execution, launches in asked if execution == 0}
+    assert first == {("standin_kernels:axpy", "triton"), ("standin_kernels:slow", "profiler")}
+    assert {launches for _, execution, launches in asked if execution > 0} == {None}
+
+
 def test_results_are_appended_as_they_come(standin_sweep) -> None:
     result, _, work = standin_sweep
     rows = [json.loads(line) for line in (work / "partial.jsonl").read_text().splitlines()]

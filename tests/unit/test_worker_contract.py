@@ -44,7 +44,7 @@ REQUESTS: list[c.Request[Any]] = [
               pins=(PICK, PINNED), max_copies=64, max_copy_bytes=2**32, copies=12),
     c.Prepare(("mod:bench",), (1000,), "float32"),
     c.Estimate(),
-    c.Check(("mod:bench",), (3, 700), "float16", 1_000_003, pins=(PINNED,), launches=True),
+    c.Check(("mod:bench",), (3, 700), "float16", 1_000_003, pins=(PINNED,), launches="profiler"),
     c.Configure("graph", 5.0, preroll=True, est_us=2.07, like=c.Like(graph_calls=2048),
                 time_replays=False),
     c.Configure("kernels-noflush", 5.0, like=c.Like(calls_per_block=4096)),
