@@ -299,7 +299,13 @@ def bench_run(
         for c in data["cases"]
     ]
     got["case_gpu_s"] = [c.get("gpu_seconds") for c in cases]
+    # where each case's time went (its passes summed) and its passes: fresh worker pairs, each
+    # with crossover's two arms (``executions`` counts the arms)
+    arms = 2 if (data.get("protocol") or {}).get("crossover") else 1
+    got["case_phase_s"] = [c.get("phase_s") or {} for c in data["cases"]]
+    got["case_passes"] = [max(1, (c.get("executions") or 0) // arms) for c in data["cases"]]
     got["startup_s"] = data.get("startup_s")
+    got["start_marks_s"] = data.get("start_marks_s")  # inside the first pass's start
     got["verdicts"] = len(cases)
     got["gpu_s_per_verdict_all_in"] = got["wall_s"] / len(cases) if cases else None
     got["sweep_held_gpu_s_per_verdict"] = data.get("gpu_s_per_verdict_all_in")
@@ -734,6 +740,12 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     db = [p for d in p1.get("dobench", []) for p in d["pairs"]]
     db_all, db_kept, db_empty = all_in_per_pair(p1.get("dobench_all_in", []))
     case_s = [x for r in every for x in r.get("case_gpu_s") or [] if x is not None]
+    pass_s = [
+        x / n
+        for r in every
+        for x, n in zip(r.get("case_gpu_s") or [], r.get("case_passes") or [], strict=False)
+        if x is not None and n
+    ]
     held = [
         r["sweep_held_gpu_s_per_verdict"] for r in every if r.get("sweep_held_gpu_s_per_verdict")
     ]
@@ -787,6 +799,8 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         else None,
         "gpu_s_per_verdict_sweep_held_median": statistics.median(held) if held else None,
         "gpu_s_per_case_median": statistics.median(case_s) if case_s else None,
+        # the same over each case's passes (fresh worker pairs): every case takes two at least
+        "gpu_s_per_pass_median": statistics.median(pass_s) if pass_s else None,
         "dobench_gpu_s_per_pair": statistics.median(p["wall_s"] for p in db) if db else None,
         "dobench_all_in_gpu_s_per_pair": statistics.median(db_all) if db_all else None,
         # the same once its Python kept torch's bytecode (where the installation ships none)
@@ -886,6 +900,7 @@ def markdown(s: dict[str, Any]) -> str:
         f"| 10% slower at one shape: SLOWER there only | {s['one_shape_exact']} |",
         f"| all-in GPU-s per verdict (command wall / verdicts), median over runs | {_num(s['gpu_s_per_verdict_all_in_median'])} |",
         f"| per case (check, prepare, rounds, recheck), GPU-s, median over every verdict | {_num(s.get('gpu_s_per_case_median'))} |",
+        f"| per pass of a case (the same over its passes, fresh workers each), GPU-s, median | {_num(s.get('gpu_s_per_pass_median'))} |",
         f"| do_bench at defaults, GPU-s per pair (the two calls only) | {_num(s['dobench_gpu_s_per_pair'])} |",
         f"| do_bench all in (fresh process: import, inputs, check, both calls) / served shapes | {_num(s.get('dobench_all_in_gpu_s_per_pair'))} |",
         f"| the same, its Python keeping torch's bytecode (the runs after the one that wrote it) | {_num(s.get('dobench_all_in_bytecode_kept_gpu_s_per_pair'))} |",
