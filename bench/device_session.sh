@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The next GPU session, everything still waiting for the H200, in three device calls that end
-# within 490, 460 and 380 s (24 minutes with the machine's start, if every stage ran to its
+# within 530, 490 and 350 s (23 minutes with the machine's start, if every stage ran to its
 # budget; keep the machine warm between calls, or a second start costs the last stage):
 #
-#     bench/device_session.sh call1    # gpu-tests gpu-tests-2               (480 s of budgets)
-#     bench/device_session.sh call2    # cli-decision                        (450 s)
-#     bench/device_session.sh call3    # rk-fla rk-rest                      (360 s)
+#     bench/device_session.sh call1    # cli-decision gpu-launch             (510 s of budgets)
+#     bench/device_session.sh call2    # rk-fla rk-rest                      (470 s)
+#     bench/device_session.sh call3    # onboard-tmd                         (330 s)
 #     bench/device_session.sh [--device cpu] [--tiny] STAGE...   # stages by name, in order
 #     bench/device_session.sh --plan   # the calls, the stages and their budgets
 #
@@ -15,14 +15,14 @@
 # Stages:
 #   gpu-tests         pytest -m gpu, its first files (GPU_TESTS_1: faults, compiling ahead)  240 s
 #   gpu-tests-2       pytest -m gpu, every other GPU test (tests/gpu, tests/integration)     240 s
+#   gpu-launch        pytest -m gpu on the launch record's GPU tests alone                     60 s
 #   cli-decision      bench/cli_decision.py parts 1 and 2 on the current engine (#46)         450 s
 #   cli-decision-job  its part 3, the fixture's measure job (not in the calls: 220 s more)    220 s
 #   onboard           #43: tritonbench onboarded and reviewed on the GPU (not in the calls)   110 s
-#   rk-fla            #41: fla's slow10 head (its A/A runs and slow5 from the record)         210 s
-#   rk-rest           #41: FlagGems' slow10 and slow5 heads (its A/A runs from the record)    150 s
+#   rk-fla            #41: fla's slow10 head (its A/A runs and slow5 from the record)         290 s
+#   rk-rest           #41: FlagGems' slow10 head (its A/A runs and slow5 from the record)     180 s
 #   onboard-tmd       #42: torchmd-net's CUDA -> Triton rewrite swept (bench/onboard_gpu.sh),
-#                     then reviewed from its results: the launch record of a real rewrite
-#                     (not in the calls: the first to run where device time is left)          200 s
+#                     then reviewed from its results: the launch record of a real rewrite     330 s
 #   pr-golden         #45: tritonbench #269's measure job and review (not in the calls)       140 s
 # A pytest stage prints each test's name and outcome as it ends (-v) and is interrupted (SIGINT)
 # a little before its budget, so a run cut short still prints its summary and --durations.
@@ -49,14 +49,14 @@ export PYTHON=$PY  # onboard_gpu.sh's
 DEVICE=cuda
 TINY=0
 START=$(date +%s)
-declare -A BUDGET=([gpu-tests]=240 [gpu-tests-2]=240 [cli-decision]=450 [cli-decision-job]=220
-  [onboard]=110 [rk-fla]=210 [rk-rest]=150 [onboard-tmd]=200 [pr-golden]=140)
-declare -A TINY_BUDGET=([gpu-tests]=90 [gpu-tests-2]=90 [cli-decision]=300 [cli-decision-job]=60
-  [onboard]=420 [rk-fla]=300 [rk-rest]=300 [onboard-tmd]=600 [pr-golden]=900)
-ORDER="gpu-tests gpu-tests-2 cli-decision cli-decision-job onboard rk-fla rk-rest onboard-tmd pr-golden"
-CALL1="gpu-tests gpu-tests-2"
-CALL2="cli-decision"
-CALL3="rk-fla rk-rest"
+declare -A BUDGET=([gpu-tests]=240 [gpu-tests-2]=240 [gpu-launch]=60 [cli-decision]=450
+  [cli-decision-job]=220 [onboard]=110 [rk-fla]=290 [rk-rest]=180 [onboard-tmd]=330 [pr-golden]=140)
+declare -A TINY_BUDGET=([gpu-tests]=90 [gpu-tests-2]=90 [gpu-launch]=60 [cli-decision]=300
+  [cli-decision-job]=60 [onboard]=420 [rk-fla]=300 [rk-rest]=300 [onboard-tmd]=600 [pr-golden]=900)
+ORDER="gpu-tests gpu-tests-2 gpu-launch cli-decision cli-decision-job onboard rk-fla rk-rest onboard-tmd pr-golden"
+CALL1="cli-decision gpu-launch"
+CALL2="rk-fla rk-rest"
+CALL3="onboard-tmd"
 # pytest -m gpu in two stages: 20 of its 28 tests took the whole 200 s on the H200 (2026-12-05,
 # 61f2117; all 23 of them 137 s at 2d361f1, before every case took two passes or more). The first
 # stage runs these files, the second every other file that holds a GPU test (a new one too)
@@ -64,7 +64,7 @@ GPU_TESTS_1="tests/gpu/test_correctness_gpu.py tests/gpu/test_gpu_faults.py
   tests/gpu/test_launch_record_gpu.py tests/gpu/test_precompile_gpu.py tests/gpu/test_smem_gpu.py"
 # each call first installs the carried wheels (14 s on 2026-12-05, which left call2 446 s of its
 # 460 and the 450 s stage unstarted): 20 s of it beyond the budgets
-declare -A CALL_LIMIT=([call1]=500 [call2]=470 [call3]=380)
+declare -A CALL_LIMIT=([call1]=530 [call2]=490 [call3]=350)
 # the record's narrowing of the real-kernel suite (bench/README.md, real_kernels/run.py)
 RK_SKIP=flaggems_mm,fla_chunk_simple_gla,fla_chunk_fwd_h_split,fla_logsigmoid,fla_swiglu,fla_l2norm,torchao_blockwise_fp8_gemm
 RK_RECORD=bench/results/h200/real_kernels
@@ -89,7 +89,7 @@ while [ "$#" -gt 0 ]; do
     --plan) plan; exit 0 ;;
     call1|call2|call3)
       v=${1^^}; stages+=(${!v}); CALL_S=${CALL_S:-${CALL_LIMIT[$1]}}; shift ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *)
       if [ -z "${BUDGET[$1]+x}" ]; then
         echo "device_session: unknown stage '$1'; the stages: $ORDER (or call1, call2, call3)" >&2
@@ -173,6 +173,8 @@ stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository ro
     gpu-tests-2)
       for f in $GPU_TESTS_1; do first+=(--ignore "$f"); done
       gpu_pytest "$b" "$dir/pytest.txt" "${first[@]}" tests/gpu tests/integration ;;
+    gpu-launch)
+      gpu_pytest "$b" "$dir/pytest.txt" tests/gpu/test_launch_record_gpu.py ;;
     cli-decision)
       local aa=() rc=0 p1=$((b * 7 / 10))  # part 1's A/A runs and heads; part 2's do_bench
       [ "$DEVICE" = cpu ] && aa=(--aa-runs 1)
@@ -193,9 +195,9 @@ stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository ro
     rk-rest)
       if [ "$DEVICE" = cpu ]; then rk "$dir" --heads slow10 --budget-s $((b - 20)) --run-s 120 --groups "$(rk_standin 2)"
       else
-        # torchao's A/A run 3 is recorded (2026-12-05); FlagGems' slow heads are sized from
-        # its A/A runs in the record's parts
-        rk "$dir" --heads slow10,slow5 --groups flaggems --budget-s $((b - 20))
+        # torchao's A/A run 3 and FlagGems' slow5 are recorded (2026-12-05); its slow10 is
+        # sized from its A/A runs in the record's parts
+        rk "$dir" --heads slow10 --groups flaggems --budget-s $((b - 20))
       fi ;;
     onboard-tmd)
       local extra=()
