@@ -22,7 +22,8 @@
 #   rk-rest           #41: FlagGems' slow10 and slow5 heads (its A/A runs from the record)    150 s
 #   onboard-tmd       #42: torchmd-net's CUDA -> Triton rewrite swept (bench/onboard_gpu.sh),
 #                     then reviewed from its results: the launch record of a real rewrite
-#                     (not in the calls: the first to run where device time is left)          200 s
+#                     (not in the calls: a call of its own, CALL_S=330 ... onboard-tmd:
+#                     the base's CUDA build 116 s, 6 cases, the review)                         285 s
 #   pr-golden         #45: tritonbench #269's measure job and review (not in the calls)       140 s
 # A pytest stage prints each test's name and outcome as it ends (-v) and is interrupted (SIGINT)
 # a little before its budget, so a run cut short still prints its summary and --durations.
@@ -50,7 +51,7 @@ DEVICE=cuda
 TINY=0
 START=$(date +%s)
 declare -A BUDGET=([gpu-tests]=240 [gpu-tests-2]=240 [cli-decision]=450 [cli-decision-job]=220
-  [onboard]=110 [rk-fla]=210 [rk-rest]=150 [onboard-tmd]=200 [pr-golden]=140)
+  [onboard]=110 [rk-fla]=210 [rk-rest]=150 [onboard-tmd]=285 [pr-golden]=140)
 declare -A TINY_BUDGET=([gpu-tests]=90 [gpu-tests-2]=90 [cli-decision]=300 [cli-decision-job]=60
   [onboard]=420 [rk-fla]=300 [rk-rest]=300 [onboard-tmd]=600 [pr-golden]=900)
 ORDER="gpu-tests gpu-tests-2 cli-decision cli-decision-job onboard rk-fla rk-rest onboard-tmd pr-golden"
@@ -89,7 +90,7 @@ while [ "$#" -gt 0 ]; do
     --plan) plan; exit 0 ;;
     call1|call2|call3)
       v=${1^^}; stages+=(${!v}); CALL_S=${CALL_S:-${CALL_LIMIT[$1]}}; shift ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *)
       if [ -z "${BUDGET[$1]+x}" ]; then
         echo "device_session: unknown stage '$1'; the stages: $ORDER (or call1, call2, call3)" >&2
@@ -200,7 +201,8 @@ stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository ro
     onboard-tmd)
       local extra=()
       [ "$DEVICE" = cpu ] && extra=(--device cpu --kernels neighbors_brute)
-      ONBOARD_LIMIT_S=$((b - 40)) sh bench/onboard_gpu.sh "$dir" "${extra[@]}" ;;
+      # the script ends within its limit (the review included) and a few seconds of clean-up
+      ONBOARD_LIMIT_S=$((b - 10)) sh bench/onboard_gpu.sh "$dir" "${extra[@]}" ;;
     pr-golden)
       "$PY" bench/device_pr_review.py "${cpu[@]}" --out "$dir" ;;
   esac
