@@ -31,12 +31,12 @@ USED: dict[str, dict[str, str]] = {
         "--head": "cli_decision.py, real_kernels/run.py, onboard_gpu.sh",
         "--device": "cli_decision.py, real_kernels/run.py",
         "--out": "cli_decision.py, real_kernels/run.py",
-        "--kernels": "cli_decision.py (part 2, the fixture)",
+        "--kernels": "cli_decision.py (part 2, the fixture), onboard_gpu.sh",
         "--engine-option max_rounds": "cli_decision.py, real_kernels/run.py (--device cpu only), "
         "onboard_gpu.sh",
         "--engine-option work_dir": "onboard_gpu.sh",
         "--engine-option added_shapes": "device_session.sh (real_kernels/run.py --bench-arg, as "
-        "the record ran it), cli_decision.py and real_kernels/run.py (--device cpu)",
+        "the record ran it), cli_decision.py and real_kernels/run.py (--device cpu), onboard_gpu.sh",
     },
     "review": {
         "--repo": "device_pr_review.py, device_onboard.py",

@@ -22,7 +22,8 @@
 #   rk-fla            #41: fla's slow10 head (its A/A runs and slow5 from the record)         290 s
 #   rk-rest           #41: FlagGems' slow10 head (its A/A runs and slow5 from the record)     180 s
 #   onboard-tmd       #42: torchmd-net's CUDA -> Triton rewrite swept (bench/onboard_gpu.sh),
-#                     then reviewed from its results: the launch record of a real rewrite     330 s
+#                     then reviewed from its results: the launch record of a real rewrite
+#                     (the base's CUDA build 116 s, 6 cases, the review)                     330 s
 #   pr-golden         #45: tritonbench #269's measure job and review (not in the calls)       140 s
 # A pytest stage prints each test's name and outcome as it ends (-v) and is interrupted (SIGINT)
 # a little before its budget, so a run cut short still prints its summary and --durations.
@@ -202,7 +203,8 @@ stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository ro
     onboard-tmd)
       local extra=()
       [ "$DEVICE" = cpu ] && extra=(--device cpu --kernels neighbors_brute)
-      ONBOARD_LIMIT_S=$((b - 40)) sh bench/onboard_gpu.sh "$dir" "${extra[@]}" ;;
+      # the script ends within its limit (the review included) and a few seconds of clean-up
+      ONBOARD_LIMIT_S=$((b - 10)) sh bench/onboard_gpu.sh "$dir" "${extra[@]}" ;;
     pr-golden)
       "$PY" bench/device_pr_review.py "${cpu[@]}" --out "$dir" ;;
   esac
