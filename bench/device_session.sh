@@ -90,7 +90,7 @@ while [ "$#" -gt 0 ]; do
     --plan) plan; exit 0 ;;
     call1|call2|call3)
       v=${1^^}; stages+=(${!v}); CALL_S=${CALL_S:-${CALL_LIMIT[$1]}}; shift ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *)
       if [ -z "${BUDGET[$1]+x}" ]; then
         echo "device_session: unknown stage '$1'; the stages: $ORDER (or call1, call2, call3)" >&2
