@@ -315,6 +315,11 @@ class Worker:
         item = fn(tuple(shape), dtype, device=self.device, seed=seed)
         if not isinstance(item, dict) or not callable(item.get("fn")):
             raise EntryError("error", "the entry point must return a dict with a callable 'fn'")
+        if item.get("checked") is not None and not callable(item["checked"]):
+            raise EntryError(
+                "error",
+                "the entry point's 'checked' must be a callable taking what 'fn' returned",
+            )
         for key in ("bytes_moved", "flops"):
             value = item.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
@@ -487,6 +492,8 @@ class Worker:
             "rtol": rtol,
             "configs_picked": picks,
         }
+        out, ref = _checked(item, out), _checked(item, ref)
+        step("checked")
         if ref is not None:
             result.update(correctness.compare(out, ref, atol=atol, rtol=rtol))
         else:
@@ -597,6 +604,7 @@ class Worker:
                 ref = item["reference"]()
                 self._sync()
             step("calls")
+            out, ref = _checked(item, out), _checked(item, ref)
             cmp = correctness.compare(
                 out, ref, atol=_tolerance(item, "atol"), rtol=_tolerance(item, "rtol")
             )
@@ -708,6 +716,15 @@ def _pins(msg: Prepare | Check) -> list[dict[str, Any]] | None:
 def _picks(picks: list[dict[str, Any]]) -> tuple[Pick, ...]:
     """The picks ``autotune_picks.recording`` made, as the contract's."""
     return tuple(contract.from_json(contract.Pick, p) for p in picks)
+
+
+def _checked(item: dict[str, Any], out: Any) -> Any:
+    """What is checked of an output of ``fn`` (or of the reference): the entry point's
+    ``checked`` of it, outside every timed call (an operator whose outputs come in no fixed
+    order, pairs appended with atomics, is compared sorted without timing the sort), else the
+    output itself. None stays None (no reference)."""
+    view = item.get("checked")
+    return out if out is None or view is None else view(out)
 
 
 def _as_launched(record: dict[str, Any]) -> Launched:
