@@ -6,8 +6,6 @@ not callable is refused with what it must be."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from checks.sweep.workers import WorkerClient, WorkerFailure
