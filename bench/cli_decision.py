@@ -800,7 +800,8 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         "gpu_s_per_verdict_sweep_held_median": statistics.median(held) if held else None,
         "gpu_s_per_case_median": statistics.median(case_s) if case_s else None,
         # the same over each case's passes (fresh worker pairs): every case takes two at least
-        "gpu_s_per_pass_median": statistics.median(pass_s) if pass_s else None,
+        # (absent from records made before the runs kept their passes)
+        **({"gpu_s_per_pass_median": statistics.median(pass_s)} if pass_s else {}),
         "dobench_gpu_s_per_pair": statistics.median(p["wall_s"] for p in db) if db else None,
         "dobench_all_in_gpu_s_per_pair": statistics.median(db_all) if db_all else None,
         # the same once its Python kept torch's bytecode (where the installation ships none)
@@ -900,7 +901,13 @@ def markdown(s: dict[str, Any]) -> str:
         f"| 10% slower at one shape: SLOWER there only | {s['one_shape_exact']} |",
         f"| all-in GPU-s per verdict (command wall / verdicts), median over runs | {_num(s['gpu_s_per_verdict_all_in_median'])} |",
         f"| per case (check, prepare, rounds, recheck), GPU-s, median over every verdict | {_num(s.get('gpu_s_per_case_median'))} |",
-        f"| per pass of a case (the same over its passes, fresh workers each), GPU-s, median | {_num(s.get('gpu_s_per_pass_median'))} |",
+        *(
+            [
+                f"| per pass of a case (the same over its passes, fresh workers each), GPU-s, median | {_num(s['gpu_s_per_pass_median'])} |"
+            ]
+            if "gpu_s_per_pass_median" in s
+            else []
+        ),
         f"| do_bench at defaults, GPU-s per pair (the two calls only) | {_num(s['dobench_gpu_s_per_pair'])} |",
         f"| do_bench all in (fresh process: import, inputs, check, both calls) / served shapes | {_num(s.get('dobench_all_in_gpu_s_per_pair'))} |",
         f"| the same, its Python keeping torch's bytecode (the runs after the one that wrote it) | {_num(s.get('dobench_all_in_bytecode_kept_gpu_s_per_pair'))} |",
