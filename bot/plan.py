@@ -12,12 +12,11 @@ compile targets of the plan's vendors), so that no later job reads the policy ag
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot.contracts.plan import (
     Check,
-    LaunchRecorder,
     Plan,
     PlanDeployment,
     PlanLimits,
@@ -38,28 +37,6 @@ def largest_tensor(dims: Sequence[int], tensors: Sequence[Sequence[int]] | None)
     if not tensors:
         return math.prod(dims)
     return max(math.prod(dims[d] for d in t if d < len(dims)) for t in tensors)
-
-
-def launch_recorder(patterns: Sequence[str], files: Iterable[str]) -> LaunchRecorder:
-    """How a kernel's launch record is made: Triton's launches alone where every file its
-    ``patterns`` (the policy's ``paths``) cover in ``files`` (both revisions' files) is Python;
-    the profiler where one is not (CUDA, HIP, C++) or where they cover none. Triton's launch
-    hook costs nothing; the profiler, the one record of a CUDA or C++ kernel, took 3 s to start
-    in each process on the H200, which two processes starting it made about 6 s of every sweep
-    (``bench/results/h200/cli_decision/f792e9a``)."""
-    from bot.policy.model import glob_match
-
-    covered = [f for f in files if any(glob_match(p, f) for p in patterns)]
-    return "triton" if covered and all(f.endswith(".py") for f in covered) else "profiler"
-
-
-def with_launch_recorders(
-    kernels: Sequence[PlannedKernel], files: Iterable[str]
-) -> list[PlannedKernel]:
-    """``kernels``, each with the launch recorder its files among ``files`` (both sides') call
-    for (``launch_recorder``)."""
-    listed = sorted(set(files))
-    return [k.model_copy(update={"launches": launch_recorder(k.paths, listed)}) for k in kernels]
 
 
 def make_plan(

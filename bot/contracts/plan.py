@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from bot.contracts.base import Check, Frozen, Vendor
 from bot.contracts.review import ChangeLine, DeploymentKind
 
-__all__ = [
-    "Check",
-    "LaunchRecorder",
-    "Plan",
-    "PlanDeployment",
-    "PlanLimits",
-    "PlannedKernel",
-    "PlannedShape",
-]
+__all__ = ["Check", "Plan", "PlanDeployment", "PlanLimits", "PlannedKernel", "PlannedShape"]
 
 
 PLAN_SCHEMA_VERSION = 1
-
-# How the sweep records the kernels a call launched: every kernel through the profiler, or
-# Triton's launches alone (``bot.plan.launch_recorder``)
-LaunchRecorder = Literal["profiler", "triton"]
 
 
 class PlannedShape(Frozen):
@@ -40,7 +26,6 @@ class PlannedKernel(Frozen):
     shapes: tuple[PlannedShape, ...]
     tolerance: float
     change_kinds: tuple[str, ...]
-    launches: LaunchRecorder = "profiler"  # ``launch_recorder`` of ``paths``
 
     @property
     def cases(self) -> int:

@@ -15,7 +15,7 @@ wraps the first call itself (an interpreted call takes as long as its kernels). 
 
 What it could not record is said in ``note``: on the CPU no kernel but Triton's is seen; a
 profiler that would not start leaves Triton's launches only, as does ``profiler=False`` (a
-kernel whose files are all Python: ``bot.plan.launch_recorder``). A name in ``leave_out`` (the
+kernel whose files are all Python: ``checks.sweep.shapes.launch_recorder``). A name in ``leave_out`` (the
 engine's marker kernel) is never recorded. Standard library only.
 """
 

@@ -312,7 +312,6 @@ def _bench(
     zygote: Zygote | None,
     warmer: Warmer | None,
 ) -> int:
-    from bot.plan import with_launch_recorders
     from checks.checkout import checkout_for
     from checks.sweep.models import dump_results
     from checks.sweep.protocol import default_protocol
@@ -336,12 +335,12 @@ def _bench(
         head_label = gitutil.rev_parse(repo, "HEAD") + ("+working-tree" if dirty else "")
     names = [n.strip() for n in args.kernels.split(",") if n.strip()] if args.kernels else None
     kernels = planned_kernels(policy, names, args.plan, base_sha=base_sha, head_sha=head_label)
-    kernels = with_launch_recorders(kernels, _side_files(repo, base_sha, head_sha))
     plan = plan_cases(
         kernels,
         max_shapes=policy.limits.max_shapes,
         max_elements_per_tensor=policy.limits.max_elements_per_tensor,
         add_small_and_ragged=engine.added_shapes,
+        files=_side_files(repo, base_sha, head_sha),
     )
     cpu = args.device == "cpu"
     gpus = None

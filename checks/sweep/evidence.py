@@ -31,7 +31,6 @@ from bot.contracts.plan import Plan, PlanLimits
 from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError
 from bot.outputs import plural
-from bot.plan import with_launch_recorders
 from checks.checkout import checkout_for
 from checks.sweep.models import CaseLaunches, ShapeResult, SweepResult, load_results
 from checks.sweep.run import SweepOptions, run_sweep
@@ -317,10 +316,11 @@ def sweep_for_plan(
     i, n = shard
     files = {*gitutil.tree_files(base_root), *gitutil.tree_files(head_root)}
     cases = plan_cases(
-        with_launch_recorders(plan.kernels, files),
+        plan.kernels,
         max_shapes=limits.max_shapes,
         max_elements_per_tensor=limits.max_elements_per_tensor,
         add_small_and_ragged=not plan.quick,
+        files=files,
     )
     mine = cases.cases[i - 1 :: n]
     opts = (options or SweepOptions(max_gpu_seconds=float(limits.max_gpu_seconds))).model_copy(

@@ -1,20 +1,25 @@
 """Which cases a sweep measures: the policy's served shapes, plus small and ragged shapes the bot
 adds (a leading 1, small primes, every dimension moved down to a prime, so no dimension is a
-multiple of any block size), bounded by the policy's limits and a GPU-seconds budget. Pure.
+multiple of any block size), bounded by the policy's limits and a GPU-seconds budget; and how
+each case's launch record is made (``launch_recorder``). Pure.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 from bot.contracts.base import Frozen
 from bot.errors import LimitError
 from bot.plan import largest_tensor
+from bot.policy.model import glob_match
 from checks.sweep.protocol import ProtocolConfig
 
 Category = Literal["served", "small", "ragged"]
+# How a case's launch record is made: every kernel through the profiler, or Triton's launches
+# alone (``launch_recorder``)
+LaunchRecorder = Literal["profiler", "triton"]
 SMALL_PRIMES = (7, 13, 31, 61, 127, 251, 509, 1021)
 CASE_OVERHEAD_S = 2.0  # prepare, correctness check, configure, finish: GPU held, not timed
 
@@ -28,9 +33,7 @@ class Case(Frozen):
     category: Category = "served"
     weight: float = 1.0
     tolerance: float
-    # how its launch record is made: every kernel through the profiler, or Triton's launches
-    # alone (``bot.plan.launch_recorder``: a kernel whose files are all Python)
-    launches: Literal["profiler", "triton"] = "profiler"
+    launches: LaunchRecorder = "profiler"  # ``launch_recorder``
 
     @property
     def key(self) -> tuple[str, tuple[int, ...], str]:
@@ -122,15 +125,30 @@ class CasePlan(Frozen):
     notes: tuple[str, ...] = ()
 
 
+def launch_recorder(patterns: Sequence[str], files: Iterable[str]) -> LaunchRecorder:
+    """How a kernel's launch record is made: Triton's launches alone where every file its
+    ``patterns`` (the policy's ``paths``) cover in ``files`` (both revisions' files) is Python;
+    the profiler where one is not (CUDA, HIP, C++) or where they cover none. Triton's launch
+    hook costs nothing; the profiler, the one record of a CUDA or C++ kernel, took 3 s to start
+    in each process on the H200, which two processes starting it made about 6 s of every sweep
+    (``bench/results/h200/cli_decision/f792e9a``)."""
+    covered = [f for f in files if any(glob_match(p, f) for p in patterns)]
+    return "triton" if covered and all(f.endswith(".py") for f in covered) else "profiler"
+
+
 def plan_cases(
     kernels: Sequence[KernelLike],
     *,
     max_shapes: int,
     max_elements_per_tensor: int,
     add_small_and_ragged: bool = True,
+    files: Iterable[str] | None = None,
 ) -> CasePlan:
     """Served shapes x dtypes per kernel, then added shapes while the kernel stays within
-    ``max_shapes`` cases. Served shapes over the limits are refused with the numbers."""
+    ``max_shapes`` cases. Served shapes over the limits are refused with the numbers. ``files``:
+    both sides' files, from which each kernel's ``paths`` decide its launch recorder
+    (``launch_recorder``); None: the profiler."""
+    listed = None if files is None else sorted(set(files))
     cases: list[Case] = []
     notes: list[str] = []
     for k in kernels:
@@ -156,7 +174,11 @@ def plan_cases(
             "bench": k.bench,
             "baseline": k.baseline,
             "tolerance": k.tolerance,
-            "launches": getattr(k, "launches", "profiler"),
+            "launches": (
+                "profiler"
+                if listed is None
+                else launch_recorder(tuple(getattr(k, "paths", ())), listed)
+            ),
         }
         for s in k.shapes:
             for dt in k.dtypes:

@@ -117,7 +117,7 @@ def test_a_record_of_triton_launches_alone_starts_no_profiler_and_says_so(
     client: WorkerClient,
 ) -> None:
     """A kernel whose files are all Python is recorded by Triton's launch hook alone
-    (``bot.plan.launch_recorder``): its Triton kernel by name, no CUDA kernel beside it, no
+    (``checks.sweep.shapes.launch_recorder``): its Triton kernel by name, no CUDA kernel beside it, no
     profiler started (its first start took seconds in a process), and the record says why."""
     got = client.check(["ops:both"], (100_000,), "float32", seed=1, launches="triton")
     assert got.correct and got.launched is not None

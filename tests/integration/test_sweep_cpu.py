@@ -197,7 +197,7 @@ def test_each_case_asks_its_own_launch_recorder_of_the_first_execution_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a kernel whose files are all Python is recorded by Triton's launches alone, so no
-    # process starts the profiler for it (``bot.plan.launch_recorder``); only the first
+    # process starts the profiler for it (``checks.sweep.shapes.launch_recorder``); only the first
     # execution's checks record
     from checks.sweep.workers import WorkerClient
 

@@ -5,7 +5,7 @@ import pytest
 from bot.contracts.plan import Plan
 from bot.contracts.review import ChangeLine
 from bot.errors import LimitError
-from bot.plan import launch_recorder, make_plan, with_launch_recorders
+from bot.plan import make_plan
 from bot.policy.load import parse_policy
 
 POLICY_TEXT = """
@@ -149,22 +149,3 @@ def test_the_plan_carries_what_the_measure_jobs_need_of_the_policy():
     amd = make_plan((SOFTMAX,), targeted, base_sha="a" * 40, head_sha="b" * 40, vendors=["amd"])
     assert amd.compiler_targets == ("gfx90a",)
     assert Plan.model_validate_json(p.model_dump_json()) == p
-
-
-def test_a_kernel_whose_files_are_all_python_is_recorded_by_tritons_launches_alone() -> None:
-    files = ["ops/softmax.py", "ops/csrc/softmax.cu", "ops/matmul.py", "cdk/a.py", "cdk/b/c.py"]
-    assert launch_recorder(["ops/matmul.py"], files) == "triton"
-    assert launch_recorder(["cdk/**"], files) == "triton"  # a pattern: the files it covers
-    # any CUDA/C++ file among them, or none covered at all: the profiler (it sees those kernels)
-    assert launch_recorder(["ops/softmax.py", "ops/csrc/*.cu"], files) == "profiler"
-    assert launch_recorder(["ops"], files) == "profiler"  # a folder holding a .cu
-    assert launch_recorder(["gone/*.py"], files) == "profiler"
-    planned = with_launch_recorders(plan().kernels, ["ops/softmax.py", "ops/softmax.cu"])
-    assert [(k.name, k.launches) for k in planned] == [("softmax", "triton")]
-    # a plan file written before the field: the profiler, as every record was made
-    assert (
-        Plan.model_validate_json(plan().model_dump_json(exclude={"kernels": {0: {"launches"}}}))
-        .kernels[0]
-        .launches
-        == "profiler"
-    )

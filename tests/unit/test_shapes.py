@@ -9,7 +9,14 @@ import pytest
 from bot.contracts.plan import PlannedKernel, PlannedShape
 from bot.errors import LimitError
 from checks.sweep.protocol import ProtocolConfig
-from checks.sweep.shapes import added_shapes, fit_budget, is_prime, plan_cases, prime_below
+from checks.sweep.shapes import (
+    added_shapes,
+    fit_budget,
+    is_prime,
+    launch_recorder,
+    plan_cases,
+    prime_below,
+)
 
 
 def _kernel(shapes, dtypes=("float32",), name="softmax") -> PlannedKernel:
@@ -113,3 +120,26 @@ def test_operand_dimensions_bound_the_largest_tensor_not_the_problem_size():
     )
     with pytest.raises(LimitError, match="16,777,216 elements"):
         plan_cases([matmul], max_shapes=8, max_elements_per_tensor=2**24 - 1)
+
+
+def test_a_kernel_whose_files_are_all_python_is_recorded_by_tritons_launches_alone() -> None:
+    files = ["ops/softmax.py", "ops/csrc/softmax.cu", "ops/matmul.py", "cdk/a.py", "cdk/b/c.py"]
+    assert launch_recorder(["ops/matmul.py"], files) == "triton"
+    assert launch_recorder(["cdk/**"], files) == "triton"  # a pattern: the files it covers
+    # any CUDA/C++ file among them, or none covered at all: the profiler (it sees those kernels)
+    assert launch_recorder(["ops/softmax.py", "ops/csrc/*.cu"], files) == "profiler"
+    assert launch_recorder(["ops"], files) == "profiler"  # a folder holding a .cu
+    assert launch_recorder(["gone/*.py"], files) == "profiler"
+    # each case carries its kernel's recorder, from both sides' files; none given: the profiler
+    k = _kernel([((64, 64), 1.0)])  # paths toyops/*
+    python_only = plan_cases(
+        [k], max_shapes=4, max_elements_per_tensor=2**20, files=["toyops/a.py"]
+    )
+    assert {c.launches for c in python_only.cases} == {"triton"}
+    with_cuda = plan_cases(
+        [k], max_shapes=4, max_elements_per_tensor=2**20, files=["toyops/a.py", "toyops/a.cu"]
+    )
+    assert {c.launches for c in with_cuda.cases} == {"profiler"}
+    assert {
+        c.launches for c in plan_cases([k], max_shapes=4, max_elements_per_tensor=2**20).cases
+    } == {"profiler"}
