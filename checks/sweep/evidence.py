@@ -191,9 +191,11 @@ def _tolerance_note(result: SweepResult) -> str:
 
 
 # kernels of torch and of the vendors' libraries, by their qualified name: not the repository's
-# own, whatever its bench entry calls them through
+# own, whatever its bench entry calls them through. torch builds CUB (and hipCUB) inside its own
+# namespace, at_cuda_detail: torch.sort's radix sort and torch.cumsum's scan run as
+# at_cuda_detail::cub::... kernels (torchmd-net's neighbor lists on the H100, 2026-12-05)
 LIBRARY_KERNEL = re.compile(
-    r"^(at|c10|cub|thrust|cutlass|cudnn|ck|rocprim|hipcub|flashinfer)::"
+    r"^(at|at_cuda_detail|c10|cub|thrust|cutlass|cudnn|ck|rocprim|hipcub|flashinfer)::"
     r"|^(sm\d+_xmma|ampere_|volta_|turing_|cublas|cudnn|nvjet|gemv|splitKreduce|Cijk_|rocblas)"
 )
 

@@ -125,6 +125,23 @@ def test_a_sweeps_cases_are_joined_per_bench_entry_and_side() -> None:
     assert to_evidence(result).launches == (base, head)  # what the results file carries
 
 
+def test_torchs_own_cub_kernels_are_library_kernels_not_the_repositorys() -> None:
+    # torch.sort and torch.cumsum as the profiler named them beside torchmd-net's neighbor
+    # lists (H100, 2026-12-05): torch builds CUB inside its own namespace
+    sort = ("at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortOnesweepKernel", False)
+    scan = ("at_cuda_detail::cub::detail::scan::DeviceScanKernel", False)
+    own = ("assignCellIndex", False)
+    result = _sweep_result(
+        "cuda-events", _case("cell", (4096, 1), _launches(own, sort), _launches(sort, scan))
+    )
+    base, head = launch_records(result)
+    assert [(k.name, k.origin) for k in base.kernels] == [
+        ("assignCellIndex", "native"),
+        (sort[0], "library"),
+    ]
+    assert {k.origin for k in head.kernels} == {"library"}
+
+
 def test_a_later_pass_keeps_what_the_first_pass_recorded() -> None:
     first = _case("softmax", (4, 781), _launches(("softmax_row_kernel", False)), _launches())
     failed = _case("softmax", (4, 781), None, None).model_copy(
