@@ -225,8 +225,14 @@ def toolchain_lines(
             "measured here is the toolchain's"
         ]
     if differs is None:
-        unknown = [c for c in changes if c.kind == "toolchain" and _differs(c, ev) is None]
-        said = and_list([c.kernel for c in unknown])
+        # a package pinned in several places (pyproject.toml's dependencies and an extra, a
+        # requirements file) is one pin to the reader
+        unknown = list(
+            dict.fromkeys(
+                c.kernel for c in changes if c.kind == "toolchain" and _differs(c, ev) is None
+            )
+        )
+        said = and_list(unknown)
         # the kernels it may affect are named where the review says what the change does, the
         # versions in the table of what changed, above this
         return [

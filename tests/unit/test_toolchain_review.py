@@ -179,6 +179,13 @@ def test_pins_added_at_the_versions_both_sides_ran_blame_nothing_on_the_toolchai
         assert "changes the toolchain pins (triton)" in why and "moves" not in why
         # the kernels it may affect are named once, where the review says what changed
         assert "which may affect every policy kernel (matmul, softmax and vector_add)" in why
+    # a package pinned in two places (dependencies and an extra) is named once: torchmd-net's
+    # Triton rewrite pins torch in three places and triton in one (H100, 2026-12-05)
+    loose = BUMP.model_copy(update={"old_version": None, "new_version": ">=3.6"})
+    twice = (loose, loose.model_copy(update={"new_paths": ("requirements.txt",)}))
+    assert toolchain_lines(twice, unknown, [], KERNELS)[0].startswith(
+        "the versions each side ran were not recorded, and the triton pin does not fix one "
+    )
     # two exact pins that differ are a toolchain difference even where nothing was recorded
     assert "12 of 20 configs now spill" in toolchain_lines((BUMP,), unknown, [])[0]
 
