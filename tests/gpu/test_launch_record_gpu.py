@@ -9,7 +9,6 @@ launches alone starts no profiler."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -84,12 +83,15 @@ def fails_later(shape, dtype, *, device="cuda", seed=0):
 '''
 
 
-@pytest.fixture
-def client(tmp_path: Path):
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory):
+    # one worker for the module: its first check builds the extension (about 40 s on the H200,
+    # which a worker a test had paid per test)
     if shutil.which("nvcc") is None:
         pytest.skip("needs nvcc to build the CUDA extension")
     timeouts = Timeouts(start_s=120, prepare_s=600, check_s=600)  # the build
-    with repo_worker(tmp_path, {"ops.py": OPS}, device="cuda", timeouts=timeouts) as worker:
+    folder = tmp_path_factory.mktemp("launch-record-gpu")
+    with repo_worker(folder, {"ops.py": OPS}, device="cuda", timeouts=timeouts) as worker:
         yield worker
 
 

@@ -33,7 +33,9 @@ def test_the_three_calls_fit_the_device_time_and_each_call_its_limit() -> None:
                        done.stdout, re.M)  # fmt: skip
     assert len(calls) == 3
     for _, budgets, limit in calls:
-        assert int(budgets) <= int(limit) <= 600 - 30  # a device call runs 10 minutes at most
+        # a stage starts with its budget and 15 s left, after the wheels' install (up to 20 s):
+        # the 2026-12-05 H100 call had 339 s left for a 330 s stage and did not start it
+        assert int(budgets) + 35 <= int(limit) <= 600 - 30  # a device call runs 10 minutes at most
     # 25 device-minutes for the three, the machine's start (about 2 minutes) included
     assert sum(int(limit) for *_, limit in calls) + 120 <= 25 * 60
     stages = " ".join(names for names, *_ in calls).split()
