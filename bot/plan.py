@@ -166,13 +166,13 @@ def compiled_only_bases(repo: Path, base_sha: str, kernels: list[PlannedKernel])
     base side cannot run, and every case of it will say so."""
     from bot import gitutil
     from bot.analysis.scan import scan_source
-    from bot.policy.model import glob_match
+    from bot.policy.model import covered
 
     files = gitutil.list_files(repo, base_sha)
     cxx_only: list[str] = []
     for k in kernels:
         languages = set()
-        for path in (f for f in files if any(glob_match(p, f) for p in k.paths)):
+        for path in (f for f in files if covered(k.paths, f)):
             text = gitutil.show_file(repo, base_sha, path)
             scan = scan_source(path, text or "")
             languages |= {x.language for x in getattr(scan, "kernels", ()) if x.language}

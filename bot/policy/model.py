@@ -189,6 +189,11 @@ def glob_match(pattern: str, path: str) -> bool:
     return any(regex.fullmatch("/".join(parts[:n])) for n in range(1, len(parts)))
 
 
+def covered(patterns: Iterable[str], path: str) -> bool:
+    """Whether any of ``patterns`` (a kernel's ``paths``) covers ``path`` (``glob_match``)."""
+    return any(glob_match(p, path) for p in patterns)
+
+
 def _relative_path_problem(path: str) -> str | None:
     """Why ``path`` is not a path inside the repository, or None when it is one."""
     parts = path.replace("\\", "/").split("/")
@@ -562,7 +567,7 @@ class KernelPolicy(_Model):
         return max(policy.rewrite_price, self.effective_tolerance(policy))
 
     def covers(self, path: str) -> bool:
-        return any(glob_match(glob, path) for glob in self.paths)
+        return covered(self.paths, path)
 
 
 class AcceptedEntry(_Model):

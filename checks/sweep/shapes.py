@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 from bot.contracts.base import Frozen
 from bot.errors import LimitError
 from bot.plan import largest_tensor
-from bot.policy.model import glob_match
+from bot.policy.model import covered
 from checks.sweep.protocol import ProtocolConfig
 
 Category = Literal["served", "small", "ragged"]
@@ -132,8 +132,10 @@ def launch_recorder(patterns: Sequence[str], files: Iterable[str]) -> LaunchReco
     hook costs nothing; the profiler, the one record of a CUDA or C++ kernel, took 3 s to start
     in each process on the H200, which two processes starting it made about 6 s of every sweep
     (``bench/results/h200/cli_decision/f792e9a``)."""
-    covered = [f for f in files if any(glob_match(p, f) for p in patterns)]
-    return "triton" if covered and all(f.endswith(".py") for f in covered) else "profiler"
+    files_covered = [f for f in files if covered(patterns, f)]
+    return (
+        "triton" if files_covered and all(f.endswith(".py") for f in files_covered) else "profiler"
+    )
 
 
 def plan_cases(
