@@ -49,6 +49,7 @@ SHAPE_VERDICT: dict[str, ShapeVerdict] = {
     "oom": "OOM",
     "out_of_resources": "OOM",
     "skipped": "SKIPPED",
+    "stopped": "STOPPED",
 }
 
 
