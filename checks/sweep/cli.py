@@ -11,7 +11,9 @@ table to stdout, with progress on stderr (a bar in a terminal, a line per case i
 A stop from outside (Ctrl-C; SIGINT or SIGTERM, as a CI job cancelled or at its time limit
 sends) ends the sweep within a second or two, its workers killed, and writes the results of the
 cases it finished, the others with the status "stopped"; a second signal ends it at once. While
-it runs, each case is journaled to RESULTS.partial.jsonl beside the results file.
+it runs, each case is journaled to RESULTS.partial.jsonl beside the results file: where a run was
+killed without a chance to write (SIGKILL), `kernel-review review --results RESULTS` reads the
+journal instead.
 
 exit codes (for a CI gate):
   0  every case measured, none slower than its tolerance

@@ -3,8 +3,9 @@ minutes (here: an entry point that sleeps) exits within 2 s of SIGINT, and the h
 session of its own, is killed with it. ``bench`` stopped (SIGINT, or the SIGTERM of a cancelled
 job) while its workers are inside a call of the bench entry does the same, and keeps what it
 measured: it writes the results of the cases it finished, the others with the status
-``stopped``, exits 7, and removes its worktrees; its journal, as a run killed without a chance to
-write (SIGKILL) leaves it, reads as those results."""
+``stopped``, exits 7, and removes its worktrees; the review of those results shows the cases it
+did not get to as not run, and the journal a run killed without a chance to write (SIGKILL)
+leaves is reviewed in their place."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from bot import gitutil
+from bot.cli import main
 from bot.errors import EXIT_STOPPED
 from bot.outputs import journal_path
 from checks.sweep.models import SweepResult, load_results
@@ -260,3 +262,55 @@ def test_a_stopped_sweep_writes_what_it_finished(stopped_sweep: StoppedSweep) ->
     assert any("after measuring 1 of 2 cases" in note for note in s.results.notes)
     assert not journal_path(s.repo.parent / "results.json").exists()
     assert gitutil.git(s.repo, "worktree", "list").count("\n") == 1
+
+
+def _review(
+    s: StoppedSweep, results: Path, tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    """``review --results`` of the stopped sweep's range, in this process: its exit code, the
+    job summary's markdown and stderr."""
+    md = tmp / "review.md"
+    base, head = gitutil.rev_parse(s.repo, "HEAD~1"), gitutil.rev_parse(s.repo, "HEAD")
+    code = main(
+        ["review", "--repo", str(s.repo), "--base", base, "--head", head, "--no-compile",
+         "--results", str(results), "--out", str(md), "--full"]
+    )  # fmt: skip
+    return code, md.read_text() if md.exists() else "", capsys.readouterr().err
+
+
+def _row(comment: str, kernel: str) -> str:
+    """The kernel's row of the per-shape table (one shape each here)."""
+    shape = {"scale": 4096, "slow": 1000}[kernel]
+    return next(x for x in comment.splitlines() if x.startswith(f"| {kernel} | {shape} |"))
+
+
+def test_the_review_of_a_stopped_sweep_shows_its_rest_not_run(
+    stopped_sweep: StoppedSweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = stopped_sweep
+    out = s.repo.parent / "results.json"
+    code, comment, err = _review(s, out, tmp_path, capsys)
+    assert code == 0, err
+    assert "STOPPED: the sweep was stopped by SIGTERM" in _row(comment, "slow")
+    assert f"{s.results.cases[0].base_median_us:.2f}" in _row(comment, "scale")
+    assert not comment.startswith("## ✅")  # not approved: CPU timing, and a case not run
+
+
+def test_the_journal_of_a_killed_sweep_is_reviewed_where_it_wrote_no_results(
+    stopped_sweep: StoppedSweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run killed where the journal was copied leaves it and no results file: ``review
+    --results`` of that file reads the journal, says so and what to do, and shows the case it
+    finished with its times and the other as not run."""
+    s = stopped_sweep
+    missing = tmp_path / "killed.json"
+    shutil.copyfile(s.journal, journal_path(missing))
+    code, comment, err = _review(s, missing, tmp_path, capsys)
+    assert code == 0, err
+    assert f"no results file {missing}, but the journal {journal_path(missing)}" in err
+    assert "Reviewing the 1 of 2 cases it measured, the other 1 as not run" in err
+    assert "run the sweep again" in err
+    assert "STOPPED: the sweep was killed before it wrote its results" in _row(comment, "slow")
+    scale = from_journal(s.journal).cases[0]
+    assert f"{scale.base_median_us:.2f}" in _row(comment, "scale")
+    assert not comment.startswith("## ✅")
