@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from bot import __version__
@@ -188,29 +189,29 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _stop_event() -> threading.Event | None:
+def _stopping() -> ModuleType | None:
     """The command's stop (``checks.procs.stopping``), where the command has loaded it: a command
     that starts no child never imports it."""
-    stopping = sys.modules.get("checks.procs.stopping")
-    return None if stopping is None else stopping.STOPPING
+    return sys.modules.get("checks.procs.stopping")
 
 
-def _stop_children() -> None:
+def _stop_children(signum: int) -> None:
     # The helper jobs and sweep workers still running are killed (``checks.procs.stopping``),
-    # so the threads waiting for them end and the command unwinds at once, not when they finish.
-    if (stop := _stop_event()) is not None:
-        stop.set()
+    # so the threads waiting for them end and the command unwinds at once, not when they finish;
+    # the signal is kept for what the command says of its stop (a sweep's results).
+    if (stopping := _stopping()) is not None:
+        stopping.stop(signum)
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     # A cancelled Actions job gets SIGTERM: unwind normally so that every worker process group
     # is killed and every temporary worktree removed by the code that started them.
-    _stop_children()
+    _stop_children(signum)
     raise SystemExit(128 + signum)
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    _stop_children()
+    _stop_children(signum)
     raise KeyboardInterrupt
 
 
@@ -220,8 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     (not when this one returns: the threads still waiting on its children end by that stop), so
     a caller in the same process (a test, a script running several commands) is not stopped by
     an earlier command's Ctrl-C."""
-    if (stop := _stop_event()) is not None:
-        stop.clear()
+    if (stopping := _stopping()) is not None:
+        stopping.clear()
     if threading.current_thread() is not threading.main_thread():
         return _command(argv)
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)

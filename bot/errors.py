@@ -91,3 +91,6 @@ EXIT_OK = 0  # everything was measured and nothing is worse
 EXIT_WORSE = 4  # slower than the tolerance (bench), over the first-call budget (first-call)
 EXIT_NOTHING_MEASURED = 5  # not one case could be measured: the first error of each kind is shown
 EXIT_SOME_FAILED = 6  # measured, nothing worse, but some cases failed (crashed, wrong, errors)
+# stopped from outside (SIGINT, SIGTERM) before its end: what it finished is written, the rest
+# marked not measured (bench)
+EXIT_STOPPED = 7

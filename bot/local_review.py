@@ -37,7 +37,7 @@ from bot.contracts.plan import Plan
 from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError, UsageError
 from bot.forge.sticky import fit_body
-from bot.outputs import prepare, write_text
+from bot.outputs import JOURNAL_SUFFIX, journal_path, plural, prepare, write_text
 from bot.review.local import RepoCompilerReport, ReviewInputs, static_review
 from bot.review.terminal import terminal_text
 
@@ -132,7 +132,10 @@ def add_output_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -
 
 def results_form(path: Path) -> Literal["results", "bench"]:
     """Which of the two files ``path`` is: a measure job's results file or what ``kernel-review
-    bench --out`` wrote; anything else is a ResultsError saying what is expected."""
+    bench --out`` wrote (its journal too, ``results.partial.jsonl``, which its reader checks);
+    anything else is a ResultsError saying what is expected."""
+    if path.name.endswith(JOURNAL_SUFFIX):
+        return "bench"
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ResultsError(
@@ -175,6 +178,10 @@ def measured_evidence(
         return None
     from bot.jobs.report import merge_evidence, read_results
 
+    given = {p: p for p in paths}  # the file read -> the one named
+    if read_bench is not None:  # a bench run that never wrote its file: its journal, if any
+        given = {_journal_instead(p): p for p in paths}
+        paths = list(given)
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise ResultsError(
@@ -193,7 +200,10 @@ def measured_evidence(
                 hint="review it with `kernel-review review --repo . --base REV --results FILE`",
             )
         else:
-            benches.append(_bench_for(path, read_bench(path, cpu_vendor), head_sha, base_sha))
+            got = _bench_for(path, read_bench(path, cpu_vendor), head_sha, base_sha)
+            if path.name.endswith(JOURNAL_SUFFIX):
+                _say_journal(path, given[path], got)
+            benches.append(got)
     kept, dropped = read_results(runner_files, head_sha=head_sha) if runner_files else ([], [])
     if dropped:
         raise ResultsError(
@@ -201,6 +211,32 @@ def measured_evidence(
             hint=f"the review needs results measured for the head {head_sha[:12]}: {how}",
         )
     return merge_evidence([*kept, *benches], vendors=())
+
+
+def _journal_instead(path: Path) -> Path:
+    """``path``, or the journal ``kernel-review bench`` left beside it where that run never
+    wrote it (killed without a chance to: SIGKILL, a machine that went away)."""
+    journal = journal_path(path)
+    return journal if not path.is_file() and journal.is_file() else path
+
+
+def _say_journal(journal: Path, named: Path, got: ResultsFile) -> None:
+    """What reading a journal means for the review, and what to do for a complete one."""
+    shapes = [x for s in got.evidence.sweeps for x in s.shapes]
+    left = sum(1 for x in shapes if x.verdict == "STOPPED")
+    what = (
+        f"no results file {named}, but the journal {journal} of the `kernel-review bench` run "
+        "that was to write it"
+        if named != journal
+        else f"{journal} is the journal of a `kernel-review bench` run"
+    )
+    print(
+        f"kernel-review: {what}: that run ended before it wrote its results (killed: SIGKILL, a "
+        "second stop, or its machine went away; one still running writes them at its end). "
+        f"Reviewing the {len(shapes) - left} of {plural(len(shapes), 'case')} it measured, the "
+        f"other {left} as not run; for a complete review, run the sweep again",
+        file=sys.stderr,
+    )
 
 
 def _bench_for(path: Path, got: ResultsFile, head_sha: str, base_sha: str | None) -> ResultsFile:
@@ -282,7 +318,8 @@ def run_local(
     run_sweep: SweepRunner | None = None,
 ) -> int:
     """The review of the range; with ``--measure``, after ``run_sweep`` measured it here, exiting
-    as ``kernel-review bench`` does (0 none slower, 4 slower, 5 nothing measured, 6 some failed)."""
+    as ``kernel-review bench`` does (0 none slower, 4 slower, 5 nothing measured, 6 some failed, 7
+    stopped)."""
     check_out(args)
     if args.base is None:
         raise UsageError(

@@ -56,6 +56,16 @@ def write_text(path: str | Path, text: str, *, option: str) -> Path:
     return where
 
 
+JOURNAL_SUFFIX = ".partial.jsonl"
+
+
+def journal_path(results: Path) -> Path:
+    """The journal ``kernel-review bench`` keeps beside the results file it is to write
+    (``results.partial.jsonl`` for ``results.json``): each case as it is measured, so a run
+    killed before its end still leaves what it finished (``checks.sweep.journal``)."""
+    return results.with_name(results.stem + JOURNAL_SUFFIX)
+
+
 def cache_root() -> Path:
     """Where kernel-review keeps what it makes outside the user's repository (compile caches,
     build outputs, bench results not asked for elsewhere): ``$KERNEL_REVIEW_CACHE``, else

@@ -65,6 +65,9 @@ ShapeVerdict = Literal[
     "OOM",
     "ERROR",
     "SKIPPED",  # not run: the CPU interpreter cannot run it, the budget was spent (detail: why)
+    # not run: the sweep was stopped from outside (a job's time limit) before it; no failure of
+    # the change's, as a failure is, but missing evidence (detail: why)
+    "STOPPED",
 ]
 # no time to compare (a skipped shape is no evidence either)
 FAILED_VERDICTS = frozenset({"WRONG", "CRASHED", "TIMEOUT", "OOM", "ERROR", "SKIPPED"})
@@ -157,7 +160,7 @@ class ShapeLine(Frozen):
     # the detail's parts, each with what it is about: what the review reads of them
     clauses: tuple[Clause, ...] = Field(default=(), max_length=64)
     # why the sweep stopped measuring a shape it did not decide, in its own terms
-    # ("max_rounds", "max_executions", "time_budget", "throttled", "decided"): the "stop"
+    # ("max_rounds", "max_executions", "time_budget", "throttled", "stopped", "decided"): the "stop"
     # clause says it; "" for a shape it decided or where the results do not say
     stop_reason: Label = ""
     rounds: Count = 0  # ... and the rounds it timed until then
@@ -277,6 +280,11 @@ class SweepEvidence(Frozen):
     @property
     def slower(self) -> tuple[ShapeLine, ...]:
         return tuple(s for s in self.shapes if s.verdict == "SLOWER")
+
+    @property
+    def stopped(self) -> tuple[ShapeLine, ...]:
+        """The shapes not measured because the sweep was stopped before them: not run."""
+        return tuple(s for s in self.shapes if s.verdict == "STOPPED")
 
     @property
     def inconclusive(self) -> tuple[ShapeLine, ...]:

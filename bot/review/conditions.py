@@ -136,7 +136,9 @@ def sweep(f: Facts) -> Finding:
     """A shape sweep on a GPU: every shape within tolerance, none failed; a priced rewrite's
     shapes within its rewrite price instead (``bot.review.trade``); a slowdown at a shape the
     policy does not serve open but not blocking, unless it collapsed (``bot.review.served``);
-    a shape only the base failed at, the head running there, fixed and no condition at all.
+    a shape only the base failed at, the head running there, fixed and no condition at all;
+    shapes the sweep was stopped before (a job's time limit) not run, so the sweep is not run
+    (never met) unless what it measured already blocks or leaves it open.
     The rows say each vendor's
     sweep in a line, each failure, one line per kernel with slower shapes (the shapes themselves
     are in the per-shape table), and each shape an acceptance or a rewrite price judged."""
@@ -163,6 +165,7 @@ def sweep(f: Facts) -> Finding:
 
     failures = [x for s in gpu_sweeps for x in s.failures]
     fixed = [x for s in gpu_sweeps for x in s.fixed]  # the base failed, the head runs
+    stopped = [x for s in gpu_sweeps for x in s.stopped]  # not run: the sweep was stopped
     total = sum(len(s.shapes) for s in gpu_sweeps) - len(fixed)
     for s in gpu_sweeps:
         lines.append(_sweep_line(s))
@@ -245,8 +248,14 @@ def sweep(f: Facts) -> Finding:
         if n_accepted:
             what.append(f"{n_accepted} accepted")
         what += [_fixed_words(fixed)] if fixed else []
+        what += [_not_run_words(stopped, total)] if stopped else []
         return Finding("open", "; ".join(what), rows, blocking=True, per_shape=said)
+    measured = total - len(stopped)  # the shapes the sweep got to
+    # "within tolerance at all 4 shapes", "... at all 4 shapes it measured" (a stopped sweep)
+    shapes = f"{'shape' if measured == 1 else 'shapes'} it measured" if stopped else "shapes"
+    outcome: State = "met"
     if inconclusive or undecided or aside:
+        outcome = "open"
         what = [unserved_words(aside, len(gpu_sweeps))] if aside else []
         if inconclusive:
             what.append(
@@ -254,17 +263,26 @@ def sweep(f: Facts) -> Finding:
             )
         if undecided:
             what.append(_undecided_words(undecided, f.req) + "; rerun with `/bench full`")
-        what += [_fixed_words(fixed)] if fixed else []
-        return Finding("open", "; ".join(what), rows, per_shape=said)
-    if n_accepted or within:
-        what = [f"within tolerance at {total - n_accepted - len(within)} of {total} shapes"]
+    elif n_accepted or within:
+        what = [f"within tolerance at {measured - n_accepted - len(within)} of {measured} {shapes}"]
         what += [_within_words(within, f.req)] if within else []
         what += [plural(n_accepted, "accepted slower shape")] if n_accepted else []
-        what += [_fixed_words(fixed)] if fixed else []
-        return Finding("met", "; ".join(what), rows, per_shape=said)
-    what = [f"within tolerance at all {total} shapes"] if total else []
+    else:
+        every = "the" if stopped and measured == 1 else "all"
+        what = [f"within tolerance at {every} {measured} {shapes}"] if measured else []
     what += [_fixed_words(fixed)] if fixed else []
-    return Finding("met", "; ".join(what), rows, per_shape=said)
+    if stopped:  # the evidence is not complete: the rest of the sweep is still to run
+        outcome, what = "not_run", [_not_run_words(stopped, total), *what]
+    return Finding(outcome, "; ".join(what), rows, per_shape=said)
+
+
+def _not_run_words(stopped: Sequence[ShapeLine], total: int) -> str:
+    """The shapes a stopped sweep did not get to, counted, with why (the sweep's words for its
+    stop, said once where they are the same): "not run at 14 of 18 shapes: the sweep was
+    stopped by SIGTERM (...); run it again for them"."""
+    whys = list(dict.fromkeys(x.failure_reason for x in stopped if x.failure_reason))
+    why = f": {whys[0]}" if len(whys) == 1 else ""
+    return f"not run at {len(stopped)} of {total} shapes{why}; run the sweep again for them"
 
 
 def _fixed_words(fixed: Sequence[ShapeLine]) -> str:

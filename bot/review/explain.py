@@ -384,6 +384,7 @@ _STOPS = {  # why the sweep stopped, in the review's words; any other reason as 
     "max_executions": "it ran all its executions (fresh processes, {n} rounds) without them agreeing",
     "time_budget": "its time budget ran out after {n} rounds, before the interval was narrow enough",
     "throttled": "it stopped after {n} rounds: the GPU was throttling",
+    "stopped": "the sweep was stopped after {n} rounds, before its executions were done",
 }
 
 

@@ -590,6 +590,7 @@ def _smem(rows: Sequence[SmemTraffic]) -> list[str]:
 
 
 HELD = chart.HELD  # verdicts of a shape that held; the rest are what a reviewer reads
+NOT_RUN = ("SKIPPED", "STOPPED")  # verdicts of a shape not run, each saying why
 
 
 TABLE_LISTED = 6  # shapes that did not hold a comment lists in a table; more: the job summary
@@ -631,19 +632,19 @@ def _sweep_table(s: SweepEvidence, *, full: bool = True) -> list[str]:
 
 
 def _verdict_cell(x: ShapeLine) -> str:
-    """The verdict; a skipped shape's with why it was not run (the CPU interpreter cannot run
-    it: what it lacks): its detail, the failure's clause without its kind, which the verdict
-    says."""
+    """The verdict; a skipped or stopped shape's with why it was not run (the CPU interpreter
+    cannot run it: what it lacks; the sweep was stopped before it): its detail, the failure's
+    clause without its kind, which the verdict says."""
     if x.fixed:
         return f"{x.verdict} at base; head runs"
-    if x.verdict != "SKIPPED" or not x.detail:
+    if x.verdict not in NOT_RUN or not x.detail:
         return x.verdict
     kind = f"{x.failure_kind}: "
     why = "; ".join(
         c.text.removeprefix(kind) if c.kind == "failure" and x.failure_kind else c.text
         for c in x.clauses
     )
-    return f"SKIPPED: {esc(why)}"
+    return f"{x.verdict}: {esc(why)}"
 
 
 def _picks(s: SweepEvidence) -> list[str]:
@@ -715,16 +716,18 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
         table = _sweep_table(s, full=full)
         held = sum(1 for x in s.shapes if x.verdict in HELD)
         skipped = sum(1 for x in s.shapes if x.verdict == "SKIPPED")  # not run: not missed
+        stopped = len(s.stopped)  # the sweep was stopped before them: not missed either
         fixed = len(s.fixed)  # the base failed, the head runs: not missed either
-        missed = len(s.shapes) - held - skipped - fixed
+        missed = len(s.shapes) - held - skipped - stopped - fixed
         if full or len(table) == 1:  # the table whole, or the line saying every shape held
             out += [*table, ""]
         elif (
-            missed + skipped + fixed > TABLE_LISTED
+            missed + skipped + stopped + fixed > TABLE_LISTED
         ):  # long: the charts draw it, the summary has it
             counts = [f"{plural(missed, 'shape')} did not hold"] if missed else []
             counts += [f"{held} held"] if held else []
             counts += [f"{skipped} skipped (not run)"] if skipped else []
+            counts += [f"{stopped} not run (the sweep was stopped)"] if stopped else []
             counts += [f"{fixed} fixed (the base fails, the head runs)"] if fixed else []
             out += [
                 f"{s.vendor}: {', '.join(counts)}; the job summary has every shape's times and "
@@ -734,6 +737,7 @@ def _per_shape(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
         else:
             listed = [f"the {plural(missed, 'shape')} that did not hold"] if missed else []
             listed += [f"the {'one' if skipped == 1 else skipped} skipped"] if skipped else []
+            listed += [f"the {stopped} not run (stopped)"] if stopped else []
             listed += [f"the {'one' if fixed == 1 else fixed} fixed"] if fixed else []
             out += [
                 "<details>",
@@ -857,8 +861,14 @@ def _worst(v: Verdict, evidence: Evidence, *, full: bool) -> list[str]:
     said to be one nobody serves. The rest are counted, and said to be under the per-shape
     results where those show each of them, else in the job summary."""
     gpu = [s for s in evidence.sweeps if s.timing_kind == "gpu"]
-    # a shape the base failed at and the head runs is fixed, not among the worst
-    cases = [(s.vendor, x) for s in gpu for x in s.shapes if x.verdict not in HELD and not x.fixed]
+    # a shape the base failed at and the head runs is fixed, not among the worst; one the sweep
+    # was stopped before is not run, which the sweep's condition says
+    cases = [
+        (s.vendor, x)
+        for s in gpu
+        for x in s.shapes
+        if x.verdict not in HELD and not x.fixed and x.verdict != "STOPPED"
+    ]
     if not cases:
         return []
     cases.sort(key=lambda c: _weight(c[1]))

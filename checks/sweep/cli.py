@@ -8,11 +8,19 @@ sweep's JSON goes to --out (default: a file under the kernel-review cache folder
 table to stdout, with progress on stderr (a bar in a terminal, a line per case in a log).
 --device cpu runs the whole pipeline with CPU timing, labelled as such everywhere.
 
+A stop from outside (Ctrl-C; SIGINT or SIGTERM, as a CI job cancelled or at its time limit
+sends) ends the sweep within a second or two, its workers killed, and writes the results of the
+cases it finished, the others with the status "stopped"; a second signal ends it at once. While
+it runs, each case is journaled to RESULTS.partial.jsonl beside the results file: where a run was
+killed without a chance to write (SIGKILL), `kernel-review review --results RESULTS` reads the
+journal instead.
+
 exit codes (for a CI gate):
   0  every case measured, none slower than its tolerance
   4  at least one case is slower than its tolerance
   5  nothing could be measured (every case failed; the first error of each kind is printed)
   6  no case is slower, but some failed (crashed, wrong result, error, timeout)
+  7  stopped (SIGINT, SIGTERM) before its end: the results hold the cases it finished
   2  a usage error (the message says what to fix); 1 an internal error
 """
 
@@ -32,6 +40,7 @@ from bot.errors import (
     EXIT_NOTHING_MEASURED,
     EXIT_OK,
     EXIT_SOME_FAILED,
+    EXIT_STOPPED,
     EXIT_WORSE,
     GitError,
     KernelReviewError,
@@ -39,7 +48,7 @@ from bot.errors import (
     UsageError,
 )
 from bot.escape import log_safe
-from bot.outputs import cache_root, plural, prepare
+from bot.outputs import cache_root, journal_path, plural, prepare
 from bot.progress import Progress
 from bot.words import speed, speed_range
 from checks.engine_options import Known, add_engine_option, folder, given, on_off
@@ -389,7 +398,7 @@ def _bench(
         for line in compiled_only_bases(repo, base_sha, kernels):
             print(f"note: {line}", file=sys.stderr)
     out = out or default_results_path(repo, args.device, base_sha, head_label)
-    partial = out.with_name(out.stem + ".partial.jsonl")
+    partial = journal_path(out)
     trees: list[Path] = []
     try:
         base_root = gitutil.add_worktree(repo, work / "base", base_sha)
@@ -413,12 +422,21 @@ def _bench(
                 started=started,
                 zygote=zygote,
                 warmer=warmer,
+                keep_on_stop=True,  # a stopped run writes what it finished
             )
         dump_results(result, out)
         partial.unlink(missing_ok=True)  # the whole file is written: its journal is not needed
         print(log_safe(format_table(result)))
         for line in failure_lines(result):
             print(log_safe(line), file=sys.stderr)
+        if result.stopped:
+            from checks.procs.stopping import stop_words
+
+            print(
+                f"kernel-review bench: stopped by {stop_words(result.stopped)}; the results "
+                "hold the cases it finished, the rest with the status `stopped`",
+                file=sys.stderr,
+            )
         print(f"results: {out}", file=sys.stderr)
         if engine.work_dir is not None:
             print(f"worker logs: {work / 'logs'}", file=sys.stderr)
@@ -457,6 +475,8 @@ def failure_lines(result: SweepResult) -> list[str]:
 
 def exit_code(result: SweepResult) -> int:
     """The exit code a CI gate reads (see the module's docstring)."""
+    if result.stopped:
+        return EXIT_STOPPED
     measured = [c for c in result.cases if c.status == "ok"]
     if not measured:
         return EXIT_NOTHING_MEASURED
@@ -527,7 +547,7 @@ def format_table(result: SweepResult) -> str:
             f"worst: {w.kernel} {w.dtype} {'x'.join(map(str, w.shape))} {speed(w.ratio)} ({_interval(w.ci_low, w.ci_high)})"
         )
     for c in result.cases:  # why a case has no verdict, where the table cannot say it
-        if c.status != "ok" and c.message:
+        if c.status not in ("ok", "stopped") and c.message:  # a stop is the notes' to say
             shape = "x".join(map(str, c.shape))
             lines.append(f"{c.status}: {c.kernel} {c.dtype} {shape}: {c.message[:300]}")
     lines.append(cost_line(result))

@@ -30,11 +30,12 @@ from bot.contracts.evidence import (
 from bot.contracts.plan import Plan, PlanLimits
 from bot.contracts.results import ResultsFile
 from bot.errors import ResultsError
-from bot.outputs import plural
+from bot.outputs import JOURNAL_SUFFIX, plural
 from checks.checkout import checkout_for
 from checks.sweep.models import CaseLaunches, ShapeResult, SweepResult, load_results
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import plan_cases
+from checks.sweep.summary import from_journal
 from checks.worker.contract import Side
 from checks.worker_env import run_sealed
 
@@ -49,6 +50,7 @@ SHAPE_VERDICT: dict[str, ShapeVerdict] = {
     "oom": "OOM",
     "out_of_resources": "OOM",
     "skipped": "SKIPPED",
+    "stopped": "STOPPED",
 }
 
 
@@ -273,8 +275,9 @@ def bench_results_file(path: Path, cpu_vendor: str) -> ResultsFile:
     """The sweep ``kernel-review bench --out`` wrote at ``path``, as the results file a measure
     job would have written for the same base and head: a GPU sweep under its own vendor, a
     CPU-timed one under ``cpu_vendor`` (marked as CPU timing, which the review never takes for a
-    GPU measurement)."""
-    result = load_results(path)
+    GPU measurement). Its journal (``results.partial.jsonl``), where the run was killed before
+    it wrote the file, reads as the file would, the cases it did not finish not measured."""
+    result = from_journal(path) if path.name.endswith(JOURNAL_SUFFIX) else load_results(path)
     head = result.head_rev
     if head.endswith(WORKING_TREE):
         raise ResultsError(

@@ -1,14 +1,25 @@
-"""The results of a sweep: one JSON file per vendor and run, raw blocks included.
+"""The results of a sweep: one JSON file per vendor and run, raw blocks included, and the journal
+kept while it runs.
 
 Everything a verdict is computed from travels in the file (each case's rounds of base and head
 blocks with their telemetry, the protocol settings, the ceilings), so ``checks.sweep.summary.recompute``
 reaches the same verdicts offline and ``checks.sweep.summary.merge`` can join files from several
 runners. Frozen pydantic models; they round-trip through JSON.
+
+The journal (``Journal``): ``kernel-review bench`` keeps it beside the results file it is to
+write (``bot.outputs.journal_path``: ``results.partial.jsonl``), appending to it as the sweep
+goes, so that a run killed before it could write its results (SIGKILL, a machine that went away)
+still leaves what it measured. One JSON object a line: first ``{"run": ...}``, the run as its
+results would be were nothing measured (every case with the status ``stopped``); then
+``{"env": ...}`` for each worker pair's environment once it started, and ``{"case": ...}`` each
+time a pass of a case is recorded (its passes so far joined: a case's last line is all of it).
+``checks.sweep.summary.from_journal`` makes the results of them.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +48,7 @@ Status = Literal[
     "missing_entry",  # the entry point does not exist on that side
     "error",  # any other exception from the entry point or the kernel
     "skipped",  # not run (GPU-seconds budget spent, worker could not start)
+    "stopped",  # not measured: the run was stopped from outside (a signal) before it got to it
 ]
 Timing = Literal["cuda-events", "cpu"]
 FailedSide = Literal["base", "head", "both"]
@@ -231,6 +243,9 @@ class Summary(Frozen):
     family_size: int = 0
 
 
+CaseKey = tuple[str, tuple[int, ...], str]  # ShapeResult.key
+
+
 class SweepResult(Frozen):
     schema_version: int = SCHEMA_VERSION
     vendor: Literal["nvidia", "amd", "cpu"]
@@ -265,6 +280,11 @@ class SweepResult(Frozen):
     # compile_ahead: stopping the compile-ahead helpers); the slowest GPU's
     wrapup_s: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # why the run ended before measuring every case: the signal it caught ("SIGINT",
+    # "SIGTERM"; its cases not measured have the status "stopped"), or "killed" where it could
+    # write no results and these were read from its journal (``checks.sweep.journal``); empty
+    # for a run that went to its end
+    stopped: str = ""
 
     @model_validator(mode="before")
     @classmethod
@@ -292,8 +312,12 @@ class SweepResult(Frozen):
 def dump_results(result: SweepResult, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(result.model_dump_json(indent=1), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(result.model_dump_json(indent=1), encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:  # a second stop (a signal) while writing: no half file is left
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def parse_results(text: str, *, source: str = "<string>") -> SweepResult:
@@ -325,6 +349,11 @@ def parse_results(text: str, *, source: str = "<string>") -> SweepResult:
 
 
 def load_results(path: Path) -> SweepResult:
+    return parse_results(_read(path), source=str(path))
+
+
+def _read(path: Path) -> str:
+    """A results file's or a journal's text, within the cap on their size."""
     try:
         size = path.stat().st_size
         if size > MAX_RESULTS_BYTES:
@@ -332,7 +361,87 @@ def load_results(path: Path) -> SweepResult:
                 f"{path} is {size // 2**20} MiB, over {MAX_RESULTS_BYTES // 2**20} MiB",
                 hint="results files hold raw blocks; split the sweep across runs",
             )
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ResultsError(f"cannot read {path}: {exc.strerror}", hint="check the path") from exc
-    return parse_results(text, source=str(path))
+
+
+class _Line(Frozen):
+    """One line of the journal: one of its keys set."""
+
+    run: SweepResult | None = None
+    env: EnvFingerprint | None = None
+    case: ShapeResult | None = None
+
+
+class Journal:
+    """The journal of one sweep, appended to from the runner threads."""
+
+    def __init__(self, path: Path, run: SweepResult) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_line("run", run), encoding="utf-8")
+
+    def env(self, env: EnvFingerprint) -> None:
+        self._append(_line("env", env))
+
+    def case(self, result: ShapeResult) -> None:
+        self._append(_line("case", result))
+
+    def _append(self, line: str) -> None:
+        with self._lock, open(self.path, "a", encoding="utf-8") as f:
+            f.write(line)
+
+
+def _line(key: str, model: Frozen) -> str:
+    """One line of the journal: ``{key: model}`` (``_Line``), every field of the model kept."""
+    return f'{{"{key}": {model.model_dump_json()}}}\n'
+
+
+def journal_lines(
+    path: Path,
+) -> tuple[SweepResult, list[EnvFingerprint], dict[CaseKey, ShapeResult]]:
+    """The run of the journal at ``path``, its environments and each case's last line; a last
+    line cut short (the kill came while it was written) is left out, anything else that is not a
+    journal's line is a ResultsError."""
+    text = _read(path)
+    rows = text.split("\n")
+    cut = rows[-1] != ""  # the last line has no end: the kill came while it was written
+    run: SweepResult | None = None
+    envs: list[EnvFingerprint] = []
+    got: dict[CaseKey, ShapeResult] = {}
+    for number, row in enumerate(rows, 1):
+        if not row.strip():
+            continue
+        try:
+            line = _Line.model_validate_json(row)
+        except ValidationError as exc:
+            if cut and number == len(rows):
+                break
+            why = f"line {number} is not a journal line: {_first(exc)}"
+            raise _not_a_journal(path, why) from None
+        if number == 1:
+            if line.run is None:
+                raise _not_a_journal(path, "its first line is not the run")
+            run = line.run
+        elif line.env is not None:
+            envs.append(line.env)
+        elif line.case is not None:
+            got[line.case.key] = line.case
+    if run is None:
+        raise _not_a_journal(path, "it is empty")
+    return run, envs, got
+
+
+def _first(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return f"{first.get('msg')}" + (f" at {where}" if where else "")
+
+
+def _not_a_journal(path: Path, why: str) -> ResultsError:
+    return ResultsError(
+        f"{path} is not the journal of a `kernel-review bench` run: {why}",
+        hint="pass the .partial.jsonl file `kernel-review bench` left beside its --out file",
+    )

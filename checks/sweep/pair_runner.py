@@ -65,6 +65,7 @@ STATUS_OF_KIND: dict[str, Status] = {
     "missing_entry": "missing_entry",
     "wrong_result": "wrong_result",
     "interpreter": "skipped",  # cannot run under the CPU interpreter: the message says why
+    "stopped": "stopped",  # the command was stopped (a signal) while the case ran
 }
 
 

@@ -40,7 +40,7 @@ from checks.sweep.executions import (
 from checks.sweep.stats import Decision, band_log, look_schedule, median, stdev, t_ppf
 
 StopReason = Literal[
-    "decided", "max_rounds", "max_executions", "time_budget", "throttled", "failed"
+    "decided", "max_rounds", "max_executions", "time_budget", "throttled", "failed", "stopped"
 ]
 # inside a pass the rounds stop once the 95% interval's half-width is this share of the band
 PASS_PRECISION = 0.5

@@ -1,8 +1,11 @@
 """A shape sweep: every case measured base against head, one worker pair per GPU, cases split
-between GPUs (base and head of a case always on the same GPU), results appended as they come.
+between GPUs (base and head of a case always on the same GPU), results appended to the sweep's
+journal as they come (``checks.sweep.models.Journal``).
 
 ``run_sweep`` is the entry point; it returns a ``SweepResult`` (see ``checks.sweep.models``)
-whose verdicts ``checks.sweep.summary.recompute`` reproduces from the raw blocks.
+whose verdicts ``checks.sweep.summary.recompute`` reproduces from the raw blocks. Stopped from
+outside (``bot.cli``'s SIGINT and SIGTERM), it returns what its passes finished, the other cases
+with the status ``stopped`` (``SweepResult.stopped`` names the signal).
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.outputs import plural
 from checks.checkout import Checkout, prepare
+from checks.procs.stopping import POLL_S, STOPPING, stop_words, stopped_by
 from checks.sweep.gpus import gpu_target_name, visible_gpus
 from checks.sweep.models import (
     Ceilings,
     EnvFingerprint,
+    Journal,
     ShapeResult,
+    Status,
     SweepResult,
 )
 from checks.sweep.pair_runner import WARMUP_MIN_S, PairRunner, RunnerOptions
@@ -38,10 +44,12 @@ from checks.sweep.summary import (
     closing_reason,
     combine,
     decide_case,
+    ended,
     finalize,
     merge,
     needs_another,
     recompute,
+    stop_note,
 )
 from checks.sweep.warmer import Warmer, start_warmer
 from checks.sweep.workers import (
@@ -118,19 +126,20 @@ def _now() -> str:
 
 class _Recorder:
     """Collects results from the runner threads, one case's passes joined into one result
-    (``checks.sweep.summary.combine``); appends each to a JSON-lines file at once."""
+    (``checks.sweep.summary.combine``); appends each to the sweep's journal at once, and each
+    worker pair's environment once it started."""
 
     def __init__(
         self,
         total: int,
-        partial_path: Path | None,
+        journal: Journal | None,
         progress: Progress | None,
         *,
         started: float | None = None,
     ) -> None:
         self.total = total
         self.results: dict[tuple, ShapeResult] = {}
-        self.partial_path = partial_path
+        self.journal = journal
         self.progress = progress
         self.lock = threading.Lock()
         self.gpu_seconds = 0.0
@@ -138,9 +147,6 @@ class _Recorder:
         self.first_verdict_s: float | None = None
         self.execution = 0
         self.done = 0  # cases this pass recorded
-        if partial_path is not None:
-            partial_path.parent.mkdir(parents=True, exist_ok=True)
-            partial_path.write_text("", encoding="utf-8")
 
     def next_pass(self, execution: int, total: int) -> None:
         self.execution, self.total, self.done = execution, total, 0
@@ -151,14 +157,23 @@ class _Recorder:
             joined = combine(self.results.get(result.key), result, self.execution)
             self.results[result.key] = joined
             self.done += 1
-            if self.partial_path is not None:
-                with open(self.partial_path, "a", encoding="utf-8") as f:
-                    f.write(joined.model_dump_json() + "\n")
+            if self.journal is not None:
+                self.journal.case(joined)
             if self.progress is not None:
                 line = progress_line(self.done, self.total, result)
                 if self.execution:
                     line = f"execution {self.execution + 1}: {line}"
                 self.progress(line)
+
+    def started_pair(self, env: EnvFingerprint | None) -> None:
+        """A worker pair of the first pass started: its environment, journaled."""
+        if env is not None and self.journal is not None and self.execution == 0:
+            self.journal.env(env)
+
+    def measured(self) -> dict[tuple, ShapeResult]:
+        """The results so far, as one look (the runner threads may still add)."""
+        with self.lock:
+            return dict(self.results)
 
     def decided(self, key: tuple, protocol: ProtocolConfig, family_size: int) -> None:
         """A case's test needs no more passes: its verdict, said once."""
@@ -210,7 +225,9 @@ def _tuned(r: ShapeResult) -> bool:
     return bool(r.base and r.head and r.base.configs_picked and r.head.configs_picked)
 
 
-def _skipped(case: Case, message: str, gpu_index: int | None) -> ShapeResult:
+def _skipped(
+    case: Case, message: str, gpu_index: int | None, status: Status = "skipped"
+) -> ShapeResult:
     return ShapeResult(
         kernel=case.kernel,
         shape=case.dims,
@@ -218,7 +235,7 @@ def _skipped(case: Case, message: str, gpu_index: int | None) -> ShapeResult:
         category=case.category,
         weight=case.weight,
         tolerance=case.tolerance,
-        status="skipped",
+        status=status,
         message=message,
         gpu_index=gpu_index,
     )
@@ -239,6 +256,7 @@ def _run_pair(
         runner.close()
         return
     out["env"], out["notes"] = runner.env, runner.notes
+    recorder.started_pair(runner.env)
     out["startup_s"] = runner.startup_s
     out["start_marks_s"] = runner.start_marks_s
     try:
@@ -261,7 +279,8 @@ def _run_pair(
                     recorder.add(_skipped(rest, "worker lost on this GPU", runner.gpu_index))
                 break
             recorder.add(result)
-        runner.measure_ceilings()
+        if not STOPPING.is_set():  # a stopped command measures nothing more
+            runner.measure_ceilings()
     finally:
         out["ceilings"] = runner.ceilings
         t_close = time.monotonic()
@@ -293,6 +312,7 @@ def run_sweep(
     started: float | None = None,
     zygote: Zygote | None = None,
     warmer: Warmer | None = None,
+    keep_on_stop: bool = False,
 ) -> SweepResult:
     """Measure every case; never raises for a kernel's fault (each case carries its status).
     The policy's build step (``options.checkout``) runs in both checkouts first; a failed build
@@ -306,7 +326,11 @@ def run_sweep(
 
     ``zygote``: one its caller started earlier (``start_zygote``; the caller closes it); with
     ``options.zygote`` and none given, the sweep starts and closes its own. ``warmer`` likewise
-    (``start_warmer``)."""
+    (``start_warmer``).
+
+    ``keep_on_stop``: where the command is stopped (``bot.cli``'s SIGINT or SIGTERM), return
+    within a second or two what the passes finished, every other case ``stopped``
+    (``kernel-review bench``), instead of letting the stop unwind the caller."""
     t_start = time.monotonic() if started is None else started
     startup: dict[str, float] = {"before_sweep": time.monotonic() - t_start}
     started_at = _now()
@@ -331,59 +355,81 @@ def run_sweep(
         warmup_min_s=options.warmup_min_s,
         warmup_max_s=options.warmup_max_s,
     )
-    recorder = _Recorder(len(cases), partial_path, progress, started=t_start)
+    planned = [_skipped(c, "", None, "stopped") for c in cases]  # as a stop would leave them
+    journal = (
+        Journal(
+            partial_path,
+            SweepResult(
+                vendor="cpu" if options.device == "cpu" else "nvidia",  # the workers' env says
+                timing="cpu" if options.device == "cpu" else "cuda-events",
+                base_rev=base_rev,
+                head_rev=head_rev,
+                protocol=protocol,
+                family_size=family,
+                cases=tuple(planned),
+                started_at=started_at,
+                notes=tuple(notes),
+            ),
+        )
+        if partial_path is not None
+        else None
+    )
+    recorder = _Recorder(len(cases), journal, progress, started=t_start)
     base_python, head_python = options.pythons or (sys.executable, sys.executable)
     pythons: dict[str, str] = {"base": base_python, "head": head_python}
-    t_setup = time.monotonic()
-    setup_notes = [
-        prepare(root, options.checkout, log_dir=work_dir / "logs", python=pythons[side])
-        for side, root in (("base", base_root), ("head", head_root))
-    ]
-    startup["setup"] = time.monotonic() - t_setup
-    run_notes = [*notes, *(n for n in setup_notes if n)]
-    shutil.rmtree(context_marks(work_dir), ignore_errors=True)  # none from an earlier sweep
+    run_notes = list(notes)
     own_zygote = zygote is None and options.zygote
-    if own_zygote:
-        zygote = start_zygote(
-            options.device,
-            work_dir,
-            python=pythons["base"],
-            memory_bytes=options.worker_memory_bytes,
-        )
     own_warmer = warmer is None  # on a GPU, its clock brought up while the workers start
-    if own_warmer:
-        warmer = start_warmer(options.device, gpus, work_dir)
-    runners = sum(1 for index in range(len(gpus)) if cases[index :: len(gpus)])
-    poll_ms = _poll_ms(options, protocol.arms * 2 * runners, runners)
-
-    def client(side: Side, arm: int, gpu: str | None, execution: int) -> WorkerClient:
-        return WorkerClient(
-            WorkerSpec(
-                side=side,
-                root=base_root if side == "base" else head_root,
-                device=options.device,
-                work_dir=work_dir,
-                gpu=gpu,
-                timeouts=options.timeouts,
-                python_path=options.checkout.python_path,
-                python=pythons[side],
-                memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
-                slot=1 + ((side == "head") != (arm == 1)),
-                arm=arm,
-                poll_ms=poll_ms,
-                execution=execution,
-            ),
-            zygote,
-        )
-
     outs: list[dict[str, Any]] = []  # what each GPU's runner thread hands back
+    threads: list[threading.Thread] = []
     helpers: Precompile | None = None
     pending = list(cases)
-    # Every object made so far (the imports, the policy, the plan) is left out of the garbage
-    # collector's passes until the sweep ends: a full pass over them had held the rounds 46 ms,
-    # three times a run, between two timed blocks on the H200
-    gc.freeze()
+    stop: str | None = None  # the signal that stopped the command, if one did
     try:
+        t_setup = time.monotonic()
+        setup_notes = [
+            prepare(root, options.checkout, log_dir=work_dir / "logs", python=pythons[side])
+            for side, root in (("base", base_root), ("head", head_root))
+        ]
+        startup["setup"] = time.monotonic() - t_setup
+        run_notes += [n for n in setup_notes if n]
+        shutil.rmtree(context_marks(work_dir), ignore_errors=True)  # none from an earlier sweep
+        if own_zygote:
+            zygote = start_zygote(
+                options.device,
+                work_dir,
+                python=pythons["base"],
+                memory_bytes=options.worker_memory_bytes,
+            )
+        if own_warmer:
+            warmer = start_warmer(options.device, gpus, work_dir)
+        runners = sum(1 for index in range(len(gpus)) if cases[index :: len(gpus)])
+        poll_ms = _poll_ms(options, protocol.arms * 2 * runners, runners)
+
+        def client(side: Side, arm: int, gpu: str | None, execution: int) -> WorkerClient:
+            return WorkerClient(
+                WorkerSpec(
+                    side=side,
+                    root=base_root if side == "base" else head_root,
+                    device=options.device,
+                    work_dir=work_dir,
+                    gpu=gpu,
+                    timeouts=options.timeouts,
+                    python_path=options.checkout.python_path,
+                    python=pythons[side],
+                    memory_bytes=options.worker_memory_bytes or default_memory_bytes(),
+                    slot=1 + ((side == "head") != (arm == 1)),
+                    arm=arm,
+                    poll_ms=poll_ms,
+                    execution=execution,
+                ),
+                zygote,
+            )
+
+        # Every object made so far (the imports, the policy, the plan) is left out of the garbage
+        # collector's passes until the sweep ends: a full pass over them had held the rounds 46 ms,
+        # three times a run, between two timed blocks on the H200
+        gc.freeze()
         for execution in range(protocol.execution_looks()[-1]):
             if not pending or recorder.gpu_seconds >= options.max_gpu_seconds:
                 break
@@ -459,6 +505,13 @@ def run_sweep(
                 elif got is not None:
                     recorder.decided(case.key, protocol, family)
             pending = going_on
+    except (KeyboardInterrupt, SystemExit):
+        # the command's stop (``bot.cli``: Ctrl-C, a CI job cancelled or out of time): the
+        # workers are being killed by their own waits; what the passes measured is kept
+        stop = stopped_by() if keep_on_stop else None
+        if stop is None:
+            raise
+        _let_go(threads)
     finally:
         gc.unfreeze()
         if own_zygote and zygote is not None:
@@ -474,11 +527,15 @@ def run_sweep(
         t_helpers = time.monotonic()
         run_notes += helpers.finish()
         wrapup["compile_ahead"] = time.monotonic() - t_helpers
-    ordered = [
-        closing_reason(recorder.results[c.key], protocol, family)
-        for c in cases
-        if c.key in recorder.results
-    ]
+    recorded = recorder.measured()
+    if stop is None:
+        ordered = [
+            closing_reason(recorded[c.key], protocol, family) for c in cases if c.key in recorded
+        ]
+    else:  # what the passes finished, the rest not measured
+        why = f"the sweep was stopped by {stop_words(stop)}"
+        ordered = ended(planned, recorded, protocol, family, why=why)
+        run_notes.append(stop_note(ordered, why))
     envs: tuple[EnvFingerprint, ...] = tuple(
         o["env"] for o in outs if isinstance(o.get("env"), EnvFingerprint)
     )
@@ -523,7 +580,18 @@ def run_sweep(
         start_marks_s={k: round(v, 4) for k, v in marks.items()},
         wrapup_s={k: round(v, 4) for k, v in wrapup.items()},
         notes=tuple(all_notes),
+        stopped=stop or "",
     )
+
+
+def _let_go(threads: Sequence[threading.Thread]) -> None:
+    """The runner threads a stop ends, given a moment to: each wait on a worker kills it and
+    gives up within ``POLL_S``, so a case finished meanwhile is recorded and the workers are
+    gone, but a thread that does not end in time is not waited for (the command must exit
+    within a second or two of its stop)."""
+    deadline = time.monotonic() + 2 * POLL_S
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
 
 
 __all__ = [

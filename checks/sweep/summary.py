@@ -1,23 +1,28 @@
-"""From raw rounds to verdicts, per case and per sweep. Pure.
+"""From raw rounds to verdicts, per case and per sweep. Pure, but for reading a journal.
 
 ``finalize`` is what a live sweep runs at its end and what ``recompute`` runs offline on a results
 file: replay each case's rounds through the sequential test (at the sweep's per-case error budget
 ``alpha / family_size``), Holm across the cases' SLOWER p-values, then the geomeans (weighted by
 served-shape weights, with a bootstrap interval over rounds), the worst case, and the small and
-ragged shapes apart. ``merge`` joins results of several runners of one vendor.
+ragged shapes apart. ``merge`` joins results of several runners of one vendor. ``ended`` is what
+a sweep stopped before its end keeps (a live one's stop, and ``from_journal``'s run that was
+killed before it wrote its results): each case's passes so far, the rest not measured.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import cast
 
 from bot.contracts.evidence import Clause, said
 from bot.errors import ResultsError
+from bot.outputs import plural
 from checks.sweep.executions import SAME_ALPHA, ExecutionDecision
 from checks.sweep.models import (
+    CaseKey,
     Ceilings,
     GeomeanSummary,
     KernelSummary,
@@ -25,6 +30,7 @@ from checks.sweep.models import (
     Summary,
     SweepResult,
     WorstCase,
+    journal_lines,
 )
 from checks.sweep.protocol import (
     CaseRun,
@@ -213,7 +219,8 @@ def _merged_run(first: CaseRun, later: CaseRun) -> CaseRun:
 
 def combine(earlier: ShapeResult | None, new: ShapeResult, execution: int) -> ShapeResult:
     """One result for a case from its passes so far. A later pass that was skipped (the
-    budget ran out) leaves the earlier passes' result with a note; one that failed fails the
+    budget ran out) or stopped (the command was) leaves the earlier passes' result with a note;
+    one that failed fails the
     case (a fresh process showed the fault), its message naming the execution. What the first
     pass recorded each side launched is kept."""
     if earlier is None:
@@ -229,7 +236,7 @@ def combine(earlier: ShapeResult | None, new: ShapeResult, execution: int) -> Sh
 
 def _combined(earlier: ShapeResult, new: ShapeResult, execution: int) -> ShapeResult:
     notes = tuple(dict.fromkeys((*earlier.notes, *new.notes)))
-    if new.status == "skipped":
+    if new.status in ("skipped", "stopped"):
         why = f"execution {execution + 1} not measured: {new.message}"
         return earlier.model_copy(update={"notes": (*notes, why)})
     if earlier.status != "ok":
@@ -307,9 +314,14 @@ def futile(
     return same_half > band and abs(d.mean_log) <= band + claim_half
 
 
-def closing_reason(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -> ShapeResult:
+def closing_reason(
+    case: ShapeResult,
+    protocol: ProtocolConfig,
+    family_size: int,
+    cut: StopReason = "time_budget",
+) -> ShapeResult:
     """The case's stop reason once the sweep is over: decided, out of passes, throttled, or cut
-    short by the budget."""
+    short (``cut``: by the budget, or by the run's stop) where it wanted another pass."""
     if case.status != "ok" or case.raw is None:
         return case
     run = case.raw
@@ -318,7 +330,7 @@ def closing_reason(case: ShapeResult, protocol: ProtocolConfig, family_size: int
     else:
         d, more = _live_decision(case, protocol, family_size)
         if more:
-            reason = "time_budget"
+            reason = cut
         else:
             passes = len({e.execution for e in run.executions()})
             decided = d.verdict != "INCONCLUSIVE" or passes < protocol.max_executions
@@ -542,3 +554,61 @@ def time_line(result: SweepResult) -> str | None:
     if wrapup >= 0.05:
         where.append(f"wrap-up {wrapup:.1f} s")
     return "where: " + ", ".join(where)
+
+
+def ended(
+    planned: Sequence[ShapeResult],
+    got: Mapping[CaseKey, ShapeResult],
+    protocol: ProtocolConfig,
+    family_size: int,
+    *,
+    why: str,
+) -> list[ShapeResult]:
+    """Each planned case of a sweep that stopped before its end: what its passes so far
+    recorded, a case that wanted another pass cut short by the stop, and one with nothing
+    recorded (or only a pass the stop ended) not measured, with the status ``stopped`` and
+    ``why`` as its message."""
+    out = []
+    for case in planned:
+        have = got.get(case.key)
+        if have is None or have.status == "stopped":
+            out.append(case.model_copy(update={"status": "stopped", "message": why}))
+        else:
+            out.append(closing_reason(have, protocol, family_size, cut="stopped"))
+    return out
+
+
+def stop_note(cases: Sequence[ShapeResult], why: str) -> str:
+    """The run's note: how far it got, and what the rest are marked."""
+    left = sum(1 for c in cases if c.status == "stopped")
+    return (
+        f"{why} after measuring {len(cases) - left} of {plural(len(cases), 'case')}; the rest "
+        "have the status `stopped`: run the sweep again for them"
+    )
+
+
+def from_journal(path: Path) -> SweepResult:
+    """The results of the run whose journal is at ``path``, a run that was killed before it
+    could write them: the cases it recorded, decided as its results would have them, and the
+    rest not measured (``stopped``). A ResultsError says what is wrong with a file that is not
+    such a journal; a last line cut short (the kill came while it was written) is left out."""
+    run, envs, got = journal_lines(path)
+    why = (
+        "the sweep was killed before it wrote its results (SIGKILL, a second stop, or its "
+        f"machine went away); read from its journal, {path.name}"
+    )
+    family = run.family_size
+    cases, summary = finalize(
+        ended(run.cases, got, run.protocol, family, why=why), run.protocol, family
+    )
+    return run.model_copy(
+        update={
+            "vendor": envs[0].vendor if envs else run.vendor,
+            "envs": tuple(envs),
+            "cases": cases,
+            "summary": summary,
+            "gpu_seconds": sum(c.gpu_seconds for c in got.values()),
+            "notes": (*run.notes, stop_note(cases, why)),
+            "stopped": "killed",
+        }
+    )

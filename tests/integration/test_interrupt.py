@@ -1,21 +1,33 @@
 """Ctrl-C stops a command at once: ``compiler-report`` waiting on a helper that compiles for
 minutes (here: an entry point that sleeps) exits within 2 s of SIGINT, and the helper, in a
-session of its own, is killed with it; ``bench`` whose workers are inside a call of the bench
-entry does the same on SIGINT and on SIGTERM (a cancelled job)."""
+session of its own, is killed with it. ``bench`` stopped (SIGINT, or the SIGTERM of a cancelled
+job) while its workers are inside a call of the bench entry does the same, and keeps what it
+measured: it writes the results of the cases it finished, the others with the status
+``stopped``, exits 7, and removes its worktrees; the review of those results shows the cases it
+did not get to as not run, and the journal a run killed without a chance to write (SIGKILL)
+leaves is reviewed in their place."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from bot import gitutil
+from bot.cli import main
+from bot.errors import EXIT_STOPPED
+from bot.outputs import journal_path
+from checks.sweep.models import SweepResult, load_results
+from checks.sweep.summary import from_journal
 
 SLOW = """
 import os
@@ -23,9 +35,31 @@ import time
 
 
 def slow(shape, dtype, *, device="cpu", seed=0):
-    with open(MARKER, "w") as handle:  # the helper's environment is scrubbed: a path here
-        handle.write(str(os.getpid()))
+    # the worker's environment is scrubbed: a path here; every worker that calls it appends
+    marker = os.open(MARKER, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.write(marker, f"{os.getpid()}\\n".encode())
+    os.close(marker)
     time.sleep(600)
+"""
+
+# a case that measures in well under a second: the one the stopped sweep finishes; and a Triton
+# kernel, which the head changes, so that the review has a change to judge by the sweep
+SCALE = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _double(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def scale(shape, dtype, *, device="cpu", seed=0):
+    x = torch.rand(shape, generator=torch.Generator().manual_seed(seed))
+    return {"fn": lambda: x * 2.0, "reference": lambda: x * 2.0, "inputs": [x],
+            "bytes_moved": 8 * x.numel(), "flops": x.numel()}
 """
 
 POLICY = """
@@ -42,6 +76,21 @@ dtypes = ["float32"]
 shapes = [[1000]]
 """
 
+# scale first, then slow: the sweep finishes scale and is inside slow's first call when stopped
+SCALE_FIRST = """
+vendors = ["nvidia"]
+
+[deployment]
+kind = "long-lived"
+
+[[kernels]]
+name = "scale"
+bench = "ops:scale"
+paths = ["ops.py"]
+dtypes = ["float32"]
+shapes = [[4096]]
+""" + POLICY.split("\n\n", 2)[2]
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -51,22 +100,40 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _ops_repo(tmp_path: Path, marker: Path) -> Path:
+def _ops_repo(tmp_path: Path, marker: Path, policy: str = POLICY) -> Path:
+    """A repository whose ``ops.slow`` sleeps once it wrote its pid into ``marker`` (and whose
+    ``ops.scale`` is quick), with a head commit besides its base that changes the body of its
+    Triton kernel (which neither calls)."""
     repo = tmp_path / "ops"
     gitutil.init_repo(repo)
-    (repo / "ops.py").write_text(f"MARKER = {str(marker)!r}\n" + textwrap.dedent(SLOW))
+    ops = f"MARKER = {str(marker)!r}\n" + textwrap.dedent(SLOW) + textwrap.dedent(SCALE)
+    (repo / "ops.py").write_text(ops)
     (repo / ".github").mkdir()
-    (repo / ".github" / "kernel-review.toml").write_text(POLICY)
+    (repo / ".github" / "kernel-review.toml").write_text(policy)
     gitutil.commit_all(repo, "ops")
+    (repo / "ops.py").write_text(ops.replace("* 2, mask", "* 3, mask"))
+    gitutil.commit_all(repo, "head")
     return repo
 
 
+@dataclass
+class Stopped:
+    code: int
+    err: str
+    took: float  # seconds from the signal to the exit
+    left: list[int]  # the processes that ran the entry point and outlived the command
+
+
 def _stopped(
-    tmp_path: Path, args: list[str], marker: Path, sig: int
-) -> tuple[int, str, float, int]:
-    """Run ``python -m bot ARGS`` until the entry point writes its pid into ``marker``, send
-    ``sig``: the exit code, stderr, the seconds from the signal to the exit, and the pid of the
-    process that ran the entry point (killed here if the command left it behind)."""
+    tmp_path: Path,
+    args: list[str],
+    marker: Path,
+    sig: int,
+    ready: Callable[[], bool] = lambda: True,
+) -> Stopped:
+    """Run ``python -m bot ARGS`` until the entry point has written its pid into ``marker`` and
+    ``ready()``, send ``sig``; the processes that ran the entry point and outlived the command
+    are killed here."""
     env = {**os.environ, "KERNEL_REVIEW_CACHE": str(tmp_path / "cache")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "bot", *args],
@@ -77,15 +144,15 @@ def _stopped(
         text=True,
         start_new_session=True,
     )
-    helper = 0
+    helpers: list[int] = []
     try:
         deadline = time.monotonic() + 120
-        while not marker.exists() or not marker.read_text():
+        while not marker.exists() or not marker.read_text() or not ready():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "nothing ever called the entry point"
             time.sleep(0.1)
-        helper = int(marker.read_text())
-        assert _alive(helper)
+        helpers = [int(pid) for pid in marker.read_text().split()]
+        assert all(_alive(pid) for pid in helpers)
         sent = time.monotonic()
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
@@ -93,36 +160,157 @@ def _stopped(
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        gone = helper and not _alive(helper)
-        time.sleep(0 if gone else 0.5)  # its exit is asynchronous to ours: a moment to go
-        was_alive = bool(helper) and _alive(helper)
-        if was_alive:  # one the command failed to end: not left behind
-            os.kill(helper, signal.SIGKILL)
-    return proc.returncode, err, took, (helper if was_alive else -1)
+        if any(_alive(pid) for pid in helpers):
+            time.sleep(0.5)  # their exit is asynchronous to ours: a moment to go
+        left = [pid for pid in helpers if _alive(pid)]
+        for pid in left:  # those the command failed to end: not left behind
+            os.kill(pid, signal.SIGKILL)
+    return Stopped(proc.returncode, err, took, left)
 
 
 def test_ctrl_c_stops_the_compiler_report_and_kills_its_helper(tmp_path: Path) -> None:
     marker = tmp_path / "helper.pid"
     repo = _ops_repo(tmp_path, marker)
     args = ["compiler-report", "--repo", str(repo)]
-    code, err, took, left = _stopped(tmp_path, args, marker, signal.SIGINT)
-    assert code == 130 and "kernel-review: interrupted" in err, err
-    assert took < 2.0, f"exited {took:.1f} s after SIGINT"
-    assert left == -1, f"the helper {left} outlived the command"
+    run = _stopped(tmp_path, args, marker, signal.SIGINT)
+    assert run.code == 130 and "kernel-review: interrupted" in run.err, run.err
+    assert run.took < 2.0, f"exited {run.took:.1f} s after SIGINT"
+    assert not run.left, f"the helper {run.left} outlived the command"
+
+
+def _both(marker: Path) -> bool:
+    """Both workers (base's and head's) are inside the entry's call: each check calls it."""
+    return len(marker.read_text().split()) == 2
+
+
+def _bench_args(repo: Path, out: Path) -> list[str]:
+    return [
+        "bench", "--repo", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--device", "cpu",
+        "--out", str(out), "--engine-option", "added_shapes=off",
+        "--engine-option", "max_rounds=3",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_stop_ends_the_sweep_at_once_and_kills_its_workers(tmp_path: Path, sig: int) -> None:
-    """``bench`` whose worker is inside a call of the bench entry (sleeping here, as a first
+    """``bench`` whose workers are inside a call of the bench entry (sleeping here, as a first
     call compiles or autotunes for minutes): Ctrl-C, or the SIGTERM of a cancelled job, ends
-    the command within 2 s, and the worker with it."""
+    the command within 2 s, and the workers with it; its results say that nothing was
+    measured, and why."""
     marker = tmp_path / "worker.pid"
     repo = _ops_repo(tmp_path, marker)
-    (repo / "ops.py").write_text((repo / "ops.py").read_text() + "\n# head\n")
-    gitutil.commit_all(repo, "head")
-    args = ["bench", "--repo", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--device", "cpu"]
-    args += ["--out", str(tmp_path / "results.json")]
-    code, err, took, left = _stopped(tmp_path, args, marker, sig)
-    assert code == (130 if sig == signal.SIGINT else 128 + sig), err
-    assert took < 2.0, f"exited {took:.1f} s after the signal"
-    assert left == -1, f"the worker {left} outlived the command"
+    out = tmp_path / "results.json"
+    run = _stopped(tmp_path, _bench_args(repo, out), marker, sig, lambda: _both(marker))
+    assert run.code == EXIT_STOPPED, run.err
+    assert run.took < 2.0, f"exited {run.took:.1f} s after the signal"
+    assert not run.left, f"the workers {run.left} outlived the command"
+    result = load_results(out)
+    [case] = result.cases
+    assert case.status == "stopped" and signal.Signals(sig).name in case.message
+    assert result.stopped == signal.Signals(sig).name
+
+
+@dataclass
+class StoppedSweep:
+    repo: Path
+    results: SweepResult
+    journal: Path  # the journal as it was when the signal was sent
+    run: Stopped
+
+
+@pytest.fixture(scope="module")
+def stopped_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoppedSweep]:
+    """``bench`` over two cases (``added_shapes=off``): SIGTERM once its journal holds the
+    first, finished, and the workers are inside the second's first call; the journal is copied
+    at that moment, as a run killed there (SIGKILL) would leave it."""
+    tmp = tmp_path_factory.mktemp("stopped")
+    marker = tmp / "worker.pid"
+    repo = _ops_repo(tmp, marker, SCALE_FIRST)
+    out = tmp / "results.json"
+    journal = journal_path(out)
+    kept = tmp / "at-the-signal.partial.jsonl"
+
+    def one_case_journaled() -> bool:
+        if not _both(marker) or '"case"' not in (journal.read_text() if journal.exists() else ""):
+            return False
+        shutil.copyfile(journal, kept)
+        return True
+
+    run = _stopped(tmp, _bench_args(repo, out), marker, signal.SIGTERM, one_case_journaled)
+    assert out.exists(), run.err
+    yield StoppedSweep(repo, load_results(out), kept, run)
+
+
+def test_a_stopped_sweep_writes_what_it_finished(stopped_sweep: StoppedSweep) -> None:
+    """Exit 7 within 2 s, the workers killed; the results parse, the finished case keeps the
+    verdict its journal's rounds give it, the other is ``stopped``, and the run says why; the
+    journal and the worktrees are gone."""
+    s = stopped_sweep
+    assert s.run.code == EXIT_STOPPED, s.run.err
+    assert s.run.took < 2.0, f"exited {s.run.took:.1f} s after SIGTERM"
+    assert not s.run.left, f"the workers {s.run.left} outlived the command"
+    assert "kernel-review bench: stopped by SIGTERM" in s.run.err
+    scale, slow = s.results.cases
+    assert (scale.kernel, scale.status) == ("scale", "ok") and scale.verdict is not None
+    assert scale.stop_reason == "stopped"  # one pass of the two it wanted
+    journaled = {c.kernel: c for c in from_journal(s.journal).cases}
+    assert (scale.verdict, scale.ratio) == (journaled["scale"].verdict, journaled["scale"].ratio)
+    assert scale.raw == journaled["scale"].raw
+    assert (slow.kernel, slow.status, slow.verdict) == ("slow", "stopped", None)
+    assert "stopped by SIGTERM" in slow.message
+    assert s.results.stopped == "SIGTERM"
+    assert any("after measuring 1 of 2 cases" in note for note in s.results.notes)
+    assert not journal_path(s.repo.parent / "results.json").exists()
+    assert gitutil.git(s.repo, "worktree", "list").count("\n") == 1
+
+
+def _review(
+    s: StoppedSweep, results: Path, tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    """``review --results`` of the stopped sweep's range, in this process: its exit code, the
+    job summary's markdown and stderr."""
+    md = tmp / "review.md"
+    base, head = gitutil.rev_parse(s.repo, "HEAD~1"), gitutil.rev_parse(s.repo, "HEAD")
+    code = main(
+        ["review", "--repo", str(s.repo), "--base", base, "--head", head, "--no-compile",
+         "--results", str(results), "--out", str(md), "--full"]
+    )  # fmt: skip
+    return code, md.read_text() if md.exists() else "", capsys.readouterr().err
+
+
+def _row(comment: str, kernel: str) -> str:
+    """The kernel's row of the per-shape table (one shape each here)."""
+    shape = {"scale": 4096, "slow": 1000}[kernel]
+    return next(x for x in comment.splitlines() if x.startswith(f"| {kernel} | {shape} |"))
+
+
+def test_the_review_of_a_stopped_sweep_shows_its_rest_not_run(
+    stopped_sweep: StoppedSweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = stopped_sweep
+    out = s.repo.parent / "results.json"
+    code, comment, err = _review(s, out, tmp_path, capsys)
+    assert code == 0, err
+    assert "STOPPED: the sweep was stopped by SIGTERM" in _row(comment, "slow")
+    assert f"{s.results.cases[0].base_median_us:.2f}" in _row(comment, "scale")
+    assert not comment.startswith("## ✅")  # not approved: CPU timing, and a case not run
+
+
+def test_the_journal_of_a_killed_sweep_is_reviewed_where_it_wrote_no_results(
+    stopped_sweep: StoppedSweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run killed where the journal was copied leaves it and no results file: ``review
+    --results`` of that file reads the journal, says so and what to do, and shows the case it
+    finished with its times and the other as not run."""
+    s = stopped_sweep
+    missing = tmp_path / "killed.json"
+    shutil.copyfile(s.journal, journal_path(missing))
+    code, comment, err = _review(s, missing, tmp_path, capsys)
+    assert code == 0, err
+    assert f"no results file {missing}, but the journal {journal_path(missing)}" in err
+    assert "Reviewing the 1 of 2 cases it measured, the other 1 as not run" in err
+    assert "run the sweep again" in err
+    assert "STOPPED: the sweep was killed before it wrote its results" in _row(comment, "slow")
+    scale = from_journal(s.journal).cases[0]
+    assert f"{scale.base_median_us:.2f}" in _row(comment, "scale")
+    assert not comment.startswith("## ✅")

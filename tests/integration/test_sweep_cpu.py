@@ -23,7 +23,7 @@ from checks.sweep.models import dump_results, load_results, parse_results
 from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case, plan_cases
-from checks.sweep.summary import merge, recompute, time_line
+from checks.sweep.summary import from_journal, merge, recompute, time_line
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
 from checks.worker import contract
 from tests.paths import DATA
@@ -224,8 +224,13 @@ def test_each_case_asks_its_own_launch_recorder_of_the_first_execution_alone(
 
 
 def test_results_are_appended_as_they_come(standin_sweep) -> None:
+    """The journal: the run first, every case not measured yet, then each case as a pass
+    records it; read back, it gives the verdicts the sweep gave."""
     result, _, work = standin_sweep
-    rows = [json.loads(line) for line in (work / "partial.jsonl").read_text().splitlines()]
+    run, *lines = [json.loads(x) for x in (work / "partial.jsonl").read_text().splitlines()]
+    assert {c["status"] for c in run["run"]["cases"]} == {"stopped"}
+    rows = [line["case"] for line in lines if "case" in line]
+    assert [line for line in lines if "case" not in line] == [{"env": result.envs[0].model_dump()}]
     kernels = [c.kernel for c in result.cases]
     assert [r["kernel"] for r in rows[: len(kernels)]] == kernels  # the first pass, in order
     later = rows[len(kernels) :]  # the cases the next passes measured again, joined each time
@@ -234,6 +239,10 @@ def test_results_are_appended_as_they_come(standin_sweep) -> None:
     assert len(last["slow"]["raw"]["picks"]) == len(
         {r["execution"] for r in last["slow"]["raw"]["rounds"]}
     )
+    read = from_journal(work / "partial.jsonl")
+    assert [(c.status, c.verdict) for c in read.cases] == [
+        (c.status, c.verdict) for c in result.cases
+    ]
 
 
 def test_round_trip_recompute_and_merge(standin_sweep, tmp_path: Path) -> None:
