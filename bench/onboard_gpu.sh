@@ -79,7 +79,7 @@ log "\$ kernel-review bench --repo repo --base kr-base --head kr-head $OPTS $EXT
 cd "$WORK/repo" || exit 2
 timeout -k 10 "$((LIMIT_S - REVIEW_S - ($(date +%s) - START)))" "$@" >"$OUT/bench.txt" 2>"$OUT/bench-progress.txt"
 rc=$?
-log "exit code $rc after $(($(date +%s) - START)) s (124: stopped at the limit)"
+log "exit code $rc after $(($(date +%s) - START)) s (124: stopped at the limit, the finished cases' results written)"
 log "\`\`\`"
 for side in base head; do
   [ -f "$WORK/bench/logs/setup-$side.log" ] && cp "$WORK/bench/logs/setup-$side.log" "$OUT/setup-$side.log"
@@ -95,6 +95,6 @@ if [ -f "$OUT/results.json" ]; then
 fi
 log
 log "bench.txt holds the table, bench-progress.txt the case lines, results.json the sweep"
-log "(results.partial.jsonl: the cases finished when a limit stopped it), review.md its review."
+log "(a sweep stopped at the limit writes the cases it finished, the rest STOPPED), review.md its review."
 rm -rf "$WORK"
 exit "$rc"
