@@ -397,12 +397,6 @@ KNOWN_DIFF_INVENTED: dict[str, str] = {
         "first-look batch6: the builder's body is in another file's hunk; from the diff's lines "
         "alone the config list and the builder call are different lists"
     ),
-    "openai-whisper-86899243e9fd": (
-        "first-look batch7: the changed lines are in the factory median_kernel, which defines "
-        "the @triton.jit kernel and fills its source by string replacement; from the diff's "
-        "lines alone the factory's hunk is read as the kernel's body, while the whole files show "
-        "the same replaced text handed over another way"
-    ),
 }
 
 _DIFF_ONLY = (
