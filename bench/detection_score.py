@@ -393,10 +393,6 @@ KNOWN_DIFF_INVENTED: dict[str, str] = {
         "is a line of the file's head, not of each kernel's hunk; from the diff's lines alone "
         "tl.x and triton.language.x are different text"
     ),
-    "BobMcDear-attorch-3da6ee9f8382": (
-        "first-look batch6: the builder's body is in another file's hunk; from the diff's lines "
-        "alone the config list and the builder call are different lists"
-    ),
 }
 
 _DIFF_ONLY = (

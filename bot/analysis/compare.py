@@ -19,7 +19,7 @@ from bot.analysis.model import (
 )
 from bot.analysis.same_code import unread_assignments
 from bot.analysis.text import called_helpers, collapse, is_tuning_line
-from bot.analysis.tuning.config_builders import built_configs
+from bot.analysis.tuning.config_builders import built_configs, lists_moved_into_builders
 
 
 class _Numbered:
@@ -34,14 +34,19 @@ class _Numbered:
 
     def within(self, first: int, last: int) -> list[str]:
         """The lines numbered ``first`` to ``last``, in the patch's order."""
+        return [t for _, t in self.numbered(first, last)]
+
+    def numbered(self, first: int, last: int) -> list[tuple[int, str]]:
+        """``within`` with each line's number."""
         taken = self.order[bisect_left(self.numbers, first) : bisect_right(self.numbers, last)]
-        return [self.lines[i][1] for i in sorted(taken)]
+        return [self.lines[i] for i in sorted(taken)]
 
 
 class PatchLines:
     """A patch's removed and added lines, indexed by line number once per file."""
 
     def __init__(self, patch: FilePatch) -> None:
+        self.patch = patch
         self.removed = _Numbered(patch.removed_lines())
         self.added = _Numbered(patch.added_lines())
         self.old_seen = _Numbered([x for h in patch.hunks for x in h.old_lines()])
@@ -232,6 +237,8 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 a = built_configs(before, f.old_text, ctx.old_source)
                 if a is not None and a == built_configs(k, f.new_text, ctx.new_source):
                     kind, notes = None, []  # the same list, now built by a function
+                elif k.from_context and _moved_only(lines, before, k, ctx):
+                    kind, notes = None, []  # as far as the diff's lines show
             helpers: list[str] = []
             if kind is None and k.language in ("cuda", "hip"):
                 helpers = _helpers_changed(f, before, k, texts, ctx)
@@ -269,6 +276,17 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 )
             )
     return changes
+
+
+def _moved_only(lines: PatchLines, old: KernelDef, new: KernelDef, ctx: Context) -> bool:
+    """Whether every line the diff changes in the kernel moves its config list into a builder
+    (``lists_moved_into_builders``)."""
+    moved = lists_moved_into_builders(ctx).get(lines.patch.path)
+    if moved is None:
+        return False
+    gone = {n for n, _ in lines.removed.numbered(old.line_start, old.line_end)}
+    came = {n for n, _ in lines.added.numbered(new.line_start, new.line_end)}
+    return gone <= moved[0] and came <= moved[1]
 
 
 class _Split:

@@ -24,7 +24,7 @@ from bot.analysis.model import (
 )
 from bot.analysis.reach.pickers import Index, picked_kernels
 from bot.analysis.text import source_kind
-from bot.analysis.tuning.config_builders import tuned_names
+from bot.analysis.tuning.config_builders import lists_moved_into_builders, tuned_names
 
 
 def _launch_text(site: LaunchSite) -> str:
@@ -304,14 +304,16 @@ def loose_configs(ctx: Context, changes: list[KernelChange]) -> list[KernelChang
     from bot.analysis.scan.triton_lines import config_calls
 
     out = list(changes)
+    same = lists_moved_into_builders(ctx)
     for f in ctx.files:
         complete = all(s is None or s.complete for s in (f.old, f.new))
         if complete or source_kind(f.patch.path) != "python":
             continue
         old_ks = f.old.kernels if f.old else ()
         new_ks = f.new.kernels if f.new else ()
-        removed = {n for n, _ in f.patch.removed_lines()}
-        added = {n for n, _ in f.patch.added_lines()}
+        moved = same.get(f.patch.path, (set(), set()))
+        removed = {n for n, _ in f.patch.removed_lines()} - moved[0]
+        added = {n for n, _ in f.patch.added_lines()} - moved[1]
 
         def touched(calls, changed, kernels):
             return [

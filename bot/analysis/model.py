@@ -251,6 +251,9 @@ class Context:
     side_by_side: list[Any] | None = None
     # the names launches of a generic kernel template stand for (``scan.kernel_classes``)
     kernel_classes: set[str] = field(default_factory=set)
+    # per file read from its diff lines, the removed and added lines that moved a config list
+    # into a builder (``tuning.config_builders.lists_moved_into_builders``), found once
+    moved_lists: dict[str, tuple[set[int], set[int]]] | None = None
 
     def old_launches(self) -> list[LaunchSite]:
         return [x for f in self.files if f.old for x in f.old.launches] + [
