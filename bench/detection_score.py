@@ -388,11 +388,6 @@ KNOWN_DIFF_INVENTED: dict[str, str] = {
         "first-look batch4: an unread parameter removed from a kernel's signature reads as a "
         "body change, in the diff's lines as in the whole files"
     ),
-    "kakaobrain-trident-534b127c1b5c": (
-        "first-look batch6: the import that binds the new alias (import triton.language as tl) "
-        "is a line of the file's head, not of each kernel's hunk; from the diff's lines alone "
-        "tl.x and triton.language.x are different text"
-    ),
 }
 
 _DIFF_ONLY = (

@@ -376,7 +376,7 @@ def moved_kernels(changes: list[KernelChange], ctx: Context) -> list[KernelChang
         new_k = _find_kernel(ctx, c.path, c.name, "new")
         if old_k is None or new_k is None:
             continue
-        kind, notes, t_old, t_new = compare_kernels(old_k, new_k, None)
+        kind, notes, t_old, t_new, *_ = compare_kernels(old_k, new_k, None)
         drop.add(id(gone))
         drop.add(id(c))
         out.append(

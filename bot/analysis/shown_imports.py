@@ -9,7 +9,7 @@ import the diff does not show is unknown, not absent. ``import triton.language a
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from bot.analysis.reach.follow import imports_in
 
@@ -40,3 +40,13 @@ def shown_imports(lines: Sequence[tuple[int, str]], path: str) -> dict[str, set[
         for name, qualified in imports_in(tree.body, path).items():
             out.setdefault(name, set()).update(qualified)
     return out
+
+
+def single_bindings(bindings: Iterable[Mapping[str, set[str]]]) -> dict[str, str]:
+    """Each name that ``bindings`` (of one file's side, or of several files) bind to one
+    qualified name only, with it."""
+    found: dict[str, set[str]] = {}
+    for names in bindings:
+        for name, qualified in names.items():
+            found.setdefault(name, set()).update(qualified)
+    return {name: next(iter(q)) for name, q in found.items() if len(q) == 1}
