@@ -383,12 +383,7 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the
 # diff-mode test fails on any other, and on a listed one that is clean now).
-KNOWN_DIFF_INVENTED: dict[str, str] = {
-    "xlite-dev-ffpa-attn-b8da57e79fdd": (
-        "first-look batch4: an unread parameter removed from a kernel's signature reads as a "
-        "body change, in the diff's lines as in the whole files"
-    ),
-}
+KNOWN_DIFF_INVENTED: dict[str, str] = {}
 
 _DIFF_ONLY = (
     "diff mode: the diff's lines alone do not hold what this check needs (whole files, files "

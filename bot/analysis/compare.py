@@ -20,7 +20,7 @@ from bot.analysis.model import (
     SourceFn,
 )
 from bot.analysis.same_code import unread_assignments
-from bot.analysis.same_lines import guessed_namespaces, spelled_alike
+from bot.analysis.same_lines import guessed_namespaces, removed_parameters, spelled_alike
 from bot.analysis.shown_imports import shown_imports, single_bindings
 from bot.analysis.text import called_helpers, collapse, is_tuning_line, source_kind
 from bot.analysis.tuning.config_builders import built_configs, lists_moved_into_builders
@@ -67,6 +67,10 @@ class PatchLines:
         """``old_names`` at head."""
         own = shown_imports([x for h in self.patch.hunks for x in h.new_lines()], self.patch.path)
         return single_bindings([own])
+
+    def header(self, old_start: int) -> str | None:
+        """The section header (``def f(``) of the hunk whose old side starts at ``old_start``."""
+        return next((h.section for h in self.patch.hunks if h.old_start == old_start), None)
 
 
 def _changed_lines(lines: PatchLines, old: KernelDef | None, new: KernelDef | None) -> list[str]:
@@ -165,6 +169,7 @@ class Comparison(NamedTuple):
     tuning_old: dict[str, str]
     tuning_new: dict[str, str]
     undecided: str = ""
+    dropped: tuple[str, ...] = ()  # the removed parameters no shown line reads, if that is why
 
 
 def compare_kernels(
@@ -201,12 +206,13 @@ def compare_kernels(
         lines = PatchLines(patch)
     changed = _changed_lines(lines, old, new) if lines is not None else []
     undecided = ""
+    dropped: tuple[str, ...] = ()
     if old.digest is not None and new.digest is not None:
         differs = old.digest != new.digest
     elif lines is None:
         differs = False
     else:  # the diff's lines only
-        differs, undecided = _lines_differ(lines, old, new, bool(changed))
+        differs, undecided, dropped = _lines_differ(lines, old, new, bool(changed))
     body = False
     if differs:
         real = [t for t in changed if t.strip() and not t.strip().startswith(("#", "//"))]
@@ -227,7 +233,7 @@ def compare_kernels(
         return Comparison("body", notes, t_old, t_new)
     if tuning:
         return Comparison("tuning", notes, t_old, t_new)
-    return Comparison(None, notes, t_old, t_new, undecided)
+    return Comparison(None, notes, t_old, t_new, undecided, dropped)
 
 
 _UNREAD_LOCAL = (
@@ -238,19 +244,20 @@ _UNREAD_LOCAL = (
 
 def _lines_differ(
     lines: PatchLines, old: KernelDef, new: KernelDef, changed: bool
-) -> tuple[bool, str]:
-    """Whether the diff's lines show the kernel's code changed; and, where they show neither,
-    why (``""`` otherwise). ``changed``: lines other than re-spaced ones changed in it."""
+) -> tuple[bool, str, tuple[str, ...]]:
+    """Whether the diff's lines show the kernel's code changed; where they show neither, why
+    (``""`` otherwise), and the parameters removed that none of them reads, if that is why.
+    ``changed``: lines other than re-spaced ones changed in it."""
     gone = lines.removed.within(old.line_start, old.line_end)
     came = lines.added.within(new.line_start, new.line_end)
     gone_code = [t for t in gone if t.strip() and not t.strip().startswith(("#", "//"))]
     came_code = [t for t in came if t.strip() and not t.strip().startswith(("#", "//"))]
     if not changed or renamed_only(gone_code, came_code):
-        return False, ""
+        return False, "", ()
     python = source_kind(new.path) == "python"
     if python:
         if spelled_alike(gone_code, came_code, lines.old_names, lines.new_names):
-            return False, ""
+            return False, "", ()
         guessed = guessed_namespaces(gone_code, came_code, lines.old_names, lines.new_names)
         old_names = {**lines.old_names, **guessed[0]}
         new_names = {**lines.new_names, **guessed[1]}
@@ -260,18 +267,27 @@ def _lines_differ(
                 f"its lines read the same if the file's imports bind {read}, and no import "
                 "the diff shows binds them"
             )
-            return False, why
+            return False, why, ()
     only_gone, only_came = _changed_sides(lines, old, new)
     if any(t.strip() and not t.strip().startswith("#") for t in only_came):
-        return True, ""
+        return True, "", ()
     real_gone = [t for t in only_gone if t.strip() and not t.strip().startswith("#")]
     in_body = lines.removed.within(old.body_start or old.line_end + 1, old.line_end)
     if not all(t in in_body for t in real_gone):
-        return True, ""
+        return True, "", ()
     # statements of the body removed, nothing added
     if unread_assignments(real_gone, lines.old_seen.within(old.line_start, old.line_end)):
-        return False, _UNREAD_LOCAL
-    return True, ""
+        return False, _UNREAD_LOCAL, ()
+    removed = [x for x in lines.removed.numbered(old.line_start, old.line_end) if x[1] in real_gone]
+    seen = lines.old_seen.numbered(old.line_start, old.line_end)
+    header = lines.header(old.line_start)
+    if python and (names := removed_parameters(old.name, removed, seen, header)):
+        why = (
+            f"the diff's lines remove {', '.join(names)} from its parameters, and none of "
+            "them reads it; whether a line the diff does not show reads it is not in the diff"
+        )
+        return False, why, tuple(names)
+    return True, "", ()
 
 
 def _compare_files(ctx: Context) -> list[KernelChange]:
@@ -295,7 +311,9 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 # the same name in another language: a port, paired as a rewrite later
                 changes += [_single("deleted", before, f), _single("new", k, f)]
                 continue
-            kind, notes, t_old, t_new, undecided = compare_kernels(before, k, f.patch, lines)
+            kind, notes, t_old, t_new, undecided, dropped = compare_kernels(
+                before, k, f.patch, lines
+            )
             if kind == "tuning" and notes == [_CONFIGS_CHANGED] and not t_old:
                 a = built_configs(before, f.old_text, ctx.old_source)
                 if a is not None and a == built_configs(k, f.new_text, ctx.new_source):
@@ -317,6 +335,7 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
             renamed = f.patch.status == "renamed"
             if kind is None and undecided:
                 ctx.undecided.setdefault(k.path, []).append(f"{name}: {undecided}")
+                ctx.unread_dropped.setdefault(name, set()).update(dropped)
             if kind is None and not renamed:
                 continue
             if renamed:

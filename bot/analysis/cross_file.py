@@ -78,6 +78,7 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
         )
         if grid_changed and language in PYTHON_LANGUAGES:
             grid_changed = not _tuned_args_dropped(ctx, name, language, a, b)
+            grid_changed = grid_changed and not _unread_args_dropped(ctx, name, a, b)
         t_old: dict[str, str] = {}
         t_new: dict[str, str] = {}
         for x in a:
@@ -222,6 +223,35 @@ def _tuned_args_dropped(
             out.append((x.grid, sorted((p, v) for p, v in args.items() if p not in tuned)))
     dropped = {p for x in a for p in (_by_parameter(x, old_k.params) or {})} & tuned
     return bool(dropped) and sorted(olds) == sorted(news)
+
+
+def _unread_args_dropped(ctx: Context, name: str, a: list[LaunchSite], b: list[LaunchSite]) -> bool:
+    """Whether the launches differ only by arguments no longer passed for parameters the
+    kernel's lines remove and none of them reads (``compare.Comparison.dropped``): passed by
+    keyword, or by position as a name that is the parameter's own."""
+    dropped = ctx.unread_dropped.get(name)
+    if not dropped or len(a) != len(b):
+        return False
+    olds = [_without_args(x, dropped) for x in a]
+    passed = [_without_args(x, set()) for x in a]
+    news = [_without_args(x, set()) for x in b]
+    if None in olds or None in news or olds == passed:
+        return False
+    return sorted(map(str, olds)) == sorted(map(str, news))
+
+
+def _without_args(site: LaunchSite, names: set[str]) -> tuple[str, str] | None:
+    """``(grid, arguments)`` of a Triton launch with those passed for ``names`` left out;
+    ``None`` when the arguments do not parse."""
+    try:
+        call = ast.parse(f"f({site.args})", mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    call.args = [x for x in call.args if not (isinstance(x, ast.Name) and x.id in names)]
+    call.keywords = [k for k in call.keywords if k.arg not in names]
+    return site.grid, ast.unparse(call)
 
 
 def _built(sites: list[LaunchSite], built: dict[str, str]) -> list[LaunchSite]:

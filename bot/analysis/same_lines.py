@@ -10,6 +10,12 @@ diff-mode counterpart of ``bot.analysis.same_code``, which reads whole files.
   of ``tl`` outside the diff's lines): ``guessed_namespaces`` finds such a reading, and a kernel
   that reads the same only under it is undecided, not changed (a module swapped for another,
   ``libdevice.exp`` for ``tl.math.exp``, reads so too: the diff's lines cannot tell them apart).
+- ``removed_parameters``: the removed lines are parameters of the kernel's signature (the lines
+  show the signature: its ``def``, or a hunk whose header is the ``def`` and whose lines are
+  parameters, each ending in a comma and one of them annotated, as only a signature's are).
+  Removing a parameter that no line of the kernel reads compiles the same kernel (``same_code``
+  drops such a parameter from whole files); whether a line the diff does not show reads it is
+  unknown, so the caller leaves the kernel unclassified, not changed.
 """
 
 from __future__ import annotations
@@ -29,6 +35,12 @@ _PIECE = re.compile(
     |(?P<other>.)""",
     re.S | re.X,
 )
+# A parameter on a line of its own: ``name``, ``name: annotation``, ``name=default``, with its
+# comma; the groups: stars, name, annotation, default.
+_PARAMETER = re.compile(
+    r"^\s*(\*{0,2})([A-Za-z_]\w*)\s*(?::\s*([^=,#]+?))?\s*(?:=\s*([^,#]+?))?\s*,?\s*(?:#.*)?$"
+)
+_WORD = re.compile(r"[A-Za-z_]\w*")
 # A clause that parses only after the statement it opens onto, written as one that parses alone.
 _CLAUSES = (
     (re.compile(r"^elif\b"), "if"),
@@ -148,3 +160,67 @@ def _key(statement: str, tokens: list[str]) -> str:
         except (SyntaxError, ValueError, RecursionError):
             continue
     return " ".join(tokens)
+
+
+def removed_parameters(
+    name: str,
+    removed: Sequence[tuple[int, str]],
+    seen: Sequence[tuple[int, str]],
+    header: str | None = None,
+) -> list[str]:
+    """The parameters that ``removed`` (numbered lines of the kernel ``name``, nothing added)
+    drop from its signature and that no other line of ``seen`` (the kernel's lines the diff
+    shows at base, the removed ones among them) names; empty unless every removed line is such
+    a parameter, without a default (as ``same_code`` has it: one with a default may be passed
+    by keyword, or be a launch option such as ``num_warps``) and without ``*``. ``header``: the
+    section header of the hunk the kernel's lines start in, when its ``def`` line is not among
+    them."""
+    signature = _signature(name, sorted(seen), header)
+    names: list[str] = []
+    for number, text in removed:
+        m = _PARAMETER.match(text)
+        if number not in signature or m is None or m.group(1) or m.group(4):
+            return []
+        names.append(m.group(2))
+    gone = {number for number, _ in removed}
+    read = {w for number, text in seen if number not in gone for w in _WORD.findall(text)}
+    return [] if read & set(names) else names
+
+
+def _signature(name: str, seen: list[tuple[int, str]], header: str | None) -> set[int]:
+    """The numbers of ``seen``'s lines that are parameter lines of ``name``'s signature, as far
+    as the lines show it."""
+    opener = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(name)}\s*\(")
+    start = next((i for i, (_, t) in enumerate(seen) if opener.match(t)), None)
+    if start is not None:
+        depth = _depth(seen[start][1])
+        out: set[int] = set()
+        for (number, text), (before, _) in zip(seen[start + 1 :], seen[start:], strict=False):
+            if depth <= 0 or number != before + 1:
+                break
+            out.add(number)
+            depth += _depth(text)
+        return out
+    if header is None or not opener.match(header) or _depth(header) <= 0 or not seen:
+        return set()
+    # the lines from the hunk's first while they are parameters, each with its comma (which a
+    # statement of the body does not end with), one of them annotated
+    run: list[tuple[int, re.Match[str]]] = []
+    for number, text in seen:
+        m = _PARAMETER.match(text)
+        if m is None or not text.split("#", 1)[0].rstrip().endswith(","):
+            break
+        if run and number != run[-1][0] + 1:
+            break
+        run.append((number, m))
+    if not run or run[0][0] != seen[0][0] or not any(m.group(3) for _, m in run):
+        return set()
+    return {n for n, _ in run}
+
+
+def _depth(text: str) -> int:
+    """How many more brackets ``text`` opens than it closes (strings and comments aside)."""
+    depth = 0
+    for m in _PIECE.finditer(text):
+        depth += {"open": 1, "close": -1}.get(m.lastgroup or "", 0)
+    return depth
