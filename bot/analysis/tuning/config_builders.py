@@ -198,6 +198,8 @@ def _moved_lists(ctx: Context) -> dict[str, tuple[set[int], set[int]]]:
         for side, lines in (("old", Hunk.old_lines), ("new", Hunk.new_lines))
     }
     out: dict[str, tuple[set[int], set[int]]] = {}
+    if not any(builders.values()):
+        return out
     for p in files:
         reachable = {side: _reachable(p, side, files, builders) for side in ("old", "new")}
         if not any(reachable.values()):
