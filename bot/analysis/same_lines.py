@@ -25,7 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 _PIECE = re.compile(
-    r"""(?P<string>[rRbBuUfF]{0,2}(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))
+    r"""(?P<string>[rRbBuUfF]{0,2}
+        (?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))
     |(?P<comment>\#[^\n]*)
     |(?P<name>[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*)
     |(?P<open>[(\[{])

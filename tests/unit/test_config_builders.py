@@ -128,3 +128,9 @@ def test_from_the_diff_alone_a_shown_kernel_whose_list_a_builder_returns_is_no_c
     other = BUILDER.replace("range(6)", "range(5)")
     analysis = _from_the_diff(after, UTILS_BEFORE + other, INLINE)
     assert "tuning softmax_forward_kernel" in [f"{c.kind} {c.name}" for c in analysis.changes]
+
+
+def test_from_the_diff_alone_a_builder_on_one_line_is_followed():
+    listed = "[triton.Config({}, num_warps=2**i) for i in range(6)]"
+    one_line = f"\n\ndef warps_kernel_configs(): return {listed}\n"
+    assert _from_the_diff(IMPORTED, UTILS_BEFORE + one_line).changes == []

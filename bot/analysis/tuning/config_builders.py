@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from bot.analysis.diff import FilePatch, Hunk
 from bot.analysis.model import Context, KernelDef, SourceFn
-from bot.analysis.reach.follow import imports_in
+from bot.analysis.reach.follow import dotted, imports_in
 from bot.analysis.shown_imports import shown_imports
 from bot.analysis.text import module_of, parse_python_or_none, source_kind, walk
 
@@ -147,32 +147,56 @@ _MAX_BUILDER_LINES = 60
 
 def shown_builders(lines: Numbered) -> dict[str, tuple[ast.expr, int, int]]:
     """The builders ``lines`` (numbered, one side of a file's diff) show from their ``def`` to
-    their one ``return`` of a list that reads only its own loop variables, builtins and
-    ``triton``: name -> (that list, the def's line, the return's last line)."""
+    their one ``return`` of a list of ``Config`` calls that reads only its own loop variables,
+    builtins and ``triton``: name -> (that list, the def's line, the return's last line)."""
     out: dict[str, tuple[ast.expr, int, int]] = {}
     ordered = sorted(lines)
     for at, (number, text) in enumerate(ordered):
-        m = _NO_ARGUMENT_DEF.match(text)
+        m = _NO_ARGUMENT_DEF.match(text) if "def" in text else None
         if m is None:
             continue
+        indent = len(m.group(1))
         taken = [text]
-        for later, line in ordered[at + 1 : at + _MAX_BUILDER_LINES]:
-            if later != number + len(taken):
-                break  # a line the diff does not show
-            taken.append(line)
-            if not any(t.lstrip().startswith("return") for t in taken[1:]):
+        returned = "return" in text.split(":", 1)[-1]  # a body on the def's line
+        for later, line in [(number, text), *ordered[at + 1 : at + _MAX_BUILDER_LINES]]:
+            if later != number:
+                if later != number + len(taken):
+                    break  # a line the diff does not show
+                if line.strip() and len(line) - len(line.lstrip()) <= indent:
+                    break  # the function ended
+                taken.append(line)
+                returned = returned or line.lstrip().startswith("return")
+            if not returned:
                 continue
-            tree = parse_python_or_none("\n".join(t[len(m.group(1)) :] for t in taken))
-            func = tree.body[0] if tree is not None and len(tree.body) == 1 else None
-            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue  # the return goes on, or is not the function's last statement yet
-            if not isinstance(func.body[-1], ast.Return):
-                continue
-            returned = _returned(func)
-            if returned is not None and _self_contained(returned):
-                out[m.group(2)] = (returned, number, later)
-            break
+            whole, found = _builder_shown("\n".join(t[indent:] for t in taken))
+            if found is not None:
+                out[m.group(2)] = (found, number, later)
+            if whole:
+                break
     return out
+
+
+def _builder_shown(text: str) -> tuple[bool, ast.expr | None]:
+    """Whether ``text`` is one whole function ending in a ``return`` (not yet, while the return
+    goes on), and the list it returns when it is a builder."""
+    tree = parse_python_or_none(text)
+    func = tree.body[0] if tree is not None and len(tree.body) == 1 else None
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False, None
+    if not isinstance(func.body[-1], ast.Return):
+        return False, None  # a return before the function's last statement
+    returned = _returned(func)
+    if returned is None or not _self_contained(returned) or not _makes_configs(returned):
+        return True, None
+    return True, returned
+
+
+def _makes_configs(expr: ast.expr) -> bool:
+    """Whether ``expr`` calls ``Config`` (``triton.Config``): a list of configs."""
+    return any(
+        isinstance(n, ast.Call) and (dotted(n.func) or "").rsplit(".", 1)[-1] == "Config"
+        for n in walk(expr)
+    )
 
 
 def lists_moved_into_builders(ctx: Context) -> dict[str, tuple[set[int], set[int]]]:
