@@ -383,27 +383,7 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
 
 # Negative controls that get an invented kernel in diff mode too, each with its reason (the
 # diff-mode test fails on any other, and on a listed one that is clean now).
-KNOWN_DIFF_INVENTED: dict[str, str] = {
-    "xlite-dev-ffpa-attn-b8da57e79fdd": (
-        "first-look batch4: an unread parameter removed from a kernel's signature reads as a "
-        "body change, in the diff's lines as in the whole files"
-    ),
-    "kakaobrain-trident-534b127c1b5c": (
-        "first-look batch6: the import that binds the new alias (import triton.language as tl) "
-        "is a line of the file's head, not of each kernel's hunk; from the diff's lines alone "
-        "tl.x and triton.language.x are different text"
-    ),
-    "BobMcDear-attorch-3da6ee9f8382": (
-        "first-look batch6: the builder's body is in another file's hunk; from the diff's lines "
-        "alone the config list and the builder call are different lists"
-    ),
-    "openai-whisper-86899243e9fd": (
-        "first-look batch7: the changed lines are in the factory median_kernel, which defines "
-        "the @triton.jit kernel and fills its source by string replacement; from the diff's "
-        "lines alone the factory's hunk is read as the kernel's body, while the whole files show "
-        "the same replaced text handed over another way"
-    ),
-}
+KNOWN_DIFF_INVENTED: dict[str, str] = {}
 
 _DIFF_ONLY = (
     "diff mode: the diff's lines alone do not hold what this check needs (whole files, files "

@@ -187,7 +187,15 @@ def analyze_diff(
     for c in changes:
         measure += [k for k in c.policy_kernels if k not in measure]
     notes = [n for f in sides for n in f.notes]
-    unclassified = [*unclassified_files(sides, [*changes, *moved]), *text_only_lines]
+    undecided = [
+        UnclassifiedFile(path=path, why=_UNDECIDED + "; ".join(why))
+        for path, why in sorted(ctx.undecided.items())
+    ]
+    unclassified = [
+        *undecided,
+        *unclassified_files(sides, [*changes, *moved], said=set(ctx.undecided)),
+        *text_only_lines,
+    ]
     return Analysis(
         changes=changes,
         skipped=skipped,
@@ -363,11 +371,20 @@ _KERNEL_FILE = re.compile(
 _KERNEL_PATH = re.compile(r"(?i)(?:^|[/_.-])(?:kernels?|fused|triton|cuda|hip)(?=[/_.-]|$)")
 
 
-def unclassified_files(sides: Sequence[FileSides], changes: Sequence[KernelChange]) -> list:
+_UNDECIDED = (
+    "holds GPU kernels that its changed lines show neither changed nor unchanged (analyze with "
+    "--repo to read the whole files): "
+)
+
+
+def unclassified_files(
+    sides: Sequence[FileSides], changes: Sequence[KernelChange], said: set[str] | None = None
+) -> list:
     """Files read from their diff lines only that hold kernels (as far as those lines show) but
-    that no change names: the diff alone does not say what their changed lines do."""
+    that no change names: the diff alone does not say what their changed lines do. ``said``:
+    files already named as not classified, for a kernel of theirs."""
     named = {r.path for c in changes for r in (c.old, c.new) if r is not None}
-    named |= {c.path for c in changes}
+    named |= {c.path for c in changes} | (said or set())
     # a header changed beside CUDA/HIP sources of the same diff may hold their kernels (a
     # header-only kernel library's .h), though its changed lines need not show it
     gpu_dirs = {posixpath.dirname(f.patch.path) for f in sides if _gpu_suffix(f.patch.path)}

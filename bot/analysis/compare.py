@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from bot.analysis.diff import FilePatch
 from bot.analysis.model import (
@@ -18,8 +20,10 @@ from bot.analysis.model import (
     SourceFn,
 )
 from bot.analysis.same_code import unread_assignments
-from bot.analysis.text import called_helpers, collapse, is_tuning_line
-from bot.analysis.tuning.config_builders import built_configs
+from bot.analysis.same_lines import guessed_namespaces, removed_parameters, spelled_alike
+from bot.analysis.shown_imports import shown_imports, single_bindings
+from bot.analysis.text import called_helpers, collapse, is_tuning_line, source_kind
+from bot.analysis.tuning.config_builders import built_configs, lists_moved_into_builders
 
 
 class _Numbered:
@@ -34,17 +38,39 @@ class _Numbered:
 
     def within(self, first: int, last: int) -> list[str]:
         """The lines numbered ``first`` to ``last``, in the patch's order."""
+        return [t for _, t in self.numbered(first, last)]
+
+    def numbered(self, first: int, last: int) -> list[tuple[int, str]]:
+        """``within`` with each line's number."""
         taken = self.order[bisect_left(self.numbers, first) : bisect_right(self.numbers, last)]
-        return [self.lines[i][1] for i in sorted(taken)]
+        return [self.lines[i] for i in sorted(taken)]
 
 
 class PatchLines:
     """A patch's removed and added lines, indexed by line number once per file."""
 
     def __init__(self, patch: FilePatch) -> None:
+        self.patch = patch
         self.removed = _Numbered(patch.removed_lines())
         self.added = _Numbered(patch.added_lines())
         self.old_seen = _Numbered([x for h in patch.hunks for x in h.old_lines()])
+
+    @functools.cached_property
+    def old_names(self) -> dict[str, str]:
+        """What the names that the imports among this file's shown lines bind stand for, at
+        base."""
+        own = shown_imports([x for h in self.patch.hunks for x in h.old_lines()], self.patch.path)
+        return single_bindings([own])
+
+    @functools.cached_property
+    def new_names(self) -> dict[str, str]:
+        """``old_names`` at head."""
+        own = shown_imports([x for h in self.patch.hunks for x in h.new_lines()], self.patch.path)
+        return single_bindings([own])
+
+    def header(self, old_start: int) -> str | None:
+        """The section header (``def f(``) of the hunk whose old side starts at ``old_start``."""
+        return next((h.section for h in self.patch.hunks if h.old_start == old_start), None)
 
 
 def _changed_lines(lines: PatchLines, old: KernelDef | None, new: KernelDef | None) -> list[str]:
@@ -133,11 +159,24 @@ def _defaults_moved_to_configs(old: KernelDef, new: KernelDef) -> bool:
     return bool(moved) and moved <= set_by
 
 
+class Comparison(NamedTuple):
+    """What changed between two versions of one kernel: ``kind`` None for nothing. From the
+    diff's lines alone, ``undecided`` says why they do not show whether the code changed (kind
+    None then: the kernel is not classified from the diff, rather than changed)."""
+
+    kind: ChangeKind | None
+    notes: list[str]
+    tuning_old: dict[str, str]
+    tuning_new: dict[str, str]
+    undecided: str = ""
+    dropped: tuple[str, ...] = ()  # the removed parameters no shown line reads, if that is why
+
+
 def compare_kernels(
     old: KernelDef, new: KernelDef, patch: FilePatch | None, lines: PatchLines | None = None
-) -> tuple[ChangeKind | None, list[str], dict[str, str], dict[str, str]]:
-    """``(kind or None, notes, tuning_old, tuning_new)`` for two versions of one kernel.
-    ``lines``: ``patch``'s lines indexed, when the caller compares many kernels of one file."""
+) -> Comparison:
+    """The :class:`Comparison` of two versions of one kernel. ``lines``: ``patch``'s lines
+    indexed, when the caller compares many kernels of one file."""
     notes: list[str] = []
     t_old: dict[str, str] = {}
     t_new: dict[str, str] = {}
@@ -166,23 +205,14 @@ def compare_kernels(
     if patch is not None and lines is None:
         lines = PatchLines(patch)
     changed = _changed_lines(lines, old, new) if lines is not None else []
+    undecided = ""
+    dropped: tuple[str, ...] = ()
     if old.digest is not None and new.digest is not None:
         differs = old.digest != new.digest
+    elif lines is None:
+        differs = False
     else:  # the diff's lines only
-        gone = lines.removed.within(old.line_start, old.line_end) if lines is not None else []
-        came = lines.added.within(new.line_start, new.line_end) if lines is not None else []
-        gone_code = [t for t in gone if t.strip() and not t.strip().startswith(("#", "//"))]
-        came_code = [t for t in came if t.strip() and not t.strip().startswith(("#", "//"))]
-        differs = bool(changed) and not renamed_only(gone_code, came_code)
-        if differs and lines is not None:
-            only_gone, only_came = _changed_sides(lines, old, new)
-            real_gone = [t for t in only_gone if t.strip() and not t.strip().startswith("#")]
-            in_body = lines.removed.within(old.body_start or old.line_end + 1, old.line_end)
-            if all(t in in_body for t in real_gone) and not any(
-                t.strip() and not t.strip().startswith("#") for t in only_came
-            ):  # statements of the body removed, nothing added
-                seen = lines.old_seen.within(old.line_start, old.line_end)
-                differs = not unread_assignments(real_gone, seen)  # unclassified, not a change
+        differs, undecided, dropped = _lines_differ(lines, old, new, bool(changed))
     body = False
     if differs:
         real = [t for t in changed if t.strip() and not t.strip().startswith(("#", "//"))]
@@ -200,10 +230,64 @@ def compare_kernels(
     if body:
         if tuning:
             notes.append("tuning values changed too")
-        return "body", notes, t_old, t_new
+        return Comparison("body", notes, t_old, t_new)
     if tuning:
-        return "tuning", notes, t_old, t_new
-    return None, notes, t_old, t_new
+        return Comparison("tuning", notes, t_old, t_new)
+    return Comparison(None, notes, t_old, t_new, undecided, dropped)
+
+
+_UNREAD_LOCAL = (
+    "the diff's lines remove an assignment of a local from a value without effects, and none "
+    "of them reads it; whether a line the diff does not show reads it is not in the diff"
+)
+
+
+def _lines_differ(
+    lines: PatchLines, old: KernelDef, new: KernelDef, changed: bool
+) -> tuple[bool, str, tuple[str, ...]]:
+    """Whether the diff's lines show the kernel's code changed; where they show neither, why
+    (``""`` otherwise), and the parameters removed that none of them reads, if that is why.
+    ``changed``: lines other than re-spaced ones changed in it."""
+    gone = lines.removed.within(old.line_start, old.line_end)
+    came = lines.added.within(new.line_start, new.line_end)
+    gone_code = [t for t in gone if t.strip() and not t.strip().startswith(("#", "//"))]
+    came_code = [t for t in came if t.strip() and not t.strip().startswith(("#", "//"))]
+    if not changed or renamed_only(gone_code, came_code):
+        return False, "", ()
+    python = source_kind(new.path) == "python"
+    if python:
+        if spelled_alike(gone_code, came_code, lines.old_names, lines.new_names):
+            return False, "", ()
+        guessed = guessed_namespaces(gone_code, came_code, lines.old_names, lines.new_names)
+        old_names = {**lines.old_names, **guessed[0]}
+        new_names = {**lines.new_names, **guessed[1]}
+        if any(guessed) and spelled_alike(gone_code, came_code, old_names, new_names):
+            read = ", ".join(f"{k} as {v}" for k, v in sorted({**guessed[0], **guessed[1]}.items()))
+            why = (
+                f"its lines read the same if the file's imports bind {read}, and no import "
+                "the diff shows binds them"
+            )
+            return False, why, ()
+    only_gone, only_came = _changed_sides(lines, old, new)
+    if any(t.strip() and not t.strip().startswith("#") for t in only_came):
+        return True, "", ()
+    real_gone = [t for t in only_gone if t.strip() and not t.strip().startswith("#")]
+    in_body = lines.removed.within(old.body_start or old.line_end + 1, old.line_end)
+    if not all(t in in_body for t in real_gone):
+        return True, "", ()
+    # statements of the body removed, nothing added
+    if unread_assignments(real_gone, lines.old_seen.within(old.line_start, old.line_end)):
+        return False, _UNREAD_LOCAL, ()
+    removed = [x for x in lines.removed.numbered(old.line_start, old.line_end) if x[1] in real_gone]
+    seen = lines.old_seen.numbered(old.line_start, old.line_end)
+    header = lines.header(old.line_start)
+    if python and (names := removed_parameters(old.name, removed, seen, header)):
+        why = (
+            f"the diff's lines remove {', '.join(names)} from its parameters, and none of "
+            "them reads it; whether a line the diff does not show reads it is not in the diff"
+        )
+        return False, why, tuple(names)
+    return True, "", ()
 
 
 def _compare_files(ctx: Context) -> list[KernelChange]:
@@ -227,11 +311,15 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 # the same name in another language: a port, paired as a rewrite later
                 changes += [_single("deleted", before, f), _single("new", k, f)]
                 continue
-            kind, notes, t_old, t_new = compare_kernels(before, k, f.patch, lines)
+            kind, notes, t_old, t_new, undecided, dropped = compare_kernels(
+                before, k, f.patch, lines
+            )
             if kind == "tuning" and notes == [_CONFIGS_CHANGED] and not t_old:
                 a = built_configs(before, f.old_text, ctx.old_source)
                 if a is not None and a == built_configs(k, f.new_text, ctx.new_source):
                     kind, notes = None, []  # the same list, now built by a function
+                elif k.from_context and _moved_only(lines, before, k, ctx):
+                    kind, notes = None, []  # as far as the diff's lines show
             helpers: list[str] = []
             if kind is None and k.language in ("cuda", "hip"):
                 helpers = _helpers_changed(f, before, k, texts, ctx)
@@ -245,6 +333,9 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 t_old.update({shown[c]: (old_constants.get(c) or "-") for c in constants})
                 t_new.update({shown[c]: (new_constants.get(c) or "-") for c in constants})
             renamed = f.patch.status == "renamed"
+            if kind is None and undecided:
+                ctx.undecided.setdefault(k.path, []).append(f"{name}: {undecided}")
+                ctx.unread_dropped.setdefault(name, set()).update(dropped)
             if kind is None and not renamed:
                 continue
             if renamed:
@@ -269,6 +360,17 @@ def _compare_files(ctx: Context) -> list[KernelChange]:
                 )
             )
     return changes
+
+
+def _moved_only(lines: PatchLines, old: KernelDef, new: KernelDef, ctx: Context) -> bool:
+    """Whether every line the diff changes in the kernel moves its config list into a builder
+    (``lists_moved_into_builders``)."""
+    moved = lists_moved_into_builders(ctx).get(lines.patch.path)
+    if moved is None:
+        return False
+    gone = {n for n, _ in lines.removed.numbered(old.line_start, old.line_end)}
+    came = {n for n, _ in lines.added.numbered(new.line_start, new.line_end)}
+    return gone <= moved[0] and came <= moved[1]
 
 
 class _Split:

@@ -24,7 +24,7 @@ from bot.analysis.model import (
 )
 from bot.analysis.reach.pickers import Index, picked_kernels
 from bot.analysis.text import source_kind
-from bot.analysis.tuning.config_builders import tuned_names
+from bot.analysis.tuning.config_builders import lists_moved_into_builders, tuned_names
 
 
 def _launch_text(site: LaunchSite) -> str:
@@ -78,6 +78,7 @@ def compare_launches(ctx: Context, changes: list[KernelChange]) -> list[KernelCh
         )
         if grid_changed and language in PYTHON_LANGUAGES:
             grid_changed = not _tuned_args_dropped(ctx, name, language, a, b)
+            grid_changed = grid_changed and not _unread_args_dropped(ctx, name, a, b)
         t_old: dict[str, str] = {}
         t_new: dict[str, str] = {}
         for x in a:
@@ -224,6 +225,35 @@ def _tuned_args_dropped(
     return bool(dropped) and sorted(olds) == sorted(news)
 
 
+def _unread_args_dropped(ctx: Context, name: str, a: list[LaunchSite], b: list[LaunchSite]) -> bool:
+    """Whether the launches differ only by arguments no longer passed for parameters the
+    kernel's lines remove and none of them reads (``compare.Comparison.dropped``): passed by
+    keyword, or by position as a name that is the parameter's own."""
+    dropped = ctx.unread_dropped.get(name)
+    if not dropped or len(a) != len(b):
+        return False
+    olds = [_without_args(x, dropped) for x in a]
+    passed = [_without_args(x, set()) for x in a]
+    news = [_without_args(x, set()) for x in b]
+    if None in olds or None in news or olds == passed:
+        return False
+    return sorted(map(str, olds)) == sorted(map(str, news))
+
+
+def _without_args(site: LaunchSite, names: set[str]) -> tuple[str, str] | None:
+    """``(grid, arguments)`` of a Triton launch with those passed for ``names`` left out;
+    ``None`` when the arguments do not parse."""
+    try:
+        call = ast.parse(f"f({site.args})", mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    call.args = [x for x in call.args if not (isinstance(x, ast.Name) and x.id in names)]
+    call.keywords = [k for k in call.keywords if k.arg not in names]
+    return site.grid, ast.unparse(call)
+
+
 def _built(sites: list[LaunchSite], built: dict[str, str]) -> list[LaunchSite]:
     """CuPy launches (named by the factory that compiled the kernel, ``scan.triton``) as
     launches of that kernel; one whose factory compiles no kernel read is no launch."""
@@ -304,14 +334,16 @@ def loose_configs(ctx: Context, changes: list[KernelChange]) -> list[KernelChang
     from bot.analysis.scan.triton_lines import config_calls
 
     out = list(changes)
+    same = lists_moved_into_builders(ctx)
     for f in ctx.files:
         complete = all(s is None or s.complete for s in (f.old, f.new))
         if complete or source_kind(f.patch.path) != "python":
             continue
         old_ks = f.old.kernels if f.old else ()
         new_ks = f.new.kernels if f.new else ()
-        removed = {n for n, _ in f.patch.removed_lines()}
-        added = {n for n, _ in f.patch.added_lines()}
+        moved = same.get(f.patch.path, (set(), set()))
+        removed = {n for n, _ in f.patch.removed_lines()} - moved[0]
+        added = {n for n, _ in f.patch.added_lines()} - moved[1]
 
         def touched(calls, changed, kernels):
             return [
@@ -374,7 +406,7 @@ def moved_kernels(changes: list[KernelChange], ctx: Context) -> list[KernelChang
         new_k = _find_kernel(ctx, c.path, c.name, "new")
         if old_k is None or new_k is None:
             continue
-        kind, notes, t_old, t_new = compare_kernels(old_k, new_k, None)
+        kind, notes, t_old, t_new, *_ = compare_kernels(old_k, new_k, None)
         drop.add(id(gone))
         drop.add(id(c))
         out.append(

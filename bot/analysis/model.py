@@ -251,6 +251,15 @@ class Context:
     side_by_side: list[Any] | None = None
     # the names launches of a generic kernel template stand for (``scan.kernel_classes``)
     kernel_classes: set[str] = field(default_factory=set)
+    # from the diff's lines alone: per file, "kernel: why" for each kernel they do not show as
+    # changed or not (``compare.Comparison.undecided``)
+    undecided: dict[str, list[str]] = field(default_factory=dict)
+    # and per kernel, the parameters they remove that none of them reads (their launches'
+    # arguments for them are dropped too: ``cross_file.compare_launches``)
+    unread_dropped: dict[str, set[str]] = field(default_factory=dict)
+    # per file read from its diff lines, the removed and added lines that moved a config list
+    # into a builder (``tuning.config_builders.lists_moved_into_builders``), found once
+    moved_lists: dict[str, tuple[set[int], set[int]]] | None = None
 
     def old_launches(self) -> list[LaunchSite]:
         return [x for f in self.files if f.old for x in f.old.launches] + [

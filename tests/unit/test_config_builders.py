@@ -8,7 +8,9 @@ tests/data/real_prs): ``configs=[triton.Config({}, num_warps=2**i) for i in rang
 
 from __future__ import annotations
 
-from tests.diff_util import changes_between
+from bot.analysis.classify import analyze_diff
+from bot.analysis.model import Analysis
+from tests.diff_util import changes_between, file_diff
 
 KERNELS = "attorch/softmax_kernels.py"
 UTILS = "attorch/utils.py"
@@ -77,3 +79,58 @@ def test_a_builder_reading_a_module_name_is_not_followed():
     assert _changes(IMPORTED, "MAX_LOG_WARPS = 6\n" + UTILS_BEFORE + reads) == [
         "tuning softmax_forward_kernel"
     ]
+
+
+# From the diff's lines alone: the builder's def and return are lines of the diff.
+
+
+def _from_the_diff(kernel_after: str, utils_after: str, kernel: str = KERNEL) -> Analysis:
+    return analyze_diff(
+        file_diff(KERNELS, kernel, kernel_after) + file_diff(UTILS, UTILS_BEFORE, utils_after)
+    )
+
+
+def test_from_the_diff_alone_the_same_list_built_by_an_imported_function_is_no_change():
+    analysis = _from_the_diff(IMPORTED, UTILS_BEFORE + BUILDER)
+    assert analysis.changes == []
+    assert {u.path for u in analysis.unclassified} == {KERNELS, UTILS}  # never silent
+
+
+def test_from_the_diff_alone_the_same_list_built_by_a_function_of_the_file_is_no_change():
+    here = KERNEL.replace(LISTED, BUILT).replace(
+        "\n\n@triton.autotune", BUILDER + "\n\n@triton.autotune"
+    )
+    assert _from_the_diff(here, UTILS_BEFORE).changes == []
+
+
+def test_from_the_diff_alone_a_builder_returning_another_list_is_tuning():
+    other = BUILDER.replace("range(6)", "range(5)")
+    analysis = _from_the_diff(IMPORTED, UTILS_BEFORE + other)
+    assert all(c.kind == "tuning" for c in analysis.changes) and analysis.changes
+    reads = BUILDER.replace("range(6)", "range(MAX_LOG_WARPS)")
+    assert _from_the_diff(IMPORTED, "MAX_LOG_WARPS = 6\n" + UTILS_BEFORE + reads).changes
+
+
+# The kernel's def among the lines the diff shows: the list is compared as the kernel's.
+INLINE = KERNEL.replace(
+    "@triton.autotune(\n    " + LISTED + "\n    key=['batch_dim', 'feat_dim'],\n)",
+    "@triton.autotune(" + LISTED + " key=['batch_dim', 'feat_dim'])",
+)
+
+
+def test_from_the_diff_alone_a_shown_kernel_whose_list_a_builder_returns_is_no_change():
+    after = INLINE.replace(LISTED, BUILT).replace(
+        "import triton.language as tl\n",
+        "import triton.language as tl\n\nfrom .utils import warps_kernel_configs\n",
+    )
+    analysis = _from_the_diff(after, UTILS_BEFORE + BUILDER, INLINE)
+    assert analysis.changes == []
+    other = BUILDER.replace("range(6)", "range(5)")
+    analysis = _from_the_diff(after, UTILS_BEFORE + other, INLINE)
+    assert "tuning softmax_forward_kernel" in [f"{c.kind} {c.name}" for c in analysis.changes]
+
+
+def test_from_the_diff_alone_a_builder_on_one_line_is_followed():
+    listed = "[triton.Config({}, num_warps=2**i) for i in range(6)]"
+    one_line = f"\n\ndef warps_kernel_configs(): return {listed}\n"
+    assert _from_the_diff(IMPORTED, UTILS_BEFORE + one_line).changes == []

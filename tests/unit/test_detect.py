@@ -126,6 +126,41 @@ def test_hunk_header_names_the_kernel_when_its_def_is_not_shown():
     assert (k.line_start, k.line_end) == (19, 20)  # stops before the next top-level line
 
 
+# whisper/triton_ops.py of openai/whisper, the parent of 86899243e9fd (MIT; that pull request, a
+# negative control, is in tests/data/real_prs): the factory median_kernel defines a @triton.jit
+# kernel and fills its source in by string replacement. Two hunks sit in it, its def not shown.
+FACTORY_HEADER = "def median_kernel(filter_width: int):"
+FACTORY = [
+    (60, "        tl.store(y_ptr + offsets, MIDDLE_ROW_HERE, mask=mask)  # noqa: F821"),
+    (61, ""),
+    (62, "    kernel = triton.JITFunction(kernel.fn)"),
+    (63, "    kernel.src = kernel.src.replace("),
+    (64, '        "    LOAD_ALL_ROWS_HERE",'),
+    (69, "    kernel.src = kernel.src.replace("),
+    (70, '        "    BUBBLESORT_HERE",'),
+    (71, '        "\\n\\n".join('),
+]
+
+
+def test_a_function_named_like_a_kernel_that_makes_or_launches_one_is_host_code():
+    sections = [(60, FACTORY_HEADER), (69, FACTORY_HEADER)]
+    assert scan_lines("whisper/triton_ops.py", FACTORY, sections).kernels == ()
+    device = [(n, t.replace("triton.JITFunction(kernel.fn)", "tl.load(x)")) for n, t in FACTORY]
+    scan = scan_lines("whisper/triton_ops.py", device, sections)
+    assert [k.name for k in scan.kernels] == ["median_kernel"]
+    # a launcher named for its kernel (ModelTC/LightX2V 963d4ab75e65, Apache-2.0), its def shown
+    launcher = [
+        (1, "import triton"),
+        (2, "def rms_norm_kernel(x, w, eps=1e-6):"),
+        (3, "    grid = (triton.cdiv(S, BLOCK_SIZE_SEQ),)"),
+        (4, "    torch.library.wrap_triton(_rms_norm_tiled_onepass)[grid]("),
+        (5, "        y_view, x_view, w, eps)"),
+    ]
+    assert scan_lines("norm/triton_ops.py", launcher).kernels == ()
+    shown = [(n, t) for n, t in launcher if n != 4]
+    assert [k.name for k in scan_lines("norm/triton_ops.py", shown).kernels] == ["rms_norm_kernel"]
+
+
 CUDA = r"""
 // __global__ void commented_out(int* x) {}
 #include <torch/extension.h>

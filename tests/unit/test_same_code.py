@@ -121,6 +121,7 @@ def test_from_the_diff_alone_an_unread_local_removed_is_left_unclassified():
     analysis = analyze_diff(file_diff(TOTAL, TOTAL_BEFORE, TOTAL_AFTER))
     assert analysis.changes == []
     assert [u.path for u in analysis.unclassified] == [TOTAL]
+    assert "_total_attention_kernel: " in analysis.unclassified[0].why  # the kernel, and why
     read = TOTAL_BEFORE.replace("tl.load(Q + offs_m)", "tl.load(Q + offs_m).to(input_dtype)")
     gone = read.replace("    input_dtype = Q.dtype.element_ty\n", "")
     analysis = analyze_diff(file_diff(TOTAL, read, gone))  # a line the diff shows reads it

@@ -3,7 +3,10 @@
 The lines come packed: one ``None`` stands for each run of lines the diff does not show.
 A ``def`` is a kernel when ``@triton.jit`` sits above it, a parameter is ``tl.constexpr``, or a
 hunk header names it and it looks like one; ``triton.Config(...)`` calls are parsed with ``ast``
-one call at a time.
+one call at a time. A function that is a kernel by its name alone (``median_kernel``, no
+decorator or ``constexpr`` parameter shown) is not one where its shown lines do what only host
+code does: launch a kernel (``k[grid](...)``) or make one (``triton.JITFunction(fn)``,
+``triton.jit(fn)``), as a factory or a launcher named for its kernel does.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable, Sequence
 from bot.analysis.languages import MARKER_WORDS, UNRECOGNISED, decorator_role, kernel_like
 from bot.analysis.model import MAX_PER_FILE, FileScan, KernelDef, LaunchSite, TritonConfig
 from bot.analysis.scan.triton_config import parse_config
-from bot.analysis.text import collapse, is_tuning_name
+from bot.analysis.text import JIT_CALL, collapse, is_tuning_name
 
 _DECO_LINE = re.compile(r"^(\s*)@\s*([\w.]+)")
 _DEF_LINE = re.compile(r"^(\s*)(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
@@ -31,6 +34,8 @@ _EMPTY_ARG = re.compile(r",\s*(?=,|$)")
 _DSL_PREFIXES = ("triton.", "gluon.", "tilelang.", "cute.", "T.", "helion.")
 _GPU_FILE = re.compile("|".join(MARKER_WORDS))
 _CONFIG_CALL = re.compile(r"\b(?:triton\.)?Config\s*\(")
+# What only host code does: launch a kernel (``k[grid](``, ``wrap(k)[grid](``) or make one.
+_HOST_ONLY = re.compile(r"[\w)\]]\s*\[[^\[\]]+\]\s*\(|\bJITFunction\s*\(|" + JIT_CALL.pattern)
 
 
 def scan_python_lines(
@@ -49,6 +54,9 @@ def scan_python_lines(
     kernels: list[KernelDef] = []
     covered: set[int] = set()
     n = len(sparse)
+    runs = _section_runs(sparse, sections)
+    # named like kernels, shown doing what host code does in a hunk of theirs
+    host = {name for first, end, name, args in runs if _host_code(sparse[first - 1 : end + 1])}
     i = 0
     while i < n and len(kernels) < MAX_PER_FILE:
         line = sparse[i]
@@ -61,8 +69,13 @@ def scan_python_lines(
         kinds, language = _kinds(decos, markers, has_triton, gpu_file)
         signature = _signature(sparse, i)
         constexprs = {c.group(1): c.group(2) for c in _CONSTEXPR.finditer(signature)}
-        if "jit" in kinds or constexprs or (not decos and name.endswith("kernel") and has_triton):
+        by_name = not decos and name.endswith("kernel") and has_triton
+        if "jit" in kinds or constexprs or by_name:
             end = _block_end(sparse, i, indent)
+            if by_name and not constexprs and (name in host or _host_code(sparse[i + 1 : end + 1])):
+                host.add(name)
+                i += 1
+                continue
             run = "\n".join(t for t in sparse[deco_start:i] if t is not None)
             configs = configs_in(run) if "autotune" in kinds else None
             key = _KEY.search(run)
@@ -85,32 +98,20 @@ def scan_python_lines(
             )
             covered.update(range(deco_start, end + 1))
         i += 1
-    for first, header in sections:
-        s = _SECTION_DEF.search(header)
-        if not s or first - 1 in covered or any(k.name == s.group(1) for k in kernels):
+    for first, end, name, args in runs:
+        if first - 1 in covered or any(k.name == name for k in kernels):
             continue
-        if s.group(1).endswith("kernel") or "constexpr" in s.group(2):
-            # The hunk sits inside this function until a line as little indented as its ``def``.
-            indent = len(header) - len(header.lstrip())
-            end = first - 2
-            while end + 1 < n and (line := sparse[end + 1]) is not None:
-                if line.strip() and len(line) - len(line.lstrip()) <= indent:
-                    break
-                end += 1
-            while end >= first - 1 and not (sparse[end] or "").strip():
-                end -= 1  # trailing blank lines belong to no one
-            if end < first - 1:
-                continue
+        if "constexpr" in args or (name.endswith("kernel") and name not in host):
             kernels.append(
                 KernelDef(
                     language="triton",
-                    name=s.group(1),
+                    name=name,
                     path=path,
                     line_start=at(first),
                     line_end=at(end + 1),
                     body_start=at(first),
                     body_end=at(end + 1),
-                    constexprs={c.group(1): c.group(2) for c in _CONSTEXPR.finditer(s.group(2))},
+                    constexprs={c.group(1): c.group(2) for c in _CONSTEXPR.finditer(args)},
                     from_context=True,
                 )
             )
@@ -147,6 +148,35 @@ def scan_python_lines(
         launches=tuple(launches),
         tuning_constants=constants,
     )
+
+
+def _section_runs(
+    sparse: Sequence[str | None], sections: Sequence[tuple[int, str]]
+) -> list[tuple[int, int, str, str]]:
+    """``(first, last, name, rest of the def line)`` per hunk whose header is a ``def``: the
+    positions (1-based first, 0-based last) of the hunk's lines inside that function, until a
+    line as little indented as its ``def``; hunks with no line inside it are left out."""
+    out = []
+    for first, header in sections:
+        s = _SECTION_DEF.search(header)
+        if not s:
+            continue
+        indent = len(header) - len(header.lstrip())
+        end = first - 2
+        while end + 1 < len(sparse) and (line := sparse[end + 1]) is not None:
+            if line.strip() and len(line) - len(line.lstrip()) <= indent:
+                break
+            end += 1
+        while end >= first - 1 and not (sparse[end] or "").strip():
+            end -= 1  # trailing blank lines belong to no one
+        if end >= first - 1:
+            out.append((first, end, s.group(1), s.group(2)))
+    return out
+
+
+def _host_code(lines: Sequence[str | None]) -> bool:
+    """Whether a line of ``lines`` (comments aside) launches or makes a kernel."""
+    return any(line is not None and _HOST_ONLY.search(line.split("#", 1)[0]) for line in lines)
 
 
 def _kinds(
