@@ -1,6 +1,7 @@
 """How right the kernel-change analysis is on real pull requests: the labelled corpus, scored.
 
     python bench/detection_score.py            # writes bench/results/detection/{table.md,totals.json}
+    python bench/detection_score.py --jobs 1   # in this one process (default: a process per core)
     REAL_PRS=/path/to/raw/cases python bench/detection_score.py --out /tmp/x
 
 Every case of ``tests/data/real_prs/`` (see ``bench/real_prs.py``) is analysed twice: in repo
@@ -29,10 +30,13 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import multiprocessing
+import os
 import re
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -608,43 +612,63 @@ def analyse(case: Case, mode: str) -> Analysis:
         return analyze_repo(repo.path, repo.base, repo.head, use_base_policy=False)
 
 
-def run(cases: list[Case], progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def _scored(case: Case) -> dict[str, Any]:
+    """One case analysed in both modes and scored: its checks, and each mode's wall and process
+    seconds (making its git repository apart)."""
+    checks: list[Check] = []
+    seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+
+    def timed(mode: str, analyse: Callable[[], Analysis]) -> Analysis:
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = analyse()
+        seconds[mode] = time.perf_counter() - t0
+        cpu[mode] = time.process_time() - c0
+        return out
+
+    t0 = time.perf_counter()
+    with materialise(case) as repo:
+        setup = time.perf_counter() - t0
+        call = functools.partial(
+            analyze_repo, repo.path, repo.base, repo.head, use_base_policy=False
+        )
+        analysis = timed("repo", call)
+    checks += score_case(case, analysis, "repo")
+    analysis = timed("diff", functools.partial(analyze_diff, case.diff))
+    checks += score_case(case, analysis, "diff")
+    return {"case": case.name, "checks": checks, "seconds": seconds, "cpu": cpu, "setup": setup}
+
+
+def run(
+    cases: list[Case], progress: Callable[[str], None] | None = None, jobs: int = 1
+) -> dict[str, Any]:
+    """Every case scored, in ``jobs`` processes (each case whole in one), in the cases' order."""
+    started = time.perf_counter()
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            done = list(pool.map(_scored, cases, chunksize=1))
+    else:
+        done = [_scored(case) for case in cases]
     checks: list[Check] = []
     seconds = {mode: 0.0 for mode in MODES}
     cpu = {mode: 0.0 for mode in MODES}  # process time: what the analysis costs, load aside
     slowest = {mode: (0.0, "") for mode in MODES}
-    setup = 0.0  # making the git repositories, not analysis
-    started = time.perf_counter()
-
-    def timed(mode: str, name: str, analyse: Callable[[], Analysis]) -> Analysis:
-        t0, c0 = time.perf_counter(), time.process_time()
-        out = analyse()
-        seconds[mode] += time.perf_counter() - t0
-        spent = time.process_time() - c0
-        cpu[mode] += spent
-        slowest[mode] = max(slowest[mode], (spent, name))
-        return out
-
-    for case in cases:
-        t0 = time.perf_counter()
-        with materialise(case) as repo:
-            setup += time.perf_counter() - t0
-            call = functools.partial(
-                analyze_repo, repo.path, repo.base, repo.head, use_base_policy=False
-            )
-            analysis = timed("repo", case.name, call)
-        checks += score_case(case, analysis, "repo")
-        analysis = timed("diff", case.name, functools.partial(analyze_diff, case.diff))
-        checks += score_case(case, analysis, "diff")
+    for one in done:
+        checks += one["checks"]
+        for mode in MODES:
+            seconds[mode] += one["seconds"][mode]
+            cpu[mode] += one["cpu"][mode]
+            slowest[mode] = max(slowest[mode], (one["cpu"][mode], one["case"]))
         if progress:
-            progress(case.name)
+            progress(one["case"])
     return {
         "checks": checks,
         "seconds": seconds,
         "cpu": cpu,
         "slowest": slowest,
-        "setup": setup,
+        "setup": sum(one["setup"] for one in done),  # making the git repositories
         "wall": time.perf_counter() - started,
+        "jobs": jobs,
     }
 
 
@@ -683,6 +707,7 @@ def totals(cases: list[Case], result: dict[str, Any]) -> dict[str, Any]:
     out["seconds_analysis_whole_corpus"] = round(sum(result["seconds"].values()), 2)
     out["seconds_making_repositories"] = round(result["setup"], 2)
     out["seconds_wall"] = round(result["wall"], 2)
+    out["jobs"] = result["jobs"]
     return out
 
 
@@ -705,9 +730,10 @@ def table(cases: list[Case], result: dict[str, Any], summary: dict[str, Any]) ->
     silent = summary["modes"]["diff"]["silent_on_kernel_files"]
     lines.append(f"- diff mode silent on kernel-bearing files: {len(silent)}")
     lines.append(
-        f"- {summary['cases']} cases analysed in {summary['seconds_analysis_whole_corpus']} s "
-        f"(both modes; making the git repositories took {summary['seconds_making_repositories']} s "
-        f"more; {summary['seconds_wall']} s wall in all)"
+        f"- {summary['cases']} cases analysed in {summary['seconds_wall']} s wall in all, in "
+        f"{summary['jobs']} processes (both modes, the git repositories made included; the "
+        f"analyses' own seconds added up: {summary['seconds_analysis_whole_corpus']} s, making "
+        f"the repositories {summary['seconds_making_repositories']} s)"
     )
     lines += [
         "",
@@ -751,18 +777,32 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=RESULTS, help="folder for table.md, totals.json"
     )
     parser.add_argument("--case", action="append", help="only these cases (folder names)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=len(os.sched_getaffinity(0)),
+        help="processes to score the cases in, each case whole in one (default: the cores "
+        "this process may use; 1 scores them in this process)",
+    )
     args = parser.parse_args(argv)
     cases = load_cases()
     if args.case:
         cases = [c for c in cases if c.name in args.case]
-    result = run(cases)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    result = run(cases, jobs=args.jobs)
     summary = totals(cases, result)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "table.md").write_text(table(cases, result, summary) + "\n", encoding="utf-8")
     (args.out / "totals.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     for mode in MODES:
         m = summary["modes"][mode]
-        print(f"{mode}: {m['right']}/{m['total']} ({m['share']:.1%}) in {m['seconds']} s")
+        print(
+            f"{mode}: {m['right']}/{m['total']} ({m['share']:.1%}), its analyses {m['seconds']} s"
+        )
+    print(
+        f"{summary['cases']} cases in {summary['seconds_wall']} s wall, {summary['jobs']} processes"
+    )
     return 0
 
 
