@@ -62,14 +62,16 @@ def measure_plan(plan: Plan, *, alongside: bool = True, **job: Any) -> Evidence:
                 for i, check in enumerate(checks)
                 if alongside and check.machine == "cpu"
             }
-            for i, check in enumerate(checks):
-                if i in parts:
-                    continue
-                if check.machine == "quiet":
-                    for part in parts.values():
-                        if isinstance(part, _Alongside):
-                            part.wait()  # an error is raised where it is merged
-                parts[i] = _timed(check, ctx)
+            try:
+                for i, check in enumerate(checks):
+                    if i in parts:
+                        continue
+                    if check.machine == "quiet":
+                        _wait_alongside(parts)  # an error is raised where it is merged
+                    parts[i] = _timed(check, ctx)
+            except BaseException:  # none is left running on the worktrees as they are removed
+                _wait_alongside(parts)
+                raise
             evidence = Evidence()
             for i in range(len(checks)):
                 part = parts[i]
@@ -80,6 +82,12 @@ def measure_plan(plan: Plan, *, alongside: bool = True, **job: Any) -> Evidence:
         if evidence is None or not STOPPING.is_set():
             raise
     return evidence
+
+
+def _wait_alongside(parts: dict[int, Evidence | _Alongside]) -> None:
+    for part in parts.values():
+        if isinstance(part, _Alongside):
+            part.wait()
 
 
 def _timed(check: Check, ctx: MeasureContext) -> Evidence:

@@ -332,6 +332,20 @@ def test_a_check_that_breaks_alongside_is_raised_after_the_others_and_leaves_not
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
 
 
+def test_a_check_that_breaks_is_raised_once_the_checks_alongside_have_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check of the job's own thread that breaks while the compiler report runs alongside is
+    raised once that has ended, not while it still runs on the worktrees being removed."""
+    log: list = []
+    repo, sha = _registered(tmp_path, monkeypatch, _Broken("sweep", "gpu", log),
+                            _Standin("compiler", "cpu", log, sets=threading.Event()))  # fmt: skip
+    with pytest.raises(RuntimeError, match="the compiler report broke"):
+        measure_plan(_plan(sha), vendor="nvidia", repo_root=repo)
+    assert ("end", "compiler") in [(what, name) for what, name, _ in log]
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
 @pytest.fixture
 def stop_after():
     """A command's stop, set by a test as bot.cli's handlers set it, cleared after it."""
