@@ -95,7 +95,7 @@ def _timed(check: Check, ctx: MeasureContext) -> Evidence:
     stopping, a check is not started, and one the stop cut off is not run (but the sweep, which
     keeps the cases it finished): each a NotRun saying so."""
     if STOPPING.is_set():
-        return stopped_not_run(check, ctx, cut_off=False)
+        return _stopped_not_run(check, ctx, cut_off=False)
     t0 = time.perf_counter()
     part: Evidence | None = None
     try:
@@ -108,11 +108,11 @@ def _timed(check: Check, ctx: MeasureContext) -> Evidence:
         ended = "stopped after" if STOPPING.is_set() else "done in"
         ctx.progress(f"{check.name}: {ended} {took:.1f} s")
     if part is None or (STOPPING.is_set() and not check.keeps_on_stop):
-        return stopped_not_run(check, ctx, cut_off=True)
+        return _stopped_not_run(check, ctx, cut_off=True)
     return part
 
 
-def stopped_not_run(check: Check, ctx: MeasureContext, *, cut_off: bool) -> Evidence:
+def _stopped_not_run(check: Check, ctx: MeasureContext, *, cut_off: bool) -> Evidence:
     """``check`` as not run, the job having been stopped while it ran (``cut_off``) or before it
     started: "the measure job was stopped by SIGINT (Ctrl-C, or a CI job's cancel or time
     limit) before it finished"."""
@@ -165,7 +165,7 @@ class _Alongside:
         NotRun."""
         if not self.wait():
             self.ctx.progress(f"{self.check.name}: not waited for, the job is stopping")
-            return stopped_not_run(self.check, self.ctx, cut_off=True)
+            return _stopped_not_run(self.check, self.ctx, cut_off=True)
         if isinstance(self._part, BaseException):
             raise self._part
         assert self._part is not None  # set before the thread said it was done
