@@ -9,6 +9,8 @@ pieces and passes them in, so everything below it can be tested with plain value
 - ack (write token, no checkout): react to a ``/bench`` comment (eyes, then rocket or confused)
   and reply: the refusal with what is allowed, or the pinned SHA that will be measured.
 - measure (GPU runner, ``permissions: {}``, no token): run the plan for one vendor and shard.
+  Stopped (the job cancelled or at its ``timeout-minutes``), it writes what it measured, the
+  rest not run, and exits 7.
 - report (write token): read the gate's plan and policy (``gate.json``, as the ack does; the
   gate is not run again), merge the results, decide, update the one sticky comment, set the
   merge-gate status, write the job summary and annotations; each kernel's recorded history on
@@ -36,7 +38,14 @@ from typing import TYPE_CHECKING, Any
 
 from bot.contracts.accept import ReviewState
 from bot.contracts.base import VENDORS
-from bot.errors import ForgeError, GitHubError, KernelReviewError, ResultsError, UsageError
+from bot.errors import (
+    EXIT_STOPPED,
+    ForgeError,
+    GitHubError,
+    KernelReviewError,
+    ResultsError,
+    UsageError,
+)
 from bot.escape import log_safe, md_code, md_inline
 from bot.forge.client import ForgeClient, ForgeRequestError
 from bot.forge.types import ReviewRequest
@@ -678,7 +687,9 @@ def _cancel_queued(env: ActionEnv, client: ForgeClient, queued: Any) -> None:
 
 
 def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -> int:
-    """Run the gate's plan for one vendor and shard; writes ``results-<vendor>-<i>of<n>.json``."""
+    """Run the gate's plan for one vendor and shard; writes ``results-<vendor>-<i>of<n>.json``.
+    Stopped from outside (the job cancelled or at its ``timeout-minutes``), it still writes what
+    it measured and exits ``EXIT_STOPPED`` (``checks.measure``)."""
     from bot.contracts.results import ResultsFile
 
     if env.vendor is None:
@@ -727,7 +738,25 @@ def measure_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -
     path.write_text(out.model_dump_json(), encoding="utf-8")
     set_outputs(env.output, {"results-path": str(env.results_path)})
     log(f"wrote {path}")
-    return 0
+    return _measured(path)
+
+
+def _measured(path: Path) -> int:
+    """A measure job's exit code once it wrote ``path``: 0, or ``EXIT_STOPPED`` where the job
+    was stopped from outside (a CI job's cancel or ``timeout-minutes``), saying so: the file
+    holds what it finished, the rest not run."""
+    from checks.procs.stopping import STOPPING, stop_words, stopped_by
+
+    if not STOPPING.is_set():
+        return 0
+    by = stopped_by()
+    how = f"by {stop_words(by)}" if by else "from outside"
+    log(
+        f"stopped {how}: {path.name} holds what the job finished; the shapes and checks it did "
+        "not get to are marked not run (a job that keeps reaching its time limit needs a "
+        "larger timeout-minutes)"
+    )
+    return EXIT_STOPPED
 
 
 def _history(client: ForgeClient, branch: str, vendors: tuple[str, ...]) -> Any:
@@ -747,7 +776,8 @@ def _history(client: ForgeClient, branch: str, vendors: tuple[str, ...]) -> Any:
 
 
 def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None) -> int:
-    """Measure the default branch's head under its pinned toolchain and the newest release."""
+    """Measure the default branch's head under its pinned toolchain and the newest release.
+    Stopped from outside, it writes what it measured and exits ``EXIT_STOPPED``, as measure does."""
     import datetime as dt
     import subprocess
 
@@ -823,7 +853,7 @@ def scheduled_mode(env: ActionEnv, measure_fn: Callable[..., Any] | None = None)
     path.write_text(out.model_dump_json(), encoding="utf-8")
     set_outputs(env.output, {"results-path": str(env.results_path)})
     log(f"wrote {path}")
-    return 0
+    return _measured(path)
 
 
 def _allowed(name: str, pinned: dict[str, str]) -> str:
@@ -997,7 +1027,10 @@ which it did. A job of the GitHub workflow is `kernel-review job MODE`."""
 JOB_DESCRIPTION = """\
 One job of the GitHub workflow (docs/workflows/kernel-review.yml), inside Actions only: it reads
 GITHUB_EVENT_PATH, GITHUB_TOKEN, GITHUB_API_URL and the action's INPUT_* variables, and refuses
-to run without them. A local review is `kernel-review review --repo . --base REV`."""
+to run without them. A local review is `kernel-review review --repo . --base REV`.
+
+measure and scheduled stopped by SIGINT or SIGTERM (the job cancelled, or at its
+timeout-minutes) write the results of what they measured, the rest marked not run, and exit 7."""
 
 
 def register(subparsers: argparse._SubParsersAction, *, compiler_report: Any = None) -> None:

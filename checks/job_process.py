@@ -84,7 +84,8 @@ def run_job(
     ``prefix``: a program that runs the process (a profiler), put before the interpreter.
     ``env``: variables set on top of the scrubbed environment. ``cancel``: when set, the job is
     killed (or, set already, not started) and a JobFailure returned (a job whose answer is no
-    longer wanted); an answer written before the next look at ``cancel`` is still returned.
+    longer wanted); an answer written before the next look at ``cancel`` is still returned. So
+    too once the command is stopping (``checks.procs.stopping``).
     ``nice``: how much to lower its CPU priority. ``forker``: where the process may be forked
     from with torch and Triton imported already (the sweep's zygote), when it serves this
     interpreter and cap and no ``prefix`` is asked for; started afresh otherwise.
@@ -93,7 +94,7 @@ def run_job(
     cold start for them too, and no other job's build of the same name is picked up.
     ``kept``: caches kept between runs that the job writes, writable to it when the run is
     trusted (``checks.procs.sandbox.kept_if_trusted``) or unconfined."""
-    if cancel is not None and cancel.is_set():  # not wanted before it started: start nothing
+    if STOPPING.is_set() or (cancel is not None and cancel.is_set()):  # not wanted: start nothing
         return JobFailure(f"{what} was stopped: its answer is no longer needed")
     out = workdir / "out.json"
     out.unlink(missing_ok=True)  # an earlier job's answer in this folder is not this one's

@@ -11,6 +11,10 @@ NotRun row for whatever it could not do, and ``machine``, what it needs of the r
 - ``"quiet"``: wall-clock time on the whole machine (a fresh process's first call): it runs in
   its turn once the ``"cpu"`` checks have finished.
 
+and ``keeps_on_stop``: whether what ``run`` returns when the job is stopped from outside (a CI
+job's cancel or time limit) holds what it finished (the sweep's cases, the rest ``STOPPED``);
+any other check the stop cuts off is not run, saying so (``checks.measure``).
+
 ``checks.measure.measure_plan`` runs them so and merges the parts in ``CHECKS`` order; a new
 check is one class here and its entry in ``CHECKS``, with the files docs/ARCHITECTURE.md lists
 (its name in ``bot.contracts.base.Check``, the plan asking for it, its evidence and how the
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
+from bot.contracts.base import Check as CheckName
 from bot.contracts.evidence import Evidence, NotRun
 from bot.errors import KernelReviewError
 from checks.context import MeasureContext, Side
@@ -31,8 +36,9 @@ Machine = Literal["cpu", "gpu", "quiet"]
 
 
 class Check(Protocol):
-    name: str
+    name: CheckName
     machine: Machine
+    keeps_on_stop: bool
 
     def applies(self, ctx: MeasureContext) -> bool: ...
 
@@ -42,7 +48,8 @@ class Check(Protocol):
 class Sweep:
     """Base against head over this shard's share of the plan's shapes."""
 
-    name = "sweep"
+    name: CheckName = "sweep"
+    keeps_on_stop = True
     machine: Machine = "gpu"
 
     def applies(self, ctx: MeasureContext) -> bool:
@@ -67,6 +74,7 @@ class Sweep:
                 work_dir=ctx.scratch("sweep"),
                 progress=ctx.progress,
                 pythons=pythons,
+                keep_on_stop=True,  # a job stopped from outside hands on the cases it finished
             )
         except KernelReviewError as exc:
             return Evidence(not_run=(NotRun(check="sweep", vendor=ctx.vendor, reason=exc.message),))
@@ -88,7 +96,8 @@ class FirstCall:
     own (a new Triton often changes compile time). A moved pin that both sides' environment
     satisfies alike moves nothing, and the base is not measured again under the same one."""
 
-    name = "first_call"
+    name: CheckName = "first_call"
+    keeps_on_stop = False
     machine: Machine = "quiet"
 
     def applies(self, ctx: MeasureContext) -> bool:
@@ -138,7 +147,8 @@ class Compiler:
     """Old against new compiler output for every target of every vendor; measured by the first
     vendor's runner on shard 1 (it cross-compiles, so one runner covers all vendors)."""
 
-    name = "compiler"
+    name: CheckName = "compiler"
+    keeps_on_stop = False
     machine: Machine = "cpu"
 
     def applies(self, ctx: MeasureContext) -> bool:
@@ -173,7 +183,8 @@ class SharedMemory:
     """Old against new shared-memory (LDS) traffic under the vendor's profiler, opt-in by the
     policy's ``[profile] shared_memory``; measured on shard 1 of each vendor's runner."""
 
-    name = "smem"
+    name: CheckName = "smem"
+    keeps_on_stop = False
     machine: Machine = "gpu"
 
     def applies(self, ctx: MeasureContext) -> bool:

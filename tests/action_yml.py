@@ -1,11 +1,13 @@
 """What tests read from ``action.yml`` without a YAML library: the shell of its ``run: |``
 steps, and its inputs and outputs (the file keeps one shape: two-space keys under ``inputs:``
-and ``outputs:``, each with four-space ``description``, ``required``, ``default``, ``value``)."""
+and ``outputs:``, each with four-space ``description``, ``required``, ``default``, ``value``);
+and the steps of a workflow's jobs (``job_steps``)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from tests.paths import ROOT
 
@@ -80,3 +82,64 @@ def markdown_table(section: str) -> str:
         rows = ["| output | what it is |", "|---|---|"]
         rows += [f"| `{f.name}` | {_cell(f.description)} |" for f in fields("outputs")]
     return "\n".join(rows)
+
+
+Step = dict[str, Any]  # a step's keys: text, or the keys of its ``with:``/``env:`` as text
+
+
+def job_steps(text: str) -> dict[str, list[Step]]:
+    """Each job's steps of a workflow, in order: the keys of each step (``name``, ``if``,
+    ``uses``, ...) as text, a folded ``>-`` value joined into one line and a trailing comment
+    dropped, and a mapping's (``with:``, ``env:``) keys likewise. The file keeps the shape of
+    docs/workflows: jobs at two spaces, ``steps:`` at four, each step a ``- `` at six."""
+    jobs = text.split("\njobs:\n", 1)[1]
+    out: dict[str, list[Step]] = {}
+    for job, body in re.findall(r"^  ([\w-]+):\n((?:(?:   .*)?\n)*)", jobs, re.M):
+        listed = body.split("\n    steps:\n", 1)
+        if len(listed) == 1:
+            continue
+        steps = re.split(r"\n    (?=\S)", listed[1], maxsplit=1)[0]  # to the job's next key
+        items = re.split(r"^      - ", steps, flags=re.M)[1:]
+        out[job] = [_mapping(("        " + item).splitlines(), 8) for item in items]
+    return out
+
+
+def _mapping(lines: list[str], indent: int) -> Step:
+    """The keys at ``indent`` spaces of ``lines``, each with its value: the text after the
+    colon (a folded value's lines joined), or the mapping of the lines below it."""
+    keys: Step = {}
+    i = 0
+    while i < len(lines):
+        m = re.match(rf"^ {{{indent}}}([\w-]+):(.*)$", lines[i])
+        i += 1
+        if not m:
+            continue
+        below = []
+        while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > indent):
+            below.append(lines[i])
+            i += 1
+        value = _uncommented(m.group(2)).strip()
+        if value in (">-", ">", "|", "|-"):
+            keys[m.group(1)] = " ".join(x.strip() for x in below if x.strip())
+        elif not value and below:
+            keys[m.group(1)] = _mapping(below, _indent(next(x for x in below if x.strip())))
+        else:
+            keys[m.group(1)] = _scalar(value)
+    return keys
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _uncommented(value: str) -> str:
+    """``value`` without a trailing YAML comment (`` #`` outside quotes)."""
+    quote = ""
+    for i, ch in enumerate(value):
+        if ch in "\"'" and not quote:
+            quote = ch
+        elif ch == quote:
+            quote = ""
+        elif ch == "#" and not quote and (i == 0 or value[i - 1] == " "):
+            return value[:i]
+    return value

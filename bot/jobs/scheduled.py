@@ -60,11 +60,15 @@ def scheduled_plan(policy: Policy, sha: str, changes: Sequence[ChangeLine]) -> P
 
 
 def _medians(ev: Evidence, side: str) -> dict[str, float]:
+    """Each kernel's median time over its shapes on one ``side``; none for a kernel the run was
+    stopped before all of whose shapes it timed (a job's time limit): a median over some of its
+    shapes would read as a step in its trend (its timed cases are kept all the same)."""
+    cut_short = {x.kernel for s in ev.sweeps for x in s.stopped}
     times: dict[str, list[float]] = {}
     for s in ev.sweeps:
         for x in s.shapes:
             us = x.base_us if side == "base" else x.head_us
-            if us:
+            if us and x.kernel not in cut_short:
                 times.setdefault(x.kernel, []).append(us)
     return {k: round(statistics.median(v), 3) for k, v in times.items()}
 

@@ -14,8 +14,15 @@ STOPPING = threading.Event()
 POLL_S = 0.5
 _BY: list[str] = []  # the signal that stopped the command, by name: its first
 
-# what sends each stop, in words (a CI job cancelled or out of time gets SIGINT first, and
-# SIGTERM a few seconds later where it has not ended)
+# what sends each stop, in words. A GitHub Actions job cancelled, or cancelled by its
+# `timeout-minutes`, gets SIGINT to its step's entry process (`kernel-review job measure`, which
+# action.yml's shell execs), SIGTERM 7.5 s later where it has not exited, and 2.5 s after that
+# its process tree killed; steps whose `if:` is `always()` still run afterwards (GitHub's
+# "Workflow cancellation reference", docs.github.com/en/actions/reference/workflows-and-actions/
+# workflow-cancellation, quoted in actions/runner#1309; `timeout-minutes` "automatically
+# cancels" the job: the workflow syntax reference; actions/runner's StepsRunner.cs evaluates each
+# later step's condition on the job's cancellation). So a measure job has 7.5 s to write its
+# results (checks.measure), and the workflow's upload step runs if: always()
 SENT_BY = {
     "SIGINT": "Ctrl-C, or a CI job's cancel or time limit",
     "SIGTERM": "a CI job's cancel or time limit, or `timeout`",

@@ -5,7 +5,9 @@ job) while its workers are inside a call of the bench entry does the same, and k
 measured: it writes the results of the cases it finished, the others with the status
 ``stopped``, exits 7, and removes its worktrees; the review of those results shows the cases it
 did not get to as not run, and the journal a run killed without a chance to write (SIGKILL)
-leaves is reviewed in their place."""
+leaves is reviewed in their place. ``job measure`` stopped by SIGINT (a workflow's cancel or
+``timeout-minutes``) writes its results file with what it finished, the rest not run, and
+exits 7 well before the runner's SIGTERM."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,7 @@ import pytest
 
 from bot import gitutil
 from bot.cli import main
+from bot.contracts.results import ResultsFile
 from bot.errors import EXIT_STOPPED
 from bot.outputs import journal_path
 from checks.sweep.models import SweepResult, load_results
@@ -120,6 +123,7 @@ def _ops_repo(tmp_path: Path, marker: Path, policy: str = POLICY) -> Path:
 class Stopped:
     code: int
     err: str
+    out: str
     took: float  # seconds from the signal to the exit
     left: list[int]  # the processes that ran the entry point and outlived the command
 
@@ -130,15 +134,18 @@ def _stopped(
     marker: Path,
     sig: int,
     ready: Callable[[], bool] = lambda: True,
+    *,
+    program: Sequence[str] = ("-m", "bot"),
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Stopped:
-    """Run ``python -m bot ARGS`` until the entry point has written its pid into ``marker`` and
-    ``ready()``, send ``sig``; the processes that ran the entry point and outlived the command
-    are killed here."""
-    env = {**os.environ, "KERNEL_REVIEW_CACHE": str(tmp_path / "cache")}
+    """Run ``python -m bot ARGS`` (``python PROGRAM ARGS``, in ``cwd``, with ``env`` added)
+    until the entry point has written its pid into ``marker`` and ``ready()``, send ``sig``;
+    the processes that ran the entry point and outlived the command are killed here."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot", *args],
-        cwd=tmp_path,
-        env=env,
+        [sys.executable, *program, *args],
+        cwd=cwd or tmp_path,
+        env={**os.environ, "KERNEL_REVIEW_CACHE": str(tmp_path / "cache"), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -155,7 +162,7 @@ def _stopped(
         assert all(_alive(pid) for pid in helpers)
         sent = time.monotonic()
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
         took = time.monotonic() - sent
     finally:
         if proc.poll() is None:
@@ -165,7 +172,7 @@ def _stopped(
         left = [pid for pid in helpers if _alive(pid)]
         for pid in left:  # those the command failed to end: not left behind
             os.kill(pid, signal.SIGKILL)
-    return Stopped(proc.returncode, err, took, left)
+    return Stopped(proc.returncode, err, out, took, left)
 
 
 def test_ctrl_c_stops_the_compiler_report_and_kills_its_helper(tmp_path: Path) -> None:
@@ -313,4 +320,138 @@ def test_the_journal_of_a_killed_sweep_is_reviewed_where_it_wrote_no_results(
     assert "STOPPED: the sweep was killed before it wrote its results" in _row(comment, "slow")
     scale = from_journal(s.journal).cases[0]
     assert f"{scale.base_median_us:.2f}" in _row(comment, "scale")
+    assert not comment.startswith("## ✅")
+
+
+# ``kernel-review job measure`` as the workflow runs it, its engine's sweep on the CPU (the
+# measurement engine's own entry point, handed the sweep options a CPU needs, as the scheduled
+# job's test hands them in; nothing else of the job is replaced)
+MEASURE_ON_THE_CPU = """
+import functools, sys
+from bot import app
+from bot.cli import main
+from checks.measure import measure_plan
+from checks.sweep.run import SweepOptions
+options = SweepOptions.model_validate_json(sys.argv[1])
+app._measurement_engine = lambda: functools.partial(measure_plan, sweep_options=options)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@dataclass
+class StoppedJob:
+    repo: Path
+    results: ResultsFile
+    raw: SweepResult  # the sweep's detailed results, written beside the results file
+    run: Stopped
+
+
+def _gate(repo: Path, results: Path) -> None:
+    """The gate's decision for the range HEAD~1..HEAD of ``repo`` in ``results``: its base
+    policy, and the plan of a ``/bench quick`` of both kernels (no small or ragged shapes) with
+    the sweep and the first call."""
+    from bot.jobs.gate import GATE_FILE, GateDecision
+    from bot.plan import make_plan
+    from bot.policy.load import find_policy
+    from bot.revision import GitRevision
+
+    base, head = gitutil.rev_parse(repo, "HEAD~1"), gitutil.rev_parse(repo, "HEAD")
+    found = find_policy(GitRevision(repo, base))
+    assert found is not None
+    policy = found[0]
+    plan = make_plan(
+        (), policy, base_sha=base, head_sha=head, kernels=["scale", "slow"], quick=True
+    )
+    plan = plan.model_copy(update={"checks": ("sweep", "first_call")})
+    gate = GateDecision(repository="o/r", event="pull_request", run=True, plan=plan, policy=policy)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / GATE_FILE).write_text(gate.model_dump_json())
+
+
+@pytest.fixture(scope="module")
+def stopped_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoppedJob]:
+    """``kernel-review job measure`` over two cases: SIGINT (a job's cancel or timeout-minutes)
+    once the sweep's journal holds the first, finished, and its workers are inside the second's
+    first call."""
+    from checks.sweep.protocol import default_protocol
+    from checks.sweep.run import SweepOptions
+
+    tmp = tmp_path_factory.mktemp("stopped-job")
+    marker = tmp / "worker.pid"
+    repo = _ops_repo(tmp, marker, SCALE_FIRST)
+    results, scratch = tmp / "results", tmp / "scratch"
+    scratch.mkdir()
+    _gate(repo, results)
+    protocol = default_protocol("cpu", max_rounds=3).model_copy(update={"min_rounds": 3})
+    options = SweepOptions(device="cpu", protocol=protocol)  # as bench's max_rounds=3
+
+    def one_case_journaled() -> bool:  # the job's scratch folder is under TMPDIR
+        journals = list(scratch.glob("kernel-review-measure-*/sweep/partial.jsonl"))
+        return _both(marker) and any('"case"' in j.read_text() for j in journals)
+
+    env = {
+        "INPUT_VENDOR": "nvidia",
+        "INPUT_SHARD": "1/1",
+        "INPUT_RESULTS_PATH": str(results),
+        # unconfined, as on a disposable runner: the sandbox's read-only filesystem would keep
+        # the workers from writing their pids into the marker
+        "INPUT_RUNNER_ISOLATION": "disposable",
+        "TMPDIR": str(scratch),
+    }
+    run = _stopped(
+        tmp, [options.model_dump_json(), "job", "measure"], marker, signal.SIGINT,
+        one_case_journaled, program=("-c", MEASURE_ON_THE_CPU), cwd=repo, env=env,
+    )  # fmt: skip
+    path = results / "results-nvidia-1of1.json"
+    assert path.exists(), run.err
+    raw = load_results(results / "sweep-nvidia-1of1.json")
+    yield StoppedJob(repo, ResultsFile.model_validate_json(path.read_text()), raw, run)
+
+
+def test_a_stopped_measure_job_writes_what_it_finished(stopped_job: StoppedJob) -> None:
+    """Exit 7 within 3 s of SIGINT (GitHub's runner sends SIGTERM 7.5 s after it), the
+    workers killed and the worktrees removed; the results file holds the finished case with the
+    verdict its rounds gave it, the other STOPPED, and the first call, which the stop came
+    before, not run, saying which signal stopped the job."""
+    s = stopped_job
+    assert s.run.code == EXIT_STOPPED, s.run.err
+    assert s.run.took < 3.0, f"exited {s.run.took:.1f} s after SIGINT"
+    assert not s.run.left, f"the workers {s.run.left} outlived the command"
+    assert gitutil.git(s.repo, "worktree", "list").count("\n") == 1
+    [sweep] = s.results.evidence.sweeps
+    scale, slow = sweep.shapes
+    raw_scale = s.raw.cases[0]
+    assert (scale.kernel, raw_scale.status) == ("scale", "ok")
+    assert scale.verdict == raw_scale.verdict and scale.ratio == raw_scale.ratio
+    assert (slow.kernel, slow.verdict) == ("slow", "STOPPED")
+    assert "the sweep was stopped by SIGINT" in slow.failure_reason
+    words = "the measure job was stopped by SIGINT (Ctrl-C, or a CI job's cancel or time limit)"
+    assert [(n.check, n.vendor, n.reason) for n in s.results.evidence.not_run] == [
+        ("first_call", "nvidia", f"{words} before it started")
+    ]
+    assert "stopped by SIGINT" in s.run.err + s.run.out and "sweep: stopped after" in s.run.out
+
+
+def test_the_review_of_a_stopped_measure_job_says_what_was_not_run(
+    stopped_job: StoppedJob, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report's review of that file (``review --results``, the report job's reading and
+    merge): the case the sweep did not get to is a STOPPED row, and the first call a not-run
+    line naming the stop."""
+    s = stopped_job
+    results = tmp_path / "results-nvidia-1of1.json"
+    results.write_text(s.results.model_dump_json())
+    md = tmp_path / "review.md"
+    base, head = s.results.base_sha, s.results.head_sha
+    code = main(
+        ["review", "--repo", str(s.repo), "--base", base, "--head", head, "--no-compile",
+         "--results", str(results), "--out", str(md), "--full"]
+    )  # fmt: skip
+    comment = md.read_text()
+    assert code == 0, capsys.readouterr().err
+    assert "STOPPED: the sweep was stopped by SIGINT" in _row(comment, "slow")
+    assert (
+        "- first call on nvidia: the measure job was stopped by SIGINT (Ctrl-C, or a CI job's "
+        "cancel or time limit) before it started"
+    ) in comment
     assert not comment.startswith("## ✅")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,8 @@ from bot.contracts.plan import Plan, PlanDeployment, PlanLimits, PlannedKernel, 
 from bot.errors import PolicyError
 from checks import registry
 from checks.context import MeasureContext
-from checks.measure import measure_plan
+from checks.measure import GRACE_S, measure_plan
+from checks.procs import stopping
 from checks.sweep.models import load_results
 from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions
@@ -211,6 +213,8 @@ def test_the_registry_imports_neither_torch_nor_triton() -> None:
 class _Standin:
     """A check that says where and when it ran; ``wait_for``: an event it needs set first."""
 
+    keeps_on_stop = False
+
     def __init__(self, name: str, machine: str, log: list, wait_for=None, sets=None) -> None:
         self.name, self.machine, self.log = name, machine, log
         self.wait_for, self.sets = wait_for, sets
@@ -325,4 +329,117 @@ def test_a_check_that_breaks_alongside_is_raised_after_the_others_and_leaves_not
     assert [(what, name) for what, name, _ in log if what == "end"] == [
         ("end", "sweep"), ("end", "first_call")
     ]  # fmt: skip
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_a_check_that_breaks_is_raised_once_the_checks_alongside_have_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check of the job's own thread that breaks while the compiler report runs alongside is
+    raised once that has ended, not while it still runs on the worktrees being removed."""
+    log: list = []
+    repo, sha = _registered(tmp_path, monkeypatch, _Broken("sweep", "gpu", log),
+                            _Standin("compiler", "cpu", log, sets=threading.Event()))  # fmt: skip
+    with pytest.raises(RuntimeError, match="the compiler report broke"):
+        measure_plan(_plan(sha), vendor="nvidia", repo_root=repo)
+    assert ("end", "compiler") in [(what, name) for what, name, _ in log]
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+@pytest.fixture
+def stop_after():
+    """A command's stop, set by a test as bot.cli's handlers set it, cleared after it."""
+    yield stopping.stop
+    stopping.clear()
+
+
+class _Stopping(_Standin):
+    """The sweep, stopped from outside (``sig``) while it runs, as bot.cli's handler of the
+    signal stops the command (None: a Ctrl-C that nothing handled, the command not stopped);
+    with ``raises``, the handler's exception cuts it off, else it returns what it finished."""
+
+    def __init__(self, log: list, sig: int | None, *, keeps: bool, raises: bool = False) -> None:
+        super().__init__("sweep", "gpu", log)
+        self.sig, self.keeps_on_stop, self.raises = sig, keeps, raises
+
+    def run(self, ctx: MeasureContext) -> Evidence:
+        part = super().run(ctx)
+        if self.sig is not None:
+            stopping.stop(self.sig)
+        if self.raises:
+            raise SystemExit(128 + self.sig) if self.sig == signal.SIGTERM else KeyboardInterrupt
+        return part
+
+
+STOP_WORDS = {
+    "SIGINT": "SIGINT (Ctrl-C, or a CI job's cancel or time limit)",
+    "SIGTERM": "SIGTERM (a CI job's cancel or time limit, or `timeout`)",
+}
+
+
+def test_a_stopped_job_keeps_what_finished_and_waits_for_no_check_alongside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_after
+) -> None:
+    """Stopped by SIGTERM while the sweep runs: the sweep's evidence is kept (it keeps what it
+    finished), the checks the stop came before are not started, and the compiler report
+    alongside, which does not end, is waited for ``GRACE_S`` at most: each is a NotRun naming
+    the signal, in registry order, and the worktrees are removed."""
+    log: list = []
+    released = threading.Event()  # the compiler report's end, once the test is over
+    repo, sha = _registered(
+        tmp_path,
+        monkeypatch,
+        _Stopping(log, signal.SIGTERM, keeps=True),
+        _Standin("smem", "gpu", log),
+        _Standin("first_call", "quiet", log),
+        _Standin("compiler", "cpu", log, wait_for=released),
+    )
+    try:
+        t0 = time.monotonic()
+        ev = measure_plan(_plan(sha), vendor="nvidia", repo_root=repo)
+        took = time.monotonic() - t0
+    finally:
+        released.set()
+    words = f"the measure job was stopped by {STOP_WORDS['SIGTERM']}"
+    assert [(n.check, n.reason) for n in ev.not_run] == [
+        ("repo", "sweep ran"),
+        ("smem", f"{words} before it started"),
+        ("first_call", f"{words} before it started"),
+        ("compiler", f"{words} before it finished"),
+    ]
+    assert {n.vendor for n in ev.not_run} == {"nvidia"}
+    assert took < GRACE_S + 2.0, f"measure_plan took {took:.1f} s"
+    assert not any(name in ("smem", "first_call") for _, name, _ in log)
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("sig", "raises"),
+    [(signal.SIGINT, True), (signal.SIGTERM, True), (signal.SIGTERM, False)],
+    ids=["sigint", "sigterm", "returned"],
+)
+def test_a_check_the_stop_cuts_off_is_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_after, sig: int, raises: bool
+) -> None:
+    """A check that keeps nothing of a stopped run, cut off by the exception bot.cli's handler
+    of SIGINT or SIGTERM raises, or returning what it made of the stop, is not run, and the job
+    goes on to hand on the rest; the same exception where the command is not stopping (Ctrl-C
+    in a program calling measure_plan without bot.cli's handlers) is raised."""
+    log: list = []
+    repo, sha = _registered(
+        tmp_path,
+        monkeypatch,
+        _Stopping(log, sig, keeps=False, raises=raises),
+        _Standin("first_call", "quiet", log),
+    )
+    ev = measure_plan(_plan(sha), vendor="nvidia", repo_root=repo)
+    words = f"the measure job was stopped by {STOP_WORDS[signal.Signals(sig).name]}"
+    assert [(n.check, n.reason) for n in ev.not_run] == [
+        ("sweep", f"{words} before it finished"),
+        ("first_call", f"{words} before it started"),
+    ]
+    stopping.clear()
+    monkeypatch.setattr(registry, "CHECKS", (_Stopping(log, None, keeps=False, raises=True),))
+    with pytest.raises(KeyboardInterrupt):
+        measure_plan(_plan(sha), vendor="nvidia", repo_root=repo)
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1

@@ -225,3 +225,97 @@ def test_the_gate_plans_every_kernel_for_a_pull_request_that_bumps_the_pin(tmp_p
         (c["kernel"], c["kind"], c["old_version"], c["new_version"]) for c in plan["changes"]
     ] == [("triton", "toolchain", "==3.5.1", "==3.6.0")]
     assert run.outputs()["run"] == "true"
+
+
+STOP_POLICY = """
+vendors = ["nvidia"]
+[deployment]
+kind = "long-lived"
+[[kernels]]
+name = "vector_add"
+bench = "ops:vector_add"
+paths = ["ops.py"]
+dtypes = ["float32"]
+shapes = [[4096]]
+[[kernels]]
+name = "softmax"
+bench = "ops:softmax"
+paths = ["ops.py"]
+dtypes = ["float16"]
+shapes = [[1823, 781], [4096, 4096]]
+"""
+
+
+class _SweepStoppedBySigterm:
+    """The sweep, stopped by SIGTERM (as bot.cli's handler of the runner's signal records it)
+    after vector_add's shape and softmax's first: the cases it finished, the other STOPPED."""
+
+    name, machine, keeps_on_stop = "sweep", "gpu", True
+
+    def applies(self, ctx) -> bool:
+        return True
+
+    def run(self, ctx) -> Evidence:
+        import signal
+
+        from checks.procs import stopping
+
+        stopping.stop(signal.SIGTERM)
+        shapes = (
+            ShapeLine(kernel="vector_add", shape=(4096,), dtype="float32", verdict="SAME",
+                      ratio=1.0, base_us=10.0, head_us=10.0),
+            ShapeLine(kernel="softmax", shape=(1823, 781), dtype="float16", verdict="SAME",
+                      ratio=1.0, base_us=12.0, head_us=12.0),
+            ShapeLine(kernel="softmax", shape=(4096, 4096), dtype="float16", verdict="STOPPED"),
+        )  # fmt: skip
+        return Evidence(
+            sweeps=(SweepEvidence(vendor=ctx.vendor, gpu="NVIDIA H200", shapes=shapes),)
+        )
+
+
+class _FirstCall(_SweepStoppedBySigterm):
+    """The first call, which the stop comes before: never run."""
+
+    name, machine, keeps_on_stop = "first_call", "quiet", False
+
+
+def test_a_stopped_scheduled_job_writes_what_it_measured_and_keeps_its_trend_whole(
+    tmp_path, monkeypatch
+):
+    """The scheduled job shares the measure job's path: stopped, it writes
+    scheduled-<vendor>.json with what it finished, the check the stop came before not run, and
+    exits 7; the history's record of it keeps every case it timed, but no median for the kernel
+    it did not finish (one over some of its shapes would read as a step in the trend)."""
+    from bot.errors import EXIT_STOPPED
+    from bot.gitutil import init_repo
+    from checks import registry
+    from checks.procs import stopping
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / "ops.py").write_text("def vector_add(): ...\ndef softmax(): ...\n")
+    (repo / ".github").mkdir()
+    (repo / ".github" / "kernel-review.toml").write_text(STOP_POLICY)
+    commit_all(repo, "ops")
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(registry, "CHECKS", (_SweepStoppedBySigterm(), _FirstCall()))
+    out = tmp_path / "out"
+    env = app.ActionEnv.from_environ(
+        {"INPUT_VENDOR": "nvidia", "INPUT_RESULTS_PATH": str(out),
+         "INPUT_RUNNER_ISOLATION": "disposable"}
+    )  # fmt: skip
+    try:
+        assert app.scheduled_mode(env) == EXIT_STOPPED
+    finally:
+        stopping.clear()
+    results = ScheduledResults.model_validate_json((out / "scheduled-nvidia.json").read_text())
+    [not_run] = results.evidence.not_run
+    assert (not_run.check, not_run.reason) == (
+        "first_call",
+        "the measure job was stopped by SIGTERM (a CI job's cancel or time limit, or `timeout`) "
+        "before it started",
+    )
+    record = history_record(results)
+    assert record.kernels == {"vector_add": 10.0}
+    assert [(c.kernel, c.shape) for c in record.cases] == [
+        ("vector_add", (4096,)), ("softmax", (1823, 781))
+    ]  # fmt: skip

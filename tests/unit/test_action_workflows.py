@@ -2,8 +2,9 @@
 
 zizmor and actionlint check them in CI (.ci/lint-workflows); these checks pin what is specific
 to kernel-review: inputs reach the CLI only through the environment, every action is pinned,
-the measure job holds no token, the inputs the action declares are the ones the CLI reads, and
-the release publishes what it built and checked, with trusted publishing.
+the measure job holds no token and hands on its results when cancelled or out of time, the
+inputs the action declares are the ones the CLI reads, and the release publishes what it built
+and checked, with trusted publishing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 
 from bot.app import ActionEnv
-from tests.action_yml import ACTION, run_blocks
+from tests.action_yml import ACTION, job_steps, run_blocks
 from tests.paths import ROOT
 
 WORKFLOWS = {p.name: p.read_text() for p in (ROOT / "docs" / "workflows").glob("*.yml")}
@@ -187,6 +188,59 @@ def test_every_example_step_that_runs_measured_code_runs_it_in_the_sandbox():
                 assert isolation is not None and isolation.group(1) == "sandbox", name
     assert sorted(set(measuring)) == ["kernel-review-scheduled.yml", "kernel-review.yml"]
     assert re.search(r"runner-isolation:\n(?:    .*\n)*?    default: sandbox\n", ACTION)
+
+
+def test_a_measure_job_cancelled_or_out_of_time_still_hands_on_its_results():
+    """A job cancelled, or at its timeout-minutes, sends the measure step SIGINT; the step
+    writes what it measured and exits 7 (checks.measure). GitHub then runs only the steps whose
+    condition holds on a cancelled job: ``always()`` does, ``!cancelled()`` and ``success() ||
+    failure()`` do not. So every step after a measuring one runs ``if: always()``, and the
+    upload of its results file is among them and tolerates a job that wrote none."""
+    measuring = {}
+    for name, text in {**WORKFLOWS, **OWN_WORKFLOWS}.items():
+        for job, steps in job_steps(text).items():
+            modes = [s.get("with", {}).get("mode") for s in steps]
+            i = next((i for i, m in enumerate(modes) if m in ("measure", "scheduled")), None)
+            if i is None:
+                continue
+            after = steps[i + 1 :]
+            assert after and all(s.get("if") == "always()" for s in after), (name, job, after)
+            [upload] = [s for s in after if s["uses"].startswith("actions/upload-artifact@")]
+            measuring[name, job] = upload["with"]["path"]
+            assert upload["with"].get("if-no-files-found", "warn") in ("warn", "ignore"), name
+    assert measuring == {
+        ("kernel-review.yml", "measure"): "kernel-review-results/results-*.json",
+        ("kernel-review-scheduled.yml", "measure"): "kernel-review-results/scheduled-*.json",
+    }
+
+
+def test_the_workflow_reader_reads_steps_as_a_yaml_parser_would():
+    text = """on: push
+jobs:
+  one:
+    runs-on: x
+    steps:
+      - name: A  # said
+        if: >-
+          always()
+          && true
+        uses: o/a@1 # v1
+        with:
+          path: "a # b"
+          mode: measure
+      - run: |
+          echo hi
+    timeout-minutes: 3
+  two:
+    runs-on: y
+"""
+    assert job_steps(text) == {
+        "one": [
+            {"name": "A", "if": "always() && true", "uses": "o/a@1",
+             "with": {"path": "a # b", "mode": "measure"}},
+            {"run": "echo hi"},
+        ]
+    }  # fmt: skip
 
 
 def test_the_release_builds_from_the_tag_checks_and_publishes_with_trusted_publishing():
