@@ -135,7 +135,7 @@ fi
   gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
   echo "- machine: ${gpu:-no GPU (nvidia-smi)}; $(nproc) cores"
   echo "- versions: $("$PY" -c 'import sys, torch, triton; print(f"Python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {torch.version.cuda}), Triton {triton.__version__}")' 2>&1 | tail -1)"
-  echo "- kernel-review: $(git rev-parse --short HEAD 2>/dev/null || echo 'no git'), sources $(find bot checks -name '*.py' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-12)"
+  echo "- kernel-review: $(git rev-parse --short HEAD 2>/dev/null || echo 'no git'), sources $(find bot checks -name '*.py' -print0 | LC_ALL=C sort -z | xargs -0 cat | sha256sum | cut -c1-12)"
   echo "- call limit ${CALL_S} s"
   echo
 } >>"$RUN_MD"
