@@ -216,19 +216,19 @@ def launch_records(result: SweepResult) -> tuple[LaunchRecord, ...]:
                 recorded.setdefault((c.kernel, side), []).append(launched)
     records = []
     for (kernel, side), cases in recorded.items():
-        seen: dict[str, tuple[bool, int]] = {}  # name -> (triton, cases)
+        seen: dict[str, tuple[bool, bool | None, int]] = {}  # name -> (triton, own, cases)
         for case in cases:
             for k in case.kernels:
-                triton, count = seen.get(k.name, (k.triton, 0))
-                seen[k.name] = (triton, count + 1)
+                triton, own, count = seen.get(k.name, (k.triton, k.own, 0))
+                seen[k.name] = (triton, own, count + 1)
         records.append(
             LaunchRecord(
                 kernel=kernel,
                 side=side,
                 cases=len(cases),
                 kernels=tuple(
-                    LaunchedKernel(name=name, origin=_origin(name, triton), cases=count)
-                    for name, (triton, count) in list(seen.items())[:64]
+                    LaunchedKernel(name=name, origin=_origin(name, triton, own), cases=count)
+                    for name, (triton, own, count) in list(seen.items())[:64]
                 ),
                 profiler=all(case.profiler for case in cases),
                 note=next((case.note for case in cases if case.note), ""),
@@ -237,10 +237,13 @@ def launch_records(result: SweepResult) -> tuple[LaunchRecord, ...]:
     return tuple(records)
 
 
-def _origin(name: str, triton: bool) -> Literal["triton", "native", "library"]:
+def _origin(name: str, triton: bool, own: bool | None) -> Literal["triton", "native", "library"]:
+    """A recorded kernel's origin. ``own``: whether the side's checkout spells its name (False:
+    torch's or an installed package's, whatever its namespace; None: not told, an earlier
+    record, where its namespace alone tells a library's)."""
     if triton:
         return "triton"
-    return "library" if LIBRARY_KERNEL.search(name) else "native"
+    return "library" if own is False or LIBRARY_KERNEL.search(name) else "native"
 
 
 def to_evidence(result: SweepResult, *, vendor: str | None = None) -> SweepEvidence:

@@ -98,6 +98,9 @@ class CaseLaunch(Frozen):
     name: Label
     triton: bool
     count: Count
+    # whether a source of the side's checkout spells a non-Triton kernel's name (its own, else
+    # torch's or an installed package's: ``checks.bench_entries.own_kernels``); None: not told
+    own: bool | None = None
 
 
 class CaseLaunches(Frozen):

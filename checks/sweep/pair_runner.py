@@ -32,6 +32,7 @@ from typing import Any, TypedDict
 from pydantic import BaseModel, ConfigDict
 
 from bot.outputs import cache_root
+from checks.bench_entries.own_kernels import Sources
 from checks.compiler.triton_compat import picked_label
 from checks.sweep.models import (
     MAX_PICKS,
@@ -223,6 +224,8 @@ class PairRunner:
         self._recorded: set[tuple[str, str]] = set()
         # by case key, the parts of its check's time the workers told (``check_parts``)
         self._check_parts: dict[Any, dict[str, float]] = {}
+        # each side's checkout's sources, which tell its own kernels from others' in a record
+        self._sources: dict[str, Sources] = {}
 
     @property
     def arms(self) -> list[tuple[WorkerClient, WorkerClient]]:
@@ -639,7 +642,9 @@ class PairRunner:
         self._from_check[case.key] = {
             "checked": tuple(sorted(side for side, _ in replies)),
             **{
-                f"{side}_launches": CaseLaunches.model_validate(contract.as_json(a.launched))
+                f"{side}_launches": self._owned(
+                    side, CaseLaunches.model_validate(contract.as_json(a.launched))
+                )
                 for side, a in replies
                 if a.launched is not None
             },
@@ -661,6 +666,18 @@ class PairRunner:
             )
             raise first
         return got
+
+    def _owned(self, side: str, record: CaseLaunches) -> CaseLaunches:
+        """``record`` with each non-Triton kernel marked as the side's checkout's own or not
+        (``own_kernels``): its sources read once per side, where a record first needs them."""
+        if side not in self._sources:
+            self._sources[side] = Sources((self.base if side == "base" else self.head).spec.root)
+        sources = self._sources[side]
+        kernels = tuple(
+            k if k.triton else k.model_copy(update={"own": sources.spells(k.name)})
+            for k in record.kernels
+        )
+        return record.model_copy(update={"kernels": kernels})
 
     def _finish_and_check(
         self, following: Case

@@ -142,6 +142,29 @@ def test_torchs_own_cub_kernels_are_library_kernels_not_the_repositorys() -> Non
     assert {k.origin for k in head.kernels} == {"library"}
 
 
+def test_a_kernel_its_checkout_does_not_spell_is_a_library_kernel_whatever_its_name() -> None:
+    # torch.arange's kernel as the profiler named it beside torchmd-net's neighbor lists (H100,
+    # 2026-12-05): in an anonymous namespace, so no namespace of torch is left in its name; the
+    # sweep found it in neither checkout (own=False) and the review listed it as their own
+    arange = CaseLaunch(name="elementwise_kernel_with_index", triton=False, count=1, own=False)
+    own = CaseLaunch(name="assignCellIndex", triton=False, count=1, own=True)
+    untold = CaseLaunch(name="traverseCellList", triton=False, count=1)  # an earlier record
+    base = CaseLaunches(kernels=(own, arange, untold))
+    head = CaseLaunches(kernels=(arange,))
+    result = _sweep_result("cuda-events", _case("cell", (4096, 1), base, head))
+    b, h = launch_records(result)
+    assert [(k.name, k.origin) for k in b.kernels] == [
+        ("assignCellIndex", "native"),
+        ("elementwise_kernel_with_index", "library"),
+        ("traverseCellList", "native"),
+    ]
+    assert [(k.name, k.origin) for k in h.kernels] == [("elementwise_kernel_with_index", "library")]
+    # a library kernel by its namespace stays one, whatever its checkout spells
+    cub = CaseLaunch(name="cub::DeviceScanKernel", triton=False, count=1, own=True)
+    scanned = _case("k", (8,), CaseLaunches(kernels=(cub,)), _launches())
+    assert launch_records(_sweep_result("cuda-events", scanned))[0].kernels[0].origin == "library"
+
+
 def test_a_later_pass_keeps_what_the_first_pass_recorded() -> None:
     first = _case("softmax", (4, 781), _launches(("softmax_row_kernel", False)), _launches())
     failed = _case("softmax", (4, 781), None, None).model_copy(
