@@ -77,9 +77,12 @@ def test_every_gpu_fault_has_its_own_status_and_the_sweep_goes_on(tmp_path: Path
             assert case.status in EXPECTED[case.kernel], (case.kernel, case.status, case.message)
             assert case.failed_side == "head" and case.raw is None
     # every result was written as it finished, in order: a later fault lost none of them. The
-    # first pass's rows come first; a fault is not measured again, and each later pass (fresh
-    # workers) appends the good cases it measured again, each joined with its earlier passes
-    rows = [json.loads(line) for line in partial.read_text().splitlines()]
+    # journal's case lines (after its run and the workers' environments): the first pass's come
+    # first; a fault is not measured again, and each later pass (fresh workers) appends the good
+    # cases it measured again, each joined with its earlier passes
+    lines = [json.loads(line) for line in partial.read_text().splitlines()]
+    assert "run" in lines[0]
+    rows = [line["case"] for line in lines if "case" in line]
     assert [(r["kernel"], tuple(r["shape"])) for r in rows[: len(cases)]] == [
         (c.kernel, c.shape) for c in result.cases
     ]
