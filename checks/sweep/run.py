@@ -18,6 +18,7 @@ import shutil
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -248,11 +249,43 @@ def _run_pair(
     budget_s: float,
     out: dict[str, object],
 ) -> None:
+    """``cases`` measured on ``runner``'s GPU, each result recorded as it comes. A fault of the
+    engine's own (an exception that is no worker's failure) ends this GPU's pass, and the cases
+    it did not get to are recorded ``skipped`` with it, so that none goes missing from the
+    results unsaid (its traceback goes to stderr)."""
+    handled = 0  # cases of ``cases`` recorded so far
+
+    def add(result: ShapeResult) -> None:
+        nonlocal handled
+        recorder.add(result)
+        handled += 1
+
+    try:
+        _measure_pair(runner, cases, add, recorder, budget_s, out)
+    except Exception as exc:
+        traceback.print_exc()
+        why = (
+            f"not measured: the sweep's runner on this GPU failed ({type(exc).__name__}: "
+            f"{str(exc)[:300]}), a fault of kernel-review's, not of the kernel; its traceback is "
+            "in the command's output: please report it"
+        )
+        for rest in cases[handled:]:
+            recorder.add(_skipped(rest, why, runner.gpu_index))
+
+
+def _measure_pair(
+    runner: PairRunner,
+    cases: Sequence[Case],
+    add: Callable[[ShapeResult], None],
+    recorder: _Recorder,
+    budget_s: float,
+    out: dict[str, object],
+) -> None:
     try:
         runner.start()
     except WorkerFailure as f:
         for case in cases:
-            recorder.add(_skipped(case, f"worker could not start: {f.message}", runner.gpu_index))
+            add(_skipped(case, f"worker could not start: {f.message}", runner.gpu_index))
         runner.close()
         return
     out["env"], out["notes"] = runner.env, runner.notes
@@ -263,7 +296,7 @@ def _run_pair(
         for i, case in enumerate(cases):
             if recorder.gpu_seconds >= budget_s:
                 for rest in cases[i:]:
-                    recorder.add(
+                    add(
                         _skipped(
                             rest, f"GPU-seconds budget of {budget_s:g} s spent", runner.gpu_index
                         )
@@ -274,11 +307,11 @@ def _run_pair(
             except WorkerFailure as f:  # even restarting failed: the rest cannot run here
                 if f.kind == "stopped":  # the command is going: nothing more to say
                     break
-                recorder.add(_skipped(case, f"worker lost: {f.message}", runner.gpu_index))
+                add(_skipped(case, f"worker lost: {f.message}", runner.gpu_index))
                 for rest in cases[i + 1 :]:
-                    recorder.add(_skipped(rest, "worker lost on this GPU", runner.gpu_index))
+                    add(_skipped(rest, "worker lost on this GPU", runner.gpu_index))
                 break
-            recorder.add(result)
+            add(result)
         if not STOPPING.is_set():  # a stopped command measures nothing more
             runner.measure_ceilings()
     finally:
