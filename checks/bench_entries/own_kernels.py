@@ -64,11 +64,21 @@ class Sources:
 
 
 def _files(root: Path) -> list[Path]:
-    """The checkout's source files: git's tracked ones, else every file under ``root`` (hidden
+    """The checkout's source files: those git tracks or would (a working tree's new file not
+    added yet; not what it ignores, a build's output), else every file under ``root`` (hidden
     folders left out)."""
     try:
         listed = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z"],
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
             capture_output=True,
             check=True,
             timeout=60,

@@ -29,14 +29,18 @@ def test_a_kernel_is_its_checkouts_own_where_a_source_spells_its_name(tmp_path: 
     _write(tmp_path, FILES)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True)
-    (tmp_path / "untracked.cu").write_text("__global__ void stray_kernel() {}\n")
+    # a new file not added yet is the working tree's own; what git ignores (a build) is not
+    (tmp_path / "new_op.cu").write_text("__global__ void new_kernel() {}\n")
+    (tmp_path / ".gitignore").write_text("build/\n")
+    _write(tmp_path, {"build/gen.cu": "__global__ void stray_kernel() {}\n"})
     sources = Sources(tmp_path)
+    assert sources.spells("new_kernel") is True
     # a demangled, qualified name is looked up by its last component
     assert sources.spells("torchmd::assignCellIndex") is True
     assert sources.spells("inline_kernel") is True  # a kernel's source held in Python
     assert sources.spells("elementwise_kernel_with_index") is False  # torch.arange's
     assert sources.spells("assignCell") is False  # a word, not part of one
-    assert sources.spells("stray_kernel") is False  # git's tracked files only
+    assert sources.spells("stray_kernel") is False  # ignored by git
 
 
 def test_a_folder_that_is_no_git_checkout_is_read_whole(tmp_path: Path) -> None:
