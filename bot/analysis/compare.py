@@ -21,7 +21,7 @@ from bot.analysis.model import (
 )
 from bot.analysis.same_code import unread_assignments
 from bot.analysis.same_lines import guessed_namespaces, removed_parameters, spelled_alike
-from bot.analysis.shown_imports import shown_imports, single_bindings
+from bot.analysis.scan.shown_imports import shown_imports, single_bindings
 from bot.analysis.text import called_helpers, collapse, is_tuning_line, source_kind
 from bot.analysis.tuning.config_builders import built_configs, lists_moved_into_builders
 

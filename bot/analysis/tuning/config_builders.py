@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from bot.analysis.diff import FilePatch, Hunk
 from bot.analysis.model import Context, KernelDef, SourceFn
 from bot.analysis.reach.follow import dotted, imports_in
-from bot.analysis.shown_imports import shown_imports
+from bot.analysis.scan.shown_imports import shown_imports
 from bot.analysis.text import module_of, parse_python_or_none, source_kind, walk
 
 _KNOWN = set(dir(builtins)) | {"triton"}
