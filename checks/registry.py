@@ -74,7 +74,6 @@ class Sweep:
                 work_dir=ctx.scratch("sweep"),
                 progress=ctx.progress,
                 pythons=pythons,
-                keep_on_stop=True,  # a job stopped from outside hands on the cases it finished
             )
         except KernelReviewError as exc:
             return Evidence(not_run=(NotRun(check="sweep", vendor=ctx.vendor, reason=exc.message),))

@@ -422,7 +422,6 @@ def _bench(
                 started=started,
                 zygote=zygote,
                 warmer=warmer,
-                keep_on_stop=True,  # a stopped run writes what it finished
             )
         dump_results(result, out)
         partial.unlink(missing_ok=True)  # the whole file is written: its journal is not needed

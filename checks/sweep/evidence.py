@@ -316,14 +316,12 @@ def sweep_for_plan(
     work_dir: Path,
     progress: Callable[[str], None] | None = None,
     pythons: tuple[str, str] | None = None,
-    keep_on_stop: bool = False,
 ) -> SweepResult:
     """Measure shard ``i`` of ``n`` of the plan's cases (every n-th case, from the i-th), base
     and head checked out at ``base_root`` and ``head_root``; logs go under ``work_dir``. The base
     ``policy``'s import path and build step, when given, set up each checkout. ``pythons``:
     the base's and the head's interpreters, when each side runs under its own toolchain.
-    ``keep_on_stop``: stopped from outside, return the cases it finished, the rest ``stopped``
-    (``run_sweep``'s)."""
+    Stopped from outside, it returns the cases it finished, the rest ``stopped`` (``run_sweep``)."""
     i, n = shard
     files = {*gitutil.tree_files(base_root), *gitutil.tree_files(head_root)}
     cases = plan_cases(
@@ -355,7 +353,6 @@ def sweep_for_plan(
             partial_path=work_dir / "partial.jsonl",
             notes=cases.notes,
             family_size=len(cases.cases),
-            keep_on_stop=keep_on_stop,
         ),
         progress=progress,
     )

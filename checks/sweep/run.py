@@ -345,7 +345,6 @@ def run_sweep(
     started: float | None = None,
     zygote: Zygote | None = None,
     warmer: Warmer | None = None,
-    keep_on_stop: bool = False,
 ) -> SweepResult:
     """Measure every case; never raises for a kernel's fault (each case carries its status).
     The policy's build step (``options.checkout``) runs in both checkouts first; a failed build
@@ -361,9 +360,9 @@ def run_sweep(
     ``options.zygote`` and none given, the sweep starts and closes its own. ``warmer`` likewise
     (``start_warmer``).
 
-    ``keep_on_stop``: where the command is stopped (``bot.cli``'s SIGINT or SIGTERM), return
-    within a second or two what the passes finished, every other case ``stopped``
-    (``kernel-review bench``), instead of letting the stop unwind the caller."""
+    Where the command is stopped (``bot.cli``'s SIGINT or SIGTERM: ``stopped_by``), it returns
+    within a second or two what the passes finished, every other case ``stopped``; an interrupt
+    that is no such stop unwinds the caller."""
     t_start = time.monotonic() if started is None else started
     startup: dict[str, float] = {"before_sweep": time.monotonic() - t_start}
     started_at = _now()
@@ -541,7 +540,7 @@ def run_sweep(
     except (KeyboardInterrupt, SystemExit):
         # the command's stop (``bot.cli``: Ctrl-C, a CI job cancelled or out of time): the
         # workers are being killed by their own waits; what the passes measured is kept
-        stop = stopped_by() if keep_on_stop else None
+        stop = stopped_by()
         if stop is None:
             raise
         _let_go(threads)
