@@ -375,6 +375,14 @@ def _ratios(xs: list[float | None] | None) -> str:
     return ", ".join(_num(x) for x in xs) if xs else "-"
 
 
+def _machines(m: dict[str, Any]) -> str:
+    """The card, or each card with the part files made on it."""
+    by = m.get("machines")
+    if not by:
+        return str(m.get("machine"))
+    return "; ".join(f"{card} ({', '.join(files)})" for card, files in by.items())
+
+
 def markdown(s: dict[str, Any]) -> str:
     m = s["meta"]
     cpu = m.get("device") == "cpu"
@@ -384,7 +392,7 @@ def markdown(s: dict[str, Any]) -> str:
     rows = [
         f"# Real-kernel suite: A/A and injected slowdowns through `kernel-review bench` ({label})",
         "",
-        f"Recorded {m.get('date')} on {m.get('machine')}; torch {m.get('torch')}, Triton "
+        f"Recorded {m.get('date')} on {_machines(m)}; torch {m.get('torch')}, Triton "
         f"{m.get('triton')}, Python {m.get('python')}; tolerance {m.get('tolerance')}; files "
         f"{', '.join(m.get('files', []))}. Made by `bench/real_kernels/run.py`.",
         "",

@@ -452,13 +452,20 @@ def kernel_times(
     return {k: statistics.median(v) for k, v in seen.items()}
 
 
-def read_parts(out: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    files = sorted(out.glob("part*.json"), key=lambda p: (len(p.name), p.name))
-    return [json.loads(p.read_text(encoding="utf-8")) for p in files], [p.name for p in files]
+def read_parts(out: Path, also: tuple[Path, ...] = ()) -> tuple[list[dict[str, Any]], list[str]]:
+    """The part files of ``also`` (folders of an earlier record, named by their path), then
+    ``out``'s own (named by their file name)."""
+    order = lambda p: (len(p.name), p.name)  # noqa: E731
+    paths = [p for d in also for p in sorted(d.glob("part*.json"), key=order)]
+    names = [str(p) for p in paths]
+    own = sorted(out.glob("part*.json"), key=order)
+    paths += own
+    names += [p.name for p in own]
+    return [json.loads(p.read_text(encoding="utf-8")) for p in paths], names
 
 
-def write_summary(out: Path) -> dict[str, Any]:
-    parts, files = read_parts(out)
+def write_summary(out: Path, also: tuple[Path, ...] = ()) -> dict[str, Any]:
+    parts, files = read_parts(out, also)
     if not parts:
         raise SystemExit(f"no part*.json in {out}: run a part first (see --help)")
     runs = [r for p in parts for r in p.get("runs", [])]
@@ -467,6 +474,12 @@ def write_summary(out: Path) -> dict[str, Any]:
         groups.update(p.get("groups", {}))
     skipped = [s for p in parts for s in p.get("skipped", [])]
     meta = {**parts[-1].get("meta", {}), "files": files}
+    # parts made on different cards (a record completed on another machine): each is named
+    machines: dict[str, list[str]] = {}
+    for name, p in zip(files, parts):
+        machines.setdefault(str(p.get("meta", {}).get("machine")), []).append(name)
+    if len(machines) > 1:
+        meta["machines"] = machines
     if any(p.get("meta", {}).get("device") == "cpu" for p in parts):
         meta["device"] = "cpu"
         meta["label"] = CPU_LABEL
@@ -585,6 +598,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="build the repositories in DIR (a new folder) and keep them")  # fmt: skip
     ap.add_argument("--summarize-only", action="store_true",
                     help="write summary.json and results.md from --out's part*.json, run nothing")  # fmt: skip
+    ap.add_argument("--parts-from", type=Path, action="append", default=[], metavar="DIR",
+                    help="with --summarize-only: read DIR's part*.json too, before --out's "
+                    "(a record completed elsewhere; repeat it)")  # fmt: skip
     add_bot_bytecode_option(ap)
     args = ap.parse_args(argv)
     if not 0 < args.tolerance <= 1:
@@ -599,6 +615,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not heads or set(heads) - set(HEAD_ORDER):
         ap.error(f"--heads takes aa, slow5, slow10 (comma-separated), got {args.heads!r}")
     args.heads = heads
+    if args.parts_from and not args.summarize_only:
+        ap.error("--parts-from reads an earlier record's parts: use it with --summarize-only")
+    for d in args.parts_from:
+        if not d.is_dir():
+            ap.error(f"--parts-from {d}: no such folder")
     if args.keep_work is not None and args.keep_work.exists():
         ap.error(f"--keep-work {args.keep_work} exists; name a new folder")
     return args
@@ -608,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out: Path = args.out
     if args.summarize_only:
-        write_summary(out)
+        write_summary(out, tuple(args.parts_from))
         return 0
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:

@@ -219,3 +219,27 @@ def test_dobench_processes_and_the_summary_of_their_runs(built: dict[str, object
     md = (out / "results.md").read_text()
     assert "CPU timing: plumbing only" in md and "### standin_scaled_add" in md
     assert rk_summary.ALLOW_AA_RUNS == 3
+    assert "machines" not in summary["meta"]
+
+    # a record completed on another card: its A/A parts read from their folder, each card named
+    later = tmp_path / "later"
+    later.mkdir()
+    (out / "part1.json").write_text(
+        json.dumps({**record, "meta": {"machine": "card A"}, "runs": runs[:3], "skipped": []})
+    )
+    (later / "part1.2.json").write_text(
+        json.dumps({**record, "meta": {"machine": "card B"}, "runs": runs[3:], "skipped": []})
+    )
+    (out / "part2.json").unlink()
+    assert driver.main(["--summarize-only", "--out", str(later), "--parts-from", str(out)]) == 0
+    again = json.loads((later / "summary.json").read_text())
+    assert again["detect_10pct"] == pytest.approx(0.5)  # the A/A runs of `out` allow the shapes
+    assert again["meta"]["machines"] == {
+        "card A": [str(out / "part1.json")],
+        "card B": ["part1.2.json"],
+    }
+    assert f"card A ({out / 'part1.json'}); card B (part1.2.json)" in (
+        later / "results.md"
+    ).read_text()
+    with pytest.raises(SystemExit):  # only a summary reads another record's parts
+        driver.main(["--out", str(later), "--parts-from", str(out)])
