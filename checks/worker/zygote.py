@@ -416,6 +416,8 @@ def _imports(key_dir: str | None) -> str:
     with contextlib.suppress(Exception):
         import torch  # noqa: F401
     MARKS["torch_at"] = time.monotonic()
+    with contextlib.suppress(Exception):  # what a first launch imports, once for every fork
+        _load("launch_imports").import_ahead()
     return came
 
 
