@@ -152,7 +152,7 @@ def merge_evidence(
     )
     seen = {r.vendor for r in results}
     stuck = queued.vendors if queued is not None else ()
-    missing = tuple(
+    missing = _missing_shards(results, vendors) + tuple(
         NotRun(
             check="sweep",
             vendor=vendor,  # type: ignore[arg-type]
@@ -170,6 +170,32 @@ def merge_evidence(
     if compiler is not None and not (compiler.rows or compiler.flags):
         compiler = None
     return merged.merge(Evidence(not_run=missing)).model_copy(update={"compiler": compiler})
+
+
+def _missing_shards(results: Sequence[ResultsFile], vendors: Sequence[str]) -> tuple[NotRun, ...]:
+    """A vendor whose measure job was split N ways and some of whose shards sent no results
+    (a job that failed or was cancelled, or a file refused: ``read_results``): the cases of
+    those shards were not measured, which the review must say rather than read the shards that
+    came as the whole sweep."""
+    out = []
+    for vendor in vendors:
+        shards = [r.shard.partition("/") for r in results if r.vendor == vendor]
+        if not shards:
+            continue  # the whole vendor: said below
+        n = int(shards[0][2])
+        lost = sorted(set(range(1, n + 1)) - {int(i) for i, _, _ in shards})
+        if lost:
+            which = ", ".join(f"{i}/{n}" for i in lost)
+            out.append(
+                NotRun(
+                    check="sweep",
+                    vendor=vendor,  # type: ignore[arg-type]
+                    reason=f"no results came back for shard {which} of the {vendor} measure "
+                    "job (the job failed or was cancelled, or its file was refused): the "
+                    "shapes of that shard were not measured",
+                )
+            )
+    return tuple(out)
 
 
 NoteLevel = Literal["notice", "warning", "failure"]

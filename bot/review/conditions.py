@@ -166,6 +166,9 @@ def sweep(f: Facts) -> Finding:
     failures = [x for s in gpu_sweeps for x in s.failures]
     fixed = [x for s in gpu_sweeps for x in s.fixed]  # the base failed, the head runs
     stopped = [x for s in gpu_sweeps for x in s.stopped]  # not run: the sweep was stopped
+    # a measured vendor's shards that sent nothing: their shapes are not in the sweep at all
+    swept = {s.vendor for s in gpu_sweeps}
+    lost = [n.said for n in ev.not_run if n.check == "sweep" and n.vendor in swept]
     total = sum(len(s.shapes) for s in gpu_sweeps) - len(fixed)
     for s in gpu_sweeps:
         lines.append(_sweep_line(s))
@@ -249,10 +252,13 @@ def sweep(f: Facts) -> Finding:
             what.append(f"{n_accepted} accepted")
         what += [_fixed_words(fixed)] if fixed else []
         what += [_not_run_words(stopped, total)] if stopped else []
+        what += lost
         return Finding("open", "; ".join(what), rows, blocking=True, per_shape=said)
     measured = total - len(stopped)  # the shapes the sweep got to
     # "within tolerance at all 4 shapes", "... at all 4 shapes it measured" (a stopped sweep)
-    shapes = f"{'shape' if measured == 1 else 'shapes'} it measured" if stopped else "shapes"
+    shapes = (
+        f"{'shape' if measured == 1 else 'shapes'} it measured" if stopped or lost else "shapes"
+    )
     outcome: State = "met"
     if inconclusive or undecided or aside:
         outcome = "open"
@@ -271,8 +277,9 @@ def sweep(f: Facts) -> Finding:
         every = "the" if stopped and measured == 1 else "all"
         what = [f"within tolerance at {every} {measured} {shapes}"] if measured else []
     what += [_fixed_words(fixed)] if fixed else []
-    if stopped:  # the evidence is not complete: the rest of the sweep is still to run
-        outcome, what = "not_run", [_not_run_words(stopped, total), *what]
+    if stopped or lost:  # the evidence is not complete: the rest of the sweep is still to run
+        outcome = "not_run"
+        what = [*([_not_run_words(stopped, total)] if stopped else []), *lost, *what]
     return Finding(outcome, "; ".join(what), rows, per_shape=said)
 
 

@@ -238,8 +238,9 @@ def test_dobench_processes_and_the_summary_of_their_runs(built: dict[str, object
         "card A": [str(out / "part1.json")],
         "card B": ["part1.2.json"],
     }
-    assert f"card A ({out / 'part1.json'}); card B (part1.2.json)" in (
-        later / "results.md"
-    ).read_text()
+    assert (
+        f"card A ({out / 'part1.json'}); card B (part1.2.json)"
+        in (later / "results.md").read_text()
+    )
     with pytest.raises(SystemExit):  # only a summary reads another record's parts
         driver.main(["--out", str(later), "--parts-from", str(out)])

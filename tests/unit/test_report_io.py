@@ -85,6 +85,22 @@ def test_merge_marks_missing_vendors_not_run():
     assert [(n.check, n.vendor) for n in ev.not_run] == [("sweep", "amd")]
 
 
+def test_a_shard_that_sent_nothing_is_not_run_for_its_vendor():
+    def shard(vendor: str, i: int, n: int) -> ResultsFile:
+        ev = Evidence(sweeps=(sweep(vendor),))
+        return ResultsFile(
+            head_sha=HEAD, base_sha=BASE, vendor=vendor, shard=f"{i}/{n}", evidence=ev
+        )
+
+    ev = merge_evidence([shard("nvidia", 1, 3), shard("nvidia", 3, 3)], ["nvidia"])
+    (lost,) = ev.not_run
+    assert (lost.check, lost.vendor) == ("sweep", "nvidia")
+    assert "shard 2/3 of the nvidia measure job" in lost.reason
+    # every shard came: nothing said; a vendor with none at all is said once, as before
+    ev = merge_evidence([shard("nvidia", 1, 2), shard("nvidia", 2, 2)], ["nvidia", "amd"])
+    assert [(n.vendor, "shard" in n.reason) for n in ev.not_run] == [("amd", False)]
+
+
 def test_annotations_are_escaped_workflow_commands_on_the_kernel_file():
     plan = Plan(
         base_sha=BASE,

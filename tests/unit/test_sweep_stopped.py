@@ -77,6 +77,31 @@ def test_a_measured_slowdown_still_requests_changes_beside_shapes_not_run() -> N
     assert sweep.summary.endswith(f"not run at 3 of 4 shapes: {WHY}; run the sweep again for them")
 
 
+def test_a_shard_that_sent_nothing_keeps_the_review_from_approving() -> None:
+    """A vendor's measure job split in shards, one of which sent no results: the shapes that
+    came are its sweep, the others were never measured (``merge_evidence`` says which shard)."""
+    from bot.contracts.results import ResultsFile
+    from bot.jobs.report import merge_evidence
+
+    files = [
+        ResultsFile(
+            head_sha="b" * 40,
+            base_sha="a" * 40,
+            vendor=s.vendor,
+            shard="1/2",
+            evidence=APPROVED.model_copy(update={"sweeps": (s,)}),
+        )
+        for s in APPROVED.sweeps
+    ]
+    evidence = merge_evidence(files, [s.vendor for s in APPROVED.sweeps])
+    verdict = decide(CHANGES, REQ, evidence)
+    assert verdict.decision == "approve_with_conditions", verdict.why
+    [sweep] = [c for c in verdict.conditions if c.key == "sweep"]
+    assert sweep.state == "not_run" and not sweep.blocking
+    assert "no results came back for shard 2/2 of the nvidia measure job" in sweep.summary
+    assert "shapes it measured" in sweep.summary
+
+
 def test_shapes_not_run_are_counted_apart_and_are_not_among_the_worst() -> None:
     many = tuple(_stopped("softmax", (n, 64)) for n in range(1, 9))
     evidence = _with(*many)
