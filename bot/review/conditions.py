@@ -165,7 +165,12 @@ def sweep(f: Facts) -> Finding:
 
     failures = [x for s in gpu_sweeps for x in s.failures]
     fixed = [x for s in gpu_sweeps for x in s.fixed]  # the base failed, the head runs
-    stopped = [x for s in gpu_sweeps for x in s.stopped]  # not run: the sweep was stopped
+    # not run: the sweep was stopped, or skipped the shape (its GPU-seconds budget spent, a
+    # worker that could not start, a fault of the engine's own): evidence missing, which no
+    # change caused, so never the change's failure
+    stopped = [x for s in gpu_sweeps for x in s.stopped]
+    stopped += [x for x in failures if x.verdict == "SKIPPED"]
+    failures = [x for x in failures if x.verdict != "SKIPPED"]
     # a measured vendor's shards that sent nothing: their shapes are not in the sweep at all
     swept = {s.vendor for s in gpu_sweeps}
     lost = [n.said for n in ev.not_run if n.check == "sweep" and n.vendor in swept]

@@ -70,6 +70,29 @@ def test_a_gpu_sweep_with_a_skipped_shape_is_not_met() -> None:
     assert any("SKIPPED" in line for line in sweep.evidence), sweep.evidence
 
 
+def test_a_shape_the_budget_skipped_is_not_run_not_the_changes_failure() -> None:
+    """The GPU-seconds budget spent before a shape (or a worker that could not start) leaves it
+    unmeasured: the evidence is not complete, as for a stopped sweep, but nothing the change did
+    failed, so the review asks to run it rather than requesting changes; a real failure beside
+    it still does."""
+    budget = ShapeResult(
+        kernel="ones", shape=(64, 64), dtype="float16", tolerance=0.03, status="skipped",
+        message="the GPU-seconds budget (limits.max_gpu_seconds = 60) was spent",
+    )  # fmt: skip
+    evidence = Evidence(sweeps=(to_evidence(_sweep("cuda-events", budget)),))
+    verdict = decide(CHANGES, Requirements(), evidence)
+    [sweep] = [c for c in verdict.conditions if c.key == "sweep"]
+    assert (sweep.state, sweep.blocking) == ("not_run", False), sweep
+    assert verdict.decision == "approve_with_conditions", verdict.why
+    assert sweep.summary.startswith("not run at 1 of 1 shapes: the GPU-seconds budget"), sweep
+    error = ERROR.model_copy(update={"failed_side": "head"})
+    both = Evidence(sweeps=(to_evidence(_sweep("cuda-events", budget, error)),))
+    verdict = decide(CHANGES, Requirements(), both)
+    [sweep] = [c for c in verdict.conditions if c.key == "sweep"]
+    assert sweep.state == "open" and sweep.blocking and verdict.decision == "request_changes"
+    assert "1 shape failed" in sweep.summary and "not run at 1 of 2 shapes" in sweep.summary
+
+
 def test_skipped_shapes_are_counted_apart_from_those_that_did_not_hold() -> None:
     many = [_case("skipped", WHY, (64, n)) for n in range(1, 9)]
     ev = to_evidence(_sweep("cpu", *many, ERROR), vendor=VENDORS[0])
