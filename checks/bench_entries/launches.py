@@ -11,7 +11,9 @@ wraps the first call itself (an interpreted call takes as long as its kernels). 
   under the CPU interpreter, which calls no hook;
 - on a GPU, every kernel the profiler saw (``torch.profiler``'s device activity, kernels only:
   copies and memsets are left out), a C++ name demangled and cut to its qualified name
-  (``void ns::add<float>(float*, int)`` is ``ns::add``).
+  (``void ns::add<float>(float*, int)`` is ``ns::add``);
+- on a GPU, whether each Triton kernel's compiled code holds atomic operations (``atomics``),
+  whose time can depend on where each process's buffers land.
 
 What it could not record is said in ``note``: on the CPU no kernel but Triton's is seen; a
 profiler that would not start leaves Triton's launches only, as does ``profiler=False`` (a
@@ -25,7 +27,7 @@ import contextlib
 import ctypes
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 MAX_KERNELS = 64  # distinct kernels one call's record names
@@ -120,19 +122,71 @@ def summarize(
     triton_launches: Sequence[str],
     device_launches: Sequence[str] | None,
     leave_out: Sequence[str] = (),
+    atomics: Mapping[str, bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """What one call launched, a kernel a row (``name``, ``triton``, ``count``), in the order
-    each first ran: Triton's launches by their function's name, then the profiler's kernels
-    (None: no profiler ran) by their short name, those Triton launched already left out (the
-    profiler sees Triton's kernels too, by the same name); a name holding one of ``leave_out``
-    never. At most ``MAX_KERNELS`` rows."""
+    """What one call launched, a kernel a row (``name``, ``triton``, ``count``, ``atomics``),
+    in the order each first ran: Triton's launches by their function's name, then the
+    profiler's kernels (None: no profiler ran) by their short name, those Triton launched
+    already left out (the profiler sees Triton's kernels too, by the same name); a name holding
+    one of ``leave_out`` never. ``atomics``: by Triton kernel, whether its compiled code holds
+    atomics (``atomics_by_name``; a kernel not in it, or not Triton's, None). At most
+    ``MAX_KERNELS`` rows."""
     triton = Counter(n[:MAX_NAME] for n in triton_launches)
     device = Counter(short_name(n) for n in device_launches or ())
+    atomic = atomics or {}
     rows: list[dict[str, Any]] = [
-        {"name": n, "triton": True, "count": c} for n, c in triton.items()
+        {"name": n, "triton": True, "count": c, "atomics": atomic.get(n)} for n, c in triton.items()
     ]
-    rows += [{"name": n, "triton": False, "count": c} for n, c in device.items() if n not in triton]
+    rows += [
+        {"name": n, "triton": False, "count": c, "atomics": None}
+        for n, c in device.items()
+        if n not in triton
+    ]
     return [r for r in rows if not any(x in r["name"] for x in leave_out)][:MAX_KERNELS]
+
+
+# ------------------------------------------------------------------------------ atomics
+
+# an atomic operation in Triton's IR (``tl.atomic_add`` and its kin, ``tl.atomic_cas``): the
+# same words whatever the vendor it is compiled for
+_ATOMIC_OPS = ("tt.atomic_rmw", "tt.atomic_cas")
+
+
+def has_atomics(kernel: Any) -> bool | None:
+    """Whether a compiled Triton kernel (``triton.compiler.CompiledKernel``) holds an atomic
+    operation, from its Triton IR; None where the IR cannot be read."""
+    try:
+        ir = kernel.asm["ttir"]
+    except Exception:
+        return None
+    if isinstance(ir, bytes):
+        ir = ir.decode("utf-8", "replace")
+    return any(op in ir for op in _ATOMIC_OPS) if isinstance(ir, str) else None
+
+
+def atomics_by_name(names: Iterable[str], objects: Iterable[Any] | None = None) -> dict[str, bool]:
+    """For each Triton kernel name among ``names``, whether a compiled kernel of that name in
+    this process holds atomics (``has_atomics``; a name compiled several ways, as an autotuner
+    does, holds them when any variant does). ``objects``: where to look, by default what the
+    garbage collector tracks, which a worker's ``gc.freeze`` has left to what the checkout made
+    (a few thousand objects). A name with no compiled kernel found is left out."""
+    wanted = set(names)
+    mod = sys.modules.get("triton.compiler.compiler")
+    kind = getattr(mod, "CompiledKernel", None)
+    if not wanted or kind is None:
+        return {}
+    if objects is None:
+        import gc
+
+        objects = gc.get_objects()
+    found: dict[str, bool] = {}
+    for obj in objects:
+        if type(obj) is not kind or getattr(obj, "name", None) not in wanted:
+            continue
+        atomic = has_atomics(obj)
+        if atomic is not None:
+            found[obj.name] = found.get(obj.name, False) or atomic
+    return found
 
 
 # ------------------------------------------------------------------------------ recording
@@ -233,8 +287,9 @@ def recording(
             device_launches = _profiled(prof)
         except Exception as exc:
             note = f"the profiler's record could not be read ({type(exc).__name__}: {exc})"
+    atomic = atomics_by_name(launched) if device != "cpu" else None  # the interpreter compiles none
     record.update(
-        kernels=summarize(launched, device_launches, leave_out),
+        kernels=summarize(launched, device_launches, leave_out, atomic),
         profiler=device_launches is not None,
         note=note[:MAX_NAME],
     )

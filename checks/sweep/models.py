@@ -101,6 +101,8 @@ class CaseLaunch(Frozen):
     # whether a source of the side's checkout spells a non-Triton kernel's name (its own, else
     # torch's or an installed package's: ``checks.bench_entries.own_kernels``); None: not told
     own: bool | None = None
+    # whether a Triton kernel's compiled code holds atomic operations; None: not read
+    atomics: bool | None = None
 
 
 class CaseLaunches(Frozen):
@@ -109,6 +111,8 @@ class CaseLaunches(Frozen):
     kernels: tuple[CaseLaunch, ...] = Field(default=(), max_length=64)
     profiler: bool = False  # every GPU kernel was recorded; False: Triton's launches only
     note: Label = ""
+    # device buffers the call allocated besides those it returned; None: not counted
+    allocations: Count | None = None
 
 
 class SideInfo(Frozen):

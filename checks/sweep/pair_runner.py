@@ -16,8 +16,8 @@ drawn at random per case, rechecks what it timed while the other checks the next
 first call alone on the GPU, as the recheck's calls are: ``checks.worker.exclusive``). Each
 side is rechecked in one worker per case, and a worker cannot know whether its recheck comes;
 the last case is rechecked in every worker. In the first execution the first pair's checks
-also record what a call launched (the launch record), and the first pair checks each bench
-entry's first case.
+also record what a call launched (the launch record: its kernels, which of them hold atomics,
+the buffers it allocates besides its outputs), and the first pair checks every case.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from checks.sweep.models import (
     Status,
 )
 from checks.sweep.protocol import CaseRun, ExecutionPicks, ProtocolConfig, Round, measure_case
-from checks.sweep.shapes import Case
+from checks.sweep.shapes import Case, LaunchRecorder
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
 from checks.worker import ceilings as ceilings_cache
 from checks.worker import contract
@@ -220,8 +220,9 @@ class PairRunner:
         # by case key, what its check tells the result: the sides whose check answered
         # (``checked``) and what each recorded it launched (``base_launches``, ...)
         self._from_check: dict[Any, dict[str, Any]] = {}
-        # the (bench entry, side) pairs a launch record was made of in this execution
-        self._recorded: set[tuple[str, str]] = set()
+        # the (bench entry, side) and (case key, side) pairs a launch record was made of in this
+        # execution: a bench entry's first record went through the profiler where it would
+        self._recorded: set[tuple[Any, str]] = set()
         # by case key, the parts of its check's time the workers told (``check_parts``)
         self._check_parts: dict[Any, dict[str, float]] = {}
         # each side's checkout's sources, which tell its own kernels from others' in a record
@@ -561,7 +562,7 @@ class PairRunner:
                 case.dtype,
                 seed=self.options.check_seed,
                 pins=pins,
-                launches=case.launches if self._records(w) else None,
+                launches=self._recorder(case) if self._records(w) else None,
             )
         except WorkerFailure as f:
             return f
@@ -571,7 +572,7 @@ class PairRunner:
         execution, the first pair's workers only. A GPU worker's first record through the
         profiler (a case whose kernel has CUDA or C++ files: ``Case.launches``) starts it, which
         costs seconds once per process (about 3 s on the H200): one pair pays it, not both
-        (``_checking_pair`` gives it each bench entry's first case)."""
+        (``_checking_pair`` gives it every case of the first execution)."""
         return (
             self.options.record_launches
             and self.execution == 0
@@ -579,10 +580,19 @@ class PairRunner:
         )
 
     def _needs_record(self, case: Case) -> bool:
-        """Whether ``case``'s bench entry still lacks a side's launch record here."""
+        """Whether ``case`` still lacks a side's launch record here: each case gets one in the
+        first execution (what one call launched, whether those kernels hold atomics and what
+        it allocated can differ by shape: a split chosen for small inputs)."""
         return self._records(self.base) and any(
-            (case.kernel, side) not in self._recorded for side in ("base", "head")
+            (case.key, side) not in self._recorded for side in ("base", "head")
         )
+
+    def _recorder(self, case: Case) -> LaunchRecorder:
+        """How ``case``'s record is made: through the profiler (``Case.launches``) for a bench
+        entry's first case, the record of every kernel a CUDA or C++ entry launches; Triton's
+        launches alone for its other shapes, which costs nothing (a profiled call costs more)."""
+        profiled = any((case.kernel, side) in self._recorded for side in ("base", "head"))
+        return "triton" if profiled else case.launches
 
     def _checks_pinned(self, case: Case, pair: tuple[WorkerClient, WorkerClient]) -> list[Any]:
         """Base's check, then head's with its autotuners fixed to base's picks (``tuned``)."""
@@ -649,7 +659,12 @@ class PairRunner:
                 if a.launched is not None
             },
         }
-        self._recorded |= {(case.kernel, side) for side, a in replies if a.launched is not None}
+        self._recorded |= {
+            key
+            for side, a in replies
+            if a.launched is not None
+            for key in ((case.kernel, side), (case.key, side))
+        }
         self._check_parts[case.key] = check_parts(
             [a for a in got if isinstance(a, contract.CheckReply)]
         )
@@ -731,8 +746,8 @@ class PairRunner:
 
     def _checking_pair(self, following: Case) -> int:
         """Which arm checks ``following`` beside the recheck: drawn at random, except that the
-        first arm checks a case whose bench entry has no launch record yet (``_needs_record``),
-        as only its workers record. No bias: a pair checks both sides (what a check leaves in
+        first arm checks a case that has no launch record yet (``_needs_record``: every case of
+        the first execution), as only its workers record. No bias: a pair checks both sides (what a check leaves in
         its processes is the arm's, alike at base and head), and crossover's arms put each side
         in each slot, which cancels a slot's effect; only those cases' draw is fixed."""
         return 0 if self._needs_record(following) else secrets.randbelow(2)

@@ -51,7 +51,7 @@ def decide_case(case: ShapeResult, protocol: ProtocolConfig, family_size: int) -
     alpha = protocol.alpha / max(1, family_size)
     d, like = replay_run(case.raw, protocol, tolerance=case.tolerance, alpha=alpha)
     finite = math.isfinite(d.ci_low_log) and math.isfinite(d.ci_high_log)
-    explained = explain(case.raw, d, case.tolerance, like, host_bound(case))
+    explained = explain(case.raw, d, case.tolerance, like, host_bound(case) or placement(case))
     return case.model_copy(
         update={
             "case_verdict": d.verdict,
@@ -112,6 +112,35 @@ def host_bound(case: ShapeResult) -> str | None:
         "waits for the GPU inside a call: .item(), nonzero, a copy to the host) the GPU's time "
         "follows the host's speed, which differs from one process to the next"
     )
+
+
+PLACEMENT = "where each process's buffers and workspaces land"
+
+
+def placement(case: ShapeResult) -> str | None:
+    """What the case's launch records (each side's, from its first execution) show of why its
+    time can depend on where each process's buffers land: Triton kernels with atomics, a call
+    spread over several kernels (partial results in a buffer between them), buffers a call
+    allocates besides what it returns. None where there is no record."""
+    records = [r for r in (case.base_launches, case.head_launches) if r is not None]
+    if not records:
+        return None
+    atomics = sorted({k.name for r in records for k in r.kernels if k.atomics})
+    kernels = max(sum(k.count for k in r.kernels) for r in records)
+    buffers = max(r.allocations or 0 for r in records)
+    seen = []
+    if atomics:
+        seen.append(f"atomics in {', '.join(atomics)}")
+    if kernels > 1:
+        seen.append(f"{kernels} kernel launches in each call")
+    if buffers:
+        seen.append(f"{plural(buffers, 'buffer')} each call allocates besides its outputs")
+    if not seen:
+        counted = all(r.allocations is not None for r in records)
+        return f"{PLACEMENT} (the launch record shows one kernel, no atomics" + (
+            " and no buffer allocated besides the outputs)" if counted else ")"
+        )
+    return f"{PLACEMENT}: {'; '.join(seen)}"
 
 
 def explain(
@@ -178,9 +207,7 @@ def explain(
         cause = (
             "the autotuner's picks"
             if picks
-            else host
-            or "where each process's buffers and workspaces land (atomics, split reductions, "
-            "placement)"
+            else host or f"{PLACEMENT} (atomics, split reductions, placement)"
         )
         spread = (
             f"head/base varied from one execution (fresh processes) to the next: "

@@ -330,6 +330,7 @@ class Launch:
     name: str  # a Triton kernel's function name; any other kernel's qualified name, demangled
     triton: bool
     count: int  # its launches in the call
+    atomics: bool | None = None  # a Triton kernel's compiled code holds atomics; None: not read
 
 
 @dataclass(frozen=True)
@@ -339,6 +340,9 @@ class Launched:
     kernels: tuple[Launch, ...]
     profiler: bool  # the profiler saw every GPU kernel; False: Triton's launches only
     note: str = ""  # what was not recorded, and why
+    # device buffers the call allocated besides those it returned (a workspace, temporaries);
+    # None: not counted (the CPU, an allocator that keeps no statistics)
+    allocations: int | None = None
 
 
 @dataclass(frozen=True)

@@ -535,15 +535,30 @@ class Worker:
             recorder = launches.recording(
                 self.torch, self.device, (timing.MARKER,), profiler=profiler
             )
+            before = self._allocations()
             with recorder as record, exclusive.exclusive(lock):
-                item["fn"]()
+                out = item["fn"]()
                 self._sync()
+            after = self._allocations()
+            returned = _storages(correctness.flatten_outputs(out))
+            del out
         except Exception as exc:
             note = f"not recorded: its call raised {type(exc).__name__}: {exc}"
             return contract.Launched(kernels=(), profiler=False, note=note[: launches.MAX_NAME])
         finally:
             restore()
-        return _as_launched(record)
+        made = None if before is None or after is None else max(0, after - before - returned)
+        return _as_launched(record, made)
+
+    def _allocations(self) -> int | None:
+        """The device allocations this process has made so far (the caching allocator's count
+        of requests, served from its cache or not); None on the CPU or where it keeps none."""
+        if self.device == "cpu" or self.torch is None:
+            return None
+        try:
+            return int(self.torch.cuda.memory_stats().get("allocation.all.allocated", 0))
+        except Exception:
+            return None
 
     def op_configure(self, msg: Configure) -> ConfigureReply:
         if self.timer is None:
@@ -729,10 +744,22 @@ def _checked(item: dict[str, Any], out: Any) -> Any:
     return out if out is None or view is None else view(out)
 
 
-def _as_launched(record: dict[str, Any]) -> Launched:
-    """What ``launches.recording`` recorded, as the contract's."""
+def _as_launched(record: dict[str, Any], allocations: int | None = None) -> Launched:
+    """What ``launches.recording`` recorded, as the contract's, with the device buffers the
+    call allocated beyond those it returned."""
     kernels = tuple(contract.Launch(**k) for k in record["kernels"])
-    return contract.Launched(kernels, record["profiler"], record["note"])
+    return contract.Launched(kernels, record["profiler"], record["note"], allocations)
+
+
+def _storages(outputs: Sequence[Any]) -> int:
+    """How many distinct device buffers ``outputs`` (tensors, a view counted with what it views)
+    live in."""
+    seen = set()
+    for x in outputs:
+        with contextlib.suppress(Exception):
+            if getattr(x, "is_cuda", False):
+                seen.add(x.untyped_storage().data_ptr())
+    return len(seen)
 
 
 def _tolerance(item: dict[str, Any], key: str) -> float | None:

@@ -67,6 +67,24 @@ def both(shape, dtype, *, device="cuda", seed=0):
     return {"fn": fn, "reference": lambda: 2 * x + 1, "inputs": [x]}
 
 
+@triton.jit
+def _sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0))
+
+
+def atomic(shape, dtype, *, device="cuda", seed=0):
+    x = torch.rand(shape, device=device)
+    n = x.numel()
+
+    def fn():
+        out = torch.zeros(1, device=device)  # returned: no buffer besides the outputs
+        _sum_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+        return out
+
+    return {"fn": fn, "reference": lambda: x.sum().reshape(1), "inputs": [x], "rtol": 1e-3}
+
+
 CALLS = [0]
 
 
@@ -105,6 +123,17 @@ def test_a_cuda_extension_kernel_and_a_triton_kernel_are_recorded_by_name(
         ("_shift_kernel", True, 1),
         ("kr::scale_kernel", False, 1),
     ]
+    # no atomics in the Triton kernel (a CUDA kernel's code is not read); the extension's
+    # output, which the call copies before returning, is a buffer besides the outputs
+    assert [k.atomics for k in got.launched.kernels] == [False, None]
+    assert got.launched.allocations == 1
+
+
+def test_a_triton_kernel_with_atomics_is_recorded_as_such(client: WorkerClient) -> None:
+    got = client.check(["ops:atomic"], (100_000,), "float32", seed=1, launches="triton")
+    assert got.correct and got.launched is not None
+    assert [(k.name, k.atomics) for k in got.launched.kernels] == [("_sum_kernel", True)]
+    assert got.launched.allocations == 0  # its one buffer is what it returns
 
 
 def test_a_recorded_call_that_fails_is_said_in_the_record_and_the_check_stands(

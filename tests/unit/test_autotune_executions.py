@@ -17,7 +17,7 @@ from bot.contracts.results import ResultsFile
 from bot.jobs.report import RATIO_SLACK, _inconsistent
 from bot.review.explain import inconclusive_reason
 from checks.sweep.evidence import to_evidence
-from checks.sweep.models import ShapeResult, SweepResult
+from checks.sweep.models import CaseLaunch, CaseLaunches, ShapeResult, SweepResult
 from checks.sweep.protocol import Block, CaseRun, ExecutionPicks, ProtocolConfig, Round
 from checks.sweep.summary import finalize, needs_another
 
@@ -249,6 +249,36 @@ def test_executions_apart_on_a_host_bound_op_name_the_host_as_the_likely_cause()
     placed = host_bound.model_copy(update={"base": side(40.0, 430.0), "head": side(40.0, 750.0)})
     (other,), _ = finalize([placed], ProtocolConfig(crossover=True), 1)
     assert "likely cause: where each process's buffers" in other.explanation
+    assert "(atomics, split reductions, placement)" in other.explanation  # no record: a guess
+
+    # the launch records of the first execution name what is placement-bound in the call
+    def record(*kernels: tuple[str, int, bool | None], allocations: int | None) -> CaseLaunches:
+        return CaseLaunches(
+            kernels=tuple(
+                CaseLaunch(name=n, triton=True, count=c, atomics=a) for n, c, a in kernels
+            ),
+            allocations=allocations,
+        )
+
+    split = placed.model_copy(
+        update={
+            "base_launches": record(("_partial", 1, False), ("_final", 1, False), allocations=1),
+            "head_launches": record(("_partial", 1, True), ("_final", 1, False), allocations=1),
+        }
+    )
+    (said_what,), _ = finalize([split], ProtocolConfig(crossover=True), 1)
+    assert (
+        "likely cause: where each process's buffers and workspaces land: atomics in _partial; "
+        "2 kernel launches in each call; 1 buffer each call allocates besides its outputs"
+    ) in said_what.explanation
+    one = placed.model_copy(
+        update={"base_launches": record(("_k", 1, False), allocations=0), "head_launches": None}
+    )
+    (plain,), _ = finalize([one], ProtocolConfig(crossover=True), 1)
+    assert (
+        "(the launch record shows one kernel, no atomics and no buffer allocated besides the "
+        "outputs)"
+    ) in plain.explanation
 
 
 def test_passes_where_head_ran_bases_pick_decide_and_are_said_as_such() -> None:

@@ -72,14 +72,21 @@ def test_one_calls_rows_count_each_kernel_once_and_leave_the_marker_out() -> Non
     triton = ["_fwd_kernel", "_fwd_kernel", "_norm_kernel"]
     # the profiler sees Triton's kernels too, by their function's name, and the marker
     device = [MARKER, "_fwd_kernel", RECORDED_OLD, "_fwd_kernel", ATEN_FILL, "_norm_kernel"]
-    rows = launches.summarize(triton, device, leave_out=(MARKER,))
+    # which Triton kernels hold atomics, as read from their compiled code (one was not found)
+    atomic = {"_fwd_kernel": True}
+    rows = launches.summarize(triton, device, leave_out=(MARKER,), atomics=atomic)
     assert rows == [
-        {"name": "_fwd_kernel", "triton": True, "count": 2},
-        {"name": "_norm_kernel", "triton": True, "count": 1},
-        {"name": "softmax_row_kernel", "triton": False, "count": 1},
-        {"name": "at::native::vectorized_elementwise_kernel", "triton": False, "count": 1},
+        {"name": "_fwd_kernel", "triton": True, "count": 2, "atomics": True},
+        {"name": "_norm_kernel", "triton": True, "count": 1, "atomics": None},
+        {"name": "softmax_row_kernel", "triton": False, "count": 1, "atomics": None},
+        {
+            "name": "at::native::vectorized_elementwise_kernel",
+            "triton": False,
+            "count": 1,
+            "atomics": None,
+        },
     ]
-    assert launches.summarize(triton, None) == rows[:2]  # no profiler: Triton's only
+    assert launches.summarize(triton, None, atomics=atomic) == rows[:2]  # Triton's only
     many = [f"k{i}" for i in range(launches.MAX_KERNELS + 5)]
     assert len(launches.summarize(many, None)) == launches.MAX_KERNELS
 

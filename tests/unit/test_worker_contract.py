@@ -78,9 +78,10 @@ REPLIES: list[tuple[c.Request[Any], Any]] = [
         digest=(c.Digest(shape=(2, 2), dtype="float32", nan=1, inf=0, idx=(0, 3),
                          samples=(math.nan, 1.5), parts=((0, 2, 1.0, 1.0), (2, 4, -math.inf, 2.0))),),
         steps_s={"wait_key": 0.01, "first_call": 1.2, "first_call_compile": 0.9}, marks=MARKS,
-        launched=c.Launched(kernels=(c.Launch("_fwd_kernel", True, 2),
+        launched=c.Launched(kernels=(c.Launch("_fwd_kernel", True, 2, atomics=True),
                                      c.Launch("toyops::softmax_kernel", False, 1)),
-                            profiler=True, note="the profiler's record could not be read"))),
+                            profiler=True, note="the profiler's record could not be read",
+                            allocations=2))),
     (c.Check(("m:b",), (4,), "f", 1), c.CheckReply(
         has_reference=False, atol=None, rtol=None, configs_picked=(), correct=False,
         message="2 outputs, reference has 1", digest=(), steps_s={})),
