@@ -52,6 +52,13 @@ SAME_ALPHA = 0.05
 # this share of the band (log of 1 + tolerance)
 POOL_SPREAD = 0.5
 POOL_BOUND_LEVEL = 0.9
+# A case whose first pass shows none of what makes a call's time differ from one process to
+# the next (``checks.sweep.one_pass``) is decided over that pass's two executions (crossover's
+# arms), its interval carrying this between-execution SD (log scale): the largest spread beyond
+# the rounds' noise (one SD) that such kernels showed over four executions each in the A/A runs
+# of real kernels on the H200, 0.29% (``bench/results/h200/real_kernels``: 18 verdicts of kernels
+# with no atomics, split reduction, autotuner or C++ extension), rounded up
+ONE_PASS_PRIOR_SD = math.log1p(0.003)
 # the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
 HL_VARIANCE = math.pi / 3.0
 # the median absolute deviation times this estimates the standard deviation of normal rounds
@@ -128,11 +135,17 @@ def spread_bound(mean_square: float, df: float, level: float = POOL_BOUND_LEVEL)
 
 
 def components(
-    executions: Sequence[Execution], *, pool_above: float = POOL_ABOVE, band: float | None = None
+    executions: Sequence[Execution],
+    *,
+    pool_above: float = POOL_ABOVE,
+    band: float | None = None,
+    prior_sd: float = 0.0,
 ) -> Components:
     """Both levels' estimates from the executions that have at least one counted round. With
     ``band`` (the tolerance's, log scale), rounds are pooled only where the executions' spread
-    is bounded well under it (``POOL_SPREAD``)."""
+    is bounded well under it (``POOL_SPREAD``). ``prior_sd``: a between-execution SD (log scale)
+    known beforehand, which the interval carries where the executions are too few to estimate
+    one (a single execution per arm: ``ONE_PASS_PRIOR_SD``)."""
     used = [e for e in executions if e.logs]
     if not used:
         raise ValueError("no execution has a counted round")
@@ -154,9 +167,11 @@ def components(
     rounds_var = math.fsum(math.fsum(within[i] for i in g) / len(g) ** 2 for g in groups) / a**2
     df_between = len(used) - a
     if df_between < 1 or df_within < 1:
+        # each arm's value carries the prior's between-execution variance, over its executions
+        prior_var = prior_sd**2 * math.fsum(1.0 / len(g) for g in groups) / a**2
         return Components(
             estimate,
-            math.sqrt(rounds_var) if df_within >= 1 else math.inf,
+            math.sqrt(rounds_var + prior_var) if df_within >= 1 else math.inf,
             max(1, df_within),
             "rounds",
             len(used),
@@ -238,6 +253,7 @@ def decide_executions(
     looks: Sequence[int],
     complete: bool = False,
     same_alpha: float = SAME_ALPHA,
+    prior_sd: float = 0.0,
 ) -> ExecutionDecision:
     """Replay the sequential test over passes. ``executions`` hold every pass's executions (a
     pass is the ``execution`` number; its arms are executions of their own). Looks happen after
@@ -260,7 +276,7 @@ def decide_executions(
     last: ExecutionDecision | None = None
     for taken, count in enumerate(points, start=1):
         mine = [e for e in executions if e.execution in passes[:count]]
-        c = components(mine, band=band)
+        c = components(mine, band=band, prior_sd=prior_sd)
         rounds = _units(mine)
         lo, hi, ps, pf, pm, verdict = zone(
             c.estimate_log, c.se_log, c.df, band, alpha_look, same_alpha / k

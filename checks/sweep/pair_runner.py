@@ -44,6 +44,7 @@ from checks.sweep.models import (
     SideInfo,
     Status,
 )
+from checks.sweep.one_pass import one_pass_reason
 from checks.sweep.protocol import CaseRun, ExecutionPicks, ProtocolConfig, Round, measure_case
 from checks.sweep.shapes import Case, LaunchRecorder
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all
@@ -360,12 +361,19 @@ class PairRunner:
                 gpu_seconds=time.monotonic() - t0,
             )
         steps.update(self._check_parts.pop(case.key, {}))
-        return result.model_copy(
+        result = result.model_copy(
             update={
                 "phase_s": {k: round(v, 4) for k, v in steps.items()},
                 **self._from_check.pop(case.key, {}),  # a side that failed has no record
             }
         )
+        if self.execution == 0 and result.raw is not None:  # what its records show, once
+            why = one_pass_reason(result)
+            if why:
+                result = result.model_copy(
+                    update={"raw": result.raw.model_copy(update={"one_pass": why})}
+                )
+        return result
 
     def _recover(self, f: WorkerFailure) -> None:
         named = [w for w in self.workers if w.spec.name == f.worker]

@@ -32,6 +32,7 @@ from pydantic import Field
 
 from bot.contracts.base import Frozen
 from checks.sweep.executions import (
+    ONE_PASS_PRIOR_SD,
     Execution,
     ExecutionDecision,
     decide_executions,
@@ -283,6 +284,9 @@ class CaseRun(Frozen):
     # each pass's autotuner picks, and why each pass's rounds stopped
     picks: tuple[ExecutionPicks, ...] = ()
     pass_stops: tuple[StopReason, ...] = ()
+    # why this case's first pass may decide it alone (``checks.sweep.one_pass``): its launch
+    # records show nothing that makes a call's time differ by process; "" where they do not
+    one_pass: str = ""
 
     def kept_units(self) -> list[tuple[Round, ...]]:
         """The counted units (a round, or with crossover one round of each arm), dropped ones
@@ -458,9 +462,19 @@ def decide_run(
     are enough of them (the first look's count). Otherwise every pass decides, but a difference
     only at the last look (the most passes the sweep runs): fewer processes cannot tell an
     autotuner's luck from a change."""
-    looks = cfg.execution_looks()
+    # a case whose launch records show nothing process-bound looks from its first pass, its
+    # interval carrying a known between-execution spread, which two executions cannot estimate
+    looks = (
+        execution_looks(1, max(1, cfg.max_executions)) if run.one_pass else cfg.execution_looks()
+    )
+    prior = ONE_PASS_PRIOR_SD if run.one_pass else 0.0
     everything = decide_executions(
-        run.executions(), tolerance=tolerance, alpha=alpha, looks=looks, complete=complete
+        run.executions(),
+        tolerance=tolerance,
+        alpha=alpha,
+        looks=looks,
+        complete=complete,
+        prior_sd=prior,
     )
     if not picks_vary(run):
         return everything, None
@@ -472,6 +486,7 @@ def decide_run(
             alpha=alpha,
             looks=looks,
             complete=complete,
+            prior_sd=prior,
         )
         if matched.verdict != "INCONCLUSIVE" or complete:
             return matched, like

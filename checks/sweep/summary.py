@@ -20,7 +20,7 @@ from typing import cast
 from bot.contracts.evidence import Clause, said
 from bot.errors import ResultsError
 from bot.outputs import plural
-from checks.sweep.executions import SAME_ALPHA, ExecutionDecision
+from checks.sweep.executions import ONE_PASS_PRIOR_SD, SAME_ALPHA, ExecutionDecision
 from checks.sweep.models import (
     CaseKey,
     Ceilings,
@@ -190,6 +190,15 @@ def explain(
                 text=f"in {pinned} of {len(run.picks)} passes head ran the config base's "
                 "autotuner picked (the same kernel source and the same configs), so those "
                 "passes compare one config",
+            )
+        )
+    if run.one_pass and d.final and len({e.execution for e in run.executions()}) == 1:
+        out.append(
+            Clause(
+                kind="note",
+                text=f"decided in one pass (two executions): {run.one_pass}; its interval "
+                f"carries the {math.expm1(ONE_PASS_PRIOR_SD):.1%} such kernels varied from one "
+                "process to the next",
             )
         )
     if like is not None:

@@ -14,6 +14,7 @@ import random
 import pytest
 
 from checks.sweep.executions import (
+    ONE_PASS_PRIOR_SD,
     Execution,
     components,
     decide_executions,
@@ -179,3 +180,75 @@ def test_same_is_an_equivalence_test_at_95_percent_and_claims_stay_strict() -> N
     assert slower and all(d.confidence > 0.999 and d.ratio_low > 1.01 for d in slower)
     same = _case(random.Random(8), ratio=1.0, round_sd=0.004, tolerance=0.01)
     assert same.verdict == "SAME" and 0.95 <= same.confidence < 0.99
+
+
+# ------------------------------------------------------------------------- one pass (two arms)
+
+ONE_PASS_LOOKS = (1, 2, 3, 4)
+
+
+def _one_pass(rng: random.Random, *, ratio: float, process_sd: float, tolerance: float):
+    """A case the first pass may decide (``checks.sweep.one_pass``): its two executions, each
+    arm one, looked at with the prior between-execution SD, then a pass at a time as before."""
+    done: list[Execution] = []
+    for execution in range(ONE_PASS_LOOKS[-1]):
+        for arm in (0, 1):
+            done.append(
+                _execution(
+                    rng,
+                    execution,
+                    arm,
+                    log_ratio=math.log(ratio),
+                    process_sd=process_sd,
+                    round_sd=0.004,
+                )
+            )
+        d = decide_executions(
+            done,
+            tolerance=tolerance,
+            alpha=0.01 / 8,
+            looks=ONE_PASS_LOOKS,
+            prior_sd=ONE_PASS_PRIOR_SD,
+        )
+        if d.final:
+            return d
+    raise AssertionError("the last look must decide")
+
+
+@pytest.mark.parametrize("tolerance", [0.01, 0.03])
+def test_a_one_pass_case_of_identical_code_is_same_after_its_first_pass(tolerance: float) -> None:
+    """Process effects as large as such kernels showed (the prior, 0.3%): SAME at the first
+    pass, never a difference, whichever the tolerance."""
+    rng = random.Random(11)
+    ds = [
+        _one_pass(rng, ratio=1.0, process_sd=ONE_PASS_PRIOR_SD / math.sqrt(2), tolerance=tolerance)
+        for _ in range(200)
+    ]
+    assert not any(d.verdict in ("SLOWER", "FASTER") for d in ds)
+    assert sum(d.verdict == "SAME" and d.executions == 2 for d in ds) >= 190
+
+
+@pytest.mark.parametrize("ratio", [1.05, 1.10])
+def test_a_one_pass_case_finds_a_real_slowdown_in_its_first_pass(ratio: float) -> None:
+    rng = random.Random(int(ratio * 1000))
+    ds = [_one_pass(rng, ratio=ratio, process_sd=0.002, tolerance=0.02) for _ in range(40)]
+    assert sum(d.verdict == "SLOWER" and d.executions == 2 for d in ds) >= 38
+
+
+def test_the_prior_widens_a_one_pass_interval_by_the_spread_it_carries() -> None:
+    """Two executions, one per arm: no between-execution spread can be estimated from them, so
+    the interval is the rounds' own, widened by the prior's share (half its variance: each arm's
+    value is one execution)."""
+    rng = random.Random(3)
+    one = [_execution(rng, 0, a, log_ratio=0.0, process_sd=0.0, round_sd=0.004) for a in (0, 1)]
+    bare = components(one)
+    carried = components(one, prior_sd=ONE_PASS_PRIOR_SD)
+    assert bare.level == carried.level == "rounds"
+    assert carried.se_log == pytest.approx(
+        math.sqrt(bare.se_log**2 + ONE_PASS_PRIOR_SD**2 / 2), rel=1e-9
+    )
+    # with more executions than arms the prior is not needed: the spread is estimated
+    two = one + [
+        _execution(rng, 1, a, log_ratio=0.0, process_sd=0.0, round_sd=0.004) for a in (0, 1)
+    ]
+    assert components(two, prior_sd=ONE_PASS_PRIOR_SD) == components(two)
