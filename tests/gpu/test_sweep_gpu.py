@@ -232,7 +232,12 @@ def test_crossover_a_a_is_same_at_one_percent(tmp_path) -> None:
     first = {"base-gpu0", "head-gpu0", "base-gpu0-x", "head-gpu0-x", "zygote.log", "warmer"}
     passes = max(c.executions for c in result.cases) // 2
     later = {f"{w}-e{k}" for w in sorted(first)[:4] for k in range(1, passes)}
-    assert passes >= 2 and first <= logs <= first | later, logs
+    assert passes >= 1 and first <= logs <= first | later, logs
+    # one Triton kernel a call, no atomics, no buffer besides its output, no autotuner: its
+    # first pass may decide (``checks.sweep.one_pass``), and a case it decided took one pass
+    for c in result.cases:
+        assert c.raw is not None and c.raw.one_pass, c.base_launches
+        assert c.executions >= 2 and (c.executions == 2) == ("decided in one pass" in c.explanation)
     warmer_log = next((tmp_path / "work" / "logs").glob("warmer-*.log")).read_text()
     assert "burning" in warmer_log.splitlines(), warmer_log
     assert not [n for n in result.notes if "did not settle" in n], result.notes
