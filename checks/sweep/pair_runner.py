@@ -43,8 +43,8 @@ from checks.sweep.models import (
     ShapeResult,
     SideInfo,
     Status,
+    one_pass_reason,
 )
-from checks.sweep.one_pass import one_pass_reason
 from checks.sweep.protocol import CaseRun, ExecutionPicks, ProtocolConfig, Round, measure_case
 from checks.sweep.shapes import Case, LaunchRecorder
 from checks.sweep.workers import WorkerClient, WorkerFailure, in_parallel, start_all

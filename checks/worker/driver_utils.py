@@ -11,12 +11,24 @@ its own cache (``copy_into``), and its driver only loads them. A process started
 forked before the build ended, builds them itself as before. This program loads what it built
 (Triton does), which loads the vendor's driver library but makes no GPU context.
 
+It also imports ahead what Triton imports at a kernel's first launch rather than at its own
+import (``import_launch_modules``): Triton 3.6 imports its Gluon package (36 modules, with its
+code generator) and its tensor descriptors the first time a launch specializes a tensor argument
+(``native_specialize_impl``), so every fresh worker did it inside its first check's call:
+0.12-0.29 s of each of the eight workers of one `kernel-review bench` run profiled on an H100,
+compiled from source each time, as workers write no bytecode
+(``bench/results/h100/cost_profile/``). The zygote imports them once, before it forks, with its
+bytecode kept between runs; a worker started on its own imports them in its driver thread, which
+its first check waits for.
+
 Standard library only at import.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
 import shutil
 import sys
@@ -66,6 +78,20 @@ def copy_into(built: str, cache: str) -> bool:
     except OSError:
         return False
     return os.path.isdir(built)
+
+
+LAUNCH_MODULES = ("triton.experimental.gluon", "triton.tools.tensor_descriptor")
+
+
+def import_launch_modules() -> tuple[str, ...]:
+    """Import each of ``LAUNCH_MODULES`` that the installed Triton has (an older one has none);
+    the names imported."""
+    done = []
+    for name in LAUNCH_MODULES:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+            done.append(name)
+    return tuple(done)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -81,7 +81,7 @@ ceilings = _sibling("ceilings")
 failures = _sibling("failures")
 bench_capture = _sibling("bench_capture", os.path.join(os.path.dirname(_HERE), "bench_entries"))
 triton_key = _sibling("triton_key")
-launch_imports = _sibling("launch_imports")
+driver_utils = _sibling("driver_utils")
 exclusive = _sibling("exclusive")
 autotune_picks = _sibling("autotune_picks")
 launches = _sibling("launches", os.path.join(os.path.dirname(_HERE), "bench_entries"))
@@ -182,7 +182,7 @@ def load_triton_driver() -> threading.Thread:
             from triton.runtime import driver
 
             driver.active.get_current_target()
-        launch_imports.import_ahead()  # none left to import once forked from the zygote
+        driver_utils.import_launch_modules()  # none left to import once forked from the zygote
         MARKS["driver_at"] = time.monotonic()
 
     thread = threading.Thread(target=run, name="triton-driver", daemon=True)

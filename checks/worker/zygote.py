@@ -417,7 +417,7 @@ def _imports(key_dir: str | None) -> str:
         import torch  # noqa: F401
     MARKS["torch_at"] = time.monotonic()
     with contextlib.suppress(Exception):  # what a first launch imports, once for every fork
-        _load("launch_imports").import_ahead()
+        _load("driver_utils").import_launch_modules()
     return came
 
 

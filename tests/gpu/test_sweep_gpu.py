@@ -234,7 +234,7 @@ def test_crossover_a_a_is_same_at_one_percent(tmp_path) -> None:
     later = {f"{w}-e{k}" for w in sorted(first)[:4] for k in range(1, passes)}
     assert passes >= 1 and first <= logs <= first | later, logs
     # one Triton kernel a call, no atomics, no buffer besides its output, no autotuner: its
-    # first pass may decide (``checks.sweep.one_pass``), and a case it decided took one pass
+    # first pass may decide (``checks.sweep.models.one_pass_reason``), and a case it decided took one pass
     for c in result.cases:
         assert c.raw is not None and c.raw.one_pass, c.base_launches
         assert c.executions >= 2 and (c.executions == 2) == ("decided in one pass" in c.explanation)

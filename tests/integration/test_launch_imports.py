@@ -1,5 +1,5 @@
-"""What Triton imports at a kernel's first launch is imported ahead (``launch_imports``): after
-``import_ahead``, a launch's specialization of a tensor argument (real Triton, its CUDA backend,
+"""What Triton imports at a kernel's first launch is imported ahead
+(``driver_utils.import_launch_modules``): after it, a launch's specialization of a tensor argument (real Triton, its CUDA backend,
 on the CPU) imports no module of Triton's any more."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.backends.nvidia.compiler import CUDABackend
 from triton.runtime import jit
-from checks.worker import launch_imports
+from checks.worker import driver_utils
 
 def launch_imported():
     before = {m for m in sys.modules if m.startswith("triton")}
@@ -24,7 +24,7 @@ def launch_imported():
     return sorted({m for m in sys.modules if m.startswith("triton")} - before)
 
 if sys.argv[1] == "ahead":
-    print("ahead:", ",".join(launch_imports.import_ahead()))
+    print("ahead:", ",".join(driver_utils.import_launch_modules()))
 print("launch:", ",".join(launch_imported()))
 """
 

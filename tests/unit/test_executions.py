@@ -188,7 +188,7 @@ ONE_PASS_LOOKS = (1, 2, 3, 4)
 
 
 def _one_pass(rng: random.Random, *, ratio: float, process_sd: float, tolerance: float):
-    """A case the first pass may decide (``checks.sweep.one_pass``): its two executions, each
+    """A case the first pass may decide (``checks.sweep.models.one_pass_reason``): its two executions, each
     arm one, looked at with the prior between-execution SD, then a pass at a time as before."""
     done: list[Execution] = []
     for execution in range(ONE_PASS_LOOKS[-1]):

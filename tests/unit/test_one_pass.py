@@ -1,4 +1,4 @@
-"""Which cases their first pass may decide (``checks.sweep.one_pass``): those whose launch records
+"""Which cases their first pass may decide (``checks.sweep.models.one_pass_reason``): those whose launch records
 show one Triton kernel a call on each side, its code read and without atomics, no buffer besides
 the outputs, no autotuner, timed as launched. Anything process-bound, or anything unread, keeps
 a case to the passes every case took; and a case that may is decided at its first pass, as the
@@ -10,8 +10,7 @@ import random
 
 import pytest
 
-from checks.sweep.models import CaseLaunch, CaseLaunches, ShapeResult, SideInfo
-from checks.sweep.one_pass import one_pass_reason
+from checks.sweep.models import CaseLaunch, CaseLaunches, ShapeResult, SideInfo, one_pass_reason
 from checks.sweep.protocol import Block, CaseRun, ProtocolConfig, Round
 from checks.sweep.summary import finalize, needs_another
 
