@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The next GPU session, everything still waiting for the H200, in three device calls that end
-# within 570, 465 and 345 s (23 minutes with the machine's start, if every stage ran to its
+# within 570, 315 and 235 s (21 minutes with the machine's start, if every stage ran to its
 # budget; keep the machine warm between calls, or a second start costs the last stage):
 #
 #     bench/device_session.sh call1    # gpu-launch cli-decision             (535 s of budgets)
-#     bench/device_session.sh call2    # rk-fla rk-rest                      (430 s)
-#     bench/device_session.sh call3    # onboard-tmd                         (310 s)
+#     bench/device_session.sh call2    # rk-fla                              (280 s)
+#     bench/device_session.sh call3    # rk-rest                             (200 s)
 #     bench/device_session.sh [--device cpu] [--tiny] STAGE...   # stages by name, in order
 #     bench/device_session.sh --plan   # the calls, the stages and their budgets
 #
@@ -19,8 +19,8 @@
 #   cli-decision      bench/cli_decision.py parts 1 and 2 on the current engine (#46)         435 s
 #   cli-decision-job  its part 3, the fixture's measure job (not in the calls: 220 s more)    220 s
 #   onboard           #43: tritonbench onboarded and reviewed on the GPU (not in the calls)   110 s
-#   rk-fla            #41: fla's slow10 head (its A/A runs and slow5 from the record)         280 s
-#   rk-rest           #41: FlagGems' slow10 head (its A/A runs and slow5 from the record)     150 s
+#   rk-fla            #41: a fourth A/A run of fla's kernels (one pass for plain cases)      280 s
+#   rk-rest           #41: the same of FlagGems', cut-cross-entropy's, bitsandbytes', torchao's 200 s
 #   onboard-tmd       #42: torchmd-net's CUDA -> Triton rewrite swept (bench/onboard_gpu.sh),
 #                     then reviewed from its results: the launch record of a real rewrite
 #                     (the base's CUDA build 116-140 s, 6 cases, the review)               310 s
@@ -51,13 +51,13 @@ DEVICE=cuda
 TINY=0
 START=$(date +%s)
 declare -A BUDGET=([gpu-tests]=240 [gpu-tests-2]=240 [gpu-launch]=100 [cli-decision]=435
-  [cli-decision-job]=220 [onboard]=110 [rk-fla]=280 [rk-rest]=150 [onboard-tmd]=310 [pr-golden]=140)
+  [cli-decision-job]=220 [onboard]=110 [rk-fla]=280 [rk-rest]=200 [onboard-tmd]=310 [pr-golden]=140)
 declare -A TINY_BUDGET=([gpu-tests]=90 [gpu-tests-2]=90 [gpu-launch]=60 [cli-decision]=300
   [cli-decision-job]=60 [onboard]=420 [rk-fla]=300 [rk-rest]=300 [onboard-tmd]=600 [pr-golden]=900)
 ORDER="gpu-tests gpu-tests-2 gpu-launch cli-decision cli-decision-job onboard rk-fla rk-rest onboard-tmd pr-golden"
 CALL1="gpu-launch cli-decision"
-CALL2="rk-fla rk-rest"
-CALL3="onboard-tmd"
+CALL2="rk-fla"
+CALL3="rk-rest"
 # pytest -m gpu in two stages: 20 of its 28 tests took the whole 200 s on the H200 (2026-12-05,
 # 61f2117; all 23 of them 137 s at 2d361f1, before every case took two passes or more). The first
 # stage runs these files, the second every other file that holds a GPU test (a new one too)
@@ -67,7 +67,7 @@ GPU_TESTS_1="tests/gpu/test_correctness_gpu.py tests/gpu/test_gpu_faults.py
 # 460 and the 450 s stage unstarted): 20 s of it beyond the budgets
 # a stage starts only with its budget and 15 s (its packing) left: a call's limit is its stages'
 # budgets and 35 s at least, the wheels' install counted
-declare -A CALL_LIMIT=([call1]=570 [call2]=465 [call3]=345)
+declare -A CALL_LIMIT=([call1]=570 [call2]=315 [call3]=235)
 # the record's narrowing of the real-kernel suite (bench/README.md, real_kernels/run.py)
 RK_SKIP=flaggems_mm,fla_chunk_simple_gla,fla_chunk_fwd_h_split,fla_logsigmoid,fla_swiglu,fla_l2norm,torchao_blockwise_fp8_gemm
 RK_RECORD=bench/results/h200/real_kernels
@@ -191,16 +191,16 @@ stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository ro
     rk-fla)
       if [ "$DEVICE" = cpu ]; then rk "$dir" --heads aa --runs 1 --budget-s $((b - 20)) --run-s 120 --groups "$(rk_standin 1)"
       else
-        # fla's A/A run 1 and its slow5 are recorded (2026-12-05); slow10 did not fit then
-        # (about 209 s): it is sized from the A/A runs in the record's parts
-        rk "$dir" --heads slow10 --groups fla --budget-s $((b - 20))
+        # a fourth A/A run of fla's kernels on the engine that decides a plain case in one pass
+        # (its runs 1-3, slow5 and slow10 are recorded: 2026-12-05, slow10 on an H100)
+        rk "$dir" --heads aa --runs 1 --first-run 4 --groups fla --budget-s $((b - 20))
       fi ;;
     rk-rest)
       if [ "$DEVICE" = cpu ]; then rk "$dir" --heads slow10 --budget-s $((b - 20)) --run-s 120 --groups "$(rk_standin 2)"
       else
-        # torchao's A/A run 3 and FlagGems' slow5 are recorded (2026-12-05); its slow10 is
-        # sized from its A/A runs in the record's parts
-        rk "$dir" --heads slow10 --groups flaggems --budget-s $((b - 20))
+        # a fourth A/A run of the other groups, likewise (about 160 s on an H100, 2026-12-05)
+        rk "$dir" --heads aa --runs 1 --first-run 4 --groups flaggems,cce,bnb,torchao \
+          --budget-s $((b - 20))
       fi ;;
     onboard-tmd)
       local extra=()

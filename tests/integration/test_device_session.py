@@ -39,7 +39,7 @@ def test_the_three_calls_fit_the_device_time_and_each_call_its_limit() -> None:
     # 25 device-minutes for the three, the machine's start (about 2 minutes) included
     assert sum(int(limit) for *_, limit in calls) + 120 <= 25 * 60
     stages = " ".join(names for names, *_ in calls).split()
-    for waiting in ("cli-decision", "gpu-launch", "rk-fla", "rk-rest", "onboard-tmd"):
+    for waiting in ("cli-decision", "gpu-launch", "rk-fla", "rk-rest"):
         assert waiting in stages
 
 
