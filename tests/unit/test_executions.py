@@ -51,10 +51,12 @@ def _case(
     tolerance: float = 0.01,
     alpha: float = 0.01 / 8,
     slot_bias: float = 0.0,
+    looks: tuple[int, ...] = LOOKS,
+    prior_sd: float = 0.0,
 ):
     """The live sequential test: a pass (two arms) at a time until it decides."""
     done: list[Execution] = []
-    for execution in range(LOOKS[-1]):
+    for execution in range(looks[-1]):
         for arm in (0, 1):
             done.append(
                 _execution(
@@ -67,7 +69,9 @@ def _case(
                     slot_bias=slot_bias,
                 )
             )
-        d = decide_executions(done, tolerance=tolerance, alpha=alpha, looks=LOOKS)
+        d = decide_executions(
+            done, tolerance=tolerance, alpha=alpha, looks=looks, prior_sd=prior_sd
+        )
         if d.final:
             return d
     raise AssertionError("the last look must decide")
@@ -188,31 +192,17 @@ ONE_PASS_LOOKS = (1, 2, 3, 4)
 
 
 def _one_pass(rng: random.Random, *, ratio: float, process_sd: float, tolerance: float):
-    """A case the first pass may decide (``checks.sweep.models.one_pass_reason``): its two executions, each
-    arm one, looked at with the prior between-execution SD, then a pass at a time as before."""
-    done: list[Execution] = []
-    for execution in range(ONE_PASS_LOOKS[-1]):
-        for arm in (0, 1):
-            done.append(
-                _execution(
-                    rng,
-                    execution,
-                    arm,
-                    log_ratio=math.log(ratio),
-                    process_sd=process_sd,
-                    round_sd=0.004,
-                )
-            )
-        d = decide_executions(
-            done,
-            tolerance=tolerance,
-            alpha=0.01 / 8,
-            looks=ONE_PASS_LOOKS,
-            prior_sd=ONE_PASS_PRIOR_SD,
-        )
-        if d.final:
-            return d
-    raise AssertionError("the last look must decide")
+    """A case the first pass may decide (``checks.sweep.models.one_pass_reason``): its two
+    executions, each arm one, looked at with the prior between-execution SD, then a pass at a
+    time as before."""
+    return _case(
+        rng,
+        ratio=ratio,
+        process_sd=process_sd,
+        tolerance=tolerance,
+        looks=ONE_PASS_LOOKS,
+        prior_sd=ONE_PASS_PRIOR_SD,
+    )
 
 
 @pytest.mark.parametrize("tolerance", [0.01, 0.03])
