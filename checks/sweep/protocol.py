@@ -284,8 +284,8 @@ class CaseRun(Frozen):
     # each pass's autotuner picks, and why each pass's rounds stopped
     picks: tuple[ExecutionPicks, ...] = ()
     pass_stops: tuple[StopReason, ...] = ()
-    # why this case's first pass may decide it alone (``checks.sweep.models.one_pass_reason``): its launch
-    # records show nothing that makes a call's time differ by process; "" where they do not
+    # why this case's first pass may decide it alone (``checks.sweep.models.one_pass_reason``):
+    # its launch records show nothing that makes a call's time differ by process; "" where not
     one_pass: str = ""
 
     def kept_units(self) -> list[tuple[Round, ...]]:
