@@ -54,10 +54,11 @@ POOL_SPREAD = 0.5
 POOL_BOUND_LEVEL = 0.9
 # A case whose first pass shows none of what makes a call's time differ from one process to
 # the next (``checks.sweep.models.one_pass_reason``) is decided over that pass's two
-# executions (crossover's arms), its interval carrying this between-execution SD (log scale): the largest spread beyond
-# the rounds' noise (one SD) that such kernels showed over four executions each in the A/A runs
-# of real kernels on the H200, 0.29% (``bench/results/h200/real_kernels``: 18 verdicts of kernels
-# with no atomics, split reduction, autotuner or C++ extension), rounded up
+# executions (crossover's arms), its interval carrying this between-execution SD (log scale):
+# the largest spread beyond the rounds' noise (one SD) that such kernels showed over four
+# executions each in the A/A runs of real kernels on the H200, 0.29%
+# (``bench/results/h200/real_kernels``: 18 verdicts of kernels with no atomics, split
+# reduction, autotuner or C++ extension), rounded up
 ONE_PASS_PRIOR_SD = math.log1p(0.003)
 # the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
 HL_VARIANCE = math.pi / 3.0
