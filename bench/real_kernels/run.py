@@ -476,7 +476,7 @@ def write_summary(out: Path, also: tuple[Path, ...] = ()) -> dict[str, Any]:
     meta = {**parts[-1].get("meta", {}), "files": files}
     # parts made on different cards (a record completed on another machine): each is named
     machines: dict[str, list[str]] = {}
-    for name, p in zip(files, parts):
+    for name, p in zip(files, parts, strict=True):
         machines.setdefault(str(p.get("meta", {}).get("machine")), []).append(name)
     if len(machines) > 1:
         meta["machines"] = machines
