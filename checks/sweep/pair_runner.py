@@ -755,9 +755,10 @@ class PairRunner:
     def _checking_pair(self, following: Case) -> int:
         """Which arm checks ``following`` beside the recheck: drawn at random, except that the
         first arm checks a case that has no launch record yet (``_needs_record``: every case of
-        the first execution), as only its workers record. No bias: a pair checks both sides (what a check leaves in
-        its processes is the arm's, alike at base and head), and crossover's arms put each side
-        in each slot, which cancels a slot's effect; only those cases' draw is fixed."""
+        the first execution), as only its workers record. No bias: a pair checks both sides
+        (what a check leaves in its processes is the arm's, alike at base and head), and
+        crossover's arms put each side in each slot, which cancels a slot's effect; only those
+        cases' draw is fixed."""
         return 0 if self._needs_record(following) else secrets.randbelow(2)
 
     def _arm_order(self) -> list[WorkerClient]:
