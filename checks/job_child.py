@@ -8,6 +8,7 @@ once (``checks.worker.exiting``)."""
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +42,10 @@ def main(argv: list[str], cls: type[J], run: Callable[[J], Any]) -> int:
     except Exception as exc:
         failure = JobFailure(short_error(exc), traceback.format_exc()[-4000:])
         answer = job_files.answer_text(cls, failure)
-    Path(out).write_text(answer)
+    # whole or not at all: ``run_jobs`` reads a job's answer while its siblings still run
+    tmp = Path(f"{out}.{os.getpid()}.tmp")
+    tmp.write_text(answer)
+    tmp.replace(out)
     return 0
 
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -101,13 +101,7 @@ def run_job(
     job_path = workdir / "job.json"
     job_path.write_text(job_files.job_text(job, str(out)))
     log_path = workdir / "output.log"
-    child_env = scrubbed_env()
-    child_env.pop("TRITON_INTERPRET", None)
-    if "PYTHONPATH" in os.environ:  # where the bot's own dependencies were installed
-        child_env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    child_env["TRITON_CACHE_DIR"] = str(triton_cache)
-    child_env["TORCH_EXTENSIONS_DIR"] = str(triton_cache.parent / "torch-extensions")
-    child_env.update(env or {})
+    child_env = _child_env(triton_cache, env)
     launch.make_undumpable()
     interpreter, cap = python or sys.executable, default_memory_bytes()
     proc: Any = None
@@ -158,6 +152,112 @@ def run_job(
         return job_files.read_answer(type(job), out.read_text())
     except ContractError as exc:
         return JobFailure(f"{what} answered what the bot cannot read: {exc}")
+
+
+def _child_env(triton_cache: Path, env: Mapping[str, str] | None) -> dict[str, str]:
+    """A helper's environment: scrubbed, the bot's own import path, its own Triton cache and
+    C++ extensions folder beside it, and ``env`` on top."""
+    child_env = scrubbed_env()
+    child_env.pop("TRITON_INTERPRET", None)
+    if "PYTHONPATH" in os.environ:  # where the bot's own dependencies were installed
+        child_env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    child_env["TRITON_CACHE_DIR"] = str(triton_cache)
+    child_env["TORCH_EXTENSIONS_DIR"] = str(triton_cache.parent / "torch-extensions")
+    child_env.update(env or {})
+    return child_env
+
+
+def run_jobs(
+    jobs: Sequence[Job[A]],
+    *,
+    names: Sequence[str],
+    workdir: Path,
+    triton_cache: Path,
+    timeout_s: float,
+    what: str,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+    kept: Sequence[Path] = (),
+    answered: Callable[[int, A | JobFailure], None] | None = None,
+) -> list[A | JobFailure]:
+    """Several jobs of one helper program in one process, ``python -m MODULE JOB...`` (its
+    ``__main__`` takes several job files: the compiler report's worker imports torch and
+    Triton once and runs each job in a forked child of its own): each job's answer or
+    ``JobFailure`` as ``run_job`` gives it, in order. The process is launched and ended as
+    ``run_job``'s (scrubbed environment, memory cap, its session killed on a timeout, when the
+    command stops and when it ends); ``names[i]`` names job i in its failures ("compiling for
+    sm_90 took longer than 600 s"), and ``answered`` hears of each answer as it comes."""
+    n = len(jobs)
+    labels = [f"{what} {name}" for name in names]
+    if STOPPING.is_set():
+        return [
+            JobFailure(f"{label} was stopped: its answer is no longer needed") for label in labels
+        ]
+    module = jobs[0].MODULE
+    outs = [workdir / f"job-{i}" / "out.json" for i in range(n)]
+    paths = []
+    for job, out in zip(jobs, outs, strict=True):
+        assert module == job.MODULE, "one helper program runs them all"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.unlink(missing_ok=True)
+        paths.append(out.parent / "job.json")
+        paths[-1].write_text(job_files.job_text(job, str(out)))
+    log_path = workdir / "output.log"
+    launch.make_undumpable()
+    started = launch.Launch(
+        (python or sys.executable, "-m", module, *map(str, paths)),
+        _child_env(triton_cache, env),
+        PACKAGE_ROOT,
+        memory_bytes=default_memory_bytes(),
+        writable=(workdir, triton_cache.parent, *kept_if_trusted(kept)),
+    )
+    proc = launch.start(started, log_path)
+    done: dict[int, A | JobFailure] = {}
+
+    def collect() -> None:  # the answers written so far (a helper writes each whole, renamed)
+        for i, out in enumerate(outs):
+            if i in done or not out.is_file():
+                continue
+            cls: type[Job[A]] = type(jobs[i])
+            try:
+                answer = job_files.read_answer(cls, out.read_text())
+                done[i] = answer
+            except ContractError as exc:
+                done[i] = JobFailure(f"{labels[i]} answered what the bot cannot read: {exc}")
+            if answered is not None:
+                answered(i, done[i])
+
+    deadline = time.monotonic() + timeout_s
+    ended: str | None = None
+    try:
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            try:
+                proc.wait(timeout=min(left, POLL_S))
+                break
+            except subprocess.TimeoutExpired:
+                collect()
+                if STOPPING.is_set() or time.monotonic() >= deadline:
+                    launch.kill_session(proc.pid)
+                    proc.wait()
+                    ended = "stopped" if STOPPING.is_set() else "late"
+                    break
+    finally:
+        launch.kill_session(proc.pid)  # what the jobs left running goes with them
+    collect()
+    tail = log_path.read_text(encoding="utf-8", errors="replace")[-800:]
+    for i, label in enumerate(labels):
+        if i in done:
+            continue
+        if ended == "stopped":
+            done[i] = JobFailure(f"{label} was stopped: its answer is no longer needed")
+        elif ended == "late":
+            done[i] = JobFailure(f"{label} took longer than {timeout_s:.0f} s")
+        else:
+            done[i] = JobFailure(f"{label} exited with {proc.returncode}: {tail}")
+        if answered is not None:
+            answered(i, done[i])
+    return [done[i] for i in range(n)]
 
 
 def _job_path() -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""Build the compiler report: one worker process per target, run side by side, cached twice.
+"""Build the compiler report: one worker process, a forked child of it per target, run side by
+side, cached twice.
 
 - Per variant (source with dependencies + specialization + options + target + toolchain): the
   measured fields, under ``<cache>/records``; a variant is compiled once.
@@ -17,7 +18,6 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from checks.compiler.records import CompilerReport, KernelCompileRecord
 from checks.compiler.report import make_report
 from checks.compiler.targets import compile_targets, known_target, known_target_names, vendor_of
 from checks.job_files import CompilerReportAnswer, CompilerReportJob, JobFailure, KernelSpec
-from checks.job_process import NO_GPU_ENV, run_job
+from checks.job_process import NO_GPU_ENV, run_jobs
 from checks.worker.contract import ContractError, as_json
 from checks.worker_env import tree_digest
 
@@ -93,26 +93,34 @@ def _job_key(digest: str, target: str, kernels: list[KernelSpec], triton_version
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def _run_worker(
+def _run_workers(
     repo_root: Path,
-    target: str,
+    targets: list[str],
     kernels: list[KernelSpec],
     cache_dir: Path,
     timeout_s: float,
     jobs: int,
     python: str | None,
-) -> Outcome:
+    answered: Callable[[int, Outcome], None],
+) -> list[Outcome]:
+    """One worker process for all of ``targets``: it imports torch and Triton once and runs
+    each target's job in a forked child (``checks.compiler.worker.run_targets``)."""
     with tempfile.TemporaryDirectory(prefix="kr-compile-") as tmp:
-        job = CompilerReportJob(str(repo_root), target, str(cache_dir), jobs, tuple(kernels))
-        return run_job(
-            job,
+        work = [
+            CompilerReportJob(str(repo_root), target, str(cache_dir), jobs, tuple(kernels))
+            for target in targets
+        ]
+        return run_jobs(
+            work,
+            names=targets,
             workdir=Path(tmp),
             triton_cache=Path(tmp) / "triton-cache",
             timeout_s=timeout_s,
-            what=f"compiling for {target}",
+            what="compiling for",
             python=python,
             env=NO_GPU_ENV,  # it cross-compiles, with inputs on the CPU
             kept=(cache_dir,),  # its records, written by a trusted run only
+            answered=answered,
         )
 
 
@@ -125,29 +133,25 @@ def _cached(path: Path) -> CompilerReportAnswer | None:
     return kept if isinstance(kept, CompilerReportAnswer) else None
 
 
-def _target_records(
-    repo_root: Path,
+def _job_path(
+    cache_dir: Path,
     target: str,
     kernels: list[KernelSpec],
-    cache_dir: Path,
     digest: str | None,
-    timeout_s: float,
-    jobs: int,
-    toolchain: tuple[str | None, str],
-) -> tuple[Outcome, bool]:
-    python, version = toolchain
-    key = _job_key(digest, target, kernels, version) if digest else ""
-    path = cache_dir / "jobs" / f"{key}.json" if digest else None
-    kept = _cached(path) if path is not None else None
-    if kept is not None:
-        return kept, True
-    result = _run_worker(repo_root, target, kernels, cache_dir, timeout_s, jobs, python)
+    version: str,
+) -> Path | None:
+    """Where the answer of ``target``'s job is kept; None for a repository not hashed."""
+    if not digest:
+        return None
+    return cache_dir / "jobs" / f"{_job_key(digest, target, kernels, version)}.json"
+
+
+def _keep(path: Path | None, result: Outcome) -> None:
     if path is not None and isinstance(result, CompilerReportAnswer):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(job_files.answer_text(CompilerReportJob, result))
         tmp.replace(path)
-    return result, False
 
 
 def build_compiler_report(
@@ -175,24 +179,37 @@ def build_compiler_report(
     cache_dir = cache_dir or default_cache_dir()
     repo_root = repo_root.resolve()
     digest = source_digest(repo_root)
-    # every target's worker runs at once and compiles with ``jobs`` forked processes: the
-    # operating system shares the cores, and no core idles while one target has a long tail
+    # every target's job runs at once (in one worker process, each forked from it after torch's
+    # and Triton's imports) and compiles with ``jobs`` forked processes: the operating system
+    # shares the cores, and no core idles while one target has a long tail
     jobs = max(1, jobs or os.cpu_count() or 1)
 
-    def one(target: str) -> tuple[Outcome, bool]:
-        done = _target_records(
-            repo_root, target, kernels, cache_dir, digest, timeout_s, jobs, (python, version)
-        )
+    def said(target: str, result: Outcome, hit: bool) -> None:
         if progress is not None:
-            result, hit = done
             failed = isinstance(result, JobFailure)
             how = "failed" if failed else "cached" if hit else "compiled"
             count = 0 if isinstance(result, JobFailure) else len(result.records)
             progress(f"{target}: {how}, {plural(count, 'variant')}")
-        return done
 
-    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-        results = list(pool.map(one, targets))
+    paths = {t: _job_path(cache_dir, t, kernels, digest, version) for t in targets}
+    done: dict[str, tuple[Outcome, bool]] = {}
+    for target, path in paths.items():
+        kept = _cached(path) if path is not None else None
+        if kept is not None:
+            done[target] = (kept, True)
+            said(target, kept, True)
+    todo = [t for t in targets if t not in done]
+
+    def answered(i: int, result: Outcome) -> None:
+        _keep(paths[todo[i]], result)
+        said(todo[i], result, False)
+
+    if todo:
+        outcomes = _run_workers(
+            repo_root, todo, kernels, cache_dir, timeout_s, jobs, python, answered
+        )
+        done.update({t: (r, False) for t, r in zip(todo, outcomes, strict=True)})
+    results = [done[t] for t in targets]
     records: list[KernelCompileRecord] = []
     autotune: list[AutotuneList] = []
     notes: list[str] = []

@@ -1,4 +1,6 @@
-"""One target's compiler report, in its own process: ``python -m checks.compiler.worker JOB.json``.
+"""One target's compiler report, in its own process: ``python -m checks.compiler.worker JOB.json``
+(with several job files, one process imports torch and Triton once for all of a report's targets
+and runs each in a forked child: ``run_targets``).
 
 The process makes the target the active (compile-only) GPU *before* importing the user's code,
 so a module that picks its config list by vendor at import time picks the right one. Then it
@@ -13,6 +15,7 @@ through (``autotune``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -33,6 +36,7 @@ from checks.compiler.records import KernelCompileRecord
 from checks.compiler.targets import target_for, vendor_of
 from checks.job_child import short_error
 from checks.job_files import CompilerReportAnswer, CompilerReportJob, KernelSpec
+from checks.worker.exiting import end_now
 
 T = TypeVar("T")
 RECORD_CACHE_VERSION = "2"  # 2: the layouts of the Triton GPU IR
@@ -271,5 +275,38 @@ def run_job(job: CompilerReportJob) -> CompilerReportAnswer:
     )
 
 
+def run_targets(paths: list[str]) -> int:
+    """Several jobs (one target each, ``checks.job_process.run_jobs``) in this one process:
+    torch and Triton are imported here once, then each job runs in a forked child of its own,
+    side by side, as a process of its own would run it: the child makes its target the active
+    GPU before it imports the repository's code (``record_kernel``), which this process never
+    imports. The exit status: 0, or the first child's that ended otherwise (128 + its signal)."""
+    with contextlib.suppress(ImportError):  # what every job imports: its inputs are torch's
+        import torch  # noqa: F401
+    import triton.compiler  # noqa: F401
+
+    children = []
+    for path in paths:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = _one(path)
+            finally:
+                end_now(code)
+        children.append(pid)
+    status = 0
+    for pid in children:
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if code and not status:
+            status = code if code > 0 else 128 - code
+    return status
+
+
+def _one(path: str) -> int:
+    """The job in the file ``path``, its answer written where the job file says."""
+    return job_child.main([path], CompilerReportJob, run_job)
+
+
 if __name__ == "__main__":
-    job_child.run_and_exit(sys.argv[1:], CompilerReportJob, run_job)
+    end_now(run_targets(sys.argv[1:]) if len(sys.argv) > 2 else _one(sys.argv[1]))

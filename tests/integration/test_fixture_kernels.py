@@ -14,11 +14,9 @@ and type errors, not AMD code generation.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
@@ -576,11 +574,10 @@ def test_cext_picks_sources_per_vendor_and_caches_by_content(
 
 
 _BUILD_FROM = """
-import sys
 from pathlib import Path
 from kernels_fixture.toyops import _cext
-paths, directory = [Path(sys.argv[1])], Path(sys.argv[2])
-if sys.argv[3] == "staged":
+paths, directory = [Path({source!r})], Path({directory!r})
+if {how!r} == "staged":
     _cext.build("toyops_stage_check", paths, directory, is_python_module=False)
 else:  # as torch builds it from the checkout's own path
     from torch.utils.cpp_extension import load
@@ -594,7 +591,7 @@ else:  # as torch builds it from the checkout's own path
     reason="needs ninja and a C++ compiler",
 )
 def test_a_build_from_another_checkout_of_the_same_sources_compiles_nothing(
-    tmp_path: Path,
+    tmp_path: Path, interpreter: Interpreter
 ) -> None:
     """Every review checks the base out in a new worktree: the C++ build cache (keyed by the
     sources' bytes) must serve it without compiling, which needs the paths in torch's ninja file to
@@ -607,12 +604,11 @@ def test_a_build_from_another_checkout_of_the_same_sources_compiles_nothing(
     directory = tmp_path / "build"
 
     def build_from(checkout: Path, how: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-c", _BUILD_FROM, str(checkout / "stage_check.cpp"), str(directory),
-             how],
-            cwd=ROOT, env={**os.environ, "TOYOPS_BUILD_VERBOSE": "1"},
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        # each build in a fresh process (a child of the module's, with torch imported already)
+        code = _BUILD_FROM.format(
+            source=str(checkout / "stage_check.cpp"), directory=str(directory), how=how
+        )
+        done = interpreter.run(code, timeout=300, TOYOPS_BUILD_VERBOSE="1")
         assert done.returncode == 0, done.stderr
         return done.stdout
 

@@ -10,13 +10,17 @@ import fcntl
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from checks.sweep.protocol import ProtocolConfig
 from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
+from checks.sweep.zygote import Zygote, start_zygote
 from checks.worker import contract
 from tests.integration.conftest import Sent
 from tests.paths import DATA
@@ -49,7 +53,16 @@ def _cases(name: str, n: int) -> list[Case]:
     ]
 
 
-def _sweep(cases: list[Case], work: Path, head: str = "head") -> Any:
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    """The module's sweeps fork their workers from one zygote, not one each (2 CPU-s of torch
+    and Triton imports a sweep): what they look at is the workers' commands."""
+    z = start_zygote("cpu", tmp_path_factory.mktemp("zygote"))
+    yield z
+    z.close()
+
+
+def _sweep(cases: list[Case], work: Path, zygote: Zygote, head: str = "head") -> Any:
     return run_sweep(
         cases,
         base_root=STANDINS / "base",
@@ -63,6 +76,7 @@ def _sweep(cases: list[Case], work: Path, head: str = "head") -> Any:
             max_gpu_seconds=600,
         ),
         work_dir=work,
+        zygote=zygote,
     )
 
 
@@ -88,10 +102,10 @@ def _per_case(seen: list[Sent]) -> list[list[Sent]]:
 
 
 def test_the_recheck_and_the_next_check_overlap_and_cover_every_case(
-    tmp_path: Path, calls: list[Sent]
+    tmp_path: Path, calls: list[Sent], zygote: Zygote
 ) -> None:
     # a first call that tunes for 0.3 s in each process: a check that costs time of its own
-    result = _sweep(_cases("self_tuning", 3), tmp_path, head="base")
+    result = _sweep(_cases("self_tuning", 3), tmp_path, zygote, head="base")
     assert [c.status for c in result.cases] == ["ok"] * 3, [c.message for c in result.cases]
     steps = _per_case(calls)
     pairs = [{"base", "head"}, {"base-x", "head-x"}]
@@ -126,10 +140,12 @@ def test_the_recheck_and_the_next_check_overlap_and_cover_every_case(
     ]
 
 
-def test_an_output_that_changes_under_timing_is_caught_at_every_case(tmp_path: Path) -> None:
+def test_an_output_that_changes_under_timing_is_caught_at_every_case(
+    tmp_path: Path, zygote: Zygote
+) -> None:
     """head's kernel is right on fresh inputs and wrong once called more than twice: the check
     passes and the recheck after timing catches it, whichever pair rechecks, at each case."""
-    result = _sweep(_cases("drifts", 3), tmp_path)
+    result = _sweep(_cases("drifts", 3), tmp_path, zygote)
     for case in result.cases:
         assert case.status == "wrong_result" and case.failed_side == "head", case.message
         assert case.message.startswith("output changed after timing"), case.message
@@ -190,7 +206,7 @@ def test_a_recheck_that_cannot_take_the_lock_in_half_its_timeout_rechecks_withou
 
 
 def test_a_fault_in_the_check_made_ahead_is_the_next_cases_and_the_sweep_goes_on(
-    tmp_path: Path,
+    tmp_path: Path, zygote: Zygote
 ) -> None:
     """Each fault's case is checked during the case before's recheck: the fault is still laid
     on its own case (the worker restarted), and the case before it is not touched. ``hang``
@@ -199,7 +215,7 @@ def test_a_fault_in_the_check_made_ahead_is_the_next_cases_and_the_sweep_goes_on
     on without it after half its timeout."""
     names = ["axpy", "crash", "axpy", "cuda_fault", "axpy", "hang", "axpy"]
     cases = [c for n in names for c in _cases(n, 1)]
-    result = _sweep(cases, tmp_path)
+    result = _sweep(cases, tmp_path, zygote)
     got = [(c.kernel, c.status, c.failed_side) for c in result.cases]
     assert got == [
         ("axpy", "ok", None),

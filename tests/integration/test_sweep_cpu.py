@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from checks.sweep.run import SweepOptions, run_sweep
 from checks.sweep.shapes import Case, plan_cases
 from checks.sweep.summary import from_journal, merge, recompute, time_line
 from checks.sweep.workers import Timeouts, WorkerClient, WorkerSpec
+from checks.sweep.zygote import Zygote, start_zygote
 from checks.worker import contract
 from tests.paths import DATA
 
@@ -38,8 +40,16 @@ ONE_PASS = QUICK.model_copy(update={"min_executions": 1, "max_executions": 1})
 FAST = Timeouts(start_s=20, prepare_s=8.0, check_s=5, configure_s=5, block_s=5, finish_s=5)
 
 
-def _a_a(case: Case, work: Path, *, protocol: ProtocolConfig = QUICK, **options: Any) -> Any:
-    """One case, the stand-ins' base checkout as both sides (identical code)."""
+def _a_a(
+    case: Case,
+    work: Path,
+    *,
+    protocol: ProtocolConfig = QUICK,
+    zygote: Zygote | None = None,
+    **options: Any,
+) -> Any:
+    """One case, the stand-ins' base checkout as both sides (identical code); its workers forked
+    from ``zygote`` where given (the module's), else from one of the sweep's own."""
     return run_sweep(
         [case],
         base_root=STANDINS / "base",
@@ -48,6 +58,7 @@ def _a_a(case: Case, work: Path, *, protocol: ProtocolConfig = QUICK, **options:
         head_rev="b" * 40,
         options=SweepOptions(device="cpu", protocol=protocol, timeouts=FAST, **options),
         work_dir=work,
+        zygote=zygote,
     )
 
 
@@ -68,7 +79,18 @@ def _standin_sweep(
 
 
 @pytest.fixture(scope="module")
-def standin_sweep(tmp_path_factory: pytest.TempPathFactory):
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    """One zygote for the module's sweeps whose point is not the zygote itself (a sweep starts
+    its own otherwise, 2 CPU-s of imports each): its workers are forked as a sweep's own are.
+    The sweeps that look at the zygote's log or timing, or give the workers another memory cap
+    (a zygote serves its own cap only), start their own."""
+    z = start_zygote("cpu", tmp_path_factory.mktemp("zygote"))
+    yield z
+    z.close()
+
+
+@pytest.fixture(scope="module")
+def standin_sweep(tmp_path_factory: pytest.TempPathFactory, zygote: Zygote):
     work = tmp_path_factory.mktemp("sweep")
     names = [
         "axpy",
@@ -102,6 +124,7 @@ def standin_sweep(tmp_path_factory: pytest.TempPathFactory):
         work,
         progress=lines.append,
         partial_path=work / "partial.jsonl",
+        zygote=zygote,
     )
     return result, lines, work
 
@@ -162,7 +185,7 @@ def test_results_are_labelled_and_carry_the_numbers(standin_sweep) -> None:
 
 
 def test_ceilings_are_measured_after_the_last_case_and_read_from_the_cache_at_start(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, zygote: Zygote, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Measuring them (a large copy and matmul) in the base worker before the cases left that
     # one process faster than the head's on identical code: head/base 1.33 on a CPU
@@ -182,19 +205,19 @@ def test_ceilings_are_measured_after_the_last_case_and_read_from_the_cache_at_st
     options = SweepOptions(
         device="cpu", protocol=ONE_PASS, timeouts=FAST, ceilings_cache_dir=str(tmp_path / "c")
     )
-    first = _standin_sweep([case], options, tmp_path / "one")
+    first = _standin_sweep([case], options, tmp_path / "one", zygote=zygote)
     assert first.ceilings and not first.ceilings[0].cached and first.cases[0].status == "ok"
     ceilings, timed = contract.MeasureCeilings, (contract.Block, contract.Finish)
     assert ops.count(ceilings) == 1
     assert ops.index(ceilings) > max(i for i, op in enumerate(ops) if op in timed)
     ops.clear()
-    again = _standin_sweep([case], options, tmp_path / "two")
+    again = _standin_sweep([case], options, tmp_path / "two", zygote=zygote)
     assert again.ceilings and again.ceilings[0].cached and ceilings not in ops
     assert again.ceilings[0].copy_gbps == first.ceilings[0].copy_gbps
 
 
 def test_each_case_asks_its_own_launch_recorder_of_the_first_execution_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, zygote: Zygote, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a kernel whose files are all Python is recorded by Triton's launches alone, so no
     # process starts the profiler for it (``checks.sweep.shapes.launch_recorder``); only the first
@@ -216,7 +239,7 @@ def test_each_case_asks_its_own_launch_recorder_of_the_first_execution_alone(
         Case(kernel="slow", bench="standin_kernels:slow", launches="profiler", **common),
     ]
     options = SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST)
-    result = _standin_sweep(cases, options, tmp_path)
+    result = _standin_sweep(cases, options, tmp_path, zygote=zygote)
     assert all(c.status == "ok" for c in result.cases)
     first = {(entry, launches) for entry, execution, launches in asked if execution == 0}
     assert first == {("standin_kernels:axpy", "triton"), ("standin_kernels:slow", "profiler")}
@@ -520,7 +543,7 @@ def test_sweep_for_a_plan_shard(tmp_path: Path) -> None:
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
 
 
-def test_cases_are_split_between_worker_pairs(tmp_path: Path) -> None:
+def test_cases_are_split_between_worker_pairs(tmp_path: Path, zygote: Zygote) -> None:
     cases = [
         Case(kernel="axpy", bench="standin_kernels:axpy", dims=(n,), dtype="float32", tolerance=0.5)
         for n in (1000, 2000, 3000, 4000, 5000)
@@ -531,6 +554,7 @@ def test_cases_are_split_between_worker_pairs(tmp_path: Path) -> None:
             device="cpu", protocol=ONE_PASS, timeouts=FAST, gpus=("0", "1"), measure_ceilings=False
         ),
         tmp_path,
+        zygote=zygote,
     )
     assert [c.shape for c in result.cases] == [(1000,), (2000,), (3000,), (4000,), (5000,)]
     assert [c.gpu_index for c in result.cases] == [0, 1, 0, 1, 0]
@@ -615,7 +639,7 @@ def test_the_policys_worker_memory_cap_reaches_the_workers(tmp_path: Path) -> No
     assert [c.status for c in result.cases] == ["oom"], [c.message for c in result.cases]
 
 
-def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
+def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path, zygote: Zygote) -> None:
     """Base and head check side by side, but a first call that tunes itself (0.3 s) holds the
     GPU's lock: the two workers' tuning never overlaps (with crossover, the second pair takes
     the first pair's picks and does not tune in the check)."""
@@ -624,7 +648,7 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
         tolerance=0.5,
     )  # fmt: skip
 
-    result = _a_a(case, tmp_path)
+    result = _a_a(case, tmp_path, zygote=zygote)
     assert result.cases[0].status == "ok", result.cases[0].message
     spans = sorted(
         (float(a), float(b), pid)
@@ -637,7 +661,9 @@ def test_a_cases_first_calls_tune_one_worker_at_a_time(tmp_path: Path) -> None:
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), spans
 
 
-def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(tmp_path: Path) -> None:
+def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(
+    tmp_path: Path, zygote: Zygote
+) -> None:
     """Base and head each compile a Triton kernel (a real compile, for an H100) in their first
     call, then run 0.2 s: the compiles overlap, with the GPU's lock let go, and the runs never
     do."""
@@ -645,7 +671,7 @@ def test_a_first_calls_triton_compiles_run_side_by_side_and_the_rest_alone(tmp_p
         kernel="jit", bench="compiling_kernels:compiling", dims=(1000,), dtype="float32",
         tolerance=0.5,
     )  # fmt: skip
-    result = _a_a(case, tmp_path)
+    result = _a_a(case, tmp_path, zygote=zygote)
     assert result.cases[0].status == "ok", result.cases[0].message
     spans: dict[str, list[tuple[float, float, str]]] = {"compile": [], "run": []}
     for line in (tmp_path / "locks" / "first_calls.log").open():
@@ -728,7 +754,7 @@ def _hook(kwargs, reset_only=False):
 """ + SCALE_ENTRY.replace("BENCHMARKER", "_by_block")
 
 
-def test_the_sweep_records_which_config_each_autotuner_ran(tmp_path: Path) -> None:
+def test_the_sweep_records_which_config_each_autotuner_ran(tmp_path: Path, zygote: Zygote) -> None:
     """Part C of a review asks which tiles, warps and stages actually ran: each side's worker
     records its autotuners' picks in the case's first call, and the review lists them by config.
     A side whose autotuner has one config made no choice and lists none."""
@@ -746,7 +772,7 @@ def test_the_sweep_records_which_config_each_autotuner_ran(tmp_path: Path) -> No
         timeouts=Timeouts(start_s=60, prepare_s=60, check_s=60),
         max_gpu_seconds=600,
     )
-    result = _standin_sweep(cases, options, tmp_path / "work", checkouts=tmp_path)
+    result = _standin_sweep(cases, options, tmp_path / "work", checkouts=tmp_path, zygote=zygote)
     assert [c.status for c in result.cases] == ["ok", "ok"], [c.message for c in result.cases]
     picked = "scale_kernel: BLOCK=256, num_warps=2, num_stages=2"
     for case in result.cases:
@@ -797,7 +823,9 @@ def kernel(shape, dtype, device="cpu", seed=0):
 """
 
 
-def test_a_fault_that_ends_both_sides_is_laid_on_the_side_that_fails_alone(tmp_path: Path) -> None:
+def test_a_fault_that_ends_both_sides_is_laid_on_the_side_that_fails_alone(
+    tmp_path: Path, zygote: Zygote
+) -> None:
     """A fault in one process can end the other side's GPU context while both check side by
     side (seen on the H200: head's illegal address, base's context gone with it). Both lost at
     once, each side is checked again alone on a fresh worker: here base passes alone and the
@@ -814,6 +842,7 @@ def test_a_fault_that_ends_both_sides_is_laid_on_the_side_that_fails_alone(tmp_p
         SweepOptions(device="cpu", protocol=QUICK, timeouts=FAST, measure_ceilings=False),
         tmp_path / "work",
         checkouts=tmp_path,
+        zygote=zygote,
     )
     (got,) = result.cases
     assert got.status == "crashed" and got.failed_side == "head", (got.failed_side, got.message)
@@ -848,6 +877,7 @@ def _hook(kwargs, reset_only=False):
 
 def test_identical_autotuned_code_times_the_config_base_picked_from_the_second_pass(
     tmp_path: Path,
+    zygote: Zygote,
 ) -> None:
     """Each process's autotuner picks among near-tied configs by its own luck. From the second
     pass on, base checks first and head runs base's pick (same kernel source, same configs), and
@@ -867,7 +897,7 @@ def test_identical_autotuned_code_times_the_config_base_picked_from_the_second_p
         timeouts=Timeouts(start_s=60, prepare_s=60, check_s=60),
         max_gpu_seconds=600,
     )
-    result = _standin_sweep([case], options, tmp_path / "work", checkouts=tmp_path)
+    result = _standin_sweep([case], options, tmp_path / "work", checkouts=tmp_path, zygote=zygote)
     (c,) = result.cases
     assert c.status == "ok", c.message
     picks = sorted(c.raw.picks, key=lambda p: p.execution)
@@ -905,6 +935,7 @@ def kernel(shape, dtype, device="cpu", seed=0):
 
 def test_a_shape_only_the_base_fails_at_is_fixed_and_one_both_fail_at_is_not(
     tmp_path: Path,
+    zygote: Zygote,
 ) -> None:
     """The base fails past a limit the head lifted (tritonbench #269's reason to exist): the
     case names the base alone, and the evidence calls the shape fixed, its reason the message's
@@ -921,6 +952,7 @@ def test_a_shape_only_the_base_fails_at_is_fixed_and_one_both_fail_at_is_not(
         SweepOptions(device="cpu", protocol=ONE_PASS, timeouts=FAST, measure_ceilings=False),
         tmp_path / "work",
         checkouts=tmp_path,
+        zygote=zygote,
     )
     got = {c.shape[0]: c for c in result.cases}
     assert got[512].status == "ok"
