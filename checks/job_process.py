@@ -184,9 +184,11 @@ def run_jobs(
     ``__main__`` takes several job files: the compiler report's worker imports torch and
     Triton once and runs each job in a forked child of its own): each job's answer or
     ``JobFailure`` as ``run_job`` gives it, in order. The process is launched and ended as
-    ``run_job``'s (scrubbed environment, memory cap, its session killed on a timeout, when the
-    command stops and when it ends); ``names[i]`` names job i in its failures ("compiling for
-    sm_90 took longer than 600 s"), and ``answered`` hears of each answer as it comes."""
+    ``run_job``'s (scrubbed environment, its session killed on a timeout, when the command
+    stops and when it ends); each job's child has the heap cap a helper started on its own
+    has, and confined, their cgroups hold what that many helpers' would. ``names[i]`` names
+    job i in its failures ("compiling for sm_90 took longer than 600 s"), and ``answered``
+    hears of each answer as it comes."""
     n = len(jobs)
     labels = [f"{what} {name}" for name in names]
     if STOPPING.is_set():
@@ -204,12 +206,14 @@ def run_jobs(
         paths[-1].write_text(job_files.job_text(job, str(out)))
     log_path = workdir / "output.log"
     launch.make_undumpable()
+    cap = default_memory_bytes()
     started = launch.Launch(
         (python or sys.executable, "-m", module, *map(str, paths)),
         _child_env(triton_cache, env),
         PACKAGE_ROOT,
-        memory_bytes=default_memory_bytes(),
+        memory_bytes=cap,  # each job's process, as started one by one
         writable=(workdir, triton_cache.parent, *kept_if_trusted(kept)),
+        cgroup_bytes=cap * n,  # confined: as much as that many processes had together
     )
     proc = launch.start(started, log_path)
     done: dict[int, A | JobFailure] = {}

@@ -57,9 +57,19 @@ class Launch:
     writable: tuple[Path, ...] = ()
     pass_fds: tuple[int, ...] = ()
     caps_itself: bool = False  # the program sets its own RLIMIT_DATA (the zygote's first step)
+    # confined, its cgroups' cap when that is not ``memory_bytes``: a program that forks one
+    # child per job (``checks.job_process.run_jobs``) is capped as that many processes are, each
+    # child's heap at ``memory_bytes`` still (RLIMIT_DATA is per process, and inherited)
+    cgroup_bytes: int | None = None
 
 
-def capped(argv: list[str], max_bytes: int, *, writable: tuple[Path, ...] = ()) -> list[str]:
+def capped(
+    argv: list[str],
+    max_bytes: int,
+    *,
+    writable: tuple[Path, ...] = (),
+    cgroup_bytes: int | None = None,
+) -> list[str]:
     """``argv`` started with its heap and private mappings capped at ``max_bytes``
     (``RLIMIT_DATA``, soft and hard, so the measured code cannot raise it again): an allocation
     past it fails with MemoryError, reported as ``oom``, instead of taking the machine's memory.
@@ -67,17 +77,23 @@ def capped(argv: list[str], max_bytes: int, *, writable: tuple[Path, ...] = ()) 
     as it is where the system has no such limit, or ``max_bytes`` is 0. Once a measurement
     required it (``checks.procs.sandbox``), it also runs confined: in cgroups of its own, whose
     memory cap (``max_bytes`` again) counts shared mappings and /dev/shm too, and in a sandbox
-    where only the ``writable`` folders are."""
+    where only the ``writable`` folders are (``cgroup_bytes``: another cap for the cgroups)."""
     if max_bytes > 0 and sys.platform.startswith("linux"):
         argv = [sys.executable, "-I", "-c", _CAPPED, str(max_bytes), *argv]
-    return sandboxed(argv, writable=writable, memory_bytes=max_bytes)
+    together = max_bytes if cgroup_bytes is None else cgroup_bytes
+    return sandboxed(argv, writable=writable, memory_bytes=together)
 
 
 def command(launch: Launch) -> list[str]:
     """What is executed for ``launch``: its argv capped and confined."""
     if launch.caps_itself:
         return sandboxed(launch.argv, writable=launch.writable, memory_bytes=launch.memory_bytes)
-    return capped(list(launch.argv), launch.memory_bytes, writable=launch.writable)
+    return capped(
+        list(launch.argv),
+        launch.memory_bytes,
+        writable=launch.writable,
+        cgroup_bytes=launch.cgroup_bytes,
+    )
 
 
 def start(launch: Launch, log: Path) -> subprocess.Popen[bytes]:
