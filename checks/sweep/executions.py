@@ -38,9 +38,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
-from checks.sweep.stats import Decision, band_log, betainc, median, zone
+from checks.sweep.stats import Decision, band_log, betainc, median, t_ppf, zone
 
 # the executions are pooled when the between-execution test's p-value is at least this: a
 # lenient level, so that a between-execution variance that matters is seldom pooled away
@@ -60,6 +61,14 @@ POOL_BOUND_LEVEL = 0.9
 # (``bench/results/h200/real_kernels``: 18 verdicts of kernels with no atomics, split
 # reduction, autotuner or C++ extension), rounded up
 ONE_PASS_PRIOR_SD = math.log1p(0.003)
+# ... and its pass takes rounds until the SAME interval that decision would report is at most
+# this share of the band wide on either side, so that an estimate within the rest of the band
+# reads SAME then and there. The stop rests on the rounds' spread, never on their mean, so it
+# leaves the verdict's error rates as they are. A 1-element shape at 1% stopped at five rounds
+# (the pass's own precision, ``checks.sweep.protocol.PASS_PRECISION``), its interval 0.74% wide
+# on either side with the prior, and took three passes in 3 of 10 A/A runs on the H100
+# (``bench/results/h100/cli_decision/2026-12-05c``): 1.7 GPU-s, where its rounds took 0.12.
+ONE_PASS_REACH = 0.6
 # the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
 HL_VARIANCE = math.pi / 3.0
 # the median absolute deviation times this estimates the standard deviation of normal rounds
@@ -237,6 +246,27 @@ def _units(executions: Sequence[Execution]) -> int:
     """Counted units: rounds, or with crossover one round of each arm."""
     arms = {e.arm for e in executions} or {0}
     return sum(len(e.logs) for e in executions) // len(arms)
+
+
+def one_pass_reached(
+    executions: Sequence[Execution], *, tolerance: float, looks_planned: int
+) -> bool:
+    """Whether a one-pass case's first pass has rounds enough (``ONE_PASS_REACH``): the SAME
+    interval its decision would report over ``executions`` (at the first of ``looks_planned``
+    looks, with ``ONE_PASS_PRIOR_SD``) is at most that share of the band on either side, or no
+    number of rounds could make it so (the prior alone is that wide: a tolerance under about
+    0.8%)."""
+    used = [e for e in executions if e.logs]
+    if not used:
+        return False
+    band = band_log(tolerance)
+    reach = ONE_PASS_REACH * band
+    level = 1.0 - SAME_ALPHA / max(1, looks_planned)
+    arms = len({e.arm for e in used})
+    if NormalDist().inv_cdf(level) * ONE_PASS_PRIOR_SD / math.sqrt(arms) >= reach:
+        return True
+    c = components(used, band=band, prior_sd=ONE_PASS_PRIOR_SD)
+    return t_ppf(level, c.df) * c.se_log <= reach
 
 
 def execution_looks(min_executions: int, max_executions: int) -> tuple[int, ...]:

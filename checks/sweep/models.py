@@ -242,18 +242,16 @@ def _plain(record: CaseLaunches | None, picked: tuple[Label, ...]) -> bool:
     )
 
 
-def one_pass_reason(case: ShapeResult) -> str:
-    """The words a case decided in one pass says why ("" where it may not): both sides' first
-    launch records show one Triton kernel, no atomics, no buffer besides the outputs and no
-    autotuner, timed as launched."""
-    if case.status != "ok" or case.mode not in PLAIN_MODES:
-        return ""
-    if case.base is None or case.head is None:
-        return ""
-    plain = _plain(case.base_launches, case.base.configs_picked) and _plain(
-        case.head_launches, case.head.configs_picked
-    )
-    if not plain:
+def one_pass_reason(
+    mode: str,
+    base: tuple[CaseLaunches | None, tuple[Label, ...]],
+    head: tuple[CaseLaunches | None, tuple[Label, ...]],
+) -> str:
+    """The words a case decided in one pass says why ("" where it may not), from what its first
+    pass knows before its rounds: the mode it is timed in, and each side's launch record and
+    autotuner picks. It may when both records show one Triton kernel, no atomics, no buffer
+    besides the outputs and no autotuner, timed as launched."""
+    if mode not in PLAIN_MODES or not (_plain(*base) and _plain(*head)):
         return ""
     return (
         "each side launches one Triton kernel, with no atomics, no buffer besides its outputs "

@@ -367,12 +367,6 @@ class PairRunner:
                 **self._from_check.pop(case.key, {}),  # a side that failed has no record
             }
         )
-        if self.execution == 0 and result.raw is not None:  # what its records show, once
-            why = one_pass_reason(result)
-            if why:
-                result = result.model_copy(
-                    update={"raw": result.raw.model_copy(update={"one_pass": why})}
-                )
         return result
 
     def _recover(self, f: WorkerFailure) -> None:
@@ -499,6 +493,17 @@ class PairRunner:
             if self.crossed
             else None
         )
+        # what the first pass's records show decides, once, whether it may decide the case alone
+        records = self._from_check.get(case.key, {})
+        one_pass = (
+            one_pass_reason(
+                mode,
+                (records.get("base_launches"), info["base"].configs_picked),
+                (records.get("head_launches"), info["head"].configs_picked),
+            )
+            if self.execution == 0
+            else ""
+        )
         with timed(steps, "rounds"):
             run, decision = measure_case(
                 _Source(self.base, self._touch),
@@ -509,6 +514,7 @@ class PairRunner:
                 crossed=crossed,
                 on_round=seen.append,
                 execution=self.execution,
+                one_pass=one_pass,
             )
         offered = _offers(cb)
         run = run.model_copy(

@@ -37,6 +37,7 @@ from checks.sweep.executions import (
     ExecutionDecision,
     decide_executions,
     execution_looks,
+    one_pass_reached,
 )
 from checks.sweep.stats import Decision, band_log, look_schedule, median, stdev, t_ppf
 
@@ -186,10 +187,13 @@ class CaseDecider:
     """One pass's rounds in; a stop once they pin the pass's head/base down (``precise``), at the
     last scheduled look, or when too many were throttled. Pure: the same object replays them."""
 
-    def __init__(self, cfg: ProtocolConfig, *, tolerance: float, alpha: float) -> None:
+    def __init__(
+        self, cfg: ProtocolConfig, *, tolerance: float, alpha: float, one_pass: bool = False
+    ) -> None:
         self.cfg = cfg
         self.tolerance = tolerance
         self.alpha = alpha
+        self.one_pass = one_pass  # the case may be decided by this pass alone (``decide_run``)
         self.looks = cfg.looks()
         self._look_set = set(self.looks)
         self.logs: list[float] = []
@@ -223,12 +227,20 @@ class CaseDecider:
 
     def precise(self) -> bool:
         """The pass's 95% interval is narrow against the tolerance (its half-width at most
-        ``PASS_PRECISION`` of the band): more rounds would not change what this execution says."""
+        ``PASS_PRECISION`` of the band): more rounds would not change what this execution says.
+        A pass that may decide its case alone (``one_pass``) also needs the interval of that
+        decision narrow enough to read SAME with room to spare (``one_pass_reached``)."""
         n = len(self.logs)
         if n < 3:
             return False
         half = t_ppf(0.975, n - 1) * stdev(self.logs) / math.sqrt(n)
-        return half <= PASS_PRECISION * band_log(self.tolerance)
+        if half > PASS_PRECISION * band_log(self.tolerance):
+            return False
+        return not self.one_pass or one_pass_reached(
+            executions_of([r for unit in self.units for r in unit]),
+            tolerance=self.tolerance,
+            looks_planned=max(1, self.cfg.max_executions),
+        )
 
     def _too_many_drops(self) -> bool:
         n = self.attempted
@@ -388,11 +400,14 @@ def measure_case(
     clock: Callable[[], float] = time.monotonic,
     on_round: Callable[[Round], None] | None = None,
     execution: int = 0,
+    one_pass: str = "",
 ) -> tuple[CaseRun, Decision]:
     """Interleave rounds until the sequential test decides, the rounds run out, the time budget is
     spent or too many rounds were throttled. ``alpha`` is this case's share of the sweep's.
     With ``cfg.crossover``, ``crossed`` is the second arm's (base, head): the workers that run
-    base and head in the other slots."""
+    base and head in the other slots. ``one_pass``: why this pass may decide the case alone
+    (``checks.sweep.models.one_pass_reason``), kept with the run; its rounds go on until that
+    decision's interval is narrow enough (``CaseDecider.precise``)."""
     if cfg.crossover != (crossed is not None):
         raise ValueError("crossover needs the second arm's sources, and only crossover takes them")
     arms: list[Arm] = [(base, head)] + ([crossed] if crossed is not None else [])
@@ -401,7 +416,7 @@ def measure_case(
     warm: list[Round] = []
     for i in range(cfg.warmup_rounds):
         warm.extend(run_unit(-len(arms) * (i + 1), arms, rng, cfg, execution))
-    decider = CaseDecider(cfg, tolerance=tolerance, alpha=alpha)
+    decider = CaseDecider(cfg, tolerance=tolerance, alpha=alpha, one_pass=bool(one_pass))
     rounds: list[Round] = []
     decision: Decision | None = None
     reason: StopReason = "decided"
@@ -429,6 +444,7 @@ def measure_case(
         seconds=clock() - start,
         arms=len(arms),
         pass_stops=(reason,),
+        one_pass=one_pass,
     )
     return run, decision
 
