@@ -55,6 +55,10 @@ class MeasureContext:
     # checks that need no GPU run in threads of their own (checks.measure): a worktree or an
     # environment is made once, by whichever asks first, while the other waits for it
     _making: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    # held while a worktree is added or the trees removed: a check still running in its thread
+    # when the job ends (stopped, past its grace) makes none after they are gone
+    _trees_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _closed: bool = False
     # interpreters whose files a process of this job has already read from disk (the sweep's
     # workers import torch and Triton): a first-call check needs no priming process for them
     read_pythons: set[str] = field(default_factory=set)
@@ -111,7 +115,12 @@ class MeasureContext:
 
     def tree(self, side: Side) -> Path:
         """The worktree of base or head: made on the first call, the same path after."""
-        with self._making:
+        with self._making, self._trees_lock:
+            if self._closed:
+                raise KernelReviewError(
+                    f"the measure job has ended: the {side}'s worktree is removed",
+                    hint="a check that outlived its job is not run; its evidence is not kept",
+                )
             if side not in self._trees:
                 sha = self.plan.base_sha if side == "base" else self.plan.head_sha
                 self._trees[side] = gitutil.add_worktree(self.repo_root, self.work / side, sha)
@@ -176,9 +185,12 @@ class MeasureContext:
         return path
 
     def _remove_trees(self) -> None:
-        for tree in self._trees.values():
-            gitutil.remove_worktree(self.repo_root, tree)
-        self._trees.clear()
+        """The worktrees removed, once any being added is made, and none added after."""
+        with self._trees_lock:
+            self._closed = True
+            for tree in self._trees.values():
+                gitutil.remove_worktree(self.repo_root, tree)
+            self._trees.clear()
 
     # --- what the plan carries, else the base policy ------------------------------------------
 

@@ -17,7 +17,7 @@ import pytest
 from bot import gitutil
 from bot.contracts.evidence import Evidence, FirstCallEvidence, NotRun
 from bot.contracts.plan import Plan, PlanDeployment, PlanLimits, PlannedKernel, PlannedShape
-from bot.errors import PolicyError
+from bot.errors import KernelReviewError, PolicyError
 from checks import registry
 from checks.context import MeasureContext
 from checks.measure import GRACE_S, measure_plan
@@ -410,6 +410,23 @@ def test_a_stopped_job_keeps_what_finished_and_waits_for_no_check_alongside(
     assert {n.vendor for n in ev.not_run} == {"nvidia"}
     assert took < GRACE_S + 2.0, f"measure_plan took {took:.1f} s"
     assert not any(name in ("smem", "first_call") for _, name, _ in log)
+    assert gitutil.git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_a_check_that_outlives_its_job_makes_no_worktree_after_they_are_removed(
+    tmp_path: Path,
+) -> None:
+    """A check still running in its thread when the job ends (stopped, past its grace) asks
+    for a worktree after they were removed: it gets an error saying the job has ended, and the
+    repository is left with no worktree of the job (it had one, under load, "locked" while
+    being added after the job's cleanup)."""
+    repo, sha = _repo(tmp_path)
+    with MeasureContext.open(_plan(sha), vendor="nvidia", repo_root=repo) as ctx:
+        base = ctx.tree("base")
+        assert base.is_dir()
+    with pytest.raises(KernelReviewError, match="the measure job has ended: the head's worktree"):
+        ctx.tree("head")
+    assert not base.exists()
     assert gitutil.git(repo, "worktree", "list").count("\n") == 1
 
 
