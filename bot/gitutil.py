@@ -57,6 +57,46 @@ def git(
     return proc.stdout
 
 
+def cat_blobs(repo: str | os.PathLike[str], blobs: Sequence[str]) -> dict[str, str]:
+    """The text of each blob of ``blobs`` (object names), from one ``git cat-file --batch``:
+    decoded as :func:`git` decodes a blob (UTF-8, bad bytes replaced, newlines made ``\\n``).
+    A name git does not find as a blob is left out."""
+    if not blobs:
+        return {}
+    cmd = ["git", "-C", str(repo), "cat-file", "--batch"]
+    try:
+        proc = subprocess.run(
+            cmd,
+            input="".join(f"{b}\n" for b in blobs).encode(),
+            capture_output=True,
+            env={**os.environ, **_GIT_ENV},
+            timeout=120.0,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed", hint="install git and retry") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitError("`cat-file --batch` took longer than 120s") from exc
+    if proc.returncode != 0:
+        raise GitError(
+            f"`git cat-file --batch` failed in {repo}: {proc.stderr.decode(errors='replace')}",
+            hint="check that the path is a git repository and the revisions exist",
+        )
+    out, at, texts = proc.stdout, 0, {}
+    while at < len(out):
+        end = out.index(b"\n", at)
+        fields = out[at:end].split()
+        at = end + 1
+        if len(fields) != 3 or not fields[2].isdigit():  # "<name> missing"
+            continue
+        size = int(fields[2])
+        if fields[1] == b"blob":
+            text = out[at : at + size].decode("utf-8", "replace")
+            texts[fields[0].decode()] = text.replace("\r\n", "\n").replace("\r", "\n")
+        at += size + 1  # the content and its closing newline
+    return texts
+
+
 def init_repo(path: Path, *, branch: str = "main") -> Path:
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", branch)
@@ -114,11 +154,17 @@ def rev_parse(repo: str | os.PathLike[str], rev: str) -> str:
 
 
 def diff_text(
-    repo: str | os.PathLike[str], base: str, head: str, *, paths: Sequence[str] = ()
+    repo: str | os.PathLike[str],
+    base: str,
+    head: str,
+    *,
+    paths: Sequence[str] = (),
+    resolved: bool = False,
 ) -> str:
-    """The unified diff from base to head, with renames detected, as text."""
-    base_sha = rev_parse(repo, base)
-    head_sha = rev_parse(repo, head)
+    """The unified diff from base to head, with renames detected, as text; ``resolved``: base
+    and head are commits' SHAs already (``rev_parse``'s), not resolved again."""
+    base_sha = base if resolved else rev_parse(repo, base)
+    head_sha = head if resolved else rev_parse(repo, head)
     return git(
         repo,
         "diff",

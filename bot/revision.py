@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -113,6 +114,7 @@ class GitRevision(_Commit):
         self.repo = repo
         self._sha = gitutil.rev_parse(repo, rev)
         self._blobs: dict[str, tuple[str, int]] | None = None
+        self._fetched: dict[str, str] = {}  # by object name: read ahead, not yet read
 
     def where(self, path: str) -> str:
         return f"{path} (at {self._sha[:12]})"
@@ -138,8 +140,26 @@ class GitRevision(_Commit):
         blob, size = found
         if max_bytes is not None and size > max_bytes:
             raise _too_large(self.where(path), size, max_bytes)
-        text = gitutil.git(self.repo, "cat-file", "blob", blob)
+        text = self._fetched.pop(blob, None)
+        if text is None:
+            text = gitutil.git(self.repo, "cat-file", "blob", blob)
         return _check_size(self.where(path), text, max_bytes)
+
+    def read_ahead(self, paths: Sequence[str], max_chars: int) -> None:
+        """Fetch the files of ``paths`` that are there (in order, those that fit in ``max_chars``
+        bytes in all) from one git process, for the ``read`` of each that follows: each read was
+        a git process, and an analysis reads every file of a diff that may hold a kernel."""
+        listing = self._listing()
+        want: list[str] = []
+        for path in paths:
+            found = listing.get(posixpath.normpath(path).lstrip("/"))
+            if found is None or found[0] in self._fetched:
+                continue
+            if found[1] > max_chars:
+                continue
+            max_chars -= found[1]
+            want.append(found[0])
+        self._fetched.update(gitutil.cat_blobs(self.repo, want))
 
     def list_dir(self, path: str) -> list[str]:
         """The files directly inside ``path`` (links and subfolders left out), sorted."""

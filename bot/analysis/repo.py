@@ -149,7 +149,7 @@ def analyze_repo(
 ) -> Analysis:
     base_rev = GitRevision(repo, base)
     head_rev = GitRevision(repo, head)
-    parsed = parse_diff(git_diff(repo, base_rev.sha, head_rev.sha))
+    parsed = parse_diff(git_diff(repo, base_rev.sha, head_rev.sha, resolved=True))
     if policy is None and use_base_policy:
         found = find_policy(base_rev)
         policy = found[0] if found is not None else None
@@ -221,6 +221,11 @@ class _Grepped:
         self.marked = _marked(revision, diff_paths, markers)
         self.budget = budget
         self.cache: dict[str, str | None] = {}
+        # what the analysis reads whole of the diff, in one git process
+        ahead = [
+            p for p in diff_paths if p in self.marked or _whole_cpp(p, None) or _package_init(p)
+        ]
+        revision.read_ahead(ahead, budget.left)
 
     def _cpp(self, path: str) -> bool:
         if not _whole_cpp(path, None):

@@ -517,6 +517,32 @@ def test_recording_inputs_are_allocated_but_not_filled():
     assert float(torch.randn(1000).std()) > 0.5  # restored: real random numbers again
 
 
+def test_what_an_entry_does_to_unfilled_random_inputs_is_unfilled_too():
+    """``x.to(dtype)`` of an unfilled random tensor is an unfilled tensor of that dtype, laid out
+    alike (what reaches the compiler: dtype, shape, strides, alignment), and ``x.mul_(s)``
+    leaves it; any other tensor converts and scales as ever, and so do they afterwards."""
+    import torch
+
+    from checks.compiler.cheap_inputs import unfilled_random
+
+    to, mul_ = torch.Tensor.to, torch.Tensor.mul_
+    ones = torch.ones(4, 6)
+    with unfilled_random():
+        a = torch.randn((64, 48), dtype=torch.float32)[:, :40]  # a view: strides kept
+        half = a.to(torch.float16)
+        assert (half.dtype, half.shape, half.stride()) == (torch.float16, (64, 40), (40, 1))
+        assert half.to(torch.float16) is half and a.to(dtype=torch.float32) is a
+        assert a.mul_(0.5) is a
+        b = torch.rand(1 << 20).to(torch.bfloat16)
+        assert b.dtype == torch.bfloat16 and b.data_ptr() % 16 == 0
+        # a tensor not made by a random factory: converted and scaled for real
+        assert float(ones.to(torch.float16).mul_(3).sum()) == 72.0
+        assert ones.to("cpu", torch.float64).dtype == torch.float64
+    assert torch.Tensor.to is to and torch.Tensor.mul_ is mul_
+    c = torch.full((3,), 2.0)
+    assert c.to(torch.float16).tolist() == [2.0, 2.0, 2.0] and c.mul_(2).tolist() == [4.0] * 3
+
+
 def test_a_target_without_tables_still_gets_registers():
     from checks.compiler.measure import measure
 

@@ -198,3 +198,34 @@ def test_a_commit_reads_files_links_and_nothing_else(tmp_path: Path) -> None:
     assert rev.read("big.txt", max_bytes=100) == "x" * 100
     with pytest.raises(ReadRefused, match="100"):
         rev.read("big.txt", max_bytes=99)
+
+
+def test_files_read_ahead_in_one_git_process_read_as_each_alone(tmp_path: Path) -> None:
+    """``read_ahead`` (what an analysis reads of a diff, fetched by one ``git cat-file --batch``)
+    gives each file as its own ``git cat-file blob`` gives it: bytes that are not UTF-8
+    replaced, ``\\r\\n`` and ``\\r`` made ``\\n``, an empty file empty, a link its target's name;
+    what is not a file, or past the characters allowed, is read alone as before."""
+    repo = tmp_path / "r"
+    (repo / "pkg").mkdir(parents=True)
+    files = {
+        "pkg/kernel.py": b"import triton\r\n\r\nx = 1\rdone\n",
+        "pkg/bytes.cu": b"__global__ void k() {}\n\xff\xfe caf\xc3\xa9\n",
+        "pkg/empty.py": b"",
+        "pkg/last.py": b"no newline at the end",
+        "big.txt": b"y" * 5000,
+    }
+    for name, data in files.items():
+        (repo / name).write_bytes(data)
+    (repo / "link.py").symlink_to("pkg/kernel.py")
+    gitutil.git(tmp_path, "init", "-q", str(repo))
+    gitutil.git(repo, "add", "-A")
+    gitutil.git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    paths = [*files, "link.py", "pkg", "pkg/missing.py"]
+    alone = {p: GitRevision(repo, "HEAD").read(p) for p in paths}
+    assert alone["pkg/kernel.py"] == "import triton\n\nx = 1\ndone\n"
+    assert "\ufffd" in (alone["pkg/bytes.cu"] or "") and "café" in (alone["pkg/bytes.cu"] or "")
+    ahead = GitRevision(repo, "HEAD")
+    ahead.read_ahead(paths, max_chars=1000)  # big.txt is past it: read alone
+    assert len(ahead._fetched) == 5 and "y" * 5000 not in ahead._fetched.values()
+    assert {p: ahead.read(p) for p in paths} == alone
+    assert ahead._fetched == {}  # each kept until read, then dropped
