@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from checks import job_files
 from checks.job_files import Job, JobFailure
@@ -95,7 +95,7 @@ def run_job(
     ``kept``: caches kept between runs that the job writes, writable to it when the run is
     trusted (``checks.procs.sandbox.kept_if_trusted``) or unconfined."""
     if STOPPING.is_set() or (cancel is not None and cancel.is_set()):  # not wanted: start nothing
-        return JobFailure(f"{what} was stopped: its answer is no longer needed")
+        return _stopped(what)
     out = workdir / "out.json"
     out.unlink(missing_ok=True)  # an earlier job's answer in this folder is not this one's
     job_path = workdir / "job.json"
@@ -128,23 +128,16 @@ def run_job(
             writable=(workdir, triton_cache.parent, *kept_if_trusted(kept)),
         )
         proc = launch.start(started, log_path)
-    deadline = time.monotonic() + timeout_s
     try:
-        while True:
-            left = max(0.0, deadline - time.monotonic())
-            try:
-                proc.wait(timeout=min(left, POLL_S))
-                break
-            except subprocess.TimeoutExpired:
-                stopped = STOPPING.is_set() or (cancel is not None and cancel.is_set())
-                if stopped or time.monotonic() >= deadline:
-                    launch.kill_session(proc.pid)
-                    proc.wait()
-                    if stopped:
-                        return JobFailure(f"{what} was stopped: its answer is no longer needed")
-                    return JobFailure(f"{what} took longer than {timeout_s:.0f} s")
+        ended = _wait(
+            proc, timeout_s, lambda: STOPPING.is_set() or (cancel is not None and cancel.is_set())
+        )
     finally:
         launch.kill_session(proc.pid)  # what the job left running goes with it
+    if ended == "stopped":
+        return _stopped(what)
+    if ended == "late":
+        return _late(what, timeout_s)
     if not out.is_file():
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-800:]
         return JobFailure(f"{what} exited with {proc.returncode}: {tail}")
@@ -152,6 +145,39 @@ def run_job(
         return job_files.read_answer(type(job), out.read_text())
     except ContractError as exc:
         return JobFailure(f"{what} answered what the bot cannot read: {exc}")
+
+
+Ended = Literal["exited", "stopped", "late"]
+
+
+def _wait(
+    proc: Any,
+    timeout_s: float,
+    stopped: Callable[[], bool],
+    tick: Callable[[], None] = lambda: None,
+) -> Ended:
+    """Wait for ``proc``, looking every ``POLL_S`` (``tick`` then): its session killed and
+    reaped once ``stopped()`` says so or ``timeout_s`` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            proc.wait(timeout=min(max(0.0, deadline - time.monotonic()), POLL_S))
+            return "exited"
+        except subprocess.TimeoutExpired:
+            tick()
+            halted = stopped()
+            if halted or time.monotonic() >= deadline:
+                launch.kill_session(proc.pid)
+                proc.wait()
+                return "stopped" if halted else "late"
+
+
+def _stopped(what: str) -> JobFailure:
+    return JobFailure(f"{what} was stopped: its answer is no longer needed")
+
+
+def _late(what: str, timeout_s: float) -> JobFailure:
+    return JobFailure(f"{what} took longer than {timeout_s:.0f} s")
 
 
 def _child_env(triton_cache: Path, env: Mapping[str, str] | None) -> dict[str, str]:
@@ -192,9 +218,7 @@ def run_jobs(
     n = len(jobs)
     labels = [f"{what} {name}" for name in names]
     if STOPPING.is_set():
-        return [
-            JobFailure(f"{label} was stopped: its answer is no longer needed") for label in labels
-        ]
+        return [_stopped(label) for label in labels]
     module = jobs[0].MODULE
     outs = [workdir / f"job-{i}" / "out.json" for i in range(n)]
     paths = []
@@ -231,21 +255,8 @@ def run_jobs(
             if answered is not None:
                 answered(i, done[i])
 
-    deadline = time.monotonic() + timeout_s
-    ended: str | None = None
     try:
-        while True:
-            left = max(0.0, deadline - time.monotonic())
-            try:
-                proc.wait(timeout=min(left, POLL_S))
-                break
-            except subprocess.TimeoutExpired:
-                collect()
-                if STOPPING.is_set() or time.monotonic() >= deadline:
-                    launch.kill_session(proc.pid)
-                    proc.wait()
-                    ended = "stopped" if STOPPING.is_set() else "late"
-                    break
+        ended = _wait(proc, timeout_s, STOPPING.is_set, collect)
     finally:
         launch.kill_session(proc.pid)  # what the jobs left running goes with them
     collect()
@@ -254,9 +265,9 @@ def run_jobs(
         if i in done:
             continue
         if ended == "stopped":
-            done[i] = JobFailure(f"{label} was stopped: its answer is no longer needed")
+            done[i] = _stopped(label)
         elif ended == "late":
-            done[i] = JobFailure(f"{label} took longer than {timeout_s:.0f} s")
+            done[i] = _late(label, timeout_s)
         else:
             done[i] = JobFailure(f"{label} exited with {proc.returncode}: {tail}")
         if answered is not None:
