@@ -1030,6 +1030,14 @@ def main(argv: list[str] | None = None) -> int:
         help="part 3: write the alongside job's own files (results, sweep, run.md) into DIR, an "
         "absent or empty folder, instead of a temporary one",
     )
+    ap.add_argument(
+        "--keep-runs",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="copy each `kernel-review bench` run's results file (every case's passes, rounds "
+        "and launch records) into DIR at the end, for a look at why a case took the passes it did",
+    )
     add_bot_bytecode_option(ap)
     ap.add_argument(
         "--summarize-only",
@@ -1079,6 +1087,10 @@ def main(argv: list[str] | None = None) -> int:
             (out / f"part{part}.json").write_text(json.dumps(got, indent=1), encoding="utf-8")
         return write_summary(out, {**_meta(args.device), **installed})
     finally:
+        if args.keep_runs is not None:
+            args.keep_runs.mkdir(parents=True, exist_ok=True)
+            for path in sorted((work / "runs").glob("*.json")):
+                shutil.copy2(path, args.keep_runs / path.name)
         shutil.rmtree(work, ignore_errors=True)
 
 
