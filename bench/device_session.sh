@@ -181,7 +181,9 @@ stage_cmd() {  # STAGE DIR BUDGET: the stage's command, run in the repository ro
     cli-decision)
       local aa=() rc=0 p1=$((b * 7 / 10))  # part 1's A/A runs and heads; part 2's do_bench
       [ "$DEVICE" = cpu ] && aa=(--aa-runs 1)
-      "$PY" bench/cli_decision.py --part 1 "${cpu[@]}" "${aa[@]}" --budget-s "$p1" --out "$dir/cli" || rc=$?
+      # each A/A run's results file kept (--keep-runs): why a case took the passes it did
+      "$PY" bench/cli_decision.py --part 1 "${cpu[@]}" "${aa[@]}" --budget-s "$p1" --out "$dir/cli" \
+        --keep-runs "$dir/runs" || rc=$?
       "$PY" bench/cli_decision.py --part 2 "${cpu[@]}" --budget-s $((b - p1 - 10)) --out "$dir/cli" || rc=$?
       return "$rc" ;;
     cli-decision-job)
