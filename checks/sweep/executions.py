@@ -64,10 +64,13 @@ ONE_PASS_PRIOR_SD = math.log1p(0.003)
 # ... and its pass takes rounds until the SAME interval that decision would report is at most
 # this share of the band wide on either side, so that an estimate within the rest of the band
 # reads SAME then and there. The stop rests on the rounds' spread, never on their mean, so it
-# leaves the verdict's error rates as they are. A 1-element shape at 1% stopped at five rounds
-# (the pass's own precision, ``checks.sweep.protocol.PASS_PRECISION``), its interval 0.74% wide
-# on either side with the prior, and took three passes in 3 of 10 A/A runs on the H100
-# (``bench/results/h100/cli_decision/2026-12-05c``): 1.7 GPU-s, where its rounds took 0.12.
+# leaves the verdict's error rates as they are. Where the rounds are noisy it adds rounds (at
+# 0.8% a call, about 16 units became 30 in simulation); where they are quiet, as in graph mode,
+# five rounds reach it and the prior fills the rest. Then what keeps a plain case from one pass
+# is a shift between its two processes beyond the prior, which no number of rounds removes:
+# a 1-element shape at 1% read 0.994-1.007 in its first pass in 2 of 10 A/A runs on an H100
+# (``bench/results/h100/cli_decision/2026-12-05d``; 3 of 10 before this rule), and its later
+# passes read 0.998-1.003.
 ONE_PASS_REACH = 0.6
 # the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
 HL_VARIANCE = math.pi / 3.0
