@@ -68,9 +68,9 @@ ONE_PASS_PRIOR_SD = math.log1p(0.003)
 # 0.8% a call, about 16 units became 30 in simulation); where they are quiet, as in graph mode,
 # five rounds reach it and the prior fills the rest. Then what keeps a plain case from one pass
 # is a shift between its two processes beyond the prior, which no number of rounds removes:
-# a 1-element shape at 1% read 0.994-1.007 in its first pass in 2 of 10 A/A runs on an H100
-# (``bench/results/h100/cli_decision/2026-12-05d``; 3 of 10 before this rule), and its later
-# passes read 0.998-1.003.
+# a 1-element shape at 1% read 1.005 and 0.994 in its first pass in 2 of 10 A/A runs on an
+# H100 (``bench/results/h100/cli_decision/2026-12-05d``; 3 of 10 before this rule), and its
+# later passes 0.998-1.001.
 ONE_PASS_REACH = 0.6
 # the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
 HL_VARIANCE = math.pi / 3.0
