@@ -430,13 +430,21 @@ class _Line(Frozen):
 
 
 class Journal:
-    """The journal of one sweep, appended to from the runner threads."""
+    """The journal of one sweep, appended to from the runner threads until it is closed."""
 
     def __init__(self, path: Path, run: SweepResult) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._closed = False
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_line("run", run), encoding="utf-8")
+
+    def close(self) -> None:
+        """No line after this one: a runner thread a stop did not wait for (``run._let_go``)
+        could otherwise append once the results are written and the journal removed, making
+        the file again beside them."""
+        with self._lock:
+            self._closed = True
 
     def env(self, env: EnvFingerprint) -> None:
         self._append(_line("env", env))
@@ -445,8 +453,11 @@ class Journal:
         self._append(_line("case", result))
 
     def _append(self, line: str) -> None:
-        with self._lock, open(self.path, "a", encoding="utf-8") as f:
-            f.write(line)
+        with self._lock:
+            if self._closed:
+                return
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line)
 
 
 def _line(key: str, model: Frozen) -> str:

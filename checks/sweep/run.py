@@ -148,12 +148,15 @@ class _Recorder:
         self.first_verdict_s: float | None = None
         self.execution = 0
         self.done = 0  # cases this pass recorded
+        self.closed = False  # the sweep's results are taken: later results are not theirs
 
     def next_pass(self, execution: int, total: int) -> None:
         self.execution, self.total, self.done = execution, total, 0
 
     def add(self, result: ShapeResult) -> None:
         with self.lock:
+            if self.closed:
+                return
             self.gpu_seconds += result.gpu_seconds
             joined = combine(self.results.get(result.key), result, self.execution)
             self.results[result.key] = joined
@@ -171,9 +174,13 @@ class _Recorder:
         if env is not None and self.journal is not None and self.execution == 0:
             self.journal.env(env)
 
-    def measured(self) -> dict[tuple, ShapeResult]:
-        """The results so far, as one look (the runner threads may still add)."""
+    def final(self) -> dict[tuple, ShapeResult]:
+        """The sweep's results: what is recorded now, the journal closed with them. A runner
+        thread a stop did not wait for adds nothing after this, to them or to the journal."""
         with self.lock:
+            self.closed = True
+            if self.journal is not None:
+                self.journal.close()
             return dict(self.results)
 
     def decided(self, key: tuple, protocol: ProtocolConfig, family_size: int) -> None:
@@ -559,7 +566,7 @@ def run_sweep(
         t_helpers = time.monotonic()
         run_notes += helpers.finish()
         wrapup["compile_ahead"] = time.monotonic() - t_helpers
-    recorded = recorder.measured()
+    recorded = recorder.final()
     if stop is None:
         ordered = [
             closing_reason(recorded[c.key], protocol, family) for c in cases if c.key in recorded

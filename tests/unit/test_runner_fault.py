@@ -57,7 +57,7 @@ def test_an_engine_fault_records_every_case_it_did_not_get_to(
     recorder = _Recorder(len(CASES), None, None)
     runner: Any = _Runner(good, fail_start)
     _run_pair(runner, CASES, recorder, 1e9, {})
-    results = recorder.measured()
+    results = recorder.final()
     assert list(results) == [c.key for c in CASES]  # none missing
     statuses = [results[c.key].status for c in CASES]
     assert statuses == ["ok"] * good + ["skipped"] * (len(CASES) - good)

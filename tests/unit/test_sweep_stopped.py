@@ -19,6 +19,7 @@ from bot.review.verdict import decide
 from checks.procs.stopping import stop_words
 from checks.sweep.evidence import to_evidence
 from checks.sweep.models import Journal, ShapeResult, SweepResult
+from checks.sweep.run import _Recorder
 from checks.sweep.summary import from_journal
 from tests.unit.test_golden_reviews import CASES, REQ, SAME, _sweep
 from tests.unit.test_render import CTX
@@ -156,6 +157,27 @@ def test_a_journal_reads_as_the_results_of_a_killed_run(tmp_path: Path) -> None:
     assert (first.status, first.message) == ("error", "boom")
     assert second.status == "stopped" and "killed before it wrote its results" in second.message
     assert "after measuring 1 of 2 cases" in result.notes[-1]
+
+
+def test_a_case_recorded_after_the_sweep_took_its_results_leaves_no_journal(
+    tmp_path: Path,
+) -> None:
+    """A stop waits for the runner threads a moment only (``run._let_go``); one that records a
+    case after the sweep took its results neither changes them nor makes the journal again
+    once ``kernel-review bench`` wrote the results and removed it."""
+    first, late = (
+        ShapeResult(kernel="k", shape=(n,), dtype="float32", tolerance=0.1, status="error")
+        for n in (4, 8)
+    )
+    path = tmp_path / "r.partial.jsonl"
+    run = _results("cpu", first, late)
+    recorder = _Recorder(2, Journal(path, run), None)
+    recorder.add(first)
+    taken = recorder.final()
+    path.unlink()  # the results are written: the journal is not needed
+    recorder.add(late)  # the thread the stop did not wait for
+    assert not path.exists()
+    assert list(taken) == list(recorder.final()) == [first.key]
 
 
 @pytest.mark.parametrize(
