@@ -211,19 +211,24 @@ def test_the_registry_imports_neither_torch_nor_triton() -> None:
 
 
 class _Standin:
-    """A check that says where and when it ran; ``wait_for``: an event it needs set first."""
+    """A check that says where and when it ran; ``wait_for``: an event it needs set first;
+    ``started``: one it sets as it starts."""
 
     keeps_on_stop = False
 
-    def __init__(self, name: str, machine: str, log: list, wait_for=None, sets=None) -> None:
+    def __init__(
+        self, name: str, machine: str, log: list, wait_for=None, sets=None, started=None
+    ) -> None:
         self.name, self.machine, self.log = name, machine, log
-        self.wait_for, self.sets = wait_for, sets
+        self.wait_for, self.sets, self.started = wait_for, sets, started
 
     def applies(self, ctx: MeasureContext) -> bool:
         return True
 
     def run(self, ctx: MeasureContext) -> Evidence:
         self.log.append(("start", self.name, threading.current_thread().name))
+        if self.started is not None:
+            self.started.set()
         if self.wait_for is not None:
             assert self.wait_for.wait(30), f"{self.name} waited in vain"
         ctx.tree("head")  # made once, whichever thread asks first
@@ -356,14 +361,19 @@ def stop_after():
 class _Stopping(_Standin):
     """The sweep, stopped from outside (``sig``) while it runs, as bot.cli's handler of the
     signal stops the command (None: a Ctrl-C that nothing handled, the command not stopped);
-    with ``raises``, the handler's exception cuts it off, else it returns what it finished."""
+    with ``raises``, the handler's exception cuts it off, else it returns what it finished;
+    ``after``: the stop waits for this event (a check alongside that has started)."""
 
-    def __init__(self, log: list, sig: int | None, *, keeps: bool, raises: bool = False) -> None:
+    def __init__(
+        self, log: list, sig: int | None, *, keeps: bool, raises: bool = False, after=None
+    ) -> None:
         super().__init__("sweep", "gpu", log)
-        self.sig, self.keeps_on_stop, self.raises = sig, keeps, raises
+        self.sig, self.keeps_on_stop, self.raises, self.after = sig, keeps, raises, after
 
     def run(self, ctx: MeasureContext) -> Evidence:
         part = super().run(ctx)
+        if self.after is not None:
+            assert self.after.wait(30), "the check alongside never started"
         if self.sig is not None:
             stopping.stop(self.sig)
         if self.raises:
@@ -386,13 +396,16 @@ def test_a_stopped_job_keeps_what_finished_and_waits_for_no_check_alongside(
     the signal, in registry order, and the worktrees are removed."""
     log: list = []
     released = threading.Event()  # the compiler report's end, once the test is over
+    # the stop comes once the compiler report has started (under load its thread could start
+    # after the stop, and "before it started" would then be the right words)
+    began = threading.Event()
     repo, sha = _registered(
         tmp_path,
         monkeypatch,
-        _Stopping(log, signal.SIGTERM, keeps=True),
+        _Stopping(log, signal.SIGTERM, keeps=True, after=began),
         _Standin("smem", "gpu", log),
         _Standin("first_call", "quiet", log),
-        _Standin("compiler", "cpu", log, wait_for=released),
+        _Standin("compiler", "cpu", log, wait_for=released, started=began),
     )
     try:
         t0 = time.monotonic()
