@@ -21,6 +21,45 @@ _GIT_ENV = {
 }
 
 
+def _run(
+    repo: str | os.PathLike[str],
+    args: Sequence[str],
+    *,
+    stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120.0,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """``git -C repo args...``, its output as bytes; a GitError naming the command and git's
+    own message when it fails (``check``), cannot start or runs past ``timeout``."""
+    cmd = ["git", "-C", str(repo), *args]
+    try:
+        proc = subprocess.run(
+            cmd,
+            input=stdin,
+            capture_output=True,
+            env={**os.environ, **_GIT_ENV, **(env or {})},
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed", hint="install git and retry") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"`{' '.join(cmd[3:])}` took longer than {timeout:.0f}s") from exc
+    if check and proc.returncode != 0:
+        said = _text(proc.stderr).strip() or _text(proc.stdout).strip()
+        raise GitError(
+            f"`git {' '.join(args)}` failed in {repo}: {said}",
+            hint="check that the path is a git repository and the revisions exist",
+        )
+    return proc
+
+
+def _text(data: bytes) -> str:
+    """git's output as text: UTF-8, bad bytes replaced, newlines made ``\\n``."""
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def git(
     repo: str | os.PathLike[str],
     *args: str,
@@ -32,57 +71,17 @@ def git(
 
     Raises GitError naming the command and git's own message when it fails.
     """
-    cmd = ["git", "-C", str(repo), *args]
-    full_env = {**os.environ, **_GIT_ENV, **(env or {})}
-    try:
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            env=full_env,
-            timeout=timeout,
-            check=False,
-            encoding="utf-8",
-            errors="replace",
-        )
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed", hint="install git and retry") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise GitError(f"`{' '.join(cmd[3:])}` took longer than {timeout:.0f}s") from exc
-    if check and proc.returncode != 0:
-        raise GitError(
-            f"`git {' '.join(args)}` failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}",
-            hint="check that the path is a git repository and the revisions exist",
-        )
-    return proc.stdout
+    return _text(_run(repo, args, env=env, timeout=timeout, check=check).stdout)
 
 
 def cat_blobs(repo: str | os.PathLike[str], blobs: Sequence[str]) -> dict[str, str]:
     """The text of each blob of ``blobs`` (object names), from one ``git cat-file --batch``:
-    decoded as :func:`git` decodes a blob (UTF-8, bad bytes replaced, newlines made ``\\n``).
-    A name git does not find as a blob is left out."""
+    decoded as :func:`git` decodes its output. A name git does not find as a blob is left
+    out."""
     if not blobs:
         return {}
-    cmd = ["git", "-C", str(repo), "cat-file", "--batch"]
-    try:
-        proc = subprocess.run(
-            cmd,
-            input="".join(f"{b}\n" for b in blobs).encode(),
-            capture_output=True,
-            env={**os.environ, **_GIT_ENV},
-            timeout=120.0,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed", hint="install git and retry") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise GitError("`cat-file --batch` took longer than 120s") from exc
-    if proc.returncode != 0:
-        raise GitError(
-            f"`git cat-file --batch` failed in {repo}: {proc.stderr.decode(errors='replace')}",
-            hint="check that the path is a git repository and the revisions exist",
-        )
-    out, at, texts = proc.stdout, 0, {}
+    stdin = "".join(f"{b}\n" for b in blobs).encode()
+    out, at, texts = _run(repo, ("cat-file", "--batch"), stdin=stdin).stdout, 0, {}
     while at < len(out):
         end = out.index(b"\n", at)
         fields = out[at:end].split()
@@ -91,8 +90,7 @@ def cat_blobs(repo: str | os.PathLike[str], blobs: Sequence[str]) -> dict[str, s
             continue
         size = int(fields[2])
         if fields[1] == b"blob":
-            text = out[at : at + size].decode("utf-8", "replace")
-            texts[fields[0].decode()] = text.replace("\r\n", "\n").replace("\r", "\n")
+            texts[fields[0].decode()] = _text(out[at : at + size])
         at += size + 1  # the content and its closing newline
     return texts
 
