@@ -70,7 +70,9 @@ ONE_PASS_PRIOR_SD = math.log1p(0.003)
 # is a shift between its two processes beyond the prior, which no number of rounds removes:
 # a 1-element shape at 1% read 1.005 and 0.994 in its first pass in 2 of 10 A/A runs on an
 # H100 (``bench/results/h100/cli_decision/2026-12-05d``; 3 of 10 before this rule), and its
-# later passes 0.998-1.001.
+# later passes 0.998-1.001; on another H100 (``2026-12-06``) the 1- and 7-element shapes of one
+# run read 0.991-0.996 in both executions of their first pass, 0.998-1.005 after. Kernels of
+# about 1 us spread 0.4-0.55% from execution to execution there (their rounds' noise included).
 ONE_PASS_REACH = 0.6
 # the variance of a Hodges-Lehmann estimate is pi/3 times the mean's, for normal rounds
 HL_VARIANCE = math.pi / 3.0
