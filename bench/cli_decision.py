@@ -294,6 +294,8 @@ def bench_run(
                 "mode",
                 "tolerance",
                 "notes",  # e.g. the crossover's two worker pairs reading apart
+                "execution_ratios",  # each execution's head/base, pass by pass
+                "base_median_us",
             )
         }
         for c in data["cases"]
@@ -693,6 +695,56 @@ def _aa_not_same(s: dict[str, Any]) -> list[str]:
     ]
 
 
+def aa_executions(aa: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the A/A runs' executions show, where the runs kept each execution's head/base
+    (records made before they did: nothing): the verdicts decided in one pass, and by shape
+    and timing mode the spread of every execution's ratio around 1 (one SD of its log, in %,
+    the rounds' noise included), beside its base time: the spread the one-pass prior
+    (``checks.sweep.executions.ONE_PASS_PRIOR_SD``, 0.3%) is held against."""
+    runs = [r for r in aa if any(c.get("execution_ratios") for c in r.get("cases") or [])]
+    if not runs:
+        return {}
+    passes = [n for r in runs for n in r.get("case_passes") or []]
+    logs: dict[str, list[float]] = {}
+    base_us: dict[str, list[float]] = {}
+    for r in runs:
+        for c in r["cases"]:
+            key = f"{c['kernel']}:{'x'.join(map(str, c['shape']))} ({c.get('mode')})"
+            logs.setdefault(key, []).extend(math.log(x) for x in c.get("execution_ratios") or ())
+            if c.get("base_median_us"):
+                base_us.setdefault(key, []).append(c["base_median_us"])
+    spread = {
+        key: {
+            "executions": len(v),
+            "sd_pct": round(100 * math.sqrt(statistics.fmean(x * x for x in v)), 3),
+            "base_us": round(statistics.median(base_us[key]), 3) if key in base_us else None,
+        }
+        for key, v in logs.items()
+        if len(v) > 1
+    }
+    return {
+        "one_pass": f"{sum(n == 1 for n in passes)}/{len(passes)}",
+        "spread": dict(sorted(spread.items(), key=lambda kv: kv[1]["base_us"] or 0.0)),
+    }
+
+
+def _aa_spread(s: dict[str, Any]) -> list[str]:
+    """The A/A executions' spread by shape, where the record has it."""
+    spread = (s.get("aa_executions") or {}).get("spread") or {}
+    if not spread:
+        return []
+    return [
+        "A/A executions by shape (one SD of each execution's head/base around 1, the rounds' "
+        "noise included; the one-pass prior is 0.3%):",
+        "",
+        *(
+            f"- {k}: {v['sd_pct']:.2f}% over {v['executions']} executions, base {_num(v['base_us'])} us"
+            for k, v in spread.items()
+        ),
+        "",
+    ]
+
+
 def _kernel_defaults(per_shape: dict[str, float]) -> dict[str, float]:
     """Per kernel, the median share of its served shapes, for the shapes the planner adds."""
     by: dict[str, list[float]] = {}
@@ -772,6 +824,7 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         "aa_runs": len(aa),
         "aa_verdicts": len(aa_cases),
         "aa_false_alarms": false_alarms,
+        **({"aa_executions": ex} if (ex := aa_executions(aa)) else {}),
         # each A/A verdict that was not SAME, as read: which shape, how far, and the case's notes
         "aa_not_same": [
             {k: c.get(k) for k in AA_NOT_SAME_KEYS} for c in aa_cases if c["verdict"] != "SAME"
@@ -896,6 +949,11 @@ def markdown(s: dict[str, Any]) -> str:
             f"| A/A SLOWER at tolerance {t} (not SAME) | {v['slower']}/{v['verdicts']} ({v['not_same']}) |"
             for t, v in fa.items()
         ),
+        *(
+            [f"| A/A verdicts decided in one pass | {s['aa_executions']['one_pass']} |"]
+            if s.get("aa_executions")
+            else []
+        ),
         f"| 10% slower, SLOWER at 3% (served shapes; where the head really was over 3% slower) | {s['detect_10pct']} ({s.get('detect_10pct_where_realised')}) |",
         f"| 3% slower, SLOWER at 1.5% (served shapes; where really over 1.5%) | {s['detect_3pct_at_0p015']} ({s.get('detect_3pct_at_0p015_where_realised')}) |",
         f"| 10% slower at one shape: SLOWER there only | {s['one_shape_exact']} |",
@@ -922,6 +980,7 @@ def markdown(s: dict[str, Any]) -> str:
         *_job_rows(s),
         "",
         *_aa_not_same(s),
+        *_aa_spread(s),
         "do_bench A/A (A'/A over 1.03; either way):",
         "",
         *(

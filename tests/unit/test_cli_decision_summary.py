@@ -132,3 +132,39 @@ def test_do_bench_all_in_is_split_by_how_its_process_started(tmp_path: Path) -> 
     assert (
         "bytecode kept and an empty Triton cache (as the sweep starts each side) | 0.82 |" in text
     )
+
+
+def test_the_aa_executions_are_counted_by_pass_and_spread_by_shape(tmp_path: Path) -> None:
+    """Runs that kept each execution's head/base give the verdicts decided in one pass and each
+    shape's spread around 1 (RMS of the logs, in %), shapes in the order of their base time;
+    records without them summarize as before."""
+
+    def case(shape: int, ratios: list[float], us: float) -> dict:
+        return {"kernel": "k", "shape": [shape], "category": "small", "verdict": "SAME",
+                "ratio": 1.0, "tolerance": 0.01, "mode": "graph", "execution_ratios": ratios,
+                "base_median_us": us}  # fmt: skip
+
+    tiny, big = 1.01, 1.001
+    runs = [
+        {**_aa_run([], 0.01), "cases": [case(1, [tiny, 1 / tiny], 0.9), case(9, [big, big], 40.0)],
+         "case_passes": [1, 1]},
+        {**_aa_run([], 0.01), "cases": [case(9, [1 / big, 1 / big], 42.0),
+                                        case(1, [tiny, tiny, 1 / tiny, 1 / tiny], 1.1)],
+         "case_passes": [1, 2]},
+    ]  # fmt: skip
+    _write(tmp_path, "part1.json", {"aa": runs, "dobench": [], "skipped": []})
+    parts, files = read_parts(tmp_path)
+    s = summarize(parts, {"date": "d", "device": "cuda", "machine": "m", "python": "3"})
+    ex = s["aa_executions"]
+    assert ex["one_pass"] == "3/4"
+    assert list(ex["spread"]) == ["k:1 (graph)", "k:9 (graph)"]
+    assert ex["spread"]["k:1 (graph)"] == {"executions": 6, "sd_pct": 0.995, "base_us": 1.0}
+    assert ex["spread"]["k:9 (graph)"] == {"executions": 4, "sd_pct": 0.1, "base_us": 41.0}
+    text = markdown({**s, "files": files})
+    assert "| A/A verdicts decided in one pass | 3/4 |" in text
+    assert "- k:1 (graph): 0.99% over 6 executions, base 1 us" in text
+
+    _write(tmp_path, "part1.json", {"aa": [_aa_run(["SAME"], 0.01)], "skipped": []})
+    parts, files = read_parts(tmp_path)
+    s = summarize(parts, {"date": "d", "device": "cuda", "machine": "m", "python": "3"})
+    assert "aa_executions" not in s and "decided in one pass" not in markdown({**s, "files": files})
