@@ -369,6 +369,13 @@ _KERNEL_FILE = re.compile(
 # A path named for kernels (``fused_swiglu.py``, ``csrc/kernels/``, ``ops/triton/``): its
 # changed lines may be host code of kernels they do not show.
 _KERNEL_PATH = re.compile(r"(?i)(?:^|[/_.-])(?:kernels?|fused|triton|cuda|hip)(?=[/_.-]|$)")
+# ... or a file named for the operator kernels are most often written for (``attention.py``,
+# ``attn_layer.py``; a folder so named is a package's, as often as not holding none)
+_KERNEL_STEM = re.compile(r"(?i)(?:^|[_.-])(?:attention|attn)(?=[_.-]|$)")
+
+
+def _named_for_kernels(path: str) -> bool:
+    return bool(_KERNEL_PATH.search(path) or _KERNEL_STEM.search(posixpath.basename(path)))
 
 
 _UNDECIDED = (
@@ -412,7 +419,7 @@ def unclassified_files(
         kind = source_kind(path) or "python"
         marked = _KERNEL_FILE.search(visible) or _MARKERS[kind].search(visible)
         beside = path.lower().endswith(_HEADERS) and posixpath.dirname(path) in gpu_dirs
-        named_so = _KERNEL_PATH.search(path) is not None
+        named_so = _named_for_kernels(path)
         if not (has_kernels or gpu_suffix or marked or beside or named_so):
             continue
         if has_kernels or gpu_suffix or marked:
