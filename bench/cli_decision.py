@@ -572,14 +572,14 @@ def part2(ctx: dict[str, Any]) -> dict[str, Any]:
         local = Local(repo, device)
         for name, shapes in ctx["shapes"].items():
             for shape in shapes:
-                key = f"{name}:{'x'.join(map(str, shape))}"
+                key = shape_key(name, shape)
                 for slowdown in (0.03, 0.10):
                     sizing[f"{slowdown:.2f}"][key] = local.share_for(name, shape, slowdown)
                 log(f"sized {key}: 3% {sizing['0.03'][key]:.4f}, 10% {sizing['0.10'][key]:.4f}")
     else:  # CPU: proportional shares, unmeasured
         for name, shapes in ctx["shapes"].items():
             for shape in shapes:
-                key = f"{name}:{'x'.join(map(str, shape))}"
+                key = shape_key(name, shape)
                 sizing["0.03"][key], sizing["0.10"][key] = 0.03, 0.10
     every3 = {**_kernel_defaults(sizing["0.03"]), **sizing["0.03"]}
     every10 = {**_kernel_defaults(sizing["0.10"]), **sizing["0.10"]}
@@ -695,6 +695,11 @@ def _aa_not_same(s: dict[str, Any]) -> list[str]:
     ]
 
 
+def shape_key(kernel: str, shape: Any) -> str:
+    """A case as the summary names it: ``kernel:4096x8192``."""
+    return f"{kernel}:{'x'.join(map(str, shape))}"
+
+
 def aa_executions(aa: list[dict[str, Any]]) -> dict[str, Any]:
     """What the A/A runs' executions show, where the runs kept each execution's head/base
     (records made before they did: nothing): the verdicts decided in one pass, and by shape
@@ -709,7 +714,7 @@ def aa_executions(aa: list[dict[str, Any]]) -> dict[str, Any]:
     base_us: dict[str, list[float]] = {}
     for r in runs:
         for c in r["cases"]:
-            key = f"{c['kernel']}:{'x'.join(map(str, c['shape']))} ({c.get('mode')})"
+            key = f"{shape_key(c['kernel'], c['shape'])} ({c.get('mode')})"
             logs.setdefault(key, []).extend(math.log(x) for x in c.get("execution_ratios") or ())
             if c.get("base_median_us"):
                 base_us.setdefault(key, []).append(c["base_median_us"])
@@ -782,11 +787,7 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     marked = {f"{k}:{s}" for k, s in (p2.get("one_shape") or {}).items()}
     one_exact = None
     if one:
-        slower = {
-            f"{c['kernel']}:{'x'.join(map(str, c['shape']))}"
-            for c in one
-            if c.get("verdict") == "SLOWER"
-        }
+        slower = {shape_key(c["kernel"], c["shape"]) for c in one if c.get("verdict") == "SLOWER"}
         one_exact = slower == marked
     every = [r for r in [*aa, *runs.values()] if r.get("gpu_s_per_verdict_all_in")]
     db = [p for d in p1.get("dobench", []) for p in d["pairs"]]
@@ -804,7 +805,7 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     db_fa = {}
     for d in p1.get("dobench", []):
         ratios = [p["a2_ms"] / p["a_ms"] for p in d["pairs"]]
-        key = f"{d['kernel']}:{'x'.join(map(str, d['shape']))}"
+        key = shape_key(d["kernel"], d["shape"])
         db_fa[key] = {
             "pairs": len(ratios),
             "over_1.03": sum(r > 1.03 for r in ratios),
@@ -840,9 +841,7 @@ def summarize(parts: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
         "detect_10pct_where_realised": _realised(s10, 0.03),
         "detect_3pct_at_0p015_where_realised": _realised(s3, 0.015),
         "realised_ratios": {
-            name: {
-                f"{c['kernel']}:{'x'.join(map(str, c['shape']))}": c["ratio"] for c in served(run)
-            }
+            name: {shape_key(c["kernel"], c["shape"]): c["ratio"] for c in served(run)}
             for name, run in runs.items()
         },
         "gpu_s_per_verdict_all_in_median": statistics.median(
